@@ -1,0 +1,120 @@
+//! Command definitions and dispatch.
+
+mod read;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Exit code: success.
+pub const OK: u8 = 0;
+/// Exit code: faults found, or the thing checked failed.
+pub const FAULTS: u8 = 1;
+/// Exit code: usage error or unreadable input.
+pub const USAGE: u8 = 2;
+
+/// Catalog Agent Skills (SKILL.md bundles) from directories, archives, registries and URLs.
+#[derive(Debug, Parser)]
+#[command(name = "skillcat", version, about, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Output format of reporting commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    /// Lines for people.
+    #[default]
+    Text,
+    /// JSON for programs.
+    Json,
+}
+
+/// Rendering of the prompt block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum PromptFormatArg {
+    /// `<available_skills>` XML, as the reference renders it.
+    #[default]
+    Xml,
+    /// A Markdown list.
+    Markdown,
+    /// JSON.
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Report every fault of each skill ("Valid skill: P" / "Validation failed for P:").
+    #[command(after_help = "Example: skillcat validate fixtures/skills")]
+    Validate {
+        /// Skill directories, SKILL.md files, directories of skills or archives.
+        #[arg(required = true)]
+        paths: Vec<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+        /// Admit an extension field in the frontmatter (repeatable).
+        #[arg(long = "allow-field", value_name = "NAME")]
+        allow_field: Vec<String>,
+    },
+    /// Print a skill's frontmatter properties as JSON (like the reference's read-properties).
+    #[command(after_help = "Example: skillcat properties fixtures/skills/pdf-forms")]
+    Properties {
+        /// A skill directory or its SKILL.md.
+        path: String,
+    },
+    /// Render the prompt block (tier 1) for the skills of one or more sources.
+    #[command(after_help = "Example: skillcat prompt fixtures/skills --budget 2000")]
+    Prompt {
+        /// Skill directories, directories of skills, or any other source.
+        #[arg(required = true)]
+        paths: Vec<String>,
+        /// Rendering.
+        #[arg(long, value_enum, default_value_t)]
+        format: PromptFormatArg,
+        /// Maximum characters of the block; over it, descriptions are shortened fairly, then
+        /// skills omitted, and a report goes to stderr.
+        #[arg(long, value_name = "CHARS")]
+        budget: Option<usize>,
+    },
+    /// List each skill of a source: name, description, location, digest. Faults are reported.
+    #[command(after_help = "Example: skillcat list fixtures/skills --format json")]
+    List {
+        /// Any source.
+        source: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// Print a skill's instructions (the Markdown body, tier 2).
+    #[command(after_help = "Example: skillcat show fixtures/skills pdf-forms")]
+    Show {
+        /// Any source.
+        source: String,
+        /// The skill's name (`-` and `_` alike).
+        name: String,
+    },
+    /// Print one file of a skill (tier 3); paths that climb out of the skill are refused.
+    #[command(after_help = "Example: skillcat read fixtures/skills pdf-forms references/fields.md")]
+    Read {
+        /// Any source.
+        source: String,
+        /// The skill's name.
+        name: String,
+        /// A path relative to the skill.
+        path: String,
+    },
+}
+
+/// Runs one command; returns the exit code.
+pub async fn run(cli: Cli) -> u8 {
+    match cli.command {
+        Command::Validate { paths, format, allow_field } => {
+            read::validate(&paths, format, allow_field).await
+        }
+        Command::Properties { path } => read::properties(&path).await,
+        Command::Prompt { paths, format, budget } => read::prompt(&paths, format, budget).await,
+        Command::List { source, format } => read::list(&source, format).await,
+        Command::Show { source, name } => read::show(&source, &name).await,
+        Command::Read { source, name, path } => read::read(&source, &name, &path).await,
+    }
+}

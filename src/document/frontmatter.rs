@@ -1,0 +1,163 @@
+//! Splitting a SKILL.md into frontmatter and body.
+//!
+//! ```text
+//! [BOM]---            ← opening line: exactly `---` (trailing blanks allowed)
+//! name: pdf-forms     ← strict YAML, every scalar text
+//! description: …
+//! ---                 ← closing line: exactly `---`; a `---` inside a value closes nothing
+//! # Body              ← Markdown, trimmed
+//! ```
+//!
+//! CRLF is read as LF. Only a text that is not a skill document is refused here; field rules are
+//! [`validate`](super::validate)'s business.
+
+use std::borrow::Cow;
+
+use super::yaml;
+use super::{Fault, FaultKind, Map, Value};
+
+/// A parsed SKILL.md: the frontmatter mapping and the Markdown body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Document {
+    /// The whole frontmatter, in document order.
+    pub frontmatter: Map,
+    /// The Markdown after the closing `---`, with surrounding whitespace trimmed.
+    pub body: String,
+}
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Whether a line (without its `\n`) is a fence: `---` followed only by blanks.
+fn is_fence(line: &str) -> bool {
+    line.strip_prefix("---")
+        .is_some_and(|rest| rest.bytes().all(|b| b == b' ' || b == b'\t'))
+}
+
+/// Reads a SKILL.md from its raw bytes.
+///
+/// Refusals (each a [`Fault`] with its stable kind): `not-utf8` (naming the byte offset),
+/// `missing-frontmatter`, `unclosed-frontmatter`, `bad-yaml` (with line and column in the file),
+/// `not-a-mapping`.
+pub fn parse_document(bytes: &[u8]) -> Result<Document, Fault> {
+    let (bytes, bom_len) = match bytes.strip_prefix(BOM) {
+        Some(rest) => (rest, BOM.len()),
+        None => (bytes, 0),
+    };
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        Fault::new(
+            FaultKind::NotUtf8,
+            format!(
+                "SKILL.md is not valid UTF-8 (invalid byte at offset {})",
+                e.valid_up_to() + bom_len
+            ),
+        )
+    })?;
+    let text: Cow<'_, str> = if text.contains('\r') {
+        Cow::Owned(text.replace("\r\n", "\n"))
+    } else {
+        Cow::Borrowed(text)
+    };
+    parse_text(&text)
+}
+
+fn missing_frontmatter() -> Fault {
+    Fault::new(
+        FaultKind::MissingFrontmatter,
+        "SKILL.md must start with YAML frontmatter (---)",
+    )
+}
+
+fn parse_text(text: &str) -> Result<Document, Fault> {
+    let (first, rest) = match text.split_once('\n') {
+        Some((first, rest)) => (first, rest),
+        None => (text, ""),
+    };
+    if !is_fence(first) {
+        return Err(missing_frontmatter());
+    }
+    // Find the closing fence: a whole line, starting at `rest`.
+    let mut offset = 0;
+    let mut close = None;
+    for line in rest.split_inclusive('\n') {
+        let content = line.strip_suffix('\n').unwrap_or(line);
+        if is_fence(content) {
+            close = Some((offset, offset + line.len()));
+            break;
+        }
+        offset += line.len();
+    }
+    let Some((yaml_end, body_start)) = close else {
+        return Err(Fault::new(
+            FaultKind::UnclosedFrontmatter,
+            "SKILL.md frontmatter not properly closed with ---",
+        ));
+    };
+    let yaml_text = &rest[..yaml_end];
+    let body = rest[body_start..].trim().to_string();
+    let value = yaml::parse(yaml_text).map_err(|e| {
+        Fault::new(
+            FaultKind::BadYaml,
+            // Lines are counted in the file: the opening fence is line 1.
+            format!(
+                "Invalid YAML in frontmatter: line {}, column {}: {}",
+                e.line + 1,
+                e.col,
+                e.message
+            ),
+        )
+    })?;
+    match value {
+        Some(Value::Map(frontmatter)) => Ok(Document { frontmatter, body }),
+        _ => Err(Fault::new(
+            FaultKind::NotAMapping,
+            "SKILL.md frontmatter must be a YAML mapping",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(src: &[u8]) -> FaultKind {
+        parse_document(src).unwrap_err().kind()
+    }
+
+    #[test]
+    fn fences_must_be_whole_lines() {
+        assert_eq!(kind(b"# no frontmatter"), FaultKind::MissingFrontmatter);
+        assert_eq!(kind(b""), FaultKind::MissingFrontmatter);
+        assert_eq!(kind(b"----\nname: x\n---\n"), FaultKind::MissingFrontmatter);
+        assert_eq!(kind(b" ---\nname: x\n---\n"), FaultKind::MissingFrontmatter);
+        assert_eq!(kind(b"---\nname: x\n"), FaultKind::UnclosedFrontmatter);
+        assert_eq!(kind(b"---\nname: x\n----\n"), FaultKind::UnclosedFrontmatter);
+        assert_eq!(kind(b"---"), FaultKind::UnclosedFrontmatter);
+    }
+
+    #[test]
+    fn invalid_utf8_names_the_offset() {
+        let f = parse_document(b"---\nname: \xff\n---\n").unwrap_err();
+        assert_eq!(f.kind(), FaultKind::NotUtf8);
+        assert!(f.message().contains("offset 10"), "{}", f.message());
+        // The offset counts the BOM too: it is a position in the file.
+        let f = parse_document(b"\xEF\xBB\xBF---\n\xfe").unwrap_err();
+        assert!(f.message().contains("offset 7"), "{}", f.message());
+    }
+
+    #[test]
+    fn bom_and_crlf_and_trailing_blanks_on_fences() {
+        let d = parse_document(b"\xEF\xBB\xBF---  \r\nname: a\r\n---\t\r\nBody\r\nmore\r\n").unwrap();
+        assert_eq!(d.body, "Body\nmore");
+    }
+
+    #[test]
+    fn closing_fence_at_end_of_file_without_newline() {
+        let d = parse_document(b"---\nname: a\n---").unwrap();
+        assert_eq!(d.body, "");
+    }
+
+    #[test]
+    fn empty_frontmatter_is_not_a_mapping() {
+        assert_eq!(kind(b"---\n---\nbody"), FaultKind::NotAMapping);
+    }
+}

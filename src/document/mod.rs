@@ -1,0 +1,18 @@
+//! The SKILL.md document: reading, the [`Skill`] value, limits and validation.
+//!
+//! Reading is lenient about fields (a document with no name still parses and
+//! [`Skill::validate`] says what is wrong); only a text that is not a skill document at all is
+//! refused, with a [`Fault`] whose kind says why.
+
+mod fault;
+mod frontmatter;
+mod skill;
+mod validate;
+mod value;
+pub(crate) mod yaml;
+
+pub use fault::{Fault, FaultKind};
+pub use frontmatter::{Document, parse_document};
+pub use skill::{Skill, resolve_reference};
+pub use validate::{Limits, SPEC_FIELDS, ValidateOptions, normalize_name, validate_frontmatter};
+pub use value::{Map, Value};

@@ -1,0 +1,300 @@
+//! The [`Skill`] value: one parsed skill and the three tiers an agent reads.
+
+use super::{Document, Fault, FaultKind, Map, ValidateOptions, Value, normalize_name, validate_frontmatter};
+use crate::source::FileEntry;
+
+/// One skill read from a source: its frontmatter, body and file list.
+///
+/// Tier 1 is [`summary`](Skill::summary) (name, description, location), tier 2 is
+/// [`body`](Skill::body), tier 3 is [`resolve`](Skill::resolve) for files the body names.
+#[derive(Debug, Clone)]
+pub struct Skill {
+    root: String,
+    location: String,
+    dir_name: Option<String>,
+    doc: Document,
+    files: Vec<FileEntry>,
+}
+
+impl Skill {
+    /// Builds a skill from what a source gave: its root, the location of its document, the parsed
+    /// document and its file list. `dir_name` is the name of the skill's directory, when it has
+    /// one, for the name check.
+    pub fn new(
+        root: String,
+        location: String,
+        dir_name: Option<String>,
+        doc: Document,
+        files: Vec<FileEntry>,
+    ) -> Self {
+        Skill { root, location, dir_name, doc, files }
+    }
+
+    /// The root this skill was listed under in its source (`""` for a source that is one skill).
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
+    /// Where the document is, for people and for the prompt block (an absolute path for a
+    /// directory source).
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The name of the skill's directory, when it has one.
+    pub fn dir_name(&self) -> Option<&str> {
+        self.dir_name.as_deref()
+    }
+
+    /// The `name` field, trimmed, when it is text.
+    pub fn raw_name(&self) -> Option<&str> {
+        self.text("name").map(str::trim).filter(|s| !s.is_empty())
+    }
+
+    /// The name as the catalog knows it: trimmed and NFKC-normalised; when the frontmatter has no
+    /// usable name, the directory's name.
+    pub fn name(&self) -> String {
+        match self.raw_name() {
+            Some(n) => normalize_name(n),
+            None => self.dir_name.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The `description`, trimmed (empty when missing or not text).
+    pub fn description(&self) -> &str {
+        self.text("description").map(str::trim).unwrap_or("")
+    }
+
+    /// The Markdown body (tier 2), trimmed.
+    pub fn body(&self) -> &str {
+        &self.doc.body
+    }
+
+    /// The whole frontmatter.
+    pub fn frontmatter(&self) -> &Map {
+        &self.doc.frontmatter
+    }
+
+    /// Every regular file of the skill, sorted by path.
+    pub fn files(&self) -> &[FileEntry] {
+        &self.files
+    }
+
+    fn text(&self, key: &str) -> Option<&str> {
+        self.doc.frontmatter.get(key).and_then(Value::as_str)
+    }
+
+    /// The `license` field, when it is text.
+    pub fn license(&self) -> Option<&str> {
+        self.text("license")
+    }
+
+    /// The `compatibility` field, when it is text.
+    pub fn compatibility(&self) -> Option<&str> {
+        self.text("compatibility")
+    }
+
+    /// The `metadata` map's text entries (other values are skipped; the whole frontmatter stays
+    /// available from [`frontmatter`](Skill::frontmatter)).
+    pub fn metadata(&self) -> Vec<(&str, &str)> {
+        match self.doc.frontmatter.get("metadata") {
+            Some(Value::Map(m)) => m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k, v))).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// `metadata.version`, when present and text.
+    pub fn version(&self) -> Option<&str> {
+        self.metadata().into_iter().find(|(k, _)| *k == "version").map(|(_, v)| v.trim())
+    }
+
+    /// The `allowed-tools` entries: a list's items, or a string split on blanks outside
+    /// parentheses (so `Bash(git add *) Read` is two tools).
+    pub fn allowed_tools(&self) -> Vec<String> {
+        match self.doc.frontmatter.get("allowed-tools") {
+            Some(Value::Text(s)) => split_tools(s),
+            Some(Value::List(items)) => {
+                items.iter().filter_map(Value::as_str).map(str::to_string).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// One line for a catalog: `name: description (location)`, whitespace collapsed.
+    pub fn summary(&self) -> String {
+        let description = self.description().split_whitespace().collect::<Vec<_>>().join(" ");
+        format!("{}: {} ({})", self.name(), description, self.location)
+    }
+
+    /// Every validation fault of this skill, in the reference order.
+    pub fn validate(&self, opts: &ValidateOptions) -> Vec<Fault> {
+        validate_frontmatter(&self.doc.frontmatter, self.dir_name.as_deref(), opts)
+    }
+
+    /// The properties the reference's `read-properties` prints, as JSON: `name`, `description`,
+    /// then `license`, `compatibility`, `allowed-tools`, `metadata` when present and non-empty.
+    /// The first missing/empty `name` or `description` is the error, as in the reference.
+    pub fn properties(&self) -> Result<serde_json::Value, Fault> {
+        let fm = &self.doc.frontmatter;
+        let name = match fm.get("name") {
+            None => {
+                return Err(Fault::new(
+                    FaultKind::MissingName,
+                    "Missing required field in frontmatter: name",
+                ));
+            }
+            Some(Value::Text(s)) if !s.trim().is_empty() => s.trim(),
+            Some(_) => {
+                return Err(Fault::new(
+                    FaultKind::NameEmpty,
+                    "Field 'name' must be a non-empty string",
+                ));
+            }
+        };
+        let description = match fm.get("description") {
+            None => {
+                return Err(Fault::new(
+                    FaultKind::MissingDescription,
+                    "Missing required field in frontmatter: description",
+                ));
+            }
+            Some(Value::Text(s)) if !s.trim().is_empty() => s.trim(),
+            Some(_) => {
+                return Err(Fault::new(
+                    FaultKind::DescriptionEmpty,
+                    "Field 'description' must be a non-empty string",
+                ));
+            }
+        };
+        let mut out = serde_json::Map::new();
+        out.insert("name".into(), name.into());
+        out.insert("description".into(), description.into());
+        for key in ["license", "compatibility", "allowed-tools"] {
+            match fm.get(key) {
+                None => {}
+                Some(Value::Text(s)) if s.is_empty() => {}
+                Some(v) => {
+                    out.insert(key.into(), v.to_json());
+                }
+            }
+        }
+        match fm.get("metadata") {
+            Some(Value::Map(m)) => {
+                let texts: serde_json::Map<String, serde_json::Value> = m
+                    .iter()
+                    .filter_map(|(k, v)| v.as_str().map(|s| (k.to_string(), s.into())))
+                    .collect();
+                if !texts.is_empty() {
+                    out.insert("metadata".into(), texts.into());
+                }
+            }
+            Some(Value::Text(s)) if s.is_empty() => {}
+            Some(v) => {
+                out.insert("metadata".into(), v.to_json());
+            }
+            None => {}
+        }
+        Ok(serde_json::Value::Object(out))
+    }
+
+    /// Resolves a reference from the body (tier 3) to a path relative to the skill root.
+    ///
+    /// `None` for anything that is not a file inside the skill: URLs and other schemes, absolute
+    /// paths, backslashes, and `..` that climbs out. `./` and inner `..` are normalised; a
+    /// `#fragment` is dropped.
+    pub fn resolve(&self, reference: &str) -> Option<String> {
+        resolve_reference(reference)
+    }
+}
+
+/// The pure part of [`Skill::resolve`].
+pub fn resolve_reference(reference: &str) -> Option<String> {
+    let reference = reference.split('#').next().unwrap_or("").trim();
+    if reference.is_empty() || reference.starts_with('/') || reference.contains('\\') {
+        return None;
+    }
+    if reference.contains('\0') || reference.chars().any(char::is_control) {
+        return None;
+    }
+    // A scheme (`https:`, `mailto:`, `C:`) before any `/` is not a relative path.
+    if let Some(colon) = reference.find(':') {
+        if !reference[..colon].contains('/') {
+            return None;
+        }
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in reference.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(parts.join("/"))
+}
+
+fn split_tools(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0usize;
+    for c in s.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                cur.push(c);
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                cur.push(c);
+            }
+            c if c.is_whitespace() && depth == 0 => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_table() {
+        for (input, want) in [
+            ("references/guide.md", Some("references/guide.md")),
+            ("./references/guide.md", Some("references/guide.md")),
+            ("references/../scripts/run.sh", Some("scripts/run.sh")),
+            ("references/guide.md#usage", Some("references/guide.md")),
+            ("../other/SKILL.md", None),
+            ("references/../../x", None),
+            ("/etc/passwd", None),
+            ("https://example.com/x.md", None),
+            ("mailto:a@b.c", None),
+            ("C:/x", None),
+            ("a\\b", None),
+            ("", None),
+            (".", None),
+            ("#top", None),
+        ] {
+            assert_eq!(resolve_reference(input).as_deref(), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn tools_split_outside_parentheses() {
+        assert_eq!(split_tools("Bash(git add *) Read  Write"), ["Bash(git add *)", "Read", "Write"]);
+        assert!(split_tools("  ").is_empty());
+    }
+}

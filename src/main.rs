@@ -1,0 +1,27 @@
+//! The `skillcat` command line: argument parsing, output formats and exit codes over the library.
+//!
+//! Exit codes: 0 all good; 1 faults found or the thing checked failed; 2 usage error or
+//! unreadable input.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = runtime.block_on(cli::run(args));
+    ExitCode::from(code)
+}

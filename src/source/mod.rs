@@ -1,0 +1,256 @@
+//! Where skill bytes live: the [`Source`] trait, its extension trait, and [`open`].
+//!
+//! ```text
+//! Source ── list()  → skill roots ("pdf-tools", "team/deploy", "" for a lone skill)
+//!        ── files() → every regular file under a root (path relative to the root, size, exec bit)
+//!        └─ read()  → the bytes of one file, addressed as join_path(root, relative)
+//! ```
+//!
+//! Every backend (directory, tarball, zip, SQLite registry, HTTP cache) implements the three
+//! methods; everything else ([`SourceExt`], [`discover`], [`load`]) is written once on top.
+
+mod dir;
+mod tarball;
+mod zip;
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+pub use dir::{DirOptions, DirSource, check};
+
+use crate::digest::Manifest;
+use crate::document::{self, Fault, Skill};
+use crate::error::{Error, Result};
+
+/// One regular file of a skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEntry {
+    /// Path relative to the skill root, `/`-separated, canonical (no `.`, `..` or empty parts).
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Whether the file is executable (a mode bit on disk, a flag in a manifest).
+    pub executable: bool,
+}
+
+/// A store of skills.
+///
+/// # Contract
+///
+/// Every implementation promises:
+/// - **Roots** from [`list`](Source::list) are `/`-separated paths relative to the source, in the
+///   order to offer them to a model, without duplicates. A source that *is* one skill lists `""`.
+///   A listed root may lack a document: [`discover`] reports that as `missing-document`.
+/// - **Files** from [`files`](Source::files) are every regular file under the root and nothing
+///   else (no directories, links or devices), sorted by byte order of `path`, with canonical
+///   relative paths. Ignored entries (`.git/`, `.DS_Store`) are the same for every source.
+/// - **Reads** take `join_path(root, relative)` and return exactly the bytes that were stored; a
+///   path that climbs out (`..`, absolute) is [`Error::PathRejected`], a missing file
+///   [`Error::NotFound`]. A source never follows a link out of itself.
+/// - **Limits** are enforced on bytes actually read, never on a size someone claimed.
+/// - The methods are safe to call concurrently; blocking work runs off the async runtime.
+#[async_trait]
+pub trait Source: Debug + Send + Sync {
+    /// Skill roots this source offers, `/`-separated, in the order to offer them to a model.
+    async fn list(&self) -> Result<Vec<String>>;
+    /// Every regular file under one skill root, with size and executable bit.
+    async fn files(&self, root: &str) -> Result<Vec<FileEntry>>;
+    /// The bytes of one file: a root joined with a relative path.
+    async fn read(&self, path: &str) -> Result<Bytes>;
+    /// A human-readable location for `path` (an absolute file path for a directory,
+    /// `archive.tar.gz!/root/SKILL.md` for an archive). Used in reports and the prompt block.
+    fn location(&self, path: &str) -> String;
+    /// The name of the directory a root stands for, for the name check of validation: by default
+    /// the root's last component; `None` for a root that has no directory of its own (a lone skill
+    /// at the top of an archive).
+    fn root_dir_name(&self, root: &str) -> Option<String> {
+        (!root.is_empty()).then(|| base_name(root).to_string())
+    }
+}
+
+/// The largest SKILL.md any source reads (1 MiB); a larger one is a `document-too-large` fault,
+/// refused from its size before it is read.
+pub const DOCUMENT_LIMIT: u64 = 1 << 20;
+
+/// Joins a root and a relative path with `/` (either may be empty).
+pub fn join_path(root: &str, rel: &str) -> String {
+    match (root.is_empty(), rel.is_empty()) {
+        (true, _) => rel.to_string(),
+        (false, true) => root.to_string(),
+        (false, false) => format!("{}/{}", root.trim_end_matches('/'), rel),
+    }
+}
+
+/// The last `/`-separated component of a path (`"a/b/c"` → `"c"`, `""` → `""`).
+pub fn base_name(path: &str) -> &str {
+    let trimmed = path.trim_end_matches('/');
+    trimmed.rsplit('/').next().unwrap_or(trimmed)
+}
+
+/// Conveniences every [`Source`] gets for free.
+#[async_trait]
+pub trait SourceExt: Source {
+    /// Reads a file as UTF-8 text.
+    async fn read_to_string(&self, path: &str) -> Result<String> {
+        let bytes = self.read(path).await?;
+        String::from_utf8(bytes.to_vec()).map_err(|e| Error::Invalid(format!(
+            "{}: not UTF-8 (invalid byte at offset {})",
+            self.location(path),
+            e.utf8_error().valid_up_to()
+        )))
+    }
+
+    /// Whether `path` names a readable file.
+    async fn exists(&self, path: &str) -> Result<bool> {
+        match self.read(path).await {
+            Ok(_) => Ok(true),
+            Err(Error::NotFound(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads and parses the skill at `root` (see [`load`]).
+    async fn load(&self, root: &str) -> Result<Skill> {
+        load(self, root).await
+    }
+
+    /// The manifest of the skill at `root`: every file read and hashed (the skill digest is
+    /// computed from the bytes held, never taken from anyone's word).
+    async fn manifest(&self, root: &str, name: &str, version: &str) -> Result<Manifest> {
+        let files = self.files(root).await?;
+        let mut contents = Vec::with_capacity(files.len());
+        for f in &files {
+            contents.push(self.read(&join_path(root, &f.path)).await?);
+        }
+        Ok(Manifest::build(
+            name,
+            version,
+            files.iter().zip(&contents).map(|(f, b)| (f.path.as_str(), &b[..], f.executable)),
+        ))
+    }
+}
+
+impl<T: Source + ?Sized> SourceExt for T {}
+
+/// The result of [`discover`]: every skill read, and every fault found. Never silent.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Skills that were read and parsed (they may still have validation faults).
+    pub skills: Vec<Skill>,
+    /// Roots that could not be read as a skill, each with the fault that refused it.
+    pub faults: Vec<RootFault>,
+}
+
+/// A root that could not be loaded.
+#[derive(Debug, Clone)]
+pub struct RootFault {
+    /// The root as listed by the source.
+    pub root: String,
+    /// Where it is, for people.
+    pub location: String,
+    /// What is wrong.
+    pub fault: Fault,
+}
+
+/// Which document file a root holds, from its file list: `SKILL.md`, else `skill.md`.
+pub fn document_name(files: &[FileEntry]) -> Option<&'static str> {
+    if files.iter().any(|f| f.path == "SKILL.md") {
+        Some("SKILL.md")
+    } else if files.iter().any(|f| f.path == "skill.md") {
+        Some("skill.md")
+    } else {
+        None
+    }
+}
+
+/// Reads and parses one skill: its file list, its document, its frontmatter.
+///
+/// A root without a document, or whose document is not a skill document, is an
+/// [`Error::InvalidSkill`] carrying the fault.
+pub async fn load(source: &(impl Source + ?Sized), root: &str) -> Result<Skill> {
+    let files = source.files(root).await?;
+    let Some(doc_name) = document_name(&files) else {
+        return Err(Error::InvalidSkill {
+            path: source.location(root),
+            fault: Fault::missing_document(),
+        });
+    };
+    let doc_path = join_path(root, doc_name);
+    let location = source.location(&doc_path);
+    let size = files.iter().find(|f| f.path == doc_name).map_or(0, |f| f.size);
+    if size > DOCUMENT_LIMIT {
+        return Err(Error::InvalidSkill {
+            path: location,
+            fault: Fault::document_too_large(size, DOCUMENT_LIMIT),
+        });
+    }
+    let bytes = source.read(&doc_path).await?;
+    if bytes.len() as u64 > DOCUMENT_LIMIT {
+        return Err(Error::InvalidSkill {
+            path: location,
+            fault: Fault::document_too_large(bytes.len() as u64, DOCUMENT_LIMIT),
+        });
+    }
+    let doc = document::parse_document(&bytes).map_err(|fault| Error::InvalidSkill {
+        path: location.clone(),
+        fault,
+    })?;
+    Ok(Skill::new(root.to_string(), location, source.root_dir_name(root), doc, files))
+}
+
+/// Reads every root of a source. One broken skill never hides the others, and nothing is
+/// dropped silently: each root gives a skill or a fault.
+pub async fn discover(source: &(impl Source + ?Sized)) -> Result<Discovery> {
+    let roots = source.list().await?;
+    let mut out = Discovery::default();
+    for root in roots {
+        match load(source, &root).await {
+            Ok(skill) => out.skills.push(skill),
+            Err(Error::InvalidSkill { path, fault }) => out.faults.push(RootFault {
+                root,
+                location: path,
+                fault,
+            }),
+            Err(other) => out.faults.push(RootFault {
+                location: source.location(&root),
+                root,
+                fault: Fault::unreadable(other.to_string()),
+            }),
+        }
+    }
+    Ok(out)
+}
+
+/// Opens a source from one string: a directory (a skill or a tree of skills).
+/// Later steps add archives, registries and URLs.
+pub fn open(spec: &str) -> Result<Arc<dyn Source>> {
+    let path = std::path::Path::new(spec);
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::NotFound(spec.to_string()),
+        _ => Error::io(spec, e),
+    })?;
+    if meta.is_dir() {
+        return Ok(Arc::new(DirSource::open(path, DirOptions::default())?));
+    }
+    Err(Error::UnsupportedSource(spec.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_and_base() {
+        assert_eq!(join_path("", "SKILL.md"), "SKILL.md");
+        assert_eq!(join_path("a/b", "SKILL.md"), "a/b/SKILL.md");
+        assert_eq!(join_path("a/", "x"), "a/x");
+        assert_eq!(join_path("a", ""), "a");
+        assert_eq!(base_name("a/b/c"), "c");
+        assert_eq!(base_name("c"), "c");
+        assert_eq!(base_name(""), "");
+        assert_eq!(base_name("a/b/"), "b");
+    }
+}
