@@ -1,0 +1,1042 @@
+//! The prompt block (tier 1): the skills an agent may activate, rendered for its system prompt,
+//! within a character budget.
+//!
+//! Pure: [`render`] takes names, descriptions and locations and returns text plus a
+//! [`BudgetReport`]; reading skills and choosing the budget happen elsewhere (the catalog).
+//!
+//! # Formats
+//!
+//! **XML** ([`PromptFormat::Xml`], the default) is byte-identical to the reference validator's
+//! `to_prompt`: one tag per line, no indentation, each value on its own line, joined by `\n`
+//! with no trailing newline. The name and the description are escaped as Python's `html.escape`
+//! does ([`escape_xml`]); the location is written as given.
+//!
+//! ```text
+//! <available_skills>
+//! <skill>
+//! <name>
+//! pdf-tools
+//! </name>
+//! <description>
+//! Fill &amp; merge PDF forms.
+//! </description>
+//! <location>
+//! /home/me/.agents/skills/pdf-tools/SKILL.md
+//! </location>
+//! </skill>
+//! </available_skills>
+//! ```
+//!
+//! No skills give `<available_skills>\n</available_skills>`.
+//!
+//! **Markdown** ([`PromptFormat::Markdown`]): a heading line, then one list item per skill.
+//! Values are written as given (no Markdown escaping), except that control characters (line
+//! breaks, tabs, …) become spaces so that each skill stays on one line. A skill whose
+//! description is empty drops the `: ` as well. No skills give the heading alone.
+//!
+//! ```text
+//! ## Available skills
+//! - **pdf-tools**: Fill & merge PDF forms. (/home/me/.agents/skills/pdf-tools/SKILL.md)
+//! ```
+//!
+//! **JSON** ([`PromptFormat::Json`]): compact (no spaces, no line breaks), because indentation
+//! would spend the budget on whitespace; keys in the order `name`, `description`, `location`.
+//! No skills give `{"skills":[]}`.
+//!
+//! ```text
+//! {"skills":[{"name":"pdf-tools","description":"Fill & merge PDF forms.","location":"/home/me/.agents/skills/pdf-tools/SKILL.md"}]}
+//! ```
+//!
+//! In every format the skills keep the order the caller gave (highest precedence first) and are
+//! not deduplicated. With [`PromptOptions::omit_when_empty`] a block that would show no skill is
+//! the empty string instead, as the client guide asks ("no skills: omit the catalog").
+//!
+//! # The budget
+//!
+//! [`PromptOptions::budget`] is the most characters (Unicode scalar values, what
+//! `str::chars().count()` counts) the whole text may have, measured on the rendered text:
+//! an `&` costs the five characters of `&amp;` in XML, a line break the two of `\n` in JSON.
+//! Over budget, descriptions are shortened first and skills omitted only when even empty
+//! descriptions do not fit. It is computed the other way round:
+//!
+//! 1. **Which skills.** Keep the longest prefix of the list whose block, with every description
+//!    empty, fits; the rest are omitted, from the end (the lowest precedence). Order is kept.
+//! 2. **Shorten descriptions fairly.** What the budget leaves after the fixed parts (tags, names,
+//!    locations) goes to the descriptions as if handed out one character at a time round-robin,
+//!    as Codex does: short descriptions are kept whole and long ones give up characters. It is
+//!    computed, not simulated: find the largest cap `c` such that every description cut to at
+//!    most `c` rendered characters fits (binary search; the total is monotone in `c`), then hand
+//!    the remainder out as `c + 1` to the cut descriptions in list order, stopping at the first
+//!    one it does not cover (ties go to the higher precedence). A cut description ends with `…`
+//!    (one character, counted in its cap); it is cut between characters of the source text, so
+//!    never inside an XML entity or a JSON escape (it may split a grapheme cluster); with a cap
+//!    of 0 it becomes empty, without the mark. Cost: `O(log L)` evaluations of the total (`L` the
+//!    longest description), each one binary search per skill in its description's prefix costs.
+//!
+//! Guarantees: the text never exceeds the budget; a budget the whole block fits in changes
+//! nothing; a larger budget never includes fewer skills or gives a shorter text, and while the
+//! same skills are included it never keeps fewer characters of any description. A budget
+//! smaller than even the empty block (38 characters in XML) holds no block: the text is then
+//! empty and every skill is reported omitted.
+//!
+//! The [`BudgetReport`] names every shortened description (characters of the description as
+//! given, before escaping, without the `…`) and every omitted skill; its [`Display`](fmt::Display)
+//! gives one line per item, ready for a warning.
+//!
+//! ```
+//! use skillcat::prompt::{render, PromptOptions, PromptSkill};
+//!
+//! let skills = [
+//!     PromptSkill { name: "a", description: "Short.", location: "/s/a/SKILL.md" },
+//!     PromptSkill { name: "b", description: &"long ".repeat(40), location: "/s/b/SKILL.md" },
+//! ];
+//! let opts = PromptOptions { budget: Some(300), ..PromptOptions::default() };
+//! let out = render(&skills, &opts);
+//! assert!(out.text.chars().count() <= 300);
+//! assert!(out.text.contains("\nShort.\n"));
+//! assert_eq!(out.report.shortened[0].name, "b");
+//! assert!(out.report.omitted.is_empty());
+//! ```
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Serialize;
+
+/// One skill as the prompt block shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PromptSkill<'a> {
+    /// The skill's name.
+    pub name: &'a str,
+    /// Its description (tier 1: what the agent decides on).
+    pub description: &'a str,
+    /// Where its `SKILL.md` is: the resolved absolute path (or URL). Never escaped.
+    pub location: &'a str,
+}
+
+/// How the block is written; see the [module docs](self).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PromptFormat {
+    /// The reference `<available_skills>` XML, byte for byte.
+    #[default]
+    Xml,
+    /// A heading and one list item per skill.
+    Markdown,
+    /// Compact JSON: `{"skills":[{"name","description","location"}]}`.
+    Json,
+}
+
+/// What [`render`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PromptOptions {
+    /// The format of the text.
+    pub format: PromptFormat,
+    /// The most characters (Unicode scalar values) the text may have; `None` for no limit.
+    pub budget: Option<usize>,
+    /// Give the empty string instead of a block that shows no skill.
+    pub omit_when_empty: bool,
+}
+
+/// The rendered block and what the budget did to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// The block, without a trailing newline.
+    pub text: String,
+    /// What was shortened or omitted.
+    pub report: BudgetReport,
+}
+
+/// What the budget did to the block.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct BudgetReport {
+    /// The budget applied, in characters.
+    pub budget: Option<usize>,
+    /// How many skills were given.
+    pub total: usize,
+    /// How many of them the text shows (the first `included` of those given).
+    pub included: usize,
+    /// The included skills whose description was cut, in list order.
+    pub shortened: Vec<Shortened>,
+    /// The names of the skills left out, in list order (always the last ones given).
+    pub omitted: Vec<String>,
+}
+
+/// One description cut to fit the budget.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Shortened {
+    /// The skill's name.
+    pub name: String,
+    /// Characters of the description as given (before escaping).
+    pub original_chars: usize,
+    /// Characters of it kept (before escaping, without the `…`).
+    pub kept_chars: usize,
+}
+
+impl BudgetReport {
+    /// Whether every skill given is shown with its whole description.
+    pub fn is_clean(&self) -> bool {
+        self.shortened.is_empty() && self.omitted.is_empty()
+    }
+
+    fn budget_phrase(&self) -> String {
+        match self.budget {
+            Some(b) => format!("the {b}-character budget of the prompt block"),
+            None => "the prompt block".to_owned(),
+        }
+    }
+}
+
+/// One line per shortened description, then one per omitted skill; nothing when clean.
+impl fmt::Display for BudgetReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let within = self.budget_phrase();
+        let mut first = true;
+        let mut line = |f: &mut fmt::Formatter<'_>, args: fmt::Arguments<'_>| {
+            if !std::mem::take(&mut first) {
+                f.write_str("\n")?;
+            }
+            f.write_fmt(args)
+        };
+        for s in &self.shortened {
+            line(
+                f,
+                format_args!(
+                    "description of skill `{}` shortened from {} to {} characters to fit {within}",
+                    s.name, s.original_chars, s.kept_chars
+                ),
+            )?;
+        }
+        for name in &self.omitted {
+            line(
+                f,
+                format_args!("skill `{name}` omitted: it does not fit {within}"),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Escapes text as Python's `html.escape` does: `&` → `&amp;`, `<` → `&lt;`, `>` → `&gt;`,
+/// `"` → `&quot;`, `'` → `&#x27;`.
+///
+/// ```
+/// assert_eq!(skillcat::prompt::escape_xml("a<b & 'c'"), "a&lt;b &amp; &#x27;c&#x27;");
+/// ```
+pub fn escape_xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    push_escaped_xml(&mut out, s);
+    out
+}
+
+/// Renders the block for `skills` (highest precedence first) as `opts` says.
+///
+/// See the [module docs](self) for the formats and the budget algorithm.
+pub fn render(skills: &[PromptSkill<'_>], opts: &PromptOptions) -> Rendered {
+    let format = opts.format;
+    let mut report = BudgetReport {
+        budget: opts.budget,
+        total: skills.len(),
+        included: skills.len(),
+        ..BudgetReport::default()
+    };
+    if skills.is_empty() && opts.omit_when_empty {
+        return Rendered {
+            text: String::new(),
+            report,
+        };
+    }
+    let full = render_block(format, skills);
+    let Some(budget) = opts.budget else {
+        return Rendered { text: full, report };
+    };
+    if full.chars().count() <= budget {
+        return Rendered { text: full, report };
+    }
+
+    // Step 1: how many skills fit with every description empty.
+    let frame = char_len(&render_block(format, &[]));
+    let sep = format.separator_len();
+    let mut base = frame;
+    let mut included = 0;
+    if frame <= budget {
+        for (i, skill) in skills.iter().enumerate() {
+            let bare = PromptSkill {
+                description: "",
+                ..*skill
+            };
+            let item = char_len(&render_block(format, &[bare])) - frame;
+            let next = base + item + if i > 0 { sep } else { 0 };
+            if next > budget {
+                break;
+            }
+            base = next;
+            included += 1;
+        }
+    }
+    report.included = included;
+    report.omitted = skills[included..]
+        .iter()
+        .map(|s| s.name.to_owned())
+        .collect();
+    if included == 0 {
+        let text = if frame <= budget && !opts.omit_when_empty {
+            render_block(format, &[])
+        } else {
+            String::new()
+        };
+        return Rendered { text, report };
+    }
+
+    // Step 2: share what is left among the descriptions.
+    let kept = &skills[..included];
+    let room = budget - base;
+    let costs: Vec<DescCost> = kept
+        .iter()
+        .map(|s| DescCost::new(format, s.description, room + MAX_CHAR_COST))
+        .collect();
+    let cuts = share(&costs, room);
+
+    let mut descriptions: Vec<Cow<'_, str>> = Vec::with_capacity(included);
+    for ((skill, cost), cut) in kept.iter().zip(&costs).zip(&cuts) {
+        match *cut {
+            Cut::Whole => descriptions.push(Cow::Borrowed(skill.description)),
+            Cut::Keep { chars, mark } => {
+                let end = skill
+                    .description
+                    .char_indices()
+                    .nth(chars)
+                    .map_or(skill.description.len(), |(i, _)| i);
+                let mut d = String::with_capacity(end + 3);
+                d.push_str(&skill.description[..end]);
+                if mark {
+                    d.push('…');
+                }
+                descriptions.push(Cow::Owned(d));
+                report.shortened.push(Shortened {
+                    name: skill.name.to_owned(),
+                    original_chars: cost.chars,
+                    kept_chars: chars,
+                });
+            }
+        }
+    }
+    let view: Vec<PromptSkill<'_>> = kept
+        .iter()
+        .zip(&descriptions)
+        .map(|(s, d)| PromptSkill {
+            description: d,
+            ..*s
+        })
+        .collect();
+    let text = render_block(format, &view);
+    debug_assert_eq!(
+        char_len(&text),
+        base + costs
+            .iter()
+            .zip(&cuts)
+            .map(|(c, cut)| c.cost_of(*cut))
+            .sum::<usize>()
+    );
+    debug_assert!(char_len(&text) <= budget);
+    Rendered { text, report }
+}
+
+/// The most characters one source character renders as (`&quot;`, `&#x27;`, `\u0001`).
+const MAX_CHAR_COST: usize = 6;
+
+fn char_len(s: &str) -> usize {
+    s.chars().count()
+}
+
+impl PromptFormat {
+    /// Characters a source character costs inside a rendered description.
+    fn char_cost(self, c: char) -> usize {
+        match self {
+            PromptFormat::Xml => match c {
+                '&' => 5,
+                '<' | '>' => 4,
+                '"' | '\'' => 6,
+                _ => 1,
+            },
+            PromptFormat::Markdown => 1,
+            // serde_json's escape table: short escapes for these, `\u00XX` for other controls.
+            PromptFormat::Json => match c {
+                '"' | '\\' | '\u{08}' | '\t' | '\n' | '\u{0C}' | '\r' => 2,
+                '\0'..='\u{1F}' => 6,
+                _ => 1,
+            },
+        }
+    }
+
+    /// Characters a non-empty description adds beside its own (Markdown's `: `).
+    fn description_extra(self) -> usize {
+        match self {
+            PromptFormat::Markdown => 2,
+            PromptFormat::Xml | PromptFormat::Json => 0,
+        }
+    }
+
+    /// Characters between two skills beyond their own (JSON's `,`).
+    fn separator_len(self) -> usize {
+        match self {
+            PromptFormat::Json => 1,
+            PromptFormat::Xml | PromptFormat::Markdown => 0,
+        }
+    }
+}
+
+fn push_escaped_xml(out: &mut String, s: &str) {
+    let mut rest = s;
+    while let Some(i) = rest.find(['&', '<', '>', '"', '\'']) {
+        out.push_str(&rest[..i]);
+        out.push_str(match rest.as_bytes()[i] {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            b'"' => "&quot;",
+            _ => "&#x27;",
+        });
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
+}
+
+fn push_markdown(out: &mut String, s: &str) {
+    out.extend(s.chars().map(|c| if c.is_control() { ' ' } else { c }));
+}
+
+fn render_block(format: PromptFormat, skills: &[PromptSkill<'_>]) -> String {
+    match format {
+        PromptFormat::Xml => {
+            let mut out = String::from("<available_skills>");
+            for s in skills {
+                out.push_str("\n<skill>\n<name>\n");
+                push_escaped_xml(&mut out, s.name);
+                out.push_str("\n</name>\n<description>\n");
+                push_escaped_xml(&mut out, s.description);
+                out.push_str("\n</description>\n<location>\n");
+                out.push_str(s.location);
+                out.push_str("\n</location>\n</skill>");
+            }
+            out.push_str("\n</available_skills>");
+            out
+        }
+        PromptFormat::Markdown => {
+            let mut out = String::from("## Available skills");
+            for s in skills {
+                out.push_str("\n- **");
+                push_markdown(&mut out, s.name);
+                out.push_str("**");
+                if !s.description.is_empty() {
+                    out.push_str(": ");
+                    push_markdown(&mut out, s.description);
+                }
+                out.push_str(" (");
+                push_markdown(&mut out, s.location);
+                out.push(')');
+            }
+            out
+        }
+        PromptFormat::Json => {
+            #[derive(Serialize)]
+            struct Block<'a> {
+                skills: &'a [PromptSkill<'a>],
+            }
+            serde_json::to_string(&Block { skills })
+                .expect("serializing borrowed strings to a String cannot fail")
+        }
+    }
+}
+
+/// How much of a description is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// All of it.
+    Whole,
+    /// Its first `chars` characters, then `…` when `mark`.
+    Keep { chars: usize, mark: bool },
+}
+
+/// The rendered cost of one description's prefixes.
+struct DescCost {
+    /// Source characters.
+    chars: usize,
+    /// Rendered characters of the whole description.
+    full: usize,
+    /// `prefix[j]`: rendered characters of the first `j` source characters, for every `j` whose
+    /// value is at most the limit given to [`DescCost::new`] (larger ones are never needed).
+    prefix: Vec<usize>,
+    /// [`PromptFormat::description_extra`].
+    extra: usize,
+}
+
+impl DescCost {
+    fn new(format: PromptFormat, description: &str, limit: usize) -> Self {
+        let mut prefix = vec![0];
+        let mut full = 0;
+        let mut chars = 0;
+        for c in description.chars() {
+            full += format.char_cost(c);
+            chars += 1;
+            if full <= limit {
+                prefix.push(full);
+            }
+        }
+        DescCost {
+            chars,
+            full,
+            prefix,
+            extra: format.description_extra(),
+        }
+    }
+
+    /// The cut under a cap of `cap` rendered characters (`cap` at most the limit + 1).
+    fn cut_at(&self, cap: usize) -> Cut {
+        if self.full <= cap {
+            Cut::Whole
+        } else if cap == 0 {
+            Cut::Keep {
+                chars: 0,
+                mark: false,
+            }
+        } else {
+            // The longest prefix that leaves one character for the mark.
+            let chars = self.prefix.partition_point(|&p| p < cap) - 1;
+            Cut::Keep { chars, mark: true }
+        }
+    }
+
+    /// Rendered characters the description adds under `cut`, with the format's extra.
+    fn cost_of(&self, cut: Cut) -> usize {
+        let own = match cut {
+            Cut::Whole => self.full,
+            Cut::Keep { chars, mark } => self.prefix[chars] + usize::from(mark),
+        };
+        if own > 0 { own + self.extra } else { 0 }
+    }
+
+    fn cost_at(&self, cap: usize) -> usize {
+        self.cost_of(self.cut_at(cap))
+    }
+}
+
+/// Shares `room` rendered characters among descriptions, round-robin as if one at a time.
+fn share(costs: &[DescCost], room: usize) -> Vec<Cut> {
+    let whole: usize = costs.iter().map(|c| c.cost_of(Cut::Whole)).sum();
+    if whole <= room {
+        return vec![Cut::Whole; costs.len()];
+    }
+    let total_at = |cap: usize| costs.iter().map(|c| c.cost_at(cap)).sum::<usize>();
+    // Largest cap that fits, in [0, hi): total_at(0) == 0 fits. At the longest description's
+    // length the total is `whole`, too much; at `room + MAX_CHAR_COST` a description still cut
+    // keeps a prefix of at least `cap - MAX_CHAR_COST` plus the mark, also too much. Capping
+    // `hi` there keeps every cap looked at within the prefixes `DescCost` stores.
+    let longest = costs.iter().map(|c| c.full).max().unwrap_or(0);
+    let (mut lo, mut hi) = (0, longest.min(room + MAX_CHAR_COST));
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if total_at(mid) <= room {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let cap = lo;
+    let mut left = room - total_at(cap);
+    let mut cuts: Vec<Cut> = costs.iter().map(|c| c.cut_at(cap)).collect();
+    // The remainder goes to the cut descriptions in list order; stopping at the first it does
+    // not cover (rather than skipping it) keeps every description monotone in the budget.
+    for (cost, cut) in costs.iter().zip(cuts.iter_mut()) {
+        if *cut == Cut::Whole {
+            continue;
+        }
+        let more = cost.cut_at(cap + 1);
+        let delta = cost.cost_of(more) - cost.cost_of(*cut);
+        if delta > left {
+            break;
+        }
+        left -= delta;
+        *cut = more;
+    }
+    cuts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skill<'a>(name: &'a str, description: &'a str, location: &'a str) -> PromptSkill<'a> {
+        PromptSkill {
+            name,
+            description,
+            location,
+        }
+    }
+
+    fn opts(format: PromptFormat, budget: Option<usize>) -> PromptOptions {
+        PromptOptions {
+            format,
+            budget,
+            omit_when_empty: false,
+        }
+    }
+
+    const FORMATS: [PromptFormat; 3] = [
+        PromptFormat::Xml,
+        PromptFormat::Markdown,
+        PromptFormat::Json,
+    ];
+
+    #[test]
+    fn xml_zero_skills_matches_reference() {
+        let out = render(&[], &PromptOptions::default());
+        assert_eq!(out.text, "<available_skills>\n</available_skills>");
+        assert!(out.report.is_clean());
+        assert_eq!((out.report.total, out.report.included), (0, 0));
+    }
+
+    #[test]
+    fn xml_one_skill_matches_reference() {
+        let out = render(
+            &[skill("my-skill", "A test skill", "/root/my-skill/SKILL.md")],
+            &PromptOptions::default(),
+        );
+        assert_eq!(
+            out.text,
+            "<available_skills>\n<skill>\n<name>\nmy-skill\n</name>\n<description>\nA test skill\n\
+             </description>\n<location>\n/root/my-skill/SKILL.md\n</location>\n</skill>\n\
+             </available_skills>"
+        );
+    }
+
+    #[test]
+    fn xml_two_skills_match_reference_in_order() {
+        let out = render(
+            &[
+                skill("skill-a", "First skill", "/root/skill-a/SKILL.md"),
+                skill("skill-b", "Second skill", "/root/skill-b/SKILL.md"),
+            ],
+            &PromptOptions::default(),
+        );
+        assert_eq!(
+            out.text,
+            "<available_skills>\n<skill>\n<name>\nskill-a\n</name>\n<description>\nFirst skill\n\
+             </description>\n<location>\n/root/skill-a/SKILL.md\n</location>\n</skill>\n<skill>\n\
+             <name>\nskill-b\n</name>\n<description>\nSecond skill\n</description>\n<location>\n\
+             /root/skill-b/SKILL.md\n</location>\n</skill>\n</available_skills>"
+        );
+    }
+
+    #[test]
+    fn xml_escapes_name_and_description_as_html_escape() {
+        let out = render(
+            &[skill(
+                "special-skill",
+                r#"Use <foo> & <bar> tags, "quoted" and 'single'"#,
+                "/root/special-skill/SKILL.md",
+            )],
+            &PromptOptions::default(),
+        );
+        assert_eq!(
+            out.text,
+            "<available_skills>\n<skill>\n<name>\nspecial-skill\n</name>\n<description>\n\
+             Use &lt;foo&gt; &amp; &lt;bar&gt; tags, &quot;quoted&quot; and &#x27;single&#x27;\n\
+             </description>\n<location>\n/root/special-skill/SKILL.md\n</location>\n</skill>\n\
+             </available_skills>"
+        );
+        let named = render(&[skill("a&b", "", "/x")], &PromptOptions::default());
+        assert!(named.text.contains("\na&amp;b\n"));
+    }
+
+    #[test]
+    fn escape_xml_replaces_ampersand_first() {
+        assert_eq!(escape_xml("&lt;"), "&amp;lt;");
+        assert_eq!(escape_xml(r#"<>&"'"#), "&lt;&gt;&amp;&quot;&#x27;");
+        assert_eq!(escape_xml("plain ünïcode"), "plain ünïcode");
+        assert_eq!(escape_xml(""), "");
+    }
+
+    #[test]
+    fn xml_location_is_not_escaped() {
+        let out = render(
+            &[skill("s", "d", "/a&b/<c>/SKILL.md")],
+            &PromptOptions::default(),
+        );
+        assert!(out.text.contains("\n/a&b/<c>/SKILL.md\n"));
+    }
+
+    #[test]
+    fn markdown_format() {
+        let skills = [
+            skill("a", "Does\nthings.", "/s/a/SKILL.md"),
+            skill("b", "", "/s/b/SKILL.md"),
+        ];
+        let out = render(&skills, &opts(PromptFormat::Markdown, None));
+        assert_eq!(
+            out.text,
+            "## Available skills\n- **a**: Does things. (/s/a/SKILL.md)\n- **b** (/s/b/SKILL.md)"
+        );
+        assert_eq!(
+            render(&[], &opts(PromptFormat::Markdown, None)).text,
+            "## Available skills"
+        );
+    }
+
+    #[test]
+    fn json_format_is_compact_and_ordered() {
+        let skills = [
+            skill("a", "say \"hi\"\n", "/s/a/SKILL.md"),
+            skill("b", "x", "/b"),
+        ];
+        let out = render(&skills, &opts(PromptFormat::Json, None));
+        assert_eq!(
+            out.text,
+            r#"{"skills":[{"name":"a","description":"say \"hi\"\n","location":"/s/a/SKILL.md"},{"name":"b","description":"x","location":"/b"}]}"#
+        );
+        let back: serde_json::Value = serde_json::from_str(&out.text).unwrap();
+        assert_eq!(back["skills"][0]["description"], "say \"hi\"\n");
+        assert_eq!(
+            render(&[], &opts(PromptFormat::Json, None)).text,
+            r#"{"skills":[]}"#
+        );
+    }
+
+    #[test]
+    fn char_costs_stay_within_max_char_cost() {
+        for c in (0u32..0x300).filter_map(char::from_u32) {
+            for format in FORMATS {
+                assert!(format.char_cost(c) <= MAX_CHAR_COST);
+            }
+        }
+    }
+
+    #[test]
+    fn json_char_cost_matches_serde_json() {
+        let samples = (0u32..0x300)
+            .chain([0x2028, 0x2029, 0xFEFF, 0x1F600])
+            .filter_map(char::from_u32);
+        for c in samples {
+            let s = serde_json::to_string(&c.to_string()).unwrap();
+            assert_eq!(
+                PromptFormat::Json.char_cost(c),
+                s.chars().count() - 2,
+                "{c:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn omit_when_empty_gives_empty_text_in_every_format() {
+        for format in FORMATS {
+            let o = PromptOptions {
+                format,
+                budget: None,
+                omit_when_empty: true,
+            };
+            assert_eq!(render(&[], &o).text, "", "{format:?}");
+            let one = render(&[skill("a", "b", "/c")], &o);
+            assert!(!one.text.is_empty());
+            // All omitted by the budget: the block shows no skill, so it is omitted too.
+            let frame = render(&[], &opts(format, None)).text.chars().count();
+            let tiny = render(
+                &[skill("a", "b", "/c")],
+                &PromptOptions {
+                    budget: Some(frame + 1),
+                    ..o
+                },
+            );
+            assert_eq!(tiny.text, "", "{format:?}");
+            assert_eq!(tiny.report.omitted, ["a"]);
+        }
+    }
+
+    #[test]
+    fn budget_large_enough_changes_nothing() {
+        let skills = [skill("a", "one & two", "/a"), skill("b", "three", "/b")];
+        for format in FORMATS {
+            let free = render(&skills, &opts(format, None));
+            let n = free.text.chars().count();
+            let exact = render(&skills, &opts(format, Some(n)));
+            assert_eq!(exact.text, free.text);
+            assert!(exact.report.is_clean());
+            assert_eq!(exact.report.budget, Some(n));
+            assert_eq!(exact.report.to_string(), "");
+            let tight = render(&skills, &opts(format, Some(n - 1)));
+            assert!(!tight.report.is_clean());
+            assert!(tight.text.chars().count() < n);
+        }
+    }
+
+    #[test]
+    fn budget_shortens_long_description_and_keeps_short_one() {
+        let long = "x".repeat(200);
+        let skills = [skill("a", "short", "/a"), skill("b", &long, "/b")];
+        let full = render(&skills, &opts(PromptFormat::Xml, None)).text;
+        let budget = full.chars().count() - 100;
+        let out = render(&skills, &opts(PromptFormat::Xml, Some(budget)));
+        assert_eq!(out.text.chars().count(), budget);
+        assert!(out.text.contains("\nshort\n"));
+        // 100 characters of room: 99 kept plus the mark.
+        assert!(out.text.contains(&format!("\n{}…\n", "x".repeat(99))));
+        assert_eq!(
+            out.report.shortened,
+            [Shortened {
+                name: "b".into(),
+                original_chars: 200,
+                kept_chars: 99
+            }]
+        );
+        assert!(out.report.omitted.is_empty());
+        assert_eq!(out.report.included, 2);
+    }
+
+    #[test]
+    fn budget_cuts_equal_descriptions_evenly_with_first_getting_the_odd_character() {
+        let long = "y".repeat(50);
+        let skills = [skill("a", &long, "/a"), skill("b", &long, "/b")];
+        let empty = [skill("a", "", "/a"), skill("b", "", "/b")];
+        let base = render(&empty, &PromptOptions::default())
+            .text
+            .chars()
+            .count();
+        let out = render(&skills, &opts(PromptFormat::Xml, Some(base + 61)));
+        let kept: Vec<usize> = out.report.shortened.iter().map(|s| s.kept_chars).collect();
+        assert_eq!(kept, [30, 29]);
+        assert_eq!(out.text.chars().count(), base + 61);
+    }
+
+    #[test]
+    fn description_may_shrink_to_nothing() {
+        let skills = [skill("a", "abc", "/a")];
+        let empty = render(&[skill("a", "", "/a")], &PromptOptions::default()).text;
+        let out = render(
+            &skills,
+            &opts(PromptFormat::Xml, Some(empty.chars().count())),
+        );
+        assert_eq!(out.text, empty);
+        assert_eq!(out.report.shortened[0].kept_chars, 0);
+        let one = render(
+            &skills,
+            &opts(PromptFormat::Xml, Some(empty.chars().count() + 1)),
+        );
+        assert!(one.text.contains("<description>\n…\n</description>"));
+    }
+
+    #[test]
+    fn budget_omits_from_the_end_and_reports() {
+        let skills = [
+            skill("first", "one", "/1"),
+            skill("second", "two", "/2"),
+            skill("third", "three", "/3"),
+        ];
+        let two_bare = render(
+            &[skill("first", "", "/1"), skill("second", "", "/2")],
+            &PromptOptions::default(),
+        )
+        .text;
+        let budget = two_bare.chars().count() + 2;
+        let out = render(&skills, &opts(PromptFormat::Xml, Some(budget)));
+        assert!(out.text.chars().count() <= budget);
+        assert!(out.text.contains("\nfirst\n") && out.text.contains("\nsecond\n"));
+        assert!(!out.text.contains("third"));
+        assert_eq!(out.report.omitted, ["third"]);
+        assert_eq!((out.report.total, out.report.included), (3, 2));
+        // Two characters of room: `…` for each ("one" and "two" do not fit whole).
+        assert_eq!(out.report.shortened.len(), 2);
+        let lines = out.report.to_string();
+        assert_eq!(lines.lines().count(), 3);
+        assert!(lines.contains("skill `third` omitted"));
+        assert!(lines.contains(&format!("{budget}-character budget")));
+        assert!(lines.contains("description of skill `first` shortened from 3 to 0 characters"));
+    }
+
+    #[test]
+    fn budget_below_empty_block_gives_empty_text() {
+        let skills = [skill("a", "b", "/c")];
+        for budget in [0, 10, 37] {
+            let out = render(&skills, &opts(PromptFormat::Xml, Some(budget)));
+            assert_eq!(out.text, "");
+            assert_eq!(out.report.omitted, ["a"]);
+            assert_eq!(out.report.included, 0);
+        }
+        let frame = render(&skills, &opts(PromptFormat::Xml, Some(38)));
+        assert_eq!(frame.text, "<available_skills>\n</available_skills>");
+        assert_eq!(render(&[], &opts(PromptFormat::Xml, Some(5))).text, "");
+    }
+
+    #[test]
+    fn budget_never_cuts_inside_an_entity() {
+        let skills = [skill("a", "&&&&&", "/a")];
+        let bare = render(&[skill("a", "", "/a")], &PromptOptions::default()).text;
+        let base = bare.chars().count();
+        for room in 0..=25 {
+            let out = render(&skills, &opts(PromptFormat::Xml, Some(base + room)));
+            assert!(out.text.chars().count() <= base + room);
+            let desc = out
+                .text
+                .split("<description>\n")
+                .nth(1)
+                .and_then(|r| r.split("\n</description>").next())
+                .unwrap();
+            let body = desc.strip_suffix('…').unwrap_or(desc);
+            assert_eq!(body, "&amp;".repeat(body.len() / 5), "room {room}");
+            let kept = if room >= 25 {
+                5
+            } else {
+                room.saturating_sub(1) / 5
+            };
+            assert_eq!(body.len() / 5, kept, "room {room}");
+        }
+    }
+
+    #[test]
+    fn report_counts_source_characters() {
+        let d = "héllo wörld 😀 & more";
+        let skills = [skill("a", d, "/a")];
+        let bare = render(&[skill("a", "", "/a")], &PromptOptions::default()).text;
+        let out = render(
+            &skills,
+            &opts(PromptFormat::Xml, Some(bare.chars().count() + 15)),
+        );
+        let s = &out.report.shortened[0];
+        assert_eq!(s.original_chars, d.chars().count());
+        // 14 characters of room before the mark: "héllo wörld 😀" is 13, then " " is 14.
+        assert_eq!(s.kept_chars, 14);
+        assert!(out.text.contains("\nhéllo wörld 😀 …\n"));
+    }
+
+    #[test]
+    fn many_skills_fit_a_codex_sized_budget() {
+        let names: Vec<String> = (0..500).map(|i| format!("skill-{i:03}")).collect();
+        let descs: Vec<String> = (0..500)
+            .map(|i| "Does <things> & more. ".repeat(1 + i % 15))
+            .collect();
+        let locs: Vec<String> = names.iter().map(|n| format!("/r/{n}/SKILL.md")).collect();
+        let skills: Vec<PromptSkill<'_>> = (0..500)
+            .map(|i| skill(&names[i], &descs[i], &locs[i]))
+            .collect();
+        for format in FORMATS {
+            for budget in [8_000, 50_000, 200_000] {
+                let out = render(&skills, &opts(format, Some(budget)));
+                assert!(out.text.chars().count() <= budget);
+                let r = &out.report;
+                assert_eq!(r.included + r.omitted.len(), 500);
+                assert!(r.included > 0);
+                assert_eq!(r.omitted.first(), names.get(r.included));
+                // Fair: a description cut keeps at least as much as any other cut one, give or
+                // take the round-robin remainder and an entity.
+                let kept: Vec<usize> = r.shortened.iter().map(|s| s.kept_chars).collect();
+                if let (Some(lo), Some(hi)) = (kept.iter().min(), kept.iter().max()) {
+                    assert!(hi - lo <= MAX_CHAR_COST, "{format:?} {budget}: {lo}..{hi}");
+                }
+            }
+        }
+    }
+
+    /// A small deterministic generator, so the property tests need no dependency.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    fn random_text(rng: &mut Rng, max: usize) -> String {
+        const ALPHABET: [char; 14] = [
+            'a', 'b', ' ', '&', '<', '>', '"', '\'', 'é', '😀', '\n', '\\', '\u{1}', '…',
+        ];
+        let len = rng.below(max + 1);
+        (0..len)
+            .map(|_| {
+                if rng.below(3) == 0 {
+                    ALPHABET[rng.below(ALPHABET.len())]
+                } else {
+                    'z'
+                }
+            })
+            .collect()
+    }
+
+    fn no_broken_entity(text: &str) -> bool {
+        text.match_indices('&').all(|(i, _)| {
+            ["&amp;", "&lt;", "&gt;", "&quot;", "&#x27;"]
+                .iter()
+                .any(|e| text[i..].starts_with(e))
+        })
+    }
+
+    #[test]
+    fn property_every_budget_fits_and_behaves_monotonically() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for round in 0..40 {
+            let n = rng.below(6);
+            let names: Vec<String> = (0..n).map(|i| format!("s{i}-{}", rng.below(100))).collect();
+            let descs: Vec<String> = (0..n).map(|_| random_text(&mut rng, 60)).collect();
+            let locs: Vec<String> = (0..n).map(|i| format!("/r/{i}/SKILL.md")).collect();
+            let skills: Vec<PromptSkill<'_>> = (0..n)
+                .map(|i| skill(&names[i], &descs[i], &locs[i]))
+                .collect();
+            for format in FORMATS {
+                let free = render(&skills, &opts(format, None));
+                let full_len = free.text.chars().count();
+                let mut prev: Option<(usize, usize, Vec<usize>)> = None;
+                for budget in 0..=full_len + 3 {
+                    let out = render(&skills, &opts(format, Some(budget)));
+                    let len = out.text.chars().count();
+                    let ctx = format!("round {round} {format:?} budget {budget}");
+                    assert!(len <= budget, "{ctx}");
+                    let r = &out.report;
+                    assert_eq!(r.included + r.omitted.len(), n, "{ctx}");
+                    for (name, skill) in r.omitted.iter().zip(&skills[r.included..]) {
+                        assert_eq!(name, skill.name, "{ctx}");
+                    }
+                    if budget >= full_len {
+                        assert_eq!(out.text, free.text, "{ctx}");
+                        assert!(r.is_clean(), "{ctx}");
+                    }
+                    if format == PromptFormat::Xml {
+                        assert!(no_broken_entity(&out.text), "{ctx}");
+                    }
+                    if format == PromptFormat::Json && !out.text.is_empty() {
+                        let v: serde_json::Value = serde_json::from_str(&out.text).unwrap();
+                        let shown = v["skills"].as_array().unwrap();
+                        assert_eq!(shown.len(), r.included, "{ctx}");
+                        for (j, s) in shown.iter().enumerate() {
+                            let d = s["description"].as_str().unwrap();
+                            let body = d.strip_suffix('…').unwrap_or(d);
+                            assert!(descs[j].starts_with(body), "{ctx}");
+                        }
+                    }
+                    // Kept characters per included skill (whole = all of it).
+                    let kept: Vec<usize> = (0..r.included)
+                        .map(|i| {
+                            r.shortened
+                                .iter()
+                                .find(|s| s.name == names[i])
+                                .map_or(descs[i].chars().count(), |s| s.kept_chars)
+                        })
+                        .collect();
+                    for s in &r.shortened {
+                        assert!(s.kept_chars < s.original_chars, "{ctx}");
+                    }
+                    if let Some((p_len, p_included, p_kept)) = &prev {
+                        assert!(len >= *p_len, "{ctx}: text got shorter");
+                        assert!(r.included >= *p_included, "{ctx}: fewer skills");
+                        if r.included == *p_included {
+                            for (a, b) in kept.iter().zip(p_kept) {
+                                assert!(a >= b, "{ctx}: a description lost characters");
+                            }
+                        }
+                    }
+                    prev = Some((len, r.included, kept));
+                }
+            }
+        }
+    }
+}
