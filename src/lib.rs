@@ -8,5 +8,6 @@ pub mod sign;
 
 pub use error::{Error, Result};
 pub mod digest;
+pub mod pack;
 pub mod prompt;
 pub mod source;

@@ -1,6 +1,21 @@
 //! Command definitions and dispatch.
 
+/// `println!` without the panic: a closed stdout (`skillcat list | head -1`) is not a crash.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` without the panic.
+macro_rules! err {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 mod read;
+mod trust;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -103,6 +118,75 @@ enum Command {
         /// A path relative to the skill.
         path: String,
     },
+    /// Print the skill digest of each skill (`sha256:<hex>  <name>`), or its manifest as JSON.
+    #[command(after_help = "Example: skillcat digest fixtures/skills pdf-forms")]
+    Digest {
+        /// Any source.
+        source: String,
+        /// Only this skill.
+        name: Option<String>,
+        /// Output format (json prints each manifest).
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// Write a reproducible .tar.gz or .zip of a skill or a directory of skills.
+    #[command(after_help = "Example: skillcat pack fixtures/skills/pdf-forms -o pdf-forms.tar.gz --sign me.key")]
+    Pack {
+        /// A skill directory or a directory of skills.
+        dir: String,
+        /// The archive to write (`.tar.gz`, `.tgz` or `.zip`).
+        #[arg(short, long)]
+        output: std::path::PathBuf,
+        /// Sign each packed skill with this minisign secret key (writes `OUT.minisig`).
+        #[arg(long, value_name = "KEY")]
+        sign: Option<String>,
+        /// Pack skills that fail validation.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Make a minisign key pair: KEYBASE.key (password-protected unless --unencrypted) and KEYBASE.pub.
+    #[command(after_help = "Example: SKILLCAT_PASSWORD=secret skillcat keygen -o release")]
+    Keygen {
+        /// Base path of the two files.
+        #[arg(short, long, value_name = "KEYBASE")]
+        output: String,
+        /// Store the secret key without a password.
+        #[arg(long)]
+        unencrypted: bool,
+        /// Overwrite existing files.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Sign one skill's statement (name, version, skill digest, manifest digest).
+    #[command(after_help = "Example: skillcat sign pdf-forms.tar.gz pdf-forms --key release.key")]
+    Sign {
+        /// Any source.
+        source: String,
+        /// The skill to sign.
+        name: String,
+        /// The minisign secret key.
+        #[arg(long, value_name = "KEY")]
+        key: String,
+        /// Where to write the signature (default: SOURCE.minisig, or SOURCE.NAME.minisig when the
+        /// source holds several skills).
+        #[arg(short, long, value_name = "SIG")]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Verify each skill's signature against a keyring; exit 1 on any failure, saying why.
+    #[command(after_help = "Example: skillcat verify pdf-forms.tar.gz --keyring keyring.toml")]
+    Verify {
+        /// Any source.
+        source: String,
+        /// The keyring (TOML) of trusted keys and their scopes.
+        #[arg(long, value_name = "FILE")]
+        keyring: std::path::PathBuf,
+        /// The signature file, when the source holds one skill (default: SOURCE.minisig).
+        #[arg(long, value_name = "FILE")]
+        sig: Option<std::path::PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
 }
 
 /// Runs one command; returns the exit code.
@@ -116,5 +200,10 @@ pub async fn run(cli: Cli) -> u8 {
         Command::List { source, format } => read::list(&source, format).await,
         Command::Show { source, name } => read::show(&source, &name).await,
         Command::Read { source, name, path } => read::read(&source, &name, &path).await,
+        Command::Digest { source, name, format } => trust::digest(&source, name.as_deref(), format).await,
+        Command::Pack { dir, output, sign, force } => trust::pack(&dir, &output, sign.as_deref(), force).await,
+        Command::Keygen { output, unencrypted, force } => trust::keygen(&output, unencrypted, force),
+        Command::Sign { source, name, key, output } => trust::sign_cmd(&source, &name, &key, output.as_deref()).await,
+        Command::Verify { source, keyring, sig, format } => trust::verify(&source, &keyring, sig.as_deref(), format).await,
     }
 }

@@ -7,37 +7,106 @@ use std::sync::Arc;
 use serde_json::json;
 use skillcat::document::{Fault, FaultKind, Skill, ValidateOptions};
 use skillcat::prompt::{PromptFormat, PromptOptions, PromptSkill};
-use skillcat::source::{self, DirOptions, DirSource, Discovery, Source, SourceExt};
+use skillcat::source::{self, DirOptions, DirSource, Discovery, RootFault, Source, SourceExt};
 
 use super::{FAULTS, Format, OK, PromptFormatArg, USAGE};
 
-/// A PATH argument naming a `SKILL.md` (any case) stands for its directory, as in the reference.
-fn skill_dir_of(arg: &str) -> (String, PathBuf) {
-    let path = Path::new(arg);
-    let is_doc = path.file_name().is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case("skill.md"));
-    if is_doc && path.is_file() {
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        return (parent.display().to_string(), parent.to_path_buf());
+/// A path argument spelled the way the reference (Python's `pathlib`) prints it: repeated `/`
+/// collapsed, `.` parts and a trailing `/` dropped (`./a//b/` → `a/b`, `` → `.`); `..` is kept.
+fn display_path(arg: &str) -> String {
+    let parts: Vec<&str> = arg
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let joined = parts.join("/");
+    if arg.starts_with('/') {
+        format!("/{joined}")
+    } else if joined.is_empty() {
+        ".".to_string()
+    } else {
+        joined
     }
-    (arg.to_string(), path.to_path_buf())
+}
+
+/// `shown/root` for a root of a directory of skills (`root` alone under `.`).
+fn join_shown(shown: &str, root: &str) -> String {
+    match (shown, root) {
+        (s, "") => s.to_string(),
+        (".", r) => r.to_string(),
+        (s, r) => format!("{}/{r}", s.trim_end_matches('/')),
+    }
+}
+
+/// A PATH argument naming a `SKILL.md` (any case) stands for its directory, as in the reference.
+/// Returns the path as printed (see [`display_path`]) and as opened.
+fn skill_dir_of(arg: &str) -> (String, PathBuf) {
+    let shown = display_path(arg);
+    let is_doc = Path::new(&shown)
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case("skill.md"));
+    if is_doc && Path::new(&shown).is_file() {
+        let parent = match shown.rsplit_once('/') {
+            None => ".".to_string(),
+            Some(("", _)) => "/".to_string(),
+            Some((dir, _)) => dir.to_string(),
+        };
+        let path = PathBuf::from(&parent);
+        return (parent, path);
+    }
+    let path = PathBuf::from(&shown);
+    (shown, path)
 }
 
 fn has_document_entry(dir: &Path) -> bool {
-    ["SKILL.md", "skill.md"].iter().any(|n| std::fs::symlink_metadata(dir.join(n)).is_ok())
+    ["SKILL.md", "skill.md"]
+        .iter()
+        .any(|n| std::fs::symlink_metadata(dir.join(n)).is_ok())
 }
 
-/// Opens what a command line names: a skill directory (or its SKILL.md) as one skill, anything
-/// else through [`source::open`]. Errors are printed; the exit code is returned.
-fn open_source(arg: &str) -> Result<Arc<dyn Source>, u8> {
+/// A source named on the command line, read.
+pub(super) struct Opened {
+    /// The argument as printed.
+    pub(super) shown: String,
+    /// Whether the argument is one skill directory (the reference's single-skill commands).
+    pub(super) single: bool,
+    pub(super) src: Arc<dyn Source>,
+    pub(super) found: Discovery,
+}
+
+/// Opens and reads what a command line names: a skill directory (or its SKILL.md) as one skill,
+/// anything else through [`source::open`]. A directory with no document and no skill anywhere
+/// below it is a skill directory missing its document (as `validate` says), never an empty
+/// success. Errors are printed; the exit code is returned.
+pub(super) async fn open_and_discover(arg: &str) -> Result<Opened, u8> {
     let (shown, path) = skill_dir_of(arg);
-    let result = if path.is_dir() && has_document_entry(&path) {
+    let is_dir = path.is_dir();
+    let single = is_dir && has_document_entry(&path);
+    let result = if single {
         DirSource::open_skill(&path, DirOptions::default()).map(|s| Arc::new(s) as Arc<dyn Source>)
     } else {
         source::open(&path.to_string_lossy())
     };
-    result.map_err(|e| {
-        eprintln!("Error: {}", describe_open_error(&shown, &e));
+    let src = result.map_err(|e| {
+        err!("Error: {}", describe_open_error(&shown, &e));
         USAGE
+    })?;
+    let mut found = source::discover(&*src).await.map_err(|e| {
+        err!("Error: {e}");
+        USAGE
+    })?;
+    let empty_dir = is_dir && found.skills.is_empty() && found.faults.is_empty();
+    if empty_dir {
+        found.faults.push(RootFault {
+            root: String::new(),
+            location: src.location(""),
+            fault: Fault::missing_document(),
+        });
+    }
+    Ok(Opened {
+        shown,
+        single: single || empty_dir,
+        src,
+        found,
     })
 }
 
@@ -50,7 +119,7 @@ fn describe_open_error(shown: &str, e: &skillcat::Error) -> String {
 
 fn print_text_report(path: &str, faults: &[Fault]) {
     if faults.is_empty() {
-        println!("Valid skill: {path}");
+        out!("Valid skill: {path}");
     } else {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "Validation failed for {path}:");
@@ -67,20 +136,27 @@ struct Report {
 }
 
 fn report_of_discovery(shown: &str, d: &Discovery, opts: &ValidateOptions, out: &mut Vec<Report>) {
-    let join = |root: &str| {
-        if root.is_empty() { shown.to_string() } else { format!("{}/{}", shown.trim_end_matches('/'), root) }
-    };
     // Report in the source's order: skills and faults interleaved by root.
     let mut items: Vec<(&str, Report)> = Vec::new();
     for s in &d.skills {
-        items.push((s.root(), Report {
-            path: join(s.root()),
-            name: s.raw_name().map(str::to_string),
-            faults: s.validate(opts),
-        }));
+        items.push((
+            s.root(),
+            Report {
+                path: join_shown(shown, s.root()),
+                name: s.raw_name().map(str::to_string),
+                faults: s.validate(opts),
+            },
+        ));
     }
     for f in &d.faults {
-        items.push((&f.root, Report { path: join(&f.root), name: None, faults: vec![f.fault.clone()] }));
+        items.push((
+            &f.root,
+            Report {
+                path: join_shown(shown, &f.root),
+                name: None,
+                faults: vec![f.fault.clone()],
+            },
+        ));
     }
     items.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     out.extend(items.into_iter().map(|(_, r)| r));
@@ -105,14 +181,22 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
                 } else {
                     Fault::unreadable(format!("{shown}: {e}"))
                 };
-                reports.push(Report { path: shown, name: None, faults: vec![fault] });
+                reports.push(Report {
+                    path: shown,
+                    name: None,
+                    faults: vec![fault],
+                });
                 continue;
             }
         };
         if meta.is_dir() && has_document_entry(&path) {
             // One skill: check the path before reading anything.
             if let Err(fault) = source::check(&path) {
-                reports.push(Report { path: shown, name: None, faults: vec![fault] });
+                reports.push(Report {
+                    path: shown,
+                    name: None,
+                    faults: vec![fault],
+                });
                 continue;
             }
             match DirSource::open_skill(&path, DirOptions::default()) {
@@ -120,12 +204,20 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
                     Ok(d) => report_of_discovery(&shown, &d, &opts, &mut reports),
                     Err(e) => {
                         unreadable = true;
-                        reports.push(Report { path: shown, name: None, faults: vec![Fault::unreadable(e)] });
+                        reports.push(Report {
+                            path: shown,
+                            name: None,
+                            faults: vec![Fault::unreadable(e)],
+                        });
                     }
                 },
                 Err(e) => {
                     unreadable = true;
-                    reports.push(Report { path: shown, name: None, faults: vec![Fault::unreadable(e)] });
+                    reports.push(Report {
+                        path: shown,
+                        name: None,
+                        faults: vec![Fault::unreadable(e)],
+                    });
                 }
             }
             continue;
@@ -133,12 +225,20 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
         let src = match source::open(&path.to_string_lossy()) {
             Ok(s) => s,
             Err(skillcat::Error::UnsupportedSource(_)) if meta.is_file() => {
-                reports.push(Report { path: shown.clone(), name: None, faults: vec![Fault::not_a_directory(&shown)] });
+                reports.push(Report {
+                    path: shown.clone(),
+                    name: None,
+                    faults: vec![Fault::not_a_directory(&shown)],
+                });
                 continue;
             }
             Err(e) => {
                 unreadable = true;
-                reports.push(Report { path: shown, name: None, faults: vec![Fault::unreadable(e)] });
+                reports.push(Report {
+                    path: shown,
+                    name: None,
+                    faults: vec![Fault::unreadable(e)],
+                });
                 continue;
             }
         };
@@ -146,12 +246,20 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
             Ok(d) if d.skills.is_empty() && d.faults.is_empty() => {
                 // A directory with no document and no skill below it is a skill directory
                 // missing its document, as the reference says — not an empty success.
-                reports.push(Report { path: shown, name: None, faults: vec![Fault::missing_document()] });
+                reports.push(Report {
+                    path: shown,
+                    name: None,
+                    faults: vec![Fault::missing_document()],
+                });
             }
             Ok(d) => report_of_discovery(&shown, &d, &opts, &mut reports),
             Err(e) => {
                 unreadable = true;
-                reports.push(Report { path: shown, name: None, faults: vec![Fault::unreadable(e)] });
+                reports.push(Report {
+                    path: shown,
+                    name: None,
+                    faults: vec![Fault::unreadable(e)],
+                });
             }
         }
     }
@@ -166,7 +274,7 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
                 .iter()
                 .map(|r| json!({"path": r.path, "name": r.name, "valid": r.faults.is_empty(), "faults": r.faults}))
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&arr).expect("json"));
+            out!("{}", serde_json::to_string_pretty(&arr).expect("json"));
         }
     }
     if unreadable {
@@ -190,92 +298,100 @@ fn refusal_message(location: &str, fault: &Fault) -> String {
 /// `skillcat properties PATH`
 pub async fn properties(arg: &str) -> u8 {
     let (shown, path) = skill_dir_of(arg);
-    if !path.exists() {
-        eprintln!("Error: Path does not exist: {shown}");
-        return USAGE;
-    }
-    let src = match open_source(arg) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let d = match source::discover(&*src).await {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("Error: {e}");
+    match std::fs::metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            err!("Error: Path does not exist: {shown}");
             return USAGE;
         }
-    };
-    if let Some(f) = d.faults.first() {
-        eprintln!("Error: {}", refusal_message(&shown, &f.fault));
-        return FAULTS;
+        Err(e) => {
+            err!("Error: {shown}: {e}");
+            return USAGE;
+        }
+        Ok(m) if !m.is_dir() => {
+            // A regular file that is not a SKILL.md: not a skill directory (as `validate` says).
+            err!("Error: Not a directory: {shown}");
+            return FAULTS;
+        }
+        Ok(_) => {}
     }
-    let Some(skill) = d.skills.first() else {
-        eprintln!("Error: SKILL.md not found in {shown}");
-        return FAULTS;
+    let o = match open_and_discover(arg).await {
+        Ok(o) => o,
+        Err(code) => return code,
     };
-    if d.skills.len() > 1 {
-        eprintln!("Error: {shown} holds {} skills; name one skill directory", d.skills.len());
+    let count = o.found.skills.len() + o.found.faults.len();
+    if count > 1 {
+        err!("Error: {shown} holds {count} skills; name one skill directory");
         return USAGE;
     }
+    if let Some(f) = o.found.faults.first() {
+        err!(
+            "Error: {}",
+            refusal_message(&join_shown(&shown, &f.root), &f.fault)
+        );
+        return FAULTS;
+    }
+    let Some(skill) = o.found.skills.first() else {
+        err!("Error: SKILL.md not found in {shown}");
+        return FAULTS;
+    };
     match skill.properties() {
         Ok(p) => {
-            println!("{}", serde_json::to_string_pretty(&p).expect("json"));
+            out!("{}", serde_json::to_string_pretty(&p).expect("json"));
             OK
         }
         Err(f) => {
-            eprintln!("Error: {}", f.message());
+            err!("Error: {}", f.message());
             FAULTS
         }
     }
 }
 
-async fn discover_all(args: &[String]) -> Result<Vec<(Arc<dyn Source>, Discovery)>, u8> {
-    let mut out = Vec::new();
-    for arg in args {
-        let src = open_source(arg)?;
-        match source::discover(&*src).await {
-            Ok(d) => out.push((src, d)),
-            Err(e) => {
-                eprintln!("Error: {e}");
-                return Err(USAGE);
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// `skillcat prompt PATH...`
 pub async fn prompt(args: &[String], format: PromptFormatArg, budget: Option<usize>) -> u8 {
-    let found = match discover_all(args).await {
-        Ok(f) => f,
-        Err(code) => return code,
-    };
+    let mut found = Vec::with_capacity(args.len());
+    for arg in args {
+        match open_and_discover(arg).await {
+            Ok(o) => found.push(o),
+            Err(code) => return code,
+        }
+    }
     let mut errors = Vec::new();
     let mut entries: Vec<(String, String, String)> = Vec::new();
-    for (_, d) in &found {
-        for f in &d.faults {
-            errors.push(refusal_message(&f.location, &f.fault));
+    for o in &found {
+        // One skill directory gets the reference's words exactly; a skill of a directory of
+        // skills is named, so that the broken one can be found.
+        for f in &o.found.faults {
+            if o.single {
+                errors.push(refusal_message(&o.shown, &f.fault));
+            } else {
+                errors.push(format!("{}: {}", f.location, f.fault.message()));
+            }
         }
-        for s in &d.skills {
+        for s in &o.found.skills {
             match s.properties() {
                 Ok(_) => entries.push((
                     s.raw_name().unwrap_or_default().to_string(),
                     s.description().to_string(),
                     s.location().to_string(),
                 )),
+                Err(f) if o.single => errors.push(f.message().to_string()),
                 Err(f) => errors.push(format!("{}: {}", s.location(), f.message())),
             }
         }
     }
     if !errors.is_empty() {
         for e in errors {
-            eprintln!("Error: {e}");
+            err!("Error: {e}");
         }
         return FAULTS;
     }
     let skills: Vec<PromptSkill<'_>> = entries
         .iter()
-        .map(|(n, d, l)| PromptSkill { name: n, description: d, location: l })
+        .map(|(n, d, l)| PromptSkill {
+            name: n,
+            description: d,
+            location: l,
+        })
         .collect();
     let opts = PromptOptions {
         format: match format {
@@ -287,26 +403,28 @@ pub async fn prompt(args: &[String], format: PromptFormatArg, budget: Option<usi
         omit_when_empty: false,
     };
     let rendered = skillcat::prompt::render(&skills, &opts);
-    println!("{}", rendered.text);
+    out!("{}", rendered.text);
     if !rendered.report.is_clean() {
-        eprintln!("{}", rendered.report);
+        err!("{}", rendered.report);
     }
     OK
 }
 
-fn print_faults(d: &Discovery) {
-    for f in &d.faults {
-        eprintln!("Error: {}: {} [{}]", f.location, f.fault.message(), f.fault.kind());
-    }
+pub(super) fn print_fault(f: &RootFault) {
+    err!(
+        "Error: {}: {} [{}]",
+        f.location,
+        f.fault.message(),
+        f.fault.kind()
+    );
 }
 
 /// `skillcat list SOURCE`
 pub async fn list(arg: &str, format: Format) -> u8 {
-    let found = match discover_all(std::slice::from_ref(&arg.to_string())).await {
-        Ok(f) => f,
+    let Opened { src, found: d, .. } = match open_and_discover(arg).await {
+        Ok(o) => o,
         Err(code) => return code,
     };
-    let (src, d) = &found[0];
     let opts = ValidateOptions::default();
     let mut rows = Vec::new();
     let mut any_fault = !d.faults.is_empty();
@@ -314,11 +432,13 @@ pub async fn list(arg: &str, format: Format) -> u8 {
         let faults = s.validate(&opts);
         any_fault |= !faults.is_empty();
         let name = s.name();
-        let manifest = src.manifest(s.root(), &name, s.version().unwrap_or("")).await;
+        let manifest = src
+            .manifest(s.root(), &name, s.version().unwrap_or(""))
+            .await;
         let digest = match manifest {
             Ok(m) => Some(m.digest),
             Err(e) => {
-                eprintln!("Error: {}: {e}", s.location());
+                err!("Error: {}: {e}", s.location());
                 any_fault = true;
                 None
             }
@@ -329,9 +449,18 @@ pub async fn list(arg: &str, format: Format) -> u8 {
         Format::Text => {
             let mut out = std::io::stdout().lock();
             for (s, name, digest, faults) in &rows {
-                let desc = s.description().split_whitespace().collect::<Vec<_>>().join(" ");
+                let desc = s
+                    .description()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 let _ = writeln!(out, "{name}  {desc}");
-                let _ = writeln!(out, "    {}  {}", s.location(), digest.as_deref().unwrap_or("-"));
+                let _ = writeln!(
+                    out,
+                    "    {}  {}",
+                    s.location(),
+                    digest.as_deref().unwrap_or("-")
+                );
                 for f in faults {
                     let _ = writeln!(out, "    ! {} [{}]", f.message(), f.kind());
                 }
@@ -350,37 +479,73 @@ pub async fn list(arg: &str, format: Format) -> u8 {
                 .iter()
                 .map(|f| json!({"root": f.root, "location": f.location, "kind": f.fault.kind().as_str(), "message": f.fault.message()}))
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&json!({"skills": skills, "faults": faults})).expect("json"));
+            out!(
+                "{}",
+                serde_json::to_string_pretty(&json!({"skills": skills, "faults": faults}))
+                    .expect("json")
+            );
         }
     }
-    print_faults(d);
+    d.faults.iter().for_each(print_fault);
     if any_fault { FAULTS } else { OK }
+}
+
+/// `-` and `_` alike, NFKC, trimmed.
+pub(super) fn lookup_key(name: &str) -> String {
+    skillcat::document::normalize_name(name).replace('_', "-")
 }
 
 /// Finds a skill by name, `-` and `_` alike.
 fn find<'a>(d: &'a Discovery, name: &str) -> Option<&'a Skill> {
-    let want = skillcat::document::normalize_name(name).replace('_', "-");
-    d.skills.iter().find(|s| s.name().replace('_', "-") == want)
+    let want = lookup_key(name);
+    d.skills.iter().find(|s| lookup_key(&s.name()) == want)
 }
 
-async fn find_skill(arg: &str, name: &str) -> Result<(Arc<dyn Source>, Skill), u8> {
-    let mut found = discover_all(std::slice::from_ref(&arg.to_string())).await?;
-    let (src, d) = found.pop().expect("one source");
-    match find(&d, name) {
-        Some(s) => Ok((src, s.clone())),
-        None => {
-            print_faults(&d);
-            eprintln!("Error: no skill named '{name}' in {arg}");
-            Err(FAULTS)
-        }
+pub(super) async fn find_skill(arg: &str, name: &str) -> Result<(Arc<dyn Source>, Skill), u8> {
+    let Opened {
+        shown,
+        src,
+        found: d,
+        ..
+    } = open_and_discover(arg).await?;
+    if let Some(s) = find(&d, name) {
+        return Ok((src, s.clone()));
     }
+    // A root by that name that could not be read: say why, rather than "no such skill".
+    let want = lookup_key(name);
+    let broken: Vec<&RootFault> = d
+        .faults
+        .iter()
+        .filter(|f| {
+            lookup_key(source::base_name(&f.root)) == want
+                || (f.root.is_empty() && d.faults.len() == 1)
+        })
+        .collect();
+    if broken.is_empty() {
+        let mut names: Vec<String> = d.skills.iter().map(Skill::name).collect();
+        names.sort();
+        if names.is_empty() {
+            err!("Error: no skill named '{name}' in {shown} (it holds no readable skill)");
+        } else {
+            err!(
+                "Error: no skill named '{name}' in {shown} (skills: {})",
+                names.join(", ")
+            );
+        }
+    } else {
+        for f in broken {
+            print_fault(f);
+        }
+        err!("Error: skill '{name}' in {shown} could not be read");
+    }
+    Err(FAULTS)
 }
 
 /// `skillcat show SOURCE NAME`
 pub async fn show(arg: &str, name: &str) -> u8 {
     match find_skill(arg, name).await {
         Ok((_, skill)) => {
-            println!("{}", skill.body());
+            out!("{}", skill.body());
             OK
         }
         Err(code) => code,
@@ -394,11 +559,14 @@ pub async fn read(arg: &str, name: &str, path: &str) -> u8 {
         Err(code) => return code,
     };
     let Some(rel) = skill.resolve(path) else {
-        eprintln!("Error: '{path}' is not a file inside skill '{}' (absolute paths, '..' and URLs are refused)", skill.name());
+        err!(
+            "Error: '{path}' is not a file inside skill '{}' (absolute paths, '..' and URLs are refused)",
+            skill.name()
+        );
         return FAULTS;
     };
     if !skill.files().iter().any(|f| f.path == rel) {
-        eprintln!("Error: skill '{}' has no file '{rel}'", skill.name());
+        err!("Error: skill '{}' has no file '{rel}'", skill.name());
         return FAULTS;
     }
     match src.read(&source::join_path(skill.root(), &rel)).await {
@@ -410,7 +578,7 @@ pub async fn read(arg: &str, name: &str, path: &str) -> u8 {
             OK
         }
         Err(e) => {
-            eprintln!("Error: {e}");
+            err!("Error: {e}");
             FAULTS
         }
     }

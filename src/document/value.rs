@@ -92,6 +92,11 @@ impl Map {
         true
     }
 
+    /// Adds an entry without looking for a duplicate: for a builder that already refused them.
+    pub(crate) fn push_unchecked(&mut self, key: String, value: Value) {
+        self.entries.push((key, value));
+    }
+
     /// Entries in document order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
         self.entries.iter().map(|(k, v)| (k.as_str(), v))

@@ -15,11 +15,12 @@
 //! further. Symbolic links are followed only when their target stays inside the source's root; a
 //! link out of it is refused ([`Error::PathRejected`]), never read.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -58,7 +59,19 @@ struct Inner {
     root: PathBuf,
     single: bool,
     opts: DirOptions,
+    /// What [`list`](Inner::list) read ahead for each root: its file list and its document.
+    /// Each entry is handed out once, then the file system is asked again.
+    prefetched: Mutex<HashMap<String, Prefetched>>,
 }
+
+#[derive(Debug)]
+struct Prefetched {
+    files: Option<Vec<FileEntry>>,
+    document: Option<(String, Bytes)>,
+}
+
+/// The most document bytes [`Inner::list`] reads ahead (beyond it, documents are read on demand).
+const PREFETCH_BYTES: u64 = 64 << 20;
 
 /// Names that are never part of a skill nor searched for skills.
 fn ignored_file(name: &str) -> bool {
@@ -108,7 +121,9 @@ impl DirSource {
             return Err(Error::Invalid(format!("not a directory: {shown}")));
         }
         let single = has_document_entry(&root);
-        Ok(DirSource { inner: Arc::new(Inner { root, single, opts }) })
+        Ok(DirSource {
+            inner: Arc::new(Inner { root, single, opts, prefetched: Mutex::new(HashMap::new()) }),
+        })
     }
 
     /// Opens one skill directory: it lists `""` even when the document is missing, so that
@@ -173,12 +188,17 @@ impl Inner {
         if self.single {
             return Ok(vec![String::new()]);
         }
-        let mut roots = Vec::new();
+        // (rel, canonical absolute directory)
+        let mut roots: Vec<(String, PathBuf)> = Vec::new();
+        let mut top_level = Vec::new();
+        // Directories are canonical by construction (the root is canonicalised and links are
+        // replaced by their canonical targets), so this set catches every loop and alias.
         let mut seen = HashSet::new();
         seen.insert(self.root.clone());
         let mut queue = VecDeque::from([(self.root.clone(), String::new(), 0usize)]);
         let mut visited = 0usize;
         while let Some((dir, rel, depth)) = queue.pop_front() {
+            // Skill roots are never queued: the bound is on directories searched.
             visited += 1;
             if visited > self.opts.max_dirs {
                 return Err(Error::Invalid(format!(
@@ -187,71 +207,173 @@ impl Inner {
                     self.opts.max_dirs
                 )));
             }
-            for (name, child_rel) in sorted_children(&dir, &rel, self)? {
-                if name.starts_with('.') || ignored_dir(&name) {
+            let children = read_children(&dir, &rel, self)?;
+            if depth == 1 && !children.is_empty() {
+                top_level.push(rel.clone());
+            }
+            for child in children {
+                if child.name.starts_with('.') || ignored_dir(&child.name) {
                     continue;
                 }
-                let abs = dir.join(&name);
-                let (target, meta) = match self.resolve_inside(&abs, &child_rel) {
-                    Ok(x) => x,
-                    // A link out of the root is not part of this source; nor is a dangling one.
-                    Err(Error::PathRejected { .. }) | Err(Error::NotFound(_)) => continue,
-                    Err(Error::Io { source, .. }) if is_loop(&source) => continue,
-                    Err(e) => return Err(e),
+                let abs = dir.join(&child.name);
+                let target = match child.kind {
+                    Kind::Dir => abs,
+                    Kind::Symlink => match self.resolve_inside(&abs, &child.rel) {
+                        Ok((target, meta)) if meta.is_dir() => target,
+                        // Not a directory, out of the root, dangling or a loop: not searched.
+                        _ => continue,
+                    },
+                    _ => continue,
                 };
-                if !meta.is_dir() || !seen.insert(fs::canonicalize(&target).unwrap_or(target.clone())) {
+                if !seen.insert(target.clone()) {
                     continue;
                 }
+                // One probe per directory instead of reading it: most directories are skills.
                 if has_document_entry(&target) {
-                    roots.push(child_rel);
-                } else if depth + 1 < self.opts.max_depth {
-                    queue.push_back((target, child_rel, depth + 1));
+                    roots.push((child.rel, target));
+                } else if depth + 1 <= self.opts.max_depth {
+                    queue.push_back((target, child.rel, depth + 1));
                 }
             }
         }
-        Ok(roots)
+        // A top-level folder with content but no skill anywhere below it is listed too, so that
+        // discover() reports it as missing its document instead of dropping it silently.
+        for dir in top_level {
+            let prefix = format!("{dir}/");
+            if !roots.iter().any(|(r, _)| r.starts_with(&prefix)) {
+                let abs = self.root.join(&dir);
+                roots.push((dir, abs));
+            }
+        }
+        roots.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        self.prefetch(&roots);
+        Ok(roots.into_iter().map(|(r, _)| r).collect())
+    }
+
+    /// Reads every root's file list and document ahead, on all cores, so that the `discover`
+    /// that follows a `list` costs no round trip to the blocking pool per skill. Errors are not
+    /// kept: the later call repeats the work and reports them.
+    fn prefetch(&self, roots: &[(String, PathBuf)]) {
+        if roots.len() < 2 {
+            return;
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        let chunk = roots.len().div_ceil(threads);
+        let budget = AtomicU64::new(PREFETCH_BYTES);
+        let results: Vec<Vec<(String, Prefetched)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = roots
+                .chunks(chunk)
+                .map(|part| {
+                    let budget = &budget;
+                    scope.spawn(move || {
+                        part.iter()
+                            .filter_map(|(root, abs)| {
+                                let files = self.walk_files(abs.clone(), root).ok()?;
+                                let document = super::document_name(&files).and_then(|name| {
+                                    let size = files.iter().find(|f| f.path == name)?.size;
+                                    let left = budget.fetch_sub(size.min(PREFETCH_BYTES), Ordering::Relaxed);
+                                    if size > super::DOCUMENT_LIMIT || size > left {
+                                        return None;
+                                    }
+                                    let bytes = read_no_follow(&abs.join(name), size)?;
+                                    Some((super::join_path(root, name), bytes))
+                                });
+                                Some((root.clone(), Prefetched { files: Some(files), document }))
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+        });
+        let mut cache = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
+        cache.clear();
+        cache.extend(results.into_iter().flatten());
+    }
+
+    fn take_files(&self, root: &str) -> Option<Vec<FileEntry>> {
+        let mut cache = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
+        cache.get_mut(root)?.files.take()
+    }
+
+    fn take_document(&self, path: &str) -> Option<Bytes> {
+        let root = path.rsplit_once('/').map_or("", |(r, _)| r);
+        let mut cache = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = cache.get_mut(root)?;
+        match &entry.document {
+            Some((p, _)) if p == path => {}
+            _ => return None,
+        }
+        let (_, bytes) = entry.document.take()?;
+        if entry.files.is_none() {
+            cache.remove(root);
+        }
+        Some(bytes)
     }
 
     fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
         check_rel(root, true)?;
-        let base = self.root.join(root);
-        let (base, meta) = self.resolve_inside(&base, root)?;
+        let (base, meta) = self.resolve_inside(&self.root.join(root), root)?;
         if !meta.is_dir() {
             return Err(Error::Invalid(format!("not a directory: {}", self.shown(root))));
         }
+        self.walk_files(base, root)
+    }
+
+    /// Every regular file under `base` (a directory inside the root, already checked).
+    fn walk_files(&self, base: PathBuf, root: &str) -> Result<Vec<FileEntry>> {
         let mut out = Vec::new();
         let mut seen = HashSet::new();
-        seen.insert(fs::canonicalize(&base).unwrap_or(base.clone()));
+        seen.insert(base.clone());
         let mut stack = vec![(base, String::new(), 0usize)];
         while let Some((dir, rel, depth)) = stack.pop() {
             let full_rel = super::join_path(root, &rel);
-            for (name, child_rel) in sorted_children(&dir, &full_rel, self)? {
-                let rel_child = super::join_path(&rel, &name);
-                let shown_rel = super::join_path(root, &rel_child);
-                let abs = dir.join(&name);
-                let ftype = fs::symlink_metadata(&abs).map_err(|e| Error::io(self.shown(&child_rel), e))?;
-                if (ftype.is_dir() && ignored_dir(&name)) || (ftype.is_file() && ignored_file(&name)) {
-                    continue;
-                }
-                let (target, meta) = self.resolve_inside(&abs, &shown_rel)?;
-                if meta.is_dir() {
-                    if depth + 1 >= self.opts.max_file_depth {
+            for child in read_children(&dir, &full_rel, self)? {
+                let rel_child = super::join_path(&rel, &child.name);
+                let abs = dir.join(&child.name);
+                let (kind, target, meta) = match child.kind {
+                    Kind::Dir if ignored_dir(&child.name) => continue,
+                    Kind::File if ignored_file(&child.name) => continue,
+                    Kind::Dir => (Kind::Dir, abs, None),
+                    Kind::File => {
+                        let meta = fs::symlink_metadata(&abs).map_err(|e| Error::io(self.shown(&child.rel), e))?;
+                        (Kind::File, abs, Some(meta))
+                    }
+                    Kind::Symlink => {
+                        let (target, meta) = self.resolve_inside(&abs, &child.rel)?;
+                        let kind = if meta.is_dir() {
+                            Kind::Dir
+                        } else if meta.is_file() {
+                            Kind::File
+                        } else {
+                            Kind::Other
+                        };
+                        (kind, target, Some(meta))
+                    }
+                    Kind::Other => (Kind::Other, abs, None),
+                };
+                match kind {
+                    Kind::Dir => {
+                        if depth + 1 >= self.opts.max_file_depth {
+                            return Err(Error::PathRejected {
+                                path: self.shown(&child.rel),
+                                reason: format!("deeper than {} levels", self.opts.max_file_depth),
+                            });
+                        }
+                        if seen.insert(target.clone()) {
+                            stack.push((target, rel_child, depth + 1));
+                        }
+                    }
+                    Kind::File => {
+                        let meta = meta.expect("files carry metadata");
+                        out.push(FileEntry { path: rel_child, size: meta.len(), executable: is_executable(&meta) });
+                    }
+                    Kind::Symlink | Kind::Other => {
                         return Err(Error::PathRejected {
-                            path: self.shown(&shown_rel),
-                            reason: format!("deeper than {} levels", self.opts.max_file_depth),
+                            path: self.shown(&child.rel),
+                            reason: "not a regular file or directory".into(),
                         });
                     }
-                    let canon = fs::canonicalize(&target).map_err(|e| Error::io(self.shown(&shown_rel), e))?;
-                    if seen.insert(canon) {
-                        stack.push((target, rel_child, depth + 1));
-                    }
-                } else if meta.is_file() {
-                    out.push(FileEntry { path: rel_child, size: meta.len(), executable: is_executable(&meta) });
-                } else {
-                    return Err(Error::PathRejected {
-                        path: self.shown(&shown_rel),
-                        reason: "not a regular file or directory".into(),
-                    });
                 }
             }
         }
@@ -280,10 +402,6 @@ impl Inner {
     }
 }
 
-fn is_loop(e: &std::io::Error) -> bool {
-    e.raw_os_error() == Some(libc::ELOOP)
-}
-
 #[cfg(unix)]
 fn is_executable(meta: &fs::Metadata) -> bool {
     use std::os::unix::fs::PermissionsExt;
@@ -295,20 +413,61 @@ fn is_executable(_meta: &fs::Metadata) -> bool {
     false
 }
 
-/// The entries of `dir` sorted by byte order, as `(name, rel path)`; non-UTF-8 names refused.
-fn sorted_children(dir: &Path, rel: &str, inner: &Inner) -> Result<Vec<(String, String)>> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+struct Child {
+    name: String,
+    rel: String,
+    kind: Kind,
+}
+
+/// Reads a file the walk just listed, refusing a link planted since (`O_NOFOLLOW`), and only if
+/// it still has the size the listing saw.
+fn read_no_follow(path: &Path, size: u64) -> Option<Bytes> {
+    let mut opts = fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW);
+    }
+    let file = opts.open(path).ok()?;
+    let mut buf = Vec::with_capacity(size as usize + 1);
+    file.take(size + 1).read_to_end(&mut buf).ok()?;
+    (buf.len() as u64 == size).then(|| Bytes::from(buf))
+}
+
+/// The entries of `dir` sorted by byte order, with their type from the directory entry itself
+/// (no extra `stat`); non-UTF-8 names are refused.
+fn read_children(dir: &Path, rel: &str, inner: &Inner) -> Result<Vec<Child>> {
     let rd = fs::read_dir(dir).map_err(|e| Error::io(inner.shown(rel), e))?;
     let mut out = Vec::new();
     for entry in rd {
         let entry = entry.map_err(|e| Error::io(inner.shown(rel), e))?;
+        let ft = entry.file_type().map_err(|e| Error::io(inner.shown(rel), e))?;
         let name = entry.file_name().into_string().map_err(|raw| Error::PathRejected {
             path: dir.join(raw).display().to_string(),
             reason: "file name is not UTF-8".into(),
         })?;
-        let child_rel = super::join_path(rel, &name);
-        out.push((name, child_rel));
+        let kind = if ft.is_symlink() {
+            Kind::Symlink
+        } else if ft.is_dir() {
+            Kind::Dir
+        } else if ft.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        let rel = super::join_path(rel, &name);
+        out.push(Child { name, rel, kind });
     }
-    out.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    out.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     Ok(out)
 }
 
@@ -341,11 +500,17 @@ impl Source for DirSource {
     }
 
     async fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
+        if let Some(files) = self.inner.take_files(root) {
+            return Ok(files);
+        }
         let root = root.to_string();
         self.blocking(move |i| i.files(&root)).await
     }
 
     async fn read(&self, path: &str) -> Result<Bytes> {
+        if let Some(bytes) = self.inner.take_document(path) {
+            return Ok(bytes);
+        }
         let path = path.to_string();
         self.blocking(move |i| i.read(&path)).await
     }

@@ -20,6 +20,10 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 pub use dir::{DirOptions, DirSource, check};
+pub use tarball::TarballSource;
+pub use zip::ZipSource;
+
+use crate::archive::ArchiveLimits;
 
 use crate::digest::Manifest;
 use crate::document::{self, Fault, Skill};
@@ -204,10 +208,20 @@ pub async fn load(source: &(impl Source + ?Sized), root: &str) -> Result<Skill> 
 /// Reads every root of a source. One broken skill never hides the others, and nothing is
 /// dropped silently: each root gives a skill or a fault.
 pub async fn discover(source: &(impl Source + ?Sized)) -> Result<Discovery> {
+    use futures_util::stream::{self, StreamExt};
     let roots = source.list().await?;
+    // Loads run concurrently (a backend's blocking reads overlap), results keep the list order.
+    let results: Vec<(String, Result<Skill>)> = stream::iter(roots)
+        .map(|root| async move {
+            let r = load(source, &root).await;
+            (root, r)
+        })
+        .buffered(DISCOVER_CONCURRENCY)
+        .collect()
+        .await;
     let mut out = Discovery::default();
-    for root in roots {
-        match load(source, &root).await {
+    for (root, result) in results {
+        match result {
             Ok(skill) => out.skills.push(skill),
             Err(Error::InvalidSkill { path, fault }) => out.faults.push(RootFault {
                 root,
@@ -224,8 +238,11 @@ pub async fn discover(source: &(impl Source + ?Sized)) -> Result<Discovery> {
     Ok(out)
 }
 
-/// Opens a source from one string: a directory (a skill or a tree of skills).
-/// Later steps add archives, registries and URLs.
+/// How many skills [`discover`] reads at once.
+const DISCOVER_CONCURRENCY: usize = 16;
+
+/// Opens a source from one string: a directory (a skill or a tree of skills), or an archive
+/// (`.tar`, `.tar.gz`/`.tgz`, `.zip`, told apart by magic bytes first, extension second).
 pub fn open(spec: &str) -> Result<Arc<dyn Source>> {
     let path = std::path::Path::new(spec);
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
@@ -235,7 +252,31 @@ pub fn open(spec: &str) -> Result<Arc<dyn Source>> {
     if meta.is_dir() {
         return Ok(Arc::new(DirSource::open(path, DirOptions::default())?));
     }
+    if meta.is_file() {
+        let mut head = [0u8; crate::archive::SNIFF_LEN];
+        let n = read_head(path, &mut head).map_err(|e| Error::io(spec, e))?;
+        match crate::archive::sniff(path, &head[..n]) {
+            Some(crate::archive::ArchiveKind::Zip) => {
+                return Ok(Arc::new(ZipSource::open(path, ArchiveLimits::default())?));
+            }
+            Some(_) => return Ok(Arc::new(TarballSource::open(path, ArchiveLimits::default())?)),
+            None => {}
+        }
+    }
     Err(Error::UnsupportedSource(spec.to_string()))
+}
+
+fn read_head(path: &std::path::Path, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
 }
 
 #[cfg(test)]

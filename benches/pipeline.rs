@@ -1,0 +1,61 @@
+//! Step 1 benchmarks: parse+validate one typical SKILL.md, and discover+validate a directory of
+//! 2,000 generated skills (the same shape of corpus the peers were timed on).
+//!
+//! Run: `cargo bench --bench pipeline`. The CLI figure (`skillcat validate DIR` wall time) comes
+//! from `scripts/bench-compare`, which times the release binary with hyperfine-like repetition.
+
+#[path = "support/corpus.rs"]
+mod corpus;
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use skillcat::document::{ValidateOptions, parse_document, validate_frontmatter};
+use skillcat::source::{DirOptions, DirSource, discover};
+
+fn typical_document() -> Vec<u8> {
+    let tmp = tempfile::tempdir().unwrap();
+    corpus::generate(tmp.path(), 20, 7).unwrap();
+    // The largest of a few generated documents: a body of a few KB, a long description.
+    let mut best = Vec::new();
+    for entry in std::fs::read_dir(tmp.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path().join("SKILL.md")).unwrap();
+        if bytes.len() > best.len() {
+            best = bytes;
+        }
+    }
+    best
+}
+
+fn bench(c: &mut Criterion) {
+    let doc = typical_document();
+    let opts = ValidateOptions::default();
+    c.bench_function("parse_validate_one", |b| {
+        b.iter(|| {
+            let d = parse_document(black_box(&doc)).unwrap();
+            black_box(validate_frontmatter(&d.frontmatter, None, &opts))
+        })
+    });
+
+    let tmp = tempfile::tempdir().unwrap();
+    corpus::generate(tmp.path(), 2000, 42).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let mut group = c.benchmark_group("corpus_2000");
+    group.sample_size(20);
+    group.bench_function("discover_validate", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
+                let d = discover(&src).await.unwrap();
+                assert_eq!(d.skills.len(), 2000);
+                let faults: usize = d.skills.iter().map(|s| s.validate(&opts).len()).sum();
+                assert_eq!(faults, 0);
+                black_box(d)
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

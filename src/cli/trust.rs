@@ -1,0 +1,389 @@
+//! Distribution commands: digest, pack, keygen, sign, verify.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use skillcat::digest::Manifest;
+use skillcat::document::{Skill, ValidateOptions};
+use skillcat::pack::{PackEntry, write_archive};
+use skillcat::sign::{self, Keyring, SignError, Statement};
+use skillcat::source::{self, DirOptions, DirSource, Source, SourceExt, base_name, join_path};
+
+use super::read::{Opened, open_and_discover, print_fault};
+use super::{FAULTS, Format, OK, USAGE};
+
+/// The environment variable a secret key's password may come from (for scripts and CI).
+pub const PASSWORD_ENV: &str = "SKILLCAT_PASSWORD";
+
+async fn manifest_of(src: &dyn Source, skill: &Skill) -> skillcat::Result<Manifest> {
+    src.manifest(skill.root(), &skill.name(), skill.version().unwrap_or("")).await
+}
+
+/// `skillcat digest SOURCE [NAME]`
+pub async fn digest(arg: &str, name: Option<&str>, format: Format) -> u8 {
+    let Opened { src, found, .. } = match open_and_discover(arg).await {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let key = name.map(super::read::lookup_key);
+    let mut manifests = Vec::new();
+    let mut failed = false;
+    for skill in &found.skills {
+        if key.as_ref().is_some_and(|k| *k != super::read::lookup_key(&skill.name())) {
+            continue;
+        }
+        match manifest_of(&*src, skill).await {
+            Ok(m) => manifests.push(m),
+            Err(e) => {
+                err!("Error: {}: {e}", skill.location());
+                failed = true;
+            }
+        }
+    }
+    if name.is_none() {
+        // A root that is not a skill still has files, and so a digest; say what is wrong with it.
+        for f in &found.faults {
+            print_fault(f);
+            match src.manifest(&f.root, base_name(&f.root), "").await {
+                Ok(m) => manifests.push(m),
+                Err(e) => {
+                    err!("Error: {}: {e}", f.location);
+                    failed = true;
+                }
+            }
+        }
+    }
+    if let (Some(n), true) = (name, manifests.is_empty() && !failed) {
+        err!("Error: no skill named '{n}' in {arg}");
+        return FAULTS;
+    }
+    match format {
+        Format::Text => {
+            for m in &manifests {
+                out!("{}  {}", m.digest, m.name);
+            }
+        }
+        Format::Json => {
+            let v: Vec<_> = manifests.iter().map(|m| serde_json::to_value(m).expect("manifest")).collect();
+            out!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        }
+    }
+    if failed { FAULTS } else { OK }
+}
+
+/// Where the detached signature of one skill of `spec` lives: `<spec>.minisig` when the source
+/// holds one skill, `<spec>.<name>.minisig` when it holds several.
+pub fn signature_path(spec: &str, name: &str, single: bool) -> PathBuf {
+    let base = spec.trim_end_matches('/');
+    if single {
+        sign::signature_path(Path::new(base))
+    } else {
+        PathBuf::from(format!("{base}.{name}{}", sign::SIGNATURE_SUFFIX))
+    }
+}
+
+fn read_secret_key(path: &str) -> Result<String, u8> {
+    std::fs::read_to_string(path).map_err(|e| {
+        err!("Error: cannot read the secret key {path}: {e}");
+        USAGE
+    })
+}
+
+/// A password from [`PASSWORD_ENV`], else asked on the terminal.
+fn password(prompt: &str, confirm: bool) -> Result<String, u8> {
+    if let Ok(p) = std::env::var(PASSWORD_ENV) {
+        return Ok(p);
+    }
+    if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        err!("Error: a password is needed: set {PASSWORD_ENV} or run on a terminal");
+        return Err(USAGE);
+    }
+    let first = rpassword::prompt_password(prompt).map_err(|e| {
+        err!("Error: cannot read the password: {e}");
+        USAGE
+    })?;
+    if confirm {
+        let again = rpassword::prompt_password("Password (again): ").map_err(|_| USAGE)?;
+        if again != first {
+            err!("Error: the passwords differ");
+            return Err(USAGE);
+        }
+    }
+    Ok(first)
+}
+
+/// Signs with a key that may or may not be password-protected.
+fn sign_statement(statement: &Statement, secret: &str) -> Result<String, u8> {
+    let report = |e: SignError| {
+        err!("Error: {e}");
+        FAULTS
+    };
+    match sign::sign(statement, secret, None) {
+        Err(SignError::PasswordRequired) => {
+            let pw = password("Password for the secret key: ", false)?;
+            sign::sign(statement, secret, Some(&pw)).map_err(report)
+        }
+        other => other.map_err(report),
+    }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), u8> {
+    std::fs::write(path, text).map_err(|e| {
+        err!("Error: cannot write {}: {e}", path.display());
+        FAULTS
+    })
+}
+
+/// `skillcat pack DIR -o OUT [--sign KEY] [--force]`
+pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool) -> u8 {
+    let path = Path::new(dir);
+    if !path.is_dir() {
+        err!("Error: {dir}: pack reads a skill directory or a directory of skills");
+        return USAGE;
+    }
+    if skillcat::pack::PackFormat::for_path(output).is_none() {
+        err!("Error: {}: the output must end in .tar.gz, .tgz or .zip", output.display());
+        return USAGE;
+    }
+    let src = match DirSource::open(path, DirOptions::default()) {
+        Ok(s) => s,
+        Err(e) => {
+            err!("Error: {e}");
+            return USAGE;
+        }
+    };
+    let found = match source::discover(&src).await {
+        Ok(d) => d,
+        Err(e) => {
+            err!("Error: {e}");
+            return USAGE;
+        }
+    };
+    let single = src.is_single_skill();
+    let mut refused = false;
+    for f in &found.faults {
+        print_fault(f);
+        refused = true;
+    }
+    let opts = ValidateOptions::default();
+    for s in &found.skills {
+        let faults = s.validate(&opts);
+        if !faults.is_empty() {
+            err!("{} {}:", if force { "Packing anyway (--force)" } else { "Refusing to pack" }, s.location());
+            for f in &faults {
+                err!("  - {}", f.message());
+            }
+            refused |= !force;
+        }
+    }
+    if refused {
+        err!("Error: nothing written; fix the skills above{}", if found.faults.is_empty() { " or pass --force" } else { "" });
+        return FAULTS;
+    }
+    if found.skills.is_empty() {
+        err!("Error: {dir}: no skill to pack");
+        return FAULTS;
+    }
+    // Inside the archive: the skill's files at the root (one skill), or under a folder named
+    // after each skill's directory (several).
+    let mut entries = Vec::new();
+    let mut prefixes = std::collections::HashSet::new();
+    for s in &found.skills {
+        let prefix = if single { String::new() } else { base_name(s.root()).to_string() };
+        if !prefixes.insert(prefix.clone()) {
+            err!("Error: two skills would both be packed as '{prefix}/'");
+            return FAULTS;
+        }
+        for f in s.files() {
+            match src.read(&join_path(s.root(), &f.path)).await {
+                Ok(bytes) => entries.push(PackEntry { path: join_path(&prefix, &f.path), bytes, executable: f.executable }),
+                Err(e) => {
+                    err!("Error: {e}");
+                    return FAULTS;
+                }
+            }
+        }
+    }
+    if let Err(e) = write_archive(&entries, output) {
+        err!("Error: {e}");
+        return FAULTS;
+    }
+    let out_spec = output.to_string_lossy().to_string();
+    let mut lines = Vec::new();
+    for s in &found.skills {
+        let m = match manifest_of(&src, s).await {
+            Ok(m) => m,
+            Err(e) => {
+                err!("Error: {e}");
+                return FAULTS;
+            }
+        };
+        lines.push(format!("{}  {}", m.digest, m.name));
+        if let Some(key) = sign_key {
+            let secret = match read_secret_key(key) {
+                Ok(s) => s,
+                Err(c) => return c,
+            };
+            let statement = match Statement::from_manifest(&m) {
+                Ok(st) => st,
+                Err(e) => {
+                    err!("Error: {e}");
+                    return FAULTS;
+                }
+            };
+            let sig = match sign_statement(&statement, &secret) {
+                Ok(s) => s,
+                Err(c) => return c,
+            };
+            let sig_path = signature_path(&out_spec, &m.name, single);
+            if let Err(c) = write_file(&sig_path, &sig) {
+                return c;
+            }
+            lines.push(format!("signed {}@{} → {}", m.name, m.version, sig_path.display()));
+        }
+    }
+    out!("Packed {} skill(s) into {}", found.skills.len(), output.display());
+    for l in lines {
+        out!("{l}");
+    }
+    OK
+}
+
+/// `skillcat keygen -o KEYBASE [--unencrypted]`
+pub fn keygen(base: &str, unencrypted: bool, force: bool) -> u8 {
+    let pub_path = PathBuf::from(format!("{base}.pub"));
+    let key_path = PathBuf::from(format!("{base}.key"));
+    for p in [&pub_path, &key_path] {
+        if p.exists() && !force {
+            err!("Error: {} exists; pass --force to overwrite it", p.display());
+            return USAGE;
+        }
+    }
+    let pw = if unencrypted {
+        None
+    } else {
+        match password("Password for the new key: ", true) {
+            Ok(p) => Some(p),
+            Err(c) => return c,
+        }
+    };
+    let (public, secret) = match sign::generate_keypair(pw.as_deref()) {
+        Ok(k) => k,
+        Err(e) => {
+            err!("Error: {e}");
+            return FAULTS;
+        }
+    };
+    // The secret key is readable by its owner only.
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let written = opts.open(&key_path).and_then(|mut f| f.write_all(secret.as_bytes()));
+    if let Err(e) = written {
+        err!("Error: cannot write {}: {e}", key_path.display());
+        return FAULTS;
+    }
+    if let Err(c) = write_file(&pub_path, &public) {
+        return c;
+    }
+    let id = sign::key_id_of_public_key(&public).unwrap_or_default();
+    out!("Key {id}: secret key {}, public key {}", key_path.display(), pub_path.display());
+    OK
+}
+
+/// `skillcat sign SOURCE NAME --key KEY [-o SIG]`
+pub async fn sign_cmd(arg: &str, name: &str, key: &str, output: Option<&Path>) -> u8 {
+    let (src, skill) = match super::read::find_skill(arg, name).await {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    let many = src.list().await.map(|r| r.len() > 1).unwrap_or(false);
+    let m = match manifest_of(&*src, &skill).await {
+        Ok(m) => m,
+        Err(e) => {
+            err!("Error: {e}");
+            return FAULTS;
+        }
+    };
+    let statement = match Statement::from_manifest(&m) {
+        Ok(s) => s,
+        Err(e) => {
+            err!("Error: {e}");
+            return FAULTS;
+        }
+    };
+    let secret = match read_secret_key(key) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let sig = match sign_statement(&statement, &secret) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let path = output.map(Path::to_path_buf).unwrap_or_else(|| signature_path(arg, &m.name, !many));
+    if let Err(c) = write_file(&path, &sig) {
+        return c;
+    }
+    out!("Signed {}@{} ({}) → {}", m.name, m.version, m.digest, path.display());
+    OK
+}
+
+/// `skillcat verify SOURCE --keyring FILE [--sig FILE]`
+pub async fn verify(arg: &str, keyring: &Path, sig: Option<&Path>, format: Format) -> u8 {
+    let ring = match Keyring::load(keyring) {
+        Ok(k) => k,
+        Err(e) => {
+            err!("Error: {e}");
+            return USAGE;
+        }
+    };
+    let Opened { src, found, .. } = match open_and_discover(arg).await {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let mut results = Vec::new();
+    for f in &found.faults {
+        print_fault(f);
+        results.push(json!({"root": f.root, "verified": false, "error": f.fault.message()}));
+    }
+    let single = found.skills.len() == 1 && found.faults.is_empty();
+    if sig.is_some() && !single {
+        err!("Error: --sig names one signature; {arg} holds {} skills", found.skills.len() + found.faults.len());
+        return USAGE;
+    }
+    for skill in &found.skills {
+        let name = skill.name();
+        let sig_path = sig.map(Path::to_path_buf).unwrap_or_else(|| signature_path(arg, &name, single));
+        let outcome = async {
+            let text = std::fs::read_to_string(&sig_path)
+                .map_err(|e| format!("cannot read the signature {}: {e}", sig_path.display()))?;
+            // The manifest is recomputed from the bytes held here; nothing claimed is trusted.
+            let m = manifest_of(&*src, skill).await.map_err(|e| e.to_string())?;
+            sign::verify(&m, &text, &ring, &name).map_err(|e| e.to_string()).map(|v| (m, v))
+        }
+        .await;
+        match outcome {
+            Ok((m, v)) => {
+                if format == Format::Text {
+                    out!("Verified {}@{} ({}) signed by key {}", m.name, m.version, m.digest, v.key_id);
+                }
+                results.push(json!({"name": m.name, "version": m.version, "digest": m.digest, "verified": true, "key_id": v.key_id}));
+            }
+            Err(e) => {
+                if format == Format::Text {
+                    err!("Verification failed for {name}: {e}");
+                }
+                results.push(json!({"name": name, "verified": false, "error": e}));
+            }
+        }
+    }
+    if format == Format::Json {
+        out!("{}", serde_json::to_string_pretty(&results).expect("json"));
+    }
+    if results.iter().all(|r| r["verified"] == true) && !results.is_empty() { OK } else { FAULTS }
+}

@@ -1,0 +1,94 @@
+//! The directory source: the conformance suite, tree bounds, and symlink containment.
+
+mod support;
+
+use skillcat::source::{self, DirOptions, DirSource, Source};
+
+#[tokio::test]
+async fn directory_source_passes_the_conformance_suite() {
+    let src = DirSource::open(&support::conformance::catalog_dir(), DirOptions::default()).unwrap();
+    support::conformance::check_source(&src).await;
+}
+
+#[tokio::test]
+async fn open_picks_the_directory_source() {
+    let src = source::open(support::conformance::catalog_dir().to_str().unwrap()).unwrap();
+    support::conformance::check_source(&*src).await;
+}
+
+fn skill(dir: &std::path::Path, name: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("SKILL.md"), format!("---\nname: {name}\ndescription: d\n---\nBody\n")).unwrap();
+}
+
+#[tokio::test]
+async fn nested_roots_respect_max_depth_and_skip_dot_dirs() {
+    let tmp = tempfile::tempdir().unwrap();
+    skill(&tmp.path().join("a/b/deep"), "deep");
+    skill(&tmp.path().join("top"), "top");
+    skill(&tmp.path().join(".hidden/x"), "x");
+    skill(&tmp.path().join("node_modules/y"), "y");
+    let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
+    assert_eq!(src.list().await.unwrap(), ["a/b/deep", "top"]);
+    let shallow = DirSource::open(tmp.path(), DirOptions { max_depth: 2, ..Default::default() }).unwrap();
+    // `a` has content but no skill within reach: it is listed so discover reports it.
+    assert_eq!(shallow.list().await.unwrap(), ["a", "top"]);
+}
+
+#[tokio::test]
+async fn too_many_directories_is_an_error_not_a_silent_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..10 {
+        std::fs::create_dir_all(tmp.path().join(format!("d{i}/e"))).unwrap();
+    }
+    let src = DirSource::open(tmp.path(), DirOptions { max_dirs: 5, ..Default::default() }).unwrap();
+    let err = src.list().await.unwrap_err().to_string();
+    assert!(err.contains("more than 5 directories"), "{err}");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn symlinks_never_lead_out_of_the_root() {
+    use std::os::unix::fs::symlink;
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "secret").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("s");
+    skill(&s, "s");
+    symlink(outside.path().join("secret.txt"), s.join("leak.txt")).unwrap();
+    // A link inside the root is fine.
+    std::fs::write(s.join("real.txt"), "ok").unwrap();
+    symlink(s.join("real.txt"), s.join("alias.txt")).unwrap();
+    // A symlinked directory out of the root is not searched for skills.
+    skill(&outside.path().join("elsewhere"), "elsewhere");
+    symlink(outside.path().join("elsewhere"), tmp.path().join("elsewhere")).unwrap();
+    // A loop does not hang the walk.
+    symlink(tmp.path().join("loop"), tmp.path().join("loop2")).unwrap();
+    symlink(tmp.path().join("loop2"), tmp.path().join("loop")).unwrap();
+
+    let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
+    assert_eq!(src.list().await.unwrap(), ["s"]);
+    let err = src.files("s").await.unwrap_err();
+    assert!(matches!(err, skillcat::Error::PathRejected { .. }), "{err}");
+    let err = src.read("s/leak.txt").await.unwrap_err();
+    assert!(matches!(err, skillcat::Error::PathRejected { .. }), "{err}");
+    assert_eq!(&src.read("s/alias.txt").await.unwrap()[..], b"ok");
+    for bad in ["../x", "s/../../etc/passwd", "/etc/passwd", "s//SKILL.md", "s/./SKILL.md"] {
+        assert!(matches!(src.read(bad).await, Err(skillcat::Error::PathRejected { .. })), "{bad}");
+    }
+    // discover reports the skill with the escaping link as a fault, never silently.
+    let d = source::discover(&src).await.unwrap();
+    assert!(d.skills.is_empty());
+    assert_eq!(d.faults.len(), 1);
+    assert!(d.faults[0].fault.message().contains("outside"), "{}", d.faults[0].fault.message());
+}
+
+#[tokio::test]
+async fn oversized_files_are_refused_on_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    skill(tmp.path(), "x");
+    std::fs::write(tmp.path().join("big.bin"), vec![0u8; 2048]).unwrap();
+    let src = DirSource::open(tmp.path(), DirOptions { max_file_size: 1024, ..Default::default() }).unwrap();
+    let err = src.read("big.bin").await.unwrap_err();
+    assert!(matches!(err, skillcat::Error::TooLarge { size: 2048, limit: 1024, .. }), "{err}");
+}

@@ -1,0 +1,94 @@
+//! The source conformance suite: plain functions that take any [`Source`] holding the fixture
+//! catalog (`fixtures/conformance/catalog/`) and check that it yields exactly the roots, files,
+//! executable bits, parse outcomes, validation faults and skill digests recorded in
+//! `fixtures/conformance/catalog.json`. Every backend's tests call [`check_source`].
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value as J;
+use skillcat::document::ValidateOptions;
+use skillcat::source::{self, Source, SourceExt};
+
+/// The fixture catalog directory.
+pub fn catalog_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/conformance/catalog")
+}
+
+fn expected() -> Vec<J> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/conformance/catalog.json");
+    serde_json::from_str::<J>(&std::fs::read_to_string(path).unwrap())
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Checks `src` against the catalog; panics with every difference found.
+pub async fn check_source(src: &dyn Source) {
+    let want = expected();
+    let mut problems = Vec::new();
+
+    let mut roots = src.list().await.expect("list");
+    roots.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    let want_roots: Vec<&str> = want.iter().map(|c| c["root"].as_str().unwrap()).collect();
+    if roots != want_roots {
+        problems.push(format!("roots: got {roots:?}, want {want_roots:?}"));
+    }
+
+    let found = source::discover(src).await.expect("discover");
+    for case in &want {
+        let root = case["root"].as_str().unwrap();
+        // Files, sizes and executable bits.
+        match src.files(root).await {
+            Ok(files) => {
+                let got: Vec<J> = files
+                    .iter()
+                    .map(|f| serde_json::json!({"path": f.path, "size": f.size, "executable": f.executable}))
+                    .collect();
+                if got != case["files"].as_array().unwrap().clone() {
+                    problems.push(format!("{root}: files {got:?}, want {}", case["files"]));
+                }
+            }
+            Err(e) => problems.push(format!("{root}: files failed: {e}")),
+        }
+        // The skill digest, recomputed from the bytes the source holds.
+        match src.manifest(root, "", "").await {
+            Ok(m) if m.digest == case["digest"].as_str().unwrap() => {}
+            Ok(m) => problems.push(format!("{root}: digest {}, want {}", m.digest, case["digest"])),
+            Err(e) => problems.push(format!("{root}: manifest failed: {e}")),
+        }
+        // Parse outcome and validation faults.
+        let loads = case["loads"].as_bool().unwrap();
+        let skill = found.skills.iter().find(|s| s.root() == root);
+        let fault = found.faults.iter().find(|f| f.root == root);
+        match (loads, skill, fault) {
+            (true, Some(s), None) => {
+                if s.raw_name() != case["name"].as_str() {
+                    problems.push(format!("{root}: name {:?}, want {}", s.raw_name(), case["name"]));
+                }
+                let kinds: Vec<&str> =
+                    s.validate(&ValidateOptions::default()).iter().map(|f| f.kind().as_str()).collect();
+                let want_kinds: Vec<&str> =
+                    case["fault_kinds"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+                if kinds != want_kinds {
+                    problems.push(format!("{root}: faults {kinds:?}, want {want_kinds:?}"));
+                }
+            }
+            (false, None, Some(f)) => {
+                if f.fault.kind().as_str() != case["refusal"].as_str().unwrap() {
+                    problems.push(format!("{root}: refused as {}, want {}", f.fault.kind(), case["refusal"]));
+                }
+            }
+            (_, s, f) => problems.push(format!(
+                "{root}: loads={loads} but skill={} fault={:?}",
+                s.is_some(),
+                f.map(|f| f.fault.message())
+            )),
+        }
+    }
+    let total = found.skills.len() + found.faults.len();
+    if total != want.len() {
+        problems.push(format!("discover gave {total} results for {} roots", want.len()));
+    }
+    assert!(problems.is_empty(), "{src:?} breaks the conformance suite:\n{}", problems.join("\n"));
+}
