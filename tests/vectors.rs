@@ -103,7 +103,7 @@ async fn run_case(case: &J) -> Result<(), String> {
             let faults = skillcat::compat::validate(&path, &ValidateOptions::default()).await;
             if let Some(kind) = expected.get("fault_kind") {
                 let got: Vec<_> = faults.iter().map(|f| f.kind().as_str()).collect();
-                return if got.first().map(|k| *k) == kind.as_str() { Ok(()) } else { Err(format!("kinds {got:?}")) };
+                return if got.first().copied() == kind.as_str() { Ok(()) } else { Err(format!("kinds {got:?}")) };
             }
             let want: Vec<String> =
                 expected["messages"].as_array().unwrap().iter().map(|m| fix(m.as_str().unwrap())).collect();

@@ -171,6 +171,9 @@ enum Command {
         /// source holds several skills).
         #[arg(short, long, value_name = "SIG")]
         output: Option<std::path::PathBuf>,
+        /// Also write the signed statement here (for `minisign -V -m FILE`).
+        #[arg(long, value_name = "FILE")]
+        statement: Option<std::path::PathBuf>,
     },
     /// Verify each skill's signature against a keyring; exit 1 on any failure, saying why.
     #[command(after_help = "Example: skillcat verify pdf-forms.tar.gz --keyring keyring.toml")]
@@ -203,7 +206,9 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Digest { source, name, format } => trust::digest(&source, name.as_deref(), format).await,
         Command::Pack { dir, output, sign, force } => trust::pack(&dir, &output, sign.as_deref(), force).await,
         Command::Keygen { output, unencrypted, force } => trust::keygen(&output, unencrypted, force),
-        Command::Sign { source, name, key, output } => trust::sign_cmd(&source, &name, &key, output.as_deref()).await,
+        Command::Sign { source, name, key, output, statement } => {
+            trust::sign_cmd(&source, &name, &key, output.as_deref(), statement.as_deref()).await
+        }
         Command::Verify { source, keyring, sig, format } => trust::verify(&source, &keyring, sig.as_deref(), format).await,
     }
 }

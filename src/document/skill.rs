@@ -1,6 +1,8 @@
 //! The [`Skill`] value: one parsed skill and the three tiers an agent reads.
 
-use super::{Document, Fault, FaultKind, Map, ValidateOptions, Value, normalize_name, validate_frontmatter};
+use super::{
+    Document, Fault, FaultKind, Map, ValidateOptions, Value, normalize_name, validate_frontmatter,
+};
 use crate::source::FileEntry;
 
 /// One skill read from a source: its frontmatter, body and file list.
@@ -27,7 +29,13 @@ impl Skill {
         doc: Document,
         files: Vec<FileEntry>,
     ) -> Self {
-        Skill { root, location, dir_name, doc, files }
+        Skill {
+            root,
+            location,
+            dir_name,
+            doc,
+            files,
+        }
     }
 
     /// The root this skill was listed under in its source (`""` for a source that is one skill).
@@ -98,14 +106,20 @@ impl Skill {
     /// available from [`frontmatter`](Skill::frontmatter)).
     pub fn metadata(&self) -> Vec<(&str, &str)> {
         match self.doc.frontmatter.get("metadata") {
-            Some(Value::Map(m)) => m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k, v))).collect(),
+            Some(Value::Map(m)) => m
+                .iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k, v)))
+                .collect(),
             _ => Vec::new(),
         }
     }
 
     /// `metadata.version`, when present and text.
     pub fn version(&self) -> Option<&str> {
-        self.metadata().into_iter().find(|(k, _)| *k == "version").map(|(_, v)| v.trim())
+        self.metadata()
+            .into_iter()
+            .find(|(k, _)| *k == "version")
+            .map(|(_, v)| v.trim())
     }
 
     /// The `allowed-tools` entries: a list's items, or a string split on blanks outside
@@ -113,16 +127,22 @@ impl Skill {
     pub fn allowed_tools(&self) -> Vec<String> {
         match self.doc.frontmatter.get("allowed-tools") {
             Some(Value::Text(s)) => split_tools(s),
-            Some(Value::List(items)) => {
-                items.iter().filter_map(Value::as_str).map(str::to_string).collect()
-            }
+            Some(Value::List(items)) => items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
             _ => Vec::new(),
         }
     }
 
     /// One line for a catalog: `name: description (location)`, whitespace collapsed.
     pub fn summary(&self) -> String {
-        let description = self.description().split_whitespace().collect::<Vec<_>>().join(" ");
+        let description = self
+            .description()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         format!("{}: {} ({})", self.name(), description, self.location)
     }
 
@@ -217,10 +237,10 @@ pub fn resolve_reference(reference: &str) -> Option<String> {
         return None;
     }
     // A scheme (`https:`, `mailto:`, `C:`) before any `/` is not a relative path.
-    if let Some(colon) = reference.find(':') {
-        if !reference[..colon].contains('/') {
-            return None;
-        }
+    if let Some(colon) = reference.find(':')
+        && !reference[..colon].contains('/')
+    {
+        return None;
     }
     let mut parts: Vec<&str> = Vec::new();
     for part in reference.split('/') {
@@ -294,7 +314,10 @@ mod tests {
 
     #[test]
     fn tools_split_outside_parentheses() {
-        assert_eq!(split_tools("Bash(git add *) Read  Write"), ["Bash(git add *)", "Read", "Write"]);
+        assert_eq!(
+            split_tools("Bash(git add *) Read  Write"),
+            ["Bash(git add *)", "Read", "Write"]
+        );
         assert!(split_tools("  ").is_empty());
     }
 }

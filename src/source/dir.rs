@@ -73,14 +73,6 @@ struct Prefetched {
 /// The most document bytes [`Inner::list`] reads ahead (beyond it, documents are read on demand).
 const PREFETCH_BYTES: u64 = 64 << 20;
 
-/// Names that are never part of a skill nor searched for skills.
-fn ignored_file(name: &str) -> bool {
-    name == ".DS_Store"
-}
-
-fn ignored_dir(name: &str) -> bool {
-    name == ".git" || name == "node_modules"
-}
 
 fn has_document_entry(dir: &Path) -> bool {
     ["SKILL.md", "skill.md"].iter().any(|n| fs::symlink_metadata(dir.join(n)).is_ok())
@@ -211,8 +203,12 @@ impl Inner {
             if depth == 1 && !children.is_empty() {
                 top_level.push(rel.clone());
             }
+            // Skill roots lie at most `max_depth` levels below the source root.
+            if depth >= self.opts.max_depth {
+                continue;
+            }
             for child in children {
-                if child.name.starts_with('.') || ignored_dir(&child.name) {
+                if child.name.starts_with('.') || crate::archive::is_ignored(&child.name) {
                     continue;
                 }
                 let abs = dir.join(&child.name);
@@ -231,7 +227,7 @@ impl Inner {
                 // One probe per directory instead of reading it: most directories are skills.
                 if has_document_entry(&target) {
                     roots.push((child.rel, target));
-                } else if depth + 1 <= self.opts.max_depth {
+                } else if depth + 1 < self.opts.max_depth {
                     queue.push_back((target, child.rel, depth + 1));
                 }
             }
@@ -331,9 +327,11 @@ impl Inner {
             for child in read_children(&dir, &full_rel, self)? {
                 let rel_child = super::join_path(&rel, &child.name);
                 let abs = dir.join(&child.name);
+                // The same junk list as archives, so both give the same files and digest.
+                if crate::archive::is_ignored(&child.name) {
+                    continue;
+                }
                 let (kind, target, meta) = match child.kind {
-                    Kind::Dir if ignored_dir(&child.name) => continue,
-                    Kind::File if ignored_file(&child.name) => continue,
                     Kind::Dir => (Kind::Dir, abs, None),
                     Kind::File => {
                         let meta = fs::symlink_metadata(&abs).map_err(|e| Error::io(self.shown(&child.rel), e))?;
