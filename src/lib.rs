@@ -13,12 +13,19 @@
 //! ```
 
 pub mod archive;
+pub mod capability;
+pub mod catalog;
 pub mod compat;
+pub mod config;
 pub mod digest;
 pub mod document;
 pub mod error;
+pub mod matching;
 pub mod pack;
 pub mod prompt;
+pub mod registry;
+pub mod script;
+pub mod serve;
 pub mod sign;
 pub mod source;
 

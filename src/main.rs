@@ -10,6 +10,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // The script sandbox helper re-executes this binary; it must run before any thread starts.
+    if let Some(code) = skillcat::script::sandbox::helper_main() {
+        return code;
+    }
     let args = cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

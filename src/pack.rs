@@ -104,7 +104,8 @@ pub fn write_zip<W: Write + Seek>(entries: &[PackEntry], out: W) -> io::Result<(
             .unix_permissions(mode(e.executable))
             .system(zip::System::Unix)
             .large_file(false);
-        zip.start_file(e.path.as_str(), opts).map_err(io::Error::other)?;
+        zip.start_file(e.path.as_str(), opts)
+            .map_err(io::Error::other)?;
         zip.write_all(&e.bytes)?;
     }
     zip.finish().map_err(io::Error::other)?.flush()
@@ -114,11 +115,18 @@ pub fn write_zip<W: Write + Seek>(entries: &[PackEntry], out: W) -> io::Result<(
 /// the same directory renamed into place.
 pub fn write_archive(entries: &[PackEntry], path: &Path) -> Result<()> {
     let format = PackFormat::for_path(path).ok_or_else(|| {
-        Error::Invalid(format!("{}: the output must end in .tar.gz, .tgz or .zip", path.display()))
+        Error::Invalid(format!(
+            "{}: the output must end in .tar.gz, .tgz or .zip",
+            path.display()
+        ))
     })?;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let shown = path.display().to_string();
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| Error::io(dir.display().to_string(), e))?;
     let written = match format {
         PackFormat::TarGz => write_tar_gz(entries, io::BufWriter::new(tmp.as_file_mut())),
         PackFormat::Zip => write_zip(entries, io::BufWriter::new(tmp.as_file_mut())),
@@ -130,7 +138,8 @@ pub fn write_archive(entries: &[PackEntry], path: &Path) -> Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(|e| Error::io(&shown, e))?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| Error::io(&shown, e))?;
     }
     Ok(())
 }
@@ -141,9 +150,21 @@ mod tests {
 
     fn entries() -> Vec<PackEntry> {
         vec![
-            PackEntry { path: "scripts/run.sh".into(), bytes: Bytes::from_static(b"#!/bin/sh\n"), executable: true },
-            PackEntry { path: "SKILL.md".into(), bytes: Bytes::from_static(b"# Hello\n"), executable: false },
-            PackEntry { path: format!("{}/x.md", "d".repeat(120)), bytes: Bytes::from_static(b"x"), executable: false },
+            PackEntry {
+                path: "scripts/run.sh".into(),
+                bytes: Bytes::from_static(b"#!/bin/sh\n"),
+                executable: true,
+            },
+            PackEntry {
+                path: "SKILL.md".into(),
+                bytes: Bytes::from_static(b"# Hello\n"),
+                executable: false,
+            },
+            PackEntry {
+                path: format!("{}/x.md", "d".repeat(120)),
+                bytes: Bytes::from_static(b"x"),
+                executable: false,
+            },
         ]
     }
 
@@ -181,17 +202,34 @@ mod tests {
         }
         assert_eq!(seen[0], ("SKILL.md".to_string(), 0o644));
         assert_eq!(seen[2], ("scripts/run.sh".to_string(), 0o755));
-        assert!(seen[1].0.starts_with("ddd"), "long paths survive: {}", seen[1].0);
+        assert!(
+            seen[1].0.starts_with("ddd"),
+            "long paths survive: {}",
+            seen[1].0
+        );
     }
 
     #[test]
     fn output_extension_decides_the_format() {
-        assert_eq!(PackFormat::for_path(Path::new("a.tar.gz")), Some(PackFormat::TarGz));
-        assert_eq!(PackFormat::for_path(Path::new("a.TGZ")), Some(PackFormat::TarGz));
-        assert_eq!(PackFormat::for_path(Path::new("a.zip")), Some(PackFormat::Zip));
+        assert_eq!(
+            PackFormat::for_path(Path::new("a.tar.gz")),
+            Some(PackFormat::TarGz)
+        );
+        assert_eq!(
+            PackFormat::for_path(Path::new("a.TGZ")),
+            Some(PackFormat::TarGz)
+        );
+        assert_eq!(
+            PackFormat::for_path(Path::new("a.zip")),
+            Some(PackFormat::Zip)
+        );
         assert_eq!(PackFormat::for_path(Path::new("a.tar")), None);
         let tmp = tempfile::tempdir().unwrap();
         assert!(write_archive(&entries(), &tmp.path().join("x.rar")).is_err());
-        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "nothing left behind");
+        assert_eq!(
+            std::fs::read_dir(tmp.path()).unwrap().count(),
+            0,
+            "nothing left behind"
+        );
     }
 }

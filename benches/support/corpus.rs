@@ -19,26 +19,101 @@ use std::path::Path;
 
 /// Words that names, descriptions and code lines are built from.
 const WORDS: &[&str] = &[
-    "pdf", "form", "filler", "data", "pipeline", "git", "workflow", "code", "review", "incident",
-    "response", "api", "style", "guide", "docker", "deploy", "kubernetes", "rollout", "terraform",
-    "plan", "sql", "query", "tuner", "csv", "cleaner", "image", "resize", "audio", "transcribe",
-    "release", "notes", "changelog", "security", "audit", "dependency", "update", "test", "triage",
-    "log", "search", "metrics", "dashboard", "cost", "report", "invoice", "parser", "email",
-    "draft", "meeting", "summary", "slide", "deck", "budget", "forecast", "schema", "migrate",
-    "cache", "warmup", "latency", "probe", "backup", "restore",
+    "pdf",
+    "form",
+    "filler",
+    "data",
+    "pipeline",
+    "git",
+    "workflow",
+    "code",
+    "review",
+    "incident",
+    "response",
+    "api",
+    "style",
+    "guide",
+    "docker",
+    "deploy",
+    "kubernetes",
+    "rollout",
+    "terraform",
+    "plan",
+    "sql",
+    "query",
+    "tuner",
+    "csv",
+    "cleaner",
+    "image",
+    "resize",
+    "audio",
+    "transcribe",
+    "release",
+    "notes",
+    "changelog",
+    "security",
+    "audit",
+    "dependency",
+    "update",
+    "test",
+    "triage",
+    "log",
+    "search",
+    "metrics",
+    "dashboard",
+    "cost",
+    "report",
+    "invoice",
+    "parser",
+    "email",
+    "draft",
+    "meeting",
+    "summary",
+    "slide",
+    "deck",
+    "budget",
+    "forecast",
+    "schema",
+    "migrate",
+    "cache",
+    "warmup",
+    "latency",
+    "probe",
+    "backup",
+    "restore",
 ];
 
 /// Verbs that open a description sentence or a list item.
 const VERBS: &[&str] = &[
-    "Extract", "Generate", "Review", "Validate", "Summarize", "Deploy", "Convert", "Audit",
-    "Refactor", "Monitor", "Plan", "Draft", "Triage",
+    "Extract",
+    "Generate",
+    "Review",
+    "Validate",
+    "Summarize",
+    "Deploy",
+    "Convert",
+    "Audit",
+    "Refactor",
+    "Monitor",
+    "Plan",
+    "Draft",
+    "Triage",
 ];
 
 /// Things the verbs act on.
 const OBJECTS: &[&str] = &[
-    "PDF forms", "pull requests", "incident timelines", "CSV exports", "Terraform plans",
-    "SQL queries", "release notes", "container images", "API specs", "log files",
-    "budget sheets", "meeting notes",
+    "PDF forms",
+    "pull requests",
+    "incident timelines",
+    "CSV exports",
+    "Terraform plans",
+    "SQL queries",
+    "release notes",
+    "container images",
+    "API specs",
+    "log files",
+    "budget sheets",
+    "meeting notes",
 ];
 
 /// Openings of the "when to use" sentence.
@@ -50,7 +125,12 @@ const WHEN: &[&str] = &[
 ];
 
 /// Values of the optional `license` field.
-const LICENSES: &[&str] = &["MIT", "Apache-2.0", "BSD-3-Clause", "Proprietary. See LICENSE.txt"];
+const LICENSES: &[&str] = &[
+    "MIT",
+    "Apache-2.0",
+    "BSD-3-Clause",
+    "Proprietary. See LICENSE.txt",
+];
 
 /// Sentences (without the final period) that body paragraphs are built from.
 const LOREM: &[&str] = &[
@@ -107,10 +187,16 @@ pub fn generate(dir: &Path, n: usize, seed: u64) -> io::Result<()> {
             }
         }
 
-        fs::write(root.join("SKILL.md"), format!("---\n{frontmatter}---\n\n{body}"))?;
+        fs::write(
+            root.join("SKILL.md"),
+            format!("---\n{frontmatter}---\n\n{body}"),
+        )?;
         if with_references {
             fs::create_dir_all(root.join("references"))?;
-            fs::write(root.join("references/REFERENCE.md"), "# Reference\n\nDetails.\n")?;
+            fs::write(
+                root.join("references/REFERENCE.md"),
+                "# Reference\n\nDetails.\n",
+            )?;
         }
         if with_script {
             fs::create_dir_all(root.join("scripts"))?;
@@ -159,7 +245,10 @@ fn render_description(rng: &mut Rng, text: &str) -> String {
     if style < 0.6 {
         format!("description: {text}\n")
     } else if style < 0.85 {
-        format!("description: \"{}\"\n", text.replace('\\', "\\\\").replace('"', "'"))
+        format!(
+            "description: \"{}\"\n",
+            text.replace('\\', "\\\\").replace('"', "'")
+        )
     } else {
         format!("description: >-\n  {text}\n")
     }
@@ -168,7 +257,10 @@ fn render_description(rng: &mut Rng, text: &str) -> String {
 /// A Markdown body of at least `target` characters: paragraphs, lists, code, headings, rules.
 fn make_body(rng: &mut Rng, name: &str, target: usize) -> String {
     let title: Vec<String> = name.split('-').map(capitalize).collect();
-    let mut blocks = vec![format!("# {}\n", title.join(" ")), "## Overview\n".to_string()];
+    let mut blocks = vec![
+        format!("# {}\n", title.join(" ")),
+        "## Overview\n".to_string(),
+    ];
     let mut length: usize = blocks.iter().map(String::len).sum();
     let mut step = 0;
     while length < target {
@@ -185,7 +277,13 @@ fn make_body(rng: &mut Rng, name: &str, target: usize) -> String {
         } else if kind < 0.80 {
             let commands = rng.range(1, 4);
             let lines: Vec<String> = (0..commands)
-                .map(|_| format!("./scripts/run.sh --{} {}", rng.choice(WORDS), rng.choice(WORDS)))
+                .map(|_| {
+                    format!(
+                        "./scripts/run.sh --{} {}",
+                        rng.choice(WORDS),
+                        rng.choice(WORDS)
+                    )
+                })
                 .collect();
             format!("```bash\n{}\n```\n", lines.join("\n"))
         } else if kind < 0.90 {

@@ -14,7 +14,10 @@ macro_rules! err {
     }};
 }
 
+mod matching;
 mod read;
+mod remote;
+mod script;
 mod trust;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -32,6 +35,31 @@ pub const USAGE: u8 = 2;
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Cache directory for remote (http/https) sources.
+    #[arg(long, global = true, value_name = "DIR")]
+    cache: Option<std::path::PathBuf>,
+    /// Use only what is cached for remote sources; never touch the network.
+    #[arg(long, global = true)]
+    offline: bool,
+    /// Configuration file (default: ./skillcat.toml when it exists).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+}
+
+/// Options every command shares, set once from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct Globals {
+    /// How sources are opened (cache directory, offline).
+    pub open: skillcat::source::OpenOptions,
+    /// The configuration file named with `--config`.
+    pub config: Option<std::path::PathBuf>,
+}
+
+static GLOBALS: std::sync::OnceLock<Globals> = std::sync::OnceLock::new();
+
+/// The shared options (defaults before [`run`] sets them).
+pub fn globals() -> &'static Globals {
+    GLOBALS.get_or_init(Globals::default)
 }
 
 /// Output format of reporting commands.
@@ -80,8 +108,9 @@ enum Command {
     /// Render the prompt block (tier 1) for the skills of one or more sources.
     #[command(after_help = "Example: skillcat prompt fixtures/skills --budget 2000")]
     Prompt {
-        /// Skill directories, directories of skills, or any other source.
-        #[arg(required = true)]
+        /// Skill directories, directories of skills, or any other source (none: the configured
+        /// catalog from --config, ./skillcat.toml or the defaults, within its [prompt] budget).
+        #[arg(required = false)]
         paths: Vec<String>,
         /// Rendering.
         #[arg(long, value_enum, default_value_t)]
@@ -94,8 +123,8 @@ enum Command {
     /// List each skill of a source: name, description, location, digest. Faults are reported.
     #[command(after_help = "Example: skillcat list fixtures/skills --format json")]
     List {
-        /// Any source.
-        source: String,
+        /// Any source (none: the configured catalog, shadowed names reported).
+        source: Option<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -190,17 +219,39 @@ enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
+    /// Serve a source over HTTP: the well-known indexes and content-addressed blobs.
+    #[command(after_help = "Example: skillcat serve fixtures/skills --addr 127.0.0.1:8080")]
+    Serve(remote::ServeArgs),
+    /// Write the same tree `serve` answers with as static files, for any static host or CDN.
+    #[command(after_help = "Example: skillcat export fixtures/skills public/")]
+    Export(remote::ExportArgs),
+    /// Fill the local cache from a remote index and print what it holds.
+    #[command(after_help = "Example: skillcat fetch https://skills.example.com/")]
+    Fetch(remote::FetchArgs),
+    /// Rank the skills of a source for a message (or evaluate on a labelled set).
+    #[command(name = "match", after_help = "Example: skillcat match fixtures/skills \"clean up this csv export\"")]
+    Match(matching::MatchArgs),
+    /// List the script tools a skill offers, with JSON Schema parameters.
+    #[command(after_help = "Example: skillcat tools fixtures/skills csv-cleaner --format json")]
+    Tools(script::ToolsArgs),
+    /// Run one script of a skill, confined.
+    #[command(after_help = "Example: skillcat run fixtures/skills log-search level_counts --args \"app.log\"")]
+    Run(script::RunArgs),
 }
 
 /// Runs one command; returns the exit code.
 pub async fn run(cli: Cli) -> u8 {
+    let _ = GLOBALS.set(Globals {
+        open: skillcat::source::OpenOptions { cache_dir: cli.cache.clone(), offline: cli.offline },
+        config: cli.config.clone(),
+    });
     match cli.command {
         Command::Validate { paths, format, allow_field } => {
             read::validate(&paths, format, allow_field).await
         }
         Command::Properties { path } => read::properties(&path).await,
         Command::Prompt { paths, format, budget } => read::prompt(&paths, format, budget).await,
-        Command::List { source, format } => read::list(&source, format).await,
+        Command::List { source, format } => read::list(source.as_deref(), format).await,
         Command::Show { source, name } => read::show(&source, &name).await,
         Command::Read { source, name, path } => read::read(&source, &name, &path).await,
         Command::Digest { source, name, format } => trust::digest(&source, name.as_deref(), format).await,
@@ -209,6 +260,12 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Sign { source, name, key, output, statement } => {
             trust::sign_cmd(&source, &name, &key, output.as_deref(), statement.as_deref()).await
         }
+        Command::Serve(a) => remote::serve(a).await,
+        Command::Export(a) => remote::export(a).await,
+        Command::Fetch(a) => remote::fetch(a).await,
+        Command::Match(a) => matching::run(a).await,
+        Command::Tools(a) => script::tools(a).await,
+        Command::Run(a) => script::run(a).await,
         Command::Verify { source, keyring, sig, format } => trust::verify(&source, &keyring, sig.as_deref(), format).await,
     }
 }

@@ -40,6 +40,10 @@ fn join_shown(shown: &str, root: &str) -> String {
 /// A PATH argument naming a `SKILL.md` (any case) stands for its directory, as in the reference.
 /// Returns the path as printed (see [`display_path`]) and as opened.
 fn skill_dir_of(arg: &str) -> (String, PathBuf) {
+    // URLs and `sqlite:` specs are not file paths: keep them exactly as given.
+    if arg.contains("://") || arg.starts_with("sqlite:") {
+        return (arg.to_string(), PathBuf::from(arg));
+    }
     let shown = display_path(arg);
     let is_doc = Path::new(&shown)
         .file_name()
@@ -84,7 +88,7 @@ pub(super) async fn open_and_discover(arg: &str) -> Result<Opened, u8> {
     let result = if single {
         DirSource::open_skill(&path, DirOptions::default()).map(|s| Arc::new(s) as Arc<dyn Source>)
     } else {
-        source::open(&path.to_string_lossy())
+        source::open_with(&path.to_string_lossy(), &super::globals().open)
     };
     let src = result.map_err(|e| {
         err!("Error: {}", describe_open_error(&shown, &e));
@@ -222,7 +226,7 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
             }
             continue;
         }
-        let src = match source::open(&path.to_string_lossy()) {
+        let src = match source::open_with(&path.to_string_lossy(), &super::globals().open) {
             Ok(s) => s,
             Err(skillcat::Error::UnsupportedSource(_)) if meta.is_file() => {
                 reports.push(Report {
@@ -298,7 +302,9 @@ fn refusal_message(location: &str, fault: &Fault) -> String {
 /// `skillcat properties PATH`
 pub async fn properties(arg: &str) -> u8 {
     let (shown, path) = skill_dir_of(arg);
+    let is_url = arg.contains("://") || arg.starts_with("sqlite:");
     match std::fs::metadata(&path) {
+        _ if is_url => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             err!("Error: Path does not exist: {shown}");
             return USAGE;
@@ -307,8 +313,16 @@ pub async fn properties(arg: &str) -> u8 {
             err!("Error: {shown}: {e}");
             return USAGE;
         }
-        Ok(m) if !m.is_dir() => {
-            // A regular file that is not a SKILL.md: not a skill directory (as `validate` says).
+        // An archive (or registry) of one skill reads like that skill's directory.
+        Ok(m)
+            if !m.is_dir()
+                && matches!(
+                    source::open_with(&shown, &super::globals().open),
+                    Err(skillcat::Error::UnsupportedSource(_))
+                ) =>
+        {
+            // A regular file that is not a SKILL.md nor a source: not a skill directory (as
+            // `validate` says).
             err!("Error: Not a directory: {shown}");
             return FAULTS;
         }
@@ -346,8 +360,30 @@ pub async fn properties(arg: &str) -> u8 {
     }
 }
 
-/// `skillcat prompt PATH...`
+/// `skillcat prompt PATH...`; without PATH, the configured catalog.
 pub async fn prompt(args: &[String], format: PromptFormatArg, budget: Option<usize>) -> u8 {
+    if args.is_empty() {
+        let Ok((config, catalog)) = configured_catalog() else {
+            return USAGE;
+        };
+        let snapshot = catalog.snapshot().await;
+        snapshot
+            .diagnostics()
+            .iter()
+            .for_each(|d| err!("warning: {d}"));
+        let mut opts = config.prompt_options(match format {
+            PromptFormatArg::Xml => PromptFormat::Xml,
+            PromptFormatArg::Markdown => PromptFormat::Markdown,
+            PromptFormatArg::Json => PromptFormat::Json,
+        });
+        opts.budget = budget.or(opts.budget);
+        let rendered = snapshot.prompt(&opts);
+        out!("{}", rendered.text);
+        if !rendered.report.is_clean() {
+            err!("{}", rendered.report);
+        }
+        return OK;
+    }
     let mut found = Vec::with_capacity(args.len());
     for arg in args {
         match open_and_discover(arg).await {
@@ -419,8 +455,11 @@ pub(super) fn print_fault(f: &RootFault) {
     );
 }
 
-/// `skillcat list SOURCE`
-pub async fn list(arg: &str, format: Format) -> u8 {
+/// `skillcat list SOURCE`; without SOURCE, the configured catalog.
+pub async fn list(arg: Option<&str>, format: Format) -> u8 {
+    let Some(arg) = arg else {
+        return list_configured(format).await;
+    };
     let Opened { src, found: d, .. } = match open_and_discover(arg).await {
         Ok(o) => o,
         Err(code) => return code,
@@ -487,6 +526,115 @@ pub async fn list(arg: &str, format: Format) -> u8 {
         }
     }
     d.faults.iter().for_each(print_fault);
+    if any_fault { FAULTS } else { OK }
+}
+
+/// The catalog of the configuration (`--config`, `./skillcat.toml` or the defaults); a
+/// configuration error is printed.
+fn configured_catalog() -> Result<(skillcat::config::Config, skillcat::catalog::Catalog), ()> {
+    use skillcat::catalog::{Catalog, CatalogOptions, CatalogSource};
+    let g = super::globals();
+    let config = skillcat::config::Config::discover_from_env(g.config.as_deref())
+        .map_err(|e| err!("Error: {e}"))?;
+    let options = CatalogOptions {
+        open: source::OpenOptions {
+            cache_dir: g
+                .open
+                .cache_dir
+                .clone()
+                .or_else(|| config.cache_dir.clone()),
+            offline: g.open.offline,
+        },
+        validate: config.validate_options(),
+    };
+    let sources = config.sources.iter().map(CatalogSource::from).collect();
+    Ok((config, Catalog::with_options(sources, options)))
+}
+
+/// `skillcat list` with no SOURCE: every skill of the configured catalog with its source and
+/// trust; diagnostics (shadowed names included) on stderr. Exit 1 on any diagnostic other than
+/// shadowing.
+async fn list_configured(format: Format) -> u8 {
+    let Ok((_, catalog)) = configured_catalog() else {
+        return USAGE;
+    };
+    let snapshot = catalog.snapshot().await;
+    let mut any_fault = false;
+    let mut rows = Vec::new();
+    for e in snapshot.entries() {
+        let s = e.skill();
+        let digest = match e
+            .source()
+            .manifest(s.root(), e.name(), s.version().unwrap_or(""))
+            .await
+        {
+            Ok(m) => Some(m.digest),
+            Err(err) => {
+                err!("Error: {}: {err}", e.location());
+                any_fault = true;
+                None
+            }
+        };
+        rows.push((e, digest));
+    }
+    let trust = |e: &skillcat::catalog::Entry| match (e.is_core_trusted(), e.is_trusted()) {
+        (true, _) => "core-trusted",
+        (false, true) => "trusted",
+        (false, false) => "untrusted",
+    };
+    match format {
+        Format::Text => {
+            let mut out = std::io::stdout().lock();
+            for (e, digest) in &rows {
+                let desc = e
+                    .skill()
+                    .description()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let _ = writeln!(out, "{}  {desc}", e.name());
+                let _ = writeln!(
+                    out,
+                    "    {}  {}  [{}, {}]",
+                    e.location(),
+                    digest.as_deref().unwrap_or("-"),
+                    e.source_name(),
+                    trust(e)
+                );
+            }
+        }
+        Format::Json => {
+            let skills: Vec<_> = rows
+                .iter()
+                .map(|(e, digest)| {
+                    json!({"name": e.name(), "description": e.skill().description(),
+                           "location": e.location(), "root": e.root(), "digest": digest,
+                           "source": e.source_name(), "trust": trust(e),
+                           "scripts_allowed": e.scripts_allowed()})
+                })
+                .collect();
+            let diagnostics: Vec<_> = snapshot
+                .diagnostics()
+                .iter()
+                .map(|d| {
+                    json!({"source": d.source, "root": d.root, "location": d.location,
+                           "kind": d.kind.as_str(), "fault": d.kind.fault().map(|f| f.as_str()),
+                           "message": d.message})
+                })
+                .collect();
+            out!(
+                "{}",
+                serde_json::to_string_pretty(
+                    &json!({"skills": skills, "diagnostics": diagnostics})
+                )
+                .expect("json")
+            );
+        }
+    }
+    for d in snapshot.diagnostics() {
+        err!("warning: {d}");
+        any_fault |= d.kind != skillcat::catalog::DiagnosticKind::Shadowed;
+    }
     if any_fault { FAULTS } else { OK }
 }
 

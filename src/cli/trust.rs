@@ -17,7 +17,17 @@ use super::{FAULTS, Format, OK, USAGE};
 pub const PASSWORD_ENV: &str = "SKILLCAT_PASSWORD";
 
 async fn manifest_of(src: &dyn Source, skill: &Skill) -> skillcat::Result<Manifest> {
-    src.manifest(skill.root(), &skill.name(), skill.version().unwrap_or("")).await
+    src.manifest(skill.root(), &skill.name(), skill.version().unwrap_or(""))
+        .await
+}
+
+/// `name@version`, or the name alone when the skill has no version.
+fn at_version(m: &Manifest) -> String {
+    if m.version.is_empty() {
+        m.name.clone()
+    } else {
+        format!("{}@{}", m.name, m.version)
+    }
 }
 
 /// `skillcat digest SOURCE [NAME]`
@@ -30,7 +40,10 @@ pub async fn digest(arg: &str, name: Option<&str>, format: Format) -> u8 {
     let mut manifests = Vec::new();
     let mut failed = false;
     for skill in &found.skills {
-        if key.as_ref().is_some_and(|k| *k != super::read::lookup_key(&skill.name())) {
+        if key
+            .as_ref()
+            .is_some_and(|k| *k != super::read::lookup_key(&skill.name()))
+        {
             continue;
         }
         match manifest_of(&*src, skill).await {
@@ -42,9 +55,11 @@ pub async fn digest(arg: &str, name: Option<&str>, format: Format) -> u8 {
         }
     }
     if name.is_none() {
-        // A root that is not a skill still has files, and so a digest; say what is wrong with it.
+        // A root that is not a skill still has files, and so a digest; say what is wrong with it,
+        // and exit 1 as every command does when it reports a fault.
         for f in &found.faults {
             print_fault(f);
+            failed = true;
             match src.manifest(&f.root, base_name(&f.root), "").await {
                 Ok(m) => manifests.push(m),
                 Err(e) => {
@@ -65,7 +80,10 @@ pub async fn digest(arg: &str, name: Option<&str>, format: Format) -> u8 {
             }
         }
         Format::Json => {
-            let v: Vec<_> = manifests.iter().map(|m| serde_json::to_value(m).expect("manifest")).collect();
+            let v: Vec<_> = manifests
+                .iter()
+                .map(|m| serde_json::to_value(m).expect("manifest"))
+                .collect();
             out!("{}", serde_json::to_string_pretty(&v).expect("json"));
         }
     }
@@ -113,18 +131,33 @@ fn password(prompt: &str, confirm: bool) -> Result<String, u8> {
     Ok(first)
 }
 
-/// Signs with a key that may or may not be password-protected.
-fn sign_statement(statement: &Statement, secret: &str) -> Result<String, u8> {
-    let report = |e: SignError| {
-        err!("Error: {e}");
-        FAULTS
-    };
-    match sign::sign(statement, secret, None) {
-        Err(SignError::PasswordRequired) => {
-            let pw = password("Password for the secret key: ", false)?;
-            sign::sign(statement, secret, Some(&pw)).map_err(report)
+/// A secret key, and its password once one was needed: a pack of many skills asks for it once.
+struct Signer {
+    secret: String,
+    password: Option<String>,
+}
+
+impl Signer {
+    fn load(path: &str) -> Result<Signer, u8> {
+        Ok(Signer {
+            secret: read_secret_key(path)?,
+            password: None,
+        })
+    }
+
+    /// Signs with a key that may or may not be password-protected.
+    fn sign(&mut self, statement: &Statement) -> Result<String, u8> {
+        match sign::sign(statement, &self.secret, self.password.as_deref()) {
+            Err(SignError::PasswordRequired) if self.password.is_none() => {
+                self.password = Some(password("Password for the secret key: ", false)?);
+                self.sign(statement)
+            }
+            Err(e) => {
+                err!("Error: {e}");
+                Err(FAULTS)
+            }
+            Ok(sig) => Ok(sig),
         }
-        other => other.map_err(report),
     }
 }
 
@@ -135,7 +168,20 @@ fn write_file(path: &Path, text: &str) -> Result<(), u8> {
     })
 }
 
+/// One root to pack: where it is in the source, its folder in the archive, and what to call it.
+struct PackRoot<'a> {
+    root: &'a str,
+    prefix: String,
+    /// The skill, when its document could be read (a root refused with `--force` has none).
+    skill: Option<&'a Skill>,
+    files: Vec<skillcat::source::FileEntry>,
+}
+
 /// `skillcat pack DIR -o OUT [--sign KEY] [--force]`
+///
+/// Nothing is written unless everything succeeds: the skills are read, checked, digested and
+/// signed first; then the archive is written (through a temporary file renamed into place),
+/// then the signatures.
 pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool) -> u8 {
     let path = Path::new(dir);
     if !path.is_dir() {
@@ -143,9 +189,16 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
         return USAGE;
     }
     if skillcat::pack::PackFormat::for_path(output).is_none() {
-        err!("Error: {}: the output must end in .tar.gz, .tgz or .zip", output.display());
+        err!(
+            "Error: {}: the output must end in .tar.gz, .tgz or .zip",
+            output.display()
+        );
         return USAGE;
     }
+    let mut signer = match sign_key.map(Signer::load).transpose() {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
     let src = match DirSource::open(path, DirOptions::default()) {
         Ok(s) => s,
         Err(e) => {
@@ -161,70 +214,161 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
         }
     };
     let single = src.is_single_skill();
+    let prefix_of = |root: &str| {
+        if single {
+            String::new()
+        } else {
+            base_name(root).to_string()
+        }
+    };
     let mut refused = false;
+    let mut roots = Vec::new();
+    // A root whose document cannot be read is packed as it is only with --force, and never signed.
     for f in &found.faults {
-        print_fault(f);
-        refused = true;
+        if force && signer.is_none() {
+            err!(
+                "Packing anyway (--force) {}: {} [{}]",
+                f.location,
+                f.fault.message(),
+                f.fault.kind()
+            );
+            let files = match src.files(&f.root).await {
+                Ok(files) => files,
+                Err(e) => {
+                    err!("Error: {}: {e}", f.location);
+                    return FAULTS;
+                }
+            };
+            roots.push(PackRoot {
+                root: &f.root,
+                prefix: prefix_of(&f.root),
+                skill: None,
+                files,
+            });
+        } else {
+            print_fault(f);
+            if force {
+                err!(
+                    "Error: {}: not a readable skill, so it cannot be signed",
+                    f.location
+                );
+            }
+            refused = true;
+        }
     }
     let opts = ValidateOptions::default();
     for s in &found.skills {
         let faults = s.validate(&opts);
         if !faults.is_empty() {
-            err!("{} {}:", if force { "Packing anyway (--force)" } else { "Refusing to pack" }, s.location());
+            err!(
+                "{} {}:",
+                if force {
+                    "Packing anyway (--force)"
+                } else {
+                    "Refusing to pack"
+                },
+                s.location()
+            );
             for f in &faults {
                 err!("  - {}", f.message());
             }
             refused |= !force;
         }
+        roots.push(PackRoot {
+            root: s.root(),
+            prefix: prefix_of(s.root()),
+            skill: Some(s),
+            files: s.files().to_vec(),
+        });
     }
     if refused {
-        err!("Error: nothing written; fix the skills above{}", if found.faults.is_empty() { " or pass --force" } else { "" });
+        err!(
+            "Error: nothing written; fix the skills above{}",
+            if force { "" } else { " or pass --force" }
+        );
         return FAULTS;
     }
-    if found.skills.is_empty() {
+    if roots.is_empty() {
         err!("Error: {dir}: no skill to pack");
         return FAULTS;
     }
-    // Inside the archive: the skill's files at the root (one skill), or under a folder named
-    // after each skill's directory (several).
-    let mut entries = Vec::new();
-    let mut prefixes = std::collections::HashSet::new();
-    for s in &found.skills {
-        let prefix = if single { String::new() } else { base_name(s.root()).to_string() };
-        if !prefixes.insert(prefix.clone()) {
-            err!("Error: two skills would both be packed as '{prefix}/'");
-            return FAULTS;
+    // An archive written inside a skill would be packed into the next archive of it (and
+    // change its digest): refuse, rather than leave a file out silently.
+    let out_dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if let Ok(out_dir) = std::fs::canonicalize(out_dir) {
+        for r in &roots {
+            let root_dir =
+                std::fs::canonicalize(path.join(r.root)).unwrap_or_else(|_| path.join(r.root));
+            if out_dir.starts_with(&root_dir) {
+                err!(
+                    "Error: {} would be inside the skill {}; write the archive elsewhere",
+                    output.display(),
+                    root_dir.display()
+                );
+                return USAGE;
+            }
         }
-        for f in s.files() {
-            match src.read(&join_path(s.root(), &f.path)).await {
-                Ok(bytes) => entries.push(PackEntry { path: join_path(&prefix, &f.path), bytes, executable: f.executable }),
+    }
+    roots.sort_by(|a, b| a.prefix.as_bytes().cmp(b.prefix.as_bytes()));
+    if let Some(w) = roots.windows(2).find(|w| w[0].prefix == w[1].prefix) {
+        err!(
+            "Error: two skills would both be packed as '{}/' ({} and {})",
+            w[0].prefix,
+            w[0].root,
+            w[1].root
+        );
+        return FAULTS;
+    }
+    // Inside the archive: the skill's files at the root (one skill), or under a folder named
+    // after each skill's directory (several). A reader of the archive sees as many roots as
+    // are packed here, and so looks for the signature files named as below.
+    let out_spec = output.to_string_lossy().to_string();
+    let one_root = roots.len() == 1;
+    let mut entries = Vec::new();
+    let mut lines = Vec::new();
+    let mut signatures = Vec::new();
+    for r in &roots {
+        let first = entries.len();
+        for f in &r.files {
+            match src.read(&join_path(r.root, &f.path)).await {
+                Ok(bytes) => entries.push(PackEntry {
+                    path: join_path(&r.prefix, &f.path),
+                    bytes,
+                    executable: f.executable,
+                }),
                 Err(e) => {
                     err!("Error: {e}");
                     return FAULTS;
                 }
             }
         }
-    }
-    if let Err(e) = write_archive(&entries, output) {
-        err!("Error: {e}");
-        return FAULTS;
-    }
-    let out_spec = output.to_string_lossy().to_string();
-    let mut lines = Vec::new();
-    for s in &found.skills {
-        let m = match manifest_of(&src, s).await {
-            Ok(m) => m,
-            Err(e) => {
-                err!("Error: {e}");
-                return FAULTS;
-            }
+        // The manifest of exactly the bytes packed (read once), so a signature always matches
+        // the archive even when a file changes on disk meanwhile.
+        let (name, version) = match r.skill {
+            Some(s) => (s.name(), s.version().unwrap_or("").to_string()),
+            None => (base_name(r.root).to_string(), String::new()),
         };
-        lines.push(format!("{}  {}", m.digest, m.name));
-        if let Some(key) = sign_key {
-            let secret = match read_secret_key(key) {
-                Ok(s) => s,
-                Err(c) => return c,
-            };
+        let strip = if r.prefix.is_empty() {
+            0
+        } else {
+            r.prefix.len() + 1
+        };
+        let m = Manifest::build(
+            &name,
+            &version,
+            entries[first..]
+                .iter()
+                .map(|e| (&e.path[strip..], &e.bytes[..], e.executable)),
+        );
+        lines.push(format!(
+            "{}  {}",
+            m.digest,
+            if m.name.is_empty() { r.root } else { &m.name }
+        ));
+        if let Some(signer) = signer.as_mut() {
             let statement = match Statement::from_manifest(&m) {
                 Ok(st) => st,
                 Err(e) => {
@@ -232,18 +376,34 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
                     return FAULTS;
                 }
             };
-            let sig = match sign_statement(&statement, &secret) {
+            let sig = match signer.sign(&statement) {
                 Ok(s) => s,
                 Err(c) => return c,
             };
-            let sig_path = signature_path(&out_spec, &m.name, single);
-            if let Err(c) = write_file(&sig_path, &sig) {
-                return c;
-            }
-            lines.push(format!("signed {}@{} → {}", m.name, m.version, sig_path.display()));
+            let sig_path = signature_path(&out_spec, &m.name, one_root);
+            lines.push(format!(
+                "signed {} → {}",
+                at_version(&m),
+                sig_path.display()
+            ));
+            signatures.push((sig_path, sig));
         }
     }
-    out!("Packed {} skill(s) into {}", found.skills.len(), output.display());
+    if let Err(e) = write_archive(&entries, output) {
+        err!("Error: {e}");
+        return FAULTS;
+    }
+    for (i, (sig_path, sig)) in signatures.iter().enumerate() {
+        if let Err(c) = write_file(sig_path, sig) {
+            // Leave no archive whose signatures are half written.
+            let _ = std::fs::remove_file(output);
+            for (p, _) in &signatures[..i] {
+                let _ = std::fs::remove_file(p);
+            }
+            return c;
+        }
+    }
+    out!("Packed {} skill(s) into {}", roots.len(), output.display());
     for l in lines {
         out!("{l}");
     }
@@ -256,7 +416,10 @@ pub fn keygen(base: &str, unencrypted: bool, force: bool) -> u8 {
     let key_path = PathBuf::from(format!("{base}.key"));
     for p in [&pub_path, &key_path] {
         if p.exists() && !force {
-            err!("Error: {} exists; pass --force to overwrite it", p.display());
+            err!(
+                "Error: {} exists; pass --force to overwrite it",
+                p.display()
+            );
             return USAGE;
         }
     }
@@ -283,7 +446,16 @@ pub fn keygen(base: &str, unencrypted: bool, force: bool) -> u8 {
         use std::os::unix::fs::OpenOptionsExt;
         opts.mode(0o600);
     }
-    let written = opts.open(&key_path).and_then(|mut f| f.write_all(secret.as_bytes()));
+    let written = opts.open(&key_path).and_then(|mut f| {
+        // `mode` applies only to a file created here: an existing one (--force) may be
+        // readable by others, so restrict it before the secret goes in.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+        f.write_all(secret.as_bytes())
+    });
     if let Err(e) = written {
         err!("Error: cannot write {}: {e}", key_path.display());
         return FAULTS;
@@ -292,12 +464,22 @@ pub fn keygen(base: &str, unencrypted: bool, force: bool) -> u8 {
         return c;
     }
     let id = sign::key_id_of_public_key(&public).unwrap_or_default();
-    out!("Key {id}: secret key {}, public key {}", key_path.display(), pub_path.display());
+    out!(
+        "Key {id}: secret key {}, public key {}",
+        key_path.display(),
+        pub_path.display()
+    );
     OK
 }
 
 /// `skillcat sign SOURCE NAME --key KEY [-o SIG]`
-pub async fn sign_cmd(arg: &str, name: &str, key: &str, output: Option<&Path>) -> u8 {
+pub async fn sign_cmd(
+    arg: &str,
+    name: &str,
+    key: &str,
+    output: Option<&Path>,
+    statement_out: Option<&Path>,
+) -> u8 {
     let (src, skill) = match super::read::find_skill(arg, name).await {
         Ok(x) => x,
         Err(c) => return c,
@@ -317,19 +499,27 @@ pub async fn sign_cmd(arg: &str, name: &str, key: &str, output: Option<&Path>) -
             return FAULTS;
         }
     };
-    let secret = match read_secret_key(key) {
+    let sig = match Signer::load(key).and_then(|mut s| s.sign(&statement)) {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let sig = match sign_statement(&statement, &secret) {
-        Ok(s) => s,
-        Err(c) => return c,
-    };
-    let path = output.map(Path::to_path_buf).unwrap_or_else(|| signature_path(arg, &m.name, !many));
+    let path = output
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| signature_path(arg, &m.name, !many));
     if let Err(c) = write_file(&path, &sig) {
         return c;
     }
-    out!("Signed {}@{} ({}) → {}", m.name, m.version, m.digest, path.display());
+    if let Some(p) = statement_out
+        && let Err(c) = write_file(p, &statement.to_text())
+    {
+        return c;
+    }
+    out!(
+        "Signed {} ({}) → {}",
+        at_version(&m),
+        m.digest,
+        path.display()
+    );
     OK
 }
 
@@ -353,24 +543,36 @@ pub async fn verify(arg: &str, keyring: &Path, sig: Option<&Path>, format: Forma
     }
     let single = found.skills.len() == 1 && found.faults.is_empty();
     if sig.is_some() && !single {
-        err!("Error: --sig names one signature; {arg} holds {} skills", found.skills.len() + found.faults.len());
+        err!(
+            "Error: --sig names one signature; {arg} holds {} skills",
+            found.skills.len() + found.faults.len()
+        );
         return USAGE;
     }
     for skill in &found.skills {
         let name = skill.name();
-        let sig_path = sig.map(Path::to_path_buf).unwrap_or_else(|| signature_path(arg, &name, single));
+        let sig_path = sig
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| signature_path(arg, &name, single));
         let outcome = async {
             let text = std::fs::read_to_string(&sig_path)
                 .map_err(|e| format!("cannot read the signature {}: {e}", sig_path.display()))?;
             // The manifest is recomputed from the bytes held here; nothing claimed is trusted.
             let m = manifest_of(&*src, skill).await.map_err(|e| e.to_string())?;
-            sign::verify(&m, &text, &ring, &name).map_err(|e| e.to_string()).map(|v| (m, v))
+            sign::verify(&m, &text, &ring, &name)
+                .map_err(|e| e.to_string())
+                .map(|v| (m, v))
         }
         .await;
         match outcome {
             Ok((m, v)) => {
                 if format == Format::Text {
-                    out!("Verified {}@{} ({}) signed by key {}", m.name, m.version, m.digest, v.key_id);
+                    out!(
+                        "Verified {} ({}) signed by key {}",
+                        at_version(&m),
+                        m.digest,
+                        v.key_id
+                    );
                 }
                 results.push(json!({"name": m.name, "version": m.version, "digest": m.digest, "verified": true, "key_id": v.key_id}));
             }
@@ -385,5 +587,9 @@ pub async fn verify(arg: &str, keyring: &Path, sig: Option<&Path>, format: Forma
     if format == Format::Json {
         out!("{}", serde_json::to_string_pretty(&results).expect("json"));
     }
-    if results.iter().all(|r| r["verified"] == true) && !results.is_empty() { OK } else { FAULTS }
+    if results.iter().all(|r| r["verified"] == true) && !results.is_empty() {
+        OK
+    } else {
+        FAULTS
+    }
 }

@@ -125,7 +125,10 @@ pub struct Fault {
 impl Fault {
     /// A fault of `kind` with `message`.
     pub fn new(kind: FaultKind, message: impl Into<String>) -> Self {
-        Fault { kind, message: message.into() }
+        Fault {
+            kind,
+            message: message.into(),
+        }
     }
 
     /// The stable tag.
@@ -140,7 +143,10 @@ impl Fault {
 
     /// `Path does not exist: {path}`.
     pub fn missing_path(path: &str) -> Self {
-        Self::new(FaultKind::MissingPath, format!("Path does not exist: {path}"))
+        Self::new(
+            FaultKind::MissingPath,
+            format!("Path does not exist: {path}"),
+        )
     }
 
     /// `Not a directory: {path}`.
@@ -150,7 +156,10 @@ impl Fault {
 
     /// `Missing required file: SKILL.md`.
     pub fn missing_document() -> Self {
-        Self::new(FaultKind::MissingDocument, "Missing required file: SKILL.md")
+        Self::new(
+            FaultKind::MissingDocument,
+            "Missing required file: SKILL.md",
+        )
     }
 
     /// The document is larger than `limit` bytes.
@@ -163,7 +172,10 @@ impl Fault {
 
     /// The skill could not be read.
     pub fn unreadable(detail: impl fmt::Display) -> Self {
-        Self::new(FaultKind::Unreadable, format!("Could not read skill: {detail}"))
+        Self::new(
+            FaultKind::Unreadable,
+            format!("Could not read skill: {detail}"),
+        )
     }
 }
 

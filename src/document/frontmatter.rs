@@ -130,7 +130,10 @@ mod tests {
         assert_eq!(kind(b"----\nname: x\n---\n"), FaultKind::MissingFrontmatter);
         assert_eq!(kind(b" ---\nname: x\n---\n"), FaultKind::MissingFrontmatter);
         assert_eq!(kind(b"---\nname: x\n"), FaultKind::UnclosedFrontmatter);
-        assert_eq!(kind(b"---\nname: x\n----\n"), FaultKind::UnclosedFrontmatter);
+        assert_eq!(
+            kind(b"---\nname: x\n----\n"),
+            FaultKind::UnclosedFrontmatter
+        );
         assert_eq!(kind(b"---"), FaultKind::UnclosedFrontmatter);
     }
 
@@ -146,7 +149,8 @@ mod tests {
 
     #[test]
     fn bom_and_crlf_and_trailing_blanks_on_fences() {
-        let d = parse_document(b"\xEF\xBB\xBF---  \r\nname: a\r\n---\t\r\nBody\r\nmore\r\n").unwrap();
+        let d =
+            parse_document(b"\xEF\xBB\xBF---  \r\nname: a\r\n---\t\r\nBody\r\nmore\r\n").unwrap();
         assert_eq!(d.body, "Body\nmore");
     }
 

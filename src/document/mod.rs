@@ -16,3 +16,10 @@ pub use frontmatter::{Document, parse_document};
 pub use skill::{Skill, resolve_reference};
 pub use validate::{Limits, SPEC_FIELDS, ValidateOptions, normalize_name, validate_frontmatter};
 pub use value::{Map, Value};
+
+/// Fuzzing hook, not part of the API: what the YAML fast path and the saphyr-parser path each
+/// make of `src` (the fast path's `None` means it declined the text).
+#[doc(hidden)]
+pub fn __fuzz_yaml_paths(src: &str) -> (Option<Value>, Result<Option<Value>, String>) {
+    yaml::both_paths(src)
+}

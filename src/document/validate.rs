@@ -34,7 +34,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { name: 64, description: 1024, compatibility: 500 }
+        Limits {
+            name: 64,
+            description: 1024,
+            compatibility: 500,
+        }
     }
 }
 
@@ -80,7 +84,11 @@ fn is_letter_or_number(c: char) -> bool {
 /// Every fault of a frontmatter, in order. `dir_name` is the skill directory's name as it is on
 /// disk (the canonical directory); `None` skips the directory check (e.g. a lone skill in an
 /// archive has no directory).
-pub fn validate_frontmatter(fm: &Map, dir_name: Option<&str>, opts: &ValidateOptions) -> Vec<Fault> {
+pub fn validate_frontmatter(
+    fm: &Map,
+    dir_name: Option<&str>,
+    opts: &ValidateOptions,
+) -> Vec<Fault> {
     let mut faults = Vec::new();
 
     let mut unexpected: Vec<&str> = fm
@@ -93,7 +101,11 @@ pub fn validate_frontmatter(fm: &Map, dir_name: Option<&str>, opts: &ValidateOpt
         allowed.extend(opts.allowed_fields.iter().map(String::as_str));
         allowed.sort_unstable();
         allowed.dedup();
-        let allowed = allowed.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", ");
+        let allowed = allowed
+            .iter()
+            .map(|k| format!("'{k}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
         faults.push(Fault::new(
             FaultKind::UnexpectedFields,
             format!(
@@ -267,12 +279,22 @@ mod tests {
     #[test]
     fn tightened_limits_show_in_messages() {
         let opts = ValidateOptions {
-            limits: Limits { name: 3, description: 2, compatibility: 1 },
+            limits: Limits {
+                name: 3,
+                description: 2,
+                compatibility: 1,
+            },
             ..Default::default()
         };
-        let m = fm(&[("name", "abcd"), ("description", "abc"), ("compatibility", "xy")]);
-        let msgs: Vec<String> =
-            validate_frontmatter(&m, None, &opts).iter().map(|f| f.message().to_string()).collect();
+        let m = fm(&[
+            ("name", "abcd"),
+            ("description", "abc"),
+            ("compatibility", "xy"),
+        ]);
+        let msgs: Vec<String> = validate_frontmatter(&m, None, &opts)
+            .iter()
+            .map(|f| f.message().to_string())
+            .collect();
         assert_eq!(
             msgs,
             [
@@ -285,7 +307,12 @@ mod tests {
 
     #[test]
     fn allowed_extension_fields() {
-        let m = fm(&[("name", "a"), ("description", "d"), ("timeout", "5"), ("zz", "1")]);
+        let m = fm(&[
+            ("name", "a"),
+            ("description", "d"),
+            ("timeout", "5"),
+            ("zz", "1"),
+        ]);
         let opts = ValidateOptions::default().allow_field("timeout");
         let f = validate_frontmatter(&m, None, &opts);
         assert_eq!(f.len(), 1);
@@ -297,6 +324,9 @@ mod tests {
 
     #[test]
     fn missing_everything() {
-        assert_eq!(kinds(&Map::new(), None), ["missing-name", "missing-description"]);
+        assert_eq!(
+            kinds(&Map::new(), None),
+            ["missing-name", "missing-description"]
+        );
     }
 }

@@ -46,7 +46,9 @@ impl Value {
     pub fn to_json(&self) -> serde_json::Value {
         match self {
             Value::Text(s) => serde_json::Value::String(s.clone()),
-            Value::List(items) => serde_json::Value::Array(items.iter().map(Value::to_json).collect()),
+            Value::List(items) => {
+                serde_json::Value::Array(items.iter().map(Value::to_json).collect())
+            }
             Value::Map(m) => m.to_json(),
         }
     }

@@ -81,20 +81,298 @@ impl std::error::Error for YamlError {}
 
 /// Parses one YAML document; `Ok(None)` when it holds no node (empty or comments only).
 pub(crate) fn parse(src: &str) -> Result<Option<Value>, YamlError> {
+    check_size(src)?;
+    // The common shapes of frontmatter are read by a direct scanner, several
+    // times faster than the event parser; it declines everything else.
+    guarded(|| match parse_fast(src) {
+        Some(value) => Ok(Some(value)),
+        None => build(src),
+    })
+}
+
+/// [`parse`] without the fast path: always the saphyr-parser event builder.
+fn parse_with_saphyr(src: &str) -> Result<Option<Value>, YamlError> {
+    check_size(src)?;
+    guarded(|| build(src))
+}
+
+/// Refuses a text over [`MAX_INPUT_BYTES`].
+fn check_size(src: &str) -> Result<(), YamlError> {
     if src.len() > MAX_INPUT_BYTES {
         return Err(YamlError::at_start(format!(
             "frontmatter is too large ({} bytes; the limit is 256 KiB, {MAX_INPUT_BYTES} bytes)",
             src.len()
         )));
     }
-    // Defence in depth: the builder below never panics, and saphyr-parser has not
-    // panicked under fuzzing, but a panic inside the third-party parser on hostile
-    // input must become an error, not take the catalog down. (Fuzzers install a
-    // panic hook that aborts first, so this does not hide parser bugs from them.)
-    match catch_unwind(AssertUnwindSafe(|| build(src))) {
+    Ok(())
+}
+
+/// Runs a reader, turning a panic into an error.
+///
+/// Defence in depth: the readers never panic, and saphyr-parser has not panicked
+/// under fuzzing, but a panic inside the third-party parser on hostile input must
+/// become an error, not take the catalog down. (Fuzzers install a panic hook that
+/// aborts first, so this does not hide parser bugs from them.)
+fn guarded(
+    read: impl FnOnce() -> Result<Option<Value>, YamlError>,
+) -> Result<Option<Value>, YamlError> {
+    match catch_unwind(AssertUnwindSafe(read)) {
         Ok(result) => result,
         Err(_) => Err(YamlError::at_start("internal error in the YAML parser")),
     }
+}
+
+/// What the fast path and the saphyr path each make of `src`, for the fuzz target
+/// that checks the fast path never reads a text differently from the saphyr path.
+pub(crate) fn both_paths(src: &str) -> (Option<Value>, Result<Option<Value>, String>) {
+    (
+        parse_fast(src),
+        parse_with_saphyr(src).map_err(|e| e.to_string()),
+    )
+}
+
+// ---- the fast path ------------------------------------------------------------
+//
+// `parse_fast` reads a conservative subset of block YAML directly, line by line,
+// and declines (returns `None`) on anything outside it, leaving that text to the
+// saphyr path. Whatever it accepts, the saphyr path reads to the same value (the
+// tests and the `yaml_fast` fuzz target check this). The subset:
+//
+// - a block mapping at column 0, one entry a line, keys `[A-Za-z0-9_][A-Za-z0-9_-]*`
+//   (at most FAST_MAX_KEY bytes) followed by `:` and a space or the end of the
+//   line; no duplicate keys, at most FAST_MAX_ENTRIES entries a map; empty lines
+//   only between top-level entries;
+// - values on the key's line: a one-line plain scalar (not starting with an
+//   indicator, holding no `: ` and no ` #`, not ending in `:`), a one-line
+//   double-quoted scalar without `\`, a one-line single-quoted scalar, or
+//   nothing (the empty text, when no indented line follows);
+// - block scalars `|`, `|-`, `>`, `>-` whose lines are all indented by the same
+//   amount, with no blank line in or after them;
+// - under a top-level key with nothing after its `:`, one nested block mapping
+//   (of the same scalars) or block sequence of one-line scalars, indented by the
+//   same amount throughout.
+//
+// Anywhere: no control character but `\n` (so no tab and no CR), no BOM. Inside
+// a scalar, `#`, `&`, `*`, `!`, `[`, `{`, `%` and `<<` are plain text (a plain
+// scalar may not start with them, and a ` #` is refused, as it opens a comment).
+
+/// The most entries the fast path reads into one map (bounds its duplicate scan).
+const FAST_MAX_ENTRIES: usize = 64;
+
+/// The longest key the fast path reads, in bytes (an implicit key may not run
+/// past 1024 characters in YAML; this stays well inside that).
+const FAST_MAX_KEY: usize = 128;
+
+/// The lines of the text, without their `\n`, with one line of lookahead.
+type Lines<'a> = std::iter::Peekable<std::str::SplitTerminator<'a, char>>;
+
+/// Reads `src` when it lies in the fast path's subset; `None` when it does not.
+fn parse_fast(src: &str) -> Option<Value> {
+    if src.len() > MAX_INPUT_BYTES || !fast_clean(src) {
+        return None;
+    }
+    let mut lines: Lines<'_> = src.split_terminator('\n').peekable();
+    let mut map = Map::new();
+    while let Some(line) = lines.next() {
+        if line.is_empty() {
+            continue;
+        }
+        let (key, rest) = fast_key_line(line)?;
+        if map.len() == FAST_MAX_ENTRIES || map.contains_key(key) {
+            return None;
+        }
+        let value = if !rest.is_empty() {
+            Value::Text(fast_value(rest, 0, &mut lines)?)
+        } else if lines.peek().is_some_and(|next| next.starts_with(' ')) {
+            fast_nested(&mut lines)?
+        } else {
+            Value::Text(String::new())
+        };
+        map.push_unchecked(key.to_owned(), value);
+    }
+    if map.is_empty() {
+        return None;
+    }
+    Some(Value::Map(map))
+}
+
+/// Whether the text holds no control character but `\n`, and no BOM.
+fn fast_clean(src: &str) -> bool {
+    // Branch-free over the bytes so that the loop vectorises.
+    let bad = src.bytes().fold(false, |bad, b| {
+        bad | ((b < 0x20 && b != b'\n') | (b == 0x7f))
+    });
+    !bad && !src.contains('\u{feff}')
+}
+
+/// The number of spaces a line starts with.
+fn fast_indent(line: &str) -> usize {
+    line.bytes().take_while(|&b| b == b' ').count()
+}
+
+/// A `key:` line (starting at the key): the key and what follows the `:`, blanks trimmed.
+fn fast_key_line(line: &str) -> Option<(&str, &str)> {
+    let bytes = line.as_bytes();
+    let len = bytes
+        .iter()
+        .take_while(|&&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        .count();
+    if len == 0 || len > FAST_MAX_KEY || bytes[0] == b'-' || bytes.get(len) != Some(&b':') {
+        return None;
+    }
+    let rest = &line[len + 1..];
+    if !(rest.is_empty() || rest.starts_with(' ')) {
+        return None;
+    }
+    Some((&line[..len], rest.trim_matches(' ')))
+}
+
+/// The text of a value written on its key's line (`rest`, trimmed and not empty),
+/// reading a block scalar's lines from `lines`; `parent` is the key's indentation.
+fn fast_value(rest: &str, parent: usize, lines: &mut Lines<'_>) -> Option<String> {
+    match rest {
+        "|" => fast_block(lines, parent, true, false),
+        "|-" => fast_block(lines, parent, true, true),
+        ">" => fast_block(lines, parent, false, false),
+        ">-" => fast_block(lines, parent, false, true),
+        _ => fast_inline(rest),
+    }
+}
+
+/// A one-line scalar (`rest`, trimmed and not empty): plain, double- or single-quoted.
+fn fast_inline(rest: &str) -> Option<String> {
+    let first = *rest.as_bytes().first()?;
+    match first {
+        b'"' => {
+            let inner = rest[1..].strip_suffix('"')?;
+            if inner.bytes().any(|b| b == b'"' || b == b'\\') {
+                return None;
+            }
+            Some(inner.to_owned())
+        }
+        b'\'' => {
+            let inner = rest[1..].strip_suffix('\'')?;
+            if !inner.contains('\'') {
+                return Some(inner.to_owned());
+            }
+            // Every quote inside must be one of a doubled pair, read left to right.
+            let mut out = String::with_capacity(inner.len());
+            for (i, piece) in inner.split("''").enumerate() {
+                if piece.contains('\'') {
+                    return None;
+                }
+                if i > 0 {
+                    out.push('\'');
+                }
+                out.push_str(piece);
+            }
+            Some(out)
+        }
+        b'-' | b'?' | b':' | b',' | b'[' | b']' | b'{' | b'}' | b'#' | b'&' | b'*' | b'!'
+        | b'|' | b'>' | b'%' | b'@' | b'`' => None,
+        _ => {
+            let bytes = rest.as_bytes();
+            let ends_scalar = bytes
+                .windows(2)
+                .any(|w| (w[0] == b':' && w[1] == b' ') || (w[0] == b' ' && w[1] == b'#'));
+            if ends_scalar || rest.ends_with(':') {
+                return None;
+            }
+            Some(rest.to_owned())
+        }
+    }
+}
+
+/// The lines of a block scalar whose header was on the key's line (indented by
+/// `parent`): literal lines joined by `\n`, folded ones by a space; clipped (one
+/// final `\n`) unless `strip`.
+fn fast_block(lines: &mut Lines<'_>, parent: usize, literal: bool, strip: bool) -> Option<String> {
+    let first = *lines.peek()?;
+    let indent = fast_indent(first);
+    if indent <= parent {
+        return None;
+    }
+    let mut out = String::with_capacity(first.len() + 1);
+    let mut count = 0usize;
+    while let Some(&line) = lines.peek() {
+        let ind = fast_indent(line);
+        if ind == line.len() || ind > indent {
+            // A blank line (inside or after the scalar) or a more indented one.
+            return None;
+        }
+        if ind < indent {
+            break;
+        }
+        if count > 0 {
+            out.push(if literal { '\n' } else { ' ' });
+        }
+        out.push_str(&line[indent..]);
+        count += 1;
+        lines.next();
+    }
+    if !strip {
+        out.push('\n');
+    }
+    Some(out)
+}
+
+/// The block mapping or sequence under a top-level key, starting at the next
+/// line (indented).
+fn fast_nested(lines: &mut Lines<'_>) -> Option<Value> {
+    let first = *lines.peek()?;
+    let indent = fast_indent(first);
+    if indent == 0 || indent == first.len() {
+        return None;
+    }
+    if first[indent..].starts_with('-') {
+        let mut items = Vec::new();
+        while let Some(&line) = lines.peek() {
+            let ind = fast_indent(line);
+            if ind == 0 {
+                break;
+            }
+            if ind != indent {
+                return None;
+            }
+            let rest = line[ind..].strip_prefix("- ")?.trim_matches(' ');
+            if rest.is_empty() {
+                return None;
+            }
+            items.push(Value::Text(fast_inline(rest)?));
+            lines.next();
+        }
+        return Some(Value::List(items));
+    }
+    let mut map = Map::new();
+    while let Some(&line) = lines.peek() {
+        let ind = fast_indent(line);
+        if ind == 0 {
+            break;
+        }
+        if ind != indent {
+            return None;
+        }
+        lines.next();
+        let (key, rest) = fast_key_line(&line[ind..])?;
+        if map.len() == FAST_MAX_ENTRIES || map.contains_key(key) {
+            return None;
+        }
+        let value = if !rest.is_empty() {
+            fast_value(rest, indent, lines)?
+        } else {
+            // Nothing after the `:`: the empty text, unless a nested node follows
+            // (more indented, or a sequence at the same indentation).
+            if let Some(&next) = lines.peek() {
+                let ind = fast_indent(next);
+                if ind > indent || (ind == indent && next[ind..].starts_with('-')) {
+                    return None;
+                }
+            }
+            String::new()
+        };
+        map.push_unchecked(key.to_owned(), Value::Text(value));
+    }
+    Some(Value::Map(map))
 }
 
 /// Runs the parser over `src` and builds the single document it holds.
@@ -1129,5 +1407,574 @@ mod tests {
         let e = err(&format!("{src}k17: again\n"));
         assert_eq!((e.line, e.col), (5_001, 1));
         assert_eq!(e.message, "duplicate key 'k17'");
+    }
+}
+
+/// The benchmark corpus generator, reused to produce realistic frontmatter.
+#[cfg(test)]
+#[path = "../../benches/support/corpus.rs"]
+mod corpus;
+
+/// The fast path against the saphyr path: whatever the fast path reads, the saphyr
+/// path reads to the same value, over realistic, generated and mutated texts.
+#[cfg(test)]
+mod fast_path_tests {
+    use super::*;
+    use std::path::Path;
+
+    /// Counts from a differential run.
+    #[derive(Debug, Default)]
+    struct Tally {
+        /// Texts checked.
+        inputs: usize,
+        /// Texts the fast path read.
+        fast: usize,
+        /// Texts the saphyr path read to a node.
+        saphyr_read: usize,
+    }
+
+    impl Tally {
+        /// Checks one text; `true` when the fast path read it.
+        fn check(&mut self, src: &str) -> bool {
+            self.inputs += 1;
+            let slow = parse_with_saphyr(src);
+            if matches!(slow, Ok(Some(_))) {
+                self.saphyr_read += 1;
+            }
+            let Some(fast) = parse_fast(src) else {
+                return false;
+            };
+            assert_eq!(
+                slow,
+                Ok(Some(fast)),
+                "the fast path reads {src:?} differently"
+            );
+            // `parse` must give the same answer as well.
+            assert_eq!(parse(src), slow, "{src:?}");
+            self.fast += 1;
+            true
+        }
+    }
+
+    /// xorshift64: deterministic noise for the generators below.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+
+        fn one_in(&mut self, n: usize) -> bool {
+            self.below(n) == 0
+        }
+
+        fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+            items[self.below(items.len())]
+        }
+    }
+
+    /// Whether a line is a frontmatter fence (`---` and blanks).
+    fn is_fence(line: &str) -> bool {
+        line.strip_prefix("---")
+            .is_some_and(|rest| rest.bytes().all(|b| b == b' ' || b == b'\t'))
+    }
+
+    /// The YAML text between the fences of a SKILL.md, as `parse_document` hands it over.
+    fn frontmatter_of(text: &str) -> Option<String> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let text = text.replace("\r\n", "\n");
+        let mut lines = text.split_inclusive('\n');
+        if !is_fence(lines.next()?.trim_end_matches('\n')) {
+            return None;
+        }
+        let mut yaml = String::new();
+        for line in lines {
+            if is_fence(line.strip_suffix('\n').unwrap_or(line)) {
+                return Some(yaml);
+            }
+            yaml.push_str(line);
+        }
+        None
+    }
+
+    /// Frontmatters of the benchmark corpus (the shape of real skills).
+    fn corpus_frontmatters() -> Vec<String> {
+        let mut out = Vec::new();
+        for (n, seed) in [(2000, 42), (1000, 7)] {
+            let dir = tempfile::tempdir().unwrap();
+            corpus::generate(dir.path(), n, seed).unwrap();
+            for entry in std::fs::read_dir(dir.path()).unwrap() {
+                let text = std::fs::read_to_string(entry.unwrap().path().join("SKILL.md")).unwrap();
+                out.push(frontmatter_of(&text).expect("corpus skills have frontmatter"));
+            }
+        }
+        out
+    }
+
+    /// Every SKILL.md under `dir`, recursively.
+    fn skill_files(dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                skill_files(&path, out);
+            } else if path.file_name().is_some_and(|n| n == "SKILL.md")
+                && let Ok(text) = std::fs::read_to_string(&path)
+            {
+                out.push(text);
+            }
+        }
+    }
+
+    /// The texts of the conformance vectors (every string under a `text` key).
+    fn vector_texts(value: &serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(obj) => {
+                for (k, v) in obj {
+                    match v {
+                        serde_json::Value::String(s) if k == "text" => out.push(s.clone()),
+                        _ => vector_texts(v, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for v in items {
+                    vector_texts(v, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Pieces of the generated documents: `(usual, odd)`; an odd one is picked one time in ten.
+    type Pool = (&'static [&'static str], &'static [&'static str]);
+
+    const KEYS: Pool = (
+        &[
+            "name",
+            "name",
+            "description",
+            "license",
+            "metadata",
+            "allowed-tools",
+            "a",
+            "b-c",
+            "x_1",
+            "K9",
+            "7",
+            "_k",
+        ],
+        &[
+            "-k", "é", "<<", "\"q\"", "'q'", "? k", "1.10", "k k", "a:b", "---", "...", "",
+        ],
+    );
+
+    const SEPARATORS: Pool = (&[": ", ":  ", ": "], &[":", " : ", ":\t", ": \t"]);
+
+    const PLAIN: Pool = (
+        &[
+            "x",
+            "a b",
+            "Extract PDF forms and review pull requests. Use when the user mentions CSV exports.",
+            "1.10",
+            "true",
+            "~",
+            "null",
+            "a:b",
+            "a#b",
+            "Bash(git log:*) Read",
+            "Q&A! R&D *.pdf [x] {y} 50%",
+            "café",
+            "日本語のスキル 🚀",
+            "a'b",
+            "a\"b",
+            "http://x.test/a#b",
+            "...",
+            "---",
+            "a - b",
+            "a,b",
+            "a\\b",
+            "\u{85}x",
+            "a\u{a0}b",
+            "x\u{2028}y",
+            "a  b  ",
+            "a'",
+            "<<",
+        ],
+        &[
+            "a: b", "a #b", "x:", "x :", "-x", "- x", "-", "?x", ":x", "[x]", "{x}", "50%", "`x`",
+            "@x", "*x", "&x", "!x", ",a", "|a", ">a", "%a", "a\tb", "#x", "'", "\"",
+        ],
+    );
+
+    const DOUBLE: Pool = (
+        &[
+            "\"\"",
+            "\"a b\"",
+            "\"1.2.0\"",
+            "\"a: b\"",
+            "\"it's\"",
+            "\"a #b\"",
+            "\"#x\"",
+            "\" lead\"",
+            "\"trail \"",
+            "\"é & *x !y\"",
+            "\"---\"",
+        ],
+        &[
+            "\"a\\tb\"",
+            "\"a\\\"b\"",
+            "\"unterminated",
+            "\"a\" b",
+            "\"a\"b\"",
+            "\"a\" # c",
+        ],
+    );
+
+    const SINGLE: Pool = (
+        &[
+            "''", "'a b'", "'it''s'", "''''", "'a\\nb'", "'a: b'", "'#x'", "'a''''b'", "' pad '",
+        ],
+        &["'a'b'", "'unterminated", "'''", "'x' y"],
+    );
+
+    const HEADERS: Pool = (
+        &["|", "|-", ">", ">-", "|  ", ">- "],
+        &["|+", ">2", "| #c", "|-1", ">+"],
+    );
+
+    const LINES: Pool = (
+        &[
+            "line one",
+            "keep: colons # and hashes",
+            "- not a list",
+            "---",
+            "...",
+            "#x",
+            "trailing  ",
+            "'q'",
+            "\"q\"",
+            "é",
+            "k: v",
+        ],
+        &["a\tb", "  more", ""],
+    );
+
+    const LIST_MARKS: Pool = (&["- ", "-  "], &["-", "? ", "-\t"]);
+
+    const AFTER: Pool = (&["", " ", "   "], &[" # c", "\t"]);
+
+    /// A piece from a pool: usually a usual one.
+    fn piece(rng: &mut Rng, pool: Pool) -> &'static str {
+        if rng.one_in(10) {
+            rng.pick(pool.1)
+        } else {
+            rng.pick(pool.0)
+        }
+    }
+
+    /// One scalar written on a key's line.
+    fn scalar(rng: &mut Rng) -> String {
+        match rng.below(4) {
+            0 | 1 => piece(rng, PLAIN).to_string(),
+            2 => piece(rng, DOUBLE).to_string(),
+            _ => piece(rng, SINGLE).to_string(),
+        }
+    }
+
+    /// An indentation: mostly `usual`, sometimes off by one or two.
+    fn indent(rng: &mut Rng, usual: usize) -> String {
+        let n = match rng.below(30) {
+            0 => usual + 1,
+            1 => usual.saturating_sub(1),
+            2 => usual + 2,
+            _ => usual,
+        };
+        " ".repeat(n)
+    }
+
+    /// The lines of a block scalar's content.
+    fn block_lines(rng: &mut Rng, out: &mut String, usual: usize) {
+        for _ in 0..1 + rng.below(3) {
+            if rng.one_in(20) {
+                out.push('\n');
+            }
+            out.push_str(&indent(rng, usual));
+            out.push_str(piece(rng, LINES));
+            out.push('\n');
+        }
+    }
+
+    /// A YAML-ish document shaped like frontmatter, inside and just outside the fast subset.
+    fn generated(rng: &mut Rng) -> String {
+        let mut out = String::new();
+        for _ in 0..1 + rng.below(6) {
+            if rng.one_in(8) {
+                out.push('\n');
+            }
+            out.push_str(piece(rng, KEYS));
+            out.push_str(piece(rng, SEPARATORS));
+            match rng.below(7) {
+                0 | 1 => out.push_str(&scalar(rng)),
+                2 => {
+                    out.push_str(piece(rng, HEADERS));
+                    out.push('\n');
+                    let usual = 1 + rng.below(4);
+                    block_lines(rng, &mut out, usual);
+                    continue;
+                }
+                3 => {
+                    // A nested map.
+                    let usual = 1 + rng.below(4);
+                    for _ in 0..1 + rng.below(3) {
+                        out.push('\n');
+                        out.push_str(&indent(rng, usual));
+                        out.push_str(piece(rng, KEYS));
+                        out.push_str(piece(rng, SEPARATORS));
+                        match rng.below(5) {
+                            0 => {}
+                            1 => {
+                                out.push_str(piece(rng, HEADERS));
+                                out.push('\n');
+                                let deeper = usual + 1 + rng.below(3);
+                                block_lines(rng, &mut out, deeper);
+                                out.pop();
+                            }
+                            _ => out.push_str(&scalar(rng)),
+                        }
+                    }
+                }
+                4 => {
+                    // A nested list.
+                    let usual = rng.below(4);
+                    for _ in 0..1 + rng.below(3) {
+                        out.push('\n');
+                        out.push_str(&indent(rng, usual));
+                        out.push_str(piece(rng, LIST_MARKS));
+                        out.push_str(&scalar(rng));
+                    }
+                }
+                5 => {}
+                _ => {
+                    out.push_str(&scalar(rng));
+                    out.push_str(piece(rng, AFTER));
+                }
+            }
+            out.push('\n');
+        }
+        if rng.one_in(6) {
+            out.pop();
+        }
+        out
+    }
+
+    const NOISE: &[&str] = &[
+        ":", "#", " ", "'", "\"", "\n", "-", "|", ">", "a", "\t", "\\", "&", "*", "!", "[", "{",
+        ",", "?", "é", "  ", ": ", " #", "\n  ", "\n- ", "\n\n", "\u{feff}", "\r", "\0", "%", "@",
+        "`", ".", "~", "x: y\n", "''", "---\n", "...\n", "<<", "  - ", "\u{85}",
+    ];
+
+    /// The nearest char boundary at or before `at`.
+    fn boundary(s: &str, mut at: usize) -> usize {
+        while !s.is_char_boundary(at) {
+            at -= 1;
+        }
+        at
+    }
+
+    /// `src` with one to four random insertions, deletions or replacements.
+    fn mutated(rng: &mut Rng, src: &str) -> String {
+        let mut s = src.to_string();
+        for _ in 0..1 + rng.below(4) {
+            let at = boundary(&s, rng.below(s.len() + 1));
+            let end = s[at..].chars().next().map_or(at, |c| at + c.len_utf8());
+            match rng.below(3) {
+                0 => s.insert_str(at, rng.pick(NOISE)),
+                1 => s.replace_range(at..end, ""),
+                _ => s.replace_range(at..end, rng.pick(NOISE)),
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn fast_path_agrees_with_saphyr() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        // `YAML_FAST_ROUNDS=n` multiplies the generated and mutated texts, for a longer run.
+        let rounds: usize = std::env::var("YAML_FAST_ROUNDS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1);
+
+        // Realistic frontmatter: the benchmark corpus.
+        let corpus = corpus_frontmatters();
+        let mut corpus_tally = Tally::default();
+        for src in &corpus {
+            corpus_tally.check(src);
+        }
+
+        // The repository's skills and the conformance catalog.
+        let mut files = Vec::new();
+        skill_files(&root.join("fixtures"), &mut files);
+        let fixtures: Vec<String> = files.iter().filter_map(|t| frontmatter_of(t)).collect();
+        let mut fixture_tally = Tally::default();
+        for src in &fixtures {
+            fixture_tally.check(src);
+        }
+
+        // The conformance vectors: the frontmatter of each SKILL.md text, else the text.
+        let json =
+            std::fs::read_to_string(root.join("fixtures/conformance/skills-ref-vectors.json"))
+                .unwrap();
+        let mut texts = Vec::new();
+        vector_texts(&serde_json::from_str(&json).unwrap(), &mut texts);
+        let vectors: Vec<String> = texts
+            .iter()
+            .map(|t| frontmatter_of(t).unwrap_or_else(|| t.clone()))
+            .collect();
+        let mut vector_tally = Tally::default();
+        for src in &vectors {
+            vector_tally.check(src);
+        }
+
+        // Generated documents inside and around the subset.
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut generated_tally = Tally::default();
+        let mut generated_docs = Vec::new();
+        for _ in 0..30_000 * rounds {
+            let src = generated(&mut rng);
+            generated_tally.check(&src);
+            if generated_docs.len() < 2_000 {
+                generated_docs.push(src);
+            }
+        }
+
+        // Random mutations of all of the above.
+        let mut mutated_tally = Tally::default();
+        for i in 0..30_000 * rounds {
+            let base = match i % 4 {
+                0 => &corpus[rng.below(corpus.len())],
+                1 => &fixtures[rng.below(fixtures.len())],
+                2 => &vectors[rng.below(vectors.len())],
+                _ => &generated_docs[rng.below(generated_docs.len())],
+            };
+            mutated_tally.check(&mutated(&mut rng, base));
+        }
+
+        for (what, tally) in [
+            ("corpus", &corpus_tally),
+            ("fixtures", &fixture_tally),
+            ("vectors", &vector_tally),
+            ("generated", &generated_tally),
+            ("mutated", &mutated_tally),
+        ] {
+            println!(
+                "{what}: {} texts, {} read by the fast path, {} read by saphyr",
+                tally.inputs, tally.fast, tally.saphyr_read
+            );
+        }
+        // Realistic frontmatter takes the fast path.
+        assert_eq!(corpus_tally.inputs, 3_000);
+        assert!(
+            corpus_tally.fast * 100 >= corpus_tally.inputs * 95,
+            "{corpus_tally:?}"
+        );
+        // The other runs exercise the fast path, not only its refusals.
+        for tally in [
+            &fixture_tally,
+            &vector_tally,
+            &generated_tally,
+            &mutated_tally,
+        ] {
+            assert!(tally.fast * 10 >= tally.inputs, "{tally:?}");
+        }
+    }
+
+    fn map(entries: &[(&str, Value)]) -> Value {
+        let mut m = Map::new();
+        for (k, v) in entries {
+            assert!(m.insert((*k).to_string(), v.clone()));
+        }
+        Value::Map(m)
+    }
+
+    fn text(s: &str) -> Value {
+        Value::Text(s.to_string())
+    }
+
+    #[test]
+    fn fast_path_reads_the_common_shapes() {
+        let src = "name: pdf-forms\n\
+                   description: >-\n  Fill PDF forms.\n  Use when asked.\n\
+                   license: 'MIT''s'\n\
+                   note: \"Bash(git log:*) #1\"\n\
+                   empty:\n\
+                   \n\
+                   metadata:\n  author: docs-team\n  version: \"0.4.1\"\n  notes: |\n    a\n    b\n\
+                   allowed-tools:\n  - Read\n  - 'Bash(x)'\n";
+        let want = map(&[
+            ("name", text("pdf-forms")),
+            ("description", text("Fill PDF forms. Use when asked.")),
+            ("license", text("MIT's")),
+            ("note", text("Bash(git log:*) #1")),
+            ("empty", text("")),
+            (
+                "metadata",
+                map(&[
+                    ("author", text("docs-team")),
+                    ("version", text("0.4.1")),
+                    ("notes", text("a\nb\n")),
+                ]),
+            ),
+            (
+                "allowed-tools",
+                Value::List(vec![text("Read"), text("Bash(x)")]),
+            ),
+        ]);
+        assert_eq!(parse_fast(src), Some(want.clone()));
+        assert_eq!(parse_with_saphyr(src), Ok(Some(want)));
+    }
+
+    #[test]
+    fn fast_path_declines_the_rest() {
+        for src in [
+            "",
+            "\n",
+            "# comment\nname: x\n",
+            "name: x # comment\n",
+            "name: a\nname: b\n",
+            "name: a: b\n",
+            "name: \"a\\tb\"\n",
+            "name: first\n  second\n",
+            "name: x\n---\n",
+            "---\nname: x\n",
+            "name: &a x\n",
+            "name: [a, b]\n",
+            "name: |+\n  a\n",
+            "name: |\n  a\n\n  b\n",
+            "name: |\n  a\n    b\n",
+            "name: |\n  a\n\nnext: x\n",
+            "m:\n  a:\n    b: c\n",
+            "m:\n  a:\n  - b\n",
+            "m:\n- a\n",
+            "m:\n  a: b\n\n  c: d\n",
+            "m:\n  - a\n   - b\n",
+            "\"name\": x\n",
+            "name:\tx\n",
+            "name: x\r\n",
+            "\u{feff}name: x\n",
+            "- a\n",
+            "just text\n",
+        ] {
+            assert_eq!(parse_fast(src), None, "{src:?}");
+        }
+        let long_key = format!("{}: x\n", "k".repeat(FAST_MAX_KEY + 1));
+        assert_eq!(parse_fast(&long_key), None);
     }
 }

@@ -126,7 +126,7 @@ impl KeyEntry {
     }
 }
 
-/// Pinned public keys, each scoped to skill-name patterns. See the [module docs](self) for
+/// Pinned public keys, each scoped to skill-name patterns. See the [module docs](crate::sign) for
 /// the TOML format.
 #[derive(Debug, Clone, Default)]
 pub struct Keyring {

@@ -16,7 +16,7 @@ pub struct Verified {
 ///
 /// `manifest` must be **recomputed** by the caller from the bytes it holds (never read from
 /// the package); `minisig_text` is the `.minisig` file; `requested_name` the skill the caller
-/// asked for. See the [module documentation](self) for the steps; each failure is its own
+/// asked for. See the [module documentation](crate::sign) for the steps; each failure is its own
 /// [`SignError`].
 pub fn verify(
     manifest: &Manifest,

@@ -10,6 +10,8 @@
 //! methods; everything else ([`SourceExt`], [`discover`], [`load`]) is written once on top.
 
 mod dir;
+pub mod http;
+mod sqlite;
 mod tarball;
 mod zip;
 
@@ -20,6 +22,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 pub use dir::{DirOptions, DirSource, check};
+pub use sqlite::RegistrySource;
 pub use tarball::TarballSource;
 pub use zip::ZipSource;
 
@@ -198,11 +201,24 @@ pub async fn load(source: &(impl Source + ?Sized), root: &str) -> Result<Skill> 
             fault: Fault::document_too_large(bytes.len() as u64, DOCUMENT_LIMIT),
         });
     }
-    let doc = document::parse_document(&bytes).map_err(|fault| Error::InvalidSkill {
+    let doc = parse_on_runtime(bytes).await.map_err(|fault| Error::InvalidSkill {
         path: location.clone(),
         fault,
     })?;
     Ok(Skill::new(root.to_string(), location, source.root_dir_name(root), doc, files))
+}
+
+/// Parses a document as a task of a multi-threaded runtime, so that [`discover`]'s concurrent
+/// loads parse on every core; elsewhere (no runtime, or a current-thread one) in place.
+async fn parse_on_runtime(bytes: Bytes) -> std::result::Result<document::Document, Fault> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            let task = h.spawn(async move { document::parse_document(&bytes) });
+            task.await.unwrap_or_else(|e| Err(Fault::unreadable(format!("the document parser failed: {e}"))))
+        }
+        _ => document::parse_document(&bytes),
+    }
 }
 
 /// Reads every root of a source. One broken skill never hides the others, and nothing is
@@ -241,9 +257,23 @@ pub async fn discover(source: &(impl Source + ?Sized)) -> Result<Discovery> {
 /// How many skills [`discover`] reads at once.
 const DISCOVER_CONCURRENCY: usize = 16;
 
+/// How [`open_with`] opens what needs more than a path (remote sources).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Where an HTTP source keeps its cache (default: the user's cache directory).
+    pub cache_dir: Option<std::path::PathBuf>,
+    /// Serve only what is cached; never touch the network.
+    pub offline: bool,
+}
+
+/// Opens a source from one string with default options (see [`open_with`]).
+pub fn open(spec: &str) -> Result<Arc<dyn Source>> {
+    open_with(spec, &OpenOptions::default())
+}
+
 /// Opens a source from one string: a directory (a skill or a tree of skills), or an archive
 /// (`.tar`, `.tar.gz`/`.tgz`, `.zip`, told apart by magic bytes first, extension second).
-pub fn open(spec: &str) -> Result<Arc<dyn Source>> {
+pub fn open_with(spec: &str, _opts: &OpenOptions) -> Result<Arc<dyn Source>> {
     let path = std::path::Path::new(spec);
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::NotFound(spec.to_string()),

@@ -1,0 +1,3 @@
+//! Matching benchmarks (being written).
+
+fn main() {}

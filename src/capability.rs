@@ -1,0 +1,669 @@
+//! Capabilities: what a skill's scripts ask for, what the host allows, and the grant between.
+//!
+//! ```text
+//! SKILL.md frontmatter ──► Capabilities ─┐
+//!   fs_read, fs_write, network,          ├─► intersect(caps, ceiling, ctx) ──► Grant ──► sandbox
+//!   timeout, trust                       │      (cwd, home, core-trusted source)
+//! skillcat.toml [sandbox] ──► Ceiling ───┘
+//! ```
+//!
+//! # Declared capabilities
+//!
+//! Read by [`Capabilities::from_frontmatter`]. Frontmatter values are text (the reader keeps
+//! every scalar as written), so each key is interpreted here, and **a malformed value degrades
+//! to the safe default, never to an error**:
+//!
+//! | key | accepted | anything else |
+//! |---|---|---|
+//! | `fs_read`, `fs_write` | one path (`fs_read: data`) or a list of paths | non-text items and empty strings are ignored |
+//! | `network` | `true`, `True`, `TRUE` | `false` |
+//! | `timeout` | a whole number of seconds ≥ 1 | absent, `0`, negative, fractional, overflowing, text: [`DEFAULT_TIMEOUT`] (60) |
+//! | `trust` | `core`, `external` | `external` |
+//!
+//! # The ceiling
+//!
+//! The host's [`Ceiling`] comes from the `[sandbox]` section of the configuration. Without one
+//! (or for each key left out of it) the ceiling is: read-only access to the working directory
+//! (`fs_read = ["."]`), no writes, no network, a 60-second timeout that no run may exceed
+//! (`max_timeout = timeout`), 1 GiB of memory, 64 processes, 65,536 bytes of captured output.
+//!
+//! # The intersection
+//!
+//! [`intersect`] computes the [`Grant`]:
+//!
+//! - **Paths.** Both the requested paths and the ceiling roots are expanded the same way first:
+//!   `~` and `~/…` against the home directory (no home: the path is dropped), relative paths
+//!   against the working directory, `.` and `..` resolved lexically, then the longest prefix that
+//!   exists is canonicalised (symbolic links resolved) and the rest appended; a path through a
+//!   dangling link, a link loop or an unsearchable directory is dropped. A requested path
+//!   survives only when the result equals a ceiling root or lies beneath one, compared by whole
+//!   components, so a symbolic link inside the ceiling that points outside it is refused. A
+//!   requested read may lie under a read or a write root (writable implies readable); a
+//!   requested write only under a write root. The grant holds the *expanded* paths, never the
+//!   text the skill wrote: what is confined is exactly what was checked.
+//! - **Network** only when the skill asks for it and the ceiling allows it.
+//! - **Timeout**: the smaller of the declared one and the ceiling's, clamped to
+//!   `1..=max_timeout`.
+//! - **Trust**: [`Trust::Core`] only when the skill declares `trust: core` *and* its source is
+//!   core-trusted in the configuration; everything else is [`Trust::External`].
+//!
+//! The rules are pure functions of their inputs plus the file system (for symbolic links):
+//! [`Context`] carries the working and home directories, and [`Context::from_env`] reads the real
+//! ones.
+//!
+//! ```
+//! use skillcat::capability::{Capabilities, Ceiling, Context, intersect};
+//!
+//! let caps = Capabilities {
+//!     fs_read: vec!["/etc".into(), "./data".into()],
+//!     network: true,
+//!     timeout: Some(999),
+//!     ..Capabilities::default()
+//! };
+//! let ctx = Context { cwd: "/nonexistent/project".into(), home: None, core_trusted_source: false };
+//! let grant = intersect(&caps, &Ceiling::default(), &ctx);
+//! assert_eq!(grant.fs_read, [std::path::PathBuf::from("/nonexistent/project/data")]);
+//! assert!(!grant.network);
+//! assert_eq!(grant.timeout.as_secs(), 60);
+//! assert!(!grant.is_core());
+//! ```
+
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::document::{Map, Value};
+
+/// The frontmatter keys this module reads, plus `scripts` (typed script declarations): the
+/// extension fields validation admits when the configuration enables them.
+pub const EXTENSION_FIELDS: [&str; 6] = [
+    "fs_read", "fs_write", "network", "timeout", "trust", "scripts",
+];
+
+/// The timeout, in seconds, of a skill that declares none (or a malformed one).
+pub const DEFAULT_TIMEOUT: u64 = 60;
+
+/// How far a skill is trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trust {
+    /// Declared `trust: core` by a skill from a core-trusted source.
+    Core,
+    /// Everything else.
+    #[default]
+    External,
+}
+
+impl Trust {
+    /// Whether this is [`Trust::Core`].
+    pub fn is_core(self) -> bool {
+        self == Trust::Core
+    }
+
+    /// The frontmatter spelling: `core` or `external`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trust::Core => "core",
+            Trust::External => "external",
+        }
+    }
+}
+
+/// The effective grant of a skill's scripts: its declared capabilities ∩ the host's ceiling.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Grant {
+    /// Paths (absolute, canonical where they exist) the scripts may read.
+    pub fs_read: Vec<PathBuf>,
+    /// Paths (absolute, canonical where they exist) the scripts may write.
+    pub fs_write: Vec<PathBuf>,
+    /// Whether the scripts may use the network.
+    pub network: bool,
+    /// Wall-clock limit of one run.
+    pub timeout: Duration,
+    /// The trust the skill is given.
+    pub trust: Trust,
+}
+
+impl Grant {
+    /// Whether the skill is trusted as core (it may run unconfined where confinement is missing).
+    pub fn is_core(&self) -> bool {
+        self.trust.is_core()
+    }
+}
+
+/// What a skill declares in its frontmatter, interpreted leniently (see the [module docs](self)).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Capabilities {
+    /// Paths the scripts want to read, as written.
+    pub fs_read: Vec<String>,
+    /// Paths the scripts want to write, as written.
+    pub fs_write: Vec<String>,
+    /// Whether the scripts want the network.
+    pub network: bool,
+    /// The declared timeout in seconds; `None` when absent or malformed (then
+    /// [`DEFAULT_TIMEOUT`] applies, see [`timeout_secs`](Capabilities::timeout_secs)).
+    pub timeout: Option<u64>,
+    /// The declared trust.
+    pub trust: Trust,
+}
+
+impl Capabilities {
+    /// Reads the capability keys of a frontmatter; unknown or malformed values give the safe
+    /// default, never an error.
+    pub fn from_frontmatter(fm: &Map) -> Self {
+        Capabilities {
+            fs_read: paths(fm.get("fs_read")),
+            fs_write: paths(fm.get("fs_write")),
+            network: fm
+                .get("network")
+                .and_then(Value::as_str)
+                .is_some_and(is_true),
+            timeout: fm
+                .get("timeout")
+                .and_then(Value::as_str)
+                .and_then(parse_timeout),
+            trust: match fm.get("trust").and_then(Value::as_str).map(str::trim) {
+                Some("core") => Trust::Core,
+                _ => Trust::External,
+            },
+        }
+    }
+
+    /// The declared timeout, or [`DEFAULT_TIMEOUT`].
+    pub fn timeout_secs(&self) -> u64 {
+        self.timeout.unwrap_or(DEFAULT_TIMEOUT)
+    }
+
+    /// Whether the skill declares `trust: core` (which counts only from a core-trusted source).
+    pub fn is_core(&self) -> bool {
+        self.trust.is_core()
+    }
+}
+
+/// YAML 1.2 core schema's spellings of true; everything else is false.
+fn is_true(s: &str) -> bool {
+    matches!(s.trim(), "true" | "True" | "TRUE")
+}
+
+/// A positive whole number of seconds.
+fn parse_timeout(s: &str) -> Option<u64> {
+    s.trim().parse::<u64>().ok().filter(|&n| n > 0)
+}
+
+/// One path or a list of paths; anything else is nothing.
+fn paths(v: Option<&Value>) -> Vec<String> {
+    let text = |v: &Value| {
+        v.as_str()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    match v {
+        Some(Value::Text(_)) => v.and_then(text).into_iter().collect(),
+        Some(Value::List(items)) => items.iter().filter_map(text).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The most the host allows any skill: the `[sandbox]` section of the configuration.
+///
+/// Paths are kept as written and expanded when intersected (see the [module docs](self)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ceiling {
+    /// Roots under which reads may be granted (default `["."]`, the working directory).
+    pub fs_read: Vec<String>,
+    /// Roots under which writes (and reads) may be granted (default none).
+    pub fs_write: Vec<String>,
+    /// Whether any skill may use the network (default false).
+    pub network: bool,
+    /// The longest declared timeout honoured, in seconds (default 60).
+    pub timeout: u64,
+    /// The hard limit of any run, in seconds, whatever asks for more (a skill, a command-line
+    /// override); default: `timeout`.
+    pub max_timeout: u64,
+    /// Address-space limit of a run, in bytes (default 1 GiB).
+    pub memory: u64,
+    /// Process limit of a run (default 64).
+    pub processes: u64,
+    /// Bytes of output kept per stream (default 65,536); the rest is drained and dropped.
+    pub output: u64,
+}
+
+impl Default for Ceiling {
+    fn default() -> Self {
+        Ceiling {
+            fs_read: vec![".".to_string()],
+            fs_write: Vec::new(),
+            network: false,
+            timeout: DEFAULT_TIMEOUT,
+            max_timeout: DEFAULT_TIMEOUT,
+            memory: 1 << 30,
+            processes: 64,
+            output: 65_536,
+        }
+    }
+}
+
+impl Ceiling {
+    /// `secs` clamped to `1..=max_timeout`: for an override that bypasses the declared timeout.
+    pub fn clamp_timeout(&self, secs: u64) -> Duration {
+        Duration::from_secs(secs.clamp(1, self.max_timeout.max(1)))
+    }
+}
+
+/// Where relative and `~` paths point, and whether the skill's source is core-trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Context {
+    /// The working directory (absolute): relative paths are taken against it.
+    pub cwd: PathBuf,
+    /// The home directory, for `~`; `None` drops every `~` path.
+    pub home: Option<PathBuf>,
+    /// Whether the skill comes from a source the configuration marks core-trusted.
+    pub core_trusted_source: bool,
+}
+
+impl Context {
+    /// The real working directory and `$HOME`.
+    pub fn from_env(core_trusted_source: bool) -> std::io::Result<Self> {
+        Ok(Context {
+            cwd: std::env::current_dir()?,
+            home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
+            core_trusted_source,
+        })
+    }
+}
+
+/// Which list a path was requested in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// `fs_read`.
+    Read,
+    /// `fs_write`.
+    Write,
+}
+
+/// A requested path the intersection left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dropped {
+    /// Read or write.
+    pub access: Access,
+    /// The path as the skill wrote it.
+    pub requested: String,
+    /// What it expanded to, when it could be expanded.
+    pub expanded: Option<PathBuf>,
+}
+
+/// The grant and the requested paths it left out (for a warning or a refusal).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Intersection {
+    /// The effective grant.
+    pub grant: Grant,
+    /// Requested paths outside the ceiling, or that could not be expanded.
+    pub dropped: Vec<Dropped>,
+}
+
+/// The effective grant: `caps` ∩ `ceiling` (see the [module docs](self)).
+pub fn intersect(caps: &Capabilities, ceiling: &Ceiling, ctx: &Context) -> Grant {
+    intersect_detailed(caps, ceiling, ctx).grant
+}
+
+/// [`intersect`], also saying which requested paths were left out.
+pub fn intersect_detailed(caps: &Capabilities, ceiling: &Ceiling, ctx: &Context) -> Intersection {
+    let expand = |p: &String| resolve(p, &ctx.cwd, ctx.home.as_deref());
+    let write_roots: Vec<PathBuf> = ceiling.fs_write.iter().filter_map(expand).collect();
+    let mut read_roots: Vec<PathBuf> = ceiling.fs_read.iter().filter_map(expand).collect();
+    read_roots.extend(write_roots.iter().cloned());
+
+    let mut dropped = Vec::new();
+    let mut admit = |access: Access, requested: &[String], roots: &[PathBuf]| {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for r in requested {
+            let expanded = expand(r);
+            match expanded {
+                Some(p) if roots.iter().any(|root| p.starts_with(root)) => {
+                    if !out.contains(&p) {
+                        out.push(p);
+                    }
+                }
+                _ => dropped.push(Dropped {
+                    access,
+                    requested: r.clone(),
+                    expanded,
+                }),
+            }
+        }
+        out
+    };
+    let fs_read = admit(Access::Read, &caps.fs_read, &read_roots);
+    let fs_write = admit(Access::Write, &caps.fs_write, &write_roots);
+
+    let secs = caps.timeout_secs().min(ceiling.timeout);
+    let trust = if caps.is_core() && ctx.core_trusted_source {
+        Trust::Core
+    } else {
+        Trust::External
+    };
+    Intersection {
+        grant: Grant {
+            fs_read,
+            fs_write,
+            network: caps.network && ceiling.network,
+            timeout: ceiling.clamp_timeout(secs),
+            trust,
+        },
+        dropped,
+    }
+}
+
+/// Expands a path as the intersection does: `~`, relative against `cwd`, `..` lexically, then
+/// symbolic links through the longest existing prefix. `None` when it cannot be expanded
+/// (empty, `~user`, `~` without a home, or `cwd` not absolute) or resolved (a dangling link, a
+/// link loop, a directory that may not be searched, on the way).
+pub fn resolve(path: &str, cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    canonicalize_existing_prefix(&expand_lexically(path, cwd, home)?)
+}
+
+/// The lexical part of [`resolve`]: `~`, relative against `cwd`, `.` and `..` folded (a `..` at
+/// the root stays at the root). Touches no file system.
+pub fn expand_lexically(path: &str, cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    if path.is_empty() || path.contains('\0') {
+        return None;
+    }
+    let joined = if path == "~" || path.starts_with("~/") {
+        let home = home.filter(|h| h.is_absolute())?;
+        home.join(path[1..].trim_start_matches('/'))
+    } else if path.starts_with('~') {
+        // `~user` names another account's home: never granted.
+        return None;
+    } else {
+        let p = Path::new(path);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else if cwd.is_absolute() {
+            cwd.join(p)
+        } else {
+            return None;
+        }
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::Prefix(_) | Component::RootDir => out.push(c),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+        }
+    }
+    Some(out)
+}
+
+/// Canonicalises the longest prefix of an absolute, lexically clean path that exists, and
+/// appends the rest (which does not exist, so holds no link to follow). `None` when an entry
+/// exists but cannot be resolved: a dangling link (its target could be created anywhere), a
+/// link loop, a directory that may not be searched.
+fn canonicalize_existing_prefix(path: &Path) -> Option<PathBuf> {
+    let mut prefix = path;
+    let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+    loop {
+        match std::fs::canonicalize(prefix) {
+            Ok(canonical) => {
+                let mut out = canonical;
+                out.extend(rest.iter().rev());
+                return Some(out);
+            }
+            // The entry is there (a link, or behind a barrier): refuse rather than guess.
+            Err(_) if std::fs::symlink_metadata(prefix).is_ok() => return None,
+            Err(_) => {}
+        }
+        match (prefix.parent(), prefix.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                prefix = parent;
+            }
+            _ => return Some(path.to_path_buf()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fm(pairs: &[(&str, Value)]) -> Map {
+        let mut m = Map::new();
+        for (k, v) in pairs {
+            m.insert((*k).to_string(), v.clone());
+        }
+        m
+    }
+
+    fn text(s: &str) -> Value {
+        Value::Text(s.to_string())
+    }
+
+    fn list(items: &[&str]) -> Value {
+        Value::List(items.iter().map(|s| text(s)).collect())
+    }
+
+    #[test]
+    fn path_forms() {
+        let nested = Value::List(vec![
+            text("a"),
+            Value::Map(Map::new()),
+            Value::List(vec![text("b")]),
+            text("  "),
+            text(" c "),
+        ]);
+        for (name, value, want) in [
+            ("string form", text("data"), vec!["data"]),
+            ("list form", list(&["a", "b"]), vec!["a", "b"]),
+            ("flow list form", list(&["./x", "~/y"]), vec!["./x", "~/y"]),
+            ("empty string", text(""), vec![]),
+            ("blank string", text("   "), vec![]),
+            ("empty list", list(&[]), vec![]),
+            ("non-text items skipped", nested, vec!["a", "c"]),
+            ("a map is nothing", Value::Map(Map::new()), vec![]),
+        ] {
+            let caps = Capabilities::from_frontmatter(&fm(&[
+                ("fs_read", value.clone()),
+                ("fs_write", value),
+            ]));
+            assert_eq!(caps.fs_read, want, "{name}");
+            assert_eq!(caps.fs_write, want, "{name}");
+        }
+        assert!(
+            Capabilities::from_frontmatter(&Map::new())
+                .fs_read
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn network_values() {
+        for (value, want) in [
+            (Some(text("true")), true),
+            (Some(text("True")), true),
+            (Some(text("TRUE")), true),
+            (Some(text(" true ")), true),
+            (Some(text("false")), false),
+            (Some(text("yes")), false),
+            (Some(text("1")), false),
+            (Some(text("on")), false),
+            (Some(text("tRuE")), false),
+            (Some(text("")), false),
+            (Some(list(&["true"])), false),
+            (None, false),
+        ] {
+            let m = match &value {
+                Some(v) => fm(&[("network", v.clone())]),
+                None => Map::new(),
+            };
+            assert_eq!(
+                Capabilities::from_frontmatter(&m).network,
+                want,
+                "{value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn timeout_values() {
+        for (value, declared, secs) in [
+            (None, None, 60),
+            (Some(text("30")), Some(30), 30),
+            (Some(text(" 30 ")), Some(30), 30),
+            (Some(text("999")), Some(999), 999),
+            (Some(text("0")), None, 60),
+            (Some(text("-5")), None, 60),
+            (Some(text("abc")), None, 60),
+            (Some(text("1.5")), None, 60),
+            (Some(text("1e3")), None, 60),
+            (Some(text("99999999999999999999999")), None, 60),
+            (Some(text("")), None, 60),
+            (Some(list(&["30"])), None, 60),
+        ] {
+            let m = match &value {
+                Some(v) => fm(&[("timeout", v.clone())]),
+                None => Map::new(),
+            };
+            let caps = Capabilities::from_frontmatter(&m);
+            assert_eq!(caps.timeout, declared, "{value:?}");
+            assert_eq!(caps.timeout_secs(), secs, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn trust_values() {
+        for (value, want) in [
+            (Some(text("core")), Trust::Core),
+            (Some(text(" core ")), Trust::Core),
+            (Some(text("external")), Trust::External),
+            (Some(text("Core")), Trust::External),
+            (Some(text("root")), Trust::External),
+            (Some(text("")), Trust::External),
+            (Some(list(&["core"])), Trust::External),
+            (None, Trust::External),
+        ] {
+            let m = match &value {
+                Some(v) => fm(&[("trust", v.clone())]),
+                None => Map::new(),
+            };
+            assert_eq!(Capabilities::from_frontmatter(&m).trust, want, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn timeout_against_ceiling() {
+        let ctx = Context {
+            cwd: "/p".into(),
+            home: None,
+            core_trusted_source: false,
+        };
+        let ceiling = |timeout, max_timeout| Ceiling {
+            timeout,
+            max_timeout,
+            ..Ceiling::default()
+        };
+        for (declared, c, want) in [
+            ("0", ceiling(60, 60), 60),
+            ("-5", ceiling(60, 60), 60),
+            ("abc", ceiling(60, 60), 60),
+            ("999", ceiling(60, 60), 60),
+            ("999", ceiling(300, 600), 300),
+            ("30", ceiling(60, 60), 30),
+            ("30", ceiling(10, 60), 10),
+            ("5", ceiling(0, 60), 1),
+            ("999", ceiling(900, 120), 120),
+            ("abc", ceiling(30, 30), 30),
+            ("abc", ceiling(300, 300), 60),
+            ("10", ceiling(60, 0), 1),
+        ] {
+            let caps = Capabilities::from_frontmatter(&fm(&[("timeout", text(declared))]));
+            let g = intersect(&caps, &c, &ctx);
+            assert_eq!(
+                g.timeout,
+                Duration::from_secs(want),
+                "{declared} vs {}/{}",
+                c.timeout,
+                c.max_timeout
+            );
+        }
+    }
+
+    #[test]
+    fn network_and_trust_against_ceiling() {
+        for (asks, allows, want) in [
+            (true, true, true),
+            (true, false, false),
+            (false, true, false),
+            (false, false, false),
+        ] {
+            let caps = Capabilities {
+                network: asks,
+                ..Capabilities::default()
+            };
+            let c = Ceiling {
+                network: allows,
+                ..Ceiling::default()
+            };
+            let ctx = Context {
+                cwd: "/p".into(),
+                home: None,
+                core_trusted_source: false,
+            };
+            assert_eq!(intersect(&caps, &c, &ctx).network, want, "{asks} {allows}");
+        }
+        for (declared, core_source, want) in [
+            (Trust::Core, true, Trust::Core),
+            (Trust::Core, false, Trust::External),
+            (Trust::External, true, Trust::External),
+            (Trust::External, false, Trust::External),
+        ] {
+            let caps = Capabilities {
+                trust: declared,
+                ..Capabilities::default()
+            };
+            let ctx = Context {
+                cwd: "/p".into(),
+                home: None,
+                core_trusted_source: core_source,
+            };
+            let g = intersect(&caps, &Ceiling::default(), &ctx);
+            assert_eq!(g.trust, want, "{declared:?} from core source {core_source}");
+            assert_eq!(g.is_core(), want == Trust::Core);
+        }
+    }
+
+    #[test]
+    fn lexical_expansion() {
+        let cwd = Path::new("/home/u/proj");
+        let home = Some(Path::new("/home/u"));
+        for (input, home, want) in [
+            (".", home, Some("/home/u/proj")),
+            ("./data", home, Some("/home/u/proj/data")),
+            ("data/../..", home, Some("/home/u")),
+            ("./data/../..", home, Some("/home/u")),
+            ("../../../../..", home, Some("/")),
+            ("/etc/../etc/./ssl", home, Some("/etc/ssl")),
+            ("~", home, Some("/home/u")),
+            ("~/x", home, Some("/home/u/x")),
+            ("~//x", home, Some("/home/u/x")),
+            ("~/x", None, None),
+            ("~root/x", home, None),
+            ("", home, None),
+            ("a\0b", home, None),
+        ] {
+            assert_eq!(
+                expand_lexically(input, cwd, home),
+                want.map(PathBuf::from),
+                "{input:?}"
+            );
+        }
+        assert_eq!(expand_lexically("x", Path::new("rel"), None), None);
+    }
+}

@@ -1,0 +1,306 @@
+//! Remote commands: serve, export, fetch.
+
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::json;
+use skillcat::registry::Registry;
+use skillcat::serve::{self, SignatureLookup, Signed, Site, SiteOptions};
+use skillcat::sign::Statement;
+use skillcat::source::http::{FetchStatus, HttpOptions, HttpSource};
+
+use super::{FAULTS, Format, OK, USAGE};
+
+/// `skillcat serve` arguments.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Any source: a skill directory, a directory of skills, an archive, a registry, a URL.
+    pub source: String,
+    /// Address to listen on (`127.0.0.1:0` picks a free port).
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT")]
+    pub addr: SocketAddr,
+    /// Log one line per request on stderr.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// `skillcat export` arguments.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// Any source.
+    pub source: String,
+    /// The folder to write (created when missing; must be empty unless --force).
+    pub dir: PathBuf,
+    /// Write into a folder that is not empty (files are replaced, nothing is deleted).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `skillcat fetch` arguments.
+#[derive(Debug, clap::Args)]
+pub struct FetchArgs {
+    /// A site root (`https://host/`) or an index URL (`…/index.json`).
+    pub url: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// Where the detached signatures of a source's skills are: in the registry for a registry,
+/// else in `.minisig` files beside the source (as `skillcat sign` writes them).
+struct SpecSignatures {
+    spec: String,
+    single: bool,
+    registry: Option<Mutex<Option<Registry>>>,
+}
+
+impl SpecSignatures {
+    fn new(spec: &str, single: bool) -> Self {
+        let lower = spec.to_ascii_lowercase();
+        let is_registry =
+            lower.starts_with("sqlite:") || lower.ends_with(".db") || lower.ends_with(".sqlite");
+        let registry = is_registry.then(|| {
+            let path = spec.strip_prefix("sqlite:").unwrap_or(spec);
+            Mutex::new(Registry::open_read_only(path).ok())
+        });
+        SpecSignatures {
+            spec: spec.to_string(),
+            single,
+            registry,
+        }
+    }
+}
+
+impl SignatureLookup for SpecSignatures {
+    fn lookup(&self, name: &str, skill_digest: &str) -> Option<Signed> {
+        if let Some(reg) = &self.registry {
+            let guard = reg.lock().unwrap_or_else(PoisonError::into_inner);
+            let reg = guard.as_ref()?;
+            let info = reg.latest(name).ok()??;
+            if info.digest != skill_digest {
+                return None;
+            }
+            let release = reg.get(name, &info.version).ok()??;
+            let sig = release.signatures.into_iter().next()?;
+            return Some(Signed {
+                version: info.version,
+                signature: sig.text,
+            });
+        }
+        let path = super::trust::signature_path(&self.spec, name, self.single);
+        let text = std::fs::read_to_string(path).ok()?;
+        let comment = text
+            .lines()
+            .find_map(|l| l.strip_prefix("trusted comment: "))?;
+        let st = Statement::from_trusted_comment(comment).ok()?;
+        (st.name == name && st.digest == skill_digest).then(|| Signed {
+            version: st.version,
+            signature: text,
+        })
+    }
+}
+
+/// Opens and reads a source, builds the site from its valid skills and reports the others.
+async fn build_site(arg: &str) -> Result<(Site, usize), u8> {
+    let o = super::read::open_and_discover(arg).await?;
+    let opts = SiteOptions {
+        signatures: Some(Arc::new(SpecSignatures::new(arg, o.single))),
+        ..SiteOptions::default()
+    };
+    let (site, problems) = Site::from_discovery(&*o.src, &o.found, &opts)
+        .await
+        .map_err(|e| {
+            err!("Error: {e}");
+            USAGE
+        })?;
+    for p in &problems {
+        err!("warning: {p}");
+    }
+    Ok((site, problems.len()))
+}
+
+fn skills_word(n: usize) -> &'static str {
+    if n == 1 { "skill" } else { "skills" }
+}
+
+/// `skillcat serve SOURCE [--addr HOST:PORT] [--verbose]`
+pub async fn serve(a: ServeArgs) -> u8 {
+    let (site, _) = match build_site(&a.source).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let listener = match tokio::net::TcpListener::bind(a.addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            err!("Error: cannot listen on {}: {e}", a.addr);
+            return USAGE;
+        }
+    };
+    let local = listener.local_addr().unwrap_or(a.addr);
+    let n = site.skills().len();
+    out!("Serving {n} {} on http://{local}/", skills_word(n));
+    match serve::run(Arc::new(site), listener, a.verbose, serve::shutdown_signal()).await {
+        Ok(()) => {
+            err!("Stopped.");
+            OK
+        }
+        Err(e) => {
+            err!("Error: {e}");
+            FAULTS
+        }
+    }
+}
+
+/// `skillcat export SOURCE DIR [--force]`
+pub async fn export(a: ExportArgs) -> u8 {
+    let (site, problems) = match build_site(&a.source).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let n = site.skills().len();
+    let (dir, force) = (a.dir.clone(), a.force);
+    let result = tokio::task::spawn_blocking(move || serve::export(&site, &dir, force)).await;
+    match result {
+        Ok(Ok(done)) => {
+            out!(
+                "Exported {n} {} ({} files, {} bytes) to {}",
+                skills_word(n),
+                done.files,
+                done.bytes,
+                a.dir.display()
+            );
+            if problems > 0 { FAULTS } else { OK }
+        }
+        Ok(Err(e)) => {
+            err!("Error: {e}");
+            USAGE
+        }
+        Err(e) => {
+            err!("Error: {e}");
+            USAGE
+        }
+    }
+}
+
+fn status_word(s: FetchStatus) -> &'static str {
+    match s {
+        FetchStatus::Cached => "cached",
+        FetchStatus::Fetched => "fetched",
+        FetchStatus::NotCached => "not cached",
+        FetchStatus::Failed => "failed",
+    }
+}
+
+/// A progress bar on a terminal, nothing otherwise.
+fn progress(len: usize) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len as u64);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} skills  {msg}  {elapsed}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// `skillcat fetch URL` (with the global `--cache DIR` and `--offline`)
+pub async fn fetch(a: FetchArgs) -> u8 {
+    let src = match HttpSource::new(&a.url, HttpOptions::from(&super::globals().open)) {
+        Ok(s) => s,
+        Err(e) => {
+            err!("Error: {e}");
+            return USAGE;
+        }
+    };
+    let skills = match src.skills().await {
+        Ok(s) => s,
+        Err(e) => {
+            err!("Error: {e}");
+            return USAGE;
+        }
+    };
+    let bar = progress(skills.len());
+    let reports = src
+        .prefetch(|_| {
+            bar.inc(1);
+            bar.set_message(indicatif::HumanBytes(src.stats().bytes).to_string());
+        })
+        .await;
+    bar.finish_and_clear();
+    for w in src.warnings() {
+        err!("warning: {w}");
+    }
+    let reports = match reports {
+        Ok(r) => r,
+        Err(e) => {
+            err!("Error: {e}");
+            return USAGE;
+        }
+    };
+    let stats = src.stats();
+    let count = |s: FetchStatus| reports.iter().filter(|r| r.status == s).count();
+    let (fetched, cached, missing, failed) = (
+        count(FetchStatus::Fetched),
+        count(FetchStatus::Cached),
+        count(FetchStatus::NotCached),
+        count(FetchStatus::Failed),
+    );
+    let cache = src
+        .cache_dir()
+        .map_or_else(|| "(none)".to_string(), |d: &Path| d.display().to_string());
+    match a.format {
+        Format::Text => {
+            let mut out = std::io::stdout().lock();
+            for r in &reports {
+                let s = &r.skill;
+                let _ = writeln!(
+                    out,
+                    "{}  {}  {}  {}",
+                    s.name,
+                    s.version.as_deref().unwrap_or("-"),
+                    s.digest.as_deref().or(s.skill_digest.as_deref()).unwrap_or("-"),
+                    status_word(r.status)
+                );
+            }
+            let _ = writeln!(
+                out,
+                "{} {} from {}: {fetched} fetched, {cached} already cached, {missing} not cached, \
+                 {failed} failed ({} requests, {} not modified, {} bytes received); cache: {cache}",
+                reports.len(),
+                skills_word(reports.len()),
+                src.index_url().unwrap_or_else(|| src.url().to_string()),
+                stats.requests,
+                stats.not_modified,
+                stats.bytes,
+            );
+        }
+        Format::Json => {
+            let skills: Vec<_> = reports
+                .iter()
+                .map(|r| {
+                    json!({"name": r.skill.name, "version": r.skill.version, "type": r.skill.kind,
+                           "digest": r.skill.digest, "skill_digest": r.skill.skill_digest,
+                           "signed": r.skill.signature.is_some(), "status": status_word(r.status),
+                           "message": r.message})
+                })
+                .collect();
+            let doc = json!({
+                "url": src.url(), "index": src.index_url(), "cache": cache, "skills": skills,
+                "stats": {"requests": stats.requests, "not_modified": stats.not_modified,
+                          "bytes": stats.bytes, "from_cache": stats.from_cache,
+                          "downloaded": stats.downloaded},
+            });
+            out!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        }
+    }
+    for r in &reports {
+        if let Some(m) = &r.message {
+            err!("Error: {}: {m}", r.skill.name);
+        }
+    }
+    if missing + failed > 0 { FAULTS } else { OK }
+}

@@ -1,0 +1,349 @@
+//! The lexical ranker: field-weighted BM25 (BM25F) over an inverted index built once.
+//!
+//! ```text
+//! terms   HashMap<term, id>                         "csv" → 17
+//! offsets [u32; terms + 1]                          postings of term t: offsets[t]..offsets[t + 1]
+//! postings [(skill: u32, impact: f32)]              sorted by skill within a term
+//! ```
+//!
+//! A skill's fields are its name, description and body, plus the character grams of its name
+//! and description (see [`tokenize`](super::tokenize)). For a term t and skill d,
+//!
+//! ```text
+//! tf~(t, d)  = Σ_field  weight_f · tf_f(t, d) / (1 − b + b · len_f(d) / avg_len_f)
+//! impact     = idf(t) · tf~ / (k1 + tf~)          idf(t) = ln(1 + (N − n_t + 0.5) / (n_t + 0.5))
+//! score(q,d) = Σ_{t ∈ terms(q), deduplicated} impact(t, d)
+//! ```
+//!
+//! with `n_t` the number of skills holding t in any field. Everything but the sum is computed at
+//! build time, so a query looks up its terms, adds their postings into one score per skill and
+//! keeps the best k with a heap of size k.
+
+use std::collections::HashMap;
+
+use super::tokenize::{for_each_gram, for_each_term};
+use super::{Hit, SkillDoc, top_k};
+
+/// The ranker's parameters. The defaults are the usual BM25 constants and field weights chosen
+/// before looking at any evaluation data, except [`gram_weight`](Bm25Params::gram_weight) (see
+/// `docs/matching.md`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bm25Params {
+    /// Term-frequency saturation (1.2).
+    pub k1: f32,
+    /// Length normalisation, the same for every field (0.75).
+    pub b: f32,
+    /// Weight of the name (3.0): a message that names the skill, or its words, is strong
+    /// evidence.
+    pub name_weight: f32,
+    /// Weight of the description (1.0): what the skill does and when to use it.
+    pub description_weight: f32,
+    /// Weight of the body (0.3): instructions mention many things a skill is not about.
+    pub body_weight: f32,
+    /// Weight of the character grams of name and description (0.1): a tie-breaker, not a match.
+    pub gram_weight: f32,
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        Bm25Params {
+            k1: 1.2,
+            b: 0.75,
+            name_weight: 3.0,
+            description_weight: 1.0,
+            body_weight: 0.3,
+            gram_weight: 0.1,
+        }
+    }
+}
+
+/// Fields, in the order of the per-field arrays below.
+const FIELDS: usize = 4;
+const NAME: usize = 0;
+const DESCRIPTION: usize = 1;
+const BODY: usize = 2;
+const GRAMS: usize = 3;
+
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    skill: u32,
+    impact: f32,
+}
+
+/// A BM25F index over a list of skills, built once (see the [module docs](self)).
+#[derive(Debug, Clone)]
+pub struct Index {
+    terms: HashMap<Box<str>, u32>,
+    offsets: Vec<u32>,
+    postings: Vec<Posting>,
+    len: usize,
+    params: Bm25Params,
+}
+
+/// Per-field raw counts of one term in one skill, while building.
+#[derive(Debug, Clone, Copy)]
+struct RawPosting {
+    skill: u32,
+    tf: [u16; FIELDS],
+}
+
+impl Index {
+    /// Indexes `docs` with the default parameters. Hits name skills by their position in `docs`.
+    pub fn build(docs: &[SkillDoc<'_>]) -> Index {
+        Self::build_with(docs, Bm25Params::default())
+    }
+
+    /// Indexes `docs` with `params`.
+    ///
+    /// # Panics
+    ///
+    /// With more than `u32::MAX` skills or distinct terms.
+    pub fn build_with(docs: &[SkillDoc<'_>], params: Bm25Params) -> Index {
+        let n = u32::try_from(docs.len()).expect("fewer than 2^32 skills");
+        let mut terms: HashMap<Box<str>, u32> = HashMap::new();
+        let mut raw: Vec<Vec<RawPosting>> = Vec::new();
+        let mut lengths: Vec<[u32; FIELDS]> = Vec::with_capacity(docs.len());
+        for (skill, doc) in (0..n).zip(docs) {
+            let mut len = [0u32; FIELDS];
+            let mut add = |field: usize, term: &str| {
+                len[field] += 1;
+                let id = match terms.get(term) {
+                    Some(&id) => id,
+                    None => {
+                        let id = u32::try_from(raw.len()).expect("fewer than 2^32 terms");
+                        terms.insert(term.into(), id);
+                        raw.push(Vec::new());
+                        id
+                    }
+                };
+                let list = &mut raw[id as usize];
+                match list.last_mut() {
+                    Some(p) if p.skill == skill => p.tf[field] = p.tf[field].saturating_add(1),
+                    _ => {
+                        let mut tf = [0; FIELDS];
+                        tf[field] = 1;
+                        list.push(RawPosting { skill, tf });
+                    }
+                }
+            };
+            for_each_term(&doc.name, |t| add(NAME, t));
+            for_each_term(&doc.description, |t| add(DESCRIPTION, t));
+            for_each_term(&doc.body, |t| add(BODY, t));
+            for_each_gram(&doc.name, |g| add(GRAMS, g));
+            for_each_gram(&doc.description, |g| add(GRAMS, g));
+            lengths.push(len);
+        }
+
+        let mut avg = [0f64; FIELDS];
+        for len in &lengths {
+            for (a, l) in avg.iter_mut().zip(len) {
+                *a += f64::from(*l);
+            }
+        }
+        for a in &mut avg {
+            *a /= f64::from(n.max(1));
+        }
+        let weights = [
+            params.name_weight,
+            params.description_weight,
+            params.body_weight,
+            params.gram_weight,
+        ];
+        let b = f64::from(params.b);
+        let k1 = f64::from(params.k1);
+        // 1 / (1 − b + b · len / avg) for every skill and field.
+        let inv_norm: Vec<[f64; FIELDS]> = lengths
+            .iter()
+            .map(|len| {
+                let mut out = [1.0; FIELDS];
+                for f in 0..FIELDS {
+                    if avg[f] > 0.0 {
+                        out[f] = 1.0 / (1.0 - b + b * f64::from(len[f]) / avg[f]);
+                    }
+                }
+                out
+            })
+            .collect();
+
+        let total: usize = raw.iter().map(Vec::len).sum();
+        let mut offsets = Vec::with_capacity(raw.len() + 1);
+        let mut postings = Vec::with_capacity(total);
+        offsets.push(0);
+        for list in raw {
+            let df = list.len() as f64;
+            let idf = (1.0 + (f64::from(n) - df + 0.5) / (df + 0.5)).ln();
+            for p in &list {
+                let norm = &inv_norm[p.skill as usize];
+                let tf: f64 = (0..FIELDS)
+                    .map(|f| f64::from(weights[f]) * f64::from(p.tf[f]) * norm[f])
+                    .sum();
+                let impact = idf * tf / (k1 + tf);
+                postings.push(Posting {
+                    skill: p.skill,
+                    impact: impact as f32,
+                });
+            }
+            offsets.push(u32::try_from(postings.len()).expect("fewer than 2^32 postings"));
+        }
+        terms.shrink_to_fit();
+        Index {
+            terms,
+            offsets,
+            postings,
+            len: docs.len(),
+            params,
+        }
+    }
+
+    /// The number of skills indexed.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no skill is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The parameters the index was built with.
+    pub fn params(&self) -> &Bm25Params {
+        &self.params
+    }
+
+    /// The number of distinct terms (words, wholes and grams) and of postings: the size of the
+    /// index.
+    pub fn stats(&self) -> (usize, usize) {
+        (self.terms.len(), self.postings.len())
+    }
+
+    /// The best `k` skills for `message`, best first; only skills that share a term with it.
+    /// Equal scores keep the order of the skills given to [`build`](Index::build).
+    pub fn search(&self, message: &str, k: usize) -> Vec<Hit> {
+        let mut scores = vec![0f32; self.len];
+        self.scores_into(message, &mut scores);
+        top_k(
+            scores
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| **s > 0.0)
+                .map(|(i, s)| (i, *s)),
+            k,
+        )
+    }
+
+    /// Adds the score of `message` for every skill into `scores` (one slot per skill).
+    ///
+    /// # Panics
+    ///
+    /// When `scores` is shorter than [`len`](Index::len).
+    pub fn scores_into(&self, message: &str, scores: &mut [f32]) {
+        assert!(scores.len() >= self.len, "one score slot per skill");
+        let mut ids: Vec<u32> = Vec::new();
+        let mut look = |t: &str| {
+            if let Some(&id) = self.terms.get(t) {
+                ids.push(id);
+            }
+        };
+        for_each_term(message, &mut look);
+        for_each_gram(message, &mut look);
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            let (from, to) = (self.offsets[id as usize], self.offsets[id as usize + 1]);
+            for p in &self.postings[from as usize..to as usize] {
+                scores[p.skill as usize] += p.impact;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn docs() -> Vec<SkillDoc<'static>> {
+        vec![
+            SkillDoc::new(
+                "csv-cleaner",
+                "Profile and clean CSV exports: blank and duplicate rows, stray whitespace.",
+                "Run the profiler first, then write a cleaned copy.",
+            ),
+            SkillDoc::new(
+                "pdf-forms",
+                "Inspect the fillable fields of a PDF form and prepare the values to fill it.",
+                "Read the fields with the script; never guess a field name.",
+            ),
+            SkillDoc::new(
+                "log-search",
+                "Search application and server logs for errors and spikes.",
+                "Start from the newest log file. Clean output helps.",
+            ),
+        ]
+    }
+
+    fn names(index: &Index, docs: &[SkillDoc<'_>], message: &str) -> Vec<String> {
+        index
+            .search(message, 10)
+            .iter()
+            .map(|h| docs[h.index].name.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_obvious_skill_comes_first() {
+        let docs = docs();
+        let index = Index::build(&docs);
+        for (message, want) in [
+            ("please clean up this csv export", "csv-cleaner"),
+            ("which fields does this PDF form have?", "pdf-forms"),
+            (
+                "why are there so many errors in the server logs",
+                "log-search",
+            ),
+            ("run csv_cleaner", "csv-cleaner"),
+        ] {
+            assert_eq!(names(&index, &docs, message)[0], want, "{message:?}");
+        }
+    }
+
+    #[test]
+    fn nothing_shared_nothing_returned() {
+        let docs = docs();
+        let index = Index::build(&docs);
+        assert!(index.search("zzz qqq", 5).is_empty());
+        assert!(index.search("", 5).is_empty());
+        assert!(index.search("the of and", 5).is_empty());
+        assert!(index.search("csv", 0).is_empty());
+        assert!(Index::build(&[]).search("csv", 3).is_empty());
+    }
+
+    #[test]
+    fn the_name_outweighs_the_body() {
+        // "clean" is in csv-cleaner's name and in log-search's body.
+        let docs = docs();
+        let index = Index::build(&docs);
+        let hits = index.search("clean", 3);
+        assert_eq!(docs[hits[0].index].name, "csv-cleaner");
+        assert!(hits.iter().all(|h| h.score > 0.0));
+        assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+    }
+
+    #[test]
+    fn a_repeated_word_counts_once() {
+        let docs = docs();
+        let index = Index::build(&docs);
+        assert_eq!(index.search("pdf", 1), index.search("pdf pdf PDF", 1));
+    }
+
+    #[test]
+    fn ties_keep_catalog_order() {
+        let twins = vec![
+            SkillDoc::new("alpha", "deploy the service", ""),
+            SkillDoc::new("gamma", "deploy the service", ""),
+        ];
+        let index = Index::build(&twins);
+        let hits = index.search("deploy", 2);
+        assert_eq!(hits.iter().map(|h| h.index).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(hits[0].score, hits[1].score);
+    }
+}

@@ -1,0 +1,255 @@
+//! [`RegistryError`]: what a registry operation refuses or fails at, one variant per cause.
+
+use crate::document::Fault;
+use crate::sign::SignError;
+
+/// A registry problem. Refusals (an invalid skill, an immutable version, a missing signature)
+/// and failures (SQLite, the source) are told apart by [`is_refusal`](Self::is_refusal).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// SQLite failed on the registry at `path`.
+    #[error("registry {path}: {source}")]
+    Sqlite {
+        /// The registry file.
+        path: String,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The file is not a skillcat registry (another SQLite database, or not SQLite at all).
+    #[error("{path} is not a skillcat registry: {reason}")]
+    NotARegistry {
+        /// The file.
+        path: String,
+        /// What gave it away.
+        reason: String,
+    },
+    /// The registry's schema is newer than this build understands.
+    #[error(
+        "registry {path} has schema version {found}, newer than the {supported} this skillcat \
+         supports: upgrade skillcat to use it"
+    )]
+    SchemaTooNew {
+        /// The registry file.
+        path: String,
+        /// Its `PRAGMA user_version`.
+        found: u32,
+        /// The newest schema version this build has migrations for.
+        supported: u32,
+    },
+    /// A read-only open found a schema older than this build's; a read-write open migrates it.
+    #[error(
+        "registry {path} has schema version {found}, older than {supported}: open it \
+         read-write once (any `skillcat registry` write) to migrate it"
+    )]
+    SchemaTooOld {
+        /// The registry file.
+        path: String,
+        /// Its `PRAGMA user_version`.
+        found: u32,
+        /// The schema version this build expects.
+        supported: u32,
+    },
+    /// There is no registry at `path`.
+    #[error("registry {path} does not exist (create it with `skillcat registry init {path}`)")]
+    Missing {
+        /// The path given.
+        path: String,
+    },
+    /// `init` on a path that already holds something.
+    #[error("{path} already exists; a registry is created only on a new (or empty) file")]
+    AlreadyExists {
+        /// The file.
+        path: String,
+    },
+    /// No such skill, version or file.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The skill fails validation (or is not a skill document at all); nothing was written.
+    #[error("{location}: invalid skill: {}", join_faults(.faults))]
+    InvalidSkill {
+        /// Where the skill is.
+        location: String,
+        /// Every fault, in the validator's order.
+        faults: Vec<Fault>,
+    },
+    /// Reading the skill from its source failed.
+    #[error(transparent)]
+    Source(#[from] crate::Error),
+    /// No version was given and the skill has no `metadata.version`.
+    #[error(
+        "{name}: the skill has no metadata.version; pass a version to publish it \
+         (`--version 1.0.0`)"
+    )]
+    MissingVersion {
+        /// The skill.
+        name: String,
+    },
+    /// The version is not semver.
+    #[error("{name}: version {version:?} is not a semantic version (MAJOR.MINOR.PATCH): {reason}")]
+    BadVersion {
+        /// The skill.
+        name: String,
+        /// The text given.
+        version: String,
+        /// The parser's complaint.
+        reason: String,
+    },
+    /// A `NAME@VERSION` (or root) that cannot be read.
+    #[error("{spec:?}: {reason}")]
+    BadSpec {
+        /// The text given.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `name@version` is already published with other content.
+    #[error(
+        "{name}@{version} is already published with different content ({what}); a published \
+         version is immutable: publish a new version"
+    )]
+    Immutable {
+        /// The skill.
+        name: String,
+        /// The version.
+        version: String,
+        /// What differs (the skill digests, or the executable bits).
+        what: String,
+    },
+    /// Another version with the same precedence exists (they differ only in build metadata).
+    #[error(
+        "{name}@{version} would have the same precedence as the published {existing} (versions \
+         that differ only in build metadata are one version)"
+    )]
+    VersionConflict {
+        /// The skill.
+        name: String,
+        /// The version asked for.
+        version: String,
+        /// The version already there.
+        existing: String,
+    },
+    /// A file path the registry cannot hold (not canonical, or a case-fold twin of another).
+    #[error("{name}: file {path:?} refused: {reason}")]
+    BadPath {
+        /// The skill.
+        name: String,
+        /// The path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// A keyring was given and the skill has no signature.
+    #[error("{name}@{version} is not signed, and a keyring requires a signature")]
+    Unsigned {
+        /// The skill.
+        name: String,
+        /// The version.
+        version: String,
+    },
+    /// The signature does not verify (or, without a keyring, names another statement).
+    #[error("{name}@{version}: bad signature: {source}")]
+    BadSignature {
+        /// The skill.
+        name: String,
+        /// The version.
+        version: String,
+        /// Why.
+        #[source]
+        source: Box<SignError>,
+    },
+    /// The registry was opened read-only and a write was asked for.
+    #[error("registry {path} is open read-only")]
+    ReadOnly {
+        /// The registry file.
+        path: String,
+    },
+    /// What the registry holds does not hash to its address (a damaged or altered file).
+    #[error("registry {path}: {what}: digest mismatch (expected {expected}, got {actual})")]
+    Corrupt {
+        /// The registry file.
+        path: String,
+        /// The blob or version.
+        what: String,
+        /// The digest it is stored under.
+        expected: String,
+        /// The digest of the bytes held.
+        actual: String,
+    },
+}
+
+impl RegistryError {
+    /// Whether this is a refusal of what was asked (exit 1 on the command line) rather than a
+    /// failure to read or write (exit 2).
+    pub fn is_refusal(&self) -> bool {
+        use RegistryError::*;
+        match self {
+            InvalidSkill { .. }
+            | MissingVersion { .. }
+            | BadVersion { .. }
+            | Immutable { .. }
+            | VersionConflict { .. }
+            | BadPath { .. }
+            | Unsigned { .. }
+            | BadSignature { .. }
+            | AlreadyExists { .. }
+            | NotFound(_)
+            | Corrupt { .. } => true,
+            Source(crate::Error::InvalidSkill { .. }) => true,
+            Sqlite { .. }
+            | NotARegistry { .. }
+            | SchemaTooNew { .. }
+            | SchemaTooOld { .. }
+            | Missing { .. }
+            | Source(_)
+            | BadSpec { .. }
+            | ReadOnly { .. } => false,
+        }
+    }
+
+    /// The validation faults, for [`InvalidSkill`](Self::InvalidSkill).
+    pub fn faults(&self) -> &[Fault] {
+        match self {
+            RegistryError::InvalidSkill { faults, .. } => faults,
+            _ => &[],
+        }
+    }
+}
+
+fn join_faults(faults: &[Fault]) -> String {
+    faults
+        .iter()
+        .map(Fault::message)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl From<RegistryError> for crate::Error {
+    /// Into the library's error: not-found stays not-found, a damaged blob is a digest
+    /// mismatch, a SQLite failure an I/O error naming the registry, the rest an invalid request.
+    fn from(e: RegistryError) -> Self {
+        match e {
+            RegistryError::NotFound(what) => crate::Error::NotFound(what),
+            RegistryError::Missing { path } => crate::Error::NotFound(path),
+            RegistryError::Source(inner) => inner,
+            RegistryError::Sqlite { path, source } => {
+                crate::Error::io(path, std::io::Error::other(source))
+            }
+            RegistryError::Corrupt {
+                path,
+                what,
+                expected,
+                actual,
+            } => crate::Error::DigestMismatch {
+                what: format!("{path}: {what}"),
+                expected,
+                actual,
+            },
+            RegistryError::BadSpec { spec, reason } => {
+                crate::Error::PathRejected { path: spec, reason }
+            }
+            other => crate::Error::Invalid(other.to_string()),
+        }
+    }
+}

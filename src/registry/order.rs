@@ -1,0 +1,114 @@
+//! Version order: semver precedence, computed in Rust (SQLite cannot sort `1.10.0` after
+//! `1.9.0`, nor pre-releases before their release).
+
+use std::cmp::Ordering;
+
+use super::RegistryError;
+
+/// Parses a version for publishing: trimmed, strict semver (`MAJOR.MINOR.PATCH`, optional
+/// `-pre` and `+build`). `name` is for the error.
+pub fn parse_version(name: &str, text: &str) -> Result<semver::Version, RegistryError> {
+    semver::Version::parse(text.trim()).map_err(|e| RegistryError::BadVersion {
+        name: name.to_string(),
+        version: text.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Total order for listing: semver precedence, then build metadata, then the text (a
+/// version that does not parse, which a registry never stores, sorts first).
+pub(super) fn compare(a: &str, b: &str) -> Ordering {
+    match (semver::Version::parse(a), semver::Version::parse(b)) {
+        (Ok(x), Ok(y)) => x.cmp(&y).then_with(|| a.cmp(b)),
+        (Err(_), Ok(_)) => Ordering::Less,
+        (Ok(_), Err(_)) => Ordering::Greater,
+        (Err(_), Err(_)) => a.cmp(b),
+    }
+}
+
+/// The key of the highest version among `(key, version text)` pairs.
+pub(super) fn highest<K: Copy>(versions: impl IntoIterator<Item = (K, String)>) -> Option<K> {
+    versions
+        .into_iter()
+        .max_by(|a, b| compare(&a.1, &b.1))
+        .map(|(key, _)| key)
+}
+
+/// The version among `existing` that has the same precedence as `v` but another text
+/// (`1.0.0+a` against `1.0.0+b`): they would be one version to anyone comparing.
+pub(super) fn same_precedence<'a>(
+    v: &semver::Version,
+    existing: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let text = v.to_string();
+    existing.into_iter().find(|e| {
+        *e != text
+            && semver::Version::parse(e).is_ok_and(|x| x.cmp_precedence(v) == Ordering::Equal)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorts_by_semver_not_text() {
+        let mut v = vec![
+            "1.10.0",
+            "1.9.0",
+            "1.0.0-rc.1",
+            "1.0.0",
+            "0.9.0",
+            "1.0.0-alpha",
+            "2.0.0-beta.2",
+            "2.0.0-beta.11",
+        ];
+        v.sort_by(|a, b| compare(a, b));
+        assert_eq!(
+            v,
+            [
+                "0.9.0",
+                "1.0.0-alpha",
+                "1.0.0-rc.1",
+                "1.0.0",
+                "1.9.0",
+                "1.10.0",
+                "2.0.0-beta.2",
+                "2.0.0-beta.11"
+            ]
+        );
+    }
+
+    #[test]
+    fn highest_picks_the_greatest_precedence() {
+        let v = [
+            (1, "1.9.0".to_string()),
+            (2, "1.10.0".to_string()),
+            (3, "1.10.0-rc.1".to_string()),
+        ];
+        assert_eq!(highest(v), Some(2));
+        assert_eq!(highest(Vec::<(i32, String)>::new()), None);
+    }
+
+    #[test]
+    fn build_metadata_twins_are_found() {
+        let v = semver::Version::parse("1.0.0+b").unwrap();
+        assert_eq!(same_precedence(&v, ["0.9.0", "1.0.0+a"]), Some("1.0.0+a"));
+        assert_eq!(same_precedence(&v, ["1.0.0+b"]), None);
+        assert_eq!(same_precedence(&v, ["1.0.0-rc.1"]), None);
+    }
+
+    #[test]
+    fn parse_is_strict_and_trims() {
+        assert_eq!(parse_version("x", " 1.2.3 ").unwrap().to_string(), "1.2.3");
+        for bad in ["1.2", "v1.2.3", "01.2.3", "", "1.2.3.4", "latest"] {
+            assert!(
+                matches!(
+                    parse_version("x", bad),
+                    Err(RegistryError::BadVersion { .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
+}

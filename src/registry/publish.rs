@@ -1,0 +1,489 @@
+//! Publishing: [`prepare`] reads, validates, hashes and verifies a skill (async, no database);
+//! [`Registry::commit`] writes it in one `BEGIN IMMEDIATE` transaction (blocking, brief).
+//! [`Registry::publish`] does both.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use serde::Serialize;
+
+use super::{Registry, RegistryError, Result, order, query};
+use crate::archive::{check_canonical, fold_key};
+use crate::digest::{self, Manifest};
+use crate::document::ValidateOptions;
+use crate::sign::{self, Keyring, SignError, Statement};
+use crate::source::{Source, SourceExt, join_path};
+
+/// How to publish.
+#[derive(Debug, Clone, Default)]
+pub struct PublishOptions<'a> {
+    /// The version to publish as; by default the skill's `metadata.version`. Either must be
+    /// semver.
+    pub version: Option<String>,
+    /// The detached signature (`.minisig` text) of the skill's statement, stored with the
+    /// version.
+    pub signature: Option<String>,
+    /// When given, the skill must carry a signature that verifies against this keyring.
+    pub keyring: Option<&'a Keyring>,
+    /// Validation settings (extension fields allowed, limits).
+    pub validate: ValidateOptions,
+}
+
+/// What a publish did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// A new version was written.
+    Published,
+    /// The same content was already published under this version: nothing was written
+    /// (except a signature by a key not recorded yet, see [`Published::signature_added`]).
+    Unchanged,
+}
+
+/// The result of a publish.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Published {
+    /// The skill's name.
+    pub name: String,
+    /// The version.
+    pub version: String,
+    /// The skill digest.
+    pub digest: String,
+    /// Written, or already there.
+    pub outcome: Outcome,
+    /// How many files the version has.
+    pub files: usize,
+    /// How many of their contents were new to the registry (the rest were deduplicated).
+    pub new_blobs: usize,
+    /// The key whose signature came with this publish.
+    pub signed_by: Option<String>,
+    /// Whether that signature was stored by this publish.
+    pub signature_added: bool,
+    /// Whether the version is now the skill's `latest`.
+    pub latest: bool,
+}
+
+struct PreparedFile {
+    path: String,
+    fold: String,
+    sha256: [u8; 32],
+    bytes: Bytes,
+    executable: bool,
+}
+
+struct PreparedSignature {
+    key_id: String,
+    text: String,
+}
+
+/// A skill read, validated, hashed and (when asked) verified: ready to [`commit`](Registry::commit).
+pub struct Prepared {
+    location: String,
+    semver: semver::Version,
+    manifest: Manifest,
+    manifest_json: String,
+    digest: [u8; 32],
+    description: String,
+    body: String,
+    files: Vec<PreparedFile>,
+    signature: Option<PreparedSignature>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("name", &self.manifest.name)
+            .field("version", &self.manifest.version)
+            .field("digest", &self.manifest.digest)
+            .field("files", &self.files.len())
+            .finish()
+    }
+}
+
+impl Prepared {
+    /// The skill's name.
+    pub fn name(&self) -> &str {
+        &self.manifest.name
+    }
+
+    /// The version it will be published as.
+    pub fn version(&self) -> &str {
+        &self.manifest.version
+    }
+
+    /// Its manifest, computed from the bytes read.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Where the skill was read from.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The key id of the signature that comes with it.
+    pub fn signed_by(&self) -> Option<&str> {
+        self.signature.as_ref().map(|s| s.key_id.as_str())
+    }
+}
+
+/// Reads the skill at `root` of `source` and gets it ready to publish: it must load and
+/// validate (else [`RegistryError::InvalidSkill`] with every fault), have a semver version
+/// (given, or `metadata.version`), and, with a keyring, a signature that verifies against the
+/// statement recomputed from the bytes read. Without a keyring a signature is checked for form
+/// and for naming this very statement.
+pub async fn prepare(
+    source: &dyn Source,
+    root: &str,
+    opts: &PublishOptions<'_>,
+) -> Result<Prepared> {
+    let skill = source.load(root).await.map_err(|e| match e {
+        crate::Error::InvalidSkill { path, fault } => RegistryError::InvalidSkill {
+            location: path,
+            faults: vec![fault],
+        },
+        other => RegistryError::Source(other),
+    })?;
+    let faults = skill.validate(&opts.validate);
+    if !faults.is_empty() {
+        return Err(RegistryError::InvalidSkill {
+            location: skill.location().to_string(),
+            faults,
+        });
+    }
+    let name = skill.name();
+    let version_text = match (&opts.version, skill.version()) {
+        (Some(v), _) => v.clone(),
+        (None, Some(v)) if !v.is_empty() => v.to_string(),
+        (None, _) => return Err(RegistryError::MissingVersion { name }),
+    };
+    let semver = order::parse_version(&name, &version_text)?;
+    let version = semver.to_string();
+
+    let mut files = Vec::with_capacity(skill.files().len());
+    let mut folds: HashMap<String, String> = HashMap::new();
+    for entry in skill.files() {
+        let bad = |reason: String| RegistryError::BadPath {
+            name: name.clone(),
+            path: entry.path.clone(),
+            reason,
+        };
+        check_canonical(&entry.path).map_err(|rule| bad(rule.to_string()))?;
+        let fold = fold_key(&entry.path);
+        if let Some(other) = folds.insert(fold.clone(), entry.path.clone()) {
+            return Err(bad(format!(
+                "it names the same file as {other:?} on a case-insensitive file system"
+            )));
+        }
+        let bytes = source.read(&join_path(root, &entry.path)).await?;
+        files.push(PreparedFile {
+            path: entry.path.clone(),
+            fold,
+            sha256: [0; 32],
+            bytes,
+            executable: entry.executable,
+        });
+    }
+    // The manifest hashes every file once; the blob addresses are taken from it.
+    let manifest = Manifest::build(
+        &name,
+        &version,
+        files
+            .iter()
+            .map(|f| (f.path.as_str(), &f.bytes[..], f.executable)),
+    );
+    let hashes: HashMap<&str, &str> = manifest
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.digest.as_str()))
+        .collect();
+    for f in &mut files {
+        let hash = hashes
+            .get(f.path.as_str())
+            .and_then(|d| digest::parse_digest(d));
+        f.sha256 = hash.expect("Manifest::build lists every file as sha256:<hex>");
+    }
+    let digest =
+        digest::parse_digest(&manifest.digest).expect("Manifest::build writes sha256:<hex>");
+    let bad_signature = |source: SignError| RegistryError::BadSignature {
+        name: name.clone(),
+        version: version.clone(),
+        source: Box::new(source),
+    };
+    let signature = match (&opts.signature, opts.keyring) {
+        (None, Some(_)) => return Err(RegistryError::Unsigned { name, version }),
+        (None, None) => None,
+        (Some(text), Some(keyring)) => {
+            let verified = sign::verify(&manifest, text, keyring, &name).map_err(bad_signature)?;
+            Some(PreparedSignature {
+                key_id: verified.key_id,
+                text: text.clone(),
+            })
+        }
+        (Some(text), None) => {
+            let key_id = check_unverified(&manifest, text).map_err(bad_signature)?;
+            Some(PreparedSignature {
+                key_id,
+                text: text.clone(),
+            })
+        }
+    };
+    Ok(Prepared {
+        location: skill.location().to_string(),
+        semver,
+        manifest_json: String::from_utf8(manifest.to_canonical_json()).expect("JSON is UTF-8"),
+        manifest,
+        digest,
+        description: skill.description().to_string(),
+        body: skill.body().to_string(),
+        files,
+        signature,
+    })
+}
+
+/// Without a keyring a signature cannot be authenticated, but it can be checked for form and
+/// for naming the statement recomputed here (so a signature of another version or of other
+/// content is refused, not stored to fail every later verification). Returns its key id.
+fn check_unverified(manifest: &Manifest, text: &str) -> std::result::Result<String, SignError> {
+    let bad = |reason: String| SignError::MalformedSignature { reason };
+    let sig = minisign::SignatureBox::from_string(text).map_err(|e| bad(e.to_string()))?;
+    let mut id = [0u8; 8];
+    let keynum = sig.keynum();
+    if keynum.len() != 8 {
+        return Err(bad("the key id is not 8 bytes".into()));
+    }
+    id.copy_from_slice(keynum);
+    let key_id = format!("{:016X}", u64::from_le_bytes(id));
+    if !sig.is_prehashed() {
+        return Err(SignError::LegacySignature { key_id });
+    }
+    let comment = sig.trusted_comment().map_err(|e| bad(e.to_string()))?;
+    let expected = Statement::from_manifest(manifest)?;
+    let claimed = Statement::from_trusted_comment(&comment)?;
+    if claimed != expected {
+        let mut differences = Vec::new();
+        for (field, want, got) in [
+            ("name", &expected.name, &claimed.name),
+            ("version", &expected.version, &claimed.version),
+            ("digest", &expected.digest, &claimed.digest),
+            ("manifest", &expected.manifest, &claimed.manifest),
+        ] {
+            if want != got {
+                differences.push(format!("{field}: publishing {want:?}, signed {got:?}"));
+            }
+        }
+        return Err(SignError::TrustedCommentMismatch {
+            expected: expected.to_trusted_comment(),
+            actual: comment,
+            differences: differences.join("; "),
+        });
+    }
+    Ok(key_id)
+}
+
+impl Registry {
+    /// Publishes the skill at `root` of `source`: [`prepare`], then [`commit`](Self::commit).
+    ///
+    /// The commit is a short blocking SQLite transaction run on the calling thread; a server
+    /// that must not block its runtime calls [`prepare`] itself and runs `commit` in
+    /// `spawn_blocking`.
+    pub async fn publish(
+        &mut self,
+        source: &dyn Source,
+        root: &str,
+        opts: &PublishOptions<'_>,
+    ) -> Result<Published> {
+        let prepared = prepare(source, root, opts).await?;
+        self.commit(&prepared)
+    }
+
+    /// Writes a prepared skill in one `BEGIN IMMEDIATE` transaction: blobs (deduplicated by
+    /// sha256), the version, its files and signature, the `latest` tag and the search row.
+    ///
+    /// The same content under an existing `name@version` changes nothing
+    /// ([`Outcome::Unchanged`]; a signature by a key not yet recorded is added); other content
+    /// is [`RegistryError::Immutable`].
+    pub fn commit(&mut self, p: &Prepared) -> Result<Published> {
+        if self.read_only {
+            return Err(RegistryError::ReadOnly {
+                path: self.shown.clone(),
+            });
+        }
+        let name = p.name().to_string();
+        let version = p.version().to_string();
+        let shown = &self.shown;
+        let sql = |source| RegistryError::Sqlite {
+            path: shown.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let mut published = Published {
+            name: name.clone(),
+            version: version.clone(),
+            digest: p.manifest.digest.clone(),
+            outcome: Outcome::Published,
+            files: p.files.len(),
+            new_blobs: 0,
+            signed_by: p.signed_by().map(str::to_string),
+            signature_added: false,
+            latest: false,
+        };
+
+        tx.execute(
+            "INSERT INTO skill (name) VALUES (?1) ON CONFLICT (name) DO NOTHING",
+            [&name],
+        )
+        .map_err(sql)?;
+        let skill_id: i64 = tx
+            .query_row("SELECT id FROM skill WHERE name = ?1", [&name], |r| {
+                r.get(0)
+            })
+            .map_err(sql)?;
+        let existing: Vec<(i64, String)> = {
+            let mut stmt = tx
+                .prepare_cached("SELECT id, version FROM version WHERE skill_id = ?1")
+                .map_err(sql)?;
+            stmt.query_map([skill_id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .and_then(Iterator::collect)
+                .map_err(sql)?
+        };
+        if let Some((id, _)) = existing.iter().find(|(_, v)| *v == version) {
+            let (stored_digest, stored_manifest): (Vec<u8>, String) = tx
+                .query_row(
+                    "SELECT skill_digest, manifest FROM version WHERE id = ?1",
+                    [id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(sql)?;
+            if stored_digest[..] != p.digest[..] {
+                return Err(RegistryError::Immutable {
+                    name,
+                    version,
+                    what: format!(
+                        "published sha256:{}, this is {}",
+                        hex::encode(&stored_digest),
+                        p.manifest.digest
+                    ),
+                });
+            }
+            if stored_manifest != p.manifest_json {
+                return Err(RegistryError::Immutable {
+                    name,
+                    version,
+                    what: "same files, but the manifest differs (executable bits)".into(),
+                });
+            }
+            published.outcome = Outcome::Unchanged;
+            if let Some(sig) = &p.signature {
+                let n = tx
+                    .execute(
+                        "INSERT INTO signature (version_id, key_id, signature) VALUES (?1, ?2, ?3) \
+                         ON CONFLICT (version_id, key_id) DO NOTHING",
+                        params![id, sig.key_id, sig.text],
+                    )
+                    .map_err(sql)?;
+                published.signature_added = n > 0;
+            }
+            published.latest = is_latest(&tx, skill_id, *id).map_err(sql)?;
+            if published.signature_added {
+                tx.commit().map_err(sql)?;
+            }
+            // Otherwise the transaction is dropped: rolled back, nothing written.
+            return Ok(published);
+        }
+        if let Some(twin) =
+            order::same_precedence(&p.semver, existing.iter().map(|(_, v)| v.as_str()))
+        {
+            return Err(RegistryError::VersionConflict {
+                name,
+                version,
+                existing: twin.to_string(),
+            });
+        }
+
+        let mut blob_ids = Vec::with_capacity(p.files.len());
+        {
+            let mut find = tx
+                .prepare_cached("SELECT id FROM blob WHERE sha256 = ?1")
+                .map_err(sql)?;
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO blob (sha256, size, content) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (sha256) DO NOTHING",
+                )
+                .map_err(sql)?;
+            for f in &p.files {
+                let id: Option<i64> = find
+                    .query_row([&f.sha256[..]], |r| r.get(0))
+                    .optional()
+                    .map_err(sql)?;
+                let id = match id {
+                    Some(id) => id,
+                    None => {
+                        insert
+                            .execute(params![&f.sha256[..], f.bytes.len() as i64, &f.bytes[..]])
+                            .map_err(sql)?;
+                        published.new_blobs += 1;
+                        find.query_row([&f.sha256[..]], |r| r.get(0)).map_err(sql)?
+                    }
+                };
+                blob_ids.push(id);
+            }
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let version_id: i64 = tx
+            .query_row(
+                "INSERT INTO version (skill_id, version, skill_digest, manifest, description, body, \
+                 published_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
+                params![skill_id, version, &p.digest[..], p.manifest_json, p.description, p.body, now],
+                |r| r.get(0),
+            )
+            .map_err(sql)?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO file (version_id, path, path_fold, blob_id, executable) \
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(sql)?;
+            for (f, blob_id) in p.files.iter().zip(&blob_ids) {
+                insert
+                    .execute(params![version_id, f.path, f.fold, blob_id, f.executable])
+                    .map_err(sql)?;
+            }
+        }
+        if let Some(sig) = &p.signature {
+            tx.execute(
+                "INSERT INTO signature (version_id, key_id, signature) VALUES (?1, ?2, ?3)",
+                params![version_id, sig.key_id, sig.text],
+            )
+            .map_err(sql)?;
+            published.signature_added = true;
+        }
+        query::refresh_latest(&tx, skill_id).map_err(sql)?;
+        published.latest = is_latest(&tx, skill_id, version_id).map_err(sql)?;
+        tx.commit().map_err(sql)?;
+        Ok(published)
+    }
+}
+
+fn is_latest(
+    conn: &rusqlite::Connection,
+    skill_id: i64,
+    version_id: i64,
+) -> rusqlite::Result<bool> {
+    let latest: Option<i64> = conn
+        .query_row(
+            "SELECT version_id FROM tag WHERE skill_id = ?1 AND tag = ?2",
+            params![skill_id, query::LATEST],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(latest == Some(version_id))
+}

@@ -1,0 +1,273 @@
+//! Opening a registry file: connection settings, the file's identity and migrations.
+//!
+//! Every connection gets `foreign_keys=ON`, `busy_timeout` (5 s), `synchronous=FULL`,
+//! `trusted_schema=OFF` and SQLite's defensive mode (a registry file may come from elsewhere;
+//! its schema must not be able to call functions with side effects). Read-write connections
+//! switch the file to WAL once (the mode is persistent); read-only connections are also
+//! `query_only`.
+//!
+//! Migrations are the SQL files of `migrations/`, embedded in the binary, applied in order in one
+//! `BEGIN IMMEDIATE` transaction that also sets `PRAGMA application_id` and
+//! `PRAGMA user_version` (= the number of migrations applied). A file whose `user_version` is
+//! higher than this build knows is refused, naming both numbers.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use super::RegistryError;
+
+/// `PRAGMA application_id` of a skillcat registry: `0x534B494C`, ASCII `SKIL`.
+pub const APPLICATION_ID: i32 = 0x534B_494C;
+
+/// How long a connection waits for a lock held by another before it reports `SQLITE_BUSY`.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One schema migration: a file of `migrations/`, embedded.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// The file name (`0001_init.sql`).
+    pub name: &'static str,
+    /// Its SQL.
+    pub sql: &'static str,
+}
+
+/// Every migration, in the order they are applied. Append only: a released entry is never
+/// edited or removed, since `user_version` counts them.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    name: "0001_init.sql",
+    sql: include_str!("../../migrations/0001_init.sql"),
+}];
+
+/// The schema version this build writes and reads: the number of migrations.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// How a registry file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// A new registry: the file must not exist, or be empty.
+    Create,
+    /// An existing registry, read-write; older schemas are migrated.
+    ReadWrite,
+    /// An existing registry, read-only; the schema must be current.
+    ReadOnly,
+}
+
+/// Opens `path` in `mode`: a configured connection to a registry of the current schema.
+pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Connection, RegistryError> {
+    let sql = |source| RegistryError::Sqlite {
+        path: shown.to_string(),
+        source,
+    };
+    match (mode, std::fs::metadata(path)) {
+        (Mode::Create, Ok(meta)) if meta.len() > 0 && !is_blank_database(path) => {
+            return Err(RegistryError::AlreadyExists {
+                path: shown.to_string(),
+            });
+        }
+        (Mode::Create, Err(_)) => {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            if let Some(dir) = parent.filter(|d| !d.is_dir()) {
+                let e = std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("the directory {} does not exist", dir.display()),
+                );
+                return Err(RegistryError::Source(crate::Error::io(shown, e)));
+            }
+        }
+        (Mode::Create, Ok(_)) => {}
+        (_, Ok(meta)) if meta.is_file() => {}
+        (_, Ok(_)) => {
+            return Err(RegistryError::NotARegistry {
+                path: shown.to_string(),
+                reason: "not a file".into(),
+            });
+        }
+        (_, Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(RegistryError::Missing {
+                path: shown.to_string(),
+            });
+        }
+        (_, Err(e)) => return Err(RegistryError::Source(crate::Error::io(shown, e))),
+    }
+    // No SQLITE_OPEN_URI: a path is a path, never `file:…?mode=…`.
+    let flags = match mode {
+        Mode::Create => {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        }
+        Mode::ReadWrite => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        Mode::ReadOnly => OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    };
+    let mut conn = Connection::open_with_flags(path, flags).map_err(sql)?;
+    configure(&conn, mode).map_err(|e| identify(e, shown))?;
+    let (app_id, found) = identity(&conn).map_err(|e| identify(e, shown))?;
+    match mode {
+        Mode::Create => {
+            if app_id != 0 || found != 0 {
+                return Err(RegistryError::AlreadyExists {
+                    path: shown.to_string(),
+                });
+            }
+            migrate(&mut conn, shown, true)?;
+        }
+        Mode::ReadWrite | Mode::ReadOnly => {
+            check_application_id(app_id, shown)?;
+            if found > SCHEMA_VERSION {
+                return Err(RegistryError::SchemaTooNew {
+                    path: shown.to_string(),
+                    found,
+                    supported: SCHEMA_VERSION,
+                });
+            }
+            if found < SCHEMA_VERSION {
+                if mode == Mode::ReadOnly {
+                    return Err(RegistryError::SchemaTooOld {
+                        path: shown.to_string(),
+                        found,
+                        supported: SCHEMA_VERSION,
+                    });
+                }
+                migrate(&mut conn, shown, false)?;
+            }
+        }
+    }
+    Ok(conn)
+}
+
+fn configure(conn: &Connection, mode: Mode) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    conn.pragma_update(None, "trusted_schema", false)?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.set_prepared_statement_cache_capacity(32);
+    match mode {
+        Mode::ReadOnly => conn.pragma_update(None, "query_only", true)?,
+        Mode::Create | Mode::ReadWrite => {
+            let journal: String =
+                conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+            if !journal.eq_ignore_ascii_case("wal") {
+                return Err(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+                    Some(format!(
+                        "cannot switch to WAL mode (journal mode is {journal})"
+                    )),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `(application_id, user_version)`.
+fn identity(conn: &Connection) -> rusqlite::Result<(i32, u32)> {
+    let app_id: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    Ok((app_id, u32::try_from(version).unwrap_or(u32::MAX)))
+}
+
+/// SQLite's "not a database" becomes [`RegistryError::NotARegistry`].
+fn identify(e: rusqlite::Error, shown: &str) -> RegistryError {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) => RegistryError::NotARegistry {
+            path: shown.to_string(),
+            reason: "not a SQLite database".into(),
+        },
+        _ => RegistryError::Sqlite {
+            path: shown.to_string(),
+            source: e,
+        },
+    }
+}
+
+fn check_application_id(app_id: i32, shown: &str) -> Result<(), RegistryError> {
+    if app_id == APPLICATION_ID {
+        return Ok(());
+    }
+    let reason = if app_id == 0 {
+        "a SQLite database without skillcat's application id (create registries with \
+         `skillcat registry init`)"
+            .to_string()
+    } else {
+        format!("its application id is {app_id:#010x}, not skillcat's {APPLICATION_ID:#010x}")
+    };
+    Err(RegistryError::NotARegistry {
+        path: shown.to_string(),
+        reason,
+    })
+}
+
+/// Whether a non-empty file is a SQLite database with nothing in it yet (what an `init` that
+/// crashed before its first commit leaves behind).
+fn is_blank_database(path: &Path) -> bool {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let Ok(conn) = Connection::open_with_flags(path, flags) else {
+        return false;
+    };
+    let objects: rusqlite::Result<i64> =
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0));
+    matches!((identity(&conn), objects), (Ok((0, 0)), Ok(0)))
+}
+
+/// Applies the pending migrations in one `BEGIN IMMEDIATE` transaction. The version is read
+/// again under the write lock, so two processes opening an old registry at once migrate it once.
+fn migrate(conn: &mut Connection, shown: &str, create: bool) -> Result<(), RegistryError> {
+    let sql = |source| RegistryError::Sqlite {
+        path: shown.to_string(),
+        source,
+    };
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql)?;
+    let (app_id, found) = identity(&tx).map_err(sql)?;
+    if create && (app_id != 0 || found != 0) {
+        return Err(RegistryError::AlreadyExists {
+            path: shown.to_string(),
+        });
+    }
+    if !create {
+        check_application_id(app_id, shown)?;
+    }
+    if found > SCHEMA_VERSION {
+        return Err(RegistryError::SchemaTooNew {
+            path: shown.to_string(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for migration in &MIGRATIONS[found as usize..] {
+        tx.execute_batch(migration.sql)
+            .map_err(|source| RegistryError::Sqlite {
+                path: format!("{shown} (migration {})", migration.name),
+                source,
+            })?;
+    }
+    tx.pragma_update(None, "application_id", APPLICATION_ID)
+        .map_err(sql)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(sql)?;
+    tx.commit().map_err(sql)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_numbered_in_order() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert!(m.name.starts_with(&format!("{:04}_", i + 1)), "{}", m.name);
+            assert!(m.name.ends_with(".sql"), "{}", m.name);
+        }
+        assert_eq!(SCHEMA_VERSION as usize, MIGRATIONS.len());
+    }
+
+    #[test]
+    fn application_id_spells_skil() {
+        assert_eq!(APPLICATION_ID.to_be_bytes(), *b"SKIL");
+    }
+}

@@ -1,0 +1,34 @@
+//! Script tools, per-skill workspaces and confined execution (DESIGN §6).
+//!
+//! ```text
+//! Skill ──tools::discover──▶ SkillTools ──ToolRegistry::register──▶ names a model can call
+//!   │                          (implicit scripts/*, declared `scripts:`; JSON Schemas)
+//!   └──Runner::load──▶ LoadedSkill ──Runner::run(tool, JSON args)──▶ ScriptOutput | ScriptError
+//!                        │              │
+//!                        │              ├─ argv from validated arguments (never a shell)
+//!                        │              ├─ grant ⊆ session policy      (E_SKILL_SCRIPT_POLICY_WIDENED)
+//!                        │              ├─ confinement available?      (or trust: core → unconfined)
+//!                        │              ├─ host gate                   (DENIED / GATE_UNAVAILABLE)
+//!                        │              ├─ workspace materialised from the source, once
+//!                        │              └─ helper: namespaces, rlimits, Landlock, seccomp, execve
+//!                        └─ unload / drop → workspace removed
+//! ```
+//!
+//! Every failure is a [`ScriptError`] with a stable `E_SKILL_*` code and a text form for a model
+//! (`Error (exit N):\n…`, `Error (timed out):\n…`). See `docs/sandbox.md` for the security model
+//! and the `scripts:` declaration format.
+
+pub mod argv;
+mod error;
+pub mod gate;
+pub mod policy;
+pub mod run;
+pub mod sandbox;
+pub mod tools;
+pub mod workspace;
+
+pub use error::{Captured, ScriptError};
+pub use gate::{AllowAll, DenyAll, Gate, GateDecision, GateError, GateRequest};
+pub use run::{Confinement, Limits, LoadedSkill, Runner, RunnerConfig, ScriptOutput};
+pub use tools::{Interpreters, ScriptTool, SkillTools, Skipped, ToolRegistry, discover};
+pub use workspace::{Workspace, WorkspaceBase};

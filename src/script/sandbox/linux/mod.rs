@@ -1,0 +1,477 @@
+//! The Linux sandbox helper: the single-threaded process that confines itself and `execve`s the
+//! interpreter.
+//!
+//! Order of operations (fail closed; every step that allocates happens before the fork):
+//!
+//! 1. **Prepare** (helper): parse the policy; check Landlock; open every rule's path and build
+//!    the Landlock ruleset; compile the seccomp filters; build argv/envp as C strings.
+//! 2. **Identity** (helper, root only): drop supplementary groups.
+//! 3. **Isolate**: `clone(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC [| CLONE_NEWNET])`, so the
+//!    child is PID 1 of a new PID namespace: when it exits the kernel kills everything left in it.
+//!    Where user namespaces are refused, a root helper retries without `CLONE_NEWUSER`, anyone
+//!    else falls back to a plain fork (the gap is reported in the `ready` summary).
+//! 4. **Id maps** (helper): `setgroups deny`, `uid_map`/`gid_map` mapping uid/gid 65534 inside to
+//!    an unprivileged host id (65534 for a root host, the host user otherwise); then release the
+//!    child through a pipe and wait for it.
+//! 5. **Child**: `PR_SET_PDEATHSIG(SIGKILL)`; wait for the release; `setresgid`/`setresuid` to
+//!    65534 (never root, not even inside the namespace); rlimits (CPU above the wall timeout, AS,
+//!    FSIZE, NOFILE, CORE 0, NPROC counted in the user namespace); close-on-exec every fd above 2;
+//!    umask 077; drop every capability (bounding, ambient, effective/permitted/inheritable);
+//!    Landlock `restrict_self` (sets no_new_privs; `NotEnforced` refuses); seccomp (the x32 /
+//!    `clone3` guard, then the main filter); report `ready`; `execve`.
+//! 6. **Relay** (helper): `exit N` / `signal S` on the status pipe; without a PID namespace it then
+//!    kills its whole process group (itself included) so no background child survives.
+
+mod landlock;
+mod seccomp;
+
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+
+use super::{HelperPolicy, Mode, SANDBOX_ID, SETUP_FAILED, STATUS_FD};
+
+/// The Landlock ABI of the running kernel (`None`: not built in or disabled).
+pub fn landlock_abi() -> Option<u32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a NULL attribute, size 0 and the VERSION flag the call only returns a number.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    (v > 0).then_some(v as u32)
+}
+
+/// The status pipe (fd 3).
+struct Status;
+
+impl Status {
+    fn line(&self, s: &str) {
+        let mut buf = Vec::with_capacity(s.len() + 1);
+        buf.extend_from_slice(s.as_bytes());
+        buf.push(b'\n');
+        // One write: lines under PIPE_BUF are atomic. Errors are ignored (nobody is listening).
+        // SAFETY: writing a live buffer to an fd; a closed fd only returns EBADF.
+        unsafe {
+            libc::write(STATUS_FD, buf.as_ptr().cast(), buf.len());
+        }
+    }
+
+    fn error(&self, kind: &str, msg: &str) -> u8 {
+        self.line(&format!("error {kind} {}", msg.replace('\n', " ")));
+        SETUP_FAILED
+    }
+}
+
+/// Runs the helper; returns its exit code (on success the script replaces the child, and the
+/// helper returns the script's status).
+pub(super) fn helper(policy: Option<OsString>) -> u8 {
+    let status = Status;
+    let policy: HelperPolicy = match policy.as_deref().map(|p| serde_json::from_slice(p.as_bytes())) {
+        Some(Ok(p)) => p,
+        Some(Err(e)) => return status.error("failed", &format!("bad policy: {e}")),
+        None => return status.error("failed", "no policy given"),
+    };
+    match policy.mode {
+        Mode::Confined => confined(&policy, &status),
+        Mode::Unconfined => unconfined(&policy, &status),
+    }
+}
+
+/// argv and envp as C arrays, built before forking.
+struct Exec {
+    program: CString,
+    _argv: Vec<CString>,
+    argv_ptrs: Vec<*const libc::c_char>,
+    _env: Vec<CString>,
+    env_ptrs: Vec<*const libc::c_char>,
+}
+
+impl Exec {
+    fn new(p: &HelperPolicy) -> Result<Self, String> {
+        let c = |s: &[u8]| CString::new(s).map_err(|_| "a NUL byte in argv or the environment".to_string());
+        let program = c(p.program.as_os_str().as_bytes())?;
+        let argv: Vec<CString> = p.argv.iter().map(|a| c(a.as_bytes())).collect::<Result<_, _>>()?;
+        let env: Vec<CString> = p
+            .env
+            .iter()
+            .map(|(k, v)| c(format!("{k}={v}").as_bytes()))
+            .collect::<Result<_, _>>()?;
+        if argv.is_empty() {
+            return Err("empty argv".into());
+        }
+        let mut argv_ptrs: Vec<_> = argv.iter().map(|a| a.as_ptr()).collect();
+        argv_ptrs.push(std::ptr::null());
+        let mut env_ptrs: Vec<_> = env.iter().map(|a| a.as_ptr()).collect();
+        env_ptrs.push(std::ptr::null());
+        Ok(Exec { program, _argv: argv, argv_ptrs, _env: env, env_ptrs })
+    }
+
+    /// Replaces the process; returns only on failure.
+    fn exec(&self) -> io::Error {
+        // SAFETY: all three pointers stay valid (owned by self) and the arrays are
+        // NULL-terminated.
+        unsafe { libc::execve(self.program.as_ptr(), self.argv_ptrs.as_ptr(), self.env_ptrs.as_ptr()) };
+        io::Error::last_os_error()
+    }
+}
+
+/// Which namespaces the child got.
+#[derive(Debug, Clone, Copy, Default)]
+struct Ns {
+    user: bool,
+    pid: bool,
+    net: bool,
+}
+
+fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
+    let Some(abi) = landlock_abi() else {
+        return status.error(
+            "unavailable",
+            "Landlock is not available on this kernel (not built in, or disabled at boot)",
+        );
+    };
+    let exec = match Exec::new(policy) {
+        Ok(e) => e,
+        Err(e) => return status.error("failed", &e),
+    };
+    let mut ruleset = match landlock::build(policy, abi) {
+        Ok(r) => r,
+        Err(e) => return status.error("failed", &format!("Landlock: {e}")),
+    };
+    let filters = match seccomp::build(policy.network) {
+        Ok(f) => f,
+        Err(e) => return status.error("failed", &format!("seccomp: {e}")),
+    };
+    let rlimits = rlimits(policy);
+    // SAFETY: plain id getters.
+    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let root = euid == 0;
+    if root {
+        // Root's supplementary groups must not follow the script (group-readable root files).
+        // SAFETY: an empty list.
+        if unsafe { libc::setgroups(0, std::ptr::null()) } != 0 {
+            return status.error("failed", &format!("setgroups: {}", io::Error::last_os_error()));
+        }
+    }
+    let (sync_r, sync_w) = match pipe() {
+        Ok(p) => p,
+        Err(e) => return status.error("failed", &format!("pipe: {e}")),
+    };
+    arm_backstops(policy);
+
+    let net_flag = if policy.network { 0 } else { libc::CLONE_NEWNET };
+    let base = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | net_flag;
+    let mut attempts = vec![(libc::CLONE_NEWUSER | base, Ns { user: true, pid: true, net: !policy.network })];
+    if root {
+        attempts.push((base, Ns { user: false, pid: true, net: !policy.network }));
+    }
+    attempts.push((0, Ns::default()));
+    let mut spawned = None;
+    for (flags, ns) in attempts {
+        match clone_process(flags) {
+            Ok(pid) => {
+                spawned = Some((pid, ns));
+                break;
+            }
+            Err(e) if matches!(
+                e.raw_os_error(),
+                Some(libc::EPERM | libc::EINVAL | libc::ENOSPC | libc::EUSERS | libc::ENOSYS | libc::EACCES)
+            ) => continue,
+            Err(e) => return status.error("failed", &format!("clone: {e}")),
+        }
+    }
+    let Some((pid, ns)) = spawned else {
+        return status.error("failed", "clone: no way to start a process");
+    };
+
+    if pid == 0 {
+        // The child. It only returns to report a setup failure.
+        // SAFETY: closing our copy of the release pipe's write end.
+        unsafe { libc::close(sync_w) };
+        let code = child(policy, status, &exec, &mut ruleset, &filters, &rlimits, ns, root, sync_r);
+        // SAFETY: leaving without running the parent's atexit handlers or flushing its buffers.
+        unsafe { libc::_exit(code as i32) };
+    }
+
+    // SAFETY: closing our copy of the release pipe's read end.
+    unsafe { libc::close(sync_r) };
+    if ns.user {
+        let (uid, gid) = if root { (SANDBOX_ID, SANDBOX_ID) } else { (euid, egid) };
+        if let Err(e) = write_id_maps(pid, uid, gid) {
+            // SAFETY: killing the child we just made.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            reap(pid);
+            return status.error("failed", &format!("user namespace id maps: {e}"));
+        }
+    }
+    // Release the child.
+    // SAFETY: one byte from a live buffer, then closing the write end.
+    unsafe {
+        libc::write(sync_w, b"1".as_ptr().cast(), 1);
+        libc::close(sync_w);
+    }
+    relay(pid, status, ns.pid)
+}
+
+fn unconfined(policy: &HelperPolicy, status: &Status) -> u8 {
+    let exec = match Exec::new(policy) {
+        Ok(e) => e,
+        Err(e) => return status.error("failed", &e),
+    };
+    arm_backstops(policy);
+    // SAFETY: the helper is single-threaded, so the child may do anything the parent could.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return status.error("failed", &format!("fork: {}", io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        // SAFETY: prctl with plain integer arguments.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+        cloexec_from(3);
+        status.line("ready unconfined (trust: core; Landlock unavailable)");
+        let e = exec.exec();
+        status.error("failed", &format!("cannot execute {}: {e}", policy.program.display()));
+        // SAFETY: leaving the forked child.
+        unsafe { libc::_exit(127) };
+    }
+    relay(pid, status, false)
+}
+
+/// The helper dies with the supervisor, and in any case some time after the timeout
+/// (the supervisor normally kills it first); its death takes the script with it.
+fn arm_backstops(policy: &HelperPolicy) {
+    // SAFETY: prctl/alarm with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        if policy.supervisor != 0 && libc::getppid() as u32 != policy.supervisor {
+            // The supervisor is already gone.
+            libc::_exit(SETUP_FAILED as i32);
+        }
+        if policy.timeout_seconds > 0 {
+            let secs = policy.timeout_seconds.saturating_add(10).min(u32::MAX as u64) as libc::c_uint;
+            libc::alarm(secs);
+        }
+    }
+}
+
+/// Waits for the script, reports how it ended, and returns the same code.
+fn relay(pid: libc::pid_t, status: &Status, pid_ns: bool) -> u8 {
+    let ws = reap(pid);
+    let code = if libc::WIFEXITED(ws) {
+        let c = libc::WEXITSTATUS(ws);
+        status.line(&format!("exit {c}"));
+        c as u8
+    } else if libc::WIFSIGNALED(ws) {
+        let s = libc::WTERMSIG(ws);
+        status.line(&format!("signal {s}"));
+        (128 + s).clamp(0, 255) as u8
+    } else {
+        status.line("exit 255");
+        255
+    };
+    if !pid_ns {
+        // No PID namespace took the script's children with it: end the whole process group
+        // (the helper too; the status line above already says how the script ended).
+        // SAFETY: signalling our own process group.
+        unsafe { libc::kill(0, libc::SIGKILL) };
+    }
+    code
+}
+
+fn reap(pid: libc::pid_t) -> libc::c_int {
+    let mut ws: libc::c_int = 0;
+    loop {
+        // SAFETY: waiting for our own child into a local.
+        let r = unsafe { libc::waitpid(pid, &mut ws, 0) };
+        if r == pid {
+            return ws;
+        }
+        if r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return 255 << 8;
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn child(
+    policy: &HelperPolicy,
+    status: &Status,
+    exec: &Exec,
+    ruleset: &mut landlock::Prepared,
+    filters: &seccomp::Filters,
+    rlimits: &[(libc::__rlimit_resource_t, u64, u64)],
+    ns: Ns,
+    root: bool,
+    sync_r: libc::c_int,
+) -> u8 {
+    // SAFETY (whole function): raw system calls on integers and buffers we own; the process is a
+    // copy of a single-threaded helper, so allocation is safe too.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        let mut b = [0u8; 1];
+        if libc::read(sync_r, b.as_mut_ptr().cast(), 1) != 1 {
+            // The helper is gone (or failed to map ids): nothing to run.
+            return SETUP_FAILED;
+        }
+        libc::close(sync_r);
+
+        // The bounding set goes while we still hold CAP_SETPCAP (a root helper without a user
+        // namespace loses every capability in setresuid below).
+        drop_bounding_set();
+        // Never root: uid/gid 65534 inside the user namespace (mapped to an unprivileged host
+        // id), or on the host when a root helper had no user namespace.
+        if ns.user || root {
+            let id = SANDBOX_ID as libc::c_long;
+            if libc::syscall(libc::SYS_setresgid, id, id, id) != 0
+                || libc::syscall(libc::SYS_setresuid, id, id, id) != 0
+            {
+                return status.error("failed", &format!("setresuid: {}", io::Error::last_os_error()));
+            }
+        }
+        for &(res, soft, hard) in rlimits {
+            if res == libc::RLIMIT_NPROC && !(ns.user || root) {
+                // NPROC counts per real uid: without a user namespace or a dedicated uid it would
+                // count the host user's own processes.
+                continue;
+            }
+            let lim = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+            if libc::setrlimit(res, &lim) != 0 {
+                return status.error("failed", &format!("setrlimit: {}", io::Error::last_os_error()));
+            }
+        }
+        cloexec_from(3);
+        libc::umask(0o077);
+        if let Err(e) = drop_capabilities() {
+            return status.error("failed", &format!("dropping capabilities: {e}"));
+        }
+        let landlock_summary = match ruleset.restrict() {
+            Ok(s) => s,
+            Err(e) => return status.error("unavailable", &format!("Landlock: {e}")),
+        };
+        if let Err(e) = seccomp::apply(filters) {
+            return status.error("failed", &format!("seccomp: {e}"));
+        }
+        let mut names = Vec::new();
+        if ns.user {
+            names.push("user");
+        }
+        if ns.pid {
+            names.extend(["pid", "ipc"]);
+        }
+        if ns.net {
+            names.push("net");
+        }
+        let namespaces = if names.is_empty() { "none".to_string() } else { names.join("+") };
+        status.line(&format!(
+            "ready {landlock_summary}; seccomp; namespaces {namespaces}; uid {}",
+            if ns.user || root { SANDBOX_ID } else { libc::getuid() }
+        ));
+        let e = exec.exec();
+        status.error("failed", &format!("cannot execute {}: {e}", policy.program.display()))
+    }
+}
+
+fn rlimits(p: &HelperPolicy) -> Vec<(libc::__rlimit_resource_t, u64, u64)> {
+    let l = &p.limits;
+    vec![
+        // soft < hard: SIGXCPU first, SIGKILL a second later.
+        (libc::RLIMIT_CPU, l.cpu_seconds, l.cpu_seconds.saturating_add(1)),
+        (libc::RLIMIT_AS, l.address_space, l.address_space),
+        (libc::RLIMIT_FSIZE, l.file_size, l.file_size),
+        (libc::RLIMIT_NOFILE, l.open_files, l.open_files),
+        (libc::RLIMIT_CORE, 0, 0),
+        (libc::RLIMIT_NPROC, l.processes, l.processes),
+    ]
+}
+
+/// `clone` with namespace flags, behaving like `fork` otherwise (no new stack: the child gets a
+/// copy-on-write copy of ours).
+fn clone_process(flags: libc::c_int) -> io::Result<libc::pid_t> {
+    let flags = (flags | libc::SIGCHLD) as libc::c_ulong;
+    // SAFETY: without CLONE_VM the child runs on its own copy of this stack; the other arguments
+    // (new stack, tid pointers, tls) are all null/zero.
+    let r = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) };
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r as libc::pid_t) }
+}
+
+fn write_id_maps(pid: libc::pid_t, uid: u32, gid: u32) -> io::Result<()> {
+    let dir = format!("/proc/{pid}");
+    match std::fs::write(format!("{dir}/setgroups"), "deny") {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io::Error::new(e.kind(), format!("setgroups: {e}"))),
+    }
+    std::fs::write(format!("{dir}/uid_map"), format!("{SANDBOX_ID} {uid} 1\n"))
+        .map_err(|e| io::Error::new(e.kind(), format!("uid_map: {e}")))?;
+    std::fs::write(format!("{dir}/gid_map"), format!("{SANDBOX_ID} {gid} 1\n"))
+        .map_err(|e| io::Error::new(e.kind(), format!("gid_map: {e}")))?;
+    Ok(())
+}
+
+fn pipe() -> io::Result<(libc::c_int, libc::c_int)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills the two-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((fds[0], fds[1]))
+}
+
+/// Marks every fd from `first` up close-on-exec (the status pipe stays usable until `execve`).
+fn cloexec_from(first: libc::c_uint) {
+    // SAFETY: close_range with the CLOEXEC flag only changes fd flags.
+    let r = unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+    if r != 0 {
+        // Kernels before 5.11: walk the table.
+        // SAFETY: getrlimit into a local; fcntl on integers (EBADF for closed fds is harmless).
+        unsafe {
+            let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+            let max = lim.rlim_cur.min(65536) as libc::c_int;
+            for fd in first as libc::c_int..max {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+    }
+}
+
+/// Empties the capability bounding set (errors mean there is nothing we may drop).
+fn drop_bounding_set() {
+    for cap in 0..64 {
+        // SAFETY: prctl with integer arguments. EINVAL past the last capability, EPERM without
+        // CAP_SETPCAP.
+        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
+    }
+}
+
+/// Drops every remaining capability: ambient, then effective, permitted and inheritable.
+fn drop_capabilities() -> io::Result<()> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    // SAFETY: prctl/capset with integers and pointers to live locals.
+    unsafe {
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        let mut header = Header { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+        let data = [Data { effective: 0, permitted: 0, inheritable: 0 }; 2];
+        if libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,205 @@
+//! The seccomp filters of a run, compiled before the fork and installed last in the child.
+//!
+//! Two filters (the kernel applies the most restrictive answer of all installed filters):
+//!
+//! - **guard** (hand-written, 8 instructions): on x86_64 any x32 system call
+//!   (`nr >= 0x4000_0000`, which seccompiler's arch check lets through) gets EPERM; `clone3`
+//!   gets ENOSYS, because its flags sit in memory a filter cannot read (the C library then falls
+//!   back to `clone`, whose flags the main filter checks).
+//! - **main** (seccompiler, default allow, EPERM on match): `socket`/`socketpair` for any family
+//!   but `AF_UNIX` when the network is off; always `ptrace`, `process_vm_*`, `io_uring_*`,
+//!   `bpf`, the mount family, `pivot_root`, `unshare`, `setns`, `keyctl`/`add_key`/
+//!   `request_key`, `perf_event_open`, `userfaultfd`, `setsid`, `setpgid`; `clone` with any
+//!   namespace flag; `chmod`/`fchmod`/`fchmodat`/`fchmodat2` setting S_ISUID or S_ISGID.
+//!   `sendto`, `sendmsg`, `recvfrom` stay open: connected AF_UNIX users need them.
+
+use std::collections::BTreeMap;
+use std::io;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+/// Both compiled filters.
+pub(super) struct Filters {
+    guard: Vec<libc::sock_filter>,
+    main: BpfProgram,
+}
+
+/// System calls refused outright.
+fn denied() -> Vec<i64> {
+    let mut v = vec![
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_bpf,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_fsopen,
+        libc::SYS_fsconfig,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
+        libc::SYS_move_mount,
+        libc::SYS_open_tree,
+        libc::SYS_mount_setattr,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+        libc::SYS_setsid,
+        libc::SYS_setpgid,
+    ];
+    v.sort_unstable();
+    v.into_iter().map(i64::from).collect()
+}
+
+/// The `chmod` family and the index of each one's mode argument.
+fn chmods() -> Vec<(i64, u8)> {
+    let mut v = vec![(libc::SYS_fchmod, 1), (libc::SYS_fchmodat, 2), (libc::SYS_fchmodat2, 2)];
+    #[cfg(target_arch = "x86_64")]
+    v.push((libc::SYS_chmod, 1));
+    v.into_iter().map(|(n, a)| (i64::from(n), a)).collect()
+}
+
+const NAMESPACE_FLAGS: [libc::c_int; 7] = [
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWCGROUP,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
+];
+
+/// Compiles both filters.
+pub(super) fn build(network: bool) -> Result<Filters, String> {
+    let arch: TargetArch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|_| format!("no seccomp support for {}", std::env::consts::ARCH))?;
+    let e = |e: seccompiler::BackendError| e.to_string();
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for nr in denied() {
+        rules.insert(nr, Vec::new());
+    }
+    if !network {
+        let not_unix = || -> Result<Vec<SeccompRule>, String> {
+            let c = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)
+                .map_err(e)?;
+            Ok(vec![SeccompRule::new(vec![c]).map_err(e)?])
+        };
+        rules.insert(libc::SYS_socket, not_unix()?);
+        rules.insert(libc::SYS_socketpair, not_unix()?);
+    }
+    for (nr, arg) in chmods() {
+        let mut chain = Vec::new();
+        for bit in [libc::S_ISUID, libc::S_ISGID] {
+            let bit = u64::from(bit);
+            let c = SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bit), bit)
+                .map_err(e)?;
+            chain.push(SeccompRule::new(vec![c]).map_err(e)?);
+        }
+        rules.insert(nr, chain);
+    }
+    let mut chain = Vec::new();
+    for flag in NAMESPACE_FLAGS {
+        let flag = flag as u32 as u64;
+        let c = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(flag), flag)
+            .map_err(e)?;
+        chain.push(SeccompRule::new(vec![c]).map_err(e)?);
+    }
+    rules.insert(libc::SYS_clone, chain);
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(e)?;
+    let main: BpfProgram = filter.try_into().map_err(|err: seccompiler::BackendError| err.to_string())?;
+    Ok(Filters { guard: guard(), main })
+}
+
+/// The hand-written guard: x32 → EPERM, `clone3` → ENOSYS, everything else allowed (the main
+/// filter still applies).
+fn guard() -> Vec<libc::sock_filter> {
+    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+    const NR: u32 = 0;
+    const ARCH: u32 = 4;
+    // AUDIT_ARCH_* of this target, and where its alien ABI's numbers start (x32 on x86_64;
+    // elsewhere a number no call reaches).
+    #[cfg(target_arch = "x86_64")]
+    const AUDIT_ARCH: u32 = 0xC000_003E;
+    #[cfg(target_arch = "x86_64")]
+    const X32_FROM: u32 = 0x4000_0000;
+    #[cfg(target_arch = "aarch64")]
+    const AUDIT_ARCH: u32 = 0xC000_00B7;
+    #[cfg(target_arch = "riscv64")]
+    const AUDIT_ARCH: u32 = 0xC000_00F3;
+    #[cfg(not(target_arch = "x86_64"))]
+    const X32_FROM: u32 = u32::MAX;
+    let ins = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
+    vec![
+        ins(LD_W_ABS, 0, 0, ARCH),                                  // 0
+        ins(JEQ_K, 0, 5, AUDIT_ARCH),                               // 1: other arch → 7
+        ins(LD_W_ABS, 0, 0, NR),                                    // 2
+        ins(JGE_K, 2, 0, X32_FROM),                                 // 3: x32 → 6
+        ins(JEQ_K, 0, 2, libc::SYS_clone3 as u32),                  // 4: clone3 → 5, else 7
+        ins(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32), // 5
+        ins(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),  // 6
+        ins(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),                  // 7
+    ]
+}
+
+/// Installs the guard, then the main filter (both need no_new_privs, which Landlock has set).
+pub(super) fn apply(f: &Filters) -> io::Result<()> {
+    let prog = libc::sock_fprog { len: f.guard.len() as u16, filter: f.guard.as_ptr().cast_mut() };
+    // SAFETY: the kernel copies the program; `prog` and the vector outlive the call.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog as *const libc::sock_fprog) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    seccompiler::apply_filter(&f.main).map_err(|e| io::Error::other(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_compile_with_and_without_network() {
+        for network in [false, true] {
+            let f = build(network).unwrap();
+            assert_eq!(f.guard.len(), 8);
+            assert!(f.main.len() > 40);
+        }
+    }
+
+    #[test]
+    fn guard_jumps_land_on_returns() {
+        let g = guard();
+        for (i, ins) in g.iter().enumerate() {
+            if ins.code & 0x07 == 0x05 {
+                for off in [ins.jt, ins.jf] {
+                    let t = i + 1 + off as usize;
+                    assert!(t < g.len(), "jump from {i} leaves the program");
+                }
+            }
+        }
+        assert_eq!(g[7].k, libc::SECCOMP_RET_ALLOW);
+    }
+}

@@ -1,0 +1,234 @@
+//! Confinement of script processes.
+//!
+//! On Linux the host re-executes its own binary as a small single-threaded helper
+//! (`skillcat __skillcat-sandbox '<policy JSON>'`, dispatched by [`helper_main`] at the top of
+//! `main` before any runtime or thread starts). The helper confines itself and `execve`s the
+//! interpreter; see [`linux`] for the order of operations. On macOS a deny-by-default
+//! `sandbox-exec` profile is generated from the same policy ([`macos::profile`]).
+//!
+//! ```text
+//! supervisor (tokio host)                 helper (single thread)            script (PID 1)
+//! spawn helper ─ env cleared, cwd=work,   parse policy, build Landlock
+//!   stdin null, stdout+stderr one pipe,   ruleset + seccomp BPF, clone ────▶ wait for id maps
+//!   own process group, fd 3 = status      into new user/PID/IPC[/net] ns    uid 65534, rlimits,
+//!                                         write uid/gid maps, release ────▶ drop caps, Landlock,
+//!                                         wait, relay exit on fd 3          seccomp, execve
+//! timeout → killpg(SIGKILL)               (PID 1 gone → namespace killed)
+//! ```
+//!
+//! The status pipe (fd 3 in the helper, close-on-exec in the script) carries one line per
+//! event: `ready <summary>` just before `execve`, `error <unavailable|failed> <message>` when
+//! setup fails, `exit <code>` / `signal <n>` when the script ends.
+
+#[cfg(target_os = "linux")]
+pub mod linux;
+pub mod macos;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde::{Deserialize, Serialize};
+
+/// The hidden first argument that turns the `skillcat` binary into the sandbox helper.
+pub const HELPER_ARG: &str = "__skillcat-sandbox";
+
+/// The file descriptor of the status pipe in the helper.
+pub const STATUS_FD: i32 = 3;
+
+/// The uid and gid scripts run as: inside their user namespace always, and on the host too when
+/// the host is root (`nobody`).
+pub const SANDBOX_ID: u32 = 65534;
+
+/// Exit code of the helper when setup fails (the status pipe says why).
+pub const SETUP_FAILED: u8 = 125;
+
+/// How a path may be used by the script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Read files, list directories, execute.
+    ReadExec,
+    /// Read, write, create and remove (not execute).
+    ReadWrite,
+}
+
+/// One file-system rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathRule {
+    /// The path (absolute; rules bind the inode it names when the helper opens it).
+    pub path: PathBuf,
+    /// What is allowed beneath it.
+    pub access: Access,
+    /// A missing required path is an error; a missing optional one (a system directory this
+    /// distribution does not have) is skipped.
+    pub required: bool,
+}
+
+/// Resource limits of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunLimits {
+    /// `RLIMIT_CPU`, seconds (set above the wall-clock timeout, so a spinning script ends with
+    /// the timeout error, not with SIGXCPU).
+    pub cpu_seconds: u64,
+    /// `RLIMIT_AS`, bytes.
+    pub address_space: u64,
+    /// `RLIMIT_FSIZE`, bytes.
+    pub file_size: u64,
+    /// `RLIMIT_NOFILE`.
+    pub open_files: u64,
+    /// `RLIMIT_NPROC`, counted inside the script's user namespace.
+    pub processes: u64,
+}
+
+/// Whether the helper confines the script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Namespaces, rlimits, capabilities dropped, Landlock, seccomp, unprivileged uid.
+    Confined,
+    /// No confinement (a `trust: core` skill on a kernel without Landlock): the helper only
+    /// keeps the process group and kills what is left when the script ends.
+    Unconfined,
+}
+
+/// Everything the helper needs, serialised as JSON on its argv (never in the environment).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelperPolicy {
+    /// Confined or not.
+    pub mode: Mode,
+    /// The interpreter to `execve` (absolute).
+    pub program: PathBuf,
+    /// argv, `argv[0]` first.
+    pub argv: Vec<String>,
+    /// The whole environment of the script.
+    pub env: Vec<(String, String)>,
+    /// File-system rules.
+    pub rules: Vec<PathRule>,
+    /// Whether the script may use the network.
+    pub network: bool,
+    /// Resource limits.
+    pub limits: RunLimits,
+    /// The wall-clock timeout the supervisor enforces, seconds; the helper arms a backstop
+    /// alarm a little later in case the supervisor cannot.
+    pub timeout_seconds: u64,
+    /// The supervisor's pid: the helper dies with it (0: not checked).
+    pub supervisor: u32,
+}
+
+impl HelperPolicy {
+    /// The JSON form passed on argv.
+    pub fn to_json(&self) -> Result<String, String> {
+        serde_json::to_string(self).map_err(|e| format!("cannot serialise the policy: {e}"))
+    }
+}
+
+/// System paths an interpreter needs to start, read+execute, every one optional: the
+/// distribution's program and library directories and the few `/etc` files the C library reads;
+/// the certificate stores and resolver configuration only with network.
+pub fn system_read_paths(network: bool) -> Vec<PathBuf> {
+    let mut v: Vec<&str> = vec![
+        "/usr",
+        "/bin",
+        "/lib",
+        "/lib64",
+        "/lib32",
+        "/sbin",
+        "/etc/ld.so.cache",
+        "/etc/ld.so.conf",
+        "/etc/ld.so.conf.d",
+        "/etc/localtime",
+        "/etc/nsswitch.conf",
+        "/etc/passwd",
+        "/etc/group",
+    ];
+    if network {
+        v.extend([
+            "/etc/ssl",
+            "/etc/ca-certificates",
+            "/etc/pki",
+            "/etc/resolv.conf",
+            "/etc/hosts",
+            "/etc/host.conf",
+            "/etc/gai.conf",
+            "/etc/services",
+            "/etc/protocols",
+        ]);
+    }
+    v.into_iter().map(PathBuf::from).collect()
+}
+
+/// Device files a script may read and write.
+pub const DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/urandom"];
+
+/// If this process was started as the sandbox helper, runs it and returns the exit code (on
+/// success the helper `execve`s the script and never returns). `None` for a normal start.
+///
+/// Call it first thing in `main`, before any runtime or thread starts.
+pub fn helper_main() -> Option<ExitCode> {
+    let mut args = std::env::args_os();
+    let _exe = args.next();
+    if args.next().as_deref() != Some(std::ffi::OsStr::new(HELPER_ARG)) {
+        return None;
+    }
+    let policy = args.next();
+    Some(ExitCode::from(run_helper(policy)))
+}
+
+#[cfg(target_os = "linux")]
+fn run_helper(policy: Option<std::ffi::OsString>) -> u8 {
+    linux::helper(policy)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_helper(_policy: Option<std::ffi::OsString>) -> u8 {
+    eprintln!("skillcat: the sandbox helper exists only on Linux");
+    SETUP_FAILED
+}
+
+/// The Landlock ABI version of the running kernel, or `None` when Landlock is missing or
+/// disabled (always `None` off Linux).
+pub fn landlock_abi() -> Option<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::landlock_abi()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_round_trips_through_json() {
+        let p = HelperPolicy {
+            mode: Mode::Confined,
+            program: "/bin/sh".into(),
+            argv: vec!["sh".into(), "x y".into(), "'\"$".into()],
+            env: vec![("PATH".into(), "/usr/bin".into())],
+            rules: vec![PathRule { path: "/usr".into(), access: Access::ReadExec, required: false }],
+            network: false,
+            limits: RunLimits {
+                cpu_seconds: 2,
+                address_space: 1 << 30,
+                file_size: 1 << 20,
+                open_files: 64,
+                processes: 64,
+            },
+            timeout_seconds: 1,
+            supervisor: 0,
+        };
+        let back: HelperPolicy = serde_json::from_str(&p.to_json().unwrap()).unwrap();
+        assert_eq!(back, p);
+    }
+
+    #[test]
+    fn certificates_only_with_network() {
+        assert!(!system_read_paths(false).contains(&PathBuf::from("/etc/ssl")));
+        assert!(system_read_paths(true).contains(&PathBuf::from("/etc/ssl")));
+        assert!(!system_read_paths(true).iter().any(|p| p.starts_with("/proc") || p.starts_with("/home")));
+    }
+}

@@ -1,0 +1,69 @@
+//! Writing a [`Site`] as static files, for any static host, object store or CDN.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use super::site::{AGENT_SKILLS_INDEX, SKILLS_INDEX, Site};
+use crate::error::{Error, Result};
+
+/// What an export wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Exported {
+    /// Files written.
+    pub files: usize,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// Writes every path of `site` under `dir`: content first, the indexes last, so a host that
+/// serves the folder while it is written never lists a skill whose files are missing. Each file
+/// is written to a temporary file beside it and renamed into place. A `dir` that exists and is
+/// not empty is refused unless `force` (then files are replaced; nothing is deleted).
+/// Blocking: call it from `spawn_blocking` in async code.
+pub fn export(site: &Site, dir: &Path, force: bool) -> Result<Exported> {
+    let shown = dir.display().to_string();
+    match fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if !force && entries.next().is_some() {
+                return Err(Error::Invalid(format!(
+                    "{shown} is not empty (use --force to write into it)"
+                )));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fs::create_dir_all(dir).map_err(|e| Error::io(&shown, e))?;
+        }
+        Err(e) => return Err(Error::io(&shown, e)),
+    }
+    let is_index = |p: &str| p == AGENT_SKILLS_INDEX || p == SKILLS_INDEX;
+    let ordered = site
+        .resources()
+        .filter(|(p, _)| !is_index(p))
+        .chain(site.resources().filter(|(p, _)| is_index(p)));
+    let mut done = Exported::default();
+    for (path, res) in ordered {
+        let dest = dir.join(path);
+        let dest_shown = dest.display().to_string();
+        let parent = dest.parent().expect("a path under dir has a parent");
+        fs::create_dir_all(parent).map_err(|e| Error::io(parent.display().to_string(), e))?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".skillcat-")
+            .tempfile_in(parent)
+            .map_err(|e| Error::io(parent.display().to_string(), e))?;
+        tmp.write_all(&res.body)
+            .and_then(|()| tmp.as_file().sync_all())
+            .map_err(|e| Error::io(&dest_shown, e))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            tmp.as_file()
+                .set_permissions(fs::Permissions::from_mode(0o644))
+                .map_err(|e| Error::io(&dest_shown, e))?;
+        }
+        tmp.persist(&dest).map_err(|e| Error::io(&dest_shown, e.error))?;
+        done.files += 1;
+        done.bytes += res.body.len() as u64;
+    }
+    Ok(done)
+}

@@ -1,0 +1,48 @@
+//! Serving skills over HTTP, and exporting the same tree as static files.
+//!
+//! ```text
+//! /.well-known/agent-skills/index.json        RFC v0.2.0 index (+ v0.1 "files", + "skillcat" extra)
+//! /.well-known/agent-skills/<name>/<path>     each file by name (for clients that read "files")
+//! /.well-known/skills/index.json              v0.1 index: name, description, files
+//! /.well-known/skills/<name>/<path>           each file by name (v0.1)
+//! /blobs/sha256/<hex>                         every file and archive by content, immutable
+//! ```
+//!
+//! An entry of the v0.2.0 index:
+//!
+//! ```json
+//! {"name": "pdf-forms", "type": "archive", "description": "…",
+//!  "url": "../../blobs/sha256/<hex>", "digest": "sha256:<hex>", "version": "1.2.0",
+//!  "files": ["SKILL.md", "scripts/fill.py"],
+//!  "skillcat": {"skill_digest": "sha256:…",
+//!               "files": [{"path": "SKILL.md", "digest": "sha256:…", "size": 812, "executable": false}],
+//!               "signature": "untrusted comment: …" }}
+//! ```
+//!
+//! - `url` is relative to the index and names the content-addressed blob of the skill's
+//!   reproducible `.tar.gz` ([`crate::pack::write_tar_gz`], the skill at the archive root), so
+//!   an index and the archives it names can never disagree on a CDN: a new version is a new
+//!   URL. `digest` is the sha256 of those archive bytes (the RFC's artifact digest); the skill
+//!   digest, per-file digests and signature ride in `skillcat`, which other clients ignore.
+//! - Indexes and files by name: `Cache-Control: no-cache` with a strong `ETag` (a client
+//!   revalidates with `If-None-Match` and gets `304`). Blobs: `Cache-Control: public,
+//!   max-age=31536000, immutable`. Every path answers `GET` and `HEAD`, a single `Range`
+//!   (`206`, or `416` when it selects nothing), CORS for any origin; anything else is `404`.
+//! - Archives are served as `application/gzip`, Markdown as `text/markdown`, other UTF-8 as
+//!   `text/plain`, the rest as `application/octet-stream` (never as HTML).
+//!
+//! The [`Site`] is built once from any [`Source`](crate::source::Source): only skills that
+//! load and validate are served; the others come back as [`SiteProblem`]s.
+
+mod export;
+mod server;
+mod site;
+
+pub use export::{Exported, export};
+pub use server::{
+    RangeRequest, decode_path, etag_matches, parse_range, respond, router, run, shutdown_signal,
+};
+pub use site::{
+    AGENT_SKILLS_INDEX, IMMUTABLE, REVALIDATE, Resource, SKILLS_INDEX, SignatureLookup, Signed,
+    Site, SiteOptions, SiteProblem, SiteSkill, content_type,
+};

@@ -1,0 +1,348 @@
+//! The HTTP server over a [`Site`]: conditional requests, single byte ranges, HEAD, CORS.
+//!
+//! The answer to a request is decided by pure functions ([`respond`], [`parse_range`],
+//! [`etag_matches`]) over the site's resource and the request headers; axum only carries it.
+
+use std::future::Future;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use tokio::net::TcpListener;
+
+use super::site::{Resource, Site};
+
+/// What a `Range` header asks of a body of known length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeRequest {
+    /// No usable range: send everything (absent, another unit, several ranges, malformed).
+    Full,
+    /// Bytes `start..=end`.
+    Partial(u64, u64),
+    /// A well-formed range that selects nothing: 416.
+    Unsatisfiable,
+}
+
+/// Reads one `Range` header value (RFC 9110 §14.1.2) for a body of `len` bytes. Only one
+/// range is served; a multi-range request gets the whole body, as the RFC allows.
+pub fn parse_range(value: &str, len: u64) -> RangeRequest {
+    let Some((unit, spec)) = value.trim().split_once('=') else {
+        return RangeRequest::Full;
+    };
+    if !unit.trim().eq_ignore_ascii_case("bytes") || spec.contains(',') {
+        return RangeRequest::Full;
+    }
+    let Some((first, last)) = spec.trim().split_once('-') else {
+        return RangeRequest::Full;
+    };
+    let num = |s: &str| -> Option<u64> {
+        let s = s.trim();
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    match (first.trim().is_empty(), num(first), num(last)) {
+        // bytes=-N: the last N bytes.
+        (true, _, Some(n)) => {
+            if n == 0 || len == 0 {
+                RangeRequest::Unsatisfiable
+            } else {
+                RangeRequest::Partial(len - n.min(len), len - 1)
+            }
+        }
+        // bytes=A- : from A to the end.
+        (false, Some(a), None) if last.trim().is_empty() => {
+            if a >= len {
+                RangeRequest::Unsatisfiable
+            } else {
+                RangeRequest::Partial(a, len - 1)
+            }
+        }
+        // bytes=A-B
+        (false, Some(a), Some(b)) if a <= b => {
+            if a >= len {
+                RangeRequest::Unsatisfiable
+            } else {
+                RangeRequest::Partial(a, b.min(len - 1))
+            }
+        }
+        _ => RangeRequest::Full,
+    }
+}
+
+/// Whether an `If-None-Match` value matches `etag` (weak comparison, as RFC 9110 §13.1.2 says).
+pub fn etag_matches(if_none_match: &str, etag: &str) -> bool {
+    let strip = |t: &str| t.trim().trim_start_matches("W/").to_string();
+    let ours = strip(etag);
+    if_none_match
+        .split(',')
+        .any(|t| t.trim() == "*" || strip(t) == ours)
+}
+
+fn header_str<'a>(h: &'a HeaderMap, name: header::HeaderName) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The answer to a GET or HEAD of `res` (`None`: nothing at that path).
+pub fn respond(res: Option<&Resource>, head: bool, req: &HeaderMap) -> Response {
+    let Some(res) = res else {
+        return plain(StatusCode::NOT_FOUND, "not found\n", head);
+    };
+    let len = res.body.len() as u64;
+    let mut builder = Response::builder()
+        .header(header::ETAG, &res.etag)
+        .header(header::CACHE_CONTROL, res.cache_control)
+        .header(header::ACCEPT_RANGES, "bytes")
+        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .header(header::ACCESS_CONTROL_EXPOSE_HEADERS, "ETag, Content-Range")
+        .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff");
+    if header_str(req, header::IF_NONE_MATCH).is_some_and(|v| etag_matches(v, &res.etag)) {
+        return builder
+            .status(StatusCode::NOT_MODIFIED)
+            .body(Body::empty())
+            .expect("valid response");
+    }
+    builder = builder.header(header::CONTENT_TYPE, res.content_type);
+    // If-Range: the range applies only to the representation it names (strong comparison).
+    let range_ok = header_str(req, header::IF_RANGE).is_none_or(|v| v.trim() == res.etag);
+    let range = match header_str(req, header::RANGE) {
+        Some(v) if range_ok => parse_range(v, len),
+        _ => RangeRequest::Full,
+    };
+    let (status, body) = match range {
+        RangeRequest::Full => (StatusCode::OK, res.body.clone()),
+        RangeRequest::Partial(start, end) => {
+            builder = builder.header(header::CONTENT_RANGE, format!("bytes {start}-{end}/{len}"));
+            (
+                StatusCode::PARTIAL_CONTENT,
+                res.body.slice(start as usize..=end as usize),
+            )
+        }
+        RangeRequest::Unsatisfiable => {
+            return builder
+                .status(StatusCode::RANGE_NOT_SATISFIABLE)
+                .header(header::CONTENT_RANGE, format!("bytes */{len}"))
+                .header(header::CONTENT_LENGTH, 0)
+                .body(Body::empty())
+                .expect("valid response");
+        }
+    };
+    builder = builder
+        .status(status)
+        .header(header::CONTENT_LENGTH, body.len());
+    let body = if head { Body::empty() } else { Body::from(body) };
+    builder.body(body).expect("valid response")
+}
+
+fn plain(status: StatusCode, text: &'static str, head: bool) -> Response {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .header(header::CONTENT_LENGTH, text.len())
+        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .body(if head { Body::empty() } else { Body::from(text) })
+        .expect("valid response")
+}
+
+/// Percent-decodes a request path (`None` when the result is not UTF-8 or holds `%00`).
+pub fn decode_path(path: &str) -> Option<String> {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            let v = u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
+            if v == 0 {
+                return None;
+            }
+            out.push(v);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+async fn handle(State(site): State<Arc<Site>>, req: Request) -> Response {
+    let method = req.method().clone();
+    if method == Method::OPTIONS {
+        return Response::builder()
+            .status(StatusCode::NO_CONTENT)
+            .header(header::ALLOW, "GET, HEAD, OPTIONS")
+            .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+            .header(header::ACCESS_CONTROL_ALLOW_METHODS, "GET, HEAD, OPTIONS")
+            .header(
+                header::ACCESS_CONTROL_ALLOW_HEADERS,
+                "Range, If-None-Match, If-Range",
+            )
+            .body(Body::empty())
+            .expect("valid response");
+    }
+    if method != Method::GET && method != Method::HEAD {
+        let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n", false);
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD, OPTIONS"));
+        return r;
+    }
+    let head = method == Method::HEAD;
+    let found = decode_path(req.uri().path())
+        .and_then(|p| site.get(p.strip_prefix('/').unwrap_or(&p)).cloned());
+    respond(found.as_ref(), head, req.headers())
+}
+
+/// One access-log line per request on stderr: peer, request line, status, bytes, time.
+async fn access_log(req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or_else(|| "-".to_string(), |c| c.0.to_string());
+    let line = format!("{} {} {:?}", req.method(), req.uri(), req.version());
+    let resp = next.run(req).await;
+    let len = header_str(resp.headers(), header::CONTENT_LENGTH).unwrap_or("-");
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "{peer} \"{line}\" {} {len} {:.1}ms",
+        resp.status().as_u16(),
+        start.elapsed().as_secs_f64() * 1000.0
+    );
+    resp
+}
+
+/// The router answering every path of `site`; with `verbose`, each request is logged.
+pub fn router(site: Arc<Site>, verbose: bool) -> Router {
+    let app = Router::new().fallback(handle).with_state(site);
+    if verbose {
+        app.layer(middleware::from_fn(access_log))
+    } else {
+        app
+    }
+}
+
+/// Serves `site` on `listener` until `shutdown` completes; requests in flight are finished.
+pub async fn run(
+    site: Arc<Site>,
+    listener: TcpListener,
+    verbose: bool,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(site, verbose);
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}
+
+/// Completes on Ctrl-C, or on SIGTERM where there is one.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        use RangeRequest::*;
+        let cases: &[(&str, u64, RangeRequest)] = &[
+            ("bytes=0-9", 100, Partial(0, 9)),
+            ("bytes=90-200", 100, Partial(90, 99)),
+            ("bytes=50-", 100, Partial(50, 99)),
+            ("bytes=-10", 100, Partial(90, 99)),
+            ("bytes=-1000", 100, Partial(0, 99)),
+            ("bytes=100-", 100, Unsatisfiable),
+            ("bytes=100-200", 100, Unsatisfiable),
+            ("bytes=-0", 100, Unsatisfiable),
+            ("bytes=0-0", 0, Unsatisfiable),
+            ("bytes=5-1", 100, Full),
+            ("bytes=0-1,5-6", 100, Full),
+            ("items=0-1", 100, Full),
+            ("bytes=a-b", 100, Full),
+            ("bytes=+1-2", 100, Full),
+            ("bytes", 100, Full),
+            ("BYTES= 1-2", 100, Partial(1, 2)),
+        ];
+        for (v, len, want) in cases {
+            assert_eq!(parse_range(v, *len), *want, "{v} of {len}");
+        }
+    }
+
+    #[test]
+    fn etags() {
+        assert!(etag_matches("\"abc\"", "\"abc\""));
+        assert!(etag_matches("W/\"abc\"", "\"abc\""));
+        assert!(etag_matches("\"x\", \"abc\"", "\"abc\""));
+        assert!(etag_matches("*", "\"abc\""));
+        assert!(!etag_matches("\"abd\"", "\"abc\""));
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(
+            decode_path("/.well-known/skills/%D0%BD%D0%B0/a%20b.md").as_deref(),
+            Some("/.well-known/skills/на/a b.md")
+        );
+        assert_eq!(decode_path("/a%2"), None);
+        assert_eq!(decode_path("/a%00b"), None);
+        assert_eq!(decode_path("/%ff"), None);
+    }
+
+    #[test]
+    fn responses() {
+        let res = Resource {
+            body: bytes::Bytes::from_static(b"0123456789"),
+            content_type: "application/gzip",
+            etag: "\"e\"".into(),
+            cache_control: super::super::site::IMMUTABLE,
+        };
+        let mut h = HeaderMap::new();
+        let r = respond(Some(&res), false, &h);
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(r.headers()[header::CONTENT_LENGTH], "10");
+        assert_eq!(r.headers()[header::CACHE_CONTROL], "public, max-age=31536000, immutable");
+        h.insert(header::RANGE, HeaderValue::from_static("bytes=2-4"));
+        let r = respond(Some(&res), false, &h);
+        assert_eq!(r.status(), StatusCode::PARTIAL_CONTENT);
+        assert_eq!(r.headers()[header::CONTENT_RANGE], "bytes 2-4/10");
+        h.insert(header::IF_RANGE, HeaderValue::from_static("\"old\""));
+        assert_eq!(respond(Some(&res), false, &h).status(), StatusCode::OK);
+        h.remove(header::IF_RANGE);
+        h.insert(header::RANGE, HeaderValue::from_static("bytes=10-"));
+        let r = respond(Some(&res), false, &h);
+        assert_eq!(r.status(), StatusCode::RANGE_NOT_SATISFIABLE);
+        assert_eq!(r.headers()[header::CONTENT_RANGE], "bytes */10");
+        h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("\"e\""));
+        assert_eq!(respond(Some(&res), false, &h).status(), StatusCode::NOT_MODIFIED);
+        assert_eq!(respond(None, false, &h).status(), StatusCode::NOT_FOUND);
+    }
+}

@@ -1,0 +1,479 @@
+//! The site model: every path `serve` answers and `export` writes, built once from a source.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::stream::{self, StreamExt};
+use serde_json::{Value, json};
+
+use crate::digest::{Manifest, sha256};
+use crate::document::{Skill, ValidateOptions};
+use crate::error::{Error, Result};
+use crate::pack::{PackEntry, write_tar_gz};
+use crate::source::http::index::SCHEMA_V0_2;
+use crate::source::{Discovery, Source, discover, join_path};
+
+/// Path of the RFC v0.2.0 index.
+pub const AGENT_SKILLS_INDEX: &str = ".well-known/agent-skills/index.json";
+/// Path of the legacy v0.1 index.
+pub const SKILLS_INDEX: &str = ".well-known/skills/index.json";
+/// `Cache-Control` of content-addressed paths (RFC 8246).
+pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+/// `Cache-Control` of paths whose content may change (indexes, files by name).
+pub const REVALIDATE: &str = "no-cache";
+
+/// How many skills are read and packed at once.
+const CONCURRENCY: usize = 8;
+
+/// One path of the site.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Resource {
+    /// The bytes served.
+    pub body: Bytes,
+    /// Its `Content-Type`.
+    pub content_type: &'static str,
+    /// Its strong `ETag` (quoted sha256 hex of the body).
+    pub etag: String,
+    /// Its `Cache-Control`: [`IMMUTABLE`] or [`REVALIDATE`].
+    pub cache_control: &'static str,
+}
+
+impl fmt::Debug for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resource")
+            .field("len", &self.body.len())
+            .field("content_type", &self.content_type)
+            .field("etag", &self.etag)
+            .finish()
+    }
+}
+
+/// A detached signature found for a skill, and the version it was signed as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signed {
+    /// The version the signed statement names.
+    pub version: String,
+    /// The `.minisig` text.
+    pub signature: String,
+}
+
+/// Finds the detached signature of a skill (beside an archive, in a registry, …).
+pub trait SignatureLookup: Send + Sync {
+    /// The signature of the skill `name` whose files give `skill_digest`, if there is one.
+    fn lookup(&self, name: &str, skill_digest: &str) -> Option<Signed>;
+}
+
+/// How a site is built.
+#[derive(Clone, Default)]
+pub struct SiteOptions {
+    /// What counts as valid (only valid skills are served).
+    pub validate: ValidateOptions,
+    /// Where signatures come from (none by default).
+    pub signatures: Option<Arc<dyn SignatureLookup>>,
+}
+
+impl fmt::Debug for SiteOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SiteOptions")
+            .field("validate", &self.validate)
+            .field("signatures", &self.signatures.is_some())
+            .finish()
+    }
+}
+
+/// A skill that was not served, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteProblem {
+    /// Where it is in the source.
+    pub location: String,
+    /// Why it is left out.
+    pub message: String,
+}
+
+impl fmt::Display for SiteProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)
+    }
+}
+
+/// One served skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteSkill {
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its version (`metadata.version`, or the signed version), when known.
+    pub version: Option<String>,
+    /// Where it came from in the source.
+    pub location: String,
+    /// The reproducible `.tar.gz` of its files (one skill at the archive root).
+    pub archive: Bytes,
+    /// `sha256:` of [`archive`](Self::archive): the index entry's `digest`.
+    pub archive_digest: String,
+    /// Its manifest (skill digest, every file's digest, size and exec bit).
+    pub manifest: Manifest,
+    /// Every file's bytes, by path (the manifest's order).
+    pub files: Vec<Bytes>,
+    /// Its detached signature, when one was found.
+    pub signature: Option<String>,
+}
+
+/// Everything a site serves, by path (no leading `/`, not percent-encoded).
+#[derive(Debug, Clone, Default)]
+pub struct Site {
+    resources: BTreeMap<String, Resource>,
+    skills: Vec<SiteSkill>,
+}
+
+impl Site {
+    /// Reads every skill of `source` and builds the site from the valid ones; the others are
+    /// returned as problems, never silently dropped.
+    pub async fn build(source: &dyn Source, opts: &SiteOptions) -> Result<(Site, Vec<SiteProblem>)> {
+        let found = discover(source).await?;
+        Self::from_discovery(source, &found, opts).await
+    }
+
+    /// Like [`build`](Self::build), from a discovery already made over `source`.
+    pub async fn from_discovery(
+        source: &dyn Source,
+        found: &Discovery,
+        opts: &SiteOptions,
+    ) -> Result<(Site, Vec<SiteProblem>)> {
+        let mut problems: Vec<SiteProblem> = found
+            .faults
+            .iter()
+            .map(|f| SiteProblem {
+                location: f.location.clone(),
+                message: format!("not served: {} [{}]", f.fault.message(), f.fault.kind()),
+            })
+            .collect();
+        let mut chosen: Vec<&Skill> = Vec::new();
+        for skill in &found.skills {
+            let faults = skill.validate(&opts.validate);
+            if !faults.is_empty() {
+                let why: Vec<String> =
+                    faults.iter().map(|f| format!("{} [{}]", f.message(), f.kind())).collect();
+                problems.push(SiteProblem {
+                    location: skill.location().to_string(),
+                    message: format!("not served (invalid): {}", why.join("; ")),
+                });
+                continue;
+            }
+            let name = skill.name();
+            if let Some(first) = chosen.iter().find(|s| s.name() == name) {
+                problems.push(SiteProblem {
+                    location: skill.location().to_string(),
+                    message: format!("not served: a skill named {name} is already served from {}", first.location()),
+                });
+                continue;
+            }
+            chosen.push(skill);
+        }
+        let chosen = &chosen;
+        let built: Vec<Result<SiteSkill>> = stream::iter(0..chosen.len())
+            .map(|i| pack_skill(source, chosen[i], opts.signatures.clone()))
+            .buffered(CONCURRENCY)
+            .collect()
+            .await;
+        let mut skills = Vec::with_capacity(built.len());
+        for (r, skill) in built.into_iter().zip(chosen) {
+            match r {
+                Ok(s) => skills.push(s),
+                Err(e) => problems.push(SiteProblem {
+                    location: skill.location().to_string(),
+                    message: format!("not served: {e}"),
+                }),
+            }
+        }
+        Ok((Site::from_skills(skills), problems))
+    }
+
+    /// Assembles the site from packed skills (pure: no I/O).
+    pub fn from_skills(skills: Vec<SiteSkill>) -> Site {
+        let mut site = Site {
+            resources: BTreeMap::new(),
+            skills: Vec::new(),
+        };
+        let mut v2 = Vec::with_capacity(skills.len());
+        let mut v1 = Vec::with_capacity(skills.len());
+        for s in &skills {
+            let archive_hex = s.archive_digest.trim_start_matches("sha256:");
+            site.put_blob(archive_hex, s.archive.clone(), "application/gzip");
+            for (f, bytes) in s.manifest.files.iter().zip(&s.files) {
+                let hex = f.digest.trim_start_matches("sha256:");
+                let ctype = content_type(&f.path, bytes);
+                site.put_blob(hex, bytes.clone(), ctype);
+                for dir in [".well-known/skills", ".well-known/agent-skills"] {
+                    site.put(
+                        format!("{dir}/{}/{}", s.name, f.path),
+                        bytes.clone(),
+                        ctype,
+                        REVALIDATE,
+                    );
+                }
+            }
+            let paths: Vec<&str> = s.manifest.files.iter().map(|f| f.path.as_str()).collect();
+            let mut entry = json!({
+                "name": s.name,
+                "type": "archive",
+                "description": s.description,
+                "url": format!("../../blobs/sha256/{archive_hex}"),
+                "digest": s.archive_digest,
+            });
+            let obj = entry.as_object_mut().expect("an object");
+            if let Some(v) = &s.version {
+                obj.insert("version".into(), Value::from(v.as_str()));
+            }
+            obj.insert("files".into(), json!(paths));
+            obj.insert(
+                "skillcat".into(),
+                json!({
+                    "skill_digest": s.manifest.digest,
+                    "files": s.manifest.files.iter().map(|f| json!({
+                        "path": f.path, "digest": f.digest, "size": f.size, "executable": f.executable
+                    })).collect::<Vec<_>>(),
+                    "signature": s.signature,
+                }),
+            );
+            v2.push(entry);
+            v1.push(json!({"name": s.name, "description": s.description, "files": paths}));
+        }
+        let index_v2 = json!({"$schema": SCHEMA_V0_2, "skills": v2});
+        let index_v1 = json!({"skills": v1});
+        for (path, doc) in [(AGENT_SKILLS_INDEX, index_v2), (SKILLS_INDEX, index_v1)] {
+            let mut body = serde_json::to_vec_pretty(&doc).expect("an index always serialises");
+            body.push(b'\n');
+            site.put(path.to_string(), Bytes::from(body), "application/json", REVALIDATE);
+        }
+        site.skills = skills;
+        site
+    }
+
+    fn put(&mut self, path: String, body: Bytes, content_type: &'static str, cache_control: &'static str) {
+        let etag = format!("\"{}\"", hex::encode(sha256(&body)));
+        self.resources.insert(
+            path,
+            Resource {
+                body,
+                content_type,
+                etag,
+                cache_control,
+            },
+        );
+    }
+
+    /// A content-addressed blob; when the same bytes serve several purposes, the most specific
+    /// type wins (archive, then Markdown, then text).
+    fn put_blob(&mut self, hex: &str, body: Bytes, content_type: &'static str) {
+        let path = format!("blobs/sha256/{hex}");
+        if let Some(existing) = self.resources.get(&path)
+            && type_rank(existing.content_type) >= type_rank(content_type)
+        {
+            return;
+        }
+        self.resources.insert(
+            path,
+            Resource {
+                body,
+                content_type,
+                etag: format!("\"{hex}\""),
+                cache_control: IMMUTABLE,
+            },
+        );
+    }
+
+    /// The resource at `path` (no leading `/`, percent-decoded).
+    pub fn get(&self, path: &str) -> Option<&Resource> {
+        self.resources.get(path)
+    }
+
+    /// Every path and its resource, in byte order of path.
+    pub fn resources(&self) -> impl Iterator<Item = (&str, &Resource)> {
+        self.resources.iter().map(|(p, r)| (p.as_str(), r))
+    }
+
+    /// The skills served, in the source's order.
+    pub fn skills(&self) -> &[SiteSkill] {
+        &self.skills
+    }
+}
+
+fn type_rank(ctype: &str) -> u8 {
+    match ctype {
+        "application/gzip" => 3,
+        MARKDOWN => 2,
+        "application/octet-stream" => 0,
+        _ => 1,
+    }
+}
+
+const MARKDOWN: &str = "text/markdown; charset=utf-8";
+
+/// The `Content-Type` a file is served with: by extension for the formats a skill ships,
+/// else text when it is UTF-8, else bytes. Never HTML or SVG (a skill's files must not run
+/// as pages of the serving origin).
+pub fn content_type(path: &str, bytes: &[u8]) -> &'static str {
+    let name = crate::source::base_name(path).to_ascii_lowercase();
+    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+    if name.ends_with(".tar.gz") {
+        return "application/gzip";
+    }
+    match ext {
+        "md" | "markdown" => MARKDOWN,
+        "json" => "application/json",
+        "gz" | "tgz" => "application/gzip",
+        "zip" => "application/zip",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "pdf" => "application/pdf",
+        _ if std::str::from_utf8(bytes).is_ok() => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Reads one skill's files and packs them: archive, manifest, signature.
+async fn pack_skill(
+    source: &dyn Source,
+    skill: &Skill,
+    signatures: Option<Arc<dyn SignatureLookup>>,
+) -> Result<SiteSkill> {
+    let mut entries = Vec::with_capacity(skill.files().len());
+    for f in skill.files() {
+        let bytes = source.read(&join_path(skill.root(), &f.path)).await?;
+        entries.push(PackEntry {
+            path: f.path.clone(),
+            bytes,
+            executable: f.executable,
+        });
+    }
+    let name = skill.name();
+    let description = skill.description().to_string();
+    let location = skill.location().to_string();
+    let mut version = skill.version().map(str::to_string).filter(|v| !v.is_empty());
+    let shown = location.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut archive = Vec::new();
+        write_tar_gz(&entries, &mut archive).map_err(|e| Error::io(&shown, e))?;
+        let files = |v: &str| {
+            Manifest::build(
+                &name,
+                v,
+                entries.iter().map(|e| (e.path.as_str(), &e.bytes[..], e.executable)),
+            )
+        };
+        let mut manifest = files(version.as_deref().unwrap_or(""));
+        let signed = signatures.and_then(|s| s.lookup(&name, &manifest.digest));
+        if let Some(signed) = &signed
+            && version.as_deref() != Some(signed.version.as_str())
+        {
+            version = Some(signed.version.clone()).filter(|v| !v.is_empty());
+            manifest = files(&signed.version);
+        }
+        let mut by_path: Vec<&PackEntry> = entries.iter().collect();
+        by_path.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+        let contents = by_path.iter().map(|e| e.bytes.clone()).collect();
+        Ok(SiteSkill {
+            archive_digest: crate::digest::sha256_digest(&archive),
+            archive: Bytes::from(archive),
+            name,
+            description,
+            version,
+            location,
+            manifest,
+            files: contents,
+            signature: signed.map(|s| s.signature),
+        })
+    })
+    .await
+    .map_err(|e| Error::io("(pack)", std::io::Error::other(e)))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skill(name: &str, files: &[(&str, &[u8], bool)]) -> SiteSkill {
+        let entries: Vec<PackEntry> = files
+            .iter()
+            .map(|(p, b, x)| PackEntry {
+                path: p.to_string(),
+                bytes: Bytes::copy_from_slice(b),
+                executable: *x,
+            })
+            .collect();
+        let mut archive = Vec::new();
+        write_tar_gz(&entries, &mut archive).unwrap();
+        let manifest = Manifest::build(name, "", files.iter().map(|(p, b, x)| (*p, *b, *x)));
+        let contents = manifest
+            .files
+            .iter()
+            .map(|f| Bytes::copy_from_slice(files.iter().find(|x| x.0 == f.path).unwrap().1))
+            .collect();
+        SiteSkill {
+            name: name.into(),
+            description: "d".into(),
+            version: None,
+            location: name.into(),
+            archive_digest: crate::digest::sha256_digest(&archive),
+            archive: Bytes::from(archive),
+            manifest,
+            files: contents,
+            signature: None,
+        }
+    }
+
+    #[test]
+    fn layout_of_a_site() {
+        let site = Site::from_skills(vec![skill(
+            "hello",
+            &[("SKILL.md", b"# Hello\n", false), ("scripts/run.sh", b"#!/bin/sh\n", true)],
+        )]);
+        let paths: Vec<&str> = site.resources().map(|(p, _)| p).collect();
+        assert!(paths.contains(&AGENT_SKILLS_INDEX) && paths.contains(&SKILLS_INDEX));
+        assert!(paths.contains(&".well-known/skills/hello/scripts/run.sh"));
+        assert!(paths.contains(&".well-known/agent-skills/hello/SKILL.md"));
+        let md = site
+            .get("blobs/sha256/90f8ec5669cd34183b9b0fdf8b94f5efb4c3672876330f4aa76088c2b4ad17be")
+            .unwrap();
+        assert_eq!(md.content_type, MARKDOWN);
+        assert_eq!(md.cache_control, IMMUTABLE);
+        let index: Value = serde_json::from_slice(&site.get(AGENT_SKILLS_INDEX).unwrap().body).unwrap();
+        assert_eq!(index["$schema"], SCHEMA_V0_2);
+        let e = &index["skills"][0];
+        assert_eq!(e["type"], "archive");
+        assert_eq!(e["files"], json!(["SKILL.md", "scripts/run.sh"]));
+        assert_eq!(
+            e["skillcat"]["skill_digest"],
+            "sha256:34f7a8c484e9991f3e71a309f31332d6335efc01f544105c4185a7c4ab12eb1e"
+        );
+        let hex = e["digest"].as_str().unwrap().trim_start_matches("sha256:");
+        assert_eq!(e["url"], format!("../../blobs/sha256/{hex}"));
+        let archive = site.get(&format!("blobs/sha256/{hex}")).unwrap();
+        assert_eq!(archive.content_type, "application/gzip");
+        assert_eq!(crate::digest::sha256_digest(&archive.body), e["digest"]);
+        assert!(e.get("version").is_none());
+        let v1: Value = serde_json::from_slice(&site.get(SKILLS_INDEX).unwrap().body).unwrap();
+        assert_eq!(v1, json!({"skills": [{"name": "hello", "description": "d", "files": ["SKILL.md", "scripts/run.sh"]}]}));
+    }
+
+    #[test]
+    fn the_same_files_give_the_same_site() {
+        let a = Site::from_skills(vec![skill("a", &[("SKILL.md", b"x", false)])]);
+        let b = Site::from_skills(vec![skill("a", &[("SKILL.md", b"x", false)])]);
+        assert_eq!(a.get(AGENT_SKILLS_INDEX), b.get(AGENT_SKILLS_INDEX));
+    }
+
+    #[test]
+    fn content_types() {
+        assert_eq!(content_type("SKILL.md", b"x"), MARKDOWN);
+        assert_eq!(content_type("a/b.TAR.GZ", b"x"), "application/gzip");
+        assert_eq!(content_type("run.sh", b"#!/bin/sh"), "text/plain; charset=utf-8");
+        assert_eq!(content_type("page.html", b"<script>"), "text/plain; charset=utf-8");
+        assert_eq!(content_type("blob.bin", &[0xff, 0xfe, 0]), "application/octet-stream");
+    }
+}

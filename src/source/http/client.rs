@@ -1,0 +1,526 @@
+//! The network side of the HTTP source: one GET with limits, retries and redirect rules.
+//!
+//! ```text
+//! get(url, validators, expected size)
+//!   ├─ permit (at most `concurrency` requests in flight)
+//!   ├─ GET  Accept-Encoding: identity (bytes hashed exactly as served; no decompression)
+//!   │       If-None-Match / If-Modified-Since when validators are given
+//!   ├─ 304 ─────────────────────────────────────────────▶ NotModified (no body read)
+//!   ├─ 5xx, 408, 429, connection error, timeout, cut body ─▶ retry: full-jitter backoff,
+//!   │                                                        Retry-After (seconds) honoured
+//!   ├─ other 4xx ─────────────────────────────────────────▶ error, never retried
+//!   └─ 2xx: Content-Length checked first (limit, expected size), then the body is read in
+//!          chunks under a running cap; bytes counted, never trusting Content-Length
+//! ```
+//!
+//! Redirects are followed up to a limit; a redirect from https to plain http is refused. URLs
+//! in messages go through [`redact`]: user names, passwords and query strings are never shown.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use reqwest::header::{self, HeaderMap};
+use reqwest::{StatusCode, Url};
+use tokio::sync::Semaphore;
+
+use super::HttpOptions;
+use crate::error::Error;
+
+/// A URL as it may be shown: no credentials, no query string.
+pub fn redact(url: &Url) -> String {
+    let mut u = url.clone();
+    if !u.username().is_empty() || u.password().is_some() {
+        let _ = u.set_username("***");
+        let _ = u.set_password(None);
+    }
+    let had_query = u.query().is_some();
+    u.set_query(None);
+    let mut s = u.to_string();
+    if had_query {
+        // Before any fragment: the fragment (if any) stays at the end.
+        match s.find('#') {
+            Some(i) => s.insert_str(i, "?…"),
+            None => s.push_str("?…"),
+        }
+    }
+    s
+}
+
+/// What went wrong with one download (mapped into [`Error`] with one `From`).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum HttpError {
+    #[error("{url}: HTTP {status}")]
+    Status { url: String, status: u16 },
+    #[error("{url}: {detail}")]
+    Transport { url: String, detail: String },
+    #[error("{url}: larger than the limit of {limit} bytes")]
+    TooLarge { url: String, size: u64, limit: u64 },
+    #[error("{url}: size mismatch (expected {expected} bytes, got {actual})")]
+    Size {
+        url: String,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("{url}: body cut short (expected {expected} bytes from Content-Length, got {actual})")]
+    Truncated {
+        url: String,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("{what}: digest mismatch (expected {expected}, got {actual})")]
+    Digest {
+        what: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("{what} is not cached in {cache}, and --offline forbids the network")]
+    NotCached { what: String, cache: String },
+}
+
+impl From<HttpError> for Error {
+    fn from(e: HttpError) -> Error {
+        use std::io::{Error as IoError, ErrorKind};
+        match e {
+            HttpError::Status { url, status } if status == 404 || status == 410 => {
+                Error::NotFound(format!("{url} (HTTP {status})"))
+            }
+            HttpError::Status { url, status } => {
+                Error::io(url, IoError::other(format!("HTTP {status}")))
+            }
+            HttpError::Transport { url, detail } => Error::io(url, IoError::other(detail)),
+            HttpError::TooLarge { url, size, limit } => Error::TooLarge {
+                path: url,
+                size,
+                limit,
+            },
+            HttpError::Size {
+                url,
+                expected,
+                actual,
+            } => Error::io(
+                url,
+                IoError::new(
+                    ErrorKind::InvalidData,
+                    format!("size mismatch (expected {expected} bytes, got {actual})"),
+                ),
+            ),
+            HttpError::Truncated {
+                url,
+                expected,
+                actual,
+            } => Error::io(
+                url,
+                IoError::new(
+                    ErrorKind::UnexpectedEof,
+                    format!(
+                        "body cut short (expected {expected} bytes from Content-Length, got {actual})"
+                    ),
+                ),
+            ),
+            HttpError::Digest {
+                what,
+                expected,
+                actual,
+            } => Error::DigestMismatch {
+                what,
+                expected,
+                actual,
+            },
+            e @ HttpError::NotCached { .. } => Error::NotFound(e.to_string()),
+        }
+    }
+}
+
+/// Validators of a cached response, for a conditional GET.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Validators {
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+}
+
+/// A response worth keeping.
+#[derive(Debug, Clone)]
+pub(super) struct Body {
+    pub bytes: Bytes,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    pub cache_control: Option<String>,
+    pub content_type: Option<String>,
+}
+
+/// What a GET gave.
+#[derive(Debug, Clone)]
+pub(super) enum Fetched {
+    /// 304: the cached copy is current.
+    NotModified { cache_control: Option<String> },
+    /// 2xx with its body.
+    Full(Body),
+}
+
+/// Counters over the life of a source (all requests, retries included).
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    pub requests: AtomicU64,
+    pub not_modified: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+/// The HTTP client with its limits.
+#[derive(Debug)]
+pub(super) struct Fetcher {
+    client: reqwest::Client,
+    permits: Semaphore,
+    retries: u32,
+    backoff: Duration,
+    max_body: u64,
+    pub counters: Arc<Counters>,
+}
+
+/// One failed attempt: the error, and whether (and after how long) to try again.
+struct Failure {
+    error: HttpError,
+    retry: bool,
+    retry_after: Option<Duration>,
+}
+
+/// Longest wait between two attempts, whatever Retry-After says.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+impl Fetcher {
+    pub(super) fn new(opts: &HttpOptions, counters: Arc<Counters>) -> Result<Fetcher, Error> {
+        let max_redirects = opts.max_redirects;
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() > max_redirects {
+                attempt.error(format!("more than {max_redirects} redirects"))
+            } else if attempt.url().scheme() != "https"
+                && attempt.previous().iter().any(|u| u.scheme() == "https")
+            {
+                attempt.error("refusing a redirect from https to plain http")
+            } else {
+                attempt.follow()
+            }
+        });
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("skillcat/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(opts.connect_timeout)
+            .read_timeout(opts.read_timeout)
+            .timeout(opts.timeout)
+            .redirect(policy)
+            .build()
+            .map_err(|e| Error::Invalid(format!("cannot set up the HTTP client: {}", describe(e))))?;
+        Ok(Fetcher {
+            client,
+            permits: Semaphore::new(opts.concurrency.max(1)),
+            retries: opts.retries,
+            backoff: opts.backoff,
+            max_body: opts.max_body,
+            counters,
+        })
+    }
+
+    /// GETs `url`, retrying what is worth retrying. `expected_size`, when known, is checked
+    /// against Content-Length before the body is read and against the bytes read after.
+    pub(super) async fn get(
+        &self,
+        url: &Url,
+        validators: Option<&Validators>,
+        expected_size: Option<u64>,
+        accept: &str,
+    ) -> Result<Fetched, HttpError> {
+        let mut attempt = 0;
+        loop {
+            match self.once(url, validators, expected_size, accept).await {
+                Ok(r) => return Ok(r),
+                Err(f) if !f.retry || attempt >= self.retries => return Err(f.error),
+                Err(f) => {
+                    let wait = backoff(attempt, self.backoff, f.retry_after, jitter());
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    async fn once(
+        &self,
+        url: &Url,
+        validators: Option<&Validators>,
+        expected_size: Option<u64>,
+        accept: &str,
+    ) -> Result<Fetched, Failure> {
+        let shown = redact(url);
+        let _permit = self.permits.acquire().await.expect("the semaphore is never closed");
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let mut req = self
+            .client
+            .get(url.clone())
+            .header(header::ACCEPT_ENCODING, "identity")
+            .header(header::ACCEPT, accept);
+        if let Some(v) = validators {
+            if let Some(etag) = &v.etag {
+                req = req.header(header::IF_NONE_MATCH, etag);
+            }
+            if let Some(lm) = &v.last_modified {
+                req = req.header(header::IF_MODIFIED_SINCE, lm);
+            }
+        }
+        let mut resp = req.send().await.map_err(|e| Failure {
+            retry: !e.is_redirect() && !e.is_builder(),
+            error: HttpError::Transport {
+                url: shown.clone(),
+                detail: describe(e),
+            },
+            retry_after: None,
+        })?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        if status == StatusCode::NOT_MODIFIED && validators.is_some() {
+            self.counters.not_modified.fetch_add(1, Ordering::Relaxed);
+            return Ok(Fetched::NotModified {
+                cache_control: text(&headers, header::CACHE_CONTROL),
+            });
+        }
+        if !status.is_success() {
+            return Err(Failure {
+                retry: is_retryable_status(status.as_u16()),
+                retry_after: retry_after(&headers),
+                error: HttpError::Status {
+                    url: shown,
+                    status: status.as_u16(),
+                },
+            });
+        }
+        let fail = |error| Failure {
+            error,
+            retry: false,
+            retry_after: None,
+        };
+        let limit = self.max_body;
+        if let Some(expected) = expected_size
+            && expected > limit
+        {
+            return Err(fail(HttpError::TooLarge {
+                url: shown,
+                size: expected,
+                limit,
+            }));
+        }
+        let announced = resp.content_length();
+        if let Some(len) = announced {
+            if len > limit {
+                return Err(fail(HttpError::TooLarge {
+                    url: shown,
+                    size: len,
+                    limit,
+                }));
+            }
+            if let Some(expected) = expected_size
+                && expected != len
+            {
+                return Err(fail(HttpError::Size {
+                    url: shown,
+                    expected,
+                    actual: len,
+                }));
+            }
+        }
+        let cap = expected_size.unwrap_or(limit);
+        let mut buf = BytesMut::with_capacity(announced.unwrap_or(0).min(cap) as usize);
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    self.counters
+                        .bytes
+                        .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                    let total = (buf.len() + chunk.len()) as u64;
+                    if total > cap {
+                        return Err(fail(match expected_size {
+                            Some(expected) => HttpError::Size {
+                                url: shown,
+                                expected,
+                                actual: total,
+                            },
+                            None => HttpError::TooLarge {
+                                url: shown,
+                                size: total,
+                                limit,
+                            },
+                        }));
+                    }
+                    buf.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let got = buf.len() as u64;
+                    let error = match announced {
+                        Some(expected) if got < expected => HttpError::Truncated {
+                            url: shown,
+                            expected,
+                            actual: got,
+                        },
+                        _ => HttpError::Transport {
+                            url: shown,
+                            detail: describe(e),
+                        },
+                    };
+                    return Err(Failure {
+                        error,
+                        retry: true,
+                        retry_after: None,
+                    });
+                }
+            }
+        }
+        let got = buf.len() as u64;
+        if let Some(expected) = expected_size
+            && got != expected
+        {
+            return Err(fail(HttpError::Size {
+                url: shown,
+                expected,
+                actual: got,
+            }));
+        }
+        Ok(Fetched::Full(Body {
+            bytes: buf.freeze(),
+            etag: text(&headers, header::ETAG),
+            last_modified: text(&headers, header::LAST_MODIFIED),
+            cache_control: text(&headers, header::CACHE_CONTROL),
+            content_type: text(&headers, header::CONTENT_TYPE),
+        }))
+    }
+}
+
+fn text(headers: &HeaderMap, name: header::HeaderName) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// A reqwest error as text, without the URL it carries (which may hold credentials), with
+/// its chain of causes.
+fn describe(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut out = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        let s = c.to_string();
+        if !out.contains(&s) {
+            out.push_str(": ");
+            out.push_str(&s);
+        }
+        cause = c.source();
+    }
+    out
+}
+
+/// Statuses worth another try: server errors, and the client errors that mean "later".
+pub(super) fn is_retryable_status(status: u16) -> bool {
+    (500..600).contains(&status) || status == 408 || status == 429
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is ignored).
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let v = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
+    v.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// How long to wait before attempt `attempt + 1`: what the server asked for (capped), else
+/// "full jitter" — a uniform share (`jitter` in `[0, 1)`) of `base × 2^attempt`, capped.
+pub(super) fn backoff(
+    attempt: u32,
+    base: Duration,
+    retry_after: Option<Duration>,
+    jitter: f64,
+) -> Duration {
+    if let Some(wait) = retry_after {
+        return wait.min(MAX_BACKOFF);
+    }
+    let ceiling = base
+        .saturating_mul(1u32.checked_shl(attempt.min(16)).unwrap_or(u32::MAX))
+        .min(MAX_BACKOFF);
+    ceiling.mul_f64(jitter.clamp(0.0, 1.0))
+}
+
+/// A number in `[0, 1)`, different on each call (not for secrets).
+fn jitter() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_hides_credentials_and_queries() {
+        let u = Url::parse("https://user:secret@example.com/a/index.json?token=t#frag").unwrap();
+        let shown = redact(&u);
+        assert!(!shown.contains("secret") && !shown.contains("user") && !shown.contains("token"));
+        assert_eq!(shown, "https://***@example.com/a/index.json?…#frag");
+        let plain = Url::parse("http://127.0.0.1:8080/").unwrap();
+        assert_eq!(redact(&plain), "http://127.0.0.1:8080/");
+    }
+
+    #[test]
+    fn which_statuses_are_retried() {
+        for s in [500, 502, 503, 504, 408, 429] {
+            assert!(is_retryable_status(s), "{s}");
+        }
+        for s in [400, 401, 403, 404, 410, 416] {
+            assert!(!is_retryable_status(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn backoff_is_full_jitter_capped_and_honours_retry_after() {
+        let base = Duration::from_millis(100);
+        assert_eq!(backoff(0, base, None, 0.0), Duration::ZERO);
+        assert_eq!(backoff(0, base, None, 0.5), Duration::from_millis(50));
+        assert_eq!(backoff(3, base, None, 0.5), Duration::from_millis(400));
+        assert_eq!(backoff(40, base, None, 0.999_999), MAX_BACKOFF.mul_f64(0.999_999));
+        assert_eq!(
+            backoff(0, base, Some(Duration::from_secs(2)), 0.1),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            backoff(0, base, Some(Duration::from_secs(3600)), 0.1),
+            MAX_BACKOFF
+        );
+        let j = jitter();
+        assert!((0.0..1.0).contains(&j));
+    }
+
+    #[test]
+    fn errors_map_to_the_library_kinds() {
+        let e: Error = HttpError::Status {
+            url: "u".into(),
+            status: 404,
+        }
+        .into();
+        assert!(matches!(e, Error::NotFound(_)));
+        let e: Error = HttpError::Digest {
+            what: "u".into(),
+            expected: "sha256:a".into(),
+            actual: "sha256:b".into(),
+        }
+        .into();
+        assert_eq!(
+            e.to_string(),
+            "u: digest mismatch (expected sha256:a, got sha256:b)"
+        );
+        let e: Error = HttpError::Truncated {
+            url: "u".into(),
+            expected: 10,
+            actual: 4,
+        }
+        .into();
+        assert!(e.to_string().contains("expected 10 bytes"), "{e}");
+    }
+}

@@ -1,0 +1,954 @@
+//! HTTP source: a remote Agent Skills index, read through a local content-addressed cache.
+//!
+//! ```text
+//! HttpSource::new("https://skills.example.com/", opts)     sync, no I/O
+//!   list()   GET /.well-known/agent-skills/index.json      (404 → /.well-known/skills/index.json)
+//!            or the URL itself when it ends in .json; revalidated with If-None-Match /
+//!            If-Modified-Since (a 304 costs no body); roots = entry names, index order
+//!   files(root), read(root/path)
+//!            archive  → blob by digest: cache hit, else GET, verify, then cache
+//!                       → TarballSource/ZipSource::from_bytes (all archive rules apply)
+//!            skill-md → blob by digest → a one-file skill (SKILL.md)
+//!            v0.1     → each file at <index dir>/<name>/<path>, revalidated like the index
+//!
+//! location("alpha/SKILL.md") = "https://skills.example.com/#alpha/SKILL.md"
+//! ```
+//!
+//! # Verification, before anything enters the cache
+//!
+//! An artifact is checked in this order, and any mismatch is an error naming what was
+//! expected and what was found, with nothing stored: its size (when the index gives it; also
+//! against `Content-Length` before the body is read), then the sha256 of the raw bytes
+//! (requested with `Accept-Encoding: identity`, never decompressed on the way), then — when
+//! skillcat's extra field gives one — the skill digest of the files it holds (the archive is
+//! opened and checked first). A cache entry is hashed again each time it is read; one that no
+//! longer matches is deleted and fetched again.
+//!
+//! # Cache
+//!
+//! By default `$XDG_CACHE_HOME/skillcat`, else `~/.cache/skillcat` (see the `cache` module for the
+//! layout). Several processes share one cache: each holds a shared file lock, writes go
+//! through temp files renamed into place, and content is named by its hash, so concurrent
+//! writers of the same blob agree. With `offline`, only what is cached is served and anything
+//! else is an error saying it is not cached. When the network fails but a copy of the index is
+//! cached, the copy is used and a warning says so.
+//!
+//! # Network
+//!
+//! reqwest, with connect, read and total timeouts; retries with full-jitter backoff on 5xx,
+//! 408, 429, connection errors and cut bodies (never on other 4xx); a maximum body size counted
+//! on bytes received; redirects followed up to a limit, https → http refused; at most
+//! [`HttpOptions::concurrency`] requests at once. URLs in messages never show credentials or
+//! query strings. HTTPS needs the crate feature `tls` (on by default).
+
+mod cache;
+mod client;
+pub mod index;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_util::stream::{self, StreamExt};
+use reqwest::Url;
+use tokio::sync::OnceCell;
+
+use self::cache::{Cache, Record};
+use self::client::{Counters, Fetched, Fetcher, HttpError, Validators};
+pub use self::client::redact;
+use self::index::{Artifact, Entry, Extra, Index};
+use super::{FileEntry, OpenOptions, Source, TarballSource, ZipSource};
+use crate::archive::{self, ArchiveKind, ArchiveLimits};
+use crate::digest::{sha256, tree_digest};
+use crate::error::{Error, Result};
+
+/// How an [`HttpSource`] reaches the network and where it caches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpOptions {
+    /// The cache directory; `None` for the default (see [`default_cache_dir`]).
+    pub cache_dir: Option<PathBuf>,
+    /// Serve only what is cached; never touch the network.
+    pub offline: bool,
+    /// Longest wait for a connection (default 10 s).
+    pub connect_timeout: Duration,
+    /// Longest wait between two reads of a response (default 30 s).
+    pub read_timeout: Duration,
+    /// Longest time for one request, body included (default 5 min).
+    pub timeout: Duration,
+    /// Further attempts after a retryable failure (default 3).
+    pub retries: u32,
+    /// Base of the exponential backoff between attempts (default 200 ms).
+    pub backoff: Duration,
+    /// Largest body accepted, index or artifact (default: the archive limit, 16 MiB).
+    pub max_body: u64,
+    /// Most redirects followed for one request (default 10).
+    pub max_redirects: usize,
+    /// Most requests in flight at once (default 8).
+    pub concurrency: usize,
+    /// Limits for the archives downloaded.
+    pub limits: ArchiveLimits,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        let limits = ArchiveLimits::default();
+        HttpOptions {
+            cache_dir: None,
+            offline: false,
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(30),
+            timeout: Duration::from_secs(300),
+            retries: 3,
+            backoff: Duration::from_millis(200),
+            max_body: limits.max_compressed,
+            max_redirects: 10,
+            concurrency: 8,
+            limits,
+        }
+    }
+}
+
+impl From<&OpenOptions> for HttpOptions {
+    fn from(o: &OpenOptions) -> Self {
+        HttpOptions {
+            cache_dir: o.cache_dir.clone(),
+            offline: o.offline,
+            ..HttpOptions::default()
+        }
+    }
+}
+
+impl From<OpenOptions> for HttpOptions {
+    fn from(o: OpenOptions) -> Self {
+        HttpOptions::from(&o)
+    }
+}
+
+/// The default cache directory: `$XDG_CACHE_HOME/skillcat`, else `$HOME/.cache/skillcat`
+/// (relative values are ignored, as the XDG rules say). `None` when neither is set.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let abs = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").and_then(abs) {
+        return Some(xdg.join("skillcat"));
+    }
+    std::env::var_os("HOME")
+        .and_then(abs)
+        .map(|h| h.join(".cache").join("skillcat"))
+}
+
+/// One skill as the remote index describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteSkill {
+    /// Its name (its root in this source).
+    pub name: String,
+    /// Its description, as the index gives it.
+    pub description: String,
+    /// Its version, when the index gives one.
+    pub version: Option<String>,
+    /// `archive`, `skill-md` or `files` (a v0.1 entry).
+    pub kind: &'static str,
+    /// The artifact's `sha256:` digest, when the index gives one.
+    pub digest: Option<String>,
+    /// The skill digest skillcat's extra field promises, when present.
+    pub skill_digest: Option<String>,
+    /// The detached minisign signature the index carries, when present.
+    pub signature: Option<String>,
+}
+
+/// Where a skill's bytes came from this time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchStatus {
+    /// Everything was already in the cache.
+    Cached,
+    /// Downloaded (and verified, and cached) now.
+    Fetched,
+    /// Offline, and not in the cache.
+    NotCached,
+    /// It could not be fetched; see the message.
+    Failed,
+}
+
+/// What [`HttpSource::prefetch`] did for one skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchReport {
+    /// The skill.
+    pub skill: RemoteSkill,
+    /// What happened.
+    pub status: FetchStatus,
+    /// Why, when it failed or is not cached.
+    pub message: Option<String>,
+}
+
+/// Counters over the life of an [`HttpSource`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HttpStats {
+    /// HTTP requests sent (retries included).
+    pub requests: u64,
+    /// Of those, answered `304 Not Modified`.
+    pub not_modified: u64,
+    /// Body bytes received.
+    pub bytes: u64,
+    /// Artifacts served from the cache.
+    pub from_cache: u64,
+    /// Artifacts downloaded.
+    pub downloaded: u64,
+}
+
+/// A skill source over HTTP(S): a remote index and its artifacts, through a local cache.
+pub struct HttpSource {
+    url: Url,
+    shown: String,
+    opts: HttpOptions,
+    cache_dir: Option<PathBuf>,
+    fetcher: OnceCell<Fetcher>,
+    cache: OnceCell<Option<Arc<Cache>>>,
+    remote: OnceCell<Remote>,
+    skills: Mutex<HashMap<String, Arc<OnceCell<Arc<Loaded>>>>>,
+    warnings: Mutex<Vec<String>>,
+    counters: Arc<Counters>,
+    from_cache: AtomicU64,
+    downloaded: AtomicU64,
+}
+
+/// The index, once read.
+struct Remote {
+    index_url: Url,
+    index: Index,
+    /// Entry position by name.
+    by_name: HashMap<String, usize>,
+}
+
+/// One skill's files, verified and held in memory.
+struct Loaded {
+    files: Vec<FileEntry>,
+    bytes: HashMap<String, Bytes>,
+    origin: FetchStatus,
+}
+
+/// Files as `(path, bytes, executable)`.
+type Files = Vec<(String, Bytes, bool)>;
+
+impl fmt::Debug for HttpSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpSource")
+            .field("url", &self.shown)
+            .field("cache_dir", &self.cache_dir)
+            .field("offline", &self.opts.offline)
+            .finish()
+    }
+}
+
+impl HttpSource {
+    /// A source for `url`: a site root (`https://host/`, `https://host/prefix/`) or an index
+    /// URL (ending in `.json`). Checks the URL and nothing else: the network is first used by
+    /// [`list`](Source::list).
+    pub fn new(url: &str, opts: HttpOptions) -> Result<HttpSource> {
+        let parsed = Url::parse(url).map_err(|e| Error::Invalid(format!("not a URL ({e})")))?;
+        let shown = redact(&parsed);
+        match parsed.scheme() {
+            "http" => {}
+            "https" if cfg!(feature = "tls") => {}
+            "https" => {
+                return Err(Error::Invalid(format!(
+                    "{shown}: this skillcat was built without the `tls` feature, so it cannot use https"
+                )));
+            }
+            _ => return Err(Error::UnsupportedSource(shown)),
+        }
+        if parsed.cannot_be_a_base() || parsed.host_str().is_none_or(str::is_empty) {
+            return Err(Error::Invalid(format!("{shown}: not an http(s) URL with a host")));
+        }
+        let cache_dir = opts.cache_dir.clone().or_else(default_cache_dir);
+        Ok(HttpSource {
+            url: parsed,
+            shown,
+            opts,
+            cache_dir,
+            fetcher: OnceCell::new(),
+            cache: OnceCell::new(),
+            remote: OnceCell::new(),
+            skills: Mutex::new(HashMap::new()),
+            warnings: Mutex::new(Vec::new()),
+            counters: Arc::new(Counters::default()),
+            from_cache: AtomicU64::new(0),
+            downloaded: AtomicU64::new(0),
+        })
+    }
+
+    /// The URL as given, as it may be shown (no credentials, no query).
+    pub fn url(&self) -> &str {
+        &self.shown
+    }
+
+    /// The cache directory in use (`None`: no cache, nothing is kept between runs).
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache_dir.as_deref()
+    }
+
+    /// The index URL read, once [`list`](Source::list) has succeeded (as it may be shown).
+    pub fn index_url(&self) -> Option<String> {
+        self.remote.get().map(|r| redact(&r.index_url))
+    }
+
+    /// Warnings so far: index entries skipped, stale copies used, corrupt cache entries
+    /// replaced. The source never prints; callers decide.
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> HttpStats {
+        HttpStats {
+            requests: self.counters.requests.load(Ordering::Relaxed),
+            not_modified: self.counters.not_modified.load(Ordering::Relaxed),
+            bytes: self.counters.bytes.load(Ordering::Relaxed),
+            from_cache: self.from_cache.load(Ordering::Relaxed),
+            downloaded: self.downloaded.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Every skill the index lists, as it describes them (reads the index on first use).
+    pub async fn skills(&self) -> Result<Vec<RemoteSkill>> {
+        Ok(self.remote().await?.index.entries.iter().map(describe).collect())
+    }
+
+    /// Fetches every skill the index lists (at most [`HttpOptions::concurrency`] at once),
+    /// calling `each` as each one finishes, and returns the reports in index order.
+    pub async fn prefetch(&self, each: impl Fn(&FetchReport)) -> Result<Vec<FetchReport>> {
+        let entries = &self.remote().await?.index.entries;
+        let mut reports: Vec<(usize, FetchReport)> = stream::iter(0..entries.len())
+            .map(|i| async move {
+                let entry = &entries[i];
+                // An archive or SKILL.md already cached and intact needs no more: it was
+                // checked in full (skill digest included) before it entered the cache.
+                let loaded = match &entry.artifact {
+                    Ok(Artifact::Files(_)) | Err(_) => {
+                        self.loaded(&entry.name).await.map(|l| l.origin)
+                    }
+                    Ok(_) => self.fetch_artifact(entry, false).await.map(|(_, s)| s),
+                };
+                let (status, message) = match loaded {
+                    Ok(origin) => (origin, None),
+                    Err(Error::NotFound(m)) if self.opts.offline => {
+                        (FetchStatus::NotCached, Some(m))
+                    }
+                    Err(e) => (FetchStatus::Failed, Some(e.to_string())),
+                };
+                let report = FetchReport {
+                    skill: describe(entry),
+                    status,
+                    message,
+                };
+                (i, report)
+            })
+            .buffer_unordered(self.opts.concurrency.max(1))
+            .inspect(|(_, r)| each(r))
+            .collect()
+            .await;
+        reports.sort_by_key(|(i, _)| *i);
+        Ok(reports.into_iter().map(|(_, r)| r).collect())
+    }
+
+    fn warn(&self, w: String) {
+        self.warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(w);
+    }
+
+    fn cache_shown(&self) -> String {
+        self.cache_dir
+            .as_ref()
+            .map_or_else(|| "(no cache directory)".into(), |d| d.display().to_string())
+    }
+
+    async fn fetcher(&self) -> Result<&Fetcher> {
+        self.fetcher
+            .get_or_try_init(|| async { Fetcher::new(&self.opts, Arc::clone(&self.counters)) })
+            .await
+    }
+
+    async fn cache(&self) -> Result<Option<Arc<Cache>>> {
+        let cache = self
+            .cache
+            .get_or_try_init(|| async {
+                let Some(dir) = self.cache_dir.clone() else {
+                    self.warn("no cache directory (set --cache, XDG_CACHE_HOME or HOME): nothing is kept".into());
+                    return Ok(None);
+                };
+                blocking(move || Cache::open(&dir)).await.map(|c| Some(Arc::new(c)))
+            })
+            .await?;
+        Ok(cache.clone())
+    }
+
+    async fn remote(&self) -> Result<&Remote> {
+        self.remote.get_or_try_init(|| self.read_index()).await
+    }
+
+    /// The index URLs to try, in order.
+    fn index_candidates(&self) -> Vec<Url> {
+        let mut base = self.url.clone();
+        base.set_fragment(None);
+        if base.path().ends_with(".json") {
+            return vec![base];
+        }
+        if !base.path().ends_with('/') {
+            let path = format!("{}/", base.path());
+            base.set_path(&path);
+        }
+        [".well-known/agent-skills/index.json", ".well-known/skills/index.json"]
+            .iter()
+            .filter_map(|p| base.join(p).ok())
+            .collect()
+    }
+
+    async fn read_index(&self) -> Result<Remote> {
+        let candidates = self.index_candidates();
+        let mut misses = Vec::new();
+        for url in &candidates {
+            match self.mutable(url, "application/json").await {
+                Ok((body, _)) => {
+                    let index = index::parse_index(&body, url)
+                        .map_err(|why| Error::Invalid(format!("{}: {why}", redact(url))))?;
+                    for w in &index.warnings {
+                        self.warn(format!("{}: {w}", redact(url)));
+                    }
+                    let by_name = index
+                        .entries
+                        .iter()
+                        .enumerate()
+                        .map(|(i, e)| (e.name.clone(), i))
+                        .collect();
+                    return Ok(Remote {
+                        index_url: url.clone(),
+                        index,
+                        by_name,
+                    });
+                }
+                Err(Error::NotFound(m)) if candidates.len() > 1 => misses.push(m),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::NotFound(format!(
+            "no skills index at {}: {}",
+            self.shown,
+            misses.join("; ")
+        )))
+    }
+
+    /// A mutable URL (an index, a v0.1 file): the cached copy when fresh or confirmed by a
+    /// conditional GET, else the new body (then cached).
+    async fn mutable(&self, url: &Url, accept: &str) -> Result<(Bytes, FetchStatus)> {
+        let cache = self.cache().await?;
+        let key = url.as_str().to_string();
+        let cached = match &cache {
+            Some(c) => {
+                let (c, key) = (Arc::clone(c), key.clone());
+                blocking(move || {
+                    let Some(rec) = c.read_record(&key) else {
+                        return Ok(None);
+                    };
+                    let Some(hash) = crate::digest::parse_digest(&rec.body) else {
+                        return Ok(None);
+                    };
+                    Ok(match c.read_blob(&hash)? {
+                        cache::Read::Hit(body) => Some((rec, body)),
+                        _ => None,
+                    })
+                })
+                .await?
+            }
+            None => None,
+        };
+        if self.opts.offline {
+            return match cached {
+                Some((_, body)) => Ok((body, FetchStatus::Cached)),
+                None => Err(HttpError::NotCached {
+                    what: redact(url),
+                    cache: self.cache_shown(),
+                }
+                .into()),
+            };
+        }
+        if let Some((rec, body)) = &cached
+            && cache::is_fresh(rec, cache::now())
+        {
+            return Ok((body.clone(), FetchStatus::Cached));
+        }
+        let validators = cached.as_ref().map(|(rec, _)| Validators {
+            etag: rec.etag.clone(),
+            last_modified: rec.last_modified.clone(),
+        });
+        let fetcher = self.fetcher().await?;
+        match fetcher.get(url, validators.as_ref(), None, accept).await {
+            Ok(Fetched::NotModified { cache_control }) => {
+                let (mut rec, body) = cached.expect("304 only answers a conditional request");
+                rec.fetched_at = cache::now();
+                if let Some(cc) = cache_control.as_deref().map(cache::parse_cache_control) {
+                    rec.max_age = cc.max_age;
+                    rec.no_cache = cc.no_cache;
+                }
+                if let Some(c) = cache {
+                    blocking(move || c.write_record(&key, &rec)).await?;
+                }
+                Ok((body, FetchStatus::Cached))
+            }
+            Ok(Fetched::Full(b)) => {
+                let cc = b
+                    .cache_control
+                    .as_deref()
+                    .map(cache::parse_cache_control)
+                    .unwrap_or_default();
+                if let Some(c) = cache.filter(|_| !cc.no_store) {
+                    let hash = sha256(&b.bytes);
+                    let rec = Record {
+                        url: redact(url),
+                        etag: b.etag.clone(),
+                        last_modified: b.last_modified.clone(),
+                        max_age: cc.max_age,
+                        no_cache: cc.no_cache,
+                        fetched_at: cache::now(),
+                        body: format!("sha256:{}", hex::encode(hash)),
+                    };
+                    let bytes = b.bytes.clone();
+                    blocking(move || {
+                        c.write_blob(&hash, &bytes)?;
+                        c.write_record(&key, &rec)
+                    })
+                    .await?;
+                }
+                Ok((b.bytes, FetchStatus::Fetched))
+            }
+            Err(e @ (HttpError::Transport { .. } | HttpError::Status { .. }))
+                if cached.is_some() && !matches!(e, HttpError::Status { status, .. } if status < 500) =>
+            {
+                self.warn(format!("{e}; using the cached copy"));
+                let (_, body) = cached.expect("checked above");
+                Ok((body, FetchStatus::Cached))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// An immutable artifact by its sha256: from the cache when present and intact, else
+    /// downloaded and verified. `check` runs (off the runtime) on the verified bytes and the
+    /// response's Content-Type; only when it passes are the bytes cached.
+    async fn blob<T, F>(
+        &self,
+        url: &Url,
+        hash: [u8; 32],
+        size: Option<u64>,
+        check: F,
+        open_hit: bool,
+    ) -> Result<(Option<T>, FetchStatus)>
+    where
+        T: Send + 'static,
+        F: FnOnce(Bytes, Option<String>) -> Result<T> + Send + 'static,
+    {
+        let cache = self.cache().await?;
+        let mut check = Some(check);
+        if let Some(c) = &cache {
+            let (c2, f) = (Arc::clone(c), check.take().expect("set above"));
+            // One trip off the runtime: read, verify, and open what is there.
+            let (found, f) = blocking(move || match c2.read_blob(&hash)? {
+                cache::Read::Hit(_) if !open_hit => Ok((Some(None), None, false)),
+                cache::Read::Hit(bytes) => Ok((Some(Some(f(bytes, None)?)), None, false)),
+                cache::Read::Corrupt => Ok((None, Some(f), true)),
+                cache::Read::Miss => Ok((None, Some(f), false)),
+            })
+            .await
+            .map(|(t, f, corrupt)| {
+                if corrupt {
+                    self.warn(format!(
+                        "{}: did not match its digest; deleted and fetched again",
+                        c.blob_path(&hash).display()
+                    ));
+                }
+                (t, f)
+            })?;
+            if let Some(t) = found {
+                self.from_cache.fetch_add(1, Ordering::Relaxed);
+                return Ok((t, FetchStatus::Cached));
+            }
+            check = f;
+        }
+        let check = check.expect("kept for a miss");
+        let digest = format!("sha256:{}", hex::encode(hash));
+        if self.opts.offline {
+            return Err(HttpError::NotCached {
+                what: format!("{} ({digest})", redact(url)),
+                cache: self.cache_shown(),
+            }
+            .into());
+        }
+        let body = match self.fetcher().await?.get(url, None, size, "*/*").await? {
+            Fetched::Full(b) => b,
+            Fetched::NotModified { .. } => unreachable!("no validators were sent"),
+        };
+        let shown = redact(url);
+        // One trip off the runtime: hash, check, and only then store.
+        let t = blocking(move || {
+            let actual = sha256(&body.bytes);
+            if actual != hash {
+                return Err(HttpError::Digest {
+                    what: shown,
+                    expected: digest,
+                    actual: format!("sha256:{}", hex::encode(actual)),
+                }
+                .into());
+            }
+            let t = check(body.bytes.clone(), body.content_type)?;
+            if let Some(c) = cache {
+                c.write_blob(&hash, &body.bytes)?;
+            }
+            Ok(t)
+        })
+        .await?;
+        self.downloaded.fetch_add(1, Ordering::Relaxed);
+        Ok((Some(t), FetchStatus::Fetched))
+    }
+
+    /// The files of one root, loaded once.
+    async fn loaded(&self, root: &str) -> Result<Arc<Loaded>> {
+        let remote = self.remote().await?;
+        let Some(entry) = remote.by_name.get(root).map(|&i| &remote.index.entries[i]) else {
+            return Err(Error::NotFound(self.location(root)));
+        };
+        let cell = {
+            let mut map = self.skills.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(map.entry(root.to_string()).or_default())
+        };
+        let loaded = cell
+            .get_or_try_init(|| async { self.materialize(entry).await.map(Arc::new) })
+            .await?;
+        Ok(Arc::clone(loaded))
+    }
+
+    /// An archive or SKILL.md entry: from the cache or the network, checked in full before it
+    /// is cached. A cache hit is opened only when `open_hit` (else `None` comes back).
+    async fn fetch_artifact(&self, entry: &Entry, open_hit: bool) -> Result<(Option<Files>, FetchStatus)> {
+        let what = self.location(&entry.name);
+        let extra = entry.extra.clone();
+        match &entry.artifact {
+            Ok(Artifact::Archive { url, sha256 }) => {
+                let (url2, limits) = (url.clone(), self.opts.limits);
+                let check = move |bytes: Bytes, ctype: Option<String>| {
+                    let files = open_archive(&bytes, ctype.as_deref(), &url2, limits)?;
+                    check_extra(&what, &files, extra.as_ref())?;
+                    Ok(files)
+                };
+                self.blob(url, *sha256, None, check, open_hit).await
+            }
+            Ok(Artifact::SkillMd { url, sha256 }) => {
+                let size = extra
+                    .as_ref()
+                    .and_then(|x| x.files.iter().find(|f| f.path == "SKILL.md"))
+                    .map(|f| f.size);
+                let check = move |bytes: Bytes, _: Option<String>| {
+                    let files = vec![("SKILL.md".to_string(), bytes, false)];
+                    check_extra(&what, &files, extra.as_ref())?;
+                    Ok(files)
+                };
+                self.blob(url, *sha256, size, check, open_hit).await
+            }
+            Ok(Artifact::Files(_)) => unreachable!("v0.1 entries are loaded file by file"),
+            Err(why) => Err(Error::Invalid(format!("{what}: {why}"))),
+        }
+    }
+
+    async fn materialize(&self, entry: &Entry) -> Result<Loaded> {
+        let what = self.location(&entry.name);
+        let artifact = entry
+            .artifact
+            .as_ref()
+            .map_err(|why| Error::Invalid(format!("{what}: {why}")))?;
+        let (files, origin) = match artifact {
+            Artifact::Files(list) => self.files_v0_1(&what, list, entry.extra.as_ref()).await?,
+            _ => match self.fetch_artifact(entry, true).await? {
+                (Some(files), origin) => (files, origin),
+                (None, _) => unreachable!("opened when asked to"),
+            },
+        };
+        let mut files = files;
+        files.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        Ok(Loaded {
+            files: files
+                .iter()
+                .map(|(path, bytes, executable)| FileEntry {
+                    path: path.clone(),
+                    size: bytes.len() as u64,
+                    executable: *executable,
+                })
+                .collect(),
+            bytes: files.into_iter().map(|(p, b, _)| (p, b)).collect(),
+            origin,
+        })
+    }
+
+    /// A v0.1 entry: every file, by digest when skillcat's extra field gives one, else
+    /// revalidated like the index.
+    async fn files_v0_1(
+        &self,
+        what: &str,
+        list: &[(String, Url)],
+        extra: Option<&Extra>,
+    ) -> Result<(Files, FetchStatus)> {
+        let results: Vec<Result<(String, Bytes, bool, FetchStatus)>> = stream::iter(0..list.len())
+            .map(|i| async move {
+                let (path, url) = &list[i];
+                let known = extra.and_then(|x| x.files.iter().find(|f| &f.path == path));
+                let (bytes, status) = match known {
+                    Some(f) => match self.blob(url, f.sha256, Some(f.size), |b, _| Ok(b), true).await? {
+                        (Some(b), s) => (b, s),
+                        (None, _) => unreachable!("opened when asked to"),
+                    },
+                    None => self.mutable(url, "*/*").await?,
+                };
+                let exec = known.is_some_and(|f| f.executable);
+                Ok((path.clone(), bytes, exec, status))
+            })
+            .buffered(self.opts.concurrency.max(1))
+            .collect()
+            .await;
+        let mut files = Vec::with_capacity(results.len());
+        let mut origin = FetchStatus::Cached;
+        let mut total = 0u64;
+        for r in results {
+            let (path, bytes, exec, status) = r?;
+            total += bytes.len() as u64;
+            if total > self.opts.limits.max_total {
+                return Err(Error::TooLarge {
+                    path: what.to_string(),
+                    size: total,
+                    limit: self.opts.limits.max_total,
+                });
+            }
+            if status == FetchStatus::Fetched {
+                origin = FetchStatus::Fetched;
+            }
+            files.push((path, bytes, exec));
+        }
+        check_extra(what, &files, extra)?;
+        Ok((files, origin))
+    }
+}
+
+fn describe(e: &Entry) -> RemoteSkill {
+    RemoteSkill {
+        name: e.name.clone(),
+        description: e.description.clone(),
+        version: e.version.clone(),
+        kind: e.artifact.as_ref().map_or("unreadable", Artifact::kind),
+        digest: e.artifact.as_ref().ok().and_then(Artifact::digest),
+        skill_digest: e.extra.as_ref().and_then(|x| x.skill_digest.clone()),
+        signature: e.extra.as_ref().and_then(|x| x.signature.clone()),
+    }
+}
+
+/// Runs blocking work off the runtime.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::io("(blocking task)", std::io::Error::other(e)))?
+}
+
+/// The archive format: from the Content-Type, else the URL's extension, else magic bytes.
+pub(crate) fn archive_kind(content_type: Option<&str>, url: &Url, bytes: &[u8]) -> Option<ArchiveKind> {
+    let mime = content_type
+        .and_then(|c| c.split(';').next())
+        .map(|c| c.trim().to_ascii_lowercase());
+    match mime.as_deref() {
+        Some("application/gzip" | "application/x-gzip" | "application/x-tgz") => {
+            return Some(ArchiveKind::TarGz);
+        }
+        Some("application/x-tar") => return Some(ArchiveKind::Tar),
+        Some("application/zip" | "application/x-zip-compressed") => return Some(ArchiveKind::Zip),
+        _ => {}
+    }
+    let last = url
+        .path_segments()
+        .and_then(|mut s| s.next_back())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if last.ends_with(".tar.gz") || last.ends_with(".tgz") {
+        return Some(ArchiveKind::TarGz);
+    }
+    if last.ends_with(".tar") {
+        return Some(ArchiveKind::Tar);
+    }
+    if last.ends_with(".zip") {
+        return Some(ArchiveKind::Zip);
+    }
+    archive::sniff(Path::new(""), bytes)
+}
+
+/// Opens an archive artifact with the checked readers; its root (or its one wrapped folder)
+/// is the skill.
+fn open_archive(
+    bytes: &[u8],
+    content_type: Option<&str>,
+    url: &Url,
+    limits: ArchiveLimits,
+) -> Result<Files> {
+    let shown = redact(url);
+    let kind = archive_kind(content_type, url, bytes).ok_or_else(|| {
+        Error::Invalid(format!("{shown}: not a .tar.gz, .tar or .zip archive"))
+    })?;
+    let tree = match kind {
+        ArchiveKind::Zip => ZipSource::from_bytes(&shown, bytes, limits)?.tree().clone(),
+        _ => TarballSource::from_bytes(&shown, bytes, limits)?.tree().clone(),
+    };
+    let root = match tree.roots() {
+        [one] => one.clone(),
+        roots => {
+            return Err(Error::Invalid(format!(
+                "{shown}: an index entry is one skill, but the archive holds {} skill folders",
+                roots.len()
+            )));
+        }
+    };
+    Ok(tree
+        .under(&root)
+        .map(|(path, f)| (path.to_string(), f.bytes.clone(), f.executable))
+        .collect())
+}
+
+/// When skillcat's extra field gives a skill digest, the files must give it.
+fn check_extra(what: &str, files: &Files, extra: Option<&Extra>) -> Result<()> {
+    let Some(expected) = extra.and_then(|x| x.skill_digest.as_ref()) else {
+        return Ok(());
+    };
+    let actual = tree_digest(files.iter().map(|(p, b, _)| (p.as_str(), sha256(b))));
+    if &actual != expected {
+        return Err(HttpError::Digest {
+            what: format!("{what}: skill digest"),
+            expected: expected.clone(),
+            actual,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Source for HttpSource {
+    async fn list(&self) -> Result<Vec<String>> {
+        Ok(self
+            .remote()
+            .await?
+            .index
+            .entries
+            .iter()
+            .map(|e| e.name.clone())
+            .collect())
+    }
+
+    async fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
+        Ok(self.loaded(root).await?.files.clone())
+    }
+
+    async fn read(&self, path: &str) -> Result<Bytes> {
+        archive::check_canonical(path).map_err(|rule| Error::PathRejected {
+            path: path.to_string(),
+            reason: rule.to_string(),
+        })?;
+        let Some((root, rel)) = path.split_once('/') else {
+            return Err(Error::NotFound(self.location(path)));
+        };
+        let loaded = self.loaded(root).await?;
+        loaded
+            .bytes
+            .get(rel)
+            .cloned()
+            .ok_or_else(|| Error::NotFound(self.location(path)))
+    }
+
+    fn location(&self, path: &str) -> String {
+        format!("{}#{path}", self.shown)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn construction_is_checked_and_does_no_io() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("never-created");
+        let opts = HttpOptions {
+            cache_dir: Some(cache.clone()),
+            ..HttpOptions::default()
+        };
+        let src = HttpSource::new("http://user:pw@127.0.0.1:9/skills/", opts.clone()).unwrap();
+        assert!(!cache.exists());
+        assert_eq!(src.url(), "http://***@127.0.0.1:9/skills/");
+        assert_eq!(
+            src.location("a/SKILL.md"),
+            "http://***@127.0.0.1:9/skills/#a/SKILL.md"
+        );
+        assert!(matches!(
+            HttpSource::new("ftp://h/", opts.clone()),
+            Err(Error::UnsupportedSource(_))
+        ));
+        assert!(HttpSource::new("not a url", opts).is_err());
+    }
+
+    #[test]
+    fn index_candidates() {
+        let o = HttpOptions::default();
+        let c = |u: &str| -> Vec<String> {
+            HttpSource::new(u, o.clone())
+                .unwrap()
+                .index_candidates()
+                .iter()
+                .map(|u| u.to_string())
+                .collect()
+        };
+        assert_eq!(
+            c("http://h:1"),
+            [
+                "http://h:1/.well-known/agent-skills/index.json",
+                "http://h:1/.well-known/skills/index.json"
+            ]
+        );
+        assert_eq!(c("http://h/pre")[0], "http://h/pre/.well-known/agent-skills/index.json");
+        assert_eq!(c("http://h/x/index.json"), ["http://h/x/index.json"]);
+    }
+
+    #[test]
+    fn archive_format_from_type_then_extension_then_magic() {
+        let u = |s: &str| Url::parse(s).unwrap();
+        let gz = [0x1f, 0x8b, 8];
+        assert_eq!(
+            archive_kind(Some("application/zip"), &u("http://h/a.tar.gz"), &gz),
+            Some(ArchiveKind::Zip)
+        );
+        assert_eq!(
+            archive_kind(Some("application/octet-stream"), &u("http://h/a.zip"), &gz),
+            Some(ArchiveKind::Zip)
+        );
+        assert_eq!(
+            archive_kind(None, &u("http://h/blobs/sha256/ab"), &gz),
+            Some(ArchiveKind::TarGz)
+        );
+        assert_eq!(archive_kind(None, &u("http://h/x"), b"hello"), None);
+    }
+
+    #[test]
+    fn default_cache_dir_follows_xdg() {
+        // Read-only check: whatever the environment, the answer ends in "skillcat".
+        if let Some(d) = default_cache_dir() {
+            assert!(d.ends_with("skillcat") && d.is_absolute());
+        }
+    }
+}
