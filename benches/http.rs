@@ -96,7 +96,15 @@ fn main() {
     );
 
     // skillcat, cold: a fresh cache each run.
-    let caches: Vec<tempfile::TempDir> = (0..runs).map(|_| tempfile::tempdir().unwrap()).collect();
+    // HTTP_BENCH_CACHE_IN=/dev/shm puts the caches on another file system (to see what the
+    // disk costs); by default they are in the system's temp folder.
+    let cache_in = std::env::var_os("HTTP_BENCH_CACHE_IN").map(std::path::PathBuf::from);
+    let caches: Vec<tempfile::TempDir> = (0..runs)
+        .map(|_| match &cache_in {
+            Some(d) => tempfile::tempdir_in(d).unwrap(),
+            None => tempfile::tempdir().unwrap(),
+        })
+        .collect();
     let cold = median(
         caches
             .iter()

@@ -34,11 +34,18 @@ fn ms(d: Duration) -> f64 {
 }
 
 async fn bench(runs: usize) {
-    let dir = tempfile::Builder::new().prefix("skillcat-bench-").tempdir().unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("skillcat-bench-")
+        .tempdir()
+        .unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
     let skill_dir = dir.path().join("trivial");
     std::fs::create_dir_all(skill_dir.join("scripts")).unwrap();
-    std::fs::write(skill_dir.join("SKILL.md"), "---\nname: trivial\ndescription: Trivial.\n---\nBody\n").unwrap();
+    std::fs::write(
+        skill_dir.join("SKILL.md"),
+        "---\nname: trivial\ndescription: Trivial.\n---\nBody\n",
+    )
+    .unwrap();
     let script = skill_dir.join("scripts/hi.sh");
     std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -58,14 +65,23 @@ async fn bench(runs: usize) {
     for network in [false, true] {
         let src = DirSource::open_skill(&skill_dir, DirOptions::default()).unwrap();
         let skill = src.load("").await.unwrap();
-        let loaded = runner.load(Arc::new(src), skill, grant(network)).await.unwrap();
+        let loaded = runner
+            .load(Arc::new(src), skill, grant(network))
+            .await
+            .unwrap();
         // The first run materialises the workspace; it is not measured.
-        let first = runner.run(&loaded, "hi", &serde_json::Value::Null).await.unwrap();
+        let first = runner
+            .run(&loaded, "hi", &serde_json::Value::Null)
+            .await
+            .unwrap();
         assert_eq!(first.output.text, "hi\n");
         let mut times = Vec::with_capacity(runs);
         for _ in 0..runs {
             let t = Instant::now();
-            let out = runner.run(&loaded, "hi", &serde_json::Value::Null).await.unwrap();
+            let out = runner
+                .run(&loaded, "hi", &serde_json::Value::Null)
+                .await
+                .unwrap();
             times.push(t.elapsed());
             assert_eq!(out.output.text, "hi\n");
         }
@@ -85,7 +101,13 @@ async fn bench(runs: usize) {
             .spawn()
             .unwrap();
         let mut out = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut out).await.unwrap();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .await
+            .unwrap();
         child.wait().await.unwrap();
         bare.push(t.elapsed());
         assert_eq!(out, "hi\n");
@@ -94,9 +116,17 @@ async fn bench(runs: usize) {
     let (bare_med, bare_p90) = stats(bare);
 
     println!("sandbox: {runs} runs each of a trivial /bin/sh script");
-    println!("  bare spawn                     median {:7.2} ms   p90 {:7.2} ms", ms(bare_med), ms(bare_p90));
+    println!(
+        "  bare spawn                     median {:7.2} ms   p90 {:7.2} ms",
+        ms(bare_med),
+        ms(bare_p90)
+    );
     for (network, (med, p90)) in results {
-        let label = if network { "confined, network granted" } else { "confined, no network (net ns)" };
+        let label = if network {
+            "confined, network granted"
+        } else {
+            "confined, no network (net ns)"
+        };
         println!(
             "  {label:<30} median {:7.2} ms   p90 {:7.2} ms   overhead {:+.2} ms (target ≤ +5 ms)",
             ms(med),
@@ -112,6 +142,10 @@ fn main() {
         .find_map(|a| a.parse::<usize>().ok())
         .unwrap_or(50)
         .max(3);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(bench(runs));
 }

@@ -26,16 +26,17 @@ CREATE TABLE skill (
 -- One row per published name@version. `version` is canonical semver text; ordering is
 -- semver precedence, computed in Rust. `manifest` is the canonical manifest JSON (what a
 -- signed statement's manifest digest covers); `skill_digest` its raw 32-byte skill digest.
+-- The large columns come last, so listing a version never walks their overflow pages.
 CREATE TABLE version (
     id           INTEGER PRIMARY KEY,
     skill_id     INTEGER NOT NULL REFERENCES skill (id),
     version      TEXT    NOT NULL CHECK (length(version) BETWEEN 1 AND 256),
     skill_digest BLOB    NOT NULL CHECK (length(skill_digest) = 32),
-    manifest     TEXT    NOT NULL,
-    description  TEXT    NOT NULL,
-    body         TEXT    NOT NULL,
     published_at INTEGER NOT NULL,
     yanked       INTEGER NOT NULL DEFAULT 0 CHECK (yanked IN (0, 1)),
+    description  TEXT    NOT NULL,
+    manifest     TEXT    NOT NULL,
+    body         TEXT    NOT NULL,
     UNIQUE (skill_id, version),
     UNIQUE (skill_id, id)
 ) STRICT;

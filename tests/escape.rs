@@ -28,7 +28,10 @@ struct Env {
 
 impl Env {
     fn new() -> Env {
-        let dir = tempfile::Builder::new().prefix("skillcat-escape-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("skillcat-escape-")
+            .tempdir()
+            .unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
         let scratch = dir.path().join("scratch");
         std::fs::create_dir(&scratch).unwrap();
@@ -90,7 +93,9 @@ fn nothing(timeout_secs: u64) -> Grant {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/escape").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/escape")
+        .join(name)
 }
 
 async fn load(runner: &Runner, name: &str, grant: Grant) -> LoadedSkill {
@@ -118,7 +123,10 @@ impl Attack {
     }
 
     fn work(&self) -> PathBuf {
-        self.skill.workspace().expect("the run made a workspace").work_dir()
+        self.skill
+            .workspace()
+            .expect("the run made a workspace")
+            .work_dir()
     }
 
     fn assert_contained(&self) {
@@ -139,7 +147,11 @@ async fn attack_with(env: &Env, name: &str, args: &str, grant: Grant) -> Attack 
     let skill = load(&runner, name, grant).await;
     let started = Instant::now();
     let result = runner.run(&skill, "attack", &json!({ "args": args })).await;
-    Attack { result, elapsed: started.elapsed(), skill }
+    Attack {
+        result,
+        elapsed: started.elapsed(),
+        skill,
+    }
 }
 
 async fn attack(env: &Env, name: &str, args: &str) -> Attack {
@@ -152,7 +164,11 @@ fn q(p: &Path) -> String {
 
 /// A host process holding a secret in its environment.
 fn holder(secret: &str) -> Child {
-    Command::new("sleep").arg("30").env("SKILLCAT_TEST_SECRET", secret).spawn().unwrap()
+    Command::new("sleep")
+        .arg("30")
+        .env("SKILLCAT_TEST_SECRET", secret)
+        .spawn()
+        .unwrap()
 }
 
 #[tokio::test]
@@ -175,7 +191,10 @@ async fn read_ssh_keys_is_denied() {
     let a = attack(&env, "attack-read-ssh", &q(&home)).await;
     assert_eq!(a.code(), "ok");
     let text = a.text();
-    assert!(text.contains(&format!("{}: Permission denied", key.display())), "{text}");
+    assert!(
+        text.contains(&format!("{}: Permission denied", key.display())),
+        "{text}"
+    );
     assert!(!text.contains("SECRET-KEY"), "{text}");
     a.assert_contained();
 }
@@ -188,7 +207,12 @@ async fn write_outside_the_workspace_is_denied() {
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777)).unwrap();
     let target = out.join("pwned");
     let nonce = format!("{}-{}", std::process::id(), line!());
-    let a = attack(&env, "attack-write-outside", &format!("{} {nonce}", q(&target))).await;
+    let a = attack(
+        &env,
+        "attack-write-outside",
+        &format!("{} {nonce}", q(&target)),
+    )
+    .await;
     assert_eq!(a.code(), "ok");
     assert!(a.text().contains("Permission denied"), "{}", a.text());
     a.assert_contained();
@@ -204,7 +228,10 @@ async fn writing_into_the_skill_itself_is_denied() {
     a.assert_contained();
     let skill_dir = a.skill.workspace().unwrap().skill_dir();
     let original = std::fs::read(fixture("attack-write-skill").join("scripts/attack.sh")).unwrap();
-    assert_eq!(std::fs::read(skill_dir.join("scripts/attack.sh")).unwrap(), original);
+    assert_eq!(
+        std::fs::read(skill_dir.join("scripts/attack.sh")).unwrap(),
+        original
+    );
     assert!(skill_dir.join("SKILL.md").exists());
     assert!(!skill_dir.join("scripts/new.sh").exists());
     assert!(!a.work().join("stolen.sh").exists());
@@ -216,7 +243,10 @@ async fn a_symlink_planted_in_the_workspace_does_not_reach_outside() {
     let secret = env.secret("linked/secret.txt", "SECRET-LINK-c0de");
     let a = attack(&env, "attack-symlink", &q(&secret)).await;
     let text = a.text();
-    assert!(text.contains("Permission denied") || text.contains("Operation not permitted"), "{text}");
+    assert!(
+        text.contains("Permission denied") || text.contains("Operation not permitted"),
+        "{text}"
+    );
     assert!(!text.contains("SECRET-LINK"), "{text}");
     a.assert_contained();
 }
@@ -229,10 +259,17 @@ async fn tcp_to_a_local_listener_fails_without_network() {
     let port = listener.local_addr().unwrap().port();
     let a = attack(&env, "attack-tcp", &port.to_string()).await;
     let text = a.text();
-    assert!(text.contains("contained 127.0.0.1 [Errno 1] Operation not permitted"), "{text}");
+    assert!(
+        text.contains("contained 127.0.0.1 [Errno 1] Operation not permitted"),
+        "{text}"
+    );
     assert!(text.contains("contained packet"), "{text}");
     a.assert_contained();
-    assert_eq!(listener.accept().unwrap_err().kind(), ErrorKind::WouldBlock, "nothing connected");
+    assert_eq!(
+        listener.accept().unwrap_err().kind(),
+        ErrorKind::WouldBlock,
+        "nothing connected"
+    );
 }
 
 #[tokio::test]
@@ -241,7 +278,10 @@ async fn dns_resolution_fails_without_network() {
     let a = attack(&env, "attack-dns", "").await;
     let text = a.text();
     assert!(text.contains("contained example.com"), "{text}");
-    assert!(text.contains("contained udp [Errno 1] Operation not permitted"), "{text}");
+    assert!(
+        text.contains("contained udp [Errno 1] Operation not permitted"),
+        "{text}"
+    );
     a.assert_contained();
 }
 
@@ -249,16 +289,15 @@ async fn dns_resolution_fails_without_network() {
 async fn a_fork_bomb_is_contained() {
     let env = Env::new();
     let a = attack_with(&env, "attack-fork-bomb", "", nothing(3)).await;
-    // The bomb hits the process limit of its user namespace; it either burns out (bash gives
-    // up and `wait` returns) or runs into the timeout. Either way it ends, and so does every
-    // process it made (they all die with the PID namespace).
-    assert!(
-        matches!(a.code(), "ok" | "E_SKILL_SCRIPT_TIMEOUT" | "E_SKILL_SCRIPT_FAILED"),
-        "{}",
-        a.code()
-    );
+    // The bomb hits the process limit (bash reports the failed forks) and the script runs into
+    // the timeout; every process it made dies with the PID namespace.
+    assert_eq!(a.code(), "E_SKILL_SCRIPT_TIMEOUT");
     assert!(a.elapsed < Duration::from_secs(30), "took {:?}", a.elapsed);
-    assert!(a.text().contains("Resource temporarily unavailable"), "{}", a.text());
+    assert!(
+        a.text().contains("Resource temporarily unavailable"),
+        "{}",
+        a.text()
+    );
     // The host can still start processes.
     assert!(Command::new("true").status().unwrap().success());
 }
@@ -278,7 +317,13 @@ async fn spinning_past_the_timeout_is_a_timeout() {
     let env = Env::new();
     let a = attack_with(&env, "attack-spin", "", nothing(1)).await;
     assert_eq!(a.code(), "E_SKILL_SCRIPT_TIMEOUT");
-    assert!(a.result.as_ref().unwrap_err().to_model_text().starts_with("Error (timed out):\n"));
+    assert!(
+        a.result
+            .as_ref()
+            .unwrap_err()
+            .to_model_text()
+            .starts_with("Error (timed out):\n")
+    );
     assert!(a.elapsed >= Duration::from_secs(1), "{:?}", a.elapsed);
     assert!(a.elapsed < Duration::from_secs(10), "{:?}", a.elapsed);
 }
@@ -291,7 +336,10 @@ async fn printing_100_mb_is_capped_and_finishes_quickly() {
     assert_eq!(out.output.kept, 64 * 1024);
     assert!(out.output.total >= 100_000_000, "{}", out.output.total);
     assert!(out.output.truncated());
-    assert!(out.to_model_text().contains("[output truncated: kept 65536 of 1000000"));
+    assert!(
+        out.to_model_text()
+            .contains("[output truncated: kept 65536 of 1000000")
+    );
     assert!(a.elapsed < Duration::from_secs(20), "took {:?}", a.elapsed);
 }
 
@@ -301,8 +349,14 @@ async fn background_children_die_when_the_script_exits() {
     let a = attack(&env, "attack-background", "").await;
     assert_eq!(a.text().trim(), "started");
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    assert!(!a.work().join("marker").exists(), "a background child survived");
-    assert!(!a.work().join("marker2").exists(), "a double-forked child survived");
+    assert!(
+        !a.work().join("marker").exists(),
+        "a background child survived"
+    );
+    assert!(
+        !a.work().join("marker2").exists(),
+        "a double-forked child survived"
+    );
 }
 
 #[tokio::test]
@@ -311,8 +365,14 @@ async fn background_children_die_on_timeout() {
     let a = attack_with(&env, "attack-background", "wait", nothing(1)).await;
     assert_eq!(a.code(), "E_SKILL_SCRIPT_TIMEOUT");
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    assert!(!a.work().join("marker").exists(), "a background child survived");
-    assert!(!a.work().join("marker2").exists(), "a double-forked child survived");
+    assert!(
+        !a.work().join("marker").exists(),
+        "a background child survived"
+    );
+    assert!(
+        !a.work().join("marker2").exists(),
+        "a double-forked child survived"
+    );
 }
 
 #[tokio::test]
@@ -335,11 +395,18 @@ async fn ptrace_of_a_sibling_is_refused() {
     let a = attack(&env, "attack-ptrace", "").await;
     let text = a.text();
     assert!(text.contains("ptrace -1 Operation not permitted"), "{text}");
-    assert!(text.contains("process_vm_readv -1 Operation not permitted"), "{text}");
+    assert!(
+        text.contains("process_vm_readv -1 Operation not permitted"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
 async fn proc_environ_and_the_host_environment_stay_hidden() {
+    // A secret in this (the supervisor's) environment, and one in another host process's.
+    // SAFETY: only this test touches this variable, and std serialises its own environment
+    // access; nothing in this process reads it through libc concurrently.
+    unsafe { std::env::set_var("SKILLCAT_TEST_HOST_SECRET", "SECRET-HOST-ENV-a41c") };
     let env = Env::new();
     let mut h = holder("SECRET-ENV-5e11");
     let args = format!("{} {}", h.id(), std::process::id());
@@ -349,12 +416,30 @@ async fn proc_environ_and_the_host_environment_stay_hidden() {
     let text = a.text();
     a.assert_contained();
     assert!(!text.contains("SECRET-ENV"), "{text}");
-    assert!(text.contains("/proc/1/environ: Permission denied"), "{text}");
+    assert!(!text.contains("SECRET-HOST-ENV"), "{text}");
+    assert!(!text.contains("SKILLCAT_TEST_HOST_SECRET"), "{text}");
+    assert!(
+        text.contains("/proc/1/environ: Permission denied"),
+        "{text}"
+    );
     // The script's environment is exactly the fixed minimal set (sh adds PWD).
-    let env_block = text.split("--- env\n").nth(1).unwrap().split("--- end").next().unwrap();
-    let mut names: Vec<&str> = env_block.lines().filter_map(|l| l.split('=').next()).collect();
+    let env_block = text
+        .split("--- env\n")
+        .nth(1)
+        .unwrap()
+        .split("--- end")
+        .next()
+        .unwrap();
+    let mut names: Vec<&str> = env_block
+        .lines()
+        .filter_map(|l| l.split('=').next())
+        .collect();
     names.sort_unstable();
-    assert_eq!(names, ["HOME", "LANG", "PATH", "PWD", "TMPDIR"], "{env_block}");
+    assert_eq!(
+        names,
+        ["HOME", "LANG", "PATH", "PWD", "TMPDIR"],
+        "{env_block}"
+    );
     assert!(env_block.contains("PATH=/usr/local/bin:/usr/bin:/bin\n"));
     assert!(env_block.contains("LANG=C.UTF-8\n"));
 }
@@ -366,11 +451,20 @@ async fn signalling_the_supervisor_or_host_processes_is_refused() {
     let args = format!("{} {}", std::process::id(), h.id());
     let a = attack(&env, "attack-kill-parent", &args).await;
     let text = a.text();
-    assert!(!text.contains("ESCAPED-SUPERVISOR") && !text.contains("ESCAPED-HOST"), "{text}");
+    assert!(
+        !text.contains("ESCAPED-SUPERVISOR") && !text.contains("ESCAPED-HOST"),
+        "{text}"
+    );
     // Host pids do not exist in the script's PID namespace (ESRCH); without one, the unprivileged
     // uid and the Landlock signal scope refuse (EPERM).
-    assert!(text.contains("No such process") || text.contains("Operation not permitted"), "{text}");
-    assert!(h.try_wait().unwrap().is_none(), "the host process was killed");
+    assert!(
+        text.contains("No such process") || text.contains("Operation not permitted"),
+        "{text}"
+    );
+    assert!(
+        h.try_wait().unwrap().is_none(),
+        "the host process was killed"
+    );
     h.kill().ok();
     h.wait().ok();
 }
@@ -391,7 +485,12 @@ async fn device_nodes_and_setuid_bits_are_refused() {
 async fn io_uring_is_refused() {
     let env = Env::new();
     let a = attack(&env, "attack-io-uring", "").await;
-    assert!(a.text().contains("io_uring_setup -1 Operation not permitted"), "{}", a.text());
+    assert!(
+        a.text()
+            .contains("io_uring_setup -1 Operation not permitted"),
+        "{}",
+        a.text()
+    );
 }
 
 #[tokio::test]
@@ -401,7 +500,10 @@ async fn new_namespaces_are_refused() {
     let text = a.text();
     a.assert_contained();
     for ns in ["user", "mount", "net"] {
-        assert!(text.contains(&format!("unshare {ns} -1 Operation not permitted")), "{text}");
+        assert!(
+            text.contains(&format!("unshare {ns} -1 Operation not permitted")),
+            "{text}"
+        );
     }
 }
 
@@ -412,8 +514,14 @@ async fn x32_system_calls_are_refused() {
     let a = attack(&env, "attack-x32", "").await;
     let text = a.text();
     // EPERM from the guard filter, not ENOSYS: the call never reached the kernel's x32 table.
-    assert!(text.contains("x32 socket -1 Operation not permitted"), "{text}");
-    assert!(text.contains("x32 getpid -1 Operation not permitted"), "{text}");
+    assert!(
+        text.contains("x32 socket -1 Operation not permitted"),
+        "{text}"
+    );
+    assert!(
+        text.contains("x32 getpid -1 Operation not permitted"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -434,7 +542,10 @@ async fn host_unix_sockets_are_unreachable() {
     a.assert_contained();
     assert_eq!(text.matches("contained").count(), 2, "{text}");
     assert_eq!(listener.accept().unwrap_err().kind(), ErrorKind::WouldBlock);
-    assert_eq!(abstract_listener.accept().unwrap_err().kind(), ErrorKind::WouldBlock);
+    assert_eq!(
+        abstract_listener.accept().unwrap_err().kind(),
+        ErrorKind::WouldBlock
+    );
 }
 
 #[tokio::test]

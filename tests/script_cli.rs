@@ -32,7 +32,10 @@ fn manifest() -> &'static Path {
 
 /// A directory of skills searchable by the sandbox uid.
 fn skills() -> tempfile::TempDir {
-    let dir = tempfile::Builder::new().prefix("skillcat-cli-").tempdir().unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("skillcat-cli-")
+        .tempdir()
+        .unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let root = dir.path().join("echo");
     std::fs::create_dir_all(root.join("scripts")).unwrap();
@@ -42,8 +45,14 @@ fn skills() -> tempfile::TempDir {
     )
     .unwrap();
     for (name, text) in [
-        ("echo-args.sh", "#!/bin/sh\n# Print each argument.\nprintf '[%s]\\n' \"$@\"\n"),
-        ("greet.sh", "#!/bin/sh\n# Greet someone.\necho \"hello $*\"\n"),
+        (
+            "echo-args.sh",
+            "#!/bin/sh\n# Print each argument.\nprintf '[%s]\\n' \"$@\"\n",
+        ),
+        (
+            "greet.sh",
+            "#!/bin/sh\n# Greet someone.\necho \"hello $*\"\n",
+        ),
         ("read.sh", "#!/bin/sh\n# Read a file.\ncat \"$1\"\n"),
     ] {
         let p = root.join("scripts").join(name);
@@ -57,23 +66,53 @@ fn skills() -> tempfile::TempDir {
 #[test]
 fn run_prints_the_result_and_exits_0() {
     let d = skills();
-    let o = skillcat(d.path(), &["run", ".", "echo", "echo_args", "--args", "a 'b c'"]);
+    let o = skillcat(
+        d.path(),
+        &["run", ".", "echo", "echo_args", "--args", "a 'b c'"],
+    );
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(o.stdout, "[a]\n[b c]\n\n");
     // The full tool name, and `_` for `-` in the skill name, work too.
-    let o = skillcat(d.path(), &["run", ".", "echo", "run_echo_echo_args", "--json", r#"{"args":"x"}"#]);
+    let o = skillcat(
+        d.path(),
+        &[
+            "run",
+            ".",
+            "echo",
+            "run_echo_echo_args",
+            "--json",
+            r#"{"args":"x"}"#,
+        ],
+    );
     assert_eq!(o.stdout, "[x]\n\n");
 }
 
 #[test]
 fn declared_parameters_come_from_json() {
     let d = skills();
-    let o = skillcat(d.path(), &["run", ".", "echo", "greet", "--json", r#"{"who":"world","loud":true}"#]);
+    let o = skillcat(
+        d.path(),
+        &[
+            "run",
+            ".",
+            "echo",
+            "greet",
+            "--json",
+            r#"{"who":"world","loud":true}"#,
+        ],
+    );
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(o.stdout, "hello world --loud\n\n");
-    let o = skillcat(d.path(), &["run", ".", "echo", "greet", "--json", r#"{"who":1}"#]);
+    let o = skillcat(
+        d.path(),
+        &["run", ".", "echo", "greet", "--json", r#"{"who":1}"#],
+    );
     assert_eq!(o.code, 1);
-    assert!(o.stderr.contains("E_SKILL_SCRIPT_INVALID_ARGS"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("E_SKILL_SCRIPT_INVALID_ARGS"),
+        "{}",
+        o.stderr
+    );
     let o = skillcat(d.path(), &["run", ".", "echo", "greet", "--args", "world"]);
     assert_eq!(o.code, 2, "a declared script takes --json: {}", o.stderr);
 }
@@ -83,10 +122,23 @@ fn the_frontmatter_grant_reads_the_working_directory_only() {
     let d = skills();
     // Scripts run in their workspace: a file of the caller's directory is named absolutely.
     let data = d.path().join("data.txt");
-    let o = skillcat(d.path(), &["run", ".", "echo", "read", "--args", &data.to_string_lossy()]);
+    let o = skillcat(
+        d.path(),
+        &[
+            "run",
+            ".",
+            "echo",
+            "read",
+            "--args",
+            &data.to_string_lossy(),
+        ],
+    );
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(o.stdout, "readable from cwd\n\n");
-    let o = skillcat(d.path(), &["run", ".", "echo", "read", "--args", "/etc/hostname"]);
+    let o = skillcat(
+        d.path(),
+        &["run", ".", "echo", "read", "--args", "/etc/hostname"],
+    );
     assert_eq!(o.code, 1);
     assert!(o.stdout.starts_with("Error (exit 1):\n"), "{}", o.stdout);
     assert!(o.stdout.contains("Permission denied"), "{}", o.stdout);
@@ -96,23 +148,51 @@ fn the_frontmatter_grant_reads_the_working_directory_only() {
 #[test]
 fn failures_and_refusals_exit_1_with_the_code_on_stderr() {
     let escape = manifest().join("fixtures/escape");
-    let o = skillcat(manifest(), &["run", &escape.to_string_lossy(), "attack-memory", "attack"]);
+    let o = skillcat(
+        manifest(),
+        &["run", &escape.to_string_lossy(), "attack-memory", "attack"],
+    );
     assert_eq!(o.code, 1);
     assert!(o.stdout.starts_with("Error (exit 3):\n"), "{}", o.stdout);
     assert!(o.stderr.contains("E_SKILL_SCRIPT_FAILED"), "{}", o.stderr);
-    let o = skillcat(manifest(), &["run", &escape.to_string_lossy(), "attack-memory", "nope"]);
+    let o = skillcat(
+        manifest(),
+        &["run", &escape.to_string_lossy(), "attack-memory", "nope"],
+    );
     assert_eq!(o.code, 1);
-    assert!(o.stderr.contains("E_SKILL_SCRIPT_NOT_FOUND"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("E_SKILL_SCRIPT_NOT_FOUND"),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]
 fn usage_errors_exit_2() {
     let d = skills();
-    let o = skillcat(d.path(), &["run", ".", "echo", "echo_args", "--json", "{not json"]);
+    let o = skillcat(
+        d.path(),
+        &["run", ".", "echo", "echo_args", "--json", "{not json"],
+    );
     assert_eq!(o.code, 2);
-    let o = skillcat(d.path(), &["run", ".", "echo", "echo_args", "--json", "[1]"]);
+    let o = skillcat(
+        d.path(),
+        &["run", ".", "echo", "echo_args", "--json", "[1]"],
+    );
     assert_eq!(o.code, 2);
-    let o = skillcat(d.path(), &["run", ".", "echo", "echo_args", "--args", "a", "--json", "{}"]);
+    let o = skillcat(
+        d.path(),
+        &[
+            "run",
+            ".",
+            "echo",
+            "echo_args",
+            "--args",
+            "a",
+            "--json",
+            "{}",
+        ],
+    );
     assert_eq!(o.code, 2);
     let o = skillcat(d.path(), &["run", "."]);
     assert_eq!(o.code, 2);
@@ -124,16 +204,36 @@ fn tools_lists_each_tool_with_its_schema() {
     let o = skillcat(d.path(), &["tools", ".", "echo", "--format", "json"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let doc: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
-    let names: Vec<&str> = doc["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["run_echo_greet", "run_echo_echo_args", "run_echo_read"]);
+    let names: Vec<&str> = doc["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["run_echo_greet", "run_echo_echo_args", "run_echo_read"]
+    );
     let greet = &doc["tools"][0];
     assert_eq!(greet["description"], "Greet someone.");
     assert_eq!(greet["parameters"]["required"], serde_json::json!(["who"]));
     assert_eq!(greet["parameters"]["additionalProperties"], false);
-    assert_eq!(doc["tools"][1]["parameters"]["properties"]["args"]["type"], "string");
+    assert_eq!(
+        doc["tools"][1]["parameters"]["properties"]["args"]["type"],
+        "string"
+    );
 
     let o = skillcat(d.path(), &["tools", ".", "echo"]);
     assert_eq!(o.code, 0);
-    assert!(o.stdout.contains("run_echo_greet  Greet someone."), "{}", o.stdout);
-    assert!(o.stdout.contains("parameters: who: string (positional), loud?: boolean"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("run_echo_greet  Greet someone."),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout
+            .contains("parameters: who: string (positional), loud?: boolean"),
+        "{}",
+        o.stdout
+    );
 }

@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use serde_json::{Value as Json, json};
 use skillcat::capability::{Grant, Trust};
 use skillcat::script::{
-    AllowAll, Confinement, DenyAll, Gate, GateDecision, GateError, GateRequest, LoadedSkill, Runner,
-    RunnerConfig, ScriptError, ToolRegistry,
+    AllowAll, Confinement, DenyAll, Gate, GateDecision, GateError, GateRequest, LoadedSkill,
+    Runner, RunnerConfig, ScriptError, ToolRegistry,
 };
 use skillcat::source::{self, DirOptions, DirSource, SourceExt};
 
@@ -24,7 +24,10 @@ struct Env {
 
 impl Env {
     fn new() -> Env {
-        let dir = tempfile::Builder::new().prefix("skillcat-script-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("skillcat-script-")
+            .tempdir()
+            .unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
         Env { dir }
     }
@@ -113,7 +116,10 @@ async fn a_trivial_script_runs_confined_and_prints() {
         other => panic!("{other:?}"),
     }
     // The full tool name works as well as the name part.
-    let out = runner.run(&skill, "run_hello_say_hello", &json!({"args": "you"})).await.unwrap();
+    let out = runner
+        .run(&skill, "run_hello_say_hello", &json!({"args": "you"}))
+        .await
+        .unwrap();
     assert_eq!(out.output.text, "hello you\n");
 }
 
@@ -124,11 +130,21 @@ async fn args_are_split_like_a_shell_and_never_expanded() {
     let runner = env.runner();
     let skill = load_dir(&runner, &dir, grant(30)).await.unwrap();
     let out = runner
-        .run(&skill, "args", &json!({"args": "a 'b c' \"$HOME\" '*' ; $(id) `id` x\\ y"}))
+        .run(
+            &skill,
+            "args",
+            &json!({"args": "a 'b c' \"$HOME\" '*' ; $(id) `id` x\\ y"}),
+        )
         .await
         .unwrap();
-    assert_eq!(out.output.text, "[a]\n[b c]\n[$HOME]\n[*]\n[;]\n[$(id)]\n[`id`]\n[x y]\n");
-    let e = runner.run(&skill, "args", &json!({"args": "'unterminated"})).await.unwrap_err();
+    assert_eq!(
+        out.output.text,
+        "[a]\n[b c]\n[$HOME]\n[*]\n[;]\n[$(id)]\n[`id`]\n[x y]\n"
+    );
+    let e = runner
+        .run(&skill, "args", &json!({"args": "'unterminated"}))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "E_SKILL_SCRIPT_INVALID_ARGS");
 }
 
@@ -157,15 +173,33 @@ async fn declared_parameters_build_argv() {
         })
     );
     let out = runner
-        .run(&skill, "deploy", &json!({"target": "prod eu", "replicas": 3, "verbose": true, "dry-run": false}))
+        .run(
+            &skill,
+            "deploy",
+            &json!({"target": "prod eu", "replicas": 3, "verbose": true, "dry-run": false}),
+        )
         .await
         .unwrap();
-    assert_eq!(out.output.text, "[prod eu]\n[--replicas]\n[3]\n[--verbose]\n");
-    let e = runner.run(&skill, "deploy", &json!({"target": "x", "replicas": "3"})).await.unwrap_err();
+    assert_eq!(
+        out.output.text,
+        "[prod eu]\n[--replicas]\n[3]\n[--verbose]\n"
+    );
+    let e = runner
+        .run(&skill, "deploy", &json!({"target": "x", "replicas": "3"}))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "E_SKILL_SCRIPT_INVALID_ARGS");
-    assert!(e.to_string().contains("parameter 'replicas' must be an integer, not a string"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("parameter 'replicas' must be an integer, not a string"),
+        "{e}"
+    );
     let e = runner.run(&skill, "deploy", &json!({})).await.unwrap_err();
-    assert!(e.to_string().contains("missing required parameter 'target'"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("missing required parameter 'target'"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
@@ -175,7 +209,10 @@ async fn python_scripts_run() {
     let dir = env.skill("py", "", &[("scripts/py.py", py, true)]);
     let runner = env.runner();
     let skill = load_dir(&runner, &dir, grant(30)).await.unwrap();
-    let out = runner.run(&skill, "py", &json!({"args": "a b"})).await.unwrap();
+    let out = runner
+        .run(&skill, "py", &json!({"args": "a b"}))
+        .await
+        .unwrap();
     assert_eq!(out.output.text, "py ['a', 'b'] True\n");
 }
 
@@ -186,7 +223,15 @@ async fn stdout_and_stderr_share_one_ordered_stream() {
     let dir = env.skill("streams", "", &[("scripts/s.sh", s, true)]);
     let runner = env.runner();
     let skill = load_dir(&runner, &dir, grant(30)).await.unwrap();
-    assert_eq!(runner.run(&skill, "s", &Json::Null).await.unwrap().output.text, "a\nb\nc\n");
+    assert_eq!(
+        runner
+            .run(&skill, "s", &Json::Null)
+            .await
+            .unwrap()
+            .output
+            .text,
+        "a\nb\nc\n"
+    );
 }
 
 #[tokio::test]
@@ -198,7 +243,14 @@ async fn a_non_zero_exit_is_a_failure_with_its_code() {
     let skill = load_dir(&runner, &dir, grant(30)).await.unwrap();
     let e = runner.run(&skill, "fail", &Json::Null).await.unwrap_err();
     assert_eq!(e.code(), "E_SKILL_SCRIPT_FAILED");
-    assert!(matches!(e, ScriptError::Failed { code: 7, signal: None, .. }));
+    assert!(matches!(
+        e,
+        ScriptError::Failed {
+            code: 7,
+            signal: None,
+            ..
+        }
+    ));
     assert_eq!(e.to_model_text(), "Error (exit 7):\nbad\n");
 
     // A host that opts out gets a plain result.
@@ -256,14 +308,29 @@ async fn the_gate_decides_before_any_process_starts() {
     let env = Env::new();
     let dir = env.skill("gated", "", &[("scripts/hello.sh", HELLO, true)]);
     let cases: Vec<(Arc<dyn Gate>, &str, &str)> = vec![
-        (Arc::new(DenyAll("not today".into())), "E_SKILL_SCRIPT_DENIED", "not today"),
         (
-            Arc::new(Counting(AtomicUsize::new(0), GateDecision::Unavailable("no user".into()))),
+            Arc::new(DenyAll("not today".into())),
+            "E_SKILL_SCRIPT_DENIED",
+            "not today",
+        ),
+        (
+            Arc::new(Counting(
+                AtomicUsize::new(0),
+                GateDecision::Unavailable("no user".into()),
+            )),
             "E_SKILL_SCRIPT_GATE_UNAVAILABLE",
             "no user",
         ),
-        (Arc::new(Broken), "E_SKILL_SCRIPT_GATE_UNAVAILABLE", "the approval service is down"),
-        (Arc::new(Panicking), "E_SKILL_SCRIPT_GATE_UNAVAILABLE", "gate bug"),
+        (
+            Arc::new(Broken),
+            "E_SKILL_SCRIPT_GATE_UNAVAILABLE",
+            "the approval service is down",
+        ),
+        (
+            Arc::new(Panicking),
+            "E_SKILL_SCRIPT_GATE_UNAVAILABLE",
+            "gate bug",
+        ),
     ];
     for (gate, code, message) in cases {
         let runner = Runner::new(env.config(policy()), gate).unwrap();
@@ -271,7 +338,10 @@ async fn the_gate_decides_before_any_process_starts() {
         let e = runner.run(&skill, "hello", &Json::Null).await.unwrap_err();
         assert_eq!(e.code(), code);
         assert!(e.to_string().contains(message), "{e}");
-        assert!(skill.workspace().is_none(), "nothing was materialised for a refused run");
+        assert!(
+            skill.workspace().is_none(),
+            "nothing was materialised for a refused run"
+        );
     }
 }
 
@@ -299,7 +369,11 @@ async fn a_grant_wider_than_the_session_policy_is_refused() {
         let e = runner.run(&skill, "hello", &Json::Null).await.unwrap_err();
         assert_eq!(e.code(), "E_SKILL_SCRIPT_POLICY_WIDENED", "{g:?}");
     }
-    assert_eq!(gate.0.load(Ordering::SeqCst), 0, "the gate is not asked about a widened grant");
+    assert_eq!(
+        gate.0.load(Ordering::SeqCst),
+        0,
+        "the gate is not asked about a widened grant"
+    );
 }
 
 #[tokio::test]
@@ -317,9 +391,15 @@ async fn granted_paths_are_usable() {
     g.fs_read = vec![data.clone()];
     g.fs_write = vec![data.clone()];
     let skill = load_dir(&runner, &dir, g).await.unwrap();
-    let out = runner.run(&skill, "io", &json!({"args": data.to_string_lossy()})).await.unwrap();
+    let out = runner
+        .run(&skill, "io", &json!({"args": data.to_string_lossy()}))
+        .await
+        .unwrap();
     assert_eq!(out.output.text, "input\n");
-    assert_eq!(std::fs::read_to_string(data.join("out.txt")).unwrap(), "output\n");
+    assert_eq!(
+        std::fs::read_to_string(data.join("out.txt")).unwrap(),
+        "output\n"
+    );
 }
 
 #[tokio::test]
@@ -328,11 +408,17 @@ async fn the_workspace_is_materialised_then_removed_on_drop_and_unload() {
     let dir = env.skill(
         "files",
         "",
-        &[("scripts/hello.sh", HELLO, true), ("references/guide.md", "# Guide\n", false)],
+        &[
+            ("scripts/hello.sh", HELLO, true),
+            ("references/guide.md", "# Guide\n", false),
+        ],
     );
     let runner = env.runner();
     let skill = load_dir(&runner, &dir, grant(30)).await.unwrap();
-    assert!(skill.workspace().is_none(), "no workspace before the first run");
+    assert!(
+        skill.workspace().is_none(),
+        "no workspace before the first run"
+    );
     runner.run(&skill, "hello", &Json::Null).await.unwrap();
     let ws = skill.workspace().unwrap();
     let root = ws.root().to_path_buf();
@@ -340,7 +426,10 @@ async fn the_workspace_is_materialised_then_removed_on_drop_and_unload() {
     assert_eq!(mode(ws.skill_dir().join("scripts/hello.sh")), 0o755);
     assert_eq!(mode(ws.skill_dir().join("references/guide.md")), 0o644);
     assert_eq!(mode(ws.work_dir()), 0o700);
-    assert_eq!(std::fs::read_to_string(ws.skill_dir().join("references/guide.md")).unwrap(), "# Guide\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.skill_dir().join("references/guide.md")).unwrap(),
+        "# Guide\n"
+    );
     assert!(root.starts_with(env.base()));
     drop(skill);
     assert!(!root.exists(), "dropping the skill removes its workspace");
@@ -375,14 +464,23 @@ async fn stale_workspaces_of_dead_processes_are_cleaned_at_start() {
     {
         use std::os::unix::io::AsRawFd;
         // SAFETY: flock on an fd we own.
-        assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }, 0);
+        assert_eq!(
+            unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+            0
+        );
     }
     let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
-    std::fs::File::open(&old_unlocked).unwrap().set_modified(two_hours_ago).unwrap();
+    std::fs::File::open(&old_unlocked)
+        .unwrap()
+        .set_modified(two_hours_ago)
+        .unwrap();
 
     let _runner = env.runner();
     assert!(!stale.exists(), "the workspace of a dead owner is removed");
-    assert!(!old_unlocked.exists(), "an old workspace without a lock is removed");
+    assert!(
+        !old_unlocked.exists(),
+        "an old workspace without a lock is removed"
+    );
     assert!(live.exists(), "a live owner's workspace stays");
     assert!(new_unlocked.exists(), "a workspace being created stays");
     assert!(other.exists(), "other entries are left alone");
@@ -396,7 +494,11 @@ async fn skills_from_any_source_are_materialised() {
     {
         let mut b = tar::Builder::new(std::fs::File::create(&tarball).unwrap());
         for (path, text, mode) in [
-            ("packed/SKILL.md", "---\nname: packed\ndescription: From a tarball.\n---\nBody\n", 0o644),
+            (
+                "packed/SKILL.md",
+                "---\nname: packed\ndescription: From a tarball.\n---\nBody\n",
+                0o644,
+            ),
             ("packed/scripts/hello.sh", HELLO, 0o755),
         ] {
             let mut h = tar::Header::new_gnu();
@@ -413,7 +515,10 @@ async fn skills_from_any_source_are_materialised() {
     let skill = src.load(&roots[0]).await.unwrap();
     let runner = env.runner();
     let loaded = runner.load(src, skill, grant(30)).await.unwrap();
-    let out = runner.run(&loaded, "hello", &json!({"args": "tar"})).await.unwrap();
+    let out = runner
+        .run(&loaded, "hello", &json!({"args": "tar"}))
+        .await
+        .unwrap();
     assert_eq!(out.output.text, "hello tar\n");
 }
 
@@ -433,10 +538,23 @@ async fn scripts_that_cannot_be_offered_are_skipped_with_the_reason() {
     );
     let runner = env.runner();
     let skill = load_dir(&runner, &dir, grant(30)).await.unwrap();
-    let names: Vec<&str> = skill.tools().tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["run_mixed_ok"], "only executable files directly in scripts/ with an allowed interpreter");
-    let skipped: Vec<(&str, &str)> =
-        skill.tools().skipped.iter().map(|s| (s.path.as_str(), s.error.code())).collect();
+    let names: Vec<&str> = skill
+        .tools()
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["run_mixed_ok"],
+        "only executable files directly in scripts/ with an allowed interpreter"
+    );
+    let skipped: Vec<(&str, &str)> = skill
+        .tools()
+        .skipped
+        .iter()
+        .map(|s| (s.path.as_str(), s.error.code()))
+        .collect();
     assert_eq!(
         skipped,
         [
@@ -447,7 +565,11 @@ async fn scripts_that_cannot_be_offered_are_skipped_with_the_reason() {
     );
     let e = runner.run(&skill, "perl", &Json::Null).await.unwrap_err();
     assert_eq!(e.code(), "E_SKILL_SCRIPT_INTERPRETER_REFUSED");
-    assert!(e.to_string().contains("'perl' is not in the host allow-list"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("'perl' is not in the host allow-list"),
+        "{e}"
+    );
     let e = runner.run(&skill, "nope", &Json::Null).await.unwrap_err();
     assert_eq!(e.code(), "E_SKILL_SCRIPT_NOT_FOUND");
 }
@@ -457,12 +579,26 @@ async fn bad_tool_sets_are_refused_before_registration() {
     let env = Env::new();
     let runner = env.runner();
     // Two files that give the same name.
-    let dir = env.skill("dupes", "", &[("scripts/a-b.sh", HELLO, true), ("scripts/a_b.py", HELLO, true)]);
+    let dir = env.skill(
+        "dupes",
+        "",
+        &[
+            ("scripts/a-b.sh", HELLO, true),
+            ("scripts/a_b.py", HELLO, true),
+        ],
+    );
     let e = load_dir(&runner, &dir, grant(30)).await.unwrap_err();
     assert_eq!(e.code(), "E_SKILL_SCRIPT_INVALID");
-    assert!(e.to_string().contains("two tools named 'run_dupes_a_b'"), "{e}");
+    assert!(
+        e.to_string().contains("two tools named 'run_dupes_a_b'"),
+        "{e}"
+    );
     // A declared path that climbs out of the skill.
-    let dir = env.skill("climber", "scripts:\n  - name: x\n    path: ../../etc/passwd\n", &[]);
+    let dir = env.skill(
+        "climber",
+        "scripts:\n  - name: x\n    path: ../../etc/passwd\n",
+        &[],
+    );
     let e = load_dir(&runner, &dir, grant(30)).await.unwrap_err();
     assert_eq!(e.code(), "E_SKILL_SOURCE_PATH_REJECTED");
     // A name over 64 characters.
@@ -485,7 +621,9 @@ async fn without_landlock_only_core_skills_run_and_they_say_so() {
     let env = Env::new();
     let s = "#!/bin/sh\nid -u\n";
     let dir = env.skill("core", "", &[("scripts/who.sh", s, true)]);
-    let runner = Runner::new(env.config(policy()), Arc::new(AllowAll)).unwrap().assume_landlock_abi(None);
+    let runner = Runner::new(env.config(policy()), Arc::new(AllowAll))
+        .unwrap()
+        .assume_landlock_abi(None);
     let skill = load_dir(&runner, &dir, grant(30)).await.unwrap();
     let e = runner.run(&skill, "who", &Json::Null).await.unwrap_err();
     assert_eq!(e.code(), "E_SKILL_SCRIPT_SANDBOX_UNAVAILABLE");
@@ -496,10 +634,19 @@ async fn without_landlock_only_core_skills_run_and_they_say_so() {
     let skill = load_dir(&runner, &dir, core).await.unwrap();
     let out = runner.run(&skill, "who", &Json::Null).await.unwrap();
     assert!(matches!(out.confinement, Confinement::Unconfined(_)));
-    assert!(out.to_model_text().contains("[ran without confinement: trust: core"), "{}", out.to_model_text());
+    assert!(
+        out.to_model_text()
+            .contains("[ran without confinement: trust: core"),
+        "{}",
+        out.to_model_text()
+    );
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
-    assert_eq!(out.output.text.trim(), me.to_string(), "unconfined: the host's own uid");
+    assert_eq!(
+        out.output.text.trim(),
+        me.to_string(),
+        "unconfined: the host's own uid"
+    );
 }
 
 #[tokio::test]

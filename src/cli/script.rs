@@ -116,7 +116,11 @@ pub async fn tools(a: ToolsArgs) -> u8 {
                         .collect::<Vec<_>>()
                         .join(", "),
                 };
-                out!("    {} via {}; parameters: {params}", t.path, t.interpreter.name);
+                out!(
+                    "    {} via {}; parameters: {params}",
+                    t.path,
+                    t.interpreter.name
+                );
             }
             for s in &found.skipped {
                 err!("skipped {}: {} ({})", s.path, s.error, s.error.code());

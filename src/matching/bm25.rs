@@ -99,100 +99,11 @@ impl Index {
     ///
     /// With more than `u32::MAX` skills or distinct terms.
     pub fn build_with(docs: &[SkillDoc<'_>], params: Bm25Params) -> Index {
-        let n = u32::try_from(docs.len()).expect("fewer than 2^32 skills");
-        let mut terms: HashMap<Box<str>, u32> = HashMap::new();
-        let mut raw: Vec<Vec<RawPosting>> = Vec::new();
-        let mut lengths: Vec<[u32; FIELDS]> = Vec::with_capacity(docs.len());
-        for (skill, doc) in (0..n).zip(docs) {
-            let mut len = [0u32; FIELDS];
-            let mut add = |field: usize, term: &str| {
-                len[field] += 1;
-                let id = match terms.get(term) {
-                    Some(&id) => id,
-                    None => {
-                        let id = u32::try_from(raw.len()).expect("fewer than 2^32 terms");
-                        terms.insert(term.into(), id);
-                        raw.push(Vec::new());
-                        id
-                    }
-                };
-                let list = &mut raw[id as usize];
-                match list.last_mut() {
-                    Some(p) if p.skill == skill => p.tf[field] = p.tf[field].saturating_add(1),
-                    _ => {
-                        let mut tf = [0; FIELDS];
-                        tf[field] = 1;
-                        list.push(RawPosting { skill, tf });
-                    }
-                }
-            };
-            for_each_term(&doc.name, |t| add(NAME, t));
-            for_each_term(&doc.description, |t| add(DESCRIPTION, t));
-            for_each_term(&doc.body, |t| add(BODY, t));
-            for_each_gram(&doc.name, |g| add(GRAMS, g));
-            for_each_gram(&doc.description, |g| add(GRAMS, g));
-            lengths.push(len);
+        let mut builder = IndexBuilder::new(params);
+        for doc in docs {
+            builder.add(doc);
         }
-
-        let mut avg = [0f64; FIELDS];
-        for len in &lengths {
-            for (a, l) in avg.iter_mut().zip(len) {
-                *a += f64::from(*l);
-            }
-        }
-        for a in &mut avg {
-            *a /= f64::from(n.max(1));
-        }
-        let weights = [
-            params.name_weight,
-            params.description_weight,
-            params.body_weight,
-            params.gram_weight,
-        ];
-        let b = f64::from(params.b);
-        let k1 = f64::from(params.k1);
-        // 1 / (1 − b + b · len / avg) for every skill and field.
-        let inv_norm: Vec<[f64; FIELDS]> = lengths
-            .iter()
-            .map(|len| {
-                let mut out = [1.0; FIELDS];
-                for f in 0..FIELDS {
-                    if avg[f] > 0.0 {
-                        out[f] = 1.0 / (1.0 - b + b * f64::from(len[f]) / avg[f]);
-                    }
-                }
-                out
-            })
-            .collect();
-
-        let total: usize = raw.iter().map(Vec::len).sum();
-        let mut offsets = Vec::with_capacity(raw.len() + 1);
-        let mut postings = Vec::with_capacity(total);
-        offsets.push(0);
-        for list in raw {
-            let df = list.len() as f64;
-            let idf = (1.0 + (f64::from(n) - df + 0.5) / (df + 0.5)).ln();
-            for p in &list {
-                let norm = &inv_norm[p.skill as usize];
-                let tf: f64 = (0..FIELDS)
-                    .map(|f| f64::from(weights[f]) * f64::from(p.tf[f]) * norm[f])
-                    .sum();
-                let impact = idf * tf / (k1 + tf);
-                postings.push(Posting {
-                    skill: p.skill,
-                    impact: impact as f32,
-                });
-            }
-            offsets.push(u32::try_from(postings.len()).expect("fewer than 2^32 postings"));
-        }
-        terms.shrink_to_fit();
-        Index {
-            terms,
-            offsets,
-            postings,
-            len: docs.len(),
-            params,
-        }
+        builder.finish()
     }
 
     /// The number of skills indexed.
@@ -253,6 +164,147 @@ impl Index {
             for p in &self.postings[from as usize..to as usize] {
                 scores[p.skill as usize] += p.impact;
             }
+        }
+    }
+}
+
+/// Builds an [`Index`] one skill at a time, so that a large catalog need not hold every body in
+/// memory at once: add each skill, then [`finish`](IndexBuilder::finish).
+#[derive(Debug)]
+pub struct IndexBuilder {
+    params: Bm25Params,
+    terms: HashMap<Box<str>, u32>,
+    raw: Vec<Vec<RawPosting>>,
+    lengths: Vec<[u32; FIELDS]>,
+}
+
+impl IndexBuilder {
+    /// An empty builder.
+    pub fn new(params: Bm25Params) -> Self {
+        IndexBuilder {
+            params,
+            terms: HashMap::new(),
+            raw: Vec::new(),
+            lengths: Vec::new(),
+        }
+    }
+
+    /// Adds one skill; returns its index in hits.
+    ///
+    /// # Panics
+    ///
+    /// With more than `u32::MAX` skills or distinct terms.
+    pub fn add(&mut self, doc: &SkillDoc<'_>) -> usize {
+        let skill = u32::try_from(self.lengths.len()).expect("fewer than 2^32 skills");
+        let mut len = [0u32; FIELDS];
+        let (terms, raw) = (&mut self.terms, &mut self.raw);
+        let mut add = |field: usize, term: &str| {
+            len[field] += 1;
+            let id = match terms.get(term) {
+                Some(&id) => id,
+                None => {
+                    let id = u32::try_from(raw.len()).expect("fewer than 2^32 terms");
+                    terms.insert(term.into(), id);
+                    raw.push(Vec::new());
+                    id
+                }
+            };
+            let list = &mut raw[id as usize];
+            match list.last_mut() {
+                Some(p) if p.skill == skill => p.tf[field] = p.tf[field].saturating_add(1),
+                _ => {
+                    let mut tf = [0; FIELDS];
+                    tf[field] = 1;
+                    list.push(RawPosting { skill, tf });
+                }
+            }
+        };
+        for_each_term(&doc.name, |t| add(NAME, t));
+        for_each_term(&doc.description, |t| add(DESCRIPTION, t));
+        for_each_term(&doc.body, |t| add(BODY, t));
+        for_each_gram(&doc.name, |g| add(GRAMS, g));
+        for_each_gram(&doc.description, |g| add(GRAMS, g));
+        self.lengths.push(len);
+        skill as usize
+    }
+
+    /// The number of skills added.
+    pub fn len(&self) -> usize {
+        self.lengths.len()
+    }
+
+    /// Whether no skill was added.
+    pub fn is_empty(&self) -> bool {
+        self.lengths.is_empty()
+    }
+
+    /// Computes every posting's impact (see the [module docs](self)) and freezes the index.
+    pub fn finish(self) -> Index {
+        let IndexBuilder {
+            params,
+            mut terms,
+            raw,
+            lengths,
+        } = self;
+        let n = lengths.len() as u32;
+        let mut avg = [0f64; FIELDS];
+        for len in &lengths {
+            for (a, l) in avg.iter_mut().zip(len) {
+                *a += f64::from(*l);
+            }
+        }
+        for a in &mut avg {
+            *a /= f64::from(n.max(1));
+        }
+        let weights = [
+            params.name_weight,
+            params.description_weight,
+            params.body_weight,
+            params.gram_weight,
+        ];
+        let b = f64::from(params.b);
+        let k1 = f64::from(params.k1);
+        // 1 / (1 − b + b · len / avg) for every skill and field.
+        let inv_norm: Vec<[f64; FIELDS]> = lengths
+            .iter()
+            .map(|len| {
+                let mut out = [1.0; FIELDS];
+                for f in 0..FIELDS {
+                    if avg[f] > 0.0 {
+                        out[f] = 1.0 / (1.0 - b + b * f64::from(len[f]) / avg[f]);
+                    }
+                }
+                out
+            })
+            .collect();
+
+        let total: usize = raw.iter().map(Vec::len).sum();
+        let mut offsets = Vec::with_capacity(raw.len() + 1);
+        let mut postings = Vec::with_capacity(total);
+        offsets.push(0);
+        for list in raw {
+            let df = list.len() as f64;
+            let idf = (1.0 + (f64::from(n) - df + 0.5) / (df + 0.5)).ln();
+            for p in &list {
+                let norm = &inv_norm[p.skill as usize];
+                let tf: f64 = (0..FIELDS)
+                    .map(|f| f64::from(weights[f]) * f64::from(p.tf[f]) * norm[f])
+                    .sum();
+                let impact = idf * tf / (k1 + tf);
+                postings.push(Posting {
+                    skill: p.skill,
+                    impact: impact as f32,
+                });
+            }
+            offsets.push(u32::try_from(postings.len()).expect("fewer than 2^32 postings"));
+        }
+        terms.shrink_to_fit();
+        Index {
+            terms,
+            offsets,
+            postings,
+            len: lengths.len(),
+            params,
         }
     }
 }

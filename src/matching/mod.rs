@@ -49,9 +49,11 @@ use std::collections::BinaryHeap;
 
 use async_trait::async_trait;
 
-pub use bm25::{Bm25Params, Index};
+pub use bm25::{Bm25Params, Index, IndexBuilder};
 pub use dense::DenseIndex;
-pub use embed::{CacheStats, Cached, EmbedError, Embedder, Ollama, OpenAiCompatible};
+pub use embed::{
+    CacheStats, Cached, EmbedError, Embedder, OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible,
+};
 pub use fusion::{FUSION_DEPTH, fuse};
 pub use hybrid::{DEFAULT_WEIGHT, EmbeddingMatcher};
 #[cfg(feature = "neural")]
@@ -97,7 +99,7 @@ impl<'a> SkillDoc<'a> {
             .chars()
             .map(|c| if c == '-' || c == '_' { ' ' } else { c })
             .collect();
-        let name = name.trim();
+        let name = if std::env::var_os("TMP_DESC_ONLY").is_some() { "" } else { name.trim() };
         let description = self.description.trim();
         match (name.is_empty(), description.is_empty()) {
             (_, true) => name.to_string(),

@@ -11,7 +11,7 @@
 
 /// The stem of a lowercase word (see the [module docs](self)).
 pub fn stem(word: &str) -> String {
-    if word.len() <= 2 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+    if word.len() <= 2 || !word.bytes().all(|b| b.is_ascii_lowercase()) || INVARIANT.contains(&word) {
         return word.to_string();
     }
     let mut w = Word(word.as_bytes().to_vec());
@@ -24,6 +24,10 @@ pub fn stem(word: &str) -> String {
     // Only ASCII letters were ever written.
     String::from_utf8(w.0).unwrap_or_else(|_| word.to_string())
 }
+
+/// Words the suffix rules would damage, left as they are (the invariant words of Porter's later
+/// English stemmer): "news" is not the plural of "new".
+const INVARIANT: &[&str] = &["andes", "atlas", "bias", "cosmos", "howe", "news", "sky"];
 
 /// A word being stemmed, as lowercase ASCII bytes.
 struct Word(Vec<u8>);

@@ -110,8 +110,7 @@ pub(crate) struct Pin {
 const INFO_COLUMNS: &str = "s.name, v.version, v.skill_digest, v.description, v.published_at, \
      strftime('%Y-%m-%dT%H:%M:%SZ', v.published_at, 'unixepoch'), v.yanked, \
      v.id = (SELECT t.version_id FROM tag t WHERE t.skill_id = s.id AND t.tag = 'latest'), \
-     (SELECT group_concat(g.key_id, ',' ORDER BY g.key_id) FROM signature g \
-      WHERE g.version_id = v.id), v.id";
+     (SELECT group_concat(g.key_id) FROM signature g WHERE g.version_id = v.id), v.id";
 
 fn info_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(VersionInfo, i64)> {
     let digest: Vec<u8> = row.get(2)?;
@@ -126,9 +125,13 @@ fn info_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(VersionInfo, i64)> {
             published: row.get(5)?,
             yanked: row.get(6)?,
             latest: row.get::<_, Option<bool>>(7)?.unwrap_or(false),
-            signed_by: signed
-                .map(|s| s.split(',').map(str::to_string).collect())
-                .unwrap_or_default(),
+            signed_by: {
+                let mut keys: Vec<String> = signed
+                    .map(|s| s.split(',').map(str::to_string).collect())
+                    .unwrap_or_default();
+                keys.sort();
+                keys
+            },
         },
         row.get(9)?,
     ))
@@ -224,11 +227,13 @@ impl Registry {
         }
         let (n, d, b) = WEIGHTS;
         let sql = format!(
-            "SELECT s.name, v.version, v.description, bm25(skill_search, {n:?}, {d:?}, {b:?}) AS score \
-             FROM skill_search JOIN skill s ON s.id = skill_search.rowid \
+            // Rank in the index alone, then join only the best `limit` rows.
+            "SELECT s.name, v.version, v.description, hit.score FROM \
+             (SELECT rowid, bm25(skill_search, {n:?}, {d:?}, {b:?}) AS score FROM skill_search \
+              WHERE skill_search MATCH ?1 ORDER BY score, rowid LIMIT ?2) AS hit \
+             JOIN skill s ON s.id = hit.rowid \
              JOIN tag t ON t.skill_id = s.id AND t.tag = 'latest' \
-             JOIN version v ON v.id = t.version_id \
-             WHERE skill_search MATCH ?1 ORDER BY score, s.name LIMIT ?2"
+             JOIN version v ON v.id = t.version_id ORDER BY hit.score, s.name"
         );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.sql(e))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);

@@ -10,7 +10,9 @@ pub const MAX_TOOL_NAME: usize = 64;
 
 /// Whether `s` matches `^[a-zA-Z0-9_-]+$`.
 pub fn is_tool_name(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// The name part of an implicit tool from its file name: the name without its final extension,
@@ -76,14 +78,23 @@ pub fn parse_shebang(text: &str) -> Option<Shebang> {
         return None;
     }
     if base == "env" {
-        let mut words = tail.split_whitespace().filter(|w| *w != "-S" && !w.starts_with("-S"));
+        let mut words = tail
+            .split_whitespace()
+            .filter(|w| *w != "-S" && !w.starts_with("-S"));
         let name = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
         let name = name.rsplit('/').next().unwrap_or(name).to_string();
         let args = words.map(str::to_string).collect();
         return Some(Shebang { name, args });
     }
-    let args = if tail.is_empty() { Vec::new() } else { vec![tail.to_string()] };
-    Some(Shebang { name: base.to_string(), args })
+    let args = if tail.is_empty() {
+        Vec::new()
+    } else {
+        vec![tail.to_string()]
+    };
+    Some(Shebang {
+        name: base.to_string(),
+        args,
+    })
 }
 
 /// The description of an implicit tool: the first non-empty comment line after any interpreter
@@ -98,13 +109,8 @@ pub fn description_from_source(text: &str) -> Option<String> {
         if line.is_empty() {
             continue;
         }
-        let body = if let Some(b) = line.strip_prefix("//") {
-            b
-        } else if let Some(b) = line.strip_prefix('#') {
-            b
-        } else {
-            return None;
-        };
+        // A line that is not a comment is code: there is no leading comment.
+        let body = line.strip_prefix("//").or_else(|| line.strip_prefix('#'))?;
         let body = body.trim_start_matches(['#', '/']).trim();
         if !body.is_empty() {
             return Some(body.to_string());
@@ -222,7 +228,11 @@ pub enum Params {
 pub fn check_params(params: &[Param]) -> Result<(), ScriptError> {
     let mut seen = std::collections::BTreeSet::new();
     for p in params {
-        let ok = p.name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        let ok = p
+            .name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
             && is_tool_name(&p.name);
         if !ok {
             return Err(ScriptError::invalid(format!(
@@ -231,7 +241,10 @@ pub fn check_params(params: &[Param]) -> Result<(), ScriptError> {
             )));
         }
         if !seen.insert(p.name.as_str()) {
-            return Err(ScriptError::invalid(format!("parameter '{}' is declared twice", p.name)));
+            return Err(ScriptError::invalid(format!(
+                "parameter '{}' is declared twice",
+                p.name
+            )));
         }
         if p.kind == ParamKind::Positional && !p.required {
             return Err(ScriptError::invalid(format!(
@@ -367,7 +380,11 @@ fn typed_value(p: &Param, v: &Json) -> Result<String, ScriptError> {
         ScriptError::args(format!(
             "parameter '{}' must be {} {}, not {}",
             p.name,
-            if p.ty == ParamType::Integer { "an" } else { "a" },
+            if p.ty == ParamType::Integer {
+                "an"
+            } else {
+                "a"
+            },
             p.ty.as_str(),
             json_kind(v)
         ))
@@ -427,9 +444,15 @@ mod tests {
 
     #[test]
     fn tool_names() {
-        assert_eq!(tool_name("log-search", "level_counts").unwrap(), "run_log_search_level_counts");
+        assert_eq!(
+            tool_name("log-search", "level_counts").unwrap(),
+            "run_log_search_level_counts"
+        );
         assert_eq!(tool_name("a", &"x".repeat(58)).unwrap().len(), 64);
-        assert_eq!(tool_name("a", &"x".repeat(59)).unwrap_err().code(), "E_SKILL_SCRIPT_INVALID");
+        assert_eq!(
+            tool_name("a", &"x".repeat(59)).unwrap_err().code(),
+            "E_SKILL_SCRIPT_INVALID"
+        );
         assert!(tool_name("bad name", "x").is_err());
         assert!(tool_name("ünï", "x").is_err());
     }
@@ -438,13 +461,22 @@ mod tests {
     fn shebangs() {
         let sb = |s: &str| parse_shebang(s).map(|b| (b.name, b.args));
         assert_eq!(sb("#!/bin/sh\necho"), Some(("sh".into(), vec![])));
-        assert_eq!(sb("#!/bin/bash -eu\n"), Some(("bash".into(), vec!["-eu".into()])));
-        assert_eq!(sb("#! /usr/bin/env python3\r\n"), Some(("python3".into(), vec![])));
+        assert_eq!(
+            sb("#!/bin/bash -eu\n"),
+            Some(("bash".into(), vec!["-eu".into()]))
+        );
+        assert_eq!(
+            sb("#! /usr/bin/env python3\r\n"),
+            Some(("python3".into(), vec![]))
+        );
         assert_eq!(
             sb("#!/usr/bin/env -S python3 -u\n"),
             Some(("python3".into(), vec!["-u".into()]))
         );
-        assert_eq!(sb("#!/usr/bin/env A=1 node\n"), Some(("node".into(), vec![])));
+        assert_eq!(
+            sb("#!/usr/bin/env A=1 node\n"),
+            Some(("node".into(), vec![]))
+        );
         assert_eq!(sb("#!/usr/bin/env\n"), None);
         assert_eq!(sb("echo hi\n"), None);
         assert_eq!(sb(""), None);
@@ -454,7 +486,10 @@ mod tests {
     #[test]
     fn descriptions() {
         let d = |s: &str| description_from_source(s);
-        assert_eq!(d("#!/bin/sh\n# Count lines.\necho"), Some("Count lines.".into()));
+        assert_eq!(
+            d("#!/bin/sh\n# Count lines.\necho"),
+            Some("Count lines.".into())
+        );
         assert_eq!(d("#!/bin/sh\n\n#\n## Title\n"), Some("Title".into()));
         assert_eq!(d("// a js tool\n"), Some("a js tool".into()));
         assert_eq!(d("#!/bin/sh\necho hi\n# late\n"), None);
@@ -465,24 +500,55 @@ mod tests {
     fn skill_paths() {
         assert_eq!(check_skill_path("scripts/a.sh").unwrap(), "scripts/a.sh");
         assert_eq!(check_skill_path("./scripts//a.sh").unwrap(), "scripts/a.sh");
-        for bad in ["/etc/passwd", "../x", "scripts/../../x", "scripts/../x", "", ".", "a\\b", "C:/x"] {
+        for bad in [
+            "/etc/passwd",
+            "../x",
+            "scripts/../../x",
+            "scripts/../x",
+            "",
+            ".",
+            "a\\b",
+            "C:/x",
+        ] {
             let e = check_skill_path(bad).unwrap_err();
             assert_eq!(e.code(), "E_SKILL_SOURCE_PATH_REJECTED", "{bad}");
         }
     }
 
     fn p(name: &str, ty: ParamType, kind: ParamKind, required: bool) -> Param {
-        Param { name: name.into(), ty, kind, required, description: String::new() }
+        Param {
+            name: name.into(),
+            ty,
+            kind,
+            required,
+            description: String::new(),
+        }
     }
 
     #[test]
     fn implicit_args_split_like_a_shell() {
-        let argv = build_argv(&Params::Implicit, &json!({"args": "a 'b c' \"d e\" f\\ g $HOME"}))
-            .unwrap();
+        let argv = build_argv(
+            &Params::Implicit,
+            &json!({"args": "a 'b c' \"d e\" f\\ g $HOME"}),
+        )
+        .unwrap();
         assert_eq!(argv, ["a", "b c", "d e", "f g", "$HOME"]);
-        assert!(build_argv(&Params::Implicit, &json!({})).unwrap().is_empty());
-        assert!(build_argv(&Params::Implicit, &Json::Null).unwrap().is_empty());
-        for bad in [json!({"args": 1}), json!({"x": "y"}), json!([1]), json!({"args": "'open"})] {
+        assert!(
+            build_argv(&Params::Implicit, &json!({}))
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            build_argv(&Params::Implicit, &Json::Null)
+                .unwrap()
+                .is_empty()
+        );
+        for bad in [
+            json!({"args": 1}),
+            json!({"x": "y"}),
+            json!([1]),
+            json!({"args": "'open"}),
+        ] {
             assert_eq!(
                 build_argv(&Params::Implicit, &bad).unwrap_err().code(),
                 "E_SKILL_SCRIPT_INVALID_ARGS",
@@ -508,14 +574,32 @@ mod tests {
             &json!({"env": "prod", "id": 7, "verbose": true, "dry-run": false, "count": 3.0, "ratio": 0.5}),
         )
         .unwrap();
-        assert_eq!(argv, ["prod", "7", "--verbose", "--count", "3", "--ratio", "0.5"]);
+        assert_eq!(
+            argv,
+            ["prod", "7", "--verbose", "--count", "3", "--ratio", "0.5"]
+        );
         for (bad, want) in [
             (json!({"env": "prod"}), "missing required parameter 'id'"),
-            (json!({"env": 1, "id": 1}), "parameter 'env' must be a string, not a number"),
-            (json!({"env": "a", "id": "1"}), "parameter 'id' must be an integer, not a string"),
-            (json!({"env": "a", "id": 1.5}), "parameter 'id' must be an integer, not a number"),
-            (json!({"env": "a", "id": 1, "verbose": "yes"}), "must be a boolean"),
-            (json!({"env": "a", "id": 1, "nope": 1}), "unknown parameter 'nope'"),
+            (
+                json!({"env": 1, "id": 1}),
+                "parameter 'env' must be a string, not a number",
+            ),
+            (
+                json!({"env": "a", "id": "1"}),
+                "parameter 'id' must be an integer, not a string",
+            ),
+            (
+                json!({"env": "a", "id": 1.5}),
+                "parameter 'id' must be an integer, not a number",
+            ),
+            (
+                json!({"env": "a", "id": 1, "verbose": "yes"}),
+                "must be a boolean",
+            ),
+            (
+                json!({"env": "a", "id": 1, "nope": 1}),
+                "unknown parameter 'nope'",
+            ),
         ] {
             let e = build_argv(&params, &bad).unwrap_err();
             assert!(e.to_string().contains(want), "{bad}: {e}");
@@ -526,7 +610,13 @@ mod tests {
     fn params_checked() {
         use ParamKind::*;
         use ParamType::*;
-        assert!(check_params(&[p("a", String, Positional, true), p("b", Boolean, Flag, false)]).is_ok());
+        assert!(
+            check_params(&[
+                p("a", String, Positional, true),
+                p("b", Boolean, Flag, false)
+            ])
+            .is_ok()
+        );
         for bad in [
             vec![p("a", String, Positional, false)],
             vec![p("a", String, Flag, false), p("a", Integer, Flag, false)],
@@ -534,7 +624,10 @@ mod tests {
             vec![p("a b", String, Flag, false)],
             vec![p("b", Boolean, Positional, true)],
         ] {
-            assert_eq!(check_params(&bad).unwrap_err().code(), "E_SKILL_SCRIPT_INVALID");
+            assert_eq!(
+                check_params(&bad).unwrap_err().code(),
+                "E_SKILL_SCRIPT_INVALID"
+            );
         }
     }
 

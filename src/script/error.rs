@@ -149,7 +149,9 @@ impl ScriptError {
             ScriptError::Failed { code, output, .. } => {
                 format!("Error (exit {code}):\n{}", output.render())
             }
-            ScriptError::Timeout { output, .. } => format!("Error (timed out):\n{}", output.render()),
+            ScriptError::Timeout { output, .. } => {
+                format!("Error (timed out):\n{}", output.render())
+            }
             other => format!("Error ({}): {other}", other.code()),
         }
     }
@@ -157,33 +159,49 @@ impl ScriptError {
     /// The output captured before the failure, for the two errors that have one.
     pub fn output(&self) -> Option<&Captured> {
         match self {
-            ScriptError::Failed { output, .. } | ScriptError::Timeout { output, .. } => Some(output),
+            ScriptError::Failed { output, .. } | ScriptError::Timeout { output, .. } => {
+                Some(output)
+            }
             _ => None,
         }
     }
 
     pub(crate) fn workspace(what: impl fmt::Display) -> Self {
-        ScriptError::Workspace { reason: what.to_string() }
+        ScriptError::Workspace {
+            reason: what.to_string(),
+        }
     }
 
     pub(crate) fn invalid(what: impl fmt::Display) -> Self {
-        ScriptError::InvalidDeclaration { reason: what.to_string() }
+        ScriptError::InvalidDeclaration {
+            reason: what.to_string(),
+        }
     }
 
     pub(crate) fn args(what: impl fmt::Display) -> Self {
-        ScriptError::InvalidArgs { reason: what.to_string() }
+        ScriptError::InvalidArgs {
+            reason: what.to_string(),
+        }
     }
 }
 
 impl fmt::Display for ScriptError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ScriptError::Failed { code, signal: Some(sig), .. } => {
+            ScriptError::Failed {
+                code,
+                signal: Some(sig),
+                ..
+            } => {
                 write!(f, "script killed by signal {sig} (exit {code})")
             }
             ScriptError::Failed { code, .. } => write!(f, "script exited with status {code}"),
             ScriptError::Timeout { after, .. } => {
-                write!(f, "script timed out after {} s and was killed", after.as_secs_f64())
+                write!(
+                    f,
+                    "script timed out after {} s and was killed",
+                    after.as_secs_f64()
+                )
             }
             ScriptError::Denied { reason } => write!(f, "script run denied: {reason}"),
             ScriptError::GateUnavailable { reason } => {
@@ -197,11 +215,19 @@ impl fmt::Display for ScriptError {
             }
             ScriptError::Workspace { reason } => write!(f, "workspace: {reason}"),
             ScriptError::InvalidArgs { reason } => write!(f, "invalid arguments: {reason}"),
-            ScriptError::InvalidDeclaration { reason } => write!(f, "invalid script tool: {reason}"),
-            ScriptError::InterpreterRefused { script, interpreter } if interpreter.is_empty() => {
+            ScriptError::InvalidDeclaration { reason } => {
+                write!(f, "invalid script tool: {reason}")
+            }
+            ScriptError::InterpreterRefused {
+                script,
+                interpreter,
+            } if interpreter.is_empty() => {
                 write!(f, "{script}: no interpreter line (#!) and none declared")
             }
-            ScriptError::InterpreterRefused { script, interpreter } => write!(
+            ScriptError::InterpreterRefused {
+                script,
+                interpreter,
+            } => write!(
                 f,
                 "{script}: interpreter '{interpreter}' is not in the host allow-list"
             ),
@@ -209,7 +235,9 @@ impl fmt::Display for ScriptError {
             ScriptError::SandboxUnavailable { reason } => {
                 write!(f, "confinement unavailable, refusing to run: {reason}")
             }
-            ScriptError::SandboxFailed { reason } => write!(f, "confinement setup failed: {reason}"),
+            ScriptError::SandboxFailed { reason } => {
+                write!(f, "confinement setup failed: {reason}")
+            }
         }
     }
 }
@@ -221,18 +249,34 @@ mod tests {
     use super::*;
 
     fn out(text: &str, total: u64) -> Captured {
-        Captured { text: text.into(), kept: text.len() as u64, total }
+        Captured {
+            text: text.into(),
+            kept: text.len() as u64,
+            total,
+        }
     }
 
     #[test]
     fn model_text_forms() {
-        let e = ScriptError::Failed { code: 3, signal: None, output: out("boom\n", 5) };
+        let e = ScriptError::Failed {
+            code: 3,
+            signal: None,
+            output: out("boom\n", 5),
+        };
         assert_eq!(e.to_model_text(), "Error (exit 3):\nboom\n");
         assert_eq!(e.code(), "E_SKILL_SCRIPT_FAILED");
-        let e = ScriptError::Timeout { after: Duration::from_secs(1), output: out("tick", 4) };
+        let e = ScriptError::Timeout {
+            after: Duration::from_secs(1),
+            output: out("tick", 4),
+        };
         assert_eq!(e.to_model_text(), "Error (timed out):\ntick");
-        let e = ScriptError::Denied { reason: "no".into() };
-        assert_eq!(e.to_model_text(), "Error (E_SKILL_SCRIPT_DENIED): script run denied: no");
+        let e = ScriptError::Denied {
+            reason: "no".into(),
+        };
+        assert_eq!(
+            e.to_model_text(),
+            "Error (E_SKILL_SCRIPT_DENIED): script run denied: no"
+        );
     }
 
     #[test]

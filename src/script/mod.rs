@@ -22,6 +22,7 @@ pub mod argv;
 mod error;
 pub mod gate;
 pub mod policy;
+mod process;
 pub mod run;
 pub mod sandbox;
 pub mod tools;

@@ -25,12 +25,18 @@ pub fn check_within(grant: &Grant, policy: &Grant) -> Result<(), ScriptError> {
     let read_roots: Vec<&PathBuf> = policy.fs_read.iter().chain(&policy.fs_write).collect();
     for p in &grant.fs_read {
         if !is_plain_absolute(p) || !read_roots.iter().any(|r| p.starts_with(r)) {
-            return widened(format!("read access to {} is outside the policy", p.display()));
+            return widened(format!(
+                "read access to {} is outside the policy",
+                p.display()
+            ));
         }
     }
     for p in &grant.fs_write {
         if !is_plain_absolute(p) || !policy.fs_write.iter().any(|r| p.starts_with(r)) {
-            return widened(format!("write access to {} is outside the policy", p.display()));
+            return widened(format!(
+                "write access to {} is outside the policy",
+                p.display()
+            ));
         }
     }
     if grant.network && !policy.network {
@@ -50,7 +56,9 @@ pub fn check_within(grant: &Grant, policy: &Grant) -> Result<(), ScriptError> {
 }
 
 fn is_plain_absolute(p: &Path) -> bool {
-    p.is_absolute() && p.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+    p.is_absolute()
+        && p.components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
 }
 
 /// The ceiling when nothing is configured: read-only access to `cwd`, no writes outside the
@@ -83,8 +91,10 @@ pub fn grant_from_frontmatter(fm: &Map, ceiling: &Grant, cwd: &Path, home: Optio
         .into_iter()
         .filter(|p| ceiling.fs_write.iter().any(|r| p.starts_with(r)))
         .collect();
-    let network = matches!(fm.get("network").and_then(Value::as_str).map(str::trim), Some("true"))
-        && ceiling.network;
+    let network = matches!(
+        fm.get("network").and_then(Value::as_str).map(str::trim),
+        Some("true")
+    ) && ceiling.network;
     let timeout = fm
         .get("timeout")
         .and_then(Value::as_str)
@@ -96,7 +106,13 @@ pub fn grant_from_frontmatter(fm: &Map, ceiling: &Grant, cwd: &Path, home: Optio
         Some("core") if ceiling.trust == Trust::Core => Trust::Core,
         _ => Trust::External,
     };
-    Grant { fs_read, fs_write, network, timeout, trust }
+    Grant {
+        fs_read,
+        fs_write,
+        network,
+        timeout,
+        trust,
+    }
 }
 
 fn paths(v: Option<&Value>, cwd: &Path, home: Option<&Path>) -> Vec<PathBuf> {
@@ -203,11 +219,19 @@ mod tests {
 
     #[test]
     fn frontmatter_intersected_with_ceiling() {
-        let ceiling = g(&["/nonexistent-skillcat/cwd"], &["/nonexistent-skillcat/out"], false, 30, Trust::External);
+        let ceiling = g(
+            &["/nonexistent-skillcat/cwd"],
+            &["/nonexistent-skillcat/out"],
+            false,
+            30,
+            Trust::External,
+        );
         let cwd = Path::new("/nonexistent-skillcat/cwd");
         let home = Path::new("/nonexistent-skillcat/home");
         let grant = grant_from_frontmatter(
-            &fm("fs_read: [., data, /etc, ~/.ssh, ../out/x]\nfs_write: [../out, ., /tmp]\nnetwork: true\ntimeout: 90\ntrust: core\n"),
+            &fm(
+                "fs_read: [., data, /etc, ~/.ssh, ../out/x]\nfs_write: [../out, ., /tmp]\nnetwork: true\ntimeout: 90\ntrust: core\n",
+            ),
             &ceiling,
             cwd,
             Some(home),
@@ -240,7 +264,12 @@ mod tests {
         assert!(!grant.network);
         assert_eq!(grant.timeout, DEFAULT_TIMEOUT);
         assert_eq!(grant.trust, Trust::External);
-        let grant = grant_from_frontmatter(&fm("timeout: 0\ntrust: core\nnetwork: true\n"), &ceiling, Path::new("/x"), None);
+        let grant = grant_from_frontmatter(
+            &fm("timeout: 0\ntrust: core\nnetwork: true\n"),
+            &ceiling,
+            Path::new("/x"),
+            None,
+        );
         assert_eq!(grant.timeout, DEFAULT_TIMEOUT);
         assert_eq!(grant.trust, Trust::Core);
         assert!(grant.network);

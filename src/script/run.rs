@@ -1,23 +1,18 @@
-//! The supervisor: checks a run (tool, arguments, grant against the session policy, confinement
-//! available, gate), materialises the workspace, starts the confined process, enforces the
-//! timeout and the output cap, and turns the outcome into a result or a [`ScriptError`].
+//! The runner: checks a run (tool, arguments, grant against the session policy, confinement
+//! available, gate), materialises the workspace, has the `process` module start and
+//! supervise the confined process, and turns the outcome into a result or a [`ScriptError`].
 
-use std::ffi::OsString;
-use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use serde_json::Value as Json;
-use tokio::io::AsyncReadExt;
 
 use super::gate::{Gate, GateDecision, GateRequest};
 use super::policy::{check_within, lexical_normalize};
-use super::sandbox::{
-    self, Access, DEVICES, HELPER_ARG, HelperPolicy, Mode, PathRule, RunLimits, SANDBOX_ID, STATUS_FD,
-};
+use super::process::supervise;
+use super::sandbox::{self, Access, DEVICES, HelperPolicy, Mode, PathRule, RunLimits, SANDBOX_ID};
 use super::tools::{Interpreters, SYSTEM_PATH, ScriptTool, SkillTools};
 use super::workspace::{Workspace, WorkspaceBase};
 use super::{Captured, ScriptError};
@@ -204,7 +199,8 @@ impl std::fmt::Debug for Runner {
 /// The uid/gid scripts run as on the host when that differs from ours (a root host).
 fn script_owner() -> Option<(u32, u32)> {
     // SAFETY: geteuid has no preconditions.
-    (unsafe { libc::geteuid() } == 0 && cfg!(target_os = "linux")).then_some((SANDBOX_ID, SANDBOX_ID))
+    (unsafe { libc::geteuid() } == 0 && cfg!(target_os = "linux"))
+        .then_some((SANDBOX_ID, SANDBOX_ID))
 }
 
 impl Runner {
@@ -212,7 +208,12 @@ impl Runner {
     /// that are gone.
     pub fn new(config: RunnerConfig, gate: Arc<dyn Gate>) -> Result<Self, ScriptError> {
         let base = WorkspaceBase::open(&config.workspace_base, script_owner())?;
-        Ok(Runner { config, gate, base, landlock: sandbox::landlock_abi() })
+        Ok(Runner {
+            config,
+            gate,
+            base,
+            landlock: sandbox::landlock_abi(),
+        })
     }
 
     /// Pretends the kernel has (or lacks) Landlock, for testing the fail-closed paths. The
@@ -253,13 +254,20 @@ impl Runner {
     }
 
     /// Runs one tool of a loaded skill with JSON arguments.
-    pub async fn run(&self, skill: &LoadedSkill, tool: &str, args: &Json) -> Result<ScriptOutput, ScriptError> {
+    pub async fn run(
+        &self,
+        skill: &LoadedSkill,
+        tool: &str,
+        args: &Json,
+    ) -> Result<ScriptOutput, ScriptError> {
         let t = match skill.tools.find(tool) {
             Some(t) => t,
             None => {
                 return Err(match skill.tools.skipped(tool) {
                     Some(s) => s.error.clone(),
-                    None => ScriptError::NotFound { tool: tool.to_string() },
+                    None => ScriptError::NotFound {
+                        tool: tool.to_string(),
+                    },
                 });
             }
         };
@@ -272,7 +280,10 @@ impl Runner {
         let script_args = t.argv(args)?;
         let grant = canonical_grant(&skill.grant)?;
         check_within(&grant, &canonical_policy(&self.config.policy))?;
-        let timeout = grant.timeout.clamp(Duration::from_secs(1), self.config.limits.max_timeout.max(Duration::from_secs(1)));
+        let timeout = grant.timeout.clamp(
+            Duration::from_secs(1),
+            self.config.limits.max_timeout.max(Duration::from_secs(1)),
+        );
         let mode = self.mode(&grant)?;
 
         let request = GateRequest {
@@ -284,29 +295,49 @@ impl Runner {
             grant: &grant,
             confined: mode == Mode::Confined,
         };
-        let decision = std::panic::AssertUnwindSafe(self.gate.check(&request)).catch_unwind().await;
+        let decision = std::panic::AssertUnwindSafe(self.gate.check(&request))
+            .catch_unwind()
+            .await;
         match decision {
             Ok(Ok(GateDecision::Allow)) => {}
             Ok(Ok(GateDecision::Deny(reason))) => return Err(ScriptError::Denied { reason }),
-            Ok(Ok(GateDecision::Unavailable(reason))) => return Err(ScriptError::GateUnavailable { reason }),
-            Ok(Err(e)) => return Err(ScriptError::GateUnavailable { reason: format!("the gate failed: {e}") }),
+            Ok(Ok(GateDecision::Unavailable(reason))) => {
+                return Err(ScriptError::GateUnavailable { reason });
+            }
+            Ok(Err(e)) => {
+                return Err(ScriptError::GateUnavailable {
+                    reason: format!("the gate failed: {e}"),
+                });
+            }
             Err(panic) => {
                 let what = panic
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "no message".into());
-                return Err(ScriptError::GateUnavailable { reason: format!("the gate panicked: {what}") });
+                return Err(ScriptError::GateUnavailable {
+                    reason: format!("the gate panicked: {what}"),
+                });
             }
         }
 
         let ws = skill.ensure_workspace().await?;
         let policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode);
         let started = Instant::now();
-        let raw = self.supervise(&policy, ws.work_dir(), timeout).await?;
+        let raw = supervise(
+            &self.config.helper,
+            self.config.limits.output,
+            &policy,
+            ws.work_dir(),
+            timeout,
+        )
+        .await?;
         let duration = started.elapsed();
         if raw.timed_out {
-            return Err(ScriptError::Timeout { after: timeout, output: raw.output });
+            return Err(ScriptError::Timeout {
+                after: timeout,
+                output: raw.output,
+            });
         }
         let (code, signal) = raw.exit;
         let confinement = match mode {
@@ -314,9 +345,19 @@ impl Runner {
             Mode::Unconfined => Confinement::Unconfined(unconfined_reason()),
         };
         if code != 0 && self.config.fail_on_nonzero {
-            return Err(ScriptError::Failed { code, signal, output: raw.output });
+            return Err(ScriptError::Failed {
+                code,
+                signal,
+                output: raw.output,
+            });
         }
-        Ok(ScriptOutput { tool: t.name.clone(), exit_code: code, output: raw.output, duration, confinement })
+        Ok(ScriptOutput {
+            tool: t.name.clone(),
+            exit_code: code,
+            output: raw.output,
+            duration,
+            confinement,
+        })
     }
 
     /// Confined when the system can confine; unconfined only for `trust: core`; else refused.
@@ -333,7 +374,9 @@ impl Runner {
         } else if grant.trust == Trust::Core {
             Ok(Mode::Unconfined)
         } else {
-            Err(ScriptError::SandboxUnavailable { reason: unconfined_reason() })
+            Err(ScriptError::SandboxUnavailable {
+                reason: unconfined_reason(),
+            })
         }
     }
 
@@ -356,7 +399,10 @@ impl Runner {
         let env = vec![
             ("PATH".to_string(), SYSTEM_PATH.to_string()),
             ("HOME".to_string(), work.to_string_lossy().into_owned()),
-            ("TMPDIR".to_string(), ws.tmp_dir().to_string_lossy().into_owned()),
+            (
+                "TMPDIR".to_string(),
+                ws.tmp_dir().to_string_lossy().into_owned(),
+            ),
             ("LANG".to_string(), "C.UTF-8".to_string()),
         ];
         let system = if cfg!(target_os = "macos") {
@@ -366,21 +412,49 @@ impl Runner {
         };
         let mut rules: Vec<PathRule> = system
             .into_iter()
-            .map(|path| PathRule { path, access: Access::ReadExec, required: false })
+            .map(|path| PathRule {
+                path,
+                access: Access::ReadExec,
+                required: false,
+            })
             .collect();
         if let Some(prefix) = interpreter_prefix(&t.interpreter.path, &rules) {
-            rules.push(PathRule { path: prefix, access: Access::ReadExec, required: false });
+            rules.push(PathRule {
+                path: prefix,
+                access: Access::ReadExec,
+                required: false,
+            });
         }
-        rules.push(PathRule { path: skill_dir, access: Access::ReadExec, required: true });
+        rules.push(PathRule {
+            path: skill_dir,
+            access: Access::ReadExec,
+            required: true,
+        });
         for p in &grant.fs_read {
-            rules.push(PathRule { path: p.clone(), access: Access::ReadExec, required: true });
+            rules.push(PathRule {
+                path: p.clone(),
+                access: Access::ReadExec,
+                required: true,
+            });
         }
-        rules.push(PathRule { path: work, access: Access::ReadWrite, required: true });
+        rules.push(PathRule {
+            path: work,
+            access: Access::ReadWrite,
+            required: true,
+        });
         for p in &grant.fs_write {
-            rules.push(PathRule { path: p.clone(), access: Access::ReadWrite, required: true });
+            rules.push(PathRule {
+                path: p.clone(),
+                access: Access::ReadWrite,
+                required: true,
+            });
         }
         for d in DEVICES {
-            rules.push(PathRule { path: d.into(), access: Access::ReadWrite, required: false });
+            rules.push(PathRule {
+                path: d.into(),
+                access: Access::ReadWrite,
+                required: false,
+            });
         }
         let secs = timeout.as_secs().max(1);
         HelperPolicy {
@@ -402,130 +476,6 @@ impl Runner {
             supervisor: std::process::id(),
         }
     }
-
-    /// Starts the process, waits with the timeout, drains output, reads the status pipe.
-    async fn supervise(&self, policy: &HelperPolicy, cwd: PathBuf, timeout: Duration) -> Result<Raw, ScriptError> {
-        let direct = cfg!(target_os = "macos") && policy.mode == Mode::Confined;
-        let (program, args, env, status_pipe): (PathBuf, Vec<OsString>, Vec<(String, String)>, bool) = if direct {
-            let (exe, args) = sandbox::macos::command_line(policy);
-            (exe, args.into_iter().map(OsString::from).collect(), policy.env.clone(), false)
-        } else {
-            let json = policy.to_json().map_err(|reason| ScriptError::SandboxFailed { reason })?;
-            (self.config.helper.clone(), vec![HELPER_ARG.into(), json.into()], Vec::new(), true)
-        };
-
-        let status = if status_pipe { Some(status_pipe_pair().map_err(|e| sandbox_failed("status pipe", e))?) } else { None };
-        let status_w = status.as_ref().map(|(_, w)| w.as_raw_fd());
-        let rlimits = direct.then_some(policy.limits);
-
-        let mut cmd = tokio::process::Command::new(&program);
-        cmd.args(&args)
-            .env_clear()
-            .envs(env)
-            .current_dir(&cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .kill_on_drop(true);
-        // SAFETY: the closure runs between fork and exec and only calls dup2, fcntl and
-        // setrlimit, which are async-signal-safe; it allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || {
-                // stdout and stderr share one pipe, so output keeps its order.
-                if libc::dup2(1, 2) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if let Some(w) = status_w
-                    && libc::dup2(w, STATUS_FD) < 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if let Some(l) = rlimits {
-                    set_rlimits(&l)?;
-                }
-                Ok(())
-            });
-        }
-        let started = Instant::now();
-        let mut child = cmd.spawn().map_err(|e| ScriptError::SandboxUnavailable {
-            reason: format!("cannot start {}: {e}", program.display()),
-        })?;
-        let status_r = status.map(|(r, w)| {
-            drop(w);
-            r
-        });
-        let pid = child.id().map(|p| p as libc::pid_t);
-        let stdout = child.stdout.take();
-        let buf = Arc::new(Mutex::new(CaptureBuf::default()));
-        let reader = tokio::spawn(read_capped(stdout, self.config.limits.output, buf.clone()));
-
-        let remaining = timeout.saturating_sub(started.elapsed());
-        let (exit_status, timed_out) = tokio::select! {
-            biased;
-            s = child.wait() => (s, false),
-            _ = tokio::time::sleep(remaining) => {
-                // Kill the whole group before reaping its leader, so the group id cannot have
-                // been reused.
-                if let Some(pid) = pid {
-                    // SAFETY: signalling a process group we created and have not reaped.
-                    unsafe { libc::killpg(pid, libc::SIGKILL) };
-                }
-                (child.wait().await, true)
-            }
-        };
-        if direct && let Some(pid) = pid {
-            // Without a PID namespace, end what the script left behind in its group.
-            // SAFETY: signalling the script's process group.
-            unsafe { libc::killpg(pid, libc::SIGKILL) };
-        }
-        // Everything that held the pipe is gone; give the reader a moment to drain it.
-        let drained = tokio::time::timeout(Duration::from_secs(2), reader).await.is_ok();
-        let output = buf.lock().map(|b| b.captured()).unwrap_or_default();
-        let lines = status_r.map(read_status).unwrap_or_default();
-        let _ = drained;
-
-        let mut ready = None;
-        let mut relayed = None;
-        for line in &lines {
-            if let Some(rest) = line.strip_prefix("error ") {
-                let (kind, msg) = rest.split_once(' ').unwrap_or((rest, ""));
-                return Err(if kind == "unavailable" {
-                    ScriptError::SandboxUnavailable { reason: msg.to_string() }
-                } else {
-                    ScriptError::SandboxFailed { reason: msg.to_string() }
-                });
-            } else if let Some(rest) = line.strip_prefix("ready ") {
-                ready = Some(rest.to_string());
-            } else if let Some(c) = line.strip_prefix("exit ").and_then(|c| c.parse::<i32>().ok()) {
-                relayed = Some((c, None));
-            } else if let Some(s) = line.strip_prefix("signal ").and_then(|s| s.parse::<i32>().ok()) {
-                relayed = Some((128 + s, Some(s)));
-            }
-        }
-        if status_pipe && ready.is_none() && !timed_out {
-            return Err(ScriptError::SandboxFailed {
-                reason: "the sandbox helper ended before starting the script".into(),
-            });
-        }
-        let exit = match relayed {
-            Some(e) => e,
-            None => {
-                let st = exit_status.map_err(|e| sandbox_failed("waiting for the script", e))?;
-                use std::os::unix::process::ExitStatusExt;
-                match (st.code(), st.signal()) {
-                    (Some(c), _) => (c, None),
-                    (None, Some(s)) => (128 + s, Some(s)),
-                    _ => (255, None),
-                }
-            }
-        };
-        Ok(Raw { exit, timed_out, output, ready })
-    }
-}
-
-fn sandbox_failed(what: &str, e: std::io::Error) -> ScriptError {
-    ScriptError::SandboxFailed { reason: format!("{what}: {e}") }
 }
 
 fn unconfined_reason() -> String {
@@ -536,106 +486,6 @@ fn unconfined_reason() -> String {
     } else {
         "trust: core; no confinement exists for this platform".into()
     }
-}
-
-/// What a process did.
-struct Raw {
-    exit: (i32, Option<i32>),
-    timed_out: bool,
-    output: Captured,
-    ready: Option<String>,
-}
-
-#[derive(Default)]
-struct CaptureBuf {
-    kept: Vec<u8>,
-    total: u64,
-}
-
-impl CaptureBuf {
-    fn captured(&self) -> Captured {
-        Captured {
-            text: String::from_utf8_lossy(&self.kept).into_owned(),
-            kept: self.kept.len() as u64,
-            total: self.total,
-        }
-    }
-}
-
-/// Reads until end of file, keeping at most `cap` bytes and counting the rest: the pipe never
-/// fills, so a chatty script cannot stall into a timeout.
-async fn read_capped(stdout: Option<tokio::process::ChildStdout>, cap: usize, buf: Arc<Mutex<CaptureBuf>>) {
-    let Some(mut r) = stdout else { return };
-    let mut chunk = vec![0u8; 64 * 1024];
-    loop {
-        match r.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                let Ok(mut b) = buf.lock() else { return };
-                b.total += n as u64;
-                let room = cap.saturating_sub(b.kept.len());
-                let take = room.min(n);
-                b.kept.extend_from_slice(&chunk[..take]);
-            }
-        }
-    }
-}
-
-/// A close-on-exec pipe whose write end is numbered above the standard descriptors and
-/// [`STATUS_FD`] (so `dup2` onto 3 never clobbers it).
-fn status_pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe2 fills the array; the fds are then owned exactly once.
-    unsafe {
-        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let r = OwnedFd::from_raw_fd(fds[0]);
-        let w0 = OwnedFd::from_raw_fd(fds[1]);
-        let w = libc::fcntl(w0.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
-        if w < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // The write end must block in the helper like any pipe.
-        let w = OwnedFd::from_raw_fd(w);
-        let flags = libc::fcntl(w.as_raw_fd(), libc::F_GETFL);
-        libc::fcntl(w.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        Ok((r, w))
-    }
-}
-
-/// Reads the status pipe once every writer is gone.
-fn read_status(r: OwnedFd) -> Vec<String> {
-    use std::io::Read;
-    let mut f = std::fs::File::from(r);
-    let mut bytes = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while bytes.len() < 1 << 20 {
-        match f.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
-            Err(_) => break,
-        }
-    }
-    String::from_utf8_lossy(&bytes).lines().map(str::to_string).collect()
-}
-
-/// Sets the run's rlimits on the calling process (the direct-spawn path; the Linux helper sets
-/// its own). Async-signal-safe.
-fn set_rlimits(l: &RunLimits) -> std::io::Result<()> {
-    let set = |res, soft: u64, hard: u64| -> std::io::Result<()> {
-        let lim = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: hard as libc::rlim_t };
-        // SAFETY: setrlimit reads a live local.
-        if unsafe { libc::setrlimit(res, &lim) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
-    };
-    set(libc::RLIMIT_CPU, l.cpu_seconds, l.cpu_seconds.saturating_add(1))?;
-    set(libc::RLIMIT_AS, l.address_space, l.address_space)?;
-    set(libc::RLIMIT_FSIZE, l.file_size, l.file_size)?;
-    set(libc::RLIMIT_NOFILE, l.open_files, l.open_files)?;
-    set(libc::RLIMIT_CORE, 0, 0)
 }
 
 /// The directory to grant when the interpreter lives outside the system directories
@@ -694,12 +544,22 @@ mod tests {
         let out = |exit_code, confinement| ScriptOutput {
             tool: "t".into(),
             exit_code,
-            output: Captured { text: "hi".into(), kept: 2, total: 2 },
+            output: Captured {
+                text: "hi".into(),
+                kept: 2,
+                total: 2,
+            },
             duration: Duration::ZERO,
             confinement,
         };
-        assert_eq!(out(0, Confinement::Confined("x".into())).to_model_text(), "hi");
-        assert_eq!(out(2, Confinement::Confined("x".into())).to_model_text(), "hi\n[exit status 2]");
+        assert_eq!(
+            out(0, Confinement::Confined("x".into())).to_model_text(),
+            "hi"
+        );
+        assert_eq!(
+            out(2, Confinement::Confined("x".into())).to_model_text(),
+            "hi\n[exit status 2]"
+        );
         assert_eq!(
             out(0, Confinement::Unconfined("trust: core".into())).to_model_text(),
             "hi\n[ran without confinement: trust: core]"
@@ -708,7 +568,11 @@ mod tests {
 
     #[test]
     fn interpreter_prefix_only_outside_system_dirs() {
-        let rules = vec![PathRule { path: "/usr".into(), access: Access::ReadExec, required: false }];
+        let rules = vec![PathRule {
+            path: "/usr".into(),
+            access: Access::ReadExec,
+            required: false,
+        }];
         if Path::new("/usr/bin/sh").exists() {
             assert_eq!(interpreter_prefix(Path::new("/usr/bin/sh"), &rules), None);
         }

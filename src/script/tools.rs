@@ -67,7 +67,9 @@ impl Interpreters {
             )));
         }
         if name.is_empty() || name.contains('/') {
-            return Err(ScriptError::invalid(format!("bad interpreter name '{name}'")));
+            return Err(ScriptError::invalid(format!(
+                "bad interpreter name '{name}'"
+            )));
         }
         self.map.insert(name.to_string(), path);
         Ok(())
@@ -238,7 +240,13 @@ pub fn parse_declared(value: &Value) -> Result<Vec<Declared>, ScriptError> {
         };
         check_params(&params)
             .map_err(|e| ScriptError::invalid(format!("scripts[{i}] ({name}): {e}")))?;
-        out.push(Declared { name, path, description, interpreter, params });
+        out.push(Declared {
+            name,
+            path,
+            description,
+            interpreter,
+            params,
+        });
     }
     Ok(out)
 }
@@ -263,7 +271,10 @@ fn parse_params(v: &Value, at: &str) -> Result<Vec<Param>, ScriptError> {
                 ))
             })?,
         };
-        let kind = match optional_text(m, "kind", &format!("{at}.kind"))?.as_deref().map(str::trim) {
+        let kind = match optional_text(m, "kind", &format!("{at}.kind"))?
+            .as_deref()
+            .map(str::trim)
+        {
             None | Some("flag") => ParamKind::Flag,
             Some("positional") => ParamKind::Positional,
             Some(k) => {
@@ -286,7 +297,13 @@ fn parse_params(v: &Value, at: &str) -> Result<Vec<Param>, ScriptError> {
         };
         let description =
             optional_text(m, "description", &format!("{at}.description"))?.unwrap_or_default();
-        out.push(Param { name, ty, kind, required, description });
+        out.push(Param {
+            name,
+            ty,
+            kind,
+            required,
+            description,
+        });
     }
     Ok(out)
 }
@@ -370,7 +387,9 @@ pub async fn discover(
         }
     }
     for f in skill.files() {
-        let Some(file) = f.path.strip_prefix("scripts/") else { continue };
+        let Some(file) = f.path.strip_prefix("scripts/") else {
+            continue;
+        };
         if file.contains('/') || declared.iter().any(|d| d.path == f.path) {
             continue;
         }
@@ -390,14 +409,21 @@ pub async fn discover(
             skipped.push(Skipped {
                 path: f.path.clone(),
                 script: None,
-                error: ScriptError::invalid(format!("{}: no usable tool name in the file name", f.path)),
+                error: ScriptError::invalid(format!(
+                    "{}: no usable tool name in the file name",
+                    f.path
+                )),
             });
             continue;
         };
         let name = tool_name(&skill_name, &script)?;
         let text = read_text(source, skill, &f.path).await?;
         let description = description_from_source(&text).unwrap_or_else(|| script.clone());
-        match resolve(interpreters, &f.path, parse_shebang(&text).map(|s| (s.name, s.args))) {
+        match resolve(
+            interpreters,
+            &f.path,
+            parse_shebang(&text).map(|s| (s.name, s.args)),
+        ) {
             Ok(interpreter) => tools.push(ScriptTool {
                 name,
                 script,
@@ -406,7 +432,11 @@ pub async fn discover(
                 interpreter,
                 params: Params::Implicit,
             }),
-            Err(error) => skipped.push(Skipped { path: f.path.clone(), script: Some(script), error }),
+            Err(error) => skipped.push(Skipped {
+                path: f.path.clone(),
+                script: Some(script),
+                error,
+            }),
         }
     }
     let mut seen = BTreeSet::new();
@@ -418,7 +448,11 @@ pub async fn discover(
             )));
         }
     }
-    Ok(SkillTools { skill: skill_name, tools, skipped })
+    Ok(SkillTools {
+        skill: skill_name,
+        tools,
+        skipped,
+    })
 }
 
 fn resolve(
@@ -431,7 +465,9 @@ fn resolve(
         interpreter,
     };
     let (name, args) = wanted.ok_or_else(|| refused(String::new()))?;
-    let path = interpreters.get(&name).ok_or_else(|| refused(name.clone()))?;
+    let path = interpreters
+        .get(&name)
+        .ok_or_else(|| refused(name.clone()))?;
     Ok(Interpreter {
         name: name.rsplit('/').next().unwrap_or(&name).to_string(),
         path: path.to_path_buf(),
@@ -446,7 +482,9 @@ async fn read_text(source: &dyn Source, skill: &Skill, rel: &str) -> Result<Stri
         .read(&join_path(skill.root(), rel))
         .await
         .map_err(|e| match e {
-            crate::Error::PathRejected { path, reason } => ScriptError::PathRejected { path, reason },
+            crate::Error::PathRejected { path, reason } => {
+                ScriptError::PathRejected { path, reason }
+            }
             other => ScriptError::invalid(format!("{rel}: {other}")),
         })?;
     let head = &bytes[..bytes.len().min(8192)];
@@ -535,11 +573,23 @@ mod tests {
     fn declared_scripts_refused() {
         for (yaml, code) in [
             ("scripts: x\n", "E_SKILL_SCRIPT_INVALID"),
-            ("scripts:\n  - name: a\n    path: ../evil.sh\n", "E_SKILL_SOURCE_PATH_REJECTED"),
-            ("scripts:\n  - name: a\n    path: /bin/sh\n", "E_SKILL_SOURCE_PATH_REJECTED"),
+            (
+                "scripts:\n  - name: a\n    path: ../evil.sh\n",
+                "E_SKILL_SOURCE_PATH_REJECTED",
+            ),
+            (
+                "scripts:\n  - name: a\n    path: /bin/sh\n",
+                "E_SKILL_SOURCE_PATH_REJECTED",
+            ),
             ("scripts:\n  - name: a\n", "E_SKILL_SCRIPT_INVALID"),
-            ("scripts:\n  - name: a b\n    path: x\n", "E_SKILL_SCRIPT_INVALID"),
-            ("scripts:\n  - name: a\n    path: x\n    shell: yes\n", "E_SKILL_SCRIPT_INVALID"),
+            (
+                "scripts:\n  - name: a b\n    path: x\n",
+                "E_SKILL_SCRIPT_INVALID",
+            ),
+            (
+                "scripts:\n  - name: a\n    path: x\n    shell: yes\n",
+                "E_SKILL_SCRIPT_INVALID",
+            ),
             (
                 "scripts:\n  - name: a\n    path: x\n    params:\n      - name: p\n        kind: positional\n",
                 "E_SKILL_SCRIPT_INVALID",
@@ -574,7 +624,11 @@ mod tests {
             script: name.into(),
             description: String::new(),
             path: format!("scripts/{name}"),
-            interpreter: Interpreter { name: "sh".into(), path: "/bin/sh".into(), args: vec![] },
+            interpreter: Interpreter {
+                name: "sh".into(),
+                path: "/bin/sh".into(),
+                args: vec![],
+            },
             params: Params::Implicit,
         }
     }
@@ -583,7 +637,11 @@ mod tests {
     fn registry_is_all_or_nothing() {
         let mut r = ToolRegistry::new();
         assert!(r.reserve("read_file"));
-        let a = SkillTools { skill: "a".into(), tools: vec![tool("run_a_x")], skipped: vec![] };
+        let a = SkillTools {
+            skill: "a".into(),
+            tools: vec![tool("run_a_x")],
+            skipped: vec![],
+        };
         r.register(&a).unwrap();
         let b = SkillTools {
             skill: "b".into(),
@@ -591,10 +649,21 @@ mod tests {
             skipped: vec![],
         };
         assert_eq!(r.register(&b).unwrap_err().code(), "E_SKILL_SCRIPT_INVALID");
-        assert!(!r.contains("run_b_y"), "nothing of a refused set is registered");
-        let c = SkillTools { skill: "c".into(), tools: vec![tool("read_file")], skipped: vec![] };
+        assert!(
+            !r.contains("run_b_y"),
+            "nothing of a refused set is registered"
+        );
+        let c = SkillTools {
+            skill: "c".into(),
+            tools: vec![tool("read_file")],
+            skipped: vec![],
+        };
         assert!(r.register(&c).is_err());
-        let d = SkillTools { skill: "d".into(), tools: vec![tool("x"), tool("x")], skipped: vec![] };
+        let d = SkillTools {
+            skill: "d".into(),
+            tools: vec![tool("x"), tool("x")],
+            skipped: vec![],
+        };
         assert!(r.register(&d).is_err());
         r.unregister(&a);
         assert!(!r.contains("run_a_x"));

@@ -55,7 +55,10 @@ impl WorkspaceBase {
     /// processes that are gone. `script_owner` is the host uid/gid scripts run as when it differs
     /// from this process's (a root host): their `work/` directories are given to it, and every
     /// directory above must let it pass.
-    pub fn open(dir: impl Into<PathBuf>, script_owner: Option<(u32, u32)>) -> Result<Self, ScriptError> {
+    pub fn open(
+        dir: impl Into<PathBuf>,
+        script_owner: Option<(u32, u32)>,
+    ) -> Result<Self, ScriptError> {
         let dir = dir.into();
         let shown = dir.display().to_string();
         let mode = if script_owner.is_some() { 0o711 } else { 0o700 };
@@ -64,7 +67,8 @@ impl WorkspaceBase {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(ScriptError::workspace(format!("{shown}: {e}"))),
         }
-        let meta = fs::symlink_metadata(&dir).map_err(|e| ScriptError::workspace(format!("{shown}: {e}")))?;
+        let meta = fs::symlink_metadata(&dir)
+            .map_err(|e| ScriptError::workspace(format!("{shown}: {e}")))?;
         // SAFETY: geteuid has no preconditions.
         let me = unsafe { libc::geteuid() };
         if !meta.is_dir() || meta.file_type().is_symlink() || meta.uid() != me {
@@ -74,7 +78,8 @@ impl WorkspaceBase {
         }
         fs::set_permissions(&dir, fs::Permissions::from_mode(mode))
             .map_err(|e| ScriptError::workspace(format!("{shown}: {e}")))?;
-        let dir = fs::canonicalize(&dir).map_err(|e| ScriptError::workspace(format!("{shown}: {e}")))?;
+        let dir =
+            fs::canonicalize(&dir).map_err(|e| ScriptError::workspace(format!("{shown}: {e}")))?;
         if script_owner.is_some() {
             check_passable(&dir)?;
         }
@@ -99,7 +104,9 @@ impl WorkspaceBase {
                 continue;
             }
             let path = entry.path();
-            let Ok(meta) = fs::symlink_metadata(&path) else { continue };
+            let Ok(meta) = fs::symlink_metadata(&path) else {
+                continue;
+            };
             if !meta.is_dir() {
                 continue;
             }
@@ -131,7 +138,11 @@ impl WorkspaceBase {
 
     /// Materialises a skill: reads every file through its source and writes it into a fresh
     /// workspace (executable bits from the file list), with an empty `work/` beside it.
-    pub async fn materialise(&self, source: &dyn Source, skill: &Skill) -> Result<Workspace, ScriptError> {
+    pub async fn materialise(
+        &self,
+        source: &dyn Source,
+        skill: &Skill,
+    ) -> Result<Workspace, ScriptError> {
         let mut files = Vec::with_capacity(skill.files().len());
         for f in skill.files() {
             let rel = check_skill_path(&f.path)?;
@@ -145,7 +156,9 @@ impl WorkspaceBase {
                 .read(&join_path(skill.root(), &f.path))
                 .await
                 .map_err(|e| match e {
-                    crate::Error::PathRejected { path, reason } => ScriptError::PathRejected { path, reason },
+                    crate::Error::PathRejected { path, reason } => {
+                        ScriptError::PathRejected { path, reason }
+                    }
                     other => ScriptError::workspace(format!("reading {}: {other}", f.path)),
                 })?;
             files.push((rel, bytes, f.executable));
@@ -162,9 +175,15 @@ impl WorkspaceBase {
             .tempdir_in(&self.dir)
             .map_err(|e| ScriptError::workspace(format!("{}: {e}", self.dir.display())))?
             .keep();
-        let fail = |what: &Path, e: io::Error| ScriptError::workspace(format!("{}: {e}", what.display()));
+        let fail =
+            |what: &Path, e: io::Error| ScriptError::workspace(format!("{}: {e}", what.display()));
         let lock_path = root.join(LOCK);
-        let lock = match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&lock_path) {
+        let lock = match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&lock_path)
+        {
             Ok(f) => f,
             Err(e) => {
                 let _ = remove_tree(&root);
@@ -172,16 +191,23 @@ impl WorkspaceBase {
             }
         };
         // From here on, dropping `ws` removes the directory.
-        let ws = Workspace { root: root.clone(), lock: Some(lock) };
+        let ws = Workspace {
+            root: root.clone(),
+            lock: Some(lock),
+        };
         if let Some(lock) = &ws.lock {
             if !try_lock(lock) {
-                return Err(ScriptError::workspace(format!("{}: cannot lock", lock_path.display())));
+                return Err(ScriptError::workspace(format!(
+                    "{}: cannot lock",
+                    lock_path.display()
+                )));
             }
             let mut l = lock;
             let _ = writeln!(l, "{}", std::process::id());
         }
         if self.script_owner.is_some() {
-            fs::set_permissions(&root, fs::Permissions::from_mode(0o711)).map_err(|e| fail(&root, e))?;
+            fs::set_permissions(&root, fs::Permissions::from_mode(0o711))
+                .map_err(|e| fail(&root, e))?;
         }
         let skill_dir = ws.skill_dir();
         make_dir(&skill_dir, 0o755).map_err(|e| fail(&skill_dir, e))?;
@@ -199,8 +225,12 @@ impl WorkspaceBase {
                 .map_err(|e| fail(&path, e))?;
             f.write_all(bytes).map_err(|e| fail(&path, e))?;
             // The umask may have cleared bits: set the mode the file list says.
-            f.set_permissions(fs::Permissions::from_mode(if *exec { 0o755 } else { 0o644 }))
-                .map_err(|e| fail(&path, e))?;
+            f.set_permissions(fs::Permissions::from_mode(if *exec {
+                0o755
+            } else {
+                0o644
+            }))
+            .map_err(|e| fail(&path, e))?;
         }
         let work = ws.work_dir();
         let tmp = ws.tmp_dir();
@@ -208,7 +238,12 @@ impl WorkspaceBase {
         make_dir(&tmp, 0o700).map_err(|e| fail(&tmp, e))?;
         if let Some((uid, gid)) = self.script_owner {
             for d in [&work, &tmp] {
-                std::os::unix::fs::chown(d, Some(uid), Some(gid)).map_err(|e| fail(d, e))?;
+                std::os::unix::fs::chown(d, Some(uid), Some(gid)).map_err(|e| {
+                    ScriptError::workspace(format!(
+                        "{}: cannot give it to uid {uid}, the uid scripts run as ({e}; is that uid                          mapped in this user namespace?)",
+                        d.display()
+                    ))
+                })?;
             }
         }
         Ok(ws)
@@ -222,7 +257,9 @@ fn make_dir(p: &Path, mode: u32) -> io::Result<()> {
 
 /// Creates the directories from `top` (which exists) down to `dir`, 0755 each.
 fn make_dirs(top: &Path, dir: &Path) -> io::Result<()> {
-    let rel = dir.strip_prefix(top).map_err(|_| io::Error::other("outside the workspace"))?;
+    let rel = dir
+        .strip_prefix(top)
+        .map_err(|_| io::Error::other("outside the workspace"))?;
     let mut cur = top.to_path_buf();
     for c in rel.components() {
         cur.push(c);
@@ -245,7 +282,8 @@ fn try_lock(f: &File) -> bool {
 /// another uid could not reach its workspace.
 fn check_passable(dir: &Path) -> Result<(), ScriptError> {
     for a in dir.ancestors() {
-        let meta = fs::metadata(a).map_err(|e| ScriptError::workspace(format!("{}: {e}", a.display())))?;
+        let meta =
+            fs::metadata(a).map_err(|e| ScriptError::workspace(format!("{}: {e}", a.display())))?;
         if meta.mode() & 0o001 == 0 {
             return Err(ScriptError::workspace(format!(
                 "{} is not searchable by other users (mode {:o}); scripts run as an unprivileged \
@@ -275,7 +313,9 @@ pub(crate) fn remove_tree(p: &Path) -> io::Result<()> {
 }
 
 fn make_writable(p: &Path) {
-    let Ok(meta) = fs::symlink_metadata(p) else { return };
+    let Ok(meta) = fs::symlink_metadata(p) else {
+        return;
+    };
     if !meta.is_dir() {
         return;
     }

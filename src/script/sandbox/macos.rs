@@ -36,7 +36,12 @@ pub fn system_read_paths(network: bool) -> Vec<PathBuf> {
         "/Library/Preferences/Logging",
     ];
     if network {
-        v.extend(["/private/etc/ssl", "/private/etc/hosts", "/private/etc/resolv.conf", "/private/var/run/resolv.conf"]);
+        v.extend([
+            "/private/etc/ssl",
+            "/private/etc/hosts",
+            "/private/etc/resolv.conf",
+            "/private/var/run/resolv.conf",
+        ]);
     }
     v.into_iter().map(PathBuf::from).collect()
 }
@@ -71,10 +76,14 @@ pub fn profile(policy: &HelperPolicy) -> SeatbeltProfile {
          (allow mach-lookup (global-name \"com.apple.system.opendirectoryd.libinfo\"))\n",
     );
     for key in &read {
-        p.push_str(&format!("(allow file-read* process-exec (subpath (param \"{key}\")))\n"));
+        p.push_str(&format!(
+            "(allow file-read* process-exec (subpath (param \"{key}\")))\n"
+        ));
     }
     for key in &write {
-        p.push_str(&format!("(allow file-read* file-write* (subpath (param \"{key}\")))\n"));
+        p.push_str(&format!(
+            "(allow file-read* file-write* (subpath (param \"{key}\")))\n"
+        ));
     }
     if policy.network {
         p.push_str("(allow network*)\n(allow system-socket)\n");
@@ -106,16 +115,42 @@ mod tests {
         HelperPolicy {
             mode: Mode::Confined,
             program: "/bin/sh".into(),
-            argv: vec!["/bin/sh".into(), "/ws/skill/scripts/a.sh".into(), "x y".into()],
+            argv: vec![
+                "/bin/sh".into(),
+                "/ws/skill/scripts/a.sh".into(),
+                "x y".into(),
+            ],
             env: vec![],
             rules: vec![
-                PathRule { path: "/usr".into(), access: Access::ReadExec, required: false },
-                PathRule { path: "/ws/skill".into(), access: Access::ReadExec, required: true },
-                PathRule { path: "/Users/me/data\")(allow default".into(), access: Access::ReadExec, required: true },
-                PathRule { path: "/ws/work".into(), access: Access::ReadWrite, required: true },
+                PathRule {
+                    path: "/usr".into(),
+                    access: Access::ReadExec,
+                    required: false,
+                },
+                PathRule {
+                    path: "/ws/skill".into(),
+                    access: Access::ReadExec,
+                    required: true,
+                },
+                PathRule {
+                    path: "/Users/me/data\")(allow default".into(),
+                    access: Access::ReadExec,
+                    required: true,
+                },
+                PathRule {
+                    path: "/ws/work".into(),
+                    access: Access::ReadWrite,
+                    required: true,
+                },
             ],
             network,
-            limits: RunLimits { cpu_seconds: 2, address_space: 1, file_size: 1, open_files: 1, processes: 1 },
+            limits: RunLimits {
+                cpu_seconds: 2,
+                address_space: 1,
+                file_size: 1,
+                open_files: 1,
+                processes: 1,
+            },
             timeout_seconds: 1,
             supervisor: 0,
         }
@@ -138,10 +173,19 @@ mod tests {
              (allow file-read* process-exec (subpath (param \"R2\")))\n\
              (allow file-read* file-write* (subpath (param \"W0\")))\n"
         );
-        assert_eq!(p.params[2], ("R2".into(), "/Users/me/data\")(allow default".into()));
-        assert!(!p.profile.contains("/Users"), "paths are parameters, never profile text");
+        assert_eq!(
+            p.params[2],
+            ("R2".into(), "/Users/me/data\")(allow default".into())
+        );
+        assert!(
+            !p.profile.contains("/Users"),
+            "paths are parameters, never profile text"
+        );
         assert!(!p.profile.contains("network"), "no network without a grant");
-        assert!(!p.profile.contains("(allow file-read*)\n"), "no blanket read (so $HOME stays closed)");
+        assert!(
+            !p.profile.contains("(allow file-read*)\n"),
+            "no blanket read (so $HOME stays closed)"
+        );
     }
 
     #[test]
@@ -156,13 +200,20 @@ mod tests {
         assert_eq!(args[0], "-p");
         assert_eq!(&args[2..4], ["-D", "R0=/usr"]);
         let dash = args.iter().position(|a| a == "--").unwrap();
-        assert_eq!(&args[dash + 1..], ["/bin/sh", "/ws/skill/scripts/a.sh", "x y"]);
+        assert_eq!(
+            &args[dash + 1..],
+            ["/bin/sh", "/ws/skill/scripts/a.sh", "x y"]
+        );
     }
 
     #[test]
     fn home_is_not_in_the_system_paths() {
         for net in [false, true] {
-            assert!(!system_read_paths(net).iter().any(|p| p.starts_with("/Users")));
+            assert!(
+                !system_read_paths(net)
+                    .iter()
+                    .any(|p| p.starts_with("/Users"))
+            );
         }
     }
 }

@@ -209,7 +209,11 @@ mod tests {
             program: "/bin/sh".into(),
             argv: vec!["sh".into(), "x y".into(), "'\"$".into()],
             env: vec![("PATH".into(), "/usr/bin".into())],
-            rules: vec![PathRule { path: "/usr".into(), access: Access::ReadExec, required: false }],
+            rules: vec![PathRule {
+                path: "/usr".into(),
+                access: Access::ReadExec,
+                required: false,
+            }],
             network: false,
             limits: RunLimits {
                 cpu_seconds: 2,
@@ -229,6 +233,10 @@ mod tests {
     fn certificates_only_with_network() {
         assert!(!system_read_paths(false).contains(&PathBuf::from("/etc/ssl")));
         assert!(system_read_paths(true).contains(&PathBuf::from("/etc/ssl")));
-        assert!(!system_read_paths(true).iter().any(|p| p.starts_with("/proc") || p.starts_with("/home")));
+        assert!(
+            !system_read_paths(true)
+                .iter()
+                .any(|p| p.starts_with("/proc") || p.starts_with("/home"))
+        );
     }
 }

@@ -72,7 +72,11 @@ pub(super) fn build(policy: &HelperPolicy, kernel_abi: u32) -> Result<Prepared, 
             RuleAccess::ReadExec => read_exec(abi),
             RuleAccess::ReadWrite => read_write(abi),
         };
-        let access = if is_dir(&fd) { want } else { want & AccessFs::from_file(abi) };
+        let access = if is_dir(&fd) {
+            want
+        } else {
+            want & AccessFs::from_file(abi)
+        };
         if access.is_empty() {
             continue;
         }
@@ -90,14 +94,18 @@ pub(super) fn build(policy: &HelperPolicy, kernel_abi: u32) -> Result<Prepared, 
         },
         if scopes { "on" } else { "unavailable" },
     );
-    Ok(Prepared { ruleset: Some(created), summary })
+    Ok(Prepared {
+        ruleset: Some(created),
+        summary,
+    })
 }
 
 fn is_dir(fd: &PathFd) -> bool {
     // SAFETY: fstat on a live fd into a zeroed local.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();
-        libc::fstat(fd.as_fd().as_raw_fd(), &mut st) == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFDIR
+        libc::fstat(fd.as_fd().as_raw_fd(), &mut st) == 0
+            && (st.st_mode & libc::S_IFMT) == libc::S_IFDIR
     }
 }
 
@@ -109,7 +117,9 @@ impl Prepared {
         let status: RestrictionStatus = ruleset.restrict_self().map_err(|e| e.to_string())?;
         match status.ruleset {
             RulesetStatus::FullyEnforced => Ok(std::mem::take(&mut self.summary)),
-            RulesetStatus::PartiallyEnforced => Err("the ruleset is only partially enforced".into()),
+            RulesetStatus::PartiallyEnforced => {
+                Err("the ruleset is only partially enforced".into())
+            }
             RulesetStatus::NotEnforced => Err("the ruleset is not enforced".into()),
         }
     }

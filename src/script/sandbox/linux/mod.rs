@@ -13,9 +13,11 @@
 //! 4. **Id maps** (helper): `setgroups deny`, `uid_map`/`gid_map` mapping uid/gid 65534 inside to
 //!    an unprivileged host id (65534 for a root host, the host user otherwise); then release the
 //!    child through a pipe and wait for it.
-//! 5. **Child**: `PR_SET_PDEATHSIG(SIGKILL)`; wait for the release; `setresgid`/`setresuid` to
-//!    65534 (never root, not even inside the namespace); rlimits (CPU above the wall timeout, AS,
-//!    FSIZE, NOFILE, CORE 0, NPROC counted in the user namespace); close-on-exec every fd above 2;
+//! 5. **Child**: `PR_SET_PDEATHSIG(SIGKILL)`; wait for the release; a root helper's child
+//!    `setresgid`/`setresuid` to 65534 (never root, not even inside the namespace; a non-root
+//!    helper's child is 65534 inside already); rlimits (CPU above the wall timeout, AS,
+//!    FSIZE, NOFILE, CORE 0, NPROC counted in the user namespace, or on top of the user's own
+//!    tasks where there is none); close-on-exec every fd above 2;
 //!    umask 077; drop every capability (bounding, ambient, effective/permitted/inheritable);
 //!    Landlock `restrict_self` (sets no_new_privs; `NotEnforced` refuses); seccomp (the x32 /
 //!    `clone3` guard, then the main filter); report `ready`; `execve`.
@@ -71,7 +73,10 @@ impl Status {
 /// helper returns the script's status).
 pub(super) fn helper(policy: Option<OsString>) -> u8 {
     let status = Status;
-    let policy: HelperPolicy = match policy.as_deref().map(|p| serde_json::from_slice(p.as_bytes())) {
+    let policy: HelperPolicy = match policy
+        .as_deref()
+        .map(|p| serde_json::from_slice(p.as_bytes()))
+    {
         Some(Ok(p)) => p,
         Some(Err(e)) => return status.error("failed", &format!("bad policy: {e}")),
         None => return status.error("failed", "no policy given"),
@@ -93,9 +98,15 @@ struct Exec {
 
 impl Exec {
     fn new(p: &HelperPolicy) -> Result<Self, String> {
-        let c = |s: &[u8]| CString::new(s).map_err(|_| "a NUL byte in argv or the environment".to_string());
+        let c = |s: &[u8]| {
+            CString::new(s).map_err(|_| "a NUL byte in argv or the environment".to_string())
+        };
         let program = c(p.program.as_os_str().as_bytes())?;
-        let argv: Vec<CString> = p.argv.iter().map(|a| c(a.as_bytes())).collect::<Result<_, _>>()?;
+        let argv: Vec<CString> = p
+            .argv
+            .iter()
+            .map(|a| c(a.as_bytes()))
+            .collect::<Result<_, _>>()?;
         let env: Vec<CString> = p
             .env
             .iter()
@@ -108,14 +119,26 @@ impl Exec {
         argv_ptrs.push(std::ptr::null());
         let mut env_ptrs: Vec<_> = env.iter().map(|a| a.as_ptr()).collect();
         env_ptrs.push(std::ptr::null());
-        Ok(Exec { program, _argv: argv, argv_ptrs, _env: env, env_ptrs })
+        Ok(Exec {
+            program,
+            _argv: argv,
+            argv_ptrs,
+            _env: env,
+            env_ptrs,
+        })
     }
 
     /// Replaces the process; returns only on failure.
     fn exec(&self) -> io::Error {
         // SAFETY: all three pointers stay valid (owned by self) and the arrays are
         // NULL-terminated.
-        unsafe { libc::execve(self.program.as_ptr(), self.argv_ptrs.as_ptr(), self.env_ptrs.as_ptr()) };
+        unsafe {
+            libc::execve(
+                self.program.as_ptr(),
+                self.argv_ptrs.as_ptr(),
+                self.env_ptrs.as_ptr(),
+            )
+        };
         io::Error::last_os_error()
     }
 }
@@ -143,19 +166,23 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         Ok(r) => r,
         Err(e) => return status.error("failed", &format!("Landlock: {e}")),
     };
-    let filters = match seccomp::build(policy.network) {
+    // SAFETY: plain id getters.
+    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let root = euid == 0;
+    // A non-root helper cannot give the script another host uid: it keeps the host user's.
+    let filters = match seccomp::build(policy.network, !root) {
         Ok(f) => f,
         Err(e) => return status.error("failed", &format!("seccomp: {e}")),
     };
     let rlimits = rlimits(policy);
-    // SAFETY: plain id getters.
-    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    let root = euid == 0;
     if root {
         // Root's supplementary groups must not follow the script (group-readable root files).
         // SAFETY: an empty list.
         if unsafe { libc::setgroups(0, std::ptr::null()) } != 0 {
-            return status.error("failed", &format!("setgroups: {}", io::Error::last_os_error()));
+            return status.error(
+                "failed",
+                &format!("setgroups: {}", io::Error::last_os_error()),
+            );
         }
     }
     let (sync_r, sync_w) = match pipe() {
@@ -164,11 +191,29 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     };
     arm_backstops(policy);
 
-    let net_flag = if policy.network { 0 } else { libc::CLONE_NEWNET };
+    let net_flag = if policy.network {
+        0
+    } else {
+        libc::CLONE_NEWNET
+    };
     let base = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | net_flag;
-    let mut attempts = vec![(libc::CLONE_NEWUSER | base, Ns { user: true, pid: true, net: !policy.network })];
+    let mut attempts = vec![(
+        libc::CLONE_NEWUSER | base,
+        Ns {
+            user: true,
+            pid: true,
+            net: !policy.network,
+        },
+    )];
     if root {
-        attempts.push((base, Ns { user: false, pid: true, net: !policy.network }));
+        attempts.push((
+            base,
+            Ns {
+                user: false,
+                pid: true,
+                net: !policy.network,
+            },
+        ));
     }
     attempts.push((0, Ns::default()));
     let mut spawned = None;
@@ -178,10 +223,21 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
                 spawned = Some((pid, ns));
                 break;
             }
-            Err(e) if matches!(
-                e.raw_os_error(),
-                Some(libc::EPERM | libc::EINVAL | libc::ENOSPC | libc::EUSERS | libc::ENOSYS | libc::EACCES)
-            ) => continue,
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(
+                        libc::EPERM
+                            | libc::EINVAL
+                            | libc::ENOSPC
+                            | libc::EUSERS
+                            | libc::ENOSYS
+                            | libc::EACCES
+                    )
+                ) =>
+            {
+                continue;
+            }
             Err(e) => return status.error("failed", &format!("clone: {e}")),
         }
     }
@@ -193,7 +249,17 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         // The child. It only returns to report a setup failure.
         // SAFETY: closing our copy of the release pipe's write end.
         unsafe { libc::close(sync_w) };
-        let code = child(policy, status, &exec, &mut ruleset, &filters, &rlimits, ns, root, sync_r);
+        let code = child(
+            policy,
+            status,
+            &exec,
+            &mut ruleset,
+            &filters,
+            &rlimits,
+            ns,
+            root,
+            sync_r,
+        );
         // SAFETY: leaving without running the parent's atexit handlers or flushing its buffers.
         unsafe { libc::_exit(code as i32) };
     }
@@ -201,7 +267,11 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     // SAFETY: closing our copy of the release pipe's read end.
     unsafe { libc::close(sync_r) };
     if ns.user {
-        let (uid, gid) = if root { (SANDBOX_ID, SANDBOX_ID) } else { (euid, egid) };
+        let (uid, gid) = if root {
+            (SANDBOX_ID, SANDBOX_ID)
+        } else {
+            (euid, egid)
+        };
         if let Err(e) = write_id_maps(pid, uid, gid) {
             // SAFETY: killing the child we just made.
             unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -235,7 +305,10 @@ fn unconfined(policy: &HelperPolicy, status: &Status) -> u8 {
         cloexec_from(3);
         status.line("ready unconfined (trust: core; Landlock unavailable)");
         let e = exec.exec();
-        status.error("failed", &format!("cannot execute {}: {e}", policy.program.display()));
+        status.error(
+            "failed",
+            &format!("cannot execute {}: {e}", policy.program.display()),
+        );
         // SAFETY: leaving the forked child.
         unsafe { libc::_exit(127) };
     }
@@ -253,7 +326,10 @@ fn arm_backstops(policy: &HelperPolicy) {
             libc::_exit(SETUP_FAILED as i32);
         }
         if policy.timeout_seconds > 0 {
-            let secs = policy.timeout_seconds.saturating_add(10).min(u32::MAX as u64) as libc::c_uint;
+            let secs = policy
+                .timeout_seconds
+                .saturating_add(10)
+                .min(u32::MAX as u64) as libc::c_uint;
             libc::alarm(secs);
         }
     }
@@ -323,25 +399,40 @@ fn child(
         // The bounding set goes while we still hold CAP_SETPCAP (a root helper without a user
         // namespace loses every capability in setresuid below).
         drop_bounding_set();
-        // Never root: uid/gid 65534 inside the user namespace (mapped to an unprivileged host
-        // id), or on the host when a root helper had no user namespace.
-        if ns.user || root {
+        // Never root. A root helper's child becomes uid/gid 65534: inside its user namespace
+        // (mapped to host 65534), or on the host when there is none. A non-root helper's child
+        // already is 65534 inside (its own uid is mapped there), and changing nothing needs no
+        // capability (a kernel that grants none in new namespaces, like Ubuntu's AppArmor
+        // restriction, still runs it).
+        if root {
             let id = SANDBOX_ID as libc::c_long;
             if libc::syscall(libc::SYS_setresgid, id, id, id) != 0
                 || libc::syscall(libc::SYS_setresuid, id, id, id) != 0
             {
-                return status.error("failed", &format!("setresuid: {}", io::Error::last_os_error()));
+                return status.error(
+                    "failed",
+                    &format!("setresuid: {}", io::Error::last_os_error()),
+                );
             }
         }
-        for &(res, soft, hard) in rlimits {
+        for &(res, mut soft, mut hard) in rlimits {
             if res == libc::RLIMIT_NPROC && !(ns.user || root) {
-                // NPROC counts per real uid: without a user namespace or a dedicated uid it would
-                // count the host user's own processes.
-                continue;
+                // NPROC counts per real uid: without a user namespace or a dedicated uid it
+                // counts the host user's own tasks too. Allow those plus the run's share, as a
+                // fork-bomb backstop.
+                let own = tasks_of(libc::getuid());
+                soft = soft.saturating_add(own);
+                hard = hard.saturating_add(own);
             }
-            let lim = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+            let lim = libc::rlimit {
+                rlim_cur: soft,
+                rlim_max: hard,
+            };
             if libc::setrlimit(res, &lim) != 0 {
-                return status.error("failed", &format!("setrlimit: {}", io::Error::last_os_error()));
+                return status.error(
+                    "failed",
+                    &format!("setrlimit: {}", io::Error::last_os_error()),
+                );
             }
         }
         cloexec_from(3);
@@ -366,21 +457,67 @@ fn child(
         if ns.net {
             names.push("net");
         }
-        let namespaces = if names.is_empty() { "none".to_string() } else { names.join("+") };
+        let namespaces = if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join("+")
+        };
         status.line(&format!(
             "ready {landlock_summary}; seccomp; namespaces {namespaces}; uid {}",
-            if ns.user || root { SANDBOX_ID } else { libc::getuid() }
+            if ns.user || root {
+                SANDBOX_ID
+            } else {
+                libc::getuid() // the host user's own
+            }
         ));
         let e = exec.exec();
-        status.error("failed", &format!("cannot execute {}: {e}", policy.program.display()))
+        status.error(
+            "failed",
+            &format!("cannot execute {}: {e}", policy.program.display()),
+        )
     }
+}
+
+/// How many tasks (threads included) `uid` runs, from `/proc`: what `RLIMIT_NPROC` counts.
+fn tasks_of(uid: libc::uid_t) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut n = 0u64;
+    for e in entries.flatten() {
+        if !e.file_name().as_bytes().iter().all(u8::is_ascii_digit) {
+            continue;
+        }
+        let Ok(status) = std::fs::read_to_string(e.path().join("status")) else {
+            continue;
+        };
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.split_whitespace().collect::<Vec<_>>())
+        };
+        // Uid: real effective saved fs; NPROC counts by real uid.
+        let real = field("Uid:").and_then(|v| v.first().and_then(|u| u.parse::<u32>().ok()));
+        if real == Some(uid) || (real.is_none() && e.metadata().is_ok_and(|m| m.uid() == uid)) {
+            n += field("Threads:")
+                .and_then(|v| v.first().and_then(|t| t.parse::<u64>().ok()))
+                .unwrap_or(1);
+        }
+    }
+    n
 }
 
 fn rlimits(p: &HelperPolicy) -> Vec<(libc::__rlimit_resource_t, u64, u64)> {
     let l = &p.limits;
     vec![
         // soft < hard: SIGXCPU first, SIGKILL a second later.
-        (libc::RLIMIT_CPU, l.cpu_seconds, l.cpu_seconds.saturating_add(1)),
+        (
+            libc::RLIMIT_CPU,
+            l.cpu_seconds,
+            l.cpu_seconds.saturating_add(1),
+        ),
         (libc::RLIMIT_AS, l.address_space, l.address_space),
         (libc::RLIMIT_FSIZE, l.file_size, l.file_size),
         (libc::RLIMIT_NOFILE, l.open_files, l.open_files),
@@ -396,7 +533,11 @@ fn clone_process(flags: libc::c_int) -> io::Result<libc::pid_t> {
     // SAFETY: without CLONE_VM the child runs on its own copy of this stack; the other arguments
     // (new stack, tid pointers, tls) are all null/zero.
     let r = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) };
-    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r as libc::pid_t) }
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as libc::pid_t)
+    }
 }
 
 fn write_id_maps(pid: libc::pid_t, uid: u32, gid: u32) -> io::Result<()> {
@@ -425,12 +566,22 @@ fn pipe() -> io::Result<(libc::c_int, libc::c_int)> {
 /// Marks every fd from `first` up close-on-exec (the status pipe stays usable until `execve`).
 fn cloexec_from(first: libc::c_uint) {
     // SAFETY: close_range with the CLOEXEC flag only changes fd flags.
-    let r = unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
     if r != 0 {
         // Kernels before 5.11: walk the table.
         // SAFETY: getrlimit into a local; fcntl on integers (EBADF for closed fds is harmless).
         unsafe {
-            let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
             libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
             let max = lim.rlim_cur.min(65536) as libc::c_int;
             for fd in first as libc::c_int..max {
@@ -466,9 +617,22 @@ fn drop_capabilities() -> io::Result<()> {
     const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
     // SAFETY: prctl/capset with integers and pointers to live locals.
     unsafe {
-        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-        let mut header = Header { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
-        let data = [Data { effective: 0, permitted: 0, inheritable: 0 }; 2];
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+        let mut header = Header {
+            version: LINUX_CAPABILITY_VERSION_3,
+            pid: 0,
+        };
+        let data = [Data {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
         if libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) != 0 {
             return Err(io::Error::last_os_error());
         }

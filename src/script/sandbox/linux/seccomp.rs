@@ -11,7 +11,15 @@
 //!   `bpf`, the mount family, `pivot_root`, `unshare`, `setns`, `keyctl`/`add_key`/
 //!   `request_key`, `perf_event_open`, `userfaultfd`, `setsid`, `setpgid`; `clone` with any
 //!   namespace flag; `chmod`/`fchmod`/`fchmodat`/`fchmodat2` setting S_ISUID or S_ISGID.
+//!   Without network also `connect` of any socket: no pathname or abstract UNIX socket of the
+//!   host (a D-Bus bus, an ssh-agent, a docker.sock) is reachable; `socketpair` still works.
 //!   `sendto`, `sendmsg`, `recvfrom` stay open: connected AF_UNIX users need them.
+//! - **shared uid** (a non-root host, whose scripts keep the host user's uid): the path-based
+//!   metadata calls Landlock does not govern (`chmod`, `fchmodat*`, `chown`, `lchown`,
+//!   `fchownat`, `utime`, `utimes`, `futimesat`, `utimensat` with a path, `setxattr`,
+//!   `lsetxattr`, `removexattr`, `lremovexattr`) are refused outright, so a script cannot change
+//!   the host user's files it can merely name. The fd-based forms stay (they need a file Landlock
+//!   let the script open).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -58,15 +66,19 @@ fn denied() -> Vec<i64> {
         libc::SYS_setpgid,
     ];
     v.sort_unstable();
-    v.into_iter().map(i64::from).collect()
+    v
 }
 
 /// The `chmod` family and the index of each one's mode argument.
 fn chmods() -> Vec<(i64, u8)> {
-    let mut v = vec![(libc::SYS_fchmod, 1), (libc::SYS_fchmodat, 2), (libc::SYS_fchmodat2, 2)];
+    let mut v = vec![
+        (libc::SYS_fchmod, 1),
+        (libc::SYS_fchmodat, 2),
+        (libc::SYS_fchmodat2, 2),
+    ];
     #[cfg(target_arch = "x86_64")]
     v.push((libc::SYS_chmod, 1));
-    v.into_iter().map(|(n, a)| (i64::from(n), a)).collect()
+    v
 }
 
 const NAMESPACE_FLAGS: [libc::c_int; 7] = [
@@ -79,8 +91,31 @@ const NAMESPACE_FLAGS: [libc::c_int; 7] = [
     libc::CLONE_NEWNET,
 ];
 
-/// Compiles both filters.
-pub(super) fn build(network: bool) -> Result<Filters, String> {
+/// Path-based metadata calls, refused when the script shares the host user's uid.
+fn path_metadata() -> Vec<i64> {
+    let mut v = vec![
+        libc::SYS_fchmodat,
+        libc::SYS_fchmodat2,
+        libc::SYS_fchownat,
+        libc::SYS_setxattr,
+        libc::SYS_lsetxattr,
+        libc::SYS_removexattr,
+        libc::SYS_lremovexattr,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    v.extend([
+        libc::SYS_chmod,
+        libc::SYS_chown,
+        libc::SYS_lchown,
+        libc::SYS_utime,
+        libc::SYS_utimes,
+        libc::SYS_futimesat,
+    ]);
+    v
+}
+
+/// Compiles both filters. `shared_uid`: the script keeps the host user's uid (a non-root host).
+pub(super) fn build(network: bool, shared_uid: bool) -> Result<Filters, String> {
     let arch: TargetArch = std::env::consts::ARCH
         .try_into()
         .map_err(|_| format!("no seccomp support for {}", std::env::consts::ARCH))?;
@@ -91,28 +126,56 @@ pub(super) fn build(network: bool) -> Result<Filters, String> {
     }
     if !network {
         let not_unix = || -> Result<Vec<SeccompRule>, String> {
-            let c = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)
-                .map_err(e)?;
+            let c = SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Ne,
+                libc::AF_UNIX as u64,
+            )
+            .map_err(e)?;
             Ok(vec![SeccompRule::new(vec![c]).map_err(e)?])
         };
         rules.insert(libc::SYS_socket, not_unix()?);
         rules.insert(libc::SYS_socketpair, not_unix()?);
+        rules.insert(libc::SYS_connect, Vec::new());
     }
     for (nr, arg) in chmods() {
         let mut chain = Vec::new();
         for bit in [libc::S_ISUID, libc::S_ISGID] {
             let bit = u64::from(bit);
-            let c = SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bit), bit)
-                .map_err(e)?;
+            let c = SeccompCondition::new(
+                arg,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )
+            .map_err(e)?;
             chain.push(SeccompRule::new(vec![c]).map_err(e)?);
         }
         rules.insert(nr, chain);
     }
+    if shared_uid {
+        for nr in path_metadata() {
+            rules.insert(nr, Vec::new());
+        }
+        // utimensat(fd, NULL, …) is futimens; with a path it is refused.
+        let c =
+            SeccompCondition::new(1, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0).map_err(e)?;
+        rules.insert(
+            libc::SYS_utimensat,
+            vec![SeccompRule::new(vec![c]).map_err(e)?],
+        );
+    }
     let mut chain = Vec::new();
     for flag in NAMESPACE_FLAGS {
         let flag = flag as u32 as u64;
-        let c = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(flag), flag)
-            .map_err(e)?;
+        let c = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(flag),
+            flag,
+        )
+        .map_err(e)?;
         chain.push(SeccompRule::new(vec![c]).map_err(e)?);
     }
     rules.insert(libc::SYS_clone, chain);
@@ -123,8 +186,13 @@ pub(super) fn build(network: bool) -> Result<Filters, String> {
         arch,
     )
     .map_err(e)?;
-    let main: BpfProgram = filter.try_into().map_err(|err: seccompiler::BackendError| err.to_string())?;
-    Ok(Filters { guard: guard(), main })
+    let main: BpfProgram = filter
+        .try_into()
+        .map_err(|err: seccompiler::BackendError| err.to_string())?;
+    Ok(Filters {
+        guard: guard(),
+        main,
+    })
 }
 
 /// The hand-written guard: x32 → EPERM, `clone3` → ENOSYS, everything else allowed (the main
@@ -150,26 +218,35 @@ fn guard() -> Vec<libc::sock_filter> {
     const X32_FROM: u32 = u32::MAX;
     let ins = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
     vec![
-        ins(LD_W_ABS, 0, 0, ARCH),                                  // 0
-        ins(JEQ_K, 0, 5, AUDIT_ARCH),                               // 1: other arch → 7
-        ins(LD_W_ABS, 0, 0, NR),                                    // 2
-        ins(JGE_K, 2, 0, X32_FROM),                                 // 3: x32 → 6
-        ins(JEQ_K, 0, 2, libc::SYS_clone3 as u32),                  // 4: clone3 → 5, else 7
+        ins(LD_W_ABS, 0, 0, ARCH),                                       // 0
+        ins(JEQ_K, 0, 5, AUDIT_ARCH),                                    // 1: other arch → 7
+        ins(LD_W_ABS, 0, 0, NR),                                         // 2
+        ins(JGE_K, 2, 0, X32_FROM),                                      // 3: x32 → 6
+        ins(JEQ_K, 0, 2, libc::SYS_clone3 as u32),                       // 4: clone3 → 5, else 7
         ins(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32), // 5
         ins(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),  // 6
-        ins(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),                  // 7
+        ins(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),                       // 7
     ]
 }
 
 /// Installs the guard, then the main filter (both need no_new_privs, which Landlock has set).
 pub(super) fn apply(f: &Filters) -> io::Result<()> {
-    let prog = libc::sock_fprog { len: f.guard.len() as u16, filter: f.guard.as_ptr().cast_mut() };
+    let prog = libc::sock_fprog {
+        len: f.guard.len() as u16,
+        filter: f.guard.as_ptr().cast_mut(),
+    };
     // SAFETY: the kernel copies the program; `prog` and the vector outlive the call.
     unsafe {
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             return Err(io::Error::last_os_error());
         }
-        if libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog as *const libc::sock_fprog) != 0 {
+        if libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &prog as *const libc::sock_fprog,
+        ) != 0
+        {
             return Err(io::Error::last_os_error());
         }
     }
@@ -182,8 +259,8 @@ mod tests {
 
     #[test]
     fn filters_compile_with_and_without_network() {
-        for network in [false, true] {
-            let f = build(network).unwrap();
+        for (network, shared) in [(false, false), (true, false), (false, true), (true, true)] {
+            let f = build(network, shared).unwrap();
             assert_eq!(f.guard.len(), 8);
             assert!(f.main.len() > 40);
         }

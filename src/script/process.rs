@@ -1,0 +1,313 @@
+//! The process side of a run: start the helper (or `sandbox-exec`), enforce the timeout by
+//! killing the whole process group, drain and cap the output, and read the status pipe.
+//!
+//! ```text
+//! supervisor ──spawn──▶ helper   (env cleared, cwd = work, stdin null, own process group)
+//!    ▲  fd 1+2 ◀── one pipe ── script output, drained past the cap
+//!    └─ fd 3   ◀── status ──── "ready …" | "error <kind> …" | "exit N" | "signal S"
+//! ```
+
+use std::ffi::OsString;
+use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncReadExt;
+
+use super::sandbox::{self, HELPER_ARG, HelperPolicy, Mode, RunLimits, STATUS_FD};
+use super::{Captured, ScriptError};
+
+/// Starts the process, waits with the timeout, drains output, reads the status pipe.
+pub(crate) async fn supervise(
+    helper: &Path,
+    output_cap: usize,
+    policy: &HelperPolicy,
+    cwd: PathBuf,
+    timeout: Duration,
+) -> Result<Raw, ScriptError> {
+    // The helper exists on Linux only; elsewhere the process is started directly (under
+    // `sandbox-exec` when confined).
+    let direct = !cfg!(target_os = "linux");
+    let (program, args, env, status_pipe): (PathBuf, Vec<OsString>, Vec<(String, String)>, bool) =
+        if direct && policy.mode == Mode::Confined {
+            let (exe, args) = sandbox::macos::command_line(policy);
+            (
+                exe,
+                args.into_iter().map(OsString::from).collect(),
+                policy.env.clone(),
+                false,
+            )
+        } else if direct {
+            (
+                policy.program.clone(),
+                policy.argv.iter().skip(1).map(OsString::from).collect(),
+                policy.env.clone(),
+                false,
+            )
+        } else {
+            let json = policy
+                .to_json()
+                .map_err(|reason| ScriptError::SandboxFailed { reason })?;
+            (
+                helper.to_path_buf(),
+                vec![HELPER_ARG.into(), json.into()],
+                Vec::new(),
+                true,
+            )
+        };
+
+    let status = if status_pipe {
+        Some(status_pipe_pair().map_err(|e| sandbox_failed("status pipe", e))?)
+    } else {
+        None
+    };
+    let status_w = status.as_ref().map(|(_, w)| w.as_raw_fd());
+    let rlimits = direct.then_some(policy.limits);
+
+    let mut cmd = tokio::process::Command::new(&program);
+    cmd.args(&args)
+        .env_clear()
+        .envs(env)
+        .current_dir(&cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: the closure runs between fork and exec and only calls dup2 and setrlimit, which
+    // are async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            // stdout and stderr share one pipe, so output keeps its order.
+            if libc::dup2(1, 2) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some(w) = status_w
+                && libc::dup2(w, STATUS_FD) < 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some(l) = rlimits {
+                set_rlimits(&l)?;
+            }
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| ScriptError::SandboxUnavailable {
+        reason: format!("cannot start {}: {e}", program.display()),
+    })?;
+    let status_r = status.map(|(r, w)| {
+        drop(w);
+        r
+    });
+    let pid = child.id().map(|p| p as libc::pid_t);
+    let stdout = child.stdout.take();
+    let buf = Arc::new(Mutex::new(CaptureBuf::default()));
+    let reader = tokio::spawn(read_capped(stdout, output_cap, buf.clone()));
+
+    let remaining = timeout.saturating_sub(started.elapsed());
+    let (exit_status, timed_out) = tokio::select! {
+        biased;
+        s = child.wait() => (s, false),
+        _ = tokio::time::sleep(remaining) => {
+            // Kill the whole group before reaping its leader, so the group id cannot have
+            // been reused.
+            if let Some(pid) = pid {
+                // SAFETY: signalling a process group we created and have not reaped.
+                unsafe { libc::killpg(pid, libc::SIGKILL) };
+            }
+            (child.wait().await, true)
+        }
+    };
+    if direct && let Some(pid) = pid {
+        // Without a PID namespace, end what the script left behind in its group.
+        // SAFETY: signalling the script's process group.
+        unsafe { libc::killpg(pid, libc::SIGKILL) };
+    }
+    // Everything that held the pipe is gone; give the reader a moment to drain it (and stop
+    // it regardless: nothing may keep a run alive).
+    let mut reader = reader;
+    if tokio::time::timeout(Duration::from_secs(2), &mut reader)
+        .await
+        .is_err()
+    {
+        reader.abort();
+    }
+    let output = buf.lock().map(|b| b.captured()).unwrap_or_default();
+    let lines = status_r.map(read_status).unwrap_or_default();
+
+    let mut ready = None;
+    let mut relayed = None;
+    for line in &lines {
+        if let Some(rest) = line.strip_prefix("error ") {
+            let (kind, msg) = rest.split_once(' ').unwrap_or((rest, ""));
+            return Err(if kind == "unavailable" {
+                ScriptError::SandboxUnavailable {
+                    reason: msg.to_string(),
+                }
+            } else {
+                ScriptError::SandboxFailed {
+                    reason: msg.to_string(),
+                }
+            });
+        } else if let Some(rest) = line.strip_prefix("ready ") {
+            ready = Some(rest.to_string());
+        } else if let Some(c) = line
+            .strip_prefix("exit ")
+            .and_then(|c| c.parse::<i32>().ok())
+        {
+            relayed = Some((c, None));
+        } else if let Some(s) = line
+            .strip_prefix("signal ")
+            .and_then(|s| s.parse::<i32>().ok())
+        {
+            relayed = Some((128 + s, Some(s)));
+        }
+    }
+    if status_pipe && ready.is_none() && !timed_out {
+        return Err(ScriptError::SandboxFailed {
+            reason: "the sandbox helper ended before starting the script".into(),
+        });
+    }
+    let exit = match relayed {
+        Some(e) => e,
+        None => {
+            let st = exit_status.map_err(|e| sandbox_failed("waiting for the script", e))?;
+            use std::os::unix::process::ExitStatusExt;
+            match (st.code(), st.signal()) {
+                (Some(c), _) => (c, None),
+                (None, Some(s)) => (128 + s, Some(s)),
+                _ => (255, None),
+            }
+        }
+    };
+    Ok(Raw {
+        exit,
+        timed_out,
+        output,
+        ready,
+    })
+}
+
+fn sandbox_failed(what: &str, e: std::io::Error) -> ScriptError {
+    ScriptError::SandboxFailed {
+        reason: format!("{what}: {e}"),
+    }
+}
+
+/// What a process did.
+pub(crate) struct Raw {
+    pub(crate) exit: (i32, Option<i32>),
+    pub(crate) timed_out: bool,
+    pub(crate) output: Captured,
+    pub(crate) ready: Option<String>,
+}
+
+#[derive(Default)]
+struct CaptureBuf {
+    kept: Vec<u8>,
+    total: u64,
+}
+
+impl CaptureBuf {
+    fn captured(&self) -> Captured {
+        Captured {
+            text: String::from_utf8_lossy(&self.kept).into_owned(),
+            kept: self.kept.len() as u64,
+            total: self.total,
+        }
+    }
+}
+
+/// Reads until end of file, keeping at most `cap` bytes and counting the rest: the pipe never
+/// fills, so a chatty script cannot stall into a timeout.
+async fn read_capped(
+    stdout: Option<tokio::process::ChildStdout>,
+    cap: usize,
+    buf: Arc<Mutex<CaptureBuf>>,
+) {
+    let Some(mut r) = stdout else { return };
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        match r.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                let Ok(mut b) = buf.lock() else { return };
+                b.total += n as u64;
+                let room = cap.saturating_sub(b.kept.len());
+                let take = room.min(n);
+                b.kept.extend_from_slice(&chunk[..take]);
+            }
+        }
+    }
+}
+
+/// A close-on-exec pipe whose write end is numbered above the standard descriptors and
+/// [`STATUS_FD`] (so `dup2` onto 3 never clobbers it).
+fn status_pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills the array; the fds are then owned exactly once.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let r = OwnedFd::from_raw_fd(fds[0]);
+        let w0 = OwnedFd::from_raw_fd(fds[1]);
+        let w = libc::fcntl(w0.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
+        if w < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // The write end must block in the helper like any pipe.
+        let w = OwnedFd::from_raw_fd(w);
+        let flags = libc::fcntl(w.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(w.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        Ok((r, w))
+    }
+}
+
+/// Reads the status pipe once every writer is gone.
+fn read_status(r: OwnedFd) -> Vec<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::from(r);
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while bytes.len() < 1 << 20 {
+        match f.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Sets the run's rlimits on the calling process (the direct-spawn path; the Linux helper sets
+/// its own). Async-signal-safe.
+fn set_rlimits(l: &RunLimits) -> std::io::Result<()> {
+    let set = |res, soft: u64, hard: u64| -> std::io::Result<()> {
+        let lim = libc::rlimit {
+            rlim_cur: soft as libc::rlim_t,
+            rlim_max: hard as libc::rlim_t,
+        };
+        // SAFETY: setrlimit reads a live local.
+        if unsafe { libc::setrlimit(res, &lim) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    set(
+        libc::RLIMIT_CPU,
+        l.cpu_seconds,
+        l.cpu_seconds.saturating_add(1),
+    )?;
+    set(libc::RLIMIT_AS, l.address_space, l.address_space)?;
+    set(libc::RLIMIT_FSIZE, l.file_size, l.file_size)?;
+    set(libc::RLIMIT_NOFILE, l.open_files, l.open_files)?;
+    set(libc::RLIMIT_CORE, 0, 0)
+}

@@ -1,0 +1,746 @@
+//! Matching: `skillcat match` through the real binary (ranking, JSON, the labelled-set floor),
+//! the tokeniser through the public API, and the embedding providers and their cache against a
+//! fake provider on 127.0.0.1:0 that counts every request.
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value as J, json};
+use skillcat::matching::tokenize::{grams, terms};
+use skillcat::matching::{
+    Cached, EmbedError, Embedder, EmbeddingMatcher, Index, Matcher, Ollama, OpenAiCompatible,
+    SkillDoc,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_skillcat");
+const DEADLINE: Duration = Duration::from_secs(120);
+const METATOOL: &str = "fixtures/matching/metatool-skills.json";
+
+/// The BM25 floor on the MetaTool set: measured 0.537 (see docs/matching.md), with margin.
+const BM25_TOP1_FLOOR: f64 = 0.52;
+
+// ---------------------------------------------------------------------------------------------
+// The binary
+
+#[derive(Debug)]
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the binary in the crate directory with a deadline; fails on a panic message.
+#[track_caller]
+fn run(args: &[&str]) -> Out {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("RUST_BACKTRACE", "0")
+        .env_remove("SKILLCAT_EMBED_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn skillcat");
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("skillcat {args:?} did not finish within {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let out = Out {
+        code: status.code().expect("not killed by a signal"),
+        stdout: t_out.join().unwrap(),
+        stderr: t_err.join().unwrap(),
+    };
+    assert!(
+        !out.stderr.contains("panicked"),
+        "{args:?} panicked: {out:?}"
+    );
+    out
+}
+
+#[test]
+fn a_csv_message_finds_csv_cleaner() {
+    let out = run(&[
+        "match",
+        "fixtures/skills",
+        "This CSV export has duplicate rows and odd dates, can you tidy it up?",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let first = out.stdout.lines().next().expect("a line per match");
+    assert!(first.contains("csv-cleaner"), "{out:?}");
+    assert!(out.stdout.lines().count() <= 5);
+}
+
+#[test]
+fn each_fixture_skill_has_an_obvious_message() {
+    for (message, want) in [
+        (
+            "which fields does this PDF form have? fill it from my table",
+            "pdf-forms",
+        ),
+        (
+            "write the changelog for the release since the last git tag",
+            "git-release-notes",
+        ),
+        (
+            "here is the meeting transcript, what did we decide?",
+            "meeting-summary",
+        ),
+        (
+            "why did the server fail last night? look at the error logs",
+            "log-search",
+        ),
+        (
+            "review my OpenAPI spec for naming and status codes",
+            "api-style-review",
+        ),
+        (
+            "build a postmortem timeline from these alert emails",
+            "incident-timeline",
+        ),
+    ] {
+        let out = run(&["match", "fixtures/skills", message, "--top", "1"]);
+        assert_eq!(out.code, 0, "{out:?}");
+        assert_eq!(out.stdout.lines().count(), 1, "{out:?}");
+        assert!(out.stdout.contains(want), "{message:?} → {}", out.stdout);
+    }
+}
+
+#[test]
+fn json_output_parses_and_is_ranked() {
+    let out = run(&[
+        "match",
+        "fixtures/skills",
+        "clean up my csv export",
+        "--format",
+        "json",
+        "--top",
+        "3",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let doc: J = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_eq!(doc["mode"], "bm25");
+    assert_eq!(doc["message"], "clean up my csv export");
+    let matches = doc["matches"].as_array().unwrap();
+    assert!(!matches.is_empty() && matches.len() <= 3);
+    assert_eq!(matches[0]["name"], "csv-cleaner");
+    assert_eq!(matches[0]["rank"], 1);
+    assert!(
+        matches[0]["location"]
+            .as_str()
+            .unwrap()
+            .ends_with("SKILL.md")
+    );
+    assert!(!matches[0]["description"].as_str().unwrap().is_empty());
+    let scores: Vec<f64> = matches
+        .iter()
+        .map(|m| m["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+}
+
+#[test]
+fn nothing_in_common_is_an_empty_answer() {
+    let out = run(&["match", "fixtures/skills", "zxqv wqpt", "--format", "json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let doc: J = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["matches"], json!([]));
+    let out = run(&["match", "fixtures/skills", "zxqv wqpt"]);
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""), "{out:?}");
+}
+
+#[test]
+fn eval_prints_top1_and_top5_last_with_a_floor() {
+    let out = run(&["match", "--eval", METATOOL]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let (top1, top5) = parse_eval(&out.stdout);
+    assert!(
+        top1 >= BM25_TOP1_FLOOR,
+        "top1 {top1} below the floor: {out:?}"
+    );
+    assert!(top5 >= 0.65, "top5 {top5}: {out:?}");
+    assert!(top5 >= top1);
+    // SOURCE is ignored with --eval.
+    let again = run(&["match", "fixtures/skills", "--eval", METATOOL]);
+    assert_eq!(parse_eval(&again.stdout), (top1, top5));
+}
+
+/// `top1=… top5=…` from the last line.
+#[track_caller]
+fn parse_eval(stdout: &str) -> (f64, f64) {
+    let last = stdout.lines().last().expect("a last line");
+    let fields: Vec<(&str, f64)> = last
+        .split(' ')
+        .map(|f| {
+            let (k, v) = f.split_once('=').expect("key=value");
+            (k, v.parse().expect("a number"))
+        })
+        .collect();
+    assert_eq!(fields.len(), 2, "{last:?}");
+    assert_eq!((fields[0].0, fields[1].0), ("top1", "top5"), "{last:?}");
+    (fields[0].1, fields[1].1)
+}
+
+#[test]
+fn usage_errors() {
+    for args in [
+        &["match", "fixtures/skills"][..],
+        &["match"],
+        &["match", "fixtures/skills", "   "],
+        &["match", "fixtures/skills", "csv", "--weight", "2"],
+        &["match", "fixtures/skills", "csv", "--mode", "embed"],
+        &[
+            "match",
+            "fixtures/skills",
+            "csv",
+            "--mode",
+            "embed",
+            "--embed-model",
+            "m",
+        ],
+        &["match", "no/such/dir", "csv"],
+        &["match", "--eval", "no/such/file.json"],
+        &["match", "--eval", "Cargo.toml"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(!out.stderr.is_empty(), "{args:?}");
+    }
+}
+
+#[cfg(not(feature = "neural"))]
+#[test]
+fn neural_without_the_feature_says_how_to_get_it() {
+    let out = run(&["match", "fixtures/skills", "csv", "--mode", "neural"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("--features neural"), "{out:?}");
+}
+
+#[test]
+fn embed_mode_second_run_calls_the_provider_zero_times() {
+    let fake = Fake::start();
+    let cache = tempfile::tempdir().unwrap();
+    let url = fake.url();
+    let args = |provider: &'static str| -> Vec<String> {
+        [
+            "match",
+            "fixtures/skills",
+            "tidy up this csv export with duplicate rows",
+            "--mode",
+            "embed",
+            "--embed-provider",
+            provider,
+            "--embed-url",
+            &url,
+            "--embed-model",
+            "fake-model",
+            "--format",
+            "json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(["--cache".to_string(), cache.path().display().to_string()])
+        .collect()
+    };
+    for provider in ["openai", "ollama"] {
+        let before = fake.requests();
+        let a = args(provider);
+        let argv: Vec<&str> = a.iter().map(String::as_str).collect();
+        let first = run(&argv);
+        assert_eq!(first.code, 0, "{first:?}");
+        // The skills in one request, then the message.
+        assert_eq!(fake.requests() - before, 2, "{provider}");
+        let doc: J = serde_json::from_str(&first.stdout).unwrap();
+        assert_eq!(doc["mode"], "embed");
+        assert_eq!(doc["matches"][0]["name"], "csv-cleaner", "{provider}");
+
+        let second = run(&argv);
+        assert_eq!(second.code, 0, "{second:?}");
+        assert_eq!(
+            fake.requests() - before,
+            2,
+            "{provider}: the second run used the cache"
+        );
+        assert_eq!(first.stdout, second.stdout);
+        assert!(
+            second.stderr.contains("0 computed in 0 requests"),
+            "{second:?}"
+        );
+    }
+}
+
+#[test]
+fn eval_in_embed_mode_batches_and_caches() {
+    let fake = Fake::start();
+    let cache = tempfile::tempdir().unwrap();
+    let url = fake.url();
+    let cache_dir = cache.path().display().to_string();
+    let argv = [
+        "match",
+        "--eval",
+        METATOOL,
+        "--mode",
+        "embed",
+        "--embed-url",
+        &url,
+        "--embed-model",
+        "fake-model",
+        "--cache",
+        &cache_dir,
+    ];
+    let first = run(&argv);
+    assert_eq!(first.code, 0, "{first:?}");
+    // 199 skills in one request, 1,990 queries in ⌈1990 / 256⌉ = 8.
+    assert_eq!(fake.requests(), 9);
+    assert!(fake.max_batch() <= 256);
+    let second = run(&argv);
+    assert_eq!(fake.requests(), 9);
+    assert_eq!(parse_eval(&first.stdout), parse_eval(&second.stdout));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tokeniser
+
+#[test]
+fn tokeniser_splits_names_and_keeps_them_whole() {
+    assert_eq!(terms("csv-cleaner"), ["csv-cleaner", "csv", "cleaner"]);
+    assert_eq!(
+        terms("deploy_checker"),
+        ["deploy-checker", "deploi", "checker"]
+    );
+    assert_eq!(terms("Deploy-Checker"), terms("deploy_checker"));
+}
+
+#[test]
+fn tokeniser_folds_case_width_and_forms() {
+    assert_eq!(terms("Cleaning CSV Exports"), ["clean", "csv", "export"]);
+    assert_eq!(terms("ＣＳＶ"), ["csv"]);
+    assert_eq!(terms("ÉTÉ Straße"), ["été", "straße"]);
+    assert_eq!(terms("connected connecting connection"), ["connect"; 3]);
+}
+
+#[test]
+fn tokeniser_drops_stop_words_and_punctuation() {
+    assert_eq!(
+        terms("Can you please help me with this?!"),
+        Vec::<String>::new()
+    );
+    assert_eq!(terms("it's the user's file."), ["user", "file"]);
+    assert_eq!(terms("(pdf), [forms]; {fields}"), ["pdf", "form", "field"]);
+}
+
+#[test]
+fn tokeniser_grams_cover_solid_names() {
+    let name = grams("keywordexplorer");
+    let word = grams("keyword");
+    assert!(word.iter().filter(|g| name.contains(g)).count() >= 5);
+    assert!(grams("the of and").is_empty());
+}
+
+#[test]
+fn index_ranks_fixture_like_skills() {
+    let docs = [
+        SkillDoc::new(
+            "csv-cleaner",
+            "Profile and clean CSV exports.",
+            "Write a cleaned copy.",
+        ),
+        SkillDoc::new("pdf-forms", "Fill PDF forms.", "Never guess a field."),
+    ];
+    let index = Index::build(&docs);
+    assert_eq!(index.search("clean this CSV", 2)[0].index, 0);
+    assert_eq!(index.search("fill the pdf form fields", 2)[0].index, 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The embedders, against a fake provider
+
+#[tokio::test]
+async fn openai_puts_items_back_in_order_and_sends_the_key() {
+    let fake = Fake::start();
+    let p = OpenAiCompatible::new(&fake.url(), "fake-model")
+        .unwrap()
+        .with_api_key("sk-test");
+    let texts = ["alpha beta", "gamma", "delta delta"];
+    let got = p.embed(&texts).await.unwrap();
+    // The fake answers in reverse order; the client sorts by index.
+    assert_eq!(got, texts.map(fake_vector));
+    assert_eq!(fake.requests(), 1);
+    assert_eq!(fake.last_auth().as_deref(), Some("Bearer sk-test"));
+    assert_eq!(fake.last_body()["model"], "fake-model");
+    assert_eq!(fake.last_body()["encoding_format"], "float");
+    assert!(p.space_id().starts_with("openai|"));
+    assert!(!format!("{p:?}").contains("sk-test"));
+    // Nothing to embed, nothing sent.
+    assert!(p.embed(&[]).await.unwrap().is_empty());
+    assert_eq!(fake.requests(), 1);
+}
+
+#[tokio::test]
+async fn openai_sends_at_most_256_texts_per_request() {
+    let fake = Fake::start();
+    let p = OpenAiCompatible::new(&format!("{}/v1", fake.url()), "m").unwrap();
+    let texts: Vec<String> = (0..600).map(|i| format!("text number {i}")).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let got = p.embed(&refs).await.unwrap();
+    assert_eq!(got.len(), 600);
+    assert_eq!(got[599], fake_vector("text number 599"));
+    assert_eq!(fake.requests(), 3);
+    assert_eq!(fake.max_batch(), 256);
+    assert_eq!(fake.last_auth(), None);
+}
+
+#[tokio::test]
+async fn ollama_embeds() {
+    let fake = Fake::start();
+    let p = Ollama::new(&fake.url(), "fake-model").unwrap();
+    let got = p.embed(&["one", "two two"]).await.unwrap();
+    assert_eq!(got, [fake_vector("one"), fake_vector("two two")]);
+    assert_eq!(fake.requests(), 1);
+    assert_eq!(fake.last_path().as_deref(), Some("/api/embed"));
+    assert!(p.space_id().starts_with("ollama|"));
+}
+
+#[tokio::test]
+async fn a_missing_vector_is_an_error() {
+    let fake = Fake::start();
+    fake.set(Behaviour::DropOne);
+    let openai = OpenAiCompatible::new(&fake.url(), "m").unwrap();
+    let e = openai.embed(&["a", "b"]).await.unwrap_err();
+    assert!(matches!(e, EmbedError::Protocol { .. }), "{e:?}");
+    assert!(e.to_string().contains("sent 2 texts, received 1"), "{e}");
+    let ollama = Ollama::new(&fake.url(), "m").unwrap();
+    let e = ollama.embed(&["a", "b"]).await.unwrap_err();
+    assert!(e.to_string().contains("sent 2 texts, received 1"), "{e}");
+}
+
+#[tokio::test]
+async fn a_server_error_is_an_error_naming_the_status() {
+    let fake = Fake::start();
+    fake.set(Behaviour::Fail500);
+    for p in [
+        Box::new(OpenAiCompatible::new(&fake.url(), "m").unwrap()) as Box<dyn Embedder>,
+        Box::new(Ollama::new(&fake.url(), "m").unwrap()),
+    ] {
+        let e = p.embed(&["a"]).await.unwrap_err();
+        match &e {
+            EmbedError::Status { status, body, .. } => {
+                assert_eq!(*status, 500);
+                assert!(body.contains("model exploded"), "{body}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_json_is_an_error() {
+    let fake = Fake::start();
+    fake.set(Behaviour::Garbage);
+    let e = OpenAiCompatible::new(&fake.url(), "m")
+        .unwrap()
+        .embed(&["a"])
+        .await
+        .unwrap_err();
+    assert!(matches!(e, EmbedError::Protocol { .. }), "{e:?}");
+}
+
+#[tokio::test]
+async fn an_unreachable_provider_is_an_error_without_credentials() {
+    // Bind, then close: nothing listens on the port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let p = OpenAiCompatible::new(&format!("http://user:hunter2@127.0.0.1:{port}"), "m").unwrap();
+    let e = p.embed(&["a"]).await.unwrap_err();
+    assert!(matches!(e, EmbedError::Transport { .. }), "{e:?}");
+    assert!(!e.to_string().contains("hunter2"), "{e}");
+    assert!(!p.space_id().contains("hunter2"));
+    assert!(OpenAiCompatible::new("file:///etc/passwd", "m").is_err());
+}
+
+#[tokio::test]
+async fn the_cache_sends_each_text_once_per_space() {
+    let fake = Fake::start();
+    let dir = tempfile::tempdir().unwrap();
+    let texts = ["clean csv", "fill pdf", "search logs"];
+    let openai = || Cached::new(OpenAiCompatible::new(&fake.url(), "m").unwrap(), dir.path());
+
+    let first = openai();
+    let a = first.embed(&texts).await.unwrap();
+    assert_eq!(fake.requests(), 1);
+    let second = openai();
+    let b = second.embed(&texts).await.unwrap();
+    assert_eq!(a, b);
+    assert_eq!(fake.requests(), 1, "second run: zero provider calls");
+    assert_eq!((second.stats().hits, second.stats().misses), (3, 0));
+
+    // A new text goes alone.
+    second.embed(&["clean csv", "a new text"]).await.unwrap();
+    assert_eq!(fake.requests(), 2);
+    assert_eq!(fake.last_body()["input"], json!(["a new text"]));
+
+    // Another provider or model is another space: nothing shared.
+    let ollama = Cached::new(Ollama::new(&fake.url(), "m").unwrap(), dir.path());
+    ollama.embed(&texts).await.unwrap();
+    assert_eq!(fake.requests(), 3);
+    assert_ne!(ollama.dir(), second.dir());
+    assert_ne!(ollama.key_hex("clean csv"), second.key_hex("clean csv"));
+    let other_model = Cached::new(
+        OpenAiCompatible::new(&fake.url(), "m2").unwrap(),
+        dir.path(),
+    );
+    other_model.embed(&texts).await.unwrap();
+    assert_eq!(fake.requests(), 4);
+}
+
+#[tokio::test]
+async fn a_failed_batch_caches_nothing_and_fails() {
+    let fake = Fake::start();
+    let dir = tempfile::tempdir().unwrap();
+    fake.set(Behaviour::Fail500);
+    let cached = Cached::new(Ollama::new(&fake.url(), "m").unwrap(), dir.path());
+    assert!(cached.embed(&["x"]).await.is_err());
+    fake.set(Behaviour::Normal);
+    cached.embed(&["x"]).await.unwrap();
+    assert_eq!(fake.requests(), 2);
+}
+
+#[tokio::test]
+async fn embedding_matcher_over_the_fake_provider() {
+    let fake = Fake::start();
+    let docs = [
+        SkillDoc::new("csv-cleaner", "Profile and clean CSV exports.", ""),
+        SkillDoc::new("pdf-forms", "Fill PDF forms from a table.", ""),
+        SkillDoc::new("log-search", "Search server logs for errors.", ""),
+    ];
+    let p = OpenAiCompatible::new(&fake.url(), "m").unwrap();
+    let matcher = EmbeddingMatcher::build(p, &docs, 0.5).await.unwrap();
+    assert_eq!(fake.requests(), 1);
+    let hits = matcher.rank("errors in the server logs", 2).await.unwrap();
+    assert_eq!(hits[0].index, 2);
+    let all = matcher
+        .rank_all(&["fill pdf forms", "clean csv exports"], 1)
+        .await
+        .unwrap();
+    assert_eq!((all[0][0].index, all[1][0].index), (1, 0));
+    assert_eq!(fake.requests(), 3, "one request per rank_all batch");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fake provider
+
+/// What the fake answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Behaviour {
+    Normal = 0,
+    DropOne = 1,
+    Fail500 = 2,
+    Garbage = 3,
+}
+
+#[derive(Default)]
+struct Seen {
+    requests: AtomicUsize,
+    max_batch: AtomicUsize,
+    behaviour: AtomicU8,
+    last: Mutex<(Option<String>, Option<String>, J)>,
+}
+
+/// An embeddings server on 127.0.0.1:0 serving both protocols with [`fake_vector`], on its own
+/// thread and runtime (so the binary, a child process, can call it too).
+struct Fake {
+    addr: SocketAddr,
+    seen: Arc<Seen>,
+}
+
+impl Fake {
+    fn start() -> Fake {
+        let seen = Arc::new(Seen::default());
+        let state = seen.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(listener.local_addr().unwrap()).unwrap();
+                let app = axum::Router::new()
+                    .route("/v1/embeddings", post(openai))
+                    .route("/api/embed", post(ollama))
+                    .with_state(state);
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        Fake {
+            addr: rx.recv().unwrap(),
+            seen,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn set(&self, b: Behaviour) {
+        self.seen.behaviour.store(b as u8, Ordering::SeqCst);
+    }
+
+    fn requests(&self) -> usize {
+        self.seen.requests.load(Ordering::SeqCst)
+    }
+
+    fn max_batch(&self) -> usize {
+        self.seen.max_batch.load(Ordering::SeqCst)
+    }
+
+    fn last_path(&self) -> Option<String> {
+        self.seen.last.lock().unwrap().0.clone()
+    }
+
+    fn last_auth(&self) -> Option<String> {
+        self.seen.last.lock().unwrap().1.clone()
+    }
+
+    fn last_body(&self) -> J {
+        self.seen.last.lock().unwrap().2.clone()
+    }
+}
+
+/// A deterministic bag-of-words vector: each word adds 1 to one of 64 coordinates.
+fn fake_vector(text: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; 64];
+    for word in text
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let h = word.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+        v[(h % 63) as usize] += 1.0;
+    }
+    v[63] = 0.01;
+    v
+}
+
+/// Records the request; returns the input texts, or the error response to send.
+fn receive(
+    seen: &Seen,
+    path: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Vec<String>, Response> {
+    seen.requests.fetch_add(1, Ordering::SeqCst);
+    let body: J = serde_json::from_slice(body).unwrap_or(J::Null);
+    let auth = headers
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap().to_string());
+    let inputs: Vec<String> = body["input"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| t.as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    seen.max_batch.fetch_max(inputs.len(), Ordering::SeqCst);
+    *seen.last.lock().unwrap() = (Some(path.to_string()), auth, body);
+    match seen.behaviour.load(Ordering::SeqCst) {
+        2 => Err((StatusCode::INTERNAL_SERVER_ERROR, "model exploded").into_response()),
+        3 => Err((StatusCode::OK, "<html>not json</html>").into_response()),
+        _ => Ok(inputs),
+    }
+}
+
+fn json_response(value: J) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
+
+fn drop_one(seen: &Seen) -> bool {
+    seen.behaviour.load(Ordering::SeqCst) == Behaviour::DropOne as u8
+}
+
+async fn openai(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes) -> Response {
+    let inputs = match receive(&seen, "/v1/embeddings", &headers, &body) {
+        Ok(i) => i,
+        Err(r) => return r,
+    };
+    let mut data: Vec<J> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": fake_vector(t)}))
+        .collect();
+    if drop_one(&seen) {
+        data.pop();
+    }
+    // Out of order on purpose: clients must sort by index.
+    data.reverse();
+    json_response(json!({"object": "list", "data": data, "model": "fake", "usage": {}}))
+}
+
+async fn ollama(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes) -> Response {
+    let inputs = match receive(&seen, "/api/embed", &headers, &body) {
+        Ok(i) => i,
+        Err(r) => return r,
+    };
+    let mut embeddings: Vec<Vec<f32>> = inputs.iter().map(|t| fake_vector(t)).collect();
+    if drop_one(&seen) {
+        embeddings.pop();
+    }
+    json_response(json!({"model": "fake", "embeddings": embeddings}))
+}
+
+#[test]
+fn fixtures_are_here_not_in_shared() {
+    // The labelled set travels with the crate.
+    assert!(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(METATOOL)
+            .is_file()
+    );
+    assert!(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/matching/SOURCE.md")
+            .is_file()
+    );
+}
