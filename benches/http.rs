@@ -65,7 +65,14 @@ fn main() {
         .unwrap();
     let client = reqwest::Client::new();
     let urls: Vec<reqwest::Url> = rt.block_on(async {
-        let body = client.get(index_url.clone()).send().await.unwrap().bytes().await.unwrap();
+        let body = client
+            .get(index_url.clone())
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
         let index: serde_json::Value = serde_json::from_slice(&body).unwrap();
         index["skills"]
             .as_array()
@@ -84,9 +91,25 @@ fn main() {
                 let t = Instant::now();
                 bytes = rt.block_on(async {
                     let mut total = 0;
-                    total += client.get(index_url.clone()).send().await.unwrap().bytes().await.unwrap().len();
+                    total += client
+                        .get(index_url.clone())
+                        .send()
+                        .await
+                        .unwrap()
+                        .bytes()
+                        .await
+                        .unwrap()
+                        .len();
                     for u in &urls {
-                        total += client.get(u.clone()).send().await.unwrap().bytes().await.unwrap().len();
+                        total += client
+                            .get(u.clone())
+                            .send()
+                            .await
+                            .unwrap()
+                            .bytes()
+                            .await
+                            .unwrap()
+                            .len();
                     }
                     total
                 });
@@ -95,7 +118,11 @@ fn main() {
             .collect(),
     );
 
-    // skillcat, cold: a fresh cache each run.
+    // skillcat, cold: a fresh cache each run (HTTP_BENCH_CONCURRENCY: requests in flight).
+    let concurrency = std::env::var("HTTP_BENCH_CONCURRENCY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(HttpOptions::default().concurrency);
     // HTTP_BENCH_CACHE_IN=/dev/shm puts the caches on another file system (to see what the
     // disk costs); by default they are in the system's temp folder.
     let cache_in = std::env::var_os("HTTP_BENCH_CACHE_IN").map(std::path::PathBuf::from);
@@ -111,7 +138,11 @@ fn main() {
             .map(|cache| {
                 let src = HttpSource::new(
                     &base,
-                    HttpOptions { cache_dir: Some(cache.path().to_path_buf()), ..HttpOptions::default() },
+                    HttpOptions {
+                        cache_dir: Some(cache.path().to_path_buf()),
+                        concurrency,
+                        ..HttpOptions::default()
+                    },
                 )
                 .unwrap();
                 let t = Instant::now();
@@ -130,7 +161,10 @@ fn main() {
             .map(|_| {
                 let src = HttpSource::new(
                     &base,
-                    HttpOptions { cache_dir: Some(caches[0].path().to_path_buf()), ..HttpOptions::default() },
+                    HttpOptions {
+                        cache_dir: Some(caches[0].path().to_path_buf()),
+                        ..HttpOptions::default()
+                    },
                 )
                 .unwrap();
                 let t = Instant::now();
@@ -143,8 +177,14 @@ fn main() {
     );
 
     println!("corpus: {n} skills, {bytes} bytes served (index + archives)");
-    println!("plain sequential reqwest loop   {:>9.1} ms", plain.as_secs_f64() * 1e3);
-    println!("skillcat cold fetch (verified)  {:>9.1} ms", cold.as_secs_f64() * 1e3);
+    println!(
+        "plain sequential reqwest loop   {:>9.1} ms",
+        plain.as_secs_f64() * 1e3
+    );
+    println!(
+        "skillcat cold fetch (verified)  {:>9.1} ms",
+        cold.as_secs_f64() * 1e3
+    );
     println!(
         "ratio plain / skillcat          {:>9.2}x  (target >= 0.5)",
         plain.as_secs_f64() / cold.as_secs_f64()

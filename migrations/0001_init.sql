@@ -24,9 +24,7 @@ CREATE TABLE skill (
 ) STRICT;
 
 -- One row per published name@version. `version` is canonical semver text; ordering is
--- semver precedence, computed in Rust. `manifest` is the canonical manifest JSON (what a
--- signed statement's manifest digest covers); `skill_digest` its raw 32-byte skill digest.
--- The large columns come last, so listing a version never walks their overflow pages.
+-- semver precedence, computed in Rust. `skill_digest` is the raw 32-byte skill digest.
 CREATE TABLE version (
     id           INTEGER PRIMARY KEY,
     skill_id     INTEGER NOT NULL REFERENCES skill (id),
@@ -35,10 +33,17 @@ CREATE TABLE version (
     published_at INTEGER NOT NULL,
     yanked       INTEGER NOT NULL DEFAULT 0 CHECK (yanked IN (0, 1)),
     description  TEXT    NOT NULL,
-    manifest     TEXT    NOT NULL,
-    body         TEXT    NOT NULL,
     UNIQUE (skill_id, version),
     UNIQUE (skill_id, id)
+) STRICT;
+
+-- The large text of each version, kept out of `version` so its rows stay small: resolving,
+-- listing and searching never read a body. `manifest` is the canonical manifest JSON (what a
+-- signed statement's manifest digest covers); `body` the document's Markdown body.
+CREATE TABLE version_text (
+    version_id INTEGER PRIMARY KEY REFERENCES version (id),
+    manifest   TEXT    NOT NULL,
+    body       TEXT    NOT NULL
 ) STRICT;
 
 -- The files of a version. `path_fold` is the case- and Unicode-folded path: two paths that
@@ -89,13 +94,22 @@ CREATE VIRTUAL TABLE skill_search USING fts5 (
 );
 
 CREATE TRIGGER version_content_immutable
-BEFORE UPDATE OF skill_id, version, skill_digest, manifest, description, body, published_at
-ON version
+BEFORE UPDATE OF id, skill_id, version, skill_digest, published_at, description ON version
 BEGIN
     SELECT RAISE(ABORT, 'a published version is immutable (only yanked may change)');
 END;
 
 CREATE TRIGGER version_never_deleted BEFORE DELETE ON version
+BEGIN
+    SELECT RAISE(ABORT, 'a published version is never deleted (yank it instead)');
+END;
+
+CREATE TRIGGER version_text_immutable BEFORE UPDATE ON version_text
+BEGIN
+    SELECT RAISE(ABORT, 'a published version is immutable (only yanked may change)');
+END;
+
+CREATE TRIGGER version_text_never_deleted BEFORE DELETE ON version_text
 BEGIN
     SELECT RAISE(ABORT, 'a published version is never deleted (yank it instead)');
 END;

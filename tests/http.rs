@@ -52,7 +52,9 @@ impl Server {
         let log2 = Arc::clone(&log);
         let task = tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else { return };
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
                 let (h, log) = (Arc::clone(&handler), Arc::clone(&log2));
                 tokio::spawn(connection(stream, h, log));
             }
@@ -79,7 +81,11 @@ impl Drop for Server {
     }
 }
 
-async fn connection(mut stream: tokio::net::TcpStream, handler: Handler, log: Arc<Mutex<Vec<Req>>>) {
+async fn connection(
+    mut stream: tokio::net::TcpStream,
+    handler: Handler,
+    log: Arc<Mutex<Vec<Req>>>,
+) {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -109,7 +115,10 @@ async fn connection(mut stream: tokio::net::TcpStream, handler: Handler, log: Ar
 
 /// A response with an honest Content-Length.
 fn response(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-    let mut out = format!("HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    let mut out = format!(
+        "HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
     for (k, v) in headers {
         out.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -126,7 +135,11 @@ fn from_site(site: &Site, req: &Req) -> Vec<u8> {
         Some(res) if req.headers.get("if-none-match") == Some(&res.etag) => {
             response(304, &[("ETag", &res.etag)], b"")
         }
-        Some(res) => response(200, &[("ETag", &res.etag), ("Content-Type", res.content_type)], &res.body),
+        Some(res) => response(
+            200,
+            &[("ETag", &res.etag), ("Content-Type", res.content_type)],
+            &res.body,
+        ),
         None => response(404, &[], b"not found\n"),
     }
 }
@@ -135,7 +148,9 @@ fn from_site(site: &Site, req: &Req) -> Vec<u8> {
 /// content, 304 on If-None-Match, octet-stream for everything but JSON.
 fn static_files(root: PathBuf) -> impl Fn(&Req) -> Vec<u8> + Send + Sync + 'static {
     move |req| {
-        let Some(path) = decode_path(&req.path) else { return response(400, &[], b"") };
+        let Some(path) = decode_path(&req.path) else {
+            return response(400, &[], b"");
+        };
         let rel = path.trim_start_matches('/');
         if rel.split('/').any(|c| c == ".." || c.is_empty()) {
             return response(404, &[], b"");
@@ -146,7 +161,11 @@ fn static_files(root: PathBuf) -> impl Fn(&Req) -> Vec<u8> + Send + Sync + 'stat
                 if req.headers.get("if-none-match") == Some(&etag) {
                     return response(304, &[("ETag", &etag)], b"");
                 }
-                let ctype = if rel.ends_with(".json") { "application/json" } else { "application/octet-stream" };
+                let ctype = if rel.ends_with(".json") {
+                    "application/json"
+                } else {
+                    "application/octet-stream"
+                };
                 response(200, &[("ETag", &etag), ("Content-Type", ctype)], &bytes)
             }
             Err(_) => response(404, &[], b"not found\n"),
@@ -161,7 +180,8 @@ fn catalog_site_blocking() -> Site {
     let rt = tokio::runtime::Handle::current();
     tokio::task::block_in_place(|| {
         rt.block_on(async {
-            let src = DirSource::open(&support::conformance::catalog_dir(), DirOptions::default()).unwrap();
+            let src = DirSource::open(&support::conformance::catalog_dir(), DirOptions::default())
+                .unwrap();
             Site::build(&src, &SiteOptions::default()).await.unwrap().0
         })
     })
@@ -177,7 +197,10 @@ fn opts(cache: &Path) -> HttpOptions {
 }
 
 fn offline(cache: &Path) -> HttpOptions {
-    HttpOptions { offline: true, ..opts(cache) }
+    HttpOptions {
+        offline: true,
+        ..opts(cache)
+    }
 }
 
 /// Every blob file in the cache: (name, whether its content hashes to its name).
@@ -185,7 +208,9 @@ fn cache_blobs(cache: &Path) -> Vec<(String, bool)> {
     let mut out = Vec::new();
     let mut stack = vec![cache.join("blobs-v1")];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -215,19 +240,30 @@ async fn dir_digests() -> Vec<(String, String)> {
         .collect();
     let mut out = Vec::new();
     for root in valid {
-        out.push((root.clone(), src.manifest(&root, "", "").await.unwrap().digest));
+        out.push((
+            root.clone(),
+            src.manifest(&root, "", "").await.unwrap().digest,
+        ));
     }
     out
 }
 
 fn catalog_json() -> Vec<J> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/conformance/catalog.json");
-    serde_json::from_str::<J>(&std::fs::read_to_string(p).unwrap()).unwrap().as_array().unwrap().clone()
+    serde_json::from_str::<J>(&std::fs::read_to_string(p).unwrap())
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 async fn same_digests_as_the_directory(src: &dyn Source) {
     for (root, digest) in dir_digests().await {
-        assert_eq!(src.manifest(&root, "", "").await.unwrap().digest, digest, "{root}");
+        assert_eq!(
+            src.manifest(&root, "", "").await.unwrap().digest,
+            digest,
+            "{root}"
+        );
     }
 }
 
@@ -248,13 +284,18 @@ impl Served {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         let url = line
             .trim()
             .rsplit_once(" on ")
             .map(|(_, u)| u.to_string())
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-        assert!(line.starts_with("Serving ") && url.starts_with("http://127.0.0.1:"), "{line}");
+        assert!(
+            line.starts_with("Serving ") && url.starts_with("http://127.0.0.1:"),
+            "{line}"
+        );
         Served { child, url }
     }
 }
@@ -305,9 +346,20 @@ async fn conformance_through_a_static_export() {
     same_digests_as_the_directory(&src).await;
     // Index + one archive per valid skill, nothing twice.
     let valid = dir_digests().await.len();
-    assert_eq!(server.requests().len(), 1 + valid, "{:?}", server.requests());
+    assert_eq!(
+        server.requests().len(),
+        1 + valid,
+        "{:?}",
+        server.requests()
+    );
     // The blobs were served as application/octet-stream: the format came from magic bytes.
-    assert!(server.requests().iter().skip(1).all(|r| r.path.starts_with("/blobs/sha256/")));
+    assert!(
+        server
+            .requests()
+            .iter()
+            .skip(1)
+            .all(|r| r.path.starts_with("/blobs/sha256/"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -320,18 +372,27 @@ async fn a_warm_run_makes_one_conditional_request_and_no_blob_requests() {
     let cache = tempfile::tempdir().unwrap();
     let cold = HttpSource::new(&server.url("/"), opts(cache.path())).unwrap();
     let reports = cold.prefetch(|_| {}).await.unwrap();
-    assert!(reports.iter().all(|r| r.status == FetchStatus::Fetched), "{reports:?}");
+    assert!(
+        reports.iter().all(|r| r.status == FetchStatus::Fetched),
+        "{reports:?}"
+    );
     server.clear();
 
     let warm = HttpSource::new(&server.url("/"), opts(cache.path())).unwrap();
     let reports = warm.prefetch(|_| {}).await.unwrap();
-    assert!(reports.iter().all(|r| r.status == FetchStatus::Cached), "{reports:?}");
+    assert!(
+        reports.iter().all(|r| r.status == FetchStatus::Cached),
+        "{reports:?}"
+    );
     support::conformance::check_valid_subset(&warm).await;
     let reqs = server.requests();
     assert_eq!(reqs.len(), 1, "{reqs:?}");
     assert_eq!(reqs[0].path, format!("/{AGENT_SKILLS_INDEX}"));
     assert!(reqs[0].headers.contains_key("if-none-match"), "{reqs:?}");
-    assert_eq!(reqs[0].headers.get("accept-encoding").map(String::as_str), Some("identity"));
+    assert_eq!(
+        reqs[0].headers.get("accept-encoding").map(String::as_str),
+        Some("identity")
+    );
     let stats = warm.stats();
     assert_eq!((stats.requests, stats.not_modified, stats.bytes), (1, 1, 0));
 }
@@ -354,9 +415,18 @@ enum Lie {
 /// The archive blob of `alpha` and the index as served.
 fn alpha_archive(site: &Site) -> (String, Vec<u8>) {
     let index: J = serde_json::from_slice(&site.get(AGENT_SKILLS_INDEX).unwrap().body).unwrap();
-    let alpha = index["skills"].as_array().unwrap().iter().find(|e| e["name"] == "alpha").unwrap();
+    let alpha = index["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "alpha")
+        .unwrap();
     let hex = alpha["digest"].as_str().unwrap()[7..].to_string();
-    let body = site.get(&format!("blobs/sha256/{hex}")).unwrap().body.to_vec();
+    let body = site
+        .get(&format!("blobs/sha256/{hex}"))
+        .unwrap()
+        .body
+        .to_vec();
     (hex, body)
 }
 
@@ -365,20 +435,27 @@ fn hostile(site: Arc<Site>, lie: Lie) -> impl Fn(&Req) -> Vec<u8> + Send + Sync 
     move |req| {
         let path = req.path.trim_start_matches('/');
         if path == AGENT_SKILLS_INDEX {
-            let mut index: J = serde_json::from_slice(&site.get(AGENT_SKILLS_INDEX).unwrap().body).unwrap();
+            let mut index: J =
+                serde_json::from_slice(&site.get(AGENT_SKILLS_INDEX).unwrap().body).unwrap();
             for e in index["skills"].as_array_mut().unwrap() {
                 if e["name"] != "alpha" {
                     continue;
                 }
                 match lie {
-                    Lie::WrongIndexDigest => e["digest"] = J::from(sha256_digest(b"something else")),
+                    Lie::WrongIndexDigest => {
+                        e["digest"] = J::from(sha256_digest(b"something else"))
+                    }
                     Lie::WrongSkillDigest => {
                         e["skillcat"]["skill_digest"] = J::from(sha256_digest(b"another tree"))
                     }
                     _ => {}
                 }
             }
-            return response(200, &[("Content-Type", "application/json")], index.to_string().as_bytes());
+            return response(
+                200,
+                &[("Content-Type", "application/json")],
+                index.to_string().as_bytes(),
+            );
         }
         if path == format!("blobs/sha256/{hex}") {
             let n = archive.len();
@@ -389,7 +466,10 @@ fn hostile(site: Arc<Site>, lie: Lie) -> impl Fn(&Req) -> Vec<u8> + Send + Sync 
                     response(200, &[], &bad)
                 }
                 Lie::CutBodyHonestLength => {
-                    let mut r = format!("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {n}\r\n\r\n").into_bytes();
+                    let mut r = format!(
+                        "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {n}\r\n\r\n"
+                    )
+                    .into_bytes();
                     r.extend_from_slice(&archive[..n - 10]);
                     r
                 }
@@ -399,7 +479,11 @@ fn hostile(site: Arc<Site>, lie: Lie) -> impl Fn(&Req) -> Vec<u8> + Send + Sync 
                     r
                 }
                 Lie::ShortContentLength => {
-                    let mut r = format!("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {}\r\n\r\n", n - 5).into_bytes();
+                    let mut r = format!(
+                        "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+                        n - 5
+                    )
+                    .into_bytes();
                     r.extend_from_slice(&archive);
                     r
                 }
@@ -436,20 +520,36 @@ async fn hostile_servers_are_caught_and_nothing_enters_the_cache() {
         let msg = err.to_string();
         match lie {
             Lie::FlipOneByte | Lie::CutBodyNoLength | Lie::ShortContentLength => {
-                assert!(matches!(err, Error::DigestMismatch { .. }), "{lie:?}: {msg}");
-                assert!(msg.contains(&format!("expected {expected}, got sha256:")), "{lie:?}: {msg}");
+                assert!(
+                    matches!(err, Error::DigestMismatch { .. }),
+                    "{lie:?}: {msg}"
+                );
+                assert!(
+                    msg.contains(&format!("expected {expected}, got sha256:")),
+                    "{lie:?}: {msg}"
+                );
             }
             Lie::CutBodyHonestLength => {
-                let want = format!("expected {} bytes from Content-Length, got {}", archive.len(), archive.len() - 10);
+                let want = format!(
+                    "expected {} bytes from Content-Length, got {}",
+                    archive.len(),
+                    archive.len() - 10
+                );
                 assert!(msg.contains(&want), "{lie:?}: {msg}");
             }
             Lie::WrongIndexDigest => {
-                let want = format!("expected {}, got {expected}", sha256_digest(b"something else"));
+                let want = format!(
+                    "expected {}, got {expected}",
+                    sha256_digest(b"something else")
+                );
                 assert!(msg.contains(&want), "{lie:?}: {msg}");
             }
             Lie::WrongSkillDigest => {
                 assert!(msg.contains("skill digest"), "{msg}");
-                assert!(msg.contains(&format!("expected {}", sha256_digest(b"another tree"))), "{msg}");
+                assert!(
+                    msg.contains(&format!("expected {}", sha256_digest(b"another tree"))),
+                    "{msg}"
+                );
                 assert!(msg.contains("got sha256:48d9f6661a8eb24635d83d459d0d4c4f0d7de9e8f2d21d85b6b75a2d93aa93a2"), "{msg}");
             }
             Lie::HugeContentLength => {
@@ -459,13 +559,23 @@ async fn hostile_servers_are_caught_and_nothing_enters_the_cache() {
         // Only the index body is cached; no temp file is left; the other skills still load.
         let blobs = cache_blobs(cache.path());
         assert_eq!(blobs.len(), 1, "{lie:?}: {blobs:?}");
-        assert!(blobs.iter().all(|(name, ok)| *ok && *name != hex), "{lie:?}");
+        assert!(
+            blobs.iter().all(|(name, ok)| *ok && *name != hex),
+            "{lie:?}"
+        );
         assert_eq!(tmp_files(cache.path()), 0);
         assert_eq!(src.files("beta-tool").await.unwrap().len(), 3, "{lie:?}");
         // Retried only where a retry could help (a cut body), never after a verified lie.
-        let alpha_requests =
-            server.requests().iter().filter(|r| r.path.ends_with(&hex)).count();
-        let want = if matches!(lie, Lie::CutBodyHonestLength) { 3 } else { 1 };
+        let alpha_requests = server
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with(&hex))
+            .count();
+        let want = if matches!(lie, Lie::CutBodyHonestLength) {
+            3
+        } else {
+            1
+        };
         assert_eq!(alpha_requests, want, "{lie:?}");
     }
 }
@@ -480,7 +590,10 @@ async fn offline_with_an_empty_cache_says_what_is_not_cached() {
     let err = src.list().await.unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, Error::NotFound(_)), "{msg}");
-    assert!(msg.contains("not cached") && msg.contains("--offline"), "{msg}");
+    assert!(
+        msg.contains("not cached") && msg.contains("--offline"),
+        "{msg}"
+    );
     assert!(msg.contains(&cache.path().display().to_string()), "{msg}");
     // The command line says the same and exits 2.
     let out = Command::new(BIN)
@@ -507,10 +620,20 @@ async fn a_warm_cache_works_with_no_server_running() {
     let src = HttpSource::new(&url, offline(cache.path())).unwrap();
     support::conformance::check_valid_subset(&src).await;
     // Online with the server gone: the cached index is used, and a warning says so.
-    let src = HttpSource::new(&url, HttpOptions { retries: 0, ..opts(cache.path()) }).unwrap();
+    let src = HttpSource::new(
+        &url,
+        HttpOptions {
+            retries: 0,
+            ..opts(cache.path())
+        },
+    )
+    .unwrap();
     support::conformance::check_valid_subset(&src).await;
     let warnings = src.warnings();
-    assert!(warnings.iter().any(|w| w.contains("using the cached copy")), "{warnings:?}");
+    assert!(
+        warnings.iter().any(|w| w.contains("using the cached copy")),
+        "{warnings:?}"
+    );
     // And the command line, offline, lists every skill as cached.
     let out = Command::new(BIN)
         .arg("--offline")
@@ -519,9 +642,18 @@ async fn a_warm_cache_works_with_no_server_running() {
         .args(["fetch", &url])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.lines().filter(|l| l.ends_with("  cached")).count(), 7, "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.ends_with("  cached")).count(),
+        7,
+        "{stdout}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -531,8 +663,16 @@ async fn a_corrupt_cache_entry_is_deleted_and_fetched_again() {
     let s2 = Arc::clone(&site);
     let server = Server::start(move |r| from_site(&s2, r)).await;
     let cache = tempfile::tempdir().unwrap();
-    HttpSource::new(&server.url("/"), opts(cache.path())).unwrap().prefetch(|_| {}).await.unwrap();
-    let path = cache.path().join(format!("blobs-v1/sha256/{}/{}/{hex}", &hex[..2], &hex[2..4]));
+    HttpSource::new(&server.url("/"), opts(cache.path()))
+        .unwrap()
+        .prefetch(|_| {})
+        .await
+        .unwrap();
+    let path = cache.path().join(format!(
+        "blobs-v1/sha256/{}/{}/{hex}",
+        &hex[..2],
+        &hex[2..4]
+    ));
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[10] ^= 0xff;
     std::fs::write(&path, &bytes).unwrap();
@@ -547,10 +687,26 @@ async fn a_corrupt_cache_entry_is_deleted_and_fetched_again() {
     server.clear();
     let src = HttpSource::new(&server.url("/"), opts(cache.path())).unwrap();
     support::conformance::check_valid_subset(&src).await;
-    assert!(src.warnings().iter().any(|w| w.contains("deleted and fetched again")), "{:?}", src.warnings());
-    assert_eq!(std::fs::read(&path).unwrap(), archive, "the entry is whole again");
+    assert!(
+        src.warnings()
+            .iter()
+            .any(|w| w.contains("deleted and fetched again")),
+        "{:?}",
+        src.warnings()
+    );
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        archive,
+        "the entry is whole again"
+    );
     let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
-    assert_eq!(paths, [format!("/{AGENT_SKILLS_INDEX}"), format!("/blobs/sha256/{hex}")]);
+    assert_eq!(
+        paths,
+        [
+            format!("/{AGENT_SKILLS_INDEX}"),
+            format!("/blobs/sha256/{hex}")
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -595,7 +751,11 @@ async fn redirects_are_followed_and_credentials_never_shown() {
     let s2 = Arc::clone(&site);
     let server = Server::start(move |r| {
         if r.path == "/old/index.json" {
-            return response(301, &[("Location", "/.well-known/agent-skills/index.json")], b"");
+            return response(
+                301,
+                &[("Location", "/.well-known/agent-skills/index.json")],
+                b"",
+            );
         }
         from_site(&s2, r)
     })
@@ -604,13 +764,25 @@ async fn redirects_are_followed_and_credentials_never_shown() {
     let src = HttpSource::new(&server.url("/old/index.json"), opts(cache.path())).unwrap();
     support::conformance::check_valid_subset(&src).await;
 
-    let secret = format!("http://user:hunter2@{}/gone/index.json?token=abc", server.addr);
+    let secret = format!(
+        "http://user:hunter2@{}/gone/index.json?token=abc",
+        server.addr
+    );
     let src = HttpSource::new(&secret, opts(cache.path())).unwrap();
     let err = src.list().await.unwrap_err().to_string();
     assert!(!err.contains("hunter2") && !err.contains("abc"), "{err}");
     assert!(!src.location("a/SKILL.md").contains("hunter2"));
-    let sent = server.requests().last().unwrap().headers.get("authorization").cloned();
-    assert!(sent.is_some_and(|a| a.starts_with("Basic ")), "credentials are sent, not shown");
+    let sent = server
+        .requests()
+        .last()
+        .unwrap()
+        .headers
+        .get("authorization")
+        .cloned();
+    assert!(
+        sent.is_some_and(|a| a.starts_with("Basic ")),
+        "credentials are sent, not shown"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -620,8 +792,18 @@ async fn reads_foreign_indexes_skill_md_zip_v0_1_and_skips_unknown_types() {
     let mut zip = std::io::Cursor::new(Vec::new());
     write_zip(
         &[
-            PackEntry { path: "SKILL.md".into(), bytes: b"---\nname: zipped\ndescription: In a zip.\n---\n".to_vec().into(), executable: false },
-            PackEntry { path: "scripts/go.sh".into(), bytes: b"#!/bin/sh\n".to_vec().into(), executable: true },
+            PackEntry {
+                path: "SKILL.md".into(),
+                bytes: b"---\nname: zipped\ndescription: In a zip.\n---\n"
+                    .to_vec()
+                    .into(),
+                executable: false,
+            },
+            PackEntry {
+                path: "scripts/go.sh".into(),
+                bytes: b"#!/bin/sh\n".to_vec().into(),
+                executable: true,
+            },
         ],
         &mut zip,
     )
@@ -646,7 +828,9 @@ async fn reads_foreign_indexes_skill_md_zip_v0_1_and_skips_unknown_types() {
     let (sm, z) = (skill_md.clone(), zip.clone());
     let server = Server::start(move |r| match r.path.as_str() {
         "/.well-known/agent-skills/index.json" => response(200, &[], index.as_bytes()),
-        "/.well-known/agent-skills/code-review/SKILL.md" => response(200, &[("Content-Type", "text/markdown")], &sm),
+        "/.well-known/agent-skills/code-review/SKILL.md" => {
+            response(200, &[("Content-Type", "text/markdown")], &sm)
+        }
         "/.well-known/agent-skills/zipped.zip" => response(200, &[], &z),
         "/v1/.well-known/skills/index.json" => response(200, &[], v1.as_bytes()),
         "/v1/.well-known/skills/legacy/SKILL.md" => response(200, &[("ETag", "\"l\"")], &legacy_md),
@@ -657,10 +841,19 @@ async fn reads_foreign_indexes_skill_md_zip_v0_1_and_skips_unknown_types() {
     let cache = tempfile::tempdir().unwrap();
     let src = HttpSource::new(&server.url("/"), opts(cache.path())).unwrap();
     assert_eq!(src.list().await.unwrap(), ["code-review", "zipped"]);
-    assert!(src.warnings().iter().any(|w| w.contains("unknown type \"mcp-server\"")), "{:?}", src.warnings());
+    assert!(
+        src.warnings()
+            .iter()
+            .any(|w| w.contains("unknown type \"mcp-server\"")),
+        "{:?}",
+        src.warnings()
+    );
     let found = skillcat::source::discover(&src).await.unwrap();
     assert_eq!(found.skills.len(), 2, "{:?}", found.faults);
-    assert_eq!(&src.read("code-review/SKILL.md").await.unwrap()[..], &skill_md[..]);
+    assert_eq!(
+        &src.read("code-review/SKILL.md").await.unwrap()[..],
+        &skill_md[..]
+    );
     let files = src.files("zipped").await.unwrap();
     assert_eq!(files[1].path, "scripts/go.sh");
     assert!(files[1].executable);
@@ -668,10 +861,23 @@ async fn reads_foreign_indexes_skill_md_zip_v0_1_and_skips_unknown_types() {
     // v0.1 at a prefix: the site root falls back to /.well-known/skills/index.json.
     let src = HttpSource::new(&server.url("/v1"), opts(cache.path())).unwrap();
     assert_eq!(src.list().await.unwrap(), ["legacy"]);
-    let files: Vec<String> = src.files("legacy").await.unwrap().into_iter().map(|f| f.path).collect();
+    let files: Vec<String> = src
+        .files("legacy")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
     assert_eq!(files, ["SKILL.md", "notes/a b.md"]);
-    assert_eq!(&src.read("legacy/notes/a b.md").await.unwrap()[..], b"notes\n");
-    assert!(src.index_url().unwrap().ends_with("/v1/.well-known/skills/index.json"));
+    assert_eq!(
+        &src.read("legacy/notes/a b.md").await.unwrap()[..],
+        b"notes\n"
+    );
+    assert!(
+        src.index_url()
+            .unwrap()
+            .ends_with("/v1/.well-known/skills/index.json")
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -698,15 +904,29 @@ fn eight_processes_share_one_cache() {
         .collect();
     for child in children {
         let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(stdout.lines().filter(|l| l.ends_with("fetched") || l.ends_with("cached")).count(), 200);
+        assert_eq!(
+            stdout
+                .lines()
+                .filter(|l| l.ends_with("fetched") || l.ends_with("cached"))
+                .count(),
+            200
+        );
     }
     let blobs = cache_blobs(&cache);
     assert_eq!(blobs.len(), 201, "200 archives and the index");
     assert!(blobs.iter().all(|(_, ok)| *ok), "every blob verifies");
     assert_eq!(tmp_files(&cache), 0, "no temp files left");
-    assert_eq!(std::fs::read_dir(cache.join("index-v1")).unwrap().count(), 1);
+    assert_eq!(
+        std::fs::read_dir(cache.join("index-v1")).unwrap().count(),
+        1
+    );
     let url = served.url.clone();
     drop(served);
     let out = Command::new(BIN)
@@ -716,10 +936,65 @@ fn eight_processes_share_one_cache() {
         .args(["fetch", "--format", "json", &url])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: J = serde_json::from_slice(&out.stdout).unwrap();
     let skills = doc["skills"].as_array().unwrap();
     assert_eq!(skills.len(), 200);
     assert!(skills.iter().all(|s| s["status"] == "cached"));
     assert_eq!(doc["stats"]["requests"], 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signatures travel in the index
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detached_signature_is_served_in_the_index_and_verifies() {
+    use skillcat::sign::{self, Keyring, Statement};
+    let work = tempfile::tempdir().unwrap();
+    let skill = work.path().join("alpha");
+    std::fs::create_dir_all(skill.join("scripts")).unwrap();
+    std::fs::create_dir_all(skill.join("references")).unwrap();
+    for f in ["SKILL.md", "scripts/run.sh", "references/guide.md"] {
+        std::fs::copy(
+            support::conformance::catalog_dir().join("alpha").join(f),
+            skill.join(f),
+        )
+        .unwrap();
+    }
+    // Sign the skill as `skillcat sign` does, beside it: alpha.minisig.
+    let dir_src = DirSource::open_skill(&skill, DirOptions::default()).unwrap();
+    let manifest = dir_src.manifest("", "alpha", "").await.unwrap();
+    let (public, secret) = sign::generate_keypair(None).unwrap();
+    let sig = sign::sign(&Statement::from_manifest(&manifest).unwrap(), &secret, None).unwrap();
+    std::fs::write(work.path().join("alpha.minisig"), &sig).unwrap();
+
+    let served = Served::start(&skill);
+    let cache = tempfile::tempdir().unwrap();
+    let src = HttpSource::new(&served.url, opts(cache.path())).unwrap();
+    let remote = src.skills().await.unwrap();
+    assert_eq!(remote.len(), 1);
+    assert_eq!(remote[0].signature.as_deref(), Some(sig.as_str()));
+    assert_eq!(
+        remote[0].skill_digest.as_deref(),
+        Some(manifest.digest.as_str())
+    );
+    // The client verifies against the manifest it recomputes from the bytes it fetched.
+    let fetched = src.manifest("alpha", "alpha", "").await.unwrap();
+    let keyring = Keyring::from_toml_str(&format!(
+        "[[key]]\npublic_key = \"{}\"\nscopes = [\"alpha\"]\n",
+        sign::public_key_base64(&public).unwrap()
+    ))
+    .unwrap();
+    sign::verify(
+        &fetched,
+        remote[0].signature.as_deref().unwrap(),
+        &keyring,
+        "alpha",
+    )
+    .unwrap();
 }

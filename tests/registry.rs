@@ -349,6 +349,8 @@ async fn same_content_is_a_no_op_and_other_content_is_refused() {
     for sql in [
         "UPDATE version SET skill_digest = zeroblob(32)",
         "UPDATE version SET description = 'x'",
+        "UPDATE version_text SET body = 'x'",
+        "DELETE FROM version_text",
         "DELETE FROM version",
         "UPDATE file SET executable = 0",
         "DELETE FROM file",

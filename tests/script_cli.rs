@@ -237,3 +237,64 @@ fn tools_lists_each_tool_with_its_schema() {
         o.stdout
     );
 }
+
+#[test]
+fn the_configuration_sets_the_ceiling_and_the_interpreters() {
+    let d = skills();
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let skill = d.path().join("writer");
+    std::fs::create_dir_all(skill.join("scripts")).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: writer\ndescription: Writes.\nfs_write: out\n---\nBody\n",
+    )
+    .unwrap();
+    let w = skill.join("scripts/write.sh");
+    std::fs::write(
+        &w,
+        "#!/bin/sh\n# Write a file.\necho written > \"$1/result.txt\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&w, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let py = skill.join("scripts/py.py");
+    std::fs::write(&py, "#!/usr/bin/env python3\nprint(1)\n").unwrap();
+    std::fs::set_permissions(&py, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out_arg = out.to_string_lossy().into_owned();
+
+    // Without configuration no write is granted.
+    let o = skillcat(
+        d.path(),
+        &["run", ".", "writer", "write", "--args", &out_arg],
+    );
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(!out.join("result.txt").exists());
+
+    let sh = ["/usr/bin/sh", "/bin/sh"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap();
+    std::fs::write(
+        d.path().join("skillcat.toml"),
+        format!("sources = []\n\n[sandbox]\nfs_write = [\"out\"]\n\n[scripts.interpreters]\nsh = \"{sh}\"\n"),
+    )
+    .unwrap();
+    let o = skillcat(
+        d.path(),
+        &["run", ".", "writer", "write", "--args", &out_arg],
+    );
+    assert_eq!(o.code, 0, "{} {}", o.stdout, o.stderr);
+    assert_eq!(
+        std::fs::read_to_string(out.join("result.txt")).unwrap(),
+        "written\n"
+    );
+    // python3 is not in the configured allow-list.
+    let o = skillcat(d.path(), &["run", ".", "writer", "py"]);
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr.contains("E_SKILL_SCRIPT_INTERPRETER_REFUSED"),
+        "{}",
+        o.stderr
+    );
+}

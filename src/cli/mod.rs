@@ -235,7 +235,7 @@ enum Command {
     #[command(after_help = "Example: skillcat tools fixtures/skills csv-cleaner --format json")]
     Tools(script::ToolsArgs),
     /// Run one script of a skill, confined.
-    #[command(after_help = "Example: skillcat run fixtures/skills log-search level_counts --args \"app.log\"")]
+    #[command(after_help = "Example: skillcat run fixtures/conformance/catalog alpha run")]
     Run(script::RunArgs),
 }
 

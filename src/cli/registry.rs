@@ -218,6 +218,10 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> u8 {
         }
     }
     let total: usize = opened.iter().map(|o| o.roots.len()).sum();
+    if total == 0 {
+        err!("Error: no skill found in {}", specs.join(", "));
+        return FAULTS;
+    }
     if given_sig.is_some() && total != 1 {
         err!("Error: --sig names the signature of one skill; the sources hold {total}");
         return USAGE;
@@ -576,6 +580,13 @@ mod tests {
             ]))
             .await,
             USAGE
+        );
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        assert_eq!(
+            run(parse(&["publish", db_s, empty.to_str().unwrap()])).await,
+            FAULTS,
+            "nothing to publish is not a success"
         );
         // A directory of skills: the valid ones are published, the invalid ones refused.
         let all = catalog("");

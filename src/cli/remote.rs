@@ -95,7 +95,7 @@ impl SignatureLookup for SpecSignatures {
             .lines()
             .find_map(|l| l.strip_prefix("trusted comment: "))?;
         let st = Statement::from_trusted_comment(comment).ok()?;
-        (st.name == name && st.digest == skill_digest).then(|| Signed {
+        (st.name == name && st.digest == skill_digest).then_some(Signed {
             version: st.version,
             signature: text,
         })
@@ -141,7 +141,14 @@ pub async fn serve(a: ServeArgs) -> u8 {
     let local = listener.local_addr().unwrap_or(a.addr);
     let n = site.skills().len();
     out!("Serving {n} {} on http://{local}/", skills_word(n));
-    match serve::run(Arc::new(site), listener, a.verbose, serve::shutdown_signal()).await {
+    match serve::run(
+        Arc::new(site),
+        listener,
+        a.verbose,
+        serve::shutdown_signal(),
+    )
+    .await
+    {
         Ok(()) => {
             err!("Stopped.");
             OK
@@ -262,7 +269,10 @@ pub async fn fetch(a: FetchArgs) -> u8 {
                     "{}  {}  {}  {}",
                     s.name,
                     s.version.as_deref().unwrap_or("-"),
-                    s.digest.as_deref().or(s.skill_digest.as_deref()).unwrap_or("-"),
+                    s.digest
+                        .as_deref()
+                        .or(s.skill_digest.as_deref())
+                        .unwrap_or("-"),
                     status_word(r.status)
                 );
             }

@@ -1,14 +1,14 @@
 //! `tools` and `run`: a skill's script tools, and one confined run.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value as Json, json};
-use skillcat::capability::Grant;
+use skillcat::capability::{self, Capabilities, Context, Grant};
+use skillcat::config::{Config, Environment};
 use skillcat::document::Skill;
 use skillcat::script::{
-    AllowAll, Interpreters, Runner, RunnerConfig, ScriptError, argv::Params, policy,
+    AllowAll, Interpreters, Limits, Runner, RunnerConfig, ScriptError, argv::Params, policy,
 };
 
 use super::{FAULTS, Format, OK, USAGE};
@@ -44,19 +44,56 @@ pub struct RunArgs {
     json: Option<String>,
 }
 
-/// The grant of a skill run from the command line: its frontmatter's `fs_read`, `fs_write`,
-/// `network`, `timeout`, `trust` intersected with the ceiling.
-///
-/// The one place to swap for the capability module's intersection and configured ceiling.
-fn cli_grant(skill: &Skill, ceiling: &Grant, cwd: &std::path::Path) -> Grant {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    policy::grant_from_frontmatter(skill.frontmatter(), ceiling, cwd, home.as_deref())
+/// The configuration (`--config`, `./skillcat.toml`, or the defaults); errors are printed.
+fn configuration() -> Result<(Config, Environment), u8> {
+    let env = Environment::current().map_err(|e| {
+        err!("Error: cannot read the working directory: {e}");
+        USAGE
+    })?;
+    let config = Config::discover(super::globals().config.as_deref(), &env).map_err(|e| {
+        err!("Error: {e}");
+        USAGE
+    })?;
+    Ok((config, env))
 }
 
-/// The ceiling without configuration: read-only `.`, no writes outside the workspace, no
-/// network, 60 s.
-fn cli_ceiling(cwd: &std::path::Path) -> Grant {
-    policy::default_ceiling(cwd)
+/// The allow-list: the configured `[scripts] interpreters`, else `sh`, `bash`, `python3`.
+fn interpreters(config: &Config) -> Result<Interpreters, u8> {
+    if config.scripts.interpreters.is_empty() {
+        return Ok(Interpreters::host_default());
+    }
+    let mut out = Interpreters::new();
+    for (name, path) in &config.scripts.interpreters {
+        out.insert(name, path.clone()).map_err(|e| {
+            err!("Error: {e}");
+            USAGE
+        })?;
+    }
+    Ok(out)
+}
+
+/// Whether SOURCE lies in a source the configuration marks core-trusted.
+fn core_trusted(config: &Config, arg: &str) -> bool {
+    let Ok(arg) = std::fs::canonicalize(arg) else {
+        return false;
+    };
+    config
+        .sources
+        .iter()
+        .filter(|s| s.core)
+        .any(|s| std::fs::canonicalize(&s.path).is_ok_and(|root| arg.starts_with(root)))
+}
+
+/// A skill's grant from the command line: its declared capabilities ∩ the configured ceiling
+/// (without configuration: read-only `.`, no writes, no network, 60 s). A source named on the
+/// command line is trusted for script tools; `trust: core` counts only for a source the
+/// configuration marks core-trusted.
+fn cli_grant(skill: &Skill, config: &Config, ctx: &Context) -> Grant {
+    capability::intersect(
+        &Capabilities::from_frontmatter(skill.frontmatter()),
+        config.ceiling(),
+        ctx,
+    )
 }
 
 fn report(e: &ScriptError) -> u8 {
@@ -73,7 +110,10 @@ pub async fn tools(a: ToolsArgs) -> u8 {
         Ok(found) => found,
         Err(code) => return code,
     };
-    let interpreters = Interpreters::host_default();
+    let interpreters = match configuration().and_then(|(config, _)| interpreters(&config)) {
+        Ok(i) => i,
+        Err(code) => return code,
+    };
     let found = match skillcat::script::discover(&*src, &skill, &interpreters).await {
         Ok(t) => t,
         Err(e) => return report(&e),
@@ -151,16 +191,24 @@ pub async fn run(a: RunArgs) -> u8 {
         Ok(found) => found,
         Err(code) => return code,
     };
-    let cwd = match std::env::current_dir() {
-        Ok(d) => d,
-        Err(e) => {
-            err!("Error: cannot read the working directory: {e}");
-            return USAGE;
-        }
+    let (config, env) = match configuration() {
+        Ok(c) => c,
+        Err(code) => return code,
     };
-    let ceiling = cli_ceiling(&cwd);
-    let grant = cli_grant(&skill, &ceiling, &cwd);
-    let runner = match Runner::new(RunnerConfig::new(ceiling), Arc::new(AllowAll)) {
+    let ctx = Context {
+        cwd: env.cwd.clone(),
+        home: env.home.clone(),
+        core_trusted_source: core_trusted(&config, &a.source),
+    };
+    let grant = cli_grant(&skill, &config, &ctx);
+    let mut run_config = RunnerConfig::new(policy::policy_from_ceiling(config.ceiling(), &ctx));
+    run_config.limits = Limits::from_ceiling(config.ceiling());
+    run_config.interpreters = match interpreters(&config) {
+        Ok(i) => i,
+        Err(code) => return code,
+    };
+    // A source named on the command line is trusted for script tools: the gate allows.
+    let runner = match Runner::new(run_config, Arc::new(AllowAll)) {
         Ok(r) => r,
         Err(e) => return report(&e),
     };

@@ -84,7 +84,7 @@ pub(crate) fn parse(src: &str) -> Result<Option<Value>, YamlError> {
     check_size(src)?;
     // The common shapes of frontmatter are read by a direct scanner, several
     // times faster than the event parser; it declines everything else.
-    guarded(|| match None::<Value> {
+    guarded(|| match parse_fast(src) {
         Some(value) => Ok(Some(value)),
         None => build(src),
     })
@@ -198,11 +198,49 @@ fn parse_fast(src: &str) -> Option<Value> {
 
 /// Whether the text holds no control character but `\n`, and no BOM.
 fn fast_clean(src: &str) -> bool {
-    // Branch-free over the bytes so that the loop vectorises.
-    let bad = src.bytes().fold(false, |bad, b| {
-        bad | ((b < 0x20 && b != b'\n') | (b == 0x7f))
-    });
-    !bad && !src.contains('\u{feff}')
+    let bytes = src.as_bytes();
+    let control = |b: u8| ((b < 0x20) & (b != b'\n')) | (b == 0x7f);
+    // 0xEF starts a BOM, and other characters from U+F000 on: only then look closer.
+    if !fast_any(bytes, |b| control(b) | (b == 0xef)) {
+        return true;
+    }
+    !fast_any(bytes, control) && !src.contains('\u{feff}')
+}
+
+/// Whether any byte is a `hit`. Branch-free over fixed-size chunks, so that it vectorises.
+#[inline(always)]
+fn fast_any(bytes: &[u8], hit: impl Fn(u8) -> bool + Copy) -> bool {
+    let mut chunks = bytes.chunks_exact(32);
+    for chunk in &mut chunks {
+        if chunk.iter().fold(0u8, |found, &b| found | u8::from(hit(b))) != 0 {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| hit(b))
+}
+
+/// Whether any two neighbouring bytes are a `hit`; [`fast_any`] over pairs.
+#[inline(always)]
+fn fast_any_pair(bytes: &[u8], hit: impl Fn(u8, u8) -> bool + Copy) -> bool {
+    let Some(last) = bytes.len().checked_sub(1) else {
+        return false;
+    };
+    let (firsts, seconds) = (&bytes[..last], &bytes[1..]);
+    let mut chunks = firsts.chunks_exact(32).zip(seconds.chunks_exact(32));
+    for (a, b) in &mut chunks {
+        let found = a
+            .iter()
+            .zip(b)
+            .fold(0u8, |found, (&x, &y)| found | u8::from(hit(x, y)));
+        if found != 0 {
+            return true;
+        }
+    }
+    let done = last - last % 32;
+    firsts[done..]
+        .iter()
+        .zip(&seconds[done..])
+        .any(|(&x, &y)| hit(x, y))
 }
 
 /// The number of spaces a line starts with.
@@ -245,7 +283,7 @@ fn fast_inline(rest: &str) -> Option<String> {
     match first {
         b'"' => {
             let inner = rest[1..].strip_suffix('"')?;
-            if inner.bytes().any(|b| b == b'"' || b == b'\\') {
+            if fast_any(inner.as_bytes(), |b| (b == b'"') | (b == b'\\')) {
                 return None;
             }
             Some(inner.to_owned())
@@ -271,11 +309,11 @@ fn fast_inline(rest: &str) -> Option<String> {
         b'-' | b'?' | b':' | b',' | b'[' | b']' | b'{' | b'}' | b'#' | b'&' | b'*' | b'!'
         | b'|' | b'>' | b'%' | b'@' | b'`' => None,
         _ => {
-            let bytes = rest.as_bytes();
-            let ends_scalar = bytes
-                .windows(2)
-                .any(|w| (w[0] == b':' && w[1] == b' ') || (w[0] == b' ' && w[1] == b'#'));
-            if ends_scalar || rest.ends_with(':') {
+            // `: ` would end the scalar (or be a syntax error), ` #` opens a comment.
+            let ends = fast_any_pair(rest.as_bytes(), |a, b| {
+                ((a == b':') & (b == b' ')) | ((a == b' ') & (b == b'#'))
+            });
+            if ends || rest.ends_with(':') {
                 return None;
             }
             Some(rest.to_owned())
@@ -1976,5 +2014,31 @@ mod fast_path_tests {
         }
         let long_key = format!("{}: x\n", "k".repeat(FAST_MAX_KEY + 1));
         assert_eq!(parse_fast(&long_key), None);
+    }
+
+    /// The chunked byte scans see what they look for at every offset, chunk edges included.
+    #[test]
+    fn fast_path_scans_every_position() {
+        for len in 1..100 {
+            let word = "x".repeat(len);
+            for at in 1..len {
+                let (head, tail) = word.split_at(at);
+                for (src, refused) in [
+                    (format!("v: {head}: {tail}\n"), true),
+                    (format!("v: {head} #{tail}\n"), true),
+                    (format!("v: {head}#{tail}\n"), false),
+                    (format!("v: \"{head}\\{tail}\"\n"), true),
+                    (format!("v: \"{head}\"{tail}\"\n"), true),
+                    (format!("v: \"{head}'{tail}\"\n"), false),
+                    (format!("v: {head}\t{tail}\n"), true),
+                    (format!("v: {head}\0{tail}\n"), true),
+                    (format!("v: {head}\u{feff}{tail}\n"), true),
+                    (format!("v: {head}\u{ff0c}{tail}\n"), false),
+                ] {
+                    assert_eq!(parse_fast(&src).is_none(), refused, "{src:?}");
+                    Tally::default().check(&src);
+                }
+            }
+        }
     }
 }

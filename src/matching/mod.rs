@@ -90,22 +90,21 @@ impl<'a> SkillDoc<'a> {
         SkillDoc::new(skill.name(), skill.description(), skill.body())
     }
 
-    /// The text an embedding model sees: the name with `-` and `_` as spaces, a colon, the
-    /// description (`csv cleaner: Profile and clean CSV exports.`). The body is left out: models
-    /// read a few hundred tokens at most, and the description is what says when to use a skill.
+    /// The text an embedding model sees: the description, or the name (with `-` and `_` as
+    /// spaces) when there is no description. The body is left out: models read a few hundred
+    /// tokens at most, and the description is what says when to use a skill. Putting the name in
+    /// front measured slightly worse with the bundled model (see `docs/matching.md`).
     pub fn dense_text(&self) -> String {
-        let name: String = self
-            .name
+        let description = self.description.trim();
+        if !description.is_empty() {
+            return description.to_string();
+        }
+        self.name
             .chars()
             .map(|c| if c == '-' || c == '_' { ' ' } else { c })
-            .collect();
-        let name = if std::env::var_os("TMP_DESC_ONLY").is_some() { "" } else { name.trim() };
-        let description = self.description.trim();
-        match (name.is_empty(), description.is_empty()) {
-            (_, true) => name.to_string(),
-            (true, false) => description.to_string(),
-            (false, false) => format!("{name}: {description}"),
-        }
+            .collect::<String>()
+            .trim()
+            .to_string()
     }
 }
 
@@ -216,12 +215,14 @@ mod tests {
     }
 
     #[test]
-    fn dense_text_humanises_the_name() {
+    fn dense_text_is_the_description_else_the_name() {
         assert_eq!(
             SkillDoc::new("csv-cleaner", " Clean CSV. ", "body").dense_text(),
-            "csv cleaner: Clean CSV."
+            "Clean CSV."
         );
-        assert_eq!(SkillDoc::new("x", "", "").dense_text(), "x");
-        assert_eq!(SkillDoc::new("", "d", "").dense_text(), "d");
+        assert_eq!(
+            SkillDoc::new("csv_cleaner", " ", "body").dense_text(),
+            "csv cleaner"
+        );
     }
 }

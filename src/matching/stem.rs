@@ -11,7 +11,8 @@
 
 /// The stem of a lowercase word (see the [module docs](self)).
 pub fn stem(word: &str) -> String {
-    if word.len() <= 2 || !word.bytes().all(|b| b.is_ascii_lowercase()) || INVARIANT.contains(&word) {
+    if word.len() <= 2 || !word.bytes().all(|b| b.is_ascii_lowercase()) || INVARIANT.contains(&word)
+    {
         return word.to_string();
     }
     let mut w = Word(word.as_bytes().to_vec());

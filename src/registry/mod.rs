@@ -4,8 +4,9 @@
 //! registry.db        application_id 0x534B494C ('SKIL'), user_version = migrations applied, WAL
 //! ├── blob           id · sha256 (32 bytes, UNIQUE) · size · content   contents by address, deduplicated
 //! ├── skill          id · name (UNIQUE)
-//! │   ├── version    id · skill_id · version (semver) · skill_digest (32 bytes) · manifest (JSON)
-//! │   │   │          · description · body · published_at (Unix s) · yanked   UNIQUE(skill_id, version)
+//! │   ├── version    id · skill_id · version (semver) · skill_digest (32 bytes) · published_at
+//! │   │   │          (Unix s) · yanked · description                       UNIQUE(skill_id, version)
+//! │   │   ├── version_text  version_id · manifest (canonical JSON) · body   large text, kept apart
 //! │   │   ├── file       (version_id, path) · path_fold (UNIQUE per version) · blob_id · executable
 //! │   │   └── signature  (version_id, key_id) · format ('minisign') · signature (.minisig text)
 //! │   └── tag        (skill_id, tag) → version_id of the same skill; `latest` = highest non-yanked
@@ -57,7 +58,9 @@
 //! # Ok(()) }
 //! ```
 
+mod check;
 mod error;
+mod files;
 mod fts;
 mod order;
 mod publish;
@@ -68,14 +71,15 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
+pub use check::CheckReport;
 pub use error::RegistryError;
 pub use fts::fts_query;
 pub use order::parse_version;
 pub use publish::{Outcome, Prepared, PublishOptions, Published, prepare};
-pub use query::{CheckReport, Release, SearchHit, StoredSignature, VersionInfo};
+pub use query::{Release, SearchHit, StoredSignature, VersionInfo};
 pub use schema::{APPLICATION_ID, MIGRATIONS, Migration, SCHEMA_VERSION};
 
-pub(crate) use query::Pin;
+pub(crate) use files::Pin;
 
 /// Result of a registry operation.
 pub type Result<T, E = RegistryError> = std::result::Result<T, E>;

@@ -354,7 +354,8 @@ impl Registry {
         if let Some((id, _)) = existing.iter().find(|(_, v)| *v == version) {
             let (stored_digest, stored_manifest): (Vec<u8>, String) = tx
                 .query_row(
-                    "SELECT skill_digest, manifest FROM version WHERE id = ?1",
+                    "SELECT v.skill_digest, x.manifest FROM version v \
+                     JOIN version_text x ON x.version_id = v.id WHERE v.id = ?1",
                     [id],
                     |r| Ok((r.get(0)?, r.get(1)?)),
                 )
@@ -439,12 +440,17 @@ impl Registry {
             .map_or(0, |d| d.as_secs() as i64);
         let version_id: i64 = tx
             .query_row(
-                "INSERT INTO version (skill_id, version, skill_digest, manifest, description, body, \
-                 published_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
-                params![skill_id, version, &p.digest[..], p.manifest_json, p.description, p.body, now],
+                "INSERT INTO version (skill_id, version, skill_digest, published_at, description) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+                params![skill_id, version, &p.digest[..], now, p.description],
                 |r| r.get(0),
             )
             .map_err(sql)?;
+        tx.execute(
+            "INSERT INTO version_text (version_id, manifest, body) VALUES (?1, ?2, ?3)",
+            params![version_id, p.manifest_json, p.body],
+        )
+        .map_err(sql)?;
         {
             let mut insert = tx
                 .prepare_cached(

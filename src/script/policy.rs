@@ -1,20 +1,15 @@
-//! Grants against the session policy, and (until the capability module provides it) the grant a
-//! skill's frontmatter asks for, intersected with a ceiling.
+//! Grants against the session policy.
 //!
 //! [`check_within`] is pure: it compares paths the runner has already made absolute and
-//! canonical. [`grant_from_frontmatter`] is the one place that reads `fs_read`, `fs_write`,
-//! `network`, `timeout` and `trust`; it is meant to be swapped for the capability module's
-//! intersection once that exists.
+//! canonical. [`policy_from_ceiling`] turns the host's configured
+//! [`Ceiling`] into that policy, expanding its roots exactly as
+//! [`capability::intersect`] does when it computes a skill's grant,
+//! so a grant computed from a ceiling always lies within the policy made from it.
 
 use std::path::{Component, Path, PathBuf};
-use std::time::Duration;
 
 use super::ScriptError;
-use crate::capability::{Grant, Trust};
-use crate::document::{Map, Value};
-
-/// The timeout of a run when nothing says otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+use crate::capability::{self, Ceiling, Context, Grant, Trust};
 
 /// Checks that `grant` asks for nothing `policy` does not allow: every read path under a policy
 /// read or write root, every write path under a policy write root, network only if the policy
@@ -61,94 +56,28 @@ fn is_plain_absolute(p: &Path) -> bool {
             .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
 }
 
-/// The ceiling when nothing is configured: read-only access to `cwd`, no writes outside the
-/// workspace, no network, a 60 s timeout, external trust.
-pub fn default_ceiling(cwd: &Path) -> Grant {
-    let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| lexical_normalize(cwd));
-    Grant {
-        fs_read: vec![cwd],
-        fs_write: Vec::new(),
-        network: false,
-        timeout: DEFAULT_TIMEOUT,
-        trust: Trust::External,
-    }
-}
-
-/// The grant a skill's frontmatter asks for, intersected with `ceiling`.
-///
-/// `fs_read` / `fs_write` (a path or a list of paths; `~` is `home`, relative paths are under
-/// `cwd`) survive only under a ceiling root (reads under a read or write root); `network` is
-/// `true` only if both say so; `timeout` (whole seconds, 1 or more) is the smaller of the two;
-/// `trust: core` holds only under a `core` ceiling. Malformed values degrade to the safe
-/// default (nothing, `false`, 60 s, external).
-pub fn grant_from_frontmatter(fm: &Map, ceiling: &Grant, cwd: &Path, home: Option<&Path>) -> Grant {
-    let read_roots: Vec<&PathBuf> = ceiling.fs_read.iter().chain(&ceiling.fs_write).collect();
-    let fs_read = paths(fm.get("fs_read"), cwd, home)
-        .into_iter()
-        .filter(|p| read_roots.iter().any(|r| p.starts_with(r)))
-        .collect();
-    let fs_write = paths(fm.get("fs_write"), cwd, home)
-        .into_iter()
-        .filter(|p| ceiling.fs_write.iter().any(|r| p.starts_with(r)))
-        .collect();
-    let network = matches!(
-        fm.get("network").and_then(Value::as_str).map(str::trim),
-        Some("true")
-    ) && ceiling.network;
-    let timeout = fm
-        .get("timeout")
-        .and_then(Value::as_str)
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .filter(|s| *s >= 1)
-        .map_or(DEFAULT_TIMEOUT, Duration::from_secs)
-        .min(ceiling.timeout);
-    let trust = match fm.get("trust").and_then(Value::as_str).map(str::trim) {
-        Some("core") if ceiling.trust == Trust::Core => Trust::Core,
-        _ => Trust::External,
+/// The session policy a ceiling stands for: its read and write roots expanded against the
+/// context (`~`, relative to the working directory, links resolved; a root that cannot be
+/// expanded allows nothing), its network, its hard timeout limit, and `core` trust only for a
+/// core-trusted source.
+pub fn policy_from_ceiling(ceiling: &Ceiling, ctx: &Context) -> Grant {
+    let expand = |roots: &[String]| -> Vec<PathBuf> {
+        roots
+            .iter()
+            .filter_map(|r| capability::resolve(r, &ctx.cwd, ctx.home.as_deref()))
+            .collect()
     };
     Grant {
-        fs_read,
-        fs_write,
-        network,
-        timeout,
-        trust,
-    }
-}
-
-fn paths(v: Option<&Value>, cwd: &Path, home: Option<&Path>) -> Vec<PathBuf> {
-    let texts: Vec<&str> = match v {
-        Some(Value::Text(s)) => vec![s.as_str()],
-        Some(Value::List(items)) => items.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
-    let mut out = Vec::new();
-    for t in texts {
-        let t = t.trim();
-        if t.is_empty() || t.contains('\0') {
-            continue;
-        }
-        let expanded = if t == "~" {
-            match home {
-                Some(h) => h.to_path_buf(),
-                None => continue,
-            }
-        } else if let Some(rest) = t.strip_prefix("~/") {
-            match home {
-                Some(h) => h.join(rest),
-                None => continue,
-            }
-        } else if t.starts_with('~') {
-            continue; // `~user` is not expanded.
+        fs_read: expand(&ceiling.fs_read),
+        fs_write: expand(&ceiling.fs_write),
+        network: ceiling.network,
+        timeout: ceiling.clamp_timeout(ceiling.max_timeout.max(ceiling.timeout)),
+        trust: if ctx.core_trusted_source {
+            Trust::Core
         } else {
-            cwd.join(t)
-        };
-        let normal = lexical_normalize(&expanded);
-        let real = std::fs::canonicalize(&normal).unwrap_or(normal);
-        if !out.contains(&real) {
-            out.push(real);
-        }
+            Trust::External
+        },
     }
-    out
 }
 
 /// `a/./b/../c` → `a/c`, without touching the file system (`..` at the root stays at the root).
@@ -168,6 +97,8 @@ pub fn lexical_normalize(p: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::document::parse_document;
 
@@ -211,67 +142,35 @@ mod tests {
         }
     }
 
-    fn fm(yaml: &str) -> Map {
-        parse_document(format!("---\nname: x\ndescription: y\n{yaml}---\n").as_bytes())
-            .unwrap()
-            .frontmatter
-    }
-
     #[test]
-    fn frontmatter_intersected_with_ceiling() {
-        let ceiling = g(
-            &["/nonexistent-skillcat/cwd"],
-            &["/nonexistent-skillcat/out"],
-            false,
-            30,
-            Trust::External,
+    fn a_grant_from_a_ceiling_lies_within_its_policy() {
+        use crate::capability::{Capabilities, intersect};
+        let dir = std::env::temp_dir();
+        let ctx = Context {
+            cwd: dir.clone(),
+            home: None,
+            core_trusted_source: false,
+        };
+        let ceiling = Ceiling {
+            fs_write: vec!["out".into()],
+            ..Ceiling::default()
+        };
+        let caps = Capabilities {
+            fs_read: vec![".".into(), "sub/x".into(), "/etc".into()],
+            fs_write: vec!["out/y".into(), ".".into()],
+            network: true,
+            timeout: Some(9999),
+            trust: Trust::Core,
+        };
+        let grant = intersect(&caps, &ceiling, &ctx);
+        let policy = policy_from_ceiling(&ceiling, &ctx);
+        assert!(
+            check_within(&grant, &policy).is_ok(),
+            "{grant:?} ⊄ {policy:?}"
         );
-        let cwd = Path::new("/nonexistent-skillcat/cwd");
-        let home = Path::new("/nonexistent-skillcat/home");
-        let grant = grant_from_frontmatter(
-            &fm(
-                "fs_read: [., data, /etc, ~/.ssh, ../out/x]\nfs_write: [../out, ., /tmp]\nnetwork: true\ntimeout: 90\ntrust: core\n",
-            ),
-            &ceiling,
-            cwd,
-            Some(home),
-        );
-        assert_eq!(
-            grant.fs_read,
-            [
-                PathBuf::from("/nonexistent-skillcat/cwd"),
-                PathBuf::from("/nonexistent-skillcat/cwd/data"),
-                PathBuf::from("/nonexistent-skillcat/out/x"),
-            ]
-        );
-        assert_eq!(grant.fs_write, [PathBuf::from("/nonexistent-skillcat/out")]);
-        assert!(!grant.network);
-        assert_eq!(grant.timeout, Duration::from_secs(30));
-        assert_eq!(grant.trust, Trust::External);
-        assert!(check_within(&grant, &ceiling).is_ok());
-    }
-
-    #[test]
-    fn malformed_values_degrade_to_safe_defaults() {
-        let ceiling = g(&["/"], &["/"], true, 600, Trust::Core);
-        let grant = grant_from_frontmatter(
-            &fm("fs_read:\n  a: b\nnetwork: yes please\ntimeout: soon\ntrust: root\n"),
-            &ceiling,
-            Path::new("/x"),
-            None,
-        );
-        assert!(grant.fs_read.is_empty());
-        assert!(!grant.network);
-        assert_eq!(grant.timeout, DEFAULT_TIMEOUT);
-        assert_eq!(grant.trust, Trust::External);
-        let grant = grant_from_frontmatter(
-            &fm("timeout: 0\ntrust: core\nnetwork: true\n"),
-            &ceiling,
-            Path::new("/x"),
-            None,
-        );
-        assert_eq!(grant.timeout, DEFAULT_TIMEOUT);
-        assert_eq!(grant.trust, Trust::Core);
-        assert!(grant.network);
+        assert_eq!(policy.trust, Trust::External);
+        assert!(!policy.network);
+        assert_eq!(policy.timeout, Duration::from_secs(60));
+        assert_eq!(policy.fs_read[0], std::fs::canonicalize(&dir).unwrap());
     }
 }

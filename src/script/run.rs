@@ -50,6 +50,20 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// The run limits a configured ceiling sets (memory, processes, output, the longest
+    /// timeout); the rest stay at their defaults.
+    pub fn from_ceiling(ceiling: &crate::capability::Ceiling) -> Self {
+        Limits {
+            address_space: ceiling.memory,
+            processes: ceiling.processes,
+            output: usize::try_from(ceiling.output).unwrap_or(usize::MAX),
+            max_timeout: Duration::from_secs(ceiling.max_timeout.max(1)),
+            ..Limits::default()
+        }
+    }
+}
+
 /// How a [`Runner`] runs scripts.
 #[derive(Debug, Clone)]
 pub struct RunnerConfig {

@@ -61,7 +61,8 @@ pub fn export(site: &Site, dir: &Path, force: bool) -> Result<Exported> {
                 .set_permissions(fs::Permissions::from_mode(0o644))
                 .map_err(|e| Error::io(&dest_shown, e))?;
         }
-        tmp.persist(&dest).map_err(|e| Error::io(&dest_shown, e.error))?;
+        tmp.persist(&dest)
+            .map_err(|e| Error::io(&dest_shown, e.error))?;
         done.files += 1;
         done.bytes += res.body.len() as u64;
     }

@@ -86,7 +86,7 @@ pub fn etag_matches(if_none_match: &str, etag: &str) -> bool {
         .any(|t| t.trim() == "*" || strip(t) == ours)
 }
 
-fn header_str<'a>(h: &'a HeaderMap, name: header::HeaderName) -> Option<&'a str> {
+fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -137,7 +137,11 @@ pub fn respond(res: Option<&Resource>, head: bool, req: &HeaderMap) -> Response 
     builder = builder
         .status(status)
         .header(header::CONTENT_LENGTH, body.len());
-    let body = if head { Body::empty() } else { Body::from(body) };
+    let body = if head {
+        Body::empty()
+    } else {
+        Body::from(body)
+    };
     builder.body(body).expect("valid response")
 }
 
@@ -147,7 +151,11 @@ fn plain(status: StatusCode, text: &'static str, head: bool) -> Response {
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
         .header(header::CONTENT_LENGTH, text.len())
         .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
-        .body(if head { Body::empty() } else { Body::from(text) })
+        .body(if head {
+            Body::empty()
+        } else {
+            Body::from(text)
+        })
         .expect("valid response")
 }
 
@@ -189,9 +197,15 @@ async fn handle(State(site): State<Arc<Site>>, req: Request) -> Response {
             .expect("valid response");
     }
     if method != Method::GET && method != Method::HEAD {
-        let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n", false);
-        r.headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD, OPTIONS"));
+        let mut r = plain(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method not allowed\n",
+            false,
+        );
+        r.headers_mut().insert(
+            header::ALLOW,
+            HeaderValue::from_static("GET, HEAD, OPTIONS"),
+        );
         return r;
     }
     let head = method == Method::HEAD;
@@ -329,7 +343,10 @@ mod tests {
         let r = respond(Some(&res), false, &h);
         assert_eq!(r.status(), StatusCode::OK);
         assert_eq!(r.headers()[header::CONTENT_LENGTH], "10");
-        assert_eq!(r.headers()[header::CACHE_CONTROL], "public, max-age=31536000, immutable");
+        assert_eq!(
+            r.headers()[header::CACHE_CONTROL],
+            "public, max-age=31536000, immutable"
+        );
         h.insert(header::RANGE, HeaderValue::from_static("bytes=2-4"));
         let r = respond(Some(&res), false, &h);
         assert_eq!(r.status(), StatusCode::PARTIAL_CONTENT);
@@ -342,7 +359,10 @@ mod tests {
         assert_eq!(r.status(), StatusCode::RANGE_NOT_SATISFIABLE);
         assert_eq!(r.headers()[header::CONTENT_RANGE], "bytes */10");
         h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("\"e\""));
-        assert_eq!(respond(Some(&res), false, &h).status(), StatusCode::NOT_MODIFIED);
+        assert_eq!(
+            respond(Some(&res), false, &h).status(),
+            StatusCode::NOT_MODIFIED
+        );
         assert_eq!(respond(None, false, &h).status(), StatusCode::NOT_FOUND);
     }
 }

@@ -131,7 +131,10 @@ pub struct Site {
 impl Site {
     /// Reads every skill of `source` and builds the site from the valid ones; the others are
     /// returned as problems, never silently dropped.
-    pub async fn build(source: &dyn Source, opts: &SiteOptions) -> Result<(Site, Vec<SiteProblem>)> {
+    pub async fn build(
+        source: &dyn Source,
+        opts: &SiteOptions,
+    ) -> Result<(Site, Vec<SiteProblem>)> {
         let found = discover(source).await?;
         Self::from_discovery(source, &found, opts).await
     }
@@ -154,8 +157,10 @@ impl Site {
         for skill in &found.skills {
             let faults = skill.validate(&opts.validate);
             if !faults.is_empty() {
-                let why: Vec<String> =
-                    faults.iter().map(|f| format!("{} [{}]", f.message(), f.kind())).collect();
+                let why: Vec<String> = faults
+                    .iter()
+                    .map(|f| format!("{} [{}]", f.message(), f.kind()))
+                    .collect();
                 problems.push(SiteProblem {
                     location: skill.location().to_string(),
                     message: format!("not served (invalid): {}", why.join("; ")),
@@ -166,7 +171,10 @@ impl Site {
             if let Some(first) = chosen.iter().find(|s| s.name() == name) {
                 problems.push(SiteProblem {
                     location: skill.location().to_string(),
-                    message: format!("not served: a skill named {name} is already served from {}", first.location()),
+                    message: format!(
+                        "not served: a skill named {name} is already served from {}",
+                        first.location()
+                    ),
                 });
                 continue;
             }
@@ -246,13 +254,24 @@ impl Site {
         for (path, doc) in [(AGENT_SKILLS_INDEX, index_v2), (SKILLS_INDEX, index_v1)] {
             let mut body = serde_json::to_vec_pretty(&doc).expect("an index always serialises");
             body.push(b'\n');
-            site.put(path.to_string(), Bytes::from(body), "application/json", REVALIDATE);
+            site.put(
+                path.to_string(),
+                Bytes::from(body),
+                "application/json",
+                REVALIDATE,
+            );
         }
         site.skills = skills;
         site
     }
 
-    fn put(&mut self, path: String, body: Bytes, content_type: &'static str, cache_control: &'static str) {
+    fn put(
+        &mut self,
+        path: String,
+        body: Bytes,
+        content_type: &'static str,
+        cache_control: &'static str,
+    ) {
         let etag = format!("\"{}\"", hex::encode(sha256(&body)));
         self.resources.insert(
             path,
@@ -354,7 +373,10 @@ async fn pack_skill(
     let name = skill.name();
     let description = skill.description().to_string();
     let location = skill.location().to_string();
-    let mut version = skill.version().map(str::to_string).filter(|v| !v.is_empty());
+    let mut version = skill
+        .version()
+        .map(str::to_string)
+        .filter(|v| !v.is_empty());
     let shown = location.clone();
     tokio::task::spawn_blocking(move || {
         let mut archive = Vec::new();
@@ -363,7 +385,9 @@ async fn pack_skill(
             Manifest::build(
                 &name,
                 v,
-                entries.iter().map(|e| (e.path.as_str(), &e.bytes[..], e.executable)),
+                entries
+                    .iter()
+                    .map(|e| (e.path.as_str(), &e.bytes[..], e.executable)),
             )
         };
         let mut manifest = files(version.as_deref().unwrap_or(""));
@@ -431,7 +455,10 @@ mod tests {
     fn layout_of_a_site() {
         let site = Site::from_skills(vec![skill(
             "hello",
-            &[("SKILL.md", b"# Hello\n", false), ("scripts/run.sh", b"#!/bin/sh\n", true)],
+            &[
+                ("SKILL.md", b"# Hello\n", false),
+                ("scripts/run.sh", b"#!/bin/sh\n", true),
+            ],
         )]);
         let paths: Vec<&str> = site.resources().map(|(p, _)| p).collect();
         assert!(paths.contains(&AGENT_SKILLS_INDEX) && paths.contains(&SKILLS_INDEX));
@@ -442,7 +469,8 @@ mod tests {
             .unwrap();
         assert_eq!(md.content_type, MARKDOWN);
         assert_eq!(md.cache_control, IMMUTABLE);
-        let index: Value = serde_json::from_slice(&site.get(AGENT_SKILLS_INDEX).unwrap().body).unwrap();
+        let index: Value =
+            serde_json::from_slice(&site.get(AGENT_SKILLS_INDEX).unwrap().body).unwrap();
         assert_eq!(index["$schema"], SCHEMA_V0_2);
         let e = &index["skills"][0];
         assert_eq!(e["type"], "archive");
@@ -458,7 +486,10 @@ mod tests {
         assert_eq!(crate::digest::sha256_digest(&archive.body), e["digest"]);
         assert!(e.get("version").is_none());
         let v1: Value = serde_json::from_slice(&site.get(SKILLS_INDEX).unwrap().body).unwrap();
-        assert_eq!(v1, json!({"skills": [{"name": "hello", "description": "d", "files": ["SKILL.md", "scripts/run.sh"]}]}));
+        assert_eq!(
+            v1,
+            json!({"skills": [{"name": "hello", "description": "d", "files": ["SKILL.md", "scripts/run.sh"]}]})
+        );
     }
 
     #[test]
@@ -472,8 +503,17 @@ mod tests {
     fn content_types() {
         assert_eq!(content_type("SKILL.md", b"x"), MARKDOWN);
         assert_eq!(content_type("a/b.TAR.GZ", b"x"), "application/gzip");
-        assert_eq!(content_type("run.sh", b"#!/bin/sh"), "text/plain; charset=utf-8");
-        assert_eq!(content_type("page.html", b"<script>"), "text/plain; charset=utf-8");
-        assert_eq!(content_type("blob.bin", &[0xff, 0xfe, 0]), "application/octet-stream");
+        assert_eq!(
+            content_type("run.sh", b"#!/bin/sh"),
+            "text/plain; charset=utf-8"
+        );
+        assert_eq!(
+            content_type("page.html", b"<script>"),
+            "text/plain; charset=utf-8"
+        );
+        assert_eq!(
+            content_type("blob.bin", &[0xff, 0xfe, 0]),
+            "application/octet-stream"
+        );
     }
 }

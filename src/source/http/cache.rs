@@ -278,7 +278,11 @@ mod tests {
         assert!(matches!(cache.read_blob(&hash).unwrap(), Read::Hit(b) if &b[..] == b"hello"));
         let path = cache.blob_path(&hash);
         let hex = hex::encode(hash);
-        assert!(path.ends_with(format!("blobs-v1/sha256/{}/{}/{hex}", &hex[..2], &hex[2..4])));
+        assert!(path.ends_with(format!(
+            "blobs-v1/sha256/{}/{}/{hex}",
+            &hex[..2],
+            &hex[2..4]
+        )));
         fs::write(&path, b"hellO").unwrap();
         assert!(matches!(cache.read_blob(&hash).unwrap(), Read::Corrupt));
         assert!(!path.exists(), "a corrupt entry is deleted");

@@ -209,7 +209,9 @@ impl Fetcher {
             .timeout(opts.timeout)
             .redirect(policy)
             .build()
-            .map_err(|e| Error::Invalid(format!("cannot set up the HTTP client: {}", describe(e))))?;
+            .map_err(|e| {
+                Error::Invalid(format!("cannot set up the HTTP client: {}", describe(e)))
+            })?;
         Ok(Fetcher {
             client,
             permits: Semaphore::new(opts.concurrency.max(1)),
@@ -251,7 +253,11 @@ impl Fetcher {
         accept: &str,
     ) -> Result<Fetched, Failure> {
         let shown = redact(url);
-        let _permit = self.permits.acquire().await.expect("the semaphore is never closed");
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         let mut req = self
             .client
@@ -484,7 +490,10 @@ mod tests {
         assert_eq!(backoff(0, base, None, 0.0), Duration::ZERO);
         assert_eq!(backoff(0, base, None, 0.5), Duration::from_millis(50));
         assert_eq!(backoff(3, base, None, 0.5), Duration::from_millis(400));
-        assert_eq!(backoff(40, base, None, 0.999_999), MAX_BACKOFF.mul_f64(0.999_999));
+        assert_eq!(
+            backoff(40, base, None, 0.999_999),
+            MAX_BACKOFF.mul_f64(0.999_999)
+        );
         assert_eq!(
             backoff(0, base, Some(Duration::from_secs(2)), 0.1),
             Duration::from_secs(2)

@@ -168,7 +168,9 @@ pub fn parse_index(body: &[u8], index_url: &Url) -> Result<Index, String> {
             Err(why) => index.warnings.push(format!("skills[{i}]: skipped: {why}")),
         }
         if let Some(w) = item.get("skillcat").and_then(|x| parse_extra(x).err()) {
-            index.warnings.push(format!("skills[{i}]: skillcat field ignored: {w}"));
+            index
+                .warnings
+                .push(format!("skills[{i}]: skillcat field ignored: {w}"));
         }
     }
     Ok(index)
@@ -197,7 +199,10 @@ fn parse_entry(item: &Value, version: IndexVersion, index_url: &Url) -> Result<E
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let version_field = obj.get("version").and_then(Value::as_str).map(str::to_string);
+    let version_field = obj
+        .get("version")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let extra = obj.get("skillcat").and_then(|x| parse_extra(x).ok());
     let artifact = match version {
         IndexVersion::V0_2 => {
@@ -206,7 +211,9 @@ fn parse_entry(item: &Value, version: IndexVersion, index_url: &Url) -> Result<E
                 _ => return Err(format!("{name}: no \"type\" string")),
             };
             if kind != "archive" && kind != "skill-md" {
-                return Err(format!("{name}: unknown type {kind:?} (this client reads archive and skill-md)"));
+                return Err(format!(
+                    "{name}: unknown type {kind:?} (this client reads archive and skill-md)"
+                ));
             }
             artifact_v0_2(obj, kind, index_url)
         }
@@ -234,8 +241,9 @@ fn artifact_v0_2(
         Some(Value::String(d)) => d,
         _ => return Err("the index entry has no \"digest\" string".into()),
     };
-    let sha256 = parse_digest(digest)
-        .ok_or_else(|| format!("the index entry's digest {digest:?} is not sha256:<64 lowercase hex>"))?;
+    let sha256 = parse_digest(digest).ok_or_else(|| {
+        format!("the index entry's digest {digest:?} is not sha256:<64 lowercase hex>")
+    })?;
     Ok(if kind == "archive" {
         Artifact::Archive { url, sha256 }
     } else {
@@ -289,7 +297,11 @@ pub fn resolve(index_url: &Url, reference: &str) -> Result<Url, String> {
         .map_err(|e| format!("url {reference:?}: {e}"))?;
     match url.scheme() {
         "http" | "https" => {}
-        other => return Err(format!("url {reference:?}: scheme {other:?} is not http(s)")),
+        other => {
+            return Err(format!(
+                "url {reference:?}: scheme {other:?} is not http(s)"
+            ));
+        }
     }
     if index_url.scheme() == "https" && url.scheme() == "http" {
         return Err(format!(
@@ -320,13 +332,19 @@ fn parse_extra(v: &Value) -> Result<Extra, String> {
         Some(Value::Array(items)) => {
             for item in items {
                 let path = item.get("path").and_then(Value::as_str);
-                let digest = item.get("digest").and_then(Value::as_str).and_then(parse_digest);
+                let digest = item
+                    .get("digest")
+                    .and_then(Value::as_str)
+                    .and_then(parse_digest);
                 let size = item.get("size").and_then(Value::as_u64);
                 let (Some(path), Some(sha256), Some(size)) = (path, digest, size) else {
                     return Err("a files item lacks path, digest or size".into());
                 };
                 check_canonical(path).map_err(|rule| format!("file {path:?}: {rule}"))?;
-                let executable = item.get("executable").and_then(Value::as_bool).unwrap_or(false);
+                let executable = item
+                    .get("executable")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
                 files.push(ExtraFile {
                     path: path.to_string(),
                     sha256,
@@ -377,7 +395,10 @@ mod tests {
         assert_eq!(names, ["code-review", "wrangler", "cdn"]);
         match &idx.entries[1].artifact {
             Ok(Artifact::Archive { url, .. }) => {
-                assert_eq!(url.as_str(), "https://example.com/.well-known/agent-skills/wrangler.tar.gz")
+                assert_eq!(
+                    url.as_str(),
+                    "https://example.com/.well-known/agent-skills/wrangler.tar.gz"
+                )
             }
             other => panic!("{other:?}"),
         }
@@ -389,7 +410,11 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(idx.warnings.len(), 1);
-        assert!(idx.warnings[0].contains("unknown type \"task\""), "{:?}", idx.warnings);
+        assert!(
+            idx.warnings[0].contains("unknown type \"task\""),
+            "{:?}",
+            idx.warnings
+        );
     }
 
     #[test]
@@ -412,7 +437,9 @@ mod tests {
         ]});
         let idx = parse_index(body.to_string().as_bytes(), &u).unwrap();
         assert_eq!(idx.version, IndexVersion::V0_1);
-        let Ok(Artifact::Files(files)) = &idx.entries[0].artifact else { panic!() };
+        let Ok(Artifact::Files(files)) = &idx.entries[0].artifact else {
+            panic!()
+        };
         assert_eq!(
             files[1].1.as_str(),
             "http://h/.well-known/skills/%D0%BD%D0%B0%D0%B2%D1%8B%D0%BA/references/a%20b.md"
@@ -436,9 +463,27 @@ mod tests {
         let idx = parse_index(body.to_string().as_bytes(), &url()).unwrap();
         let names: Vec<_> = idx.entries.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["a", "b", "c"]);
-        assert!(idx.entries[0].artifact.as_ref().unwrap_err().contains("digest"));
-        assert!(idx.entries[1].artifact.as_ref().unwrap_err().contains("plain http"));
-        assert!(idx.entries[2].artifact.as_ref().unwrap_err().contains("scheme"));
+        assert!(
+            idx.entries[0]
+                .artifact
+                .as_ref()
+                .unwrap_err()
+                .contains("digest")
+        );
+        assert!(
+            idx.entries[1]
+                .artifact
+                .as_ref()
+                .unwrap_err()
+                .contains("plain http")
+        );
+        assert!(
+            idx.entries[2]
+                .artifact
+                .as_ref()
+                .unwrap_err()
+                .contains("scheme")
+        );
         assert_eq!(idx.warnings.len(), 4, "{:?}", idx.warnings);
     }
 

@@ -59,8 +59,8 @@ use reqwest::Url;
 use tokio::sync::OnceCell;
 
 use self::cache::{Cache, Record};
-use self::client::{Counters, Fetched, Fetcher, HttpError, Validators};
 pub use self::client::redact;
+use self::client::{Counters, Fetched, Fetcher, HttpError, Validators};
 use self::index::{Artifact, Entry, Extra, Index};
 use super::{FileEntry, OpenOptions, Source, TarballSource, ZipSource};
 use crate::archive::{self, ArchiveKind, ArchiveLimits};
@@ -261,7 +261,9 @@ impl HttpSource {
             _ => return Err(Error::UnsupportedSource(shown)),
         }
         if parsed.cannot_be_a_base() || parsed.host_str().is_none_or(str::is_empty) {
-            return Err(Error::Invalid(format!("{shown}: not an http(s) URL with a host")));
+            return Err(Error::Invalid(format!(
+                "{shown}: not an http(s) URL with a host"
+            )));
         }
         let cache_dir = opts.cache_dir.clone().or_else(default_cache_dir);
         Ok(HttpSource {
@@ -317,7 +319,14 @@ impl HttpSource {
 
     /// Every skill the index lists, as it describes them (reads the index on first use).
     pub async fn skills(&self) -> Result<Vec<RemoteSkill>> {
-        Ok(self.remote().await?.index.entries.iter().map(describe).collect())
+        Ok(self
+            .remote()
+            .await?
+            .index
+            .entries
+            .iter()
+            .map(describe)
+            .collect())
     }
 
     /// Fetches every skill the index lists (at most [`HttpOptions::concurrency`] at once),
@@ -365,9 +374,10 @@ impl HttpSource {
     }
 
     fn cache_shown(&self) -> String {
-        self.cache_dir
-            .as_ref()
-            .map_or_else(|| "(no cache directory)".into(), |d| d.display().to_string())
+        self.cache_dir.as_ref().map_or_else(
+            || "(no cache directory)".into(),
+            |d| d.display().to_string(),
+        )
     }
 
     async fn fetcher(&self) -> Result<&Fetcher> {
@@ -381,10 +391,15 @@ impl HttpSource {
             .cache
             .get_or_try_init(|| async {
                 let Some(dir) = self.cache_dir.clone() else {
-                    self.warn("no cache directory (set --cache, XDG_CACHE_HOME or HOME): nothing is kept".into());
+                    self.warn(
+                        "no cache directory (set --cache, XDG_CACHE_HOME or HOME): nothing is kept"
+                            .into(),
+                    );
                     return Ok(None);
                 };
-                blocking(move || Cache::open(&dir)).await.map(|c| Some(Arc::new(c)))
+                blocking(move || Cache::open(&dir))
+                    .await
+                    .map(|c| Some(Arc::new(c)))
             })
             .await?;
         Ok(cache.clone())
@@ -405,10 +420,13 @@ impl HttpSource {
             let path = format!("{}/", base.path());
             base.set_path(&path);
         }
-        [".well-known/agent-skills/index.json", ".well-known/skills/index.json"]
-            .iter()
-            .filter_map(|p| base.join(p).ok())
-            .collect()
+        [
+            ".well-known/agent-skills/index.json",
+            ".well-known/skills/index.json",
+        ]
+        .iter()
+        .filter_map(|p| base.join(p).ok())
+        .collect()
     }
 
     async fn read_index(&self) -> Result<Remote> {
@@ -529,7 +547,8 @@ impl HttpSource {
                 Ok((b.bytes, FetchStatus::Fetched))
             }
             Err(e @ (HttpError::Transport { .. } | HttpError::Status { .. }))
-                if cached.is_some() && !matches!(e, HttpError::Status { status, .. } if status < 500) =>
+                if cached.is_some()
+                    && !matches!(e, HttpError::Status { status, .. } if status < 500) =>
             {
                 self.warn(format!("{e}; using the cached copy"));
                 let (_, body) = cached.expect("checked above");
@@ -635,7 +654,11 @@ impl HttpSource {
 
     /// An archive or SKILL.md entry: from the cache or the network, checked in full before it
     /// is cached. A cache hit is opened only when `open_hit` (else `None` comes back).
-    async fn fetch_artifact(&self, entry: &Entry, open_hit: bool) -> Result<(Option<Files>, FetchStatus)> {
+    async fn fetch_artifact(
+        &self,
+        entry: &Entry,
+        open_hit: bool,
+    ) -> Result<(Option<Files>, FetchStatus)> {
         let what = self.location(&entry.name);
         let extra = entry.extra.clone();
         match &entry.artifact {
@@ -707,7 +730,10 @@ impl HttpSource {
                 let (path, url) = &list[i];
                 let known = extra.and_then(|x| x.files.iter().find(|f| &f.path == path));
                 let (bytes, status) = match known {
-                    Some(f) => match self.blob(url, f.sha256, Some(f.size), |b, _| Ok(b), true).await? {
+                    Some(f) => match self
+                        .blob(url, f.sha256, Some(f.size), |b, _| Ok(b), true)
+                        .await?
+                    {
                         (Some(b), s) => (b, s),
                         (None, _) => unreachable!("opened when asked to"),
                     },
@@ -762,7 +788,11 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 }
 
 /// The archive format: from the Content-Type, else the URL's extension, else magic bytes.
-pub(crate) fn archive_kind(content_type: Option<&str>, url: &Url, bytes: &[u8]) -> Option<ArchiveKind> {
+pub(crate) fn archive_kind(
+    content_type: Option<&str>,
+    url: &Url,
+    bytes: &[u8],
+) -> Option<ArchiveKind> {
     let mime = content_type
         .and_then(|c| c.split(';').next())
         .map(|c| c.trim().to_ascii_lowercase());
@@ -800,12 +830,13 @@ fn open_archive(
     limits: ArchiveLimits,
 ) -> Result<Files> {
     let shown = redact(url);
-    let kind = archive_kind(content_type, url, bytes).ok_or_else(|| {
-        Error::Invalid(format!("{shown}: not a .tar.gz, .tar or .zip archive"))
-    })?;
+    let kind = archive_kind(content_type, url, bytes)
+        .ok_or_else(|| Error::Invalid(format!("{shown}: not a .tar.gz, .tar or .zip archive")))?;
     let tree = match kind {
         ArchiveKind::Zip => ZipSource::from_bytes(&shown, bytes, limits)?.tree().clone(),
-        _ => TarballSource::from_bytes(&shown, bytes, limits)?.tree().clone(),
+        _ => TarballSource::from_bytes(&shown, bytes, limits)?
+            .tree()
+            .clone(),
     };
     let root = match tree.roots() {
         [one] => one.clone(),
@@ -921,7 +952,10 @@ mod tests {
                 "http://h:1/.well-known/skills/index.json"
             ]
         );
-        assert_eq!(c("http://h/pre")[0], "http://h/pre/.well-known/agent-skills/index.json");
+        assert_eq!(
+            c("http://h/pre")[0],
+            "http://h/pre/.well-known/agent-skills/index.json"
+        );
         assert_eq!(c("http://h/x/index.json"), ["http://h/x/index.json"]);
     }
 
