@@ -23,30 +23,49 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn time(runs: usize, mut f: impl FnMut()) -> Duration {
     f(); // warm up
-    median((0..runs).map(|_| {
-        let t = Instant::now();
-        f();
-        t.elapsed()
-    }).collect())
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect(),
+    )
 }
 
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs this in test mode: stay quick.
     let quick = !std::env::args().any(|a| a == "--bench");
     let n = if quick { 200 } else { 10_000 };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("corpus");
     corpus::generate(&dir, n, 42).unwrap();
 
     // Pack the corpus (folder per skill) with skillcat's reproducible writer.
-    let src = DirSource::open(&dir, DirOptions { max_dirs: 100_000, ..Default::default() }).unwrap();
+    let src = DirSource::open(
+        &dir,
+        DirOptions {
+            max_dirs: 100_000,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let entries: Vec<PackEntry> = rt.block_on(async {
         let mut entries = Vec::new();
         for root in src.list().await.unwrap() {
             for f in src.files(&root).await.unwrap() {
                 let path = join_path(&root, &f.path);
-                entries.push(PackEntry { bytes: src.read(&path).await.unwrap(), path, executable: f.executable });
+                entries.push(PackEntry {
+                    bytes: src.read(&path).await.unwrap(),
+                    path,
+                    executable: f.executable,
+                });
             }
         }
         entries
@@ -56,7 +75,12 @@ fn main() {
     let file = tmp.path().join("corpus.tar.gz");
     std::fs::write(&file, &tgz).unwrap();
     let unpacked: usize = entries.iter().map(|e| e.bytes.len()).sum();
-    println!("corpus: {n} skills, {} files, {} bytes unpacked, {} bytes .tar.gz", entries.len(), unpacked, tgz.len());
+    println!(
+        "corpus: {n} skills, {} files, {} bytes unpacked, {} bytes .tar.gz",
+        entries.len(),
+        unpacked,
+        tgz.len()
+    );
 
     let limits = ArchiveLimits {
         max_compressed: 1 << 30,
@@ -67,7 +91,12 @@ fn main() {
     let runs = if quick { 3 } else { 10 };
 
     let gzip = time(runs, || {
-        let st = Command::new("gzip").arg("-dc").arg(&file).stdout(Stdio::null()).status().expect("gzip");
+        let st = Command::new("gzip")
+            .arg("-dc")
+            .arg(&file)
+            .stdout(Stdio::null())
+            .status()
+            .expect("gzip");
         assert!(st.success());
     });
     let disc = time(runs, || {
@@ -79,7 +108,11 @@ fn main() {
         })
     });
     println!("gzip -dc FILE > /dev/null        {:>10.2?}", gzip);
-    println!("open + discover (tar.gz, {n})  {:>10.2?}   ratio {:.2}x (target <= 1.3x)", disc, disc.as_secs_f64() / gzip.as_secs_f64());
+    println!(
+        "open + discover (tar.gz, {n})  {:>10.2?}   ratio {:.2}x (target <= 1.3x)",
+        disc,
+        disc.as_secs_f64() / gzip.as_secs_f64()
+    );
 
     // Digesting: raw sha256 of all the bytes vs the manifests (per-file sha256 + tree digest).
     let raw = time(runs, || {
@@ -90,10 +123,25 @@ fn main() {
         std::hint::black_box(total);
     });
     let man = time(runs, || {
-        let m = Manifest::build("corpus", "", entries.iter().map(|e| (e.path.as_str(), &e.bytes[..], e.executable)));
+        let m = Manifest::build(
+            "corpus",
+            "",
+            entries
+                .iter()
+                .map(|e| (e.path.as_str(), &e.bytes[..], e.executable)),
+        );
         std::hint::black_box(m);
     });
     let mbps = |d: Duration| unpacked as f64 / d.as_secs_f64() / 1e6;
-    println!("sha256 of every file             {:>10.2?}   {:.0} MB/s", raw, mbps(raw));
-    println!("manifest + skill digest          {:>10.2?}   {:.0} MB/s   ratio {:.2}x", man, mbps(man), man.as_secs_f64() / raw.as_secs_f64());
+    println!(
+        "sha256 of every file             {:>10.2?}   {:.0} MB/s",
+        raw,
+        mbps(raw)
+    );
+    println!(
+        "manifest + skill digest          {:>10.2?}   {:.0} MB/s   ratio {:.2}x",
+        man,
+        mbps(man),
+        man.as_secs_f64() / raw.as_secs_f64()
+    );
 }

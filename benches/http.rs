@@ -35,6 +35,7 @@ fn main() {
     let (n, runs) = if quick { (100, 1) } else { (1_000, 5) };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_name("bench-rt")
         .enable_all()
         .build()
         .unwrap();

@@ -75,74 +75,66 @@ fn rss_kib() -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
-/// The child: load the corpus at `root` as a tier-1 catalog, streaming each skill into the
-/// index builder (bodies are indexed, then dropped), and print the memory at each step.
-fn rss_child(root: &Path) {
+/// The child: load the corpus at `root` as a tier-1 catalog (name, description, location), and
+/// with `index` set stream every skill (body included) through the index builder, keeping only
+/// the index. Prints one line of memory figures.
+fn rss_child(root: &Path, index: bool) {
     let mib = |kib: u64| kib as f64 / 1024.0;
     let (start, _) = rss_kib();
-    let dirs = skill_dirs(root);
-
-    // Tier 1 alone: name, description, location.
-    let mut tier1: Vec<(String, String, String)> = Vec::with_capacity(dirs.len());
-    let mut with_body = IndexBuilder::new(Bm25Params::default());
-    let mut without_body = IndexBuilder::new(Bm25Params::default());
-    for d in &dirs {
+    let mut tier1: Vec<(String, String, String)> = Vec::with_capacity(SKILLS);
+    let mut builder = IndexBuilder::new(Bm25Params::default());
+    for d in &skill_dirs(root) {
         let (name, description, body) = read_skill(d);
+        if index {
+            builder.add(&SkillDoc::new(
+                name.as_str(),
+                description.as_str(),
+                body.as_str(),
+            ));
+        }
         let location = d.join("SKILL.md").display().to_string();
-        with_body.add(&SkillDoc::new(
-            name.as_str(),
-            description.as_str(),
-            body.as_str(),
-        ));
-        without_body.add(&SkillDoc::new(name.as_str(), description.as_str(), ""));
         tier1.push((name, description, location));
     }
-    let (catalog_and_builders, _) = rss_kib();
-    let index = with_body.finish();
-    let tier1_index = without_body.finish();
-    let (after, peak) = rss_kib();
-    let (terms, postings) = index.stats();
-    let (t1_terms, t1_postings) = tier1_index.stats();
-    let text_bytes: usize = tier1
+    let index = index.then(|| builder.finish());
+    let (rss, peak) = rss_kib();
+    let text: usize = tier1
         .iter()
         .map(|(a, b, c)| a.len() + b.len() + c.len())
         .sum();
+    let what = match &index {
+        Some(i) => {
+            let (terms, postings) = i.stats();
+            format!("tier 1 + BM25 index ({terms} terms, {postings} postings)")
+        }
+        None => "tier 1 only".to_string(),
+    };
     println!(
-        "rss: {} skills; tier-1 text {:.1} MiB; process start {:.1} MiB",
+        "rss: {} skills, {what}: VmRSS {:.1} MiB, peak (VmHWM) {:.1} MiB; \
+         process start {:.1} MiB; tier-1 text {:.1} MiB",
         tier1.len(),
-        text_bytes as f64 / 1048576.0,
-        mib(start)
+        mib(rss),
+        mib(peak),
+        mib(start),
+        text as f64 / 1048576.0
     );
-    println!(
-        "rss: index over name+description+body: {terms} terms, {postings} postings \
-         (~{:.1} MiB); over name+description: {t1_terms} terms, {t1_postings} postings \
-         (~{:.1} MiB)",
-        (postings * 8) as f64 / 1048576.0,
-        (t1_postings * 8) as f64 / 1048576.0
-    );
-    println!(
-        "rss: catalog + builders {:.1} MiB; catalog + both indexes {:.1} MiB (VmRSS); \
-         peak {:.1} MiB (VmHWM)",
-        mib(catalog_and_builders),
-        mib(after),
-        mib(peak)
-    );
-    drop(tier1_index);
     black_box((&tier1, &index));
 }
 
 fn rss_report(root: &Path) {
     let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .env(RSS_CHILD, root)
-        .output()
-        .expect("run the memory child");
-    print!("{}", String::from_utf8_lossy(&out.stdout));
-    if !out.status.success() {
-        eprintln!(
-            "memory child failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    for mode in ["tier1", "index"] {
+        let out = std::process::Command::new(&exe)
+            .env(RSS_CHILD, root)
+            .env("SKILLCAT_BENCH_RSS_MODE", mode)
+            .output()
+            .expect("run the memory child");
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        if !out.status.success() {
+            eprintln!(
+                "memory child failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 }
 
@@ -168,7 +160,8 @@ fn bench(c: &mut Criterion, root: &Path) {
 
 fn main() {
     if let Some(root) = std::env::var_os(RSS_CHILD) {
-        rss_child(Path::new(&root));
+        let index = std::env::var("SKILLCAT_BENCH_RSS_MODE").is_ok_and(|m| m == "index");
+        rss_child(Path::new(&root), index);
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -39,7 +39,11 @@ fn bench(c: &mut Criterion) {
 
     let tmp = tempfile::tempdir().unwrap();
     corpus::generate(tmp.path(), 2000, 42).unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let mut group = c.benchmark_group("corpus_2000");
     group.sample_size(20);
     group.bench_function("discover_validate", |b| {

@@ -63,7 +63,7 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("registry");
     group
         .sample_size(10)
-        .measurement_time(Duration::from_secs(30));
+        .measurement_time(Duration::from_secs(45));
     let first = &roots[..PUBLISH];
     group.bench_function("publish_1000", |b| {
         b.iter_batched(
@@ -102,7 +102,7 @@ fn bench(c: &mut Criterion) {
     });
     group
         .sample_size(10)
-        .measurement_time(Duration::from_secs(20));
+        .measurement_time(Duration::from_secs(30));
     group.bench_function("discover_all", |b| {
         b.iter(|| {
             rt.block_on(async {

@@ -28,14 +28,23 @@ pub async fn validate(path: &Path, opts: &ValidateOptions) -> Vec<Fault> {
 /// Loads the one skill at `path` (a directory), with the reference's wording for a missing
 /// document (`SKILL.md not found in {path}`).
 async fn load_one(path: &Path) -> Result<crate::document::Skill, Fault> {
-    let missing = || Fault::new(FaultKind::MissingDocument, format!("SKILL.md not found in {}", path.display()));
+    let missing = || {
+        Fault::new(
+            FaultKind::MissingDocument,
+            format!("SKILL.md not found in {}", path.display()),
+        )
+    };
     if source::check(path).is_err() {
         return Err(missing());
     }
     let src = DirSource::open_skill(path, DirOptions::default()).map_err(Fault::unreadable)?;
     match source::load(&src, "").await {
         Ok(s) => Ok(s),
-        Err(crate::Error::InvalidSkill { fault, .. }) if fault.kind() == FaultKind::MissingDocument => Err(missing()),
+        Err(crate::Error::InvalidSkill { fault, .. })
+            if fault.kind() == FaultKind::MissingDocument =>
+        {
+            Err(missing())
+        }
         Err(crate::Error::InvalidSkill { fault, .. }) => Err(fault),
         Err(e) => Err(Fault::unreadable(e)),
     }
@@ -56,11 +65,18 @@ pub async fn to_prompt(paths: &[&Path]) -> Result<String, Fault> {
         skill.properties()?;
         entries.push(skill);
     }
-    let names: Vec<String> = entries.iter().map(|s| s.raw_name().unwrap_or_default().to_string()).collect();
+    let names: Vec<String> = entries
+        .iter()
+        .map(|s| s.raw_name().unwrap_or_default().to_string())
+        .collect();
     let skills: Vec<PromptSkill<'_>> = entries
         .iter()
         .zip(&names)
-        .map(|(s, n)| PromptSkill { name: n, description: s.description(), location: s.location() })
+        .map(|(s, n)| PromptSkill {
+            name: n,
+            description: s.description(),
+            location: s.location(),
+        })
         .collect();
     Ok(crate::prompt::render(&skills, &PromptOptions::default()).text)
 }

@@ -158,7 +158,11 @@ mod tests {
         let a = Manifest::build("x", "", [("a", &b"1"[..], false), ("b", &b"2"[..], false)]);
         let b = Manifest::build("x", "", [("b", &b"2"[..], true), ("a", &b"1"[..], false)]);
         assert_eq!(a.digest, b.digest);
-        assert_ne!(a.manifest_digest(), b.manifest_digest(), "exec bit is in the manifest");
+        assert_ne!(
+            a.manifest_digest(),
+            b.manifest_digest(),
+            "exec bit is in the manifest"
+        );
         let c = Manifest::build("x", "", [("a", &b"1"[..], false), ("c", &b"2"[..], false)]);
         assert_ne!(a.digest, c.digest);
         let d = Manifest::build("x", "", [("a", &b"1"[..], false), ("b", &b"3"[..], false)]);

@@ -77,6 +77,9 @@ pub enum Error {
 impl Error {
     /// An [`Error::Io`] naming `path`.
     pub fn io(path: impl Into<String>, source: io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 }

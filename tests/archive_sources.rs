@@ -7,7 +7,9 @@ use std::process::Command;
 
 use skillcat::archive::ArchiveLimits;
 use skillcat::pack::{PackEntry, write_tar_gz, write_zip};
-use skillcat::source::{self, DirOptions, DirSource, Source, SourceExt, TarballSource, ZipSource, join_path};
+use skillcat::source::{
+    self, DirOptions, DirSource, Source, SourceExt, TarballSource, ZipSource, join_path,
+};
 
 /// Every file of every root of the catalog, as archive entries under `root/`.
 async fn catalog_entries() -> Vec<PackEntry> {
@@ -16,7 +18,11 @@ async fn catalog_entries() -> Vec<PackEntry> {
     for root in dir.list().await.unwrap() {
         for f in dir.files(&root).await.unwrap() {
             let path = join_path(&root, &f.path);
-            entries.push(PackEntry { bytes: dir.read(&path).await.unwrap(), path, executable: f.executable });
+            entries.push(PackEntry {
+                bytes: dir.read(&path).await.unwrap(),
+                path,
+                executable: f.executable,
+            });
         }
     }
     entries
@@ -26,7 +32,8 @@ async fn catalog_entries() -> Vec<PackEntry> {
 async fn tar_gz_source_passes_the_conformance_suite() {
     let mut bytes = Vec::new();
     write_tar_gz(&catalog_entries().await, &mut bytes).unwrap();
-    let src = TarballSource::from_bytes("catalog.tar.gz", &bytes, ArchiveLimits::default()).unwrap();
+    let src =
+        TarballSource::from_bytes("catalog.tar.gz", &bytes, ArchiveLimits::default()).unwrap();
     support::conformance::check_source(&src).await;
 }
 
@@ -34,7 +41,8 @@ async fn tar_gz_source_passes_the_conformance_suite() {
 async fn zip_source_passes_the_conformance_suite() {
     let mut cur = std::io::Cursor::new(Vec::new());
     write_zip(&catalog_entries().await, &mut cur).unwrap();
-    let src = ZipSource::from_bytes("catalog.zip", cur.get_ref(), ArchiveLimits::default()).unwrap();
+    let src =
+        ZipSource::from_bytes("catalog.zip", cur.get_ref(), ArchiveLimits::default()).unwrap();
     support::conformance::check_source(&src).await;
 }
 
@@ -43,7 +51,11 @@ async fn zip_source_passes_the_conformance_suite() {
 #[tokio::test]
 async fn system_tar_archives_pass_too() {
     let tmp = tempfile::tempdir().unwrap();
-    for (name, flags) in [("c.tar.gz", "-czf"), ("c.tar", "-cf"), ("mislabelled.zip", "-czf")] {
+    for (name, flags) in [
+        ("c.tar.gz", "-czf"),
+        ("c.tar", "-cf"),
+        ("mislabelled.zip", "-czf"),
+    ] {
         let out = tmp.path().join(name);
         let status = Command::new("tar")
             .arg("-C")
@@ -61,10 +73,18 @@ async fn system_tar_archives_pass_too() {
 
 #[tokio::test]
 async fn one_skill_archive_is_the_skill_itself() {
-    let dir = DirSource::open(&support::conformance::catalog_dir().join("alpha"), DirOptions::default()).unwrap();
+    let dir = DirSource::open(
+        &support::conformance::catalog_dir().join("alpha"),
+        DirOptions::default(),
+    )
+    .unwrap();
     let mut entries = Vec::new();
     for f in dir.files("").await.unwrap() {
-        entries.push(PackEntry { bytes: dir.read(&f.path).await.unwrap(), path: f.path, executable: f.executable });
+        entries.push(PackEntry {
+            bytes: dir.read(&f.path).await.unwrap(),
+            path: f.path,
+            executable: f.executable,
+        });
     }
     let mut bytes = Vec::new();
     write_tar_gz(&entries, &mut bytes).unwrap();
@@ -75,7 +95,11 @@ async fn one_skill_archive_is_the_skill_itself() {
     assert_eq!(a, b, "same manifest, executable bits included");
     let skill = source::load(&tar, "").await.unwrap();
     assert_eq!(skill.name(), "alpha");
-    assert!(skill.location().ends_with("alpha.tar.gz!/SKILL.md"), "{}", skill.location());
+    assert!(
+        skill.location().ends_with("alpha.tar.gz!/SKILL.md"),
+        "{}",
+        skill.location()
+    );
 }
 
 #[tokio::test]
@@ -86,7 +110,9 @@ async fn digests_agree_across_directory_tarball_and_zip() {
     let mut zip = std::io::Cursor::new(Vec::new());
     write_zip(&entries, &mut zip).unwrap();
     let sources: Vec<Box<dyn Source>> = vec![
-        Box::new(DirSource::open(&support::conformance::catalog_dir(), DirOptions::default()).unwrap()),
+        Box::new(
+            DirSource::open(&support::conformance::catalog_dir(), DirOptions::default()).unwrap(),
+        ),
         Box::new(TarballSource::from_bytes("c.tgz", &tgz, ArchiveLimits::default()).unwrap()),
         Box::new(ZipSource::from_bytes("c.zip", zip.get_ref(), ArchiveLimits::default()).unwrap()),
     ];

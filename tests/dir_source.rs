@@ -18,7 +18,11 @@ async fn open_picks_the_directory_source() {
 
 fn skill(dir: &std::path::Path, name: &str) {
     std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("SKILL.md"), format!("---\nname: {name}\ndescription: d\n---\nBody\n")).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: d\n---\nBody\n"),
+    )
+    .unwrap();
 }
 
 #[tokio::test]
@@ -30,7 +34,14 @@ async fn nested_roots_respect_max_depth_and_skip_dot_dirs() {
     skill(&tmp.path().join("node_modules/y"), "y");
     let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
     assert_eq!(src.list().await.unwrap(), ["a/b/deep", "top"]);
-    let shallow = DirSource::open(tmp.path(), DirOptions { max_depth: 2, ..Default::default() }).unwrap();
+    let shallow = DirSource::open(
+        tmp.path(),
+        DirOptions {
+            max_depth: 2,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     // `a` has content but no skill within reach: it is listed so discover reports it.
     assert_eq!(shallow.list().await.unwrap(), ["a", "top"]);
 }
@@ -41,7 +52,14 @@ async fn too_many_directories_is_an_error_not_a_silent_cut() {
     for i in 0..10 {
         std::fs::create_dir_all(tmp.path().join(format!("d{i}/e"))).unwrap();
     }
-    let src = DirSource::open(tmp.path(), DirOptions { max_dirs: 5, ..Default::default() }).unwrap();
+    let src = DirSource::open(
+        tmp.path(),
+        DirOptions {
+            max_dirs: 5,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let err = src.list().await.unwrap_err().to_string();
     assert!(err.contains("more than 5 directories"), "{err}");
 }
@@ -61,7 +79,11 @@ async fn symlinks_never_lead_out_of_the_root() {
     symlink(s.join("real.txt"), s.join("alias.txt")).unwrap();
     // A symlinked directory out of the root is not searched for skills.
     skill(&outside.path().join("elsewhere"), "elsewhere");
-    symlink(outside.path().join("elsewhere"), tmp.path().join("elsewhere")).unwrap();
+    symlink(
+        outside.path().join("elsewhere"),
+        tmp.path().join("elsewhere"),
+    )
+    .unwrap();
     // A loop does not hang the walk.
     symlink(tmp.path().join("loop"), tmp.path().join("loop2")).unwrap();
     symlink(tmp.path().join("loop2"), tmp.path().join("loop")).unwrap();
@@ -73,14 +95,30 @@ async fn symlinks_never_lead_out_of_the_root() {
     let err = src.read("s/leak.txt").await.unwrap_err();
     assert!(matches!(err, skillcat::Error::PathRejected { .. }), "{err}");
     assert_eq!(&src.read("s/alias.txt").await.unwrap()[..], b"ok");
-    for bad in ["../x", "s/../../etc/passwd", "/etc/passwd", "s//SKILL.md", "s/./SKILL.md"] {
-        assert!(matches!(src.read(bad).await, Err(skillcat::Error::PathRejected { .. })), "{bad}");
+    for bad in [
+        "../x",
+        "s/../../etc/passwd",
+        "/etc/passwd",
+        "s//SKILL.md",
+        "s/./SKILL.md",
+    ] {
+        assert!(
+            matches!(
+                src.read(bad).await,
+                Err(skillcat::Error::PathRejected { .. })
+            ),
+            "{bad}"
+        );
     }
     // discover reports the skill with the escaping link as a fault, never silently.
     let d = source::discover(&src).await.unwrap();
     assert!(d.skills.is_empty());
     assert_eq!(d.faults.len(), 1);
-    assert!(d.faults[0].fault.message().contains("outside"), "{}", d.faults[0].fault.message());
+    assert!(
+        d.faults[0].fault.message().contains("outside"),
+        "{}",
+        d.faults[0].fault.message()
+    );
 }
 
 #[tokio::test]
@@ -88,7 +126,24 @@ async fn oversized_files_are_refused_on_size() {
     let tmp = tempfile::tempdir().unwrap();
     skill(tmp.path(), "x");
     std::fs::write(tmp.path().join("big.bin"), vec![0u8; 2048]).unwrap();
-    let src = DirSource::open(tmp.path(), DirOptions { max_file_size: 1024, ..Default::default() }).unwrap();
+    let src = DirSource::open(
+        tmp.path(),
+        DirOptions {
+            max_file_size: 1024,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let err = src.read("big.bin").await.unwrap_err();
-    assert!(matches!(err, skillcat::Error::TooLarge { size: 2048, limit: 1024, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            skillcat::Error::TooLarge {
+                size: 2048,
+                limit: 1024,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }

@@ -665,7 +665,7 @@ fn receive(
     path: &str,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<Vec<String>, Response> {
+) -> Result<Vec<String>, Box<Response>> {
     seen.requests.fetch_add(1, Ordering::SeqCst);
     let body: J = serde_json::from_slice(body).unwrap_or(J::Null);
     let auth = headers
@@ -682,8 +682,12 @@ fn receive(
     seen.max_batch.fetch_max(inputs.len(), Ordering::SeqCst);
     *seen.last.lock().unwrap() = (Some(path.to_string()), auth, body);
     match seen.behaviour.load(Ordering::SeqCst) {
-        2 => Err((StatusCode::INTERNAL_SERVER_ERROR, "model exploded").into_response()),
-        3 => Err((StatusCode::OK, "<html>not json</html>").into_response()),
+        2 => Err(Box::new(
+            (StatusCode::INTERNAL_SERVER_ERROR, "model exploded").into_response(),
+        )),
+        3 => Err(Box::new(
+            (StatusCode::OK, "<html>not json</html>").into_response(),
+        )),
         _ => Ok(inputs),
     }
 }
@@ -703,7 +707,7 @@ fn drop_one(seen: &Seen) -> bool {
 async fn openai(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes) -> Response {
     let inputs = match receive(&seen, "/v1/embeddings", &headers, &body) {
         Ok(i) => i,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let mut data: Vec<J> = inputs
         .iter()
@@ -721,7 +725,7 @@ async fn openai(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes) 
 async fn ollama(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes) -> Response {
     let inputs = match receive(&seen, "/api/embed", &headers, &body) {
         Ok(i) => i,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let mut embeddings: Vec<Vec<f32>> = inputs.iter().map(|t| fake_vector(t)).collect();
     if drop_one(&seen) {

@@ -24,7 +24,10 @@ mod base64_decode {
                 _ => panic!("bad base64 byte {c}"),
             }
         };
-        let bytes: Vec<u8> = s.bytes().filter(|&c| c != b'=' && !c.is_ascii_whitespace()).collect();
+        let bytes: Vec<u8> = s
+            .bytes()
+            .filter(|&c| c != b'=' && !c.is_ascii_whitespace())
+            .collect();
         let mut out = Vec::new();
         for chunk in bytes.chunks(4) {
             let mut acc = 0u32;
@@ -66,12 +69,22 @@ fn target_path(root: &Path, case: &J) -> PathBuf {
         "dir" => write_layout(root, layout),
         "file" => {
             let dir = write_layout(root, layout);
-            let name = layout["files"].as_object().unwrap().keys().next().unwrap().clone();
+            let name = layout["files"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .next()
+                .unwrap()
+                .clone();
             dir.join(name)
         }
         "skill_md" => {
             let dir = write_layout(root, layout);
-            if dir.join("SKILL.md").is_file() { dir.join("SKILL.md") } else { dir.join("skill.md") }
+            if dir.join("SKILL.md").is_file() {
+                dir.join("SKILL.md")
+            } else {
+                dir.join("skill.md")
+            }
         }
         t => panic!("unknown target {t}"),
     }
@@ -94,7 +107,11 @@ async fn run_case(case: &J) -> Result<(), String> {
     let tmp = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(tmp.path()).unwrap();
     let root_str = root.display().to_string();
-    let expected = if case["divergence"].is_null() { &case["reference"] } else { &case["expected"] };
+    let expected = if case["divergence"].is_null() {
+        &case["reference"]
+    } else {
+        &case["expected"]
+    };
     let varies = case["yaml_detail_varies"].as_bool().unwrap_or(false);
     let fix = |s: &str| s.replace("<ROOT>", &root_str);
     match case["api"].as_str().unwrap() {
@@ -103,20 +120,44 @@ async fn run_case(case: &J) -> Result<(), String> {
             let faults = skillcat::compat::validate(&path, &ValidateOptions::default()).await;
             if let Some(kind) = expected.get("fault_kind") {
                 let got: Vec<_> = faults.iter().map(|f| f.kind().as_str()).collect();
-                return if got.first().copied() == kind.as_str() { Ok(()) } else { Err(format!("kinds {got:?}")) };
+                return if got.first().copied() == kind.as_str() {
+                    Ok(())
+                } else {
+                    Err(format!("kinds {got:?}"))
+                };
             }
-            let want: Vec<String> =
-                expected["messages"].as_array().unwrap().iter().map(|m| fix(m.as_str().unwrap())).collect();
+            let want: Vec<String> = expected["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| fix(m.as_str().unwrap()))
+                .collect();
             let got: Vec<&str> = faults.iter().map(|f| f.message()).collect();
-            let ok = got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| same_message(g, w, varies));
-            if ok { Ok(()) } else { Err(format!("got {got:#?}\nwant {want:#?}")) }
+            let ok = got.len() == want.len()
+                && got
+                    .iter()
+                    .zip(&want)
+                    .all(|(g, w)| same_message(g, w, varies));
+            if ok {
+                Ok(())
+            } else {
+                Err(format!("got {got:#?}\nwant {want:#?}"))
+            }
         }
         "read_properties" => {
             let path = target_path(&root, case);
             let got = skillcat::compat::read_properties(&path).await;
             match (got, expected.get("properties"), expected.get("error")) {
                 (Ok(p), Some(want), _) if &p == want => Ok(()),
-                (Err(f), _, Some(e)) if same_message(f.message(), &fix(error_message(e.as_str().unwrap())), varies) => Ok(()),
+                (Err(f), _, Some(e))
+                    if same_message(
+                        f.message(),
+                        &fix(error_message(e.as_str().unwrap())),
+                        varies,
+                    ) =>
+                {
+                    Ok(())
+                }
                 (got, _, _) => Err(format!("got {got:?}\nwant {expected}")),
             }
         }
@@ -127,16 +168,30 @@ async fn run_case(case: &J) -> Result<(), String> {
             let got = skillcat::compat::to_prompt(&refs).await;
             match (got, expected.get("prompt"), expected.get("error")) {
                 (Ok(p), Some(want), _) if p == fix(want.as_str().unwrap()) => Ok(()),
-                (Err(f), _, Some(e)) if f.message() == fix(error_message(e.as_str().unwrap())) => Ok(()),
+                (Err(f), _, Some(e)) if f.message() == fix(error_message(e.as_str().unwrap())) => {
+                    Ok(())
+                }
                 (got, _, _) => Err(format!("got {got:?}\nwant {expected}")),
             }
         }
         "parse_frontmatter" => {
             let path = target_path(&root, case);
             let bytes = std::fs::read(path).unwrap();
-            match (parse_document(&bytes), expected.get("frontmatter"), expected.get("error")) {
-                (Ok(doc), Some(fm), _) if &doc.frontmatter.to_json() == fm && expected["body"] == doc.body => Ok(()),
-                (Err(f), _, Some(e)) if same_message(f.message(), error_message(e.as_str().unwrap()), varies) => Ok(()),
+            match (
+                parse_document(&bytes),
+                expected.get("frontmatter"),
+                expected.get("error"),
+            ) {
+                (Ok(doc), Some(fm), _)
+                    if &doc.frontmatter.to_json() == fm && expected["body"] == doc.body =>
+                {
+                    Ok(())
+                }
+                (Err(f), _, Some(e))
+                    if same_message(f.message(), error_message(e.as_str().unwrap()), varies) =>
+                {
+                    Ok(())
+                }
                 (got, _, _) => Err(format!("got {got:?}\nwant {expected}")),
             }
         }
@@ -146,7 +201,8 @@ async fn run_case(case: &J) -> Result<(), String> {
 
 #[tokio::test]
 async fn all_reference_vectors_pass() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/conformance/skills-ref-vectors.json");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/conformance/skills-ref-vectors.json");
     let data: J = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let cases = data["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 123, "the contract has 123 cases");
@@ -156,5 +212,10 @@ async fn all_reference_vectors_pass() {
             failures.push(format!("{} {}: {e}", case["id"], case["api"]));
         }
     }
-    assert!(failures.is_empty(), "{} of 123 cases failed:\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of 123 cases failed:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }

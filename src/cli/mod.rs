@@ -159,7 +159,9 @@ enum Command {
         format: Format,
     },
     /// Write a reproducible .tar.gz or .zip of a skill or a directory of skills.
-    #[command(after_help = "Example: skillcat pack fixtures/skills/pdf-forms -o pdf-forms.tar.gz --sign me.key")]
+    #[command(
+        after_help = "Example: skillcat pack fixtures/skills/pdf-forms -o pdf-forms.tar.gz --sign me.key"
+    )]
     Pack {
         /// A skill directory or a directory of skills.
         dir: String,
@@ -229,7 +231,10 @@ enum Command {
     #[command(after_help = "Example: skillcat fetch https://skills.example.com/")]
     Fetch(remote::FetchArgs),
     /// Rank the skills of a source for a message (or evaluate on a labelled set).
-    #[command(name = "match", after_help = "Example: skillcat match fixtures/skills \"clean up this csv export\"")]
+    #[command(
+        name = "match",
+        after_help = "Example: skillcat match fixtures/skills \"clean up this csv export\""
+    )]
     Match(matching::MatchArgs),
     /// List the script tools a skill offers, with JSON Schema parameters.
     #[command(after_help = "Example: skillcat tools fixtures/skills csv-cleaner --format json")]
@@ -242,23 +247,58 @@ enum Command {
 /// Runs one command; returns the exit code.
 pub async fn run(cli: Cli) -> u8 {
     let _ = GLOBALS.set(Globals {
-        open: skillcat::source::OpenOptions { cache_dir: cli.cache.clone(), offline: cli.offline },
+        open: skillcat::source::OpenOptions {
+            cache_dir: cli.cache.clone(),
+            offline: cli.offline,
+        },
         config: cli.config.clone(),
     });
     match cli.command {
-        Command::Validate { paths, format, allow_field } => {
-            read::validate(&paths, format, allow_field).await
-        }
+        Command::Validate {
+            paths,
+            format,
+            allow_field,
+        } => read::validate(&paths, format, allow_field).await,
         Command::Properties { path } => read::properties(&path).await,
-        Command::Prompt { paths, format, budget } => read::prompt(&paths, format, budget).await,
+        Command::Prompt {
+            paths,
+            format,
+            budget,
+        } => read::prompt(&paths, format, budget).await,
         Command::List { source, format } => read::list(source.as_deref(), format).await,
         Command::Show { source, name } => read::show(&source, &name).await,
         Command::Read { source, name, path } => read::read(&source, &name, &path).await,
-        Command::Digest { source, name, format } => trust::digest(&source, name.as_deref(), format).await,
-        Command::Pack { dir, output, sign, force } => trust::pack(&dir, &output, sign.as_deref(), force).await,
-        Command::Keygen { output, unencrypted, force } => trust::keygen(&output, unencrypted, force),
-        Command::Sign { source, name, key, output, statement } => {
-            trust::sign_cmd(&source, &name, &key, output.as_deref(), statement.as_deref()).await
+        Command::Digest {
+            source,
+            name,
+            format,
+        } => trust::digest(&source, name.as_deref(), format).await,
+        Command::Pack {
+            dir,
+            output,
+            sign,
+            force,
+        } => trust::pack(&dir, &output, sign.as_deref(), force).await,
+        Command::Keygen {
+            output,
+            unencrypted,
+            force,
+        } => trust::keygen(&output, unencrypted, force),
+        Command::Sign {
+            source,
+            name,
+            key,
+            output,
+            statement,
+        } => {
+            trust::sign_cmd(
+                &source,
+                &name,
+                &key,
+                output.as_deref(),
+                statement.as_deref(),
+            )
+            .await
         }
         Command::Serve(a) => remote::serve(a).await,
         Command::Export(a) => remote::export(a).await,
@@ -266,6 +306,11 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Match(a) => matching::run(a).await,
         Command::Tools(a) => script::tools(a).await,
         Command::Run(a) => script::run(a).await,
-        Command::Verify { source, keyring, sig, format } => trust::verify(&source, &keyring, sig.as_deref(), format).await,
+        Command::Verify {
+            source,
+            keyring,
+            sig,
+            format,
+        } => trust::verify(&source, &keyring, sig.as_deref(), format).await,
     }
 }

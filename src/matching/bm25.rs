@@ -70,7 +70,7 @@ struct Posting {
     impact: f32,
 }
 
-/// A BM25F index over a list of skills, built once (see the [module docs](self)).
+/// A BM25F index over a list of skills, built once (see the [module docs](crate::matching)).
 #[derive(Debug, Clone)]
 pub struct Index {
     terms: HashMap<Box<str>, u32>,
@@ -238,7 +238,7 @@ impl IndexBuilder {
         self.lengths.is_empty()
     }
 
-    /// Computes every posting's impact (see the [module docs](self)) and freezes the index.
+    /// Computes every posting's impact (see the [module docs](crate::matching)) and freezes the index.
     pub fn finish(self) -> Index {
         let IndexBuilder {
             params,

@@ -196,7 +196,7 @@ fn top_k(candidates: impl Iterator<Item = (usize, f32)>, k: usize) -> Vec<Hit> {
         }
     }
     let mut out: Vec<Hit> = heap.into_iter().map(|Reverse(r)| r.0).collect();
-    out.sort_by(|a, b| Ranked(*b).cmp(&Ranked(*a)));
+    out.sort_by_key(|h| std::cmp::Reverse(Ranked(*h)));
     out
 }
 

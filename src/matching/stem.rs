@@ -9,13 +9,21 @@
 //! Only lowercase ASCII letters are stemmed: a word with any other character (a digit, an accent,
 //! another script) is returned unchanged, as is a word of one or two letters.
 
-/// The stem of a lowercase word (see the [module docs](self)).
+/// The stem of a lowercase word (see the [module docs](crate::matching)).
 pub fn stem(word: &str) -> String {
+    let mut buf = Vec::new();
+    stem_into(word, &mut buf).to_string()
+}
+
+/// [`stem`] without allocating: the stem is `word` itself or is written into `buf`.
+pub(crate) fn stem_into<'a>(word: &'a str, buf: &'a mut Vec<u8>) -> &'a str {
     if word.len() <= 2 || !word.bytes().all(|b| b.is_ascii_lowercase()) || INVARIANT.contains(&word)
     {
-        return word.to_string();
+        return word;
     }
-    let mut w = Word(word.as_bytes().to_vec());
+    buf.clear();
+    buf.extend_from_slice(word.as_bytes());
+    let mut w = Word(buf);
     w.step1ab();
     w.step1c();
     w.step2();
@@ -23,7 +31,7 @@ pub fn stem(word: &str) -> String {
     w.step4();
     w.step5();
     // Only ASCII letters were ever written.
-    String::from_utf8(w.0).unwrap_or_else(|_| word.to_string())
+    std::str::from_utf8(w.0).unwrap_or(word)
 }
 
 /// Words the suffix rules would damage, left as they are (the invariant words of Porter's later
@@ -31,9 +39,9 @@ pub fn stem(word: &str) -> String {
 const INVARIANT: &[&str] = &["andes", "atlas", "bias", "cosmos", "howe", "news", "sky"];
 
 /// A word being stemmed, as lowercase ASCII bytes.
-struct Word(Vec<u8>);
+struct Word<'a>(&'a mut Vec<u8>);
 
-impl Word {
+impl Word<'_> {
     /// Whether the letter at `i` is a consonant: not a vowel, and `y` only after a vowel (or
     /// first).
     fn cons(&self, i: usize) -> bool {

@@ -15,10 +15,14 @@
 //! stemmer does not fold and for names written solid (`keywordexplorer` shares grams with
 //! "keyword"); they live in their own term space and are weighted low by the index.
 
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::LazyLock;
+
 use unicode_general_category::{GeneralCategory, get_general_category};
 use unicode_normalization::UnicodeNormalization;
 
-use super::stem::stem;
+use super::stem::stem_into;
 
 /// Length of the character n-grams (boundaries `^` and `$` included).
 pub const GRAM: usize = 4;
@@ -41,6 +45,10 @@ fn chunks(text: &str, mut each: impl FnMut(&[&str])) {
 
 /// NFKC, then Unicode lowercase (full mappings: `İ`, `ẞ` lowercase to more than one char).
 pub fn fold(text: &str) -> String {
+    // ASCII is its own NFKC form.
+    if text.is_ascii() {
+        return text.to_ascii_lowercase();
+    }
     let mut out = String::with_capacity(text.len());
     for c in text.nfkc() {
         out.extend(c.to_lowercase());
@@ -64,6 +72,7 @@ fn is_word_char(c: char) -> bool {
 /// stemmed, after the whole of a joined chunk (its parts joined with `-`).
 pub fn for_each_term(text: &str, mut each: impl FnMut(&str)) {
     let mut whole = String::new();
+    let mut buf = Vec::new();
     chunks(text, |parts| {
         if parts.len() > 1 {
             whole.clear();
@@ -77,7 +86,7 @@ pub fn for_each_term(text: &str, mut each: impl FnMut(&str)) {
         }
         for part in parts {
             if !is_stop_word(part) {
-                each(&stem(part));
+                each(stem_into(part, &mut buf));
             }
         }
     });
@@ -122,10 +131,37 @@ pub fn grams(text: &str) -> Vec<String> {
 /// Whether a lowercase word is a stop word: English function words, and the words a request is
 /// phrased with ("please", "need", "help", "tell") rather than what it is about.
 pub fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.binary_search(&word).is_ok()
+    static SET: LazyLock<HashSet<&'static str, BuildHasherDefault<Fnv>>> =
+        LazyLock::new(|| STOP_WORDS.iter().copied().collect());
+    word.len() <= LONGEST_STOP_WORD && SET.contains(word)
 }
 
-/// Sorted, for [`is_stop_word`]'s binary search (a test keeps it sorted).
+const LONGEST_STOP_WORD: usize = 12;
+
+/// FNV-1a: fast for short keys. Safe here because the set is fixed: input only looks words up,
+/// it can never lengthen a probe chain.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// The stop words, sorted and unique (a test checks).
 #[rustfmt::skip]
 const STOP_WORDS: &[&str] = &[
     "a", "able", "about", "above", "across", "after", "afterwards", "again", "against", "all",
@@ -168,6 +204,12 @@ mod tests {
     fn stop_words_are_sorted_and_unique() {
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
         assert!(STOP_WORDS.iter().all(|w| *w == fold(w)));
+        assert!(
+            STOP_WORDS
+                .iter()
+                .all(|w| w.len() <= LONGEST_STOP_WORD && is_stop_word(w))
+        );
+        assert!(!is_stop_word("csv") && !is_stop_word("") && !is_stop_word("somebodyelse"));
     }
 
     #[test]

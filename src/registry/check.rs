@@ -87,7 +87,9 @@ impl Registry {
                  LEFT JOIN version_text x ON x.version_id = v.id ORDER BY v.id",
             )
             .map_err(sql)?;
-        let versions: Vec<(String, String, i64, Vec<u8>, Option<String>)> = stmt
+        // name, version, id, skill digest, manifest JSON.
+        type VersionRow = (String, String, i64, Vec<u8>, Option<String>);
+        let versions: Vec<VersionRow> = stmt
             .query_map([], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
             })

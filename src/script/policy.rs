@@ -100,7 +100,6 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::document::parse_document;
 
     fn g(read: &[&str], write: &[&str], network: bool, secs: u64, trust: Trust) -> Grant {
         Grant {

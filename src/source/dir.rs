@@ -44,7 +44,12 @@ pub struct DirOptions {
 
 impl Default for DirOptions {
     fn default() -> Self {
-        DirOptions { max_depth: 6, max_dirs: 2000, max_file_size: 16 << 20, max_file_depth: 16 }
+        DirOptions {
+            max_depth: 6,
+            max_dirs: 2000,
+            max_file_size: 16 << 20,
+            max_file_depth: 16,
+        }
     }
 }
 
@@ -73,9 +78,10 @@ struct Prefetched {
 /// The most document bytes [`Inner::list`] reads ahead (beyond it, documents are read on demand).
 const PREFETCH_BYTES: u64 = 64 << 20;
 
-
 fn has_document_entry(dir: &Path) -> bool {
-    ["SKILL.md", "skill.md"].iter().any(|n| fs::symlink_metadata(dir.join(n)).is_ok())
+    ["SKILL.md", "skill.md"]
+        .iter()
+        .any(|n| fs::symlink_metadata(dir.join(n)).is_ok())
 }
 
 /// Checks a path the way `validate PATH` must before reading anything: it exists, it is a
@@ -84,7 +90,9 @@ pub fn check(path: &Path) -> std::result::Result<PathBuf, Fault> {
     let shown = path.display().to_string();
     let meta = match fs::metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Fault::missing_path(&shown)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Fault::missing_path(&shown));
+        }
         Err(e) => return Err(Fault::unreadable(format!("{shown}: {e}"))),
     };
     if !meta.is_dir() {
@@ -114,7 +122,12 @@ impl DirSource {
         }
         let single = has_document_entry(&root);
         Ok(DirSource {
-            inner: Arc::new(Inner { root, single, opts, prefetched: Mutex::new(HashMap::new()) }),
+            inner: Arc::new(Inner {
+                root,
+                single,
+                opts,
+                prefetched: Mutex::new(HashMap::new()),
+            }),
         })
     }
 
@@ -253,7 +266,9 @@ impl Inner {
         if roots.len() < 2 {
             return;
         }
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8);
         let chunk = roots.len().div_ceil(threads);
         let budget = AtomicU64::new(PREFETCH_BYTES);
         let results: Vec<Vec<(String, Prefetched)>> = std::thread::scope(|scope| {
@@ -267,20 +282,30 @@ impl Inner {
                                 let files = self.walk_files(abs.clone(), root).ok()?;
                                 let document = super::document_name(&files).and_then(|name| {
                                     let size = files.iter().find(|f| f.path == name)?.size;
-                                    let left = budget.fetch_sub(size.min(PREFETCH_BYTES), Ordering::Relaxed);
+                                    let left = budget
+                                        .fetch_sub(size.min(PREFETCH_BYTES), Ordering::Relaxed);
                                     if size > super::DOCUMENT_LIMIT || size > left {
                                         return None;
                                     }
                                     let bytes = read_no_follow(&abs.join(name), size)?;
                                     Some((super::join_path(root, name), bytes))
                                 });
-                                Some((root.clone(), Prefetched { files: Some(files), document }))
+                                Some((
+                                    root.clone(),
+                                    Prefetched {
+                                        files: Some(files),
+                                        document,
+                                    },
+                                ))
                             })
                             .collect()
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
         });
         let mut cache = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
         cache.clear();
@@ -311,7 +336,10 @@ impl Inner {
         check_rel(root, true)?;
         let (base, meta) = self.resolve_inside(&self.root.join(root), root)?;
         if !meta.is_dir() {
-            return Err(Error::Invalid(format!("not a directory: {}", self.shown(root))));
+            return Err(Error::Invalid(format!(
+                "not a directory: {}",
+                self.shown(root)
+            )));
         }
         self.walk_files(base, root)
     }
@@ -334,7 +362,8 @@ impl Inner {
                 let (kind, target, meta) = match child.kind {
                     Kind::Dir => (Kind::Dir, abs, None),
                     Kind::File => {
-                        let meta = fs::symlink_metadata(&abs).map_err(|e| Error::io(self.shown(&child.rel), e))?;
+                        let meta = fs::symlink_metadata(&abs)
+                            .map_err(|e| Error::io(self.shown(&child.rel), e))?;
                         (Kind::File, abs, Some(meta))
                     }
                     Kind::Symlink => {
@@ -364,7 +393,11 @@ impl Inner {
                     }
                     Kind::File => {
                         let meta = meta.expect("files carry metadata");
-                        out.push(FileEntry { path: rel_child, size: meta.len(), executable: is_executable(&meta) });
+                        out.push(FileEntry {
+                            path: rel_child,
+                            size: meta.len(),
+                            executable: is_executable(&meta),
+                        });
                     }
                     Kind::Symlink | Kind::Other => {
                         return Err(Error::PathRejected {
@@ -388,13 +421,23 @@ impl Inner {
         }
         let limit = self.opts.max_file_size;
         if meta.len() > limit {
-            return Err(Error::TooLarge { path: self.shown(path), size: meta.len(), limit });
+            return Err(Error::TooLarge {
+                path: self.shown(path),
+                size: meta.len(),
+                limit,
+            });
         }
         let file = fs::File::open(&target).map_err(|e| Error::io(self.shown(path), e))?;
         let mut buf = Vec::with_capacity(meta.len() as usize);
-        file.take(limit + 1).read_to_end(&mut buf).map_err(|e| Error::io(self.shown(path), e))?;
+        file.take(limit + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| Error::io(self.shown(path), e))?;
         if buf.len() as u64 > limit {
-            return Err(Error::TooLarge { path: self.shown(path), size: buf.len() as u64, limit });
+            return Err(Error::TooLarge {
+                path: self.shown(path),
+                size: buf.len() as u64,
+                limit,
+            });
         }
         Ok(Bytes::from(buf))
     }
@@ -448,11 +491,16 @@ fn read_children(dir: &Path, rel: &str, inner: &Inner) -> Result<Vec<Child>> {
     let mut out = Vec::new();
     for entry in rd {
         let entry = entry.map_err(|e| Error::io(inner.shown(rel), e))?;
-        let ft = entry.file_type().map_err(|e| Error::io(inner.shown(rel), e))?;
-        let name = entry.file_name().into_string().map_err(|raw| Error::PathRejected {
-            path: dir.join(raw).display().to_string(),
-            reason: "file name is not UTF-8".into(),
-        })?;
+        let ft = entry
+            .file_type()
+            .map_err(|e| Error::io(inner.shown(rel), e))?;
+        let name = entry
+            .file_name()
+            .into_string()
+            .map_err(|raw| Error::PathRejected {
+                path: dir.join(raw).display().to_string(),
+                reason: "file name is not UTF-8".into(),
+            })?;
         let kind = if ft.is_symlink() {
             Kind::Symlink
         } else if ft.is_dir() {
@@ -475,13 +523,18 @@ fn check_rel(path: &str, allow_empty: bool) -> Result<()> {
         return if allow_empty {
             Ok(())
         } else {
-            Err(Error::PathRejected { path: path.into(), reason: "empty path".into() })
+            Err(Error::PathRejected {
+                path: path.into(),
+                reason: "empty path".into(),
+            })
         };
     }
     let bad = path.starts_with('/')
         || path.contains('\\')
         || path.contains('\0')
-        || path.split('/').any(|p| p.is_empty() || p == "." || p == "..");
+        || path
+            .split('/')
+            .any(|p| p.is_empty() || p == "." || p == "..");
     if bad {
         return Err(Error::PathRejected {
             path: path.into(),
@@ -520,7 +573,10 @@ impl Source for DirSource {
     fn root_dir_name(&self, root: &str) -> Option<String> {
         if root.is_empty() {
             // The canonical directory's name, so that validating `.` works.
-            self.inner.root.file_name().map(|n| n.to_string_lossy().into_owned())
+            self.inner
+                .root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
         } else {
             Some(base_name(root).to_string())
         }

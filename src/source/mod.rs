@@ -103,11 +103,13 @@ pub trait SourceExt: Source {
     /// Reads a file as UTF-8 text.
     async fn read_to_string(&self, path: &str) -> Result<String> {
         let bytes = self.read(path).await?;
-        String::from_utf8(bytes.to_vec()).map_err(|e| Error::Invalid(format!(
-            "{}: not UTF-8 (invalid byte at offset {})",
-            self.location(path),
-            e.utf8_error().valid_up_to()
-        )))
+        String::from_utf8(bytes.to_vec()).map_err(|e| {
+            Error::Invalid(format!(
+                "{}: not UTF-8 (invalid byte at offset {})",
+                self.location(path),
+                e.utf8_error().valid_up_to()
+            ))
+        })
     }
 
     /// Whether `path` names a readable file.
@@ -135,7 +137,10 @@ pub trait SourceExt: Source {
         Ok(Manifest::build(
             name,
             version,
-            files.iter().zip(&contents).map(|(f, b)| (f.path.as_str(), &b[..], f.executable)),
+            files
+                .iter()
+                .zip(&contents)
+                .map(|(f, b)| (f.path.as_str(), &b[..], f.executable)),
         ))
     }
 }
@@ -187,7 +192,10 @@ pub async fn load(source: &(impl Source + ?Sized), root: &str) -> Result<Skill> 
     };
     let doc_path = join_path(root, doc_name);
     let location = source.location(&doc_path);
-    let size = files.iter().find(|f| f.path == doc_name).map_or(0, |f| f.size);
+    let size = files
+        .iter()
+        .find(|f| f.path == doc_name)
+        .map_or(0, |f| f.size);
     if size > DOCUMENT_LIMIT {
         return Err(Error::InvalidSkill {
             path: location,
@@ -201,11 +209,19 @@ pub async fn load(source: &(impl Source + ?Sized), root: &str) -> Result<Skill> 
             fault: Fault::document_too_large(bytes.len() as u64, DOCUMENT_LIMIT),
         });
     }
-    let doc = parse_on_runtime(bytes).await.map_err(|fault| Error::InvalidSkill {
-        path: location.clone(),
-        fault,
-    })?;
-    Ok(Skill::new(root.to_string(), location, source.root_dir_name(root), doc, files))
+    let doc = parse_on_runtime(bytes)
+        .await
+        .map_err(|fault| Error::InvalidSkill {
+            path: location.clone(),
+            fault,
+        })?;
+    Ok(Skill::new(
+        root.to_string(),
+        location,
+        source.root_dir_name(root),
+        doc,
+        files,
+    ))
 }
 
 /// Parses a document as a task of a multi-threaded runtime, so that [`discover`]'s concurrent
@@ -215,7 +231,11 @@ async fn parse_on_runtime(bytes: Bytes) -> std::result::Result<document::Documen
     match Handle::try_current() {
         Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
             let task = h.spawn(async move { document::parse_document(&bytes) });
-            task.await.unwrap_or_else(|e| Err(Fault::unreadable(format!("the document parser failed: {e}"))))
+            task.await.unwrap_or_else(|e| {
+                Err(Fault::unreadable(format!(
+                    "the document parser failed: {e}"
+                )))
+            })
         }
         _ => document::parse_document(&bytes),
     }
@@ -289,7 +309,12 @@ pub fn open_with(spec: &str, _opts: &OpenOptions) -> Result<Arc<dyn Source>> {
             Some(crate::archive::ArchiveKind::Zip) => {
                 return Ok(Arc::new(ZipSource::open(path, ArchiveLimits::default())?));
             }
-            Some(_) => return Ok(Arc::new(TarballSource::open(path, ArchiveLimits::default())?)),
+            Some(_) => {
+                return Ok(Arc::new(TarballSource::open(
+                    path,
+                    ArchiveLimits::default(),
+                )?));
+            }
             None => {}
         }
     }

@@ -54,7 +54,10 @@ pub async fn check_source(src: &dyn Source) {
         // The skill digest, recomputed from the bytes the source holds.
         match src.manifest(root, "", "").await {
             Ok(m) if m.digest == case["digest"].as_str().unwrap() => {}
-            Ok(m) => problems.push(format!("{root}: digest {}, want {}", m.digest, case["digest"])),
+            Ok(m) => problems.push(format!(
+                "{root}: digest {}, want {}",
+                m.digest, case["digest"]
+            )),
             Err(e) => problems.push(format!("{root}: manifest failed: {e}")),
         }
         // Parse outcome and validation faults.
@@ -64,19 +67,34 @@ pub async fn check_source(src: &dyn Source) {
         match (loads, skill, fault) {
             (true, Some(s), None) => {
                 if s.raw_name() != case["name"].as_str() {
-                    problems.push(format!("{root}: name {:?}, want {}", s.raw_name(), case["name"]));
+                    problems.push(format!(
+                        "{root}: name {:?}, want {}",
+                        s.raw_name(),
+                        case["name"]
+                    ));
                 }
-                let kinds: Vec<&str> =
-                    s.validate(&ValidateOptions::default()).iter().map(|f| f.kind().as_str()).collect();
-                let want_kinds: Vec<&str> =
-                    case["fault_kinds"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+                let kinds: Vec<&str> = s
+                    .validate(&ValidateOptions::default())
+                    .iter()
+                    .map(|f| f.kind().as_str())
+                    .collect();
+                let want_kinds: Vec<&str> = case["fault_kinds"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|k| k.as_str().unwrap())
+                    .collect();
                 if kinds != want_kinds {
                     problems.push(format!("{root}: faults {kinds:?}, want {want_kinds:?}"));
                 }
             }
             (false, None, Some(f)) => {
                 if f.fault.kind().as_str() != case["refusal"].as_str().unwrap() {
-                    problems.push(format!("{root}: refused as {}, want {}", f.fault.kind(), case["refusal"]));
+                    problems.push(format!(
+                        "{root}: refused as {}, want {}",
+                        f.fault.kind(),
+                        case["refusal"]
+                    ));
                 }
             }
             (_, s, f) => problems.push(format!(
@@ -88,9 +106,16 @@ pub async fn check_source(src: &dyn Source) {
     }
     let total = found.skills.len() + found.faults.len();
     if total != want.len() {
-        problems.push(format!("discover gave {total} results for {} roots", want.len()));
+        problems.push(format!(
+            "discover gave {total} results for {} roots",
+            want.len()
+        ));
     }
-    assert!(problems.is_empty(), "{src:?} breaks the conformance suite:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{src:?} breaks the conformance suite:\n{}",
+        problems.join("\n")
+    );
 }
 
 /// Checks `src` against the catalog's **valid** roots only (`"valid": true`): a store that

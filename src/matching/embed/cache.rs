@@ -50,7 +50,7 @@ pub struct CacheStats {
 }
 
 /// An [`Embedder`] that keeps every vector of its inner embedder on disk, keyed by
-/// `sha256(space_id 0x00 text)` (see the [module docs](self)). Only texts not yet cached go to
+/// `sha256(space_id 0x00 text)` (see the [module docs](crate::matching)). Only texts not yet cached go to
 /// the inner embedder, at most [`MAX_BATCH`] per call.
 #[derive(Debug)]
 pub struct Cached<E> {

@@ -41,16 +41,17 @@
 //! [`HttpOptions::concurrency`] requests at once. URLs in messages never show credentials or
 //! query strings. HTTPS needs the crate feature `tls` (on by default).
 
+mod artifact;
 mod cache;
 mod client;
 pub mod index;
+mod options;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -58,146 +59,18 @@ use futures_util::stream::{self, StreamExt};
 use reqwest::Url;
 use tokio::sync::OnceCell;
 
+use self::artifact::{Files, check_extra, open_archive};
 use self::cache::{Cache, Record};
 pub use self::client::redact;
 use self::client::{Counters, Fetched, Fetcher, HttpError, Validators};
 use self::index::{Artifact, Entry, Extra, Index};
-use super::{FileEntry, OpenOptions, Source, TarballSource, ZipSource};
-use crate::archive::{self, ArchiveKind, ArchiveLimits};
-use crate::digest::{sha256, tree_digest};
+pub use self::options::{
+    FetchReport, FetchStatus, HttpOptions, HttpStats, RemoteSkill, default_cache_dir,
+};
+use super::{FileEntry, Source};
+use crate::archive;
+use crate::digest::sha256;
 use crate::error::{Error, Result};
-
-/// How an [`HttpSource`] reaches the network and where it caches.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpOptions {
-    /// The cache directory; `None` for the default (see [`default_cache_dir`]).
-    pub cache_dir: Option<PathBuf>,
-    /// Serve only what is cached; never touch the network.
-    pub offline: bool,
-    /// Longest wait for a connection (default 10 s).
-    pub connect_timeout: Duration,
-    /// Longest wait between two reads of a response (default 30 s).
-    pub read_timeout: Duration,
-    /// Longest time for one request, body included (default 5 min).
-    pub timeout: Duration,
-    /// Further attempts after a retryable failure (default 3).
-    pub retries: u32,
-    /// Base of the exponential backoff between attempts (default 200 ms).
-    pub backoff: Duration,
-    /// Largest body accepted, index or artifact (default: the archive limit, 16 MiB).
-    pub max_body: u64,
-    /// Most redirects followed for one request (default 10).
-    pub max_redirects: usize,
-    /// Most requests in flight at once (default 8).
-    pub concurrency: usize,
-    /// Limits for the archives downloaded.
-    pub limits: ArchiveLimits,
-}
-
-impl Default for HttpOptions {
-    fn default() -> Self {
-        let limits = ArchiveLimits::default();
-        HttpOptions {
-            cache_dir: None,
-            offline: false,
-            connect_timeout: Duration::from_secs(10),
-            read_timeout: Duration::from_secs(30),
-            timeout: Duration::from_secs(300),
-            retries: 3,
-            backoff: Duration::from_millis(200),
-            max_body: limits.max_compressed,
-            max_redirects: 10,
-            concurrency: 8,
-            limits,
-        }
-    }
-}
-
-impl From<&OpenOptions> for HttpOptions {
-    fn from(o: &OpenOptions) -> Self {
-        HttpOptions {
-            cache_dir: o.cache_dir.clone(),
-            offline: o.offline,
-            ..HttpOptions::default()
-        }
-    }
-}
-
-impl From<OpenOptions> for HttpOptions {
-    fn from(o: OpenOptions) -> Self {
-        HttpOptions::from(&o)
-    }
-}
-
-/// The default cache directory: `$XDG_CACHE_HOME/skillcat`, else `$HOME/.cache/skillcat`
-/// (relative values are ignored, as the XDG rules say). `None` when neither is set.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    let abs = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
-    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").and_then(abs) {
-        return Some(xdg.join("skillcat"));
-    }
-    std::env::var_os("HOME")
-        .and_then(abs)
-        .map(|h| h.join(".cache").join("skillcat"))
-}
-
-/// One skill as the remote index describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteSkill {
-    /// Its name (its root in this source).
-    pub name: String,
-    /// Its description, as the index gives it.
-    pub description: String,
-    /// Its version, when the index gives one.
-    pub version: Option<String>,
-    /// `archive`, `skill-md` or `files` (a v0.1 entry).
-    pub kind: &'static str,
-    /// The artifact's `sha256:` digest, when the index gives one.
-    pub digest: Option<String>,
-    /// The skill digest skillcat's extra field promises, when present.
-    pub skill_digest: Option<String>,
-    /// The detached minisign signature the index carries, when present.
-    pub signature: Option<String>,
-}
-
-/// Where a skill's bytes came from this time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FetchStatus {
-    /// Everything was already in the cache.
-    Cached,
-    /// Downloaded (and verified, and cached) now.
-    Fetched,
-    /// Offline, and not in the cache.
-    NotCached,
-    /// It could not be fetched; see the message.
-    Failed,
-}
-
-/// What [`HttpSource::prefetch`] did for one skill.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchReport {
-    /// The skill.
-    pub skill: RemoteSkill,
-    /// What happened.
-    pub status: FetchStatus,
-    /// Why, when it failed or is not cached.
-    pub message: Option<String>,
-}
-
-/// Counters over the life of an [`HttpSource`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct HttpStats {
-    /// HTTP requests sent (retries included).
-    pub requests: u64,
-    /// Of those, answered `304 Not Modified`.
-    pub not_modified: u64,
-    /// Body bytes received.
-    pub bytes: u64,
-    /// Artifacts served from the cache.
-    pub from_cache: u64,
-    /// Artifacts downloaded.
-    pub downloaded: u64,
-}
 
 /// A skill source over HTTP(S): a remote index and its artifacts, through a local cache.
 pub struct HttpSource {
@@ -229,9 +102,6 @@ struct Loaded {
     bytes: HashMap<String, Bytes>,
     origin: FetchStatus,
 }
-
-/// Files as `(path, bytes, executable)`.
-type Files = Vec<(String, Bytes, bool)>;
 
 impl fmt::Debug for HttpSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -787,89 +657,6 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
         .map_err(|e| Error::io("(blocking task)", std::io::Error::other(e)))?
 }
 
-/// The archive format: from the Content-Type, else the URL's extension, else magic bytes.
-pub(crate) fn archive_kind(
-    content_type: Option<&str>,
-    url: &Url,
-    bytes: &[u8],
-) -> Option<ArchiveKind> {
-    let mime = content_type
-        .and_then(|c| c.split(';').next())
-        .map(|c| c.trim().to_ascii_lowercase());
-    match mime.as_deref() {
-        Some("application/gzip" | "application/x-gzip" | "application/x-tgz") => {
-            return Some(ArchiveKind::TarGz);
-        }
-        Some("application/x-tar") => return Some(ArchiveKind::Tar),
-        Some("application/zip" | "application/x-zip-compressed") => return Some(ArchiveKind::Zip),
-        _ => {}
-    }
-    let last = url
-        .path_segments()
-        .and_then(|mut s| s.next_back())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    if last.ends_with(".tar.gz") || last.ends_with(".tgz") {
-        return Some(ArchiveKind::TarGz);
-    }
-    if last.ends_with(".tar") {
-        return Some(ArchiveKind::Tar);
-    }
-    if last.ends_with(".zip") {
-        return Some(ArchiveKind::Zip);
-    }
-    archive::sniff(Path::new(""), bytes)
-}
-
-/// Opens an archive artifact with the checked readers; its root (or its one wrapped folder)
-/// is the skill.
-fn open_archive(
-    bytes: &[u8],
-    content_type: Option<&str>,
-    url: &Url,
-    limits: ArchiveLimits,
-) -> Result<Files> {
-    let shown = redact(url);
-    let kind = archive_kind(content_type, url, bytes)
-        .ok_or_else(|| Error::Invalid(format!("{shown}: not a .tar.gz, .tar or .zip archive")))?;
-    let tree = match kind {
-        ArchiveKind::Zip => ZipSource::from_bytes(&shown, bytes, limits)?.tree().clone(),
-        _ => TarballSource::from_bytes(&shown, bytes, limits)?
-            .tree()
-            .clone(),
-    };
-    let root = match tree.roots() {
-        [one] => one.clone(),
-        roots => {
-            return Err(Error::Invalid(format!(
-                "{shown}: an index entry is one skill, but the archive holds {} skill folders",
-                roots.len()
-            )));
-        }
-    };
-    Ok(tree
-        .under(&root)
-        .map(|(path, f)| (path.to_string(), f.bytes.clone(), f.executable))
-        .collect())
-}
-
-/// When skillcat's extra field gives a skill digest, the files must give it.
-fn check_extra(what: &str, files: &Files, extra: Option<&Extra>) -> Result<()> {
-    let Some(expected) = extra.and_then(|x| x.skill_digest.as_ref()) else {
-        return Ok(());
-    };
-    let actual = tree_digest(files.iter().map(|(p, b, _)| (p.as_str(), sha256(b))));
-    if &actual != expected {
-        return Err(HttpError::Digest {
-            what: format!("{what}: skill digest"),
-            expected: expected.clone(),
-            actual,
-        }
-        .into());
-    }
-    Ok(())
-}
-
 #[async_trait]
 impl Source for HttpSource {
     async fn list(&self) -> Result<Vec<String>> {
@@ -957,25 +744,6 @@ mod tests {
             "http://h/pre/.well-known/agent-skills/index.json"
         );
         assert_eq!(c("http://h/x/index.json"), ["http://h/x/index.json"]);
-    }
-
-    #[test]
-    fn archive_format_from_type_then_extension_then_magic() {
-        let u = |s: &str| Url::parse(s).unwrap();
-        let gz = [0x1f, 0x8b, 8];
-        assert_eq!(
-            archive_kind(Some("application/zip"), &u("http://h/a.tar.gz"), &gz),
-            Some(ArchiveKind::Zip)
-        );
-        assert_eq!(
-            archive_kind(Some("application/octet-stream"), &u("http://h/a.zip"), &gz),
-            Some(ArchiveKind::Zip)
-        );
-        assert_eq!(
-            archive_kind(None, &u("http://h/blobs/sha256/ab"), &gz),
-            Some(ArchiveKind::TarGz)
-        );
-        assert_eq!(archive_kind(None, &u("http://h/x"), b"hello"), None);
     }
 
     #[test]

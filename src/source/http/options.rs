@@ -1,0 +1,139 @@
+//! How an [`HttpSource`](super::HttpSource) is configured, and what it reports.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::archive::ArchiveLimits;
+use crate::source::OpenOptions;
+
+/// How an [`HttpSource`](super::HttpSource) reaches the network and where it caches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpOptions {
+    /// The cache directory; `None` for the default (see [`default_cache_dir`]).
+    pub cache_dir: Option<PathBuf>,
+    /// Serve only what is cached; never touch the network.
+    pub offline: bool,
+    /// Longest wait for a connection (default 10 s).
+    pub connect_timeout: Duration,
+    /// Longest wait between two reads of a response (default 30 s).
+    pub read_timeout: Duration,
+    /// Longest time for one request, body included (default 5 min).
+    pub timeout: Duration,
+    /// Further attempts after a retryable failure (default 3).
+    pub retries: u32,
+    /// Base of the exponential backoff between attempts (default 200 ms).
+    pub backoff: Duration,
+    /// Largest body accepted, index or artifact (default: the archive limit, 16 MiB).
+    pub max_body: u64,
+    /// Most redirects followed for one request (default 10).
+    pub max_redirects: usize,
+    /// Most requests in flight at once (default 8).
+    pub concurrency: usize,
+    /// Limits for the archives downloaded.
+    pub limits: ArchiveLimits,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        let limits = ArchiveLimits::default();
+        HttpOptions {
+            cache_dir: None,
+            offline: false,
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(30),
+            timeout: Duration::from_secs(300),
+            retries: 3,
+            backoff: Duration::from_millis(200),
+            max_body: limits.max_compressed,
+            max_redirects: 10,
+            concurrency: 8,
+            limits,
+        }
+    }
+}
+
+impl From<&OpenOptions> for HttpOptions {
+    fn from(o: &OpenOptions) -> Self {
+        HttpOptions {
+            cache_dir: o.cache_dir.clone(),
+            offline: o.offline,
+            ..HttpOptions::default()
+        }
+    }
+}
+
+impl From<OpenOptions> for HttpOptions {
+    fn from(o: OpenOptions) -> Self {
+        HttpOptions::from(&o)
+    }
+}
+
+/// The default cache directory: `$XDG_CACHE_HOME/skillcat`, else `$HOME/.cache/skillcat`
+/// (relative values are ignored, as the XDG rules say). `None` when neither is set.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let abs = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").and_then(abs) {
+        return Some(xdg.join("skillcat"));
+    }
+    std::env::var_os("HOME")
+        .and_then(abs)
+        .map(|h| h.join(".cache").join("skillcat"))
+}
+
+/// One skill as the remote index describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteSkill {
+    /// Its name (its root in this source).
+    pub name: String,
+    /// Its description, as the index gives it.
+    pub description: String,
+    /// Its version, when the index gives one.
+    pub version: Option<String>,
+    /// `archive`, `skill-md` or `files` (a v0.1 entry).
+    pub kind: &'static str,
+    /// The artifact's `sha256:` digest, when the index gives one.
+    pub digest: Option<String>,
+    /// The skill digest skillcat's extra field promises, when present.
+    pub skill_digest: Option<String>,
+    /// The detached minisign signature the index carries, when present.
+    pub signature: Option<String>,
+}
+
+/// Where a skill's bytes came from this time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchStatus {
+    /// Everything was already in the cache.
+    Cached,
+    /// Downloaded (and verified, and cached) now.
+    Fetched,
+    /// Offline, and not in the cache.
+    NotCached,
+    /// It could not be fetched; see the message.
+    Failed,
+}
+
+/// What [`HttpSource::prefetch`](super::HttpSource::prefetch) did for one skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchReport {
+    /// The skill.
+    pub skill: RemoteSkill,
+    /// What happened.
+    pub status: FetchStatus,
+    /// Why, when it failed or is not cached.
+    pub message: Option<String>,
+}
+
+/// Counters over the life of an [`HttpSource`](super::HttpSource).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HttpStats {
+    /// HTTP requests sent (retries included).
+    pub requests: u64,
+    /// Of those, answered `304 Not Modified`.
+    pub not_modified: u64,
+    /// Body bytes received.
+    pub bytes: u64,
+    /// Artifacts served from the cache.
+    pub from_cache: u64,
+    /// Artifacts downloaded.
+    pub downloaded: u64,
+}
