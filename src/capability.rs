@@ -132,7 +132,7 @@ impl Grant {
     }
 }
 
-/// What a skill declares in its frontmatter, interpreted leniently (see the [module docs](crate::matching)).
+/// What a skill declares in its frontmatter, interpreted leniently (see the [module docs](self)).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Capabilities {
     /// Paths the scripts want to read, as written.
@@ -208,7 +208,7 @@ fn paths(v: Option<&Value>) -> Vec<String> {
 
 /// The most the host allows any skill: the `[sandbox]` section of the configuration.
 ///
-/// Paths are kept as written and expanded when intersected (see the [module docs](crate::matching)).
+/// Paths are kept as written and expanded when intersected (see the [module docs](self)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ceiling {
     /// Roots under which reads may be granted (default `["."]`, the working directory).
@@ -305,7 +305,7 @@ pub struct Intersection {
     pub dropped: Vec<Dropped>,
 }
 
-/// The effective grant: `caps` ∩ `ceiling` (see the [module docs](crate::matching)).
+/// The effective grant: `caps` ∩ `ceiling` (see the [module docs](self)).
 pub fn intersect(caps: &Capabilities, ceiling: &Ceiling, ctx: &Context) -> Grant {
     intersect_detailed(caps, ceiling, ctx).grant
 }

@@ -362,7 +362,7 @@ impl Snapshot {
     }
 }
 
-/// Skills from several sources in precedence order; see the [module docs](crate::matching).
+/// Skills from several sources in precedence order; see the [module docs](self).
 #[derive(Debug, Clone)]
 pub struct Catalog {
     inner: Arc<Inner>,

@@ -114,7 +114,7 @@ pub struct PromptSkill<'a> {
     pub location: &'a str,
 }
 
-/// How the block is written; see the [module docs](crate::matching).
+/// How the block is written; see the [module docs](self).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PromptFormat {
     /// The reference `<available_skills>` XML, byte for byte.
@@ -230,7 +230,7 @@ pub fn escape_xml(s: &str) -> String {
 
 /// Renders the block for `skills` (highest precedence first) as `opts` says.
 ///
-/// See the [module docs](crate::matching) for the formats and the budget algorithm.
+/// See the [module docs](self) for the formats and the budget algorithm.
 pub fn render(skills: &[PromptSkill<'_>], opts: &PromptOptions) -> Rendered {
     let format = opts.format;
     let mut report = BudgetReport {
