@@ -16,6 +16,7 @@ macro_rules! err {
 
 mod matching;
 mod read;
+mod registry;
 mod remote;
 mod script;
 mod trust;
@@ -221,6 +222,12 @@ enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
+    /// Create a SQLite registry, publish skills into it, yank, search and list versions.
+    #[command(after_help = "Example: skillcat registry publish skills.db pdf-forms.tar.gz")]
+    Registry {
+        #[command(subcommand)]
+        cmd: registry::RegistryCommand,
+    },
     /// Serve a source over HTTP: the well-known indexes and content-addressed blobs.
     #[command(after_help = "Example: skillcat serve fixtures/skills --addr 127.0.0.1:8080")]
     Serve(remote::ServeArgs),
@@ -300,6 +307,7 @@ pub async fn run(cli: Cli) -> u8 {
             )
             .await
         }
+        Command::Registry { cmd } => registry::run(cmd).await,
         Command::Serve(a) => remote::serve(a).await,
         Command::Export(a) => remote::export(a).await,
         Command::Fetch(a) => remote::fetch(a).await,

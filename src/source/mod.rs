@@ -291,9 +291,20 @@ pub fn open(spec: &str) -> Result<Arc<dyn Source>> {
     open_with(spec, &OpenOptions::default())
 }
 
-/// Opens a source from one string: a directory (a skill or a tree of skills), or an archive
-/// (`.tar`, `.tar.gz`/`.tgz`, `.zip`, told apart by magic bytes first, extension second).
-pub fn open_with(spec: &str, _opts: &OpenOptions) -> Result<Arc<dyn Source>> {
+/// Opens a source from one string: a directory (a skill or a tree of skills), an archive
+/// (`.tar`, `.tar.gz`/`.tgz`, `.zip`, told apart by magic bytes first, extension second), a
+/// SQLite registry (`x.db`, `x.sqlite`, `sqlite:PATH`, or any file with the SQLite magic), or an
+/// `http(s)://` URL.
+pub fn open_with(spec: &str, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
+    if spec.starts_with("http://") || spec.starts_with("https://") {
+        return Ok(Arc::new(http::HttpSource::new(
+            spec,
+            http::HttpOptions::from(opts),
+        )?));
+    }
+    if let Some(db) = spec.strip_prefix("sqlite:") {
+        return Ok(Arc::new(RegistrySource::open(db)?));
+    }
     let path = std::path::Path::new(spec);
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::NotFound(spec.to_string()),
@@ -305,6 +316,9 @@ pub fn open_with(spec: &str, _opts: &OpenOptions) -> Result<Arc<dyn Source>> {
     if meta.is_file() {
         let mut head = [0u8; crate::archive::SNIFF_LEN];
         let n = read_head(path, &mut head).map_err(|e| Error::io(spec, e))?;
+        if RegistrySource::sniff(path, &head[..n]) {
+            return Ok(Arc::new(RegistrySource::open(path)?));
+        }
         match crate::archive::sniff(path, &head[..n]) {
             Some(crate::archive::ArchiveKind::Zip) => {
                 return Ok(Arc::new(ZipSource::open(path, ArchiveLimits::default())?));
