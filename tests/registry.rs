@@ -1346,3 +1346,12 @@ async fn sigkill_during_publish_never_leaves_half_a_version() {
         "{round} kills, {versions} versions published and intact; kills landed during {landed:?}"
     );
 }
+
+#[tokio::test]
+async fn open_picks_the_registry_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (db, _reg) = publish_catalog(tmp.path()).await;
+    for spec in [db.display().to_string(), format!("sqlite:{}", db.display())] {
+        support::conformance::check_valid_subset(&*skillcat::source::open(&spec).unwrap()).await;
+    }
+}
