@@ -153,8 +153,9 @@ pub(crate) fn both_paths(src: &str) -> (Option<Value>, Result<Option<Value>, Str
 //   same amount throughout.
 //
 // Anywhere: no control character but `\n` (so no tab and no CR), no BOM. Inside
-// a scalar, `#`, `&`, `*`, `!`, `[`, `{`, `%` and `<<` are plain text (a plain
-// scalar may not start with them, and a ` #` is refused, as it opens a comment).
+// a scalar, `#`, `&`, `*`, `!`, `[`, `{` and `%` are text (a plain scalar may not
+// start with one, and ` #` is refused: it opens a comment); so is `<<`, which
+// means a merge only as a key, and keys here are words.
 
 /// The most entries the fast path reads into one map (bounds its duplicate scan).
 const FAST_MAX_ENTRIES: usize = 64;
