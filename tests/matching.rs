@@ -748,3 +748,75 @@ fn fixtures_are_here_not_in_shared() {
             .is_file()
     );
 }
+
+/// The ablation table of docs/matching.md: `cargo test --release --test matching -- --ignored
+/// --nocapture ablation`.
+#[test]
+#[ignore = "prints figures; run by hand"]
+fn ablation() {
+    use skillcat::matching::Bm25Params;
+    use skillcat::matching::eval::LabelledSet;
+    let bytes = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(METATOOL)).unwrap();
+    let set = LabelledSet::from_json(&bytes).unwrap();
+    let texts = set.texts();
+    let d = Bm25Params::default();
+    let one_field: Vec<SkillDoc<'_>> = set
+        .docs()
+        .into_iter()
+        .map(|s| SkillDoc::new("", format!("{}: {}", s.name, s.description), ""))
+        .collect();
+    for (label, docs, params) in [
+        (
+            "one field \"title: description\", no grams",
+            &one_field,
+            Bm25Params {
+                gram_weight: 0.0,
+                ..d
+            },
+        ),
+        (
+            "fields, name 1.0, no grams",
+            &set.docs(),
+            Bm25Params {
+                name_weight: 1.0,
+                gram_weight: 0.0,
+                ..d
+            },
+        ),
+        (
+            "fields, name 3.0, no grams",
+            &set.docs(),
+            Bm25Params {
+                gram_weight: 0.0,
+                ..d
+            },
+        ),
+        (
+            "fields, name 3.0, grams 0.05",
+            &set.docs(),
+            Bm25Params {
+                gram_weight: 0.05,
+                ..d
+            },
+        ),
+        ("default (name 3.0, grams 0.1)", &set.docs(), d),
+        (
+            "fields, name 3.0, grams 0.2",
+            &set.docs(),
+            Bm25Params {
+                gram_weight: 0.2,
+                ..d
+            },
+        ),
+        ("default, k1 2.0", &set.docs(), Bm25Params { k1: 2.0, ..d }),
+        ("default, b 0.5", &set.docs(), Bm25Params { b: 0.5, ..d }),
+    ] {
+        let index = Index::build_with(docs, params);
+        let rankings: Vec<_> = texts.iter().map(|t| index.search(t, 10)).collect();
+        let s = set.score(&rankings);
+        println!(
+            "| {label} | {:.3} | {:.3} | {:.3} |",
+            s.top1, s.top5, s.mrr10
+        );
+    }
+}
