@@ -282,9 +282,17 @@ impl Inner {
                                 let files = self.walk_files(abs.clone(), root).ok()?;
                                 let document = super::document_name(&files).and_then(|name| {
                                     let size = files.iter().find(|f| f.path == name)?.size;
-                                    let left = budget
-                                        .fetch_sub(size.min(PREFETCH_BYTES), Ordering::Relaxed);
-                                    if size > super::DOCUMENT_LIMIT || size > left {
+                                    // Take the bytes from the budget only when they fit: a
+                                    // plain fetch_sub would wrap and lift the bound.
+                                    let fits = size <= super::DOCUMENT_LIMIT
+                                        && budget
+                                            .fetch_update(
+                                                Ordering::Relaxed,
+                                                Ordering::Relaxed,
+                                                |left| left.checked_sub(size),
+                                            )
+                                            .is_ok();
+                                    if !fits {
                                         return None;
                                     }
                                     let bytes = read_no_follow(&abs.join(name), size)?;
