@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use super::embed::{EmbedError, Embedder};
+use super::embed::{EmbedError, Embedder, MAX_BATCH};
 
 /// An [`Embedder`] running the bundled MiniLM-L3 model in the process (384 coordinates, inputs
 /// cut at 128 tokens). Work runs on the blocking thread pool.
@@ -38,7 +38,8 @@ impl Embedder for PocketEncoder {
 
     async fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         // The model refuses blank text: blank inputs get a zero vector (similar to nothing).
-        let owned: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+        // The model reads 128 tokens; it refuses inputs over 64 KiB. Keep the first 8 KiB.
+        let owned: Vec<String> = texts.iter().map(|t| head(t, 8 << 10).to_string()).collect();
         let encoder = self.encoder.clone();
         tokio::task::spawn_blocking(move || {
             let dims = pocket_encoder::model_info().dimensions;
@@ -47,10 +48,16 @@ impl Embedder for PocketEncoder {
                 .map(String::as_str)
                 .filter(|t| !t.trim().is_empty())
                 .collect();
-            let mut vectors = encoder
-                .embed(&filled)
-                .map_err(|e| EmbedError::Model(e.to_string()))?
-                .into_iter();
+            // The encoder takes at most 4,096 texts a call.
+            let mut done = Vec::with_capacity(filled.len());
+            for chunk in filled.chunks(MAX_BATCH) {
+                done.extend(
+                    encoder
+                        .embed(chunk)
+                        .map_err(|e| EmbedError::Model(e.to_string()))?,
+                );
+            }
+            let mut vectors = done.into_iter();
             Ok(owned
                 .iter()
                 .map(|t| {
@@ -65,4 +72,13 @@ impl Embedder for PocketEncoder {
         .await
         .map_err(|e| EmbedError::Model(e.to_string()))?
     }
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
