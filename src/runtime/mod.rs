@@ -1,0 +1,1 @@
+//! The agent runtime: sessions over a catalog, activation of skills for one run, host tools.
