@@ -15,18 +15,17 @@
 //! further. Symbolic links are followed only when their target stays inside the source's root; a
 //! link out of it is refused ([`Error::PathRejected`]), never read.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::{FileEntry, Source, base_name};
-use crate::document::Fault;
+use crate::document::{Fault, Skill};
 use crate::error::{Error, Result};
 
 /// Bounds for a [`DirSource`].
@@ -64,19 +63,7 @@ struct Inner {
     root: PathBuf,
     single: bool,
     opts: DirOptions,
-    /// What [`list`](Inner::list) read ahead for each root: its file list and its document.
-    /// Each entry is handed out once, then the file system is asked again.
-    prefetched: Mutex<HashMap<String, Prefetched>>,
 }
-
-#[derive(Debug)]
-struct Prefetched {
-    files: Option<Vec<FileEntry>>,
-    document: Option<(String, Bytes)>,
-}
-
-/// The most document bytes [`Inner::list`] reads ahead (beyond it, documents are read on demand).
-const PREFETCH_BYTES: u64 = 64 << 20;
 
 fn has_document_entry(dir: &Path) -> bool {
     ["SKILL.md", "skill.md"]
@@ -122,12 +109,7 @@ impl DirSource {
         }
         let single = has_document_entry(&root);
         Ok(DirSource {
-            inner: Arc::new(Inner {
-                root,
-                single,
-                opts,
-                prefetched: Mutex::new(HashMap::new()),
-            }),
+            inner: Arc::new(Inner { root, single, opts }),
         })
     }
 
@@ -190,154 +172,147 @@ impl Inner {
     }
 
     fn list(&self) -> Result<Vec<String>> {
+        Ok(self.find_roots()?.into_iter().map(|f| f.rel).collect())
+    }
+
+    /// The skill roots in list order, each with its entries when the search read them.
+    fn find_roots(&self) -> Result<Vec<Found>> {
         if self.single {
-            return Ok(vec![String::new()]);
+            return Ok(vec![Found {
+                rel: String::new(),
+                dir: self.root.clone(),
+                children: None,
+            }]);
         }
-        // (rel, canonical absolute directory)
-        let mut roots: Vec<(String, PathBuf)> = Vec::new();
+        let max_depth = self.opts.max_depth;
+        let mut found: Vec<Found> = Vec::new();
         let mut top_level = Vec::new();
         // Directories are canonical by construction (the root is canonicalised and links are
         // replaced by their canonical targets), so this set catches every loop and alias.
         let mut seen = HashSet::new();
         seen.insert(self.root.clone());
-        let mut queue = VecDeque::from([(self.root.clone(), String::new(), 0usize)]);
+        // The bound is on directories searched; skill roots are not searched.
         let mut visited = 0usize;
-        while let Some((dir, rel, depth)) = queue.pop_front() {
-            // Skill roots are never queued: the bound is on directories searched.
-            visited += 1;
-            if visited > self.opts.max_dirs {
+        let count_visit = |visited: &mut usize| {
+            *visited += 1;
+            if *visited > self.opts.max_dirs {
                 return Err(Error::Invalid(format!(
                     "{}: more than {} directories to search for skills; open a narrower directory",
                     self.shown(""),
                     self.opts.max_dirs
                 )));
             }
-            let children = read_children(&dir, &rel, self)?;
-            if depth == 1 && !children.is_empty() {
-                top_level.push(rel.clone());
-            }
-            // Skill roots lie at most `max_depth` levels below the source root.
-            if depth >= self.opts.max_depth {
-                continue;
-            }
-            for child in children {
-                if child.name.starts_with('.') || crate::archive::is_ignored(&child.name) {
+            Ok(())
+        };
+        count_visit(&mut visited)?;
+        let mut frontier = vec![Searched {
+            children: read_children(&self.root, "", self)?,
+            depth: 0,
+            rel: String::new(),
+        }];
+        // Breadth-first, one level at a time: the choices (which alias of a directory is kept)
+        // are made in sorted order, the reading of a level's directories runs on every core.
+        while !frontier.is_empty() {
+            let mut candidates: Vec<(PathBuf, String, usize)> = Vec::new();
+            for dir in &frontier {
+                if dir.depth == 1 && !dir.children.is_empty() {
+                    top_level.push(dir.rel.clone());
+                }
+                // Skill roots lie at most `max_depth` levels below the source root.
+                if dir.depth >= max_depth {
                     continue;
                 }
-                let abs = dir.join(&child.name);
-                let target = match child.kind {
-                    Kind::Dir => abs,
-                    Kind::Symlink => match self.resolve_inside(&abs, &child.rel) {
-                        Ok((target, meta)) if meta.is_dir() => target,
-                        // Not a directory, out of the root, dangling or a loop: not searched.
+                for child in &dir.children {
+                    if child.name.starts_with('.') || crate::archive::is_ignored(&child.name) {
+                        continue;
+                    }
+                    let target = match child.kind {
+                        Kind::Dir => self.root.join(&child.rel),
+                        Kind::Symlink => {
+                            match self.resolve_inside(&self.root.join(&child.rel), &child.rel) {
+                                Ok((target, meta)) if meta.is_dir() => target,
+                                // Not a directory, out of the root, dangling or a loop: not
+                                // searched.
+                                _ => continue,
+                            }
+                        }
                         _ => continue,
-                    },
-                    _ => continue,
-                };
-                if !seen.insert(target.clone()) {
-                    continue;
-                }
-                // One probe per directory instead of reading it: most directories are skills.
-                if has_document_entry(&target) {
-                    roots.push((child.rel, target));
-                } else if depth + 1 < self.opts.max_depth {
-                    queue.push_back((target, child.rel, depth + 1));
+                    };
+                    if seen.insert(target.clone()) {
+                        candidates.push((target, child.rel.clone(), dir.depth + 1));
+                    }
                 }
             }
+            // One listing per candidate tells a skill root from a directory to search further,
+            // and a root's listing is the first step of its file walk.
+            let listed = par_map(&candidates, |(dir, rel, _)| read_children(dir, rel, self));
+            let mut next = Vec::new();
+            for ((dir, rel, depth), children) in candidates.into_iter().zip(listed) {
+                match children {
+                    Ok(children) if children.iter().any(|c| is_document_name(&c.name)) => {
+                        found.push(Found {
+                            rel,
+                            dir,
+                            children: Some(children),
+                        });
+                    }
+                    Ok(children) => {
+                        if depth < max_depth {
+                            count_visit(&mut visited)?;
+                            next.push(Searched {
+                                children,
+                                depth,
+                                rel,
+                            });
+                        }
+                    }
+                    // Unreadable: a root still (its walk reports the error as that skill's
+                    // fault), else an error for the whole listing.
+                    Err(_) if has_document_entry(&dir) => found.push(Found {
+                        rel,
+                        dir,
+                        children: None,
+                    }),
+                    Err(e) if depth < max_depth => return Err(e),
+                    Err(_) => {}
+                }
+            }
+            frontier = next;
         }
         // A top-level folder with content but no skill anywhere below it is listed too, so that
         // discover() reports it as missing its document instead of dropping it silently.
         for dir in top_level {
             let prefix = format!("{dir}/");
-            if !roots.iter().any(|(r, _)| r.starts_with(&prefix)) {
-                let abs = self.root.join(&dir);
-                roots.push((dir, abs));
+            if !found.iter().any(|f| f.rel.starts_with(&prefix)) {
+                found.push(Found {
+                    dir: self.root.join(&dir),
+                    rel: dir,
+                    children: None,
+                });
             }
         }
-        roots.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        self.prefetch(&roots);
-        Ok(roots.into_iter().map(|(r, _)| r).collect())
+        found.sort_unstable_by(|a, b| a.rel.as_bytes().cmp(b.rel.as_bytes()));
+        Ok(found)
     }
 
-    /// Reads every root's file list and document ahead, on all cores, so that the `discover`
-    /// that follows a `list` costs no round trip to the blocking pool per skill. Errors are not
-    /// kept: the later call repeats the work and reports them.
-    fn prefetch(&self, roots: &[(String, PathBuf)]) {
-        if roots.len() < 2 {
-            return;
-        }
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8);
-        let chunk = roots.len().div_ceil(threads);
-        let budget = AtomicU64::new(PREFETCH_BYTES);
-        let results: Vec<Vec<(String, Prefetched)>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = roots
-                .chunks(chunk)
-                .map(|part| {
-                    let budget = &budget;
-                    scope.spawn(move || {
-                        part.iter()
-                            .filter_map(|(root, abs)| {
-                                let files = self.walk_files(abs.clone(), root).ok()?;
-                                let document = super::document_name(&files).and_then(|name| {
-                                    let size = files.iter().find(|f| f.path == name)?.size;
-                                    // Take the bytes from the budget only when they fit: a
-                                    // plain fetch_sub would wrap and lift the bound.
-                                    let fits = size <= super::DOCUMENT_LIMIT
-                                        && budget
-                                            .fetch_update(
-                                                Ordering::Relaxed,
-                                                Ordering::Relaxed,
-                                                |left| left.checked_sub(size),
-                                            )
-                                            .is_ok();
-                                    if !fits {
-                                        return None;
-                                    }
-                                    let bytes = read_no_follow(&abs.join(name), size)?;
-                                    Some((super::join_path(root, name), bytes))
-                                });
-                                Some((
-                                    root.clone(),
-                                    Prefetched {
-                                        files: Some(files),
-                                        document,
-                                    },
-                                ))
-                            })
-                            .collect()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_default())
-                .collect()
-        });
-        let mut cache = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
-        cache.clear();
-        cache.extend(results.into_iter().flatten());
-    }
-
-    fn take_files(&self, root: &str) -> Option<Vec<FileEntry>> {
-        let mut cache = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
-        cache.get_mut(root)?.files.take()
-    }
-
-    fn take_document(&self, path: &str) -> Option<Bytes> {
-        let root = path.rsplit_once('/').map_or("", |(r, _)| r);
-        let mut cache = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = cache.get_mut(root)?;
-        match &entry.document {
-            Some((p, _)) if p == path => {}
-            _ => return None,
-        }
-        let (_, bytes) = entry.document.take()?;
-        if entry.files.is_none() {
-            cache.remove(root);
-        }
-        Some(bytes)
+    /// [`super::load`] for one root the search found, without leaving the thread: its walk
+    /// starts from the entries already read, its document is read with the size just listed.
+    fn load_found(&self, source: &DirSource, found: &Found) -> Result<Skill> {
+        let files = match &found.children {
+            Some(children) => self.walk_files(found.dir.clone(), &found.rel, Some(children))?,
+            None => self.files(&found.rel)?,
+        };
+        let (doc_path, location) = super::locate_document(source, &found.rel, &files)?;
+        let name = super::base_name(&doc_path);
+        let size = files.iter().find(|f| f.path == name).map_or(0, |f| f.size);
+        let bytes = match read_no_follow(&found.dir.join(name), size) {
+            Some(bytes) => bytes,
+            // A link to a file inside the root, or a file that changed since it was listed.
+            None => self.read(&doc_path)?,
+        };
+        super::check_document_size(bytes.len() as u64, &location)?;
+        let doc = crate::document::parse_document(&bytes);
+        super::into_skill(source, &found.rel, location, doc, files)
     }
 
     fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
@@ -349,18 +324,32 @@ impl Inner {
                 self.shown(root)
             )));
         }
-        self.walk_files(base, root)
+        self.walk_files(base, root, None)
     }
 
-    /// Every regular file under `base` (a directory inside the root, already checked).
-    fn walk_files(&self, base: PathBuf, root: &str) -> Result<Vec<FileEntry>> {
+    /// Every regular file under `base` (a directory inside the root, already checked), whose
+    /// own entries may already have been read (`listed`).
+    fn walk_files(
+        &self,
+        base: PathBuf,
+        root: &str,
+        listed: Option<&[Child]>,
+    ) -> Result<Vec<FileEntry>> {
         let mut out = Vec::new();
         let mut seen = HashSet::new();
         seen.insert(base.clone());
         let mut stack = vec![(base, String::new(), 0usize)];
+        let mut listed = listed;
         while let Some((dir, rel, depth)) = stack.pop() {
-            let full_rel = super::join_path(root, &rel);
-            for child in read_children(&dir, &full_rel, self)? {
+            let read;
+            let children = match listed.take() {
+                Some(children) => children,
+                None => {
+                    read = read_children(&dir, &super::join_path(root, &rel), self)?;
+                    &read[..]
+                }
+            };
+            for child in children {
                 let rel_child = super::join_path(&rel, &child.name);
                 let abs = dir.join(&child.name);
                 // The same junk list as archives, so both give the same files and digest.
@@ -369,11 +358,7 @@ impl Inner {
                 }
                 let (kind, target, meta) = match child.kind {
                     Kind::Dir => (Kind::Dir, abs, None),
-                    Kind::File => {
-                        let meta = fs::symlink_metadata(&abs)
-                            .map_err(|e| Error::io(self.shown(&child.rel), e))?;
-                        (Kind::File, abs, Some(meta))
-                    }
+                    Kind::File => (Kind::File, abs, child.file),
                     Kind::Symlink => {
                         let (target, meta) = self.resolve_inside(&abs, &child.rel)?;
                         let kind = if meta.is_dir() {
@@ -383,7 +368,7 @@ impl Inner {
                         } else {
                             Kind::Other
                         };
-                        (kind, target, Some(meta))
+                        (kind, target, Some(FileMeta::of(&meta)))
                     }
                     Kind::Other => (Kind::Other, abs, None),
                 };
@@ -400,11 +385,17 @@ impl Inner {
                         }
                     }
                     Kind::File => {
-                        let meta = meta.expect("files carry metadata");
+                        let meta = match meta {
+                            Some(meta) => meta,
+                            None => FileMeta::of(
+                                &fs::symlink_metadata(&target)
+                                    .map_err(|e| Error::io(self.shown(&child.rel), e))?,
+                            ),
+                        };
                         out.push(FileEntry {
                             path: rel_child,
-                            size: meta.len(),
-                            executable: is_executable(&meta),
+                            size: meta.size,
+                            executable: meta.executable,
                         });
                     }
                     Kind::Symlink | Kind::Other => {
@@ -470,10 +461,78 @@ enum Kind {
     Other,
 }
 
+/// One entry of a directory listing.
 struct Child {
     name: String,
+    /// The path from the source root.
     rel: String,
     kind: Kind,
+    /// Size and mode of a regular file, from the listing's own directory handle.
+    file: Option<FileMeta>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct FileMeta {
+    size: u64,
+    executable: bool,
+}
+
+impl FileMeta {
+    fn of(meta: &fs::Metadata) -> Self {
+        FileMeta {
+            size: meta.len(),
+            executable: is_executable(meta),
+        }
+    }
+}
+
+/// A directory searched for skills, with its entries.
+struct Searched {
+    children: Vec<Child>,
+    depth: usize,
+    rel: String,
+}
+
+/// A skill root found by [`Inner::list`], with its entries when they were read.
+struct Found {
+    rel: String,
+    dir: PathBuf,
+    children: Option<Vec<Child>>,
+}
+
+fn is_document_name(name: &str) -> bool {
+    name == "SKILL.md" || name == "skill.md"
+}
+
+/// `f` over `items` on every core (at most 8 threads), results in order. The calling thread
+/// takes a share too.
+fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let threads = *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+    });
+    if threads < 2 || items.len() < 2 {
+        return items.iter().map(f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let mut parts = items.chunks(chunk);
+        let own = parts.next().unwrap_or_default();
+        let handles: Vec<_> = parts
+            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        let mut out: Vec<R> = own.iter().map(f).collect();
+        for handle in handles {
+            match handle.join() {
+                Ok(part) => out.extend(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
 }
 
 /// Reads a file the walk just listed, refusing a link planted since (`O_NOFOLLOW`), and only if
@@ -518,8 +577,22 @@ fn read_children(dir: &Path, rel: &str, inner: &Inner) -> Result<Vec<Child>> {
         } else {
             Kind::Other
         };
+        let file = if kind == Kind::File {
+            // On Linux this is a `statx` relative to the open directory, not a path walk.
+            let meta = entry
+                .metadata()
+                .map_err(|e| Error::io(inner.shown(rel), e))?;
+            Some(FileMeta::of(&meta))
+        } else {
+            None
+        };
         let rel = super::join_path(rel, &name);
-        out.push(Child { name, rel, kind });
+        out.push(Child {
+            name,
+            rel,
+            kind,
+            file,
+        });
     }
     out.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     Ok(out)
@@ -559,23 +632,29 @@ impl Source for DirSource {
     }
 
     async fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
-        if let Some(files) = self.inner.take_files(root) {
-            return Ok(files);
-        }
         let root = root.to_string();
         self.blocking(move |i| i.files(&root)).await
     }
 
     async fn read(&self, path: &str) -> Result<Bytes> {
-        if let Some(bytes) = self.inner.take_document(path) {
-            return Ok(bytes);
-        }
         let path = path.to_string();
         self.blocking(move |i| i.read(&path)).await
     }
 
     fn location(&self, path: &str) -> String {
         self.inner.shown(path)
+    }
+
+    /// The search, every walk, every document read and every parse in one blocking task, on
+    /// every core; the same results as [`discover_each`](super::discover_each).
+    async fn discover_all(&self) -> Result<super::Discovery> {
+        let source = self.clone();
+        self.blocking(move |inner| {
+            let found = inner.find_roots()?;
+            let results = par_map(&found, |f| (f.rel.clone(), inner.load_found(&source, f)));
+            Ok(super::collect_discovery(&source, results))
+        })
+        .await
     }
 
     fn root_dir_name(&self, root: &str) -> Option<String> {

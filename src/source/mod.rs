@@ -76,6 +76,13 @@ pub trait Source: Debug + Send + Sync {
     fn root_dir_name(&self, root: &str) -> Option<String> {
         (!root.is_empty()).then(|| base_name(root).to_string())
     }
+    /// Reads every root: what [`discover`] returns. The default lists the roots and
+    /// [`load`]s them concurrently ([`discover_each`]); a backend that can do the whole read in
+    /// one pass (the directory source, on every core) overrides it, and must give exactly what
+    /// the default gives — the conformance suite checks every source through both.
+    async fn discover_all(&self) -> Result<Discovery> {
+        discover_each(self).await
+    }
 }
 
 /// The largest SKILL.md any source reads (1 MiB); a larger one is a `document-too-large` fault,
@@ -184,7 +191,22 @@ pub fn document_name(files: &[FileEntry]) -> Option<&'static str> {
 /// [`Error::InvalidSkill`] carrying the fault.
 pub async fn load(source: &(impl Source + ?Sized), root: &str) -> Result<Skill> {
     let files = source.files(root).await?;
-    let Some(doc_name) = document_name(&files) else {
+    let (doc_path, location) = locate_document(source, root, &files)?;
+    let bytes = source.read(&doc_path).await?;
+    check_document_size(bytes.len() as u64, &location)?;
+    let doc = parse_on_runtime(bytes).await;
+    into_skill(source, root, location, doc, files)
+}
+
+/// The first half of [`load`], shared with backends that load in their own way: which document
+/// the root holds (path and location), refused when missing or larger than [`DOCUMENT_LIMIT`]
+/// from its listed size.
+pub(crate) fn locate_document(
+    source: &(impl Source + ?Sized),
+    root: &str,
+    files: &[FileEntry],
+) -> Result<(String, String)> {
+    let Some(doc_name) = document_name(files) else {
         return Err(Error::InvalidSkill {
             path: source.location(root),
             fault: Fault::missing_document(),
@@ -196,32 +218,42 @@ pub async fn load(source: &(impl Source + ?Sized), root: &str) -> Result<Skill> 
         .iter()
         .find(|f| f.path == doc_name)
         .map_or(0, |f| f.size);
+    check_document_size(size, &location)?;
+    Ok((doc_path, location))
+}
+
+/// Refuses a document of `size` bytes when it is over [`DOCUMENT_LIMIT`].
+pub(crate) fn check_document_size(size: u64, location: &str) -> Result<()> {
     if size > DOCUMENT_LIMIT {
         return Err(Error::InvalidSkill {
-            path: location,
+            path: location.to_string(),
             fault: Fault::document_too_large(size, DOCUMENT_LIMIT),
         });
     }
-    let bytes = source.read(&doc_path).await?;
-    if bytes.len() as u64 > DOCUMENT_LIMIT {
-        return Err(Error::InvalidSkill {
+    Ok(())
+}
+
+/// The last step of [`load`]: the parsed document (or its refusal) and the files as a skill.
+pub(crate) fn into_skill(
+    source: &(impl Source + ?Sized),
+    root: &str,
+    location: String,
+    doc: std::result::Result<document::Document, Fault>,
+    files: Vec<FileEntry>,
+) -> Result<Skill> {
+    match doc {
+        Ok(doc) => Ok(Skill::new(
+            root.to_string(),
+            location,
+            source.root_dir_name(root),
+            doc,
+            files,
+        )),
+        Err(fault) => Err(Error::InvalidSkill {
             path: location,
-            fault: Fault::document_too_large(bytes.len() as u64, DOCUMENT_LIMIT),
-        });
-    }
-    let doc = parse_on_runtime(bytes)
-        .await
-        .map_err(|fault| Error::InvalidSkill {
-            path: location.clone(),
             fault,
-        })?;
-    Ok(Skill::new(
-        root.to_string(),
-        location,
-        source.root_dir_name(root),
-        doc,
-        files,
-    ))
+        }),
+    }
 }
 
 /// Parses a document as a task of a multi-threaded runtime, so that [`discover`]'s concurrent
@@ -242,11 +274,16 @@ async fn parse_on_runtime(bytes: Bytes) -> std::result::Result<document::Documen
 }
 
 /// Reads every root of a source. One broken skill never hides the others, and nothing is
-/// dropped silently: each root gives a skill or a fault.
+/// dropped silently: each root gives a skill or a fault. (This is [`Source::discover_all`].)
 pub async fn discover(source: &(impl Source + ?Sized)) -> Result<Discovery> {
+    source.discover_all().await
+}
+
+/// [`discover`] the generic way: [`list`](Source::list), then [`load`] each root, several at
+/// once (a backend's blocking reads overlap); results keep the list order.
+pub async fn discover_each(source: &(impl Source + ?Sized)) -> Result<Discovery> {
     use futures_util::stream::{self, StreamExt};
     let roots = source.list().await?;
-    // Loads run concurrently (a backend's blocking reads overlap), results keep the list order.
     let results: Vec<(String, Result<Skill>)> = stream::iter(roots)
         .map(|root| async move {
             let r = load(source, &root).await;
@@ -255,6 +292,14 @@ pub async fn discover(source: &(impl Source + ?Sized)) -> Result<Discovery> {
         .buffered(DISCOVER_CONCURRENCY)
         .collect()
         .await;
+    Ok(collect_discovery(source, results))
+}
+
+/// Sorts each root's outcome into skills and faults, in order.
+pub(crate) fn collect_discovery(
+    source: &(impl Source + ?Sized),
+    results: Vec<(String, Result<Skill>)>,
+) -> Discovery {
     let mut out = Discovery::default();
     for (root, result) in results {
         match result {
@@ -271,7 +316,7 @@ pub async fn discover(source: &(impl Source + ?Sized)) -> Result<Discovery> {
             }),
         }
     }
-    Ok(out)
+    out
 }
 
 /// How many skills [`discover`] reads at once.

@@ -25,7 +25,21 @@ fn expected() -> Vec<J> {
 
 /// Checks `src` against the catalog; panics with every difference found.
 pub async fn check_source(src: &dyn Source) {
-    let want = expected();
+    check_cases(src, expected(), "the conformance suite").await;
+}
+
+/// Checks `src` against the catalog's **valid** roots only (`"valid": true`): a store that
+/// refuses invalid skills (the SQLite registry) must still list exactly those roots and give
+/// each the catalog's files, executable bits, skill digest, name and no fault.
+pub async fn check_valid_subset(src: &dyn Source) {
+    let valid = expected()
+        .into_iter()
+        .filter(|c| c["valid"].as_bool().unwrap())
+        .collect();
+    check_cases(src, valid, "the conformance suite (valid subset)").await;
+}
+
+async fn check_cases(src: &dyn Source, want: Vec<J>, suite: &str) {
     let mut problems = Vec::new();
 
     let mut roots = src.list().await.expect("list");
@@ -36,6 +50,24 @@ pub async fn check_source(src: &dyn Source) {
     }
 
     let found = source::discover(src).await.expect("discover");
+    // A backend's own discover_all must agree with the generic list-then-load.
+    let each = source::discover_each(src).await.expect("discover_each");
+    let outline = |d: &source::Discovery| {
+        let skills: Vec<String> = d.skills.iter().map(|s| format!("{s:?}")).collect();
+        let faults: Vec<String> = d
+            .faults
+            .iter()
+            .map(|f| format!("{} {} {}", f.root, f.location, f.fault))
+            .collect();
+        (skills, faults)
+    };
+    if outline(&found) != outline(&each) {
+        problems.push(format!(
+            "discover and discover_each disagree:\n{:?}\n{:?}",
+            outline(&found),
+            outline(&each)
+        ));
+    }
     for case in &want {
         let root = case["root"].as_str().unwrap();
         // Files, sizes and executable bits.
@@ -113,86 +145,7 @@ pub async fn check_source(src: &dyn Source) {
     }
     assert!(
         problems.is_empty(),
-        "{src:?} breaks the conformance suite:\n{}",
-        problems.join("\n")
-    );
-}
-
-/// Checks `src` against the catalog's **valid** roots only (`"valid": true`): a store that
-/// refuses invalid skills (the SQLite registry) must still list exactly those roots and give
-/// each the catalog's files, executable bits, skill digest, name and no fault.
-pub async fn check_valid_subset(src: &dyn Source) {
-    let want: Vec<J> = expected()
-        .into_iter()
-        .filter(|c| c["valid"].as_bool().unwrap())
-        .collect();
-    let mut problems = Vec::new();
-
-    let mut roots = src.list().await.expect("list");
-    roots.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-    let want_roots: Vec<&str> = want.iter().map(|c| c["root"].as_str().unwrap()).collect();
-    if roots != want_roots {
-        problems.push(format!("roots: got {roots:?}, want {want_roots:?}"));
-    }
-
-    let found = source::discover(src).await.expect("discover");
-    for case in &want {
-        let root = case["root"].as_str().unwrap();
-        match src.files(root).await {
-            Ok(files) => {
-                let got: Vec<J> = files
-                    .iter()
-                    .map(|f| serde_json::json!({"path": f.path, "size": f.size, "executable": f.executable}))
-                    .collect();
-                if got != case["files"].as_array().unwrap().clone() {
-                    problems.push(format!("{root}: files {got:?}, want {}", case["files"]));
-                }
-            }
-            Err(e) => problems.push(format!("{root}: files failed: {e}")),
-        }
-        match src.manifest(root, "", "").await {
-            Ok(m) if m.digest == case["digest"].as_str().unwrap() => {}
-            Ok(m) => problems.push(format!(
-                "{root}: digest {}, want {}",
-                m.digest, case["digest"]
-            )),
-            Err(e) => problems.push(format!("{root}: manifest failed: {e}")),
-        }
-        match found.skills.iter().find(|s| s.root() == root) {
-            Some(s) => {
-                if s.raw_name() != case["name"].as_str() {
-                    problems.push(format!(
-                        "{root}: name {:?}, want {}",
-                        s.raw_name(),
-                        case["name"]
-                    ));
-                }
-                let faults = s.validate(&ValidateOptions::default());
-                if !faults.is_empty() {
-                    problems.push(format!("{root}: faults {faults:?}, want none"));
-                }
-            }
-            None => problems.push(format!("{root}: not discovered as a skill")),
-        }
-    }
-    if !found.faults.is_empty() {
-        let faults: Vec<String> = found
-            .faults
-            .iter()
-            .map(|f| format!("{}: {}", f.root, f.fault))
-            .collect();
-        problems.push(format!("unexpected faults: {faults:?}"));
-    }
-    if found.skills.len() != want.len() {
-        problems.push(format!(
-            "discover gave {} skills for {} valid roots",
-            found.skills.len(),
-            want.len()
-        ));
-    }
-    assert!(
-        problems.is_empty(),
-        "{src:?} breaks the conformance suite (valid subset):\n{}",
+        "{src:?} breaks {suite}:\n{}",
         problems.join("\n")
     );
 }
