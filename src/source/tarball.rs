@@ -19,63 +19,86 @@ use std::fmt;
 use std::io::Read;
 use std::path::Path;
 
-use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{FileEntry, Source};
+use super::FileEntry;
 use crate::archive::{self, ArchiveError, ArchiveLimits, ArchiveTree};
 use crate::error::{Error, Result};
 
-/// A skill source over a tar archive, gzip-compressed or not.
-pub struct TarballSource {
-    inner: ArchiveSource,
+/// Declares a source type over a checked [`ArchiveTree`], shared by the tar and zip sources:
+/// `open`, `from_bytes` (with the format's reader), `tree`, `Debug` and the [`Source`] impl.
+macro_rules! archive_source {
+    ($(#[$doc:meta])* $name:ident, $reader:path, $what:literal) => {
+        $(#[$doc])*
+        pub struct $name {
+            inner: $crate::source::tarball::ArchiveSource,
+        }
+
+        impl $name {
+            #[doc = concat!("Reads and checks the ", $what, " at `path`.")]
+            pub fn open(
+                path: &::std::path::Path,
+                limits: $crate::archive::ArchiveLimits,
+            ) -> $crate::error::Result<Self> {
+                let (name, bytes) = $crate::source::tarball::read_limited(path, &limits)?;
+                Self::from_bytes(&name, &bytes, limits)
+            }
+
+            #[doc = concat!("Reads and checks a ", $what, " held in memory; `name` is used in locations.")]
+            pub fn from_bytes(
+                name: &str,
+                bytes: &[u8],
+                limits: $crate::archive::ArchiveLimits,
+            ) -> $crate::error::Result<Self> {
+                let tree = $reader(bytes, &limits)?;
+                Ok($name {
+                    inner: $crate::source::tarball::ArchiveSource::new(name, tree),
+                })
+            }
+
+            /// The checked tree the archive was read into.
+            pub fn tree(&self) -> &$crate::archive::ArchiveTree {
+                self.inner.tree()
+            }
+        }
+
+        impl ::std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.debug_tuple(stringify!($name)).field(&self.inner).finish()
+            }
+        }
+
+        #[::async_trait::async_trait]
+        impl $crate::source::Source for $name {
+            async fn list(&self) -> $crate::error::Result<Vec<String>> {
+                Ok(self.inner.list())
+            }
+
+            async fn files(
+                &self,
+                root: &str,
+            ) -> $crate::error::Result<Vec<$crate::source::FileEntry>> {
+                self.inner.files(root)
+            }
+
+            async fn read(&self, path: &str) -> $crate::error::Result<::bytes::Bytes> {
+                self.inner.read(path)
+            }
+
+            fn location(&self, path: &str) -> String {
+                self.inner.location(path)
+            }
+        }
+    };
 }
+pub(super) use archive_source;
 
-impl TarballSource {
-    /// Reads and checks the tarball at `path` (gzip told apart by its magic bytes).
-    pub fn open(path: &Path, limits: ArchiveLimits) -> Result<Self> {
-        let (name, bytes) = read_limited(path, &limits)?;
-        Self::from_bytes(&name, &bytes, limits)
-    }
-
-    /// Reads and checks a tarball held in memory; `name` is used in locations.
-    pub fn from_bytes(name: &str, bytes: &[u8], limits: ArchiveLimits) -> Result<Self> {
-        let tree = archive::read_tar(bytes, &limits)?;
-        Ok(TarballSource {
-            inner: ArchiveSource::new(name, tree),
-        })
-    }
-
-    /// The checked tree the archive was read into.
-    pub fn tree(&self) -> &ArchiveTree {
-        &self.inner.tree
-    }
-}
-
-impl fmt::Debug for TarballSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("TarballSource").field(&self.inner).finish()
-    }
-}
-
-#[async_trait]
-impl Source for TarballSource {
-    async fn list(&self) -> Result<Vec<String>> {
-        Ok(self.inner.list())
-    }
-
-    async fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
-        self.inner.files(root)
-    }
-
-    async fn read(&self, path: &str) -> Result<Bytes> {
-        self.inner.read(path)
-    }
-
-    fn location(&self, path: &str) -> String {
-        self.inner.location(path)
-    }
-}
+archive_source!(
+    /// A skill source over a tar archive, gzip-compressed or not (told apart by magic bytes).
+    TarballSource,
+    archive::read_tar,
+    "tarball"
+);
 
 /// Reads an archive file, at most `limits.max_compressed` bytes of it (one more to tell that
 /// it is larger). Returns its absolute path, for locations, and its bytes.
@@ -177,7 +200,7 @@ impl ArchiveSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{SourceExt, join_path};
+    use crate::source::{Source, SourceExt, join_path};
 
     fn tar_gz(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
         let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());

@@ -15,75 +15,24 @@
 //! duplicate central-directory names, local and central headers agree, no encryption, stored
 //! or deflate only, sizes and CRC-32 as declared) are in its `zip` module.
 
-use std::fmt;
-use std::path::Path;
+use super::tarball::archive_source;
+use crate::archive;
 
-use async_trait::async_trait;
-use bytes::Bytes;
-
-use super::tarball::{ArchiveSource, read_limited};
-use super::{FileEntry, Source};
-use crate::archive::{self, ArchiveLimits, ArchiveTree};
-use crate::error::Result;
-
-/// A skill source over a zip archive.
-pub struct ZipSource {
-    inner: ArchiveSource,
-}
-
-impl ZipSource {
-    /// Reads and checks the zip archive at `path`.
-    pub fn open(path: &Path, limits: ArchiveLimits) -> Result<Self> {
-        let (name, bytes) = read_limited(path, &limits)?;
-        Self::from_bytes(&name, &bytes, limits)
-    }
-
-    /// Reads and checks a zip archive held in memory; `name` is used in locations.
-    pub fn from_bytes(name: &str, bytes: &[u8], limits: ArchiveLimits) -> Result<Self> {
-        let tree = archive::read_zip(bytes, &limits)?;
-        Ok(ZipSource {
-            inner: ArchiveSource::new(name, tree),
-        })
-    }
-
-    /// The checked tree the archive was read into.
-    pub fn tree(&self) -> &ArchiveTree {
-        self.inner.tree()
-    }
-}
-
-impl fmt::Debug for ZipSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ZipSource").field(&self.inner).finish()
-    }
-}
-
-#[async_trait]
-impl Source for ZipSource {
-    async fn list(&self) -> Result<Vec<String>> {
-        Ok(self.inner.list())
-    }
-
-    async fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
-        self.inner.files(root)
-    }
-
-    async fn read(&self, path: &str) -> Result<Bytes> {
-        self.inner.read(path)
-    }
-
-    fn location(&self, path: &str) -> String {
-        self.inner.location(path)
-    }
-}
+archive_source!(
+    /// A skill source over a zip archive.
+    ZipSource,
+    archive::read_zip,
+    "zip archive"
+);
 
 #[cfg(test)]
 mod tests {
     use std::io::Write;
 
     use super::*;
-    use crate::archive::ArchiveError;
+    use crate::archive::{ArchiveError, ArchiveLimits};
     use crate::error::Error;
+    use crate::source::Source;
     use crate::source::SourceExt;
 
     fn zip(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
