@@ -15,6 +15,7 @@ macro_rules! err {
 }
 
 mod matching;
+mod mcp;
 mod read;
 mod registry;
 mod remote;
@@ -249,6 +250,11 @@ enum Command {
     /// Run one script of a skill, confined.
     #[command(after_help = "Example: skillcat run fixtures/conformance/catalog alpha run")]
     Run(script::RunArgs),
+    /// Serve skills, the prompt block and confined script tools over MCP (stdio).
+    #[command(
+        after_help = "Example: skillcat mcp fixtures/mcp/skills --config fixtures/mcp/skillcat.toml"
+    )]
+    Mcp(mcp::McpArgs),
 }
 
 /// Runs one command; returns the exit code.
@@ -314,6 +320,7 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Match(a) => matching::run(a).await,
         Command::Tools(a) => script::tools(a).await,
         Command::Run(a) => script::run(a).await,
+        Command::Mcp(a) => mcp::run(a).await,
         Command::Verify {
             source,
             keyring,

@@ -45,7 +45,7 @@ pub struct RunArgs {
 }
 
 /// The configuration (`--config`, `./skillcat.toml`, or the defaults); errors are printed.
-fn configuration() -> Result<(Config, Environment), u8> {
+pub(super) fn configuration() -> Result<(Config, Environment), u8> {
     let env = Environment::current().map_err(|e| {
         err!("Error: cannot read the working directory: {e}");
         USAGE
@@ -73,7 +73,7 @@ fn interpreters(config: &Config) -> Result<Interpreters, u8> {
 }
 
 /// Whether SOURCE lies in a source the configuration marks core-trusted.
-fn core_trusted(config: &Config, arg: &str) -> bool {
+pub(super) fn core_trusted(config: &Config, arg: &str) -> bool {
     let Ok(arg) = std::fs::canonicalize(arg) else {
         return false;
     };
@@ -94,6 +94,16 @@ fn cli_grant(skill: &Skill, config: &Config, ctx: &Context) -> Grant {
         config.ceiling(),
         ctx,
     )
+}
+
+/// How the command line runs scripts: the session policy from the configured ceiling (`core`
+/// trust only when `ctx` is core-trusted), its limits, and the interpreter allow-list. Errors
+/// are printed.
+pub(super) fn runner_config(config: &Config, ctx: &Context) -> Result<RunnerConfig, u8> {
+    let mut run_config = RunnerConfig::new(policy::policy_from_ceiling(config.ceiling(), ctx));
+    run_config.limits = Limits::from_ceiling(config.ceiling());
+    run_config.interpreters = interpreters(config)?;
+    Ok(run_config)
 }
 
 fn report(e: &ScriptError) -> u8 {
@@ -201,10 +211,8 @@ pub async fn run(a: RunArgs) -> u8 {
         core_trusted_source: core_trusted(&config, &a.source),
     };
     let grant = cli_grant(&skill, &config, &ctx);
-    let mut run_config = RunnerConfig::new(policy::policy_from_ceiling(config.ceiling(), &ctx));
-    run_config.limits = Limits::from_ceiling(config.ceiling());
-    run_config.interpreters = match interpreters(&config) {
-        Ok(i) => i,
+    let run_config = match runner_config(&config, &ctx) {
+        Ok(c) => c,
         Err(code) => return code,
     };
     // A source named on the command line is trusted for script tools: the gate allows.
