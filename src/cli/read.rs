@@ -61,12 +61,6 @@ fn skill_dir_of(arg: &str) -> (String, PathBuf) {
     (shown, path)
 }
 
-fn has_document_entry(dir: &Path) -> bool {
-    ["SKILL.md", "skill.md"]
-        .iter()
-        .any(|n| std::fs::symlink_metadata(dir.join(n)).is_ok())
-}
-
 /// A source named on the command line, read.
 pub(super) struct Opened {
     /// The argument as printed.
@@ -84,7 +78,7 @@ pub(super) struct Opened {
 pub(super) async fn open_and_discover(arg: &str) -> Result<Opened, u8> {
     let (shown, path) = skill_dir_of(arg);
     let is_dir = path.is_dir();
-    let single = is_dir && has_document_entry(&path);
+    let single = is_dir && source::has_document_entry(&path);
     let result = if single {
         DirSource::open_skill(&path, DirOptions::default()).map(|s| Arc::new(s) as Arc<dyn Source>)
     } else {
@@ -200,7 +194,7 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
                 continue;
             }
         };
-        if meta.is_dir() && has_document_entry(&path) {
+        if meta.is_dir() && source::has_document_entry(&path) {
             // One skill: check the path before reading anything.
             if let Err(fault) = source::check(&path) {
                 reports.push(Report {

@@ -65,7 +65,9 @@ struct Inner {
     opts: DirOptions,
 }
 
-fn has_document_entry(dir: &Path) -> bool {
+/// Whether `dir` holds a `SKILL.md` or `skill.md` entry of any type (a directory named so is
+/// still a skill root: validation then reports what is wrong with it).
+pub fn has_document_entry(dir: &Path) -> bool {
     ["SKILL.md", "skill.md"]
         .iter()
         .any(|n| fs::symlink_metadata(dir.join(n)).is_ok())

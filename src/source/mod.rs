@@ -21,7 +21,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-pub use dir::{DirOptions, DirSource, check};
+pub use dir::{DirOptions, DirSource, check, has_document_entry};
 pub use sqlite::RegistrySource;
 pub use tarball::TarballSource;
 pub use zip::ZipSource;
