@@ -1,1 +1,74 @@
 //! The agent runtime: sessions over a catalog, activation of skills for one run, host tools.
+//!
+//! ```text
+//! Session (catalog · matcher · runner + gate · ceiling · ModuleRegistry + module gate)
+//!   │
+//!   ├─ begin(message) ─▶ rank ─▶ top k ─┐
+//!   ├─ begin_with([names]) ─────────────┼─▶ Run (guard) ── activate each skill:
+//!   │                                   │      body (tier 2) ─▶ instructions() / system_prompt()
+//!   │                                   │      script tools   (trusted sources only; Runner::load)
+//!   │                                   │      module tools   (wrapped; trusted sources only)
+//!   │                                   │      names checked against the session's tool set
+//!   │                                   │
+//!   │                                   ├─ call(tool, args) ─▶ script: Runner::run (confined)
+//!   │                                   │                    └▶ module: WrappedTool::call
+//!   │                                   ├─ read_resource(skill, path)   (tier 3, no escapes)
+//!   │                                   └─ finish() / error / panic / drop:
+//!   │                                        tools leave the tool set; a skill no run uses
+//!   │                                        leaves the loaded set and its workspace is removed
+//!   └─ tool_names() / loaded_skills(): what every run in progress holds
+//! ```
+//!
+//! Tool results are data, never instructions: every [`ToolSpec`] and [`ToolOutput`] says
+//! `trusted: false` and carries its [`Provenance`] (skill, version, source). Every failure is a
+//! [`RuntimeError`] with a stable `E_SKILL_*` code and a text for a model; module-tool failures
+//! are [`ToolError`]s, script failures [`ScriptError`](crate::script::ScriptError)s.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use skillcat::catalog::Catalog;
+//! use skillcat::config::{Config, Environment};
+//! use skillcat::runtime::{Session, runner_config};
+//! use skillcat::script::{AllowAll, Runner};
+//!
+//! let env = Environment::current()?;
+//! let config = Config::discover(None, &env)?;
+//! let runner = Runner::new(runner_config(&config, &env)?, Arc::new(AllowAll))?;
+//! let session = Session::builder(Catalog::from_config(&config))
+//!     .config(&config)
+//!     .environment(env)
+//!     .runner(Arc::new(runner))
+//!     .build();
+//!
+//! let run = session.begin("clean up this CSV export").await?;
+//! let system = run.system_prompt("You are a helpful agent.");
+//! let tools: Vec<_> = run.tools().map(|t| t.to_function_json()).collect();
+//! // … send `system`, `tools` and the message to a model; for each tool call it makes:
+//! // let out = run.call(&name, &args).await; feed out.to_model_text() (or the error's) back.
+//! run.finish().await?;
+//! # let _ = (system, tools);
+//! # Ok(()) }
+//! ```
+//!
+//! See `docs/runtime.md` for plugging skillcat into an agent.
+
+mod error;
+mod module;
+mod resource;
+mod run;
+mod session;
+mod tool;
+
+pub use error::{RuntimeError, ToolError};
+pub use module::{
+    ModuleError, ModuleGate, ModuleGateRequest, ModuleRegistry, ModuleResponse, ModuleTool,
+    WrappedTool, is_provider_safe_name,
+};
+pub use resource::{Resource, check_resource_path};
+pub use run::Run;
+pub use session::{
+    Activation, Candidate, DEFAULT_MODULE_TIMEOUT, MatcherFactory, Session, SessionBuilder,
+    runner_config,
+};
+pub use tool::{Content, Provenance, ToolKind, ToolOutput, ToolSpec};

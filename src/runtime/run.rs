@@ -1,0 +1,253 @@
+//! [`Run`]: the skills active for one agent turn and the tools they bring, put away when the run
+//! ends however it ends.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+
+use super::error::RuntimeError;
+use super::resource::Resource;
+use super::session::{Activation, Candidate, Session, Target, read_entry_resource};
+use super::tool::{Content, ToolKind, ToolOutput, ToolSpec};
+use crate::catalog::{Entry, lookup_key};
+use crate::script::LoadedSkill;
+
+/// One agent turn: the skills active for it and the tools they bring.
+///
+/// A guard: when it ends, normally ([`finish`](Run::finish)), by an error that drops it, or by a
+/// panic that unwinds through it, its skills leave the loaded set (unless another run still uses
+/// them), their tools leave the session's tool set, and their workspaces are removed.
+#[must_use = "a run's skills and tools are released when it is dropped"]
+pub struct Run {
+    session: Session,
+    active: Vec<Activation>,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.active.iter().map(|a| a.name.as_str()).collect();
+        f.debug_struct("Run").field("active", &names).finish()
+    }
+}
+
+impl Run {
+    pub(super) fn new(session: Session) -> Run {
+        Run {
+            session,
+            active: Vec::new(),
+        }
+    }
+
+    /// The session it belongs to.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Activates a skill by name (`-` and `_` alike); already active: nothing changes.
+    pub async fn activate(&mut self, name: &str) -> Result<&Activation, RuntimeError> {
+        let entry = self.session.inner.catalog.find(name).await.ok_or_else(|| {
+            RuntimeError::SkillNotFound {
+                name: name.to_string(),
+            }
+        })?;
+        self.activate_entry(entry).await
+    }
+
+    /// Activates the best-matching skills for `message` (at most
+    /// [`top_k`](super::SessionBuilder::top_k)) and says which they were.
+    pub async fn activate_matching(
+        &mut self,
+        message: &str,
+    ) -> Result<Vec<Candidate>, RuntimeError> {
+        let chosen = self.session.rank(message, self.session.inner.top_k).await?;
+        for c in &chosen {
+            self.activate_entry(c.entry.clone()).await?;
+        }
+        Ok(chosen)
+    }
+
+    async fn activate_entry(&mut self, entry: Entry) -> Result<&Activation, RuntimeError> {
+        let key = lookup_key(entry.name());
+        if let Some(i) = self.position(&key) {
+            return Ok(&self.active[i]);
+        }
+        let inner = &self.session.inner;
+        let activation = match inner.join(&key) {
+            Some(a) => a,
+            None => {
+                let live = inner.prepare(&entry).await;
+                inner.install(key, live)?
+            }
+        };
+        // No await between taking the reference and recording it: a cancelled activation
+        // cannot leak a reference.
+        self.active.push(activation);
+        Ok(&self.active[self.active.len() - 1])
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
+        self.active.iter().position(|a| lookup_key(&a.name) == key)
+    }
+
+    /// The skills active, in activation order.
+    pub fn activations(&self) -> &[Activation] {
+        &self.active
+    }
+
+    /// Whether a skill is active in this run (`-` and `_` alike).
+    pub fn is_active(&self, name: &str) -> bool {
+        self.position(&lookup_key(name)).is_some()
+    }
+
+    /// The active skills' bodies, each in a `<skill name="…">` block, to put before the system
+    /// prompt; empty when nothing is active.
+    pub fn instructions(&self) -> String {
+        self.active
+            .iter()
+            .map(|a| {
+                format!(
+                    "<skill name=\"{}\">\n{}\n</skill>",
+                    escape_attr(&a.name),
+                    a.body.trim()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    /// `base` with the [`instructions`](Run::instructions) prepended.
+    pub fn system_prompt(&self, base: &str) -> String {
+        let instructions = self.instructions();
+        if instructions.is_empty() {
+            base.to_string()
+        } else if base.is_empty() {
+            instructions
+        } else {
+            format!("{instructions}\n\n{base}")
+        }
+    }
+
+    /// The tools this run offers, in activation order.
+    pub fn tools(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.active.iter().flat_map(|a| &a.tools)
+    }
+
+    /// Calls a tool of this run: a script tool runs confined through the runner, a module tool
+    /// through its wrapper.
+    pub async fn call(&self, tool: &str, args: &Json) -> Result<ToolOutput, RuntimeError> {
+        let spec =
+            self.tools()
+                .find(|t| t.name == tool)
+                .ok_or_else(|| RuntimeError::ToolNotFound {
+                    tool: tool.to_string(),
+                })?;
+        let (target, script) = {
+            let state = self.session.inner.lock();
+            let slot = state
+                .tools
+                .get(tool)
+                .ok_or_else(|| RuntimeError::ToolNotFound {
+                    tool: tool.to_string(),
+                })?;
+            let script = state
+                .skills
+                .get(&slot.skill_key)
+                .and_then(|l| l.script.clone());
+            (slot.target.clone(), script)
+        };
+        match target {
+            Target::Module(wrapped) => Ok(wrapped.call(args).await?),
+            Target::Script => {
+                let (Some(runner), Some(loaded)) = (&self.session.inner.runner, script) else {
+                    return Err(RuntimeError::ToolNotFound {
+                        tool: tool.to_string(),
+                    });
+                };
+                let out = runner.run(&loaded, tool, args).await?;
+                Ok(ToolOutput {
+                    tool: out.tool.clone(),
+                    kind: ToolKind::Script,
+                    content: Content::Text(out.to_model_text()),
+                    trusted: false,
+                    provenance: spec.provenance.clone(),
+                    script: Some(out),
+                })
+            }
+        }
+    }
+
+    /// Tier 3: a file of a skill active in this run, by a path as its body writes it.
+    pub async fn read_resource(&self, skill: &str, path: &str) -> Result<Resource, RuntimeError> {
+        let i = self
+            .position(&lookup_key(skill))
+            .ok_or_else(|| RuntimeError::NotActive {
+                name: skill.to_string(),
+            })?;
+        read_entry_resource(&self.active[i].entry, path).await
+    }
+
+    /// Where an active skill's workspace is, once one of its scripts has run.
+    pub fn workspace(&self, skill: &str) -> Option<PathBuf> {
+        let key = lookup_key(skill);
+        self.position(&key)?;
+        let state = self.session.inner.lock();
+        let loaded = state.skills.get(&key)?.script.as_ref()?;
+        loaded.workspace().map(|w| w.root().to_path_buf())
+    }
+
+    /// Ends the run: its tools leave the tool set and the workspaces of skills that leave the
+    /// loaded set are removed, reporting a removal that failed.
+    pub async fn finish(mut self) -> Result<(), RuntimeError> {
+        let mut result = Ok(());
+        for loaded in self.release() {
+            // The loaded set held the only other reference, so this is the last one.
+            if let Ok(loaded) = Arc::try_unwrap(loaded)
+                && let Err(e) = loaded.unload().await
+                && result.is_ok()
+            {
+                result = Err(RuntimeError::Script(e));
+            }
+        }
+        result
+    }
+
+    /// Gives back this run's references; returns the scripts of skills that left the loaded
+    /// set (dropping them removes their workspaces).
+    fn release(&mut self) -> Vec<Arc<LoadedSkill>> {
+        let active = std::mem::take(&mut self.active);
+        if active.is_empty() {
+            return Vec::new();
+        }
+        let mut gone = Vec::new();
+        let mut state = self.session.inner.lock();
+        for a in active {
+            let key = lookup_key(&a.name);
+            let Some(live) = state.skills.get_mut(&key) else {
+                continue;
+            };
+            live.refs = live.refs.saturating_sub(1);
+            if live.refs == 0 {
+                if let Some(live) = state.skills.remove(&key) {
+                    gone.extend(live.script);
+                }
+                state.tools.retain(|_, slot| slot.skill_key != key);
+            }
+        }
+        gone
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        // Outside the lock: dropping the last reference removes the workspace.
+        drop(self.release());
+    }
+}
+
+fn escape_attr(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}

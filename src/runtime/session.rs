@@ -1,0 +1,582 @@
+//! [`Session`]: a catalog, a matcher, a runner and the host's module tools, and the tool set and
+//! loaded set that its [`Run`]s share.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::error::{RuntimeError, ToolError};
+use super::module::{ModuleGate, ModuleRegistry, WrappedTool};
+use super::resource::{Resource, check_resource_path};
+use super::run::Run;
+use super::tool::{Provenance, ToolKind, ToolSpec};
+use crate::capability::{Ceiling, Context};
+use crate::catalog::{Catalog, Entry, Snapshot};
+use crate::config::{Config, Environment};
+use crate::matching::{Index, Matcher, SkillDoc};
+use crate::script::{
+    AllowAll, Interpreters, Limits, LoadedSkill, Runner, RunnerConfig, ScriptError, policy,
+};
+use crate::source::join_path;
+
+/// Builds the matcher of a catalog snapshot: hits index [`Snapshot::entries`].
+pub type MatcherFactory = Arc<dyn Fn(&Snapshot) -> Arc<dyn Matcher> + Send + Sync>;
+
+/// How long a module tool may take by default.
+pub const DEFAULT_MODULE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The [`RunnerConfig`] a configuration stands for: the session policy from its ceiling
+/// (`core` trust allowed when any configured source is core-trusted: a grant is `core` only for
+/// such a source's skills), its run limits, and its interpreter allow-list (the host default
+/// when it names none). The helper is the current executable, which must call
+/// [`helper_main`](crate::script::sandbox::helper_main) first thing in `main`.
+pub fn runner_config(config: &Config, env: &Environment) -> Result<RunnerConfig, ScriptError> {
+    let ctx = Context {
+        cwd: env.cwd.clone(),
+        home: env.home.clone(),
+        core_trusted_source: config.sources.iter().any(|s| s.core),
+    };
+    let mut rc = RunnerConfig::new(policy::policy_from_ceiling(config.ceiling(), &ctx));
+    rc.limits = Limits::from_ceiling(config.ceiling());
+    if !config.scripts.interpreters.is_empty() {
+        let mut interpreters = Interpreters::new();
+        for (name, path) in &config.scripts.interpreters {
+            interpreters.insert(name, path.clone())?;
+        }
+        rc.interpreters = interpreters;
+    }
+    Ok(rc)
+}
+
+/// Configures a [`Session`]; see [`Session::builder`].
+pub struct SessionBuilder {
+    catalog: Catalog,
+    runner: Option<Arc<Runner>>,
+    ceiling: Ceiling,
+    env: Option<Environment>,
+    modules: ModuleRegistry,
+    gate: Arc<dyn ModuleGate>,
+    module_timeout: Duration,
+    top_k: usize,
+    modules_for_untrusted: bool,
+    matcher: Option<MatcherFactory>,
+}
+
+impl SessionBuilder {
+    /// The runner of script tools. Without one, no script tool is offered.
+    pub fn runner(mut self, runner: Arc<Runner>) -> Self {
+        self.runner = Some(runner);
+        self
+    }
+
+    /// The capability ceiling skills' grants are computed under (default: [`Ceiling::default`],
+    /// read-only access to the working directory).
+    pub fn ceiling(mut self, ceiling: Ceiling) -> Self {
+        self.ceiling = ceiling;
+        self
+    }
+
+    /// The ceiling of a configuration.
+    pub fn config(self, config: &Config) -> Self {
+        self.ceiling(config.ceiling().clone())
+    }
+
+    /// The working and home directories grants are expanded against (default: the process's;
+    /// when those cannot be read, relative and `~` paths grant nothing).
+    pub fn environment(mut self, env: Environment) -> Self {
+        self.env = Some(env);
+        self
+    }
+
+    /// The host's module tools (and reserved tool names).
+    pub fn modules(mut self, modules: ModuleRegistry) -> Self {
+        self.modules = modules;
+        self
+    }
+
+    /// The gate asked before every module tool call (default: allow all; scripts have the
+    /// runner's own gate).
+    pub fn module_gate(mut self, gate: Arc<dyn ModuleGate>) -> Self {
+        self.gate = gate;
+        self
+    }
+
+    /// How long a module tool may take (default [`DEFAULT_MODULE_TIMEOUT`]).
+    pub fn module_timeout(mut self, timeout: Duration) -> Self {
+        self.module_timeout = timeout;
+        self
+    }
+
+    /// How many of the best-matching skills a message activates (default 1).
+    pub fn top_k(mut self, k: usize) -> Self {
+        self.top_k = k;
+        self
+    }
+
+    /// Whether skills of untrusted sources get their module tools (default `false`: an
+    /// untrusted skill brings its instructions only, never tools).
+    pub fn module_tools_for_untrusted(mut self, on: bool) -> Self {
+        self.modules_for_untrusted = on;
+        self
+    }
+
+    /// How the matcher is built from each catalog snapshot (default: the BM25 [`Index`] over
+    /// name, description and body).
+    pub fn matcher(mut self, factory: MatcherFactory) -> Self {
+        self.matcher = Some(factory);
+        self
+    }
+
+    /// The session.
+    pub fn build(self) -> Session {
+        let env = self.env.unwrap_or_else(|| {
+            Environment::current().unwrap_or(Environment {
+                // Not absolute: relative and `~` ceiling roots expand to nothing.
+                cwd: PathBuf::new(),
+                home: None,
+            })
+        });
+        let matcher = self.matcher.unwrap_or_else(|| Arc::new(bm25_matcher));
+        Session {
+            inner: Arc::new(Inner {
+                catalog: self.catalog,
+                runner: self.runner,
+                ceiling: self.ceiling,
+                env,
+                modules: self.modules,
+                gate: self.gate,
+                module_timeout: self.module_timeout,
+                top_k: self.top_k,
+                modules_for_untrusted: self.modules_for_untrusted,
+                matcher,
+                ranker: Mutex::new(None),
+                state: Mutex::new(State::default()),
+            }),
+        }
+    }
+}
+
+fn bm25_matcher(snapshot: &Snapshot) -> Arc<dyn Matcher> {
+    let docs: Vec<SkillDoc<'_>> = snapshot
+        .entries()
+        .iter()
+        .map(|e| SkillDoc::from_skill(e.skill()))
+        .collect();
+    Arc::new(Index::build(&docs))
+}
+
+/// An agent's view of a catalog: matching, activation for a run, tool calls, resources. A
+/// cheap handle: `Clone` shares it, and it is `Send + Sync`.
+///
+/// The session keeps one **tool set** and one **loaded set**: the tools and skills of every run
+/// in progress. A skill active in two runs at once is loaded once and shared; its tools and
+/// workspace go when the last run using it ends.
+#[derive(Clone)]
+pub struct Session {
+    pub(super) inner: Arc<Inner>,
+}
+
+pub(super) struct Inner {
+    pub(super) catalog: Catalog,
+    pub(super) runner: Option<Arc<Runner>>,
+    ceiling: Ceiling,
+    env: Environment,
+    modules: ModuleRegistry,
+    gate: Arc<dyn ModuleGate>,
+    module_timeout: Duration,
+    pub(super) top_k: usize,
+    modules_for_untrusted: bool,
+    matcher: MatcherFactory,
+    /// The matcher of the last snapshot ranked against.
+    ranker: Mutex<Option<Ranker>>,
+    state: Mutex<State>,
+}
+
+/// A snapshot and the matcher built from it.
+type Ranker = (Arc<Snapshot>, Arc<dyn Matcher>);
+
+/// The tool set and the loaded set.
+#[derive(Default)]
+pub(super) struct State {
+    pub(super) tools: BTreeMap<String, Slot>,
+    pub(super) skills: HashMap<String, Live>,
+}
+
+/// One tool of the tool set: its skill (lookup key and name) and how it is called.
+#[derive(Clone)]
+pub(super) struct Slot {
+    pub(super) skill_key: String,
+    skill: String,
+    pub(super) target: Target,
+}
+
+#[derive(Clone)]
+pub(super) enum Target {
+    Script,
+    Module(Arc<WrappedTool>),
+}
+
+/// A skill in the loaded set: how many runs use it, what activation gave, its scripts.
+pub(super) struct Live {
+    pub(super) refs: usize,
+    activation: Activation,
+    pub(super) script: Option<Arc<LoadedSkill>>,
+    modules: Vec<Arc<WrappedTool>>,
+}
+
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<Session>();
+    shared::<Run>();
+};
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("catalog", &self.inner.catalog)
+            .field("runner", &self.inner.runner)
+            .field("modules", &self.inner.modules)
+            .field("top_k", &self.inner.top_k)
+            .field("tools", &self.tool_names())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A skill ranked for a message.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The skill.
+    pub entry: Entry,
+    /// Its score (for ranking only).
+    pub score: f32,
+}
+
+/// What activating a skill gave a run: its instructions (tier 2) and its tools.
+#[derive(Debug, Clone)]
+pub struct Activation {
+    /// The skill's name.
+    pub name: String,
+    /// Name, version and source.
+    pub provenance: Provenance,
+    /// The body of its SKILL.md: instructions for the model.
+    pub body: String,
+    /// The tools it brings: script tools (trusted sources only), then module tools.
+    pub tools: Vec<ToolSpec>,
+    /// Why tools were withheld or scripts skipped; never silent.
+    pub notes: Vec<String>,
+    pub(super) entry: Entry,
+}
+
+impl Activation {
+    /// The catalog entry activated.
+    pub fn entry(&self) -> &Entry {
+        &self.entry
+    }
+}
+
+impl Session {
+    /// A session over `catalog`; configure it and [`build`](SessionBuilder::build).
+    pub fn builder(catalog: Catalog) -> SessionBuilder {
+        SessionBuilder {
+            catalog,
+            runner: None,
+            ceiling: Ceiling::default(),
+            env: None,
+            modules: ModuleRegistry::new(),
+            gate: Arc::new(AllowAll),
+            module_timeout: DEFAULT_MODULE_TIMEOUT,
+            top_k: 1,
+            modules_for_untrusted: false,
+            matcher: None,
+        }
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
+
+    /// The host's module tools.
+    pub fn modules(&self) -> &ModuleRegistry {
+        &self.inner.modules
+    }
+
+    /// The best `k` skills for `message`, best first.
+    pub async fn rank(&self, message: &str, k: usize) -> Result<Vec<Candidate>, RuntimeError> {
+        let (snapshot, matcher) = self.inner.matcher().await;
+        let hits = matcher
+            .rank(message, k)
+            .await
+            .map_err(|e| RuntimeError::Match {
+                reason: e.to_string(),
+            })?;
+        Ok(hits
+            .into_iter()
+            .filter_map(|h| {
+                snapshot.entries().get(h.index).map(|e| Candidate {
+                    entry: e.clone(),
+                    score: h.score,
+                })
+            })
+            .collect())
+    }
+
+    /// A run with nothing active yet.
+    pub fn start(&self) -> Run {
+        Run::new(self.clone())
+    }
+
+    /// A run with the best-matching skills for `message` active (at most
+    /// [`top_k`](SessionBuilder::top_k); none when nothing matches).
+    pub async fn begin(&self, message: &str) -> Result<Run, RuntimeError> {
+        let mut run = self.start();
+        run.activate_matching(message).await?;
+        Ok(run)
+    }
+
+    /// A run with the skills of these names active (`-` and `_` alike).
+    pub async fn begin_with(&self, names: &[&str]) -> Result<Run, RuntimeError> {
+        let mut run = self.start();
+        for name in names {
+            run.activate(name).await?;
+        }
+        Ok(run)
+    }
+
+    /// The names of the session's tool set (every run in progress), sorted.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner.lock().tools.keys().cloned().collect()
+    }
+
+    /// The names of the skills in the loaded set (active in some run), sorted.
+    pub fn loaded_skills(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .inner
+            .lock()
+            .skills
+            .values()
+            .map(|l| l.activation.name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Tier 3: a file of any catalog skill, by a path as its body writes it.
+    pub async fn read_resource(&self, skill: &str, path: &str) -> Result<Resource, RuntimeError> {
+        let entry =
+            self.inner
+                .catalog
+                .find(skill)
+                .await
+                .ok_or_else(|| RuntimeError::SkillNotFound {
+                    name: skill.to_string(),
+                })?;
+        read_entry_resource(&entry, path).await
+    }
+}
+
+pub(super) async fn read_entry_resource(
+    entry: &Entry,
+    reference: &str,
+) -> Result<Resource, RuntimeError> {
+    let skill = entry.name().to_string();
+    let path = check_resource_path(reference).map_err(|reason| RuntimeError::PathRejected {
+        skill: skill.clone(),
+        path: reference.to_string(),
+        reason,
+    })?;
+    if !entry.skill().files().iter().any(|f| f.path == path) {
+        return Err(RuntimeError::ResourceNotFound { skill, path });
+    }
+    match entry.source().read(&join_path(entry.root(), &path)).await {
+        Ok(data) => Ok(Resource { skill, path, data }),
+        Err(crate::Error::PathRejected { reason, .. }) => Err(RuntimeError::PathRejected {
+            skill,
+            path: reference.to_string(),
+            reason,
+        }),
+        Err(e) => Err(RuntimeError::ResourceUnreadable {
+            skill,
+            path,
+            reason: e.to_string(),
+        }),
+    }
+}
+
+impl Inner {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn matcher(&self) -> (Arc<Snapshot>, Arc<dyn Matcher>) {
+        let snapshot = self.catalog.snapshot().await;
+        let mut ranker = self.ranker.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((s, m)) = &*ranker
+            && Arc::ptr_eq(s, &snapshot)
+        {
+            return (s.clone(), m.clone());
+        }
+        let matcher = (self.matcher)(&snapshot);
+        *ranker = Some((snapshot.clone(), matcher.clone()));
+        (snapshot, matcher)
+    }
+
+    /// Joins a skill already in the loaded set.
+    pub(super) fn join(&self, key: &str) -> Option<Activation> {
+        let mut state = self.lock();
+        let live = state.skills.get_mut(key)?;
+        live.refs += 1;
+        Some(live.activation.clone())
+    }
+
+    /// Everything activating `entry` takes, before its tools enter the tool set.
+    pub(super) async fn prepare(&self, entry: &Entry) -> Live {
+        let provenance = Provenance {
+            skill: entry.name().to_string(),
+            version: entry.skill().version().map(str::to_string),
+            source: entry.source_name().to_string(),
+        };
+        let mut tools = Vec::new();
+        let mut notes = Vec::new();
+        let trusted = entry.scripts_allowed();
+        let has_scripts = entry.skill().frontmatter().get("scripts").is_some()
+            || entry
+                .skill()
+                .files()
+                .iter()
+                .any(|f| f.path.starts_with("scripts/"));
+        let script = match (&self.runner, trusted) {
+            _ if !has_scripts => None,
+            (_, false) => {
+                notes.push(format!(
+                    "script tools withheld: source '{}' is not trusted",
+                    entry.source_name()
+                ));
+                None
+            }
+            (None, true) => {
+                notes.push("script tools withheld: this session runs no scripts".to_string());
+                None
+            }
+            (Some(runner), true) => {
+                let grant = entry.grant(&self.ceiling, &self.env.cwd, self.env.home.as_deref());
+                match runner
+                    .load(entry.source().clone(), entry.skill().clone(), grant)
+                    .await
+                {
+                    Ok(loaded) => {
+                        for s in &loaded.tools().skipped {
+                            notes.push(format!(
+                                "script {} not offered: {} ({})",
+                                s.path,
+                                s.error,
+                                s.error.code()
+                            ));
+                        }
+                        tools.extend(loaded.tools().tools.iter().map(|t| ToolSpec {
+                            name: t.name.clone(),
+                            description: t.description.clone(),
+                            parameters: t.schema(),
+                            kind: ToolKind::Script,
+                            provenance: provenance.clone(),
+                            trusted: false,
+                        }));
+                        Some(Arc::new(loaded))
+                    }
+                    Err(e) => {
+                        notes.push(format!("script tools withheld: {e} ({})", e.code()));
+                        None
+                    }
+                }
+            }
+        };
+        let modules: Vec<Arc<WrappedTool>> = if trusted || self.modules_for_untrusted {
+            self.modules
+                .wrap(&provenance, self.gate.clone(), self.module_timeout)
+                .into_iter()
+                .map(Arc::new)
+                .collect()
+        } else {
+            if !self.modules.names_of(entry.name()).is_empty() {
+                notes.push(format!(
+                    "module tools withheld: source '{}' is not trusted",
+                    entry.source_name()
+                ));
+            }
+            Vec::new()
+        };
+        tools.extend(modules.iter().map(|m| m.spec().clone()));
+        Live {
+            refs: 0,
+            activation: Activation {
+                name: entry.name().to_string(),
+                provenance,
+                body: entry.skill().body().to_string(),
+                tools,
+                notes,
+                entry: entry.clone(),
+            },
+            script,
+            modules,
+        }
+    }
+
+    /// Puts a prepared skill into the loaded set and its tools into the tool set, or refuses a
+    /// name that is taken (nothing of it enters then). When another run loaded the skill
+    /// meanwhile, joins that one instead.
+    pub(super) fn install(&self, key: String, mut live: Live) -> Result<Activation, ToolError> {
+        let mut state = self.lock();
+        if let Some(existing) = state.skills.get_mut(&key) {
+            existing.refs += 1;
+            return Ok(existing.activation.clone());
+        }
+        let skill = &live.activation.name;
+        let mut fresh: BTreeSet<&str> = BTreeSet::new();
+        for spec in &live.activation.tools {
+            let taken_by = if !fresh.insert(&spec.name) {
+                Some(format!("another tool of skill '{skill}'"))
+            } else if self.modules.reserved().any(|r| r == spec.name) {
+                Some("a reserved host tool".to_string())
+            } else {
+                state.tools.get(&spec.name).map(|slot| {
+                    let kind = match slot.target {
+                        Target::Script => "script",
+                        Target::Module(_) => "module",
+                    };
+                    format!("a {kind} tool of skill '{}'", slot.skill)
+                })
+            };
+            if let Some(taken_by) = taken_by {
+                return Err(ToolError::Collision {
+                    tool: spec.name.clone(),
+                    skill: skill.clone(),
+                    taken_by,
+                });
+            }
+        }
+        let modules: HashMap<&str, &Arc<WrappedTool>> = live
+            .modules
+            .iter()
+            .map(|m| (m.spec().name.as_str(), m))
+            .collect();
+        for spec in &live.activation.tools {
+            let target = match spec.kind {
+                ToolKind::Module => Target::Module(modules[spec.name.as_str()].clone()),
+                ToolKind::Script => Target::Script,
+            };
+            state.tools.insert(
+                spec.name.clone(),
+                Slot {
+                    skill_key: key.clone(),
+                    skill: skill.clone(),
+                    target,
+                },
+            );
+        }
+        live.refs = 1;
+        let activation = live.activation.clone();
+        state.skills.insert(key, live);
+        Ok(activation)
+    }
+}
