@@ -7,9 +7,12 @@
 //! Layers, each importing only from those below it:
 //!
 //! ```text
-//! source/ (dir, tarball, zip) · compat                    where bytes live; the reference's API
-//! sign · prompt · pack                                    trust, rendering, reproducible archives
-//! document/ · digest · archive/                           pure: no I/O beyond what they are handed
+//! mcp · serve                                             protocols over the runtime / sources
+//! runtime                                                 sessions, activation, tool sets
+//! catalog · script/ (workspace, sandbox/)                 many sources → one view; confined runs
+//! source/ (dir, tarball, zip, sqlite, http/) · compat     where bytes live; the reference's API
+//! registry/ · sign · config · matching/ · prompt · pack   stores, trust, settings, ranking, rendering
+//! document/ · digest · archive/ · capability              pure: no I/O beyond what they are handed
 //! ```
 
 pub mod archive;
