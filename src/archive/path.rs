@@ -162,8 +162,21 @@ pub fn is_ignored(path: &str) -> bool {
 /// file system: NFC, then full Unicode case mapping (upper, then lower), then NFC again.
 /// `SKILL.md` and `skill.md` share a key; so do `é` precomposed and decomposed, and `ß`/`ss`.
 pub fn fold_key(path: &str) -> String {
-    let nfc: String = path.nfc().collect();
-    nfc.to_uppercase().to_lowercase().nfc().collect()
+    let mut key = String::new();
+    fold_key_into(path, &mut key);
+    key
+}
+
+/// [`fold_key`] into a buffer (cleared first). ASCII, the common case, is lowercased in place
+/// of the Unicode passes: for ASCII text NFC changes nothing and upper-then-lower is lowercase.
+pub(crate) fn fold_key_into(path: &str, key: &mut String) {
+    key.clear();
+    if path.is_ascii() {
+        key.extend(path.chars().map(|c| c.to_ascii_lowercase()));
+    } else {
+        let nfc: String = path.nfc().collect();
+        key.extend(nfc.to_uppercase().to_lowercase().nfc());
+    }
 }
 
 fn is_absolute(path: &str) -> bool {
@@ -406,6 +419,11 @@ mod tests {
         assert_eq!(fold_key("stra\u{df}e"), fold_key("STRASSE"));
         assert_eq!(fold_key("\u{212a}"), fold_key("k"));
         assert_ne!(fold_key("a/b"), fold_key("a/c"));
+        // The ASCII shortcut gives what the Unicode passes give, for every ASCII character.
+        let ascii: String = (0u8..128).map(char::from).collect();
+        let nfc: String = ascii.nfc().collect();
+        let full: String = nfc.to_uppercase().to_lowercase().nfc().collect();
+        assert_eq!(fold_key(&ascii), full);
     }
 
     #[test]

@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, HashMap};
 use bytes::Bytes;
 
 use super::error::ArchiveError;
-use super::path::fold_key;
+use super::path::fold_key_into;
 
 /// The document names, in order of preference.
 pub const DOCUMENT_NAMES: [&str; 2] = ["SKILL.md", "skill.md"];
@@ -144,12 +144,18 @@ enum Kind {
 #[derive(Default)]
 pub(crate) struct TreeBuilder {
     files: BTreeMap<String, TreeFile>,
-    /// Paths given by an entry of their own (directories without their trailing `/`).
-    explicit: HashMap<String, Kind>,
-    /// Every path seen, explicit or implied by a descendant, with its kind.
-    nodes: HashMap<String, Kind>,
-    /// Fold key → the path that holds it.
-    folded: HashMap<String, String>,
+    /// Every path seen, explicit or implied by a descendant, by its fold key: one lookup finds
+    /// the path itself and any path that collides with it.
+    nodes: HashMap<String, Node>,
+    /// Scratch space for fold keys (most lookups hit an ancestor already seen: no allocation).
+    key: String,
+}
+
+struct Node {
+    path: String,
+    kind: Kind,
+    /// Given by an entry of its own (directories without their trailing `/`).
+    explicit: bool,
 }
 
 impl TreeBuilder {
@@ -170,20 +176,24 @@ impl TreeBuilder {
 
     /// Checks a file path before its contents are read (so a duplicate is refused as a
     /// duplicate, not after its bytes were counted).
-    pub(crate) fn check_new_file(&self, path: &str) -> Result<(), ArchiveError> {
+    pub(crate) fn check_new_file(&mut self, path: &str) -> Result<(), ArchiveError> {
         self.check_new(path, Kind::File)
     }
 
-    fn check_new(&self, path: &str, kind: Kind) -> Result<(), ArchiveError> {
-        match self.explicit.get(path) {
-            None => Ok(()),
-            Some(&seen) if seen == kind => Err(ArchiveError::Duplicate {
-                entry: path.to_string(),
+    fn check_new(&mut self, path: &str, kind: Kind) -> Result<(), ArchiveError> {
+        fold_key_into(path, &mut self.key);
+        match self.nodes.get(self.key.as_str()) {
+            Some(node) if node.explicit && node.path == path => Err(if node.kind == kind {
+                ArchiveError::Duplicate {
+                    entry: path.to_string(),
+                }
+            } else {
+                ArchiveError::PathConflict {
+                    entry: path.to_string(),
+                    other: path.to_string(),
+                }
             }),
-            Some(_) => Err(ArchiveError::PathConflict {
-                entry: path.to_string(),
-                other: path.to_string(),
-            }),
+            _ => Ok(()),
         }
     }
 
@@ -192,34 +202,45 @@ impl TreeBuilder {
         let mut end = 0;
         while let Some(i) = path[end..].find('/') {
             end += i;
-            self.node(&path[..end], Kind::Dir, path)?;
+            self.node(&path[..end], Kind::Dir, path, false)?;
             end += 1;
         }
-        self.node(path, kind, path)?;
-        self.explicit.insert(path.to_string(), kind);
-        Ok(())
+        self.node(path, kind, path, true)
     }
 
-    fn node(&mut self, path: &str, kind: Kind, entry: &str) -> Result<(), ArchiveError> {
-        if let Some(&seen) = self.nodes.get(path) {
-            if seen == kind {
-                return Ok(());
-            }
-            return Err(ArchiveError::PathConflict {
+    fn node(
+        &mut self,
+        path: &str,
+        kind: Kind,
+        entry: &str,
+        explicit: bool,
+    ) -> Result<(), ArchiveError> {
+        fold_key_into(path, &mut self.key);
+        match self.nodes.get_mut(self.key.as_str()) {
+            Some(node) if node.path != path => Err(ArchiveError::CaseCollision {
+                entry: entry.to_string(),
+                other: node.path.clone(),
+            }),
+            Some(node) if node.kind != kind => Err(ArchiveError::PathConflict {
                 entry: entry.to_string(),
                 other: path.to_string(),
-            });
+            }),
+            Some(node) => {
+                node.explicit |= explicit;
+                Ok(())
+            }
+            None => {
+                self.nodes.insert(
+                    self.key.clone(),
+                    Node {
+                        path: path.to_string(),
+                        kind,
+                        explicit,
+                    },
+                );
+                Ok(())
+            }
         }
-        let key = fold_key(path);
-        if let Some(other) = self.folded.get(&key) {
-            return Err(ArchiveError::CaseCollision {
-                entry: entry.to_string(),
-                other: other.clone(),
-            });
-        }
-        self.folded.insert(key, path.to_string());
-        self.nodes.insert(path.to_string(), kind);
-        Ok(())
     }
 
     /// Decides the layout and returns the tree.
