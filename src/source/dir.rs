@@ -247,7 +247,7 @@ impl Inner {
             }
             // One listing per candidate tells a skill root from a directory to search further,
             // and a root's listing is the first step of its file walk.
-            let listed = par_map(&candidates, |(dir, rel, _)| read_children(dir, rel, self));
+            let listed = super::par_map(&candidates, |(dir, rel, _)| read_children(dir, rel, self));
             let mut next = Vec::new();
             for ((dir, rel, depth), children) in candidates.into_iter().zip(listed) {
                 match children {
@@ -304,17 +304,13 @@ impl Inner {
             Some(children) => self.walk_files(found.dir.clone(), &found.rel, Some(children))?,
             None => self.files(&found.rel)?,
         };
-        let (doc_path, location) = super::locate_document(source, &found.rel, &files)?;
-        let name = super::base_name(&doc_path);
-        let size = files.iter().find(|f| f.path == name).map_or(0, |f| f.size);
-        let bytes = match read_no_follow(&found.dir.join(name), size) {
-            Some(bytes) => bytes,
-            // A link to a file inside the root, or a file that changed since it was listed.
-            None => self.read(&doc_path)?,
-        };
-        super::check_document_size(bytes.len() as u64, &location)?;
-        let doc = crate::document::parse_document(&bytes);
-        super::into_skill(source, &found.rel, location, doc, files)
+        super::load_sync(source, &found.rel, files, |doc_path, size| {
+            match read_no_follow(&found.dir.join(super::base_name(doc_path)), size) {
+                Some(bytes) => Ok(bytes),
+                // A link to a file inside the root, or a file that changed since it was listed.
+                None => self.read(doc_path),
+            }
+        })
     }
 
     fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
@@ -506,37 +502,6 @@ fn is_document_name(name: &str) -> bool {
     name == "SKILL.md" || name == "skill.md"
 }
 
-/// `f` over `items` on every core (at most 8 threads), results in order. The calling thread
-/// takes a share too.
-fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let threads = *THREADS.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8)
-    });
-    if threads < 2 || items.len() < 2 {
-        return items.iter().map(f).collect();
-    }
-    let chunk = items.len().div_ceil(threads);
-    let f = &f;
-    std::thread::scope(|scope| {
-        let mut parts = items.chunks(chunk);
-        let own = parts.next().unwrap_or_default();
-        let handles: Vec<_> = parts
-            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
-            .collect();
-        let mut out: Vec<R> = own.iter().map(f).collect();
-        for handle in handles {
-            match handle.join() {
-                Ok(part) => out.extend(part),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        out
-    })
-}
-
 /// Reads a file the walk just listed, refusing a link planted since (`O_NOFOLLOW`), and only if
 /// it still holds at least the size the listing saw: exactly that many bytes are returned (a
 /// file that shrank is `None`; one that grew since is read as listed, not past it).
@@ -655,8 +620,12 @@ impl Source for DirSource {
         let source = self.clone();
         self.blocking(move |inner| {
             let found = inner.find_roots()?;
-            let results = par_map(&found, |f| (f.rel.clone(), inner.load_found(&source, f)));
-            Ok(super::collect_discovery(&source, results))
+            Ok(super::discover_parallel(
+                &source,
+                &found,
+                |f| &f.rel,
+                |f| inner.load_found(&source, f),
+            ))
         })
         .await
     }

@@ -76,6 +76,12 @@ pub trait Source: Debug + Send + Sync {
     fn root_dir_name(&self, root: &str) -> Option<String> {
         (!root.is_empty()).then(|| base_name(root).to_string())
     }
+    /// Warnings so far that are not faults of a skill, for people (an HTTP source serving a
+    /// stale cached index after a network error, say). Sources never print them; commands
+    /// show them on stderr. By default none.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Reads every root: what [`discover`] returns. The default lists the roots and
     /// [`load`]s them concurrently ([`discover_each`]); a backend that can do the whole read in
     /// one pass (the directory source, on every core) overrides it, and must give exactly what
@@ -191,21 +197,78 @@ pub fn document_name(files: &[FileEntry]) -> Option<&'static str> {
 /// [`Error::InvalidSkill`] carrying the fault.
 pub async fn load(source: &(impl Source + ?Sized), root: &str) -> Result<Skill> {
     let files = source.files(root).await?;
-    let (doc_path, location) = locate_document(source, root, &files)?;
+    let (doc_path, location, _) = locate_document(source, root, &files)?;
     let bytes = source.read(&doc_path).await?;
     check_document_size(bytes.len() as u64, &location)?;
     let doc = parse_on_runtime(bytes).await;
     into_skill(source, root, location, doc, files)
 }
 
-/// The first half of [`load`], shared with backends that load in their own way: which document
-/// the root holds (path and location), refused when missing or larger than [`DOCUMENT_LIMIT`]
-/// from its listed size.
-pub(crate) fn locate_document(
+/// [`load`] for a backend whose reads do not need to wait (they are in memory, or the caller is
+/// already off the async runtime): the root's `files`, then `read(document path, listed size)`.
+pub(crate) fn load_sync(
+    source: &(impl Source + ?Sized),
+    root: &str,
+    files: Vec<FileEntry>,
+    read: impl FnOnce(&str, u64) -> Result<Bytes>,
+) -> Result<Skill> {
+    let (doc_path, location, size) = locate_document(source, root, &files)?;
+    let bytes = read(&doc_path, size)?;
+    check_document_size(bytes.len() as u64, &location)?;
+    let doc = document::parse_document(&bytes);
+    into_skill(source, root, location, doc, files)
+}
+
+/// [`discover`] for a backend that loads each root with [`load_sync`]: `load` runs over `items`
+/// on every core, and the outcomes are sorted into skills and faults in order.
+pub(crate) fn discover_parallel<T: Sync>(
+    source: &(impl Source + ?Sized),
+    items: &[T],
+    root_of: impl Fn(&T) -> &str + Sync,
+    load: impl Fn(&T) -> Result<Skill> + Sync,
+) -> Discovery {
+    let results = par_map(items, |item| (root_of(item).to_string(), load(item)));
+    collect_discovery(source, results)
+}
+
+/// `f` over `items` on every core (at most 8 threads), results in order. The calling thread
+/// takes a share too.
+pub(crate) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let threads = *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+    });
+    if threads < 2 || items.len() < 2 {
+        return items.iter().map(f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let mut parts = items.chunks(chunk);
+        let own = parts.next().unwrap_or_default();
+        let handles: Vec<_> = parts
+            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        let mut out: Vec<R> = own.iter().map(f).collect();
+        for handle in handles {
+            match handle.join() {
+                Ok(part) => out.extend(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
+}
+
+/// The first half of [`load`]: which document the root holds (path, location and listed size),
+/// refused when missing or larger than [`DOCUMENT_LIMIT`] from its listed size.
+fn locate_document(
     source: &(impl Source + ?Sized),
     root: &str,
     files: &[FileEntry],
-) -> Result<(String, String)> {
+) -> Result<(String, String, u64)> {
     let Some(doc_name) = document_name(files) else {
         return Err(Error::InvalidSkill {
             path: source.location(root),
@@ -219,11 +282,11 @@ pub(crate) fn locate_document(
         .find(|f| f.path == doc_name)
         .map_or(0, |f| f.size);
     check_document_size(size, &location)?;
-    Ok((doc_path, location))
+    Ok((doc_path, location, size))
 }
 
 /// Refuses a document of `size` bytes when it is over [`DOCUMENT_LIMIT`].
-pub(crate) fn check_document_size(size: u64, location: &str) -> Result<()> {
+fn check_document_size(size: u64, location: &str) -> Result<()> {
     if size > DOCUMENT_LIMIT {
         return Err(Error::InvalidSkill {
             path: location.to_string(),
@@ -234,7 +297,7 @@ pub(crate) fn check_document_size(size: u64, location: &str) -> Result<()> {
 }
 
 /// The last step of [`load`]: the parsed document (or its refusal) and the files as a skill.
-pub(crate) fn into_skill(
+fn into_skill(
     source: &(impl Source + ?Sized),
     root: &str,
     location: String,
@@ -296,7 +359,7 @@ pub async fn discover_each(source: &(impl Source + ?Sized)) -> Result<Discovery>
 }
 
 /// Sorts each root's outcome into skills and faults, in order.
-pub(crate) fn collect_discovery(
+fn collect_discovery(
     source: &(impl Source + ?Sized),
     results: Vec<(String, Result<Skill>)>,
 ) -> Discovery {

@@ -31,7 +31,7 @@ macro_rules! archive_source {
     ($(#[$doc:meta])* $name:ident, $reader:path, $what:literal) => {
         $(#[$doc])*
         pub struct $name {
-            inner: $crate::source::tarball::ArchiveSource,
+            inner: ::std::sync::Arc<$crate::source::tarball::ArchiveSource>,
         }
 
         impl $name {
@@ -52,7 +52,9 @@ macro_rules! archive_source {
             ) -> $crate::error::Result<Self> {
                 let tree = $reader(bytes, &limits)?;
                 Ok($name {
-                    inner: $crate::source::tarball::ArchiveSource::new(name, tree),
+                    inner: ::std::sync::Arc::new($crate::source::tarball::ArchiveSource::new(
+                        name, tree,
+                    )),
                 })
             }
 
@@ -87,6 +89,15 @@ macro_rules! archive_source {
 
             fn location(&self, path: &str) -> String {
                 self.inner.location(path)
+            }
+
+            async fn discover_all(&self) -> $crate::error::Result<$crate::source::Discovery> {
+                let inner = ::std::sync::Arc::clone(&self.inner);
+                ::tokio::task::spawn_blocking(move || inner.discover_sync())
+                    .await
+                    .map_err(|e| {
+                        $crate::error::Error::Invalid(format!("archive task failed: {e}"))
+                    })
             }
         }
     };
@@ -142,6 +153,25 @@ impl fmt::Debug for ArchiveSource {
     }
 }
 
+#[async_trait::async_trait]
+impl super::Source for ArchiveSource {
+    async fn list(&self) -> Result<Vec<String>> {
+        Ok(ArchiveSource::list(self))
+    }
+
+    async fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
+        ArchiveSource::files(self, root)
+    }
+
+    async fn read(&self, path: &str) -> Result<Bytes> {
+        ArchiveSource::read(self, path)
+    }
+
+    fn location(&self, path: &str) -> String {
+        ArchiveSource::location(self, path)
+    }
+}
+
 impl ArchiveSource {
     pub(super) fn new(name: &str, tree: ArchiveTree) -> Self {
         ArchiveSource {
@@ -187,6 +217,20 @@ impl ArchiveSource {
 
     pub(super) fn location(&self, path: &str) -> String {
         format!("{}!/{}", self.name, path)
+    }
+
+    /// Every root loaded on every core: the tree is in memory, nothing waits.
+    pub(super) fn discover_sync(&self) -> super::Discovery {
+        let roots = self.list();
+        super::discover_parallel(
+            self,
+            &roots,
+            |root| root.as_str(),
+            |root| {
+                let files = self.files(root)?;
+                super::load_sync(self, root, files, |path, _| self.read(path))
+            },
+        )
     }
 
     fn check(&self, path: &str) -> Result<()> {
