@@ -14,7 +14,7 @@ pub const MANIFEST_SCHEMA: &str = "agent-skill-manifest/v1";
 
 /// `sha256:<hex>` of some bytes.
 pub fn sha256_digest(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+    prefixed_hex(&sha256(bytes))
 }
 
 /// The raw sha256 of some bytes.
@@ -37,16 +37,30 @@ pub fn parse_digest(s: &str) -> Option<[u8; 32]> {
 pub fn tree_digest<'a>(files: impl IntoIterator<Item = (&'a str, [u8; 32])>) -> String {
     let mut files: Vec<(&str, [u8; 32])> = files.into_iter().collect();
     files.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    tree_digest_sorted(files.iter().map(|(p, h)| (*p, h)))
+}
+
+/// [`tree_digest`] of files already in byte order of path.
+fn tree_digest_sorted<'a>(files: impl Iterator<Item = (&'a str, &'a [u8; 32])>) -> String {
     let mut hasher = Sha256::new();
-    let mut hex_buf = [0u8; 64];
+    // `\0` + 64 hex digits + `\n` after each path.
+    let mut tail = [0u8; 66];
+    tail[65] = b'\n';
     for (path, hash) in files {
         hasher.update(path.as_bytes());
-        hasher.update([0u8]);
-        hex::encode_to_slice(hash, &mut hex_buf).expect("64-byte buffer for 32 bytes");
-        hasher.update(hex_buf);
-        hasher.update(b"\n");
+        hex::encode_to_slice(hash, &mut tail[1..65]).expect("64 bytes for 32");
+        hasher.update(tail);
     }
-    format!("sha256:{}", hex::encode(hasher.finalize()))
+    prefixed_hex(&hasher.finalize().into())
+}
+
+/// `sha256:<64 lowercase hex>` in one allocation.
+fn prefixed_hex(hash: &[u8; 32]) -> String {
+    let mut out = [0u8; 71];
+    out[..7].copy_from_slice(b"sha256:");
+    hex::encode_to_slice(hash, &mut out[7..]).expect("64 bytes for 32");
+    // Only ASCII was written.
+    String::from_utf8(out.to_vec()).expect("ASCII")
 }
 
 /// One file in a [`Manifest`].
@@ -93,7 +107,7 @@ impl Manifest {
                     ManifestFile {
                         path: path.to_string(),
                         size: bytes.len() as u64,
-                        digest: format!("sha256:{}", hex::encode(hash)),
+                        digest: prefixed_hex(&hash),
                         executable,
                     },
                     hash,
@@ -101,7 +115,7 @@ impl Manifest {
             })
             .collect();
         entries.sort_unstable_by(|a, b| a.0.path.as_bytes().cmp(b.0.path.as_bytes()));
-        let digest = tree_digest(entries.iter().map(|(f, h)| (f.path.as_str(), *h)));
+        let digest = tree_digest_sorted(entries.iter().map(|(f, h)| (f.path.as_str(), h)));
         Manifest {
             schema: MANIFEST_SCHEMA.to_string(),
             name: name.to_string(),
