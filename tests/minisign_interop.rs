@@ -39,6 +39,15 @@ fn minisign_available() -> bool {
 }
 
 /// Runs `minisign` in `dir` with `args`, feeding `stdin` (for passwords).
+/// `minisign -V` of `statement.txt` in `dir` against `X.pub` and the signature file `sig`.
+fn minisign_verify(dir: &Path, sig: &str) -> Output {
+    minisign(
+        dir,
+        &["-V", "-p", "X.pub", "-m", "statement.txt", "-x", sig],
+        "",
+    )
+}
+
 fn minisign(dir: &Path, args: &[&str], stdin: &str) -> Output {
     use std::io::Write as _;
     let mut child = Command::new("minisign")
@@ -348,14 +357,7 @@ fn c_tampering_fails_on_both_sides() {
     let our_sig = sign::sign(&statement, &read(dir.join("X.key")), None).unwrap();
     std::fs::write(dir.join("ours.minisig"), &our_sig).unwrap();
     for name in ["cli.minisig", "ours.minisig"] {
-        ok(
-            minisign(
-                dir,
-                &["-V", "-p", "X.pub", "-m", "statement.txt", "-x", name],
-                "",
-            ),
-            name,
-        );
+        ok(minisign_verify(dir, name), name);
     }
 
     // A changed byte in a file: skillcat recomputes another statement and refuses; the CLI
@@ -370,11 +372,7 @@ fn c_tampering_fails_on_both_sides() {
             matches!(err, SignError::SignatureMismatch { .. }),
             "{name}: {err}"
         );
-        let out = minisign(
-            dir,
-            &["-V", "-p", "X.pub", "-m", "statement.txt", "-x", name],
-            "",
-        );
+        let out = minisign_verify(dir, name);
         assert!(
             !out.status.success(),
             "minisign accepted {name} over a tampered statement"
@@ -386,11 +384,7 @@ fn c_tampering_fails_on_both_sides() {
     text[30] ^= 1;
     std::fs::write(dir.join("statement.txt"), &text).unwrap();
     for name in ["cli.minisig", "ours.minisig"] {
-        let out = minisign(
-            dir,
-            &["-V", "-p", "X.pub", "-m", "statement.txt", "-x", name],
-            "",
-        );
+        let out = minisign_verify(dir, name);
         assert!(
             !out.status.success(),
             "minisign accepted {name} over a changed statement"
@@ -409,19 +403,7 @@ fn c_tampering_fails_on_both_sides() {
         );
         let forged_name = format!("forged-{name}");
         std::fs::write(dir.join(&forged_name), &forged).unwrap();
-        let out = minisign(
-            dir,
-            &[
-                "-V",
-                "-p",
-                "X.pub",
-                "-m",
-                "statement.txt",
-                "-x",
-                &forged_name,
-            ],
-            "",
-        );
+        let out = minisign_verify(dir, &forged_name);
         assert!(
             !out.status.success(),
             "minisign accepted a forged trusted comment in {name}"
@@ -445,19 +427,7 @@ fn c_tampering_fails_on_both_sides() {
         );
         let forged_name = format!("flipped-{name}");
         std::fs::write(dir.join(&forged_name), &forged).unwrap();
-        let out = minisign(
-            dir,
-            &[
-                "-V",
-                "-p",
-                "X.pub",
-                "-m",
-                "statement.txt",
-                "-x",
-                &forged_name,
-            ],
-            "",
-        );
+        let out = minisign_verify(dir, &forged_name);
         assert!(
             !out.status.success(),
             "minisign accepted a changed signature in {name}"
@@ -467,14 +437,7 @@ fn c_tampering_fails_on_both_sides() {
     // Both still verify the untouched pair.
     for (name, sig) in [("cli.minisig", &cli_sig), ("ours.minisig", &our_sig)] {
         sign::verify(&manifest, sig, &keyring, "acme-pdf").unwrap();
-        ok(
-            minisign(
-                dir,
-                &["-V", "-p", "X.pub", "-m", "statement.txt", "-x", name],
-                "",
-            ),
-            name,
-        );
+        ok(minisign_verify(dir, name), name);
     }
 }
 
