@@ -14,6 +14,10 @@ use skillcat::document::FaultKind;
 use skillcat::prompt::{PromptFormat, PromptOptions};
 use skillcat::source::{DirOptions, DirSource, FileEntry, Source};
 
+mod support;
+
+use support::bin::Skillcat;
+
 fn write_skill(dir: &Path, dir_name: &str, name: &str, description: &str, extra: &str) {
     let d = dir.join(dir_name);
     std::fs::create_dir_all(&d).unwrap();
@@ -514,22 +518,15 @@ fn cli_without_source_uses_the_configured_catalog() {
     );
     skill(&root.join("home/.agents/skills"), "mine", "The user's own.");
     let run = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_skillcat"))
-            .args(args)
-            .current_dir(repo.join("sub"))
+        Skillcat::new(args)
+            .cwd(repo.join("sub"))
             .env("HOME", root.join("home"))
-            .output()
-            .unwrap()
+            .run()
     };
 
     // Defaults: the project's skills before the user's; the shadowed one is reported.
     let out = run(&["list", "--format", "json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let listed: Vec<(&str, &str)> = v["skills"]
         .as_array()
@@ -539,11 +536,11 @@ fn cli_without_source_uses_the_configured_catalog() {
         .collect();
     assert_eq!(listed, [("hello", "untrusted"), ("mine", "trusted")]);
     assert_eq!(v["diagnostics"][0]["kind"], "shadowed");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = &out.stderr;
     assert!(stderr.contains("shadowed by `hello`"), "{stderr}");
 
     let out = run(&["prompt"]);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.code, 0);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.contains("\nSays hello.\n") && text.contains("\nmine\n"),
@@ -562,7 +559,7 @@ fn cli_without_source_uses_the_configured_catalog() {
     )
     .unwrap();
     let out = run(&["prompt", "--config", conf.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.code, 0);
     assert!(
         String::from_utf8(out.stdout)
             .unwrap()
@@ -571,11 +568,11 @@ fn cli_without_source_uses_the_configured_catalog() {
             .count()
             <= 200
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("200-character budget"));
+    assert!(out.stderr.contains("200-character budget"));
 
     // A bad configuration is a usage error naming the key and line.
     std::fs::write(&conf, "[prompt]\nbudget = \"x\"\n").unwrap();
     let out = run(&["list", "--config", conf.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("c.toml:2:10: prompt.budget"));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("c.toml:2:10: prompt.budget"));
 }

@@ -11,100 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as J;
 
-const BIN: &str = env!("CARGO_BIN_EXE_skillcat");
-const DEADLINE: Duration = Duration::from_secs(20);
+mod support;
 
-/// What one run of the binary gave.
-#[derive(Debug)]
-struct Out {
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-impl Out {
-    fn out(&self) -> &str {
-        std::str::from_utf8(&self.stdout).expect("stdout is UTF-8")
-    }
-
-    fn json(&self) -> J {
-        serde_json::from_slice(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
-    }
-
-    #[track_caller]
-    fn code(&self, want: i32) -> &Self {
-        assert_eq!(
-            self.code,
-            want,
-            "exit code; stdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&self.stdout),
-            self.stderr
-        );
-        self
-    }
-}
-
-fn manifest_dir() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs the binary in `cwd` (the crate directory when `None`), with a deadline.
-#[track_caller]
-fn run_in(cwd: Option<&Path>, args: &[&str]) -> Out {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .current_dir(cwd.unwrap_or(manifest_dir()))
-        .env("RUST_BACKTRACE", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn skillcat");
-    let mut so = child.stdout.take().unwrap();
-    let mut se = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = so.read_to_end(&mut b);
-        b
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = se.read_to_end(&mut b);
-        b
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("skillcat {args:?} did not finish within {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    let stdout = t_out.join().unwrap();
-    let stderr = String::from_utf8_lossy(&t_err.join().unwrap()).into_owned();
-    assert!(
-        !stderr.contains("panicked"),
-        "skillcat {args:?} panicked:\n{stderr}"
-    );
-    let code = status
-        .code()
-        .unwrap_or_else(|| panic!("skillcat {args:?} killed by a signal: {status:?}\n{stderr}"));
-    Out {
-        code,
-        stdout,
-        stderr,
-    }
-}
-
-#[track_caller]
-fn run(args: &[&str]) -> Out {
-    run_in(None, args)
-}
+use support::bin::{BIN, DEADLINE, manifest_dir, run, run_in};
 
 /// Writes `ROOT/<dir>/SKILL.md` with the given text and returns the directory.
 fn write_skill(root: &Path, dir: &str, text: &str) -> PathBuf {
@@ -309,7 +218,7 @@ fn validate_prints_paths_the_way_the_reference_does() {
          Valid skill: fixtures/../fixtures/skills/csv-cleaner\n"
     );
     let o = run_in(
-        Some(&manifest_dir().join("fixtures/skills/log-search")),
+        manifest_dir().join("fixtures/skills/log-search"),
         &["validate", "../pdf-forms/"],
     );
     o.code(0);
@@ -319,17 +228,17 @@ fn validate_prints_paths_the_way_the_reference_does() {
 #[test]
 fn validate_dot_inside_a_skill_uses_the_canonical_directory_name() {
     let dir = manifest_dir().join("fixtures/skills/pdf-forms");
-    let o = run_in(Some(&dir), &["validate", "."]);
+    let o = run_in(&dir, &["validate", "."]);
     o.code(0);
     assert_eq!(o.out(), "Valid skill: .\n");
-    let o = run_in(Some(&dir), &["validate", "SKILL.md"]);
+    let o = run_in(&dir, &["validate", "SKILL.md"]);
     o.code(0);
     assert_eq!(o.out(), "Valid skill: .\n");
 
     // And the name check really uses the directory's name: `.` of a mismatching skill fails.
     let tmp = tempfile::tempdir().unwrap();
     let d = write_skill(tmp.path(), "other-dir", &simple("my-skill", "d"));
-    let o = run_in(Some(&d), &["validate", "."]);
+    let o = run_in(&d, &["validate", "."]);
     o.code(1);
     assert_eq!(
         o.stderr,
@@ -339,10 +248,7 @@ fn validate_dot_inside_a_skill_uses_the_canonical_directory_name() {
 
 #[test]
 fn validate_dot_on_a_directory_of_skills_names_each_root() {
-    let o = run_in(
-        Some(&manifest_dir().join("fixtures/skills")),
-        &["validate", "."],
-    );
+    let o = run_in(manifest_dir().join("fixtures/skills"), &["validate", "."]);
     o.code(0);
     let want: String = SKILLS
         .iter()
@@ -889,10 +795,7 @@ fn prompt_xml_is_byte_identical_to_the_reference() {
     assert_eq!(o.out(), want);
     assert_eq!(o.stderr, "");
     // The SKILL.md path and a relative path give the same block.
-    let o2 = run_in(
-        Some(tmp.path()),
-        &["prompt", "beta/SKILL.md", "./alpha-one/"],
-    );
+    let o2 = run_in(tmp.path(), &["prompt", "beta/SKILL.md", "./alpha-one/"]);
     o2.code(0);
     assert_eq!(o2.out(), want);
 }

@@ -9,11 +9,10 @@
 //! process's own `SKILLCAT_PASSWORD` on.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use bytes::Bytes;
 use flate2::Compression;
@@ -21,134 +20,24 @@ use flate2::write::GzEncoder;
 use serde_json::Value as J;
 use skillcat::pack::{PackEntry, write_tar_gz, write_zip};
 
-const BIN: &str = env!("CARGO_BIN_EXE_skillcat");
+mod support;
+
+use support::bin::{Out, Running, Skillcat};
+
 /// Generous: a password-protected key costs a few seconds of scrypt in a debug build.
 const DEADLINE: Duration = Duration::from_secs(90);
 const PASSWORD_ENV: &str = "SKILLCAT_PASSWORD";
 
 // ───────────────────────────── running the binary ─────────────────────────────
 
-/// What one run of the binary gave.
-#[derive(Debug)]
-struct Out {
-    args: Vec<String>,
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-impl Out {
-    fn out(&self) -> &str {
-        std::str::from_utf8(&self.stdout).expect("stdout is UTF-8")
-    }
-
-    #[track_caller]
-    fn json(&self) -> J {
-        serde_json::from_slice(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
-    }
-
-    #[track_caller]
-    fn code(&self, want: i32) -> &Self {
-        assert_eq!(
-            self.code,
-            want,
-            "exit code of skillcat {:?}; stdout:\n{}\nstderr:\n{}",
-            self.args,
-            String::from_utf8_lossy(&self.stdout),
-            self.stderr
-        );
-        self
-    }
-
-    /// Asserts stderr holds every one of `needles` (`a|b`: either `a` or `b`).
-    #[track_caller]
-    fn says(&self, needles: &[&str]) -> &Self {
-        for n in needles {
-            assert!(
-                n.split('|').any(|alt| self.stderr.contains(alt)),
-                "skillcat {:?}: stderr lacks {n:?}:\n{}",
-                self.args,
-                self.stderr
-            );
-        }
-        self
-    }
-}
-
-/// A child running with its output drained on two threads.
-struct Running {
-    args: Vec<String>,
-    child: Child,
-    out: JoinHandle<Vec<u8>>,
-    err: JoinHandle<Vec<u8>>,
-    start: Instant,
-}
-
 /// Starts the binary in `cwd` with extra environment variables.
 fn spawn(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> Running {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .current_dir(cwd)
+    Skillcat::new(args)
+        .cwd(cwd)
         .env_remove(PASSWORD_ENV)
-        .env("RUST_BACKTRACE", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("spawn skillcat");
-    let mut so = child.stdout.take().unwrap();
-    let mut se = child.stderr.take().unwrap();
-    Running {
-        args: args.iter().map(|a| a.to_string()).collect(),
-        child,
-        out: std::thread::spawn(move || {
-            let mut b = Vec::new();
-            let _ = so.read_to_end(&mut b);
-            b
-        }),
-        err: std::thread::spawn(move || {
-            let mut b = Vec::new();
-            let _ = se.read_to_end(&mut b);
-            b
-        }),
-        start: Instant::now(),
-    }
-}
-
-impl Running {
-    #[track_caller]
-    fn wait(mut self) -> Out {
-        let args = self.args;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                break status;
-            }
-            if self.start.elapsed() > DEADLINE {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!("skillcat {args:?} did not finish within {DEADLINE:?}");
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        };
-        let stdout = self.out.join().unwrap();
-        let stderr = String::from_utf8_lossy(&self.err.join().unwrap()).into_owned();
-        assert!(
-            !stderr.contains("panicked"),
-            "skillcat {args:?} panicked:\n{stderr}"
-        );
-        let code = status.code().unwrap_or_else(|| {
-            panic!("skillcat {args:?} killed by a signal: {status:?}\n{stderr}")
-        });
-        Out {
-            args,
-            code,
-            stdout,
-            stderr,
-        }
-    }
+        .envs(env)
+        .deadline(DEADLINE)
+        .spawn()
 }
 
 #[track_caller]

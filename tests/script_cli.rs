@@ -4,26 +4,23 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
+use std::time::Duration;
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+mod support;
 
+use support::bin::{Out, Skillcat};
+
+/// Longer than the scripts' own 20-second timeout, so the runner's limit is what a slow script
+/// meets.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+#[track_caller]
 fn skillcat(cwd: &Path, args: &[&str]) -> Out {
-    let o = Command::new(env!("CARGO_BIN_EXE_skillcat"))
-        .args(args)
-        .current_dir(cwd)
+    Skillcat::new(args)
+        .cwd(cwd)
         .env_remove("SKILLCAT_CONFIG")
-        .output()
-        .unwrap();
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+        .deadline(DEADLINE)
+        .run()
 }
 
 fn manifest() -> &'static Path {
@@ -71,7 +68,7 @@ fn run_prints_the_result_and_exits_0() {
         &["run", ".", "echo", "echo_args", "--args", "a 'b c'"],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(o.stdout, "[a]\n[b c]\n\n");
+    assert_eq!(o.out(), "[a]\n[b c]\n\n");
     // The full tool name, and `_` for `-` in the skill name, work too.
     let o = skillcat(
         d.path(),
@@ -84,7 +81,7 @@ fn run_prints_the_result_and_exits_0() {
             r#"{"args":"x"}"#,
         ],
     );
-    assert_eq!(o.stdout, "[x]\n\n");
+    assert_eq!(o.out(), "[x]\n\n");
 }
 
 #[test]
@@ -102,7 +99,7 @@ fn declared_parameters_come_from_json() {
         ],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(o.stdout, "hello world --loud\n\n");
+    assert_eq!(o.out(), "hello world --loud\n\n");
     let o = skillcat(
         d.path(),
         &["run", ".", "echo", "greet", "--json", r#"{"who":1}"#],
@@ -134,14 +131,14 @@ fn the_frontmatter_grant_reads_the_working_directory_only() {
         ],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(o.stdout, "readable from cwd\n\n");
+    assert_eq!(o.out(), "readable from cwd\n\n");
     let o = skillcat(
         d.path(),
         &["run", ".", "echo", "read", "--args", "/etc/hostname"],
     );
     assert_eq!(o.code, 1);
-    assert!(o.stdout.starts_with("Error (exit 1):\n"), "{}", o.stdout);
-    assert!(o.stdout.contains("Permission denied"), "{}", o.stdout);
+    assert!(o.out().starts_with("Error (exit 1):\n"), "{}", o.out());
+    assert!(o.out().contains("Permission denied"), "{}", o.out());
     assert!(o.stderr.contains("E_SKILL_SCRIPT_FAILED"), "{}", o.stderr);
 }
 
@@ -153,7 +150,7 @@ fn failures_and_refusals_exit_1_with_the_code_on_stderr() {
         &["run", &escape.to_string_lossy(), "attack-memory", "attack"],
     );
     assert_eq!(o.code, 1);
-    assert!(o.stdout.starts_with("Error (exit 3):\n"), "{}", o.stdout);
+    assert!(o.out().starts_with("Error (exit 3):\n"), "{}", o.out());
     assert!(o.stderr.contains("E_SKILL_SCRIPT_FAILED"), "{}", o.stderr);
     let o = skillcat(
         manifest(),
@@ -203,7 +200,7 @@ fn tools_lists_each_tool_with_its_schema() {
     let d = skills();
     let o = skillcat(d.path(), &["tools", ".", "echo", "--format", "json"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let doc: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(o.out()).unwrap();
     let names: Vec<&str> = doc["tools"]
         .as_array()
         .unwrap()
@@ -226,15 +223,15 @@ fn tools_lists_each_tool_with_its_schema() {
     let o = skillcat(d.path(), &["tools", ".", "echo"]);
     assert_eq!(o.code, 0);
     assert!(
-        o.stdout.contains("run_echo_greet  Greet someone."),
+        o.out().contains("run_echo_greet  Greet someone."),
         "{}",
-        o.stdout
+        o.out()
     );
     assert!(
-        o.stdout
+        o.out()
             .contains("parameters: who: string (positional), loud?: boolean"),
         "{}",
-        o.stdout
+        o.out()
     );
 }
 
@@ -268,7 +265,7 @@ fn the_configuration_sets_the_ceiling_and_the_interpreters() {
         d.path(),
         &["run", ".", "writer", "write", "--args", &out_arg],
     );
-    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert_eq!(o.code, 1, "{}", o.out());
     assert!(!out.join("result.txt").exists());
 
     let sh = ["/usr/bin/sh", "/bin/sh"]
@@ -284,7 +281,7 @@ fn the_configuration_sets_the_ceiling_and_the_interpreters() {
         d.path(),
         &["run", ".", "writer", "write", "--args", &out_arg],
     );
-    assert_eq!(o.code, 0, "{} {}", o.stdout, o.stderr);
+    assert_eq!(o.code, 0, "{} {}", o.out(), o.stderr);
     assert_eq!(
         std::fs::read_to_string(out.join("result.txt")).unwrap(),
         "written\n"

@@ -1,4 +1,5 @@
-//! Shared test support: the source conformance suite.
+//! Shared test support: the source conformance suite, and running the real binary.
 #![allow(dead_code)]
 
+pub mod bin;
 pub mod conformance;
