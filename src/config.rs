@@ -7,7 +7,8 @@
 //! ├── [scripts]          interpreters (name → absolute path), extension_fields
 //! ├── keyring, cache_dir paths
 //! ├── [prompt]           budget (characters of the tier-1 block)
-//! └── [matcher]          free-form, handed to the matcher as a toml::Table
+//! └── [matcher]          mode, top, weight, cache, [matcher.bm25], [matcher.embedder]
+//!                        → matching::MatcherConfig
 //! ```
 //!
 //! Where it comes from ([`Config::discover`]): the file named with `--config`, else
@@ -56,6 +57,7 @@ use toml::Spanned;
 
 use crate::capability::{Ceiling, EXTENSION_FIELDS};
 use crate::document::ValidateOptions;
+use crate::matching::{MatcherConfig, RawMatcher};
 use crate::prompt::{PromptFormat, PromptOptions};
 use crate::source::OpenOptions;
 
@@ -167,8 +169,8 @@ pub struct Config {
     pub cache_dir: Option<PathBuf>,
     /// The `[prompt]` section.
     pub prompt: PromptConfig,
-    /// The `[matcher]` section, as written (read by the matcher).
-    pub matcher: toml::Table,
+    /// The `[matcher]` section: how `skillcat match` ranks skills.
+    pub matcher: MatcherConfig,
 }
 
 /// A configuration that could not be read.
@@ -475,7 +477,11 @@ impl Config {
             .cache_dir
             .map(|k| PathBuf::from(resolve_spec(k.get_ref(), &base, home)));
         config.prompt.budget = raw.prompt.and_then(|p| p.budget);
-        config.matcher = raw.matcher.unwrap_or_default();
+        if let Some(m) = raw.matcher {
+            config.matcher = m
+                .resolve()
+                .map_err(|e| fail(Some(e.span), Some(e.key), e.message))?;
+        }
         Ok(config)
     }
 
@@ -521,9 +527,9 @@ impl Config {
         self
     }
 
-    /// Sets the `[matcher]` table.
-    pub fn with_matcher(mut self, table: toml::Table) -> Self {
-        self.matcher = table;
+    /// Sets the `[matcher]` section.
+    pub fn with_matcher(mut self, matcher: MatcherConfig) -> Self {
+        self.matcher = matcher;
         self
     }
 
@@ -687,7 +693,7 @@ struct RawConfig {
     keyring: Option<Spanned<String>>,
     cache_dir: Option<Spanned<String>>,
     prompt: Option<RawPrompt>,
-    matcher: Option<toml::Table>,
+    matcher: Option<RawMatcher>,
 }
 
 #[derive(Deserialize)]

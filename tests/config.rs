@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use skillcat::capability::Ceiling;
 use skillcat::config::{Config, ConfigError, Environment, SourceConfig};
+use skillcat::matching::{Bm25Params, EmbedProvider, MatchMode, MatcherConfig};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
@@ -83,9 +84,14 @@ fn full_example_parses() {
     assert_eq!(config.prompt.budget, Some(8000));
 
     let m = &config.matcher;
-    assert_eq!(m["mode"].as_str(), Some("lexical"));
-    assert_eq!(m["top"].as_integer(), Some(5));
-    assert_eq!(m["embedder"]["model"].as_str(), Some("nomic-embed-text"));
+    assert_eq!(
+        (m.mode, m.top, m.weight, m.cache),
+        (MatchMode::Bm25, 5, 0.5, true)
+    );
+    assert_eq!(m.bm25, Bm25Params::default());
+    assert_eq!(m.embedder.provider, EmbedProvider::Ollama);
+    assert_eq!(m.embedder.url.as_deref(), Some("http://127.0.0.1:11434"));
+    assert_eq!(m.embedder.model.as_deref(), Some("nomic-embed-text"));
 
     let opts = config.validate_options();
     for f in [
@@ -197,7 +203,51 @@ fn wrong_types_name_the_key_and_line() {
             "a string",
         ),
         ("keyring = false\n", 1, 11, "keyring", "a string"),
-        ("matcher = 3\n", 1, 11, "matcher", "a map"),
+        ("matcher = 3\n", 1, 11, "matcher", "a table"),
+        (
+            "[matcher]\ntop = 5\nmodel = \"m\"\n",
+            3,
+            1,
+            "matcher.model",
+            "unknown key `model`",
+        ),
+        (
+            "[matcher]\nmode = \"fast\"\n",
+            2,
+            8,
+            "matcher.mode",
+            "`bm25`, `neural`, `embed`",
+        ),
+        ("[matcher]\ntop = \"5\"\n", 2, 7, "matcher.top", "usize"),
+        ("[matcher]\ncache = 1\n", 2, 9, "matcher.cache", "a boolean"),
+        (
+            "[matcher]\nweight = \"half\"\n",
+            2,
+            10,
+            "matcher.weight",
+            "a number",
+        ),
+        (
+            "[matcher.bm25]\nk1 = 1.2\nkl = 2\n",
+            3,
+            1,
+            "matcher.bm25.kl",
+            "unknown key `kl`",
+        ),
+        (
+            "[matcher.embedder]\nkind = \"ollama\"\n",
+            2,
+            1,
+            "matcher.embedder.kind",
+            "unknown key `kind`",
+        ),
+        (
+            "[matcher.embedder]\nprovider = \"cohere\"\n",
+            2,
+            12,
+            "matcher.embedder.provider",
+            "expected `openai` or `ollama`",
+        ),
     ] {
         let (l, c, k, shown) = invalid(text);
         assert_eq!((l, c, k.as_str()), (line, column, key), "{text:?}: {shown}");
@@ -266,6 +316,25 @@ fn impossible_values_name_the_key_and_line() {
             "sandbox.max_timeout",
             "at least 1",
         ),
+        ("[matcher]\n\ntop = 0\n", 3, "matcher.top", "at least 1"),
+        (
+            "[matcher]\nweight = 1.5\n",
+            2,
+            "matcher.weight",
+            "between 0 and 1",
+        ),
+        (
+            "[matcher.bm25]\nb = -0.5\n",
+            2,
+            "matcher.bm25.b",
+            "between 0 and 1",
+        ),
+        (
+            "[matcher.embedder]\nmodel = \"  \"\n",
+            2,
+            "matcher.embedder.model",
+            "must not be empty",
+        ),
     ] {
         let (l, _, k, shown) = invalid(text);
         assert_eq!((l, k.as_str()), (line, key), "{text:?}: {shown}");
@@ -330,7 +399,7 @@ fn sandbox_defaults() {
     let c = parse("[sandbox]\nfs_read = []\n").unwrap();
     assert!(c.sandbox.fs_read.is_empty());
     assert_eq!(c.prompt.budget, None);
-    assert!(c.matcher.is_empty());
+    assert_eq!(c.matcher, MatcherConfig::default());
 }
 
 #[test]
@@ -464,4 +533,34 @@ fn builder() {
     assert!(c.ceiling().network);
     assert_eq!(c.prompt_options(Default::default()).budget, Some(100));
     assert_eq!(c.validate_options().allowed_fields.len(), 6);
+}
+
+#[test]
+fn the_matcher_section_is_typed() {
+    let c = parse(
+        "[matcher]\nmode = \"neural\"\ntop = 3\nweight = 1\ncache = false\n\
+         [matcher.bm25]\nname_weight = 2\nb = 0.5\n\
+         [matcher.embedder]\nurl = \"http://h:1\"\nmodel = \"m\"\ndimensions = 128\n",
+    )
+    .unwrap();
+    let m = &c.matcher;
+    assert_eq!(
+        (m.mode, m.top, m.weight, m.cache),
+        (MatchMode::Neural, 3, 1.0, false)
+    );
+    assert_eq!((m.bm25.name_weight, m.bm25.b), (2.0, 0.5));
+    assert_eq!(m.bm25.k1, Bm25Params::default().k1);
+    assert_eq!(m.embedder.provider, EmbedProvider::OpenAi);
+    assert_eq!(m.embedder.url.as_deref(), Some("http://h:1"));
+    assert_eq!(m.embedder.dimensions, Some(128));
+    // An empty section is the defaults; the builder sets it whole.
+    assert_eq!(
+        parse("[matcher]\n").unwrap().matcher,
+        MatcherConfig::default()
+    );
+    let built = Config::new().with_matcher(MatcherConfig {
+        top: 9,
+        ..MatcherConfig::default()
+    });
+    assert_eq!(built.matcher.top, 9);
 }

@@ -26,8 +26,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_skillcat");
 const DEADLINE: Duration = Duration::from_secs(120);
 const METATOOL: &str = "fixtures/matching/metatool-skills.json";
 
-/// The BM25 floor on the MetaTool set: measured 0.537 (see docs/matching.md), with margin.
-const BM25_TOP1_FLOOR: f64 = 0.52;
+/// The BM25 floor on the MetaTool set: measured 0.552 / 0.705 (see docs/matching.md); the
+/// issue's target is 0.55.
+const BM25_TOP1_FLOOR: f64 = 0.55;
+const BM25_TOP5_FLOOR: f64 = 0.70;
 
 // ---------------------------------------------------------------------------------------------
 // The binary
@@ -188,11 +190,27 @@ fn eval_prints_top1_and_top5_last_with_a_floor() {
         top1 >= BM25_TOP1_FLOOR,
         "top1 {top1} below the floor: {out:?}"
     );
-    assert!(top5 >= 0.65, "top5 {top5}: {out:?}");
+    assert!(top5 >= BM25_TOP5_FLOOR, "top5 {top5}: {out:?}");
     assert!(top5 >= top1);
     // SOURCE is ignored with --eval.
     let again = run(&["match", "fixtures/skills", "--eval", METATOOL]);
     assert_eq!(parse_eval(&again.stdout), (top1, top5));
+}
+
+/// The neural floor (run by hand: the model takes about 25 s in a release build, far longer in a
+/// debug one): `cargo test --release --features neural --test matching -- --ignored neural`.
+#[cfg(feature = "neural")]
+#[test]
+#[ignore = "slow: embeds 2,189 texts with the bundled model"]
+fn neural_eval_meets_its_floor() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = cache.path().display().to_string();
+    let out = run(&[
+        "match", "--eval", METATOOL, "--mode", "neural", "--cache", &dir,
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let (top1, top5) = parse_eval(&out.stdout);
+    assert!(top1 >= 0.60 && top5 >= 0.77, "{out:?}");
 }
 
 /// `top1=… top5=…` from the last line.
@@ -231,10 +249,150 @@ fn usage_errors() {
         &["match", "no/such/dir", "csv"],
         &["match", "--eval", "no/such/file.json"],
         &["match", "--eval", "Cargo.toml"],
+        // Two messages with --source; a source and nothing else.
+        &["match", "--source", "fixtures/skills", "csv", "pdf"],
+        &["match", "--source", "fixtures/skills"],
+        &["match", "fixtures/skills", "csv", "--top", "x"],
     ] {
         let out = run(args);
         assert_eq!(out.code, 2, "{args:?}: {out:?}");
         assert!(!out.stderr.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn source_as_an_option_is_the_same_as_first_argument() {
+    let message = "why did the server fail? look at the error logs";
+    let positional = run(&["match", "fixtures/skills", message, "--format", "json"]);
+    let option = run(&[
+        "match",
+        "--source",
+        "fixtures/skills",
+        message,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(positional.code, 0, "{positional:?}");
+    assert_eq!(positional.stdout, option.stdout);
+    let doc: J = serde_json::from_str(&option.stdout).unwrap();
+    assert_eq!(doc["matches"][0]["name"], "log-search");
+}
+
+/// Writes a skill `name` under `root` with `description`.
+fn write_skill(root: &Path, name: &str, description: &str) {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: \"{description}\"\n---\n\n# {name}\n"),
+    )
+    .unwrap();
+}
+
+/// A directory holding `skillcat.toml` (`sources` then `rest`) and a source `extra/`: a second
+/// `csv-cleaner` (shadowed by the fixtures' one) and two skills described in Chinese and Japanese.
+fn configured(rest: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = dir.path().join("extra");
+    write_skill(&extra, "csv-cleaner", "A shadowed copy: never listed.");
+    write_skill(
+        &extra,
+        "data-dedupe",
+        "清洗数据文件，删除重复的行和空白的列。",
+    );
+    write_skill(
+        &extra,
+        "gijiroku",
+        "会議の議事録から決定事項と宿題を要約します。",
+    );
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/skills");
+    let file = dir.path().join("skillcat.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[sources]]\nname = \"fixtures\"\npath = {:?}\n\n[[sources]]\nname = \"extra\"\n\
+             path = \"extra\"\n\n{rest}",
+            fixtures.display().to_string()
+        ),
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    (dir, file)
+}
+
+#[test]
+fn a_message_alone_ranks_the_configured_catalog() {
+    let (dir, config) = configured("[matcher]\ntop = 2\n");
+    let message = "tidy up this csv export with duplicate rows";
+    let out = run(&["match", "--config", &config, message, "--format", "json"]);
+    // Shadowing is reported, not a fault.
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.contains("warning:") && out.stderr.contains("shadowed"),
+        "{out:?}"
+    );
+    let doc: J = serde_json::from_str(&out.stdout).unwrap();
+    let matches = doc["matches"].as_array().unwrap();
+    // [matcher] top = 2.
+    assert_eq!(matches.len(), 2, "{doc}");
+    assert_eq!(matches[0]["name"], "csv-cleaner");
+    // The higher-precedence copy: the fixtures', not the shadowed one.
+    let location = matches[0]["location"].as_str().unwrap();
+    assert!(location.contains("fixtures"), "{location}");
+    assert!(!location.contains(&dir.path().display().to_string()));
+
+    // Flags override the file.
+    let out = run(&["match", "--config", &config, message, "--top", "1"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 1, "{out:?}");
+
+    // A bundle the catalog refuses is printed and makes the exit code 1; the rest still rank.
+    std::fs::create_dir_all(dir.path().join("extra/broken")).unwrap();
+    std::fs::write(dir.path().join("extra/broken/SKILL.md"), "no frontmatter\n").unwrap();
+    let out = run(&["match", "--config", &config, message]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("broken"), "{out:?}");
+    assert!(out.stdout.contains("csv-cleaner"), "{out:?}");
+}
+
+#[test]
+fn the_matcher_section_is_read_and_checked() {
+    // mode = "neural" in the file: without the feature, the error says so; --mode bm25 wins.
+    let (_dir, config) = configured("[matcher]\nmode = \"neural\"\n");
+    let out = run(&["match", "--config", &config, "csv export"]);
+    if cfg!(feature = "neural") {
+        assert_eq!(out.code, 0, "{out:?}");
+    } else {
+        assert_eq!(out.code, 2, "{out:?}");
+        assert!(out.stderr.contains("--features neural"), "{out:?}");
+    }
+    let out = run(&["match", "--config", &config, "csv export", "--mode", "bm25"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    // A wrong value is an error naming the key and its line.
+    let (_dir, config) = configured("[matcher]\ntop = 3\nweight = 7\n");
+    let out = run(&["match", "--config", &config, "csv export"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains(":11:10: matcher.weight:"), "{out:?}");
+    // --eval reads it too (its own skills, the file's ranker): every field weighed zero
+    // ranks nothing.
+    let (_dir, config) =
+        configured("[matcher.bm25]\nname_weight = 0\ndescription_weight = 0\ngram_weight = 0\n");
+    let out = run(&["match", "--config", &config, "--eval", METATOOL]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(parse_eval(&out.stdout), (0.0, 0.0), "{out:?}");
+}
+
+#[test]
+fn chinese_and_japanese_messages_find_their_skills() {
+    let (_dir, config) = configured("");
+    for (message, want) in [
+        ("帮我删除这个文件里重复的行", "data-dedupe"),
+        ("数据清洗", "data-dedupe"),
+        ("昨日の会議の議事録を要約して", "gijiroku"),
+    ] {
+        let out = run(&["match", "--config", &config, message, "--top", "1"]);
+        assert_eq!(out.code, 0, "{out:?}");
+        assert!(out.stdout.contains(want), "{message} → {out:?}");
     }
 }
 
@@ -365,6 +523,39 @@ fn tokeniser_grams_cover_solid_names() {
     let word = grams("keyword");
     assert!(word.iter().filter(|g| name.contains(g)).count() >= 5);
     assert!(grams("the of and").is_empty());
+}
+
+#[test]
+fn tokeniser_splits_camel_case_and_digits_but_keeps_the_word() {
+    assert_eq!(terms("SEOTool"), ["seotool", "seo", "tool"]);
+    assert_eq!(terms("AI2sql"), ["ai2sql", "ai", "2", "sql"]);
+    // A message writing the name solid, or in words, meets it.
+    let name = terms("GitHub");
+    assert!(terms("github").iter().all(|t| name.contains(t)));
+    assert!(terms("git hub").iter().all(|t| name.contains(t)));
+    assert_eq!(terms("PDFs"), ["pdf"]);
+}
+
+#[test]
+fn tokeniser_cuts_cjk_into_pairs() {
+    assert_eq!(terms("数据清洗"), ["数据", "据清", "清洗"]);
+    assert_eq!(terms("議事録"), ["議事", "事録"]);
+    // Latin inside CJK text is a word of its own.
+    assert_eq!(terms("导出CSV文件"), ["导出", "csv", "文件"]);
+    let docs = [
+        SkillDoc::new("data-dedupe", "清洗数据文件，删除重复的行。", ""),
+        SkillDoc::new("meeting-notes", "会議の議事録を要約します。", ""),
+        SkillDoc::new("log-search", "在服务器日志中搜索错误。", ""),
+    ];
+    let index = Index::build(&docs);
+    for (message, want) in [
+        ("请删除重复的行", 0),
+        ("議事録の要約", 1),
+        ("服务器有什么错误", 2),
+    ] {
+        assert_eq!(index.search(message, 1)[0].index, want, "{message}");
+    }
+    assert!(index.search("天气", 3).is_empty());
 }
 
 #[test]
@@ -749,8 +940,9 @@ fn fixtures_are_here_not_in_shared() {
     );
 }
 
-/// The ablation table of docs/matching.md: `cargo test --release --test matching -- --ignored
-/// --nocapture ablation`.
+/// The BM25 parameter rows of docs/matching.md: `cargo test --release --test matching --
+/// --ignored --nocapture ablation`. Each row: top-1 / top-5 on the whole set, then top-1 on the
+/// even-numbered queries (where parameters were chosen) and on the odd-numbered ones (held out).
 #[test]
 #[ignore = "prints figures; run by hand"]
 fn ablation() {
@@ -765,6 +957,20 @@ fn ablation() {
         .into_iter()
         .map(|s| SkillDoc::new("", format!("{}: {}", s.name, s.description), ""))
         .collect();
+    let docs = set.docs();
+    let top1_of = |rankings: &[Vec<skillcat::matching::Hit>], parity: usize| {
+        let (mut hit, mut n) = (0usize, 0usize);
+        for (i, (q, r)) in set.queries.iter().zip(rankings).enumerate() {
+            if i % 2 == parity {
+                n += 1;
+                hit += usize::from(
+                    r.first()
+                        .is_some_and(|h| q.relevant.contains(&set.skills[h.index].name)),
+                );
+            }
+        }
+        hit as f64 / n as f64
+    };
     for (label, docs, params) in [
         (
             "one field \"title: description\", no grams",
@@ -775,48 +981,70 @@ fn ablation() {
             },
         ),
         (
-            "fields, name 1.0, no grams",
-            &set.docs(),
+            "e 1, k3 0 (plain BM25F)",
+            &docs,
+            Bm25Params {
+                idf_exponent: 1.0,
+                query_k3: 0.0,
+                ..d
+            },
+        ),
+        ("e 1.3, k3 0", &docs, Bm25Params { query_k3: 0.0, ..d }),
+        (
+            "e 1, k3 1",
+            &docs,
+            Bm25Params {
+                idf_exponent: 1.0,
+                ..d
+            },
+        ),
+        ("default (e 1.3, k3 1)", &docs, d),
+        (
+            "default, e 1.5",
+            &docs,
+            Bm25Params {
+                idf_exponent: 1.5,
+                ..d
+            },
+        ),
+        ("default, k3 2", &docs, Bm25Params { query_k3: 2.0, ..d }),
+        (
+            "default, name 1.0",
+            &docs,
             Bm25Params {
                 name_weight: 1.0,
-                gram_weight: 0.0,
                 ..d
             },
         ),
         (
-            "fields, name 3.0, no grams",
-            &set.docs(),
-            Bm25Params {
-                gram_weight: 0.0,
-                ..d
-            },
-        ),
-        (
-            "fields, name 3.0, grams 0.05",
-            &set.docs(),
+            "default, grams 0.05",
+            &docs,
             Bm25Params {
                 gram_weight: 0.05,
                 ..d
             },
         ),
-        ("default (name 3.0, grams 0.1)", &set.docs(), d),
         (
-            "fields, name 3.0, grams 0.2",
-            &set.docs(),
+            "default, no grams",
+            &docs,
             Bm25Params {
-                gram_weight: 0.2,
+                gram_weight: 0.0,
                 ..d
             },
         ),
-        ("default, k1 2.0", &set.docs(), Bm25Params { k1: 2.0, ..d }),
-        ("default, b 0.5", &set.docs(), Bm25Params { b: 0.5, ..d }),
+        ("default, k1 2.0", &docs, Bm25Params { k1: 2.0, ..d }),
+        ("default, b 0.5", &docs, Bm25Params { b: 0.5, ..d }),
     ] {
         let index = Index::build_with(docs, params);
         let rankings: Vec<_> = texts.iter().map(|t| index.search(t, 10)).collect();
         let s = set.score(&rankings);
         println!(
-            "| {label} | {:.3} | {:.3} | {:.3} |",
-            s.top1, s.top5, s.mrr10
+            "| {label} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            s.top1,
+            s.top5,
+            s.mrr10,
+            top1_of(&rankings, 0),
+            top1_of(&rankings, 1)
         );
     }
 }

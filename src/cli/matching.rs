@@ -1,11 +1,15 @@
-//! `skillcat match`: rank a source's skills for a message, or score the ranker on a labelled set.
+//! `skillcat match`: rank skills for a message, or score the ranker on a labelled set.
 //!
 //! ```text
-//! skillcat match SOURCE "message" [--top K] [--format text|json]
+//! skillcat match "message"                          the configured catalog (skillcat.toml)
+//! skillcat match SOURCE "message"                   one source (or --source SOURCE "message")
 //! skillcat match --eval FILE                        last line: top1=0.xxx top5=0.yyy
+//!   [--top K] [--format text|json]
 //!   --mode bm25 | neural | embed                    (neural: built with --features neural)
 //!   --embed-provider openai|ollama --embed-url URL --embed-model M   (embed)
 //! ```
+//!
+//! Settings come from the flags, else from `[matcher]` of the configuration, else the defaults.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,10 +18,12 @@ use std::time::Instant;
 
 use clap::ValueEnum;
 use serde_json::json;
+use skillcat::config::Config;
+use skillcat::document::Skill;
 use skillcat::matching::eval::LabelledSet;
 use skillcat::matching::{
-    CacheStats, Cached, DEFAULT_WEIGHT, EmbedError, Embedder, EmbeddingMatcher, Hit, Index,
-    Matcher, OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible, SkillDoc,
+    CacheStats, Cached, EmbedError, EmbedProvider, Embedder, EmbeddingMatcher, Hit, Index,
+    MatchMode, Matcher, MatcherConfig, OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible, SkillDoc,
 };
 
 use super::read::{Opened, open_and_discover, print_fault};
@@ -28,10 +34,9 @@ use super::{FAULTS, Format, OK, USAGE};
 const API_KEY_VAR: &str = "SKILLCAT_EMBED_API_KEY";
 
 /// How skills are ranked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
     /// BM25 over name, description and body: offline, no model.
-    #[default]
     Bm25,
     /// BM25 blended with the bundled MiniLM-L3 model (needs the `neural` feature).
     Neural,
@@ -39,78 +44,188 @@ pub enum Mode {
     Embed,
 }
 
+impl From<Mode> for MatchMode {
+    fn from(m: Mode) -> Self {
+        match m {
+            Mode::Bm25 => MatchMode::Bm25,
+            Mode::Neural => MatchMode::Neural,
+            Mode::Embed => MatchMode::Embed,
+        }
+    }
+}
+
 /// The protocol of the embedding provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Provider {
     /// `POST {url}/v1/embeddings` (OpenAI, vLLM, llama.cpp, LM Studio, TEI, Ollama's /v1). An
     /// API key is read from SKILLCAT_EMBED_API_KEY.
-    #[default]
     Openai,
     /// `POST {url}/api/embed` (Ollama; default URL http://localhost:11434).
     Ollama,
 }
 
-/// `skillcat match` arguments.
+impl From<Provider> for EmbedProvider {
+    fn from(p: Provider) -> Self {
+        match p {
+            Provider::Openai => EmbedProvider::OpenAi,
+            Provider::Ollama => EmbedProvider::Ollama,
+        }
+    }
+}
+
+/// `skillcat match` arguments. Options left out come from `[matcher]` of the configuration.
 #[derive(Debug, clap::Args)]
+#[command(override_usage = "skillcat match [OPTIONS] MESSAGE\n       \
+    skillcat match [OPTIONS] SOURCE MESSAGE\n       \
+    skillcat match [OPTIONS] --source SOURCE MESSAGE\n       \
+    skillcat match [OPTIONS] --eval FILE")]
 pub struct MatchArgs {
-    /// Any source: a directory of skills, a skill, an archive. Not needed (and ignored) with
-    /// --eval, whose file brings its own skills.
-    #[arg(required_unless_present = "eval")]
+    /// `MESSAGE` alone ranks the configured catalog (--config, ./skillcat.toml or the default
+    /// sources); `SOURCE MESSAGE` ranks one source: a directory of skills, a skill, an archive,
+    /// a URL. Not needed with --eval.
+    #[arg(value_names = ["SOURCE", "MESSAGE"], num_args = 0..=2)]
+    args: Vec<String>,
+    /// The source to rank, instead of the configured catalog (then one argument: the message).
+    #[arg(long, value_name = "SOURCE")]
     source: Option<String>,
-    /// The user message to match.
-    #[arg(required_unless_present = "eval")]
-    message: Option<String>,
-    /// How many skills to print.
-    #[arg(long, value_name = "K", default_value_t = 5)]
-    top: usize,
+    /// How many skills to print [config: matcher.top; default: 5].
+    #[arg(long, value_name = "K")]
+    top: Option<usize>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     format: Format,
     /// Score the ranker on a labelled set (MetaTool JSON: skills[{name,title,description}],
-    /// queries[{text,relevant[]}]) instead; the last line is `top1=… top5=…`.
-    #[arg(long, value_name = "FILE")]
+    /// queries[{text,relevant[]}]) instead; the last line is `top1=… top5=…`. The file brings
+    /// its own skills: no source is read.
+    #[arg(long, value_name = "FILE", conflicts_with = "source")]
     eval: Option<PathBuf>,
-    /// Ranker.
-    #[arg(long, value_enum, default_value_t)]
-    mode: Mode,
-    /// Embedding provider protocol (--mode embed).
-    #[arg(long, value_enum, default_value_t)]
-    embed_provider: Provider,
-    /// Embedding provider base URL (--mode embed; required for openai).
+    /// Ranker [config: matcher.mode; default: bm25].
+    #[arg(long, value_enum)]
+    mode: Option<Mode>,
+    /// Embedding provider protocol (--mode embed) [config: matcher.embedder.provider; default:
+    /// openai].
+    #[arg(long, value_enum)]
+    embed_provider: Option<Provider>,
+    /// Embedding provider base URL (--mode embed; required for openai) [config:
+    /// matcher.embedder.url].
     #[arg(long, value_name = "URL")]
     embed_url: Option<String>,
-    /// Embedding model name (--mode embed).
+    /// Embedding model name (--mode embed) [config: matcher.embedder.model].
     #[arg(long, value_name = "MODEL")]
     embed_model: Option<String>,
-    /// The BM25 share of a blend (--mode neural|embed), from 0 (dense only) to 1 (BM25 only).
-    #[arg(long, value_name = "W", default_value_t = DEFAULT_WEIGHT)]
-    weight: f32,
-    /// Do not keep vectors on disk (by default they are kept under CACHE/embeddings).
+    /// The BM25 share of a blend (--mode neural|embed), from 0 (dense only) to 1 (BM25 only)
+    /// [config: matcher.weight; default: 0.45].
+    #[arg(long, value_name = "W")]
+    weight: Option<f32>,
+    /// Do not keep vectors on disk [config: matcher.cache = false]; by default they are kept
+    /// under CACHE/embeddings.
     #[arg(long)]
     no_cache: bool,
 }
 
-/// `skillcat match`
-pub async fn run(a: MatchArgs) -> u8 {
-    if !(0.0..=1.0).contains(&a.weight) {
-        err!("Error: --weight must be between 0 and 1");
-        return USAGE;
-    }
-    match &a.eval {
-        Some(file) => evaluate(&a, file).await,
-        None => match_message(&a).await,
+/// The settings of one run: the flags over `[matcher]`.
+#[derive(Debug)]
+struct Settings {
+    matcher: MatcherConfig,
+    format: Format,
+    /// The cache directory: --cache, else the configuration's cache_dir, else the user's.
+    cache_dir: Option<PathBuf>,
+}
+
+impl Settings {
+    fn new(a: &MatchArgs, config: &Config) -> Result<Self, String> {
+        let mut m = config.matcher.clone();
+        if let Some(mode) = a.mode {
+            m.mode = mode.into();
+        }
+        if let Some(top) = a.top {
+            m.top = top;
+        }
+        if let Some(w) = a.weight {
+            if !(0.0..=1.0).contains(&w) {
+                return Err("--weight must be between 0 and 1".into());
+            }
+            m.weight = w;
+        }
+        if let Some(p) = a.embed_provider {
+            m.embedder.provider = p.into();
+        }
+        if let Some(u) = &a.embed_url {
+            m.embedder.url = Some(u.clone());
+        }
+        if let Some(model) = &a.embed_model {
+            m.embedder.model = Some(model.clone());
+        }
+        m.cache &= !a.no_cache;
+        let cache_dir = super::globals()
+            .open
+            .cache_dir
+            .clone()
+            .or_else(|| config.cache_dir.clone())
+            .or_else(skillcat::source::http::default_cache_dir);
+        Ok(Settings {
+            matcher: m,
+            format: a.format,
+            cache_dir,
+        })
     }
 }
 
-async fn match_message(a: &MatchArgs) -> u8 {
-    let (Some(source), Some(message)) = (a.source.as_deref(), a.message.as_deref()) else {
-        err!("Error: give a SOURCE and a message, or --eval FILE");
-        return USAGE;
+/// `skillcat match`
+pub async fn run(a: MatchArgs) -> u8 {
+    let config = match Config::discover_from_env(super::globals().config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            err!("Error: {e}");
+            return USAGE;
+        }
+    };
+    let settings = match Settings::new(&a, &config) {
+        Ok(s) => s,
+        Err(e) => {
+            err!("Error: {e}");
+            return USAGE;
+        }
+    };
+    if let Some(file) = &a.eval {
+        return evaluate(&settings, file).await;
+    }
+    let (source, message) = match (a.source.as_deref(), a.args.as_slice()) {
+        (Some(_), [_, _]) => {
+            err!("Error: with --source, give only the message");
+            return USAGE;
+        }
+        (Some(s), [m]) => (Some(s), m.as_str()),
+        (None, [s, m]) => (Some(s.as_str()), m.as_str()),
+        (None, [m]) => {
+            // A lone argument that is an existing path is a source whose message was forgotten,
+            // not a message: say so rather than search the catalog for a file name.
+            if !m.contains(char::is_whitespace) && Path::new(m).exists() {
+                err!(
+                    "Error: `{m}` is a path: give the message after it \
+                     (skillcat match {m} \"message\"), or --source {m} \"message\""
+                );
+                return USAGE;
+            }
+            (None, m.as_str())
+        }
+        (_, _) => {
+            err!("Error: give a message (and optionally a SOURCE before it), or --eval FILE");
+            return USAGE;
+        }
     };
     if message.trim().is_empty() {
         err!("Error: the message is empty");
         return USAGE;
     }
+    match source {
+        Some(source) => match_source(&settings, source, message).await,
+        None => match_catalog(&settings, &config, message).await,
+    }
+}
+
+/// `match SOURCE MESSAGE`: one source, its faults printed.
+async fn match_source(s: &Settings, source: &str, message: &str) -> u8 {
     let Opened { found, .. } = match open_and_discover(source).await {
         Ok(o) => o,
         Err(code) => return code,
@@ -118,33 +233,104 @@ async fn match_message(a: &MatchArgs) -> u8 {
     for f in &found.faults {
         print_fault(f);
     }
-    let docs: Vec<SkillDoc<'_>> = found.skills.iter().map(SkillDoc::from_skill).collect();
-    let Some((matcher, cache)) = build(a, &docs).await else {
+    let candidates: Vec<Candidate<'_>> = found
+        .skills
+        .iter()
+        .map(|skill| Candidate {
+            name: skill.name(),
+            location: skill.location(),
+            skill,
+        })
+        .collect();
+    let code = rank_and_print(s, &candidates, message).await;
+    if code == OK && !found.faults.is_empty() {
+        FAULTS
+    } else {
+        code
+    }
+}
+
+/// `match MESSAGE`: the configured catalog, its diagnostics on stderr as `list` and `prompt`
+/// print them; exit 1 on any diagnostic other than shadowing.
+async fn match_catalog(s: &Settings, config: &Config, message: &str) -> u8 {
+    use skillcat::catalog::{Catalog, CatalogOptions, CatalogSource, DiagnosticKind};
+    let g = super::globals();
+    let options = CatalogOptions {
+        open: skillcat::source::OpenOptions {
+            cache_dir: g
+                .open
+                .cache_dir
+                .clone()
+                .or_else(|| config.cache_dir.clone()),
+            offline: g.open.offline,
+        },
+        validate: config.validate_options(),
+    };
+    let catalog = Catalog::with_options(
+        config.sources.iter().map(CatalogSource::from).collect(),
+        options,
+    );
+    let snapshot = catalog.snapshot().await;
+    let mut faults = false;
+    for d in snapshot.diagnostics() {
+        err!("warning: {d}");
+        faults |= d.kind != DiagnosticKind::Shadowed;
+    }
+    let candidates: Vec<Candidate<'_>> = snapshot
+        .entries()
+        .iter()
+        .map(|e| Candidate {
+            name: e.name().to_string(),
+            location: e.location(),
+            skill: e.skill(),
+        })
+        .collect();
+    let code = rank_and_print(s, &candidates, message).await;
+    if code == OK && faults { FAULTS } else { code }
+}
+
+/// A skill to rank, with the name and location to print.
+struct Candidate<'a> {
+    name: String,
+    location: &'a str,
+    skill: &'a Skill,
+}
+
+/// Ranks the candidates and prints the best [`MatcherConfig::top`].
+async fn rank_and_print(s: &Settings, candidates: &[Candidate<'_>], message: &str) -> u8 {
+    let docs: Vec<SkillDoc<'_>> = candidates
+        .iter()
+        .map(|c| SkillDoc::new(c.name.as_str(), c.skill.description(), c.skill.body()))
+        .collect();
+    let Some((matcher, cache)) = build(s, &docs).await else {
         return USAGE;
     };
-    let hits = match matcher.rank(message, a.top).await {
+    let hits = match matcher.rank(message, s.matcher.top).await {
         Ok(h) => h,
         Err(e) => return provider_failed(&e),
     };
     report_cache(cache.as_deref());
-    let skills = &found.skills;
-    match a.format {
+    match s.format {
         Format::Json => {
             let matches: Vec<_> = hits
                 .iter()
                 .enumerate()
                 .map(|(rank, h)| {
-                    let s = &skills[h.index];
+                    let c = &candidates[h.index];
                     json!({
                         "rank": rank + 1,
-                        "name": s.name(),
+                        "name": &c.name,
                         "score": h.score,
-                        "description": s.description(),
-                        "location": s.location(),
+                        "description": c.skill.description(),
+                        "location": c.location,
                     })
                 })
                 .collect();
-            let doc = json!({"mode": mode_name(a.mode), "message": message, "matches": matches});
+            let doc = json!({
+                "mode": s.matcher.mode.as_str(),
+                "message": message,
+                "matches": matches,
+            });
             out!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         }
         Format::Text => {
@@ -153,24 +339,25 @@ async fn match_message(a: &MatchArgs) -> u8 {
             }
             let width = hits
                 .iter()
-                .map(|h| skills[h.index].name().chars().count())
+                .map(|h| candidates[h.index].name.chars().count())
                 .max();
             for h in &hits {
-                let s = &skills[h.index];
+                let c = &candidates[h.index];
                 out!(
                     "{:>8.3}  {:<w$}  {}",
                     h.score,
-                    s.name(),
-                    shorten(s.description(), 72),
+                    c.name,
+                    shorten(c.skill.description(), 72),
                     w = width.unwrap_or(0)
                 );
             }
         }
     }
-    if found.faults.is_empty() { OK } else { FAULTS }
+    OK
 }
 
-async fn evaluate(a: &MatchArgs, file: &Path) -> u8 {
+/// `match --eval FILE`: the set's own skills, ranked with the settings; figures on stdout.
+async fn evaluate(s: &Settings, file: &Path) -> u8 {
     let bytes = match std::fs::read(file) {
         Ok(b) => b,
         Err(e) => {
@@ -187,37 +374,38 @@ async fn evaluate(a: &MatchArgs, file: &Path) -> u8 {
     };
     let started = Instant::now();
     let docs = set.docs();
-    let Some((matcher, cache)) = build(a, &docs).await else {
+    let Some((matcher, cache)) = build(s, &docs).await else {
         return USAGE;
     };
     let rankings: Vec<Vec<Hit>> = match matcher.rank_all(&set.texts(), 10).await {
         Ok(r) => r,
         Err(e) => return provider_failed(&e),
     };
-    let s = set.score(&rankings);
+    let scores = set.score(&rankings);
     report_cache(cache.as_deref());
     err!("Evaluated in {:.2} s.", started.elapsed().as_secs_f64());
-    match a.format {
+    let mode = s.matcher.mode.as_str();
+    match s.format {
         Format::Json => out!(
             "{}",
             json!({
-                "mode": mode_name(a.mode),
+                "mode": mode,
                 "skills": set.skills.len(),
-                "queries": s.queries,
-                "top1": s.top1,
-                "top5": s.top5,
-                "mrr10": s.mrr10,
+                "queries": scores.queries,
+                "top1": scores.top1,
+                "top5": scores.top5,
+                "mrr10": scores.mrr10,
             })
         ),
         Format::Text => {
             out!(
                 "mode={} skills={} queries={} mrr10={:.3}",
-                mode_name(a.mode),
+                mode,
                 set.skills.len(),
-                s.queries,
-                s.mrr10
+                scores.queries,
+                scores.mrr10
             );
-            out!("top1={:.3} top5={:.3}", s.top1, s.top5);
+            out!("top1={:.3} top5={:.3}", scores.top1, scores.top5);
         }
     }
     OK
@@ -225,25 +413,26 @@ async fn evaluate(a: &MatchArgs, file: &Path) -> u8 {
 
 type CacheHandle = Arc<Cached<Box<dyn Embedder>>>;
 
-/// The matcher `--mode` asks for, over `docs`; errors are printed (`None`).
+/// The matcher the settings ask for, over `docs`; errors are printed (`None`).
 async fn build(
-    a: &MatchArgs,
+    s: &Settings,
     docs: &[SkillDoc<'_>],
 ) -> Option<(Box<dyn Matcher>, Option<CacheHandle>)> {
-    let embedder: Box<dyn Embedder> = match a.mode {
-        Mode::Bm25 => return Some((Box::new(Index::build(docs)), None)),
-        Mode::Neural => neural()?,
-        Mode::Embed => http_embedder(a)?,
+    let m = &s.matcher;
+    let embedder: Box<dyn Embedder> = match m.mode {
+        MatchMode::Bm25 => return Some((Box::new(Index::build_with(docs, m.bm25)), None)),
+        MatchMode::Neural => neural()?,
+        MatchMode::Embed => http_embedder(m)?,
     };
-    let (embedder, cache): (Arc<dyn Embedder>, Option<CacheHandle>) = match cache_root(a) {
+    let (embedder, cache): (Arc<dyn Embedder>, Option<CacheHandle>) = match cache_root(s) {
         Some(root) => {
             let cached = Arc::new(Cached::new(embedder, root));
             (cached.clone(), Some(cached))
         }
         None => (Arc::from(embedder), None),
     };
-    match EmbeddingMatcher::build(embedder, docs, a.weight).await {
-        Ok(m) => Some((Box::new(m), cache)),
+    match EmbeddingMatcher::build_with(embedder, docs, m.weight, m.bm25).await {
+        Ok(matcher) => Some((Box::new(matcher), cache)),
         Err(e) => {
             provider_failed(&e);
             None
@@ -271,16 +460,18 @@ fn neural() -> Option<Box<dyn Embedder>> {
     None
 }
 
-fn http_embedder(a: &MatchArgs) -> Option<Box<dyn Embedder>> {
-    let Some(model) = a.embed_model.as_deref() else {
-        err!("Error: --mode embed needs --embed-model");
+fn http_embedder(m: &MatcherConfig) -> Option<Box<dyn Embedder>> {
+    let e = &m.embedder;
+    let Some(model) = e.model.as_deref() else {
+        err!("Error: --mode embed needs --embed-model (or [matcher.embedder] model)");
         return None;
     };
-    let made: Result<Box<dyn Embedder>, EmbedError> = match a.embed_provider {
-        Provider::Openai => {
-            let Some(url) = a.embed_url.as_deref() else {
+    let made: Result<Box<dyn Embedder>, EmbedError> = match e.provider {
+        EmbedProvider::OpenAi => {
+            let Some(url) = e.url.as_deref() else {
                 err!(
-                    "Error: --embed-provider openai needs --embed-url (e.g. https://api.openai.com)"
+                    "Error: --embed-provider openai needs --embed-url (or [matcher.embedder] \
+                     url), e.g. https://api.openai.com"
                 );
                 return None;
             };
@@ -289,11 +480,15 @@ fn http_embedder(a: &MatchArgs) -> Option<Box<dyn Embedder>> {
                     Ok(key) if !key.is_empty() => p.with_api_key(key),
                     _ => p,
                 };
+                let p = match e.dimensions {
+                    Some(d) => p.with_dimensions(d),
+                    None => p,
+                };
                 Box::new(p) as Box<dyn Embedder>
             })
         }
-        Provider::Ollama => {
-            let url = a.embed_url.as_deref().unwrap_or(OLLAMA_DEFAULT_URL);
+        EmbedProvider::Ollama => {
+            let url = e.url.as_deref().unwrap_or(OLLAMA_DEFAULT_URL);
             Ollama::new(url, model).map(|p| Box::new(p) as Box<dyn Embedder>)
         }
     };
@@ -306,20 +501,15 @@ fn http_embedder(a: &MatchArgs) -> Option<Box<dyn Embedder>> {
     }
 }
 
-/// Where vectors are kept: `--cache` (or the user's cache directory) + `embeddings`.
-fn cache_root(a: &MatchArgs) -> Option<PathBuf> {
-    if a.no_cache {
+/// Where vectors are kept: the cache directory + `embeddings`; `None` when the cache is off.
+fn cache_root(s: &Settings) -> Option<PathBuf> {
+    if !s.matcher.cache {
         return None;
     }
-    let root = super::globals()
-        .open
-        .cache_dir
-        .clone()
-        .or_else(skillcat::source::http::default_cache_dir);
-    if root.is_none() {
+    if s.cache_dir.is_none() {
         err!("Note: no cache directory (set --cache or HOME); vectors are not kept.");
     }
-    root.map(|r| r.join("embeddings"))
+    s.cache_dir.as_ref().map(|r| r.join("embeddings"))
 }
 
 fn report_cache(cache: Option<&Cached<Box<dyn Embedder>>>) {
@@ -343,14 +533,6 @@ fn report_cache(cache: Option<&Cached<Box<dyn Embedder>>>) {
 fn provider_failed(e: &EmbedError) -> u8 {
     err!("Error: {e}");
     USAGE
-}
-
-fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Bm25 => "bm25",
-        Mode::Neural => "neural",
-        Mode::Embed => "embed",
-    }
 }
 
 /// The first `max` characters of `text` with whitespace collapsed, `…` when cut.

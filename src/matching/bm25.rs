@@ -11,11 +11,13 @@
 //!
 //! ```text
 //! tf~(t, d)  = Σ_field  weight_f · tf_f(t, d) / (1 − b + b · len_f(d) / avg_len_f)
-//! impact     = idf(t) · tf~ / (k1 + tf~)          idf(t) = ln(1 + (N − n_t + 0.5) / (n_t + 0.5))
-//! score(q,d) = Σ_{t ∈ terms(q), deduplicated} impact(t, d)
+//! impact     = idf(t)^e · tf~ / (k1 + tf~)        idf(t) = ln(1 + (N − n_t + 0.5) / (n_t + 0.5))
+//! score(q,d) = Σ_{t ∈ terms(q), distinct} qtf~(t) · impact(t, d)
+//! qtf~(t)    = (k3 + 1) · qtf(t) / (k3 + qtf(t))       qtf(t): times t occurs in the message
 //! ```
 //!
-//! with `n_t` the number of skills holding t in any field. Everything but the sum is computed at
+//! with `n_t` the number of skills holding t in any field, `e` the IDF exponent and `k3` the
+//! saturation of a term repeated in the message (Robertson's query-term weight). Everything but the sum is computed at
 //! build time, so a query looks up its terms, adds their postings into one score per skill and
 //! keeps the best k with a heap of size k.
 
@@ -24,9 +26,10 @@ use std::collections::HashMap;
 use super::tokenize::{for_each_gram, for_each_term};
 use super::{Hit, SkillDoc, top_k};
 
-/// The ranker's parameters. The defaults are the usual BM25 constants and field weights chosen
-/// before looking at any evaluation data, except [`gram_weight`](Bm25Params::gram_weight) (see
-/// `docs/matching.md`).
+/// The ranker's parameters. `k1`, `b` and the field weights are the usual constants or priors
+/// chosen before looking at any evaluation data; [`gram_weight`](Bm25Params::gram_weight),
+/// [`idf_exponent`](Bm25Params::idf_exponent) and [`query_k3`](Bm25Params::query_k3) were chosen
+/// on one half of the MetaTool queries and checked on the other (see `docs/matching.md`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bm25Params {
     /// Term-frequency saturation (1.2).
@@ -42,6 +45,13 @@ pub struct Bm25Params {
     pub body_weight: f32,
     /// Weight of the character grams of name and description (0.1): a tie-breaker, not a match.
     pub gram_weight: f32,
+    /// Power of the IDF (1.3): above 1, a rare word shared with the message counts for more
+    /// against several common ones (a short description sharing "detailed" and "various" with a
+    /// long message should not beat one sharing its subject). 1 is plain BM25.
+    pub idf_exponent: f32,
+    /// Saturation of a word repeated in the message (1.0): a word said twice counts 4/3 times,
+    /// never more than twice. 0 counts each distinct word once.
+    pub query_k3: f32,
 }
 
 impl Default for Bm25Params {
@@ -53,6 +63,8 @@ impl Default for Bm25Params {
             description_weight: 1.0,
             body_weight: 0.3,
             gram_weight: 0.1,
+            idf_exponent: 1.3,
+            query_k3: 1.0,
         }
     }
 }
@@ -128,6 +140,7 @@ impl Index {
     }
 
     /// The best `k` skills for `message`, best first; only skills that share a term with it.
+    /// Allocates one score per skill (use [`scores_into`](Index::scores_into) to reuse a buffer).
     /// Equal scores keep the order of the skills given to [`build`](Index::build).
     pub fn search(&self, message: &str, k: usize) -> Vec<Hit> {
         let mut scores = vec![0f32; self.len];
@@ -158,11 +171,15 @@ impl Index {
         for_each_term(message, &mut look);
         for_each_gram(message, &mut look);
         ids.sort_unstable();
-        ids.dedup();
-        for id in ids {
-            let (from, to) = (self.offsets[id as usize], self.offsets[id as usize + 1]);
+        let k3 = self.params.query_k3.max(0.0);
+        for run in ids.chunk_by(|a, b| a == b) {
+            let id = run[0] as usize;
+            // (k3 + 1) · qtf / (k3 + qtf): 1 for one occurrence, whatever k3.
+            let qtf = run.len() as f32;
+            let weight = (k3 + 1.0) * qtf / (k3 + qtf);
+            let (from, to) = (self.offsets[id], self.offsets[id + 1]);
             for p in &self.postings[from as usize..to as usize] {
-                scores[p.skill as usize] += p.impact;
+                scores[p.skill as usize] += weight * p.impact;
             }
         }
     }
@@ -264,6 +281,7 @@ impl IndexBuilder {
         ];
         let b = f64::from(params.b);
         let k1 = f64::from(params.k1);
+        let exponent = f64::from(params.idf_exponent);
         // 1 / (1 − b + b · len / avg) for every skill and field.
         let inv_norm: Vec<[f64; FIELDS]> = lengths
             .iter()
@@ -284,7 +302,9 @@ impl IndexBuilder {
         offsets.push(0);
         for list in raw {
             let df = list.len() as f64;
-            let idf = (1.0 + (f64::from(n) - df + 0.5) / (df + 0.5)).ln();
+            let idf = (1.0 + (f64::from(n) - df + 0.5) / (df + 0.5))
+                .ln()
+                .powf(exponent);
             for p in &list {
                 let norm = &inv_norm[p.skill as usize];
                 let tf: f64 = (0..FIELDS)
@@ -381,10 +401,56 @@ mod tests {
     }
 
     #[test]
-    fn a_repeated_word_counts_once() {
+    fn a_repeated_word_counts_more_but_saturates() {
         let docs = docs();
-        let index = Index::build(&docs);
-        assert_eq!(index.search("pdf", 1), index.search("pdf pdf PDF", 1));
+        let once = Index::build(&docs);
+        let one = once.search("pdf", 1)[0];
+        let two = once.search("pdf PDF", 1)[0];
+        let many = once.search(&"pdf ".repeat(50), 1)[0];
+        assert_eq!((one.index, two.index), (1, 1));
+        // k3 = 1: (k3 + 1) · 2 / (k3 + 2) = 4/3 times once; fifty times stays under twice.
+        assert!(
+            (two.score / one.score - 4.0 / 3.0).abs() < 1e-4,
+            "{one:?} {two:?}"
+        );
+        assert!(many.score < 2.0 * one.score && many.score > two.score);
+        let flat = Index::build_with(
+            &docs,
+            Bm25Params {
+                query_k3: 0.0,
+                ..Bm25Params::default()
+            },
+        );
+        assert_eq!(flat.search("pdf", 1), flat.search("pdf pdf PDF", 1));
+    }
+
+    #[test]
+    fn the_idf_exponent_favours_the_rarer_word() {
+        // "errors" is in one skill, "clean" in two (name of one, body of another).
+        let docs = docs();
+        let plain = Index::build_with(
+            &docs,
+            Bm25Params {
+                idf_exponent: 1.0,
+                ..Bm25Params::default()
+            },
+        );
+        let sharp = Index::build(&docs);
+        let ratio = |i: &Index| {
+            let rare = i.search("errors", 1)[0].score;
+            let common = i
+                .search("clean", 3)
+                .iter()
+                .map(|h| h.score)
+                .fold(0f32, f32::max);
+            rare / common
+        };
+        assert!(
+            ratio(&sharp) > ratio(&plain),
+            "{} {}",
+            ratio(&sharp),
+            ratio(&plain)
+        );
     }
 
     #[test]

@@ -3,11 +3,11 @@
 use async_trait::async_trait;
 
 use super::embed::{EmbedError, Embedder};
-use super::{DenseIndex, FUSION_DEPTH, Hit, Index, Matcher, SkillDoc, fuse};
+use super::{Bm25Params, DenseIndex, FUSION_DEPTH, Hit, Index, Matcher, SkillDoc, fuse};
 
-/// The BM25 share of a blend when none is given (0.5: measured best with the bundled
-/// MiniLM-L3; 0.3 suited the larger MiniLM-L6, see `docs/matching.md`).
-pub const DEFAULT_WEIGHT: f32 = 0.5;
+/// The BM25 share of a blend when none is given (0.45: chosen with the bundled MiniLM-L3 on
+/// one half of the MetaTool queries; 0.3 suited the larger MiniLM-L6, see `docs/matching.md`).
+pub const DEFAULT_WEIGHT: f32 = 0.45;
 
 /// Ranks skills by BM25 and by an embedder's cosine similarity, fused per query (see
 /// [`fuse`]): `weight · bm25 + (1 − weight) · dense` over each ranking's best
@@ -27,6 +27,16 @@ impl<E: Embedder> EmbeddingMatcher<E> {
         docs: &[SkillDoc<'_>],
         weight: f32,
     ) -> Result<Self, EmbedError> {
+        Self::build_with(embedder, docs, weight, Bm25Params::default()).await
+    }
+
+    /// [`build`](Self::build) with BM25 parameters.
+    pub async fn build_with(
+        embedder: E,
+        docs: &[SkillDoc<'_>],
+        weight: f32,
+        params: Bm25Params,
+    ) -> Result<Self, EmbedError> {
         let texts: Vec<String> = docs.iter().map(SkillDoc::dense_text).collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let vectors = embedder.embed(&refs).await?;
@@ -40,7 +50,7 @@ impl<E: Embedder> EmbeddingMatcher<E> {
         }
         Self::from_parts(
             embedder,
-            Index::build(docs),
+            Index::build_with(docs, params),
             DenseIndex::new(vectors)?,
             weight,
         )

@@ -15,6 +15,7 @@
 //!   provider once.
 //! - [`EmbeddingMatcher`] blends the two rankings by normalised score fusion ([`fuse`]).
 //! - [`eval`] scores any [`Matcher`] on a labelled set of queries.
+//! - [`MatcherConfig`] is the typed `[matcher]` section of `skillcat.toml`.
 //!
 //! Scores are for ranking only: they do not say whether a skill applies (a threshold does not
 //! separate matches from non-matches well). Offer the top few with their descriptions and let the
@@ -40,6 +41,7 @@ mod fusion;
 mod hybrid;
 #[cfg(feature = "neural")]
 mod neural;
+mod settings;
 mod stem;
 pub mod tokenize;
 
@@ -58,6 +60,8 @@ pub use fusion::{FUSION_DEPTH, fuse};
 pub use hybrid::{DEFAULT_WEIGHT, EmbeddingMatcher};
 #[cfg(feature = "neural")]
 pub use neural::PocketEncoder;
+pub(crate) use settings::RawMatcher;
+pub use settings::{EmbedProvider, EmbedderConfig, MatchMode, MatcherConfig};
 pub use stem::stem;
 
 /// One skill as the matcher sees it: name, description and body, borrowed or owned.
