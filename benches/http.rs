@@ -3,8 +3,9 @@
 //! the same bytes with a plain sequential reqwest loop (no verification, no cache), then a warm
 //! run (one conditional request, everything from the cache).
 //!
-//! Run: `cargo bench --bench http`. Prints the median of several runs of each and the ratio
-//! plain ÷ skillcat (target ≥ 0.5: skillcat at most twice the time of a bare download loop).
+//! Run: `cargo bench --bench http`. Prints the median of several interleaved runs of each, the
+//! load average, and the ratio plain ÷ skillcat (target ≥ 0.5: skillcat at most twice the time
+//! of a bare download loop). A concurrent plain loop is printed too, for reference.
 
 #[path = "support/corpus.rs"]
 mod corpus;
@@ -13,7 +14,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use skillcat::source::http::{HttpOptions, HttpSource};
+use futures_util::stream::{self, StreamExt};
+use skillcat::source::http::{FetchStatus, HttpOptions, HttpSource};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -32,7 +34,7 @@ impl Drop for Served {
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs this in test mode: stay quick.
     let quick = !std::env::args().any(|a| a == "--bench");
-    let (n, runs) = if quick { (100, 1) } else { (1_000, 5) };
+    let (n, runs) = if quick { (100, 1) } else { (1_000, 7) };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("bench-rt")
@@ -84,42 +86,7 @@ fn main() {
     });
     assert_eq!(urls.len(), n);
 
-    // Baseline: a plain sequential loop over the same bytes (index included).
-    let mut bytes = 0;
-    let plain = median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                bytes = rt.block_on(async {
-                    let mut total = 0;
-                    total += client
-                        .get(index_url.clone())
-                        .send()
-                        .await
-                        .unwrap()
-                        .bytes()
-                        .await
-                        .unwrap()
-                        .len();
-                    for u in &urls {
-                        total += client
-                            .get(u.clone())
-                            .send()
-                            .await
-                            .unwrap()
-                            .bytes()
-                            .await
-                            .unwrap()
-                            .len();
-                    }
-                    total
-                });
-                t.elapsed()
-            })
-            .collect(),
-    );
-
-    // skillcat, cold: a fresh cache each run (HTTP_BENCH_CONCURRENCY: requests in flight).
+    // skillcat's settings (HTTP_BENCH_CONCURRENCY: requests in flight).
     let concurrency = std::env::var("HTTP_BENCH_CONCURRENCY")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -133,66 +100,140 @@ fn main() {
             None => tempfile::tempdir().unwrap(),
         })
         .collect();
-    let cold = median(
-        caches
-            .iter()
-            .map(|cache| {
-                let src = HttpSource::new(
-                    &base,
-                    HttpOptions {
-                        cache_dir: Some(cache.path().to_path_buf()),
-                        concurrency,
-                        ..HttpOptions::default()
-                    },
-                )
-                .unwrap();
-                let t = Instant::now();
-                let reports = rt.block_on(src.prefetch(|_| {})).unwrap();
-                let elapsed = t.elapsed();
-                assert_eq!(reports.len(), n);
-                elapsed
-            })
-            .collect(),
-    );
+    let load_before = loadavg();
+
+    // The runs are interleaved (plain, concurrent plain, cold; plain, …) so that the load of a
+    // shared machine falls on all three alike; each pair gives a ratio, and the median of the
+    // ratios is reported beside the medians of the times.
+    let mut bytes = 0;
+    let (mut plain, mut plain_conc, mut cold, mut ratios) = (vec![], vec![], vec![], vec![]);
+    let (mut plain_cpu, mut cold_cpu) = (0.0, 0.0);
+    for cache in &caches {
+        // Baseline: a plain sequential loop over the same bytes (index included).
+        let (t, cpu) = (Instant::now(), cpu_ms());
+        bytes = rt.block_on(async {
+            let mut total = get(&client, &index_url).await;
+            for u in &urls {
+                total += get(&client, u).await;
+            }
+            total
+        });
+        let p = t.elapsed();
+        plain_cpu += cpu_ms() - cpu;
+        // The same bytes with as many requests in flight as skillcat uses.
+        let t = Instant::now();
+        let conc_bytes = rt.block_on(async {
+            let index = get(&client, &index_url).await;
+            stream::iter(&urls)
+                .map(|u| get(&client, u))
+                .buffer_unordered(concurrency)
+                .fold(index, |a, b| async move { a + b })
+                .await
+        });
+        assert_eq!(conc_bytes, bytes);
+        plain_conc.push(t.elapsed());
+        // skillcat, cold: a fresh cache each run; every archive verified (size, sha256, skill
+        // digest) and stored.
+        let src = HttpSource::new(
+            &base,
+            HttpOptions {
+                cache_dir: Some(cache.path().to_path_buf()),
+                concurrency,
+                ..HttpOptions::default()
+            },
+        )
+        .unwrap();
+        let (t, cpu) = (Instant::now(), cpu_ms());
+        let reports = rt.block_on(src.prefetch(|_| {})).unwrap();
+        let c = t.elapsed();
+        cold_cpu += cpu_ms() - cpu;
+        assert_eq!(reports.len(), n);
+        assert!(reports.iter().all(|r| r.status == FetchStatus::Fetched));
+        ratios.push(p.as_secs_f64() / c.as_secs_f64());
+        plain.push(p);
+        cold.push(c);
+    }
 
     // skillcat, warm: the first cache again.
     let mut requests = 0;
-    let warm = median(
-        (0..runs)
-            .map(|_| {
-                let src = HttpSource::new(
-                    &base,
-                    HttpOptions {
-                        cache_dir: Some(caches[0].path().to_path_buf()),
-                        ..HttpOptions::default()
-                    },
-                )
-                .unwrap();
-                let t = Instant::now();
-                rt.block_on(src.prefetch(|_| {})).unwrap();
-                let elapsed = t.elapsed();
-                requests = src.stats().requests;
-                elapsed
-            })
-            .collect(),
-    );
+    let mut warm = vec![];
+    for _ in 0..runs {
+        let src = HttpSource::new(
+            &base,
+            HttpOptions {
+                cache_dir: Some(caches[0].path().to_path_buf()),
+                ..HttpOptions::default()
+            },
+        )
+        .unwrap();
+        let t = Instant::now();
+        let reports = rt.block_on(src.prefetch(|_| {})).unwrap();
+        warm.push(t.elapsed());
+        assert!(reports.iter().all(|r| r.status == FetchStatus::Cached));
+        requests = src.stats().requests;
+    }
+    let load_after = loadavg();
 
-    println!("corpus: {n} skills, {bytes} bytes served (index + archives)");
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    ratios.sort_by(f64::total_cmp);
+    println!("corpus: {n} skills, {bytes} bytes served (index + archives); {runs} runs each");
+    println!("load average before: {load_before}  after: {load_after}  (2 cores is full)");
     println!(
         "plain sequential reqwest loop   {:>9.1} ms",
-        plain.as_secs_f64() * 1e3
+        ms(median(plain))
     );
     println!(
-        "skillcat cold fetch (verified)  {:>9.1} ms",
-        cold.as_secs_f64() * 1e3
+        "plain reqwest, {concurrency:>2} in flight     {:>9.1} ms",
+        ms(median(plain_conc))
     );
     println!(
-        "ratio plain / skillcat          {:>9.2}x  (target >= 0.5)",
-        plain.as_secs_f64() / cold.as_secs_f64()
+        "skillcat cold fetch (verified)  {:>9.1} ms  ({concurrency} in flight)",
+        ms(median(cold))
     );
     println!(
-        "skillcat warm fetch             {:>9.1} ms  ({requests} request{})",
-        warm.as_secs_f64() * 1e3,
+        "ratio plain / skillcat          {:>9.2}x  (median of {runs} paired runs, min {:.2}, max {:.2}; target >= 0.5)",
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1],
+    );
+    println!(
+        "client CPU per run (user+sys)   plain {:.0} ms, skillcat cold {:.0} ms",
+        plain_cpu / runs as f64,
+        cold_cpu / runs as f64
+    );
+    println!(
+        "skillcat warm fetch             {:>9.1} ms  ({requests} request{}, every blob re-hashed)",
+        ms(median(warm)),
         if requests == 1 { "" } else { "s" }
     );
+}
+
+/// One GET, its body length.
+async fn get(client: &reqwest::Client, url: &reqwest::Url) -> usize {
+    let resp = client.get(url.clone()).send().await.unwrap();
+    resp.bytes().await.unwrap().len()
+}
+
+/// The first three fields of `/proc/loadavg` (`?` where there is none).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// CPU time of this process so far (user + system, all threads), in milliseconds; 0 where
+/// `/proc` is missing. Counted in clock ticks (10 ms), so only sums over runs are meaningful.
+fn cpu_ms() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name (which may hold spaces) start at field 3.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    f.iter().sum::<f64>() * 10.0
 }

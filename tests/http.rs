@@ -206,7 +206,7 @@ fn offline(cache: &Path) -> HttpOptions {
 /// Every blob file in the cache: (name, whether its content hashes to its name).
 fn cache_blobs(cache: &Path) -> Vec<(String, bool)> {
     let mut out = Vec::new();
-    let mut stack = vec![cache.join("blobs-v1")];
+    let mut stack = vec![cache.join("blobs-v2")];
     while let Some(dir) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -668,11 +668,9 @@ async fn a_corrupt_cache_entry_is_deleted_and_fetched_again() {
         .prefetch(|_| {})
         .await
         .unwrap();
-    let path = cache.path().join(format!(
-        "blobs-v1/sha256/{}/{}/{hex}",
-        &hex[..2],
-        &hex[2..4]
-    ));
+    let path = cache
+        .path()
+        .join(format!("blobs-v2/sha256/{}/{hex}", &hex[..2]));
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[10] ^= 0xff;
     std::fs::write(&path, &bytes).unwrap();
@@ -997,4 +995,179 @@ async fn a_detached_signature_is_served_in_the_index_and_verifies() {
         "alpha",
     )
     .unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Warnings reach the read commands; redirect limits; cleaning the cache
+
+fn run_bin(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn read_commands_print_the_sources_warnings_on_stderr() {
+    let cache = tempfile::tempdir().unwrap();
+    let c = cache.path().to_str().unwrap();
+    let served = Served::start(&support::conformance::catalog_dir());
+    let url = served.url.clone();
+    // Online: the index is fetched and cached; nothing to warn about.
+    let (code, online, stderr) = run_bin(&["--cache", c, "list", &url, "--format", "json"]);
+    assert!(!stderr.contains("warning:"), "{stderr}");
+    let online_prompt = run_bin(&["--cache", c, "prompt", &url]);
+    assert!(!online_prompt.2.contains("warning:"), "{}", online_prompt.2);
+    drop(served);
+
+    // Offline: the cached index is no longer fresh (the server says no-cache), so it is used
+    // with a warning, and the output is what it was online.
+    let (code2, offline, stderr) =
+        run_bin(&["--offline", "--cache", c, "list", &url, "--format", "json"]);
+    assert_eq!((code2, &offline), (code, &online));
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("warning: ") && l.contains("offline, using the cached copy")),
+        "{stderr}"
+    );
+    let (code3, text, stderr) = run_bin(&["--offline", "--cache", c, "prompt", &url]);
+    assert_eq!((code3, &text), (online_prompt.0, &online_prompt.1));
+    assert!(stderr.contains("warning: "), "{stderr}");
+
+    // Online with the server gone: the network error is survived with the cached copy, and
+    // the warning says so.
+    let (code4, again, stderr) = run_bin(&["--cache", c, "list", &url, "--format", "json"]);
+    assert_eq!((code4, &again), (code, &online));
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("warning: ") && l.contains("using the cached copy")),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_loop_is_refused_with_a_clear_error() {
+    let server = Server::start(|r| {
+        let next = if r.path == "/a/index.json" {
+            "/b/index.json"
+        } else {
+            "/a/index.json"
+        };
+        response(302, &[("Location", next)], b"")
+    })
+    .await;
+    let cache = tempfile::tempdir().unwrap();
+    let src = HttpSource::new(&server.url("/a/index.json"), opts(cache.path())).unwrap();
+    let err = src.list().await.unwrap_err().to_string();
+    assert!(err.contains("more than 10 redirects"), "{err}");
+    assert_eq!(
+        server.requests().len(),
+        11,
+        "the first request and ten redirects, never retried"
+    );
+    // With a lower limit, the error says so and stops sooner.
+    server.clear();
+    let src = HttpSource::new(
+        &server.url("/a/index.json"),
+        HttpOptions {
+            max_redirects: 2,
+            ..opts(cache.path())
+        },
+    )
+    .unwrap();
+    let err = src.list().await.unwrap_err().to_string();
+    assert!(err.contains("more than 2 redirects"), "{err}");
+    assert_eq!(server.requests().len(), 3);
+    assert_eq!(cache_blobs(cache.path()), [], "nothing was cached");
+}
+
+#[test]
+fn cache_clean_removes_only_what_no_cached_index_needs() {
+    let work = tempfile::tempdir().unwrap();
+    let cache = work.path().join("cache");
+    let c = cache.to_str().unwrap();
+    let served = Served::start(&support::conformance::catalog_dir());
+    let url = served.url.clone();
+    let (code, _, stderr) = run_bin(&["--cache", c, "fetch", &url]);
+    assert_eq!(code, Some(0), "{stderr}");
+    drop(served);
+    let kept = cache_blobs(&cache);
+    assert_eq!(kept.len(), 8, "7 archives and the index");
+
+    // What a cache collects over time: a blob no index names any more, a temp file left by a
+    // killed process, a stray file among the blobs, and an older layout.
+    let orphan = b"an archive of a skill the index no longer lists";
+    let hex = &sha256_digest(orphan)[7..];
+    let orphan_path = cache.join(format!("blobs-v2/sha256/{}/{hex}", &hex[..2]));
+    std::fs::write(&orphan_path, orphan).unwrap();
+    std::fs::write(cache.join("tmp/part-killed"), b"half").unwrap();
+    std::fs::write(cache.join("blobs-v2/sha256/00/.part-x"), b"half").unwrap();
+    std::fs::create_dir_all(cache.join("blobs-v1/sha256/ab/cd")).unwrap();
+    std::fs::write(cache.join("blobs-v1/sha256/ab/cd/old"), b"old").unwrap();
+
+    let (code, out, stderr) = run_bin(&["--cache", c, "cache", "info", "--format", "json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let info: J = serde_json::from_str(&out).unwrap();
+    assert_eq!(info["records"], 1);
+    assert_eq!(info["blobs"], 9);
+    assert_eq!(info["unreferenced"], 1);
+    assert_eq!(info["unreferenced_bytes"], orphan.len());
+    assert_eq!(info["stale_files"], 3);
+
+    let (code, out, stderr) = run_bin(&["--cache", c, "cache", "clean", "--format", "json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: J = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["removed_blobs"], 1);
+    assert_eq!(report["removed_records"], 0);
+    assert_eq!(report["removed_stale"], 3);
+    assert_eq!(report["kept_blobs"], 8);
+    assert!(!orphan_path.exists());
+    assert!(!cache.join("blobs-v1").exists());
+    assert!(!cache.join("blobs-v2/sha256/00/.part-x").exists());
+    assert_eq!(tmp_files(&cache), 0);
+    assert_eq!(
+        cache_blobs(&cache),
+        kept,
+        "every referenced blob is still there"
+    );
+
+    // Offline, everything the index needs is still served from the cache.
+    let (code, out, stderr) = run_bin(&["--offline", "--cache", c, "fetch", &url]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(out.lines().filter(|l| l.ends_with("  cached")).count(), 7);
+
+    // A clean waits for every process using the cache (each holds the shared lock) and runs
+    // when they are done.
+    let reader = std::fs::File::open(cache.join(".lock")).unwrap();
+    reader.lock_shared().unwrap();
+    let mut clean = Command::new(BIN)
+        .args(["--cache", c, "cache", "clean", "--all"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        clean.try_wait().unwrap().is_none(),
+        "the clean waits while the cache is in use"
+    );
+    assert_eq!(cache_blobs(&cache), kept, "nothing removed while in use");
+    reader.unlock().unwrap();
+    let out = clean.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("waiting for other skillcat processes"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("Removed 8 blobs"), "{stdout}");
+    assert_eq!(cache_blobs(&cache), []);
+    let (code, _, stderr) = run_bin(&["--offline", "--cache", c, "fetch", &url]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("not cached"), "{stderr}");
 }

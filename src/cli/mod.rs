@@ -238,6 +238,12 @@ enum Command {
     /// Fill the local cache from a remote index and print what it holds.
     #[command(after_help = "Example: skillcat fetch https://skills.example.com/")]
     Fetch(remote::FetchArgs),
+    /// Show what the cache of remote sources holds, or clean it (`--cache DIR` picks it).
+    #[command(after_help = "Example: skillcat cache clean")]
+    Cache {
+        #[command(subcommand)]
+        cmd: remote::CacheCommand,
+    },
     /// Rank the skills of a source for a message (or evaluate on a labelled set).
     #[command(
         name = "match",
@@ -317,6 +323,7 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Serve(a) => remote::serve(a).await,
         Command::Export(a) => remote::export(a).await,
         Command::Fetch(a) => remote::fetch(a).await,
+        Command::Cache { cmd } => remote::cache(cmd).await,
         Command::Match(a) => matching::run(a).await,
         Command::Tools(a) => script::tools(a).await,
         Command::Run(a) => script::run(a).await,

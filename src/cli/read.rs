@@ -88,7 +88,9 @@ pub(super) async fn open_and_discover(arg: &str) -> Result<Opened, u8> {
         err!("Error: {}", describe_open_error(&shown, &e));
         USAGE
     })?;
-    let mut found = source::discover(&*src).await.map_err(|e| {
+    let found = source::discover(&*src).await;
+    print_warnings(&*src);
+    let mut found = found.map_err(|e| {
         err!("Error: {e}");
         USAGE
     })?;
@@ -106,6 +108,13 @@ pub(super) async fn open_and_discover(arg: &str) -> Result<Opened, u8> {
         src,
         found,
     })
+}
+
+/// A source's warnings (a stale cached index, say) on stderr, `warning: …` each.
+fn print_warnings(src: &dyn Source) {
+    for w in src.warnings() {
+        err!("warning: {w}");
+    }
 }
 
 fn describe_open_error(shown: &str, e: &skillcat::Error) -> String {
@@ -247,7 +256,9 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
                 continue;
             }
         };
-        match source::discover(&*src).await {
+        let discovered = source::discover(&*src).await;
+        print_warnings(&*src);
+        match discovered {
             Ok(d) if d.skills.is_empty() && d.faults.is_empty() => {
                 // A directory with no document and no skill below it is a skill directory
                 // missing its document, as the reference says — not an empty success.

@@ -9,7 +9,10 @@ use serde_json::json;
 use skillcat::registry::Registry;
 use skillcat::serve::{self, SignatureLookup, Signed, Site, SiteOptions};
 use skillcat::sign::Statement;
-use skillcat::source::http::{FetchStatus, HttpOptions, HttpSource};
+use skillcat::source::Source;
+use skillcat::source::http::{
+    FetchStatus, HttpOptions, HttpSource, cache_info, clean_cache, default_cache_dir,
+};
 
 use super::{FAULTS, Format, OK, USAGE};
 
@@ -46,6 +49,27 @@ pub struct FetchArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+}
+
+/// `skillcat cache` subcommands (the folder: the global `--cache DIR`, else the default).
+#[derive(Debug, clap::Subcommand)]
+pub enum CacheCommand {
+    /// Where the cache is and what it holds: index records, blobs, bytes, what `clean` removes.
+    Info {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// Remove blobs no cached index refers to, left-over temp files and older cache layouts;
+    /// waits for other skillcat processes using the cache to finish.
+    Clean {
+        /// Remove everything: every index record and blob (the next run fetches afresh).
+        #[arg(long)]
+        all: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
 }
 
 /// Where the detached signatures of a source's skills are: in the registry for a registry,
@@ -313,4 +337,105 @@ pub async fn fetch(a: FetchArgs) -> u8 {
         }
     }
     if missing + failed > 0 { FAULTS } else { OK }
+}
+
+/// `skillcat cache info|clean` (with the global `--cache DIR`)
+pub async fn cache(cmd: CacheCommand) -> u8 {
+    let Some(dir) = super::globals()
+        .open
+        .cache_dir
+        .clone()
+        .or_else(default_cache_dir)
+    else {
+        err!("Error: no cache directory (set --cache, XDG_CACHE_HOME or HOME)");
+        return USAGE;
+    };
+    let shown = dir.display().to_string();
+    match cmd {
+        CacheCommand::Info { format } => {
+            let info = match tokio::task::spawn_blocking(move || cache_info(&dir)).await {
+                Ok(Ok(i)) => i,
+                Ok(Err(e)) => {
+                    err!("Error: {e}");
+                    return USAGE;
+                }
+                Err(e) => {
+                    err!("Error: {e}");
+                    return USAGE;
+                }
+            };
+            match format {
+                Format::Text if !info.exists => out!("cache: {shown} (empty: not created yet)"),
+                Format::Text => out!(
+                    "cache: {shown}\n\
+                     index records: {}\n\
+                     blobs: {} ({} bytes)\n\
+                     unreferenced: {} ({} bytes; `skillcat cache clean` removes them)\n\
+                     stale files: {} ({} bytes; temp files and older layouts)",
+                    info.records,
+                    info.blobs,
+                    info.blob_bytes,
+                    info.unreferenced,
+                    info.unreferenced_bytes,
+                    info.stale_files,
+                    info.stale_bytes,
+                ),
+                Format::Json => out!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({
+                        "cache": shown, "exists": info.exists, "records": info.records,
+                        "blobs": info.blobs, "blob_bytes": info.blob_bytes,
+                        "unreferenced": info.unreferenced,
+                        "unreferenced_bytes": info.unreferenced_bytes,
+                        "stale_files": info.stale_files, "stale_bytes": info.stale_bytes,
+                    }))
+                    .expect("json")
+                ),
+            }
+            OK
+        }
+        CacheCommand::Clean { all, format } => {
+            let waiting = {
+                let shown = shown.clone();
+                move || err!("waiting for other skillcat processes using {shown} to finish…")
+            };
+            let done = tokio::task::spawn_blocking(move || clean_cache(&dir, all, waiting)).await;
+            let r = match done {
+                Ok(Ok(r)) => r,
+                Ok(Err(e)) => {
+                    err!("Error: {e}");
+                    return USAGE;
+                }
+                Err(e) => {
+                    err!("Error: {e}");
+                    return USAGE;
+                }
+            };
+            match format {
+                Format::Text => out!(
+                    "Removed {} blobs ({} bytes), {} index records and {} stale files ({} bytes) \
+                     from {shown}; kept {} blobs ({} bytes)",
+                    r.removed_blobs,
+                    r.removed_bytes,
+                    r.removed_records,
+                    r.removed_stale,
+                    r.removed_stale_bytes,
+                    r.kept_blobs,
+                    r.kept_bytes,
+                ),
+                Format::Json => out!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({
+                        "cache": shown, "removed_blobs": r.removed_blobs,
+                        "removed_bytes": r.removed_bytes, "removed_records": r.removed_records,
+                        "removed_stale": r.removed_stale,
+                        "removed_stale_bytes": r.removed_stale_bytes,
+                        "kept_blobs": r.kept_blobs, "kept_bytes": r.kept_bytes,
+                    }))
+                    .expect("json")
+                ),
+            }
+            OK
+        }
+    }
 }

@@ -2,21 +2,28 @@
 //!
 //! ```text
 //! <cache>/CACHEDIR.TAG                        marks the folder as a cache (backup tools skip it)
-//! <cache>/.lock                               shared by every user; exclusive only to sweep tmp/
-//! <cache>/tmp/                                temp files, renamed into place (same file system)
+//! <cache>/.lock                               shared by every user; exclusive to sweep tmp/ or
+//!                                             to clean (see `maintain`)
+//! <cache>/tmp/                                named temp files (fallback writes, records)
 //! <cache>/index-v1/<sha256(url)>.json         a mutable URL: url (redacted), etag, last_modified,
 //!                                             max_age, no_cache, fetched_at, body "sha256:<hex>"
-//! <cache>/blobs-v1/sha256/ab/cd/<64 hex>      immutable content, named by its sha256
+//! <cache>/blobs-v2/sha256/ab/<64 hex>         immutable content, named by its sha256
 //! ```
 //!
-//! - A blob is written only after the caller verified it, through a temp file renamed with
-//!   no-clobber: two processes writing the same blob both succeed (same bytes).
+//! - A blob is written only after the caller verified it. On Linux it goes to an unnamed file
+//!   in its own folder (`O_TMPFILE`) linked in once whole; elsewhere through a temp file in
+//!   `tmp/` renamed with no-clobber. Either way two processes writing the same blob both
+//!   succeed (same bytes) and a partial blob is never visible.
+//! - The 256 fan-out folders are made once, together, when the cache is created: made lazily
+//!   by concurrent writers they queue on their parent's lock (measured: the two-level
+//!   `blobs-v1/ab/cd/` layout made ~1,250 folders per 1,000 blobs and dominated a cold fetch).
 //! - A blob is hashed again each time it is read; one that does not match its name is deleted
 //!   and reported as absent, so the caller fetches it again.
 //! - Every process holds a shared lock on `.lock` while it uses the cache. A process that gets
 //!   the lock exclusively (nobody else is using the cache) first removes temp files left by a
 //!   killed process.
-//! - Blobs are not fsynced: a torn file after a crash fails verification and is fetched again.
+//! - Nothing is fsynced: a blob torn by a crash fails verification and is fetched again, a torn
+//!   record does not parse and counts as absent. A cache can always be refilled.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -87,6 +94,16 @@ pub(super) fn is_fresh(rec: &Record, now: u64) -> bool {
             .is_some_and(|max| now.saturating_sub(rec.fetched_at) < max)
 }
 
+/// A duration in seconds for people: `45 s`, `12 min`, `5 h`, `3 days`.
+pub(super) fn age(secs: u64) -> String {
+    match secs {
+        0..120 => format!("{secs} s"),
+        120..7_200 => format!("{} min", secs / 60),
+        7_200..172_800 => format!("{} h", secs / 3_600),
+        _ => format!("{} days", secs / 86_400),
+    }
+}
+
 /// Now, in Unix seconds.
 pub(super) fn now() -> u64 {
     std::time::SystemTime::now()
@@ -115,13 +132,9 @@ impl Cache {
     /// Opens (creating as needed) the cache at `root` and takes the shared lock.
     pub(super) fn open(root: &Path) -> Result<Cache> {
         let err = |p: &Path, e| Error::io(p.display().to_string(), e);
-        for sub in ["tmp", "index-v1", "blobs-v1/sha256"] {
+        for sub in ["tmp", "index-v1", BLOBS] {
             let p = root.join(sub);
             fs::create_dir_all(&p).map_err(|e| err(&p, e))?;
-        }
-        let tag = root.join("CACHEDIR.TAG");
-        if !tag.exists() {
-            write_atomic(root, &tag, CACHEDIR_TAG.as_bytes(), true).map_err(|e| err(&tag, e))?;
         }
         let lock_path = root.join(".lock");
         let lock = fs::OpenOptions::new()
@@ -141,6 +154,13 @@ impl Cache {
             lock.unlock().map_err(|e| err(&lock_path, e))?;
         }
         lock.lock_shared().map_err(|e| err(&lock_path, e))?;
+        // Only under the shared lock: a process sweeping tmp/ (exclusively) would otherwise
+        // remove the tag's temp file before it is renamed.
+        make_fan_out(&root.join(BLOBS)).map_err(|e| err(&root.join(BLOBS), e))?;
+        let tag = root.join("CACHEDIR.TAG");
+        if !tag.exists() {
+            write_atomic(root, &tag, CACHEDIR_TAG.as_bytes(), true).map_err(|e| err(&tag, e))?;
+        }
         Ok(Cache {
             root: root.to_path_buf(),
             _lock: lock,
@@ -174,8 +194,7 @@ impl Cache {
     pub(super) fn write_blob(&self, hash: &[u8; 32], bytes: &[u8]) -> Result<()> {
         debug_assert_eq!(sha256(bytes), *hash);
         let path = self.blob_path(hash);
-        write_atomic(&self.root, &path, bytes, false)
-            .map_err(|e| Error::io(path.display().to_string(), e))
+        store_blob(&self.root, &path, bytes).map_err(|e| Error::io(path.display().to_string(), e))
     }
 
     /// The record of a mutable URL, if one is stored and readable.
@@ -199,14 +218,114 @@ impl Cache {
     }
 }
 
-/// `<root>/blobs-v1/sha256/ab/cd/<hex>`.
+/// `<root>/blobs-v2/sha256/ab/<hex>`: one level of fan-out (256 folders, made when first
+/// needed), so a cold fetch of a thousand skills creates about 250 folders, not 1,250.
 pub(super) fn blob_path(root: &Path, hash: &[u8; 32]) -> PathBuf {
     let hex = hex::encode(hash);
-    root.join("blobs-v1")
-        .join("sha256")
-        .join(&hex[0..2])
-        .join(&hex[2..4])
-        .join(hex)
+    root.join(BLOBS).join(&hex[0..2]).join(hex)
+}
+
+/// Makes the 256 fan-out folders `00`…`ff` once, in order, from one thread: created lazily by
+/// many concurrent writers instead, they queue on the lock of their common parent while the
+/// file system allocates each one. `ff` is made last, so its presence means the set is
+/// complete; a set left incomplete by a killed process is finished by the next one (and a
+/// writer that still finds a folder missing makes it).
+fn make_fan_out(blobs: &Path) -> io::Result<()> {
+    if blobs.join("ff").is_dir() {
+        return Ok(());
+    }
+    for i in 0..=255u8 {
+        match fs::create_dir(blobs.join(format!("{i:02x}"))) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Where blobs live under the cache root (the version is in the name).
+pub(super) const BLOBS: &str = "blobs-v2/sha256";
+
+/// Stores a verified blob at `dest` without ever making a partial file visible, and without
+/// replacing an existing one (same name, same content). On Linux the bytes go to an unnamed
+/// file in the destination folder (`O_TMPFILE`) that is linked into place once whole: nothing
+/// is left behind if the process dies, and no rename locks two folders. Elsewhere, or where
+/// the file system lacks `O_TMPFILE`, a named temp file in `tmp/` is renamed into place.
+fn store_blob(root: &Path, dest: &Path, bytes: &[u8]) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if unnamed::store(dest, bytes)? {
+        return Ok(());
+    }
+    write_atomic(root, dest, bytes, false)
+}
+
+#[cfg(target_os = "linux")]
+mod unnamed {
+    use std::ffi::CString;
+    use std::fs;
+    use std::io::{self, Write};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::path::Path;
+
+    /// Writes `bytes` to an unnamed file in `dest`'s folder and links it in as `dest`.
+    /// `Ok(false)`: this file system (or a missing `/proc`) cannot; use the fallback.
+    pub(super) fn store(dest: &Path, bytes: &[u8]) -> io::Result<bool> {
+        let dir = dest.parent().expect("a blob path has a folder");
+        let open = || {
+            fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_TMPFILE)
+                .mode(0o644)
+                .open(dir)
+        };
+        let mut file = match open() {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(dir)?;
+                open()?
+            }
+            Err(e) if unsupported(&e) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        file.write_all(bytes)?;
+        let (Ok(from), Ok(to)) = (
+            CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())),
+            CString::new(dest.as_os_str().as_bytes()),
+        ) else {
+            return Ok(false);
+        };
+        // SAFETY: both arguments are NUL-terminated strings that live across the call, which
+        // only reads them; the descriptor named by `from` stays open until `file` drops.
+        let rc = unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                from.as_ptr(),
+                libc::AT_FDCWD,
+                to.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        };
+        if rc == 0 {
+            return Ok(true);
+        }
+        match io::Error::last_os_error() {
+            // Another process stored the same content first.
+            e if e.kind() == io::ErrorKind::AlreadyExists => Ok(true),
+            // No /proc, or links refused here: the named fallback still works.
+            e if e.kind() == io::ErrorKind::NotFound || unsupported(&e) => Ok(false),
+            e => Err(e),
+        }
+    }
+
+    fn unsupported(e: &io::Error) -> bool {
+        matches!(
+            e.raw_os_error(),
+            Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL | libc::EXDEV | libc::EPERM)
+        )
+    }
 }
 
 /// Writes `bytes` to a temp file in `<root>/tmp/` and renames it to `dest`: replacing what is
@@ -216,30 +335,47 @@ fn write_atomic(root: &Path, dest: &Path, bytes: &[u8], replace: bool) -> io::Re
         .prefix("part-")
         .tempfile_in(root.join("tmp"))?;
     tmp.write_all(bytes)?;
-    // The fan-out folders are made on first need (most renames find them already there).
-    let tmp = match dest.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() && !parent.is_dir() => {
-            fs::create_dir_all(parent)?;
-            tmp
-        }
-        _ => tmp,
-    };
-    if replace {
-        tmp.persist(dest).map_err(|e| e.error)?;
+    let persisted = if replace {
+        tmp.persist(dest)
     } else {
-        match tmp.persist_noclobber(dest) {
-            Ok(_) => {}
-            // Another process stored the same content first.
-            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e.error),
-        }
+        tmp.persist_noclobber(dest)
+    };
+    let tmp = match persisted {
+        Ok(_) => return Ok(()),
+        // The fan-out folder is made on first need.
+        Err(e) if e.error.kind() == io::ErrorKind::NotFound => e.file,
+        Err(e) if !replace && e.error.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(e.error),
+    };
+    if let Some(parent) = dest.parent() {
+        fs::create_dir_all(parent)?;
     }
-    Ok(())
+    let persisted = if replace {
+        tmp.persist(dest)
+    } else {
+        tmp.persist_noclobber(dest)
+    };
+    match persisted {
+        Ok(_) => Ok(()),
+        // Another process stored the same content first.
+        Err(e) if !replace && e.error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e.error),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ages_read_well() {
+        assert_eq!(age(0), "0 s");
+        assert_eq!(age(119), "119 s");
+        assert_eq!(age(120), "2 min");
+        assert_eq!(age(7_199), "119 min");
+        assert_eq!(age(7_200), "2 h");
+        assert_eq!(age(172_800), "2 days");
+    }
 
     #[test]
     fn cache_control_and_freshness() {
@@ -278,11 +414,7 @@ mod tests {
         assert!(matches!(cache.read_blob(&hash).unwrap(), Read::Hit(b) if &b[..] == b"hello"));
         let path = cache.blob_path(&hash);
         let hex = hex::encode(hash);
-        assert!(path.ends_with(format!(
-            "blobs-v1/sha256/{}/{}/{hex}",
-            &hex[..2],
-            &hex[2..4]
-        )));
+        assert!(path.ends_with(format!("blobs-v2/sha256/{}/{hex}", &hex[..2])));
         fs::write(&path, b"hellO").unwrap();
         assert!(matches!(cache.read_blob(&hash).unwrap(), Read::Corrupt));
         assert!(!path.exists(), "a corrupt entry is deleted");

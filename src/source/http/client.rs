@@ -192,14 +192,9 @@ impl Fetcher {
     pub(super) fn new(opts: &HttpOptions, counters: Arc<Counters>) -> Result<Fetcher, Error> {
         let max_redirects = opts.max_redirects;
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
-            if attempt.previous().len() > max_redirects {
-                attempt.error(format!("more than {max_redirects} redirects"))
-            } else if attempt.url().scheme() != "https"
-                && attempt.previous().iter().any(|u| u.scheme() == "https")
-            {
-                attempt.error("refusing a redirect from https to plain http")
-            } else {
-                attempt.follow()
+            match redirect_refusal(attempt.previous(), attempt.url(), max_redirects) {
+                Some(why) => attempt.error(why),
+                None => attempt.follow(),
             }
         });
         let client = reqwest::Client::builder()
@@ -423,6 +418,24 @@ fn describe(e: reqwest::Error) -> String {
     out
 }
 
+/// Whether to follow a redirect to `next`, given the URLs visited so far (the first request
+/// included): `None` to follow, else why not. Refused: more than `max` redirects (which also
+/// ends any loop), and plain http once any step was https (a downgrade would let anyone on
+/// the path change what is fetched).
+pub(super) fn redirect_refusal(previous: &[Url], next: &Url, max: usize) -> Option<String> {
+    // `previous` holds the original request and every redirect followed so far.
+    if previous.len() > max {
+        Some(format!("more than {max} redirects"))
+    } else if next.scheme() != "https" && previous.iter().any(|u| u.scheme() == "https") {
+        Some(format!(
+            "refusing a redirect from https to plain http ({})",
+            redact(next)
+        ))
+    } else {
+        None
+    }
+}
+
 /// Statuses worth another try: server errors, and the client errors that mean "later".
 pub(super) fn is_retryable_status(status: u16) -> bool {
     (500..600).contains(&status) || status == 408 || status == 429
@@ -472,6 +485,47 @@ mod tests {
         assert_eq!(shown, "https://***@example.com/a/index.json?…#frag");
         let plain = Url::parse("http://127.0.0.1:8080/").unwrap();
         assert_eq!(redact(&plain), "http://127.0.0.1:8080/");
+    }
+
+    #[test]
+    fn redirect_policy_limits_hops_and_refuses_downgrades() {
+        let u = |s: &str| Url::parse(s).unwrap();
+        let chain = |n: usize, scheme: &str| -> Vec<Url> {
+            (0..n).map(|i| u(&format!("{scheme}://h/{i}"))).collect()
+        };
+        // The first redirect: one URL visited so far.
+        assert_eq!(
+            redirect_refusal(&chain(1, "http"), &u("http://h/x"), 10),
+            None
+        );
+        // Ten redirects are allowed (the original request plus ten hops), the eleventh is not.
+        assert_eq!(
+            redirect_refusal(&chain(10, "http"), &u("http://h/x"), 10),
+            None
+        );
+        let why = redirect_refusal(&chain(11, "http"), &u("http://h/x"), 10).unwrap();
+        assert_eq!(why, "more than 10 redirects");
+        // A loop is the same URL again and again: it ends at the limit.
+        let looping = vec![u("http://h/loop"); 4];
+        assert!(redirect_refusal(&looping, &u("http://h/loop"), 3).is_some());
+        assert_eq!(redirect_refusal(&[], &u("http://h/x"), 0), None);
+        assert!(redirect_refusal(&chain(1, "http"), &u("http://h/x"), 0).is_some());
+        // https → http is refused, at any later step too; http → https and https → https pass.
+        let why = redirect_refusal(&[u("https://h/i.json")], &u("http://h/i.json"), 10).unwrap();
+        assert!(why.contains("https to plain http"), "{why}");
+        let mixed = [u("http://h/a"), u("https://h/b"), u("https://h/c")];
+        assert!(redirect_refusal(&mixed, &u("http://h/d"), 10).is_some());
+        assert_eq!(
+            redirect_refusal(&[u("http://h/a")], &u("https://h/a"), 10),
+            None
+        );
+        assert_eq!(
+            redirect_refusal(&[u("https://h/a")], &u("https://cdn/a"), 10),
+            None
+        );
+        // The refusal never shows credentials.
+        let why = redirect_refusal(&[u("https://h/a")], &u("http://u:pw@h/a?t=1"), 10).unwrap();
+        assert!(!why.contains("pw") && !why.contains("t=1"), "{why}");
     }
 
     #[test]

@@ -45,6 +45,7 @@ mod artifact;
 mod cache;
 mod client;
 pub mod index;
+mod maintain;
 mod options;
 
 use std::collections::HashMap;
@@ -64,6 +65,7 @@ use self::cache::{Cache, Record};
 pub use self::client::redact;
 use self::client::{Counters, Fetched, Fetcher, HttpError, Validators};
 use self::index::{Artifact, Entry, Extra, Index};
+pub use self::maintain::{CacheInfo, CleanReport, cache_info, clean_cache};
 pub use self::options::{
     FetchReport, FetchStatus, HttpOptions, HttpStats, RemoteSkill, default_cache_dir,
 };
@@ -165,15 +167,6 @@ impl HttpSource {
     /// The index URL read, once [`list`](Source::list) has succeeded (as it may be shown).
     pub fn index_url(&self) -> Option<String> {
         self.remote.get().map(|r| redact(&r.index_url))
-    }
-
-    /// Warnings so far: index entries skipped, stale copies used, corrupt cache entries
-    /// replaced. The source never prints; callers decide.
-    pub fn warnings(&self) -> Vec<String> {
-        self.warnings
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
     }
 
     /// Counters so far.
@@ -303,7 +296,7 @@ impl HttpSource {
         let candidates = self.index_candidates();
         let mut misses = Vec::new();
         for url in &candidates {
-            match self.mutable(url, "application/json").await {
+            match self.mutable(url, "application/json", true).await {
                 Ok((body, _)) => {
                     let index = index::parse_index(&body, url)
                         .map_err(|why| Error::Invalid(format!("{}: {why}", redact(url))))?;
@@ -335,7 +328,13 @@ impl HttpSource {
 
     /// A mutable URL (an index, a v0.1 file): the cached copy when fresh or confirmed by a
     /// conditional GET, else the new body (then cached).
-    async fn mutable(&self, url: &Url, accept: &str) -> Result<(Bytes, FetchStatus)> {
+    /// `warn_stale`: say so when a copy that is no longer fresh is used offline.
+    async fn mutable(
+        &self,
+        url: &Url,
+        accept: &str,
+        warn_stale: bool,
+    ) -> Result<(Bytes, FetchStatus)> {
         let cache = self.cache().await?;
         let key = url.as_str().to_string();
         let cached = match &cache {
@@ -359,7 +358,17 @@ impl HttpSource {
         };
         if self.opts.offline {
             return match cached {
-                Some((_, body)) => Ok((body, FetchStatus::Cached)),
+                Some((rec, body)) => {
+                    let now = cache::now();
+                    if warn_stale && !cache::is_fresh(&rec, now) {
+                        self.warn(format!(
+                            "{}: offline, using the cached copy from {} ago, which may be out of date",
+                            redact(url),
+                            cache::age(now.saturating_sub(rec.fetched_at))
+                        ));
+                    }
+                    Ok((body, FetchStatus::Cached))
+                }
                 None => Err(HttpError::NotCached {
                     what: redact(url),
                     cache: self.cache_shown(),
@@ -607,7 +616,7 @@ impl HttpSource {
                         (Some(b), s) => (b, s),
                         (None, _) => unreachable!("opened when asked to"),
                     },
-                    None => self.mutable(url, "*/*").await?,
+                    None => self.mutable(url, "*/*", false).await?,
                 };
                 let exec = known.is_some_and(|f| f.executable);
                 Ok((path.clone(), bytes, exec, status))
@@ -692,6 +701,15 @@ impl Source for HttpSource {
 
     fn location(&self, path: &str) -> String {
         format!("{}#{path}", self.shown)
+    }
+
+    /// Index entries skipped, stale copies used (offline or after a network error), corrupt
+    /// cache entries replaced, no cache directory.
+    fn warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
