@@ -1020,6 +1020,14 @@ fn read_commands_print_the_sources_warnings_on_stderr() {
     assert!(!stderr.contains("warning:"), "{stderr}");
     let online_prompt = run_bin(&["--cache", c, "prompt", &url]);
     assert!(!online_prompt.2.contains("warning:"), "{}", online_prompt.2);
+    // validate takes a URL like every other read command (not a path that does not exist).
+    let (vcode, vout, verr) = run_bin(&["--cache", c, "validate", &url]);
+    assert_eq!(vcode, Some(0), "{verr}");
+    assert!(
+        vout.lines()
+            .any(|l| l.starts_with("Valid skill: ") && l.contains(&url)),
+        "{vout}"
+    );
     drop(served);
 
     // Offline: the cached index is no longer fresh (the server says no-cache), so it is used

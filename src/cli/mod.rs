@@ -244,10 +244,11 @@ enum Command {
         #[command(subcommand)]
         cmd: remote::CacheCommand,
     },
-    /// Rank the skills of a source for a message (or evaluate on a labelled set).
+    /// Rank skills for a message: one source's, or the configured catalog's (or evaluate on a
+    /// labelled set).
     #[command(
         name = "match",
-        after_help = "Example: skillcat match fixtures/skills \"clean up this csv export\""
+        after_help = "Examples:\n  skillcat match fixtures/skills \"clean up this csv export\"\n  skillcat match \"clean up this csv export\"   (the configured catalog)"
     )]
     Match(matching::MatchArgs),
     /// List the script tools a skill offers, with JSON Schema parameters.

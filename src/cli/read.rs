@@ -186,7 +186,14 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
     let mut unreadable = false;
     for arg in paths {
         let (shown, path) = skill_dir_of(arg);
-        let meta = match std::fs::metadata(&path) {
+        // A URL or `sqlite:` spec is opened as given; a path is looked at first.
+        let is_spec = arg.contains("://") || arg.starts_with("sqlite:");
+        let looked = if is_spec {
+            Ok(None)
+        } else {
+            std::fs::metadata(&path).map(Some)
+        };
+        let meta = match looked {
             Ok(m) => m,
             Err(e) => {
                 unreadable = true;
@@ -203,7 +210,8 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
                 continue;
             }
         };
-        if meta.is_dir() && source::has_document_entry(&path) {
+        let is_file = meta.as_ref().is_some_and(|m| m.is_file());
+        if meta.is_some_and(|m| m.is_dir()) && source::has_document_entry(&path) {
             // One skill: check the path before reading anything.
             if let Err(fault) = source::check(&path) {
                 reports.push(Report {
@@ -238,7 +246,7 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
         }
         let src = match source::open_with(&path.to_string_lossy(), &super::globals().open) {
             Ok(s) => s,
-            Err(skillcat::Error::UnsupportedSource(_)) if meta.is_file() => {
+            Err(skillcat::Error::UnsupportedSource(_)) if is_file => {
                 reports.push(Report {
                     path: shown.clone(),
                     name: None,
