@@ -14,7 +14,7 @@
 //! `pax_global_header` entries (`git archive`) are skipped; PAX local headers and GNU long
 //! names are applied by the `tar` crate to the entry they describe. Nothing is unpacked.
 
-use std::io::Read;
+use std::io::{self, Read, Seek, SeekFrom};
 
 use ::tar::EntryType;
 
@@ -45,8 +45,11 @@ pub fn read_tar(bytes: &[u8], limits: &ArchiveLimits) -> Result<ArchiveTree, Arc
 fn read_stream<R: Read>(stream: &mut R, budget: &Budget) -> Result<TreeBuilder, ArchiveError> {
     let mut builder = TreeBuilder::default();
     {
-        let mut archive = ::tar::Archive::new(&mut *stream);
-        let entries = archive.entries().map_err(|e| budget.io_error(e))?;
+        let mut forward = ForwardSeek::new(&mut *stream);
+        let mut archive = ::tar::Archive::new(&mut forward);
+        let entries = archive
+            .entries_with_seek()
+            .map_err(|e| budget.io_error(e))?;
         for entry in entries {
             let mut entry = entry.map_err(|e| budget.io_error(e))?;
             budget.count_entry()?;
@@ -105,6 +108,66 @@ fn read_stream<R: Read>(stream: &mut R, budget: &Budget) -> Result<TreeBuilder, 
     }
     drain_zeros(stream, budget)?;
     Ok(builder)
+}
+
+/// A stream that "seeks" forward by reading and discarding, through one reused buffer.
+///
+/// `tar` skips each entry's unread data and padding; over a plain reader it does so through a
+/// fresh zeroed 32 KiB buffer per entry, which costs more than the inflating for archives of
+/// many small files. Every byte still passes through the stream (and its [`Metered`] budget).
+struct ForwardSeek<R> {
+    inner: R,
+    pos: u64,
+    scratch: Vec<u8>,
+}
+
+impl<R: Read> ForwardSeek<R> {
+    fn new(inner: R) -> Self {
+        ForwardSeek {
+            inner,
+            pos: 0,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl<R: Read> Read for ForwardSeek<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: Read> Seek for ForwardSeek<R> {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let mut left = match to {
+            SeekFrom::Current(n) if n >= 0 => n as u64,
+            SeekFrom::Start(n) if n >= self.pos => n - self.pos,
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "a tar stream is only read forward",
+                ));
+            }
+        };
+        if self.scratch.is_empty() {
+            self.scratch = vec![0; 32 * 1024];
+        }
+        while left > 0 {
+            let want = left.min(self.scratch.len() as u64) as usize;
+            let n = self.inner.read(&mut self.scratch[..want])?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "unexpected end of the tar stream while skipping",
+                ));
+            }
+            self.pos += n as u64;
+            left -= n as u64;
+        }
+        Ok(self.pos)
+    }
 }
 
 /// Only regular files and directories are accepted.

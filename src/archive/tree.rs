@@ -149,6 +149,9 @@ pub(crate) struct TreeBuilder {
     nodes: HashMap<String, Node>,
     /// Scratch space for fold keys (most lookups hit an ancestor already seen: no allocation).
     key: String,
+    /// The parent directory of the last path added, whose ancestors are all known directories:
+    /// entries arrive grouped by directory, so most need no ancestor lookups at all.
+    last_parent: String,
 }
 
 struct Node {
@@ -198,12 +201,18 @@ impl TreeBuilder {
     }
 
     fn add(&mut self, path: &str, kind: Kind) -> Result<(), ArchiveError> {
+        // A second explicit entry for the path is refused before anything else about it.
         self.check_new(path, kind)?;
-        let mut end = 0;
-        while let Some(i) = path[end..].find('/') {
-            end += i;
-            self.node(&path[..end], Kind::Dir, path, false)?;
-            end += 1;
+        let parent = path.rsplit_once('/').map_or("", |(parent, _)| parent);
+        if parent != self.last_parent {
+            let mut end = 0;
+            while let Some(i) = path[end..].find('/') {
+                end += i;
+                self.node(&path[..end], Kind::Dir, path, false)?;
+                end += 1;
+            }
+            self.last_parent.clear();
+            self.last_parent.push_str(parent);
         }
         self.node(path, kind, path, true)
     }
