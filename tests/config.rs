@@ -564,3 +564,17 @@ fn the_matcher_section_is_typed() {
     });
     assert_eq!(built.matcher.top, 9);
 }
+
+/// The README's full example is the fixture the tests above load, byte for byte.
+#[test]
+fn the_readme_example_is_the_tested_fixture() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let fixture = std::fs::read_to_string(root.join("fixtures/skillcat.toml")).unwrap();
+    let start = readme
+        .find("```toml\n# skillcat.toml:")
+        .expect("README has the full example")
+        + "```toml\n".len();
+    let len = readme[start..].find("```").unwrap();
+    assert_eq!(&readme[start..start + len], fixture);
+}
