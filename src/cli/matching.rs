@@ -253,19 +253,8 @@ async fn match_source(s: &Settings, source: &str, message: &str) -> u8 {
 /// `match MESSAGE`: the configured catalog, its diagnostics on stderr as `list` and `prompt`
 /// print them; exit 1 on any diagnostic other than shadowing.
 async fn match_catalog(s: &Settings, config: &Config, message: &str) -> u8 {
-    use skillcat::catalog::{Catalog, CatalogOptions, CatalogSource, DiagnosticKind};
-    let g = super::globals();
-    let options = CatalogOptions {
-        open: skillcat::source::OpenOptions {
-            cache_dir: g
-                .open
-                .cache_dir
-                .clone()
-                .or_else(|| config.cache_dir.clone()),
-            offline: g.open.offline,
-        },
-        validate: config.validate_options(),
-    };
+    use skillcat::catalog::{Catalog, CatalogSource, DiagnosticKind};
+    let options = super::catalog_options(&config);
     let catalog = Catalog::with_options(
         config.sources.iter().map(CatalogSource::from).collect(),
         options,

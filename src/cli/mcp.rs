@@ -7,11 +7,10 @@ use std::io::Write;
 use std::sync::Arc;
 
 use skillcat::capability::Context;
-use skillcat::catalog::{Catalog, CatalogOptions, CatalogSource};
+use skillcat::catalog::{Catalog, CatalogSource};
 use skillcat::mcp::{McpServer, ScriptTools};
 use skillcat::prompt::PromptFormat;
 use skillcat::script::{AllowAll, Runner};
-use skillcat::source::OpenOptions;
 
 use super::{FAULTS, OK, USAGE};
 
@@ -30,18 +29,7 @@ pub async fn run(a: McpArgs) -> u8 {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let g = super::globals();
-    let options = CatalogOptions {
-        open: OpenOptions {
-            cache_dir: g
-                .open
-                .cache_dir
-                .clone()
-                .or_else(|| config.cache_dir.clone()),
-            offline: g.open.offline,
-        },
-        validate: config.validate_options(),
-    };
+    let options = super::catalog_options(&config);
     let sources = match &a.source {
         Some(arg) => {
             // Opened as `run` opens it (a skill directory is one skill), errors printed.

@@ -64,6 +64,23 @@ pub fn globals() -> &'static Globals {
     GLOBALS.get_or_init(Globals::default)
 }
 
+/// How a catalog built from `config` opens its sources: the global `--cache` (else the
+/// configuration's `cache_dir`) and `--offline`, and the configuration's validation options.
+pub fn catalog_options(config: &skillcat::config::Config) -> skillcat::catalog::CatalogOptions {
+    let g = globals();
+    skillcat::catalog::CatalogOptions {
+        open: skillcat::source::OpenOptions {
+            cache_dir: g
+                .open
+                .cache_dir
+                .clone()
+                .or_else(|| config.cache_dir.clone()),
+            offline: g.open.offline,
+        },
+        validate: config.validate_options(),
+    }
+}
+
 /// Output format of reporting commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum Format {

@@ -548,21 +548,11 @@ pub async fn list(arg: Option<&str>, format: Format) -> u8 {
 /// The catalog of the configuration (`--config`, `./skillcat.toml` or the defaults); a
 /// configuration error is printed.
 fn configured_catalog() -> Result<(skillcat::config::Config, skillcat::catalog::Catalog), ()> {
-    use skillcat::catalog::{Catalog, CatalogOptions, CatalogSource};
+    use skillcat::catalog::{Catalog, CatalogSource};
     let g = super::globals();
     let config = skillcat::config::Config::discover_from_env(g.config.as_deref())
         .map_err(|e| err!("Error: {e}"))?;
-    let options = CatalogOptions {
-        open: source::OpenOptions {
-            cache_dir: g
-                .open
-                .cache_dir
-                .clone()
-                .or_else(|| config.cache_dir.clone()),
-            offline: g.open.offline,
-        },
-        validate: config.validate_options(),
-    };
+    let options = super::catalog_options(&config);
     let sources = config.sources.iter().map(CatalogSource::from).collect();
     Ok((config, Catalog::with_options(sources, options)))
 }

@@ -353,16 +353,9 @@ pub async fn cache(cmd: CacheCommand) -> u8 {
     let shown = dir.display().to_string();
     match cmd {
         CacheCommand::Info { format } => {
-            let info = match tokio::task::spawn_blocking(move || cache_info(&dir)).await {
-                Ok(Ok(i)) => i,
-                Ok(Err(e)) => {
-                    err!("Error: {e}");
-                    return USAGE;
-                }
-                Err(e) => {
-                    err!("Error: {e}");
-                    return USAGE;
-                }
+            let info = match off_runtime(move || cache_info(&dir)).await {
+                Ok(i) => i,
+                Err(code) => return code,
             };
             match format {
                 Format::Text if !info.exists => out!("cache: {shown} (empty: not created yet)"),
@@ -399,17 +392,9 @@ pub async fn cache(cmd: CacheCommand) -> u8 {
                 let shown = shown.clone();
                 move || err!("waiting for other skillcat processes using {shown} to finish…")
             };
-            let done = tokio::task::spawn_blocking(move || clean_cache(&dir, all, waiting)).await;
-            let r = match done {
-                Ok(Ok(r)) => r,
-                Ok(Err(e)) => {
-                    err!("Error: {e}");
-                    return USAGE;
-                }
-                Err(e) => {
-                    err!("Error: {e}");
-                    return USAGE;
-                }
+            let r = match off_runtime(move || clean_cache(&dir, all, waiting)).await {
+                Ok(r) => r,
+                Err(code) => return code,
             };
             match format {
                 Format::Text => out!(
@@ -436,6 +421,25 @@ pub async fn cache(cmd: CacheCommand) -> u8 {
                 ),
             }
             OK
+        }
+    }
+}
+
+/// Runs blocking cache work off the async runtime; a failure is printed and becomes exit 2.
+async fn off_runtime<T, E>(work: impl FnOnce() -> Result<T, E> + Send + 'static) -> Result<T, u8>
+where
+    T: Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => {
+            err!("Error: {e}");
+            Err(USAGE)
+        }
+        Err(e) => {
+            err!("Error: {e}");
+            Err(USAGE)
         }
     }
 }
