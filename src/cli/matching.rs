@@ -254,7 +254,7 @@ async fn match_source(s: &Settings, source: &str, message: &str) -> u8 {
 /// print them; exit 1 on any diagnostic other than shadowing.
 async fn match_catalog(s: &Settings, config: &Config, message: &str) -> u8 {
     use skillcat::catalog::{Catalog, CatalogSource, DiagnosticKind};
-    let options = super::catalog_options(&config);
+    let options = super::catalog_options(config);
     let catalog = Catalog::with_options(
         config.sources.iter().map(CatalogSource::from).collect(),
         options,
