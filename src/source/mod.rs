@@ -9,6 +9,7 @@
 //! Every backend (directory, tarball, zip, SQLite registry, HTTP cache) implements the three
 //! methods; everything else ([`SourceExt`], [`discover`], [`load`]) is written once on top.
 
+mod archived;
 mod dir;
 pub mod http;
 mod sqlite;

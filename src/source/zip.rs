@@ -15,7 +15,7 @@
 //! duplicate central-directory names, local and central headers agree, no encryption, stored
 //! or deflate only, sizes and CRC-32 as declared) are in its `zip` module.
 
-use super::tarball::archive_source;
+use super::archived::archive_source;
 use crate::archive;
 
 archive_source!(
