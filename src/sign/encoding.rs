@@ -51,13 +51,11 @@ pub(super) fn decode_exact(text: &str, len: usize) -> Result<Vec<u8>, String> {
     }
 }
 
-/// The key id as minisign prints it: the 8 key-id bytes as a little-endian u64, in upper-case
-/// hex **without leading zeros** (minisign's `%PRIX64`), so that ids read the same in
-/// minisign's `.pub` comments and in skillcat's output.
+/// The key id as minisign prints it: the 8 key-id bytes as a little-endian u64, in hex.
 pub(super) fn key_id_hex(keynum: &[u8]) -> String {
     let mut bytes = [0u8; 8];
     bytes.copy_from_slice(&keynum[..8]);
-    format!("{:X}", u64::from_le_bytes(bytes))
+    format!("{:016X}", u64::from_le_bytes(bytes))
 }
 
 /// Splits into lines ended by `\n` or `\r\n`; the last terminator is optional.
