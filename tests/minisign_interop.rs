@@ -109,11 +109,19 @@ fn a_cli_key_and_signature_verify_in_skillcat() {
         "minisign -G",
     );
     let public = read(dir.join("X.pub"));
-    // skillcat reads the same key id minisign printed in the .pub comment.
+    // skillcat reads the same key id minisign printed in the .pub comment (minisign drops
+    // leading zeros; skillcat keeps all 16 digits).
     let key_id = sign::key_id_of_public_key(&public).unwrap();
+    let printed = public
+        .lines()
+        .next()
+        .unwrap()
+        .strip_prefix("untrusted comment: minisign public key ")
+        .unwrap();
+    assert_eq!(key_id.len(), 16);
     assert_eq!(
-        public.lines().next().unwrap(),
-        format!("untrusted comment: minisign public key {key_id}")
+        u64::from_str_radix(printed, 16).unwrap(),
+        u64::from_str_radix(&key_id, 16).unwrap()
     );
 
     let manifest = manifest_of(SKILL_MD);
