@@ -5,7 +5,8 @@
 
 #![cfg(target_os = "linux")]
 
-use std::os::unix::fs::PermissionsExt;
+mod support;
+
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -40,27 +41,14 @@ struct Env {
 
 impl Env {
     fn new() -> Env {
-        let dir = tempfile::Builder::new()
-            .prefix("skillcat-runtime-")
-            .tempdir()
-            .unwrap();
-        // Scripts run as an unprivileged uid when the host is root: let it pass.
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
-        Env { dir }
+        Env {
+            dir: support::sandbox_tempdir("skillcat-runtime-"),
+        }
     }
 
     /// Writes `<tree>/<name>/SKILL.md` and files (path, text, executable).
     fn skill(&self, tree: &str, name: &str, doc: &str, files: &[(&str, &str, bool)]) {
-        let root = self.dir.path().join(tree).join(name);
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::write(root.join("SKILL.md"), doc).unwrap();
-        for (rel, text, exec) in files {
-            let p = root.join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(&p, text).unwrap();
-            let mode = if *exec { 0o755 } else { 0o644 };
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
-        }
+        support::write_skill(&self.dir.path().join(tree).join(name), doc, files);
     }
 
     /// The usual trusted tree: csv-cleaner (two scripts), pdf-forms, order-lookup.

@@ -3,6 +3,8 @@
 
 #![cfg(target_os = "linux")]
 
+mod support;
+
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,12 +26,9 @@ struct Env {
 
 impl Env {
     fn new() -> Env {
-        let dir = tempfile::Builder::new()
-            .prefix("skillcat-script-")
-            .tempdir()
-            .unwrap();
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
-        Env { dir }
+        Env {
+            dir: support::sandbox_tempdir("skillcat-script-"),
+        }
     }
 
     fn base(&self) -> PathBuf {
@@ -39,19 +38,8 @@ impl Env {
     /// Writes a skill `name` with extra frontmatter and scripts (path, text, executable).
     fn skill(&self, name: &str, extra: &str, files: &[(&str, &str, bool)]) -> PathBuf {
         let root = self.dir.path().join("skills").join(name);
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::write(
-            root.join("SKILL.md"),
-            format!("---\nname: {name}\ndescription: A test skill.\n{extra}---\n\nBody.\n"),
-        )
-        .unwrap();
-        for (rel, text, exec) in files {
-            let p = root.join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(&p, text).unwrap();
-            let mode = if *exec { 0o755 } else { 0o644 };
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
-        }
+        let doc = format!("---\nname: {name}\ndescription: A test skill.\n{extra}---\n\nBody.\n");
+        support::write_skill(&root, &doc, files);
         root
     }
 

@@ -1,5 +1,30 @@
-//! Shared test support: the source conformance suite, and running the real binary.
+//! Shared test support: the source conformance suite, running the real binary, and skill
+//! directories confined scripts can reach.
 #![allow(dead_code)]
 
 pub mod bin;
 pub mod conformance;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// A temporary directory confined scripts can reach: when the tests run as root the sandbox
+/// runs scripts as an unprivileged uid, so the directory must be traversable by others (0711).
+pub fn sandbox_tempdir(prefix: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    dir
+}
+
+/// Writes `root/SKILL.md` with `doc`, and each `(relative path, text, executable)` under `root`.
+pub fn write_skill(root: &Path, doc: &str, files: &[(&str, &str, bool)]) {
+    std::fs::create_dir_all(root).unwrap();
+    std::fs::write(root.join("SKILL.md"), doc).unwrap();
+    for (rel, text, exec) in files {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        let mode = if *exec { 0o755 } else { 0o644 };
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+}
