@@ -9,9 +9,10 @@
 
 #[path = "support/corpus.rs"]
 mod corpus;
+#[path = "../tests/support/serve.rs"]
+mod serve;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
@@ -45,21 +46,9 @@ fn main() {
     let dir = tmp.path().join("corpus");
     corpus::generate(&dir, n, 42).unwrap();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skillcat"))
-        .arg("serve")
-        .arg(&dir)
-        .args(["--addr", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (child, line, base) = serve::spawn_serve(&dir, &[], Stdio::null());
     let _served = Served(child);
-    let base = line.trim().rsplit_once(" on ").unwrap().1.to_string();
-    println!("{}", line.trim());
+    println!("{line}");
 
     // The archive URLs, as any client would read them from the index.
     let index_url = reqwest::Url::parse(&base)

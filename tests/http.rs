@@ -8,7 +8,6 @@ mod support;
 mod corpus;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -275,23 +274,7 @@ struct Served {
 
 impl Served {
     fn start(source: &Path) -> Served {
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .arg(source)
-            .args(["--addr", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .rsplit_once(" on ")
-            .map(|(_, u)| u.to_string())
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        let (child, line, url) = support::serve::spawn_serve(source, &[], Stdio::null());
         assert!(
             line.starts_with("Serving ") && url.starts_with("http://127.0.0.1:"),
             "{line}"

@@ -2,7 +2,9 @@
 //! 304, immutable blobs, HEAD, single ranges (206, 416), 404, the v0.1 index and its files, the
 //! access log, and an export that holds exactly what the server answers.
 
-use std::io::{BufRead, BufReader, Read};
+mod support;
+
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
@@ -24,30 +26,12 @@ struct Served {
 
 impl Served {
     fn start(extra: &[&str]) -> Served {
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .arg(catalog())
-            .args(["--addr", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let (child, line, url) = support::serve::spawn_serve(&catalog(), extra, Stdio::piped());
         assert!(
             line.starts_with("Serving 7 skills on http://127.0.0.1:"),
             "{line}"
         );
-        let base = line
-            .trim()
-            .rsplit_once(" on ")
-            .unwrap()
-            .1
-            .trim_end_matches('/')
-            .to_string();
+        let base = url.trim_end_matches('/').to_string();
         Served { child, base }
     }
 

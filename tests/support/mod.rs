@@ -4,6 +4,7 @@
 
 pub mod bin;
 pub mod conformance;
+pub mod serve;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
