@@ -36,6 +36,9 @@ pub mod source;
 
 pub use error::{Error, Result};
 
+#[cfg(test)]
+mod test_rng;
+
 // The README's examples are compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

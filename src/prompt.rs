@@ -933,19 +933,7 @@ mod tests {
         }
     }
 
-    /// A small deterministic generator, so the property tests need no dependency.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
+    use crate::test_rng::Rng;
 
     fn random_text(rng: &mut Rng, max: usize) -> String {
         const ALPHABET: [char; 14] = [

@@ -1495,29 +1495,7 @@ mod fast_path_tests {
         }
     }
 
-    /// xorshift64: deterministic noise for the generators below.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-
-        fn one_in(&mut self, n: usize) -> bool {
-            self.below(n) == 0
-        }
-
-        fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-            items[self.below(items.len())]
-        }
-    }
+    use crate::test_rng::Rng;
 
     /// Whether a line is a frontmatter fence (`---` and blanks).
     fn is_fence(line: &str) -> bool {
