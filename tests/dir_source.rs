@@ -121,6 +121,77 @@ async fn symlinks_never_lead_out_of_the_root() {
     );
 }
 
+#[cfg(unix)]
+#[tokio::test]
+async fn a_directory_reached_twice_through_links_is_read_once() {
+    use std::os::unix::fs::symlink;
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("s");
+    skill(&s, "s");
+    std::fs::create_dir(s.join("scripts")).unwrap();
+    std::fs::write(s.join("scripts/run.sh"), "echo hi\n").unwrap();
+    // Inside the skill: an alias of a directory already walked, and a loop back to the root.
+    symlink(s.join("scripts"), s.join("tools")).unwrap();
+    symlink(&s, s.join("self")).unwrap();
+    // A link to a file is a file.
+    symlink(s.join("scripts/run.sh"), s.join("run-link.sh")).unwrap();
+    // Around it: a second name for the skill, and a folder whose only entry leads back to it.
+    symlink(&s, tmp.path().join("t-alias")).unwrap();
+    std::fs::create_dir(tmp.path().join("group")).unwrap();
+    symlink("../s", tmp.path().join("group/inner")).unwrap();
+
+    let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
+    // The skill once; the folder with no skill of its own is reported, not dropped.
+    assert_eq!(src.list().await.unwrap(), ["group", "s"]);
+    let paths = |files: Vec<source::FileEntry>| -> Vec<(String, u64)> {
+        files.into_iter().map(|f| (f.path, f.size)).collect()
+    };
+    let want = vec![
+        ("SKILL.md".to_string(), 36),
+        ("run-link.sh".to_string(), 8),
+        ("scripts/run.sh".to_string(), 8),
+    ];
+    assert_eq!(paths(src.files("s").await.unwrap()), want);
+    let d = source::discover(&src).await.unwrap();
+    assert_eq!(d.skills.len(), 1);
+    assert_eq!(paths(d.skills[0].files().to_vec()), want);
+    assert_eq!(d.faults.len(), 1);
+    assert_eq!(d.faults[0].root, "group");
+    assert_eq!(d.faults[0].fault.kind().as_str(), "missing-document");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_skill_found_through_a_link_reads_from_its_target() {
+    use std::os::unix::fs::symlink;
+    let tmp = tempfile::tempdir().unwrap();
+    let real = tmp.path().join("store/real");
+    skill(&real, "real");
+    std::fs::create_dir(real.join("docs")).unwrap();
+    std::fs::write(real.join("docs/a.md"), "a").unwrap();
+    // `store` is searched first; `t-linked` leads to the same folder under another name.
+    symlink(tmp.path().join("store"), tmp.path().join("t-linked")).unwrap();
+    // A link that sorts first makes the skill known by the link's path.
+    let other = tmp.path().join("zz/other");
+    skill(&other, "other");
+    symlink(&other, tmp.path().join("aa-other")).unwrap();
+
+    let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
+    assert_eq!(src.list().await.unwrap(), ["aa-other", "store/real", "zz"]);
+    let d = source::discover(&src).await.unwrap();
+    let roots: Vec<&str> = d.skills.iter().map(|s| s.root()).collect();
+    assert_eq!(roots, ["aa-other", "store/real"]);
+    let files = |i: usize| -> Vec<&str> {
+        d.skills[i]
+            .files()
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect()
+    };
+    assert_eq!(files(0), ["SKILL.md"]);
+    assert_eq!(files(1), ["SKILL.md", "docs/a.md"]);
+}
+
 #[tokio::test]
 async fn oversized_files_are_refused_on_size() {
     let tmp = tempfile::tempdir().unwrap();

@@ -61,7 +61,13 @@ impl ValidateOptions {
 
 /// The normalised form of a name: trimmed, then NFKC.
 pub fn normalize_name(name: &str) -> String {
-    name.trim().nfkc().collect()
+    let name = name.trim();
+    // Every ASCII character is its own NFKC form: skip the normaliser for the common case.
+    if name.is_ascii() {
+        name.to_owned()
+    } else {
+        name.nfkc().collect()
+    }
 }
 
 /// Python's `str.isalnum` for one character: General Category L* or N*.
@@ -188,7 +194,12 @@ fn validate_name(value: &Value, dir_name: Option<&str>, limit: usize, faults: &m
             format!("Skill name '{name}' exceeds {limit} character limit ({n} chars)"),
         ));
     }
-    if name != name.to_lowercase() {
+    let lowercase = if name.is_ascii() {
+        !name.bytes().any(|b| b.is_ascii_uppercase())
+    } else {
+        name == name.to_lowercase()
+    };
+    if !lowercase {
         faults.push(Fault::new(
             FaultKind::NameNotLowercase,
             format!("Skill name '{name}' must be lowercase"),
@@ -215,8 +226,12 @@ fn validate_name(value: &Value, dir_name: Option<&str>, limit: usize, faults: &m
         ));
     }
     if let Some(dir) = dir_name {
-        let dir_nfkc: String = dir.nfkc().collect();
-        if dir_nfkc != name {
+        let matches = if dir.is_ascii() {
+            dir == name
+        } else {
+            dir.nfkc().eq(name.chars())
+        };
+        if !matches {
             faults.push(Fault::new(
                 FaultKind::NameMismatch,
                 format!("Directory name '{dir}' must match skill name '{name}'"),
@@ -274,6 +289,26 @@ mod tests {
         assert_eq!(f[0].message(), "Skill name 'Džx' must be lowercase");
         let m = fm(&[("name", "İstanbul"), ("description", "d")]);
         assert_eq!(kinds(&m, None), ["name-not-lowercase"]);
+    }
+
+    #[test]
+    fn ascii_fast_paths_agree_with_unicode_rules() {
+        // normalize_name and the lowercase check skip NFKC and full case mapping for ASCII:
+        // every ASCII character must be its own NFKC form, and uppercase exactly when
+        // lowercasing changes it.
+        for b in 0u8..128 {
+            let s = char::from(b).to_string();
+            assert_eq!(s.nfkc().collect::<String>(), s, "NFKC of {b:#x}");
+            assert_eq!(
+                s.to_lowercase() != s,
+                b.is_ascii_uppercase(),
+                "lowercase of {b:#x}"
+            );
+        }
+        // A non-ASCII directory name is still folded before it is compared.
+        let m = fm(&[("name", "x2"), ("description", "d")]);
+        assert!(kinds(&m, Some("x²")).is_empty());
+        assert_eq!(kinds(&m, Some("x3")), ["name-mismatch"]);
     }
 
     #[test]

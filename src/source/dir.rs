@@ -18,11 +18,13 @@
 use std::collections::HashSet;
 use std::fs;
 use std::io::Read;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::{FileEntry, Source, base_name};
 use crate::document::{Fault, Skill};
@@ -61,6 +63,8 @@ pub struct DirSource {
 #[derive(Debug)]
 struct Inner {
     root: PathBuf,
+    /// `root` as shown to people, made once (every location starts with it).
+    root_shown: String,
     single: bool,
     opts: DirOptions,
 }
@@ -110,8 +114,14 @@ impl DirSource {
             return Err(Error::Invalid(format!("not a directory: {shown}")));
         }
         let single = has_document_entry(&root);
+        let root_shown = root.display().to_string();
         Ok(DirSource {
-            inner: Arc::new(Inner { root, single, opts }),
+            inner: Arc::new(Inner {
+                root,
+                root_shown,
+                single,
+                opts,
+            }),
         })
     }
 
@@ -145,12 +155,21 @@ impl DirSource {
 }
 
 impl Inner {
+    /// Where `rel` is, for people: `root.join(rel)` as text, without building the path.
     fn shown(&self, rel: &str) -> String {
         if rel.is_empty() {
-            self.root.display().to_string()
-        } else {
-            self.root.join(rel).display().to_string()
+            return self.root_shown.clone();
         }
+        let sep = if self.root_shown.ends_with('/') {
+            ""
+        } else {
+            "/"
+        };
+        let mut out = String::with_capacity(self.root_shown.len() + sep.len() + rel.len());
+        out.push_str(&self.root_shown);
+        out.push_str(sep);
+        out.push_str(rel);
+        out
     }
 
     /// Follows `abs` if it is a symlink; refuses a target outside the root.
@@ -174,25 +193,55 @@ impl Inner {
     }
 
     fn list(&self) -> Result<Vec<String>> {
-        Ok(self.find_roots()?.into_iter().map(|f| f.rel).collect())
+        Ok(self
+            .search(|_| ())?
+            .into_iter()
+            .map(|(rel, ())| rel)
+            .collect())
     }
 
-    /// The skill roots in list order, each with its entries when the search read them.
-    fn find_roots(&self) -> Result<Vec<Found>> {
+    /// Opens the directory at `path` (relative to `base`, or absolute) and reads its entries;
+    /// `rel` names it in errors.
+    fn open_listed(
+        &self,
+        base: Option<BorrowedFd<'_>>,
+        path: &Path,
+        rel: &str,
+    ) -> Result<(OwnedFd, Vec<Child>)> {
+        let opened = match base {
+            Some(base) => rustix::fs::openat(base, path, DIR_FLAGS, Mode::empty()),
+            None => rustix::fs::open(path, DIR_FLAGS, Mode::empty()),
+        };
+        let dir = opened.map_err(|e| Error::io(self.shown(rel), e.into()))?;
+        let children = list_entries(dir.as_fd(), self, rel)?;
+        Ok((dir, children))
+    }
+
+    /// Finds the skill roots and calls `on_root` for each while its directory is still open, so
+    /// that loading a root starts from the listing that found it. Results are in list order.
+    fn search<R: Send>(&self, on_root: impl Fn(Root<'_>) -> R + Sync) -> Result<Vec<(String, R)>> {
         if self.single {
-            return Ok(vec![Found {
-                rel: String::new(),
-                dir: self.root.clone(),
-                children: None,
-            }]);
+            let outcome = match self.open_listed(None, &self.root, "") {
+                Ok((dir, children)) => on_root(Root {
+                    rel: "",
+                    canon: "",
+                    open: Some((dir.as_fd(), &children[..])),
+                }),
+                // Loading from the path again reports what is wrong as the skill's fault.
+                Err(_) => on_root(Root {
+                    rel: "",
+                    canon: "",
+                    open: None,
+                }),
+            };
+            return Ok(vec![(String::new(), outcome)]);
         }
         let max_depth = self.opts.max_depth;
-        let mut found: Vec<Found> = Vec::new();
+        let mut found: Vec<(String, R)> = Vec::new();
         let mut top_level = Vec::new();
-        // Directories are canonical by construction (the root is canonicalised and links are
-        // replaced by their canonical targets), so this set catches every loop and alias.
-        let mut seen = HashSet::new();
-        seen.insert(self.root.clone());
+        // Every directory by its canonical path from the root (a link's target, or its parent's
+        // canonical path and its name), so that this set catches every loop and alias.
+        let mut seen: HashSet<String> = HashSet::new();
         // The bound is on directories searched; skill roots are not searched.
         let mut visited = 0usize;
         let count_visit = |visited: &mut usize| {
@@ -207,15 +256,18 @@ impl Inner {
             Ok(())
         };
         count_visit(&mut visited)?;
+        let (root_dir, top) = self.open_listed(None, &self.root, "")?;
+        let root_fd = root_dir.as_fd();
         let mut frontier = vec![Searched {
-            children: read_children(&self.root, "", self)?,
+            children: top,
             depth: 0,
             rel: String::new(),
+            canon: String::new(),
         }];
         // Breadth-first, one level at a time: the choices (which alias of a directory is kept)
         // are made in sorted order, the reading of a level's directories runs on every core.
         while !frontier.is_empty() {
-            let mut candidates: Vec<(PathBuf, String, usize)> = Vec::new();
+            let mut candidates: Vec<Candidate> = Vec::new();
             for dir in &frontier {
                 if dir.depth == 1 && !dir.children.is_empty() {
                     top_level.push(dir.rel.clone());
@@ -228,11 +280,18 @@ impl Inner {
                     if child.name.starts_with('.') || crate::archive::is_ignored(&child.name) {
                         continue;
                     }
-                    let target = match child.kind {
-                        Kind::Dir => self.root.join(&child.rel),
+                    let rel = super::join_path(&dir.rel, &child.name);
+                    let canon = match child.kind {
+                        Kind::Dir => super::join_path(&dir.canon, &child.name),
                         Kind::Symlink => {
-                            match self.resolve_inside(&self.root.join(&child.rel), &child.rel) {
-                                Ok((target, meta)) if meta.is_dir() => target,
+                            let abs = self.root.join(&rel);
+                            match self.resolve_inside(&abs, &rel) {
+                                Ok((target, meta)) if meta.is_dir() => {
+                                    match self.canonical_rel(&target) {
+                                        Some(canon) => canon,
+                                        None => continue,
+                                    }
+                                }
                                 // Not a directory, out of the root, dangling or a loop: not
                                 // searched.
                                 _ => continue,
@@ -240,43 +299,58 @@ impl Inner {
                         }
                         _ => continue,
                     };
-                    if seen.insert(target.clone()) {
-                        candidates.push((target, child.rel.clone(), dir.depth + 1));
+                    // The root itself (a link back to it) is never a candidate.
+                    if !canon.is_empty() && seen.insert(canon.clone()) {
+                        candidates.push(Candidate {
+                            rel,
+                            canon,
+                            depth: dir.depth + 1,
+                        });
                     }
                 }
             }
-            // One listing per candidate tells a skill root from a directory to search further,
-            // and a root's listing is the first step of its file walk.
-            let listed = super::par_map(&candidates, |(dir, rel, _)| read_children(dir, rel, self));
-            let mut next = Vec::new();
-            for ((dir, rel, depth), children) in candidates.into_iter().zip(listed) {
-                match children {
-                    Ok(children) if children.iter().any(|c| is_document_name(&c.name)) => {
-                        found.push(Found {
-                            rel,
-                            dir,
-                            children: Some(children),
-                        });
+            // One listing per candidate tells a skill root from a directory to search further;
+            // a root is loaded there and then, from that listing and that open directory.
+            let steps = super::par_map(&candidates, |c| {
+                match self.open_listed(Some(root_fd), Path::new(&c.canon), &c.rel) {
+                    Ok((open, children)) if children.iter().any(|c| is_document_name(&c.name)) => {
+                        Step::Root(on_root(Root {
+                            rel: &c.rel,
+                            canon: &c.canon,
+                            open: Some((open.as_fd(), &children[..])),
+                        }))
                     }
-                    Ok(children) => {
-                        if depth < max_depth {
+                    Ok((_, children)) => Step::Search(children),
+                    Err(e) => Step::Unreadable(e),
+                }
+            });
+            let mut next = Vec::new();
+            for (c, step) in candidates.into_iter().zip(steps) {
+                match step {
+                    Step::Root(outcome) => found.push((c.rel, outcome)),
+                    Step::Search(children) => {
+                        if c.depth < max_depth {
                             count_visit(&mut visited)?;
                             next.push(Searched {
                                 children,
-                                depth,
-                                rel,
+                                depth: c.depth,
+                                rel: c.rel,
+                                canon: c.canon,
                             });
                         }
                     }
-                    // Unreadable: a root still (its walk reports the error as that skill's
+                    // Unreadable: a root still (loading it reports the error as that skill's
                     // fault), else an error for the whole listing.
-                    Err(_) if has_document_entry(&dir) => found.push(Found {
-                        rel,
-                        dir,
-                        children: None,
-                    }),
-                    Err(e) if depth < max_depth => return Err(e),
-                    Err(_) => {}
+                    Step::Unreadable(_) if has_document_entry(&self.root.join(&c.canon)) => {
+                        let outcome = on_root(Root {
+                            rel: &c.rel,
+                            canon: &c.canon,
+                            open: None,
+                        });
+                        found.push((c.rel, outcome));
+                    }
+                    Step::Unreadable(e) if c.depth < max_depth => return Err(e),
+                    Step::Unreadable(_) => {}
                 }
             }
             frontier = next;
@@ -285,27 +359,51 @@ impl Inner {
         // discover() reports it as missing its document instead of dropping it silently.
         for dir in top_level {
             let prefix = format!("{dir}/");
-            if !found.iter().any(|f| f.rel.starts_with(&prefix)) {
-                found.push(Found {
-                    dir: self.root.join(&dir),
-                    rel: dir,
-                    children: None,
+            if !found.iter().any(|(rel, _)| rel.starts_with(&prefix)) {
+                let outcome = on_root(Root {
+                    rel: &dir,
+                    canon: &dir,
+                    open: None,
                 });
+                found.push((dir, outcome));
             }
         }
-        found.sort_unstable_by(|a, b| a.rel.as_bytes().cmp(b.rel.as_bytes()));
+        found.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         Ok(found)
     }
 
+    /// A canonical path inside the root as a `/`-separated path from it (`None` if it is not
+    /// inside, or not UTF-8).
+    fn canonical_rel(&self, target: &Path) -> Option<String> {
+        let inside = target.strip_prefix(&self.root).ok()?;
+        let mut out = String::new();
+        for part in inside.components() {
+            let std::path::Component::Normal(part) = part else {
+                return None;
+            };
+            if !out.is_empty() {
+                out.push('/');
+            }
+            out.push_str(part.to_str()?);
+        }
+        Some(out)
+    }
+
     /// [`super::load`] for one root the search found, without leaving the thread: its walk
-    /// starts from the entries already read, its document is read with the size just listed.
-    fn load_found(&self, source: &DirSource, found: &Found) -> Result<Skill> {
-        let files = match &found.children {
-            Some(children) => self.walk_files(found.dir.clone(), &found.rel, Some(children))?,
-            None => self.files(&found.rel)?,
+    /// starts from the entries already read, its document is read with the size just listed,
+    /// both relative to the open directory.
+    fn load_root(&self, source: &DirSource, root: Root<'_>) -> Result<Skill> {
+        let files = match root.open {
+            Some((fd, children)) => {
+                self.walk_from(fd, || self.root.join(root.canon), root.rel, children)?
+            }
+            None => self.files(root.rel)?,
         };
-        super::load_sync(source, &found.rel, files, |doc_path, size| {
-            match read_no_follow(&found.dir.join(super::base_name(doc_path)), size) {
+        super::load_sync(source, root.rel, files, |doc_path, size| {
+            let listed = root
+                .open
+                .and_then(|(fd, _)| read_listed(fd, super::base_name(doc_path), size));
+            match listed {
                 Some(bytes) => Ok(bytes),
                 // A link to a file inside the root, or a file that changed since it was listed.
                 None => self.read(doc_path),
@@ -322,91 +420,145 @@ impl Inner {
                 self.shown(root)
             )));
         }
-        self.walk_files(base, root, None)
+        let (dir, children) = self.open_listed(None, &base, root)?;
+        self.walk_from(dir.as_fd(), || base.clone(), root, &children)
     }
 
-    /// Every regular file under `base` (a directory inside the root, already checked), whose
-    /// own entries may already have been read (`listed`).
-    fn walk_files(
+    /// Every regular file under a directory of the root (already checked, open as `fd`, its
+    /// entries `children`; `base` gives its canonical path), sorted by path.
+    ///
+    /// A skill without symbolic links is walked by handles alone. When the walk meets a link it
+    /// starts again keeping the canonical path of every directory, so that a link to a
+    /// directory already walked (an alias or a loop) is followed at most once.
+    fn walk_from(
         &self,
-        base: PathBuf,
+        fd: BorrowedFd<'_>,
+        base: impl Fn() -> PathBuf,
         root: &str,
-        listed: Option<&[Child]>,
+        children: &[Child],
     ) -> Result<Vec<FileEntry>> {
-        let mut out = Vec::new();
-        let mut seen = HashSet::new();
-        seen.insert(base.clone());
-        let mut stack = vec![(base, String::new(), 0usize)];
-        let mut listed = listed;
-        while let Some((dir, rel, depth)) = stack.pop() {
-            let read;
-            let children = match listed.take() {
-                Some(children) => children,
-                None => {
-                    read = read_children(&dir, &super::join_path(root, &rel), self)?;
-                    &read[..]
-                }
-            };
-            for child in children {
-                let rel_child = super::join_path(&rel, &child.name);
-                let abs = dir.join(&child.name);
-                // The same junk list as archives, so both give the same files and digest.
-                if crate::archive::is_ignored(&child.name) {
-                    continue;
-                }
-                let (kind, target, meta) = match child.kind {
-                    Kind::Dir => (Kind::Dir, abs, None),
-                    Kind::File => (Kind::File, abs, child.file),
-                    Kind::Symlink => {
-                        let (target, meta) = self.resolve_inside(&abs, &child.rel)?;
-                        let kind = if meta.is_dir() {
-                            Kind::Dir
-                        } else if meta.is_file() {
-                            Kind::File
-                        } else {
-                            Kind::Other
-                        };
-                        (kind, target, Some(FileMeta::of(&meta)))
-                    }
-                    Kind::Other => (Kind::Other, abs, None),
+        let mut walk = Walk {
+            root,
+            seen: None,
+            out: Vec::new(),
+        };
+        let mut out = match self.walk_dir(&mut walk, fd, None, "", 0, children) {
+            Ok(()) => walk.out,
+            Err(WalkStop::Link) => {
+                let base = base();
+                let mut walk = Walk {
+                    root,
+                    seen: Some(HashSet::from([base.clone()])),
+                    out: Vec::new(),
                 };
-                match kind {
-                    Kind::Dir => {
-                        if depth + 1 >= self.opts.max_file_depth {
-                            return Err(Error::PathRejected {
-                                path: self.shown(&child.rel),
-                                reason: format!("deeper than {} levels", self.opts.max_file_depth),
-                            });
-                        }
-                        if seen.insert(target.clone()) {
-                            stack.push((target, rel_child, depth + 1));
-                        }
-                    }
-                    Kind::File => {
-                        let meta = match meta {
-                            Some(meta) => meta,
-                            None => FileMeta::of(
-                                &fs::symlink_metadata(&target)
-                                    .map_err(|e| Error::io(self.shown(&child.rel), e))?,
-                            ),
-                        };
-                        out.push(FileEntry {
-                            path: rel_child,
-                            size: meta.size,
-                            executable: meta.executable,
-                        });
-                    }
-                    Kind::Symlink | Kind::Other => {
-                        return Err(Error::PathRejected {
-                            path: self.shown(&child.rel),
-                            reason: "not a regular file or directory".into(),
-                        });
-                    }
+                match self.walk_dir(&mut walk, fd, Some(&base), "", 0, children) {
+                    Ok(()) => walk.out,
+                    Err(WalkStop::Error(e)) => return Err(e),
+                    Err(WalkStop::Link) => unreachable!("a walk that tracks links never stops"),
                 }
             }
-        }
+            Err(WalkStop::Error(e)) => return Err(e),
+        };
         out.sort_unstable_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
         Ok(out)
+    }
+
+    /// One directory of a walk: its files are recorded, its subdirectories opened relative to
+    /// `fd` and walked in turn (at most `max_file_depth` handles are open at once). `abs` is the
+    /// directory's canonical path when the walk tracks links (`walk.seen` is set).
+    fn walk_dir(
+        &self,
+        walk: &mut Walk<'_>,
+        fd: BorrowedFd<'_>,
+        abs: Option<&Path>,
+        rel: &str,
+        depth: usize,
+        children: &[Child],
+    ) -> std::result::Result<(), WalkStop> {
+        for child in children {
+            // The same junk list as archives, so both give the same files and digest.
+            if crate::archive::is_ignored(&child.name) {
+                continue;
+            }
+            let rel_child = super::join_path(rel, &child.name);
+            let (target, listed) = match child.kind {
+                Kind::File => {
+                    let meta = child.file.expect("a listed file carries its metadata");
+                    walk.out.push(FileEntry {
+                        path: rel_child,
+                        size: meta.size,
+                        executable: meta.executable,
+                    });
+                    continue;
+                }
+                Kind::Dir => {
+                    self.check_file_depth(walk.root, &rel_child, depth)?;
+                    let target = match (&mut walk.seen, abs) {
+                        (Some(seen), Some(abs)) => {
+                            let target = abs.join(&child.name);
+                            if !seen.insert(target.clone()) {
+                                continue;
+                            }
+                            Some(target)
+                        }
+                        _ => None,
+                    };
+                    let shown = super::join_path(walk.root, &rel_child);
+                    let listed = self.open_listed(Some(fd), Path::new(&child.name), &shown)?;
+                    (target, listed)
+                }
+                Kind::Symlink => {
+                    let (Some(seen), Some(abs)) = (&mut walk.seen, abs) else {
+                        return Err(WalkStop::Link);
+                    };
+                    let shown = super::join_path(walk.root, &rel_child);
+                    let (target, meta) = self.resolve_inside(&abs.join(&child.name), &shown)?;
+                    if meta.is_file() {
+                        walk.out.push(FileEntry {
+                            path: rel_child,
+                            size: meta.len(),
+                            executable: is_executable(&meta),
+                        });
+                        continue;
+                    }
+                    if !meta.is_dir() {
+                        return Err(not_regular(self.shown(&shown)).into());
+                    }
+                    self.check_file_depth(walk.root, &rel_child, depth)?;
+                    if !seen.insert(target.clone()) {
+                        continue;
+                    }
+                    let listed = self.open_listed(None, &target, &shown)?;
+                    (Some(target), listed)
+                }
+                Kind::Other => {
+                    return Err(
+                        not_regular(self.shown(&super::join_path(walk.root, &rel_child))).into(),
+                    );
+                }
+            };
+            let (dir, grandchildren) = listed;
+            self.walk_dir(
+                walk,
+                dir.as_fd(),
+                target.as_deref(),
+                &rel_child,
+                depth + 1,
+                &grandchildren,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Refuses a directory that would put files deeper than `max_file_depth` components.
+    fn check_file_depth(&self, root: &str, rel: &str, depth: usize) -> Result<()> {
+        if depth + 1 >= self.opts.max_file_depth {
+            return Err(Error::PathRejected {
+                path: self.shown(&super::join_path(root, rel)),
+                reason: format!("deeper than {} levels", self.opts.max_file_depth),
+            });
+        }
+        Ok(())
     }
 
     fn read(&self, path: &str) -> Result<Bytes> {
@@ -440,6 +592,20 @@ impl Inner {
     }
 }
 
+fn not_regular(path: String) -> Error {
+    Error::PathRejected {
+        path,
+        reason: "not a regular file or directory".into(),
+    }
+}
+
+/// How directories are opened: never through a link in the last component (links are
+/// resolved and checked by [`Inner::resolve_inside`] first).
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::NOFOLLOW);
+
 #[cfg(unix)]
 fn is_executable(meta: &fs::Metadata) -> bool {
     use std::os::unix::fs::PermissionsExt;
@@ -462,8 +628,6 @@ enum Kind {
 /// One entry of a directory listing.
 struct Child {
     name: String,
-    /// The path from the source root.
-    rel: String,
     kind: Kind,
     /// Size and mode of a regular file, from the listing's own directory handle.
     file: Option<FileMeta>,
@@ -475,96 +639,174 @@ struct FileMeta {
     executable: bool,
 }
 
-impl FileMeta {
-    fn of(meta: &fs::Metadata) -> Self {
-        FileMeta {
-            size: meta.len(),
-            executable: is_executable(meta),
-        }
-    }
-}
-
 /// A directory searched for skills, with its entries.
 struct Searched {
     children: Vec<Child>,
     depth: usize,
+    /// As listed (through links).
     rel: String,
+    /// Its canonical path from the root.
+    canon: String,
 }
 
-/// A skill root found by [`Inner::list`], with its entries when they were read.
-struct Found {
+/// A directory the search will read next.
+struct Candidate {
+    /// As listed (through links).
     rel: String,
-    dir: PathBuf,
-    children: Option<Vec<Child>>,
+    /// Its canonical path from the root (what is opened).
+    canon: String,
+    depth: usize,
+}
+
+/// A skill root the search found.
+struct Root<'a> {
+    /// The root as listed.
+    rel: &'a str,
+    /// Its canonical path from the source root.
+    canon: &'a str,
+    /// Its open directory and entries, when they could be read.
+    open: Option<(BorrowedFd<'a>, &'a [Child])>,
+}
+
+/// What one candidate directory of the search turned out to be.
+enum Step<R> {
+    /// A skill root, already handed to the caller.
+    Root(R),
+    /// A directory to search further, with its entries.
+    Search(Vec<Child>),
+    /// A directory that could not be listed.
+    Unreadable(Error),
+}
+
+/// The state of one skill's file walk.
+struct Walk<'a> {
+    /// The skill root, as listed (for paths in errors).
+    root: &'a str,
+    /// Canonical directories already walked, when the walk tracks links: each target is
+    /// followed at most once.
+    seen: Option<HashSet<PathBuf>>,
+    out: Vec<FileEntry>,
+}
+
+/// Why a walk stopped early.
+enum WalkStop {
+    /// A link, met by a walk that does not track them: start again tracking them.
+    Link,
+    Error(Error),
+}
+
+impl From<Error> for WalkStop {
+    fn from(e: Error) -> Self {
+        WalkStop::Error(e)
+    }
 }
 
 fn is_document_name(name: &str) -> bool {
     name == "SKILL.md" || name == "skill.md"
 }
 
-/// Reads a file the walk just listed, refusing a link planted since (`O_NOFOLLOW`), and only if
-/// it still holds at least the size the listing saw: exactly that many bytes are returned (a
-/// file that shrank is `None`; one that grew since is read as listed, not past it).
-fn read_no_follow(path: &Path, size: u64) -> Option<Bytes> {
-    let mut opts = fs::OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NOFOLLOW);
-    }
-    let mut file = opts.open(path).ok()?;
+/// Reads a file the walk just listed, relative to its open directory, refusing a link planted
+/// since (`O_NOFOLLOW`), and only if it still holds at least the size the listing saw: exactly
+/// that many bytes are returned (a file that shrank is `None`; one that grew since is read as
+/// listed, not past it).
+fn read_listed(dir: BorrowedFd<'_>, name: &str, size: u64) -> Option<Bytes> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut file = fs::File::from(rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?);
     let mut buf = vec![0u8; usize::try_from(size).ok()?];
     // `read_exact`, not `read_to_end`: one read call for a small file instead of two.
     file.read_exact(&mut buf).ok()?;
     Some(Bytes::from(buf))
 }
 
-/// The entries of `dir` sorted by byte order, with their type from the directory entry itself
-/// (no extra `stat`); non-UTF-8 names are refused.
-fn read_children(dir: &Path, rel: &str, inner: &Inner) -> Result<Vec<Child>> {
-    let rd = fs::read_dir(dir).map_err(|e| Error::io(inner.shown(rel), e))?;
+/// The entries of an open directory sorted by byte order, with their type from the directory
+/// entry itself and a `stat` relative to the directory for regular files (and for entries the
+/// file system gives no type); non-UTF-8 names are refused.
+fn list_entries(fd: BorrowedFd<'_>, inner: &Inner, rel: &str) -> Result<Vec<Child>> {
     let mut out = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| Error::io(inner.shown(rel), e))?;
-        let ft = entry
-            .file_type()
-            .map_err(|e| Error::io(inner.shown(rel), e))?;
-        let name = entry
-            .file_name()
-            .into_string()
-            .map_err(|raw| Error::PathRejected {
-                path: dir.join(raw).display().to_string(),
+    for_each_entry(fd, |raw, file_type| {
+        if raw == b"." || raw == b".." {
+            return Ok(());
+        }
+        let Ok(name) = std::str::from_utf8(raw) else {
+            return Err(Error::PathRejected {
+                path: format!("{}/{}", inner.shown(rel), String::from_utf8_lossy(raw)),
                 reason: "file name is not UTF-8".into(),
-            })?;
-        let kind = if ft.is_symlink() {
-            Kind::Symlink
-        } else if ft.is_dir() {
-            Kind::Dir
-        } else if ft.is_file() {
-            Kind::File
-        } else {
-            Kind::Other
+            });
         };
-        let file = if kind == Kind::File {
-            // On Linux this is a `statx` relative to the open directory, not a path walk.
-            let meta = entry
-                .metadata()
-                .map_err(|e| Error::io(inner.shown(rel), e))?;
-            Some(FileMeta::of(&meta))
-        } else {
-            None
+        let (kind, file) = match file_type {
+            FileType::Directory => (Kind::Dir, None),
+            FileType::Symlink => (Kind::Symlink, None),
+            // A regular file needs its size and mode; an entry of unknown type (some file
+            // systems give none) needs its type.
+            FileType::RegularFile | FileType::Unknown => {
+                let st = rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                    .map_err(|e| Error::io(inner.shown(&super::join_path(rel, name)), e.into()))?;
+                match FileType::from_raw_mode(st.st_mode as rustix::fs::RawMode) {
+                    FileType::RegularFile => (
+                        Kind::File,
+                        Some(FileMeta {
+                            size: u64::try_from(st.st_size).unwrap_or(0),
+                            executable: st.st_mode & 0o111 != 0,
+                        }),
+                    ),
+                    FileType::Directory => (Kind::Dir, None),
+                    FileType::Symlink => (Kind::Symlink, None),
+                    _ => (Kind::Other, None),
+                }
+            }
+            _ => (Kind::Other, None),
         };
-        let rel = super::join_path(rel, &name);
         out.push(Child {
-            name,
-            rel,
+            name: name.to_owned(),
             kind,
             file,
         });
-    }
+        Ok(())
+    })
+    .map_err(|e| match e {
+        Listing::Read(e) => Error::io(inner.shown(rel), e),
+        Listing::Entry(e) => e,
+    })?;
     out.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     Ok(out)
+}
+
+/// Why [`for_each_entry`] stopped: the directory could not be read, or the caller refused an
+/// entry.
+enum Listing {
+    Read(std::io::Error),
+    Entry(Error),
+}
+
+/// Calls `f` with each entry's raw name and type. On Linux the entries are read with
+/// `getdents64` into a buffer on the stack: no allocation, no `fstat` (as `opendir` makes).
+#[cfg(target_os = "linux")]
+fn for_each_entry(
+    fd: BorrowedFd<'_>,
+    mut f: impl FnMut(&[u8], FileType) -> Result<()>,
+) -> std::result::Result<(), Listing> {
+    use std::mem::MaybeUninit;
+    let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
+    let mut dir = rustix::fs::RawDir::new(fd, &mut buf);
+    while let Some(entry) = dir.next() {
+        let entry = entry.map_err(|e| Listing::Read(e.into()))?;
+        f(entry.file_name().to_bytes(), entry.file_type()).map_err(Listing::Entry)?;
+    }
+    Ok(())
+}
+
+/// Calls `f` with each entry's raw name and type (a portable directory stream).
+#[cfg(not(target_os = "linux"))]
+fn for_each_entry(
+    fd: BorrowedFd<'_>,
+    mut f: impl FnMut(&[u8], FileType) -> Result<()>,
+) -> std::result::Result<(), Listing> {
+    let dir = rustix::fs::Dir::read_from(fd).map_err(|e| Listing::Read(e.into()))?;
+    for entry in dir {
+        let entry = entry.map_err(|e| Listing::Read(e.into()))?;
+        f(entry.file_name().to_bytes(), entry.file_type()).map_err(Listing::Entry)?;
+    }
+    Ok(())
 }
 
 /// A relative `/`-separated path with no empty, `.` or `..` parts (empty allowed for roots).
@@ -615,17 +857,13 @@ impl Source for DirSource {
     }
 
     /// The search, every walk, every document read and every parse in one blocking task, on
-    /// every core; the same results as [`discover_each`](super::discover_each).
+    /// every core, each root loaded while the listing that found it is still open; the same
+    /// results as [`discover_each`](super::discover_each).
     async fn discover_all(&self) -> Result<super::Discovery> {
         let source = self.clone();
         self.blocking(move |inner| {
-            let found = inner.find_roots()?;
-            Ok(super::discover_parallel(
-                &source,
-                &found,
-                |f| &f.rel,
-                |f| inner.load_found(&source, f),
-            ))
+            let results = inner.search(|root| inner.load_root(&source, root))?;
+            Ok(super::collect_discovery(&source, results))
         })
         .await
     }

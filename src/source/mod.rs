@@ -233,8 +233,10 @@ pub(crate) fn discover_parallel<T: Sync>(
 }
 
 /// `f` over `items` on every core (at most 8 threads), results in order. The calling thread
-/// takes a share too.
+/// takes a share too. Items are handed out in small batches as threads become free, so that one
+/// slow item (a large skill, a cold directory) does not leave the other cores idle.
 pub(crate) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let threads = *THREADS.get_or_init(|| {
         std::thread::available_parallelism()
@@ -244,23 +246,39 @@ pub(crate) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync)
     if threads < 2 || items.len() < 2 {
         return items.iter().map(f).collect();
     }
-    let chunk = items.len().div_ceil(threads);
-    let f = &f;
-    std::thread::scope(|scope| {
-        let mut parts = items.chunks(chunk);
-        let own = parts.next().unwrap_or_default();
-        let handles: Vec<_> = parts
-            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+    // Small enough to balance, large enough that taking a batch costs nothing.
+    let batch = (items.len() / (threads * 8)).clamp(1, 64);
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done: Vec<(usize, Vec<R>)> = Vec::new();
+        loop {
+            let start = next.fetch_add(batch, Ordering::Relaxed);
+            if start >= items.len() {
+                return done;
+            }
+            let end = (start + batch).min(items.len());
+            done.push((start, items[start..end].iter().map(&f).collect()));
+        }
+    };
+    let mut parts = std::thread::scope(|scope| {
+        let handles: Vec<_> = (1..threads.min(items.len()))
+            .map(|_| scope.spawn(work))
             .collect();
-        let mut out: Vec<R> = own.iter().map(f).collect();
+        let mut parts = work();
         for handle in handles {
             match handle.join() {
-                Ok(part) => out.extend(part),
+                Ok(more) => parts.extend(more),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        out
-    })
+        parts
+    });
+    parts.sort_unstable_by_key(|(start, _)| *start);
+    let mut out = Vec::with_capacity(items.len());
+    for (_, part) in parts {
+        out.extend(part);
+    }
+    out
 }
 
 /// The first half of [`load`]: which document the root holds (path, location and listed size),
@@ -471,5 +489,33 @@ mod tests {
         assert_eq!(base_name("c"), "c");
         assert_eq!(base_name(""), "");
         assert_eq!(base_name("a/b/"), "b");
+    }
+
+    #[test]
+    fn par_map_keeps_order_whatever_the_timing() {
+        // Uneven work: some items sleep, so batches finish out of order.
+        for len in [0usize, 1, 2, 3, 17, 64, 65, 1000] {
+            let items: Vec<usize> = (0..len).collect();
+            let got = par_map(&items, |&i| {
+                if i % 7 == 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+                i * 3
+            });
+            let want: Vec<usize> = items.iter().map(|i| i * 3).collect();
+            assert_eq!(got, want, "len {len}");
+        }
+    }
+
+    #[test]
+    fn par_map_passes_a_panic_on() {
+        let items: Vec<usize> = (0..100).collect();
+        let caught = std::panic::catch_unwind(|| {
+            par_map(&items, |&i| {
+                assert!(i != 77, "item 77");
+                i
+            })
+        });
+        assert!(caught.is_err());
     }
 }
