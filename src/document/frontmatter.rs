@@ -52,7 +52,8 @@ pub fn parse_document(bytes: &[u8]) -> Result<Document, Fault> {
             ),
         )
     })?;
-    let text: Cow<'_, str> = if text.contains('\r') {
+    // The whole document is scanned for `\r`: with SIMD, not byte by byte.
+    let text: Cow<'_, str> = if memchr::memchr(b'\r', text.as_bytes()).is_some() {
         Cow::Owned(text.replace("\r\n", "\n"))
     } else {
         Cow::Borrowed(text)

@@ -404,9 +404,9 @@ impl Inner {
                 .open
                 .and_then(|(fd, _)| read_listed(fd, super::base_name(doc_path), size));
             match listed {
-                Some(bytes) => Ok(bytes),
+                Some(buf) => Ok(DocBytes::Pooled(buf)),
                 // A link to a file inside the root, or a file that changed since it was listed.
-                None => self.read(doc_path),
+                None => self.read(doc_path).map(DocBytes::Owned),
             }
         })
     }
@@ -708,14 +708,57 @@ fn is_document_name(name: &str) -> bool {
 /// Reads a file the walk just listed, relative to its open directory, refusing a link planted
 /// since (`O_NOFOLLOW`), and only if it still holds at least the size the listing saw: exactly
 /// that many bytes are returned (a file that shrank is `None`; one that grew since is read as
-/// listed, not past it).
-fn read_listed(dir: BorrowedFd<'_>, name: &str, size: u64) -> Option<Bytes> {
+/// listed, not past it). The bytes land in this thread's reusable buffer: a document is parsed
+/// and dropped, so each load need not allocate (and free) a buffer of its size.
+fn read_listed(dir: BorrowedFd<'_>, name: &str, size: u64) -> Option<PooledBuf> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let mut file = fs::File::from(rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?);
-    let mut buf = vec![0u8; usize::try_from(size).ok()?];
-    // `read_exact`, not `read_to_end`: one read call for a small file instead of two.
-    file.read_exact(&mut buf).ok()?;
-    Some(Bytes::from(buf))
+    let file = fs::File::from(rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?);
+    let want = usize::try_from(size).ok()?;
+    let mut buf = PooledBuf::take();
+    buf.0.reserve_exact(want);
+    // `take`: no read past the listed size, and no probe read for the end of the file.
+    let got = (&file).take(size).read_to_end(&mut buf.0).ok()?;
+    (got == want).then_some(buf)
+}
+
+thread_local! {
+    static READ_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// This thread's document buffer, lent out: dropping it gives it back (emptied), unless it grew
+/// past 1 MiB.
+struct PooledBuf(Vec<u8>);
+
+impl PooledBuf {
+    fn take() -> Self {
+        let mut buf = READ_BUF.with(std::cell::Cell::take);
+        buf.clear();
+        PooledBuf(buf)
+    }
+}
+
+impl Drop for PooledBuf {
+    fn drop(&mut self) {
+        let buf = std::mem::take(&mut self.0);
+        if buf.capacity() <= 1 << 20 {
+            READ_BUF.with(|cell| cell.set(buf));
+        }
+    }
+}
+
+/// A document as read for a load: from the thread's buffer, or (after a fallback) owned.
+enum DocBytes {
+    Pooled(PooledBuf),
+    Owned(Bytes),
+}
+
+impl AsRef<[u8]> for DocBytes {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            DocBytes::Pooled(buf) => &buf.0,
+            DocBytes::Owned(bytes) => bytes,
+        }
+    }
 }
 
 /// The entries of an open directory sorted by byte order, with their type from the directory

@@ -207,16 +207,17 @@ pub async fn load(source: &(impl Source + ?Sized), root: &str) -> Result<Skill> 
 
 /// [`load`] for a backend whose reads do not need to wait (they are in memory, or the caller is
 /// already off the async runtime): the root's `files`, then `read(document path, listed size)`.
-pub(crate) fn load_sync(
+pub(crate) fn load_sync<B: AsRef<[u8]>>(
     source: &(impl Source + ?Sized),
     root: &str,
     files: Vec<FileEntry>,
-    read: impl FnOnce(&str, u64) -> Result<Bytes>,
+    read: impl FnOnce(&str, u64) -> Result<B>,
 ) -> Result<Skill> {
     let (doc_path, location, size) = locate_document(source, root, &files)?;
     let bytes = read(&doc_path, size)?;
+    let bytes = bytes.as_ref();
     check_document_size(bytes.len() as u64, &location)?;
-    let doc = document::parse_document(&bytes);
+    let doc = document::parse_document(bytes);
     into_skill(source, root, location, doc, files)
 }
 
