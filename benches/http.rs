@@ -4,15 +4,20 @@
 //! run (one conditional request, everything from the cache).
 //!
 //! Run: `cargo bench --bench http`. Prints the median of several interleaved runs of each, the
-//! load average, and the ratio plain ÷ skillcat (target ≥ 0.5: skillcat at most twice the time
-//! of a bare download loop). A concurrent plain loop is printed too, for reference.
+//! load average, and two ratios (target ≥ 0.5: skillcat at most twice the time of the baseline):
+//! - `curl --parallel` ÷ skillcat: curl downloads every archive (and the index) to its own file
+//!   in a fresh folder on the same file system as the caches, with as many transfers in flight
+//!   as skillcat — the same job minus the verification (skipped where curl is not installed);
+//! - plain ÷ skillcat: a sequential reqwest loop that keeps nothing (no file is written).
+//!
+//! A concurrent plain loop is printed too, for reference.
 
 #[path = "support/corpus.rs"]
 mod corpus;
 #[path = "../tests/support/serve.rs"]
 mod serve;
 
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
@@ -96,8 +101,20 @@ fn main() {
     // ratios is reported beside the medians of the times.
     let mut bytes = 0;
     let (mut plain, mut plain_conc, mut cold, mut ratios) = (vec![], vec![], vec![], vec![]);
+    let (mut curl, mut curl_ratios) = (vec![], vec![]);
+    let curl_dirs: Vec<tempfile::TempDir> = (0..runs)
+        .map(|_| match &cache_in {
+            Some(d) => tempfile::tempdir_in(d).unwrap(),
+            None => tempfile::tempdir().unwrap(),
+        })
+        .collect();
+    let have_curl = Command::new("curl")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
     let (mut plain_cpu, mut cold_cpu) = (0.0, 0.0);
-    for cache in &caches {
+    for (cache, curl_dir) in caches.iter().zip(&curl_dirs) {
         // Baseline: a plain sequential loop over the same bytes (index included).
         let (t, cpu) = (Instant::now(), cpu_ms());
         bytes = rt.block_on(async {
@@ -139,6 +156,12 @@ fn main() {
         assert_eq!(reports.len(), n);
         assert!(reports.iter().all(|r| r.status == FetchStatus::Fetched));
         ratios.push(p.as_secs_f64() / c.as_secs_f64());
+        if have_curl {
+            let t = curl_parallel(&index_url, &urls, curl_dir.path(), concurrency);
+            assert_eq!(dir_bytes(curl_dir.path()), bytes);
+            curl_ratios.push(t.as_secs_f64() / c.as_secs_f64());
+            curl.push(t);
+        }
         plain.push(p);
         cold.push(c);
     }
@@ -165,6 +188,7 @@ fn main() {
 
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     ratios.sort_by(f64::total_cmp);
+    curl_ratios.sort_by(f64::total_cmp);
     println!("corpus: {n} skills, {bytes} bytes served (index + archives); {runs} runs each");
     println!("load average before: {load_before}  after: {load_after}  (2 cores is full)");
     println!(
@@ -179,6 +203,20 @@ fn main() {
         "skillcat cold fetch (verified)  {:>9.1} ms  ({concurrency} in flight)",
         ms(median(cold))
     );
+    if have_curl {
+        println!(
+            "curl --parallel to files        {:>9.1} ms  ({concurrency} in flight)",
+            ms(median(curl))
+        );
+        println!(
+            "ratio curl / skillcat           {:>9.2}x  (median of {runs} paired runs, min {:.2}, max {:.2}; target >= 0.5)",
+            curl_ratios[curl_ratios.len() / 2],
+            curl_ratios[0],
+            curl_ratios[curl_ratios.len() - 1],
+        );
+    } else {
+        println!("curl --parallel                 (curl not installed: skipped)");
+    }
     println!(
         "ratio plain / skillcat          {:>9.2}x  (median of {runs} paired runs, min {:.2}, max {:.2}; target >= 0.5)",
         ratios[ratios.len() / 2],
@@ -195,6 +233,44 @@ fn main() {
         ms(median(warm)),
         if requests == 1 { "" } else { "s" }
     );
+}
+
+/// `curl --parallel`: the index and every archive, each to its own file in `dir`, `max` in
+/// flight; the wall time of the whole command.
+fn curl_parallel(
+    index: &reqwest::Url,
+    urls: &[reqwest::Url],
+    dir: &std::path::Path,
+    max: usize,
+) -> Duration {
+    let mut config = String::new();
+    for (i, u) in std::iter::once(index).chain(urls).enumerate() {
+        let out = dir.join(format!("{i}.bin"));
+        config.push_str(&format!("url = \"{u}\"\noutput = \"{}\"\n", out.display()));
+    }
+    let config_path = dir.join("curl.config");
+    std::fs::write(&config_path, config).unwrap();
+    let t = Instant::now();
+    let status = Command::new("curl")
+        .args(["--silent", "--show-error", "--fail", "--no-progress-meter"])
+        .arg("--parallel")
+        .args(["--parallel-max", &max.to_string()])
+        .arg("--config")
+        .arg(&config_path)
+        .status()
+        .unwrap();
+    let elapsed = t.elapsed();
+    assert!(status.success(), "curl failed: {status}");
+    std::fs::remove_file(&config_path).unwrap();
+    elapsed
+}
+
+/// The total size of the files directly in `dir`.
+fn dir_bytes(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len() as usize)
+        .sum()
 }
 
 /// One GET, its body length.

@@ -205,7 +205,7 @@ fn offline(cache: &Path) -> HttpOptions {
 /// Every blob file in the cache: (name, whether its content hashes to its name).
 fn cache_blobs(cache: &Path) -> Vec<(String, bool)> {
     let mut out = Vec::new();
-    let mut stack = vec![cache.join("blobs-v2")];
+    let mut stack = vec![cache.join("blobs-v3")];
     while let Some(dir) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -651,9 +651,7 @@ async fn a_corrupt_cache_entry_is_deleted_and_fetched_again() {
         .prefetch(|_| {})
         .await
         .unwrap();
-    let path = cache
-        .path()
-        .join(format!("blobs-v2/sha256/{}/{hex}", &hex[..2]));
+    let path = cache.path().join(format!("blobs-v3/sha256/{hex}"));
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[10] ^= 0xff;
     std::fs::write(&path, &bytes).unwrap();
@@ -1093,12 +1091,12 @@ fn cache_clean_removes_only_what_no_cached_index_needs() {
     // killed process, a stray file among the blobs, and an older layout.
     let orphan = b"an archive of a skill the index no longer lists";
     let hex = &sha256_digest(orphan)[7..];
-    let orphan_path = cache.join(format!("blobs-v2/sha256/{}/{hex}", &hex[..2]));
+    let orphan_path = cache.join(format!("blobs-v3/sha256/{hex}"));
     std::fs::write(&orphan_path, orphan).unwrap();
     std::fs::write(cache.join("tmp/part-killed"), b"half").unwrap();
-    std::fs::write(cache.join("blobs-v2/sha256/00/.part-x"), b"half").unwrap();
-    std::fs::create_dir_all(cache.join("blobs-v1/sha256/ab/cd")).unwrap();
-    std::fs::write(cache.join("blobs-v1/sha256/ab/cd/old"), b"old").unwrap();
+    std::fs::write(cache.join("blobs-v3/sha256/.part-x"), b"half").unwrap();
+    std::fs::create_dir_all(cache.join("blobs-v2/sha256/ab")).unwrap();
+    std::fs::write(cache.join(format!("blobs-v2/sha256/ab/{hex}")), b"old").unwrap();
 
     let (code, out, stderr) = run_bin(&["--cache", c, "cache", "info", "--format", "json"]);
     assert_eq!(code, Some(0), "{stderr}");
@@ -1117,8 +1115,8 @@ fn cache_clean_removes_only_what_no_cached_index_needs() {
     assert_eq!(report["removed_stale"], 3);
     assert_eq!(report["kept_blobs"], 8);
     assert!(!orphan_path.exists());
-    assert!(!cache.join("blobs-v1").exists());
-    assert!(!cache.join("blobs-v2/sha256/00/.part-x").exists());
+    assert!(!cache.join("blobs-v2").exists());
+    assert!(!cache.join("blobs-v3/sha256/.part-x").exists());
     assert_eq!(tmp_files(&cache), 0);
     assert_eq!(
         cache_blobs(&cache),

@@ -5,8 +5,9 @@
 //! referenced = every index-v1 record's body
 //!            ∪ every "sha256:<hex>" (or 64-hex "sha256" value) inside a body that is JSON
 //! clean      = exclusive lock on <cache>/.lock (waits for every reader and writer to finish)
-//!              → tmp/*, blobs-v2 files not referenced (or not named like a blob),
-//!                records that are unreadable or whose body is gone, older layouts (blobs-v1/)
+//!              → tmp/*, blobs-v3 files not referenced (or not named like a blob),
+//!                records that are unreadable or whose body is gone, older layouts
+//!                (blobs-v1/, blobs-v2/)
 //! clean all  = the same lock → every record, blob and temp file
 //! ```
 //!
@@ -250,13 +251,12 @@ fn is_hex64(s: &str) -> bool {
 }
 
 fn blob_file(dir: &Path, hex: &str) -> PathBuf {
-    dir.join(cache::BLOBS).join(&hex[..2]).join(hex)
+    dir.join(cache::BLOBS).join(hex)
 }
 
-/// Every blob (a file named by its lowercase hex digest, in the folder named by its first two
-/// digits): its hex name and size.
+/// Every blob (a file named by its lowercase hex digest): its hex name and size.
 fn blob_files(dir: &Path) -> Result<Vec<(String, u64)>> {
-    Ok(files_in_fan_out(dir)?
+    Ok(files_in_blobs(dir)?
         .into_iter()
         .filter_map(|(path, size)| blob_name(&path).map(|h| (h.to_string(), size)))
         .collect())
@@ -264,7 +264,7 @@ fn blob_files(dir: &Path) -> Result<Vec<(String, u64)>> {
 
 /// Files in the blob folders not named like a blob.
 fn odd_blob_files(dir: &Path) -> Result<Vec<(PathBuf, u64)>> {
-    Ok(files_in_fan_out(dir)?
+    Ok(files_in_blobs(dir)?
         .into_iter()
         .filter(|(path, _)| blob_name(path).is_none())
         .collect())
@@ -273,24 +273,19 @@ fn odd_blob_files(dir: &Path) -> Result<Vec<(PathBuf, u64)>> {
 /// The hex name of a blob file, when it is one.
 fn blob_name(path: &Path) -> Option<&str> {
     let name = path.file_name()?.to_str()?;
-    let folder = path.parent()?.file_name()?.to_str()?;
     let lower_hex =
         name.len() == 64 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    (lower_hex && name[..2] == *folder).then_some(name)
+    lower_hex.then_some(name)
 }
 
-fn files_in_fan_out(dir: &Path) -> Result<Vec<(PathBuf, u64)>> {
+/// Every file in the blob folder, with its size (folders there are not blobs: left alone).
+fn files_in_blobs(dir: &Path) -> Result<Vec<(PathBuf, u64)>> {
     let mut out = Vec::new();
-    for sub in entries(&dir.join(cache::BLOBS))? {
-        if !sub.is_dir() {
-            continue;
-        }
-        for path in entries(&sub)? {
-            if let Ok(meta) = fs::symlink_metadata(&path)
-                && meta.is_file()
-            {
-                out.push((path, meta.len()));
-            }
+    for path in entries(&dir.join(cache::BLOBS))? {
+        if let Ok(meta) = fs::symlink_metadata(&path)
+            && meta.is_file()
+        {
+            out.push((path, meta.len()));
         }
     }
     Ok(out)
