@@ -193,6 +193,11 @@ impl Cache {
         }
     }
 
+    /// Whether a file is stored under this sha256 (not read, not verified).
+    pub(super) fn has_blob(&self, hash: &[u8; 32]) -> bool {
+        fs::symlink_metadata(self.blob_path(hash)).is_ok()
+    }
+
     /// Stores bytes the caller has verified to hash to `hash`.
     pub(super) fn write_blob(&self, hash: &[u8; 32], bytes: &[u8]) -> Result<()> {
         debug_assert_eq!(sha256(bytes), *hash);

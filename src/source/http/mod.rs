@@ -48,7 +48,7 @@ pub mod index;
 mod maintain;
 mod options;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -196,16 +196,22 @@ impl HttpSource {
     /// calling `each` as each one finishes, and returns the reports in index order.
     pub async fn prefetch(&self, each: impl Fn(&FetchReport)) -> Result<Vec<FetchReport>> {
         let entries = &self.remote().await?.index.entries;
+        let absent = &self.absent_blobs(entries).await?;
         let mut reports: Vec<(usize, FetchReport)> = stream::iter(0..entries.len())
             .map(|i| async move {
                 let entry = &entries[i];
                 // An archive or SKILL.md already cached and intact needs no more: it was
-                // checked in full (skill digest included) before it entered the cache.
+                // checked in full (skill digest included) before it entered the cache. One
+                // known to be absent is not looked for again.
+                let lookup = match artifact_hash(entry) {
+                    Some(h) if absent.contains(&h) => Lookup::Absent,
+                    _ => Lookup::Check,
+                };
                 let loaded = match &entry.artifact {
                     Ok(Artifact::Files(_)) | Err(_) => {
                         self.loaded(&entry.name).await.map(|l| l.origin)
                     }
-                    Ok(_) => self.fetch_artifact(entry, false).await.map(|(_, s)| s),
+                    Ok(_) => self.fetch_artifact(entry, lookup).await.map(|(_, s)| s),
                 };
                 let (status, message) = match loaded {
                     Ok(origin) => (origin, None),
@@ -227,6 +233,16 @@ impl HttpSource {
             .await;
         reports.sort_by_key(|(i, _)| *i);
         Ok(reports.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// Which archive and SKILL.md blobs of `entries` the cache does not hold, found in one trip
+    /// off the runtime (a cold fetch then skips a cache lookup per skill).
+    async fn absent_blobs(&self, entries: &[Entry]) -> Result<HashSet<[u8; 32]>> {
+        let Some(cache) = self.cache().await? else {
+            return Ok(HashSet::new());
+        };
+        let hashes: Vec<[u8; 32]> = entries.iter().filter_map(artifact_hash).collect();
+        blocking(move || Ok(hashes.into_iter().filter(|h| !cache.has_blob(h)).collect())).await
     }
 
     fn warn(&self, w: String) {
@@ -446,7 +462,7 @@ impl HttpSource {
         hash: [u8; 32],
         size: Option<u64>,
         check: F,
-        open_hit: bool,
+        lookup: Lookup,
     ) -> Result<(Option<T>, FetchStatus)>
     where
         T: Send + 'static,
@@ -454,8 +470,9 @@ impl HttpSource {
     {
         let cache = self.cache().await?;
         let mut check = Some(check);
-        if let Some(c) = &cache {
+        if let Some(c) = cache.as_ref().filter(|_| lookup != Lookup::Absent) {
             let (c2, f) = (Arc::clone(c), check.take().expect("set above"));
+            let open_hit = lookup == Lookup::Open;
             // One trip off the runtime: read, verify, and open what is there.
             let (found, f) = blocking(move || match c2.read_blob(&hash)? {
                 cache::Read::Hit(_) if !open_hit => Ok((Some(None), None, false)),
@@ -532,11 +549,11 @@ impl HttpSource {
     }
 
     /// An archive or SKILL.md entry: from the cache or the network, checked in full before it
-    /// is cached. A cache hit is opened only when `open_hit` (else `None` comes back).
+    /// is cached. A cache hit is opened only with [`Lookup::Open`] (else `None` comes back).
     async fn fetch_artifact(
         &self,
         entry: &Entry,
-        open_hit: bool,
+        lookup: Lookup,
     ) -> Result<(Option<Files>, FetchStatus)> {
         let what = self.location(&entry.name);
         let extra = entry.extra.clone();
@@ -548,7 +565,7 @@ impl HttpSource {
                     check_extra(&what, &files, extra.as_ref())?;
                     Ok(files)
                 };
-                self.blob(url, *sha256, None, check, open_hit).await
+                self.blob(url, *sha256, None, check, lookup).await
             }
             Ok(Artifact::SkillMd { url, sha256 }) => {
                 let size = extra
@@ -560,7 +577,7 @@ impl HttpSource {
                     check_extra(&what, &files, extra.as_ref())?;
                     Ok(files)
                 };
-                self.blob(url, *sha256, size, check, open_hit).await
+                self.blob(url, *sha256, size, check, lookup).await
             }
             Ok(Artifact::Files(_)) => unreachable!("v0.1 entries are loaded file by file"),
             Err(why) => Err(Error::Invalid(format!("{what}: {why}"))),
@@ -575,7 +592,7 @@ impl HttpSource {
             .map_err(|why| Error::Invalid(format!("{what}: {why}")))?;
         let (files, origin) = match artifact {
             Artifact::Files(list) => self.files_v0_1(&what, list, entry.extra.as_ref()).await?,
-            _ => match self.fetch_artifact(entry, true).await? {
+            _ => match self.fetch_artifact(entry, Lookup::Open).await? {
                 (Some(files), origin) => (files, origin),
                 (None, _) => unreachable!("opened when asked to"),
             },
@@ -610,7 +627,7 @@ impl HttpSource {
                 let known = extra.and_then(|x| x.files.iter().find(|f| &f.path == path));
                 let (bytes, status) = match known {
                     Some(f) => match self
-                        .blob(url, f.sha256, Some(f.size), |b, _| Ok(b), true)
+                        .blob(url, f.sha256, Some(f.size), |b, _| Ok(b), Lookup::Open)
                         .await?
                     {
                         (Some(b), s) => (b, s),
@@ -644,6 +661,26 @@ impl HttpSource {
         }
         check_extra(what, &files, extra)?;
         Ok((files, origin))
+    }
+}
+
+/// How [`HttpSource::blob`] uses the cache before the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    /// Read and verify a cached copy, and open it.
+    Open,
+    /// Read and verify a cached copy; do not open it.
+    Check,
+    /// Known not to be cached a moment ago: go to the network (a copy another process stores
+    /// meanwhile is the same bytes, and storing it again keeps the first).
+    Absent,
+}
+
+/// The sha256 of an entry's archive or SKILL.md, when it has one.
+fn artifact_hash(e: &Entry) -> Option<[u8; 32]> {
+    match &e.artifact {
+        Ok(Artifact::Archive { sha256, .. } | Artifact::SkillMd { sha256, .. }) => Some(*sha256),
+        _ => None,
     }
 }
 
