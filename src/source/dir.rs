@@ -731,7 +731,8 @@ struct PooledBuf(Vec<u8>);
 
 impl PooledBuf {
     fn take() -> Self {
-        let mut buf = READ_BUF.with(std::cell::Cell::take);
+        // `try_with`: a thread being torn down has no buffer to lend; a fresh one does.
+        let mut buf = READ_BUF.try_with(std::cell::Cell::take).unwrap_or_default();
         buf.clear();
         PooledBuf(buf)
     }
@@ -741,7 +742,8 @@ impl Drop for PooledBuf {
     fn drop(&mut self) {
         let buf = std::mem::take(&mut self.0);
         if buf.capacity() <= 1 << 20 {
-            READ_BUF.with(|cell| cell.set(buf));
+            // A thread being torn down keeps nothing.
+            let _ = READ_BUF.try_with(|cell| cell.set(buf));
         }
     }
 }
