@@ -87,13 +87,18 @@ fn main() {
         .unwrap_or(HttpOptions::default().concurrency);
     // HTTP_BENCH_CACHE_IN=/dev/shm puts the caches on another file system (to see what the
     // disk costs); by default they are in the system's temp folder.
+    // curl's downloads go to the same file system, so both pay what it costs to create files.
     let cache_in = std::env::var_os("HTTP_BENCH_CACHE_IN").map(std::path::PathBuf::from);
-    let caches: Vec<tempfile::TempDir> = (0..runs)
-        .map(|_| match &cache_in {
-            Some(d) => tempfile::tempdir_in(d).unwrap(),
-            None => tempfile::tempdir().unwrap(),
-        })
-        .collect();
+    let scratch = || -> Vec<tempfile::TempDir> {
+        (0..runs)
+            .map(|_| match &cache_in {
+                Some(d) => tempfile::tempdir_in(d).unwrap(),
+                None => tempfile::tempdir().unwrap(),
+            })
+            .collect()
+    };
+    let caches = scratch();
+    let curl_dirs = scratch();
     let load_before = loadavg();
 
     // The runs are interleaved (plain, concurrent plain, cold; plain, …) so that the load of a
@@ -102,12 +107,6 @@ fn main() {
     let mut bytes = 0;
     let (mut plain, mut plain_conc, mut cold, mut ratios) = (vec![], vec![], vec![], vec![]);
     let (mut curl, mut curl_ratios) = (vec![], vec![]);
-    let curl_dirs: Vec<tempfile::TempDir> = (0..runs)
-        .map(|_| match &cache_in {
-            Some(d) => tempfile::tempdir_in(d).unwrap(),
-            None => tempfile::tempdir().unwrap(),
-        })
-        .collect();
     let have_curl = Command::new("curl")
         .arg("--version")
         .stdout(Stdio::null())
