@@ -26,6 +26,7 @@ pub mod error;
 pub mod matching;
 pub mod mcp;
 pub mod pack;
+pub mod path;
 pub mod prompt;
 pub mod registry;
 pub mod runtime;

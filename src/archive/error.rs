@@ -2,7 +2,7 @@
 
 use std::io;
 
-use super::path::PathRule;
+use crate::path::PathRule;
 
 /// An archive broke one of the safety rules (or could not be read at all).
 ///
@@ -247,7 +247,7 @@ pub enum ArchiveError {
 impl ArchiveError {
     /// The error for an entry that broke a path rule.
     pub fn from_path_rule(rule: PathRule, entry: String) -> Self {
-        use super::path::{MAX_COMPONENT_BYTES, MAX_DEPTH, MAX_PATH_BYTES};
+        use crate::path::{MAX_COMPONENT_BYTES, MAX_DEPTH, MAX_PATH_BYTES};
         match rule {
             PathRule::NotUtf8 => ArchiveError::NotUtf8Path { entry },
             PathRule::Absolute => ArchiveError::AbsolutePath { entry },

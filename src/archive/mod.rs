@@ -17,7 +17,7 @@
 //! Every entry goes through the same steps, in this order (the first broken rule is the
 //! error): entry count; [path check](check_entry_path); type (regular file or directory
 //! only: no symlinks, hardlinks, devices, FIFOs); format checks (tar: PAX size agrees with
-//! the header; zip: not encrypted, stored or deflated); junk ([`is_ignored`]: `.git/`,
+//! the header; zip: not encrypted, stored or deflated); junk ([`is_ignored`](crate::path::is_ignored): `.git/`,
 //! `node_modules/`, `.DS_Store`) skipped; duplicates, case-fold collisions and file/directory
 //! conflicts; contents read within the per-file, document, total and ratio limits and
 //! compared with the declared size. Then the layout is decided (see [`ArchiveTree`]): one
@@ -31,9 +31,9 @@
 //! assert_eq!(sniff(Path::new("notes.txt"), b"hello"), None);
 //! ```
 
+mod entry;
 mod error;
 mod limits;
-mod path;
 mod tar;
 mod tree;
 mod zip;
@@ -42,12 +42,9 @@ use std::path::Path;
 
 pub use self::error::ArchiveError;
 pub use self::limits::ArchiveLimits;
-pub use self::path::{
-    MAX_COMPONENT_BYTES, MAX_DEPTH, MAX_PATH_BYTES, PathRule, check_canonical, check_entry_path,
-    fold_key, is_ignored,
-};
+pub use self::entry::check_entry_path;
 pub use self::tar::read_tar;
-pub use self::tree::{ArchiveTree, DOCUMENT_NAMES, TreeFile};
+pub use self::tree::{ArchiveTree, TreeFile};
 pub use self::zip::read_zip;
 
 /// How many leading bytes [`sniff`] looks at (the tar `ustar` magic sits at offset 257).

@@ -20,7 +20,8 @@ use ::tar::EntryType;
 
 use super::error::{ArchiveError, entry_name};
 use super::limits::{ArchiveLimits, Budget, Metered};
-use super::path::{check_entry_path, is_ignored};
+use super::entry::check_entry_path;
+use crate::path::is_ignored;
 use super::tree::{ArchiveTree, TreeBuilder, TreeFile, is_document_position};
 
 /// Reads a tar archive, gzip-compressed or not (told apart by the gzip magic `1f 8b`).

@@ -32,10 +32,7 @@ use std::collections::{BTreeMap, HashMap};
 use bytes::Bytes;
 
 use super::error::ArchiveError;
-use super::path::fold_key_into;
-
-/// The document names, in order of preference.
-pub const DOCUMENT_NAMES: [&str; 2] = ["SKILL.md", "skill.md"];
+use crate::path::{DOCUMENT_NAMES, fold_key_into};
 
 /// One regular file of an archive.
 #[derive(Clone, PartialEq, Eq)]

@@ -26,7 +26,8 @@ use ::zip::{CompressionMethod, System, ZipArchive};
 
 use super::error::{ArchiveError, entry_name};
 use super::limits::{ArchiveLimits, Budget, Metered};
-use super::path::{check_entry_path, is_ignored};
+use super::entry::check_entry_path;
+use crate::path::is_ignored;
 use super::tree::{ArchiveTree, TreeBuilder, TreeFile, is_document_position};
 
 const S_IFMT: u32 = 0o170000;

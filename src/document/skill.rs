@@ -3,7 +3,7 @@
 use super::{
     Document, Fault, FaultKind, Map, ValidateOptions, Value, normalize_name, validate_frontmatter,
 };
-use crate::source::FileEntry;
+use crate::path::FileEntry;
 
 /// One skill read from a source: its frontmatter, body and file list.
 ///

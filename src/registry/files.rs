@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Registry, RegistryError, Result};
 use crate::digest;
-use crate::source::FileEntry;
+use crate::path::FileEntry;
 
 /// Blobs up to this size are read with the row; larger ones through incremental blob I/O.
 const INLINE_BLOB: i64 = 64 * 1024;

@@ -9,7 +9,7 @@ use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
 use super::{Registry, RegistryError, Result, order, query};
-use crate::archive::{check_canonical, fold_key};
+use crate::path::{check_canonical, fold_key};
 use crate::digest::{self, Manifest};
 use crate::document::ValidateOptions;
 use crate::sign::{self, Keyring, SignError, Statement};

@@ -14,7 +14,7 @@ use std::path::Path;
 use bytes::Bytes;
 
 use super::FileEntry;
-use crate::archive::{self, ArchiveError, ArchiveLimits, ArchiveTree};
+use crate::archive::{ArchiveError, ArchiveLimits, ArchiveTree};
 use crate::error::{Error, Result};
 
 /// Declares a source type over a checked [`ArchiveTree`], shared by the tar and zip sources:
@@ -219,7 +219,7 @@ impl ArchiveSource {
     }
 
     fn check(&self, path: &str) -> Result<()> {
-        archive::check_canonical(path).map_err(|rule| Error::PathRejected {
+        crate::path::check_canonical(path).map_err(|rule| Error::PathRejected {
             path: path.to_string(),
             reason: rule.to_string(),
         })

@@ -277,7 +277,7 @@ impl Inner {
                     continue;
                 }
                 for child in &dir.children {
-                    if child.name.starts_with('.') || crate::archive::is_ignored(&child.name) {
+                    if child.name.starts_with('.') || crate::path::is_ignored(&child.name) {
                         continue;
                     }
                     let rel = super::join_path(&dir.rel, &child.name);
@@ -477,7 +477,7 @@ impl Inner {
     ) -> std::result::Result<(), WalkStop> {
         for child in children {
             // The same junk list as archives, so both give the same files and digest.
-            if crate::archive::is_ignored(&child.name) {
+            if crate::path::is_ignored(&child.name) {
                 continue;
             }
             let rel_child = super::join_path(rel, &child.name);

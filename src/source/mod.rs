@@ -28,21 +28,11 @@ pub use tarball::TarballSource;
 pub use zip::ZipSource;
 
 use crate::archive::ArchiveLimits;
+pub use crate::path::{FileEntry, base_name, join_path};
 
 use crate::digest::Manifest;
 use crate::document::{self, Fault, Skill};
 use crate::error::{Error, Result};
-
-/// One regular file of a skill.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileEntry {
-    /// Path relative to the skill root, `/`-separated, canonical (no `.`, `..` or empty parts).
-    pub path: String,
-    /// Size in bytes.
-    pub size: u64,
-    /// Whether the file is executable (a mode bit on disk, a flag in a manifest).
-    pub executable: bool,
-}
 
 /// A store of skills.
 ///
@@ -95,21 +85,6 @@ pub trait Source: Debug + Send + Sync {
 /// The largest SKILL.md any source reads (1 MiB); a larger one is a `document-too-large` fault,
 /// refused from its size before it is read.
 pub const DOCUMENT_LIMIT: u64 = 1 << 20;
-
-/// Joins a root and a relative path with `/` (either may be empty).
-pub fn join_path(root: &str, rel: &str) -> String {
-    match (root.is_empty(), rel.is_empty()) {
-        (true, _) => rel.to_string(),
-        (false, true) => root.to_string(),
-        (false, false) => format!("{}/{}", root.trim_end_matches('/'), rel),
-    }
-}
-
-/// The last `/`-separated component of a path (`"a/b/c"` → `"c"`, `""` → `""`).
-pub fn base_name(path: &str) -> &str {
-    let trimmed = path.trim_end_matches('/');
-    trimmed.rsplit('/').next().unwrap_or(trimmed)
-}
 
 /// Conveniences every [`Source`] gets for free.
 #[async_trait]
@@ -479,18 +454,6 @@ fn read_head(path: &std::path::Path, buf: &mut [u8]) -> std::io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn join_and_base() {
-        assert_eq!(join_path("", "SKILL.md"), "SKILL.md");
-        assert_eq!(join_path("a/b", "SKILL.md"), "a/b/SKILL.md");
-        assert_eq!(join_path("a/", "x"), "a/x");
-        assert_eq!(join_path("a", ""), "a");
-        assert_eq!(base_name("a/b/c"), "c");
-        assert_eq!(base_name("c"), "c");
-        assert_eq!(base_name(""), "");
-        assert_eq!(base_name("a/b/"), "b");
-    }
 
     #[test]
     fn par_map_keeps_order_whatever_the_timing() {

@@ -38,7 +38,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::{FileEntry, Source};
-use crate::archive::check_canonical;
+use crate::path::check_canonical;
 use crate::error::{Error, Result};
 use crate::registry::{Pin, Registry, RegistryError};
 

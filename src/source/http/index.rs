@@ -20,7 +20,7 @@
 use reqwest::Url;
 use serde_json::Value;
 
-use crate::archive::check_canonical;
+use crate::path::check_canonical;
 use crate::digest::parse_digest;
 
 /// The `$schema` of an RFC v0.2.0 index (an opaque identifier, compared exactly).

@@ -70,7 +70,6 @@ pub use self::options::{
     FetchReport, FetchStatus, HttpOptions, HttpStats, RemoteSkill, default_cache_dir,
 };
 use super::{FileEntry, Source};
-use crate::archive;
 use crate::digest::sha256;
 use crate::error::{Error, Result};
 
@@ -721,7 +720,7 @@ impl Source for HttpSource {
     }
 
     async fn read(&self, path: &str) -> Result<Bytes> {
-        archive::check_canonical(path).map_err(|rule| Error::PathRejected {
+        crate::path::check_canonical(path).map_err(|rule| Error::PathRejected {
             path: path.to_string(),
             reason: rule.to_string(),
         })?;
