@@ -202,11 +202,13 @@ impl Keyring {
     }
 
     /// Reads a keyring file.
-    pub fn load(path: impl AsRef<Path>) -> crate::Result<Keyring> {
+    pub fn load(path: impl AsRef<Path>) -> Result<Keyring, SignError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| crate::Error::io(path.display().to_string(), e))?;
-        Ok(Keyring::parse(&text, &path.display().to_string())?)
+        let text = std::fs::read_to_string(path).map_err(|source| SignError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Keyring::parse(&text, &path.display().to_string())
     }
 
     fn parse(text: &str, origin: &str) -> Result<Keyring, SignError> {

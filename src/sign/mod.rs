@@ -311,6 +311,15 @@ pub enum SignError {
         /// What is wrong, naming the entry or field.
         reason: String,
     },
+    /// A key, keyring or signature file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The minisign library failed at something that is not the input's fault.
     #[error("{operation} failed: {message}")]
     Crypto {

@@ -871,7 +871,7 @@ fn keyring_load_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("keyring.toml");
     let err = Keyring::load(&path).unwrap_err();
-    assert!(matches!(err, crate::Error::Io { .. }), "{err}");
+    assert!(matches!(err, SignError::Io { .. }), "{err}");
     std::fs::write(&path, "[[key]]\nbogus = 1\n").unwrap();
     let err = Keyring::load(&path).unwrap_err();
     assert!(err.to_string().contains("keyring.toml"), "{err}");
