@@ -214,15 +214,6 @@ fn invalid_display(
     }
 }
 
-impl From<ConfigError> for crate::Error {
-    fn from(e: ConfigError) -> Self {
-        match e {
-            ConfigError::Io { path, source } => crate::Error::Io { path, source },
-            other => crate::Error::Invalid(other.to_string()),
-        }
-    }
-}
-
 impl Config {
     /// No sources, every section at its default.
     pub fn new() -> Self {

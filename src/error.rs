@@ -54,8 +54,32 @@ pub enum Error {
     #[error(transparent)]
     Archive(#[from] crate::archive::ArchiveError),
     /// A signature, key or keyring problem.
+    #[cfg(feature = "sign")]
     #[error(transparent)]
     Sign(#[from] crate::sign::SignError),
+    /// A registry refused a request or failed (its storage errors that mean "not found",
+    /// "damaged" or "bad name" arrive as [`NotFound`](Error::NotFound),
+    /// [`DigestMismatch`](Error::DigestMismatch) and [`PathRejected`](Error::PathRejected)).
+    #[cfg(feature = "registry")]
+    #[error(transparent)]
+    Registry(Box<crate::registry::RegistryError>),
+    /// A configuration file could not be read or is wrong (naming the file, line and key).
+    #[cfg(feature = "catalog")]
+    #[error(transparent)]
+    Config(Box<crate::config::ConfigError>),
+    /// An embedding model or provider failed.
+    #[cfg(feature = "catalog")]
+    #[error(transparent)]
+    Embed(#[from] crate::matching::EmbedError),
+    /// A blocking task of the library panicked or was cancelled.
+    #[error("{what}: {source}")]
+    Task {
+        /// What the task was doing.
+        what: String,
+        /// The runtime's report.
+        #[source]
+        source: tokio::task::JoinError,
+    },
     /// Content did not hash to what it claimed.
     #[error("{what}: digest mismatch (expected {expected}, got {actual})")]
     DigestMismatch {
@@ -80,6 +104,86 @@ impl Error {
         Error::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// An [`Error::Task`]: a blocking task doing `what` panicked or was cancelled.
+    pub fn task(what: impl Into<String>, source: tokio::task::JoinError) -> Self {
+        Error::Task {
+            what: what.into(),
+            source,
+        }
+    }
+
+    /// Whether nothing exists at what was asked for (a path, a skill, a file of a skill, a
+    /// registry version), including an I/O error of kind `NotFound`.
+    pub fn is_not_found(&self) -> bool {
+        match self {
+            Error::NotFound(_) => true,
+            Error::Io { source, .. } => source.kind() == io::ErrorKind::NotFound,
+            #[cfg(feature = "registry")]
+            Error::Registry(e) => matches!(
+                **e,
+                crate::registry::RegistryError::NotFound(_)
+                    | crate::registry::RegistryError::Missing { .. }
+            ),
+            _ => false,
+        }
+    }
+
+    /// Whether a path was refused (it climbs out, is absolute, or breaks a path rule).
+    pub fn is_path_rejected(&self) -> bool {
+        matches!(self, Error::PathRejected { .. })
+    }
+
+    /// Whether content did not hash to what it claimed (a damaged cache entry, registry blob or
+    /// download).
+    pub fn is_digest_mismatch(&self) -> bool {
+        matches!(self, Error::DigestMismatch { .. })
+    }
+
+    /// The fault of a document that is not a skill document ([`Error::InvalidSkill`]).
+    pub fn fault(&self) -> Option<&crate::document::Fault> {
+        match self {
+            Error::InvalidSkill { fault, .. } => Some(fault),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(feature = "registry")]
+impl From<crate::registry::RegistryError> for Error {
+    /// A registry's errors as a source reports them: not-found stays not-found, a damaged blob
+    /// is a digest mismatch, a malformed `NAME@VERSION` a rejected path; the rest keep their
+    /// cause as [`Error::Registry`].
+    fn from(e: crate::registry::RegistryError) -> Self {
+        use crate::registry::RegistryError;
+        match e {
+            RegistryError::NotFound(what) => Error::NotFound(what),
+            RegistryError::Missing { path } => Error::NotFound(path),
+            RegistryError::Corrupt {
+                path,
+                what,
+                expected,
+                actual,
+            } => Error::DigestMismatch {
+                what: format!("{path}: {what}"),
+                expected,
+                actual,
+            },
+            RegistryError::BadSpec { spec, reason } => Error::PathRejected { path: spec, reason },
+            other => Error::Registry(Box::new(other)),
+        }
+    }
+}
+
+#[cfg(feature = "catalog")]
+impl From<crate::config::ConfigError> for Error {
+    /// A configuration error keeps its cause; an unreadable file is an [`Error::Io`].
+    fn from(e: crate::config::ConfigError) -> Self {
+        match e {
+            crate::config::ConfigError::Io { path, source } => Error::Io { path, source },
+            other => Error::Config(Box::new(other)),
         }
     }
 }

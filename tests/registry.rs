@@ -11,9 +11,8 @@ use serde_json::Value as J;
 use skillcat::archive::ArchiveLimits;
 use skillcat::digest;
 use skillcat::pack::{PackEntry, write_archive};
-use skillcat::registry::{
-    Outcome, PublishOptions, Registry, RegistryError, SCHEMA_VERSION, prepare,
-};
+use skillcat::publish::prepare;
+use skillcat::registry::{Outcome, PublishOptions, Registry, RegistryError, SCHEMA_VERSION};
 use skillcat::sign::{self, KeyEntry, Keyring, Statement};
 use skillcat::source::{
     self, DirOptions, DirSource, RegistrySource, Source, SourceExt, TarballSource, join_path,
@@ -132,7 +131,7 @@ fn recompute_new_versions(db: &Path, seen: &mut std::collections::HashSet<i64>) 
         }
         assert_eq!(
             digest::tree_digest(hashes),
-            format!("sha256:{}", hex::encode(stored)),
+            format!("sha256:{}", digest::to_hex(stored)),
             "version {version}"
         );
     }

@@ -73,8 +73,8 @@ impl Registry {
             if actual[..] != sha[..] || len != size {
                 report.problems.push(format!(
                     "blob {id}: {len} bytes hashing to sha256:{}, stored as {size} bytes sha256:{}",
-                    hex::encode(actual),
-                    hex::encode(&sha)
+                    crate::digest::to_hex(actual),
+                    crate::digest::to_hex(&sha)
                 ));
             }
         }
@@ -117,7 +117,7 @@ impl Registry {
                 <[u8; 32]>::try_from(&h[..]).ok().map(|h| (p.as_str(), h))
             });
             let recomputed = digest::tree_digest(hashes);
-            let stored = format!("sha256:{}", hex::encode(&stored));
+            let stored = format!("sha256:{}", crate::digest::to_hex(&stored));
             if recomputed != stored {
                 report.problems.push(format!(
                     "{what}: its files hash to {recomputed}, stored skill digest {stored}"
@@ -137,7 +137,7 @@ impl Registry {
                             (
                                 p.clone(),
                                 *s as u64,
-                                format!("sha256:{}", hex::encode(h)),
+                                format!("sha256:{}", crate::digest::to_hex(h)),
                                 *x,
                             )
                         })

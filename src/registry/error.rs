@@ -74,9 +74,24 @@ pub enum RegistryError {
         /// Every fault, in the validator's order.
         faults: Vec<Fault>,
     },
-    /// Reading the skill from its source failed.
-    #[error(transparent)]
-    Source(#[from] crate::Error),
+    /// Reading the skill from its source failed (the cause is the source's error).
+    #[error("{source}")]
+    Read {
+        /// Where the skill is.
+        location: String,
+        /// What the source said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A file of the registry could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// No version was given and the skill has no `metadata.version`.
     #[error(
         "{name}: the skill has no metadata.version; pass a version to publish it \
@@ -196,13 +211,13 @@ impl RegistryError {
             | AlreadyExists { .. }
             | NotFound(_)
             | Corrupt { .. } => true,
-            Source(crate::Error::InvalidSkill { .. }) => true,
             Sqlite { .. }
             | NotARegistry { .. }
             | SchemaTooNew { .. }
             | SchemaTooOld { .. }
             | Missing { .. }
-            | Source(_)
+            | Read { .. }
+            | Io { .. }
             | BadSpec { .. }
             | ReadOnly { .. } => false,
         }
@@ -223,33 +238,4 @@ fn join_faults(faults: &[Fault]) -> String {
         .map(Fault::message)
         .collect::<Vec<_>>()
         .join("; ")
-}
-
-impl From<RegistryError> for crate::Error {
-    /// Into the library's error: not-found stays not-found, a damaged blob is a digest
-    /// mismatch, a SQLite failure an I/O error naming the registry, the rest an invalid request.
-    fn from(e: RegistryError) -> Self {
-        match e {
-            RegistryError::NotFound(what) => crate::Error::NotFound(what),
-            RegistryError::Missing { path } => crate::Error::NotFound(path),
-            RegistryError::Source(inner) => inner,
-            RegistryError::Sqlite { path, source } => {
-                crate::Error::io(path, std::io::Error::other(source))
-            }
-            RegistryError::Corrupt {
-                path,
-                what,
-                expected,
-                actual,
-            } => crate::Error::DigestMismatch {
-                what: format!("{path}: {what}"),
-                expected,
-                actual,
-            },
-            RegistryError::BadSpec { spec, reason } => {
-                crate::Error::PathRejected { path: spec, reason }
-            }
-            other => crate::Error::Invalid(other.to_string()),
-        }
-    }
 }

@@ -118,8 +118,8 @@ impl Registry {
             return Err(RegistryError::Corrupt {
                 path: self.shown.clone(),
                 what: format!("file {path} (blob {id})"),
-                expected: format!("sha256:{}", hex::encode(&sha)),
-                actual: format!("sha256:{}", hex::encode(actual)),
+                expected: format!("sha256:{}", crate::digest::to_hex(&sha)),
+                actual: format!("sha256:{}", crate::digest::to_hex(actual)),
             });
         }
         Ok(Some(Bytes::from(bytes)))

@@ -75,7 +75,7 @@ pub use check::CheckReport;
 pub use error::RegistryError;
 pub use fts::fts_query;
 pub use order::parse_version;
-pub use publish::{Outcome, Prepared, PublishOptions, Published, prepare};
+pub use publish::{Draft, Outcome, Prepared, PublishOptions, Published};
 pub use query::{Release, SearchHit, StoredSignature, VersionInfo};
 pub use schema::{APPLICATION_ID, MIGRATIONS, Migration, SCHEMA_VERSION};
 

@@ -1,6 +1,7 @@
-//! Publishing: [`prepare`] reads, validates, hashes and verifies a skill (async, no database);
+//! Publishing into the database: a [`Draft`] checks a loaded skill and its paths, takes the bytes
+//! read and becomes a [`Prepared`] (hashed, signature verified; no database);
 //! [`Registry::commit`] writes it in one `BEGIN IMMEDIATE` transaction (blocking, brief).
-//! [`Registry::publish`] does both.
+//! Reading a skill from a source is a layer above: [`crate::publish`].
 
 use std::collections::HashMap;
 
@@ -9,11 +10,11 @@ use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
 use super::{Registry, RegistryError, Result, order, query};
-use crate::path::{check_canonical, fold_key};
 use crate::digest::{self, Manifest};
-use crate::document::ValidateOptions;
+use crate::document::{Skill, ValidateOptions};
+use crate::path::FileEntry;
+use crate::path::{check_canonical, fold_key};
 use crate::sign::{self, Keyring, SignError, Statement};
-use crate::source::{Source, SourceExt, join_path};
 
 /// How to publish.
 #[derive(Debug, Clone, Default)]
@@ -128,118 +129,171 @@ impl Prepared {
     }
 }
 
-/// Reads the skill at `root` of `source` and gets it ready to publish: it must load and
-/// validate (else [`RegistryError::InvalidSkill`] with every fault), have a semver version
-/// (given, or `metadata.version`), and, with a keyring, a signature that verifies against the
-/// statement recomputed from the bytes read. Without a keyring a signature is checked for form
-/// and for naming this very statement.
-pub async fn prepare(
-    source: &dyn Source,
-    root: &str,
-    opts: &PublishOptions<'_>,
-) -> Result<Prepared> {
-    let skill = source.load(root).await.map_err(|e| match e {
-        crate::Error::InvalidSkill { path, fault } => RegistryError::InvalidSkill {
-            location: path,
-            faults: vec![fault],
-        },
-        other => RegistryError::Source(other),
-    })?;
-    let faults = skill.validate(&opts.validate);
-    if !faults.is_empty() {
-        return Err(RegistryError::InvalidSkill {
-            location: skill.location().to_string(),
-            faults,
-        });
-    }
-    let name = skill.name();
-    let version_text = match (&opts.version, skill.version()) {
-        (Some(v), _) => v.clone(),
-        (None, Some(v)) if !v.is_empty() => v.to_string(),
-        (None, _) => return Err(RegistryError::MissingVersion { name }),
-    };
-    let semver = order::parse_version(&name, &version_text)?;
-    let version = semver.to_string();
+/// A skill checked and ready to have its files read: [`Draft::new`] validates it, settles its
+/// version and checks every path; [`Draft::finish`] hashes the bytes read and verifies the
+/// signature. Reading the bytes is the caller's part, so the registry never depends on where a
+/// skill comes from ([`crate::publish::prepare`] reads them from any source).
+#[derive(Debug)]
+pub struct Draft {
+    location: String,
+    name: String,
+    version: String,
+    semver: semver::Version,
+    description: String,
+    body: String,
+    files: Vec<(String, String, bool)>,
+}
 
-    let mut files = Vec::with_capacity(skill.files().len());
-    let mut folds: HashMap<String, String> = HashMap::new();
-    for entry in skill.files() {
-        let bad = |reason: String| RegistryError::BadPath {
-            name: name.clone(),
-            path: entry.path.clone(),
-            reason,
+impl Draft {
+    /// Checks a loaded skill and its file list: it must validate (else
+    /// [`RegistryError::InvalidSkill`] with every fault), have a semver version (given, or
+    /// `metadata.version`), and paths that are canonical and distinct on a case-insensitive
+    /// file system.
+    pub fn new(skill: &Skill, files: &[FileEntry], opts: &PublishOptions<'_>) -> Result<Draft> {
+        let faults = skill.validate(&opts.validate);
+        if !faults.is_empty() {
+            return Err(RegistryError::InvalidSkill {
+                location: skill.location().to_string(),
+                faults,
+            });
+        }
+        let name = skill.name();
+        let version_text = match (&opts.version, skill.version()) {
+            (Some(v), _) => v.clone(),
+            (None, Some(v)) if !v.is_empty() => v.to_string(),
+            (None, _) => return Err(RegistryError::MissingVersion { name }),
         };
-        check_canonical(&entry.path).map_err(|rule| bad(rule.to_string()))?;
-        let fold = fold_key(&entry.path);
-        if let Some(other) = folds.insert(fold.clone(), entry.path.clone()) {
-            return Err(bad(format!(
-                "it names the same file as {other:?} on a case-insensitive file system"
-            )));
+        let semver = order::parse_version(&name, &version_text)?;
+        let mut checked = Vec::with_capacity(files.len());
+        let mut folds: HashMap<String, String> = HashMap::new();
+        for entry in files {
+            let bad = |reason: String| RegistryError::BadPath {
+                name: name.clone(),
+                path: entry.path.clone(),
+                reason,
+            };
+            check_canonical(&entry.path).map_err(|rule| bad(rule.to_string()))?;
+            let fold = fold_key(&entry.path);
+            if let Some(other) = folds.insert(fold.clone(), entry.path.clone()) {
+                return Err(bad(format!(
+                    "it names the same file as {other:?} on a case-insensitive file system"
+                )));
+            }
+            checked.push((entry.path.clone(), fold, entry.executable));
         }
-        let bytes = source.read(&join_path(root, &entry.path)).await?;
-        files.push(PreparedFile {
-            path: entry.path.clone(),
-            fold,
-            sha256: [0; 32],
-            bytes,
-            executable: entry.executable,
-        });
+        Ok(Draft {
+            location: skill.location().to_string(),
+            version: semver.to_string(),
+            semver,
+            name,
+            description: skill.description().to_string(),
+            body: skill.body().to_string(),
+            files: checked,
+        })
     }
-    // The manifest hashes every file once; the blob addresses are taken from it.
-    let manifest = Manifest::build(
-        &name,
-        &version,
-        files
+
+    /// The paths (relative to the skill root) whose bytes [`finish`](Self::finish) takes, in
+    /// this order.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|(path, _, _)| path.as_str())
+    }
+
+    /// Where the skill was read from.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Takes the bytes of every file of [`paths`](Self::paths), in order; builds the manifest
+    /// from them and checks the signature: with a keyring it must verify against the statement
+    /// recomputed from these bytes; without one it is checked for form and for naming this very
+    /// statement.
+    ///
+    /// # Panics
+    ///
+    /// When `contents` does not hold exactly one entry per path.
+    pub fn finish(self, contents: Vec<Bytes>, opts: &PublishOptions<'_>) -> Result<Prepared> {
+        assert_eq!(
+            contents.len(),
+            self.files.len(),
+            "Draft::finish takes one content per path"
+        );
+        let Draft {
+            location,
+            name,
+            version,
+            semver,
+            description,
+            body,
+            files,
+        } = self;
+        let mut files: Vec<PreparedFile> = files
+            .into_iter()
+            .zip(contents)
+            .map(|((path, fold, executable), bytes)| PreparedFile {
+                path,
+                fold,
+                sha256: [0; 32],
+                bytes,
+                executable,
+            })
+            .collect();
+        // The manifest hashes every file once; the blob addresses are taken from it.
+        let manifest = Manifest::build(
+            &name,
+            &version,
+            files
+                .iter()
+                .map(|f| (f.path.as_str(), &f.bytes[..], f.executable)),
+        );
+        let hashes: HashMap<&str, &str> = manifest
+            .files
             .iter()
-            .map(|f| (f.path.as_str(), &f.bytes[..], f.executable)),
-    );
-    let hashes: HashMap<&str, &str> = manifest
-        .files
-        .iter()
-        .map(|f| (f.path.as_str(), f.digest.as_str()))
-        .collect();
-    for f in &mut files {
-        let hash = hashes
-            .get(f.path.as_str())
-            .and_then(|d| digest::parse_digest(d));
-        f.sha256 = hash.expect("Manifest::build lists every file as sha256:<hex>");
+            .map(|f| (f.path.as_str(), f.digest.as_str()))
+            .collect();
+        for f in &mut files {
+            let hash = hashes
+                .get(f.path.as_str())
+                .and_then(|d| digest::parse_digest(d));
+            f.sha256 = hash.expect("Manifest::build lists every file as sha256:<hex>");
+        }
+        let digest =
+            digest::parse_digest(&manifest.digest).expect("Manifest::build writes sha256:<hex>");
+        let bad_signature = |source: SignError| RegistryError::BadSignature {
+            name: name.clone(),
+            version: version.clone(),
+            source: Box::new(source),
+        };
+        let signature = match (&opts.signature, opts.keyring) {
+            (None, Some(_)) => return Err(RegistryError::Unsigned { name, version }),
+            (None, None) => None,
+            (Some(text), Some(keyring)) => {
+                let verified =
+                    sign::verify(&manifest, text, keyring, &name).map_err(bad_signature)?;
+                Some(PreparedSignature {
+                    key_id: verified.key_id,
+                    text: text.clone(),
+                })
+            }
+            (Some(text), None) => {
+                let key_id = check_unverified(&manifest, text).map_err(bad_signature)?;
+                Some(PreparedSignature {
+                    key_id,
+                    text: text.clone(),
+                })
+            }
+        };
+        Ok(Prepared {
+            location,
+            semver,
+            manifest_json: String::from_utf8(manifest.to_canonical_json()).expect("JSON is UTF-8"),
+            manifest,
+            digest,
+            description,
+            body,
+            files,
+            signature,
+        })
     }
-    let digest =
-        digest::parse_digest(&manifest.digest).expect("Manifest::build writes sha256:<hex>");
-    let bad_signature = |source: SignError| RegistryError::BadSignature {
-        name: name.clone(),
-        version: version.clone(),
-        source: Box::new(source),
-    };
-    let signature = match (&opts.signature, opts.keyring) {
-        (None, Some(_)) => return Err(RegistryError::Unsigned { name, version }),
-        (None, None) => None,
-        (Some(text), Some(keyring)) => {
-            let verified = sign::verify(&manifest, text, keyring, &name).map_err(bad_signature)?;
-            Some(PreparedSignature {
-                key_id: verified.key_id,
-                text: text.clone(),
-            })
-        }
-        (Some(text), None) => {
-            let key_id = check_unverified(&manifest, text).map_err(bad_signature)?;
-            Some(PreparedSignature {
-                key_id,
-                text: text.clone(),
-            })
-        }
-    };
-    Ok(Prepared {
-        location: skill.location().to_string(),
-        semver,
-        manifest_json: String::from_utf8(manifest.to_canonical_json()).expect("JSON is UTF-8"),
-        manifest,
-        digest,
-        description: skill.description().to_string(),
-        body: skill.body().to_string(),
-        files,
-        signature,
-    })
 }
 
 /// Without a keyring a signature cannot be authenticated, but it can be checked for form and
@@ -283,21 +337,6 @@ fn check_unverified(manifest: &Manifest, text: &str) -> std::result::Result<Stri
 }
 
 impl Registry {
-    /// Publishes the skill at `root` of `source`: [`prepare`], then [`commit`](Self::commit).
-    ///
-    /// The commit is a short blocking SQLite transaction run on the calling thread; a server
-    /// that must not block its runtime calls [`prepare`] itself and runs `commit` in
-    /// `spawn_blocking`.
-    pub async fn publish(
-        &mut self,
-        source: &dyn Source,
-        root: &str,
-        opts: &PublishOptions<'_>,
-    ) -> Result<Published> {
-        let prepared = prepare(source, root, opts).await?;
-        self.commit(&prepared)
-    }
-
     /// Writes a prepared skill in one `BEGIN IMMEDIATE` transaction: blobs (deduplicated by
     /// sha256), the version, its files and signature, the `latest` tag and the search row.
     ///
@@ -366,7 +405,7 @@ impl Registry {
                     version,
                     what: format!(
                         "published sha256:{}, this is {}",
-                        hex::encode(&stored_digest),
+                        crate::digest::to_hex(&stored_digest),
                         p.manifest.digest
                     ),
                 });

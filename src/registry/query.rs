@@ -84,7 +84,7 @@ fn info_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(VersionInfo, i64)> {
         VersionInfo {
             name: row.get(0)?,
             version: row.get(1)?,
-            digest: format!("sha256:{}", hex::encode(digest)),
+            digest: format!("sha256:{}", crate::digest::to_hex(digest)),
             description: row.get(3)?,
             published_at: row.get(4)?,
             published: row.get(5)?,

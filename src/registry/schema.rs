@@ -75,7 +75,10 @@ pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Connection
                     std::io::ErrorKind::NotFound,
                     format!("the directory {} does not exist", dir.display()),
                 );
-                return Err(RegistryError::Source(crate::Error::io(shown, e)));
+                return Err(RegistryError::Io {
+                    path: shown.to_string(),
+                    source: e,
+                });
             }
         }
         (Mode::Create, Ok(_)) => {}
@@ -91,7 +94,12 @@ pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Connection
                 path: shown.to_string(),
             });
         }
-        (_, Err(e)) => return Err(RegistryError::Source(crate::Error::io(shown, e))),
+        (_, Err(e)) => {
+            return Err(RegistryError::Io {
+                path: shown.to_string(),
+                source: e,
+            });
+        }
     }
     // No SQLITE_OPEN_URI: a path is a path, never `file:…?mode=…`.
     let flags = match mode {

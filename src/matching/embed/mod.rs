@@ -16,8 +16,11 @@
 //! include an API key.
 
 mod cache;
+#[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "http")]
 mod ollama;
+#[cfg(feature = "http")]
 mod openai;
 
 use std::sync::Arc;
@@ -25,7 +28,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use cache::{CacheStats, Cached};
+#[cfg(feature = "http")]
 pub use ollama::{OLLAMA_DEFAULT_URL, Ollama};
+#[cfg(feature = "http")]
 pub use openai::OpenAiCompatible;
 
 /// The most texts sent to a provider in one request.
@@ -76,19 +81,6 @@ pub enum EmbedError {
     /// The bundled model failed.
     #[error("embedding model: {0}")]
     Model(String),
-}
-
-impl From<EmbedError> for crate::Error {
-    fn from(e: EmbedError) -> Self {
-        match e {
-            EmbedError::Cache { path, source } => crate::Error::Io { path, source },
-            EmbedError::Transport { url, message } => crate::Error::Io {
-                path: url,
-                source: std::io::Error::other(message),
-            },
-            other => crate::Error::Invalid(other.to_string()),
-        }
-    }
 }
 
 /// A text-to-vector model: a provider over HTTP, or one that runs in the process.

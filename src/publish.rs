@@ -1,0 +1,67 @@
+//! Publishing a skill read from any source into a registry: the one module that knows both.
+//!
+//! ```text
+//! Source (dir, archive, HTTP, another registry)        Registry (SQLite)
+//!   load(root) ── Skill ─┐                               ▲
+//!   files(root) ─────────┼─▶ Draft::new ─ read each ─▶ Draft::finish ─▶ Prepared ─▶ commit
+//!                        └─ validate, version, paths     hash, verify signature
+//! ```
+//!
+//! The registry stores what it is handed and the sources read what they hold; neither imports
+//! the other. Reading for a publish sits above both, as cargo keeps `ops/registry/publish`
+//! above its `sources/registry`.
+
+use bytes::Bytes;
+
+use crate::error::Error;
+use crate::registry::{Draft, Prepared, PublishOptions, Published, Registry, RegistryError};
+use crate::source::{Source, SourceExt};
+
+/// Reads the skill at `root` of `source` and gets it ready to publish: loaded and checked
+/// ([`Draft::new`]), every file read, hashed and the signature checked ([`Draft::finish`]).
+/// No database is touched: a server prepares on its runtime and commits in `spawn_blocking`.
+pub async fn prepare(
+    source: &dyn Source,
+    root: &str,
+    opts: &PublishOptions<'_>,
+) -> Result<Prepared, RegistryError> {
+    let read_error = |e: Error| match e {
+        Error::InvalidSkill { path, fault } => RegistryError::InvalidSkill {
+            location: path,
+            faults: vec![fault],
+        },
+        other => RegistryError::Read {
+            location: source.location(root),
+            source: Box::new(other),
+        },
+    };
+    let skill = source.load(root).await.map_err(read_error)?;
+    let files = source.files(root).await.map_err(read_error)?;
+    let draft = Draft::new(&skill, &files, opts)?;
+    let mut contents: Vec<Bytes> = Vec::with_capacity(files.len());
+    for path in draft.paths() {
+        let bytes = source
+            .read(&crate::path::join_path(root, path))
+            .await
+            .map_err(read_error)?;
+        contents.push(bytes);
+    }
+    draft.finish(contents, opts)
+}
+
+impl Registry {
+    /// Publishes the skill at `root` of `source`: [`prepare`], then [`commit`](Self::commit).
+    ///
+    /// The commit is a short blocking SQLite transaction run on the calling thread; a server
+    /// that must not block its runtime calls [`prepare`] itself and runs `commit` in
+    /// `spawn_blocking`.
+    pub async fn publish(
+        &mut self,
+        source: &dyn Source,
+        root: &str,
+        opts: &PublishOptions<'_>,
+    ) -> Result<Published, RegistryError> {
+        let prepared = prepare(source, root, opts).await?;
+        self.commit(&prepared)
+    }
+}
