@@ -29,8 +29,38 @@ pub fn parse_digest(s: &str) -> Option<[u8; 32]> {
         return None;
     }
     let mut out = [0u8; 32];
-    hex::decode_to_slice(hex_part, &mut out).ok()?;
+    for (byte, pair) in out.iter_mut().zip(hex_part.as_bytes().chunks_exact(2)) {
+        *byte = (hex_value(pair[0])? << 4) | hex_value(pair[1])?;
+    }
     Some(out)
+}
+
+const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+/// Lowercase hexadecimal of some bytes (what every digest, key id and cache name is written in).
+pub fn to_hex(bytes: impl AsRef<[u8]>) -> String {
+    let bytes = bytes.as_ref();
+    let mut out = vec![0u8; bytes.len() * 2];
+    encode_hex(bytes, &mut out);
+    String::from_utf8(out).expect("ASCII")
+}
+
+/// Writes the lowercase hexadecimal of `bytes` into `out`, which holds exactly twice as many.
+fn encode_hex(bytes: &[u8], out: &mut [u8]) {
+    debug_assert_eq!(out.len(), bytes.len() * 2);
+    for (b, pair) in bytes.iter().zip(out.chunks_exact_mut(2)) {
+        pair[0] = HEX_DIGITS[usize::from(b >> 4)];
+        pair[1] = HEX_DIGITS[usize::from(b & 0xf)];
+    }
+}
+
+fn hex_value(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
 }
 
 /// The skill digest of files given as `(path, raw sha256)` pairs, in any order.
@@ -48,7 +78,7 @@ fn tree_digest_sorted<'a>(files: impl Iterator<Item = (&'a str, &'a [u8; 32])>) 
     tail[65] = b'\n';
     for (path, hash) in files {
         hasher.update(path.as_bytes());
-        hex::encode_to_slice(hash, &mut tail[1..65]).expect("64 bytes for 32");
+        encode_hex(hash, &mut tail[1..65]);
         hasher.update(tail);
     }
     prefixed_hex(&hasher.finalize().into())
@@ -58,7 +88,7 @@ fn tree_digest_sorted<'a>(files: impl Iterator<Item = (&'a str, &'a [u8; 32])>) 
 fn prefixed_hex(hash: &[u8; 32]) -> String {
     let mut out = [0u8; 71];
     out[..7].copy_from_slice(b"sha256:");
-    hex::encode_to_slice(hash, &mut out[7..]).expect("64 bytes for 32");
+    encode_hex(hash, &mut out[7..]);
     // Only ASCII was written.
     String::from_utf8(out.to_vec()).expect("ASCII")
 }

@@ -17,23 +17,39 @@
 
 pub mod archive;
 pub mod capability;
-pub mod catalog;
 pub mod compat;
-pub mod config;
 pub mod digest;
 pub mod document;
 pub mod error;
-pub mod matching;
-pub mod mcp;
 pub mod pack;
 pub mod path;
 pub mod prompt;
-pub mod registry;
-pub mod runtime;
-pub mod script;
-pub mod serve;
-pub mod sign;
 pub mod source;
+
+#[cfg(feature = "sign")]
+pub mod sign;
+
+#[cfg(feature = "registry")]
+pub mod publish;
+#[cfg(feature = "registry")]
+pub mod registry;
+
+#[cfg(feature = "catalog")]
+pub mod catalog;
+#[cfg(feature = "catalog")]
+pub mod config;
+#[cfg(feature = "catalog")]
+pub mod matching;
+
+#[cfg(feature = "runtime")]
+pub mod runtime;
+#[cfg(feature = "runtime")]
+pub mod script;
+
+#[cfg(feature = "mcp")]
+pub mod mcp;
+#[cfg(feature = "serve")]
+pub mod serve;
 
 pub use error::{Error, Result};
 

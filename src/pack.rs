@@ -125,23 +125,72 @@ pub fn write_archive(entries: &[PackEntry], path: &Path) -> Result<()> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let shown = path.display().to_string();
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| Error::io(dir.display().to_string(), e))?;
+    let mut tmp = TempFile::new_in(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
     let written = match format {
-        PackFormat::TarGz => write_tar_gz(entries, io::BufWriter::new(tmp.as_file_mut())),
-        PackFormat::Zip => write_zip(entries, io::BufWriter::new(tmp.as_file_mut())),
+        PackFormat::TarGz => write_tar_gz(entries, io::BufWriter::new(&mut tmp.file)),
+        PackFormat::Zip => write_zip(entries, io::BufWriter::new(&mut tmp.file)),
     };
     written.map_err(|e| Error::io(&shown, e))?;
-    tmp.as_file().sync_all().map_err(|e| Error::io(&shown, e))?;
-    let file = tmp.persist(path).map_err(|e| Error::io(&shown, e.error))?;
-    // Temp files are created 0600; an archive is meant to be shared.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(|e| Error::io(&shown, e))?;
+    tmp.file.sync_all().map_err(|e| Error::io(&shown, e))?;
+    tmp.persist(path).map_err(|e| Error::io(&shown, e))
+}
+
+/// A new file beside the output (`.NAME.PID.N.tmp`, created exclusively, 0644: an archive is
+/// meant to be shared), removed unless [`persist`](Self::persist)ed: a failed or interrupted
+/// pack never leaves a partial archive under the output's name.
+struct TempFile {
+    path: std::path::PathBuf,
+    file: std::fs::File,
+    kept: bool,
+}
+
+impl TempFile {
+    fn new_in(dir: &Path) -> io::Result<TempFile> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let path = dir.join(format!(".skillcat-pack.{}.{n}.tmp", std::process::id()));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(file) => {
+                    let tmp = TempFile {
+                        path,
+                        file,
+                        kept: false,
+                    };
+                    // Whatever the umask: an archive is meant to be shared.
+                    #[cfg(unix)]
+                    {
+                        use std::os::unix::fs::PermissionsExt;
+                        tmp.file
+                            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+                    }
+                    return Ok(tmp);
+                }
+                // Left by a process of the same id that was killed: take the next name.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
     }
-    Ok(())
+
+    fn persist(mut self, to: &Path) -> io::Result<()> {
+        std::fs::rename(&self.path, to)?;
+        self.kept = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ fn skills_dir() -> PathBuf {
 }
 
 fn sha256(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+    format!("sha256:{}", skillcat::digest::to_hex(Sha256::digest(bytes)))
 }
 
 /// A running `skillcat mcp` with a connected client; workspaces go under a private TMPDIR.

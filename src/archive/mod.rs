@@ -40,9 +40,9 @@ mod zip;
 
 use std::path::Path;
 
+pub use self::entry::check_entry_path;
 pub use self::error::ArchiveError;
 pub use self::limits::ArchiveLimits;
-pub use self::entry::check_entry_path;
 pub use self::tar::read_tar;
 pub use self::tree::{ArchiveTree, TreeFile};
 pub use self::zip::read_zip;

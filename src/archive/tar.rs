@@ -18,11 +18,11 @@ use std::io::{self, Read, Seek, SeekFrom};
 
 use ::tar::EntryType;
 
+use super::entry::check_entry_path;
 use super::error::{ArchiveError, entry_name};
 use super::limits::{ArchiveLimits, Budget, Metered};
-use super::entry::check_entry_path;
-use crate::path::is_ignored;
 use super::tree::{ArchiveTree, TreeBuilder, TreeFile, is_document_position};
+use crate::path::is_ignored;
 
 /// Reads a tar archive, gzip-compressed or not (told apart by the gzip magic `1f 8b`).
 pub fn read_tar(bytes: &[u8], limits: &ArchiveLimits) -> Result<ArchiveTree, ArchiveError> {

@@ -24,11 +24,11 @@ use std::io::{Cursor, Read};
 use ::zip::read::{ArchiveOffset, Config};
 use ::zip::{CompressionMethod, System, ZipArchive};
 
+use super::entry::check_entry_path;
 use super::error::{ArchiveError, entry_name};
 use super::limits::{ArchiveLimits, Budget, Metered};
-use super::entry::check_entry_path;
-use crate::path::is_ignored;
 use super::tree::{ArchiveTree, TreeBuilder, TreeFile, is_document_position};
+use crate::path::is_ignored;
 
 const S_IFMT: u32 = 0o170000;
 const S_IFREG: u32 = 0o100000;

@@ -53,9 +53,9 @@ use async_trait::async_trait;
 
 pub use bm25::{Bm25Params, Index, IndexBuilder};
 pub use dense::DenseIndex;
-pub use embed::{
-    CacheStats, Cached, EmbedError, Embedder, OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible,
-};
+pub use embed::{CacheStats, Cached, EmbedError, Embedder};
+#[cfg(feature = "http")]
+pub use embed::{OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible};
 pub use fusion::{FUSION_DEPTH, fuse};
 pub use hybrid::{DEFAULT_WEIGHT, EmbeddingMatcher};
 #[cfg(feature = "neural")]

@@ -17,11 +17,10 @@ mod rules;
 
 use std::fmt;
 
-pub use rules::{
-    MAX_COMPONENT_BYTES, MAX_DEPTH, MAX_PATH_BYTES, PathRule, check_canonical, fold_key,
-    is_ignored,
-};
 pub(crate) use rules::fold_key_into;
+pub use rules::{
+    MAX_COMPONENT_BYTES, MAX_DEPTH, MAX_PATH_BYTES, PathRule, check_canonical, fold_key, is_ignored,
+};
 
 /// The names a skill's document may have, in order of preference: `SKILL.md`, else `skill.md`.
 pub const DOCUMENT_NAMES: [&str; 2] = ["SKILL.md", "skill.md"];

@@ -12,7 +12,7 @@ use crate::digest::{Manifest, sha256};
 use crate::document::{Skill, ValidateOptions};
 use crate::error::{Error, Result};
 use crate::pack::{PackEntry, write_tar_gz};
-use crate::source::http::index::SCHEMA_V0_2;
+use crate::source::DISCOVERY_SCHEMA_V0_2 as SCHEMA_V0_2;
 use crate::source::{Discovery, Source, discover, join_path};
 
 /// Path of the RFC v0.2.0 index.
@@ -272,7 +272,7 @@ impl Site {
         content_type: &'static str,
         cache_control: &'static str,
     ) {
-        let etag = format!("\"{}\"", hex::encode(sha256(&body)));
+        let etag = format!("\"{}\"", crate::digest::to_hex(sha256(&body)));
         self.resources.insert(
             path,
             Resource {

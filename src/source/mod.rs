@@ -11,7 +11,10 @@
 
 mod archived;
 mod dir;
+#[cfg(feature = "http")]
 pub mod http;
+mod join;
+#[cfg(feature = "registry")]
 mod sqlite;
 mod tarball;
 mod zip;
@@ -23,6 +26,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 pub use dir::{DirOptions, DirSource, check, has_document_entry};
+#[cfg(feature = "registry")]
 pub use sqlite::RegistrySource;
 pub use tarball::TarballSource;
 pub use zip::ZipSource;
@@ -340,16 +344,12 @@ pub async fn discover(source: &(impl Source + ?Sized)) -> Result<Discovery> {
 /// [`discover`] the generic way: [`list`](Source::list), then [`load`] each root, several at
 /// once (a backend's blocking reads overlap); results keep the list order.
 pub async fn discover_each(source: &(impl Source + ?Sized)) -> Result<Discovery> {
-    use futures_util::stream::{self, StreamExt};
     let roots = source.list().await?;
-    let results: Vec<(String, Result<Skill>)> = stream::iter(roots)
-        .map(|root| async move {
-            let r = load(source, &root).await;
-            (root, r)
-        })
-        .buffered(DISCOVER_CONCURRENCY)
-        .collect()
-        .await;
+    let loads = roots.into_iter().map(|root| async move {
+        let r = load(source, &root).await;
+        (root, r)
+    });
+    let results = join::buffered(loads, DISCOVER_CONCURRENCY).await;
     Ok(collect_discovery(source, results))
 }
 
@@ -377,6 +377,11 @@ fn collect_discovery(
     out
 }
 
+/// The `$schema` of an Agent Skills discovery index, RFC v0.2.0 (an opaque identifier, compared
+/// exactly): what `skillcat serve` writes and the HTTP source reads.
+pub const DISCOVERY_SCHEMA_V0_2: &str =
+    "https://schemas.agentskills.io/discovery/0.2.0/schema.json";
+
 /// How many skills [`discover`] reads at once.
 const DISCOVER_CONCURRENCY: usize = 16;
 
@@ -398,15 +403,22 @@ pub fn open(spec: &str) -> Result<Arc<dyn Source>> {
 /// (`.tar`, `.tar.gz`/`.tgz`, `.zip`, told apart by magic bytes first, extension second), a
 /// SQLite registry (`x.db`, `x.sqlite`, `sqlite:PATH`, or any file with the SQLite magic), or an
 /// `http(s)://` URL.
+#[cfg_attr(not(feature = "http"), allow(unused_variables))]
 pub fn open_with(spec: &str, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
     if spec.starts_with("http://") || spec.starts_with("https://") {
+        #[cfg(feature = "http")]
         return Ok(Arc::new(http::HttpSource::new(
             spec,
             http::HttpOptions::from(opts),
         )?));
+        #[cfg(not(feature = "http"))]
+        return Err(not_built(spec, "http"));
     }
     if let Some(db) = spec.strip_prefix("sqlite:") {
+        #[cfg(feature = "registry")]
         return Ok(Arc::new(RegistrySource::open(db)?));
+        #[cfg(not(feature = "registry"))]
+        return Err(not_built(db, "registry"));
     }
     let path = std::path::Path::new(spec);
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
@@ -419,8 +431,11 @@ pub fn open_with(spec: &str, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
     if meta.is_file() {
         let mut head = [0u8; crate::archive::SNIFF_LEN];
         let n = read_head(path, &mut head).map_err(|e| Error::io(spec, e))?;
-        if RegistrySource::sniff(path, &head[..n]) {
+        if is_registry_file(path, &head[..n]) {
+            #[cfg(feature = "registry")]
             return Ok(Arc::new(RegistrySource::open(path)?));
+            #[cfg(not(feature = "registry"))]
+            return Err(not_built(spec, "registry"));
         }
         match crate::archive::sniff(path, &head[..n]) {
             Some(crate::archive::ArchiveKind::Zip) => {
@@ -436,6 +451,30 @@ pub fn open_with(spec: &str, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
         }
     }
     Err(Error::UnsupportedSource(spec.to_string()))
+}
+
+/// The first 16 bytes of every SQLite database file.
+pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// Whether a file is a SQLite registry: it has the SQLite magic, or is named `.db`/`.sqlite`
+/// (any case) and is not an archive (so an empty new file can be named as a registry).
+pub(crate) fn is_registry_file(path: &std::path::Path, first_bytes: &[u8]) -> bool {
+    if first_bytes.starts_with(SQLITE_MAGIC) {
+        return true;
+    }
+    let named = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("db") || e.eq_ignore_ascii_case("sqlite"));
+    named && crate::archive::sniff(path, first_bytes).is_none()
+}
+
+/// The error for a kind of source this build leaves out.
+#[cfg(not(all(feature = "http", feature = "registry")))]
+fn not_built(spec: &str, feature: &str) -> Error {
+    Error::UnsupportedSource(format!(
+        "{spec} (this build of skillcat has no `{feature}` feature)"
+    ))
 }
 
 fn read_head(path: &std::path::Path, buf: &mut [u8]) -> std::io::Result<usize> {

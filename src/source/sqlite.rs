@@ -38,12 +38,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::{FileEntry, Source};
-use crate::path::check_canonical;
 use crate::error::{Error, Result};
+use crate::path::check_canonical;
 use crate::registry::{Pin, Registry, RegistryError};
-
-/// The first 16 bytes of every SQLite database file.
-pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// Read connections a source keeps open at most.
 const POOL_SIZE: usize = 4;
@@ -98,14 +95,7 @@ impl RegistrySource {
     /// assert!(!RegistrySource::sniff(Path::new("skills.tar"), b"ustar"));
     /// ```
     pub fn sniff(path: &Path, first_bytes: &[u8]) -> bool {
-        if first_bytes.starts_with(SQLITE_MAGIC) {
-            return true;
-        }
-        let named = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| e.eq_ignore_ascii_case("db") || e.eq_ignore_ascii_case("sqlite"));
-        named && crate::archive::sniff(path, first_bytes).is_none()
+        super::is_registry_file(path, first_bytes)
     }
 
     /// The registry file, absolute, as locations show it.

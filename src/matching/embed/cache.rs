@@ -69,7 +69,7 @@ impl<E: Embedder> Cached<E> {
     /// Caches `inner`'s vectors under `root` (a directory, created when first written).
     pub fn new(inner: E, root: impl Into<PathBuf>) -> Self {
         let space_id = inner.space_id();
-        let digest = hex::encode(Sha256::digest(space_id.as_bytes()));
+        let digest = crate::digest::to_hex(Sha256::digest(space_id.as_bytes()));
         Cached {
             dir: root.into().join(&digest[..32]),
             inner,
@@ -105,7 +105,7 @@ impl<E: Embedder> Cached<E> {
 
     /// The cache key of `text` in this space, as hex.
     pub fn key_hex(&self, text: &str) -> String {
-        hex::encode(key(&self.space_id, text))
+        crate::digest::to_hex(key(&self.space_id, text))
     }
 
     async fn load(&self) -> Result<HashMap<Key, Vec<f32>>, EmbedError> {

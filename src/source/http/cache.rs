@@ -220,15 +220,16 @@ impl Cache {
     }
 
     fn record_path(&self, url: &str) -> PathBuf {
-        self.root
-            .join("index-v1")
-            .join(format!("{}.json", hex::encode(sha256(url.as_bytes()))))
+        self.root.join("index-v1").join(format!(
+            "{}.json",
+            crate::digest::to_hex(sha256(url.as_bytes()))
+        ))
     }
 }
 
 /// `<root>/blobs-v3/sha256/<hex>`.
 pub(super) fn blob_path(root: &Path, hash: &[u8; 32]) -> PathBuf {
-    root.join(BLOBS).join(hex::encode(hash))
+    root.join(BLOBS).join(crate::digest::to_hex(hash))
 }
 
 /// Where blobs live under the cache root (the version is in the name).
@@ -400,7 +401,7 @@ mod tests {
         cache.write_blob(&hash, b"hello").unwrap();
         assert!(matches!(cache.read_blob(&hash).unwrap(), Read::Hit(b) if &b[..] == b"hello"));
         let path = cache.blob_path(&hash);
-        let hex = hex::encode(hash);
+        let hex = crate::digest::to_hex(hash);
         assert!(path.ends_with(format!("blobs-v3/sha256/{hex}")));
         fs::write(&path, b"hellO").unwrap();
         assert!(matches!(cache.read_blob(&hash).unwrap(), Read::Corrupt));

@@ -20,11 +20,10 @@
 use reqwest::Url;
 use serde_json::Value;
 
-use crate::path::check_canonical;
 use crate::digest::parse_digest;
+use crate::path::check_canonical;
 
-/// The `$schema` of an RFC v0.2.0 index (an opaque identifier, compared exactly).
-pub const SCHEMA_V0_2: &str = "https://schemas.agentskills.io/discovery/0.2.0/schema.json";
+use crate::source::DISCOVERY_SCHEMA_V0_2 as SCHEMA_V0_2;
 
 /// Which shape an index has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +69,7 @@ impl Artifact {
     pub fn digest(&self) -> Option<String> {
         match self {
             Artifact::Archive { sha256, .. } | Artifact::SkillMd { sha256, .. } => {
-                Some(format!("sha256:{}", hex::encode(sha256)))
+                Some(format!("sha256:{}", crate::digest::to_hex(sha256)))
             }
             Artifact::Files(_) => None,
         }

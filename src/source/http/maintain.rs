@@ -190,14 +190,14 @@ fn references(dir: &Path) -> Result<(Vec<(PathBuf, Option<Record>)>, HashSet<Str
             .as_ref()
             .and_then(|r| parse_digest(&r.body))
             .and_then(|h| {
-                let bytes = fs::read(blob_file(dir, &hex::encode(h))).ok()?;
+                let bytes = fs::read(blob_file(dir, &crate::digest::to_hex(h))).ok()?;
                 (sha256(&bytes) == h).then_some((h, bytes))
             });
         let Some((hash, bytes)) = body else {
             out.push((path, None));
             continue;
         };
-        referenced.insert(hex::encode(hash));
+        referenced.insert(crate::digest::to_hex(hash));
         if let Ok(json) = serde_json::from_slice::<Value>(&bytes) {
             collect_digests(&json, &mut referenced);
         }
@@ -228,7 +228,7 @@ fn collect_digests(v: &Value, out: &mut HashSet<String>) {
     match v {
         Value::String(s) => {
             if let Some(h) = parse_digest(s) {
-                out.insert(hex::encode(h));
+                out.insert(crate::digest::to_hex(h));
             }
         }
         Value::Array(items) => items.iter().for_each(|i| collect_digests(i, out)),

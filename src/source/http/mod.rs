@@ -429,7 +429,7 @@ impl HttpSource {
                         max_age: cc.max_age,
                         no_cache: cc.no_cache,
                         fetched_at: cache::now(),
-                        body: format!("sha256:{}", hex::encode(hash)),
+                        body: format!("sha256:{}", crate::digest::to_hex(hash)),
                     };
                     let bytes = b.bytes.clone();
                     blocking(move || {
@@ -496,7 +496,7 @@ impl HttpSource {
             check = f;
         }
         let check = check.expect("kept for a miss");
-        let digest = format!("sha256:{}", hex::encode(hash));
+        let digest = format!("sha256:{}", crate::digest::to_hex(hash));
         if self.opts.offline {
             return Err(HttpError::NotCached {
                 what: format!("{} ({digest})", redact(url)),
@@ -516,7 +516,7 @@ impl HttpSource {
                 return Err(HttpError::Digest {
                     what: shown,
                     expected: digest,
-                    actual: format!("sha256:{}", hex::encode(actual)),
+                    actual: format!("sha256:{}", crate::digest::to_hex(actual)),
                 }
                 .into());
             }
