@@ -200,3 +200,91 @@ fn mcp_tool(activation: &Activation, spec: &ToolSpec) -> Tool {
     .with_annotations(annotations)
     .with_meta(meta)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{Catalog, CatalogSource};
+    use crate::runtime::{ModuleError, ModuleRegistry, ModuleResponse, ModuleTool};
+    use crate::script::{DenyAll, Gate};
+
+    struct Lookup;
+
+    #[async_trait::async_trait]
+    impl ModuleTool for Lookup {
+        fn name(&self) -> &str {
+            "lookup_order"
+        }
+        fn description(&self) -> &str {
+            "Look up an order."
+        }
+        fn parameters(&self) -> Json {
+            serde_json::json!({"type": "object"})
+        }
+        async fn call(&self, _args: Json) -> Result<ModuleResponse, ModuleError> {
+            Ok("order 42: shipped".into())
+        }
+    }
+
+    async fn tool_set(gate: Option<Arc<dyn Gate>>) -> (Session, ToolSet, Vec<String>) {
+        let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/runtime/skills");
+        let catalog = Catalog::new(vec![CatalogSource::spec(skills).trusted(true)]);
+        let mut modules = ModuleRegistry::new();
+        modules
+            .register("order-lookup", [Arc::new(Lookup) as Arc<dyn ModuleTool>])
+            .unwrap();
+        let mut builder = Session::builder(catalog.clone()).modules(modules);
+        if let Some(gate) = gate {
+            builder = builder.gate(gate);
+        }
+        let session = builder.build();
+        let (set, warnings) = ToolSet::load(&session, &catalog.all().await).await;
+        (session, set, warnings)
+    }
+
+    fn json_of(call: Call) -> Json {
+        match call {
+            Call::Done(result) => serde_json::to_value(result).unwrap(),
+            Call::Unknown => panic!("the tool is unknown"),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_tools_are_the_session_runs_module_tools_too() {
+        // No runner: scripts are not loaded (and not warned about); the module tool is offered.
+        let (session, set, warnings) = tool_set(None).await;
+        assert_eq!(warnings, Vec::<String>::new());
+        let names: Vec<String> = set.list().iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(names, ["lookup_order"]);
+        assert_eq!(session.tool_names(), ["lookup_order"]);
+        let tool = serde_json::to_value(set.get("lookup_order").unwrap()).unwrap();
+        assert_eq!(tool["_meta"]["skill"], "order-lookup");
+        assert!(tool["_meta"].get("script").is_none(), "{tool}");
+
+        let r = json_of(set.call("lookup_order", None).await);
+        assert_eq!(r["isError"], false, "{r}");
+        assert_eq!(r["content"][0]["text"], "order 42: shipped");
+        assert!(matches!(set.call("run_nope", None).await, Call::Unknown));
+
+        // Shutdown ends the run: the session's tool set empties, later calls find nothing.
+        assert!(set.shutdown().await.is_empty());
+        assert!(session.tool_names().is_empty());
+        assert!(session.loaded_skills().is_empty());
+        assert!(matches!(
+            set.call("lookup_order", None).await,
+            Call::Unknown
+        ));
+    }
+
+    #[tokio::test]
+    async fn the_sessions_gate_decides_with_the_module_codes() {
+        let (_session, set, _) = tool_set(Some(Arc::new(DenyAll::default()))).await;
+        let r = json_of(set.call("lookup_order", None).await);
+        assert_eq!(r["isError"], true, "{r}");
+        assert_eq!(r["_meta"]["code"], "E_SKILL_TOOL_DENIED");
+        assert_eq!(
+            r["content"][0]["text"],
+            "Error (E_SKILL_TOOL_DENIED): call of 'lookup_order' denied: module tools are disabled"
+        );
+    }
+}
