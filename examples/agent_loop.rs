@@ -19,11 +19,8 @@ use async_trait::async_trait;
 use serde_json::{Value as Json, json};
 use skillcat::catalog::Catalog;
 use skillcat::config::{Config, Environment, SourceConfig};
-use skillcat::runtime::{
-    ModuleError, ModuleGate, ModuleGateRequest, ModuleRegistry, ModuleResponse, ModuleTool, Run,
-    Session, runner_config,
-};
-use skillcat::script::{AllowAll, Confinement, GateDecision, GateError, Runner};
+use skillcat::runtime::{ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, Run, Session};
+use skillcat::script::{Confinement, Gate, GateDecision, GateError, GateRequest};
 
 const SYSTEM: &str = "You are a helpful operations assistant.";
 
@@ -56,13 +53,13 @@ fn main() -> ExitCode {
 }
 
 async fn agent() -> Result<(), Box<dyn std::error::Error>> {
-    // 1. The catalog, the runner and the host's module tools.
+    // 1. The catalog, the host's module tools, and everything the configuration says (ceiling,
+    //    limits, interpreters: the runner) with one gate for script and module tools alike.
     let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/runtime/skills");
     let config = Config::new()
         .with_source(SourceConfig::new(skills).named("fixtures").trusted(true))
         .with_extension_fields(true);
     let env = Environment::current()?;
-    let runner = Runner::new(runner_config(&config, &env)?, Arc::new(AllowAll))?;
     let mut modules = ModuleRegistry::new();
     modules.reserve(READ_SKILL_FILE)?;
     modules.register(
@@ -70,11 +67,8 @@ async fn agent() -> Result<(), Box<dyn std::error::Error>> {
         [Arc::new(LookupOrder) as Arc<dyn ModuleTool>],
     )?;
     let session = Session::builder(Catalog::from_config(&config))
-        .config(&config)
-        .environment(env)
-        .runner(Arc::new(runner))
+        .configure(&config, env, Arc::new(PrintingGate))?
         .modules(modules)
-        .module_gate(Arc::new(PrintingGate))
         .build();
 
     // 2. The conversation.
@@ -238,16 +232,13 @@ impl ModuleTool for LookupOrder {
     }
 }
 
-/// Says what it decides; allows every call.
+/// Says what it decides; allows every call, script or module tool.
 struct PrintingGate;
 
 #[async_trait]
-impl ModuleGate for PrintingGate {
-    async fn check(&self, request: &ModuleGateRequest<'_>) -> Result<GateDecision, GateError> {
-        println!(
-            "  gate: allow {} of {}",
-            request.tool, request.provenance.skill
-        );
+impl Gate for PrintingGate {
+    async fn check(&self, request: &GateRequest<'_>) -> Result<GateDecision, GateError> {
+        println!("  gate: allow {} of {}", request.tool, request.skill);
         Ok(GateDecision::Allow)
     }
 }

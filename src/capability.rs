@@ -3,8 +3,8 @@
 //! ```text
 //! SKILL.md frontmatter ──► Capabilities ─┐
 //!   fs_read, fs_write, network,          ├─► intersect(caps, ceiling, ctx) ──► Grant ──► sandbox
-//!   timeout, trust                       │      (cwd, home, core-trusted source)
-//! skillcat.toml [sandbox] ──► Ceiling ───┘
+//!   timeout, trust                       │      (cwd, home, core-trusted source;
+//! skillcat.toml [sandbox] ──► Ceiling ───┘       links resolved by a Resolver: RealFs)
 //! ```
 //!
 //! # Declared capabilities
@@ -47,9 +47,11 @@
 //! - **Trust**: [`Trust::Core`] only when the skill declares `trust: core` *and* its source is
 //!   core-trusted in the configuration; everything else is [`Trust::External`].
 //!
-//! The rules are pure functions of their inputs plus the file system (for symbolic links):
-//! [`Context`] carries the working and home directories, and [`Context::from_env`] reads the real
-//! ones.
+//! The rules are pure: [`intersect_with`] is a function of its inputs and a [`Resolver`], the one
+//! thing that knows about symbolic links (given an absolute, lexically clean path, its canonical
+//! form). [`intersect`] and [`intersect_detailed`] pass [`RealFs`], which asks the real file
+//! system; tests pass a table of links. [`Context`] carries the working and home directories,
+//! and [`Context::from_env`] reads the real ones.
 //!
 //! ```
 //! use skillcat::capability::{Capabilities, Ceiling, Context, intersect};
@@ -305,14 +307,55 @@ pub struct Intersection {
     pub dropped: Vec<Dropped>,
 }
 
-/// The effective grant: `caps` ∩ `ceiling` (see the [module docs](self)).
+/// Resolves the symbolic links of a path for the intersection: the one place it meets a file
+/// system, so that the policy itself stays a pure function ([`intersect_with`]).
+pub trait Resolver {
+    /// The canonical form of `path` (absolute, free of `.` and `..`): every link on the way
+    /// followed. `None` when it cannot be resolved safely (a dangling link, a link loop, a
+    /// directory that may not be searched); such a path is never granted.
+    fn canonicalize(&self, path: &Path) -> Option<PathBuf>;
+}
+
+/// The real file system: canonicalises the longest prefix of the path that exists and appends
+/// the rest (which does not exist, so holds no link to follow). The resolver [`intersect`],
+/// [`intersect_detailed`] and [`resolve`] use.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RealFs;
+
+impl Resolver for RealFs {
+    fn canonicalize(&self, path: &Path) -> Option<PathBuf> {
+        canonicalize_existing_prefix(path)
+    }
+}
+
+/// A closure is a resolver (tables of links in tests).
+impl<F: Fn(&Path) -> Option<PathBuf>> Resolver for F {
+    fn canonicalize(&self, path: &Path) -> Option<PathBuf> {
+        self(path)
+    }
+}
+
+/// The effective grant: `caps` ∩ `ceiling` (see the [module docs](self)), links resolved on the
+/// real file system.
 pub fn intersect(caps: &Capabilities, ceiling: &Ceiling, ctx: &Context) -> Grant {
-    intersect_detailed(caps, ceiling, ctx).grant
+    intersect_with(caps, ceiling, ctx, &RealFs).grant
 }
 
 /// [`intersect`], also saying which requested paths were left out.
 pub fn intersect_detailed(caps: &Capabilities, ceiling: &Ceiling, ctx: &Context) -> Intersection {
-    let expand = |p: &String| resolve(p, &ctx.cwd, ctx.home.as_deref());
+    intersect_with(caps, ceiling, ctx, &RealFs)
+}
+
+/// The intersection itself, a pure function: every path (requested or a ceiling root) is
+/// expanded lexically ([`expand_lexically`]) and then resolved by `resolver`, and nothing else
+/// is looked at.
+pub fn intersect_with(
+    caps: &Capabilities,
+    ceiling: &Ceiling,
+    ctx: &Context,
+    resolver: &dyn Resolver,
+) -> Intersection {
+    let expand = |p: &String| resolve_with(p, &ctx.cwd, ctx.home.as_deref(), resolver);
     let write_roots: Vec<PathBuf> = ceiling.fs_write.iter().filter_map(expand).collect();
     let mut read_roots: Vec<PathBuf> = ceiling.fs_read.iter().filter_map(expand).collect();
     read_roots.extend(write_roots.iter().cloned());
@@ -363,7 +406,17 @@ pub fn intersect_detailed(caps: &Capabilities, ceiling: &Ceiling, ctx: &Context)
 /// (empty, `~user`, `~` without a home, or `cwd` not absolute) or resolved (a dangling link, a
 /// link loop, a directory that may not be searched, on the way).
 pub fn resolve(path: &str, cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
-    canonicalize_existing_prefix(&expand_lexically(path, cwd, home)?)
+    resolve_with(path, cwd, home, &RealFs)
+}
+
+/// [`resolve`] with the links resolved by `resolver`.
+pub fn resolve_with(
+    path: &str,
+    cwd: &Path,
+    home: Option<&Path>,
+    resolver: &dyn Resolver,
+) -> Option<PathBuf> {
+    resolver.canonicalize(&expand_lexically(path, cwd, home)?)
 }
 
 /// The lexical part of [`resolve`]: `~`, relative against `cwd`, `.` and `..` folded (a `..` at
@@ -665,5 +718,285 @@ mod tests {
             );
         }
         assert_eq!(expand_lexically("x", Path::new("rel"), None), None);
+    }
+
+    /// A file system of links only: each `(link, target)` rewrites a path that starts with the
+    /// link (whole components), repeatedly; a path under a `broken` entry cannot be resolved
+    /// (a dangling link, a loop, an unsearchable directory).
+    fn fake<'a>(
+        links: &'a [(&'a str, &'a str)],
+        broken: &'a [&'a str],
+    ) -> impl Fn(&Path) -> Option<PathBuf> + 'a {
+        move |path: &Path| {
+            let mut p = path.to_path_buf();
+            'follow: for _ in 0..40 {
+                if broken.iter().any(|b| p.starts_with(b)) {
+                    return None;
+                }
+                for (link, target) in links {
+                    if let Ok(rest) = p.strip_prefix(link) {
+                        p = Path::new(target).join(rest);
+                        continue 'follow;
+                    }
+                }
+                return Some(p);
+            }
+            None
+        }
+    }
+
+    #[test]
+    fn intersection_with_a_fake_resolver() {
+        // cwd /p (holding data/), home /h; links: /p/out → /etc, /p/in → /p/data,
+        // /p/store → /srv/store; /p/dangling cannot be resolved.
+        let links = [
+            ("/p/out", "/etc"),
+            ("/p/in", "/p/data"),
+            ("/p/store", "/srv/store"),
+        ];
+        let resolver = fake(&links, &["/p/dangling"]);
+        let ctx = |home: Option<&str>| Context {
+            cwd: "/p".into(),
+            home: home.map(PathBuf::from),
+            core_trusted_source: false,
+        };
+        let dot = Ceiling::default();
+        let home_ceiling = Ceiling {
+            fs_read: vec!["~".into()],
+            ..Ceiling::default()
+        };
+        let store = Ceiling {
+            fs_read: vec![],
+            fs_write: vec!["./store".into()],
+            ..Ceiling::default()
+        };
+        type Case<'a> = (
+            &'a str,
+            Access,
+            &'a str,
+            &'a Ceiling,
+            Option<&'a str>,
+            Option<&'a str>,
+        );
+        let cases: Vec<Case<'_>> = vec![
+            // (case, access, requested, ceiling, home, granted)
+            (
+                "plain relative",
+                Access::Read,
+                "data",
+                &dot,
+                None,
+                Some("/p/data"),
+            ),
+            ("the root itself", Access::Read, ".", &dot, None, Some("/p")),
+            (
+                "link smuggling out",
+                Access::Read,
+                "./out/passwd",
+                &dot,
+                None,
+                None,
+            ),
+            ("the smuggling link", Access::Read, "out", &dot, None, None),
+            (
+                "link staying in",
+                Access::Read,
+                "in/f",
+                &dot,
+                None,
+                Some("/p/data/f"),
+            ),
+            (
+                "climbs out through data",
+                Access::Read,
+                "./data/../..",
+                &dot,
+                None,
+                None,
+            ),
+            (
+                "climbs and comes back",
+                Access::Read,
+                "./data/../data",
+                &dot,
+                None,
+                Some("/p/data"),
+            ),
+            ("/etc under .", Access::Read, "/etc", &dot, None, None),
+            (
+                "absolute inside",
+                Access::Read,
+                "/p/data",
+                &dot,
+                None,
+                Some("/p/data"),
+            ),
+            ("~/x outside .", Access::Read, "~/x", &dot, Some("/h"), None),
+            (
+                "~/x under ~",
+                Access::Read,
+                "~/x",
+                &home_ceiling,
+                Some("/h"),
+                Some("/h/x"),
+            ),
+            (
+                "~/x without a home",
+                Access::Read,
+                "~/x",
+                &home_ceiling,
+                None,
+                None,
+            ),
+            (
+                "another user's home",
+                Access::Read,
+                "~root",
+                &home_ceiling,
+                Some("/h"),
+                None,
+            ),
+            (
+                "dangling link",
+                Access::Read,
+                "dangling/x",
+                &dot,
+                None,
+                None,
+            ),
+            (
+                "write under a read root",
+                Access::Write,
+                "data",
+                &dot,
+                None,
+                None,
+            ),
+            (
+                "write under a linked write root",
+                Access::Write,
+                "store/a",
+                &store,
+                None,
+                Some("/srv/store/a"),
+            ),
+            (
+                "write to the link's target",
+                Access::Write,
+                "/srv/store",
+                &store,
+                None,
+                Some("/srv/store"),
+            ),
+            (
+                "read under a write root",
+                Access::Read,
+                "/srv/store/a",
+                &store,
+                None,
+                Some("/srv/store/a"),
+            ),
+            (
+                "sibling of a write root",
+                Access::Write,
+                "/srv/other",
+                &store,
+                None,
+                None,
+            ),
+        ];
+        for (case, access, requested, ceiling, home, granted) in cases {
+            let caps = match access {
+                Access::Read => Capabilities {
+                    fs_read: vec![requested.to_string()],
+                    ..Capabilities::default()
+                },
+                Access::Write => Capabilities {
+                    fs_write: vec![requested.to_string()],
+                    ..Capabilities::default()
+                },
+            };
+            let r = intersect_with(&caps, ceiling, &ctx(home), &resolver);
+            let got = match access {
+                Access::Read => &r.grant.fs_read,
+                Access::Write => &r.grant.fs_write,
+            };
+            let want: Vec<PathBuf> = granted.into_iter().map(PathBuf::from).collect();
+            assert_eq!(got, &want, "{case}");
+            assert_eq!(r.dropped.len(), usize::from(granted.is_none()), "{case}");
+            if let Some(d) = r.dropped.first() {
+                assert_eq!(
+                    (d.access, d.requested.as_str()),
+                    (access, requested),
+                    "{case}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn dropped_paths_say_what_they_expanded_to() {
+        let links = [("/p/out", "/etc")];
+        let resolver = fake(&links, &["/p/loop"]);
+        let ctx = Context {
+            cwd: "/p".into(),
+            home: None,
+            core_trusted_source: false,
+        };
+        let caps = Capabilities {
+            fs_read: vec![
+                "out/shadow".into(),
+                "loop".into(),
+                "~/x".into(),
+                "data".into(),
+                "./data".into(),
+            ],
+            ..Capabilities::default()
+        };
+        let r = intersect_with(&caps, &Ceiling::default(), &ctx, &resolver);
+        assert_eq!(
+            r.grant.fs_read,
+            [PathBuf::from("/p/data")],
+            "one entry per path"
+        );
+        let dropped: Vec<(&str, Option<&Path>)> = r
+            .dropped
+            .iter()
+            .map(|d| (d.requested.as_str(), d.expanded.as_deref()))
+            .collect();
+        assert_eq!(
+            dropped,
+            [
+                ("out/shadow", Some(Path::new("/etc/shadow"))),
+                ("loop", None),
+                ("~/x", None),
+            ]
+        );
+    }
+
+    #[test]
+    fn ceiling_roots_go_through_the_resolver_too() {
+        // A root that cannot be resolved allows nothing, even the path it names.
+        let resolver = fake(&[], &["/p"]);
+        let ctx = Context {
+            cwd: "/p".into(),
+            home: None,
+            core_trusted_source: false,
+        };
+        let caps = Capabilities {
+            fs_read: vec!["/p".into()],
+            ..Capabilities::default()
+        };
+        let r = intersect_with(&caps, &Ceiling::default(), &ctx, &resolver);
+        assert!(r.grant.fs_read.is_empty());
+        // The resolver is all the intersection sees: a root linked elsewhere moves with it.
+        let links = [("/p", "/q")];
+        let resolver = fake(&links, &[]);
+        let r = intersect_with(&caps, &Ceiling::default(), &ctx, &resolver);
+        assert_eq!(r.grant.fs_read, [PathBuf::from("/q")]);
+        assert_eq!(
+            resolve_with("./a/../b", Path::new("/p"), None, &resolver),
+            Some(PathBuf::from("/q/b"))
+        );
     }
 }

@@ -242,6 +242,9 @@ impl Entry {
 
     /// Its effective grant under `ceiling`, with relative and `~` paths taken against `cwd` and
     /// `home`; `trust: core` counts only when the source is core-trusted.
+    ///
+    /// The one grant function: a [`Session`](crate::runtime::Session) calls it when it loads
+    /// the skill's scripts, for the runtime, `skillcat run` and `skillcat mcp` alike.
     pub fn grant(&self, ceiling: &Ceiling, cwd: &Path, home: Option<&Path>) -> Grant {
         let ctx = Context {
             cwd: cwd.to_path_buf(),

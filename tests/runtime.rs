@@ -21,10 +21,12 @@ use skillcat::capability::{Grant, Trust};
 use skillcat::catalog::{Catalog, CatalogSource};
 use skillcat::config::{Config, Environment, SourceConfig};
 use skillcat::runtime::{
-    Content, ModuleError, ModuleGate, ModuleGateRequest, ModuleRegistry, ModuleResponse,
-    ModuleTool, Provenance, RuntimeError, Session, ToolKind,
+    Content, ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, Provenance, RuntimeError,
+    Session, ToolKind,
 };
-use skillcat::script::{AllowAll, GateDecision, GateError, Runner, RunnerConfig};
+use skillcat::script::{
+    AllowAll, Gate, GateDecision, GateError, GateKind, GateRequest, Runner, RunnerConfig,
+};
 
 const PROFILE: &str = "#!/bin/sh\n# Count the rows and columns of CSV text.\nrows=$(printf '%s\\n' \"$1\" | wc -l)\ncols=$(printf '%s\\n' \"$1\" | head -n 1 | tr ',' '\\n' | wc -l)\necho \"rows=$rows columns=$cols\"\n";
 const FAIL: &str = "#!/bin/sh\n# Always fails.\necho broken export\nexit 3\n";
@@ -212,9 +214,13 @@ enum TestGate {
 }
 
 #[async_trait]
-impl ModuleGate for TestGate {
-    async fn check(&self, request: &ModuleGateRequest<'_>) -> Result<GateDecision, GateError> {
-        assert_eq!(request.provenance.skill, "host-tools");
+impl Gate for TestGate {
+    async fn check(&self, request: &GateRequest<'_>) -> Result<GateDecision, GateError> {
+        assert_eq!(request.skill, "host-tools");
+        let GateKind::Module { provenance, .. } = request.kind else {
+            panic!("a module tool's gate asked about {}", request.kind.as_str());
+        };
+        assert_eq!(provenance.skill, "host-tools");
         match self {
             TestGate::Allow => Ok(GateDecision::Allow),
             TestGate::Deny => Ok(GateDecision::Deny(format!("no {} today", request.tool))),

@@ -4,13 +4,10 @@
 //! when the client closes stdin (or on SIGINT/SIGTERM) and removes its workspaces.
 
 use std::io::Write;
-use std::sync::Arc;
 
-use skillcat::capability::Context;
 use skillcat::catalog::{Catalog, CatalogSource};
-use skillcat::mcp::{McpServer, ScriptTools};
+use skillcat::mcp::McpServer;
 use skillcat::prompt::PromptFormat;
-use skillcat::script::{AllowAll, Runner};
 
 use super::{FAULTS, OK, USAGE};
 
@@ -37,45 +34,29 @@ pub async fn run(a: McpArgs) -> u8 {
                 Ok(o) => o,
                 Err(code) => return code,
             };
-            vec![
-                CatalogSource::from_source(opened.shown, opened.src)
-                    .trusted(true)
-                    .core_trusted(super::script::core_trusted(&config, arg)),
-            ]
+            vec![super::script::named_source(
+                &config,
+                arg,
+                opened.shown,
+                opened.src,
+            )]
         }
         None => config.sources.iter().map(CatalogSource::from).collect(),
     };
-    // `core` trust can be granted only to skills of a core-trusted source.
-    let ctx = Context {
-        cwd: env.cwd.clone(),
-        home: env.home.clone(),
-        core_trusted_source: sources.iter().any(CatalogSource::is_core_trusted),
-    };
     let catalog = Catalog::with_options(sources, options);
-    let run_config = match super::script::runner_config(&config, &ctx) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
     // Only trusted skills get tools at all; for them the gate allows, as for `skillcat run`.
-    let runner = match Runner::new(run_config, Arc::new(AllowAll)) {
-        Ok(r) => r,
+    let session = match super::script::session(&config, env, catalog) {
+        Ok(s) => s,
+        Err(e) if super::script::is_config_error(&e) => {
+            err!("Error: {e}");
+            return USAGE;
+        }
         Err(e) => {
             err!("Error: {e} ({})", e.code());
             return FAULTS;
         }
     };
-    let scripts = ScriptTools {
-        runner,
-        ceiling: config.ceiling().clone(),
-        cwd: env.cwd,
-        home: env.home,
-    };
-    let server = McpServer::new(
-        &catalog,
-        config.prompt_options(PromptFormat::Xml),
-        Some(scripts),
-    )
-    .await;
+    let server = McpServer::new(&session, config.prompt_options(PromptFormat::Xml)).await;
     for w in server.warnings() {
         err!("warning: {w}");
     }

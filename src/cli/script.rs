@@ -4,12 +4,11 @@ use std::io::Write;
 use std::sync::Arc;
 
 use serde_json::{Value as Json, json};
-use skillcat::capability::{self, Capabilities, Context, Grant};
+use skillcat::catalog::{Catalog, CatalogSource};
 use skillcat::config::{Config, Environment};
-use skillcat::document::Skill;
-use skillcat::script::{
-    AllowAll, Interpreters, Limits, Runner, RunnerConfig, ScriptError, argv::Params, policy,
-};
+use skillcat::runtime::{Activation, Run, RuntimeError, Session};
+use skillcat::script::{AllowAll, ScriptError, SkillTools, argv::Params};
+use skillcat::source::Source;
 
 use super::{FAULTS, Format, OK, USAGE};
 
@@ -57,21 +56,6 @@ pub(super) fn configuration() -> Result<(Config, Environment), u8> {
     Ok((config, env))
 }
 
-/// The allow-list: the configured `[scripts] interpreters`, else `sh`, `bash`, `python3`.
-fn interpreters(config: &Config) -> Result<Interpreters, u8> {
-    if config.scripts.interpreters.is_empty() {
-        return Ok(Interpreters::host_default());
-    }
-    let mut out = Interpreters::new();
-    for (name, path) in &config.scripts.interpreters {
-        out.insert(name, path.clone()).map_err(|e| {
-            err!("Error: {e}");
-            USAGE
-        })?;
-    }
-    Ok(out)
-}
-
 /// Whether SOURCE lies in a source the configuration marks core-trusted.
 pub(super) fn core_trusted(config: &Config, arg: &str) -> bool {
     let Ok(arg) = std::fs::canonicalize(arg) else {
@@ -84,26 +68,86 @@ pub(super) fn core_trusted(config: &Config, arg: &str) -> bool {
         .any(|s| std::fs::canonicalize(&s.path).is_ok_and(|root| arg.starts_with(root)))
 }
 
-/// A skill's grant from the command line: its declared capabilities ∩ the configured ceiling
-/// (without configuration: read-only `.`, no writes, no network, 60 s). A source named on the
-/// command line is trusted for script tools; `trust: core` counts only for a source the
-/// configuration marks core-trusted.
-fn cli_grant(skill: &Skill, config: &Config, ctx: &Context) -> Grant {
-    capability::intersect(
-        &Capabilities::from_frontmatter(skill.frontmatter()),
-        config.ceiling(),
-        ctx,
-    )
+/// A source named on the command line: trusted for script tools (the user named it), and
+/// core-trusted when it lies in a source the configuration marks core-trusted (only then does a
+/// skill's `trust: core` count).
+pub(super) fn named_source(
+    config: &Config,
+    arg: &str,
+    name: String,
+    src: Arc<dyn Source>,
+) -> CatalogSource {
+    CatalogSource::from_source(name, src)
+        .trusted(true)
+        .core_trusted(core_trusted(config, arg))
 }
 
-/// How the command line runs scripts: the session policy from the configured ceiling (`core`
-/// trust only when `ctx` is core-trusted), its limits, and the interpreter allow-list. Errors
-/// are printed.
-pub(super) fn runner_config(config: &Config, ctx: &Context) -> Result<RunnerConfig, u8> {
-    let mut run_config = RunnerConfig::new(policy::policy_from_ceiling(config.ceiling(), ctx));
-    run_config.limits = Limits::from_ceiling(config.ceiling());
-    run_config.interpreters = interpreters(config)?;
-    Ok(run_config)
+/// The session the command line runs tools through (`run`, `tools`, `mcp`): the configured
+/// ceiling, limits and interpreters ([`SessionBuilder::configure`]), and a gate that allows
+/// every call (only skills of trusted sources get tools at all: a source named on the command
+/// line, or one the configuration trusts).
+///
+/// [`SessionBuilder::configure`]: skillcat::runtime::SessionBuilder::configure
+pub(super) fn session(
+    config: &Config,
+    env: Environment,
+    catalog: Catalog,
+) -> Result<Session, ScriptError> {
+    Ok(Session::builder(catalog)
+        .configure(config, env, Arc::new(AllowAll))?
+        .build())
+}
+
+/// Whether a [`session`] error is the configuration's (an unacceptable interpreter): a usage
+/// error rather than a fault.
+pub(super) fn is_config_error(e: &ScriptError) -> bool {
+    matches!(e, ScriptError::InvalidDeclaration { .. })
+}
+
+/// A run of a session over the named source with the skill NAME active. Errors are printed.
+async fn activate(a_source: &str, name: &str) -> Result<Run, u8> {
+    let (src, _) = super::read::find_skill(a_source, name).await?;
+    let (config, env) = configuration()?;
+    let catalog = Catalog::with_options(
+        vec![named_source(&config, a_source, a_source.to_string(), src)],
+        super::catalog_options(&config),
+    );
+    let session = session(&config, env, catalog).map_err(|e| {
+        if is_config_error(&e) {
+            err!("Error: {e}");
+            USAGE
+        } else {
+            report(&e)
+        }
+    })?;
+    let mut run = session.start();
+    if let Err(e) = run.activate(name).await {
+        return Err(report_runtime(&e));
+    }
+    Ok(run)
+}
+
+/// What loading the skill's scripts found: its script tools, or the error.
+fn script_tools(a: &Activation) -> Result<SkillTools, ScriptError> {
+    if let Some(e) = a.script_error() {
+        return Err(e.clone());
+    }
+    Ok(a.script_tools().cloned().unwrap_or_else(|| SkillTools {
+        // A skill without scripts offers none.
+        skill: a.name.clone(),
+        tools: Vec::new(),
+        skipped: Vec::new(),
+    }))
+}
+
+fn report_runtime(e: &RuntimeError) -> u8 {
+    match e {
+        RuntimeError::Script(e) => report(e),
+        other => {
+            err!("{}: {other}", other.code());
+            FAULTS
+        }
+    }
 }
 
 fn report(e: &ScriptError) -> u8 {
@@ -116,15 +160,11 @@ fn report(e: &ScriptError) -> u8 {
 
 /// `skillcat tools SOURCE NAME`
 pub async fn tools(a: ToolsArgs) -> u8 {
-    let (src, skill) = match super::read::find_skill(&a.source, &a.name).await {
-        Ok(found) => found,
+    let run = match activate(&a.source, &a.name).await {
+        Ok(run) => run,
         Err(code) => return code,
     };
-    let interpreters = match configuration().and_then(|(config, _)| interpreters(&config)) {
-        Ok(i) => i,
-        Err(code) => return code,
-    };
-    let found = match skillcat::script::discover(&*src, &skill, &interpreters).await {
+    let found = match script_tools(&run.activations()[0]) {
         Ok(t) => t,
         Err(e) => return report(&e),
     };
@@ -197,37 +237,24 @@ pub async fn run(a: RunArgs) -> u8 {
         },
         (None, None) => Json::Null,
     };
-    let (src, skill) = match super::read::find_skill(&a.source, &a.name).await {
-        Ok(found) => found,
+    let run = match activate(&a.source, &a.name).await {
+        Ok(run) => run,
         Err(code) => return code,
     };
-    let (config, env) = match configuration() {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let ctx = Context {
-        cwd: env.cwd.clone(),
-        home: env.home.clone(),
-        core_trusted_source: core_trusted(&config, &a.source),
-    };
-    let grant = cli_grant(&skill, &config, &ctx);
-    let run_config = match runner_config(&config, &ctx) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    // A source named on the command line is trusted for script tools: the gate allows.
-    let runner = match Runner::new(run_config, Arc::new(AllowAll)) {
-        Ok(r) => r,
+    let tools = match script_tools(&run.activations()[0]) {
+        Ok(t) => t,
         Err(e) => return report(&e),
     };
-    let loaded = match runner.load(src, skill, grant).await {
-        Ok(l) => l,
-        Err(e) => return report(&e),
+    let Some(t) = tools.find(&a.script) else {
+        let e = match tools.skipped(&a.script) {
+            Some(s) => s.error.clone(),
+            None => ScriptError::NotFound {
+                tool: a.script.clone(),
+            },
+        };
+        return report(&e);
     };
-    if a.args.is_some()
-        && let Some(t) = loaded.tools().find(&a.script)
-        && matches!(t.params, Params::Declared(_))
-    {
+    if a.args.is_some() && matches!(t.params, Params::Declared(_)) {
         err!(
             "Error: {} declares its parameters; give them with --json (schema: {})",
             t.name,
@@ -235,14 +262,14 @@ pub async fn run(a: RunArgs) -> u8 {
         );
         return USAGE;
     }
-    let code = match runner.run(&loaded, &a.script, &args).await {
+    let code = match run.call(&t.name, &args).await {
         Ok(out) => {
             out!("{}", out.to_model_text());
             OK
         }
-        Err(e) => report(&e),
+        Err(e) => report_runtime(&e),
     };
-    if let Err(e) = loaded.unload().await {
+    if let Err(e) = run.finish().await {
         err!("warning: {e}");
     }
     code

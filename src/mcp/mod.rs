@@ -1,4 +1,4 @@
-//! A Model Context Protocol server over a catalog (skills, the prompt block, script tools).
+//! A Model Context Protocol server over a session's catalog (skills, the prompt block, tools).
 //!
 //! ```text
 //! MCP client ──stdio (JSON-RPC)──▶ McpServer (rmcp ServerHandler)
@@ -7,28 +7,32 @@
 //!                                   ├─ skills/list, skills/get   SEP-2640 entries {uri, frontmatter,
 //!                                   │              resources: [{uri, digest, size}]}
 //!                                   ├─ prompts     available_skills: the tier-1 block
-//!                                   └─ tools       run_<skill>_<script> of trusted skills only,
-//!                                                  run confined by script::Runner
-//!        Catalog snapshot (taken once at start) ──┘
+//!                                   └─ tools       the tools of one session Run with every skill
+//!                                                  active: run_<skill>_<script> of trusted
+//!                                                  skills (run confined), host module tools
+//!  Session: catalog snapshot (taken once at start) ┘
 //! ```
 //!
-//! The server is built over one [`Catalog`] snapshot: the skills it lists, the block its prompt
-//! renders (with `skill://` URIs as locations, since a client reads skills through the server)
-//! and the tools it offers are fixed when it starts. Every skill is a resource whatever its
-//! source's trust; only skills of a trusted source ([`Entry::scripts_allowed`]) offer tools, and
-//! only when the server is given [`ScriptTools`]. A tool's failure is a tool result with
-//! `isError: true`, the model text of the [`ScriptError`](crate::script::ScriptError) and its
-//! stable code in `_meta.code`; an unknown tool is a protocol error (`-32602`).
+//! The server is a client of a [`Session`]: it is built over one snapshot of the session's
+//! catalog, and the skills it lists, the block its prompt renders (with `skill://` URIs as
+//! locations, since a client reads skills through the server) and the tools it offers are fixed
+//! when it starts. Every skill is a resource whatever its source's trust; its tools are what the
+//! session gives a run that activates it: script tools only for skills of a trusted source
+//! ([`Entry::scripts_allowed`]) and only when the session has a runner. A tool's failure is a
+//! tool result with `isError: true`, the model text of the error and its stable code in
+//! `_meta.code`; an unknown tool is a protocol error (`-32602`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use skillcat::catalog::{Catalog, CatalogSource};
 //! use skillcat::mcp::McpServer;
 //! use skillcat::prompt::PromptOptions;
+//! use skillcat::runtime::Session;
 //!
 //! let catalog = Catalog::new(vec![CatalogSource::spec("fixtures/skills")]);
-//! // No ScriptTools: resources and the prompt only.
-//! let server = McpServer::new(&catalog, PromptOptions::default(), None).await;
+//! // A session without a runner: resources and the prompt, no script tools.
+//! let session = Session::builder(catalog).build();
+//! let server = McpServer::new(&session, PromptOptions::default()).await;
 //! for w in server.warnings() {
 //!     eprintln!("warning: {w}");
 //! }
@@ -49,10 +53,10 @@ use rmcp::ServiceExt as _;
 use rmcp::service::RoleServer;
 use rmcp::transport::IntoTransport;
 
-use crate::catalog::{Catalog, Entry};
+use crate::catalog::Entry;
 use crate::prompt::PromptOptions;
+use crate::runtime::Session;
 use skills::SkillView;
-pub use tools::ScriptTools;
 use tools::ToolSet;
 
 /// The name of the one prompt the server offers: the `<available_skills>` block.
@@ -105,23 +109,20 @@ impl fmt::Display for ServeError {
 impl std::error::Error for ServeError {}
 
 impl McpServer {
-    /// A server over the catalog's current snapshot (loading it if needed). `prompt` renders the
-    /// prompt block (format and budget; a client may ask for another format). With `scripts`, the
-    /// script tools of trusted skills are loaded now: what could not be offered is in
-    /// [`warnings`](Self::warnings), as are the catalog's diagnostics.
-    pub async fn new(
-        catalog: &Catalog,
-        prompt: PromptOptions,
-        scripts: Option<ScriptTools>,
-    ) -> McpServer {
-        let snapshot = catalog.snapshot().await;
+    /// A server over the current snapshot of the session's catalog (loading it if needed).
+    /// `prompt` renders the prompt block (format and budget; a client may ask for another
+    /// format). Every skill is activated now, in one run of the session, and its tools are
+    /// offered: what could not be offered is in [`warnings`](Self::warnings), as are the
+    /// catalog's diagnostics.
+    pub async fn new(session: &Session, prompt: PromptOptions) -> McpServer {
+        let snapshot = session.catalog().snapshot().await;
         let entries: Vec<Entry> = snapshot.entries().to_vec();
         let mut warnings: Vec<String> = snapshot
             .diagnostics()
             .iter()
             .map(ToString::to_string)
             .collect();
-        let (tools, tool_warnings) = ToolSet::load(scripts, &entries).await;
+        let (tools, tool_warnings) = ToolSet::load(session, &entries).await;
         warnings.extend(tool_warnings);
         McpServer {
             inner: Arc::new(Inner {
@@ -214,8 +215,8 @@ impl McpServer {
         }
     }
 
-    /// Unloads every skill whose tools were offered, removing its workspace; later tool calls
-    /// find no tool. Returns the workspaces that could not be removed. Serving calls it on exit.
+    /// Ends the server's run, removing the workspaces of its skills; later tool calls find no
+    /// tool. Returns the workspaces that could not be removed. Serving calls it on exit.
     pub async fn shutdown(&self) -> Vec<crate::script::ScriptError> {
         self.inner.tools.shutdown().await
     }

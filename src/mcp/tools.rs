@@ -1,57 +1,37 @@
-//! Script tools of trusted skills as MCP tools, run confined by the [`Runner`].
+//! The tools of a [`Session`] as MCP tools: the server holds one [`Run`] with every skill of
+//! its snapshot active, and offers that run's tools.
 //!
 //! ```text
-//! trusted entry ──Runner::load(grant = declared ∩ ceiling)──▶ LoadedSkill ──ToolRegistry──▶ Tool
-//! tools/call name, arguments ──▶ Runner::run ──▶ Ok: text of the run      (isError: false)
-//!                                              └▶ Err: ScriptError text    (isError: true,
-//!                                                      _meta.code = E_SKILL_…)
+//! Session::start ──activate_entry(each skill)──▶ Run (script tools of trusted skills, host
+//!                                                 module tools) ──▶ Tool
+//! tools/call name, arguments ──▶ Run::call ──▶ Ok: text of the run      (isError: false)
+//!                                            └▶ Err: error text         (isError: true,
+//!                                                    _meta.code = E_SKILL_…)
 //! ```
 //!
-//! A skill whose tools cannot all be registered (a name collision) offers none, and a script
-//! that is not a tool (no allowed interpreter, not executable) is reported, never dropped
-//! silently. At shutdown every loaded skill is unloaded, which removes its workspace.
+//! A skill whose tools cannot all enter the tool set (a name collision) offers none, and a
+//! script that is not a tool (no allowed interpreter, not executable) is reported, never dropped
+//! silently. At shutdown the run ends, which removes the workspaces.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock, MetaObject, Tool, ToolAnnotations};
 use serde_json::Value as Json;
 
-use crate::capability::Ceiling;
 use crate::catalog::Entry;
-use crate::script::{Confinement, LoadedSkill, Runner, ScriptError, ToolRegistry};
+use crate::runtime::{Activation, Content, Run, RuntimeError, Session, ToolKind, ToolSpec};
+use crate::script::{Confinement, ScriptError};
 
-/// How the server runs script tools: the runner (gate, limits, interpreters, session policy) and
-/// what each skill's grant is computed against (the skill's declared capabilities ∩ `ceiling`,
-/// relative paths against `cwd`, `~` against `home`).
-#[derive(Debug)]
-pub struct ScriptTools {
-    /// Runs the scripts.
-    pub runner: Runner,
-    /// The ceiling grants are intersected with (the configuration's `[sandbox]`).
-    pub ceiling: Ceiling,
-    /// The working directory relative capability paths are taken against.
-    pub cwd: PathBuf,
-    /// The home directory, for `~`.
-    pub home: Option<PathBuf>,
-}
-
-/// One tool offered, and the loaded skill it belongs to.
-#[derive(Debug)]
-struct Offered {
-    tool: Tool,
-    skill: usize,
-}
-
-/// The tools of the server: fixed at start; the loaded skills are given up at shutdown.
+/// The tools of the server: fixed at start; the run is ended at shutdown.
 #[derive(Debug, Default)]
 pub(crate) struct ToolSet {
-    runner: Option<Runner>,
-    offered: Vec<Offered>,
+    offered: Vec<Tool>,
     by_name: HashMap<String, usize>,
-    loaded: Mutex<Vec<Option<Arc<LoadedSkill>>>>,
+    /// Shared with calls in progress; `None` once shut down.
+    run: Mutex<Option<Arc<Run>>>,
 }
 
 /// What a call found.
@@ -63,28 +43,15 @@ pub(crate) enum Call {
 }
 
 impl ToolSet {
-    /// Loads the tools of every trusted entry. Returns the set and a warning per skill or script
-    /// left out.
-    pub(crate) async fn load(
-        scripts: Option<ScriptTools>,
-        entries: &[Entry],
-    ) -> (Self, Vec<String>) {
+    /// Activates every entry in one run of the session. Returns the set and a warning per skill
+    /// or script left out.
+    pub(crate) async fn load(session: &Session, entries: &[Entry]) -> (Self, Vec<String>) {
         let mut warnings = Vec::new();
-        let Some(st) = scripts else {
-            return (ToolSet::default(), warnings);
-        };
         let mut set = ToolSet::default();
-        let mut registry = ToolRegistry::new();
-        let mut loaded = Vec::new();
-        for e in entries.iter().filter(|e| e.scripts_allowed()) {
-            let grant = e.grant(&st.ceiling, &st.cwd, st.home.as_deref());
-            let network = grant.network;
-            let skill = match st
-                .runner
-                .load(e.source().clone(), e.skill().clone(), grant)
-                .await
-            {
-                Ok(s) => s,
+        let mut run = session.start();
+        for e in entries {
+            let activation = match run.activate_entry(e.clone()).await {
+                Ok(a) => a,
                 Err(err) => {
                     warnings.push(format!(
                         "skill `{}`: no tools: {err} ({})",
@@ -94,7 +61,14 @@ impl ToolSet {
                     continue;
                 }
             };
-            for s in &skill.tools().skipped {
+            if let Some(err) = activation.script_error() {
+                warnings.push(format!(
+                    "skill `{}`: no tools: {err} ({})",
+                    e.name(),
+                    err.code()
+                ));
+            }
+            for s in activation.script_tools().map_or(&[][..], |t| &t.skipped) {
                 warnings.push(format!(
                     "skill `{}`: {} is not a tool: {} ({})",
                     e.name(),
@@ -103,37 +77,23 @@ impl ToolSet {
                     s.error.code()
                 ));
             }
-            if let Err(err) = registry.register(skill.tools()) {
-                warnings.push(format!(
-                    "skill `{}`: no tools: {err} ({})",
-                    e.name(),
-                    err.code()
-                ));
-                continue;
+            for spec in &activation.tools {
+                set.by_name.insert(spec.name.clone(), set.offered.len());
+                set.offered.push(mcp_tool(activation, spec));
             }
-            let index = loaded.len();
-            for t in &skill.tools().tools {
-                set.by_name.insert(t.name.clone(), set.offered.len());
-                set.offered.push(Offered {
-                    tool: mcp_tool(e, t, network),
-                    skill: index,
-                });
-            }
-            loaded.push(Some(Arc::new(skill)));
         }
-        set.runner = Some(st.runner);
-        set.loaded = Mutex::new(loaded);
+        set.run = Mutex::new(Some(Arc::new(run)));
         (set, warnings)
     }
 
     /// Every tool offered, in catalog order.
     pub(crate) fn list(&self) -> Vec<Tool> {
-        self.offered.iter().map(|o| o.tool.clone()).collect()
+        self.offered.clone()
     }
 
     /// A tool by its exact name.
     pub(crate) fn get(&self, name: &str) -> Option<&Tool> {
-        self.by_name.get(name).map(|&i| &self.offered[i].tool)
+        self.by_name.get(name).map(|&i| &self.offered[i])
     }
 
     /// Runs a tool with JSON arguments (`None`: no arguments).
@@ -142,86 +102,189 @@ impl ToolSet {
         name: &str,
         args: Option<serde_json::Map<String, Json>>,
     ) -> Call {
-        let (Some(runner), Some(&i)) = (&self.runner, self.by_name.get(name)) else {
+        if !self.by_name.contains_key(name) {
             return Call::Unknown;
-        };
-        let skill = self
-            .loaded
+        }
+        let run = self
+            .run
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(self.offered[i].skill)
-            .cloned()
-            .flatten();
-        let Some(skill) = skill else {
-            // The server is shutting down: the skill has been unloaded.
+            .clone();
+        let Some(run) = run else {
+            // The server is shutting down: the run has ended.
             return Call::Unknown;
         };
         let args = args.map_or(Json::Null, Json::Object);
-        Call::Done(match runner.run(&skill, name, &args).await {
+        Call::Done(match run.call(name, &args).await {
             Ok(out) => {
                 let mut meta = MetaObject::new();
-                meta.0.insert("exitCode".into(), out.exit_code.into());
-                meta.0.insert(
-                    "confined".into(),
-                    matches!(out.confinement, Confinement::Confined(_)).into(),
-                );
-                meta.0.insert(
-                    "durationMs".into(),
-                    u64::try_from(out.duration.as_millis())
-                        .unwrap_or(u64::MAX)
-                        .into(),
-                );
-                CallToolResult::success(vec![ContentBlock::text(out.to_model_text())])
-                    .with_meta(Some(meta))
+                if let Some(script) = &out.script {
+                    meta.0.insert("exitCode".into(), script.exit_code.into());
+                    meta.0.insert(
+                        "confined".into(),
+                        matches!(script.confinement, Confinement::Confined(_)).into(),
+                    );
+                    meta.0.insert(
+                        "durationMs".into(),
+                        u64::try_from(script.duration.as_millis())
+                            .unwrap_or(u64::MAX)
+                            .into(),
+                    );
+                }
+                CallToolResult::success(vec![content_block(&out.content)]).with_meta(Some(meta))
             }
             Err(e) => error_result(&e),
         })
     }
 
-    /// Unloads every skill (removing its workspaces); calls after this find no tool. Returns
-    /// what could not be removed.
+    /// Ends the run (removing its workspaces); calls after this find no tool. Returns what
+    /// could not be removed.
     pub(crate) async fn shutdown(&self) -> Vec<ScriptError> {
-        let skills: Vec<Arc<LoadedSkill>> = {
-            let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
-            loaded.iter_mut().filter_map(Option::take).collect()
-        };
-        let mut failures = Vec::new();
-        for s in skills {
-            // A call still running holds the skill; its workspace goes when that call drops it.
-            if let Ok(s) = Arc::try_unwrap(s)
-                && let Err(e) = s.unload().await
-            {
-                failures.push(e);
-            }
+        let run = self
+            .run
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match run.map(Arc::try_unwrap) {
+            Some(Ok(run)) => run.close().await,
+            // A call still running holds the run; its workspaces go when that call ends.
+            Some(Err(_)) | None => Vec::new(),
         }
-        failures
     }
 }
 
-/// A script error as a tool result a model reads: `isError: true`, the model text, and the
-/// stable code in `_meta.code`.
-pub(crate) fn error_result(e: &ScriptError) -> CallToolResult {
+/// An error as a tool result a model reads: `isError: true`, the model text, and the stable
+/// code in `_meta.code`.
+fn error_result(e: &RuntimeError) -> CallToolResult {
     let mut meta = MetaObject::new();
     meta.0.insert("code".into(), e.code().into());
     meta.0.insert("message".into(), e.to_string().into());
     CallToolResult::error(vec![ContentBlock::text(e.to_model_text())]).with_meta(Some(meta))
 }
 
-fn mcp_tool(e: &Entry, t: &crate::script::ScriptTool, network: bool) -> Tool {
-    let schema = match t.schema() {
-        Json::Object(o) => o,
+/// A checked tool result as MCP content: text, an image, or the model text of other bytes.
+fn content_block(content: &Content) -> ContentBlock {
+    match content {
+        Content::Text(t) => ContentBlock::text(t.clone()),
+        Content::Media { mime, data } if mime.starts_with("image/") => ContentBlock::image(
+            base64::engine::general_purpose::STANDARD.encode(data),
+            mime.clone(),
+        ),
+        other => ContentBlock::text(other.to_model_text()),
+    }
+}
+
+fn mcp_tool(activation: &Activation, spec: &ToolSpec) -> Tool {
+    let schema = match &spec.parameters {
+        Json::Object(o) => o.clone(),
         _ => serde_json::Map::new(),
     };
     let mut meta = MetaObject::new();
-    meta.0.insert("skill".into(), e.name().into());
-    meta.0.insert("script".into(), t.path.clone().into());
     meta.0
-        .insert("interpreter".into(), t.interpreter.name.clone().into());
+        .insert("skill".into(), activation.name.clone().into());
+    let mut annotations = ToolAnnotations::new().read_only(false);
+    if spec.kind == ToolKind::Script {
+        if let Some(t) = activation.script_tools().and_then(|t| t.find(&spec.name)) {
+            meta.0.insert("script".into(), t.path.clone().into());
+            meta.0
+                .insert("interpreter".into(), t.interpreter.name.clone().into());
+        }
+        let network = activation.script_grant().is_some_and(|g| g.network);
+        annotations = annotations.open_world(network);
+    }
     Tool::new(
-        Cow::Owned(t.name.clone()),
-        Cow::Owned(t.description.clone()),
+        Cow::Owned(spec.name.clone()),
+        Cow::Owned(spec.description.clone()),
         Arc::new(schema),
     )
-    .with_annotations(ToolAnnotations::new().read_only(false).open_world(network))
+    .with_annotations(annotations)
     .with_meta(meta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{Catalog, CatalogSource};
+    use crate::runtime::{ModuleError, ModuleRegistry, ModuleResponse, ModuleTool};
+    use crate::script::{DenyAll, Gate};
+
+    struct Lookup;
+
+    #[async_trait::async_trait]
+    impl ModuleTool for Lookup {
+        fn name(&self) -> &str {
+            "lookup_order"
+        }
+        fn description(&self) -> &str {
+            "Look up an order."
+        }
+        fn parameters(&self) -> Json {
+            serde_json::json!({"type": "object"})
+        }
+        async fn call(&self, _args: Json) -> Result<ModuleResponse, ModuleError> {
+            Ok("order 42: shipped".into())
+        }
+    }
+
+    async fn tool_set(gate: Option<Arc<dyn Gate>>) -> (Session, ToolSet, Vec<String>) {
+        let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/runtime/skills");
+        let catalog = Catalog::new(vec![CatalogSource::spec(skills).trusted(true)]);
+        let mut modules = ModuleRegistry::new();
+        modules
+            .register("order-lookup", [Arc::new(Lookup) as Arc<dyn ModuleTool>])
+            .unwrap();
+        let mut builder = Session::builder(catalog.clone()).modules(modules);
+        if let Some(gate) = gate {
+            builder = builder.gate(gate);
+        }
+        let session = builder.build();
+        let (set, warnings) = ToolSet::load(&session, &catalog.all().await).await;
+        (session, set, warnings)
+    }
+
+    fn json_of(call: Call) -> Json {
+        match call {
+            Call::Done(result) => serde_json::to_value(result).unwrap(),
+            Call::Unknown => panic!("the tool is unknown"),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_tools_are_the_session_runs_module_tools_too() {
+        // No runner: scripts are not loaded (and not warned about); the module tool is offered.
+        let (session, set, warnings) = tool_set(None).await;
+        assert_eq!(warnings, Vec::<String>::new());
+        let names: Vec<String> = set.list().iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(names, ["lookup_order"]);
+        assert_eq!(session.tool_names(), ["lookup_order"]);
+        let tool = serde_json::to_value(set.get("lookup_order").unwrap()).unwrap();
+        assert_eq!(tool["_meta"]["skill"], "order-lookup");
+        assert!(tool["_meta"].get("script").is_none(), "{tool}");
+
+        let r = json_of(set.call("lookup_order", None).await);
+        assert_eq!(r["isError"], false, "{r}");
+        assert_eq!(r["content"][0]["text"], "order 42: shipped");
+        assert!(matches!(set.call("run_nope", None).await, Call::Unknown));
+
+        // Shutdown ends the run: the session's tool set empties, later calls find nothing.
+        assert!(set.shutdown().await.is_empty());
+        assert!(session.tool_names().is_empty());
+        assert!(session.loaded_skills().is_empty());
+        assert!(matches!(
+            set.call("lookup_order", None).await,
+            Call::Unknown
+        ));
+    }
+
+    #[tokio::test]
+    async fn the_sessions_gate_decides_with_the_module_codes() {
+        let (_session, set, _) = tool_set(Some(Arc::new(DenyAll::default()))).await;
+        let r = json_of(set.call("lookup_order", None).await);
+        assert_eq!(r["isError"], true, "{r}");
+        assert_eq!(r["_meta"]["code"], "E_SKILL_TOOL_DENIED");
+        assert_eq!(
+            r["content"][0]["text"],
+            "Error (E_SKILL_TOOL_DENIED): call of 'lookup_order' denied: module tools are disabled"
+        );
+    }
 }

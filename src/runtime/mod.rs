@@ -1,23 +1,30 @@
 //! The agent runtime: sessions over a catalog, activation of skills for one run, host tools.
 //!
 //! ```text
-//! Session (catalog · matcher · runner + gate · ceiling · ModuleRegistry + module gate)
+//! Session (catalog · matcher · runner · ceiling · ModuleRegistry · Gate)
+//!   │        SessionBuilder::configure(config, env, gate): runner_config → Runner, one Gate
 //!   │
 //!   ├─ begin(message) ─▶ rank ─▶ top k ─┐
 //!   ├─ begin_with([names]) ─────────────┼─▶ Run (guard) ── activate each skill:
 //!   │                                   │      body (tier 2) ─▶ instructions() / system_prompt()
-//!   │                                   │      script tools   (trusted sources only; Runner::load)
+//!   │                                   │      script tools   (trusted sources only;
+//!   │                                   │                      Entry::grant, Runner::load)
 //!   │                                   │      module tools   (wrapped; trusted sources only)
-//!   │                                   │      names checked against the session's tool set
+//!   │                                   │      LoadedSet::acquire: names checked against the
+//!   │                                   │      tool map; a skill two runs use is loaded once
 //!   │                                   │
-//!   │                                   ├─ call(tool, args) ─▶ script: Runner::run (confined)
-//!   │                                   │                    └▶ module: WrappedTool::call
+//!   │                                   ├─ call(tool, args) ─▶ LoadedSet::tool(name)
+//!   │                                   │      script: Gate (Script) ─▶ Runner::run (confined)
+//!   │                                   │      module: Gate (Module) ─▶ WrappedTool::call
 //!   │                                   ├─ read_resource(skill, path)   (tier 3, no escapes)
-//!   │                                   └─ finish() / error / panic / drop:
-//!   │                                        tools leave the tool set; a skill no run uses
+//!   │                                   └─ finish() / error / panic / drop: LoadedSet::release
+//!   │                                        tools leave the tool map; a skill no run holds
 //!   │                                        leaves the loaded set and its workspace is removed
 //!   └─ tool_names() / loaded_skills(): what every run in progress holds
 //! ```
+//!
+//! The MCP server ([`McpServer`](crate::mcp::McpServer)) and the `skillcat run` and
+//! `skillcat tools` commands are clients of a [`Session`]: they build their tools the same way.
 //!
 //! Tool results are data, never instructions: every [`ToolSpec`] and [`ToolOutput`] says
 //! `trusted: false` and carries its [`Provenance`] (skill, version, source). Every failure is a
@@ -29,16 +36,13 @@
 //! use std::sync::Arc;
 //! use skillcat::catalog::Catalog;
 //! use skillcat::config::{Config, Environment};
-//! use skillcat::runtime::{Session, runner_config};
-//! use skillcat::script::{AllowAll, Runner};
+//! use skillcat::runtime::Session;
+//! use skillcat::script::AllowAll;
 //!
 //! let env = Environment::current()?;
 //! let config = Config::discover(None, &env)?;
-//! let runner = Runner::new(runner_config(&config, &env)?, Arc::new(AllowAll))?;
 //! let session = Session::builder(Catalog::from_config(&config))
-//!     .config(&config)
-//!     .environment(env)
-//!     .runner(Arc::new(runner))
+//!     .configure(&config, env, Arc::new(AllowAll))?
 //!     .build();
 //!
 //! let run = session.begin("clean up this CSV export").await?;
@@ -54,6 +58,7 @@
 //! See `docs/runtime.md` for plugging skillcat into an agent.
 
 mod error;
+mod loaded;
 mod module;
 mod resource;
 mod run;
@@ -62,8 +67,7 @@ mod tool;
 
 pub use error::{RuntimeError, ToolError};
 pub use module::{
-    ModuleError, ModuleGate, ModuleGateRequest, ModuleRegistry, ModuleResponse, ModuleTool,
-    WrappedTool, is_provider_safe_name,
+    ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, WrappedTool, is_provider_safe_name,
 };
 pub use resource::{Resource, check_resource_path};
 pub use run::Run;

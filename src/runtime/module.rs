@@ -8,9 +8,9 @@
 //!                                   ▼
 //! activation of the skill ──wrap──▶ WrappedTool { copy, provenance (skill, version, source) }
 //!                                   │
-//! WrappedTool::call(args) ──▶ args an object? ──▶ gate ──▶ tool.call under catch_unwind and a
-//!                             timeout ──▶ response checked (text | bytes | media) ──▶ ToolOutput
-//!                                                                      (trusted: false, always)
+//! WrappedTool::call(args) ──▶ args an object? ──▶ Gate (GateKind::Module) ──▶ tool.call under
+//!                             catch_unwind and a timeout ──▶ response checked (text | bytes |
+//!                             media) ──▶ ToolOutput (trusted: false, always)
 //! ```
 //!
 //! Every refusal and failure is a [`ToolError`] with a stable `E_SKILL_TOOL_*` code.
@@ -27,7 +27,7 @@ use serde_json::Value as Json;
 use super::error::ToolError;
 use super::tool::{Content, Provenance, ToolKind, ToolOutput, ToolSpec};
 use crate::catalog::lookup_key;
-use crate::script::{AllowAll, DenyAll, GateDecision, GateError};
+use crate::script::gate::{Gate, GateKind, GateRequest, Refusal, ask, panic_message};
 
 /// An error a module tool returns: reported as [`ToolError::Failed`].
 pub type ModuleError = Box<dyn std::error::Error + Send + Sync>;
@@ -149,44 +149,6 @@ pub trait ModuleTool: Send + Sync {
     }
     /// Runs the tool.
     async fn call(&self, args: Json) -> Result<ModuleResponse, ModuleError>;
-}
-
-/// What a module-tool gate is asked about.
-#[derive(Debug, Clone, Copy)]
-pub struct ModuleGateRequest<'a> {
-    /// The tool name.
-    pub tool: &'a str,
-    /// The skill that provides it (name, version, source).
-    pub provenance: &'a Provenance,
-    /// The arguments (a JSON object).
-    pub args: &'a Json,
-}
-
-/// Decides whether a module tool may be called: the module-tool side of the host gate
-/// ([`Gate`](crate::script::Gate) decides for scripts). Same answers: an error or a panic is
-/// reported as unavailable (`E_SKILL_TOOL_GATE_UNAVAILABLE`), never as a refusal.
-#[async_trait]
-pub trait ModuleGate: Send + Sync {
-    /// Answers one request.
-    async fn check(&self, request: &ModuleGateRequest<'_>) -> Result<GateDecision, GateError>;
-}
-
-#[async_trait]
-impl ModuleGate for AllowAll {
-    async fn check(&self, _: &ModuleGateRequest<'_>) -> Result<GateDecision, GateError> {
-        Ok(GateDecision::Allow)
-    }
-}
-
-#[async_trait]
-impl ModuleGate for DenyAll {
-    async fn check(&self, _: &ModuleGateRequest<'_>) -> Result<GateDecision, GateError> {
-        Ok(GateDecision::Deny(if self.0.is_empty() {
-            "module tools are disabled".to_string()
-        } else {
-            self.0.clone()
-        }))
-    }
 }
 
 /// A registered tool: what was read from it once, and the tool.
@@ -339,7 +301,7 @@ impl ModuleRegistry {
     pub fn wrap(
         &self,
         provenance: &Provenance,
-        gate: Arc<dyn ModuleGate>,
+        gate: Arc<dyn Gate>,
         timeout: Duration,
     ) -> Vec<WrappedTool> {
         let Some((_, tools)) = self.skills.get(&lookup_key(&provenance.skill)) else {
@@ -382,7 +344,7 @@ fn check_object_schema(schema: &Json) -> Result<(), String> {
 pub struct WrappedTool {
     spec: ToolSpec,
     tool: Arc<dyn ModuleTool>,
-    gate: Arc<dyn ModuleGate>,
+    gate: Arc<dyn Gate>,
     timeout: Duration,
 }
 
@@ -415,38 +377,26 @@ impl WrappedTool {
                 });
             }
         };
-        let request = ModuleGateRequest {
+        let request = GateRequest {
+            skill: &self.spec.provenance.skill,
             tool,
-            provenance: &self.spec.provenance,
-            args: &args,
+            kind: GateKind::Module {
+                provenance: &self.spec.provenance,
+                args: &args,
+            },
         };
-        let decision = AssertUnwindSafe(self.gate.check(&request))
-            .catch_unwind()
-            .await;
-        match decision {
-            Ok(Ok(GateDecision::Allow)) => {}
-            Ok(Ok(GateDecision::Deny(reason))) => {
+        match ask(&*self.gate, &request).await {
+            Ok(()) => {}
+            Err(Refusal::Denied(reason)) => {
                 return Err(ToolError::Denied {
                     tool: tool.clone(),
                     reason,
                 });
             }
-            Ok(Ok(GateDecision::Unavailable(reason))) => {
+            Err(Refusal::Unavailable(reason)) => {
                 return Err(ToolError::GateUnavailable {
                     tool: tool.clone(),
                     reason,
-                });
-            }
-            Ok(Err(e)) => {
-                return Err(ToolError::GateUnavailable {
-                    tool: tool.clone(),
-                    reason: format!("the gate failed: {e}"),
-                });
-            }
-            Err(panic) => {
-                return Err(ToolError::GateUnavailable {
-                    tool: tool.clone(),
-                    reason: format!("the gate panicked: {}", panic_message(&*panic)),
                 });
             }
         }
@@ -483,15 +433,6 @@ impl WrappedTool {
             script: None,
         })
     }
-}
-
-/// The message of a panic payload (`&str` or `String`), else a placeholder.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "no message".to_string())
 }
 
 #[cfg(test)]

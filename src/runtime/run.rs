@@ -7,11 +7,12 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use super::error::RuntimeError;
+use super::loaded::Target;
 use super::resource::Resource;
-use super::session::{Activation, Candidate, Session, Target, read_entry_resource};
+use super::session::{Activation, Candidate, Session, read_entry_resource};
 use super::tool::{Content, ToolKind, ToolOutput, ToolSpec};
 use crate::catalog::{Entry, lookup_key};
-use crate::script::LoadedSkill;
+use crate::script::{LoadedSkill, ScriptError};
 
 /// One agent turn: the skills active for it and the tools they bring.
 ///
@@ -67,13 +68,15 @@ impl Run {
         Ok(chosen)
     }
 
-    async fn activate_entry(&mut self, entry: Entry) -> Result<&Activation, RuntimeError> {
+    /// Activates a catalog entry (one of [`Session::catalog`]'s, or of a snapshot of it);
+    /// already active: nothing changes.
+    pub async fn activate_entry(&mut self, entry: Entry) -> Result<&Activation, RuntimeError> {
         let key = lookup_key(entry.name());
         if let Some(i) = self.position(&key) {
             return Ok(&self.active[i]);
         }
         let inner = &self.session.inner;
-        let activation = match inner.join(&key) {
+        let activation = match inner.loaded.acquire(&key) {
             Some(a) => a,
             None => {
                 let live = inner.prepare(&entry).await;
@@ -142,24 +145,18 @@ impl Run {
                 .ok_or_else(|| RuntimeError::ToolNotFound {
                     tool: tool.to_string(),
                 })?;
-        let (target, script) = {
-            let state = self.session.inner.lock();
-            let slot = state
-                .tools
-                .get(tool)
+        let target =
+            self.session
+                .inner
+                .loaded
+                .tool(tool)
                 .ok_or_else(|| RuntimeError::ToolNotFound {
                     tool: tool.to_string(),
                 })?;
-            let script = state
-                .skills
-                .get(&slot.skill_key)
-                .and_then(|l| l.script.clone());
-            (slot.target.clone(), script)
-        };
         match target {
             Target::Module(wrapped) => Ok(wrapped.call(args).await?),
-            Target::Script => {
-                let (Some(runner), Some(loaded)) = (&self.session.inner.runner, script) else {
+            Target::Script(loaded) => {
+                let Some(runner) = &self.session.inner.runner else {
                     return Err(RuntimeError::ToolNotFound {
                         tool: tool.to_string(),
                     });
@@ -191,25 +188,31 @@ impl Run {
     pub fn workspace(&self, skill: &str) -> Option<PathBuf> {
         let key = lookup_key(skill);
         self.position(&key)?;
-        let state = self.session.inner.lock();
-        let loaded = state.skills.get(&key)?.script.as_ref()?;
-        loaded.workspace().map(|w| w.root().to_path_buf())
+        self.session.inner.loaded.workspace(&key)
     }
 
     /// Ends the run: its tools leave the tool set and the workspaces of skills that leave the
     /// loaded set are removed, reporting a removal that failed.
-    pub async fn finish(mut self) -> Result<(), RuntimeError> {
-        let mut result = Ok(());
+    pub async fn finish(self) -> Result<(), RuntimeError> {
+        match self.close().await.into_iter().next() {
+            Some(e) => Err(RuntimeError::Script(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// [`finish`](Self::finish), reporting every workspace that could not be removed.
+    pub(crate) async fn close(mut self) -> Vec<ScriptError> {
+        let mut failures = Vec::new();
         for loaded in self.release() {
-            // The loaded set held the only other reference, so this is the last one.
+            // The loaded set held the only other reference, so this is the last one (unless a
+            // call still running holds it: the workspace goes when that call ends).
             if let Ok(loaded) = Arc::try_unwrap(loaded)
                 && let Err(e) = loaded.unload().await
-                && result.is_ok()
             {
-                result = Err(RuntimeError::Script(e));
+                failures.push(e);
             }
         }
-        result
+        failures
     }
 
     /// Gives back this run's references; returns the scripts of skills that left the loaded
@@ -219,22 +222,11 @@ impl Run {
         if active.is_empty() {
             return Vec::new();
         }
-        let mut gone = Vec::new();
-        let mut state = self.session.inner.lock();
-        for a in active {
-            let key = lookup_key(&a.name);
-            let Some(live) = state.skills.get_mut(&key) else {
-                continue;
-            };
-            live.refs = live.refs.saturating_sub(1);
-            if live.refs == 0 {
-                if let Some(live) = state.skills.remove(&key) {
-                    gone.extend(live.script);
-                }
-                state.tools.retain(|_, slot| slot.skill_key != key);
-            }
-        }
-        gone
+        let keys: Vec<String> = active.iter().map(|a| lookup_key(&a.name)).collect();
+        self.session
+            .inner
+            .loaded
+            .release(keys.iter().map(String::as_str))
     }
 }
 

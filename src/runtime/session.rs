@@ -1,22 +1,22 @@
 //! [`Session`]: a catalog, a matcher, a runner and the host's module tools, and the tool set and
 //! loaded set that its [`Run`]s share.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::error::{RuntimeError, ToolError};
-use super::module::{ModuleGate, ModuleRegistry, WrappedTool};
+use super::loaded::{LoadedSet, Prepared};
+use super::module::{ModuleRegistry, WrappedTool};
 use super::resource::{Resource, check_resource_path};
 use super::run::Run;
 use super::tool::{Provenance, ToolKind, ToolSpec};
-use crate::capability::{Ceiling, Context};
+use crate::capability::{Ceiling, Context, Grant};
 use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::config::{Config, Environment};
 use crate::matching::{Index, Matcher, SkillDoc};
 use crate::script::{
-    AllowAll, Interpreters, Limits, LoadedSkill, Runner, RunnerConfig, ScriptError, policy,
+    AllowAll, Gate, Interpreters, Limits, Runner, RunnerConfig, ScriptError, SkillTools, policy,
 };
 use crate::source::join_path;
 
@@ -26,16 +26,24 @@ pub type MatcherFactory = Arc<dyn Fn(&Snapshot) -> Arc<dyn Matcher> + Send + Syn
 /// How long a module tool may take by default.
 pub const DEFAULT_MODULE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The [`RunnerConfig`] a configuration stands for: the session policy from its ceiling
-/// (`core` trust allowed when any configured source is core-trusted: a grant is `core` only for
-/// such a source's skills), its run limits, and its interpreter allow-list (the host default
-/// when it names none). The helper is the current executable, which must call
+/// The [`RunnerConfig`] a configuration stands for, for a session over `catalog`: the session
+/// policy from the configured ceiling, expanded against `env` (`core` trust allowed only when a
+/// source of the catalog is core-trusted: a grant is `core` only for such a source's skills),
+/// its run limits, and its interpreter allow-list (the host default when it names none). The
+/// helper is the current executable, which must call
 /// [`helper_main`](crate::script::sandbox::helper_main) first thing in `main`.
-pub fn runner_config(config: &Config, env: &Environment) -> Result<RunnerConfig, ScriptError> {
+///
+/// The one place a runner configuration is made from a configuration;
+/// [`SessionBuilder::configure`] calls it.
+pub fn runner_config(
+    config: &Config,
+    env: &Environment,
+    catalog: &Catalog,
+) -> Result<RunnerConfig, ScriptError> {
     let ctx = Context {
         cwd: env.cwd.clone(),
         home: env.home.clone(),
-        core_trusted_source: config.sources.iter().any(|s| s.core),
+        core_trusted_source: catalog.sources().iter().any(|s| s.is_core_trusted()),
     };
     let mut rc = RunnerConfig::new(policy::policy_from_ceiling(config.ceiling(), &ctx));
     rc.limits = Limits::from_ceiling(config.ceiling());
@@ -56,7 +64,7 @@ pub struct SessionBuilder {
     ceiling: Ceiling,
     env: Option<Environment>,
     modules: ModuleRegistry,
-    gate: Arc<dyn ModuleGate>,
+    gate: Arc<dyn Gate>,
     module_timeout: Duration,
     top_k: usize,
     modules_for_untrusted: bool,
@@ -64,7 +72,27 @@ pub struct SessionBuilder {
 }
 
 impl SessionBuilder {
-    /// The runner of script tools. Without one, no script tool is offered.
+    /// Everything a configuration says: its ceiling, the directories grants are expanded
+    /// against, and script tools run by the runner the configuration stands for
+    /// ([`runner_config`]). `gate` is asked before every script run and every module tool call.
+    ///
+    /// Fails when the configured interpreters are not acceptable
+    /// ([`ScriptError::InvalidDeclaration`]) or the workspace base cannot be opened.
+    pub fn configure(
+        self,
+        config: &Config,
+        env: Environment,
+        gate: Arc<dyn Gate>,
+    ) -> Result<Self, ScriptError> {
+        let runner = Runner::new(runner_config(config, &env, &self.catalog)?, gate.clone())?;
+        Ok(self
+            .config(config)
+            .environment(env)
+            .runner(Arc::new(runner))
+            .gate(gate))
+    }
+
+    /// The runner of script tools (it has its own gate). Without one, no script tool is offered.
     pub fn runner(mut self, runner: Arc<Runner>) -> Self {
         self.runner = Some(runner);
         self
@@ -95,9 +123,9 @@ impl SessionBuilder {
         self
     }
 
-    /// The gate asked before every module tool call (default: allow all; scripts have the
-    /// runner's own gate).
-    pub fn module_gate(mut self, gate: Arc<dyn ModuleGate>) -> Self {
+    /// The gate asked before every module tool call (default: allow all). Scripts are asked
+    /// about by the runner's gate: [`configure`](Self::configure) gives both the same one.
+    pub fn gate(mut self, gate: Arc<dyn Gate>) -> Self {
         self.gate = gate;
         self
     }
@@ -151,7 +179,7 @@ impl SessionBuilder {
                 modules_for_untrusted: self.modules_for_untrusted,
                 matcher,
                 ranker: Mutex::new(None),
-                state: Mutex::new(State::default()),
+                loaded: LoadedSet::default(),
             }),
         }
     }
@@ -183,47 +211,19 @@ pub(super) struct Inner {
     ceiling: Ceiling,
     env: Environment,
     modules: ModuleRegistry,
-    gate: Arc<dyn ModuleGate>,
+    gate: Arc<dyn Gate>,
     module_timeout: Duration,
     pub(super) top_k: usize,
     modules_for_untrusted: bool,
     matcher: MatcherFactory,
     /// The matcher of the last snapshot ranked against.
     ranker: Mutex<Option<Ranker>>,
-    state: Mutex<State>,
+    /// The loaded set and tool map every run shares.
+    pub(super) loaded: LoadedSet,
 }
 
 /// A snapshot and the matcher built from it.
 type Ranker = (Arc<Snapshot>, Arc<dyn Matcher>);
-
-/// The tool set and the loaded set.
-#[derive(Default)]
-pub(super) struct State {
-    pub(super) tools: BTreeMap<String, Slot>,
-    pub(super) skills: HashMap<String, Live>,
-}
-
-/// One tool of the tool set: its skill (lookup key and name) and how it is called.
-#[derive(Clone)]
-pub(super) struct Slot {
-    pub(super) skill_key: String,
-    skill: String,
-    pub(super) target: Target,
-}
-
-#[derive(Clone)]
-pub(super) enum Target {
-    Script,
-    Module(Arc<WrappedTool>),
-}
-
-/// A skill in the loaded set: how many runs use it, what activation gave, its scripts.
-pub(super) struct Live {
-    pub(super) refs: usize,
-    activation: Activation,
-    pub(super) script: Option<Arc<LoadedSkill>>,
-    modules: Vec<Arc<WrappedTool>>,
-}
 
 const _: () = {
     const fn shared<T: Send + Sync>() {}
@@ -266,12 +266,50 @@ pub struct Activation {
     /// Why tools were withheld or scripts skipped; never silent.
     pub notes: Vec<String>,
     pub(super) entry: Entry,
+    pub(super) scripts: Scripts,
+}
+
+/// What became of a skill's scripts at activation.
+#[derive(Debug, Clone)]
+pub(super) enum Scripts {
+    /// Not loaded: none, an untrusted source, or a session without a runner (see the notes).
+    None,
+    /// Loaded: what discovery found, and the grant the runs get.
+    Loaded(Arc<SkillTools>, Grant),
+    /// Loading failed.
+    Failed(ScriptError),
 }
 
 impl Activation {
     /// The catalog entry activated.
     pub fn entry(&self) -> &Entry {
         &self.entry
+    }
+
+    /// The skill's script tools as found when its scripts were loaded: those offered (also in
+    /// [`tools`](Self::tools)) and those skipped, with why. `None` when its scripts were not
+    /// loaded (see [`notes`](Self::notes) and [`script_error`](Self::script_error)).
+    pub fn script_tools(&self) -> Option<&SkillTools> {
+        match &self.scripts {
+            Scripts::Loaded(tools, _) => Some(tools),
+            _ => None,
+        }
+    }
+
+    /// The effective grant of the skill's scripts (declared ∩ ceiling), when they were loaded.
+    pub fn script_grant(&self) -> Option<&Grant> {
+        match &self.scripts {
+            Scripts::Loaded(_, grant) => Some(grant),
+            _ => None,
+        }
+    }
+
+    /// Why the skill's scripts could not be loaded (also in the notes).
+    pub fn script_error(&self) -> Option<&ScriptError> {
+        match &self.scripts {
+            Scripts::Failed(e) => Some(e),
+            _ => None,
+        }
     }
 }
 
@@ -346,20 +384,12 @@ impl Session {
 
     /// The names of the session's tool set (every run in progress), sorted.
     pub fn tool_names(&self) -> Vec<String> {
-        self.inner.lock().tools.keys().cloned().collect()
+        self.inner.loaded.tool_names()
     }
 
     /// The names of the skills in the loaded set (active in some run), sorted.
     pub fn loaded_skills(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .inner
-            .lock()
-            .skills
-            .values()
-            .map(|l| l.activation.name.clone())
-            .collect();
-        names.sort();
-        names
+        self.inner.loaded.skill_names()
     }
 
     /// Tier 3: a file of any catalog skill, by a path as its body writes it.
@@ -405,10 +435,6 @@ pub(super) async fn read_entry_resource(
 }
 
 impl Inner {
-    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     async fn matcher(&self) -> (Arc<Snapshot>, Arc<dyn Matcher>) {
         let snapshot = self.catalog.snapshot().await;
         let mut ranker = self.ranker.lock().unwrap_or_else(|p| p.into_inner());
@@ -422,16 +448,8 @@ impl Inner {
         (snapshot, matcher)
     }
 
-    /// Joins a skill already in the loaded set.
-    pub(super) fn join(&self, key: &str) -> Option<Activation> {
-        let mut state = self.lock();
-        let live = state.skills.get_mut(key)?;
-        live.refs += 1;
-        Some(live.activation.clone())
-    }
-
     /// Everything activating `entry` takes, before its tools enter the tool set.
-    pub(super) async fn prepare(&self, entry: &Entry) -> Live {
+    pub(super) async fn prepare(&self, entry: &Entry) -> Prepared {
         let provenance = Provenance {
             skill: entry.name().to_string(),
             version: entry.skill().version().map(str::to_string),
@@ -446,6 +464,7 @@ impl Inner {
                 .files()
                 .iter()
                 .any(|f| f.path.starts_with("scripts/"));
+        let mut scripts = Scripts::None;
         let script = match (&self.runner, trusted) {
             _ if !has_scripts => None,
             (_, false) => {
@@ -460,6 +479,7 @@ impl Inner {
                 None
             }
             (Some(runner), true) => {
+                // The one place a skill's grant is computed.
                 let grant = entry.grant(&self.ceiling, &self.env.cwd, self.env.home.as_deref());
                 match runner
                     .load(entry.source().clone(), entry.skill().clone(), grant)
@@ -482,10 +502,15 @@ impl Inner {
                             provenance: provenance.clone(),
                             trusted: false,
                         }));
+                        scripts = Scripts::Loaded(
+                            Arc::new(loaded.tools().clone()),
+                            loaded.grant().clone(),
+                        );
                         Some(Arc::new(loaded))
                     }
                     Err(e) => {
                         notes.push(format!("script tools withheld: {e} ({})", e.code()));
+                        scripts = Scripts::Failed(e);
                         None
                     }
                 }
@@ -507,8 +532,7 @@ impl Inner {
             Vec::new()
         };
         tools.extend(modules.iter().map(|m| m.spec().clone()));
-        Live {
-            refs: 0,
+        Prepared {
             activation: Activation {
                 name: entry.name().to_string(),
                 provenance,
@@ -516,67 +540,18 @@ impl Inner {
                 tools,
                 notes,
                 entry: entry.clone(),
+                scripts,
             },
             script,
             modules,
         }
     }
 
-    /// Puts a prepared skill into the loaded set and its tools into the tool set, or refuses a
-    /// name that is taken (nothing of it enters then). When another run loaded the skill
-    /// meanwhile, joins that one instead.
-    pub(super) fn install(&self, key: String, mut live: Live) -> Result<Activation, ToolError> {
-        let mut state = self.lock();
-        if let Some(existing) = state.skills.get_mut(&key) {
-            existing.refs += 1;
-            return Ok(existing.activation.clone());
-        }
-        let skill = &live.activation.name;
-        let mut fresh: BTreeSet<&str> = BTreeSet::new();
-        for spec in &live.activation.tools {
-            let taken_by = if !fresh.insert(&spec.name) {
-                Some(format!("another tool of skill '{skill}'"))
-            } else if self.modules.reserved().any(|r| r == spec.name) {
-                Some("a reserved host tool".to_string())
-            } else {
-                state.tools.get(&spec.name).map(|slot| {
-                    let kind = match slot.target {
-                        Target::Script => "script",
-                        Target::Module(_) => "module",
-                    };
-                    format!("a {kind} tool of skill '{}'", slot.skill)
-                })
-            };
-            if let Some(taken_by) = taken_by {
-                return Err(ToolError::Collision {
-                    tool: spec.name.clone(),
-                    skill: skill.clone(),
-                    taken_by,
-                });
-            }
-        }
-        let modules: HashMap<&str, &Arc<WrappedTool>> = live
-            .modules
-            .iter()
-            .map(|m| (m.spec().name.as_str(), m))
-            .collect();
-        for spec in &live.activation.tools {
-            let target = match spec.kind {
-                ToolKind::Module => Target::Module(modules[spec.name.as_str()].clone()),
-                ToolKind::Script => Target::Script,
-            };
-            state.tools.insert(
-                spec.name.clone(),
-                Slot {
-                    skill_key: key.clone(),
-                    skill: skill.clone(),
-                    target,
-                },
-            );
-        }
-        live.refs = 1;
-        let activation = live.activation.clone();
-        state.skills.insert(key, live);
-        Ok(activation)
+    /// Puts a prepared skill into the loaded set (or joins the one another run put there
+    /// meanwhile); a tool name that is taken, by the tool set or a reserved host tool, is
+    /// refused and nothing of the skill enters.
+    pub(super) fn install(&self, key: String, prepared: Prepared) -> Result<Activation, ToolError> {
+        let reserved = |name: &str| self.modules.reserved().any(|r| r == name);
+        self.loaded.acquire_prepared(key, prepared, &reserved)
     }
 }

@@ -1,39 +1,79 @@
-//! The host gate: asked before any script process starts.
+//! The host gate: asked before any tool of a skill does anything — before a script process
+//! starts, before a host module tool is called.
 //!
-//! A gate answers [`GateDecision::Allow`], [`GateDecision::Deny`] (a refusal:
-//! `E_SKILL_SCRIPT_DENIED`) or [`GateDecision::Unavailable`]. A gate that returns an error or
-//! panics is unavailable too (`E_SKILL_SCRIPT_GATE_UNAVAILABLE`): a broken gate is never reported
-//! as a refusal, and never as a permission.
+//! One trait, [`Gate`], answers every kind of request; the [`GateRequest`] says which tool of
+//! which skill is asked for and, in its [`GateKind`], what exactly would happen (a confined
+//! script with its arguments and grant, a module tool with its JSON arguments).
+//!
+//! A gate answers [`GateDecision::Allow`], [`GateDecision::Deny`] (a refusal) or
+//! [`GateDecision::Unavailable`]. A gate that returns an error or panics is unavailable too: a
+//! broken gate is never reported as a refusal, and never as a permission. Each kind keeps its
+//! own codes: `E_SKILL_SCRIPT_DENIED` / `E_SKILL_SCRIPT_GATE_UNAVAILABLE` for scripts,
+//! `E_SKILL_TOOL_DENIED` / `E_SKILL_TOOL_GATE_UNAVAILABLE` for module tools.
+
+use std::panic::AssertUnwindSafe;
 
 use async_trait::async_trait;
+use futures_util::FutureExt;
+use serde_json::Value as Json;
 
 use crate::capability::Grant;
+use crate::runtime::Provenance;
 
-/// What a gate is asked about.
+/// What a gate is asked about: a tool of a skill, and what calling it would do.
 #[derive(Debug, Clone, Copy)]
 pub struct GateRequest<'a> {
     /// The skill's name.
     pub skill: &'a str,
-    /// The tool name (`run_<skill>_<script>`).
+    /// The tool name a model called.
     pub tool: &'a str,
-    /// The script, relative to the skill.
-    pub script: &'a str,
-    /// The interpreter's name.
-    pub interpreter: &'a str,
-    /// The script's arguments (after the script path).
-    pub args: &'a [String],
-    /// The effective grant the run would get.
-    pub grant: &'a Grant,
-    /// Whether the run would be confined (false only for `trust: core` without Landlock).
-    pub confined: bool,
+    /// What kind of tool it is, and what the call would do.
+    pub kind: GateKind<'a>,
+}
+
+/// What a call would do, by kind of tool. More kinds may come (guest code); a gate that does
+/// not know a kind should deny it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum GateKind<'a> {
+    /// A script of the skill, about to run as a process.
+    Script {
+        /// The script, relative to the skill.
+        script: &'a str,
+        /// The interpreter's name.
+        interpreter: &'a str,
+        /// The script's arguments (after the script path).
+        args: &'a [String],
+        /// The effective grant the run would get.
+        grant: &'a Grant,
+        /// Whether the run would be confined (false only for `trust: core` without Landlock).
+        confined: bool,
+    },
+    /// A host module tool registered for the skill.
+    Module {
+        /// The skill that provides it (name, version, source).
+        provenance: &'a Provenance,
+        /// The arguments (a JSON object).
+        args: &'a Json,
+    },
+}
+
+impl GateKind<'_> {
+    /// `script` or `module`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            GateKind::Script { .. } => "script",
+            GateKind::Module { .. } => "module",
+        }
+    }
 }
 
 /// The gate's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GateDecision {
-    /// Run it.
+    /// Go ahead.
     Allow,
-    /// Do not run it (a refusal, with the reason).
+    /// Do not (a refusal, with the reason).
     Deny(String),
     /// The gate cannot decide now (no user to ask, a backend down).
     Unavailable(String),
@@ -42,14 +82,16 @@ pub enum GateDecision {
 /// An error from a gate: reported as unavailable, never as a refusal.
 pub type GateError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Decides whether a script may run.
+/// Decides whether a tool of a skill may be called: scripts (asked by the
+/// [`Runner`](super::Runner)) and host module tools (asked by their
+/// [`WrappedTool`](crate::runtime::WrappedTool)) alike.
 #[async_trait]
 pub trait Gate: Send + Sync {
     /// Answers one request.
     async fn check(&self, request: &GateRequest<'_>) -> Result<GateDecision, GateError>;
 }
 
-/// Allows every run (the command line uses it: a source named there is trusted for scripts).
+/// Allows every call (the command line uses it: a source named there is trusted for scripts).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AllowAll;
 
@@ -60,17 +102,147 @@ impl Gate for AllowAll {
     }
 }
 
-/// Denies every run.
+/// Denies every call, with this reason (empty: "scripts are disabled" for a script, "module
+/// tools are disabled" for a module tool).
 #[derive(Debug, Clone, Default)]
 pub struct DenyAll(pub String);
 
 #[async_trait]
 impl Gate for DenyAll {
-    async fn check(&self, _: &GateRequest<'_>) -> Result<GateDecision, GateError> {
-        Ok(GateDecision::Deny(if self.0.is_empty() {
-            "scripts are disabled".to_string()
-        } else {
+    async fn check(&self, request: &GateRequest<'_>) -> Result<GateDecision, GateError> {
+        Ok(GateDecision::Deny(if !self.0.is_empty() {
             self.0.clone()
+        } else if let GateKind::Module { .. } = request.kind {
+            "module tools are disabled".to_string()
+        } else {
+            "scripts are disabled".to_string()
         }))
+    }
+}
+
+/// Why a call may not go ahead: what the caller turns into its kind's error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The gate said no.
+    Denied(String),
+    /// The gate could not decide, failed or panicked.
+    Unavailable(String),
+}
+
+/// Asks `gate`, turning an error or a panic of the gate into [`Refusal::Unavailable`].
+pub(crate) async fn ask(gate: &dyn Gate, request: &GateRequest<'_>) -> Result<(), Refusal> {
+    match AssertUnwindSafe(gate.check(request)).catch_unwind().await {
+        Ok(Ok(GateDecision::Allow)) => Ok(()),
+        Ok(Ok(GateDecision::Deny(reason))) => Err(Refusal::Denied(reason)),
+        Ok(Ok(GateDecision::Unavailable(reason))) => Err(Refusal::Unavailable(reason)),
+        Ok(Err(e)) => Err(Refusal::Unavailable(format!("the gate failed: {e}"))),
+        Err(panic) => Err(Refusal::Unavailable(format!(
+            "the gate panicked: {}",
+            panic_message(&*panic)
+        ))),
+    }
+}
+
+/// The message of a panic payload (`&str` or `String`), else a placeholder.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    struct Fixed(Result<GateDecision, &'static str>);
+
+    #[async_trait]
+    impl Gate for Fixed {
+        async fn check(&self, _: &GateRequest<'_>) -> Result<GateDecision, GateError> {
+            self.0.clone().map_err(Into::into)
+        }
+    }
+
+    struct Panics;
+
+    #[async_trait]
+    impl Gate for Panics {
+        async fn check(&self, _: &GateRequest<'_>) -> Result<GateDecision, GateError> {
+            panic!("gate bug")
+        }
+    }
+
+    fn grant() -> Grant {
+        Grant {
+            fs_read: vec![],
+            fs_write: vec![],
+            network: false,
+            timeout: Duration::from_secs(1),
+            trust: crate::capability::Trust::External,
+        }
+    }
+
+    #[tokio::test]
+    async fn answers_by_kind_and_broken_gates_are_unavailable() {
+        let grant = grant();
+        let provenance = Provenance {
+            skill: "s".into(),
+            version: None,
+            source: "src".into(),
+        };
+        let args = Json::Null;
+        let script = GateRequest {
+            skill: "s",
+            tool: "run_s_x",
+            kind: GateKind::Script {
+                script: "scripts/x.sh",
+                interpreter: "sh",
+                args: &[],
+                grant: &grant,
+                confined: true,
+            },
+        };
+        let module = GateRequest {
+            skill: "s",
+            tool: "m",
+            kind: GateKind::Module {
+                provenance: &provenance,
+                args: &args,
+            },
+        };
+        assert_eq!(script.kind.as_str(), "script");
+        assert_eq!(module.kind.as_str(), "module");
+        assert_eq!(ask(&AllowAll, &script).await, Ok(()));
+        assert_eq!(
+            ask(&DenyAll::default(), &script).await,
+            Err(Refusal::Denied("scripts are disabled".into()))
+        );
+        assert_eq!(
+            ask(&DenyAll::default(), &module).await,
+            Err(Refusal::Denied("module tools are disabled".into()))
+        );
+        assert_eq!(
+            ask(&DenyAll("not now".into()), &module).await,
+            Err(Refusal::Denied("not now".into()))
+        );
+        assert_eq!(
+            ask(
+                &Fixed(Ok(GateDecision::Unavailable("nobody".into()))),
+                &script
+            )
+            .await,
+            Err(Refusal::Unavailable("nobody".into()))
+        );
+        assert_eq!(
+            ask(&Fixed(Err("down")), &module).await,
+            Err(Refusal::Unavailable("the gate failed: down".into()))
+        );
+        assert_eq!(
+            ask(&Panics, &script).await,
+            Err(Refusal::Unavailable("the gate panicked: gate bug".into()))
+        );
     }
 }

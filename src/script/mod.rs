@@ -1,4 +1,4 @@
-//! Script tools, per-skill workspaces and confined execution (DESIGN §6).
+//! Script tools, per-skill workspaces and confined execution (see `docs/architecture.md`).
 //!
 //! ```text
 //! Skill ──tools::discover──▶ SkillTools ──ToolRegistry::register──▶ names a model can call
@@ -8,7 +8,7 @@
 //!                        │              ├─ argv from validated arguments (never a shell)
 //!                        │              ├─ grant ⊆ session policy      (E_SKILL_SCRIPT_POLICY_WIDENED)
 //!                        │              ├─ confinement available?      (or trust: core → unconfined)
-//!                        │              ├─ host gate                   (DENIED / GATE_UNAVAILABLE)
+//!                        │              ├─ host gate (GateKind::Script) (DENIED / GATE_UNAVAILABLE)
 //!                        │              ├─ workspace materialised from the source, once
 //!                        │              └─ helper: namespaces, rlimits, Landlock, seccomp, execve
 //!                        └─ unload / drop → workspace removed
@@ -29,7 +29,7 @@ pub mod tools;
 pub mod workspace;
 
 pub use error::{Captured, ScriptError};
-pub use gate::{AllowAll, DenyAll, Gate, GateDecision, GateError, GateRequest};
+pub use gate::{AllowAll, DenyAll, Gate, GateDecision, GateError, GateKind, GateRequest};
 pub use run::{Confinement, Limits, LoadedSkill, Runner, RunnerConfig, ScriptOutput};
 pub use tools::{Interpreters, ScriptTool, SkillTools, Skipped, ToolRegistry, discover};
 pub use workspace::{Workspace, WorkspaceBase};

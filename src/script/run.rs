@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::FutureExt;
 use serde_json::Value as Json;
 
-use super::gate::{Gate, GateDecision, GateRequest};
+use super::gate::{Gate, GateKind, GateRequest, Refusal, ask};
 use super::policy::{check_within, lexical_normalize};
 use super::process::supervise;
 use super::sandbox::{self, Access, DEVICES, HelperPolicy, Mode, PathRule, RunLimits, SANDBOX_ID};
@@ -303,35 +302,19 @@ impl Runner {
         let request = GateRequest {
             skill: &skill.tools.skill,
             tool: &t.name,
-            script: &t.path,
-            interpreter: &t.interpreter.name,
-            args: &script_args,
-            grant: &grant,
-            confined: mode == Mode::Confined,
+            kind: GateKind::Script {
+                script: &t.path,
+                interpreter: &t.interpreter.name,
+                args: &script_args,
+                grant: &grant,
+                confined: mode == Mode::Confined,
+            },
         };
-        let decision = std::panic::AssertUnwindSafe(self.gate.check(&request))
-            .catch_unwind()
-            .await;
-        match decision {
-            Ok(Ok(GateDecision::Allow)) => {}
-            Ok(Ok(GateDecision::Deny(reason))) => return Err(ScriptError::Denied { reason }),
-            Ok(Ok(GateDecision::Unavailable(reason))) => {
+        match ask(&*self.gate, &request).await {
+            Ok(()) => {}
+            Err(Refusal::Denied(reason)) => return Err(ScriptError::Denied { reason }),
+            Err(Refusal::Unavailable(reason)) => {
                 return Err(ScriptError::GateUnavailable { reason });
-            }
-            Ok(Err(e)) => {
-                return Err(ScriptError::GateUnavailable {
-                    reason: format!("the gate failed: {e}"),
-                });
-            }
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "no message".into());
-                return Err(ScriptError::GateUnavailable {
-                    reason: format!("the gate panicked: {what}"),
-                });
             }
         }
 
