@@ -21,11 +21,12 @@ use skillcat::capability::{Grant, Trust};
 use skillcat::catalog::{Catalog, CatalogSource};
 use skillcat::config::{Config, Environment, SourceConfig};
 use skillcat::runtime::{
-    Content, ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, Provenance, RuntimeError,
-    Session, ToolKind,
+    Content, ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, RuntimeError, Session,
+    ToolKind,
 };
 use skillcat::script::{
-    AllowAll, Gate, GateDecision, GateError, GateKind, GateRequest, Runner, RunnerConfig,
+    AllowAll, Gate, GateDecision, GateError, GateKind, GateRequest, Provenance, Runner,
+    RunnerConfig,
 };
 
 const PROFILE: &str = "#!/bin/sh\n# Count the rows and columns of CSV text.\nrows=$(printf '%s\\n' \"$1\" | wc -l)\ncols=$(printf '%s\\n' \"$1\" | head -n 1 | tr ',' '\\n' | wc -l)\necho \"rows=$rows columns=$cols\"\n";

@@ -75,4 +75,4 @@ pub use session::{
     Activation, Candidate, DEFAULT_MODULE_TIMEOUT, MatcherFactory, Session, SessionBuilder,
     runner_config,
 };
-pub use tool::{Content, Provenance, ToolKind, ToolOutput, ToolSpec};
+pub use tool::{Content, ToolKind, ToolOutput, ToolSpec};

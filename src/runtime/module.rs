@@ -25,8 +25,9 @@ use futures_util::FutureExt;
 use serde_json::Value as Json;
 
 use super::error::ToolError;
-use super::tool::{Content, Provenance, ToolKind, ToolOutput, ToolSpec};
+use super::tool::{Content, ToolKind, ToolOutput, ToolSpec};
 use crate::catalog::lookup_key;
+use crate::script::Provenance;
 use crate::script::gate::{Gate, GateKind, GateRequest, Refusal, ask, panic_message};
 
 /// An error a module tool returns: reported as [`ToolError::Failed`].

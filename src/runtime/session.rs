@@ -10,11 +10,12 @@ use super::loaded::{LoadedSet, Prepared};
 use super::module::{ModuleRegistry, WrappedTool};
 use super::resource::{Resource, check_resource_path};
 use super::run::Run;
-use super::tool::{Provenance, ToolKind, ToolSpec};
+use super::tool::{ToolKind, ToolSpec};
 use crate::capability::{Ceiling, Context, Grant};
 use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::config::{Config, Environment};
 use crate::matching::{Index, Matcher, SkillDoc};
+use crate::script::Provenance;
 use crate::script::{
     AllowAll, Gate, Interpreters, Limits, Runner, RunnerConfig, ScriptError, SkillTools, policy,
 };

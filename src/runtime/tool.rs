@@ -1,32 +1,9 @@
 //! What a model sees of a tool ([`ToolSpec`]) and what a call gives back ([`ToolOutput`]), the
 //! same for script tools and host module tools.
 
-use std::fmt;
-
 use serde_json::{Value as Json, json};
 
-use crate::script::ScriptOutput;
-
-/// Where a tool comes from: the skill that provides it, its version and its catalog source.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Provenance {
-    /// The skill's name.
-    pub skill: String,
-    /// The skill's `metadata.version`, when it declares one.
-    pub version: Option<String>,
-    /// The name of the catalog source the skill was read from.
-    pub source: String,
-}
-
-/// `skill@version (source)`, or `skill (source)` without a version.
-impl fmt::Display for Provenance {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.version {
-            Some(v) => write!(f, "{}@{v} ({})", self.skill, self.source),
-            None => write!(f, "{} ({})", self.skill, self.source),
-        }
-    }
-}
+use crate::script::{Provenance, ScriptOutput};
 
 /// What kind of tool it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -11,6 +11,7 @@
 //! own codes: `E_SKILL_SCRIPT_DENIED` / `E_SKILL_SCRIPT_GATE_UNAVAILABLE` for scripts,
 //! `E_SKILL_TOOL_DENIED` / `E_SKILL_TOOL_GATE_UNAVAILABLE` for module tools.
 
+use std::fmt;
 use std::panic::AssertUnwindSafe;
 
 use async_trait::async_trait;
@@ -18,7 +19,6 @@ use futures_util::FutureExt;
 use serde_json::Value as Json;
 
 use crate::capability::Grant;
-use crate::runtime::Provenance;
 
 /// What a gate is asked about: a tool of a skill, and what calling it would do.
 #[derive(Debug, Clone, Copy)]
@@ -150,6 +150,27 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "no message".to_string())
+}
+
+/// Where a tool comes from: the skill that provides it, its version and its catalog source.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Provenance {
+    /// The skill's name.
+    pub skill: String,
+    /// The skill's `metadata.version`, when it declares one.
+    pub version: Option<String>,
+    /// The name of the catalog source the skill was read from.
+    pub source: String,
+}
+
+/// `skill@version (source)`, or `skill (source)` without a version.
+impl fmt::Display for Provenance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.version {
+            Some(v) => write!(f, "{}@{v} ({})", self.skill, self.source),
+            None => write!(f, "{} ({})", self.skill, self.source),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -29,7 +29,9 @@ pub mod tools;
 pub mod workspace;
 
 pub use error::{Captured, ScriptError};
-pub use gate::{AllowAll, DenyAll, Gate, GateDecision, GateError, GateKind, GateRequest};
+pub use gate::{
+    AllowAll, DenyAll, Gate, GateDecision, GateError, GateKind, GateRequest, Provenance,
+};
 pub use run::{Confinement, Limits, LoadedSkill, Runner, RunnerConfig, ScriptOutput};
 pub use tools::{Interpreters, ScriptTool, SkillTools, Skipped, ToolRegistry, discover};
 pub use workspace::{Workspace, WorkspaceBase};
