@@ -214,6 +214,17 @@ fn invalid_display(
     }
 }
 
+impl From<ConfigError> for crate::Error {
+    /// An unreadable file is an [`Error::Io`](crate::Error::Io); every other configuration error
+    /// keeps its type as the cause of an [`Error::Other`](crate::Error::Other).
+    fn from(e: ConfigError) -> Self {
+        match e {
+            ConfigError::Io { path, source } => crate::Error::Io { path, source },
+            other => crate::Error::other(other),
+        }
+    }
+}
+
 impl Config {
     /// No sources, every section at its default.
     pub fn new() -> Self {

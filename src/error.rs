@@ -63,14 +63,14 @@ pub enum Error {
     #[cfg(feature = "registry")]
     #[error(transparent)]
     Registry(Box<crate::registry::RegistryError>),
-    /// A configuration file could not be read or is wrong (naming the file, line and key).
-    #[cfg(feature = "catalog")]
-    #[error(transparent)]
-    Config(Box<crate::config::ConfigError>),
-    /// An embedding model or provider failed.
-    #[cfg(feature = "catalog")]
-    #[error(transparent)]
-    Embed(#[from] crate::matching::EmbedError),
+    /// A failure of a layer above the sources (the configuration, a matcher, …), keeping its
+    /// typed cause: [`std::error::Error::source`] and [`Error::downcast_ref`] reach it.
+    #[error("{source}")]
+    Other {
+        /// The layer's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A blocking task of the library panicked or was cancelled.
     #[error("{what}: {source}")]
     Task {
@@ -104,6 +104,21 @@ impl Error {
         Error::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// An [`Error::Other`] around a layer's own error.
+    pub fn other(source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Other {
+            source: Box::new(source),
+        }
+    }
+
+    /// The layer's own error inside an [`Error::Other`], when it is an `E`.
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        match self {
+            Error::Other { source } => source.downcast_ref::<E>(),
+            _ => None,
         }
     }
 
@@ -173,17 +188,6 @@ impl From<crate::registry::RegistryError> for Error {
             },
             RegistryError::BadSpec { spec, reason } => Error::PathRejected { path: spec, reason },
             other => Error::Registry(Box::new(other)),
-        }
-    }
-}
-
-#[cfg(feature = "catalog")]
-impl From<crate::config::ConfigError> for Error {
-    /// A configuration error keeps its cause; an unreadable file is an [`Error::Io`].
-    fn from(e: crate::config::ConfigError) -> Self {
-        match e {
-            crate::config::ConfigError::Io { path, source } => Error::Io { path, source },
-            other => Error::Config(Box::new(other)),
         }
     }
 }

@@ -366,6 +366,14 @@ fn errors_name_the_file() {
     );
     let lib: skillcat::Error = err.into();
     assert!(lib.to_string().contains("sandbox.network"));
+    // The configuration error is kept as the cause, typed.
+    assert!(
+        matches!(
+            lib.downcast_ref::<ConfigError>(),
+            Some(ConfigError::Invalid { .. })
+        ),
+        "{lib:?}"
+    );
 
     let missing = tmp.path().join("nope.toml");
     let err = Config::discover(Some(&missing), &env_at(tmp.path())).unwrap_err();
