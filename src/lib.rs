@@ -4,16 +4,21 @@
 //! the same discover → validate → digest → prompt pipeline, so a skill gives the same answers
 //! from every store. See the README for the command line and the formats.
 //!
-//! Layers, each importing only from those below it:
+//! The layers of the library, the data flow from a store to a prompt and to a confined run, and
+//! how to add a store are in `docs/architecture.md`; `tests/layers.rs` checks that every import
+//! follows the layer list drawn there. The layers above the core are Cargo features:
 //!
-//! ```text
-//! mcp · serve                                             protocols over the runtime / sources
-//! runtime                                                 sessions, activation, tool sets
-//! catalog · script/ (workspace, sandbox/)                 many sources → one view; confined runs
-//! source/ (dir, tarball, zip, sqlite, http/) · compat     where bytes live; the reference's API
-//! registry/ · sign · config · matching/ · prompt · pack   stores, trust, settings, ranking, rendering
-//! document/ · digest · archive/ · capability              pure: no I/O beyond what they are handed
-//! ```
+//! | feature | adds |
+//! | --- | --- |
+//! | (none) | `path`, `document`, `digest`, `archive`, `prompt`, `capability`, `source` (directory and archive stores), `pack`, `compat` |
+//! | `sign` | [`sign`]: minisign signatures, statements, scoped keyrings |
+//! | `registry` | [`registry`], [`publish`], the SQLite store (`sign` too) |
+//! | `http` | the HTTP store and its verified cache (`tls` for https) |
+//! | `catalog` | [`config`], [`catalog`], [`matching`] |
+//! | `runtime` | [`script`] (confined runs) and [`runtime`] (`catalog` too) |
+//! | `serve` | [`serve`]: a catalog as static files over HTTP |
+//! | `mcp` | [`mcp`]: the MCP server (`runtime` too) |
+//! | `cli` | the `skillcat` binary (all of the above); on by default |
 
 pub mod archive;
 pub mod capability;
