@@ -1,7 +1,7 @@
 //! Signed statements, minisign keys and signatures, and a scoped keyring.
 //!
 //! What is signed is never an archive's bytes but a short **statement** that binds a skill's
-//! name, version, skill digest and manifest digest (DESIGN §3). Keys and signatures are plain
+//! name, version, skill digest and manifest digest (see `docs/architecture.md`). Keys and signatures are plain
 //! [minisign](https://jedisct1.github.io/minisign/) files, so the `minisign` command-line tool
 //! can make and check them too.
 //!
