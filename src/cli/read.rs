@@ -712,14 +712,17 @@ pub async fn read(arg: &str, name: &str, path: &str) -> u8 {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let Some(rel) = skill.resolve(path) else {
-        err!(
-            "Error: '{path}' is not a file inside skill '{}' (absolute paths, '..' and URLs are refused)",
-            skill.name()
-        );
-        return FAULTS;
+    let rel = match skill.resolve(path) {
+        Ok(rel) => rel,
+        Err(why) => {
+            err!(
+                "Error: '{path}' is not a file inside skill '{}': {why} (absolute paths, '..' and URLs are refused)",
+                skill.name()
+            );
+            return FAULTS;
+        }
     };
-    if !skill.files().iter().any(|f| f.path == rel) {
+    if !skill.files().iter().any(|f| f.path == rel.as_str()) {
         err!("Error: skill '{}' has no file '{rel}'", skill.name());
         return FAULTS;
     }

@@ -13,7 +13,7 @@ pub(crate) mod yaml;
 
 pub use fault::{Fault, FaultKind};
 pub use frontmatter::{Document, parse_document};
-pub use skill::{Skill, resolve_reference};
+pub use skill::Skill;
 pub use validate::{Limits, SPEC_FIELDS, ValidateOptions, normalize_name, validate_frontmatter};
 pub use value::{Map, Value};
 

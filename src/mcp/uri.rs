@@ -8,49 +8,13 @@
 //! Segments keep RFC 3986's unreserved characters (`A-Z a-z 0-9 - . _ ~`) and encode every other
 //! byte as `%XX` (uppercase hex), so a URI never holds a `/`, `?`, `#` or space of a name or path.
 
+use crate::path::{DOCUMENT_NAMES, percent_decode, percent_encode};
+
 /// The scheme prefix of every resource the server offers.
 pub const SCHEME: &str = "skill://";
 
 /// The last segment of a skill's document URI (SEP-2640 requires exactly this spelling).
-pub const DOCUMENT: &str = "SKILL.md";
-
-/// Percent-encodes one path segment: unreserved characters stay, every other byte is `%XX`.
-///
-/// ```
-/// use skillcat::mcp::uri::encode_segment;
-/// assert_eq!(encode_segment("my notes.md"), "my%20notes.md");
-/// assert_eq!(encode_segment("résumé"), "r%C3%A9sum%C3%A9");
-/// ```
-pub fn encode_segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// Decodes `%XX` escapes (either case); `None` for a broken escape or bytes that are not UTF-8.
-pub fn decode_segment(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3)?;
-            let hex = std::str::from_utf8(hex).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
+pub const DOCUMENT: &str = DOCUMENT_NAMES[0];
 
 /// The URI of a file of a skill: `skill://<name>/<path>`, with `path` relative to the skill root
 /// and `/`-separated. Pass [`DOCUMENT`] for the document.
@@ -63,10 +27,10 @@ pub fn decode_segment(s: &str) -> Option<String> {
 /// ```
 pub fn file_uri(name: &str, path: &str) -> String {
     let mut uri = String::from(SCHEME);
-    uri.push_str(&encode_segment(name));
+    uri.push_str(&percent_encode(name));
     for segment in path.split('/') {
         uri.push('/');
-        uri.push_str(&encode_segment(segment));
+        uri.push_str(&percent_encode(segment));
     }
     uri
 }
@@ -80,10 +44,10 @@ pub fn parse(uri: &str) -> Option<(String, String)> {
         return None;
     }
     let mut segments = rest.split('/');
-    let name = decode_segment(segments.next()?)?;
+    let name = percent_decode(segments.next()?)?;
     let mut path = Vec::new();
     for s in segments {
-        let s = decode_segment(s)?;
+        let s = percent_decode(s)?;
         if s.is_empty() || s == "." || s == ".." || s.contains(['/', '\0']) {
             return None;
         }

@@ -69,7 +69,7 @@ pub use error::{RuntimeError, ToolError};
 pub use module::{
     ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, WrappedTool, is_provider_safe_name,
 };
-pub use resource::{Resource, check_resource_path};
+pub use resource::Resource;
 pub use run::Run;
 pub use session::{
     Activation, Candidate, DEFAULT_MODULE_TIMEOUT, MatcherFactory, Session, SessionBuilder,

@@ -111,7 +111,7 @@ impl Run {
             .map(|a| {
                 format!(
                     "<skill name=\"{}\">\n{}\n</skill>",
-                    escape_attr(&a.name),
+                    crate::prompt::escape_xml(&a.name),
                     a.body.trim()
                 )
             })
@@ -235,11 +235,4 @@ impl Drop for Run {
         // Outside the lock: dropping the last reference removes the workspace.
         drop(self.release());
     }
-}
-
-fn escape_attr(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('"', "&quot;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::error::{RuntimeError, ToolError};
 use super::loaded::{LoadedSet, Prepared};
 use super::module::{ModuleRegistry, WrappedTool};
-use super::resource::{Resource, check_resource_path};
+use super::resource::Resource;
 use super::run::Run;
 use super::tool::{ToolKind, ToolSpec};
 use crate::capability::{Ceiling, Context, Grant};
@@ -412,11 +412,13 @@ pub(super) async fn read_entry_resource(
     reference: &str,
 ) -> Result<Resource, RuntimeError> {
     let skill = entry.name().to_string();
-    let path = check_resource_path(reference).map_err(|reason| RuntimeError::PathRejected {
-        skill: skill.clone(),
-        path: reference.to_string(),
-        reason,
-    })?;
+    let path: String = crate::path::resolve_reference(reference)
+        .map_err(|bad| RuntimeError::PathRejected {
+            skill: skill.clone(),
+            path: reference.to_string(),
+            reason: bad.to_string(),
+        })?
+        .into();
     if !entry.skill().files().iter().any(|f| f.path == path) {
         return Err(RuntimeError::ResourceNotFound { skill, path });
     }

@@ -159,26 +159,10 @@ fn plain(status: StatusCode, text: &'static str, head: bool) -> Response {
         .expect("valid response")
 }
 
-/// Percent-decodes a request path (`None` when the result is not UTF-8 or holds `%00`).
+/// Percent-decodes a request path (`None` when an escape is broken, the result is not UTF-8, or
+/// it holds `%00`).
 pub fn decode_path(path: &str) -> Option<String> {
-    let bytes = path.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3)?;
-            let v = u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
-            if v == 0 {
-                return None;
-            }
-            out.push(v);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    crate::path::percent_decode(path).filter(|p| !p.contains('\0'))
 }
 
 async fn handle(State(site): State<Arc<Site>>, req: Request) -> Response {
