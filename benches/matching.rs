@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use criterion::Criterion;
 use skillcat::document::parse_document;
-use skillcat::matching::{Bm25Params, Index, IndexBuilder, SkillDoc};
+use skillcat::matching::{Bm25Index, Bm25Params, IndexBuilder, SkillDoc};
 
 const SKILLS: usize = 10_000;
 const SEED: u64 = 5;
@@ -144,10 +144,12 @@ fn bench(c: &mut Criterion, root: &Path) {
 
     let mut group = c.benchmark_group("matching_10000");
     group.sample_size(10);
-    group.bench_function("index_build", |b| b.iter(|| black_box(Index::build(&docs))));
+    group.bench_function("index_build", |b| {
+        b.iter(|| black_box(Bm25Index::build(&docs)))
+    });
     group.finish();
 
-    let index = Index::build(&docs);
+    let index = Bm25Index::build(&docs);
     let mut group = c.benchmark_group("matching_10000_query");
     for (i, message) in MESSAGES.iter().enumerate() {
         let words = message.split_whitespace().count();

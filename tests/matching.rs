@@ -18,7 +18,7 @@ use axum::routing::post;
 use serde_json::{Value as J, json};
 use skillcat::matching::tokenize::{grams, terms};
 use skillcat::matching::{
-    Cached, EmbedError, Embedder, EmbeddingMatcher, Index, Matcher, Ollama, OpenAiCompatible,
+    Bm25Index, Cached, EmbedError, Embedder, EmbeddingMatcher, Matcher, Ollama, OpenAiCompatible,
     SkillDoc,
 };
 
@@ -547,7 +547,7 @@ fn tokeniser_cuts_cjk_into_pairs() {
         SkillDoc::new("meeting-notes", "会議の議事録を要約します。", ""),
         SkillDoc::new("log-search", "在服务器日志中搜索错误。", ""),
     ];
-    let index = Index::build(&docs);
+    let index = Bm25Index::build(&docs);
     for (message, want) in [
         ("请删除重复的行", 0),
         ("議事録の要約", 1),
@@ -568,7 +568,7 @@ fn index_ranks_fixture_like_skills() {
         ),
         SkillDoc::new("pdf-forms", "Fill PDF forms.", "Never guess a field."),
     ];
-    let index = Index::build(&docs);
+    let index = Bm25Index::build(&docs);
     assert_eq!(index.search("clean this CSV", 2)[0].index, 0);
     assert_eq!(index.search("fill the pdf form fields", 2)[0].index, 1);
 }
@@ -1035,7 +1035,7 @@ fn ablation() {
         ("default, k1 2.0", &docs, Bm25Params { k1: 2.0, ..d }),
         ("default, b 0.5", &docs, Bm25Params { b: 0.5, ..d }),
     ] {
-        let index = Index::build_with(docs, params);
+        let index = Bm25Index::build_with(docs, params);
         let rankings: Vec<_> = texts.iter().map(|t| index.search(t, 10)).collect();
         let s = set.score(&rankings);
         println!(

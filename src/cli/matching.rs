@@ -22,7 +22,7 @@ use skillcat::config::Config;
 use skillcat::document::Skill;
 use skillcat::matching::eval::LabelledSet;
 use skillcat::matching::{
-    CacheStats, Cached, EmbedError, EmbedProvider, Embedder, EmbeddingMatcher, Hit, Index,
+    Bm25Index, CacheStats, Cached, EmbedError, EmbedProvider, Embedder, EmbeddingMatcher, Hit,
     MatchMode, Matcher, MatcherConfig, OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible, SkillDoc,
 };
 
@@ -409,7 +409,7 @@ async fn build(
 ) -> Option<(Box<dyn Matcher>, Option<CacheHandle>)> {
     let m = &s.matcher;
     let embedder: Box<dyn Embedder> = match m.mode {
-        MatchMode::Bm25 => return Some((Box::new(Index::build_with(docs, m.bm25)), None)),
+        MatchMode::Bm25 => return Some((Box::new(Bm25Index::build_with(docs, m.bm25)), None)),
         MatchMode::Neural => neural()?,
         MatchMode::Embed => http_embedder(m)?,
     };

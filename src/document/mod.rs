@@ -14,7 +14,9 @@ pub(crate) mod yaml;
 pub use fault::{Fault, FaultKind};
 pub use frontmatter::{Document, parse_document};
 pub use skill::Skill;
-pub use validate::{Limits, SPEC_FIELDS, ValidateOptions, normalize_name, validate_frontmatter};
+pub use validate::{
+    LengthLimits, SPEC_FIELDS, ValidateOptions, normalize_name, validate_frontmatter,
+};
 pub use value::{Map, Value};
 
 /// Fuzzing hook, not part of the API: what the YAML fast path and the saphyr-parser path each

@@ -23,7 +23,7 @@ pub const SPEC_FIELDS: [&str; 6] = [
 
 /// Length limits, in Unicode scalar values. A client may tighten them; messages follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub struct LengthLimits {
     /// Maximum `name` length (after NFKC). Default 64.
     pub name: usize,
     /// Maximum `description` length (as written). Default 1024.
@@ -32,9 +32,9 @@ pub struct Limits {
     pub compatibility: usize,
 }
 
-impl Default for Limits {
+impl Default for LengthLimits {
     fn default() -> Self {
-        Limits {
+        LengthLimits {
             name: 64,
             description: 1024,
             compatibility: 500,
@@ -46,7 +46,7 @@ impl Default for Limits {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ValidateOptions {
     /// Length limits.
-    pub limits: Limits,
+    pub limits: LengthLimits,
     /// Extra frontmatter keys to accept besides the spec's (empty by default).
     pub allowed_fields: BTreeSet<String>,
 }
@@ -314,7 +314,7 @@ mod tests {
     #[test]
     fn tightened_limits_show_in_messages() {
         let opts = ValidateOptions {
-            limits: Limits {
+            limits: LengthLimits {
                 name: 3,
                 description: 2,
                 compatibility: 1,

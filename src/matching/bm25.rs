@@ -84,7 +84,7 @@ struct Posting {
 
 /// A BM25F index over a list of skills, built once (see the [module docs](crate::matching)).
 #[derive(Debug, Clone)]
-pub struct Index {
+pub struct Bm25Index {
     terms: HashMap<Box<str>, u32>,
     offsets: Vec<u32>,
     postings: Vec<Posting>,
@@ -99,9 +99,9 @@ struct RawPosting {
     tf: [u16; FIELDS],
 }
 
-impl Index {
+impl Bm25Index {
     /// Indexes `docs` with the default parameters. Hits name skills by their position in `docs`.
-    pub fn build(docs: &[SkillDoc<'_>]) -> Index {
+    pub fn build(docs: &[SkillDoc<'_>]) -> Bm25Index {
         Self::build_with(docs, Bm25Params::default())
     }
 
@@ -110,7 +110,7 @@ impl Index {
     /// # Panics
     ///
     /// With more than `u32::MAX` skills or distinct terms.
-    pub fn build_with(docs: &[SkillDoc<'_>], params: Bm25Params) -> Index {
+    pub fn build_with(docs: &[SkillDoc<'_>], params: Bm25Params) -> Bm25Index {
         let mut builder = IndexBuilder::new(params);
         for doc in docs {
             builder.add(doc);
@@ -140,8 +140,8 @@ impl Index {
     }
 
     /// The best `k` skills for `message`, best first; only skills that share a term with it.
-    /// Allocates one score per skill (use [`scores_into`](Index::scores_into) to reuse a buffer).
-    /// Equal scores keep the order of the skills given to [`build`](Index::build).
+    /// Allocates one score per skill (use [`scores_into`](Bm25Index::scores_into) to reuse a buffer).
+    /// Equal scores keep the order of the skills given to [`build`](Bm25Index::build).
     pub fn search(&self, message: &str, k: usize) -> Vec<Hit> {
         let mut scores = vec![0f32; self.len];
         self.scores_into(message, &mut scores);
@@ -159,7 +159,7 @@ impl Index {
     ///
     /// # Panics
     ///
-    /// When `scores` is shorter than [`len`](Index::len).
+    /// When `scores` is shorter than [`len`](Bm25Index::len).
     pub fn scores_into(&self, message: &str, scores: &mut [f32]) {
         assert!(scores.len() >= self.len, "one score slot per skill");
         let mut ids: Vec<u32> = Vec::new();
@@ -185,7 +185,7 @@ impl Index {
     }
 }
 
-/// Builds an [`Index`] one skill at a time, so that a large catalog need not hold every body in
+/// Builds a [`Bm25Index`] one skill at a time, so that a large catalog need not hold every body in
 /// memory at once: add each skill, then [`finish`](IndexBuilder::finish).
 #[derive(Debug)]
 pub struct IndexBuilder {
@@ -256,7 +256,7 @@ impl IndexBuilder {
     }
 
     /// Computes every posting's impact (see the [module docs](crate::matching)) and freezes the index.
-    pub fn finish(self) -> Index {
+    pub fn finish(self) -> Bm25Index {
         let IndexBuilder {
             params,
             mut terms,
@@ -319,7 +319,7 @@ impl IndexBuilder {
             offsets.push(u32::try_from(postings.len()).expect("fewer than 2^32 postings"));
         }
         terms.shrink_to_fit();
-        Index {
+        Bm25Index {
             terms,
             offsets,
             postings,
@@ -353,7 +353,7 @@ mod tests {
         ]
     }
 
-    fn names(index: &Index, docs: &[SkillDoc<'_>], message: &str) -> Vec<String> {
+    fn names(index: &Bm25Index, docs: &[SkillDoc<'_>], message: &str) -> Vec<String> {
         index
             .search(message, 10)
             .iter()
@@ -364,7 +364,7 @@ mod tests {
     #[test]
     fn the_obvious_skill_comes_first() {
         let docs = docs();
-        let index = Index::build(&docs);
+        let index = Bm25Index::build(&docs);
         for (message, want) in [
             ("please clean up this csv export", "csv-cleaner"),
             ("which fields does this PDF form have?", "pdf-forms"),
@@ -381,19 +381,19 @@ mod tests {
     #[test]
     fn nothing_shared_nothing_returned() {
         let docs = docs();
-        let index = Index::build(&docs);
+        let index = Bm25Index::build(&docs);
         assert!(index.search("zzz qqq", 5).is_empty());
         assert!(index.search("", 5).is_empty());
         assert!(index.search("the of and", 5).is_empty());
         assert!(index.search("csv", 0).is_empty());
-        assert!(Index::build(&[]).search("csv", 3).is_empty());
+        assert!(Bm25Index::build(&[]).search("csv", 3).is_empty());
     }
 
     #[test]
     fn the_name_outweighs_the_body() {
         // "clean" is in csv-cleaner's name and in log-search's body.
         let docs = docs();
-        let index = Index::build(&docs);
+        let index = Bm25Index::build(&docs);
         let hits = index.search("clean", 3);
         assert_eq!(docs[hits[0].index].name, "csv-cleaner");
         assert!(hits.iter().all(|h| h.score > 0.0));
@@ -403,7 +403,7 @@ mod tests {
     #[test]
     fn a_repeated_word_counts_more_but_saturates() {
         let docs = docs();
-        let once = Index::build(&docs);
+        let once = Bm25Index::build(&docs);
         let one = once.search("pdf", 1)[0];
         let two = once.search("pdf PDF", 1)[0];
         let many = once.search(&"pdf ".repeat(50), 1)[0];
@@ -414,7 +414,7 @@ mod tests {
             "{one:?} {two:?}"
         );
         assert!(many.score < 2.0 * one.score && many.score > two.score);
-        let flat = Index::build_with(
+        let flat = Bm25Index::build_with(
             &docs,
             Bm25Params {
                 query_k3: 0.0,
@@ -428,15 +428,15 @@ mod tests {
     fn the_idf_exponent_favours_the_rarer_word() {
         // "errors" is in one skill, "clean" in two (name of one, body of another).
         let docs = docs();
-        let plain = Index::build_with(
+        let plain = Bm25Index::build_with(
             &docs,
             Bm25Params {
                 idf_exponent: 1.0,
                 ..Bm25Params::default()
             },
         );
-        let sharp = Index::build(&docs);
-        let ratio = |i: &Index| {
+        let sharp = Bm25Index::build(&docs);
+        let ratio = |i: &Bm25Index| {
             let rare = i.search("errors", 1)[0].score;
             let common = i
                 .search("clean", 3)
@@ -459,7 +459,7 @@ mod tests {
             SkillDoc::new("alpha", "deploy the service", ""),
             SkillDoc::new("gamma", "deploy the service", ""),
         ];
-        let index = Index::build(&twins);
+        let index = Bm25Index::build(&twins);
         let hits = index.search("deploy", 2);
         assert_eq!(hits.iter().map(|h| h.index).collect::<Vec<_>>(), [0, 1]);
         assert_eq!(hits[0].score, hits[1].score);

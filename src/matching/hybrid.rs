@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::embed::{EmbedError, Embedder};
-use super::{Bm25Params, DenseIndex, FUSION_DEPTH, Hit, Index, Matcher, SkillDoc, fuse};
+use super::{Bm25Index, Bm25Params, DenseIndex, FUSION_DEPTH, Hit, Matcher, SkillDoc, fuse};
 
 /// The BM25 share of a blend when none is given (0.45: chosen with the bundled MiniLM-L3 on
 /// one half of the MetaTool queries; 0.3 suited the larger MiniLM-L6, see `docs/matching.md`).
@@ -15,7 +15,7 @@ pub const DEFAULT_WEIGHT: f32 = 0.45;
 #[derive(Debug)]
 pub struct EmbeddingMatcher<E> {
     embedder: E,
-    lexical: Index,
+    lexical: Bm25Index,
     dense: DenseIndex,
     weight: f32,
 }
@@ -50,7 +50,7 @@ impl<E: Embedder> EmbeddingMatcher<E> {
         }
         Self::from_parts(
             embedder,
-            Index::build_with(docs, params),
+            Bm25Index::build_with(docs, params),
             DenseIndex::new(vectors)?,
             weight,
         )
@@ -59,7 +59,7 @@ impl<E: Embedder> EmbeddingMatcher<E> {
     /// A matcher from an index and skill vectors made elsewhere (both in the same skill order).
     pub fn from_parts(
         embedder: E,
-        lexical: Index,
+        lexical: Bm25Index,
         dense: DenseIndex,
         weight: f32,
     ) -> Result<Self, EmbedError> {
@@ -84,7 +84,7 @@ impl<E: Embedder> EmbeddingMatcher<E> {
     }
 
     /// The BM25 index.
-    pub fn lexical(&self) -> &Index {
+    pub fn lexical(&self) -> &Bm25Index {
         &self.lexical
     }
 

@@ -7,7 +7,7 @@
 //!                 └─ Cached: vectors on disk by sha256(space_id \0 text)
 //! ```
 //!
-//! - [`Index`] is the default: an embedded, offline BM25F ranker. It needs no model and answers
+//! - [`Bm25Index`] is the default: an embedded, offline BM25F ranker. It needs no model and answers
 //!   a query over 10,000 skills in well under a millisecond once built.
 //! - An [`Embedder`] turns text into vectors: [`OpenAiCompatible`] (`POST /v1/embeddings`),
 //!   [`Ollama`] (`POST /api/embed`), and with the `neural` feature the bundled
@@ -22,20 +22,20 @@
 //! model decide.
 //!
 //! ```
-//! use skillcat::matching::{Index, SkillDoc};
+//! use skillcat::matching::{Bm25Index, SkillDoc};
 //!
 //! let skills = [
 //!     SkillDoc::new("csv-cleaner", "Profile and clean CSV exports.", ""),
 //!     SkillDoc::new("pdf-forms", "Fill PDF forms from a table.", ""),
 //! ];
-//! let index = Index::build(&skills);
+//! let index = Bm25Index::build(&skills);
 //! let hits = index.search("tidy up this CSV export please", 3);
 //! assert_eq!(skills[hits[0].index].name, "csv-cleaner");
 //! ```
 
 mod bm25;
 mod dense;
-pub mod embed;
+mod embed;
 pub mod eval;
 mod fusion;
 mod hybrid;
@@ -51,9 +51,9 @@ use std::collections::BinaryHeap;
 
 use async_trait::async_trait;
 
-pub use bm25::{Bm25Params, Index, IndexBuilder};
+pub use bm25::{Bm25Index, Bm25Params, IndexBuilder};
 pub use dense::DenseIndex;
-pub use embed::{CacheStats, Cached, EmbedError, Embedder};
+pub use embed::{COMPACT_ABOVE, CacheStats, Cached, EmbedError, Embedder, MAX_BATCH};
 #[cfg(feature = "http")]
 pub use embed::{OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible};
 pub use fusion::{FUSION_DEPTH, fuse};
@@ -146,7 +146,7 @@ pub trait Matcher: Send + Sync {
 }
 
 #[async_trait]
-impl Matcher for Index {
+impl Matcher for Bm25Index {
     async fn rank(&self, message: &str, k: usize) -> Result<Vec<Hit>, EmbedError> {
         Ok(self.search(message, k))
     }

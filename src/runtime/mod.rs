@@ -27,7 +27,7 @@
 //! `skillcat tools` commands are clients of a [`Session`]: they build their tools the same way.
 //!
 //! Tool results are data, never instructions: every [`ToolSpec`] and [`ToolOutput`] says
-//! `trusted: false` and carries its [`Provenance`] (skill, version, source). Every failure is a
+//! `trusted: false` and carries its [`Provenance`](crate::script::Provenance) (skill, version, source). Every failure is a
 //! [`RuntimeError`] with a stable `E_SKILL_*` code and a text for a model; module-tool failures
 //! are [`ToolError`]s, script failures [`ScriptError`](crate::script::ScriptError)s.
 //!

@@ -28,7 +28,8 @@ use super::error::ToolError;
 use super::tool::{Content, ToolKind, ToolOutput, ToolSpec};
 use crate::catalog::lookup_key;
 use crate::script::Provenance;
-use crate::script::gate::{Gate, GateKind, GateRequest, Refusal, ask, panic_message};
+use crate::script::gate::{Refusal, ask, panic_message};
+use crate::script::{Gate, GateKind, GateRequest};
 
 /// An error a module tool returns: reported as [`ToolError::Failed`].
 pub type ModuleError = Box<dyn std::error::Error + Send + Sync>;

@@ -14,10 +14,11 @@ use super::tool::{ToolKind, ToolSpec};
 use crate::capability::{Ceiling, Context, Grant};
 use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::config::{Config, Environment};
-use crate::matching::{Index, Matcher, SkillDoc};
+use crate::matching::{Bm25Index, Matcher, SkillDoc};
 use crate::script::Provenance;
 use crate::script::{
-    AllowAll, Gate, Interpreters, Limits, Runner, RunnerConfig, ScriptError, SkillTools, policy,
+    AllowAll, Gate, Interpreters, Runner, RunnerConfig, ScriptError, ScriptLimits, SkillTools,
+    policy,
 };
 use crate::source::join_path;
 
@@ -47,7 +48,7 @@ pub fn runner_config(
         core_trusted_source: catalog.sources().iter().any(|s| s.is_core_trusted()),
     };
     let mut rc = RunnerConfig::new(policy::policy_from_ceiling(config.ceiling(), &ctx));
-    rc.limits = Limits::from_ceiling(config.ceiling());
+    rc.limits = ScriptLimits::from_ceiling(config.ceiling());
     if !config.scripts.interpreters.is_empty() {
         let mut interpreters = Interpreters::new();
         for (name, path) in &config.scripts.interpreters {
@@ -150,7 +151,7 @@ impl SessionBuilder {
         self
     }
 
-    /// How the matcher is built from each catalog snapshot (default: the BM25 [`Index`] over
+    /// How the matcher is built from each catalog snapshot (default: the BM25 [`Bm25Index`] over
     /// name, description and body).
     pub fn matcher(mut self, factory: MatcherFactory) -> Self {
         self.matcher = Some(factory);
@@ -192,7 +193,7 @@ fn bm25_matcher(snapshot: &Snapshot) -> Arc<dyn Matcher> {
         .iter()
         .map(|e| SkillDoc::from_skill(e.skill()))
         .collect();
-    Arc::new(Index::build(&docs))
+    Arc::new(Bm25Index::build(&docs))
 }
 
 /// An agent's view of a catalog: matching, activation for a run, tool calls, resources. A

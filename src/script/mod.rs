@@ -20,18 +20,21 @@
 
 pub mod argv;
 mod error;
-pub mod gate;
+pub(crate) mod gate;
 pub mod policy;
 mod process;
-pub mod run;
+mod run;
 pub mod sandbox;
-pub mod tools;
-pub mod workspace;
+mod tools;
+mod workspace;
 
 pub use error::{Captured, ScriptError};
 pub use gate::{
     AllowAll, DenyAll, Gate, GateDecision, GateError, GateKind, GateRequest, Provenance,
 };
-pub use run::{Confinement, Limits, LoadedSkill, Runner, RunnerConfig, ScriptOutput};
-pub use tools::{Interpreters, ScriptTool, SkillTools, Skipped, ToolRegistry, discover};
+pub use run::{Confinement, LoadedSkill, Runner, RunnerConfig, ScriptLimits, ScriptOutput};
+pub use tools::{
+    Declared, Interpreter, Interpreters, SYSTEM_PATH, ScriptTool, SkillTools, Skipped,
+    ToolRegistry, discover, parse_declared,
+};
 pub use workspace::{Workspace, WorkspaceBase};

@@ -11,7 +11,7 @@ use serde_json::Value as Json;
 use super::gate::{Gate, GateKind, GateRequest, Refusal, ask};
 use super::policy::{check_within, lexical_normalize};
 use super::process::supervise;
-use super::sandbox::{self, Access, DEVICES, HelperPolicy, Mode, PathRule, RunLimits, SANDBOX_ID};
+use super::sandbox::{self, DEVICES, FsAccess, FsRule, HelperPolicy, Mode, RunLimits, SANDBOX_ID};
 use super::tools::{Interpreters, SYSTEM_PATH, ScriptTool, SkillTools};
 use super::workspace::{Workspace, WorkspaceBase};
 use super::{Captured, ScriptError};
@@ -21,7 +21,7 @@ use crate::source::Source;
 
 /// Resource limits and caps of every run. All configurable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub struct ScriptLimits {
     /// `RLIMIT_AS` (default 1 GiB).
     pub address_space: u64,
     /// Processes (threads included) inside one run (default 64).
@@ -36,9 +36,9 @@ pub struct Limits {
     pub max_timeout: Duration,
 }
 
-impl Default for Limits {
+impl Default for ScriptLimits {
     fn default() -> Self {
-        Limits {
+        ScriptLimits {
             address_space: 1 << 30,
             processes: 64,
             output: 64 * 1024,
@@ -49,16 +49,16 @@ impl Default for Limits {
     }
 }
 
-impl Limits {
+impl ScriptLimits {
     /// The run limits a configured ceiling sets (memory, processes, output, the longest
     /// timeout); the rest stay at their defaults.
     pub fn from_ceiling(ceiling: &crate::capability::Ceiling) -> Self {
-        Limits {
+        ScriptLimits {
             address_space: ceiling.memory,
             processes: ceiling.processes,
             output: usize::try_from(ceiling.output).unwrap_or(usize::MAX),
             max_timeout: Duration::from_secs(ceiling.max_timeout.max(1)),
-            ..Limits::default()
+            ..ScriptLimits::default()
         }
     }
 }
@@ -72,7 +72,7 @@ pub struct RunnerConfig {
     /// The interpreter allow-list.
     pub interpreters: Interpreters,
     /// Limits.
-    pub limits: Limits,
+    pub limits: ScriptLimits,
     /// The session policy: no grant may exceed it.
     pub policy: Grant,
     /// Where workspaces live (default `$TMPDIR/skillcat-ws-<uid>`).
@@ -89,7 +89,7 @@ impl RunnerConfig {
         RunnerConfig {
             helper: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe")),
             interpreters: Interpreters::host_default(),
-            limits: Limits::default(),
+            limits: ScriptLimits::default(),
             policy,
             workspace_base: WorkspaceBase::default_dir(),
             fail_on_nonzero: true,
@@ -407,49 +407,49 @@ impl Runner {
         } else {
             sandbox::system_read_paths(grant.network)
         };
-        let mut rules: Vec<PathRule> = system
+        let mut rules: Vec<FsRule> = system
             .into_iter()
-            .map(|path| PathRule {
+            .map(|path| FsRule {
                 path,
-                access: Access::ReadExec,
+                access: FsAccess::ReadExec,
                 required: false,
             })
             .collect();
         if let Some(prefix) = interpreter_prefix(&t.interpreter.path, &rules) {
-            rules.push(PathRule {
+            rules.push(FsRule {
                 path: prefix,
-                access: Access::ReadExec,
+                access: FsAccess::ReadExec,
                 required: false,
             });
         }
-        rules.push(PathRule {
+        rules.push(FsRule {
             path: skill_dir,
-            access: Access::ReadExec,
+            access: FsAccess::ReadExec,
             required: true,
         });
         for p in &grant.fs_read {
-            rules.push(PathRule {
+            rules.push(FsRule {
                 path: p.clone(),
-                access: Access::ReadExec,
+                access: FsAccess::ReadExec,
                 required: true,
             });
         }
-        rules.push(PathRule {
+        rules.push(FsRule {
             path: work,
-            access: Access::ReadWrite,
+            access: FsAccess::ReadWrite,
             required: true,
         });
         for p in &grant.fs_write {
-            rules.push(PathRule {
+            rules.push(FsRule {
                 path: p.clone(),
-                access: Access::ReadWrite,
+                access: FsAccess::ReadWrite,
                 required: true,
             });
         }
         for d in DEVICES {
-            rules.push(PathRule {
+            rules.push(FsRule {
                 path: d.into(),
-                access: Access::ReadWrite,
+                access: FsAccess::ReadWrite,
                 required: false,
             });
         }
@@ -487,7 +487,7 @@ fn unconfined_reason() -> String {
 
 /// The directory to grant when the interpreter lives outside the system directories
 /// (`/opt/py/bin/python3` → `/opt/py`).
-fn interpreter_prefix(interpreter: &Path, rules: &[PathRule]) -> Option<PathBuf> {
+fn interpreter_prefix(interpreter: &Path, rules: &[FsRule]) -> Option<PathBuf> {
     let real = std::fs::canonicalize(interpreter).ok()?;
     let covered = |p: &Path| rules.iter().any(|r| p.starts_with(&r.path));
     if covered(interpreter) && covered(&real) {
@@ -565,9 +565,9 @@ mod tests {
 
     #[test]
     fn interpreter_prefix_only_outside_system_dirs() {
-        let rules = vec![PathRule {
+        let rules = vec![FsRule {
             path: "/usr".into(),
-            access: Access::ReadExec,
+            access: FsAccess::ReadExec,
             required: false,
         }];
         if Path::new("/usr/bin/sh").exists() {

@@ -43,6 +43,6 @@ pub use server::{
     RangeRequest, decode_path, etag_matches, parse_range, respond, router, run, shutdown_signal,
 };
 pub use site::{
-    AGENT_SKILLS_INDEX, IMMUTABLE, REVALIDATE, Resource, SKILLS_INDEX, SignatureLookup, Signed,
-    Site, SiteOptions, SiteProblem, SiteSkill, content_type,
+    AGENT_SKILLS_INDEX, IMMUTABLE, REVALIDATE, SKILLS_INDEX, SignatureLookup, Signed, Site,
+    SiteFile, SiteOptions, SiteProblem, SiteSkill, content_type,
 };

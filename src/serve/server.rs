@@ -17,7 +17,7 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use tokio::net::TcpListener;
 
-use super::site::{Resource, Site};
+use super::site::{Site, SiteFile};
 
 /// What a `Range` header asks of a body of known length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +91,7 @@ fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 }
 
 /// The answer to a GET or HEAD of `res` (`None`: nothing at that path).
-pub fn respond(res: Option<&Resource>, head: bool, req: &HeaderMap) -> Response {
+pub fn respond(res: Option<&SiteFile>, head: bool, req: &HeaderMap) -> Response {
     let Some(res) = res else {
         return plain(StatusCode::NOT_FOUND, "not found\n", head);
     };
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn responses() {
-        let res = Resource {
+        let res = SiteFile {
             body: bytes::Bytes::from_static(b"0123456789"),
             content_type: "application/gzip",
             etag: "\"e\"".into(),

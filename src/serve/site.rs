@@ -29,7 +29,7 @@ const CONCURRENCY: usize = 8;
 
 /// One path of the site.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Resource {
+pub struct SiteFile {
     /// The bytes served.
     pub body: Bytes,
     /// Its `Content-Type`.
@@ -40,9 +40,9 @@ pub struct Resource {
     pub cache_control: &'static str,
 }
 
-impl fmt::Debug for Resource {
+impl fmt::Debug for SiteFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Resource")
+        f.debug_struct("SiteFile")
             .field("len", &self.body.len())
             .field("content_type", &self.content_type)
             .field("etag", &self.etag)
@@ -124,7 +124,7 @@ pub struct SiteSkill {
 /// Everything a site serves, by path (no leading `/`, not percent-encoded).
 #[derive(Debug, Clone, Default)]
 pub struct Site {
-    resources: BTreeMap<String, Resource>,
+    resources: BTreeMap<String, SiteFile>,
     skills: Vec<SiteSkill>,
 }
 
@@ -275,7 +275,7 @@ impl Site {
         let etag = format!("\"{}\"", crate::digest::to_hex(sha256(&body)));
         self.resources.insert(
             path,
-            Resource {
+            SiteFile {
                 body,
                 content_type,
                 etag,
@@ -295,7 +295,7 @@ impl Site {
         }
         self.resources.insert(
             path,
-            Resource {
+            SiteFile {
                 body,
                 content_type,
                 etag: format!("\"{hex}\""),
@@ -305,12 +305,12 @@ impl Site {
     }
 
     /// The resource at `path` (no leading `/`, percent-decoded).
-    pub fn get(&self, path: &str) -> Option<&Resource> {
+    pub fn get(&self, path: &str) -> Option<&SiteFile> {
         self.resources.get(path)
     }
 
     /// Every path and its resource, in byte order of path.
-    pub fn resources(&self) -> impl Iterator<Item = (&str, &Resource)> {
+    pub fn resources(&self) -> impl Iterator<Item = (&str, &SiteFile)> {
         self.resources.iter().map(|(p, r)| (p.as_str(), r))
     }
 

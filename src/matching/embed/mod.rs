@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use cache::{CacheStats, Cached};
+pub use cache::{COMPACT_ABOVE, CacheStats, Cached};
 #[cfg(feature = "http")]
 pub use ollama::{OLLAMA_DEFAULT_URL, Ollama};
 #[cfg(feature = "http")]

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use super::{Access, HelperPolicy};
+use super::{FsAccess, HelperPolicy};
 
 /// The `sandbox-exec` binary (deprecated but shipped with every macOS).
 pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
@@ -54,12 +54,12 @@ pub fn profile(policy: &HelperPolicy) -> SeatbeltProfile {
     for rule in &policy.rules {
         let path = rule.path.to_string_lossy().into_owned();
         match rule.access {
-            Access::ReadExec => {
+            FsAccess::ReadExec => {
                 let key = format!("R{}", read.len());
                 read.push(key.clone());
                 params.push((key, path));
             }
-            Access::ReadWrite => {
+            FsAccess::ReadWrite => {
                 let key = format!("W{}", write.len());
                 write.push(key.clone());
                 params.push((key, path));
@@ -108,7 +108,7 @@ pub fn command_line(policy: &HelperPolicy) -> (PathBuf, Vec<String>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Mode, PathRule, RunLimits};
+    use super::super::{FsRule, Mode, RunLimits};
     use super::*;
 
     fn policy(network: bool) -> HelperPolicy {
@@ -122,24 +122,24 @@ mod tests {
             ],
             env: vec![],
             rules: vec![
-                PathRule {
+                FsRule {
                     path: "/usr".into(),
-                    access: Access::ReadExec,
+                    access: FsAccess::ReadExec,
                     required: false,
                 },
-                PathRule {
+                FsRule {
                     path: "/ws/skill".into(),
-                    access: Access::ReadExec,
+                    access: FsAccess::ReadExec,
                     required: true,
                 },
-                PathRule {
+                FsRule {
                     path: "/Users/me/data\")(allow default".into(),
-                    access: Access::ReadExec,
+                    access: FsAccess::ReadExec,
                     required: true,
                 },
-                PathRule {
+                FsRule {
                     path: "/ws/work".into(),
-                    access: Access::ReadWrite,
+                    access: FsAccess::ReadWrite,
                     required: true,
                 },
             ],

@@ -45,7 +45,7 @@ pub const SETUP_FAILED: u8 = 125;
 /// How a path may be used by the script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Access {
+pub enum FsAccess {
     /// Read files, list directories, execute.
     ReadExec,
     /// Read, write, create and remove (not execute).
@@ -54,11 +54,11 @@ pub enum Access {
 
 /// One file-system rule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PathRule {
+pub struct FsRule {
     /// The path (absolute; rules bind the inode it names when the helper opens it).
     pub path: PathBuf,
     /// What is allowed beneath it.
-    pub access: Access,
+    pub access: FsAccess,
     /// A missing required path is an error; a missing optional one (a system directory this
     /// distribution does not have) is skipped.
     pub required: bool,
@@ -103,7 +103,7 @@ pub struct HelperPolicy {
     /// The whole environment of the script.
     pub env: Vec<(String, String)>,
     /// File-system rules.
-    pub rules: Vec<PathRule>,
+    pub rules: Vec<FsRule>,
     /// Whether the script may use the network.
     pub network: bool,
     /// Resource limits.
@@ -209,9 +209,9 @@ mod tests {
             program: "/bin/sh".into(),
             argv: vec!["sh".into(), "x y".into(), "'\"$".into()],
             env: vec![("PATH".into(), "/usr/bin".into())],
-            rules: vec![PathRule {
+            rules: vec![FsRule {
                 path: "/usr".into(),
-                access: Access::ReadExec,
+                access: FsAccess::ReadExec,
                 required: false,
             }],
             network: false,

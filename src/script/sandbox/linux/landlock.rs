@@ -15,7 +15,7 @@ use landlock::{
     Scope,
 };
 
-use crate::script::sandbox::{Access as RuleAccess, HelperPolicy};
+use crate::script::sandbox::{FsAccess, HelperPolicy};
 
 /// A ruleset ready to enforce, and what it covers.
 pub(super) struct Prepared {
@@ -69,8 +69,8 @@ pub(super) fn build(policy: &HelperPolicy, kernel_abi: u32) -> Result<Prepared, 
             Err(err) => return Err(format!("{}: {err}", rule.path.display())),
         };
         let want = match rule.access {
-            RuleAccess::ReadExec => read_exec(abi),
-            RuleAccess::ReadWrite => read_write(abi),
+            FsAccess::ReadExec => read_exec(abi),
+            FsAccess::ReadWrite => read_write(abi),
         };
         let access = if is_dir(&fd) {
             want
