@@ -199,6 +199,33 @@ async fn run_case(case: &J) -> Result<(), String> {
     }
 }
 
+/// skillcat's own cases, observed from the same reference by `fixtures/conformance/observe.py`.
+#[tokio::test]
+async fn extra_observed_vectors_pass() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/conformance/extra-vectors.json");
+    let data: J = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert!(
+        data["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("observed from skills-ref"),
+        "the extra vectors are observations, not hand-written"
+    );
+    let cases = data["cases"].as_array().unwrap();
+    assert!(cases.len() >= 11, "{} cases", cases.len());
+    let failures: Vec<String> = {
+        let mut f = Vec::new();
+        for case in cases {
+            if let Err(e) = run_case(case).await {
+                f.push(format!("{} {}: {e}", case["id"], case["api"]));
+            }
+        }
+        f
+    };
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
 #[tokio::test]
 async fn all_reference_vectors_pass() {
     let path =

@@ -189,13 +189,10 @@ impl Skill {
         let mut out = serde_json::Map::new();
         out.insert("name".into(), name.into());
         out.insert("description".into(), description.into());
+        // Present but empty is kept as "" (the reference leaves out only what is absent).
         for key in ["license", "compatibility", "allowed-tools"] {
-            match fm.get(key) {
-                None => {}
-                Some(Value::Text(s)) if s.is_empty() => {}
-                Some(v) => {
-                    out.insert(key.into(), v.to_json());
-                }
+            if let Some(v) = fm.get(key) {
+                out.insert(key.into(), v.to_json());
             }
         }
         match fm.get("metadata") {
