@@ -20,6 +20,7 @@ mod read;
 mod registry;
 mod remote;
 mod script;
+mod shell;
 mod trust;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -279,6 +280,20 @@ enum Command {
         after_help = "Example: skillcat mcp fixtures/mcp/skills --config fixtures/mcp/skillcat.toml"
     )]
     Mcp(mcp::McpArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) on stdout.
+    #[command(
+        after_help = "Example: skillcat completions bash > ~/.local/share/bash-completion/completions/skillcat"
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages (skillcat.1 and one per command, skillcat-list.1, …) into a directory.
+    #[command(after_help = "Example: skillcat man target/man && man -l target/man/skillcat.1")]
+    Man {
+        /// The directory to write into (created when missing; its parent must exist).
+        dir: std::path::PathBuf,
+    },
 }
 
 /// Runs one command; returns the exit code.
@@ -346,6 +361,8 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Tools(a) => script::tools(a).await,
         Command::Run(a) => script::run(a).await,
         Command::Mcp(a) => mcp::run(a).await,
+        Command::Completions { shell } => shell::completions(shell),
+        Command::Man { dir } => shell::man(&dir),
         Command::Verify {
             source,
             keyring,
