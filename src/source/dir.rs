@@ -69,7 +69,7 @@ struct Inner {
     opts: DirOptions,
     /// What the last [`list`](Inner::list) found of each root: its canonical path, and its
     /// document when a `stat` saw a regular file.
-    listed: Mutex<HashMap<String, (String, Option<(&'static str, u64)>)>>,
+    listed: Mutex<Arc<Vec<Found>>>,
 }
 
 /// Whether `dir` holds a `SKILL.md` or `skill.md` entry of any type (a directory named so is
@@ -124,7 +124,7 @@ impl DirSource {
                 root_shown,
                 single,
                 opts,
-                listed: Mutex::new(HashMap::new()),
+                listed: Mutex::new(Arc::new(Vec::new())),
             }),
         })
     }
@@ -201,9 +201,7 @@ impl Inner {
     fn list(&self) -> Result<Vec<String>> {
         let found = self.search()?;
         let roots = found.iter().map(|f| f.rel.clone()).collect();
-        let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
-        listed.clear();
-        listed.extend(found.into_iter().map(|f| (f.rel, (f.canon, f.doc))));
+        *self.listed.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(found);
         Ok(roots)
     }
 
@@ -215,9 +213,7 @@ impl Inner {
             match rustix::fs::statat(base, path.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => {
                     return match FileType::from_raw_mode(st.st_mode as rustix::fs::RawMode) {
-                        FileType::RegularFile => {
-                            Probe::Document(name, u64::try_from(st.st_size).unwrap_or(0))
-                        }
+                        FileType::RegularFile => Probe::Document(name, file_meta(&st)),
                         _ => Probe::Entry,
                     };
                 }
@@ -236,12 +232,24 @@ impl Inner {
         path: &Path,
         rel: &str,
     ) -> Result<(OwnedFd, Vec<Child>)> {
+        self.open_listed_known(base, path, rel, None)
+    }
+
+    /// [`open_listed`](Self::open_listed), taking the size and mode of the regular file
+    /// `known` names (when its entry is still a regular file) from a `stat` already made.
+    fn open_listed_known(
+        &self,
+        base: Option<BorrowedFd<'_>>,
+        path: &Path,
+        rel: &str,
+        known: Option<(&str, FileMeta)>,
+    ) -> Result<(OwnedFd, Vec<Child>)> {
         let opened = match base {
             Some(base) => rustix::fs::openat(base, path, DIR_FLAGS, Mode::empty()),
             None => rustix::fs::open(path, DIR_FLAGS, Mode::empty()),
         };
         let dir = opened.map_err(|e| Error::io(self.shown(rel), e.into()))?;
-        let children = list_entries(dir.as_fd(), self, rel)?;
+        let children = list_entries(dir.as_fd(), self, rel, known)?;
         Ok((dir, children))
     }
 
@@ -252,7 +260,7 @@ impl Inner {
         if self.single {
             let doc = match rustix::fs::open(&self.root, DIR_FLAGS, Mode::empty()) {
                 Ok(dir) => match self.probe(dir.as_fd(), "") {
-                    Probe::Document(name, size) => Some((name, size)),
+                    Probe::Document(name, meta) => Some((name, meta)),
                     _ => None,
                 },
                 // Loading from the path again reports what is wrong as the skill's fault.
@@ -341,7 +349,7 @@ impl Inner {
             // listed, to search further.
             let steps = super::par_map(&candidates, |c| {
                 match self.probe(root_fd, &c.canon) {
-                    Probe::Document(name, size) => return Step::Root(Some((name, size))),
+                    Probe::Document(name, meta) => return Step::Root(Some((name, meta))),
                     Probe::Entry => return Step::Root(None),
                     Probe::Nothing | Probe::Failed => {}
                 }
@@ -436,14 +444,16 @@ impl Inner {
         i: usize,
         base: Option<BorrowedFd<'_>>,
         root: &str,
-        listed: Option<&(String, Option<(&'static str, u64)>)>,
+        listed: Option<&Found>,
         detail: Detail,
         each: &super::DocumentSink,
     ) {
-        if let (Some(base), Some((canon, doc))) = (base, listed) {
+        if let (Some(base), Some(found)) = (base, listed) {
+            let canon = &found.canon;
             match detail {
                 Detail::Document => {
-                    if let Some((name, size)) = *doc {
+                    if let Some((name, meta)) = found.doc {
+                        let size = meta.size;
                         // Refused from the size the `stat` gave, before anything is read.
                         let location = source.location(&super::join_path(root, name));
                         if let Err(e) = super::check_document_size(size, &location) {
@@ -463,7 +473,9 @@ impl Inner {
                     }
                 }
                 Detail::Files => {
-                    let opened = self.open_listed(Some(base), Path::new(canon), root);
+                    // The document's `stat` is not made again: the search's is as recent.
+                    let opened =
+                        self.open_listed_known(Some(base), Path::new(canon), root, found.doc);
                     if let Ok((dir, children)) = opened {
                         let files =
                             self.walk_from(dir.as_fd(), || self.root.join(canon), root, &children);
@@ -738,6 +750,14 @@ struct FileMeta {
     executable: bool,
 }
 
+/// The size and executable bit of a regular file's `stat`.
+fn file_meta(st: &rustix::fs::Stat) -> FileMeta {
+    FileMeta {
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        executable: st.st_mode & 0o111 != 0,
+    }
+}
+
 /// A directory searched for skills, with its entries.
 struct Searched {
     children: Vec<Child>,
@@ -758,19 +778,20 @@ struct Candidate {
 }
 
 /// A skill root the search found.
+#[derive(Debug)]
 struct Found {
     /// The root as listed (through links).
     rel: String,
     /// Its canonical path from the source root.
     canon: String,
-    /// Its document, when a `stat` found a regular file: name and size.
-    doc: Option<(&'static str, u64)>,
+    /// Its document, when a `stat` found a regular file: name, size and mode.
+    doc: Option<(&'static str, FileMeta)>,
 }
 
 /// What a `stat` of the document names in a directory found.
 enum Probe {
-    /// A regular file, with its size: a skill root.
-    Document(&'static str, u64),
+    /// A regular file, with its size and mode: a skill root.
+    Document(&'static str, FileMeta),
     /// An entry of another type (a link, a directory): a skill root, read the plain way.
     Entry,
     /// No entry of either name.
@@ -782,7 +803,7 @@ enum Probe {
 /// What one candidate directory of the search turned out to be.
 enum Step {
     /// A skill root, with its document when a `stat` found it.
-    Root(Option<(&'static str, u64)>),
+    Root(Option<(&'static str, FileMeta)>),
     /// A directory to search further, with its entries.
     Search(Vec<Child>),
     /// A directory that could not be listed.
@@ -886,7 +907,12 @@ impl AsRef<[u8]> for DocBytes {
 /// The entries of an open directory sorted by byte order, with their type from the directory
 /// entry itself and a `stat` relative to the directory for regular files (and for entries the
 /// file system gives no type); non-UTF-8 names are refused.
-fn list_entries(fd: BorrowedFd<'_>, inner: &Inner, rel: &str) -> Result<Vec<Child>> {
+fn list_entries(
+    fd: BorrowedFd<'_>,
+    inner: &Inner,
+    rel: &str,
+    known: Option<(&str, FileMeta)>,
+) -> Result<Vec<Child>> {
     let mut out = Vec::new();
     for_each_entry(fd, |raw, file_type| {
         if raw == b"." || raw == b".." {
@@ -899,6 +925,9 @@ fn list_entries(fd: BorrowedFd<'_>, inner: &Inner, rel: &str) -> Result<Vec<Chil
             });
         };
         let (kind, file) = match file_type {
+            FileType::RegularFile if known.is_some_and(|(n, _)| n == name) => {
+                (Kind::File, known.map(|(_, meta)| meta))
+            }
             FileType::Directory => (Kind::Dir, None),
             FileType::Symlink => (Kind::Symlink, None),
             // A regular file needs its size and mode; an entry of unknown type (some file
@@ -907,13 +936,7 @@ fn list_entries(fd: BorrowedFd<'_>, inner: &Inner, rel: &str) -> Result<Vec<Chil
                 let st = rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)
                     .map_err(|e| Error::io(inner.shown(&super::join_path(rel, name)), e.into()))?;
                 match FileType::from_raw_mode(st.st_mode as rustix::fs::RawMode) {
-                    FileType::RegularFile => (
-                        Kind::File,
-                        Some(FileMeta {
-                            size: u64::try_from(st.st_size).unwrap_or(0),
-                            executable: st.st_mode & 0o111 != 0,
-                        }),
-                    ),
+                    FileType::RegularFile => (Kind::File, Some(file_meta(&st))),
                     FileType::Directory => (Kind::Dir, None),
                     FileType::Symlink => (Kind::Symlink, None),
                     _ => (Kind::Other, None),
@@ -1030,25 +1053,39 @@ impl Source for DirSource {
         detail: Detail,
         each: DocumentSink,
     ) -> Result<Vec<String>> {
-        let listed: Vec<Option<(String, Option<(&'static str, u64)>)>> = {
-            let map = self
+        let found = Arc::clone(
+            &self
                 .inner
                 .listed
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            roots.iter().map(|r| map.get(r).cloned()).collect()
-        };
-        let (source, roots) = (self.clone(), roots.to_vec());
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        // The roots of the last listing, in its order (what discovery passes), need no lookup.
+        let aligned =
+            found.len() == roots.len() && found.iter().zip(roots).all(|(f, r)| f.rel == *r);
+        let others: Vec<String> = if aligned { Vec::new() } else { roots.to_vec() };
+        let count = roots.len();
+        let source = self.clone();
         self.blocking(move |inner| {
+            let by_root: HashMap<&str, &Found> = if aligned {
+                HashMap::new()
+            } else {
+                found.iter().map(|f| (f.rel.as_str(), f)).collect()
+            };
             let base = rustix::fs::open(&inner.root, DIR_FLAGS, Mode::empty()).ok();
-            let indices: Vec<usize> = (0..roots.len()).collect();
+            let indices: Vec<usize> = (0..count).collect();
             super::par_map(&indices, |&i| {
+                let (root, listed) = if aligned {
+                    (found[i].rel.as_str(), Some(&found[i]))
+                } else {
+                    (others[i].as_str(), by_root.get(others[i].as_str()).copied())
+                };
                 inner.read_root(
                     &source,
                     i,
                     base.as_ref().map(|b| b.as_fd()),
-                    &roots[i],
-                    listed[i].as_ref(),
+                    root,
+                    listed,
                     detail,
                     &each,
                 );

@@ -1,9 +1,13 @@
 //! Where skill bytes live: the [`Source`] trait, its extension trait, and [`open`].
 //!
 //! ```text
-//! Source ── list()  → skill roots ("pdf-tools", "team/deploy", "" for a lone skill)
-//!        ── files() → every regular file under a root (path relative to the root, size, exec bit)
-//!        └─ read()  → the bytes of one file, addressed as join_path(root, relative)
+//! Source ── list()           → skill roots ("pdf-tools", "team/deploy", "" for a lone skill)
+//!        ── files()          → every regular file under a root (path, size, exec bit)
+//!        ── read()           → the bytes of one file, addressed as join_path(root, relative)
+//!        └─ read_documents() → each root's SKILL.md (and file list, when asked), lent in bulk
+//!
+//! discover_with(source, Detail) = list() → read_documents() → parse where read → Discovery
+//!                                  { skills, faults, warnings }
 //! ```
 //!
 //! Every backend (directory, archive, SQLite registry, HTTP cache) implements these storage

@@ -346,7 +346,7 @@ impl HttpSource {
                         .enumerate()
                         .map(|(i, e)| (e.name.clone(), i))
                         .collect();
-                    let warnings = self.warnings()[first_warning..].to_vec();
+                    let warnings = self.warnings().split_off(first_warning);
                     return Ok(Remote {
                         index_url: url.clone(),
                         index,
