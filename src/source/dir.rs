@@ -455,9 +455,9 @@ impl Inner {
                     if let Some((name, meta)) = found.doc {
                         let size = meta.size;
                         // Refused from the size the `stat` gave, before anything is read.
-                        let location = source.location(&super::join_path(root, name));
-                        if let Err(e) = super::check_document_size(size, &location) {
-                            return each(i, Err(e));
+                        if size > super::DOCUMENT_LIMIT {
+                            let location = source.location(&super::join_path(root, name));
+                            return each(i, Err(super::document_too_large(location, size)));
                         }
                         let path = super::join_path(canon, name);
                         if let Some(buf) = read_listed(base, &path, size) {

@@ -340,12 +340,17 @@ pub(crate) fn missing_document(source: &(impl Source + ?Sized), root: &str) -> E
 /// Refuses a document of `size` bytes when it is over [`DOCUMENT_LIMIT`].
 pub(crate) fn check_document_size(size: u64, location: &str) -> Result<()> {
     if size > DOCUMENT_LIMIT {
-        return Err(Error::InvalidSkill {
-            path: location.to_string(),
-            fault: Fault::document_too_large(size, DOCUMENT_LIMIT),
-        });
+        return Err(document_too_large(location.to_string(), size));
     }
     Ok(())
+}
+
+/// The refusal of a document of `size` bytes, over [`DOCUMENT_LIMIT`].
+pub(crate) fn document_too_large(location: String, size: u64) -> Error {
+    Error::InvalidSkill {
+        path: location,
+        fault: Fault::document_too_large(size, DOCUMENT_LIMIT),
+    }
 }
 
 /// Picks a root's document the way [`document_name`] does, from what `entry` says of a name
@@ -485,10 +490,10 @@ async fn discover_by(
                 let location = source.location(&join_path(&root, name));
                 into_skill(source, &root, location, doc, files)
             }
-            Some(Parsed::TooLarge { name, size }) => {
-                check_document_size(size, &source.location(&join_path(&root, name)))
-                    .and(Err(Error::Invalid("unreachable".into())))
-            }
+            Some(Parsed::TooLarge { name, size }) => Err(document_too_large(
+                source.location(&join_path(&root, name)),
+                size,
+            )),
             Some(Parsed::Failed(e)) => Err(e),
             None => Err(Error::Invalid(format!(
                 "{}: the source did not read this root",
