@@ -482,26 +482,32 @@ async fn discover_by(
     } else {
         source.read_documents(&roots, detail, sink).await?
     };
-    let mut results = Vec::with_capacity(roots.len());
-    for (root, slot) in roots.into_iter().zip(slots.iter()) {
-        let parsed = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
-        let result = match parsed {
+    // Building the skills (locations, names) is spread over the cores too: it is CPU work of a
+    // few microseconds a skill, done once the reads are over.
+    let indices: Vec<usize> = (0..roots.len()).collect();
+    let built = par_map(&indices, |&i| {
+        let root = roots[i].as_str();
+        let parsed = slots[i]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match parsed {
             Some(Parsed::Doc { name, doc, files }) => {
-                let location = source.location(&join_path(&root, name));
-                into_skill(source, &root, location, doc, files)
+                let location = source.location(&join_path(root, name));
+                into_skill(source, root, location, doc, files)
             }
             Some(Parsed::TooLarge { name, size }) => Err(document_too_large(
-                source.location(&join_path(&root, name)),
+                source.location(&join_path(root, name)),
                 size,
             )),
             Some(Parsed::Failed(e)) => Err(e),
             None => Err(Error::Invalid(format!(
                 "{}: the source did not read this root",
-                source.location(&root)
+                source.location(root)
             ))),
-        };
-        results.push((root, result));
-    }
+        }
+    });
+    let results: Vec<(String, Result<Skill>)> = roots.into_iter().zip(built).collect();
     let mut found = collect_discovery(source, results);
     found.warnings = warnings;
     Ok(found)
