@@ -11,10 +11,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
-use skillcat::archive::ArchiveLimits;
+use skillcat::archive::{ArchiveKind, ArchiveLimits};
 use skillcat::digest::Manifest;
 use skillcat::pack::{PackEntry, write_tar_gz};
-use skillcat::source::{DirOptions, DirSource, Source, TarballSource, discover, join_path};
+use skillcat::source::{ArchiveSource, DirOptions, DirSource, Source, discover, join_path};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -102,7 +102,8 @@ fn main() {
     let disc = time(runs, || {
         rt.block_on(async {
             let bytes = std::fs::read(&file).unwrap();
-            let s = TarballSource::from_bytes("corpus.tar.gz", &bytes, limits).unwrap();
+            let s = ArchiveSource::from_bytes(ArchiveKind::TarGz, "corpus.tar.gz", &bytes, limits)
+                .unwrap();
             let d = discover(&s).await.unwrap();
             assert_eq!(d.skills.len(), n);
         })

@@ -1,6 +1,9 @@
 //! Step 1 benchmarks: parse+validate one typical SKILL.md, and discover+validate a directory of
 //! 2,000 generated skills (the same shape of corpus the peers were timed on).
 //!
+//! `corpus_2000/discover_validate` reads every skill's file list too (what `discover` does);
+//! `corpus_2000/discover_documents_validate` reads the documents alone (what `validate` does).
+//!
 //! Run: `cargo bench --bench pipeline`. `corpus_2000/cli_validate_wall` is the wall time of the
 //! whole `skillcat validate DIR` command on the same corpus (process start to exit, output to a
 //! pipe that is drained), the figure the target for the command line is about.
@@ -12,7 +15,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use skillcat::document::{ValidateOptions, parse_document, validate_frontmatter};
-use skillcat::source::{DirOptions, DirSource, discover};
+use skillcat::source::{Detail, DirOptions, DirSource, discover, discover_with};
 
 fn typical_document() -> Vec<u8> {
     let tmp = tempfile::tempdir().unwrap();
@@ -52,6 +55,19 @@ fn bench(c: &mut Criterion) {
             rt.block_on(async {
                 let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
                 let d = discover(&src).await.unwrap();
+                assert_eq!(d.skills.len(), 2000);
+                let faults: usize = d.skills.iter().map(|s| s.validate(&opts).len()).sum();
+                assert_eq!(faults, 0);
+                black_box(d)
+            })
+        })
+    });
+    // What `validate`, `list` and `prompt` read: the documents alone, no file lists.
+    group.bench_function("discover_documents_validate", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
+                let d = discover_with(&src, Detail::Document).await.unwrap();
                 assert_eq!(d.skills.len(), 2000);
                 let faults: usize = d.skills.iter().map(|s| s.validate(&opts).len()).sum();
                 assert_eq!(faults, 0);

@@ -6,6 +6,7 @@
 //!    └─ snapshot (loaded on first use, once, under a lock; replaced by reload)
 //!          ├─ entries      Entry { skill, source, root, trust flags }  first source wins a name
 //!          └─ diagnostics  Diagnostic { source, root, location, kind, message }
+//!                          (a source's warnings too: a stale cached index, say)
 //! ```
 //!
 //! Loading is forgiving: a source whose root does not exist is an empty source; a source that
@@ -55,7 +56,7 @@ use crate::config::{Config, SourceConfig};
 use crate::document::{FaultKind, Skill, ValidateOptions, normalize_name};
 use crate::error::Error;
 use crate::prompt::{PromptOptions, PromptSkill, Rendered, render};
-use crate::source::{self, OpenOptions, Source};
+use crate::source::{self, Detail, OpenOptions, Source};
 
 /// The key names are compared by: trimmed, NFKC, `_` read as `-`.
 ///
@@ -170,6 +171,10 @@ pub struct CatalogOptions {
     pub open: OpenOptions,
     /// The rules skills are checked against (faults become diagnostics; the skill still loads).
     pub validate: ValidateOptions,
+    /// How much of each skill loading reads: by default the file lists too (what script tools,
+    /// resources and digests need); [`Detail::Document`] for a catalog that only names and
+    /// describes skills (a prompt block, matching), whose skills then have no file list.
+    pub detail: Detail,
 }
 
 /// One skill of the catalog: the skill, where it came from and how far it is trusted.
@@ -267,16 +272,20 @@ pub enum DiagnosticKind {
     Invalid(FaultKind),
     /// The skill is hidden by a skill of the same name offered earlier.
     Shadowed,
+    /// The source warned about what it served (a stale cached index after a network error,
+    /// say); everything it offered is loaded.
+    Warning,
 }
 
 impl DiagnosticKind {
-    /// A stable code: `source-unavailable`, `refused`, `invalid` or `shadowed`.
+    /// A stable code: `source-unavailable`, `refused`, `invalid`, `shadowed` or `warning`.
     pub fn as_str(self) -> &'static str {
         match self {
             DiagnosticKind::SourceUnavailable => "source-unavailable",
             DiagnosticKind::Refused(_) => "refused",
             DiagnosticKind::Invalid(_) => "invalid",
             DiagnosticKind::Shadowed => "shadowed",
+            DiagnosticKind::Warning => "warning",
         }
     }
 
@@ -291,7 +300,7 @@ impl DiagnosticKind {
     /// Whether the skill concerned is left out of the catalog (refused, shadowed, or its whole
     /// source unavailable).
     pub fn excludes(self) -> bool {
-        !matches!(self, DiagnosticKind::Invalid(_))
+        !matches!(self, DiagnosticKind::Invalid(_) | DiagnosticKind::Warning)
     }
 }
 
@@ -410,6 +419,7 @@ impl Catalog {
             CatalogOptions {
                 open: config.open_options(),
                 validate: config.validate_options(),
+                detail: Detail::default(),
             },
         )
     }
@@ -477,13 +487,8 @@ impl Catalog {
     }
 
     async fn load(&self) -> Arc<Snapshot> {
-        let validate = &self.inner.options.validate;
-        let open = &self.inner.options.open;
-        let loads = self
-            .inner
-            .sources
-            .iter()
-            .map(|s| load_source(s, open, validate));
+        let options = &self.inner.options;
+        let loads = self.inner.sources.iter().map(|s| load_source(s, options));
         let per_source = futures_util::future::join_all(loads).await;
 
         let mut snap = Snapshot::default();
@@ -532,11 +537,8 @@ struct Loaded {
     diagnostics: Vec<Diagnostic>,
 }
 
-async fn load_source(
-    src: &CatalogSource,
-    open: &OpenOptions,
-    validate: &ValidateOptions,
-) -> Loaded {
+async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
+    let (open, validate) = (&options.open, &options.validate);
     let mut out = Loaded {
         source: None,
         skills: Vec::new(),
@@ -574,7 +576,7 @@ async fn load_source(
             }
         }
     };
-    let found = match source::discover(&*handle).await {
+    let found = match source::discover_with(&*handle, options.detail).await {
         Ok(found) => found,
         Err(Error::NotFound(_)) => return out,
         Err(e) => {
@@ -585,7 +587,16 @@ async fn load_source(
             return out;
         }
     };
-    // Diagnostics in the source's root order, skills kept in list order.
+    // The source's warnings first, then diagnostics in its root order; skills kept in list order.
+    for w in found.warnings {
+        out.diagnostics.push(Diagnostic {
+            source: src.name.clone(),
+            root: String::new(),
+            location: handle.location(""),
+            kind: DiagnosticKind::Warning,
+            message: w,
+        });
+    }
     let mut diags: Vec<Diagnostic> = Vec::new();
     for f in found.faults {
         diags.push(Diagnostic {

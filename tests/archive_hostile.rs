@@ -9,7 +9,7 @@ use flate2::Compression;
 use flate2::write::{DeflateEncoder, GzEncoder};
 use skillcat::Error;
 use skillcat::archive::{ArchiveError, ArchiveKind, ArchiveLimits, ArchiveTree, sniff};
-use skillcat::source::{SourceExt, TarballSource, ZipSource, discover};
+use skillcat::source::{ArchiveSource, SourceExt, discover};
 use tar::{EntryType, Header};
 
 // ───────────────────────────── tar, by hand ─────────────────────────────
@@ -213,7 +213,7 @@ fn zip_raw(entries: &[Z]) -> Vec<u8> {
 // ───────────────────────────── running a case ─────────────────────────────
 
 /// Writes the archive into a fresh temp dir, opens it with the source its magic bytes pick
-/// (`TarballSource` or `ZipSource`, reading from disk), and checks that the dir still holds
+/// (`ArchiveSource`, reading from disk), and checks that the dir still holds
 /// only the archive.
 fn open(file_name: &str, bytes: &[u8], limits: ArchiveLimits) -> skillcat::Result<ArchiveTree> {
     let dir = tempfile::tempdir().unwrap();
@@ -234,10 +234,8 @@ fn open(file_name: &str, bytes: &[u8], limits: ArchiveLimits) -> skillcat::Resul
 
 fn open_source(path: &Path, limits: ArchiveLimits) -> skillcat::Result<ArchiveTree> {
     let head = std::fs::read(path).unwrap();
-    match sniff(path, &head).expect("a known archive kind") {
-        ArchiveKind::Zip => Ok(ZipSource::open(path, limits)?.tree().clone()),
-        _ => Ok(TarballSource::open(path, limits)?.tree().clone()),
-    }
+    sniff(path, &head).expect("a known archive kind");
+    Ok(ArchiveSource::open(path, limits)?.tree().clone())
 }
 
 fn small(f: impl FnOnce(&mut ArchiveLimits)) -> ArchiveLimits {

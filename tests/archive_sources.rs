@@ -1,15 +1,13 @@
-//! The tarball and zip sources pass the conformance suite on the fixture catalog, packed by
+//! The archive source passes, over tarballs and zips, the conformance suite on the fixture catalog, packed by
 //! skillcat's own writer and by the system's `tar`; digests agree across three sources.
 
 mod support;
 
 use std::process::Command;
 
-use skillcat::archive::ArchiveLimits;
+use skillcat::archive::{ArchiveKind, ArchiveLimits};
 use skillcat::pack::{PackEntry, write_tar_gz, write_zip};
-use skillcat::source::{
-    self, DirOptions, DirSource, Source, SourceExt, TarballSource, ZipSource, join_path,
-};
+use skillcat::source::{self, ArchiveSource, DirOptions, DirSource, Source, SourceExt, join_path};
 
 /// Every file of every root of the catalog, as archive entries under `root/`.
 async fn catalog_entries() -> Vec<PackEntry> {
@@ -32,8 +30,13 @@ async fn catalog_entries() -> Vec<PackEntry> {
 async fn tar_gz_source_passes_the_conformance_suite() {
     let mut bytes = Vec::new();
     write_tar_gz(&catalog_entries().await, &mut bytes).unwrap();
-    let src =
-        TarballSource::from_bytes("catalog.tar.gz", &bytes, ArchiveLimits::default()).unwrap();
+    let src = ArchiveSource::from_bytes(
+        ArchiveKind::TarGz,
+        "catalog.tar.gz",
+        &bytes,
+        ArchiveLimits::default(),
+    )
+    .unwrap();
     support::conformance::check_source(&src).await;
 }
 
@@ -41,8 +44,13 @@ async fn tar_gz_source_passes_the_conformance_suite() {
 async fn zip_source_passes_the_conformance_suite() {
     let mut cur = std::io::Cursor::new(Vec::new());
     write_zip(&catalog_entries().await, &mut cur).unwrap();
-    let src =
-        ZipSource::from_bytes("catalog.zip", cur.get_ref(), ArchiveLimits::default()).unwrap();
+    let src = ArchiveSource::from_bytes(
+        ArchiveKind::Zip,
+        "catalog.zip",
+        cur.get_ref(),
+        ArchiveLimits::default(),
+    )
+    .unwrap();
     support::conformance::check_source(&src).await;
 }
 
@@ -88,7 +96,13 @@ async fn one_skill_archive_is_the_skill_itself() {
     }
     let mut bytes = Vec::new();
     write_tar_gz(&entries, &mut bytes).unwrap();
-    let tar = TarballSource::from_bytes("alpha.tar.gz", &bytes, ArchiveLimits::default()).unwrap();
+    let tar = ArchiveSource::from_bytes(
+        ArchiveKind::TarGz,
+        "alpha.tar.gz",
+        &bytes,
+        ArchiveLimits::default(),
+    )
+    .unwrap();
     assert_eq!(tar.list().await.unwrap(), [""]);
     let a = dir.manifest("", "alpha", "").await.unwrap();
     let b = tar.manifest("", "alpha", "").await.unwrap();
@@ -113,8 +127,19 @@ async fn digests_agree_across_directory_tarball_and_zip() {
         Box::new(
             DirSource::open(&support::conformance::catalog_dir(), DirOptions::default()).unwrap(),
         ),
-        Box::new(TarballSource::from_bytes("c.tgz", &tgz, ArchiveLimits::default()).unwrap()),
-        Box::new(ZipSource::from_bytes("c.zip", zip.get_ref(), ArchiveLimits::default()).unwrap()),
+        Box::new(
+            ArchiveSource::from_bytes(ArchiveKind::TarGz, "c.tgz", &tgz, ArchiveLimits::default())
+                .unwrap(),
+        ),
+        Box::new(
+            ArchiveSource::from_bytes(
+                ArchiveKind::Zip,
+                "c.zip",
+                zip.get_ref(),
+                ArchiveLimits::default(),
+            )
+            .unwrap(),
+        ),
     ];
     let mut all = Vec::new();
     for src in &sources {

@@ -639,6 +639,61 @@ async fn a_warm_cache_works_with_no_server_running() {
     );
 }
 
+/// A stale cached index is said on stderr wherever a catalog is used: `skillcat prompt` with
+/// no SOURCE (the configured catalog), and the MCP server's log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_index_warning_reaches_prompt_and_the_mcp_log() {
+    let cache = tempfile::tempdir().unwrap();
+    let url = {
+        let served = Served::start(&support::conformance::catalog_dir());
+        let src = HttpSource::new(&served.url, opts(cache.path())).unwrap();
+        src.prefetch(|_| {}).await.unwrap();
+        served.url.clone()
+    };
+    // The server is gone: the cached index is all there is.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("skillcat.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "cache_dir = {:?}\n\n[[sources]]\nname = \"remote\"\npath = {url:?}\n",
+            cache.path().display().to_string()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["prompt"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("warning: ") && l.contains("using the cached copy")),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("<name>\nalpha\n</name>"), "{stdout}");
+
+    let out = run(&["mcp"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("warning: ") && l.contains("using the cached copy")),
+        "{stderr}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_cache_entry_is_deleted_and_fetched_again() {
     let site = Arc::new(catalog_site_blocking());

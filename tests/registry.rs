@@ -15,7 +15,7 @@ use skillcat::publish::prepare;
 use skillcat::registry::{Outcome, PublishOptions, Registry, RegistryError, SCHEMA_VERSION};
 use skillcat::sign::{self, KeyEntry, Keyring, Statement};
 use skillcat::source::{
-    self, DirOptions, DirSource, RegistrySource, Source, SourceExt, TarballSource, join_path,
+    self, ArchiveSource, DirOptions, DirSource, RegistrySource, Source, SourceExt, join_path,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -225,7 +225,7 @@ async fn digests_agree_with_the_directory_and_tarball_sources() {
     }
     let archive = tmp.path().join("catalog.tar.gz");
     write_archive(&entries, &archive).unwrap();
-    let tar = TarballSource::open(&archive, ArchiveLimits::default()).unwrap();
+    let tar = ArchiveSource::open(&archive, ArchiveLimits::default()).unwrap();
 
     std::fs::create_dir(tmp.path().join("a")).unwrap();
     let (db_a, mut from_dir) = new_registry(&tmp.path().join("a"));

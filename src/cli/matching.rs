@@ -25,8 +25,9 @@ use skillcat::matching::{
     Bm25Index, CacheStats, Cached, EmbedError, EmbedProvider, Embedder, EmbeddingMatcher, Hit,
     MatchMode, Matcher, MatcherConfig, OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible, SkillDoc,
 };
+use skillcat::source::Detail;
 
-use super::read::{Opened, open_and_discover, print_fault};
+use super::read::{Opened, open_and_discover_with, print_fault};
 use super::{FAULTS, Format, OK, USAGE};
 
 /// The environment variable holding an API key for `--embed-provider openai` (never a flag:
@@ -226,7 +227,7 @@ pub async fn run(a: MatchArgs) -> u8 {
 
 /// `match SOURCE MESSAGE`: one source, its faults printed.
 async fn match_source(s: &Settings, source: &str, message: &str) -> u8 {
-    let Opened { found, .. } = match open_and_discover(source).await {
+    let Opened { found, .. } = match open_and_discover_with(source, Detail::Document).await {
         Ok(o) => o,
         Err(code) => return code,
     };
@@ -251,10 +252,14 @@ async fn match_source(s: &Settings, source: &str, message: &str) -> u8 {
 }
 
 /// `match MESSAGE`: the configured catalog, its diagnostics on stderr as `list` and `prompt`
-/// print them; exit 1 on any diagnostic other than shadowing.
+/// print them; exit 1 on any diagnostic other than shadowing or a source's warning.
 async fn match_catalog(s: &Settings, config: &Config, message: &str) -> u8 {
     use skillcat::catalog::{Catalog, CatalogSource, DiagnosticKind};
-    let options = super::catalog_options(config);
+    // Ranking needs names, descriptions and bodies: no file lists.
+    let options = skillcat::catalog::CatalogOptions {
+        detail: Detail::Document,
+        ..super::catalog_options(config)
+    };
     let catalog = Catalog::with_options(
         config.sources.iter().map(CatalogSource::from).collect(),
         options,
@@ -263,7 +268,7 @@ async fn match_catalog(s: &Settings, config: &Config, message: &str) -> u8 {
     let mut faults = false;
     for d in snapshot.diagnostics() {
         err!("warning: {d}");
-        faults |= d.kind != DiagnosticKind::Shadowed;
+        faults |= !matches!(d.kind, DiagnosticKind::Shadowed | DiagnosticKind::Warning);
     }
     let candidates: Vec<Candidate<'_>> = snapshot
         .entries()

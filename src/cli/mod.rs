@@ -79,6 +79,7 @@ pub fn catalog_options(config: &skillcat::config::Config) -> skillcat::catalog::
             offline: g.open.offline,
         },
         validate: config.validate_options(),
+        detail: skillcat::source::Detail::default(),
     }
 }
 

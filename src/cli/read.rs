@@ -7,7 +7,9 @@ use std::sync::Arc;
 use serde_json::json;
 use skillcat::document::{Fault, FaultKind, Skill, ValidateOptions};
 use skillcat::prompt::{PromptFormat, PromptOptions, PromptSkill};
-use skillcat::source::{self, DirOptions, DirSource, Discovery, RootFault, Source, SourceExt};
+use skillcat::source::{
+    self, Detail, DirOptions, DirSource, Discovery, RootFault, Source, SourceExt,
+};
 
 use super::{FAULTS, Format, OK, PromptFormatArg, USAGE};
 
@@ -71,11 +73,18 @@ pub(super) struct Opened {
     pub(super) found: Discovery,
 }
 
-/// Opens and reads what a command line names: a skill directory (or its SKILL.md) as one skill,
-/// anything else through [`source::open`]. A directory with no document and no skill anywhere
-/// below it is a skill directory missing its document (as `validate` says), never an empty
-/// success. Errors are printed; the exit code is returned.
+/// Opens and reads what a command line names, documents and file lists (see
+/// [`open_and_discover_with`]).
 pub(super) async fn open_and_discover(arg: &str) -> Result<Opened, u8> {
+    open_and_discover_with(arg, Detail::Files).await
+}
+
+/// Opens and reads what a command line names, as much of each skill as `detail` says: a skill
+/// directory (or its SKILL.md) as one skill, anything else through [`source::open`]. A
+/// directory with no document and no skill anywhere below it is a skill directory missing its
+/// document (as `validate` says), never an empty success. The source's warnings are printed,
+/// and errors; the exit code is returned.
+pub(super) async fn open_and_discover_with(arg: &str, detail: Detail) -> Result<Opened, u8> {
     let (shown, path) = skill_dir_of(arg);
     let is_dir = path.is_dir();
     let single = is_dir && source::has_document_entry(&path);
@@ -88,12 +97,11 @@ pub(super) async fn open_and_discover(arg: &str) -> Result<Opened, u8> {
         err!("Error: {}", describe_open_error(&shown, &e));
         USAGE
     })?;
-    let found = source::discover(&*src).await;
-    print_warnings(&*src);
-    let mut found = found.map_err(|e| {
+    let mut found = source::discover_with(&*src, detail).await.map_err(|e| {
         err!("Error: {e}");
         USAGE
     })?;
+    print_warnings(&found);
     let empty_dir = is_dir && found.skills.is_empty() && found.faults.is_empty();
     if empty_dir {
         found.faults.push(RootFault {
@@ -110,9 +118,9 @@ pub(super) async fn open_and_discover(arg: &str) -> Result<Opened, u8> {
     })
 }
 
-/// A source's warnings (a stale cached index, say) on stderr, `warning: …` each.
-fn print_warnings(src: &dyn Source) {
-    for w in src.warnings() {
+/// A discovery's warnings (a stale cached index, say) on stderr, `warning: …` each.
+pub(super) fn print_warnings(found: &Discovery) {
+    for w in &found.warnings {
         err!("warning: {w}");
     }
 }
@@ -222,7 +230,7 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
                 continue;
             }
             match DirSource::open_skill(&path, DirOptions::default()) {
-                Ok(src) => match source::discover(&src).await {
+                Ok(src) => match source::discover_with(&src, Detail::Document).await {
                     Ok(d) => report_of_discovery(&shown, &d, &opts, &mut reports),
                     Err(e) => {
                         unreadable = true;
@@ -264,8 +272,10 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
                 continue;
             }
         };
-        let discovered = source::discover(&*src).await;
-        print_warnings(&*src);
+        let discovered = source::discover_with(&*src, Detail::Document).await;
+        if let Ok(d) = &discovered {
+            print_warnings(d);
+        }
         match discovered {
             Ok(d) if d.skills.is_empty() && d.faults.is_empty() => {
                 // A directory with no document and no skill below it is a skill directory
@@ -344,7 +354,7 @@ pub async fn properties(arg: &str) -> u8 {
         }
         Ok(_) => {}
     }
-    let o = match open_and_discover(arg).await {
+    let o = match open_and_discover_with(arg, Detail::Document).await {
         Ok(o) => o,
         Err(code) => return code,
     };
@@ -379,7 +389,7 @@ pub async fn properties(arg: &str) -> u8 {
 /// `skillcat prompt PATH...`; without PATH, the configured catalog.
 pub async fn prompt(args: &[String], format: PromptFormatArg, budget: Option<usize>) -> u8 {
     if args.is_empty() {
-        let Ok((config, catalog)) = configured_catalog() else {
+        let Ok((config, catalog)) = configured_catalog(Detail::Document) else {
             return USAGE;
         };
         let snapshot = catalog.snapshot().await;
@@ -402,7 +412,7 @@ pub async fn prompt(args: &[String], format: PromptFormatArg, budget: Option<usi
     }
     let mut found = Vec::with_capacity(args.len());
     for arg in args {
-        match open_and_discover(arg).await {
+        match open_and_discover_with(arg, Detail::Document).await {
             Ok(o) => found.push(o),
             Err(code) => return code,
         }
@@ -487,8 +497,9 @@ pub async fn list(arg: Option<&str>, format: Format) -> u8 {
         let faults = s.validate(&opts);
         any_fault |= !faults.is_empty();
         let name = s.name();
+        // The file list was read with the skill: hash those files, without listing them again.
         let manifest = src
-            .manifest(s.root(), &name, s.version().unwrap_or(""))
+            .manifest_of(s.root(), s.files(), &name, s.version().unwrap_or(""))
             .await;
         let digest = match manifest {
             Ok(m) => Some(m.digest),
@@ -545,23 +556,28 @@ pub async fn list(arg: Option<&str>, format: Format) -> u8 {
     if any_fault { FAULTS } else { OK }
 }
 
-/// The catalog of the configuration (`--config`, `./skillcat.toml` or the defaults); a
-/// configuration error is printed.
-fn configured_catalog() -> Result<(skillcat::config::Config, skillcat::catalog::Catalog), ()> {
+/// The catalog of the configuration (`--config`, `./skillcat.toml` or the defaults), reading
+/// as much of each skill as `detail` says; a configuration error is printed.
+fn configured_catalog(
+    detail: Detail,
+) -> Result<(skillcat::config::Config, skillcat::catalog::Catalog), ()> {
     use skillcat::catalog::{Catalog, CatalogSource};
     let g = super::globals();
     let config = skillcat::config::Config::discover_from_env(g.config.as_deref())
         .map_err(|e| err!("Error: {e}"))?;
-    let options = super::catalog_options(&config);
+    let options = skillcat::catalog::CatalogOptions {
+        detail,
+        ..super::catalog_options(&config)
+    };
     let sources = config.sources.iter().map(CatalogSource::from).collect();
     Ok((config, Catalog::with_options(sources, options)))
 }
 
 /// `skillcat list` with no SOURCE: every skill of the configured catalog with its source and
 /// trust; diagnostics (shadowed names included) on stderr. Exit 1 on any diagnostic other than
-/// shadowing.
+/// shadowing or a source's warning.
 async fn list_configured(format: Format) -> u8 {
-    let Ok((_, catalog)) = configured_catalog() else {
+    let Ok((_, catalog)) = configured_catalog(Detail::Files) else {
         return USAGE;
     };
     let snapshot = catalog.snapshot().await;
@@ -571,7 +587,7 @@ async fn list_configured(format: Format) -> u8 {
         let s = e.skill();
         let digest = match e
             .source()
-            .manifest(s.root(), e.name(), s.version().unwrap_or(""))
+            .manifest_of(s.root(), s.files(), e.name(), s.version().unwrap_or(""))
             .await
         {
             Ok(m) => Some(m.digest),
@@ -639,7 +655,11 @@ async fn list_configured(format: Format) -> u8 {
     }
     for d in snapshot.diagnostics() {
         err!("warning: {d}");
-        any_fault |= d.kind != skillcat::catalog::DiagnosticKind::Shadowed;
+        any_fault |= !matches!(
+            d.kind,
+            skillcat::catalog::DiagnosticKind::Shadowed
+                | skillcat::catalog::DiagnosticKind::Warning
+        );
     }
     if any_fault { FAULTS } else { OK }
 }
@@ -655,13 +675,24 @@ fn find<'a>(d: &'a Discovery, name: &str) -> Option<&'a Skill> {
     d.skills.iter().find(|s| lookup_key(&s.name()) == want)
 }
 
+/// The skill named `name` in what `arg` names, with its file list; a missing or broken one is
+/// reported (the exit code is returned).
 pub(super) async fn find_skill(arg: &str, name: &str) -> Result<(Arc<dyn Source>, Skill), u8> {
+    find_skill_with(arg, name, Detail::Files).await
+}
+
+/// [`find_skill`], reading as much of each skill as `detail` says.
+async fn find_skill_with(
+    arg: &str,
+    name: &str,
+    detail: Detail,
+) -> Result<(Arc<dyn Source>, Skill), u8> {
     let Opened {
         shown,
         src,
         found: d,
         ..
-    } = open_and_discover(arg).await?;
+    } = open_and_discover_with(arg, detail).await?;
     if let Some(s) = find(&d, name) {
         return Ok((src, s.clone()));
     }
@@ -697,7 +728,7 @@ pub(super) async fn find_skill(arg: &str, name: &str) -> Result<(Arc<dyn Source>
 
 /// `skillcat show SOURCE NAME`
 pub async fn show(arg: &str, name: &str) -> u8 {
-    match find_skill(arg, name).await {
+    match find_skill_with(arg, name, Detail::Document).await {
         Ok((_, skill)) => {
             out!("{}", skill.body());
             OK

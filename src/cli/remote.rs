@@ -9,7 +9,6 @@ use serde_json::json;
 use skillcat::registry::Registry;
 use skillcat::serve::{self, SignatureLookup, Signed, Site, SiteOptions};
 use skillcat::sign::Statement;
-use skillcat::source::Source;
 use skillcat::source::http::{
     FetchStatus, HttpOptions, HttpSource, cache_info, clean_cache, default_cache_dir,
 };

@@ -5,17 +5,24 @@ use super::{
 };
 use crate::path::{BadReference, FileEntry, RelPath, resolve_reference};
 
-/// One skill read from a source: its frontmatter, body and file list.
+/// One skill read from a source: its frontmatter, body and, when it was read, its file list.
 ///
 /// Tier 1 is [`summary`](Skill::summary) (name, description, location), tier 2 is
 /// [`body`](Skill::body), tier 3 is [`resolve`](Skill::resolve) for files the body names.
+///
+/// Discovery reads the file list only when asked ([`Detail::Files`](crate::source::Detail),
+/// what [`discover`](crate::source::discover) and the default catalog do): validating, listing
+/// and prompting need the document alone, and listing every file of every skill was most of
+/// their system calls. A skill read without it answers [`files`](Skill::files) with nothing and
+/// [`has_files`](Skill::has_files) with `false`; its source lists the files on demand
+/// ([`Source::files`](crate::source::Source::files)).
 #[derive(Debug, Clone)]
 pub struct Skill {
     root: String,
     location: String,
     dir_name: Option<String>,
     doc: Document,
-    files: Vec<FileEntry>,
+    files: Option<Vec<FileEntry>>,
 }
 
 impl Skill {
@@ -34,7 +41,23 @@ impl Skill {
             location,
             dir_name,
             doc,
-            files,
+            files: Some(files),
+        }
+    }
+
+    /// Builds a skill whose file list was not read (see [`Skill::new`] for the rest).
+    pub fn without_files(
+        root: String,
+        location: String,
+        dir_name: Option<String>,
+        doc: Document,
+    ) -> Self {
+        Skill {
+            root,
+            location,
+            dir_name,
+            doc,
+            files: None,
         }
     }
 
@@ -83,9 +106,15 @@ impl Skill {
         &self.doc.frontmatter
     }
 
-    /// Every regular file of the skill, sorted by path.
+    /// Every regular file of the skill, sorted by path, when its file list was read (empty
+    /// otherwise: see [`has_files`](Skill::has_files)).
     pub fn files(&self) -> &[FileEntry] {
-        &self.files
+        self.files.as_deref().unwrap_or(&[])
+    }
+
+    /// Whether the file list was read with the skill ([`files`](Skill::files) is the whole list).
+    pub fn has_files(&self) -> bool {
+        self.files.is_some()
     }
 
     fn text(&self, key: &str) -> Option<&str> {

@@ -15,19 +15,19 @@
 //! further. Symbolic links are followed only when their target stays inside the source's root; a
 //! link out of it is refused ([`Error::PathRejected`]), never read.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
-use super::{FileEntry, Source, base_name};
-use crate::document::{Fault, Skill};
+use super::{Detail, DocumentRead, DocumentSink, FileEntry, Source, base_name};
+use crate::document::Fault;
 use crate::error::{Error, Result};
 
 /// Bounds for a [`DirSource`].
@@ -67,6 +67,9 @@ struct Inner {
     root_shown: String,
     single: bool,
     opts: DirOptions,
+    /// What the last [`list`](Inner::list) found of each root: its canonical path, and its
+    /// document when a `stat` saw a regular file.
+    listed: Mutex<Arc<Vec<Found>>>,
 }
 
 /// Whether `dir` holds a `SKILL.md` or `skill.md` entry of any type (a directory named so is
@@ -121,6 +124,7 @@ impl DirSource {
                 root_shown,
                 single,
                 opts,
+                listed: Mutex::new(Arc::new(Vec::new())),
             }),
         })
     }
@@ -192,12 +196,32 @@ impl Inner {
         Ok((target, meta))
     }
 
+    /// The roots, found by [`search`](Self::search); what was found of each is kept for
+    /// [`read_documents`](Source::read_documents).
     fn list(&self) -> Result<Vec<String>> {
-        Ok(self
-            .search(|_| ())?
-            .into_iter()
-            .map(|(rel, ())| rel)
-            .collect())
+        let found = self.search()?;
+        let roots = found.iter().map(|f| f.rel.clone()).collect();
+        *self.listed.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(found);
+        Ok(roots)
+    }
+
+    /// Looks for a document in the directory `dir` (canonical, relative to the open `base`)
+    /// without listing it: one `stat` per name, not following a link.
+    fn probe(&self, base: BorrowedFd<'_>, dir: &str) -> Probe {
+        for name in crate::path::DOCUMENT_NAMES {
+            let path = super::join_path(dir, name);
+            match rustix::fs::statat(base, path.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => {
+                    return match FileType::from_raw_mode(st.st_mode as rustix::fs::RawMode) {
+                        FileType::RegularFile => Probe::Document(name, file_meta(&st)),
+                        _ => Probe::Entry,
+                    };
+                }
+                Err(rustix::io::Errno::NOENT) => {}
+                Err(_) => return Probe::Failed,
+            }
+        }
+        Probe::Nothing
     }
 
     /// Opens the directory at `path` (relative to `base`, or absolute) and reads its entries;
@@ -208,36 +232,48 @@ impl Inner {
         path: &Path,
         rel: &str,
     ) -> Result<(OwnedFd, Vec<Child>)> {
+        self.open_listed_known(base, path, rel, None)
+    }
+
+    /// [`open_listed`](Self::open_listed), taking the size and mode of the regular file
+    /// `known` names (when its entry is still a regular file) from a `stat` already made.
+    fn open_listed_known(
+        &self,
+        base: Option<BorrowedFd<'_>>,
+        path: &Path,
+        rel: &str,
+        known: Option<(&str, FileMeta)>,
+    ) -> Result<(OwnedFd, Vec<Child>)> {
         let opened = match base {
             Some(base) => rustix::fs::openat(base, path, DIR_FLAGS, Mode::empty()),
             None => rustix::fs::open(path, DIR_FLAGS, Mode::empty()),
         };
         let dir = opened.map_err(|e| Error::io(self.shown(rel), e.into()))?;
-        let children = list_entries(dir.as_fd(), self, rel)?;
+        let children = list_entries(dir.as_fd(), self, rel, known)?;
         Ok((dir, children))
     }
 
-    /// Finds the skill roots and calls `on_root` for each while its directory is still open, so
-    /// that loading a root starts from the listing that found it. Results are in list order.
-    fn search<R: Send>(&self, on_root: impl Fn(Root<'_>) -> R + Sync) -> Result<Vec<(String, R)>> {
+    /// Finds the skill roots, in list order. A directory is a root when it holds a document
+    /// entry, which a `stat` of each name tells without listing it; only the directories that
+    /// are not roots are listed, to search further.
+    fn search(&self) -> Result<Vec<Found>> {
         if self.single {
-            let outcome = match self.open_listed(None, &self.root, "") {
-                Ok((dir, children)) => on_root(Root {
-                    rel: "",
-                    canon: "",
-                    open: Some((dir.as_fd(), &children[..])),
-                }),
+            let doc = match rustix::fs::open(&self.root, DIR_FLAGS, Mode::empty()) {
+                Ok(dir) => match self.probe(dir.as_fd(), "") {
+                    Probe::Document(name, meta) => Some((name, meta)),
+                    _ => None,
+                },
                 // Loading from the path again reports what is wrong as the skill's fault.
-                Err(_) => on_root(Root {
-                    rel: "",
-                    canon: "",
-                    open: None,
-                }),
+                Err(_) => None,
             };
-            return Ok(vec![(String::new(), outcome)]);
+            return Ok(vec![Found {
+                rel: String::new(),
+                canon: String::new(),
+                doc,
+            }]);
         }
         let max_depth = self.opts.max_depth;
-        let mut found: Vec<(String, R)> = Vec::new();
+        let mut found: Vec<Found> = Vec::new();
         let mut top_level = Vec::new();
         // Every directory by its canonical path from the root (a link's target, or its parent's
         // canonical path and its name), so that this set catches every loop and alias.
@@ -309,16 +345,17 @@ impl Inner {
                     }
                 }
             }
-            // One listing per candidate tells a skill root from a directory to search further;
-            // a root is loaded there and then, from that listing and that open directory.
+            // A `stat` of the document names tells a skill root; a directory that is not one is
+            // listed, to search further.
             let steps = super::par_map(&candidates, |c| {
+                match self.probe(root_fd, &c.canon) {
+                    Probe::Document(name, meta) => return Step::Root(Some((name, meta))),
+                    Probe::Entry => return Step::Root(None),
+                    Probe::Nothing | Probe::Failed => {}
+                }
                 match self.open_listed(Some(root_fd), Path::new(&c.canon), &c.rel) {
-                    Ok((open, children)) if children.iter().any(|c| is_document_name(&c.name)) => {
-                        Step::Root(on_root(Root {
-                            rel: &c.rel,
-                            canon: &c.canon,
-                            open: Some((open.as_fd(), &children[..])),
-                        }))
+                    Ok((_, children)) if children.iter().any(|c| is_document_name(&c.name)) => {
+                        Step::Root(None)
                     }
                     Ok((_, children)) => Step::Search(children),
                     Err(e) => Step::Unreadable(e),
@@ -327,7 +364,11 @@ impl Inner {
             let mut next = Vec::new();
             for (c, step) in candidates.into_iter().zip(steps) {
                 match step {
-                    Step::Root(outcome) => found.push((c.rel, outcome)),
+                    Step::Root(doc) => found.push(Found {
+                        rel: c.rel,
+                        canon: c.canon,
+                        doc,
+                    }),
                     Step::Search(children) => {
                         if c.depth < max_depth {
                             count_visit(&mut visited)?;
@@ -342,12 +383,11 @@ impl Inner {
                     // Unreadable: a root still (loading it reports the error as that skill's
                     // fault), else an error for the whole listing.
                     Step::Unreadable(_) if has_document_entry(&self.root.join(&c.canon)) => {
-                        let outcome = on_root(Root {
-                            rel: &c.rel,
-                            canon: &c.canon,
-                            open: None,
+                        found.push(Found {
+                            rel: c.rel,
+                            canon: c.canon,
+                            doc: None,
                         });
-                        found.push((c.rel, outcome));
                     }
                     Step::Unreadable(e) if c.depth < max_depth => return Err(e),
                     Step::Unreadable(_) => {}
@@ -359,16 +399,15 @@ impl Inner {
         // discover() reports it as missing its document instead of dropping it silently.
         for dir in top_level {
             let prefix = format!("{dir}/");
-            if !found.iter().any(|(rel, _)| rel.starts_with(&prefix)) {
-                let outcome = on_root(Root {
-                    rel: &dir,
-                    canon: &dir,
-                    open: None,
+            if !found.iter().any(|f| f.rel.starts_with(&prefix)) {
+                found.push(Found {
+                    canon: dir.clone(),
+                    rel: dir,
+                    doc: None,
                 });
-                found.push((dir, outcome));
             }
         }
-        found.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        found.sort_unstable_by(|a, b| a.rel.as_bytes().cmp(b.rel.as_bytes()));
         Ok(found)
     }
 
@@ -389,26 +428,98 @@ impl Inner {
         Some(out)
     }
 
-    /// [`super::load`] for one root the search found, without leaving the thread: its walk
-    /// starts from the entries already read, its document is read with the size just listed,
-    /// both relative to the open directory.
-    fn load_root(&self, source: &DirSource, root: Root<'_>) -> Result<Skill> {
-        let files = match root.open {
-            Some((fd, children)) => {
-                self.walk_from(fd, || self.root.join(root.canon), root.rel, children)?
+    /// One root for [`read_documents`](Source::read_documents), lent to `each`. `listed` is what
+    /// [`list`](Self::list) found of it (its canonical path, and its document when a `stat`
+    /// saw a regular file), when it was listed.
+    ///
+    /// The document alone: opened relative to the source's open root with the size the `stat`
+    /// gave, nothing else read. With the files: the root's directory is opened and walked by
+    /// handles, and the document read relative to it with the size just listed. Anything else
+    /// (a root not listed, a document behind a link, a file changed since) is read the plain
+    /// way: [`files`](Self::files), then [`read`](Self::read).
+    #[allow(clippy::too_many_arguments)]
+    fn read_root(
+        &self,
+        source: &DirSource,
+        i: usize,
+        base: Option<BorrowedFd<'_>>,
+        root: &str,
+        listed: Option<&Found>,
+        detail: Detail,
+        each: &super::DocumentSink,
+    ) {
+        if let (Some(base), Some(found)) = (base, listed) {
+            let canon = &found.canon;
+            match detail {
+                Detail::Document => {
+                    if let Some((name, meta)) = found.doc {
+                        let size = meta.size;
+                        // Refused from the size the `stat` gave, before anything is read.
+                        if size > super::DOCUMENT_LIMIT {
+                            let location = source.location(&super::join_path(root, name));
+                            return each(i, Err(super::document_too_large(location, size)));
+                        }
+                        let path = super::join_path(canon, name);
+                        if let Some(buf) = read_listed(base, &path, size) {
+                            return each(
+                                i,
+                                Ok(DocumentRead {
+                                    name,
+                                    bytes: &buf.0,
+                                    files: None,
+                                }),
+                            );
+                        }
+                    }
+                }
+                Detail::Files => {
+                    // The document's `stat` is not made again: the search's is as recent.
+                    let opened =
+                        self.open_listed_known(Some(base), Path::new(canon), root, found.doc);
+                    if let Ok((dir, children)) = opened {
+                        let files =
+                            self.walk_from(dir.as_fd(), || self.root.join(canon), root, &children);
+                        let read = files.and_then(|files| {
+                            let (doc_path, _, size) = super::locate_document(source, root, &files)?;
+                            let name = super::base_name(&doc_path);
+                            let bytes = match read_listed(dir.as_fd(), name, size) {
+                                Some(buf) => DocBytes::Pooled(buf),
+                                // A link to a file inside the root, or a file that changed.
+                                None => DocBytes::Owned(self.read(&doc_path)?),
+                            };
+                            Ok((document_name_of(name), bytes, files))
+                        });
+                        return match read {
+                            Ok((name, bytes, files)) => each(
+                                i,
+                                Ok(DocumentRead {
+                                    name,
+                                    bytes: bytes.as_ref(),
+                                    files: Some(files),
+                                }),
+                            ),
+                            Err(e) => each(i, Err(e)),
+                        };
+                    }
+                }
             }
-            None => self.files(root.rel)?,
-        };
-        super::load_sync(source, root.rel, files, |doc_path, size| {
-            let listed = root
-                .open
-                .and_then(|(fd, _)| read_listed(fd, super::base_name(doc_path), size));
-            match listed {
-                Some(buf) => Ok(DocBytes::Pooled(buf)),
-                // A link to a file inside the root, or a file that changed since it was listed.
-                None => self.read(doc_path).map(DocBytes::Owned),
-            }
-        })
+        }
+        let read = self.files(root).and_then(|files| {
+            let (doc_path, _, _) = super::locate_document(source, root, &files)?;
+            let bytes = self.read(&doc_path)?;
+            Ok((document_name_of(super::base_name(&doc_path)), bytes, files))
+        });
+        match read {
+            Ok((name, bytes, files)) => each(
+                i,
+                Ok(DocumentRead {
+                    name,
+                    bytes: &bytes,
+                    files: (detail == Detail::Files).then_some(files),
+                }),
+            ),
+            Err(e) => each(i, Err(e)),
+        }
     }
 
     fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
@@ -639,6 +750,14 @@ struct FileMeta {
     executable: bool,
 }
 
+/// The size and executable bit of a regular file's `stat`.
+fn file_meta(st: &rustix::fs::Stat) -> FileMeta {
+    FileMeta {
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        executable: st.st_mode & 0o111 != 0,
+    }
+}
+
 /// A directory searched for skills, with its entries.
 struct Searched {
     children: Vec<Child>,
@@ -659,19 +778,32 @@ struct Candidate {
 }
 
 /// A skill root the search found.
-struct Root<'a> {
-    /// The root as listed.
-    rel: &'a str,
+#[derive(Debug)]
+struct Found {
+    /// The root as listed (through links).
+    rel: String,
     /// Its canonical path from the source root.
-    canon: &'a str,
-    /// Its open directory and entries, when they could be read.
-    open: Option<(BorrowedFd<'a>, &'a [Child])>,
+    canon: String,
+    /// Its document, when a `stat` found a regular file: name, size and mode.
+    doc: Option<(&'static str, FileMeta)>,
+}
+
+/// What a `stat` of the document names in a directory found.
+enum Probe {
+    /// A regular file, with its size and mode: a skill root.
+    Document(&'static str, FileMeta),
+    /// An entry of another type (a link, a directory): a skill root, read the plain way.
+    Entry,
+    /// No entry of either name.
+    Nothing,
+    /// The `stat` failed otherwise: the listing decides.
+    Failed,
 }
 
 /// What one candidate directory of the search turned out to be.
-enum Step<R> {
-    /// A skill root, already handed to the caller.
-    Root(R),
+enum Step {
+    /// A skill root, with its document when a `stat` found it.
+    Root(Option<(&'static str, FileMeta)>),
     /// A directory to search further, with its entries.
     Search(Vec<Child>),
     /// A directory that could not be listed.
@@ -703,6 +835,15 @@ impl From<Error> for WalkStop {
 
 fn is_document_name(name: &str) -> bool {
     name == "SKILL.md" || name == "skill.md"
+}
+
+/// The document name `name` is (`SKILL.md` or `skill.md`), as a constant.
+fn document_name_of(name: &str) -> &'static str {
+    if name == "SKILL.md" {
+        "SKILL.md"
+    } else {
+        "skill.md"
+    }
 }
 
 /// Reads a file the walk just listed, relative to its open directory, refusing a link planted
@@ -766,7 +907,12 @@ impl AsRef<[u8]> for DocBytes {
 /// The entries of an open directory sorted by byte order, with their type from the directory
 /// entry itself and a `stat` relative to the directory for regular files (and for entries the
 /// file system gives no type); non-UTF-8 names are refused.
-fn list_entries(fd: BorrowedFd<'_>, inner: &Inner, rel: &str) -> Result<Vec<Child>> {
+fn list_entries(
+    fd: BorrowedFd<'_>,
+    inner: &Inner,
+    rel: &str,
+    known: Option<(&str, FileMeta)>,
+) -> Result<Vec<Child>> {
     let mut out = Vec::new();
     for_each_entry(fd, |raw, file_type| {
         if raw == b"." || raw == b".." {
@@ -779,6 +925,9 @@ fn list_entries(fd: BorrowedFd<'_>, inner: &Inner, rel: &str) -> Result<Vec<Chil
             });
         };
         let (kind, file) = match file_type {
+            FileType::RegularFile if known.is_some_and(|(n, _)| n == name) => {
+                (Kind::File, known.map(|(_, meta)| meta))
+            }
             FileType::Directory => (Kind::Dir, None),
             FileType::Symlink => (Kind::Symlink, None),
             // A regular file needs its size and mode; an entry of unknown type (some file
@@ -787,13 +936,7 @@ fn list_entries(fd: BorrowedFd<'_>, inner: &Inner, rel: &str) -> Result<Vec<Chil
                 let st = rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)
                     .map_err(|e| Error::io(inner.shown(&super::join_path(rel, name)), e.into()))?;
                 match FileType::from_raw_mode(st.st_mode as rustix::fs::RawMode) {
-                    FileType::RegularFile => (
-                        Kind::File,
-                        Some(FileMeta {
-                            size: u64::try_from(st.st_size).unwrap_or(0),
-                            executable: st.st_mode & 0o111 != 0,
-                        }),
-                    ),
+                    FileType::RegularFile => (Kind::File, Some(file_meta(&st))),
                     FileType::Directory => (Kind::Dir, None),
                     FileType::Symlink => (Kind::Symlink, None),
                     _ => (Kind::Other, None),
@@ -901,14 +1044,53 @@ impl Source for DirSource {
         self.inner.shown(path)
     }
 
-    /// The search, every walk, every document read and every parse in one blocking task, on
-    /// every core, each root loaded while the listing that found it is still open; the same
-    /// results as [`discover_each`](super::discover_each).
-    async fn discover_all(&self) -> Result<super::Discovery> {
+    /// Every root in one blocking task, on every core, from what [`list`](Source::list) kept:
+    /// a document by one `open` and one `read` relative to the source's open root, or, with
+    /// the files, each root's directory walked by handles.
+    async fn read_documents(
+        &self,
+        roots: &[String],
+        detail: Detail,
+        each: DocumentSink,
+    ) -> Result<Vec<String>> {
+        let found = Arc::clone(
+            &self
+                .inner
+                .listed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        // The roots of the last listing, in its order (what discovery passes), need no lookup.
+        let aligned =
+            found.len() == roots.len() && found.iter().zip(roots).all(|(f, r)| f.rel == *r);
+        let others: Vec<String> = if aligned { Vec::new() } else { roots.to_vec() };
+        let count = roots.len();
         let source = self.clone();
         self.blocking(move |inner| {
-            let results = inner.search(|root| inner.load_root(&source, root))?;
-            Ok(super::collect_discovery(&source, results))
+            let by_root: HashMap<&str, &Found> = if aligned {
+                HashMap::new()
+            } else {
+                found.iter().map(|f| (f.rel.as_str(), f)).collect()
+            };
+            let base = rustix::fs::open(&inner.root, DIR_FLAGS, Mode::empty()).ok();
+            let indices: Vec<usize> = (0..count).collect();
+            super::par_map(&indices, |&i| {
+                let (root, listed) = if aligned {
+                    (found[i].rel.as_str(), Some(&found[i]))
+                } else {
+                    (others[i].as_str(), by_root.get(others[i].as_str()).copied())
+                };
+                inner.read_root(
+                    &source,
+                    i,
+                    base.as_ref().map(|b| b.as_fd()),
+                    root,
+                    listed,
+                    detail,
+                    &each,
+                );
+            });
+            Ok(Vec::new())
         })
         .await
     }

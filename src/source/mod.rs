@@ -1,35 +1,39 @@
 //! Where skill bytes live: the [`Source`] trait, its extension trait, and [`open`].
 //!
 //! ```text
-//! Source ── list()  → skill roots ("pdf-tools", "team/deploy", "" for a lone skill)
-//!        ── files() → every regular file under a root (path relative to the root, size, exec bit)
-//!        └─ read()  → the bytes of one file, addressed as join_path(root, relative)
+//! Source ── list()           → skill roots ("pdf-tools", "team/deploy", "" for a lone skill)
+//!        ── files()          → every regular file under a root (path, size, exec bit)
+//!        ── read()           → the bytes of one file, addressed as join_path(root, relative)
+//!        └─ read_documents() → each root's SKILL.md (and file list, when asked), lent in bulk
+//!
+//! discover_with(source, Detail) = list() → read_documents() → parse where read → Discovery
+//!                                  { skills, faults, warnings }
 //! ```
 //!
-//! Every backend (directory, tarball, zip, SQLite registry, HTTP cache) implements the three
-//! methods; everything else ([`SourceExt`], [`discover`], [`load`]) is written once on top.
+//! Every backend (directory, archive, SQLite registry, HTTP cache) implements these storage
+//! methods, plus [`read_documents`](Source::read_documents), a batch read of every root's
+//! document that a backend may answer from what it already listed; everything else
+//! ([`SourceExt`], [`discover`], [`load`]) is written once on top. Discovery reads only what it
+//! is asked for ([`Detail`]): the documents, or the documents and every skill's file list.
 
-mod archived;
+mod archive;
 mod dir;
 #[cfg(feature = "http")]
 pub mod http;
 mod join;
 #[cfg(feature = "registry")]
 mod sqlite;
-mod tarball;
-mod zip;
 
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 
+pub use archive::ArchiveSource;
 pub use dir::{DirOptions, DirSource, check, has_document_entry};
 #[cfg(feature = "registry")]
 pub use sqlite::RegistrySource;
-pub use tarball::TarballSource;
-pub use zip::ZipSource;
 
 use crate::archive::ArchiveLimits;
 pub use crate::path::{FileEntry, base_name, join_path};
@@ -71,20 +75,54 @@ pub trait Source: Debug + Send + Sync {
     fn root_dir_name(&self, root: &str) -> Option<String> {
         (!root.is_empty()).then(|| base_name(root).to_string())
     }
-    /// Warnings so far that are not faults of a skill, for people (an HTTP source serving a
-    /// stale cached index after a network error, say). Sources never print them; commands
-    /// show them on stderr. By default none.
-    fn warnings(&self) -> Vec<String> {
-        Vec::new()
-    }
-    /// Reads every root: what [`discover`] returns. The default lists the roots and
-    /// [`load`]s them concurrently ([`discover_each`]); a backend that can do the whole read in
-    /// one pass (the directory source, on every core) overrides it, and must give exactly what
-    /// the default gives — the conformance suite checks every source through both.
-    async fn discover_all(&self) -> Result<Discovery> {
-        discover_each(self).await
+    /// Reads the document of each of `roots` (as [`list`](Source::list) gave them): `SKILL.md`,
+    /// else `skill.md`, refused from its size when larger than [`DOCUMENT_LIMIT`] — and, with
+    /// [`Detail::Files`], the root's file list — and lends each to `each` with the root's index,
+    /// on whatever thread read it. Every root is handed to `each` exactly once. Returns warnings
+    /// for people about what was read (a stale cached index, say): sources never print them.
+    ///
+    /// The default reads each root with [`files`](Source::files) and [`read`](Source::read),
+    /// several at once; a backend that can do better from what it listed (a directory, an
+    /// archive in memory) overrides it, and must lend exactly what the default lends — the
+    /// conformance suite checks every source through both.
+    async fn read_documents(
+        &self,
+        roots: &[String],
+        detail: Detail,
+        each: DocumentSink,
+    ) -> Result<Vec<String>> {
+        read_each(self, roots, detail, &each).await;
+        Ok(Vec::new())
     }
 }
+
+/// How much of each skill [`discover_with`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Detail {
+    /// The document alone: what validating, listing and prompting need (tiers 1 and 2). Its
+    /// skills have no file list ([`Skill::has_files`] is `false`).
+    Document,
+    /// The document and every file of the skill: what digests, manifests, script tools and
+    /// reads need. A root whose files cannot all be listed (a link out of the source, say) is
+    /// a fault. What [`discover`] reads.
+    #[default]
+    Files,
+}
+
+/// One root's document, as [`Source::read_documents`] lends it.
+#[derive(Debug)]
+pub struct DocumentRead<'a> {
+    /// Its file name: `SKILL.md` or `skill.md`.
+    pub name: &'static str,
+    /// Its bytes, exactly as stored.
+    pub bytes: &'a [u8],
+    /// The root's file list, with [`Detail::Files`] (`None` otherwise).
+    pub files: Option<Vec<FileEntry>>,
+}
+
+/// Where [`Source::read_documents`] hands each root: its index in the roots and its document,
+/// or why it could not be read (a missing or oversized document is [`Error::InvalidSkill`]).
+pub type DocumentSink = Arc<dyn Fn(usize, Result<DocumentRead<'_>>) + Send + Sync>;
 
 /// The largest SKILL.md any source reads (1 MiB); a larger one is a `document-too-large` fault,
 /// refused from its size before it is read.
@@ -123,8 +161,20 @@ pub trait SourceExt: Source {
     /// computed from the bytes held, never taken from anyone's word).
     async fn manifest(&self, root: &str, name: &str, version: &str) -> Result<Manifest> {
         let files = self.files(root).await?;
+        self.manifest_of(root, &files, name, version).await
+    }
+
+    /// [`manifest`](SourceExt::manifest) from a file list already read (a skill's, discovered
+    /// with [`Detail::Files`]): every file read and hashed.
+    async fn manifest_of(
+        &self,
+        root: &str,
+        files: &[FileEntry],
+        name: &str,
+        version: &str,
+    ) -> Result<Manifest> {
         let mut contents = Vec::with_capacity(files.len());
-        for f in &files {
+        for f in files {
             contents.push(self.read(&join_path(root, &f.path)).await?);
         }
         Ok(Manifest::build(
@@ -140,13 +190,18 @@ pub trait SourceExt: Source {
 
 impl<T: Source + ?Sized> SourceExt for T {}
 
-/// The result of [`discover`]: every skill read, and every fault found. Never silent.
+/// The result of [`discover`]: every skill read, every fault found, and what the source warned
+/// about. Never silent.
 #[derive(Debug, Default)]
 pub struct Discovery {
     /// Skills that were read and parsed (they may still have validation faults).
     pub skills: Vec<Skill>,
     /// Roots that could not be read as a skill, each with the fault that refused it.
     pub faults: Vec<RootFault>,
+    /// Warnings for people that are not faults of a skill (an HTTP source serving a stale
+    /// cached index after a network error, say). Commands show them on stderr; a catalog keeps
+    /// them as [`Warning`](crate::catalog::DiagnosticKind::Warning) diagnostics.
+    pub warnings: Vec<String>,
 }
 
 /// A root that could not be loaded.
@@ -181,35 +236,7 @@ pub async fn load(source: &(impl Source + ?Sized), root: &str) -> Result<Skill> 
     let bytes = source.read(&doc_path).await?;
     check_document_size(bytes.len() as u64, &location)?;
     let doc = parse_on_runtime(bytes).await;
-    into_skill(source, root, location, doc, files)
-}
-
-/// [`load`] for a backend whose reads do not need to wait (they are in memory, or the caller is
-/// already off the async runtime): the root's `files`, then `read(document path, listed size)`.
-pub(crate) fn load_sync<B: AsRef<[u8]>>(
-    source: &(impl Source + ?Sized),
-    root: &str,
-    files: Vec<FileEntry>,
-    read: impl FnOnce(&str, u64) -> Result<B>,
-) -> Result<Skill> {
-    let (doc_path, location, size) = locate_document(source, root, &files)?;
-    let bytes = read(&doc_path, size)?;
-    let bytes = bytes.as_ref();
-    check_document_size(bytes.len() as u64, &location)?;
-    let doc = document::parse_document(bytes);
-    into_skill(source, root, location, doc, files)
-}
-
-/// [`discover`] for a backend that loads each root with [`load_sync`]: `load` runs over `items`
-/// on every core, and the outcomes are sorted into skills and faults in order.
-pub(crate) fn discover_parallel<T: Sync>(
-    source: &(impl Source + ?Sized),
-    items: &[T],
-    root_of: impl Fn(&T) -> &str + Sync,
-    load: impl Fn(&T) -> Result<Skill> + Sync,
-) -> Discovery {
-    let results = par_map(items, |item| (root_of(item).to_string(), load(item)));
-    collect_discovery(source, results)
+    into_skill(source, root, location, doc, Some(files))
 }
 
 /// `f` over `items` on every core (at most 8 threads), results in order. The calling thread
@@ -261,18 +288,15 @@ pub(crate) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync)
     out
 }
 
-/// The first half of [`load`]: which document the root holds (path, location and listed size),
-/// refused when missing or larger than [`DOCUMENT_LIMIT`] from its listed size.
-fn locate_document(
+/// Which document a root holds (path, location and listed size), from its file list, refused
+/// when missing or larger than [`DOCUMENT_LIMIT`] from its listed size.
+pub(crate) fn locate_document(
     source: &(impl Source + ?Sized),
     root: &str,
     files: &[FileEntry],
 ) -> Result<(String, String, u64)> {
     let Some(doc_name) = document_name(files) else {
-        return Err(Error::InvalidSkill {
-            path: source.location(root),
-            fault: Fault::missing_document(),
-        });
+        return Err(missing_document(source, root));
     };
     let doc_path = join_path(root, doc_name);
     let location = source.location(&doc_path);
@@ -284,15 +308,45 @@ fn locate_document(
     Ok((doc_path, location, size))
 }
 
+/// The refusal of a root that holds no document.
+pub(crate) fn missing_document(source: &(impl Source + ?Sized), root: &str) -> Error {
+    Error::InvalidSkill {
+        path: source.location(root),
+        fault: Fault::missing_document(),
+    }
+}
+
 /// Refuses a document of `size` bytes when it is over [`DOCUMENT_LIMIT`].
-fn check_document_size(size: u64, location: &str) -> Result<()> {
+pub(crate) fn check_document_size(size: u64, location: &str) -> Result<()> {
     if size > DOCUMENT_LIMIT {
-        return Err(Error::InvalidSkill {
-            path: location.to_string(),
-            fault: Fault::document_too_large(size, DOCUMENT_LIMIT),
-        });
+        return Err(document_too_large(location.to_string(), size));
     }
     Ok(())
+}
+
+/// The refusal of a document of `size` bytes, over [`DOCUMENT_LIMIT`].
+pub(crate) fn document_too_large(location: String, size: u64) -> Error {
+    Error::InvalidSkill {
+        path: location,
+        fault: Fault::document_too_large(size, DOCUMENT_LIMIT),
+    }
+}
+
+/// Picks a root's document the way [`document_name`] does, from what `entry` says of a name
+/// (`None`: no regular file of that name; else its size), and refuses one over
+/// [`DOCUMENT_LIMIT`] from that size. For backends that can look a name up without listing.
+pub(crate) fn choose_document(
+    source: &(impl Source + ?Sized),
+    root: &str,
+    mut entry: impl FnMut(&'static str) -> Result<Option<u64>>,
+) -> Result<(&'static str, u64)> {
+    for name in crate::path::DOCUMENT_NAMES {
+        if let Some(size) = entry(name)? {
+            check_document_size(size, &source.location(&join_path(root, name)))?;
+            return Ok((name, size));
+        }
+    }
+    Err(missing_document(source, root))
 }
 
 /// The last step of [`load`]: the parsed document (or its refusal) and the files as a skill.
@@ -301,25 +355,26 @@ fn into_skill(
     root: &str,
     location: String,
     doc: std::result::Result<document::Document, Fault>,
-    files: Vec<FileEntry>,
+    files: Option<Vec<FileEntry>>,
 ) -> Result<Skill> {
-    match doc {
-        Ok(doc) => Ok(Skill::new(
+    let dir_name = source.root_dir_name(root);
+    match (doc, files) {
+        (Ok(doc), Some(files)) => Ok(Skill::new(root.to_string(), location, dir_name, doc, files)),
+        (Ok(doc), None) => Ok(Skill::without_files(
             root.to_string(),
             location,
-            source.root_dir_name(root),
+            dir_name,
             doc,
-            files,
         )),
-        Err(fault) => Err(Error::InvalidSkill {
+        (Err(fault), _) => Err(Error::InvalidSkill {
             path: location,
             fault,
         }),
     }
 }
 
-/// Parses a document as a task of a multi-threaded runtime, so that [`discover`]'s concurrent
-/// loads parse on every core; elsewhere (no runtime, or a current-thread one) in place.
+/// Parses a document as a task of a multi-threaded runtime, so that concurrent loads parse on
+/// every core; elsewhere (no runtime, or a current-thread one) in place.
 async fn parse_on_runtime(bytes: Bytes) -> std::result::Result<document::Document, Fault> {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current() {
@@ -335,22 +390,143 @@ async fn parse_on_runtime(bytes: Bytes) -> std::result::Result<document::Documen
     }
 }
 
-/// Reads every root of a source. One broken skill never hides the others, and nothing is
-/// dropped silently: each root gives a skill or a fault. (This is [`Source::discover_all`].)
+/// Reads every root of a source, documents and file lists ([`Detail::Files`]). One broken skill
+/// never hides the others, and nothing is dropped silently: each root gives a skill or a fault.
 pub async fn discover(source: &(impl Source + ?Sized)) -> Result<Discovery> {
-    source.discover_all().await
+    discover_with(source, Detail::Files).await
 }
 
-/// [`discover`] the generic way: [`list`](Source::list), then [`load`] each root, several at
-/// once (a backend's blocking reads overlap); results keep the list order.
+/// Reads every root of a source, as much as `detail` says: [`list`](Source::list), then
+/// [`read_documents`](Source::read_documents), each document parsed on the thread that read it.
+/// Results keep the list order; the source's warnings come with them.
+pub async fn discover_with(source: &(impl Source + ?Sized), detail: Detail) -> Result<Discovery> {
+    discover_by(source, detail, false).await
+}
+
+/// [`discover`] through the default, per-root reads ([`files`](Source::files) then
+/// [`read`](Source::read)) whatever the backend: what its own
+/// [`read_documents`](Source::read_documents) must agree with (the conformance suite checks).
 pub async fn discover_each(source: &(impl Source + ?Sized)) -> Result<Discovery> {
+    discover_by(source, Detail::Files, true).await
+}
+
+/// What discovery made of one lent document, before it knows where the document is.
+enum Parsed {
+    Doc {
+        name: &'static str,
+        doc: std::result::Result<document::Document, Fault>,
+        files: Option<Vec<FileEntry>>,
+    },
+    TooLarge {
+        name: &'static str,
+        size: u64,
+    },
+    Failed(Error),
+}
+
+/// The one discovery: list, read every document (lent by the backend, or read root by root
+/// when `generic`), parse each where it was read, then build the skills and faults in order.
+async fn discover_by(
+    source: &(impl Source + ?Sized),
+    detail: Detail,
+    generic: bool,
+) -> Result<Discovery> {
     let roots = source.list().await?;
-    let loads = roots.into_iter().map(|root| async move {
-        let r = load(source, &root).await;
-        (root, r)
+    let slots: Arc<Vec<std::sync::Mutex<Option<Parsed>>>> = Arc::new(
+        (0..roots.len())
+            .map(|_| std::sync::Mutex::new(None))
+            .collect(),
+    );
+    let filled = Arc::clone(&slots);
+    let sink: DocumentSink = Arc::new(move |i: usize, read: Result<DocumentRead<'_>>| {
+        let parsed = match read {
+            Ok(d) if d.bytes.len() as u64 > DOCUMENT_LIMIT => Parsed::TooLarge {
+                name: d.name,
+                size: d.bytes.len() as u64,
+            },
+            Ok(d) => Parsed::Doc {
+                name: d.name,
+                doc: document::parse_document(d.bytes),
+                files: d.files,
+            },
+            Err(e) => Parsed::Failed(e),
+        };
+        if let Some(slot) = filled.get(i) {
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(parsed);
+        }
     });
-    let results = join::buffered(loads, DISCOVER_CONCURRENCY).await;
-    Ok(collect_discovery(source, results))
+    let warnings = if generic {
+        read_each(source, &roots, detail, &sink).await;
+        Vec::new()
+    } else {
+        source.read_documents(&roots, detail, sink).await?
+    };
+    // Building the skills (locations, names) is spread over the cores too: it is CPU work of a
+    // few microseconds a skill, done once the reads are over.
+    let indices: Vec<usize> = (0..roots.len()).collect();
+    let built = par_map(&indices, |&i| {
+        let root = roots[i].as_str();
+        let parsed = slots[i]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match parsed {
+            Some(Parsed::Doc { name, doc, files }) => {
+                let location = source.location(&join_path(root, name));
+                into_skill(source, root, location, doc, files)
+            }
+            Some(Parsed::TooLarge { name, size }) => Err(document_too_large(
+                source.location(&join_path(root, name)),
+                size,
+            )),
+            Some(Parsed::Failed(e)) => Err(e),
+            None => Err(Error::Invalid(format!(
+                "{}: the source did not read this root",
+                source.location(root)
+            ))),
+        }
+    });
+    let results: Vec<(String, Result<Skill>)> = roots.into_iter().zip(built).collect();
+    let mut found = collect_discovery(source, results);
+    found.warnings = warnings;
+    Ok(found)
+}
+
+/// The default [`Source::read_documents`]: each root's file list, its document picked from it
+/// and read, several roots at once; each handed to `each` as it comes.
+pub async fn read_each(
+    source: &(impl Source + ?Sized),
+    roots: &[String],
+    detail: Detail,
+    each: &DocumentSink,
+) {
+    let reads = (0..roots.len()).map(|i| async move {
+        let root = roots[i].as_str();
+        let read = async {
+            let files = source.files(root).await?;
+            let (doc_path, _, _) = locate_document(source, root, &files)?;
+            let bytes = source.read(&doc_path).await?;
+            let name = if base_name(&doc_path) == "SKILL.md" {
+                "SKILL.md"
+            } else {
+                "skill.md"
+            };
+            Ok((name, bytes, files))
+        };
+        // Handed on as each read ends: the sink files it by index, so order does not matter.
+        match read.await {
+            Ok((name, bytes, files)) => each(
+                i,
+                Ok(DocumentRead {
+                    name,
+                    bytes: &bytes,
+                    files: (detail == Detail::Files).then_some(files),
+                }),
+            ),
+            Err(e) => each(i, Err(e)),
+        }
+    });
+    join::buffered(reads, DISCOVER_CONCURRENCY).await;
 }
 
 /// Sorts each root's outcome into skills and faults, in order.
@@ -437,17 +613,12 @@ pub fn open_with(spec: &str, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
             #[cfg(not(feature = "registry"))]
             return Err(not_built(spec, "registry"));
         }
-        match crate::archive::sniff(path, &head[..n]) {
-            Some(crate::archive::ArchiveKind::Zip) => {
-                return Ok(Arc::new(ZipSource::open(path, ArchiveLimits::default())?));
-            }
-            Some(_) => {
-                return Ok(Arc::new(TarballSource::open(
-                    path,
-                    ArchiveLimits::default(),
-                )?));
-            }
-            None => {}
+        if let Some(kind) = crate::archive::sniff(path, &head[..n]) {
+            return Ok(Arc::new(ArchiveSource::open_as(
+                kind,
+                path,
+                ArchiveLimits::default(),
+            )?));
         }
     }
     Err(Error::UnsupportedSource(spec.to_string()))

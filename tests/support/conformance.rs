@@ -50,7 +50,7 @@ async fn check_cases(src: &dyn Source, want: Vec<J>, suite: &str) {
     }
 
     let found = source::discover(src).await.expect("discover");
-    // A backend's own discover_all must agree with the generic list-then-load.
+    // A backend's own read_documents must agree with the generic per-root reads.
     let each = source::discover_each(src).await.expect("discover_each");
     let outline = |d: &source::Discovery| {
         let skills: Vec<String> = d.skills.iter().map(|s| format!("{s:?}")).collect();
@@ -67,6 +67,37 @@ async fn check_cases(src: &dyn Source, want: Vec<J>, suite: &str) {
             outline(&found),
             outline(&each)
         ));
+    }
+    // Reading the documents alone gives the same skills and faults, without file lists.
+    let documents = source::discover_with(src, source::Detail::Document)
+        .await
+        .expect("discover documents");
+    let without_files = |d: &source::Discovery| {
+        let skills: Vec<String> = d
+            .skills
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {} {:?} {}",
+                    s.root(),
+                    s.location(),
+                    s.dir_name(),
+                    s.body()
+                )
+            })
+            .collect();
+        (skills, outline(d).1)
+    };
+    if without_files(&documents) != without_files(&found) {
+        problems.push(format!(
+            "discovering documents alone disagrees:\n{:?}\n{:?}",
+            without_files(&documents),
+            without_files(&found)
+        ));
+    }
+    if documents.skills.iter().any(|s| s.has_files()) || found.skills.iter().any(|s| !s.has_files())
+    {
+        problems.push("file lists read when not asked for, or missing when asked for".into());
     }
     for case in &want {
         let root = case["root"].as_str().unwrap();

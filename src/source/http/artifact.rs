@@ -10,7 +10,6 @@ use super::index::Extra;
 use crate::archive::{self, ArchiveKind, ArchiveLimits};
 use crate::digest::{sha256, tree_digest};
 use crate::error::{Error, Result};
-use crate::source::{TarballSource, ZipSource};
 
 /// Files as `(path, bytes, executable)`.
 pub(super) type Files = Vec<(String, Bytes, bool)>;
@@ -60,12 +59,7 @@ pub(super) fn open_archive(
     let shown = redact(url);
     let kind = archive_kind(content_type, url, bytes)
         .ok_or_else(|| Error::Invalid(format!("{shown}: not a .tar.gz, .tar or .zip archive")))?;
-    let tree = match kind {
-        ArchiveKind::Zip => ZipSource::from_bytes(&shown, bytes, limits)?.tree().clone(),
-        _ => TarballSource::from_bytes(&shown, bytes, limits)?
-            .tree()
-            .clone(),
-    };
+    let tree = archive::read_archive(kind, bytes, &limits)?;
     let root = match tree.roots() {
         [one] => one.clone(),
         roots => {

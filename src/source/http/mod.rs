@@ -7,7 +7,7 @@
 //!            If-Modified-Since (a 304 costs no body); roots = entry names, index order
 //!   files(root), read(root/path)
 //!            archive  → blob by digest: cache hit, else GET, verify, then cache
-//!                       → TarballSource/ZipSource::from_bytes (all archive rules apply)
+//!                       → read into a checked archive tree (all archive rules apply)
 //!            skill-md → blob by digest → a one-file skill (SKILL.md)
 //!            v0.1     → each file at <index dir>/<name>/<path>, revalidated like the index
 //!
@@ -69,7 +69,7 @@ pub use self::maintain::{CacheInfo, CleanReport, cache_info, clean_cache};
 pub use self::options::{
     FetchReport, FetchStatus, HttpOptions, HttpStats, RemoteSkill, default_cache_dir,
 };
-use super::{FileEntry, Source};
+use super::{Detail, DocumentSink, FileEntry, Source};
 use crate::digest::sha256;
 use crate::error::{Error, Result};
 
@@ -95,6 +95,9 @@ struct Remote {
     index: Index,
     /// Entry position by name.
     by_name: HashMap<String, usize>,
+    /// What reading it warned about (a stale copy used, entries skipped, no cache directory):
+    /// true of every discovery over this index, so each one reports them.
+    warnings: Vec<String>,
 }
 
 /// One skill's files, verified and held in memory.
@@ -251,6 +254,23 @@ impl HttpSource {
             .push(w);
     }
 
+    /// Every warning so far, for people: index entries skipped, stale copies used (offline or
+    /// after a network error), corrupt cache entries replaced, no cache directory. Discovery
+    /// returns the ones that concern it in [`Discovery::warnings`](super::Discovery::warnings).
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn warning_count(&self) -> usize {
+        self.warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
     fn cache_shown(&self) -> String {
         self.cache_dir.as_ref().map_or_else(
             || "(no cache directory)".into(),
@@ -308,6 +328,7 @@ impl HttpSource {
     }
 
     async fn read_index(&self) -> Result<Remote> {
+        let first_warning = self.warning_count();
         let candidates = self.index_candidates();
         let mut misses = Vec::new();
         for url in &candidates {
@@ -324,10 +345,12 @@ impl HttpSource {
                         .enumerate()
                         .map(|(i, e)| (e.name.clone(), i))
                         .collect();
+                    let warnings = self.warnings().split_off(first_warning);
                     return Ok(Remote {
                         index_url: url.clone(),
                         index,
                         by_name,
+                        warnings,
                     });
                 }
                 Err(Error::NotFound(m)) if candidates.len() > 1 => misses.push(m),
@@ -739,13 +762,26 @@ impl Source for HttpSource {
         format!("{}#{path}", self.shown)
     }
 
-    /// Index entries skipped, stale copies used (offline or after a network error), corrupt
-    /// cache entries replaced, no cache directory.
-    fn warnings(&self) -> Vec<String> {
-        self.warnings
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+    /// The default per-root reads; the warnings are those of the index the roots came from
+    /// (a stale copy used, entries skipped) and those of these reads (a corrupt cache entry
+    /// replaced).
+    async fn read_documents(
+        &self,
+        roots: &[String],
+        detail: Detail,
+        each: DocumentSink,
+    ) -> Result<Vec<String>> {
+        let first = self.warning_count();
+        super::read_each(self, roots, detail, &each).await;
+        let new = self.warnings().split_off(first);
+        let mut out: Vec<String> = self
+            .remote
+            .get()
+            .map(|r| r.warnings.clone())
+            .unwrap_or_default();
+        out.retain(|w| !new.contains(w));
+        out.extend(new);
+        Ok(out)
     }
 }
 
