@@ -27,11 +27,11 @@
 mod landlock;
 mod seccomp;
 
-use std::ffi::{CString, OsString};
+use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 
-use super::{HelperPolicy, Mode, SANDBOX_ID, SETUP_FAILED, STATUS_FD};
+use super::{HelperPolicy, Mode, POLICY_FD, POLICY_MAX, SANDBOX_ID, SETUP_FAILED, STATUS_FD};
 
 /// The Landlock ABI of the running kernel (`None`: not built in or disabled).
 pub fn landlock_abi() -> Option<u32> {
@@ -71,20 +71,56 @@ impl Status {
 
 /// Runs the helper; returns its exit code (on success the script replaces the child, and the
 /// helper returns the script's status).
-pub(super) fn helper(policy: Option<OsString>) -> u8 {
+pub(super) fn helper() -> u8 {
     let status = Status;
-    let policy: HelperPolicy = match policy
-        .as_deref()
-        .map(|p| serde_json::from_slice(p.as_bytes()))
-    {
-        Some(Ok(p)) => p,
-        Some(Err(e)) => return status.error("failed", &format!("bad policy: {e}")),
-        None => return status.error("failed", "no policy given"),
+    let bytes = match read_policy() {
+        Ok(b) => b,
+        Err(e) => return status.error("failed", &format!("no policy on fd {POLICY_FD}: {e}")),
+    };
+    let policy: HelperPolicy = match serde_json::from_slice(&bytes) {
+        Ok(p) => p,
+        Err(e) => return status.error("failed", &format!("bad policy: {e}")),
     };
     match policy.mode {
         Mode::Confined => confined(&policy, &status),
         Mode::Unconfined => unconfined(&policy, &status),
     }
+}
+
+/// Reads the policy from [`POLICY_FD`] (from its start, whatever its offset) and closes it, so
+/// nothing the script could inherit holds it.
+fn read_policy() -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let result = loop {
+        // SAFETY: reading into a live buffer of the given length.
+        let n = unsafe {
+            libc::pread(
+                POLICY_FD,
+                chunk.as_mut_ptr().cast(),
+                chunk.len(),
+                bytes.len() as libc::off_t,
+            )
+        };
+        match n {
+            0 => break Ok(()),
+            n if n > 0 => {
+                bytes.extend_from_slice(&chunk[..n as usize]);
+                if bytes.len() > POLICY_MAX {
+                    break Err(io::Error::other("the policy is too large"));
+                }
+            }
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EINTR) {
+                    break Err(e);
+                }
+            }
+        }
+    };
+    // SAFETY: closing our own descriptor.
+    unsafe { libc::close(POLICY_FD) };
+    result.map(|()| bytes)
 }
 
 /// argv and envp as C arrays, built before forking.
