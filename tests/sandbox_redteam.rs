@@ -221,3 +221,95 @@ fn item9_the_policy_is_not_on_the_helpers_command_line() {
     assert_eq!(out.code, Some(0), "{}", out.all());
     assert_eq!(out.stdout.trim(), "done");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Item 2: system calls newer than the reviewed set are refused; the path-based metadata calls
+// among them cannot change a host file.
+
+const NEW_SYSCALLS: &str = r#"#!/usr/bin/env python3
+import ctypes, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+victim = sys.argv[1].encode()
+AT_FDCWD = -100
+
+def call(nr, *args):
+    ctypes.set_errno(0)
+    # Every integer as a long: a vararg int leaves the upper half of its register undefined.
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+    return r, ctypes.get_errno()
+
+# A POSIX ACL u::rw-,g::r--,o::r-- turns mode 0600 into 0644.
+acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, 0xFFFFFFFF) for t, p in ((1, 6), (4, 4), (0x20, 4)))
+buf = ctypes.create_string_buffer(acl, len(acl))
+class XattrArgs(ctypes.Structure):
+    _fields_ = [("value", ctypes.c_uint64), ("size", ctypes.c_uint32), ("flags", ctypes.c_uint32)]
+xa = XattrArgs(ctypes.addressof(buf), len(acl), 0)
+r, e = call(463, AT_FDCWD, victim, 0, b"system.posix_acl_access", ctypes.byref(xa), ctypes.sizeof(xa))
+print("setxattrat", r, e)
+r, e = call(466, AT_FDCWD, victim, 0, b"user.keep")
+print("removexattrat", r, e)
+class FileAttr(ctypes.Structure):
+    _fields_ = [("xflags", ctypes.c_uint64), ("extsize", ctypes.c_uint32), ("nextents", ctypes.c_uint32),
+                ("projid", ctypes.c_uint32), ("cowextsize", ctypes.c_uint32)]
+fa = FileAttr(0x80, 0, 0, 0, 0)  # FS_XFLAG_NODUMP
+r, e = call(469, AT_FDCWD, victim, ctypes.byref(fa), ctypes.sizeof(fa), 0)
+print("file_setattr", r, e)
+for nr in [457, 458] + list(range(463, 480)) + [512, 600, 1000]:
+    r, e = call(nr, 0, 0, 0, 0, 0, 0)
+    print("nr", nr, r, e)
+"#;
+
+#[test]
+fn item2_system_calls_above_the_reviewed_set_are_refused() {
+    let lab = Lab::new();
+    lab.skill("new-syscalls", "", "py", NEW_SYSCALLS);
+    let victim = lab.path("scratch/id_ed25519");
+    std::fs::write(&victim, "PRIVATE KEY\n").unwrap();
+    chmod(&victim, 0o600);
+    let name = std::ffi::CString::new(victim.to_str().unwrap()).unwrap();
+    // SAFETY: C strings and a live buffer.
+    let set = unsafe {
+        libc::setxattr(
+            name.as_ptr(),
+            c"user.keep".as_ptr(),
+            b"1".as_ptr().cast(),
+            1,
+            0,
+        )
+    };
+    assert_eq!(set, 0, "the test needs user xattrs on {}", victim.display());
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // The file belongs to the uid scripts run as, as the user's own files do on a non-root
+        // host: only the sandbox stands between the script and its metadata.
+        std::os::unix::fs::chown(&victim, Some(65534), Some(65534)).unwrap();
+    }
+    let out = lab.run("new-syscalls", victim.to_str().unwrap());
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    let mut seen = 0;
+    for line in out.stdout.lines().filter(|l| !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (r, e) = (f[f.len() - 2], f[f.len() - 1]);
+        seen += 1;
+        assert!(
+            r == "-1" && (e == "38" || e == "1"),
+            "{line}: not refused with ENOSYS/EPERM\n{}",
+            out.all()
+        );
+    }
+    assert_eq!(seen, 3 + 2 + 17 + 3, "{}", out.all());
+    let meta = std::fs::metadata(&victim).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600, "mode changed");
+    let mut v = [0u8; 8];
+    // SAFETY: C strings and a live buffer of the given length.
+    let got = unsafe {
+        libc::getxattr(
+            name.as_ptr(),
+            c"user.keep".as_ptr(),
+            v.as_mut_ptr().cast(),
+            v.len(),
+        )
+    };
+    assert_eq!(got, 1, "the xattr was removed");
+}
