@@ -313,3 +313,66 @@ fn item2_system_calls_above_the_reviewed_set_are_refused() {
     };
     assert_eq!(got, 1, "the xattr was removed");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Item 3: without network no datagram reaches a socket of the host.
+
+const DATAGRAM: &str = r#"#!/usr/bin/env python3
+import socket, sys, os
+path = sys.argv[1]
+for kind, name in ((socket.SOCK_DGRAM, "dgram"), (socket.SOCK_SEQPACKET, "seqpacket")):
+    try:
+        s = socket.socket(socket.AF_UNIX, kind)
+        s.sendto(b"FORGED-" + name.encode(), path)
+        print("ESCAPED", name)
+    except OSError as e:
+        print("contained", name, e.errno)
+try:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.sendto(b"FORGED-pair", path)
+    print("ESCAPED pair")
+except OSError as e:
+    print("contained pair", e.errno)
+try:
+    r, w = os.pipe()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    socket.send_fds(s, [b"FORGED-fd"], [r], address=path)
+    print("ESCAPED scm_rights")
+except OSError as e:
+    print("contained scm_rights", e.errno)
+# A stream socketpair (no address anywhere) still works.
+a, b = socket.socketpair()
+a.send(b"x")
+print("pair ok", b.recv(1))
+"#;
+
+#[test]
+fn item3_no_datagram_reaches_a_host_socket_without_network() {
+    let lab = Lab::new();
+    lab.skill("datagram", "", "py", DATAGRAM);
+    let path = lab.path("scratch/log.sock");
+    let host = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    chmod(&path, 0o777);
+    host.set_nonblocking(true).unwrap();
+    let out = lab.run("datagram", path.to_str().unwrap());
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while let Ok(n) = host.recv(&mut buf) {
+        got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    assert!(
+        got.is_empty(),
+        "the host socket received {got:?}\n{}",
+        out.all()
+    );
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    for what in ["dgram", "seqpacket", "pair", "scm_rights"] {
+        assert!(
+            out.stdout.contains(&format!("contained {what} 1")),
+            "{what} not refused with EPERM:\n{}",
+            out.all()
+        );
+    }
+    assert!(!out.stdout.contains("ESCAPED"), "{}", out.all());
+    assert!(out.stdout.contains("pair ok b'x'"), "{}", out.all());
+}

@@ -14,9 +14,12 @@
 //!   `request_key`, `perf_event_open`, `userfaultfd`, `setsid`, `setpgid`, `statmount`,
 //!   `listmount`; `clone` with any
 //!   namespace flag; `chmod`/`fchmod`/`fchmodat`/`fchmodat2` setting S_ISUID or S_ISGID.
-//!   Without network also `connect` of any socket: no pathname or abstract UNIX socket of the
-//!   host (a D-Bus bus, an ssh-agent, a docker.sock) is reachable; `socketpair` still works.
-//!   `sendto`, `sendmsg`, `recvfrom` stay open: connected AF_UNIX users need them.
+//!   Without network also `connect` of any socket, and `socket`/`socketpair` of an AF_UNIX
+//!   datagram, raw or seqpacket socket (those reach a named socket with `sendto`/`sendmsg` and
+//!   an address, without `connect`): no pathname or abstract UNIX socket of the host (a D-Bus
+//!   bus, an ssh-agent, a docker.sock, `/dev/log`, the journal, `systemd/notify`) is reachable;
+//!   a stream `socketpair` still works. `sendto`, `sendmsg`, `recvfrom` stay open: on a stream
+//!   socket that cannot connect the address is ignored.
 //! - **shared uid** (a non-root host, whose scripts keep the host user's uid): the path-based
 //!   metadata calls Landlock does not govern (`chmod`, `fchmodat*`, `chown`, `lchown`,
 //!   `fchownat`, `utime`, `utimes`, `futimesat`, `utimensat` with a path, `setxattr`,
@@ -42,6 +45,10 @@ pub(super) struct Filters {
 /// host's mount table, which the script has no business seeing.
 const STATMOUNT: i64 = 457;
 const LISTMOUNT: i64 = 458;
+
+/// The bits of `socket`'s type argument that hold the type (the rest are SOCK_NONBLOCK and
+/// SOCK_CLOEXEC).
+const SOCK_TYPE_MASK: u64 = 0xf;
 
 /// System calls refused outright.
 fn denied() -> Vec<i64> {
@@ -135,18 +142,36 @@ pub(super) fn build(network: bool, shared_uid: bool) -> Result<Filters, String> 
         rules.insert(nr, Vec::new());
     }
     if !network {
-        let not_unix = || -> Result<Vec<SeccompRule>, String> {
-            let c = SeccompCondition::new(
-                0,
-                SeccompCmpArgLen::Dword,
-                SeccompCmpOp::Ne,
-                libc::AF_UNIX as u64,
-            )
-            .map_err(e)?;
-            Ok(vec![SeccompRule::new(vec![c]).map_err(e)?])
+        // Any family but AF_UNIX; and AF_UNIX sockets of any type but SOCK_STREAM (datagram
+        // and seqpacket sockets reach a named socket with `sendto`/`sendmsg` and an address,
+        // no `connect` needed; AF_UNIX makes SOCK_RAW a datagram socket).
+        let refused = || -> Result<Vec<SeccompRule>, String> {
+            let mut chain = vec![
+                SeccompRule::new(vec![
+                    SeccompCondition::new(
+                        0,
+                        SeccompCmpArgLen::Dword,
+                        SeccompCmpOp::Ne,
+                        libc::AF_UNIX as u64,
+                    )
+                    .map_err(e)?,
+                ])
+                .map_err(e)?,
+            ];
+            for ty in [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_SEQPACKET] {
+                let c = SeccompCondition::new(
+                    1,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                    ty as u64,
+                )
+                .map_err(e)?;
+                chain.push(SeccompRule::new(vec![c]).map_err(e)?);
+            }
+            Ok(chain)
         };
-        rules.insert(libc::SYS_socket, not_unix()?);
-        rules.insert(libc::SYS_socketpair, not_unix()?);
+        rules.insert(libc::SYS_socket, refused()?);
+        rules.insert(libc::SYS_socketpair, refused()?);
         rules.insert(libc::SYS_connect, Vec::new());
     }
     for (nr, arg) in chmods() {
