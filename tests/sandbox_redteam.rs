@@ -94,11 +94,31 @@ impl Lab {
         cmd
     }
 
-    /// `skillcat run <skills>/<skill> <skill> attack --args ARGS` in `cwd`.
-    fn run_in(&self, cwd: &Path, skill: &str, args: &str) -> Out {
+    /// `skillcat run <skills>/<skill> <skill> attack --args ARGS` with at most `nofile` open
+    /// files (as under `ulimit -n`).
+    fn run_nofile(&self, skill: &str, args: &str, nofile: u64) -> Out {
         let src = self.path("skills").join(skill);
         let src = src.to_str().unwrap();
-        let cmd = self.command(cwd, &["run", src, skill, "attack", "--args", args]);
+        let mut cmd = self.command(
+            &self.path("scratch"),
+            &["run", src, skill, "attack", "--args", args],
+        );
+        limit_nofile(&mut cmd, nofile);
+        Out::wait(cmd_spawn(cmd), Duration::from_secs(120))
+    }
+
+    /// `skillcat run <skills>/<skill> <skill> attack --args ARGS` in `cwd`.
+    fn run_in(&self, cwd: &Path, skill: &str, args: &str) -> Out {
+        self.run_with(cwd, &[], skill, args)
+    }
+
+    /// [`run_in`](Self::run_in) with global options before `run`.
+    fn run_with(&self, cwd: &Path, global: &[&str], skill: &str, args: &str) -> Out {
+        let src = self.path("skills").join(skill);
+        let src = src.to_str().unwrap();
+        let mut all: Vec<&str> = global.to_vec();
+        all.extend(["run", src, skill, "attack", "--args", args]);
+        let cmd = self.command(cwd, &all);
         Out::wait(cmd_spawn(cmd), Duration::from_secs(60))
     }
 
@@ -110,6 +130,127 @@ impl Lab {
         let src = self.path("skills").join(skill);
         let src = src.to_str().unwrap();
         cmd_spawn(self.command(cwd, &["run", src, skill, "attack", "--args", args]))
+    }
+}
+
+/// A `skillcat mcp` session driven by hand over stdio (JSON-RPC, one message a line).
+struct Mcp {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<String>,
+    next: u64,
+}
+
+impl Mcp {
+    /// `skillcat mcp <skills>/<skill> [global…]` in `cwd`, initialised.
+    fn start(lab: &Lab, cwd: &Path, skill: &str, global: &[&str]) -> Mcp {
+        let src = lab.path("skills").join(skill);
+        let mut args = vec!["mcp", src.to_str().unwrap()];
+        args.extend(global);
+        Mcp::start_args(lab, cwd, &args)
+    }
+
+    /// `skillcat ARGS` (an `mcp` command line) in `cwd`, initialised.
+    fn start_args(lab: &Lab, cwd: &Path, args: &[&str]) -> Mcp {
+        Mcp::start_cmd(lab.command(cwd, args))
+    }
+
+    /// [`start_args`](Self::start_args) in the scratch directory with at most `nofile` open
+    /// files.
+    fn start_nofile(lab: &Lab, args: &[&str], nofile: u64) -> Mcp {
+        let mut cmd = lab.command(&lab.path("scratch"), args);
+        limit_nofile(&mut cmd, nofile);
+        Mcp::start_cmd(cmd)
+    }
+
+    fn start_cmd(mut cmd: Command) -> Mcp {
+        cmd.stdin(Stdio::piped());
+        let mut child = cmd_spawn(cmd);
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut m = Mcp {
+            child,
+            stdin,
+            lines,
+            next: 1,
+        };
+        m.request(
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                               "clientInfo": {"name": "redteam", "version": "0"}}),
+        );
+        m.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        m
+    }
+
+    fn send(&mut self, msg: serde_json::Value) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(format!("{msg}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        let id = self.next;
+        self.next += 1;
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .expect("an answer from skillcat mcp");
+            let msg: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if msg["id"] == id {
+                return msg;
+            }
+        }
+    }
+
+    /// Calls `run_<skill>_attack` with `args`; the result.
+    fn call(&mut self, skill: &str, args: &str) -> serde_json::Value {
+        let name = format!("run_{}_attack", skill.replace('-', "_"));
+        let r = self.request(
+            "tools/call",
+            serde_json::json!({"name": name, "arguments": {"args": args}}),
+        );
+        r["result"].clone()
+    }
+
+    /// Closes stdin and waits for the server to end.
+    fn close(mut self) -> Out {
+        self.stdin = None;
+        // Out::wait drains stderr; stdout is the reader thread's.
+        Out::wait(self.child, Duration::from_secs(60))
+    }
+}
+
+/// Starts the command with `RLIMIT_NOFILE` set to `n`.
+fn limit_nofile(cmd: &mut Command, n: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit between fork and exec is async-signal-safe and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: n,
+                rlim_max: n,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 
@@ -134,11 +275,13 @@ struct Out {
 
 impl Out {
     fn wait(mut child: Child, deadline: Duration) -> Out {
-        let mut so = child.stdout.take().unwrap();
+        let so = child.stdout.take();
         let mut se = child.stderr.take().unwrap();
         let t1 = std::thread::spawn(move || {
             let mut b = Vec::new();
-            let _ = so.read_to_end(&mut b);
+            if let Some(mut so) = so {
+                let _ = so.read_to_end(&mut b);
+            }
             b
         });
         let t2 = std::thread::spawn(move || {
@@ -375,4 +518,73 @@ fn item3_no_datagram_reaches_a_host_socket_without_network() {
     }
     assert!(!out.stdout.contains("ESCAPED"), "{}", out.all());
     assert!(out.stdout.contains("pair ok b'x'"), "{}", out.all());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 8: one skill cannot read another's workspace, whatever the working directory or ceiling.
+
+#[test]
+fn item8_a_skill_cannot_read_another_running_skills_workspace() {
+    let lab = Lab::new();
+    let token = format!("TOKEN-{}-{}", std::process::id(), line!());
+    lab.skill(
+        "holder",
+        "",
+        "sh",
+        "#!/bin/sh\necho \"$1\" > \"$HOME/token.txt\"\nsleep 6\necho held\n",
+    );
+    lab.skill("reader", "fs_read: [.]\n", "sh", "#!/bin/sh\ncat \"$1\"\n");
+    let holder = lab.spawn_run(&lab.path("scratch"), "holder", &token);
+    let start = Instant::now();
+    let stolen = loop {
+        let found = lab
+            .workspaces()
+            .into_iter()
+            .map(|w| w.join("work/token.txt"))
+            .find(|t| std::fs::read_to_string(t).is_ok_and(|c| c.contains(&token)));
+        if let Some(t) = found {
+            break t;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the holder never wrote its token"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let target = stolen.to_str().unwrap();
+
+    // The default ceiling (`.`) with a working directory of `/`: never the whole file system.
+    let out = lab.run_in(Path::new("/"), "reader", target);
+    assert!(
+        !out.stdout.contains(&token),
+        "read another skill's work/: {}",
+        out.all()
+    );
+    assert_eq!(out.code, Some(1), "{}", out.all());
+
+    // A ceiling that names `/` outright: the grant still never reaches a workspace.
+    let config = lab.path("home/wide.toml");
+    std::fs::write(&config, "[sandbox]\nfs_read = [\"/\"]\n").unwrap();
+    let out = lab.run_with(
+        Path::new("/"),
+        &["--config", config.to_str().unwrap()],
+        "reader",
+        target,
+    );
+    assert!(
+        !out.stdout.contains(&token),
+        "read another skill's work/: {}",
+        out.all()
+    );
+    assert_eq!(out.code, Some(1), "{}", out.all());
+    assert!(
+        out.stderr.contains("E_SKILL_SCRIPT_POLICY_WIDENED")
+            && out.stderr.contains("never reaches a workspace"),
+        "{}",
+        out.all()
+    );
+
+    let held = Out::wait(holder, Duration::from_secs(60));
+    assert_eq!(held.code, Some(0), "{}", held.all());
+    assert_eq!(held.stdout.trim(), "held");
 }

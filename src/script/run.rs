@@ -293,6 +293,7 @@ impl Runner {
         let script_args = t.argv(args)?;
         let grant = canonical_grant(&skill.grant)?;
         check_within(&grant, &canonical_policy(&self.config.policy))?;
+        self.check_workspaces_apart(&grant)?;
         let timeout = grant.timeout.clamp(
             Duration::from_secs(1),
             self.config.limits.max_timeout.max(Duration::from_secs(1)),
@@ -355,6 +356,34 @@ impl Runner {
             duration,
             confinement,
         })
+    }
+
+    /// A grant never reaches a workspace, whatever the ceiling says: every run's scripts share
+    /// one uid, so a granted path that holds the workspace base (`/`, `/tmp`, the home
+    /// directory…) or lies in it would let one skill read or change another's `work/`.
+    fn check_workspaces_apart(&self, grant: &Grant) -> Result<(), ScriptError> {
+        let mut bases = vec![self.base.dir().to_path_buf()];
+        if let Ok(d) = std::fs::canonicalize(WorkspaceBase::default_dir()) {
+            bases.push(d);
+        }
+        for p in grant.fs_read.iter().chain(&grant.fs_write) {
+            if let Some(base) = bases.iter().find(|b| b.starts_with(p) || p.starts_with(b)) {
+                return Err(ScriptError::PolicyWidened {
+                    reason: format!(
+                        "granted path {} {} the skill workspaces in {}; a grant never reaches \
+                         a workspace (narrow the grant, or the [sandbox] ceiling)",
+                        p.display(),
+                        if base.starts_with(p) {
+                            "holds"
+                        } else {
+                            "lies in"
+                        },
+                        base.display()
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Confined when the system can confine; unconfined only for `trust: core`; else refused.
