@@ -588,3 +588,90 @@ fn item8_a_skill_cannot_read_another_running_skills_workspace() {
     assert_eq!(held.code, Some(0), "{}", held.all());
     assert_eq!(held.stdout.trim(), "held");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Item 1: a symbolic link swapped in for a granted directory never moves the rule.
+
+#[test]
+fn item1_a_symlink_race_on_a_granted_path_never_reaches_the_target() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let lab = Lab::new();
+    let proj = lab.path("scratch/proj");
+    std::fs::create_dir_all(proj.join("data")).unwrap();
+    chmod(&proj, 0o755);
+    chmod(&proj.join("data"), 0o755);
+    std::fs::write(proj.join("data/ok.txt"), "granted\n").unwrap();
+    let target = lab.path("scratch/target");
+    std::fs::create_dir(&target).unwrap();
+    chmod(&target, 0o755);
+    let secret = format!("SECRET-{}", std::process::id());
+    std::fs::write(target.join("secret.txt"), &secret).unwrap();
+    chmod(&target.join("secret.txt"), 0o644);
+    std::os::unix::fs::symlink(&target, proj.join("link")).unwrap();
+    lab.skill("race", "fs_read: [data]\n", "sh", "#!/bin/sh\ncat \"$1\"\n");
+
+    // The flipper: what a concurrent run with write access to the project would do.
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let stop = stop.clone();
+        let a = std::ffi::CString::new(proj.join("data").to_str().unwrap()).unwrap();
+        let b = std::ffi::CString::new(proj.join("link").to_str().unwrap()).unwrap();
+        std::thread::spawn(move || {
+            let mut flips = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: two C strings.
+                let r = unsafe {
+                    libc::renameat2(
+                        libc::AT_FDCWD,
+                        a.as_ptr(),
+                        libc::AT_FDCWD,
+                        b.as_ptr(),
+                        libc::RENAME_EXCHANGE,
+                    )
+                };
+                assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+                flips += 1;
+            }
+            flips
+        })
+    };
+    let wanted = target.join("secret.txt");
+    let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
+    let mut escaped = Vec::new();
+    for _ in 0..80 {
+        let out = lab.run_in(&proj, "race", wanted.to_str().unwrap());
+        if out.stdout.contains(&secret) {
+            escaped.push(out.all());
+            continue;
+        }
+        assert_eq!(out.code, Some(1), "{}", out.all());
+        let code = out
+            .stderr
+            .split_whitespace()
+            .find(|w| w.contains("E_SKILL_"))
+            .unwrap_or("none")
+            .trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .to_string();
+        *outcomes.entry(code).or_default() += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    assert!(
+        escaped.is_empty(),
+        "{} of 80 runs read the target ({flips} flips; outcomes {outcomes:?}):\n{}",
+        escaped.len(),
+        escaped[0]
+    );
+    for code in outcomes.keys() {
+        assert!(
+            [
+                "E_SKILL_SCRIPT_FAILED",
+                "E_SKILL_SCRIPT_SANDBOX_FAILED",
+                "E_SKILL_SCRIPT_POLICY_WIDENED"
+            ]
+            .contains(&code.as_str()),
+            "unexpected outcome {code}: {outcomes:?}"
+        );
+    }
+}

@@ -320,7 +320,7 @@ impl Runner {
         }
 
         let ws = skill.ensure_workspace().await?;
-        let policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode);
+        let policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode)?;
         let started = Instant::now();
         let raw = supervise(
             &self.config.helper,
@@ -414,7 +414,7 @@ impl Runner {
         script_args: Vec<String>,
         timeout: Duration,
         mode: Mode,
-    ) -> HelperPolicy {
+    ) -> Result<HelperPolicy, ScriptError> {
         let work = ws.work_dir();
         let skill_dir = ws.skill_dir();
         let script = skill_dir.join(&t.path);
@@ -442,6 +442,7 @@ impl Runner {
                 path,
                 access: FsAccess::ReadExec,
                 required: false,
+                inode: None,
             })
             .collect();
         if let Some(prefix) = interpreter_prefix(&t.interpreter.path, &rules) {
@@ -449,30 +450,35 @@ impl Runner {
                 path: prefix,
                 access: FsAccess::ReadExec,
                 required: false,
+                inode: None,
             });
         }
         rules.push(FsRule {
             path: skill_dir,
             access: FsAccess::ReadExec,
             required: true,
+            inode: None,
         });
         for p in &grant.fs_read {
             rules.push(FsRule {
                 path: p.clone(),
                 access: FsAccess::ReadExec,
                 required: true,
+                inode: None,
             });
         }
         rules.push(FsRule {
             path: work,
             access: FsAccess::ReadWrite,
             required: true,
+            inode: None,
         });
         for p in &grant.fs_write {
             rules.push(FsRule {
                 path: p.clone(),
                 access: FsAccess::ReadWrite,
                 required: true,
+                inode: None,
             });
         }
         for d in DEVICES {
@@ -480,10 +486,20 @@ impl Runner {
                 path: d.into(),
                 access: FsAccess::ReadWrite,
                 required: false,
+                inode: None,
             });
         }
+        // Every path checked here (the workspace, each granted path) is pinned to the inode
+        // found now, reached without following links: the helper binds its rule to that inode
+        // or refuses (a symbolic link swapped in after the check binds nothing).
+        for r in rules.iter_mut().filter(|r| r.required) {
+            r.inode =
+                sandbox::pinned_identity(&r.path).map_err(|e| ScriptError::SandboxFailed {
+                    reason: format!("{}: {e}", r.path.display()),
+                })?;
+        }
         let secs = timeout.as_secs().max(1);
-        HelperPolicy {
+        Ok(HelperPolicy {
             mode,
             program: t.interpreter.path.clone(),
             argv,
@@ -500,7 +516,7 @@ impl Runner {
             },
             timeout_seconds: secs,
             supervisor: std::process::id(),
-        }
+        })
     }
 }
 
@@ -598,6 +614,7 @@ mod tests {
             path: "/usr".into(),
             access: FsAccess::ReadExec,
             required: false,
+            inode: None,
         }];
         if Path::new("/usr/bin/sh").exists() {
             assert_eq!(interpreter_prefix(Path::new("/usr/bin/sh"), &rules), None);

@@ -71,6 +71,26 @@ pub struct FsRule {
     /// A missing required path is an error; a missing optional one (a system directory this
     /// distribution does not have) is skipped.
     pub required: bool,
+    /// The device and inode the supervisor found at `path` when it checked it (reached without
+    /// following any symbolic link). The helper then opens `path` the same way and refuses a
+    /// different file, so a rule binds the inode that was checked, never what a symbolic link
+    /// swapped in meanwhile points at. `None`: opened following links (system paths).
+    #[serde(default)]
+    pub inode: Option<(u64, u64)>,
+}
+
+/// The device and inode at `path`, reached without following any symbolic link (Linux:
+/// `openat2(RESOLVE_NO_SYMLINKS)`); `Ok(None)` where that cannot be checked (other systems).
+pub fn pinned_identity(path: &std::path::Path) -> std::io::Result<Option<(u64, u64)>> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::open_no_symlinks(path).and_then(|fd| linux::identity(&fd).map(Some))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        Ok(None)
+    }
 }
 
 /// Resource limits of one run.
@@ -222,6 +242,7 @@ mod tests {
                 path: "/usr".into(),
                 access: FsAccess::ReadExec,
                 required: false,
+                inode: Some((1, 2)),
             }],
             network: false,
             limits: RunLimits {

@@ -48,6 +48,59 @@ pub fn landlock_abi() -> Option<u32> {
     (v > 0).then_some(v as u32)
 }
 
+/// Opens `path` (`O_PATH`) without following a symbolic link in any of its components.
+pub fn open_no_symlinks(path: &std::path::Path) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("a NUL byte in a path"))?;
+    /// `struct open_how` of openat2(2) (libc's is non-exhaustive).
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: a C string and a live open_how of the size given; the descriptor is owned once.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return Err(if e.raw_os_error() == Some(libc::ELOOP) {
+            io::Error::other(
+                "a symbolic link is on the way (the path changed after it was checked)",
+            )
+        } else {
+            e
+        });
+    }
+    // SAFETY: a fresh descriptor.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// The device and inode of an open file.
+pub fn identity(fd: &impl std::os::fd::AsRawFd) -> io::Result<(u64, u64)> {
+    // SAFETY: fstat on a live descriptor into a zeroed local.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd.as_raw_fd(), &mut st) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((st.st_dev, st.st_ino))
+    }
+}
+
 /// The status pipe (fd 3).
 struct Status;
 
