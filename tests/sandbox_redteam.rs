@@ -675,3 +675,139 @@ fn item1_a_symlink_race_on_a_granted_path_never_reaches_the_target() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Item 10: the smaller leaks.
+
+const SMALL_LEAKS: &str = r#"#!/usr/bin/env python3
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+watched = sys.argv[1].encode()
+# inotify on a host directory the script may name but not list.
+fd = libc.inotify_init1(0)
+if fd < 0:
+    print("contained inotify", ctypes.get_errno())
+else:
+    wd = libc.inotify_add_watch(fd, watched, 0xFFF)
+    print("ESCAPED inotify" if wd >= 0 else "contained inotify-watch", ctypes.get_errno())
+# A memfd executed with execveat: native code from something the script wrote.
+try:
+    m = os.memfd_create("x")
+    with open("/bin/true", "rb") as f:
+        os.write(m, f.read())
+    pid = os.fork()
+    if pid == 0:
+        libc.syscall(322, m, b"", None, None, 0x1000)  # execveat(fd, "", NULL, NULL, AT_EMPTY_PATH)
+        os._exit(99)
+    _, st = os.waitpid(pid, 0)
+    print("ESCAPED memfd-exec" if os.waitstatus_to_exitcode(st) == 0 else "contained memfd-exec")
+except OSError as e:
+    print("contained memfd", e.errno)
+# Set-id files created by open(O_CREAT, 06755), O_TMPFILE and mkdir.
+for name, call in (
+    ("open", lambda: os.open("suid", os.O_CREAT | os.O_WRONLY, 0o6755)),
+    ("tmpfile", lambda: os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o4755)),
+    ("mkdir", lambda: os.mkdir("sgid-dir", 0o2755)),
+    ("mknod", lambda: os.mknod("suid-node", 0o100000 | 0o4755)),
+):
+    try:
+        call()
+        print("ESCAPED", name)
+    except OSError as e:
+        print("contained", name, e.errno)
+for leftover in ("suid", "sgid-dir", "suid-node"):
+    if os.path.lexists(leftover):
+        print("LEFT", leftover, oct(os.lstat(leftover).st_mode))
+# Files without the bits are still created normally.
+os.close(os.open("plain", os.O_CREAT | os.O_WRONLY, 0o755))
+os.mkdir("plain-dir", 0o755)
+print("plain ok")
+"#;
+
+#[test]
+fn item10_inotify_memfd_exec_and_set_id_creation_are_refused() {
+    let lab = Lab::new();
+    lab.skill("small-leaks", "", "py", SMALL_LEAKS);
+    // A directory the script can name but not list (nothing is granted).
+    let watched = lab.path("scratch/private");
+    std::fs::create_dir(&watched).unwrap();
+    chmod(&watched, 0o755);
+    let out = lab.run("small-leaks", watched.to_str().unwrap());
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    for line in [
+        "contained inotify 1",
+        "contained memfd 1",
+        "contained open 1",
+        "contained tmpfile 1",
+        "contained mkdir 1",
+        "contained mknod 1",
+        "plain ok",
+    ] {
+        assert!(out.stdout.contains(line), "no {line:?}:\n{}", out.all());
+    }
+    assert!(!out.stdout.contains("ESCAPED"), "{}", out.all());
+    assert!(!out.stdout.contains("LEFT"), "{}", out.all());
+}
+
+/// What holds, not closed: a lock on a readable host file lasts only as long as the run, even
+/// when the script leaves a background process holding it.
+#[test]
+fn item10_a_lock_on_a_readable_host_file_ends_with_the_run() {
+    let lab = Lab::new();
+    let file = lab.path("scratch/shared.db");
+    std::fs::write(&file, "x").unwrap();
+    chmod(&file, 0o644);
+    lab.skill(
+        "locker",
+        "fs_read: [shared.db]\n",
+        "py",
+        "#!/usr/bin/env python3\nimport fcntl, os, sys, time\nf = open(sys.argv[1])\nfcntl.flock(f, fcntl.LOCK_EX)\nif os.fork() == 0:\n    time.sleep(30)\n    os._exit(0)\nprint('locked')\n",
+    );
+    let out = lab.run("locker", file.to_str().unwrap());
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    assert!(out.stdout.contains("locked"), "{}", out.all());
+    let f = std::fs::File::open(&file).unwrap();
+    // SAFETY: flock on a live descriptor.
+    let r = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    assert_eq!(r, 0, "the lock outlived the run");
+}
+
+/// What holds, not closed: native code the script wrote runs through `ld.so` (Landlock's
+/// execute right governs `execve`, not `mmap`), but directly it does not, and either way it is
+/// as confined as the script (it cannot read what the script cannot).
+#[test]
+fn item10_native_code_from_work_stays_confined() {
+    let lab = Lab::new();
+    let secret = lab.path("scratch/secret.txt");
+    std::fs::write(&secret, "SECRET-LDSO").unwrap();
+    chmod(&secret, 0o644);
+    let ldso = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    let Some(ldso) = ldso else {
+        eprintln!("no dynamic loader found; skipped");
+        return;
+    };
+    lab.skill(
+        "native",
+        "",
+        "sh",
+        &format!(
+            "#!/bin/sh\ncp /bin/cat \"$HOME/mycat\"\nchmod 700 \"$HOME/mycat\"\necho hello > \"$HOME/note\"\n\"$HOME/mycat\" \"$HOME/note\" && echo ESCAPED-exec\n{ldso} \"$HOME/mycat\" \"$HOME/note\"\n{ldso} \"$HOME/mycat\" \"$1\" || echo contained-read\n"
+        ),
+    );
+    let out = lab.run("native", secret.to_str().unwrap());
+    assert!(!out.stdout.contains("ESCAPED"), "{}", out.all());
+    assert!(!out.stdout.contains("SECRET-LDSO"), "{}", out.all());
+    assert!(
+        out.stdout.contains("hello"),
+        "ld.so ran the copy: {}",
+        out.all()
+    );
+    assert!(out.stdout.contains("contained-read"), "{}", out.all());
+}

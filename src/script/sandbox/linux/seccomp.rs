@@ -12,8 +12,9 @@
 //!   but `AF_UNIX` when the network is off; always `ptrace`, `process_vm_*`, `io_uring_*`,
 //!   `bpf`, the mount family, `pivot_root`, `unshare`, `setns`, `keyctl`/`add_key`/
 //!   `request_key`, `perf_event_open`, `userfaultfd`, `setsid`, `setpgid`, `statmount`,
-//!   `listmount`; `clone` with any
-//!   namespace flag; `chmod`/`fchmod`/`fchmodat`/`fchmodat2` setting S_ISUID or S_ISGID.
+//!   `listmount`, `inotify_init*`, `fanotify_init`, `memfd_create`, `memfd_secret`, `shmget`;
+//!   `clone` with any namespace flag; `chmod`/`fchmod`/`fchmodat`/`fchmodat2` setting S_ISUID or
+//!   S_ISGID, and `open`/`openat`/`creat`/`mknod*`/`mkdir*` creating with either bit.
 //!   Without network also `connect` of any socket, and `socket`/`socketpair` of an AF_UNIX
 //!   datagram, raw or seqpacket socket (those reach a named socket with `sendto`/`sendmsg` and
 //!   an address, without `connect`): no pathname or abstract UNIX socket of the host (a D-Bus
@@ -81,7 +82,18 @@ fn denied() -> Vec<i64> {
         libc::SYS_setpgid,
         STATMOUNT,
         LISTMOUNT,
+        // Watching host directories the script may name but not list.
+        libc::SYS_inotify_init1,
+        libc::SYS_fanotify_init,
+        // Anonymous memory files: held outside RLIMIT_AS, and executable with `execveat`
+        // although nothing the script writes may be executed.
+        libc::SYS_memfd_create,
+        libc::SYS_memfd_secret,
+        // SysV shared memory lives on after the script, outside its limits.
+        libc::SYS_shmget,
     ];
+    #[cfg(target_arch = "x86_64")]
+    v.push(libc::SYS_inotify_init);
     v.sort_unstable();
     v
 }
@@ -95,6 +107,24 @@ fn chmods() -> Vec<(i64, u8)> {
     ];
     #[cfg(target_arch = "x86_64")]
     v.push((libc::SYS_chmod, 1));
+    v
+}
+
+/// Calls that create a file or directory, the index of their flags argument (`None`: they
+/// always create) and of their mode argument.
+fn creators() -> Vec<(i64, Option<u8>, u8)> {
+    let mut v = vec![
+        (libc::SYS_openat, Some(2), 3),
+        (libc::SYS_mknodat, None, 2),
+        (libc::SYS_mkdirat, None, 2),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    v.extend([
+        (libc::SYS_open, Some(1), 2),
+        (libc::SYS_creat, None, 1),
+        (libc::SYS_mknod, None, 1),
+        (libc::SYS_mkdir, None, 1),
+    ]);
     v
 }
 
@@ -189,6 +219,40 @@ pub(super) fn build(network: bool, shared_uid: bool) -> Result<Filters, String> 
         }
         rules.insert(nr, chain);
     }
+    // A file (or directory) created with S_ISUID or S_ISGID in its mode (`open(O_CREAT, 06755)`):
+    // refused like the chmod that would set them.
+    for (nr, flags, mode) in creators() {
+        let mut chain = Vec::new();
+        for bit in [libc::S_ISUID, libc::S_ISGID] {
+            let bit = u64::from(bit);
+            let has_bit = || {
+                SeccompCondition::new(
+                    mode,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::MaskedEq(bit),
+                    bit,
+                )
+                .map_err(e)
+            };
+            match flags {
+                None => chain.push(SeccompRule::new(vec![has_bit()?]).map_err(e)?),
+                Some(flags) => {
+                    // The mode counts only when the call creates: O_CREAT or O_TMPFILE.
+                    for create in [libc::O_CREAT as u64, libc::O_TMPFILE as u64] {
+                        let creates = SeccompCondition::new(
+                            flags,
+                            SeccompCmpArgLen::Dword,
+                            SeccompCmpOp::MaskedEq(create),
+                            create,
+                        )
+                        .map_err(e)?;
+                        chain.push(SeccompRule::new(vec![creates, has_bit()?]).map_err(e)?);
+                    }
+                }
+            }
+        }
+        rules.insert(nr, chain);
+    }
     if shared_uid {
         for nr in path_metadata() {
             rules.insert(nr, Vec::new());
@@ -238,10 +302,10 @@ pub(super) fn build(network: bool, shared_uid: bool) -> Result<Filters, String> 
 pub(super) const HIGHEST_REVIEWED: u32 = 462;
 
 /// Reviewed calls refused with ENOSYS (as if the kernel lacked them, so the C library falls
-/// back): `clone3`, whose flags sit in memory a filter cannot read (the fallback `clone` has its
-/// flags checked by the main filter).
+/// back): `clone3` and `openat2`, whose flags and mode sit in memory a filter cannot read (the
+/// fallbacks `clone` and `openat` have theirs checked by the main filter).
 fn enosys() -> Vec<u32> {
-    vec![libc::SYS_clone3 as u32]
+    vec![libc::SYS_clone3 as u32, libc::SYS_openat2 as u32]
 }
 
 /// The hand-written guard: x32 → EPERM, every number above [`HIGHEST_REVIEWED`] and each of
