@@ -25,7 +25,10 @@
 //! The host's [`Ceiling`] comes from the `[sandbox]` section of the configuration. Without one
 //! (or for each key left out of it) the ceiling is: read-only access to the working directory
 //! (`fs_read = ["."]`), no writes, no network, a 60-second timeout that no run may exceed
-//! (`max_timeout = timeout`), 1 GiB of memory, 64 processes, 65,536 bytes of captured output.
+//! (`max_timeout = timeout`), 1 GiB of memory, 64 processes, 65,536 bytes of captured output,
+//! a workspace of at most 256 MiB and 10,000 files. A root written relative to the working
+//! directory (`.` included) never stands for `/` or the whole home directory: started there, it
+//! allows nothing ([`ceiling_root`]).
 //!
 //! # The intersection
 //!
@@ -230,6 +233,11 @@ pub struct Ceiling {
     pub processes: u64,
     /// Bytes of output kept per stream (default 65,536); the rest is drained and dropped.
     pub output: u64,
+    /// Bytes a skill's workspace may hold: the skill's files when materialised, and what its
+    /// runs leave in `work/` (disk blocks; default 256 MiB).
+    pub workspace_bytes: u64,
+    /// Files and directories a skill's workspace may hold, the same way (default 10,000).
+    pub workspace_files: u64,
 }
 
 impl Default for Ceiling {
@@ -243,6 +251,8 @@ impl Default for Ceiling {
             memory: 1 << 30,
             processes: 64,
             output: 65_536,
+            workspace_bytes: 256 << 20,
+            workspace_files: 10_000,
         }
     }
 }

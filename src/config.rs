@@ -405,6 +405,16 @@ impl Config {
                 ("timeout", &sb.timeout, &mut c.timeout),
                 ("memory", &sb.memory, &mut c.memory),
                 ("processes", &sb.processes, &mut c.processes),
+                (
+                    "workspace_bytes",
+                    &sb.workspace_bytes,
+                    &mut c.workspace_bytes,
+                ),
+                (
+                    "workspace_files",
+                    &sb.workspace_files,
+                    &mut c.workspace_files,
+                ),
             ] {
                 if let Some(v) = field {
                     if *v.get_ref() == 0 {
@@ -718,6 +728,8 @@ struct RawSandbox {
     memory: Option<Spanned<u64>>,
     processes: Option<Spanned<u64>>,
     output: Option<u64>,
+    workspace_bytes: Option<Spanned<u64>>,
+    workspace_files: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize)]

@@ -811,3 +811,140 @@ fn item10_native_code_from_work_stays_confined() {
     );
     assert!(out.stdout.contains("contained-read"), "{}", out.all());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Item 4: a deep tree neither crashes the supervisor nor outlives the run.
+
+const DEEP: &str = r#"#!/usr/bin/env python3
+import os, sys
+depth = int(sys.argv[1])
+os.chdir(os.environ["HOME"])
+for i in range(depth):
+    os.mkdir("d")
+    os.chdir("d")
+with open("bottom.bin", "wb") as f:
+    f.write(b"x" * 4096)
+os.chmod(".", 0o500)  # a directory left without write permission
+print("built", depth)
+"#;
+
+/// Levels: more than the descriptors `skillcat` may open ([`NOFILE`]), as a recursive removal
+/// needs one per level. (Removing a directory costs milliseconds on a file system that discards
+/// freed blocks, so the test stays at this depth; the library's own test removes 5,000 levels
+/// on a 256 KiB stack.)
+const DEPTH: &str = "1500";
+const NOFILE: u64 = 256;
+
+#[test]
+fn item4_a_deep_tree_is_removed_without_crashing() {
+    let lab = Lab::new();
+    lab.skill("deep", "", "py", DEEP);
+    let out = lab.run_nofile("deep", DEPTH, NOFILE);
+    assert_eq!(out.signal, None, "the supervisor crashed: {}", out.all());
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    assert!(out.stdout.contains("built 1500"), "{}", out.all());
+    let left = lab.workspaces();
+    assert!(left.is_empty(), "workspaces left behind: {left:?}");
+}
+
+#[test]
+fn item4_mcp_removes_a_deep_tree_at_shutdown() {
+    let lab = Lab::new();
+    lab.skill("deep-mcp", "", "py", DEEP);
+    let src = lab.path("skills/deep-mcp");
+    let mut m = Mcp::start_nofile(&lab, &["mcp", src.to_str().unwrap()], NOFILE);
+    let r = m.call("deep-mcp", DEPTH);
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(lab.workspaces().len(), 1);
+    let out = m.close();
+    assert_eq!(out.signal, None, "skillcat mcp crashed: {}", out.all());
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    let left = lab.workspaces();
+    assert!(left.is_empty(), "workspaces left behind: {left:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 5: what a run leaves or holds is bounded.
+
+const HOARD: &str = r#"#!/usr/bin/env python3
+import ctypes, os, sys
+what = sys.argv[1]
+os.chdir(os.environ["HOME"])
+if what == "bytes":
+    with open("big.bin", "wb") as f:
+        f.write(os.urandom(1 << 20) * 3)
+    print("wrote 3 MiB")
+elif what == "files":
+    os.mkdir("many")
+    for i in range(300):
+        open(f"many/{i}", "w").close()
+    print("made 300 files")
+elif what == "shm":
+    libc = ctypes.CDLL(None, use_errno=True)
+    r = libc.shmget(0, 1 << 30, 0o1000 | 0o600)
+    print("ESCAPED shm" if r >= 0 else "contained shm", ctypes.get_errno())
+    try:
+        os.memfd_create("hoard")
+        print("ESCAPED memfd")
+    except OSError as e:
+        print("contained memfd", e.errno)
+else:
+    print("left:", sorted(os.listdir(".")))
+"#;
+
+#[test]
+fn item5_the_workspace_is_bounded_within_an_mcp_session() {
+    let lab = Lab::new();
+    lab.skill("hoard", "", "py", HOARD);
+    let config = lab.path("home/quota.toml");
+    std::fs::write(
+        &config,
+        "sources = []\n[sandbox]\nworkspace_bytes = 1048576\nworkspace_files = 100\n",
+    )
+    .unwrap();
+    let cfg = config.to_str().unwrap();
+    let mut m = Mcp::start(&lab, &lab.path("scratch"), "hoard", &["--config", cfg]);
+    for what in ["bytes", "files"] {
+        let r = m.call("hoard", what);
+        assert_eq!(r["isError"], true, "{what}: {r}");
+        assert_eq!(
+            r["_meta"]["code"], "E_SKILL_WORKSPACE_FAILED",
+            "{what}: {r}"
+        );
+        let text = r["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("workspace limit"), "{what}: {r}");
+        // Nothing of it is kept for the rest of the session.
+        let r = m.call("hoard", "list");
+        assert_eq!(r["isError"], false, "{r}");
+        let text = r["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("left: ['tmp']"),
+            "{what} left files behind: {r}"
+        );
+    }
+    let r = m.call("hoard", "shm");
+    let text = r["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        text.contains("contained shm 1") && text.contains("contained memfd 1"),
+        "{r}"
+    );
+    assert!(!text.contains("ESCAPED"), "{r}");
+    let out = m.close();
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    assert!(lab.workspaces().is_empty());
+
+    // The same limit refuses to materialise a skill larger than it.
+    let big = lab.skill("big-skill", "", "sh", "#!/bin/sh\necho ran\n");
+    std::fs::write(big.join("blob.bin"), vec![b'x'; 2 << 20]).unwrap();
+    let out = lab.run_with(&lab.path("scratch"), &["--config", cfg], "big-skill", "");
+    assert_eq!(out.code, Some(1), "{}", out.all());
+    assert!(
+        out.stderr.contains("E_SKILL_WORKSPACE_FAILED") && out.stderr.contains("workspace limit"),
+        "{}",
+        out.all()
+    );
+    assert!(!out.stdout.contains("ran"), "{}", out.all());
+}

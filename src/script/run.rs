@@ -13,7 +13,7 @@ use super::policy::{check_within, lexical_normalize};
 use super::process::supervise;
 use super::sandbox::{self, DEVICES, FsAccess, FsRule, HelperPolicy, Mode, RunLimits, SANDBOX_ID};
 use super::tools::{Interpreters, SYSTEM_PATH, ScriptTool, SkillTools};
-use super::workspace::{Workspace, WorkspaceBase};
+use super::workspace::{Quota, Workspace, WorkspaceBase, enforce_quota};
 use super::{Captured, ScriptError};
 use crate::capability::{Grant, Trust};
 use crate::document::Skill;
@@ -34,6 +34,11 @@ pub struct ScriptLimits {
     pub open_files: u64,
     /// The longest timeout a grant may set (default 600 s).
     pub max_timeout: Duration,
+    /// Bytes a workspace may hold (default 256 MiB): the skill's files, and what runs leave in
+    /// `work/` (disk blocks).
+    pub workspace_bytes: u64,
+    /// Files and directories a workspace may hold (default 10,000).
+    pub workspace_files: u64,
 }
 
 impl Default for ScriptLimits {
@@ -45,19 +50,23 @@ impl Default for ScriptLimits {
             file_size: 256 << 20,
             open_files: 256,
             max_timeout: Duration::from_secs(600),
+            workspace_bytes: 256 << 20,
+            workspace_files: 10_000,
         }
     }
 }
 
 impl ScriptLimits {
     /// The run limits a configured ceiling sets (memory, processes, output, the longest
-    /// timeout); the rest stay at their defaults.
+    /// timeout, the workspace's size); the rest stay at their defaults.
     pub fn from_ceiling(ceiling: &crate::capability::Ceiling) -> Self {
         ScriptLimits {
             address_space: ceiling.memory,
             processes: ceiling.processes,
             output: usize::try_from(ceiling.output).unwrap_or(usize::MAX),
             max_timeout: Duration::from_secs(ceiling.max_timeout.max(1)),
+            workspace_bytes: ceiling.workspace_bytes,
+            workspace_files: ceiling.workspace_files,
             ..ScriptLimits::default()
         }
     }
@@ -220,7 +229,10 @@ impl Runner {
     /// A runner with a gate. Opens the workspace base, removing workspaces left by processes
     /// that are gone.
     pub fn new(config: RunnerConfig, gate: Arc<dyn Gate>) -> Result<Self, ScriptError> {
-        let base = WorkspaceBase::open(&config.workspace_base, script_owner())?;
+        let base = WorkspaceBase::open(&config.workspace_base, script_owner())?.with_quota(Quota {
+            bytes: config.limits.workspace_bytes,
+            files: config.limits.workspace_files,
+        });
         Ok(Runner {
             config,
             gate,
@@ -329,7 +341,15 @@ impl Runner {
             ws.work_dir(),
             timeout,
         )
-        .await?;
+        .await;
+        // What the run left counts against the workspace's quota, whatever way it ended.
+        let (work, limit) = (ws.work_dir(), self.base.quota());
+        let quota = tokio::task::spawn_blocking(move || enforce_quota(&work, limit))
+            .await
+            .map_err(|e| ScriptError::workspace(format!("measuring the work directory: {e}")))
+            .and_then(|r| r);
+        let raw = raw?;
+        quota?;
         let duration = started.elapsed();
         if raw.timed_out {
             return Err(ScriptError::Timeout {
