@@ -16,6 +16,7 @@ macro_rules! err {
 
 mod matching;
 mod mcp;
+mod project;
 mod read;
 mod registry;
 mod remote;
@@ -279,6 +280,12 @@ enum Command {
         after_help = "Example: skillcat mcp fixtures/mcp/skills --config fixtures/mcp/skillcat.toml"
     )]
     Mcp(mcp::McpArgs),
+    /// Trust a project's own skillcat.toml (until then it may only narrow your configuration).
+    #[command(after_help = "Example: skillcat trust project .")]
+    Trust {
+        #[command(subcommand)]
+        cmd: project::TrustCommand,
+    },
 }
 
 /// Runs one command; returns the exit code.
@@ -346,6 +353,7 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Tools(a) => script::tools(a).await,
         Command::Run(a) => script::run(a).await,
         Command::Mcp(a) => mcp::run(a).await,
+        Command::Trust { cmd } => project::run(cmd),
         Command::Verify {
             source,
             keyring,
