@@ -70,7 +70,7 @@ fn trust_project(dir: Option<&Path>) -> u8 {
             return FAULTS;
         }
     };
-    if current.trusted_projects.iter().any(|p| *p == dir) {
+    if current.trusted_projects.contains(&dir) {
         out!("{} is already trusted ({})", dir.display(), file.display());
         return OK;
     }
