@@ -51,6 +51,10 @@ const LISTMOUNT: i64 = 458;
 /// SOCK_CLOEXEC).
 const SOCK_TYPE_MASK: u64 = 0xf;
 
+/// `memfd_secret` (Linux 5.14; the same number on every architecture, not named by libc for
+/// every target).
+const MEMFD_SECRET: i64 = 447;
+
 /// System calls refused outright.
 fn denied() -> Vec<i64> {
     let mut v = vec![
@@ -88,7 +92,7 @@ fn denied() -> Vec<i64> {
         // Anonymous memory files: held outside RLIMIT_AS, and executable with `execveat`
         // although nothing the script writes may be executed.
         libc::SYS_memfd_create,
-        libc::SYS_memfd_secret,
+        MEMFD_SECRET,
         // SysV shared memory lives on after the script, outside its limits.
         libc::SYS_shmget,
     ];
