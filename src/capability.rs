@@ -25,7 +25,10 @@
 //! The host's [`Ceiling`] comes from the `[sandbox]` section of the configuration. Without one
 //! (or for each key left out of it) the ceiling is: read-only access to the working directory
 //! (`fs_read = ["."]`), no writes, no network, a 60-second timeout that no run may exceed
-//! (`max_timeout = timeout`), 1 GiB of memory, 64 processes, 65,536 bytes of captured output.
+//! (`max_timeout = timeout`), 1 GiB of memory, 64 processes, 65,536 bytes of captured output,
+//! a workspace of at most 256 MiB and 10,000 files. A root written relative to the working
+//! directory (`.` included) never stands for `/` or the whole home directory: started there, it
+//! allows nothing ([`ceiling_root`]).
 //!
 //! # The intersection
 //!
@@ -230,6 +233,11 @@ pub struct Ceiling {
     pub processes: u64,
     /// Bytes of output kept per stream (default 65,536); the rest is drained and dropped.
     pub output: u64,
+    /// Bytes a skill's workspace may hold: the skill's files when materialised, and what its
+    /// runs leave in `work/` (disk blocks; default 256 MiB).
+    pub workspace_bytes: u64,
+    /// Files and directories a skill's workspace may hold, the same way (default 10,000).
+    pub workspace_files: u64,
 }
 
 impl Default for Ceiling {
@@ -243,6 +251,8 @@ impl Default for Ceiling {
             memory: 1 << 30,
             processes: 64,
             output: 65_536,
+            workspace_bytes: 256 << 20,
+            workspace_files: 10_000,
         }
     }
 }
@@ -356,8 +366,9 @@ pub fn intersect_with(
     resolver: &dyn Resolver,
 ) -> Intersection {
     let expand = |p: &String| resolve_with(p, &ctx.cwd, ctx.home.as_deref(), resolver);
-    let write_roots: Vec<PathBuf> = ceiling.fs_write.iter().filter_map(expand).collect();
-    let mut read_roots: Vec<PathBuf> = ceiling.fs_read.iter().filter_map(expand).collect();
+    let root = |p: &String| ceiling_root_with(p, ctx, resolver);
+    let write_roots: Vec<PathBuf> = ceiling.fs_write.iter().filter_map(root).collect();
+    let mut read_roots: Vec<PathBuf> = ceiling.fs_read.iter().filter_map(root).collect();
     read_roots.extend(write_roots.iter().cloned());
 
     let mut dropped = Vec::new();
@@ -399,6 +410,34 @@ pub fn intersect_with(
         },
         dropped,
     }
+}
+
+/// Expands a ceiling root as the intersection does ([`resolve`]), except that a root written
+/// relative to the working directory (`.`, the default, or `data`, `..`) never stands for the
+/// whole file system or the whole home directory: with a working directory of `/` (an MCP
+/// server a desktop application started) or `~`, it allows nothing. A root written as `/` or
+/// `~` is the user's explicit choice and kept.
+pub fn ceiling_root(root: &str, ctx: &Context) -> Option<PathBuf> {
+    ceiling_root_with(root, ctx, &RealFs)
+}
+
+/// [`ceiling_root`] with the links resolved by `resolver`.
+pub fn ceiling_root_with(root: &str, ctx: &Context, resolver: &dyn Resolver) -> Option<PathBuf> {
+    let p = resolve_with(root, &ctx.cwd, ctx.home.as_deref(), resolver)?;
+    let relative = !root.starts_with('/') && !root.starts_with('~');
+    if relative && is_too_wide(&p, ctx.home.as_deref(), resolver) {
+        return None;
+    }
+    Some(p)
+}
+
+/// `/`, or the home directory itself.
+fn is_too_wide(p: &Path, home: Option<&Path>, resolver: &dyn Resolver) -> bool {
+    if p.parent().is_none() {
+        return true;
+    }
+    home.and_then(|h| resolve_with(&h.to_string_lossy(), Path::new("/"), None, resolver))
+        .is_some_and(|h| h == p)
 }
 
 /// Expands a path as the intersection does: `~`, relative against `cwd`, `..` lexically, then

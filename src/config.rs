@@ -12,7 +12,10 @@
 //! ```
 //!
 //! Where it comes from ([`Config::discover`]): the file named with `--config`, else
-//! `./skillcat.toml` when it exists, else the defaults ([`Config::defaults`]):
+//! `./skillcat.toml` when it exists — the **project's** file, narrowed to what the user's own
+//! configuration allows until the user trusts the project (`skillcat trust project`, which
+//! records it in the user's `trusted_projects`) — else the user's own file
+//! (`~/.config/skillcat/skillcat.toml`), else the defaults ([`Config::defaults`]):
 //!
 //! 1. every `.agents/skills` directory from the working directory up to the repository root
 //!    (the first ancestor holding `.git`; without one, the working directory alone), nearest
@@ -171,6 +174,14 @@ pub struct Config {
     pub prompt: PromptConfig,
     /// The `[matcher]` section: how `skillcat match` ranks skills.
     pub matcher: MatcherConfig,
+    /// Projects whose own `skillcat.toml` the user trusts (`trusted_projects`, written by
+    /// `skillcat trust project`): canonical directories. Read from the user's configuration
+    /// only; a project's file cannot trust itself.
+    pub trusted_projects: Vec<PathBuf>,
+    /// Set when this is a project's `skillcat.toml` the user has not trusted: the project's
+    /// directory. Such a file was narrowed to what the user's own configuration allows
+    /// ([`Config::narrowed_by`]).
+    pub untrusted_project: Option<PathBuf>,
 }
 
 /// A configuration that could not be read.
@@ -240,8 +251,14 @@ impl Config {
         }
     }
 
-    /// The file named (`--config`), else `./skillcat.toml` when it exists, else
+    /// The file named (`--config`), else `./skillcat.toml` when it exists, else the user's
+    /// configuration ([`user_file`](Self::user_file)) when it exists, else
     /// [`defaults`](Self::defaults).
+    ///
+    /// A `./skillcat.toml` is the project's, not the user's: unless the user's configuration
+    /// lists the project in `trusted_projects` (`skillcat trust project`), it is narrowed to
+    /// what the user's configuration allows ([`narrowed_by`](Self::narrowed_by)), so a checkout
+    /// cannot widen its own ceiling, trust its own sources or name its own interpreters.
     pub fn discover(explicit: Option<&Path>, env: &Environment) -> Result<Self, ConfigError> {
         if let Some(path) = explicit {
             let path = if path.is_absolute() {
@@ -251,11 +268,89 @@ impl Config {
             };
             return Self::load(&path, env);
         }
+        let user = match Self::user_file(env) {
+            Some(f) if f.is_file() => Self::load(&f, env)?,
+            _ => Self::defaults(env),
+        };
         let local = env.cwd.join(FILE_NAME);
         if local.is_file() {
-            return Self::load(&local, env);
+            let project = Self::load(&local, env)?;
+            let dir = std::fs::canonicalize(&env.cwd).unwrap_or_else(|_| env.cwd.clone());
+            if user
+                .trusted_projects
+                .iter()
+                .any(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()) == dir)
+            {
+                return Ok(project);
+            }
+            return Ok(project.narrowed_by(&user, env, &dir));
         }
-        Ok(Self::defaults(env))
+        Ok(user)
+    }
+
+    /// The user's own configuration file: `$HOME/.config/skillcat/skillcat.toml` (`None`
+    /// without a home directory).
+    pub fn user_file(env: &Environment) -> Option<PathBuf> {
+        env.home
+            .as_ref()
+            .filter(|h| h.is_absolute())
+            .map(|h| h.join(".config/skillcat").join(FILE_NAME))
+    }
+
+    /// This (a project's) configuration, allowed no more than `user` allows: ceiling roots only
+    /// beneath the user's (expanded now, against `env`), network only if both allow it, every
+    /// limit the smaller of the two; a source trusted or core only when the user's
+    /// configuration trusts that same source; the user's interpreters, keyring and cache
+    /// directory; no `trusted_projects`. `project` is the project's directory, recorded in
+    /// [`untrusted_project`](Self::untrusted_project).
+    pub fn narrowed_by(mut self, user: &Config, env: &Environment, project: &Path) -> Config {
+        let ctx = crate::capability::Context {
+            cwd: env.cwd.clone(),
+            home: env.home.clone(),
+            core_trusted_source: false,
+        };
+        let expand = |roots: &[String]| -> Vec<PathBuf> {
+            roots
+                .iter()
+                .filter_map(|r| crate::capability::ceiling_root(r, &ctx))
+                .collect()
+        };
+        let user_write = expand(&user.sandbox.fs_write);
+        let mut user_read = expand(&user.sandbox.fs_read);
+        user_read.extend(user_write.iter().cloned());
+        let within = |roots: &[String], allowed: &[PathBuf]| -> Vec<String> {
+            expand(roots)
+                .into_iter()
+                .filter(|p| allowed.iter().any(|a| p.starts_with(a)))
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect()
+        };
+        let (u, p) = (&user.sandbox, &mut self.sandbox);
+        p.fs_read = within(&p.fs_read, &user_read);
+        p.fs_write = within(&p.fs_write, &user_write);
+        p.network &= u.network;
+        p.max_timeout = p.max_timeout.min(u.max_timeout);
+        p.timeout = p.timeout.min(u.timeout).min(p.max_timeout);
+        p.memory = p.memory.min(u.memory);
+        p.processes = p.processes.min(u.processes);
+        p.output = p.output.min(u.output);
+        p.workspace_bytes = p.workspace_bytes.min(u.workspace_bytes);
+        p.workspace_files = p.workspace_files.min(u.workspace_files);
+        let canon = |s: &str| std::fs::canonicalize(s).unwrap_or_else(|_| PathBuf::from(s));
+        for src in &mut self.sources {
+            let same = user
+                .sources
+                .iter()
+                .find(|us| us.path == src.path || canon(&us.path) == canon(&src.path));
+            src.trusted &= same.is_some_and(|us| us.trusted);
+            src.core &= same.is_some_and(|us| us.core);
+        }
+        self.scripts.interpreters = user.scripts.interpreters.clone();
+        self.keyring = user.keyring.clone();
+        self.cache_dir = user.cache_dir.clone();
+        self.trusted_projects = Vec::new();
+        self.untrusted_project = Some(project.to_path_buf());
+        self
     }
 
     /// [`discover`](Self::discover) against the real working and home directories.
@@ -405,6 +500,16 @@ impl Config {
                 ("timeout", &sb.timeout, &mut c.timeout),
                 ("memory", &sb.memory, &mut c.memory),
                 ("processes", &sb.processes, &mut c.processes),
+                (
+                    "workspace_bytes",
+                    &sb.workspace_bytes,
+                    &mut c.workspace_bytes,
+                ),
+                (
+                    "workspace_files",
+                    &sb.workspace_files,
+                    &mut c.workspace_files,
+                ),
             ] {
                 if let Some(v) = field {
                     if *v.get_ref() == 0 {
@@ -478,6 +583,12 @@ impl Config {
         config.cache_dir = raw
             .cache_dir
             .map(|k| PathBuf::from(resolve_spec(k.get_ref(), &base, home)));
+        config.trusted_projects = raw
+            .trusted_projects
+            .unwrap_or_default()
+            .iter()
+            .map(|p| PathBuf::from(resolve_spec(p, &base, home)))
+            .collect();
         config.prompt.budget = raw.prompt.and_then(|p| p.budget);
         if let Some(m) = raw.matcher {
             config.matcher = m
@@ -696,6 +807,7 @@ struct RawConfig {
     cache_dir: Option<Spanned<String>>,
     prompt: Option<RawPrompt>,
     matcher: Option<RawMatcher>,
+    trusted_projects: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -718,6 +830,8 @@ struct RawSandbox {
     memory: Option<Spanned<u64>>,
     processes: Option<Spanned<u64>>,
     output: Option<u64>,
+    workspace_bytes: Option<Spanned<u64>>,
+    workspace_files: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize)]

@@ -444,7 +444,9 @@ async fn from_config_uses_sources_trust_and_validation() {
         home: None,
     };
 
-    let config = Config::discover(None, &env).unwrap();
+    // Named explicitly: the user's own file (a `./skillcat.toml` found by itself is the
+    // project's, and may not trust its own sources).
+    let config = Config::discover(Some(&root.join("skillcat.toml")), &env).unwrap();
     let cat = Catalog::from_config(&config);
     assert_eq!(cat.sources().len(), 2);
     assert!(cat.sources()[0].is_core_trusted() && cat.sources()[0].is_trusted());

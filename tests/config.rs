@@ -510,11 +510,26 @@ fn discover_prefers_explicit_then_local_then_defaults() {
     let c = Config::discover(None, &env).unwrap();
     assert_eq!(c.origin, None);
     assert_eq!(c.sources.len(), 2);
-    // ./skillcat.toml: read; a file without [[sources]] keeps the default sources.
+    // ./skillcat.toml: read; a file without [[sources]] keeps the default sources. It is the
+    // project's: until the user trusts the project it may only narrow the user's configuration
+    // (the defaults here), so it cannot turn the network on.
     std::fs::write(repo.join("skillcat.toml"), "[sandbox]\nnetwork = true\n").unwrap();
     let c = Config::discover(None, &env).unwrap();
     assert_eq!(c.origin, Some(repo.join("skillcat.toml")));
+    assert!(!c.sandbox.network);
+    assert_eq!(c.untrusted_project, Some(repo.canonicalize().unwrap()));
+    assert_eq!(c.sources.len(), 2);
+    // Trusted in the user's own file (`skillcat trust project`), it applies in full.
+    let user = Config::user_file(&env).unwrap();
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user,
+        format!("trusted_projects = [{:?}]\n", repo.canonicalize().unwrap()),
+    )
+    .unwrap();
+    let c = Config::discover(None, &env).unwrap();
     assert!(c.sandbox.network);
+    assert_eq!(c.untrusted_project, None);
     assert_eq!(c.sources.len(), 2);
     // An explicit file wins; `sources = []` means no sources at all.
     std::fs::write(root.join("other.toml"), "sources = []\n").unwrap();

@@ -277,9 +277,27 @@ fn the_configuration_sets_the_ceiling_and_the_interpreters() {
         format!("sources = []\n\n[sandbox]\nfs_write = [\"out\"]\n\n[scripts.interpreters]\nsh = \"{sh}\"\n"),
     )
     .unwrap();
+    // Found in the working directory, the file is the project's: it may narrow the user's
+    // configuration, never widen it, so the write is still refused.
     let o = skillcat(
         d.path(),
         &["run", ".", "writer", "write", "--args", &out_arg],
+    );
+    assert_eq!(o.code, 1, "{} {}", o.out(), o.stderr);
+    assert!(!out.join("result.txt").exists());
+    // Named with --config, it is the user's own.
+    let o = skillcat(
+        d.path(),
+        &[
+            "--config",
+            "skillcat.toml",
+            "run",
+            ".",
+            "writer",
+            "write",
+            "--args",
+            &out_arg,
+        ],
     );
     assert_eq!(o.code, 0, "{} {}", o.out(), o.stderr);
     assert_eq!(
@@ -287,7 +305,10 @@ fn the_configuration_sets_the_ceiling_and_the_interpreters() {
         "written\n"
     );
     // python3 is not in the configured allow-list.
-    let o = skillcat(d.path(), &["run", ".", "writer", "py"]);
+    let o = skillcat(
+        d.path(),
+        &["--config", "skillcat.toml", "run", ".", "writer", "py"],
+    );
     assert_eq!(o.code, 1);
     assert!(
         o.stderr.contains("E_SKILL_SCRIPT_INTERPRETER_REFUSED"),

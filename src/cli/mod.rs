@@ -16,6 +16,7 @@ macro_rules! err {
 
 mod matching;
 mod mcp;
+mod project;
 mod read;
 mod registry;
 mod remote;
@@ -295,6 +296,12 @@ enum Command {
         /// The directory to write into (created when missing; its parent must exist).
         dir: std::path::PathBuf,
     },
+    /// Trust a project's own skillcat.toml (until then it may only narrow your configuration).
+    #[command(after_help = "Example: skillcat trust project .")]
+    Trust {
+        #[command(subcommand)]
+        cmd: project::TrustCommand,
+    },
 }
 
 /// Runs one command; returns the exit code.
@@ -364,6 +371,7 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Mcp(a) => mcp::run(a).await,
         Command::Completions { shell } => shell::completions(shell),
         Command::Man { dir } => shell::man(&dir),
+        Command::Trust { cmd } => project::run(cmd),
         Command::Verify {
             source,
             keyring,

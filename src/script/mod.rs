@@ -37,4 +37,4 @@ pub use tools::{
     Declared, Interpreter, Interpreters, SYSTEM_PATH, ScriptTool, SkillTools, Skipped,
     ToolRegistry, discover, parse_declared,
 };
-pub use workspace::{Workspace, WorkspaceBase};
+pub use workspace::{Quota, Workspace, WorkspaceBase};

@@ -57,14 +57,15 @@ fn is_plain_absolute(p: &Path) -> bool {
 }
 
 /// The session policy a ceiling stands for: its read and write roots expanded against the
-/// context (`~`, relative to the working directory, links resolved; a root that cannot be
-/// expanded allows nothing), its network, its hard timeout limit, and `core` trust only for a
+/// context as [`capability::ceiling_root`] does (`~`, relative to the working directory, links
+/// resolved; a root that cannot be expanded, or a relative root that expands to `/` or the
+/// home directory, allows nothing), its network, its hard timeout limit, and `core` trust only for a
 /// core-trusted source.
 pub fn policy_from_ceiling(ceiling: &Ceiling, ctx: &Context) -> Grant {
     let expand = |roots: &[String]| -> Vec<PathBuf> {
         roots
             .iter()
-            .filter_map(|r| capability::resolve(r, &ctx.cwd, ctx.home.as_deref()))
+            .filter_map(|r| capability::ceiling_root(r, ctx))
             .collect()
     };
     Grant {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
 
-use super::sandbox::{self, HELPER_ARG, HelperPolicy, Mode, RunLimits, STATUS_FD};
+use super::sandbox::{self, HELPER_ARG, HelperPolicy, Mode, POLICY_FD, RunLimits, STATUS_FD};
 use super::{Captured, ScriptError};
 
 /// Starts the process, waits with the timeout, drains output, reads the status pipe.
@@ -30,6 +30,7 @@ pub(crate) async fn supervise(
     // The helper exists on Linux only; elsewhere the process is started directly (under
     // `sandbox-exec` when confined).
     let direct = !cfg!(target_os = "linux");
+    let mut policy_fd: Option<OwnedFd> = None;
     let (program, args, env, status_pipe): (PathBuf, Vec<OsString>, Vec<(String, String)>, bool) =
         if direct && policy.mode == Mode::Confined {
             let (exe, args) = sandbox::macos::command_line(policy);
@@ -50,9 +51,13 @@ pub(crate) async fn supervise(
             let json = policy
                 .to_json()
                 .map_err(|reason| ScriptError::SandboxFailed { reason })?;
+            // The policy (tool arguments included) goes on a descriptor, not on argv, where
+            // every local user could read it.
+            policy_fd =
+                Some(policy_memfd(json.as_bytes()).map_err(|e| sandbox_failed("policy", e))?);
             (
                 helper.to_path_buf(),
-                vec![HELPER_ARG.into(), json.into()],
+                vec![HELPER_ARG.into()],
                 Vec::new(),
                 true,
             )
@@ -64,6 +69,7 @@ pub(crate) async fn supervise(
         None
     };
     let status_w = status.as_ref().map(|(_, w)| w.as_raw_fd());
+    let policy_r = policy_fd.as_ref().map(|f| f.as_raw_fd());
     let rlimits = direct.then_some(policy.limits);
 
     let mut cmd = tokio::process::Command::new(&program);
@@ -89,6 +95,11 @@ pub(crate) async fn supervise(
             {
                 return Err(std::io::Error::last_os_error());
             }
+            if let Some(p) = policy_r
+                && libc::dup2(p, POLICY_FD) < 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
             if let Some(l) = rlimits {
                 set_rlimits(&l)?;
             }
@@ -103,6 +114,7 @@ pub(crate) async fn supervise(
         drop(w);
         r
     });
+    drop(policy_fd);
     let pid = child.id().map(|p| p as libc::pid_t);
     let stdout = child.stdout.take();
     let buf = Arc::new(Mutex::new(CaptureBuf::default()));
@@ -266,6 +278,44 @@ fn status_pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
         libc::fcntl(w.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
         Ok((r, w))
     }
+}
+
+/// The policy in a sealed memfd numbered above [`STATUS_FD`] and [`POLICY_FD`] (so neither
+/// `dup2` clobbers it), close-on-exec here; `dup2` onto [`POLICY_FD`] hands it to the helper.
+#[cfg(target_os = "linux")]
+fn policy_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
+    // SAFETY: memfd_create with a static name; the fds are then owned exactly once; writes come
+    // from a live buffer.
+    unsafe {
+        let fd = libc::memfd_create(
+            c"skillcat-policy".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        );
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let first = OwnedFd::from_raw_fd(fd);
+        let mut f = std::fs::File::from(first);
+        std::io::Write::write_all(&mut f, bytes)?;
+        let seals =
+            libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+        if libc::fcntl(f.as_raw_fd(), libc::F_ADD_SEALS, seals) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let high = libc::fcntl(f.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
+        if high < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(OwnedFd::from_raw_fd(high))
+    }
+}
+
+/// The helper exists on Linux only.
+#[cfg(not(target_os = "linux"))]
+fn policy_memfd(_bytes: &[u8]) -> std::io::Result<OwnedFd> {
+    Err(std::io::Error::other(
+        "the sandbox helper exists only on Linux",
+    ))
 }
 
 /// Reads the status pipe once every writer is gone.

@@ -13,7 +13,7 @@ use super::policy::{check_within, lexical_normalize};
 use super::process::supervise;
 use super::sandbox::{self, DEVICES, FsAccess, FsRule, HelperPolicy, Mode, RunLimits, SANDBOX_ID};
 use super::tools::{Interpreters, SYSTEM_PATH, ScriptTool, SkillTools};
-use super::workspace::{Workspace, WorkspaceBase};
+use super::workspace::{Quota, Workspace, WorkspaceBase, enforce_quota};
 use super::{Captured, ScriptError};
 use crate::capability::{Grant, Trust};
 use crate::document::Skill;
@@ -34,6 +34,11 @@ pub struct ScriptLimits {
     pub open_files: u64,
     /// The longest timeout a grant may set (default 600 s).
     pub max_timeout: Duration,
+    /// Bytes a workspace may hold (default 256 MiB): the skill's files, and what runs leave in
+    /// `work/` (disk blocks).
+    pub workspace_bytes: u64,
+    /// Files and directories a workspace may hold (default 10,000).
+    pub workspace_files: u64,
 }
 
 impl Default for ScriptLimits {
@@ -45,19 +50,23 @@ impl Default for ScriptLimits {
             file_size: 256 << 20,
             open_files: 256,
             max_timeout: Duration::from_secs(600),
+            workspace_bytes: 256 << 20,
+            workspace_files: 10_000,
         }
     }
 }
 
 impl ScriptLimits {
     /// The run limits a configured ceiling sets (memory, processes, output, the longest
-    /// timeout); the rest stay at their defaults.
+    /// timeout, the workspace's size); the rest stay at their defaults.
     pub fn from_ceiling(ceiling: &crate::capability::Ceiling) -> Self {
         ScriptLimits {
             address_space: ceiling.memory,
             processes: ceiling.processes,
             output: usize::try_from(ceiling.output).unwrap_or(usize::MAX),
             max_timeout: Duration::from_secs(ceiling.max_timeout.max(1)),
+            workspace_bytes: ceiling.workspace_bytes,
+            workspace_files: ceiling.workspace_files,
             ..ScriptLimits::default()
         }
     }
@@ -220,7 +229,10 @@ impl Runner {
     /// A runner with a gate. Opens the workspace base, removing workspaces left by processes
     /// that are gone.
     pub fn new(config: RunnerConfig, gate: Arc<dyn Gate>) -> Result<Self, ScriptError> {
-        let base = WorkspaceBase::open(&config.workspace_base, script_owner())?;
+        let base = WorkspaceBase::open(&config.workspace_base, script_owner())?.with_quota(Quota {
+            bytes: config.limits.workspace_bytes,
+            files: config.limits.workspace_files,
+        });
         Ok(Runner {
             config,
             gate,
@@ -293,6 +305,7 @@ impl Runner {
         let script_args = t.argv(args)?;
         let grant = canonical_grant(&skill.grant)?;
         check_within(&grant, &canonical_policy(&self.config.policy))?;
+        self.check_workspaces_apart(&grant)?;
         let timeout = grant.timeout.clamp(
             Duration::from_secs(1),
             self.config.limits.max_timeout.max(Duration::from_secs(1)),
@@ -319,7 +332,7 @@ impl Runner {
         }
 
         let ws = skill.ensure_workspace().await?;
-        let policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode);
+        let policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode)?;
         let started = Instant::now();
         let raw = supervise(
             &self.config.helper,
@@ -328,7 +341,15 @@ impl Runner {
             ws.work_dir(),
             timeout,
         )
-        .await?;
+        .await;
+        // What the run left counts against the workspace's quota, whatever way it ended.
+        let (work, limit) = (ws.work_dir(), self.base.quota());
+        let quota = tokio::task::spawn_blocking(move || enforce_quota(&work, limit))
+            .await
+            .map_err(|e| ScriptError::workspace(format!("measuring the work directory: {e}")))
+            .and_then(|r| r);
+        let raw = raw?;
+        quota?;
         let duration = started.elapsed();
         if raw.timed_out {
             return Err(ScriptError::Timeout {
@@ -355,6 +376,34 @@ impl Runner {
             duration,
             confinement,
         })
+    }
+
+    /// A grant never reaches a workspace, whatever the ceiling says: every run's scripts share
+    /// one uid, so a granted path that holds the workspace base (`/`, `/tmp`, the home
+    /// directory…) or lies in it would let one skill read or change another's `work/`.
+    fn check_workspaces_apart(&self, grant: &Grant) -> Result<(), ScriptError> {
+        let mut bases = vec![self.base.dir().to_path_buf()];
+        if let Ok(d) = std::fs::canonicalize(WorkspaceBase::default_dir()) {
+            bases.push(d);
+        }
+        for p in grant.fs_read.iter().chain(&grant.fs_write) {
+            if let Some(base) = bases.iter().find(|b| b.starts_with(p) || p.starts_with(b)) {
+                return Err(ScriptError::PolicyWidened {
+                    reason: format!(
+                        "granted path {} {} the skill workspaces in {}; a grant never reaches \
+                         a workspace (narrow the grant, or the [sandbox] ceiling)",
+                        p.display(),
+                        if base.starts_with(p) {
+                            "holds"
+                        } else {
+                            "lies in"
+                        },
+                        base.display()
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Confined when the system can confine; unconfined only for `trust: core`; else refused.
@@ -385,7 +434,7 @@ impl Runner {
         script_args: Vec<String>,
         timeout: Duration,
         mode: Mode,
-    ) -> HelperPolicy {
+    ) -> Result<HelperPolicy, ScriptError> {
         let work = ws.work_dir();
         let skill_dir = ws.skill_dir();
         let script = skill_dir.join(&t.path);
@@ -413,6 +462,7 @@ impl Runner {
                 path,
                 access: FsAccess::ReadExec,
                 required: false,
+                inode: None,
             })
             .collect();
         if let Some(prefix) = interpreter_prefix(&t.interpreter.path, &rules) {
@@ -420,30 +470,35 @@ impl Runner {
                 path: prefix,
                 access: FsAccess::ReadExec,
                 required: false,
+                inode: None,
             });
         }
         rules.push(FsRule {
             path: skill_dir,
             access: FsAccess::ReadExec,
             required: true,
+            inode: None,
         });
         for p in &grant.fs_read {
             rules.push(FsRule {
                 path: p.clone(),
                 access: FsAccess::ReadExec,
                 required: true,
+                inode: None,
             });
         }
         rules.push(FsRule {
             path: work,
             access: FsAccess::ReadWrite,
             required: true,
+            inode: None,
         });
         for p in &grant.fs_write {
             rules.push(FsRule {
                 path: p.clone(),
                 access: FsAccess::ReadWrite,
                 required: true,
+                inode: None,
             });
         }
         for d in DEVICES {
@@ -451,10 +506,20 @@ impl Runner {
                 path: d.into(),
                 access: FsAccess::ReadWrite,
                 required: false,
+                inode: None,
             });
         }
+        // Every path checked here (the workspace, each granted path) is pinned to the inode
+        // found now, reached without following links: the helper binds its rule to that inode
+        // or refuses (a symbolic link swapped in after the check binds nothing).
+        for r in rules.iter_mut().filter(|r| r.required) {
+            r.inode =
+                sandbox::pinned_identity(&r.path).map_err(|e| ScriptError::SandboxFailed {
+                    reason: format!("{}: {e}", r.path.display()),
+                })?;
+        }
         let secs = timeout.as_secs().max(1);
-        HelperPolicy {
+        Ok(HelperPolicy {
             mode,
             program: t.interpreter.path.clone(),
             argv,
@@ -471,7 +536,7 @@ impl Runner {
             },
             timeout_seconds: secs,
             supervisor: std::process::id(),
-        }
+        })
     }
 }
 
@@ -569,6 +634,7 @@ mod tests {
             path: "/usr".into(),
             access: FsAccess::ReadExec,
             required: false,
+            inode: None,
         }];
         if Path::new("/usr/bin/sh").exists() {
             assert_eq!(interpreter_prefix(Path::new("/usr/bin/sh"), &rules), None);

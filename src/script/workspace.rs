@@ -19,10 +19,11 @@
 //! When the host runs as root, scripts run as an unprivileged uid (65534): the base and the
 //! workspace directory are then 0711 (enter, not list) and `work/` belongs to that uid.
 
+use std::ffi::CString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::os::unix::io::AsRawFd;
+use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -36,11 +37,30 @@ const LOCK: &str = ".lock";
 /// A workspace directory without a lock file is left alone this long (it may be being created).
 const UNLOCKED_GRACE: Duration = Duration::from_secs(60);
 
+/// How much one workspace may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    /// Bytes (disk blocks of what runs leave; bytes of the skill's files).
+    pub bytes: u64,
+    /// Files and directories.
+    pub files: u64,
+}
+
+impl Default for Quota {
+    fn default() -> Self {
+        Quota {
+            bytes: 256 << 20,
+            files: 10_000,
+        }
+    }
+}
+
 /// The per-user directory that holds workspaces.
 #[derive(Debug, Clone)]
 pub struct WorkspaceBase {
     dir: PathBuf,
     script_owner: Option<(u32, u32)>,
+    quota: Quota,
 }
 
 impl WorkspaceBase {
@@ -83,8 +103,15 @@ impl WorkspaceBase {
         if script_owner.is_some() {
             check_passable(&dir)?;
         }
-        let base = WorkspaceBase { dir, script_owner };
-        base.clean_stale()?;
+        let base = WorkspaceBase {
+            dir,
+            script_owner,
+            quota: Quota::default(),
+        };
+        // A leftover that cannot be removed now must not stop every run: it stays, and the next
+        // start tries again ([`clean_stale`](Self::clean_stale) reports it to a caller that
+        // asks).
+        let _ = base.clean_stale();
         Ok(base)
     }
 
@@ -93,11 +120,25 @@ impl WorkspaceBase {
         &self.dir
     }
 
-    /// Removes every workspace whose owner is gone; returns how many.
+    /// Sets how much each workspace may hold (default [`Quota::default`]: 256 MiB, 10,000
+    /// files).
+    pub fn with_quota(mut self, quota: Quota) -> Self {
+        self.quota = quota;
+        self
+    }
+
+    /// How much each workspace may hold.
+    pub fn quota(&self) -> Quota {
+        self.quota
+    }
+
+    /// Removes every workspace whose owner is gone; returns how many, or an error naming each
+    /// one that could not be removed (it stays, and is tried again the next time).
     pub fn clean_stale(&self) -> Result<usize, ScriptError> {
         let entries = fs::read_dir(&self.dir)
             .map_err(|e| ScriptError::workspace(format!("{}: {e}", self.dir.display())))?;
         let mut removed = 0;
+        let mut failed = Vec::new();
         for entry in entries.flatten() {
             let name = entry.file_name();
             if !name.to_string_lossy().starts_with("ws-") {
@@ -129,11 +170,19 @@ impl WorkspaceBase {
                 Err(_) => continue,
             };
             let _lock = stale_lock;
-            if remove_tree(&path).is_ok() {
-                removed += 1;
+            match remove_tree(&path) {
+                Ok(()) => removed += 1,
+                Err(e) => failed.push(format!("{}: {e}", path.display())),
             }
         }
-        Ok(removed)
+        if failed.is_empty() {
+            Ok(removed)
+        } else {
+            Err(ScriptError::workspace(format!(
+                "cannot remove stale workspaces (tried again at the next start): {}",
+                failed.join("; ")
+            )))
+        }
     }
 
     /// Materialises a skill: reads every file through its source and writes it into a fresh
@@ -144,6 +193,17 @@ impl WorkspaceBase {
         skill: &Skill,
     ) -> Result<Workspace, ScriptError> {
         let mut files = Vec::with_capacity(skill.files().len());
+        let too_many = |what: String| {
+            ScriptError::workspace(format!(
+                "the skill's files exceed the workspace limit ({what}; limit {} bytes, {} files: \
+                 [sandbox] workspace_bytes, workspace_files)",
+                self.quota.bytes, self.quota.files
+            ))
+        };
+        if skill.files().len() as u64 > self.quota.files {
+            return Err(too_many(format!("{} files", skill.files().len())));
+        }
+        let mut total = 0u64;
         for f in skill.files() {
             let rel = check_skill_path(&f.path)?;
             if rel != f.path {
@@ -161,6 +221,10 @@ impl WorkspaceBase {
                     }
                     other => ScriptError::workspace(format!("reading {}: {other}", f.path)),
                 })?;
+            total = total.saturating_add(bytes.len() as u64);
+            if total > self.quota.bytes {
+                return Err(too_many(format!("more than {total} bytes")));
+            }
             files.push((rel, bytes, f.executable));
         }
         let base = self.clone();
@@ -296,34 +360,281 @@ fn check_passable(dir: &Path) -> Result<(), ScriptError> {
     Ok(())
 }
 
-/// Removes a tree, making directories writable first when a plain removal fails (a script may
-/// have left a directory without write permission). Never follows symbolic links.
+/// Removes a tree a script may have shaped: never recursing (a tree 20,000 levels deep must
+/// not overflow a stack), holding one directory descriptor at a time whatever the depth (so
+/// `RLIMIT_NOFILE` cannot stop it), never following a symbolic link, and making a directory
+/// the script left without write or search permission writable first. Memory grows with the
+/// depth (one name per level), not descriptors or stack.
 pub(crate) fn remove_tree(p: &Path) -> io::Result<()> {
-    match fs::remove_dir_all(p) {
-        Ok(()) => Ok(()),
+    let meta = match fs::symlink_metadata(p) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if !meta.is_dir() {
+        return fs::remove_file(p);
+    }
+    let _ = fs::set_permissions(p, fs::Permissions::from_mode(0o700));
+    let top = open_dir(libc::AT_FDCWD, &cstr(p.as_os_str().as_encoded_bytes())?)?;
+    empty_dir(top, (meta.dev(), meta.ino()))?;
+    match fs::remove_dir(p) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(_) => {
-            make_writable(p);
-            match fs::remove_dir_all(p) {
-                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-                other => other,
+        other => other,
+    }
+}
+
+fn cstr(b: &[u8]) -> io::Result<CString> {
+    CString::new(b).map_err(|_| io::Error::other("a NUL byte in a path"))
+}
+
+fn open_dir(at: RawFd, name: &CString) -> io::Result<OwnedFd> {
+    // SAFETY: a C string; the returned descriptor is owned exactly once.
+    let fd = unsafe {
+        libc::openat(
+            at,
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn identity(fd: &OwnedFd) -> io::Result<(u64, u64)> {
+    // SAFETY: fstat on a live descriptor into a zeroed local.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd.as_raw_fd(), &mut st) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((st.st_dev as u64, st.st_ino as u64))
+    }
+}
+
+/// The entries of a directory (`.` and `..` left out), each with whether it is a directory.
+fn entries(dir: &OwnedFd) -> io::Result<Vec<(CString, bool)>> {
+    // SAFETY: fdopendir takes a duplicate we own; closedir releases it; readdir's entries are
+    // read before the next call.
+    unsafe {
+        let dup = libc::fcntl(dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0);
+        if dup < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let d = libc::fdopendir(dup);
+        if d.is_null() {
+            let e = io::Error::last_os_error();
+            libc::close(dup);
+            return Err(e);
+        }
+        libc::rewinddir(d);
+        let mut out = Vec::new();
+        loop {
+            *errno() = 0;
+            let ent = libc::readdir(d);
+            if ent.is_null() {
+                let errno = *errno();
+                libc::closedir(d);
+                if errno != 0 {
+                    return Err(io::Error::from_raw_os_error(errno));
+                }
+                return Ok(out);
             }
+            let name = std::ffi::CStr::from_ptr((*ent).d_name.as_ptr());
+            let bytes = name.to_bytes();
+            if bytes == b"." || bytes == b".." {
+                continue;
+            }
+            let is_dir = match (*ent).d_type {
+                libc::DT_DIR => true,
+                libc::DT_UNKNOWN => {
+                    let mut st: libc::stat = std::mem::zeroed();
+                    libc::fstatat(
+                        dir.as_raw_fd(),
+                        name.as_ptr(),
+                        &mut st,
+                        libc::AT_SYMLINK_NOFOLLOW,
+                    ) == 0
+                        && (st.st_mode & libc::S_IFMT) == libc::S_IFDIR
+                }
+                _ => false,
+            };
+            out.push((name.to_owned(), is_dir));
         }
     }
 }
 
-fn make_writable(p: &Path) {
-    let Ok(meta) = fs::symlink_metadata(p) else {
-        return;
-    };
-    if !meta.is_dir() {
-        return;
+/// This thread's `errno`.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn errno() -> *mut libc::c_int {
+    // SAFETY: returns this thread's errno location; no preconditions.
+    unsafe { libc::__errno_location() }
+}
+
+/// This thread's `errno`.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn errno() -> *mut libc::c_int {
+    // SAFETY: returns this thread's errno location; no preconditions.
+    unsafe { libc::__error() }
+}
+
+fn unlink_at(dir: &OwnedFd, name: &CString, flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: a live descriptor and a C string.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) } == 0 {
+        return Ok(());
     }
-    let _ = fs::set_permissions(p, fs::Permissions::from_mode(0o700));
-    if let Ok(entries) = fs::read_dir(p) {
-        for e in entries.flatten() {
-            make_writable(&e.path());
+    Err(io::Error::last_os_error())
+}
+
+/// Measures a run's work directory against `quota`; over it, empties the directory (keeping
+/// `work/` and a fresh `tmp/`, owned as before) and fails with a clear error, so nothing a run
+/// leaves above the quota outlives it. The walk stops as soon as the quota is exceeded.
+pub(crate) fn enforce_quota(work: &Path, quota: Quota) -> Result<(), ScriptError> {
+    let fail = |e: io::Error| ScriptError::workspace(format!("{}: {e}", work.display()));
+    let (bytes, files) = usage(work, quota).map_err(fail)?;
+    if bytes <= quota.bytes && files <= quota.files {
+        return Ok(());
+    }
+    let meta = fs::symlink_metadata(work).map_err(fail)?;
+    let top = open_dir(
+        libc::AT_FDCWD,
+        &cstr(work.as_os_str().as_encoded_bytes()).map_err(fail)?,
+    )
+    .map_err(fail)?;
+    empty_dir(top, (meta.dev(), meta.ino())).map_err(fail)?;
+    fs::set_permissions(work, fs::Permissions::from_mode(0o700)).map_err(fail)?;
+    let tmp = work.join("tmp");
+    make_dir(&tmp, 0o700).map_err(fail)?;
+    std::os::unix::fs::chown(&tmp, Some(meta.uid()), Some(meta.gid())).map_err(fail)?;
+    Err(ScriptError::workspace(format!(
+        "the run left more than the workspace limit in {} ({}{} bytes in {}{} files and \
+         directories; limit {} bytes, {} files: [sandbox] workspace_bytes, workspace_files); \
+         the work directory was emptied",
+        work.display(),
+        if bytes > quota.bytes { "over " } else { "" },
+        bytes,
+        if files > quota.files { "over " } else { "" },
+        files,
+        quota.bytes,
+        quota.files
+    )))
+}
+
+/// Disk bytes (allocated blocks) and entries beneath `dir`, walked like [`remove_tree`] walks
+/// (iteratively, one descriptor at a time, no link followed); stops once past `quota`.
+fn usage(dir: &Path, quota: Quota) -> io::Result<(u64, u64)> {
+    let meta = fs::symlink_metadata(dir)?;
+    let mut cur = open_dir(libc::AT_FDCWD, &cstr(dir.as_os_str().as_encoded_bytes())?)?;
+    let (mut bytes, mut files) = (0u64, 0u64);
+    let mut stack = vec![Level {
+        id: (meta.dev(), meta.ino()),
+        name: CString::default(),
+        todo: entries(&cur)?,
+    }];
+    loop {
+        if bytes > quota.bytes || files > quota.files {
+            return Ok((bytes, files));
         }
+        let level = stack.last_mut().expect("the walk keeps its top level");
+        if let Some((name, is_dir)) = level.todo.pop() {
+            files += 1;
+            // SAFETY: fstatat on a live descriptor and a C string into a zeroed local.
+            let st = unsafe {
+                let mut st: libc::stat = std::mem::zeroed();
+                if libc::fstatat(
+                    cur.as_raw_fd(),
+                    name.as_ptr(),
+                    &mut st,
+                    libc::AT_SYMLINK_NOFOLLOW,
+                ) != 0
+                {
+                    continue;
+                }
+                st
+            };
+            bytes = bytes.saturating_add((st.st_blocks as u64).saturating_mul(512));
+            if is_dir {
+                let child = open_dir(cur.as_raw_fd(), &name)?;
+                let id = identity(&child)?;
+                let todo = entries(&child)?;
+                cur = child;
+                stack.push(Level { id, name, todo });
+            }
+            continue;
+        }
+        stack.pop();
+        let Some(parent) = stack.last() else {
+            return Ok((bytes, files));
+        };
+        let up = open_dir(cur.as_raw_fd(), &cstr(b"..")?)?;
+        if identity(&up)? != parent.id {
+            return Err(io::Error::other("a directory moved while it was measured"));
+        }
+        cur = up;
+    }
+}
+
+/// One level of the walk: a directory's identity, its name in its parent, and the entries
+/// still to remove.
+struct Level {
+    id: (u64, u64),
+    name: CString,
+    todo: Vec<(CString, bool)>,
+}
+
+/// Empties the directory `top` (identity `top_id`), iteratively (see [`remove_tree`]).
+fn empty_dir(top: OwnedFd, top_id: (u64, u64)) -> io::Result<()> {
+    // SAFETY: fchmod on a live descriptor (a failure only means we may not change it).
+    let writable = |fd: &OwnedFd| unsafe {
+        libc::fchmod(fd.as_raw_fd(), 0o700);
+    };
+    writable(&top);
+    let mut cur = top;
+    let mut stack = vec![Level {
+        id: top_id,
+        name: CString::default(),
+        todo: entries(&cur)?,
+    }];
+    loop {
+        let level = stack.last_mut().expect("the walk keeps its top level");
+        if let Some((name, is_dir)) = level.todo.pop() {
+            if !is_dir {
+                match unlink_at(&cur, &name, 0) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+                continue;
+            }
+            match unlink_at(&cur, &name, libc::AT_REMOVEDIR) {
+                Ok(()) => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(_) => {}
+            }
+            // Not empty (or not ours to remove yet): go down, holding only the child.
+            let child = open_dir(cur.as_raw_fd(), &name)?;
+            writable(&child);
+            let id = identity(&child)?;
+            let todo = entries(&child)?;
+            cur = child;
+            stack.push(Level { id, name, todo });
+            continue;
+        }
+        // This level is empty: go up and remove it.
+        let done = stack.pop().expect("a level");
+        let Some(parent) = stack.last() else {
+            return Ok(());
+        };
+        let up = open_dir(cur.as_raw_fd(), &cstr(b"..")?)?;
+        if identity(&up)? != parent.id {
+            return Err(io::Error::other(
+                "a directory moved while its tree was being removed",
+            ));
+        }
+        cur = up;
+        unlink_at(&cur, &done.name, libc::AT_REMOVEDIR)?;
     }
 }
 
@@ -369,5 +680,77 @@ impl Drop for Workspace {
         if !self.root.as_os_str().is_empty() {
             let _ = remove_tree(&self.root);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree `depth` levels deep under `top`, a file at the bottom, the bottom directory left
+    /// read-only.
+    fn deep_tree(top: &Path, depth: usize) {
+        fs::create_dir(top).unwrap();
+        let mut cur = open_dir(
+            libc::AT_FDCWD,
+            &cstr(top.as_os_str().as_encoded_bytes()).unwrap(),
+        )
+        .unwrap();
+        let d = cstr(b"d").unwrap();
+        for _ in 0..depth {
+            // SAFETY: a live descriptor and a C string.
+            assert_eq!(
+                unsafe { libc::mkdirat(cur.as_raw_fd(), d.as_ptr(), 0o755) },
+                0
+            );
+            cur = open_dir(cur.as_raw_fd(), &d).unwrap();
+        }
+        let f = cstr(b"f").unwrap();
+        // SAFETY: as above; the new descriptor is closed at once.
+        unsafe {
+            let fd = libc::openat(
+                cur.as_raw_fd(),
+                f.as_ptr(),
+                libc::O_CREAT | libc::O_WRONLY,
+                0o644,
+            );
+            assert!(fd >= 0);
+            libc::close(fd);
+            libc::fchmod(cur.as_raw_fd(), 0o500);
+        }
+    }
+
+    #[test]
+    fn removes_a_deep_tree_in_bounded_descriptors_and_stack() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().join("t");
+        deep_tree(&top, 5000);
+        // On a small thread stack, as a tokio worker or a blocking-pool thread would have.
+        let t = top.clone();
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || remove_tree(&t))
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
+        assert!(!top.exists());
+    }
+
+    #[test]
+    fn stale_workspaces_are_retried_at_the_next_start() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().join("base");
+        fs::create_dir(&base).unwrap();
+        // A workspace a crashed owner left (its lock file already gone), old enough.
+        let ws = base.join("ws-stale");
+        deep_tree(&ws, 300);
+        let old = SystemTime::now() - Duration::from_secs(3600);
+        File::open(&ws)
+            .unwrap()
+            .set_times(fs::FileTimes::new().set_modified(old))
+            .unwrap();
+        WorkspaceBase::open(&base, None).unwrap();
+        assert!(!ws.exists(), "the stale workspace survived the start");
     }
 }

@@ -1,8 +1,10 @@
 //! Confinement of script processes.
 //!
 //! On Linux the host re-executes its own binary as a small single-threaded helper
-//! (`skillcat __skillcat-sandbox '<policy JSON>'`, dispatched by [`helper_main`] at the top of
-//! `main` before any runtime or thread starts). The helper confines itself and `execve`s the
+//! (`skillcat __skillcat-sandbox`, dispatched by [`helper_main`] at the top of `main` before any
+//! runtime or thread starts). The policy arrives as JSON on an inherited descriptor
+//! ([`POLICY_FD`], a sealed memfd the supervisor wrote), never on argv, where every local user
+//! could read it in `/proc/PID/cmdline`. The helper confines itself and `execve`s the
 //! interpreter; see [`linux`] for the order of operations. On macOS a deny-by-default
 //! `sandbox-exec` profile is generated from the same policy ([`macos::profile`]).
 //!
@@ -35,6 +37,13 @@ pub const HELPER_ARG: &str = "__skillcat-sandbox";
 /// The file descriptor of the status pipe in the helper.
 pub const STATUS_FD: i32 = 3;
 
+/// The file descriptor the helper reads its policy (JSON) from; the helper closes it before it
+/// forks the script.
+pub const POLICY_FD: i32 = 4;
+
+/// The most policy bytes the helper reads.
+pub const POLICY_MAX: usize = 16 << 20;
+
 /// The uid and gid scripts run as: inside their user namespace always, and on the host too when
 /// the host is root (`nobody`).
 pub const SANDBOX_ID: u32 = 65534;
@@ -62,6 +71,26 @@ pub struct FsRule {
     /// A missing required path is an error; a missing optional one (a system directory this
     /// distribution does not have) is skipped.
     pub required: bool,
+    /// The device and inode the supervisor found at `path` when it checked it (reached without
+    /// following any symbolic link). The helper then opens `path` the same way and refuses a
+    /// different file, so a rule binds the inode that was checked, never what a symbolic link
+    /// swapped in meanwhile points at. `None`: opened following links (system paths).
+    #[serde(default)]
+    pub inode: Option<(u64, u64)>,
+}
+
+/// The device and inode at `path`, reached without following any symbolic link (Linux:
+/// `openat2(RESOLVE_NO_SYMLINKS)`); `Ok(None)` where that cannot be checked (other systems).
+pub fn pinned_identity(path: &std::path::Path) -> std::io::Result<Option<(u64, u64)>> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::open_no_symlinks(path).and_then(|fd| linux::identity(&fd).map(Some))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        Ok(None)
+    }
 }
 
 /// Resource limits of one run.
@@ -91,7 +120,8 @@ pub enum Mode {
     Unconfined,
 }
 
-/// Everything the helper needs, serialised as JSON on its argv (never in the environment).
+/// Everything the helper needs, serialised as JSON on [`POLICY_FD`] (never on argv, never in the
+/// environment).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HelperPolicy {
     /// Confined or not.
@@ -116,7 +146,7 @@ pub struct HelperPolicy {
 }
 
 impl HelperPolicy {
-    /// The JSON form passed on argv.
+    /// The JSON form passed on [`POLICY_FD`].
     pub fn to_json(&self) -> Result<String, String> {
         serde_json::to_string(self).map_err(|e| format!("cannot serialise the policy: {e}"))
     }
@@ -170,17 +200,16 @@ pub fn helper_main() -> Option<ExitCode> {
     if args.next().as_deref() != Some(std::ffi::OsStr::new(HELPER_ARG)) {
         return None;
     }
-    let policy = args.next();
-    Some(ExitCode::from(run_helper(policy)))
+    Some(ExitCode::from(run_helper()))
 }
 
 #[cfg(target_os = "linux")]
-fn run_helper(policy: Option<std::ffi::OsString>) -> u8 {
-    linux::helper(policy)
+fn run_helper() -> u8 {
+    linux::helper()
 }
 
 #[cfg(not(target_os = "linux"))]
-fn run_helper(_policy: Option<std::ffi::OsString>) -> u8 {
+fn run_helper() -> u8 {
     eprintln!("skillcat: the sandbox helper exists only on Linux");
     SETUP_FAILED
 }
@@ -213,6 +242,7 @@ mod tests {
                 path: "/usr".into(),
                 access: FsAccess::ReadExec,
                 required: false,
+                inode: Some((1, 2)),
             }],
             network: false,
             limits: RunLimits {

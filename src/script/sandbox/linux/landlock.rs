@@ -5,9 +5,11 @@
 //! enforced or the build fails. TCP bind/connect (ABI 4) are handled, with no port allowed, when
 //! the network is off; abstract UNIX sockets and signals are scoped to the sandbox (ABI 6).
 //! Rules open each path now (`O_PATH`), so they bind inodes: a later symlink swap cannot widen
-//! them. A required path that cannot be opened is an error, never silently skipped.
+//! them. A path the supervisor checked (the skill, the work directory, every granted path)
+//! carries the device and inode it found there: it is opened without following any symbolic
+//! link and must be that same inode, so a swap between the check and this open is refused. A required path that cannot be opened is an error, never silently skipped.
 
-use std::os::unix::io::{AsFd, AsRawFd};
+use std::os::unix::io::{AsFd, AsRawFd, OwnedFd};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
@@ -63,10 +65,29 @@ pub(super) fn build(policy: &HelperPolicy, kernel_abi: u32) -> Result<Prepared, 
     }
     let mut created = rs.create().map_err(e)?;
     for rule in &policy.rules {
-        let fd = match PathFd::new(&rule.path) {
-            Ok(fd) => fd,
-            Err(_) if !rule.required => continue,
-            Err(err) => return Err(format!("{}: {err}", rule.path.display())),
+        let fd: OwnedFd = match rule.inode {
+            // A checked path: reached without following links, and the very inode checked.
+            Some(want) => {
+                let fd = super::open_no_symlinks(&rule.path)
+                    .map_err(|err| format!("{}: {err}", rule.path.display()))?;
+                let got = super::identity(&fd)
+                    .map_err(|err| format!("{}: {err}", rule.path.display()))?;
+                if got != want {
+                    return Err(format!(
+                        "{}: not the file that was checked (it was replaced since)",
+                        rule.path.display()
+                    ));
+                }
+                fd
+            }
+            None => match PathFd::new(&rule.path) {
+                Ok(fd) => fd
+                    .as_fd()
+                    .try_clone_to_owned()
+                    .map_err(|err| format!("{}: {err}", rule.path.display()))?,
+                Err(_) if !rule.required => continue,
+                Err(err) => return Err(format!("{}: {err}", rule.path.display())),
+            },
         };
         let want = match rule.access {
             FsAccess::ReadExec => read_exec(abi),
@@ -100,7 +121,7 @@ pub(super) fn build(policy: &HelperPolicy, kernel_abi: u32) -> Result<Prepared, 
     })
 }
 
-fn is_dir(fd: &PathFd) -> bool {
+fn is_dir(fd: &OwnedFd) -> bool {
     // SAFETY: fstat on a live fd into a zeroed local.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();

@@ -27,11 +27,11 @@
 mod landlock;
 mod seccomp;
 
-use std::ffi::{CString, OsString};
+use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 
-use super::{HelperPolicy, Mode, SANDBOX_ID, SETUP_FAILED, STATUS_FD};
+use super::{HelperPolicy, Mode, POLICY_FD, POLICY_MAX, SANDBOX_ID, SETUP_FAILED, STATUS_FD};
 
 /// The Landlock ABI of the running kernel (`None`: not built in or disabled).
 pub fn landlock_abi() -> Option<u32> {
@@ -46,6 +46,59 @@ pub fn landlock_abi() -> Option<u32> {
         )
     };
     (v > 0).then_some(v as u32)
+}
+
+/// Opens `path` (`O_PATH`) without following a symbolic link in any of its components.
+pub fn open_no_symlinks(path: &std::path::Path) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("a NUL byte in a path"))?;
+    /// `struct open_how` of openat2(2) (libc's is non-exhaustive).
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: a C string and a live open_how of the size given; the descriptor is owned once.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return Err(if e.raw_os_error() == Some(libc::ELOOP) {
+            io::Error::other(
+                "a symbolic link is on the way (the path changed after it was checked)",
+            )
+        } else {
+            e
+        });
+    }
+    // SAFETY: a fresh descriptor.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// The device and inode of an open file.
+pub fn identity(fd: &impl std::os::fd::AsRawFd) -> io::Result<(u64, u64)> {
+    // SAFETY: fstat on a live descriptor into a zeroed local.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd.as_raw_fd(), &mut st) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((st.st_dev, st.st_ino))
+    }
 }
 
 /// The status pipe (fd 3).
@@ -71,20 +124,56 @@ impl Status {
 
 /// Runs the helper; returns its exit code (on success the script replaces the child, and the
 /// helper returns the script's status).
-pub(super) fn helper(policy: Option<OsString>) -> u8 {
+pub(super) fn helper() -> u8 {
     let status = Status;
-    let policy: HelperPolicy = match policy
-        .as_deref()
-        .map(|p| serde_json::from_slice(p.as_bytes()))
-    {
-        Some(Ok(p)) => p,
-        Some(Err(e)) => return status.error("failed", &format!("bad policy: {e}")),
-        None => return status.error("failed", "no policy given"),
+    let bytes = match read_policy() {
+        Ok(b) => b,
+        Err(e) => return status.error("failed", &format!("no policy on fd {POLICY_FD}: {e}")),
+    };
+    let policy: HelperPolicy = match serde_json::from_slice(&bytes) {
+        Ok(p) => p,
+        Err(e) => return status.error("failed", &format!("bad policy: {e}")),
     };
     match policy.mode {
         Mode::Confined => confined(&policy, &status),
         Mode::Unconfined => unconfined(&policy, &status),
     }
+}
+
+/// Reads the policy from [`POLICY_FD`] (from its start, whatever its offset) and closes it, so
+/// nothing the script could inherit holds it.
+fn read_policy() -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let result = loop {
+        // SAFETY: reading into a live buffer of the given length.
+        let n = unsafe {
+            libc::pread(
+                POLICY_FD,
+                chunk.as_mut_ptr().cast(),
+                chunk.len(),
+                bytes.len() as libc::off_t,
+            )
+        };
+        match n {
+            0 => break Ok(()),
+            n if n > 0 => {
+                bytes.extend_from_slice(&chunk[..n as usize]);
+                if bytes.len() > POLICY_MAX {
+                    break Err(io::Error::other("the policy is too large"));
+                }
+            }
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EINTR) {
+                    break Err(e);
+                }
+            }
+        }
+    };
+    // SAFETY: closing our own descriptor.
+    unsafe { libc::close(POLICY_FD) };
+    result.map(|()| bytes)
 }
 
 /// argv and envp as C arrays, built before forking.

@@ -1,0 +1,138 @@
+//! `skillcat trust project [DIR]`: the user trusts a project's own `skillcat.toml`.
+//!
+//! Until then a `skillcat.toml` found in the working directory is the project's word, not the
+//! user's: it is narrowed to what the user's configuration allows (`Config::discover`). Trusting
+//! records the project's canonical directory in the user's configuration
+//! (`~/.config/skillcat/skillcat.toml`, `trusted_projects`).
+
+use std::io::Write;
+use std::path::Path;
+
+use skillcat::config::{Config, Environment};
+
+use super::{FAULTS, OK, USAGE};
+
+/// The `trust` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum TrustCommand {
+    /// Let the project's own skillcat.toml apply in full (its ceiling, trusted sources,
+    /// interpreters), recorded in your configuration (~/.config/skillcat/skillcat.toml).
+    #[command(after_help = "Example: skillcat trust project .")]
+    Project {
+        /// The project's directory (default: the working directory).
+        dir: Option<std::path::PathBuf>,
+    },
+}
+
+/// Runs a `trust` subcommand.
+pub fn run(cmd: TrustCommand) -> u8 {
+    match cmd {
+        TrustCommand::Project { dir } => trust_project(dir.as_deref()),
+    }
+}
+
+fn trust_project(dir: Option<&Path>) -> u8 {
+    let env = match Environment::current() {
+        Ok(e) => e,
+        Err(e) => {
+            err!("Error: cannot read the working directory: {e}");
+            return USAGE;
+        }
+    };
+    let dir = dir.map_or_else(|| env.cwd.clone(), |d| env.cwd.join(d));
+    let dir = match std::fs::canonicalize(&dir) {
+        Ok(d) if d.is_dir() => d,
+        Ok(d) => {
+            err!("Error: {} is not a directory", d.display());
+            return USAGE;
+        }
+        Err(e) => {
+            err!("Error: {}: {e}", dir.display());
+            return USAGE;
+        }
+    };
+    let Some(file) = Config::user_file(&env) else {
+        err!("Error: no home directory ($HOME) to hold your configuration");
+        return USAGE;
+    };
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            err!("Error: {}: {e}", file.display());
+            return FAULTS;
+        }
+    };
+    let current = match Config::parse(&text, Some(&file), &env) {
+        Ok(c) => c,
+        Err(e) => {
+            err!("Error: {e}");
+            return FAULTS;
+        }
+    };
+    if current.trusted_projects.contains(&dir) {
+        out!("{} is already trusted ({})", dir.display(), file.display());
+        return OK;
+    }
+    let Some(shown) = dir.to_str() else {
+        err!("Error: {} is not valid UTF-8", dir.display());
+        return USAGE;
+    };
+    let new_text = match with_trusted(&text, shown) {
+        Ok(t) => t,
+        Err(e) => {
+            err!("Error: {}: {e}", file.display());
+            return FAULTS;
+        }
+    };
+    if let Err(e) = write_private(&file, &new_text) {
+        err!("Error: {}: {e}", file.display());
+        return FAULTS;
+    }
+    out!(
+        "trusted {}: its skillcat.toml now applies in full (recorded in {})",
+        dir.display(),
+        file.display()
+    );
+    OK
+}
+
+/// The configuration text with `dir` added to `trusted_projects`. Without that key the line is
+/// put first (top-level keys precede tables) and the rest kept as written; with it the file is
+/// rewritten (comments are not kept).
+fn with_trusted(text: &str, dir: &str) -> Result<String, String> {
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+    let quoted = toml::Value::String(dir.to_string()).to_string();
+    match table.get_mut("trusted_projects") {
+        None => Ok(format!("trusted_projects = [{quoted}]\n{text}")),
+        Some(toml::Value::Array(a)) => {
+            a.push(toml::Value::String(dir.to_string()));
+            toml::to_string(&table).map_err(|e| e.to_string())
+        }
+        Some(_) => Err("trusted_projects: not an array".into()),
+    }
+}
+
+/// Writes the file (0600, its directory 0700 when created), replacing it in one step.
+fn write_private(file: &Path, text: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let dir = file
+        .parent()
+        .ok_or_else(|| std::io::Error::other("no directory"))?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let tmp = dir.join(format!(".skillcat.toml.{}", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    let written = f.write_all(text.as_bytes()).and_then(|()| f.sync_all());
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, file)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(())
+}
