@@ -14,7 +14,8 @@ use sha2::{Digest, Sha256};
 use skillcat::archive::{ArchiveKind, ArchiveLimits};
 use skillcat::digest::Manifest;
 use skillcat::pack::{PackEntry, write_tar_gz};
-use skillcat::source::{ArchiveSource, DirOptions, DirSource, Source, discover, join_path};
+use skillcat::path::join_path;
+use skillcat::source::{ArchiveSource, DirOptions, DirSource, Source, discover};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();

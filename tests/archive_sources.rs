@@ -7,7 +7,8 @@ use std::process::Command;
 
 use skillcat::archive::{ArchiveKind, ArchiveLimits};
 use skillcat::pack::{PackEntry, write_tar_gz, write_zip};
-use skillcat::source::{self, ArchiveSource, DirOptions, DirSource, Source, SourceExt, join_path};
+use skillcat::path::join_path;
+use skillcat::source::{self, ArchiveSource, DirOptions, DirSource, Source, SourceExt};
 
 /// Every file of every root of the catalog, as archive entries under `root/`.
 async fn catalog_entries() -> Vec<PackEntry> {

@@ -11,8 +11,9 @@ use skillcat::capability::{Ceiling, Trust};
 use skillcat::catalog::{Catalog, CatalogOptions, CatalogSource, DiagnosticKind, lookup_key};
 use skillcat::config::{Config, Environment};
 use skillcat::document::FaultKind;
+use skillcat::path::FileEntry;
 use skillcat::prompt::{PromptFormat, PromptOptions};
-use skillcat::source::{DirOptions, DirSource, FileEntry, Source};
+use skillcat::source::{DirOptions, DirSource, Source};
 
 mod support;
 

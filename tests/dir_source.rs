@@ -143,7 +143,7 @@ async fn a_directory_reached_twice_through_links_is_read_once() {
     let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
     // The skill once; the folder with no skill of its own is reported, not dropped.
     assert_eq!(src.list().await.unwrap(), ["group", "s"]);
-    let paths = |files: Vec<source::FileEntry>| -> Vec<(String, u64)> {
+    let paths = |files: Vec<skillcat::path::FileEntry>| -> Vec<(String, u64)> {
         files.into_iter().map(|f| (f.path, f.size)).collect()
     };
     let want = vec![

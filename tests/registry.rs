@@ -11,11 +11,12 @@ use serde_json::Value as J;
 use skillcat::archive::ArchiveLimits;
 use skillcat::digest;
 use skillcat::pack::{PackEntry, write_archive};
+use skillcat::path::join_path;
 use skillcat::publish::prepare;
 use skillcat::registry::{Outcome, PublishOptions, Registry, RegistryError, SCHEMA_VERSION};
 use skillcat::sign::{self, KeyEntry, Keyring, Statement};
 use skillcat::source::{
-    self, ArchiveSource, DirOptions, DirSource, RegistrySource, Source, SourceExt, join_path,
+    self, ArchiveSource, DirOptions, DirSource, RegistrySource, Source, SourceExt,
 };
 
 // ---------------------------------------------------------------------------------------------

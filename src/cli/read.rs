@@ -702,7 +702,7 @@ async fn find_skill_with(
         .faults
         .iter()
         .filter(|f| {
-            lookup_key(source::base_name(&f.root)) == want
+            lookup_key(skillcat::path::base_name(&f.root)) == want
                 || (f.root.is_empty() && d.faults.len() == 1)
         })
         .collect();
@@ -757,7 +757,10 @@ pub async fn read(arg: &str, name: &str, path: &str) -> u8 {
         err!("Error: skill '{}' has no file '{rel}'", skill.name());
         return FAULTS;
     }
-    match src.read(&source::join_path(skill.root(), &rel)).await {
+    match src
+        .read(&skillcat::path::join_path(skill.root(), &rel))
+        .await
+    {
         Ok(bytes) => {
             let mut out = std::io::stdout().lock();
             if out.write_all(&bytes).and_then(|_| out.flush()).is_err() {

@@ -7,8 +7,9 @@ use serde_json::json;
 use skillcat::digest::Manifest;
 use skillcat::document::{Skill, ValidateOptions};
 use skillcat::pack::{PackEntry, write_archive};
+use skillcat::path::{base_name, join_path};
 use skillcat::sign::{self, Keyring, SignError, Statement};
-use skillcat::source::{self, DirOptions, DirSource, Source, SourceExt, base_name, join_path};
+use skillcat::source::{self, DirOptions, DirSource, Source, SourceExt};
 
 use super::read::{Opened, open_and_discover, print_fault};
 use super::{FAULTS, Format, OK, USAGE};
@@ -174,7 +175,7 @@ struct PackRoot<'a> {
     prefix: String,
     /// The skill, when its document could be read (a root refused with `--force` has none).
     skill: Option<&'a Skill>,
-    files: Vec<skillcat::source::FileEntry>,
+    files: Vec<skillcat::path::FileEntry>,
 }
 
 /// `skillcat pack DIR -o OUT [--sign KEY] [--force]`

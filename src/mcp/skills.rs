@@ -19,7 +19,8 @@ use tokio::sync::OnceCell;
 use super::uri::{self, DOCUMENT};
 use crate::catalog::Entry;
 use crate::digest::{parse_digest, sha256_digest, tree_digest};
-use crate::source::{self, join_path};
+use crate::path::join_path;
+use crate::source::{self};
 
 /// One file of a skill as the server lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,12 +15,12 @@ use crate::capability::{Ceiling, Context, Grant};
 use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::config::{Config, Environment};
 use crate::matching::{Bm25Index, Matcher, SkillDoc};
+use crate::path::join_path;
 use crate::script::Provenance;
 use crate::script::{
     AllowAll, Gate, Interpreters, Runner, RunnerConfig, ScriptError, ScriptLimits, SkillTools,
     policy,
 };
-use crate::source::join_path;
 
 /// Builds the matcher of a catalog snapshot: hits index [`Snapshot::entries`].
 pub type MatcherFactory = Arc<dyn Fn(&Snapshot) -> Arc<dyn Matcher> + Send + Sync>;

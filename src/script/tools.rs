@@ -22,7 +22,8 @@ use super::argv::{
     description_from_source, parse_shebang, script_name_from_file, tool_name,
 };
 use crate::document::{Map, Skill, Value};
-use crate::source::{Source, join_path};
+use crate::path::join_path;
+use crate::source::Source;
 
 /// The directories searched for the default interpreters (also the scripts' `PATH`).
 pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";

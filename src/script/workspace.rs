@@ -30,7 +30,8 @@ use std::time::{Duration, SystemTime};
 use super::ScriptError;
 use super::argv::check_skill_path;
 use crate::document::Skill;
-use crate::source::{Source, join_path};
+use crate::path::join_path;
+use crate::source::Source;
 
 /// Name of the lock / pid marker inside a workspace.
 const LOCK: &str = ".lock";

@@ -12,8 +12,9 @@ use crate::digest::{Manifest, sha256};
 use crate::document::{Skill, ValidateOptions};
 use crate::error::{Error, Result};
 use crate::pack::{PackEntry, write_tar_gz};
+use crate::path::join_path;
 use crate::source::DISCOVERY_SCHEMA_V0_2 as SCHEMA_V0_2;
-use crate::source::{Discovery, Source, discover, join_path};
+use crate::source::{Discovery, Source, discover};
 
 /// Path of the RFC v0.2.0 index.
 pub const AGENT_SKILLS_INDEX: &str = ".well-known/agent-skills/index.json";
@@ -335,7 +336,7 @@ const MARKDOWN: &str = "text/markdown; charset=utf-8";
 /// else text when it is UTF-8, else bytes. Never HTML or SVG (a skill's files must not run
 /// as pages of the serving origin).
 pub fn content_type(path: &str, bytes: &[u8]) -> &'static str {
-    let name = crate::source::base_name(path).to_ascii_lowercase();
+    let name = crate::path::base_name(path).to_ascii_lowercase();
     let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
     if name.ends_with(".tar.gz") {
         return "application/gzip";

@@ -24,9 +24,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{Detail, DocumentRead, DocumentSink, FileEntry, Source};
+use super::{Detail, DocumentRead, DocumentSink, Source};
 use crate::archive::{self, ArchiveError, ArchiveKind, ArchiveLimits, ArchiveTree};
 use crate::error::{Error, Result};
+use crate::path::FileEntry;
 
 /// A skill source over an archive (tar, gzip-compressed tar, or zip), checked and held in
 /// memory. Cheap to clone (the tree is shared).
@@ -144,10 +145,7 @@ impl ArchiveSource {
     }
 
     fn check(&self, path: &str) -> Result<()> {
-        crate::path::check_canonical(path).map_err(|rule| Error::PathRejected {
-            path: path.to_string(),
-            reason: rule.to_string(),
-        })
+        super::check_path(path).map(drop)
     }
 }
 
@@ -185,7 +183,7 @@ impl Source for ArchiveSource {
             });
         })
         .await
-        .map_err(|e| Error::Invalid(format!("archive task failed: {e}")))?;
+        .map_err(|e| Error::task("reading an archive", e))?;
         Ok(Vec::new())
     }
 }
@@ -223,7 +221,8 @@ mod tests {
 
     use super::*;
     use crate::archive::ArchiveKind::{TarGz, Zip};
-    use crate::source::{SourceExt, join_path};
+    use crate::path::join_path;
+    use crate::source::SourceExt;
 
     fn tar_gz(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
         let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());

@@ -26,9 +26,10 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
-use super::{Detail, DocumentRead, DocumentSink, FileEntry, Source, base_name};
+use super::{Detail, DocumentRead, DocumentSink, Source};
 use crate::document::Fault;
 use crate::error::{Error, Result};
+use crate::path::{FileEntry, base_name};
 
 /// Bounds for a [`DirSource`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,7 +115,7 @@ impl DirSource {
         })?;
         let meta = fs::metadata(&root).map_err(|e| Error::io(&shown, e))?;
         if !meta.is_dir() {
-            return Err(Error::Invalid(format!("not a directory: {shown}")));
+            return Err(not_a_directory(shown));
         }
         let single = has_document_entry(&root);
         let root_shown = root.display().to_string();
@@ -154,7 +155,7 @@ impl DirSource {
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || f(&inner))
             .await
-            .map_err(|e| Error::Invalid(format!("directory task failed: {e}")))?
+            .map_err(|e| Error::task("reading a directory", e))?
     }
 }
 
@@ -526,10 +527,7 @@ impl Inner {
         check_rel(root, true)?;
         let (base, meta) = self.resolve_inside(&self.root.join(root), root)?;
         if !meta.is_dir() {
-            return Err(Error::Invalid(format!(
-                "not a directory: {}",
-                self.shown(root)
-            )));
+            return Err(not_a_directory(self.shown(root)));
         }
         let (dir, children) = self.open_listed(None, &base, root)?;
         self.walk_from(dir.as_fd(), || base.clone(), root, &children)
@@ -998,30 +996,19 @@ fn for_each_entry(
 }
 
 /// A relative `/`-separated path with no empty, `.` or `..` parts (empty allowed for roots).
+/// A path that names something other than a directory, as an I/O error of that kind.
+fn not_a_directory(shown: String) -> Error {
+    Error::io(
+        shown,
+        std::io::Error::from(std::io::ErrorKind::NotADirectory),
+    )
+}
+
 fn check_rel(path: &str, allow_empty: bool) -> Result<()> {
-    if path.is_empty() {
-        return if allow_empty {
-            Ok(())
-        } else {
-            Err(Error::PathRejected {
-                path: path.into(),
-                reason: "empty path".into(),
-            })
-        };
+    if path.is_empty() && allow_empty {
+        return Ok(());
     }
-    let bad = path.starts_with('/')
-        || path.contains('\\')
-        || path.contains('\0')
-        || path
-            .split('/')
-            .any(|p| p.is_empty() || p == "." || p == "..");
-    if bad {
-        return Err(Error::PathRejected {
-            path: path.into(),
-            reason: "not a relative path inside the source".into(),
-        });
-    }
-    Ok(())
+    super::check_path(path).map(drop)
 }
 
 #[async_trait]

@@ -36,7 +36,7 @@ pub use dir::{DirOptions, DirSource, check, has_document_entry};
 pub use sqlite::RegistrySource;
 
 use crate::archive::ArchiveLimits;
-pub use crate::path::{FileEntry, base_name, join_path};
+use crate::path::{FileEntry, RelPath, base_name, join_path};
 
 use crate::digest::Manifest;
 use crate::document::{self, Fault, Skill};
@@ -123,6 +123,15 @@ pub struct DocumentRead<'a> {
 /// Where [`Source::read_documents`] hands each root: its index in the roots and its document,
 /// or why it could not be read (a missing or oversized document is [`Error::InvalidSkill`]).
 pub type DocumentSink = Arc<dyn Fn(usize, Result<DocumentRead<'_>>) + Send + Sync>;
+
+/// A path a source is asked to read, checked by the one path check ([`RelPath::new`]): the first
+/// rule it breaks is an [`Error::PathRejected`] naming it. Every backend checks its paths here.
+pub fn check_path(path: &str) -> Result<RelPath> {
+    RelPath::new(path).map_err(|rule| Error::PathRejected {
+        path: path.to_string(),
+        reason: rule.to_string(),
+    })
+}
 
 /// The largest SKILL.md any source reads (1 MiB); a larger one is a `document-too-large` fault,
 /// refused from its size before it is read.

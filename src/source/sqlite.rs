@@ -37,9 +37,9 @@ use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{FileEntry, Source};
+use super::Source;
 use crate::error::{Error, Result};
-use crate::path::check_canonical;
+use crate::path::FileEntry;
 use crate::registry::{Pin, Registry, RegistryError};
 
 /// Read connections a source keeps open at most.
@@ -121,7 +121,7 @@ impl RegistrySource {
         let pool = Arc::clone(&self.pool);
         match tokio::task::spawn_blocking(move || pool.with(f)).await {
             Ok(result) => result.map_err(Error::from),
-            Err(join) => Err(Error::io(self.shown.clone(), std::io::Error::other(join))),
+            Err(join) => Err(Error::task(format!("reading {}", self.shown), join)),
         }
     }
 
@@ -180,7 +180,7 @@ impl Source for RegistrySource {
             path: path.to_string(),
             reason,
         };
-        check_canonical(path).map_err(|rule| rejected(rule.to_string()))?;
+        super::check_path(path)?;
         let Some((root, rel)) = path.split_once('/') else {
             return Err(rejected(
                 "a registry path is NAME/FILE or NAME@VERSION/FILE".into(),

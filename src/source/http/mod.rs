@@ -69,9 +69,11 @@ pub use self::maintain::{CacheInfo, CleanReport, cache_info, clean_cache};
 pub use self::options::{
     FetchReport, FetchStatus, HttpOptions, HttpStats, RemoteSkill, default_cache_dir,
 };
-use super::{Detail, DocumentSink, FileEntry, Source};
+use super::{Detail, DocumentSink, Source};
+
 use crate::digest::sha256;
 use crate::error::{Error, Result};
+use crate::path::FileEntry;
 
 /// A skill source over HTTP(S): a remote index and its artifacts, through a local cache.
 pub struct HttpSource {
