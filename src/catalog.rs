@@ -47,7 +47,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use tokio::sync::OnceCell;
 
@@ -56,7 +56,7 @@ use crate::config::{Config, SourceConfig};
 use crate::document::{FaultKind, Skill, ValidateOptions, normalize_name};
 use crate::error::Error;
 use crate::prompt::{PromptOptions, PromptSkill, Rendered, render};
-use crate::source::{self, Detail, OpenOptions, Source};
+use crate::source::{self, Detail, Discovery, OpenOptions, Source};
 
 /// The key names are compared by: trimmed, NFKC, `_` read as `-`.
 ///
@@ -84,6 +84,9 @@ pub struct CatalogSource {
     origin: Origin,
     trusted: bool,
     core_trusted: bool,
+    /// A discovery already made of this source, used by the first load instead of reading the
+    /// source again (shared by clones; taken once).
+    discovered: Arc<std::sync::Mutex<Option<Discovery>>>,
 }
 
 impl CatalogSource {
@@ -96,6 +99,7 @@ impl CatalogSource {
             origin: Origin::Spec(spec),
             trusted: false,
             core_trusted: false,
+            discovered: Arc::default(),
         }
     }
 
@@ -106,7 +110,19 @@ impl CatalogSource {
             origin: Origin::Source(source),
             trusted: false,
             core_trusted: false,
+            discovered: Arc::default(),
         }
+    }
+
+    /// A source already opened and discovered (the caller had to read it anyway): the first
+    /// load takes `found` instead of reading the source again; reloads read it. A discovery
+    /// without file lists is taken only by a catalog that reads documents alone.
+    pub fn discovered(name: impl Into<String>, source: Arc<dyn Source>, found: Discovery) -> Self {
+        let src = CatalogSource::from_source(name, source);
+        *src.discovered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(found);
+        src
     }
 
     /// Renames the source (the name reports use).
@@ -576,7 +592,17 @@ async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
             }
         }
     };
-    let found = match source::discover_with(&*handle, options.detail).await {
+    let seeded = src
+        .discovered
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+        .filter(|d| options.detail == Detail::Document || d.skills.iter().all(Skill::has_files));
+    let found = match seeded {
+        Some(found) => Ok(found),
+        None => source::discover_with(&*handle, options.detail).await,
+    };
+    let found = match found {
         Ok(found) => found,
         Err(Error::NotFound(_)) => return out,
         Err(e) => {

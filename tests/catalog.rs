@@ -280,6 +280,52 @@ impl Source for Counting {
     }
 }
 
+#[tokio::test]
+async fn a_source_discovered_already_is_not_read_again_until_a_reload() {
+    let tmp = tempfile::tempdir().unwrap();
+    skill(tmp.path(), "one", "First.");
+    let counting = Arc::new(Counting {
+        inner: DirSource::open(tmp.path(), DirOptions::default()).unwrap(),
+        lists: AtomicUsize::new(0),
+    });
+    // What a command did to find its skill: one full discovery.
+    let found = skillcat::source::discover(&*counting).await.unwrap();
+    assert_eq!(counting.lists.load(Ordering::SeqCst), 1);
+    let cat = Catalog::new(vec![CatalogSource::discovered(
+        "seeded",
+        counting.clone(),
+        found,
+    )]);
+    assert_eq!(names(&cat.all().await), ["one"]);
+    assert!(cat.find("one").await.unwrap().skill().has_files());
+    assert_eq!(
+        counting.lists.load(Ordering::SeqCst),
+        1,
+        "the first load takes the discovery it was given"
+    );
+    skill(tmp.path(), "two", "Second.");
+    cat.reload().await;
+    assert_eq!(
+        counting.lists.load(Ordering::SeqCst),
+        2,
+        "a reload reads the source"
+    );
+    assert_eq!(names(&cat.all().await), ["one", "two"]);
+
+    // A discovery without file lists does not stand in for a catalog that needs them.
+    let documents = skillcat::source::discover_with(&*counting, skillcat::source::Detail::Document)
+        .await
+        .unwrap();
+    assert_eq!(counting.lists.load(Ordering::SeqCst), 3);
+    let cat = Catalog::new(vec![CatalogSource::discovered(
+        "documents only",
+        counting.clone(),
+        documents,
+    )]);
+    assert!(cat.find("one").await.unwrap().skill().has_files());
+    assert_eq!(counting.lists.load(Ordering::SeqCst), 4);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn loads_lazily_once_under_concurrent_access() {
     let tmp = tempfile::tempdir().unwrap();

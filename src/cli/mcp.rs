@@ -34,11 +34,11 @@ pub async fn run(a: McpArgs) -> u8 {
                 Ok(o) => o,
                 Err(code) => return code,
             };
+            // The discovery made here seeds the catalog: the source is read once.
             vec![super::script::named_source(
                 &config,
                 arg,
-                opened.shown,
-                opened.src,
+                CatalogSource::discovered(opened.shown, opened.src, opened.found),
             )]
         }
         None => config.sources.iter().map(CatalogSource::from).collect(),

@@ -693,8 +693,15 @@ async fn find_skill_with(
         found: d,
         ..
     } = open_and_discover_with(arg, detail).await?;
-    if let Some(s) = find(&d, name) {
-        return Ok((src, s.clone()));
+    let skill = find_in(&shown, &d, name)?;
+    Ok((src, skill))
+}
+
+/// The skill NAME of a discovery, or (printed) why there is none: no such name, or a root by
+/// that name that could not be read.
+pub(super) fn find_in(shown: &str, d: &Discovery, name: &str) -> Result<Skill, u8> {
+    if let Some(s) = find(d, name) {
+        return Ok(s.clone());
     }
     // A root by that name that could not be read: say why, rather than "no such skill".
     let want = lookup_key(name);

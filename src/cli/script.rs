@@ -8,7 +8,6 @@ use skillcat::catalog::{Catalog, CatalogSource};
 use skillcat::config::{Config, Environment};
 use skillcat::runtime::{Activation, Run, RuntimeError, Session};
 use skillcat::script::{AllowAll, ScriptError, SkillTools, argv::Params};
-use skillcat::source::Source;
 
 use super::{FAULTS, Format, OK, USAGE};
 
@@ -71,15 +70,8 @@ pub(super) fn core_trusted(config: &Config, arg: &str) -> bool {
 /// A source named on the command line: trusted for script tools (the user named it), and
 /// core-trusted when it lies in a source the configuration marks core-trusted (only then does a
 /// skill's `trust: core` count).
-pub(super) fn named_source(
-    config: &Config,
-    arg: &str,
-    name: String,
-    src: Arc<dyn Source>,
-) -> CatalogSource {
-    CatalogSource::from_source(name, src)
-        .trusted(true)
-        .core_trusted(core_trusted(config, arg))
+pub(super) fn named_source(config: &Config, arg: &str, src: CatalogSource) -> CatalogSource {
+    src.trusted(true).core_trusted(core_trusted(config, arg))
 }
 
 /// The session the command line runs tools through (`run`, `tools`, `mcp`): the configured
@@ -106,10 +98,16 @@ pub(super) fn is_config_error(e: &ScriptError) -> bool {
 
 /// A run of a session over the named source with the skill NAME active. Errors are printed.
 async fn activate(a_source: &str, name: &str) -> Result<Run, u8> {
-    let (src, _) = super::read::find_skill(a_source, name).await?;
+    // Read once: the discovery that finds the skill (or says why not) seeds the catalog.
+    let opened = super::read::open_and_discover(a_source).await?;
+    super::read::find_in(&opened.shown, &opened.found, name)?;
     let (config, env) = configuration()?;
     let catalog = Catalog::with_options(
-        vec![named_source(&config, a_source, a_source.to_string(), src)],
+        vec![named_source(
+            &config,
+            a_source,
+            CatalogSource::discovered(a_source, opened.src, opened.found),
+        )],
         super::catalog_options(&config),
     );
     let session = session(&config, env, catalog).map_err(|e| {
