@@ -5,7 +5,8 @@ Usage:
     python3 benches/validate_vs_peers.py GEN_CORPUS_PY [--skills 2000] [--rounds 40]
     python3 benches/validate_vs_peers.py --corpus DIR [--rounds 40]
 
-GEN_CORPUS_PY is the project's shared corpus generator (`gen_corpus.py OUTDIR N`, seed 42);
+GEN_CORPUS_PY is the benchmark corpus generator the peers were timed with (`gen_corpus.py
+OUTDIR N`, seed 42);
 with --corpus, an already generated corpus (one skill folder per entry) is used as it is.
 
 What is timed, each as a whole process, start-up included:

@@ -1,6 +1,6 @@
 //! A deterministic corpus of valid Agent Skills for benchmarks.
 //!
-//! This is a port of the *shape* of `shared/bench/gen_corpus.py` (same vocabulary, name rules,
+//! This is a port of the *shape* of the peers' benchmark generator `gen_corpus.py` (same vocabulary, name rules,
 //! description styles, frontmatter fields, body sizes and share of skills with `references/` or
 //! `scripts/`), not of its exact bytes: the random numbers come from a small splitmix64 generator
 //! seeded by the caller, so one seed always gives the same corpus on every platform.
