@@ -29,7 +29,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use super::{Detail, DocumentRead, DocumentSink, Source};
 use crate::document::Fault;
 use crate::error::{Error, Result};
-use crate::path::{FileEntry, base_name};
+use crate::path::{FileEntry, base_name, is_document_name};
 
 /// Bounds for a [`DirSource`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -481,46 +481,25 @@ impl Inner {
                         let files =
                             self.walk_from(dir.as_fd(), || self.root.join(canon), root, &children);
                         let read = files.and_then(|files| {
-                            let (doc_path, _, size) = super::locate_document(source, root, &files)?;
-                            let name = super::base_name(&doc_path);
-                            let bytes = match read_listed(dir.as_fd(), name, size) {
+                            let doc = super::locate_document(source, root, &files)?;
+                            let bytes = match read_listed(dir.as_fd(), doc.name, doc.size) {
                                 Some(buf) => DocBytes::Pooled(buf),
                                 // A link to a file inside the root, or a file that changed.
-                                None => DocBytes::Owned(self.read(&doc_path)?),
+                                None => DocBytes::Owned(self.read(&doc.path)?),
                             };
-                            Ok((document_name_of(name), bytes, files))
+                            Ok((doc.name, bytes, files))
                         });
-                        return match read {
-                            Ok((name, bytes, files)) => each(
-                                i,
-                                Ok(DocumentRead {
-                                    name,
-                                    bytes: bytes.as_ref(),
-                                    files: Some(files),
-                                }),
-                            ),
-                            Err(e) => each(i, Err(e)),
-                        };
+                        return super::lend(each, i, Detail::Files, read);
                     }
                 }
             }
         }
         let read = self.files(root).and_then(|files| {
-            let (doc_path, _, _) = super::locate_document(source, root, &files)?;
-            let bytes = self.read(&doc_path)?;
-            Ok((document_name_of(super::base_name(&doc_path)), bytes, files))
+            let doc = super::locate_document(source, root, &files)?;
+            let bytes = self.read(&doc.path)?;
+            Ok((doc.name, bytes, files))
         });
-        match read {
-            Ok((name, bytes, files)) => each(
-                i,
-                Ok(DocumentRead {
-                    name,
-                    bytes: &bytes,
-                    files: (detail == Detail::Files).then_some(files),
-                }),
-            ),
-            Err(e) => each(i, Err(e)),
-        }
+        super::lend(each, i, detail, read);
     }
 
     fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
@@ -828,19 +807,6 @@ enum WalkStop {
 impl From<Error> for WalkStop {
     fn from(e: Error) -> Self {
         WalkStop::Error(e)
-    }
-}
-
-fn is_document_name(name: &str) -> bool {
-    name == "SKILL.md" || name == "skill.md"
-}
-
-/// The document name `name` is (`SKILL.md` or `skill.md`), as a constant.
-fn document_name_of(name: &str) -> &'static str {
-    if name == "SKILL.md" {
-        "SKILL.md"
-    } else {
-        "skill.md"
     }
 }
 

@@ -36,7 +36,7 @@ pub use dir::{DirOptions, DirSource, check, has_document_entry};
 pub use sqlite::RegistrySource;
 
 use crate::archive::ArchiveLimits;
-use crate::path::{FileEntry, RelPath, base_name, join_path};
+use crate::path::{DOCUMENT_NAMES, FileEntry, RelPath, base_name, join_path};
 
 use crate::digest::Manifest;
 use crate::document::{self, Fault, Skill};
@@ -226,13 +226,9 @@ pub struct RootFault {
 
 /// Which document file a root holds, from its file list: `SKILL.md`, else `skill.md`.
 pub fn document_name(files: &[FileEntry]) -> Option<&'static str> {
-    if files.iter().any(|f| f.path == "SKILL.md") {
-        Some("SKILL.md")
-    } else if files.iter().any(|f| f.path == "skill.md") {
-        Some("skill.md")
-    } else {
-        None
-    }
+    DOCUMENT_NAMES
+        .into_iter()
+        .find(|name| files.iter().any(|f| f.path == *name))
 }
 
 /// Reads and parses one skill: its file list, its document, its frontmatter.
@@ -241,7 +237,11 @@ pub fn document_name(files: &[FileEntry]) -> Option<&'static str> {
 /// [`Error::InvalidSkill`] carrying the fault.
 pub async fn load(source: &(impl Source + ?Sized), root: &str) -> Result<Skill> {
     let files = source.files(root).await?;
-    let (doc_path, location, _) = locate_document(source, root, &files)?;
+    let Located {
+        path: doc_path,
+        location,
+        ..
+    } = locate_document(source, root, &files)?;
     let bytes = source.read(&doc_path).await?;
     check_document_size(bytes.len() as u64, &location)?;
     let doc = parse_on_runtime(bytes).await;
@@ -303,7 +303,7 @@ pub(crate) fn locate_document(
     source: &(impl Source + ?Sized),
     root: &str,
     files: &[FileEntry],
-) -> Result<(String, String, u64)> {
+) -> Result<Located> {
     let Some(doc_name) = document_name(files) else {
         return Err(missing_document(source, root));
     };
@@ -314,7 +314,45 @@ pub(crate) fn locate_document(
         .find(|f| f.path == doc_name)
         .map_or(0, |f| f.size);
     check_document_size(size, &location)?;
-    Ok((doc_path, location, size))
+    Ok(Located {
+        name: doc_name,
+        path: doc_path,
+        location,
+        size,
+    })
+}
+
+/// A root's document, as [`locate_document`] finds it in the root's file list.
+pub(crate) struct Located {
+    /// `SKILL.md` or `skill.md`.
+    pub(crate) name: &'static str,
+    /// Its path in the source (the root joined with the name).
+    pub(crate) path: String,
+    /// Where it is, for people.
+    pub(crate) location: String,
+    /// Its listed size.
+    pub(crate) size: u64,
+}
+
+/// Hands one root's read to a [`DocumentSink`]: the document (name and bytes) with the root's
+/// file list when `detail` asks for it, or why it could not be read.
+pub(crate) fn lend(
+    each: &DocumentSink,
+    i: usize,
+    detail: Detail,
+    read: Result<(&'static str, impl AsRef<[u8]>, Vec<FileEntry>)>,
+) {
+    match read {
+        Ok((name, bytes, files)) => each(
+            i,
+            Ok(DocumentRead {
+                name,
+                bytes: bytes.as_ref(),
+                files: (detail == Detail::Files).then_some(files),
+            }),
+        ),
+        Err(e) => each(i, Err(e)),
+    }
 }
 
 /// The refusal of a root that holds no document.
@@ -349,7 +387,7 @@ pub(crate) fn choose_document(
     root: &str,
     mut entry: impl FnMut(&'static str) -> Result<Option<u64>>,
 ) -> Result<(&'static str, u64)> {
-    for name in crate::path::DOCUMENT_NAMES {
+    for name in DOCUMENT_NAMES {
         if let Some(size) = entry(name)? {
             check_document_size(size, &source.location(&join_path(root, name)))?;
             return Ok((name, size));
@@ -513,27 +551,12 @@ pub async fn read_each(
         let root = roots[i].as_str();
         let read = async {
             let files = source.files(root).await?;
-            let (doc_path, _, _) = locate_document(source, root, &files)?;
-            let bytes = source.read(&doc_path).await?;
-            let name = if base_name(&doc_path) == "SKILL.md" {
-                "SKILL.md"
-            } else {
-                "skill.md"
-            };
-            Ok((name, bytes, files))
+            let doc = locate_document(source, root, &files)?;
+            let bytes = source.read(&doc.path).await?;
+            Ok((doc.name, bytes, files))
         };
         // Handed on as each read ends: the sink files it by index, so order does not matter.
-        match read.await {
-            Ok((name, bytes, files)) => each(
-                i,
-                Ok(DocumentRead {
-                    name,
-                    bytes: &bytes,
-                    files: (detail == Detail::Files).then_some(files),
-                }),
-            ),
-            Err(e) => each(i, Err(e)),
-        }
+        lend(each, i, detail, read.await);
     });
     join::buffered(reads, DISCOVER_CONCURRENCY).await;
 }
