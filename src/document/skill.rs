@@ -37,11 +37,8 @@ impl Skill {
         files: Vec<FileEntry>,
     ) -> Self {
         Skill {
-            root,
-            location,
-            dir_name,
-            doc,
             files: Some(files),
+            ..Skill::without_files(root, location, dir_name, doc)
         }
     }
 
