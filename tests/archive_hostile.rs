@@ -1039,6 +1039,30 @@ fn magic_bytes_win_over_the_extension() {
     assert_eq!(tree.roots(), [""]);
 }
 
+#[test]
+fn text_named_like_a_gzip_tarball_is_not_a_gzip_archive() {
+    for (name, bytes) in [
+        ("fake.tar.gz", b"hello\n".as_slice()),
+        ("fake.tgz", b"# a README\n".as_slice()),
+        ("empty.tar.gz", b"".as_slice()),
+    ] {
+        let err = open(name, bytes, ArchiveLimits::default()).unwrap_err();
+        assert!(
+            matches!(err, skillcat::Error::Archive(ArchiveError::NotGzip { .. })),
+            "{name}: {err:?}"
+        );
+        assert!(err.to_string().contains("not a gzip archive"), "{err}");
+    }
+    // A plain tar named .tar.gz is still read as the tar it is (its ustar magic says so).
+    let tar = Tar::default().skill().finish();
+    assert_eq!(
+        open("plain.tar.gz", &tar, ArchiveLimits::default())
+            .unwrap()
+            .roots(),
+        [""]
+    );
+}
+
 #[tokio::test]
 async fn open_picks_the_archive_source_and_serves_the_contract() {
     let dir = tempfile::tempdir().unwrap();

@@ -223,6 +223,15 @@ pub enum ArchiveError {
         /// What the parser said.
         detail: String,
     },
+    /// The file is named as a gzip-compressed tarball (`.tar.gz`, `.tgz`) but is not gzip data
+    /// (nor a tar archive): it does not start with the gzip magic `1f 8b`.
+    #[error(
+        "not a gzip archive: a .tar.gz or .tgz starts with the bytes 1f 8b, this starts with {start}"
+    )]
+    NotGzip {
+        /// Its first bytes, in hex.
+        start: String,
+    },
     /// The archive holds no `SKILL.md` (or `skill.md`) anywhere.
     #[error("archive holds no SKILL.md")]
     NoSkill,

@@ -91,12 +91,29 @@ pub fn sniff(path: &Path, first_bytes: &[u8]) -> Option<ArchiveKind> {
 /// Reads an archive of a known format into a checked tree.
 ///
 /// A [`ArchiveKind::Tar`] or [`ArchiveKind::TarGz`] archive is told apart by its own gzip
-/// magic, so a mislabelled tarball still reads as what it is.
+/// magic, so a mislabelled tarball still reads as what it is; but [`ArchiveKind::TarGz`]
+/// without gzip magic and without tar's `ustar` magic (what [`sniff`] gives a text file named
+/// `x.tar.gz`) is [`ArchiveError::NotGzip`], not a corrupt tar.
 pub fn read_archive(
     kind: ArchiveKind,
     bytes: &[u8],
     limits: &ArchiveLimits,
 ) -> Result<ArchiveTree, ArchiveError> {
+    let is_tar = bytes.get(257..262) == Some(b"ustar".as_slice());
+    if kind == ArchiveKind::TarGz && !bytes.starts_with(&[0x1f, 0x8b]) && !is_tar {
+        let start = bytes
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>();
+        return Err(ArchiveError::NotGzip {
+            start: if start.is_empty() {
+                "nothing (the file is empty)".into()
+            } else {
+                start.join(" ")
+            },
+        });
+    }
     match kind {
         ArchiveKind::Tar | ArchiveKind::TarGz => read_tar(bytes, limits),
         ArchiveKind::Zip => read_zip(bytes, limits),

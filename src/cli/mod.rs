@@ -26,6 +26,23 @@ mod trust;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// Refuses (exit 2, naming it) an output path whose directory does not exist, before any work
+/// is done: every command that writes a file or a folder checks its output here.
+pub(crate) fn output_dir_exists(path: &std::path::Path) -> Result<(), u8> {
+    use std::io::Write;
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) if !dir.is_dir() => {
+            err!(
+                "Error: cannot write {}: the directory {} does not exist",
+                path.display(),
+                dir.display()
+            );
+            Err(USAGE)
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Exit code: success.
 pub const OK: u8 = 0;
 /// Exit code: faults found, or the thing checked failed.

@@ -22,15 +22,8 @@ pub fn completions(shell: clap_complete::Shell) -> u8 {
 
 /// `skillcat man DIR`
 pub fn man(dir: &Path) -> u8 {
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty())
-        && !parent.is_dir()
-    {
-        err!(
-            "Error: cannot write man pages into {}: the directory {} does not exist",
-            dir.display(),
-            parent.display()
-        );
-        return USAGE;
+    if let Err(code) = super::output_dir_exists(dir) {
+        return code;
     }
     if let Err(e) = std::fs::create_dir_all(dir) {
         err!("Error: {}: {e}", dir.display());

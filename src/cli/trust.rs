@@ -189,6 +189,9 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
         err!("Error: {dir}: pack reads a skill directory or a directory of skills");
         return USAGE;
     }
+    if let Err(code) = super::output_dir_exists(output) {
+        return code;
+    }
     if skillcat::pack::PackFormat::for_path(output).is_none() {
         err!(
             "Error: {}: the output must end in .tar.gz, .tgz or .zip",
@@ -415,6 +418,9 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
 pub fn keygen(base: &str, unencrypted: bool, force: bool) -> u8 {
     let pub_path = PathBuf::from(format!("{base}.pub"));
     let key_path = PathBuf::from(format!("{base}.key"));
+    if let Err(code) = super::output_dir_exists(&key_path) {
+        return code;
+    }
     for p in [&pub_path, &key_path] {
         if p.exists() && !force {
             err!(
@@ -507,6 +513,9 @@ pub async fn sign_cmd(
     let path = output
         .map(Path::to_path_buf)
         .unwrap_or_else(|| signature_path(arg, &m.name, !many));
+    if let Err(code) = super::output_dir_exists(&path) {
+        return code;
+    }
     if let Err(c) = write_file(&path, &sig) {
         return c;
     }
