@@ -698,7 +698,9 @@ async fn search_ranks_name_first_and_reads_the_latest_version() {
     // A word in a description, across skills, best first.
     let hits = reg.search("test needs", 20).unwrap();
     assert_eq!(hits.len(), 7, "{hits:?}");
-    assert!(hits.windows(2).all(|w| w[0].score <= w[1].score));
+    // Best first: scores are never negative and larger is better.
+    assert!(hits.iter().all(|h| h.score >= 0.0), "{hits:?}");
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
     // Non-ASCII text and diacritics.
     assert_eq!(reg.search("кириллическим", 5).unwrap()[0].name, "навык");
     // A word only in the body of a newer version is found once that version is latest, and not

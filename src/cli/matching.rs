@@ -91,7 +91,7 @@ pub struct MatchArgs {
     source: Option<String>,
     /// How many skills to print [config: matcher.top; default: 5].
     #[arg(long, value_name = "K")]
-    top: Option<usize>,
+    top: Option<std::num::NonZeroUsize>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     format: Format,
@@ -140,7 +140,7 @@ impl Settings {
             m.mode = mode.into();
         }
         if let Some(top) = a.top {
-            m.top = top;
+            m.top = top.get();
         }
         if let Some(w) = a.weight {
             if !(0.0..=1.0).contains(&w) {

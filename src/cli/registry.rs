@@ -69,8 +69,8 @@ pub enum RegistryCommand {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
         /// At most this many results.
-        #[arg(long, default_value_t = 20)]
-        limit: usize,
+        #[arg(long, default_value_t = std::num::NonZeroUsize::new(20).expect("20 is not zero"))]
+        limit: std::num::NonZeroUsize,
     },
     /// List every version of a skill in semver order, with digest, date, yanked and latest.
     #[command(after_help = "Example: skillcat registry versions skills.db pdf-forms --format json")]
@@ -111,7 +111,7 @@ pub async fn run(cmd: RegistryCommand) -> u8 {
             query,
             format,
             limit,
-        } => search(&db, &query, format, limit),
+        } => search(&db, &query, format, limit.get()),
         RegistryCommand::Versions { db, name, format } => versions(&db, &name, format),
     }
 }

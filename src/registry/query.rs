@@ -68,7 +68,8 @@ pub struct SearchHit {
     pub version: String,
     /// That version's description.
     pub description: String,
-    /// bm25 relevance (lower is better; name matches weigh most).
+    /// Relevance: SQLite's bm25 negated, so it is never negative and larger is better (name
+    /// matches weigh most). Results come best first.
     pub score: f64,
 }
 
@@ -208,7 +209,7 @@ impl Registry {
                 name: r.get(0)?,
                 version: r.get(1)?,
                 description: r.get(2)?,
-                score: r.get(3)?,
+                score: (-r.get::<_, f64>(3)?).max(0.0),
             })
         })
         .and_then(Iterator::collect)
