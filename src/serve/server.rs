@@ -151,6 +151,7 @@ fn plain(status: StatusCode, text: &'static str, head: bool) -> Response {
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
         .header(header::CONTENT_LENGTH, text.len())
         .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
         .body(if head {
             Body::empty()
         } else {
@@ -168,10 +169,12 @@ pub fn decode_path(path: &str) -> Option<String> {
 async fn handle(State(site): State<Arc<Site>>, req: Request) -> Response {
     let method = req.method().clone();
     if method == Method::OPTIONS {
+        // A CORS preflight (or a plain OPTIONS): which methods and request headers are welcome.
         return Response::builder()
             .status(StatusCode::NO_CONTENT)
             .header(header::ALLOW, "GET, HEAD, OPTIONS")
             .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+            .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
             .header(header::ACCESS_CONTROL_ALLOW_METHODS, "GET, HEAD, OPTIONS")
             .header(
                 header::ACCESS_CONTROL_ALLOW_HEADERS,
