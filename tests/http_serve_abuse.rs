@@ -111,6 +111,316 @@ fn request(addr: SocketAddr, method: &str, path: &str, headers: &str) -> String 
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Raises this process's soft open-file limit to at least `n` (within the hard limit); returns
+/// the soft limit it ends with.
+fn raise_open_files(n: u64) -> u64 {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let lim = getrlimit(Resource::Nofile);
+    let soft = lim.current.unwrap_or(u64::MAX);
+    if soft >= n {
+        return soft;
+    }
+    let mut new = lim.clone();
+    new.current = Some(n.min(lim.maximum.unwrap_or(u64::MAX)));
+    let _ = setrlimit(Resource::Nofile, new);
+    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
+}
+
+/// One attacking connection from `from`, for as long as `stop` is not set: it connects, and
+/// either sends nothing (idle), drips a request head a byte every 300 ms, or sends an
+/// HTTP/0.9-style line; when the server closes it, it connects again after a pause.
+async fn attacker(from: std::net::IpAddr, to: SocketAddr, kind: usize, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(sock) = tokio::net::TcpSocket::new_v4() else {
+            return;
+        };
+        if sock.bind(SocketAddr::new(from, 0)).is_err() {
+            return;
+        }
+        let Ok(Ok(mut conn)) = tokio::time::timeout(Duration::from_secs(2), sock.connect(to)).await
+        else {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            continue;
+        };
+        let drip = b"GET /.well-known/agent-skills/index.json HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        let mut buf = [0u8; 512];
+        match kind % 3 {
+            0 => {
+                // Idle: wait until the server closes or the test ends.
+                while !stop.load(Ordering::Relaxed) {
+                    match tokio::time::timeout(Duration::from_millis(300), conn.read(&mut buf))
+                        .await
+                    {
+                        Ok(Ok(0)) | Ok(Err(_)) => break,
+                        _ => {}
+                    }
+                }
+            }
+            1 => {
+                for b in drip.iter().cycle() {
+                    if stop.load(Ordering::Relaxed) || conn.write_all(&[*b]).await.is_err() {
+                        break;
+                    }
+                    match tokio::time::timeout(Duration::from_millis(300), conn.read(&mut buf))
+                        .await
+                    {
+                        Ok(Ok(0)) | Ok(Err(_)) => break,
+                        _ => {}
+                    }
+                }
+            }
+            _ => {
+                let _ = conn.write_all(b"GET /\r\n").await;
+                while !stop.load(Ordering::Relaxed) {
+                    match tokio::time::timeout(Duration::from_millis(300), conn.read(&mut buf))
+                        .await
+                    {
+                        Ok(Ok(0)) | Ok(Err(_)) => break,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        drop(conn);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// 2,000 idle, dripping or HTTP/0.9-style connections from two other loopback addresses, while
+/// a client on 127.0.0.1 keeps asking for the index: every request is answered, the p99 stays
+/// under 50 ms, and the server's descriptors stay under its connection cap (1024 by default).
+#[test]
+fn two_thousand_idle_or_dripping_connections_do_not_lock_clients_out() {
+    const ATTACKERS: usize = 2000;
+    const CAP: usize = 1024;
+    let soft = raise_open_files(ATTACKERS as u64 + 512);
+    assert!(
+        soft >= ATTACKERS as u64 + 256,
+        "this test needs {} open files; the hard limit allows {soft}",
+        ATTACKERS + 256
+    );
+    let mut served = Served::start(&[]);
+    let addr = served.addr;
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let tasks: Vec<_> = (0..ATTACKERS)
+        .map(|i| {
+            let from = std::net::IpAddr::from([127, 0, 0, 2 + (i % 2) as u8]);
+            rt.spawn(attacker(from, addr, i / 2, stop.clone()))
+        })
+        .collect();
+    // Let the flood arrive.
+    std::thread::sleep(Duration::from_secs(2));
+
+    let max_fds = Arc::new(AtomicUsize::new(0));
+    let sampling = {
+        let (stop, max_fds, pid) = (stop.clone(), max_fds.clone(), served.child.id());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let n = std::fs::read_dir(format!("/proc/{pid}/fd"))
+                    .map(|d| d.count())
+                    .unwrap_or(0);
+                max_fds.fetch_max(n, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+
+    let mut times = Vec::new();
+    let failures = Mutex::new(Vec::new());
+    for _ in 0..300 {
+        let start = Instant::now();
+        let answer = request(addr, "GET", INDEX, "");
+        times.push(start.elapsed());
+        if !answer.starts_with("HTTP/1.1 200 ") {
+            failures
+                .lock()
+                .unwrap()
+                .push(answer.lines().next().unwrap_or("").to_string());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let fds_now = served.fds();
+    stop.store(true, Ordering::Relaxed);
+    sampling.join().unwrap();
+    for t in tasks {
+        t.abort();
+    }
+    rt.shutdown_timeout(Duration::from_secs(1));
+    let err = served.stderr();
+
+    times.sort();
+    let p99 = times[times.len() * 99 / 100];
+    let failures = failures.into_inner().unwrap();
+    let max_fds = max_fds.load(Ordering::Relaxed).max(fds_now);
+    eprintln!(
+        "normal requests under {ATTACKERS} attacking connections: median {:?}, p99 {p99:?}, \
+         max {:?}; server descriptors at most {max_fds}",
+        times[times.len() / 2],
+        times[times.len() - 1]
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of 300 requests failed: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    assert!(
+        p99 < Duration::from_millis(50),
+        "p99 {p99:?} (median {:?})",
+        times[times.len() / 2]
+    );
+    assert!(
+        max_fds < CAP,
+        "the server held {max_fds} descriptors; its cap is {CAP} connections"
+    );
+    assert!(
+        err.contains("per-address connection limit (64) reached: refused: 127.0.0."),
+        "the limit biting is logged: {err}"
+    );
+}
+
+/// A connection over the global cap is answered 503 and closed, and the log says why.
+#[test]
+fn connections_over_the_cap_are_refused_with_503() {
+    let mut served = Served::start(&["--max-connections", "20"]);
+    let addr = served.addr;
+    let held: Vec<TcpStream> = (0..20).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // The refusal is sent as soon as the connection is accepted, before any request.
+    let mut over = TcpStream::connect(addr).unwrap();
+    over.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = over.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+    assert!(
+        answer
+            .to_ascii_lowercase()
+            .contains("x-content-type-options: nosniff")
+    );
+    drop(held);
+    // Once the held connections are gone, clients are served again.
+    let mut ok = false;
+    for _ in 0..50 {
+        if request(addr, "GET", INDEX, "").starts_with("HTTP/1.1 200 ") {
+            ok = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(ok, "served again once connections are closed");
+    let err = served.stderr();
+    assert!(
+        err.contains("connection limit (20) reached: refused: 127.0.0.1:"),
+        "{err}"
+    );
+}
+
+/// How long until the server closes `conn` (bounded by `bound`; `None` if it did not).
+fn closed_within(mut conn: TcpStream, bound: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    conn.set_read_timeout(Some(bound)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match conn.read(&mut buf) {
+            Ok(0) => return Some(start.elapsed()),
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return Some(start.elapsed());
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Request heads that never end, idle keep-alive connections and readers that never read are
+/// cut off by the header, idle and request timeouts, and each limit biting is logged.
+#[test]
+fn heads_that_never_end_and_idle_connections_are_closed() {
+    let mut served = Served::start(&[
+        "--header-timeout",
+        "1s",
+        "--idle-timeout",
+        "1s",
+        "--request-timeout",
+        "2s",
+    ]);
+    let addr = served.addr;
+    let bound = Duration::from_secs(8);
+
+    // Nothing sent at all.
+    let silent = TcpStream::connect(addr).unwrap();
+    // Half a request head.
+    let mut half = TcpStream::connect(addr).unwrap();
+    half.write_all(b"GET /.well-known/agent-skills/index.json HTTP/1.1\r\nHost: t\r\n")
+        .unwrap();
+    // A head dripped a byte at a time: the header timeout counts from the first byte.
+    let drip = TcpStream::connect(addr).unwrap();
+    let dripper = {
+        let mut d = drip.try_clone().unwrap();
+        std::thread::spawn(move || {
+            for b in b"GET / HTTP/1.1\r\nHost: t\r\nX: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" {
+                if d.write_all(&[*b]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    // A keep-alive connection after one answer.
+    let mut kept = TcpStream::connect(addr).unwrap();
+    kept.write_all(b"GET /.well-known/agent-skills/index.json HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+
+    let handles: Vec<_> = [silent, half, drip, kept]
+        .into_iter()
+        .map(|c| std::thread::spawn(move || closed_within(c, bound)))
+        .collect();
+    let closed: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    dripper.join().unwrap();
+    for (what, c) in ["silent", "half head", "dripped head", "idle keep-alive"]
+        .iter()
+        .zip(&closed)
+    {
+        assert!(
+            c.is_some(),
+            "the {what} connection was still open after {bound:?}"
+        );
+    }
+    let err = served.stderr();
+    assert!(
+        err.contains("header timeout (1s) ran out: 127.0.0.1:"),
+        "{err}"
+    );
+}
+
+/// SIGTERM while a request is half sent: the server stops, drains for at most the drain
+/// timeout (10 s by default) and exits 0, instead of waiting for the client.
+#[test]
+fn sigterm_with_a_half_sent_request_exits_within_the_drain_timeout() {
+    let mut served = Served::start(&[]);
+    let addr = served.addr;
+    let mut half = TcpStream::connect(addr).unwrap();
+    half.write_all(b"GET /.well-known/agent-skills/index.json HTTP/1.1\r\nHost: t\r\n")
+        .unwrap();
+    // A whole request answered on another connection first: the server is up and serving.
+    assert!(request(addr, "GET", INDEX, "").starts_with("HTTP/1.1 200 "));
+    let status = served.signal_and_wait("-TERM", Duration::from_secs(30));
+    let err = served.stderr();
+    let status = status.unwrap_or_else(|| {
+        panic!("still running 30 s after SIGTERM with a half-sent request; stderr: {err}")
+    });
+    assert!(status.success(), "{status:?}: {err}");
+    drop(half);
+}
+
 /// Every answer says `X-Content-Type-Options: nosniff`: 200, 404, 405, the OPTIONS 204, 304,
 /// 416, HEAD of a missing path.
 #[test]
