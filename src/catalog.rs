@@ -52,7 +52,7 @@ use tokio::sync::OnceCell;
 
 use crate::capability::{Capabilities, Ceiling, Context, Grant, intersect};
 use crate::config::{Config, SourceConfig};
-use crate::document::{FaultKind, Skill, ValidateOptions, normalize_name};
+use crate::document::{FaultKind, Skill, ValidateOptions};
 use crate::error::Error;
 use crate::prompt::{PromptOptions, PromptSkill, Rendered, render};
 use crate::source::{self, OpenOptions, Source};
@@ -64,7 +64,7 @@ use crate::source::{self, OpenOptions, Source};
 /// assert_eq!(lookup_key("deploy_checker"), lookup_key("deploy-checker"));
 /// ```
 pub fn lookup_key(name: &str) -> String {
-    normalize_name(name).replace('_', "-")
+    crate::document::name_key(name)
 }
 
 /// Where a catalog source's skills come from.

@@ -551,7 +551,7 @@ impl Config {
     pub fn open_options(&self) -> OpenOptions {
         OpenOptions {
             cache_dir: self.cache_dir.clone(),
-            offline: false,
+            ..OpenOptions::default()
         }
     }
 

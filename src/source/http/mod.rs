@@ -311,10 +311,14 @@ impl HttpSource {
         let candidates = self.index_candidates();
         let mut misses = Vec::new();
         for url in &candidates {
-            match self.mutable(url, "application/json", true).await {
-                Ok((body, _)) => {
-                    let index = index::parse_index(&body, url)
-                        .map_err(|why| Error::Invalid(format!("{}: {why}", redact(url))))?;
+            let limits = self.opts.index_limits();
+            // Parsed before it is cached: a body that is not an index never enters the cache.
+            let parse = |body: &Bytes, base: &Url| {
+                index::parse_index_with(body, base, &limits)
+                    .map_err(|why| Error::Invalid(format!("{}: {why}", redact(url))))
+            };
+            match self.mutable(url, "application/json", true, parse).await {
+                Ok((index, _)) => {
                     for w in &index.warnings {
                         self.warn(format!("{}: {w}", redact(url)));
                     }
@@ -342,14 +346,17 @@ impl HttpSource {
     }
 
     /// A mutable URL (an index, a v0.1 file): the cached copy when fresh or confirmed by a
-    /// conditional GET, else the new body (then cached).
+    /// conditional GET, else the new body, which `parse` must accept before it is cached.
+    /// `parse` gets the body and the URL its relative references resolve against (where it
+    /// was answered from, after redirects).
     /// `warn_stale`: say so when a copy that is no longer fresh is used offline.
-    async fn mutable(
+    async fn mutable<T>(
         &self,
         url: &Url,
         accept: &str,
         warn_stale: bool,
-    ) -> Result<(Bytes, FetchStatus)> {
+        parse: impl FnOnce(&Bytes, &Url) -> Result<T>,
+    ) -> Result<(T, FetchStatus)> {
         let cache = self.cache().await?;
         let key = url.as_str().to_string();
         let cached = match &cache {
@@ -382,7 +389,7 @@ impl HttpSource {
                             cache::age(now.saturating_sub(rec.fetched_at))
                         ));
                     }
-                    Ok((body, FetchStatus::Cached))
+                    Ok((parse(&body, &answered_by(url, &rec))?, FetchStatus::Cached))
                 }
                 None => Err(HttpError::NotCached {
                     what: redact(url),
@@ -394,16 +401,17 @@ impl HttpSource {
         if let Some((rec, body)) = &cached
             && cache::is_fresh(rec, cache::now())
         {
-            return Ok((body.clone(), FetchStatus::Cached));
+            return Ok((parse(body, &answered_by(url, rec))?, FetchStatus::Cached));
         }
         let validators = cached.as_ref().map(|(rec, _)| Validators {
             etag: rec.etag.clone(),
             last_modified: rec.last_modified.clone(),
         });
         let fetcher = self.fetcher().await?;
-        match fetcher.get(url, validators.as_ref(), None, accept).await {
+        match fetcher.get(url, validators.as_ref(), None, accept, true).await {
             Ok(Fetched::NotModified { cache_control }) => {
                 let (mut rec, body) = cached.expect("304 only answers a conditional request");
+                let t = parse(&body, &answered_by(url, &rec))?;
                 rec.fetched_at = cache::now();
                 if let Some(cc) = cache_control.as_deref().map(cache::parse_cache_control) {
                     rec.max_age = cc.max_age;
@@ -412,9 +420,10 @@ impl HttpSource {
                 if let Some(c) = cache {
                     blocking(move || c.write_record(&key, &rec)).await?;
                 }
-                Ok((body, FetchStatus::Cached))
+                Ok((t, FetchStatus::Cached))
             }
             Ok(Fetched::Full(b)) => {
+                let t = parse(&b.bytes, &b.url)?;
                 let cc = b
                     .cache_control
                     .as_deref()
@@ -430,6 +439,8 @@ impl HttpSource {
                         no_cache: cc.no_cache,
                         fetched_at: cache::now(),
                         body: format!("sha256:{}", crate::digest::to_hex(hash)),
+                        final_url: (without_credentials(&b.url) != without_credentials(url))
+                            .then(|| without_credentials(&b.url).to_string()),
                     };
                     let bytes = b.bytes.clone();
                     blocking(move || {
@@ -438,15 +449,16 @@ impl HttpSource {
                     })
                     .await?;
                 }
-                Ok((b.bytes, FetchStatus::Fetched))
+                Ok((t, FetchStatus::Fetched))
             }
             Err(e @ (HttpError::Transport { .. } | HttpError::Status { .. }))
                 if cached.is_some()
                     && !matches!(e, HttpError::Status { status, .. } if status < 500) =>
             {
+                let (rec, body) = cached.expect("checked above");
+                let t = parse(&body, &answered_by(url, &rec))?;
                 self.warn(format!("{e}; using the cached copy"));
-                let (_, body) = cached.expect("checked above");
-                Ok((body, FetchStatus::Cached))
+                Ok((t, FetchStatus::Cached))
             }
             Err(e) => Err(e.into()),
         }
@@ -504,7 +516,7 @@ impl HttpSource {
             }
             .into());
         }
-        let body = match self.fetcher().await?.get(url, None, size, "*/*").await? {
+        let body = match self.fetcher().await?.get(url, None, size, "*/*", false).await? {
             Fetched::Full(b) => b,
             Fetched::NotModified { .. } => unreachable!("no validators were sent"),
         };
@@ -632,7 +644,7 @@ impl HttpSource {
                         (Some(b), s) => (b, s),
                         (None, _) => unreachable!("opened when asked to"),
                     },
-                    None => self.mutable(url, "*/*", false).await?,
+                    None => self.mutable(url, "*/*", false, |b, _| Ok(b.clone())).await?,
                 };
                 let exec = known.is_some_and(|f| f.executable);
                 Ok((path.clone(), bytes, exec, status))
@@ -747,6 +759,27 @@ impl Source for HttpSource {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
+}
+
+/// `url` without user name and password.
+fn without_credentials(url: &Url) -> Url {
+    let mut u = url.clone();
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    u
+}
+
+/// Where a cached body was answered from: the record's final URL (with the credentials of
+/// `url` when it is on the same origin), else `url`.
+fn answered_by(url: &Url, rec: &Record) -> Url {
+    let Some(mut fin) = rec.final_url.as_deref().and_then(|u| Url::parse(u).ok()) else {
+        return url.clone();
+    };
+    if fin.origin() == url.origin() {
+        let _ = fin.set_username(url.username());
+        let _ = fin.set_password(url.password());
+    }
+    fin
 }
 
 #[cfg(test)]
