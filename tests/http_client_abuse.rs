@@ -522,3 +522,45 @@ async fn a_gzip_index_is_read_and_a_gzip_bomb_refused() {
     assert_ne!(out.code, Some(0));
     assert!(out.stderr.contains("too large"), "{}", out.stderr);
 }
+
+// ---------------------------------------------------------------------------------------------
+// 11: terminal escapes.
+
+/// A description holding `ESC ] 0 ; … BEL ESC [ 2 J` and a `\r`: `list` and `prompt` print it
+/// escaped, `list --format json` keeps it exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_characters_from_a_server_are_escaped_for_people() {
+    let description = "Harmless.\u{1b}]0;pwned\u{7}\u{1b}[2J\rreally";
+    let doc = format!(
+        "---\nname: alpha\ndescription: \"Harmless.\\e]0;pwned\\a\\e[2J\\rreally\"\n---\n\nBody.\n"
+    )
+    .into_bytes();
+    let index = serde_json::json!({"$schema": SCHEMA, "skills": [entry("alpha", "alpha.md", &doc)]});
+    let index = serde_json::to_vec(&index).unwrap();
+    let server = Server::start(move |p| match p {
+        "/index.json" => json(&index),
+        "/alpha.md" => Answer::Bytes(response(200, &[], &doc)),
+        _ => not_found(),
+    })
+    .await;
+    let cache = tempfile::tempdir().unwrap();
+    let c = cache.path().to_str().unwrap();
+    let url = server.url("/index.json");
+    for cmd in ["list", "prompt"] {
+        let out = skillcat(&["--cache", c, cmd, &url], Duration::from_secs(60)).await;
+        assert_eq!(out.code, Some(0), "{cmd}: {}", out.stderr);
+        assert!(
+            !out.stdout.contains(['\u{1b}', '\u{7}', '\r']),
+            "{cmd} printed control characters raw: {:?}",
+            out.stdout
+        );
+        assert!(out.stdout.contains("\\u001b]0;pwned\\u0007"), "{cmd}: {:?}", out.stdout);
+    }
+    let out = skillcat(
+        &["--cache", c, "list", &url, "--format", "json"],
+        Duration::from_secs(60),
+    )
+    .await;
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["skills"][0]["description"], description);
+}

@@ -113,7 +113,7 @@ pub(super) async fn open_and_discover(arg: &str) -> Result<Opened, u8> {
 /// A source's warnings (a stale cached index, say) on stderr, `warning: …` each.
 fn print_warnings(src: &dyn Source) {
     for w in src.warnings() {
-        err!("warning: {w}");
+        err!("warning: {}", shown(&w));
     }
 }
 
@@ -386,7 +386,7 @@ pub async fn prompt(args: &[String], format: PromptFormatArg, budget: Option<usi
         snapshot
             .diagnostics()
             .iter()
-            .for_each(|d| err!("warning: {d}"));
+            .for_each(|d| err!("warning: {}", shown(&d.to_string())));
         let mut opts = config.prompt_options(match format {
             PromptFormatArg::Xml => PromptFormat::Xml,
             PromptFormatArg::Markdown => PromptFormat::Markdown,
@@ -465,10 +465,16 @@ pub async fn prompt(args: &[String], format: PromptFormatArg, budget: Option<usi
 pub(super) fn print_fault(f: &RootFault) {
     err!(
         "Error: {}: {} [{}]",
-        f.location,
-        f.fault.message(),
+        shown(&f.location),
+        shown(f.fault.message()),
         f.fault.kind()
     );
+}
+
+/// Text from a skill or a store as it may be printed for people: control characters escaped
+/// (`\u001b`), so none of it can drive the terminal. JSON output is left exact.
+fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+    skillcat::prompt::escape_controls(s)
 }
 
 /// `skillcat list SOURCE`; without SOURCE, the configured catalog.
@@ -509,15 +515,15 @@ pub async fn list(arg: Option<&str>, format: Format) -> u8 {
                     .split_whitespace()
                     .collect::<Vec<_>>()
                     .join(" ");
-                let _ = writeln!(out, "{name}  {desc}");
+                let _ = writeln!(out, "{}  {}", shown(name), shown(&desc));
                 let _ = writeln!(
                     out,
                     "    {}  {}",
-                    s.location(),
+                    shown(&s.location()),
                     digest.as_deref().unwrap_or("-")
                 );
                 for f in faults {
-                    let _ = writeln!(out, "    ! {} [{}]", f.message(), f.kind());
+                    let _ = writeln!(out, "    ! {} [{}]", shown(f.message()), f.kind());
                 }
             }
         }
@@ -598,11 +604,11 @@ async fn list_configured(format: Format) -> u8 {
                     .split_whitespace()
                     .collect::<Vec<_>>()
                     .join(" ");
-                let _ = writeln!(out, "{}  {desc}", e.name());
+                let _ = writeln!(out, "{}  {}", shown(e.name()), shown(&desc));
                 let _ = writeln!(
                     out,
                     "    {}  {}  [{}, {}]",
-                    e.location(),
+                    shown(&e.location()),
                     digest.as_deref().unwrap_or("-"),
                     e.source_name(),
                     trust(e)
@@ -638,7 +644,7 @@ async fn list_configured(format: Format) -> u8 {
         }
     }
     for d in snapshot.diagnostics() {
-        err!("warning: {d}");
+        err!("warning: {}", shown(&d.to_string()));
         any_fault |= d.kind != skillcat::catalog::DiagnosticKind::Shadowed;
     }
     if any_fault { FAULTS } else { OK }

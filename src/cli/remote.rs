@@ -182,7 +182,10 @@ async fn build_site(arg: &str) -> Result<(Site, usize), u8> {
             USAGE
         })?;
     for p in &problems {
-        err!("warning: {p}");
+        err!(
+            "warning: {}",
+            skillcat::prompt::escape_controls(&p.to_string())
+        );
     }
     Ok((site, problems.len()))
 }
@@ -317,7 +320,7 @@ pub async fn fetch(a: FetchArgs) -> u8 {
         .await;
     bar.finish_and_clear();
     for w in src.warnings() {
-        err!("warning: {w}");
+        err!("warning: {}", skillcat::prompt::escape_controls(&w));
     }
     let reports = match reports {
         Ok(r) => r,
@@ -346,7 +349,7 @@ pub async fn fetch(a: FetchArgs) -> u8 {
                     out,
                     "{}  {}  {}  {}",
                     s.name,
-                    s.version.as_deref().unwrap_or("-"),
+                    skillcat::prompt::escape_controls(s.version.as_deref().unwrap_or("-")),
                     s.digest
                         .as_deref()
                         .or(s.skill_digest.as_deref())
@@ -387,7 +390,11 @@ pub async fn fetch(a: FetchArgs) -> u8 {
     }
     for r in &reports {
         if let Some(m) = &r.message {
-            err!("Error: {}: {m}", r.skill.name);
+            err!(
+                "Error: {}: {}",
+                r.skill.name,
+                skillcat::prompt::escape_controls(m)
+            );
         }
     }
     if missing + failed > 0 { FAULTS } else { OK }
