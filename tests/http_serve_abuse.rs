@@ -120,7 +120,7 @@ fn raise_open_files(n: u64) -> u64 {
     if soft >= n {
         return soft;
     }
-    let mut new = lim.clone();
+    let mut new = lim;
     new.current = Some(n.min(lim.maximum.unwrap_or(u64::MAX)));
     let _ = setrlimit(Resource::Nofile, new);
     getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)

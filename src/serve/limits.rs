@@ -91,7 +91,7 @@ impl ServeLimits {
             }
             let hard = lim.maximum.unwrap_or(u64::MAX);
             let want = need.min(hard);
-            let mut new = lim.clone();
+            let mut new = lim;
             new.current = Some(want);
             let now = if setrlimit(Resource::Nofile, new).is_ok() {
                 want
@@ -155,18 +155,16 @@ impl LimitLog {
     fn bit(&self, limit: Limit, limits: &ServeLimits, who: &str) {
         let now = Instant::now();
         let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        let entry = last
-            .entry(limit)
-            .or_insert((now - Duration::from_secs(2), 0));
-        if now.duration_since(entry.0) < Duration::from_secs(1) {
-            entry.1 += 1;
+        if let Some((at, count)) = last.get_mut(&limit)
+            && now.duration_since(*at) < Duration::from_secs(1)
+        {
+            *count += 1;
             return;
         }
-        let more = std::mem::take(&mut entry.1);
-        entry.0 = now;
+        let more = last.insert(limit, (now, 0)).map_or(0, |(_, n)| n);
         drop(last);
         let more = if more > 0 {
-            format!(" (and {more} more in the last second)")
+            format!(" (and {more} more since the last such line)")
         } else {
             String::new()
         };
