@@ -391,7 +391,9 @@ impl PromptFormat {
 
 fn push_escaped_xml(out: &mut String, s: &str) {
     let mut rest = s;
-    while let Some(i) = rest.find(|c: char| matches!(c, '&' | '<' | '>' | '"' | '\'') || is_escaped_control(c)) {
+    while let Some(i) =
+        rest.find(|c: char| matches!(c, '&' | '<' | '>' | '"' | '\'') || is_escaped_control(c))
+    {
         out.push_str(&rest[..i]);
         let c = rest[i..].chars().next().expect("found above");
         match c {

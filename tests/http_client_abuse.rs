@@ -263,7 +263,11 @@ async fn a_junk_index_is_refused_with_bounded_memory_and_output() {
         "{}",
         &out.stderr[..out.stderr.len().min(2000)]
     );
-    assert!(out.stderr_bytes < 4096, "{} bytes on stderr", out.stderr_bytes);
+    assert!(
+        out.stderr_bytes < 4096,
+        "{} bytes on stderr",
+        out.stderr_bytes
+    );
     let bound_kib = (4 * size / 1024) as u64 + 64 * 1024;
     assert!(
         out.peak_kib <= bound_kib,
@@ -325,18 +329,30 @@ async fn a_hundred_thousand_entries_are_read_up_to_the_cap() {
     let skills: Vec<_> = (0..100_000)
         .map(|i| serde_json::json!({"name": format!("s{i}"), "type": "skill-md", "description": "d"}))
         .collect();
-    let body = serde_json::to_vec(&serde_json::json!({"$schema": SCHEMA, "skills": skills})).unwrap();
+    let body =
+        serde_json::to_vec(&serde_json::json!({"$schema": SCHEMA, "skills": skills})).unwrap();
     let body = Arc::new(body);
     let server = Server::start(move |_| json(&body)).await;
     let cache = tempfile::tempdir().unwrap();
     let c = cache.path().to_str().unwrap();
     let start = Instant::now();
     let out = skillcat(
-        &["--cache", c, "list", &server.url("/index.json"), "--format", "json"],
+        &[
+            "--cache",
+            c,
+            "list",
+            &server.url("/index.json"),
+            "--format",
+            "json",
+        ],
         Duration::from_secs(60),
     )
     .await;
-    eprintln!("100,000 entries: {:?}, exit {:?}", start.elapsed(), out.code);
+    eprintln!(
+        "100,000 entries: {:?}, exit {:?}",
+        start.elapsed(),
+        out.code
+    );
     assert!(!out.timed_out, "still running after 60 s");
     assert!(
         out.stderr
@@ -381,8 +397,11 @@ async fn names_that_differ_only_in_case_or_dash_are_refused() {
     assert!(out.stdout.contains("Fill PDF forms."), "{}", out.stdout);
     assert!(!out.stdout.contains("evil"), "{}", out.stdout);
     assert!(
-        out.stderr.contains("\"PDF-FORMS\" collides with \"pdf-forms\"")
-            && out.stderr.contains("\"pdf_forms\" collides with \"pdf-forms\""),
+        out.stderr
+            .contains("\"PDF-FORMS\" collides with \"pdf-forms\"")
+            && out
+                .stderr
+                .contains("\"pdf_forms\" collides with \"pdf-forms\""),
         "{}",
         out.stderr
     );
@@ -456,7 +475,14 @@ async fn a_slow_server_is_given_up_on_at_the_deadline() {
     let cache = tempfile::tempdir().unwrap();
     let c = cache.path().to_str().unwrap();
     let out = skillcat(
-        &["--cache", c, "--timeout", "2s", "list", &server.url("/index.json")],
+        &[
+            "--cache",
+            c,
+            "--timeout",
+            "2s",
+            "list",
+            &server.url("/index.json"),
+        ],
         Duration::from_secs(60),
     )
     .await;
@@ -485,7 +511,8 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gzip_index_is_read_and_a_gzip_bomb_refused() {
     let doc = skill_md("alpha", "First.");
-    let index = serde_json::json!({"$schema": SCHEMA, "skills": [entry("alpha", "alpha.md", &doc)]});
+    let index =
+        serde_json::json!({"$schema": SCHEMA, "skills": [entry("alpha", "alpha.md", &doc)]});
     let index = gzip(&serde_json::to_vec(&index).unwrap());
     let mut bomb = b"{\"skills\": [".to_vec();
     bomb.extend(std::iter::repeat_n(b' ', 17 * MIB));
@@ -494,12 +521,18 @@ async fn a_gzip_index_is_read_and_a_gzip_bomb_refused() {
     let server = Server::start(move |p| match p {
         "/index.json" => Answer::Bytes(response(
             200,
-            &[("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
+            &[
+                ("Content-Type", "application/json"),
+                ("Content-Encoding", "gzip"),
+            ],
             &index,
         )),
         "/bomb.json" => Answer::Bytes(response(
             200,
-            &[("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
+            &[
+                ("Content-Type", "application/json"),
+                ("Content-Encoding", "gzip"),
+            ],
             &bomb,
         )),
         "/alpha.md" => Answer::Bytes(response(200, &[], &doc)),
@@ -535,7 +568,8 @@ async fn control_characters_from_a_server_are_escaped_for_people() {
         "---\nname: alpha\ndescription: \"Harmless.\\e]0;pwned\\a\\e[2J\\rreally\"\n---\n\nBody.\n"
     )
     .into_bytes();
-    let index = serde_json::json!({"$schema": SCHEMA, "skills": [entry("alpha", "alpha.md", &doc)]});
+    let index =
+        serde_json::json!({"$schema": SCHEMA, "skills": [entry("alpha", "alpha.md", &doc)]});
     let index = serde_json::to_vec(&index).unwrap();
     let server = Server::start(move |p| match p {
         "/index.json" => json(&index),
@@ -554,7 +588,11 @@ async fn control_characters_from_a_server_are_escaped_for_people() {
             "{cmd} printed control characters raw: {:?}",
             out.stdout
         );
-        assert!(out.stdout.contains("\\u001b]0;pwned\\u0007"), "{cmd}: {:?}", out.stdout);
+        assert!(
+            out.stdout.contains("\\u001b]0;pwned\\u0007"),
+            "{cmd}: {:?}",
+            out.stdout
+        );
     }
     let out = skillcat(
         &["--cache", c, "list", &url, "--format", "json"],

@@ -251,7 +251,10 @@ impl Fetcher {
         let attempts = async {
             let mut attempt = 0;
             loop {
-                match self.once(url, validators, expected_size, accept, gzip).await {
+                match self
+                    .once(url, validators, expected_size, accept, gzip)
+                    .await
+                {
                     Ok(r) => return Ok(r),
                     Err(f) if !f.retry || attempt >= self.retries => return Err(f.error),
                     Err(f) => {

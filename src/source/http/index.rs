@@ -209,7 +209,8 @@ pub fn parse_index_with(
                     warnings.push(format!(
                         "skills[{i}]: skipped: {:?} collides with {:?} (names that differ only \
                          in case or in - and _ are the same skill)",
-                        entry.name, entries_name(&entries, first)
+                        entry.name,
+                        entries_name(&entries, first)
                     ));
                 } else {
                     names.insert(entry.name.clone());
@@ -280,8 +281,10 @@ impl Warnings {
 
     fn finish(mut self) -> Vec<String> {
         if self.more > 0 {
-            self.kept
-                .push(format!("and {} more entries skipped or fields ignored", self.more));
+            self.kept.push(format!(
+                "and {} more entries skipped or fields ignored",
+                self.more
+            ));
         }
         self.kept.append(&mut self.always);
         self.kept
@@ -608,7 +611,10 @@ mod tests {
     fn junk_costs_a_few_warnings_and_an_error_when_nothing_is_usable() {
         let junk = format!("{{\"skills\": [{}1]}}", "1,".repeat(50_000));
         let err = parse_index(junk.as_bytes(), &url()).unwrap_err();
-        assert!(err.starts_with("none of the index's 50001 entries is usable: "), "{err}");
+        assert!(
+            err.starts_with("none of the index's 50001 entries is usable: "),
+            "{err}"
+        );
         assert!(err.contains("and 9995 more entries skipped"), "{err}");
         assert!(err.len() < 1000, "{} bytes", err.len());
         // Some usable, much junk: at most five warnings, then a count.
@@ -618,11 +624,23 @@ mod tests {
         let idx = parse_index(body.as_bytes(), &url()).unwrap();
         assert_eq!(idx.entries.len(), 1);
         assert_eq!(idx.warnings.len(), 6, "{:?}", idx.warnings);
-        assert_eq!(idx.warnings[5], "and 95 more entries skipped or fields ignored");
+        assert_eq!(
+            idx.warnings[5],
+            "and 95 more entries skipped or fields ignored"
+        );
         // An empty index is fine; deep nesting is not JSON this client reads.
         let empty = serde_json::json!({"$schema": SCHEMA_V0_2, "skills": []}).to_string();
-        assert!(parse_index(empty.as_bytes(), &url()).unwrap().entries.is_empty());
-        let deep = format!("{{\"skills\": [{}{}]}}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(
+            parse_index(empty.as_bytes(), &url())
+                .unwrap()
+                .entries
+                .is_empty()
+        );
+        let deep = format!(
+            "{{\"skills\": [{}{}]}}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
         assert!(parse_index(deep.as_bytes(), &url()).is_err());
         // Unknown fields of any shape are skipped, in entries and at the top.
         let body = serde_json::json!({"$schema": SCHEMA_V0_2, "x": [[{"y": 1}]], "skills": [
@@ -634,4 +652,3 @@ mod tests {
         assert!(idx.warnings.is_empty());
     }
 }
-

@@ -408,7 +408,10 @@ impl HttpSource {
             last_modified: rec.last_modified.clone(),
         });
         let fetcher = self.fetcher().await?;
-        match fetcher.get(url, validators.as_ref(), None, accept, true).await {
+        match fetcher
+            .get(url, validators.as_ref(), None, accept, true)
+            .await
+        {
             Ok(Fetched::NotModified { cache_control }) => {
                 let (mut rec, body) = cached.expect("304 only answers a conditional request");
                 let t = parse(&body, &answered_by(url, &rec))?;
@@ -516,7 +519,12 @@ impl HttpSource {
             }
             .into());
         }
-        let body = match self.fetcher().await?.get(url, None, size, "*/*", false).await? {
+        let body = match self
+            .fetcher()
+            .await?
+            .get(url, None, size, "*/*", false)
+            .await?
+        {
             Fetched::Full(b) => b,
             Fetched::NotModified { .. } => unreachable!("no validators were sent"),
         };
@@ -644,7 +652,10 @@ impl HttpSource {
                         (Some(b), s) => (b, s),
                         (None, _) => unreachable!("opened when asked to"),
                     },
-                    None => self.mutable(url, "*/*", false, |b, _| Ok(b.clone())).await?,
+                    None => {
+                        self.mutable(url, "*/*", false, |b, _| Ok(b.clone()))
+                            .await?
+                    }
                 };
                 let exec = known.is_some_and(|f| f.executable);
                 Ok((path.clone(), bytes, exec, status))

@@ -317,7 +317,7 @@ impl<'de> Visitor<'de> for ExtraVisitor {
             Str::Got(d) if parse_digest(&d).is_some() => Some(d),
             _ => {
                 return Ok(RawExtra(Err(
-                    "skill_digest is not sha256:<64 lowercase hex>".into()
+                    "skill_digest is not sha256:<64 lowercase hex>".into(),
                 )));
             }
         };
@@ -392,7 +392,10 @@ impl<'de> Visitor<'de> for ExtraFileVisitor {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    lenient_scalars!(RawExtraFile(Err(LACKS.into())), RawExtraFile(Err(LACKS.into())));
+    lenient_scalars!(
+        RawExtraFile(Err(LACKS.into())),
+        RawExtraFile(Err(LACKS.into()))
+    );
     fn visit_u64<E: de::Error>(self, _: u64) -> Result<RawExtraFile, E> {
         Ok(RawExtraFile(Err(LACKS.into())))
     }
