@@ -564,10 +564,8 @@ async fn a_gzip_index_is_read_and_a_gzip_bomb_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_characters_from_a_server_are_escaped_for_people() {
     let description = "Harmless.\u{1b}]0;pwned\u{7}\u{1b}[2J\rreally";
-    let doc = format!(
-        "---\nname: alpha\ndescription: \"Harmless.\\e]0;pwned\\a\\e[2J\\rreally\"\n---\n\nBody.\n"
-    )
-    .into_bytes();
+    let doc = b"---\nname: alpha\ndescription: \"Harmless.\\e]0;pwned\\a\\e[2J\\rreally\"\n---\n\nBody.\n"
+        .to_vec();
     let index =
         serde_json::json!({"$schema": SCHEMA, "skills": [entry("alpha", "alpha.md", &doc)]});
     let index = serde_json::to_vec(&index).unwrap();

@@ -519,7 +519,7 @@ pub async fn list(arg: Option<&str>, format: Format) -> u8 {
                 let _ = writeln!(
                     out,
                     "    {}  {}",
-                    shown(&s.location()),
+                    shown(s.location()),
                     digest.as_deref().unwrap_or("-")
                 );
                 for f in faults {
@@ -608,7 +608,7 @@ async fn list_configured(format: Format) -> u8 {
                 let _ = writeln!(
                     out,
                     "    {}  {}  [{}, {}]",
-                    shown(&e.location()),
+                    shown(e.location()),
                     digest.as_deref().unwrap_or("-"),
                     e.source_name(),
                     trust(e)
