@@ -270,31 +270,29 @@ impl Fetcher {
                 }
             }
         };
-        let notices = async {
-            let Some(every) = self.slow_notice else {
-                return std::future::pending().await;
-            };
-            loop {
-                tokio::time::sleep(every).await;
-                eprintln!(
-                    "skillcat: still waiting for {shown} ({}s so far; giving up after {}s, see --timeout)",
-                    start.elapsed().as_secs(),
-                    self.deadline.as_secs_f64()
-                );
-            }
-        };
-        tokio::select! {
-            r = tokio::time::timeout_at(deadline, attempts) => r.unwrap_or_else(|_| {
-                Err(HttpError::Transport {
-                    url: shown.clone(),
-                    detail: format!(
-                        "no complete answer within {}s (the deadline for one request, --timeout)",
+        let mut attempts = std::pin::pin!(tokio::time::timeout_at(deadline, attempts));
+        let finished = match self.slow_notice {
+            None => attempts.await,
+            Some(every) => loop {
+                match tokio::time::timeout(every, &mut attempts).await {
+                    Ok(r) => break r,
+                    Err(_) => eprintln!(
+                        "skillcat: still waiting for {shown} ({}s so far; giving up after {}s, see --timeout)",
+                        start.elapsed().as_secs(),
                         self.deadline.as_secs_f64()
                     ),
-                })
-            }),
-            () = notices => unreachable!("the notices never end"),
-        }
+                }
+            },
+        };
+        finished.unwrap_or_else(|_| {
+            Err(HttpError::Transport {
+                url: shown.clone(),
+                detail: format!(
+                    "no complete answer within {}s (the deadline for one request, --timeout)",
+                    self.deadline.as_secs_f64()
+                ),
+            })
+        })
     }
 
     async fn once(
