@@ -31,8 +31,11 @@ struct Served {
 
 impl Served {
     fn start(extra: &[&str]) -> Served {
-        let (mut child, _line, url) =
-            support::serve::spawn_serve(&catalog(), extra, Stdio::piped());
+        Served::start_at(&catalog(), extra)
+    }
+
+    fn start_at(source: &Path, extra: &[&str]) -> Served {
+        let (mut child, _line, url) = support::serve::spawn_serve(source, extra, Stdio::piped());
         let mut pipe = child.stderr.take().unwrap();
         let stderr = std::thread::spawn(move || {
             let mut s = String::new();
@@ -397,6 +400,67 @@ fn heads_that_never_end_and_idle_connections_are_closed() {
     let err = served.stderr();
     assert!(
         err.contains("header timeout (1s) ran out: 127.0.0.1:"),
+        "{err}"
+    );
+}
+
+/// A client that asks for a 12 MB file and never reads it (its receive buffer kept small, so
+/// the answer cannot all sit in socket buffers) is cut off by the request timeout.
+#[test]
+fn a_reader_that_never_reads_is_cut_off_by_the_request_timeout() {
+    const SIZE: usize = 12 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("big");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("SKILL.md"),
+        "---\nname: big\ndescription: A big file.\n---\n\nBody.\n",
+    )
+    .unwrap();
+    // Incompressible bytes (xorshift), so the archive is as big as the file.
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let data: Vec<u8> = (0..SIZE)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(root.join("big.bin"), &data).unwrap();
+    let mut served = Served::start_at(dir.path(), &["--request-timeout", "1s"]);
+    let addr = served.addr;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut conn = rt.block_on(async {
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.set_recv_buffer_size(4096).unwrap();
+        sock.connect(addr).await.unwrap().into_std().unwrap()
+    });
+    conn.set_nonblocking(false).unwrap();
+    conn.write_all(b"GET /.well-known/agent-skills/big/big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    // Read nothing for longer than the request timeout.
+    std::thread::sleep(Duration::from_secs(4));
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut got = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    let ended = loop {
+        match conn.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break true,
+            Err(_) => break false,
+        }
+    };
+    let err = served.stderr();
+    assert!(ended, "the connection was not closed ({got} bytes read)");
+    assert!(got < SIZE, "the whole answer came ({got} bytes)");
+    assert!(
+        err.contains("request timeout (1s) ran out: 127.0.0.1:"),
         "{err}"
     );
 }
