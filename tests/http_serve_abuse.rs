@@ -131,7 +131,7 @@ fn raise_open_files(n: u64) -> u64 {
 
 /// One attacking connection from `from`, for as long as `stop` is not set: it connects, and
 /// either sends nothing (idle), drips a request head a byte every 300 ms, or sends an
-/// HTTP/0.9-style line; when the server closes it, it connects again after a pause.
+/// HTTP/0.9-style line; when the server closes it, it connects again after a second.
 async fn attacker(from: std::net::IpAddr, to: SocketAddr, kind: usize, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
         let Ok(sock) = tokio::net::TcpSocket::new_v4() else {
@@ -185,7 +185,7 @@ async fn attacker(from: std::net::IpAddr, to: SocketAddr, kind: usize, stop: Arc
             }
         }
         drop(conn);
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(1000)).await;
     }
 }
 
