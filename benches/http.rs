@@ -11,6 +11,11 @@
 //! - plain ÷ skillcat: a sequential reqwest loop that keeps nothing (no file is written).
 //!
 //! A concurrent plain loop is printed too, for reference.
+//!
+//! Then the client against a 100,000-entry index (`HttpOptions::max_index_entries` raised to
+//! 100,000 and the body limit to 64 MiB for it): the time to read it (fetch, parse, cache) and
+//! again from the cache (a 304), and the peak resident memory of a process that does only that
+//! (this bench run again as a child).
 
 #[path = "support/corpus.rs"]
 mod corpus;
@@ -38,8 +43,13 @@ impl Drop for Served {
 }
 
 fn main() {
+    if let Ok(url) = std::env::var("HTTP_BENCH_INDEX_CHILD") {
+        index_child(&url);
+        return;
+    }
     // `cargo bench` passes `--bench`; `cargo test --benches` runs this in test mode: stay quick.
     let quick = !std::env::args().any(|a| a == "--bench");
+    big_index(if quick { 1_000 } else { 100_000 });
     let (n, runs) = if quick { (100, 1) } else { (1_000, 7) };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -231,6 +241,111 @@ fn main() {
         "skillcat warm fetch             {:>9.1} ms  ({requests} request{}, every blob re-hashed)",
         ms(median(warm)),
         if requests == 1 { "" } else { "s" }
+    );
+}
+
+/// The client against an index of `n` entries served from memory: a child process reads it
+/// cold and then warm, and reports its times and its peak resident memory.
+fn big_index(n: usize) {
+    let skills: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            serde_json::json!({
+                "name": format!("skill-{i:06}"), "type": "archive",
+                "description": format!("Skill number {i}: does one thing well when the user asks for it."),
+                "url": format!("../../blobs/sha256/{:064x}", i),
+                "digest": format!("sha256:{:064x}", i), "version": "1.0.0",
+            })
+        })
+        .collect();
+    let body = serde_json::to_vec(&serde_json::json!({
+        "$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json",
+        "skills": skills,
+    }))
+    .unwrap();
+    let etag = format!("\"{n}\"");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let size = body.len();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut head = Vec::new();
+            let mut b = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut b) {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => head.extend_from_slice(&b[..k]),
+                }
+            }
+            let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+            let answer = if text.contains(&format!("if-none-match: {etag}")) {
+                format!("HTTP/1.1 304 Not Modified\r\nETag: {etag}\r\nConnection: close\r\n\r\n")
+                    .into_bytes()
+            } else {
+                let mut a = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nETag: {etag}\r\n\
+                     Cache-Control: no-cache\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .into_bytes();
+                a.extend_from_slice(&body);
+                a
+            };
+            let _ = conn.write_all(&answer);
+        }
+    });
+    let out = Command::new(std::env::current_exe().unwrap())
+        .env(
+            "HTTP_BENCH_INDEX_CHILD",
+            format!("http://{addr}/.well-known/agent-skills/index.json"),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!(
+        "client, index of {n} entries ({size} bytes): {}",
+        String::from_utf8_lossy(&out.stdout).trim()
+    );
+}
+
+/// The child of [`big_index`]: reads the index at `url` cold, then warm (a 304, parsed from the
+/// cache), and prints the times and its peak resident memory.
+fn index_child(url: &str) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let opts = HttpOptions {
+        cache_dir: Some(cache.path().to_path_buf()),
+        max_index_entries: 100_000,
+        max_body: 64 << 20,
+        ..HttpOptions::default()
+    };
+    let mut times = Vec::new();
+    let mut entries = 0;
+    for _ in 0..2 {
+        let src = HttpSource::new(url, opts.clone()).unwrap();
+        let t = Instant::now();
+        entries = rt.block_on(src.skills()).unwrap().len();
+        times.push(t.elapsed());
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let hwm = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .map_or("?", |l| l.trim_start_matches("VmHWM:").trim());
+    println!(
+        "{entries} entries read cold in {:.0} ms, warm (304, from the cache) in {:.0} ms; \
+         peak RSS {hwm}",
+        times[0].as_secs_f64() * 1e3,
+        times[1].as_secs_f64() * 1e3
     );
 }
 

@@ -16,7 +16,7 @@
 //! A name offered twice, by two sources or within one, resolves to the first offer (the higher
 //! precedence, then the source's list order), and every hidden offer is a
 //! [`DiagnosticKind::Shadowed`] diagnostic. Names are compared with `-` and `_` alike, so
-//! `deploy_checker` finds `deploy-checker` (see [`lookup_key`]).
+//! `deploy_checker` finds `deploy-checker` (see [`name_key`]).
 //!
 //! Every skill is listed whatever its source's trust; [`Entry::scripts_allowed`] is true only
 //! for skills of a trusted source.
@@ -53,20 +53,10 @@ use tokio::sync::OnceCell;
 
 use crate::capability::{Capabilities, Ceiling, Context, Grant, intersect};
 use crate::config::{Config, SourceConfig};
-use crate::document::{FaultKind, Skill, ValidateOptions, normalize_name};
+use crate::document::{FaultKind, Skill, ValidateOptions, name_key};
 use crate::error::Error;
 use crate::prompt::{PromptOptions, PromptSkill, Rendered, render};
 use crate::source::{self, Detail, Discovery, OpenOptions, Source};
-
-/// The key names are compared by: trimmed, NFKC, `_` read as `-`.
-///
-/// ```
-/// use skillcat::catalog::lookup_key;
-/// assert_eq!(lookup_key("deploy_checker"), lookup_key("deploy-checker"));
-/// ```
-pub fn lookup_key(name: &str) -> String {
-    normalize_name(name).replace('_', "-")
-}
 
 /// Where a catalog source's skills come from.
 #[derive(Debug, Clone)]
@@ -372,7 +362,7 @@ impl Snapshot {
 
     /// The skill of that name (`-` and `_` alike).
     pub fn find(&self, name: &str) -> Option<&Entry> {
-        self.index.get(&lookup_key(name)).map(|&i| &self.entries[i])
+        self.index.get(&name_key(name)).map(|&i| &self.entries[i])
     }
 
     /// The tier-1 block of every entry, in order, rendered as `opts` says.
@@ -514,7 +504,7 @@ impl Catalog {
                 continue;
             };
             for (name, skill) in loaded.skills {
-                let key = lookup_key(&name);
+                let key = name_key(&name);
                 if let Some(&winner) = snap.index.get(&key) {
                     let w: &Entry = &snap.entries[winner];
                     snap.diagnostics.push(Diagnostic {

@@ -231,7 +231,7 @@ impl From<ConfigError> for crate::Error {
     fn from(e: ConfigError) -> Self {
         match e {
             ConfigError::Io { path, source } => crate::Error::Io { path, source },
-            other => crate::Error::other(other),
+            other => crate::Error::other("configuration", other),
         }
     }
 }
@@ -662,7 +662,7 @@ impl Config {
     pub fn open_options(&self) -> OpenOptions {
         OpenOptions {
             cache_dir: self.cache_dir.clone(),
-            offline: false,
+            ..OpenOptions::default()
         }
     }
 

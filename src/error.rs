@@ -63,11 +63,14 @@ pub enum Error {
     #[cfg(feature = "registry")]
     #[error(transparent)]
     Registry(Box<crate::registry::RegistryError>),
-    /// A failure of a layer above the sources (the configuration, a matcher, …), keeping its
-    /// typed cause: [`std::error::Error::source`] and [`Error::downcast_ref`] reach it.
-    #[error("{source}")]
+    /// A failure with a typed cause that has no variant of its own (a configuration error, a
+    /// URL that does not parse, an HTTP client that cannot be built, …):
+    /// [`std::error::Error::source`] and [`Error::downcast_ref`] reach the cause.
+    #[error("{what}: {source}")]
     Other {
-        /// The layer's own error.
+        /// What was being done or read.
+        what: String,
+        /// The cause, as its library reported it.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -107,9 +110,13 @@ impl Error {
         }
     }
 
-    /// An [`Error::Other`] around a layer's own error.
-    pub fn other(source: impl std::error::Error + Send + Sync + 'static) -> Self {
+    /// An [`Error::Other`]: `what` failed because of `source`.
+    pub fn other(
+        what: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
         Error::Other {
+            what: what.into(),
             source: Box::new(source),
         }
     }
@@ -117,7 +124,7 @@ impl Error {
     /// The layer's own error inside an [`Error::Other`], when it is an `E`.
     pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
         match self {
-            Error::Other { source } => source.downcast_ref::<E>(),
+            Error::Other { source, .. } => source.downcast_ref::<E>(),
             _ => None,
         }
     }

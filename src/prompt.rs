@@ -9,7 +9,9 @@
 //! **XML** ([`PromptFormat::Xml`], the default) is byte-identical to the reference validator's
 //! `to_prompt`: one tag per line, no indentation, each value on its own line, joined by `\n`
 //! with no trailing newline. The name and the description are escaped as Python's `html.escape`
-//! does ([`escape_xml`]); the location is written as given.
+//! does ([`escape_xml`]); the location is written as given. Control characters other than line
+//! feed and tab, which the reference writes raw, are written `\u001b` ([`escape_controls`]), so
+//! that a skill's text cannot drive the terminal the block is printed on.
 //!
 //! ```text
 //! <available_skills>
@@ -217,7 +219,8 @@ impl fmt::Display for BudgetReport {
 }
 
 /// Escapes text as Python's `html.escape` does: `&` → `&amp;`, `<` → `&lt;`, `>` → `&gt;`,
-/// `"` → `&quot;`, `'` → `&#x27;`.
+/// `"` → `&quot;`, `'` → `&#x27;`; and control characters other than line feed and tab as
+/// [`escape_controls`] writes them (`\u001b`).
 ///
 /// ```
 /// assert_eq!(skillcat::prompt::escape_xml("a<b & 'c'"), "a&lt;b &amp; &#x27;c&#x27;");
@@ -356,6 +359,7 @@ impl PromptFormat {
                 '&' => 5,
                 '<' | '>' => 4,
                 '"' | '\'' => 6,
+                c if is_escaped_control(c) => 6,
                 _ => 1,
             },
             PromptFormat::Markdown => 1,
@@ -387,18 +391,59 @@ impl PromptFormat {
 
 fn push_escaped_xml(out: &mut String, s: &str) {
     let mut rest = s;
-    while let Some(i) = rest.find(['&', '<', '>', '"', '\'']) {
+    while let Some(i) =
+        rest.find(|c: char| matches!(c, '&' | '<' | '>' | '"' | '\'') || is_escaped_control(c))
+    {
         out.push_str(&rest[..i]);
-        out.push_str(match rest.as_bytes()[i] {
-            b'&' => "&amp;",
-            b'<' => "&lt;",
-            b'>' => "&gt;",
-            b'"' => "&quot;",
-            _ => "&#x27;",
-        });
-        rest = &rest[i + 1..];
+        let c = rest[i..].chars().next().expect("found above");
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#x27;"),
+            _ => push_control(out, c),
+        }
+        rest = &rest[i + c.len_utf8()..];
     }
     out.push_str(rest);
+}
+
+/// Whether `c` is a control character shown escaped to people: every one (C0, DEL, C1) but
+/// line feed and tab. A carriage return or an escape sequence from a skill's text must not
+/// move a terminal's cursor, clear its screen or set its title.
+fn is_escaped_control(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
+}
+
+/// `\u001b`: six characters for every control character (all are below U+00A0).
+fn push_control(out: &mut String, c: char) {
+    use std::fmt::Write;
+    let _ = write!(out, "\\u{:04x}", c as u32);
+}
+
+/// `s` with its control characters (all but line feed and tab) written `\u001b`, for text
+/// shown to people: names, descriptions, locations, messages. Text without any is returned
+/// as it is.
+///
+/// ```
+/// use skillcat::prompt::escape_controls;
+/// assert_eq!(escape_controls("a\u{1b}]0;x\u{7}b\r"), "a\\u001b]0;x\\u0007b\\u000d");
+/// assert_eq!(escape_controls("plain\ttext\n"), "plain\ttext\n");
+/// ```
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(is_escaped_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if is_escaped_control(c) {
+            push_control(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn push_markdown(out: &mut String, s: &str) {
@@ -415,7 +460,7 @@ fn render_block(format: PromptFormat, skills: &[PromptSkill<'_>]) -> String {
                 out.push_str("\n</name>\n<description>\n");
                 push_escaped_xml(&mut out, s.description);
                 out.push_str("\n</description>\n<location>\n");
-                out.push_str(s.location);
+                out.push_str(&escape_controls(s.location));
                 out.push_str("\n</location>\n</skill>");
             }
             out.push_str("\n</available_skills>");

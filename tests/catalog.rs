@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use bytes::Bytes;
 use skillcat::capability::{Ceiling, Trust};
-use skillcat::catalog::{Catalog, CatalogOptions, CatalogSource, DiagnosticKind, lookup_key};
+use skillcat::catalog::{Catalog, CatalogOptions, CatalogSource, DiagnosticKind};
 use skillcat::config::{Config, Environment};
 use skillcat::document::FaultKind;
+use skillcat::document::name_key;
 use skillcat::path::FileEntry;
 use skillcat::prompt::{PromptFormat, PromptOptions};
 use skillcat::source::{DirOptions, DirSource, Source};
@@ -139,7 +140,7 @@ async fn lookup_treats_dash_and_underscore_alike() {
     }
     assert!(cat.find("deploy").await.is_none());
     assert!(cat.find("").await.is_none());
-    assert_eq!(lookup_key("a_b-c"), "a-b-c");
+    assert_eq!(name_key("a_b-c"), "a-b-c");
 }
 
 #[tokio::test]

@@ -62,6 +62,9 @@ pub struct Cli {
     /// Use only what is cached for remote sources; never touch the network.
     #[arg(long, global = true)]
     offline: bool,
+    /// Deadline of one request to a remote source, retries included: `60s`, `500ms`, `2m`.
+    #[arg(long, global = true, value_name = "TIME", value_parser = remote::parse_duration)]
+    timeout: Option<std::time::Duration>,
     /// Configuration file (default: ./skillcat.toml when it exists).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
@@ -94,7 +97,7 @@ pub fn catalog_options(config: &skillcat::config::Config) -> skillcat::catalog::
                 .cache_dir
                 .clone()
                 .or_else(|| config.cache_dir.clone()),
-            offline: g.open.offline,
+            ..g.open.clone()
         },
         validate: config.validate_options(),
         detail: skillcat::source::Detail::default(),
@@ -327,6 +330,10 @@ pub async fn run(cli: Cli) -> u8 {
         open: skillcat::source::OpenOptions {
             cache_dir: cli.cache.clone(),
             offline: cli.offline,
+            timeout: cli.timeout,
+            // On a terminal, a slow server is named while it is waited for.
+            slow_notice: std::io::IsTerminal::is_terminal(&std::io::stderr())
+                .then(|| std::time::Duration::from_secs(5)),
         },
         config: cli.config.clone(),
     });

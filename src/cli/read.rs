@@ -118,10 +118,11 @@ pub(super) async fn open_and_discover_with(arg: &str, detail: Detail) -> Result<
     })
 }
 
-/// A discovery's warnings (a stale cached index, say) on stderr, `warning: …` each.
+/// A discovery's warnings (a stale cached index, say) on stderr, `warning: …` each, with
+/// control characters escaped (the text may come from a server).
 pub(super) fn print_warnings(found: &Discovery) {
     for w in &found.warnings {
-        err!("warning: {w}");
+        err!("warning: {}", shown(w));
     }
 }
 
@@ -396,7 +397,7 @@ pub async fn prompt(args: &[String], format: PromptFormatArg, budget: Option<usi
         snapshot
             .diagnostics()
             .iter()
-            .for_each(|d| err!("warning: {d}"));
+            .for_each(|d| err!("warning: {}", shown(&d.to_string())));
         let mut opts = config.prompt_options(match format {
             PromptFormatArg::Xml => PromptFormat::Xml,
             PromptFormatArg::Markdown => PromptFormat::Markdown,
@@ -475,10 +476,16 @@ pub async fn prompt(args: &[String], format: PromptFormatArg, budget: Option<usi
 pub(super) fn print_fault(f: &RootFault) {
     err!(
         "Error: {}: {} [{}]",
-        f.location,
-        f.fault.message(),
+        shown(&f.location),
+        shown(f.fault.message()),
         f.fault.kind()
     );
+}
+
+/// Text from a skill or a store as it may be printed for people: control characters escaped
+/// (`\u001b`), so none of it can drive the terminal. JSON output is left exact.
+fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+    skillcat::prompt::escape_controls(s)
 }
 
 /// `skillcat list SOURCE`; without SOURCE, the configured catalog.
@@ -520,15 +527,15 @@ pub async fn list(arg: Option<&str>, format: Format) -> u8 {
                     .split_whitespace()
                     .collect::<Vec<_>>()
                     .join(" ");
-                let _ = writeln!(out, "{name}  {desc}");
+                let _ = writeln!(out, "{}  {}", shown(name), shown(&desc));
                 let _ = writeln!(
                     out,
                     "    {}  {}",
-                    s.location(),
+                    shown(s.location()),
                     digest.as_deref().unwrap_or("-")
                 );
                 for f in faults {
-                    let _ = writeln!(out, "    ! {} [{}]", f.message(), f.kind());
+                    let _ = writeln!(out, "    ! {} [{}]", shown(f.message()), f.kind());
                 }
             }
         }
@@ -614,11 +621,11 @@ async fn list_configured(format: Format) -> u8 {
                     .split_whitespace()
                     .collect::<Vec<_>>()
                     .join(" ");
-                let _ = writeln!(out, "{}  {desc}", e.name());
+                let _ = writeln!(out, "{}  {}", shown(e.name()), shown(&desc));
                 let _ = writeln!(
                     out,
                     "    {}  {}  [{}, {}]",
-                    e.location(),
+                    shown(e.location()),
                     digest.as_deref().unwrap_or("-"),
                     e.source_name(),
                     trust(e)
@@ -654,7 +661,7 @@ async fn list_configured(format: Format) -> u8 {
         }
     }
     for d in snapshot.diagnostics() {
-        err!("warning: {d}");
+        err!("warning: {}", shown(&d.to_string()));
         any_fault |= !matches!(
             d.kind,
             skillcat::catalog::DiagnosticKind::Shadowed
@@ -664,15 +671,12 @@ async fn list_configured(format: Format) -> u8 {
     if any_fault { FAULTS } else { OK }
 }
 
-/// `-` and `_` alike, NFKC, trimmed.
-pub(super) fn lookup_key(name: &str) -> String {
-    skillcat::document::normalize_name(name).replace('_', "-")
-}
-
 /// Finds a skill by name, `-` and `_` alike.
 fn find<'a>(d: &'a Discovery, name: &str) -> Option<&'a Skill> {
-    let want = lookup_key(name);
-    d.skills.iter().find(|s| lookup_key(&s.name()) == want)
+    let want = skillcat::document::name_key(name);
+    d.skills
+        .iter()
+        .find(|s| skillcat::document::name_key(&s.name()) == want)
 }
 
 /// The skill named `name` in what `arg` names, with its file list; a missing or broken one is
@@ -704,12 +708,12 @@ pub(super) fn find_in(shown: &str, d: &Discovery, name: &str) -> Result<Skill, u
         return Ok(s.clone());
     }
     // A root by that name that could not be read: say why, rather than "no such skill".
-    let want = lookup_key(name);
+    let want = skillcat::document::name_key(name);
     let broken: Vec<&RootFault> = d
         .faults
         .iter()
         .filter(|f| {
-            lookup_key(skillcat::path::base_name(&f.root)) == want
+            skillcat::document::name_key(skillcat::path::base_name(&f.root)) == want
                 || (f.root.is_empty() && d.faults.len() == 1)
         })
         .collect();

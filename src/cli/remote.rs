@@ -4,10 +4,11 @@ use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use serde_json::json;
 use skillcat::registry::Registry;
-use skillcat::serve::{self, SignatureLookup, Signed, Site, SiteOptions};
+use skillcat::serve::{self, ServeLimits, SignatureLookup, Signed, Site, SiteOptions};
 use skillcat::sign::Statement;
 use skillcat::source::http::{
     FetchStatus, HttpOptions, HttpSource, cache_info, clean_cache, default_cache_dir,
@@ -26,6 +27,47 @@ pub struct ServeArgs {
     /// Log one line per request on stderr.
     #[arg(long)]
     pub verbose: bool,
+    /// Time a client has to send a request head (from connecting, or from the first byte of a
+    /// later request): `10s`, `500ms`, `2m`.
+    #[arg(long, default_value = "10s", value_name = "TIME", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+    /// Time an idle keep-alive connection is kept waiting for its next request.
+    #[arg(long, default_value = "15s", value_name = "TIME", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// Time from a request's head to the last byte of its answer.
+    #[arg(long, default_value = "60s", value_name = "TIME", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// Connections open at once; more are answered 503 and closed.
+    #[arg(long, default_value_t = 1024, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// Connections open at once from one client address.
+    #[arg(long, default_value_t = 64, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_address: u32,
+    /// On SIGTERM or Ctrl-C, how long the answers in flight are given before the rest are cut.
+    #[arg(long, default_value = "10s", value_name = "TIME", value_parser = parse_duration)]
+    pub drain_timeout: Duration,
+}
+
+/// A duration on the command line: `10s`, `500ms`, `2m`, or plain seconds (`1.5`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (say 10s, 500ms or 2m)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return Err(format!("{s:?} is not a duration (say 10s, 500ms or 2m)")),
+    };
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{s:?} is not a positive duration"))
 }
 
 /// `skillcat export` arguments.
@@ -139,7 +181,10 @@ async fn build_site(arg: &str) -> Result<(Site, usize), u8> {
             USAGE
         })?;
     for p in &problems {
-        err!("warning: {p}");
+        err!(
+            "warning: {}",
+            skillcat::prompt::escape_controls(&p.to_string())
+        );
     }
     Ok((site, problems.len()))
 }
@@ -148,12 +193,23 @@ fn skills_word(n: usize) -> &'static str {
     if n == 1 { "skill" } else { "skills" }
 }
 
-/// `skillcat serve SOURCE [--addr HOST:PORT] [--verbose]`
+/// `skillcat serve SOURCE [--addr HOST:PORT] [--verbose] [limits…]`
 pub async fn serve(a: ServeArgs) -> u8 {
     let (site, _) = match build_site(&a.source).await {
         Ok(s) => s,
         Err(code) => return code,
     };
+    let mut limits = ServeLimits {
+        header_timeout: a.header_timeout,
+        idle_timeout: a.idle_timeout,
+        request_timeout: a.request_timeout,
+        max_connections: a.max_connections as usize,
+        max_connections_per_address: a.max_connections_per_address as usize,
+        drain_timeout: a.drain_timeout,
+    };
+    if let Some(said) = limits.fit_open_files() {
+        err!("warning: {said}");
+    }
     let listener = match tokio::net::TcpListener::bind(a.addr).await {
         Ok(l) => l,
         Err(e) => {
@@ -168,6 +224,7 @@ pub async fn serve(a: ServeArgs) -> u8 {
         Arc::new(site),
         listener,
         a.verbose,
+        limits,
         serve::shutdown_signal(),
     )
     .await
@@ -262,7 +319,7 @@ pub async fn fetch(a: FetchArgs) -> u8 {
         .await;
     bar.finish_and_clear();
     for w in src.warnings() {
-        err!("warning: {w}");
+        err!("warning: {}", skillcat::prompt::escape_controls(&w));
     }
     let reports = match reports {
         Ok(r) => r,
@@ -291,7 +348,7 @@ pub async fn fetch(a: FetchArgs) -> u8 {
                     out,
                     "{}  {}  {}  {}",
                     s.name,
-                    s.version.as_deref().unwrap_or("-"),
+                    skillcat::prompt::escape_controls(s.version.as_deref().unwrap_or("-")),
                     s.digest
                         .as_deref()
                         .or(s.skill_digest.as_deref())
@@ -332,7 +389,11 @@ pub async fn fetch(a: FetchArgs) -> u8 {
     }
     for r in &reports {
         if let Some(m) = &r.message {
-            err!("Error: {}: {m}", r.skill.name);
+            err!(
+                "Error: {}: {}",
+                r.skill.name,
+                skillcat::prompt::escape_controls(m)
+            );
         }
     }
     if missing + failed > 0 { FAULTS } else { OK }

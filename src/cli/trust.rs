@@ -37,13 +37,13 @@ pub async fn digest(arg: &str, name: Option<&str>, format: Format) -> u8 {
         Ok(o) => o,
         Err(code) => return code,
     };
-    let key = name.map(super::read::lookup_key);
+    let key = name.map(skillcat::document::name_key);
     let mut manifests = Vec::new();
     let mut failed = false;
     for skill in &found.skills {
         if key
             .as_ref()
-            .is_some_and(|k| *k != super::read::lookup_key(&skill.name()))
+            .is_some_and(|k| *k != skillcat::document::name_key(&skill.name()))
         {
             continue;
         }

@@ -15,7 +15,7 @@ pub use fault::{Fault, FaultKind};
 pub use frontmatter::{Document, parse_document};
 pub use skill::Skill;
 pub use validate::{
-    LengthLimits, SPEC_FIELDS, ValidateOptions, normalize_name, validate_frontmatter,
+    LengthLimits, SPEC_FIELDS, ValidateOptions, name_key, normalize_name, validate_frontmatter,
 };
 pub use value::{Map, Value};
 

@@ -70,6 +70,18 @@ pub fn normalize_name(name: &str) -> String {
     }
 }
 
+/// The key skill names are matched by: [`normalize_name`] (trimmed, NFKC), then `_` read as
+/// `-`. The catalog looks names up by it; the HTTP index refuses an entry whose key, folded to
+/// lower case, is another entry's.
+///
+/// ```
+/// use skillcat::document::name_key;
+/// assert_eq!(name_key("deploy_checker"), name_key("deploy-checker"));
+/// ```
+pub fn name_key(name: &str) -> String {
+    normalize_name(name).replace('_', "-")
+}
+
 /// Python's `str.isalnum` for one character: General Category L* or N*.
 /// (Not `char::is_alphanumeric`, which admits combining marks.)
 fn is_letter_or_number(c: char) -> bool {

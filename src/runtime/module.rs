@@ -26,7 +26,7 @@ use serde_json::Value as Json;
 
 use super::error::ToolError;
 use super::tool::{Content, ToolKind, ToolOutput, ToolSpec};
-use crate::catalog::lookup_key;
+use crate::document::name_key;
 use crate::script::Provenance;
 use crate::script::gate::{Refusal, ask, panic_message};
 use crate::script::{Gate, GateKind, GateRequest};
@@ -223,7 +223,7 @@ impl ModuleRegistry {
         skill: &str,
         tools: impl IntoIterator<Item = Arc<dyn ModuleTool>>,
     ) -> Result<(), ToolError> {
-        let key = lookup_key(skill);
+        let key = name_key(skill);
         let existing = self.skills.get(&key).map(|(_, t)| t.as_slice());
         let mut fresh: Vec<Registered> = Vec::new();
         for tool in tools {
@@ -289,7 +289,7 @@ impl ModuleRegistry {
     /// The tool names registered for a skill (`-` and `_` alike), in registration order.
     pub fn names_of(&self, skill: &str) -> Vec<&str> {
         self.skills
-            .get(&lookup_key(skill))
+            .get(&name_key(skill))
             .map(|(_, t)| t.iter().map(|r| r.name.as_str()).collect())
             .unwrap_or_default()
     }
@@ -306,7 +306,7 @@ impl ModuleRegistry {
         gate: Arc<dyn Gate>,
         timeout: Duration,
     ) -> Vec<WrappedTool> {
-        let Some((_, tools)) = self.skills.get(&lookup_key(&provenance.skill)) else {
+        let Some((_, tools)) = self.skills.get(&name_key(&provenance.skill)) else {
             return Vec::new();
         };
         tools

@@ -11,7 +11,8 @@ use super::loaded::Target;
 use super::resource::Resource;
 use super::session::{Activation, Candidate, Session, read_entry_resource};
 use super::tool::{Content, ToolKind, ToolOutput, ToolSpec};
-use crate::catalog::{Entry, lookup_key};
+use crate::catalog::Entry;
+use crate::document::name_key;
 use crate::script::{LoadedSkill, ScriptError};
 
 /// One agent turn: the skills active for it and the tools they bring.
@@ -71,7 +72,7 @@ impl Run {
     /// Activates a catalog entry (one of [`Session::catalog`]'s, or of a snapshot of it);
     /// already active: nothing changes.
     pub async fn activate_entry(&mut self, entry: Entry) -> Result<&Activation, RuntimeError> {
-        let key = lookup_key(entry.name());
+        let key = name_key(entry.name());
         if let Some(i) = self.position(&key) {
             return Ok(&self.active[i]);
         }
@@ -90,7 +91,7 @@ impl Run {
     }
 
     fn position(&self, key: &str) -> Option<usize> {
-        self.active.iter().position(|a| lookup_key(&a.name) == key)
+        self.active.iter().position(|a| name_key(&a.name) == key)
     }
 
     /// The skills active, in activation order.
@@ -100,7 +101,7 @@ impl Run {
 
     /// Whether a skill is active in this run (`-` and `_` alike).
     pub fn is_active(&self, name: &str) -> bool {
-        self.position(&lookup_key(name)).is_some()
+        self.position(&name_key(name)).is_some()
     }
 
     /// The active skills' bodies, each in a `<skill name="…">` block, to put before the system
@@ -177,7 +178,7 @@ impl Run {
     /// Tier 3: a file of a skill active in this run, by a path as its body writes it.
     pub async fn read_resource(&self, skill: &str, path: &str) -> Result<Resource, RuntimeError> {
         let i = self
-            .position(&lookup_key(skill))
+            .position(&name_key(skill))
             .ok_or_else(|| RuntimeError::NotActive {
                 name: skill.to_string(),
             })?;
@@ -186,7 +187,7 @@ impl Run {
 
     /// Where an active skill's workspace is, once one of its scripts has run.
     pub fn workspace(&self, skill: &str) -> Option<PathBuf> {
-        let key = lookup_key(skill);
+        let key = name_key(skill);
         self.position(&key)?;
         self.session.inner.loaded.workspace(&key)
     }
@@ -222,7 +223,7 @@ impl Run {
         if active.is_empty() {
             return Vec::new();
         }
-        let keys: Vec<String> = active.iter().map(|a| lookup_key(&a.name)).collect();
+        let keys: Vec<String> = active.iter().map(|a| name_key(&a.name)).collect();
         self.session
             .inner
             .loaded

@@ -27,7 +27,11 @@
 //! - Indexes and files by name: `Cache-Control: no-cache` with a strong `ETag` (a client
 //!   revalidates with `If-None-Match` and gets `304`). Blobs: `Cache-Control: public,
 //!   max-age=31536000, immutable`. Every path answers `GET` and `HEAD`, a single `Range`
-//!   (`206`, or `416` when it selects nothing), CORS for any origin; anything else is `404`.
+//!   (`206`, or `416` when it selects nothing), CORS for any origin (`OPTIONS` answers a preflight with `204`); unknown paths are `404`, other
+//!   methods `405`; every answer says `X-Content-Type-Options: nosniff`.
+//! - What one client may cost is bounded ([`ServeLimits`]): timeouts for a request head, an idle
+//!   connection and a whole request, a cap on connections (and on those of one address), and a
+//!   bounded drain on shutdown.
 //! - Archives are served as `application/gzip`, Markdown as `text/markdown`, other UTF-8 as
 //!   `text/plain`, the rest as `application/octet-stream` (never as HTML).
 //!
@@ -35,10 +39,12 @@
 //! load and validate are served; the others come back as [`SiteProblem`]s.
 
 mod export;
+mod limits;
 mod server;
 mod site;
 
 pub use export::{Exported, export};
+pub use limits::{Conn, Guarded, LimitedListener, ServeLimits, track};
 pub use server::{
     RangeRequest, decode_path, etag_matches, parse_range, respond, router, run, shutdown_signal,
 };

@@ -5,7 +5,6 @@
 
 use std::future::Future;
 use std::io::Write;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -17,6 +16,7 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use tokio::net::TcpListener;
 
+use super::limits::{Conn, ServeLimits, limited, track};
 use super::site::{Site, SiteFile};
 
 /// What a `Range` header asks of a body of known length.
@@ -151,6 +151,7 @@ fn plain(status: StatusCode, text: &'static str, head: bool) -> Response {
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
         .header(header::CONTENT_LENGTH, text.len())
         .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
         .body(if head {
             Body::empty()
         } else {
@@ -168,10 +169,12 @@ pub fn decode_path(path: &str) -> Option<String> {
 async fn handle(State(site): State<Arc<Site>>, req: Request) -> Response {
     let method = req.method().clone();
     if method == Method::OPTIONS {
+        // A CORS preflight (or a plain OPTIONS): which methods and request headers are welcome.
         return Response::builder()
             .status(StatusCode::NO_CONTENT)
             .header(header::ALLOW, "GET, HEAD, OPTIONS")
             .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+            .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
             .header(header::ACCESS_CONTROL_ALLOW_METHODS, "GET, HEAD, OPTIONS")
             .header(
                 header::ACCESS_CONTROL_ALLOW_HEADERS,
@@ -203,8 +206,8 @@ async fn access_log(req: Request, next: Next) -> Response {
     let start = Instant::now();
     let peer = req
         .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or_else(|| "-".to_string(), |c| c.0.to_string());
+        .get::<ConnectInfo<Conn>>()
+        .map_or_else(|| "-".to_string(), |c| c.0.peer().to_string());
     let line = format!("{} {} {:?}", req.method(), req.uri(), req.version());
     let resp = next.run(req).await;
     let len = header_str(resp.headers(), header::CONTENT_LENGTH).unwrap_or("-");
@@ -218,8 +221,14 @@ async fn access_log(req: Request, next: Next) -> Response {
 }
 
 /// The router answering every path of `site`; with `verbose`, each request is logged.
+///
+/// Served by [`run`], each request also moves its connection's deadline (the request timeout
+/// while it is answered, the idle timeout after); a router served otherwise ignores that.
 pub fn router(site: Arc<Site>, verbose: bool) -> Router {
-    let app = Router::new().fallback(handle).with_state(site);
+    let app = Router::new()
+        .fallback(handle)
+        .with_state(site)
+        .layer(middleware::from_fn(track));
     if verbose {
         app.layer(middleware::from_fn(access_log))
     } else {
@@ -227,20 +236,37 @@ pub fn router(site: Arc<Site>, verbose: bool) -> Router {
     }
 }
 
-/// Serves `site` on `listener` until `shutdown` completes; requests in flight are finished.
+/// Serves `site` on `listener` under `limits` until `shutdown` completes. Then it stops
+/// listening, finishes the requests in flight for at most `limits.drain_timeout`, closes the
+/// connections still open and returns.
 pub async fn run(
     site: Arc<Site>,
     listener: TcpListener,
     verbose: bool,
+    limits: ServeLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = router(site, verbose);
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    let (listener, closer) = limited(listener, limits);
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let serving = axum::serve(listener, app.into_make_service_with_connect_info::<Conn>())
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        });
+    let drained = async move {
+        if stop_rx.wait_for(|stop| *stop).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        tokio::time::sleep(limits.drain_timeout).await;
+    };
+    tokio::select! {
+        r = serving => r,
+        () = drained => {
+            closer.close_all();
+            Ok(())
+        }
+    }
 }
 
 /// Completes on Ctrl-C, or on SIGTERM where there is one.

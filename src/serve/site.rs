@@ -415,7 +415,7 @@ async fn pack_skill(
         })
     })
     .await
-    .map_err(|e| Error::io("(pack)", std::io::Error::other(e)))?
+    .map_err(|e| Error::task("packing a skill", e))?
 }
 
 #[cfg(test)]

@@ -600,6 +600,10 @@ pub struct OpenOptions {
     pub cache_dir: Option<std::path::PathBuf>,
     /// Serve only what is cached; never touch the network.
     pub offline: bool,
+    /// The deadline of one remote request, retries included (`None`: the source's default).
+    pub timeout: Option<std::time::Duration>,
+    /// Say on stderr, this often, what a remote request is still waiting for (`None`: never).
+    pub slow_notice: Option<std::time::Duration>,
 }
 
 /// Opens a source from one string with default options (see [`open_with`]).

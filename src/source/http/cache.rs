@@ -61,6 +61,10 @@ pub(super) struct Record {
     pub fetched_at: u64,
     /// The body's blob, `sha256:<hex>`.
     pub body: String,
+    /// The URL that answered, after redirects, credentials removed, when it was not `url`:
+    /// what the body's relative references resolve against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_url: Option<String>,
 }
 
 /// `Cache-Control` as far as a client cache needs it.
@@ -373,6 +377,7 @@ mod tests {
         let cc = parse_cache_control("no-cache, NO-STORE");
         assert!(cc.no_cache && cc.no_store);
         let mut rec = Record {
+            final_url: None,
             url: "u".into(),
             etag: None,
             last_modified: None,
@@ -417,6 +422,7 @@ mod tests {
         let cache = Cache::open(dir.path()).unwrap();
         assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
         let rec = Record {
+            final_url: None,
             url: "http://h/i.json".into(),
             etag: Some("\"e\"".into()),
             last_modified: None,

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! get(url, validators, expected size)
-//!   ├─ permit (at most `concurrency` requests in flight)
+//!   ├─ permit (at most `concurrency` requests in flight); then the deadline (`timeout`,
+//!   │  60 s) runs over every attempt and wait, and no retry starts that would end after it
 //!   ├─ GET  Accept-Encoding: identity (bytes hashed exactly as served; no decompression)
 //!   │       If-None-Match / If-Modified-Since when validators are given
 //!   ├─ 304 ─────────────────────────────────────────────▶ NotModified (no body read)
@@ -143,7 +144,11 @@ pub(super) struct Validators {
 /// A response worth keeping.
 #[derive(Debug, Clone)]
 pub(super) struct Body {
+    /// The body, decoded when the request allowed gzip and the server used it.
     pub bytes: Bytes,
+    /// The URL that answered, after redirects: what relative references in the body resolve
+    /// against (RFC 3986 §5.1.3).
+    pub url: Url,
     pub etag: Option<String>,
     pub last_modified: Option<String>,
     pub cache_control: Option<String>,
@@ -175,6 +180,8 @@ pub(super) struct Fetcher {
     retries: u32,
     backoff: Duration,
     max_body: u64,
+    deadline: Duration,
+    slow_notice: Option<Duration>,
     pub counters: Arc<Counters>,
 }
 
@@ -201,43 +208,89 @@ impl Fetcher {
             .user_agent(concat!("skillcat/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(opts.connect_timeout)
             .read_timeout(opts.read_timeout)
-            .timeout(opts.timeout)
             .redirect(policy)
             .build()
-            .map_err(|e| {
-                Error::Invalid(format!("cannot set up the HTTP client: {}", describe(e)))
-            })?;
+            .map_err(|e| Error::other("cannot set up the HTTP client", e))?;
         Ok(Fetcher {
             client,
             permits: Semaphore::new(opts.concurrency.max(1)),
             retries: opts.retries,
             backoff: opts.backoff,
             max_body: opts.max_body,
+            deadline: opts.timeout,
+            slow_notice: opts.slow_notice,
             counters,
         })
     }
 
     /// GETs `url`, retrying what is worth retrying. `expected_size`, when known, is checked
     /// against Content-Length before the body is read and against the bytes read after.
+    /// With `gzip`, the server may answer `Content-Encoding: gzip`: the body is decoded, and
+    /// the decoded size counts against the body limit (artifacts never ask: their bytes are
+    /// hashed exactly as served).
     pub(super) async fn get(
         &self,
         url: &Url,
         validators: Option<&Validators>,
         expected_size: Option<u64>,
         accept: &str,
+        gzip: bool,
     ) -> Result<Fetched, HttpError> {
-        let mut attempt = 0;
-        loop {
-            match self.once(url, validators, expected_size, accept).await {
-                Ok(r) => return Ok(r),
-                Err(f) if !f.retry || attempt >= self.retries => return Err(f.error),
-                Err(f) => {
-                    let wait = backoff(attempt, self.backoff, f.retry_after, jitter());
-                    tokio::time::sleep(wait).await;
-                    attempt += 1;
+        // The deadline runs from when the request may go out (not while it queues for a
+        // permit) and covers every attempt and every wait between them.
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
+        let start = tokio::time::Instant::now();
+        let deadline = start + self.deadline;
+        let shown = redact(url);
+        let attempts = async {
+            let mut attempt = 0;
+            loop {
+                match self
+                    .once(url, validators, expected_size, accept, gzip)
+                    .await
+                {
+                    Ok(r) => return Ok(r),
+                    Err(f) if !f.retry || attempt >= self.retries => return Err(f.error),
+                    Err(f) => {
+                        let wait = backoff(attempt, self.backoff, f.retry_after, jitter());
+                        // Never retry past the deadline: a wait that would end after it
+                        // gives the last error now.
+                        if tokio::time::Instant::now() + wait >= deadline {
+                            return Err(f.error);
+                        }
+                        tokio::time::sleep(wait).await;
+                        attempt += 1;
+                    }
                 }
             }
-        }
+        };
+        let mut attempts = std::pin::pin!(tokio::time::timeout_at(deadline, attempts));
+        let finished = match self.slow_notice {
+            None => attempts.await,
+            Some(every) => loop {
+                match tokio::time::timeout(every, &mut attempts).await {
+                    Ok(r) => break r,
+                    Err(_) => eprintln!(
+                        "skillcat: still waiting for {shown} ({}s so far; giving up after {}s, see --timeout)",
+                        start.elapsed().as_secs(),
+                        self.deadline.as_secs_f64()
+                    ),
+                }
+            },
+        };
+        finished.unwrap_or_else(|_| {
+            Err(HttpError::Transport {
+                url: shown.clone(),
+                detail: format!(
+                    "no complete answer within {}s (the deadline for one request, --timeout)",
+                    self.deadline.as_secs_f64()
+                ),
+            })
+        })
     }
 
     async fn once(
@@ -246,18 +299,17 @@ impl Fetcher {
         validators: Option<&Validators>,
         expected_size: Option<u64>,
         accept: &str,
+        gzip: bool,
     ) -> Result<Fetched, Failure> {
         let shown = redact(url);
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .expect("the semaphore is never closed");
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         let mut req = self
             .client
             .get(url.clone())
-            .header(header::ACCEPT_ENCODING, "identity")
+            .header(
+                header::ACCEPT_ENCODING,
+                if gzip { "gzip, identity" } else { "identity" },
+            )
             .header(header::ACCEPT, accept);
         if let Some(v) = validators {
             if let Some(etag) = &v.etag {
@@ -277,6 +329,7 @@ impl Fetcher {
         })?;
         let status = resp.status();
         let headers = resp.headers().clone();
+        let final_url = resp.url().clone();
         if status == StatusCode::NOT_MODIFIED && validators.is_some() {
             self.counters.not_modified.fetch_add(1, Ordering::Relaxed);
             return Ok(Fetched::NotModified {
@@ -384,13 +437,63 @@ impl Fetcher {
                 actual: got,
             }));
         }
+        let bytes = if gzip {
+            decode(buf.freeze(), &headers, limit).map_err(|detail| {
+                fail(match detail {
+                    Decoded::TooLarge(size) => HttpError::TooLarge {
+                        url: shown.clone(),
+                        size,
+                        limit,
+                    },
+                    Decoded::Bad(detail) => HttpError::Transport {
+                        url: shown.clone(),
+                        detail,
+                    },
+                })
+            })?
+        } else {
+            buf.freeze()
+        };
         Ok(Fetched::Full(Body {
-            bytes: buf.freeze(),
+            bytes,
+            url: final_url,
             etag: text(&headers, header::ETAG),
             last_modified: text(&headers, header::LAST_MODIFIED),
             cache_control: text(&headers, header::CACHE_CONTROL),
             content_type: text(&headers, header::CONTENT_TYPE),
         }))
+    }
+}
+
+/// Why a body could not be decoded.
+enum Decoded {
+    /// More than the limit once decoded (how much was decoded when it stopped).
+    TooLarge(u64),
+    /// Not gzip, or an encoding this client does not read.
+    Bad(String),
+}
+
+/// The body as sent, decoded when `Content-Encoding` says gzip; at most `limit` decoded bytes.
+fn decode(raw: Bytes, headers: &HeaderMap, limit: u64) -> Result<Bytes, Decoded> {
+    use std::io::Read;
+    let encoding = text(headers, header::CONTENT_ENCODING).unwrap_or_default();
+    let encoding = encoding.trim().to_ascii_lowercase();
+    match encoding.as_str() {
+        "" | "identity" => Ok(raw),
+        "gzip" | "x-gzip" => {
+            let mut out = Vec::with_capacity((raw.len() * 4).min(limit as usize));
+            flate2::read::MultiGzDecoder::new(&raw[..])
+                .take(limit + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| Decoded::Bad(format!("Content-Encoding gzip: {e}")))?;
+            if out.len() as u64 > limit {
+                return Err(Decoded::TooLarge(out.len() as u64));
+            }
+            Ok(Bytes::from(out))
+        }
+        other => Err(Decoded::Bad(format!(
+            "Content-Encoding {other:?} is not one this client reads (gzip or identity)"
+        ))),
     }
 }
 

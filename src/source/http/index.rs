@@ -15,13 +15,23 @@
 //! One broken entry never hides the others: an entry whose name is usable but whose artifact
 //! is not (no URL, a malformed digest, an http:// artifact under an https:// index) stays
 //! listed and fails when it is loaded, so `discover` reports it. Entries without a usable name,
-//! duplicates and unknown types are skipped with a warning.
+//! duplicates, names that collide with an earlier one under the catalog's name matching
+//! folded to lower case (`PDF-Forms`, `pdf_forms` after `pdf-forms`) and unknown types are
+//! skipped with a warning.
+//!
+//! What an index can cost is bounded ([`IndexLimits`]): at most 10,000 entries are read, at
+//! most 5 warnings kept (then one counting the rest), and an index none of whose entries is
+//! usable is an error.
+
+use std::collections::{HashMap, HashSet};
 
 use reqwest::Url;
-use serde_json::Value;
 
 use crate::digest::parse_digest;
+use crate::document::name_key;
 use crate::path::check_canonical;
+
+mod raw;
 
 use crate::source::DISCOVERY_SCHEMA_V0_2 as SCHEMA_V0_2;
 
@@ -102,7 +112,7 @@ pub struct Extra {
 
 /// One skill of an index.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub struct IndexEntry {
     /// The skill's name: the root it is listed under.
     pub name: String,
     /// Its description, as the index gives it.
@@ -117,62 +127,168 @@ pub struct Entry {
 
 /// A parsed index.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Index {
+pub struct DiscoveryIndex {
     /// Its shape.
     pub version: IndexVersion,
-    /// Its usable entries, in the index's order, names unique.
-    pub entries: Vec<Entry>,
-    /// Entries skipped or fields ignored, one sentence each.
+    /// Its usable entries, in the index's order, names unique (also under [`name_key`]
+    /// folded to lower case).
+    pub entries: Vec<IndexEntry>,
+    /// Entries skipped or fields ignored, one sentence each: at most
+    /// [`IndexLimits::max_warnings`], then one saying how many more there were.
     pub warnings: Vec<String>,
 }
 
-/// Parses an index body fetched from `index_url`. Fails only when the document as a whole is
-/// not an index this client reads.
-pub fn parse_index(body: &[u8], index_url: &Url) -> Result<Index, String> {
-    let doc: Value =
-        serde_json::from_slice(body).map_err(|e| format!("the index is not JSON: {e}"))?;
-    let Value::Object(top) = &doc else {
+/// What one index may make the client do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexLimits {
+    /// Entries read (default 10,000); the ones after are left out with one warning.
+    pub max_entries: usize,
+    /// Warnings kept (default 5); the others are counted in one more.
+    pub max_warnings: usize,
+}
+
+impl Default for IndexLimits {
+    fn default() -> Self {
+        IndexLimits {
+            max_entries: 10_000,
+            max_warnings: 5,
+        }
+    }
+}
+
+/// Parses an index body fetched from `index_url` under the default [`IndexLimits`].
+pub fn parse_index(body: &[u8], index_url: &Url) -> Result<DiscoveryIndex, String> {
+    parse_index_with(body, index_url, &IndexLimits::default())
+}
+
+/// Parses an index body fetched from `index_url`. Fails when the document as a whole is not an
+/// index this client reads, or when it lists entries and none of them is usable.
+///
+/// The body is read as a stream: only the fields of an entry this client uses are kept (any
+/// other value is skipped without being built), the entries after `limits.max_entries` are
+/// only counted, and at most `limits.max_warnings` warnings are kept. What an index costs is
+/// then its body plus what its usable entries hold.
+pub fn parse_index_with(
+    body: &[u8],
+    index_url: &Url,
+    limits: &IndexLimits,
+) -> Result<DiscoveryIndex, String> {
+    let top: raw::Top = raw::parse(body, limits.max_entries.max(1))
+        .map_err(|e| format!("the index is not JSON: {e}"))?;
+    if !top.object {
         return Err("the index is not a JSON object".into());
-    };
-    let version = match top.get("$schema") {
-        None => IndexVersion::V0_1,
-        Some(Value::String(s)) if s == SCHEMA_V0_2 => IndexVersion::V0_2,
-        Some(Value::String(s)) => {
+    }
+    let version = match &top.schema {
+        raw::Str::Absent => IndexVersion::V0_1,
+        raw::Str::Got(s) if s == SCHEMA_V0_2 => IndexVersion::V0_2,
+        raw::Str::Got(s) => {
             return Err(format!(
                 "unknown index $schema {s:?}: this client reads {SCHEMA_V0_2} and v0.1 (no $schema)"
             ));
         }
-        Some(_) => return Err("the index's $schema is not a string".into()),
+        _ => return Err("the index's $schema is not a string".into()),
     };
-    let Some(Value::Array(items)) = top.get("skills") else {
+    let Some(skills) = top.skills else {
         return Err("the index has no \"skills\" array".into());
     };
-    let mut index = Index {
-        version,
-        entries: Vec::with_capacity(items.len()),
-        warnings: Vec::new(),
-    };
-    for (i, item) in items.iter().enumerate() {
+    let mut warnings = Warnings::new(limits.max_warnings);
+    let mut entries = Vec::with_capacity(skills.kept.len());
+    let mut names: HashSet<String> = HashSet::with_capacity(skills.kept.len());
+    let mut folded: HashMap<String, usize> = HashMap::with_capacity(skills.kept.len());
+    for (i, item) in skills.kept.into_iter().enumerate() {
+        let extra_fault = item.as_ref().and_then(|e| e.extra_fault.clone());
         match parse_entry(item, version, index_url) {
             Ok(entry) => {
-                if index.entries.iter().any(|e| e.name == entry.name) {
-                    index.warnings.push(format!(
+                let key = name_key(&entry.name).to_lowercase();
+                if names.contains(&entry.name) {
+                    warnings.push(format!(
                         "skills[{i}]: skipped: a second entry named {:?}",
                         entry.name
                     ));
+                } else if let Some(&first) = folded.get(&key) {
+                    warnings.push(format!(
+                        "skills[{i}]: skipped: {:?} collides with {:?} (names that differ only \
+                         in case or in - and _ are the same skill)",
+                        entry.name,
+                        entries_name(&entries, first)
+                    ));
                 } else {
-                    index.entries.push(entry);
+                    names.insert(entry.name.clone());
+                    folded.insert(key, entries.len());
+                    entries.push(entry);
                 }
             }
-            Err(why) => index.warnings.push(format!("skills[{i}]: skipped: {why}")),
+            Err(why) => warnings.push(format!("skills[{i}]: skipped: {why}")),
         }
-        if let Some(w) = item.get("skillcat").and_then(|x| parse_extra(x).err()) {
-            index
-                .warnings
-                .push(format!("skills[{i}]: skillcat field ignored: {w}"));
+        if let Some(w) = extra_fault {
+            warnings.push(format!("skills[{i}]: skillcat field ignored: {w}"));
         }
     }
-    Ok(index)
+    let listed = skills.total;
+    if listed > limits.max_entries {
+        warnings.push_always(format!(
+            "the index lists {listed} entries; only the first {} were read",
+            limits.max_entries
+        ));
+    }
+    if entries.is_empty() && listed > 0 {
+        let shown = warnings.finish();
+        return Err(format!(
+            "none of the index's {listed} entries is usable: {}",
+            shown.join("; ")
+        ));
+    }
+    Ok(DiscoveryIndex {
+        version,
+        entries,
+        warnings: warnings.finish(),
+    })
+}
+
+fn entries_name(entries: &[IndexEntry], i: usize) -> &str {
+    &entries[i].name
+}
+
+/// At most `max` warnings, then a count of the others.
+struct Warnings {
+    max: usize,
+    kept: Vec<String>,
+    more: usize,
+    always: Vec<String>,
+}
+
+impl Warnings {
+    fn new(max: usize) -> Warnings {
+        Warnings {
+            max,
+            kept: Vec::new(),
+            more: 0,
+            always: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, w: String) {
+        if self.kept.len() < self.max {
+            self.kept.push(w);
+        } else {
+            self.more += 1;
+        }
+    }
+
+    fn push_always(&mut self, w: String) {
+        self.always.push(w);
+    }
+
+    fn finish(mut self) -> Vec<String> {
+        if self.more > 0 {
+            self.kept.push(format!(
+                "and {} more entries skipped or fields ignored",
+                self.more
+            ));
+        }
+        self.kept.append(&mut self.always);
+        self.kept
+    }
 }
 
 /// A name usable as a root: one canonical path component.
@@ -184,29 +300,26 @@ fn check_name(name: &str) -> Result<(), String> {
 }
 
 /// One entry, or why it is skipped.
-fn parse_entry(item: &Value, version: IndexVersion, index_url: &Url) -> Result<Entry, String> {
-    let Value::Object(obj) = item else {
+fn parse_entry(
+    item: Option<raw::IndexEntry>,
+    version: IndexVersion,
+    index_url: &Url,
+) -> Result<IndexEntry, String> {
+    let Some(obj) = item else {
         return Err("not a JSON object".into());
     };
-    let name = match obj.get("name") {
-        Some(Value::String(s)) => s.clone(),
+    let name = match obj.name {
+        raw::Str::Got(s) => s,
         _ => return Err("no \"name\" string".into()),
     };
     check_name(&name)?;
-    let description = obj
-        .get("description")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let version_field = obj
-        .get("version")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let extra = obj.get("skillcat").and_then(|x| parse_extra(x).ok());
+    let description = obj.description.into_option().unwrap_or_default();
+    let version_field = obj.version.into_option();
+    let extra = obj.extra;
     let artifact = match version {
         IndexVersion::V0_2 => {
-            let kind = match obj.get("type") {
-                Some(Value::String(t)) => t.as_str(),
+            let kind = match &obj.kind {
+                raw::Str::Got(t) => t.as_str(),
                 _ => return Err(format!("{name}: no \"type\" string")),
             };
             if kind != "archive" && kind != "skill-md" {
@@ -214,11 +327,11 @@ fn parse_entry(item: &Value, version: IndexVersion, index_url: &Url) -> Result<E
                     "{name}: unknown type {kind:?} (this client reads archive and skill-md)"
                 ));
             }
-            artifact_v0_2(obj, kind, index_url)
+            artifact_v0_2(obj.url, obj.digest, kind, index_url)
         }
-        IndexVersion::V0_1 => files_v0_1(obj, &name, index_url),
+        IndexVersion::V0_1 => files_v0_1(obj.files, &name, index_url),
     };
-    Ok(Entry {
+    Ok(IndexEntry {
         name,
         description,
         version: version_field,
@@ -228,19 +341,20 @@ fn parse_entry(item: &Value, version: IndexVersion, index_url: &Url) -> Result<E
 }
 
 fn artifact_v0_2(
-    obj: &serde_json::Map<String, Value>,
+    url: raw::Str,
+    digest: raw::Str,
     kind: &str,
     index_url: &Url,
 ) -> Result<Artifact, String> {
-    let url = match obj.get("url") {
-        Some(Value::String(u)) => resolve(index_url, u)?,
+    let url = match url {
+        raw::Str::Got(u) => resolve(index_url, &u)?,
         _ => return Err("the index entry has no \"url\" string".into()),
     };
-    let digest = match obj.get("digest") {
-        Some(Value::String(d)) => d,
+    let digest = match digest {
+        raw::Str::Got(d) => d,
         _ => return Err("the index entry has no \"digest\" string".into()),
     };
-    let sha256 = parse_digest(digest).ok_or_else(|| {
+    let sha256 = parse_digest(&digest).ok_or_else(|| {
         format!("the index entry's digest {digest:?} is not sha256:<64 lowercase hex>")
     })?;
     Ok(if kind == "archive" {
@@ -250,24 +364,23 @@ fn artifact_v0_2(
     })
 }
 
-fn files_v0_1(
-    obj: &serde_json::Map<String, Value>,
-    name: &str,
-    index_url: &Url,
-) -> Result<Artifact, String> {
-    let Some(Value::Array(files)) = obj.get("files") else {
-        return Err("the v0.1 index entry has no \"files\" array".into());
+fn files_v0_1(files: raw::StrList, name: &str, index_url: &Url) -> Result<Artifact, String> {
+    let files = match files {
+        raw::StrList::Absent | raw::StrList::Wrong => {
+            return Err("the v0.1 index entry has no \"files\" array".into());
+        }
+        raw::StrList::NotAllStrings => return Err("a \"files\" item is not a string".into()),
+        raw::StrList::Got(files) => files,
     };
     let mut out = Vec::with_capacity(files.len());
-    for f in files {
-        let Value::String(path) = f else {
-            return Err("a \"files\" item is not a string".into());
-        };
-        check_canonical(path).map_err(|rule| format!("file {path:?}: {rule}"))?;
-        if out.iter().any(|(p, _)| p == path) {
+    let mut seen = HashSet::with_capacity(files.len());
+    for path in files {
+        check_canonical(&path).map_err(|rule| format!("file {path:?}: {rule}"))?;
+        if !seen.insert(path.clone()) {
             return Err(format!("file {path:?} is listed twice"));
         }
-        out.push((path.clone(), file_url(index_url, name, path)?));
+        let url = file_url(index_url, name, &path)?;
+        out.push((path, url));
     }
     if out.is_empty() {
         return Err("the v0.1 index entry lists no files".into());
@@ -309,56 +422,6 @@ pub fn resolve(index_url: &Url, reference: &str) -> Result<Url, String> {
         ));
     }
     Ok(url)
-}
-
-fn parse_extra(v: &Value) -> Result<Extra, String> {
-    let Value::Object(obj) = v else {
-        return Err("not an object".into());
-    };
-    let skill_digest = match obj.get("skill_digest") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(d)) if parse_digest(d).is_some() => Some(d.clone()),
-        Some(_) => return Err("skill_digest is not sha256:<64 lowercase hex>".into()),
-    };
-    let signature = match obj.get("signature") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err("signature is not a string or null".into()),
-    };
-    let mut files = Vec::new();
-    match obj.get("files") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            for item in items {
-                let path = item.get("path").and_then(Value::as_str);
-                let digest = item
-                    .get("digest")
-                    .and_then(Value::as_str)
-                    .and_then(parse_digest);
-                let size = item.get("size").and_then(Value::as_u64);
-                let (Some(path), Some(sha256), Some(size)) = (path, digest, size) else {
-                    return Err("a files item lacks path, digest or size".into());
-                };
-                check_canonical(path).map_err(|rule| format!("file {path:?}: {rule}"))?;
-                let executable = item
-                    .get("executable")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                files.push(ExtraFile {
-                    path: path.to_string(),
-                    sha256,
-                    size,
-                    executable,
-                });
-            }
-        }
-        Some(_) => return Err("files is not an array".into()),
-    }
-    Ok(Extra {
-        skill_digest,
-        files,
-        signature,
-    })
 }
 
 #[cfg(test)]
@@ -501,5 +564,91 @@ mod tests {
         assert_eq!(extra.files[0].size, 5);
         assert!(idx.entries[1].extra.is_none());
         assert_eq!(idx.warnings.len(), 1);
+    }
+    fn entry(name: &str) -> serde_json::Value {
+        serde_json::json!({"name": name, "type": "archive", "description": "d",
+                           "url": format!("{name}.tgz"), "digest": digest('1')})
+    }
+
+    #[test]
+    fn names_that_collide_under_name_matching_are_refused() {
+        let body = serde_json::json!({"$schema": SCHEMA_V0_2, "skills": [
+            entry("pdf-forms"), entry("PDF-FORMS"), entry("pdf_forms"), entry("Pdf_Forms"),
+            entry("other")
+        ]});
+        let idx = parse_index(body.to_string().as_bytes(), &url()).unwrap();
+        let names: Vec<_> = idx.entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["pdf-forms", "other"]);
+        assert_eq!(idx.warnings.len(), 3, "{:?}", idx.warnings);
+        assert!(
+            idx.warnings[0].contains("\"PDF-FORMS\" collides with \"pdf-forms\""),
+            "{:?}",
+            idx.warnings
+        );
+    }
+
+    #[test]
+    fn a_hundred_thousand_entries_and_the_cap() {
+        let skills: Vec<_> = (0..100_000).map(|i| entry(&format!("s{i}"))).collect();
+        let body = serde_json::json!({"$schema": SCHEMA_V0_2, "skills": skills}).to_string();
+        let all = IndexLimits {
+            max_entries: 100_000,
+            ..IndexLimits::default()
+        };
+        let idx = parse_index_with(body.as_bytes(), &url(), &all).unwrap();
+        assert_eq!(idx.entries.len(), 100_000);
+        assert!(idx.warnings.is_empty());
+        // The default cap: the first 10,000, and one warning for the rest.
+        let idx = parse_index(body.as_bytes(), &url()).unwrap();
+        assert_eq!(idx.entries.len(), 10_000);
+        assert_eq!(
+            idx.warnings,
+            ["the index lists 100000 entries; only the first 10000 were read"]
+        );
+    }
+
+    #[test]
+    fn junk_costs_a_few_warnings_and_an_error_when_nothing_is_usable() {
+        let junk = format!("{{\"skills\": [{}1]}}", "1,".repeat(50_000));
+        let err = parse_index(junk.as_bytes(), &url()).unwrap_err();
+        assert!(
+            err.starts_with("none of the index's 50001 entries is usable: "),
+            "{err}"
+        );
+        assert!(err.contains("and 9995 more entries skipped"), "{err}");
+        assert!(err.len() < 1000, "{} bytes", err.len());
+        // Some usable, much junk: at most five warnings, then a count.
+        let mut skills: Vec<serde_json::Value> = vec![serde_json::json!(7); 100];
+        skills.push(entry("ok"));
+        let body = serde_json::json!({"$schema": SCHEMA_V0_2, "skills": skills}).to_string();
+        let idx = parse_index(body.as_bytes(), &url()).unwrap();
+        assert_eq!(idx.entries.len(), 1);
+        assert_eq!(idx.warnings.len(), 6, "{:?}", idx.warnings);
+        assert_eq!(
+            idx.warnings[5],
+            "and 95 more entries skipped or fields ignored"
+        );
+        // An empty index is fine; deep nesting is not JSON this client reads.
+        let empty = serde_json::json!({"$schema": SCHEMA_V0_2, "skills": []}).to_string();
+        assert!(
+            parse_index(empty.as_bytes(), &url())
+                .unwrap()
+                .entries
+                .is_empty()
+        );
+        let deep = format!(
+            "{{\"skills\": [{}{}]}}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert!(parse_index(deep.as_bytes(), &url()).is_err());
+        // Unknown fields of any shape are skipped, in entries and at the top.
+        let body = serde_json::json!({"$schema": SCHEMA_V0_2, "x": [[{"y": 1}]], "skills": [
+            {"name": "a", "type": "archive", "description": "", "url": "a.tgz",
+             "digest": digest('1'), "unknown": {"deep": [1, 2, {"z": null}]}}
+        ]});
+        let idx = parse_index(body.to_string().as_bytes(), &url()).unwrap();
+        assert_eq!(idx.entries.len(), 1);
+        assert!(idx.warnings.is_empty());
     }
 }

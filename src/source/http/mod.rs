@@ -64,7 +64,7 @@ use self::artifact::{Files, check_extra, open_archive};
 use self::cache::{Cache, Record};
 pub use self::client::redact;
 use self::client::{Counters, Fetched, Fetcher, HttpError, Validators};
-use self::index::{Artifact, Entry, Extra, Index};
+use self::index::{Artifact, DiscoveryIndex, Extra, IndexEntry};
 pub use self::maintain::{CacheInfo, CleanReport, cache_info, clean_cache};
 pub use self::options::{
     FetchReport, FetchStatus, HttpOptions, HttpStats, RemoteSkill, default_cache_dir,
@@ -94,7 +94,7 @@ pub struct HttpSource {
 /// The index, once read.
 struct Remote {
     index_url: Url,
-    index: Index,
+    index: DiscoveryIndex,
     /// Entry position by name.
     by_name: HashMap<String, usize>,
     /// What reading it warned about (a stale copy used, entries skipped, no cache directory):
@@ -124,7 +124,8 @@ impl HttpSource {
     /// URL (ending in `.json`). Checks the URL and nothing else: the network is first used by
     /// [`list`](Source::list).
     pub fn new(url: &str, opts: HttpOptions) -> Result<HttpSource> {
-        let parsed = Url::parse(url).map_err(|e| Error::Invalid(format!("not a URL ({e})")))?;
+        let parsed =
+            Url::parse(url).map_err(|e| Error::other(format!("{url:?} is not a URL"), e))?;
         let shown = redact(&parsed);
         match parsed.scheme() {
             "http" => {}
@@ -241,7 +242,7 @@ impl HttpSource {
 
     /// Which archive and SKILL.md blobs of `entries` the cache does not hold, found in one trip
     /// off the runtime (a cold fetch then skips a cache lookup per skill).
-    async fn absent_blobs(&self, entries: &[Entry]) -> Result<HashSet<[u8; 32]>> {
+    async fn absent_blobs(&self, entries: &[IndexEntry]) -> Result<HashSet<[u8; 32]>> {
         let Some(cache) = self.cache().await? else {
             return Ok(HashSet::new());
         };
@@ -334,10 +335,14 @@ impl HttpSource {
         let candidates = self.index_candidates();
         let mut misses = Vec::new();
         for url in &candidates {
-            match self.mutable(url, "application/json", true).await {
-                Ok((body, _)) => {
-                    let index = index::parse_index(&body, url)
-                        .map_err(|why| Error::Invalid(format!("{}: {why}", redact(url))))?;
+            let limits = self.opts.index_limits();
+            // Parsed before it is cached: a body that is not an index never enters the cache.
+            let parse = |body: &Bytes, base: &Url| {
+                index::parse_index_with(body, base, &limits)
+                    .map_err(|why| Error::Invalid(format!("{}: {why}", redact(url))))
+            };
+            match self.mutable(url, "application/json", true, parse).await {
+                Ok((index, _)) => {
                     for w in &index.warnings {
                         self.warn(format!("{}: {w}", redact(url)));
                     }
@@ -367,14 +372,17 @@ impl HttpSource {
     }
 
     /// A mutable URL (an index, a v0.1 file): the cached copy when fresh or confirmed by a
-    /// conditional GET, else the new body (then cached).
+    /// conditional GET, else the new body, which `parse` must accept before it is cached.
+    /// `parse` gets the body and the URL its relative references resolve against (where it
+    /// was answered from, after redirects).
     /// `warn_stale`: say so when a copy that is no longer fresh is used offline.
-    async fn mutable(
+    async fn mutable<T>(
         &self,
         url: &Url,
         accept: &str,
         warn_stale: bool,
-    ) -> Result<(Bytes, FetchStatus)> {
+        parse: impl FnOnce(&Bytes, &Url) -> Result<T>,
+    ) -> Result<(T, FetchStatus)> {
         let cache = self.cache().await?;
         let key = url.as_str().to_string();
         let cached = match &cache {
@@ -407,7 +415,7 @@ impl HttpSource {
                             cache::age(now.saturating_sub(rec.fetched_at))
                         ));
                     }
-                    Ok((body, FetchStatus::Cached))
+                    Ok((parse(&body, &answered_by(url, &rec))?, FetchStatus::Cached))
                 }
                 None => Err(HttpError::NotCached {
                     what: redact(url),
@@ -419,16 +427,20 @@ impl HttpSource {
         if let Some((rec, body)) = &cached
             && cache::is_fresh(rec, cache::now())
         {
-            return Ok((body.clone(), FetchStatus::Cached));
+            return Ok((parse(body, &answered_by(url, rec))?, FetchStatus::Cached));
         }
         let validators = cached.as_ref().map(|(rec, _)| Validators {
             etag: rec.etag.clone(),
             last_modified: rec.last_modified.clone(),
         });
         let fetcher = self.fetcher().await?;
-        match fetcher.get(url, validators.as_ref(), None, accept).await {
+        match fetcher
+            .get(url, validators.as_ref(), None, accept, true)
+            .await
+        {
             Ok(Fetched::NotModified { cache_control }) => {
                 let (mut rec, body) = cached.expect("304 only answers a conditional request");
+                let t = parse(&body, &answered_by(url, &rec))?;
                 rec.fetched_at = cache::now();
                 if let Some(cc) = cache_control.as_deref().map(cache::parse_cache_control) {
                     rec.max_age = cc.max_age;
@@ -437,9 +449,10 @@ impl HttpSource {
                 if let Some(c) = cache {
                     blocking(move || c.write_record(&key, &rec)).await?;
                 }
-                Ok((body, FetchStatus::Cached))
+                Ok((t, FetchStatus::Cached))
             }
             Ok(Fetched::Full(b)) => {
+                let t = parse(&b.bytes, &b.url)?;
                 let cc = b
                     .cache_control
                     .as_deref()
@@ -455,6 +468,8 @@ impl HttpSource {
                         no_cache: cc.no_cache,
                         fetched_at: cache::now(),
                         body: format!("sha256:{}", crate::digest::to_hex(hash)),
+                        final_url: (without_credentials(&b.url) != without_credentials(url))
+                            .then(|| without_credentials(&b.url).to_string()),
                     };
                     let bytes = b.bytes.clone();
                     blocking(move || {
@@ -463,15 +478,16 @@ impl HttpSource {
                     })
                     .await?;
                 }
-                Ok((b.bytes, FetchStatus::Fetched))
+                Ok((t, FetchStatus::Fetched))
             }
             Err(e @ (HttpError::Transport { .. } | HttpError::Status { .. }))
                 if cached.is_some()
                     && !matches!(e, HttpError::Status { status, .. } if status < 500) =>
             {
+                let (rec, body) = cached.expect("checked above");
+                let t = parse(&body, &answered_by(url, &rec))?;
                 self.warn(format!("{e}; using the cached copy"));
-                let (_, body) = cached.expect("checked above");
-                Ok((body, FetchStatus::Cached))
+                Ok((t, FetchStatus::Cached))
             }
             Err(e) => Err(e.into()),
         }
@@ -529,7 +545,12 @@ impl HttpSource {
             }
             .into());
         }
-        let body = match self.fetcher().await?.get(url, None, size, "*/*").await? {
+        let body = match self
+            .fetcher()
+            .await?
+            .get(url, None, size, "*/*", false)
+            .await?
+        {
             Fetched::Full(b) => b,
             Fetched::NotModified { .. } => unreachable!("no validators were sent"),
         };
@@ -576,7 +597,7 @@ impl HttpSource {
     /// is cached. A cache hit is opened only with [`Lookup::Open`] (else `None` comes back).
     async fn fetch_artifact(
         &self,
-        entry: &Entry,
+        entry: &IndexEntry,
         lookup: Lookup,
     ) -> Result<(Option<Files>, FetchStatus)> {
         let what = self.location(&entry.name);
@@ -608,7 +629,7 @@ impl HttpSource {
         }
     }
 
-    async fn materialize(&self, entry: &Entry) -> Result<Loaded> {
+    async fn materialize(&self, entry: &IndexEntry) -> Result<Loaded> {
         let what = self.location(&entry.name);
         let artifact = entry
             .artifact
@@ -657,7 +678,10 @@ impl HttpSource {
                         (Some(b), s) => (b, s),
                         (None, _) => unreachable!("opened when asked to"),
                     },
-                    None => self.mutable(url, "*/*", false).await?,
+                    None => {
+                        self.mutable(url, "*/*", false, |b, _| Ok(b.clone()))
+                            .await?
+                    }
                 };
                 let exec = known.is_some_and(|f| f.executable);
                 Ok((path.clone(), bytes, exec, status))
@@ -701,14 +725,14 @@ enum Lookup {
 }
 
 /// The sha256 of an entry's archive or SKILL.md, when it has one.
-fn artifact_hash(e: &Entry) -> Option<[u8; 32]> {
+fn artifact_hash(e: &IndexEntry) -> Option<[u8; 32]> {
     match &e.artifact {
         Ok(Artifact::Archive { sha256, .. } | Artifact::SkillMd { sha256, .. }) => Some(*sha256),
         _ => None,
     }
 }
 
-fn describe(e: &Entry) -> RemoteSkill {
+fn describe(e: &IndexEntry) -> RemoteSkill {
     RemoteSkill {
         name: e.name.clone(),
         description: e.description.clone(),
@@ -724,7 +748,7 @@ fn describe(e: &Entry) -> RemoteSkill {
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| Error::io("(blocking task)", std::io::Error::other(e)))?
+        .map_err(|e| Error::task("reading the HTTP cache", e))?
 }
 
 #[async_trait]
@@ -745,10 +769,7 @@ impl Source for HttpSource {
     }
 
     async fn read(&self, path: &str) -> Result<Bytes> {
-        crate::path::check_canonical(path).map_err(|rule| Error::PathRejected {
-            path: path.to_string(),
-            reason: rule.to_string(),
-        })?;
+        super::check_path(path)?;
         let Some((root, rel)) = path.split_once('/') else {
             return Err(Error::NotFound(self.location(path)));
         };
@@ -785,6 +806,27 @@ impl Source for HttpSource {
         out.extend(new);
         Ok(out)
     }
+}
+
+/// `url` without user name and password.
+fn without_credentials(url: &Url) -> Url {
+    let mut u = url.clone();
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    u
+}
+
+/// Where a cached body was answered from: the record's final URL (with the credentials of
+/// `url` when it is on the same origin), else `url`.
+fn answered_by(url: &Url, rec: &Record) -> Url {
+    let Some(mut fin) = rec.final_url.as_deref().and_then(|u| Url::parse(u).ok()) else {
+        return url.clone();
+    };
+    if fin.origin() == url.origin() {
+        let _ = fin.set_username(url.username());
+        let _ = fin.set_password(url.password());
+    }
+    fin
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::index::IndexLimits;
 use crate::archive::ArchiveLimits;
 use crate::source::OpenOptions;
 
@@ -17,8 +18,12 @@ pub struct HttpOptions {
     pub connect_timeout: Duration,
     /// Longest wait between two reads of a response (default 30 s).
     pub read_timeout: Duration,
-    /// Longest time for one request, body included (default 5 min).
+    /// The deadline of one request: every attempt, the waits between them and the bodies
+    /// included (default 60 s). No retry starts that would end after it.
     pub timeout: Duration,
+    /// While a request waits, print a line on stderr this often saying what is slow
+    /// (default `None`: never; the command line sets 5 s when stderr is a terminal).
+    pub slow_notice: Option<Duration>,
     /// Further attempts after a retryable failure (default 3).
     pub retries: u32,
     /// Base of the exponential backoff between attempts (default 200 ms).
@@ -29,6 +34,9 @@ pub struct HttpOptions {
     pub max_redirects: usize,
     /// Most requests in flight at once (default 8).
     pub concurrency: usize,
+    /// Most entries of an index read (default 10,000); the ones after are left out with a
+    /// warning.
+    pub max_index_entries: usize,
     /// Limits for the archives downloaded.
     pub limits: ArchiveLimits,
 }
@@ -41,23 +49,38 @@ impl Default for HttpOptions {
             offline: false,
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(30),
-            timeout: Duration::from_secs(300),
+            timeout: Duration::from_secs(60),
+            slow_notice: None,
             retries: 3,
             backoff: Duration::from_millis(200),
             max_body: limits.max_compressed,
             max_redirects: 10,
             concurrency: 8,
+            max_index_entries: IndexLimits::default().max_entries,
             limits,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// The limits an index is read under.
+    pub fn index_limits(&self) -> IndexLimits {
+        IndexLimits {
+            max_entries: self.max_index_entries,
+            ..IndexLimits::default()
         }
     }
 }
 
 impl From<&OpenOptions> for HttpOptions {
     fn from(o: &OpenOptions) -> Self {
+        let d = HttpOptions::default();
         HttpOptions {
             cache_dir: o.cache_dir.clone(),
             offline: o.offline,
-            ..HttpOptions::default()
+            timeout: o.timeout.unwrap_or(d.timeout),
+            slow_notice: o.slow_notice,
+            ..d
         }
     }
 }
