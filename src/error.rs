@@ -93,6 +93,15 @@ pub enum Error {
         /// The digest of the bytes held.
         actual: String,
     },
+    /// A source was read, but none of what it offers is usable (an HTTP index whose every entry
+    /// was refused): a fault of its content, not a failure to read it.
+    #[error("{location}: {reason}")]
+    NothingUsable {
+        /// The source (or its index), for people.
+        location: String,
+        /// Why, with the first refusals.
+        reason: String,
+    },
     /// The string given to [`open`](crate::source::open) names no known kind of source.
     #[error("unsupported source: {0}")]
     UnsupportedSource(String),

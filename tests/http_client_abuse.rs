@@ -257,7 +257,11 @@ async fn a_junk_index_is_refused_with_bounded_memory_and_output() {
         out.code, out.stderr_bytes, out.peak_kib
     );
     assert!(!out.timed_out, "still running after 120 s");
-    assert_ne!(out.code, Some(0), "an index with no usable entry fails");
+    assert_eq!(
+        out.code,
+        Some(1),
+        "an index with no usable entry is a fault (exit 1)"
+    );
     assert!(
         out.stderr.contains("none of the index's") && out.stderr.contains("is usable"),
         "{}",

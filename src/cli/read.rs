@@ -99,7 +99,11 @@ pub(super) async fn open_and_discover_with(arg: &str, detail: Detail) -> Result<
     })?;
     let mut found = source::discover_with(&*src, detail).await.map_err(|e| {
         err!("Error: {e}");
-        USAGE
+        // Read, but nothing in it usable: a fault of what was read (1), not of reading it (2).
+        match e {
+            skillcat::Error::NothingUsable { .. } => FAULTS,
+            _ => USAGE,
+        }
     })?;
     print_warnings(&found);
     let empty_dir = is_dir && found.skills.is_empty() && found.faults.is_empty();

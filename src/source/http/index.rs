@@ -157,8 +157,39 @@ impl Default for IndexLimits {
 }
 
 /// Parses an index body fetched from `index_url` under the default [`IndexLimits`].
-pub fn parse_index(body: &[u8], index_url: &Url) -> Result<DiscoveryIndex, String> {
+pub fn parse_index(body: &[u8], index_url: &Url) -> Result<DiscoveryIndex, IndexError> {
     parse_index_with(body, index_url, &IndexLimits::default())
+}
+
+/// Why an index body gives no index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexError {
+    /// The document as a whole is not an index this client reads (not JSON, no `skills`, …).
+    Unreadable(String),
+    /// It lists entries and none of them is usable: a fault of its content.
+    NothingUsable(String),
+}
+
+impl std::fmt::Display for IndexError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IndexError::Unreadable(why) | IndexError::NothingUsable(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for IndexError {}
+
+impl From<String> for IndexError {
+    fn from(why: String) -> Self {
+        IndexError::Unreadable(why)
+    }
+}
+
+impl From<&str> for IndexError {
+    fn from(why: &str) -> Self {
+        IndexError::Unreadable(why.to_string())
+    }
 }
 
 /// Parses an index body fetched from `index_url`. Fails when the document as a whole is not an
@@ -172,9 +203,9 @@ pub fn parse_index_with(
     body: &[u8],
     index_url: &Url,
     limits: &IndexLimits,
-) -> Result<DiscoveryIndex, String> {
+) -> Result<DiscoveryIndex, IndexError> {
     let top: raw::Top = raw::parse(body, limits.max_entries.max(1))
-        .map_err(|e| format!("the index is not JSON: {e}"))?;
+        .map_err(|e| IndexError::Unreadable(format!("the index is not JSON: {e}")))?;
     if !top.object {
         return Err("the index is not a JSON object".into());
     }
@@ -182,9 +213,9 @@ pub fn parse_index_with(
         raw::Str::Absent => IndexVersion::V0_1,
         raw::Str::Got(s) if s == SCHEMA_V0_2 => IndexVersion::V0_2,
         raw::Str::Got(s) => {
-            return Err(format!(
+            return Err(IndexError::Unreadable(format!(
                 "unknown index $schema {s:?}: this client reads {SCHEMA_V0_2} and v0.1 (no $schema)"
-            ));
+            )));
         }
         _ => return Err("the index's $schema is not a string".into()),
     };
@@ -233,10 +264,10 @@ pub fn parse_index_with(
     }
     if entries.is_empty() && listed > 0 {
         let shown = warnings.finish();
-        return Err(format!(
+        return Err(IndexError::NothingUsable(format!(
             "none of the index's {listed} entries is usable: {}",
             shown.join("; ")
-        ));
+        )));
     }
     Ok(DiscoveryIndex {
         version,
@@ -483,7 +514,8 @@ mod tests {
     fn schema_is_matched_exactly() {
         let body = serde_json::json!({"$schema": "https://schemas.agentskills.io/discovery/0.3.0/schema.json", "skills": []});
         let err = parse_index(body.to_string().as_bytes(), &url()).unwrap_err();
-        assert!(err.contains("unknown index $schema"), "{err}");
+        assert!(matches!(err, IndexError::Unreadable(_)), "{err:?}");
+        assert!(err.to_string().contains("unknown index $schema"), "{err}");
         assert!(parse_index(b"[]", &url()).is_err());
         assert!(parse_index(b"{}", &url()).is_err());
         assert!(parse_index(b"not json", &url()).is_err());
@@ -611,6 +643,8 @@ mod tests {
     fn junk_costs_a_few_warnings_and_an_error_when_nothing_is_usable() {
         let junk = format!("{{\"skills\": [{}1]}}", "1,".repeat(50_000));
         let err = parse_index(junk.as_bytes(), &url()).unwrap_err();
+        assert!(matches!(err, IndexError::NothingUsable(_)), "{err:?}");
+        let err = err.to_string();
         assert!(
             err.starts_with("none of the index's 50001 entries is usable: "),
             "{err}"

@@ -338,8 +338,15 @@ impl HttpSource {
             let limits = self.opts.index_limits();
             // Parsed before it is cached: a body that is not an index never enters the cache.
             let parse = |body: &Bytes, base: &Url| {
-                index::parse_index_with(body, base, &limits)
-                    .map_err(|why| Error::Invalid(format!("{}: {why}", redact(url))))
+                index::parse_index_with(body, base, &limits).map_err(|why| match why {
+                    index::IndexError::NothingUsable(reason) => Error::NothingUsable {
+                        location: redact(url),
+                        reason,
+                    },
+                    index::IndexError::Unreadable(why) => {
+                        Error::Invalid(format!("{}: {why}", redact(url)))
+                    }
+                })
             };
             match self.mutable(url, "application/json", true, parse).await {
                 Ok((index, _)) => {
