@@ -368,6 +368,54 @@ async fn a_hundred_thousand_entries_are_read_up_to_the_cap() {
     assert_eq!(doc["faults"].as_array().unwrap().len(), 10_000);
 }
 
+/// The cap is the user's to set: `--max-index-entries N` reads N entries and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_entry_cap_is_set_from_the_command_line() {
+    let skills: Vec<_> = (0..30)
+        .map(|i| serde_json::json!({"name": format!("s{i}"), "type": "skill-md", "description": "d"}))
+        .collect();
+    let body =
+        serde_json::to_vec(&serde_json::json!({"$schema": SCHEMA, "skills": skills})).unwrap();
+    let body = Arc::new(body);
+    let server = Server::start(move |_| json(&body)).await;
+    let cache = tempfile::tempdir().unwrap();
+    let c = cache.path().to_str().unwrap();
+    let out = skillcat(
+        &[
+            "--cache",
+            c,
+            "--max-index-entries",
+            "12",
+            "list",
+            &server.url("/index.json"),
+            "--format",
+            "json",
+        ],
+        Duration::from_secs(60),
+    )
+    .await;
+    assert!(
+        out.stderr
+            .contains("the index lists 30 entries; only the first 12 were read"),
+        "{}",
+        out.stderr
+    );
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["faults"].as_array().unwrap().len(), 12);
+    // Zero is not a cap.
+    let out = skillcat(
+        &[
+            "--max-index-entries",
+            "0",
+            "list",
+            &server.url("/index.json"),
+        ],
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 6: impostors.
 

@@ -65,6 +65,10 @@ pub struct Cli {
     /// Deadline of one request to a remote source, retries included: `60s`, `500ms`, `2m`.
     #[arg(long, global = true, value_name = "TIME", value_parser = remote::parse_duration)]
     timeout: Option<std::time::Duration>,
+    /// The most entries of a remote index that are read (default 10000; the rest are counted
+    /// in a warning).
+    #[arg(long, global = true, value_name = "N")]
+    max_index_entries: Option<std::num::NonZeroUsize>,
     /// Configuration file (default: ./skillcat.toml when it exists).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
@@ -331,6 +335,7 @@ pub async fn run(cli: Cli) -> u8 {
             cache_dir: cli.cache.clone(),
             offline: cli.offline,
             timeout: cli.timeout,
+            max_index_entries: cli.max_index_entries.map(std::num::NonZeroUsize::get),
             // On a terminal, a slow server is named while it is waited for.
             slow_notice: std::io::IsTerminal::is_terminal(&std::io::stderr())
                 .then(|| std::time::Duration::from_secs(5)),

@@ -604,6 +604,9 @@ pub struct OpenOptions {
     pub timeout: Option<std::time::Duration>,
     /// Say on stderr, this often, what a remote request is still waiting for (`None`: never).
     pub slow_notice: Option<std::time::Duration>,
+    /// The most entries of a remote index that are read (`None`: the source's default, 10,000);
+    /// the rest are counted and said in a warning.
+    pub max_index_entries: Option<usize>,
 }
 
 /// Opens a source from one string with default options (see [`open_with`]).

@@ -80,6 +80,7 @@ impl From<&OpenOptions> for HttpOptions {
             offline: o.offline,
             timeout: o.timeout.unwrap_or(d.timeout),
             slow_notice: o.slow_notice,
+            max_index_entries: o.max_index_entries.unwrap_or(d.max_index_entries),
             ..d
         }
     }
