@@ -184,7 +184,9 @@ enum Command {
         name: String,
     },
     /// Print one file of a skill (tier 3); paths that climb out of the skill are refused.
-    #[command(after_help = "Example: skillcat read fixtures/skills pdf-forms references/fields.md")]
+    #[command(
+        after_help = "Example: skillcat read fixtures/skills pdf-forms references/field-types.md"
+    )]
     Read {
         /// Any source.
         source: String,
@@ -315,7 +317,7 @@ enum Command {
         shell: clap_complete::Shell,
     },
     /// Write man pages (skillcat.1 and one per command, skillcat-list.1, …) into a directory.
-    #[command(after_help = "Example: skillcat man target/man && man -l target/man/skillcat.1")]
+    #[command(after_help = "Example: skillcat man man && man -l man/skillcat.1")]
     Man {
         /// The directory to write into (created when missing; its parent must exist).
         dir: std::path::PathBuf,
