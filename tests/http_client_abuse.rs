@@ -326,16 +326,20 @@ async fn only_an_index_that_parsed_is_cached() {
 // ---------------------------------------------------------------------------------------------
 // 5: many entries.
 
+/// An index of `n` entries with distinct names (`s0`, `s1`, …), each failing when loaded (no
+/// url).
+fn named_entries(n: usize) -> Arc<Vec<u8>> {
+    let skills: Vec<_> = (0..n)
+        .map(|i| serde_json::json!({"name": format!("s{i}"), "type": "skill-md", "description": "d"}))
+        .collect();
+    Arc::new(serde_json::to_vec(&serde_json::json!({"$schema": SCHEMA, "skills": skills})).unwrap())
+}
+
 /// 100,000 entries with distinct names, each failing when loaded (no url): the default cap
 /// reads the first 10,000 and says so; the duplicate check costs a set lookup per entry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_thousand_entries_are_read_up_to_the_cap() {
-    let skills: Vec<_> = (0..100_000)
-        .map(|i| serde_json::json!({"name": format!("s{i}"), "type": "skill-md", "description": "d"}))
-        .collect();
-    let body =
-        serde_json::to_vec(&serde_json::json!({"$schema": SCHEMA, "skills": skills})).unwrap();
-    let body = Arc::new(body);
+    let body = named_entries(100_000);
     let server = Server::start(move |_| json(&body)).await;
     let cache = tempfile::tempdir().unwrap();
     let c = cache.path().to_str().unwrap();
@@ -371,12 +375,7 @@ async fn a_hundred_thousand_entries_are_read_up_to_the_cap() {
 /// The cap is the user's to set: `--max-index-entries N` reads N entries and says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_entry_cap_is_set_from_the_command_line() {
-    let skills: Vec<_> = (0..30)
-        .map(|i| serde_json::json!({"name": format!("s{i}"), "type": "skill-md", "description": "d"}))
-        .collect();
-    let body =
-        serde_json::to_vec(&serde_json::json!({"$schema": SCHEMA, "skills": skills})).unwrap();
-    let body = Arc::new(body);
+    let body = named_entries(30);
     let server = Server::start(move |_| json(&body)).await;
     let cache = tempfile::tempdir().unwrap();
     let c = cache.path().to_str().unwrap();
