@@ -58,6 +58,9 @@ macro_rules! lenient_scalars {
         fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
             Ok($wrong)
         }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($wrong)
+        }
         fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
             Ok($wrong)
         }
@@ -75,9 +78,6 @@ impl<'de> Visitor<'de> for StrVisitor {
         f.write_str("any JSON value")
     }
     lenient_scalars!(Str::Wrong, Str::Null);
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Str, E> {
-        Ok(Str::Wrong)
-    }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Str, E> {
         Ok(Str::Got(v.to_owned()))
     }
@@ -118,9 +118,6 @@ impl<'de> Visitor<'de> for StrListVisitor {
         f.write_str("any JSON value")
     }
     lenient_scalars!(StrList::Wrong, StrList::Wrong);
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<StrList, E> {
-        Ok(StrList::Wrong)
-    }
     fn visit_str<E: de::Error>(self, _: &str) -> Result<StrList, E> {
         Ok(StrList::Wrong)
     }
@@ -218,9 +215,6 @@ impl<'de> Visitor<'de> for EntryVisitor {
         f.write_str("any JSON value")
     }
     lenient_scalars!(None, None);
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
         Ok(None)
     }
@@ -289,9 +283,6 @@ impl<'de> Visitor<'de> for ExtraVisitor {
         RawExtra(Err("not an object".into())),
         RawExtra(Err("not an object".into()))
     );
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<RawExtra, E> {
-        Ok(RawExtra(Err("not an object".into())))
-    }
     fn visit_str<E: de::Error>(self, _: &str) -> Result<RawExtra, E> {
         Ok(RawExtra(Err("not an object".into())))
     }
@@ -354,9 +345,6 @@ impl<'de> Visitor<'de> for ExtraFilesVisitor {
         RawExtraFiles(Err("files is not an array".into())),
         RawExtraFiles(Ok(Vec::new()))
     );
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<RawExtraFiles, E> {
-        Ok(RawExtraFiles(Err("files is not an array".into())))
-    }
     fn visit_str<E: de::Error>(self, _: &str) -> Result<RawExtraFiles, E> {
         Ok(RawExtraFiles(Err("files is not an array".into())))
     }
@@ -396,9 +384,6 @@ impl<'de> Visitor<'de> for ExtraFileVisitor {
         RawExtraFile(Err(LACKS.into())),
         RawExtraFile(Err(LACKS.into()))
     );
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<RawExtraFile, E> {
-        Ok(RawExtraFile(Err(LACKS.into())))
-    }
     fn visit_str<E: de::Error>(self, _: &str) -> Result<RawExtraFile, E> {
         Ok(RawExtraFile(Err(LACKS.into())))
     }
@@ -467,9 +452,6 @@ impl<'de> Visitor<'de> for SkillsSeed {
         f.write_str("any JSON value")
     }
     lenient_scalars!(None, None);
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
         Ok(None)
     }
@@ -514,9 +496,6 @@ impl<'de> Visitor<'de> for TopVisitor {
         f.write_str("any JSON value")
     }
     lenient_scalars!(Top::default(), Top::default());
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Top, E> {
-        Ok(Top::default())
-    }
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Top, E> {
         Ok(Top::default())
     }
