@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::http_response as response;
+
 #[path = "../benches/support/corpus.rs"]
 mod corpus;
 
@@ -110,21 +112,6 @@ async fn connection(
     let response = handler(&req);
     let _ = stream.write_all(&response).await;
     let _ = stream.shutdown().await;
-}
-
-/// A response with an honest Content-Length.
-fn response(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-    let mut out = format!(
-        "HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        out.push_str(&format!("{k}: {v}\r\n"));
-    }
-    out.push_str("\r\n");
-    let mut out = out.into_bytes();
-    out.extend_from_slice(body);
-    out
 }
 
 /// Answers from a built site (ETag + If-None-Match → 304), or 404.
@@ -593,15 +580,19 @@ async fn offline_with_an_empty_cache_says_what_is_not_cached() {
     assert!(stderr.contains("not cached"), "{stderr}");
 }
 
+/// Serves the conformance catalog, fetches every skill of it into `cache`, stops the server
+/// and returns the URL it had: a cache that is warm for a server that is gone.
+async fn warmed_cache(cache: &Path) -> String {
+    let served = Served::start(&support::conformance::catalog_dir());
+    let src = HttpSource::new(&served.url, opts(cache)).unwrap();
+    src.prefetch(|_| {}).await.unwrap();
+    served.url.clone()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warm_cache_works_with_no_server_running() {
     let cache = tempfile::tempdir().unwrap();
-    let url = {
-        let served = Served::start(&support::conformance::catalog_dir());
-        let src = HttpSource::new(&served.url, opts(cache.path())).unwrap();
-        src.prefetch(|_| {}).await.unwrap();
-        served.url.clone()
-    };
+    let url = warmed_cache(cache.path()).await;
     let src = HttpSource::new(&url, offline(cache.path())).unwrap();
     support::conformance::check_valid_subset(&src).await;
     // Online with the server gone: the cached index is used, and a warning says so.
@@ -646,12 +637,7 @@ async fn a_warm_cache_works_with_no_server_running() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_index_warning_reaches_prompt_and_the_mcp_log() {
     let cache = tempfile::tempdir().unwrap();
-    let url = {
-        let served = Served::start(&support::conformance::catalog_dir());
-        let src = HttpSource::new(&served.url, opts(cache.path())).unwrap();
-        src.prefetch(|_| {}).await.unwrap();
-        served.url.clone()
-    };
+    let url = warmed_cache(cache.path()).await;
     // The server is gone: the cached index is all there is.
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("skillcat.toml");

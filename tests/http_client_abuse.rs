@@ -6,6 +6,8 @@
 
 mod support;
 
+use support::http_response as response;
+
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -92,20 +94,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-fn response(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-    let mut out = format!(
-        "HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        out.push_str(&format!("{k}: {v}\r\n"));
-    }
-    out.push_str("\r\n");
-    let mut out = out.into_bytes();
-    out.extend_from_slice(body);
-    out
 }
 
 fn json(body: &[u8]) -> Answer {

@@ -29,3 +29,19 @@ pub fn write_skill(root: &Path, doc: &str, files: &[(&str, &str, bool)]) {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
     }
 }
+
+/// A raw HTTP/1.1 response with an honest Content-Length and `Connection: close`, for the
+/// hostile servers tests write by hand.
+pub fn http_response(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut out = out.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
