@@ -314,6 +314,16 @@ async fn only_an_index_that_parsed_is_cached() {
 // ---------------------------------------------------------------------------------------------
 // 5: many entries.
 
+/// `skillcat [EXTRA…] list URL/index.json --format json` with a cache of its own.
+async fn list_json(server: &Server, extra: &[&str]) -> Out {
+    let cache = tempfile::tempdir().unwrap();
+    let index = server.url("/index.json");
+    let mut args = vec!["--cache", cache.path().to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend(["list", index.as_str(), "--format", "json"]);
+    skillcat(&args, Duration::from_secs(60)).await
+}
+
 /// An index of `n` entries with distinct names (`s0`, `s1`, …), each failing when loaded (no
 /// url).
 fn named_entries(n: usize) -> Arc<Vec<u8>> {
@@ -329,21 +339,8 @@ fn named_entries(n: usize) -> Arc<Vec<u8>> {
 async fn a_hundred_thousand_entries_are_read_up_to_the_cap() {
     let body = named_entries(100_000);
     let server = Server::start(move |_| json(&body)).await;
-    let cache = tempfile::tempdir().unwrap();
-    let c = cache.path().to_str().unwrap();
     let start = Instant::now();
-    let out = skillcat(
-        &[
-            "--cache",
-            c,
-            "list",
-            &server.url("/index.json"),
-            "--format",
-            "json",
-        ],
-        Duration::from_secs(60),
-    )
-    .await;
+    let out = list_json(&server, &[]).await;
     eprintln!(
         "100,000 entries: {:?}, exit {:?}",
         start.elapsed(),
@@ -365,22 +362,7 @@ async fn a_hundred_thousand_entries_are_read_up_to_the_cap() {
 async fn the_entry_cap_is_set_from_the_command_line() {
     let body = named_entries(30);
     let server = Server::start(move |_| json(&body)).await;
-    let cache = tempfile::tempdir().unwrap();
-    let c = cache.path().to_str().unwrap();
-    let out = skillcat(
-        &[
-            "--cache",
-            c,
-            "--max-index-entries",
-            "12",
-            "list",
-            &server.url("/index.json"),
-            "--format",
-            "json",
-        ],
-        Duration::from_secs(60),
-    )
-    .await;
+    let out = list_json(&server, &["--max-index-entries", "12"]).await;
     assert!(
         out.stderr
             .contains("the index lists 30 entries; only the first 12 were read"),
