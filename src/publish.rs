@@ -36,8 +36,15 @@ pub async fn prepare(
         },
     };
     let skill = source.load(root).await.map_err(read_error)?;
-    let files = source.files(root).await.map_err(read_error)?;
-    let draft = Draft::new(&skill, &files, opts)?;
+    // `load` lists the files to find the document; list them again only if it did not keep them.
+    let listed;
+    let files = if skill.has_files() {
+        skill.files()
+    } else {
+        listed = source.files(root).await.map_err(read_error)?;
+        &listed[..]
+    };
+    let draft = Draft::new(&skill, files, opts)?;
     let mut contents: Vec<Bytes> = Vec::with_capacity(files.len());
     for path in draft.paths() {
         let bytes = source
