@@ -62,19 +62,25 @@ fn bench(c: &mut Criterion) {
             })
         })
     });
-    // What `validate`, `list` and `prompt` read: the documents alone, no file lists.
-    group.bench_function("discover_documents_validate", |b| {
-        b.iter(|| {
-            rt.block_on(async {
-                let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
-                let d = discover_with(&src, Detail::Document).await.unwrap();
-                assert_eq!(d.skills.len(), 2000);
-                let faults: usize = d.skills.iter().map(|s| s.validate(&opts).len()).sum();
-                assert_eq!(faults, 0);
-                black_box(d)
+    // What `show` and `match` read: the documents alone, no file lists; and what `validate`,
+    // `properties` and `prompt` read: the frontmatter alone, no bodies kept.
+    for (id, detail) in [
+        ("discover_documents_validate", Detail::Document),
+        ("discover_frontmatter_validate", Detail::Frontmatter),
+    ] {
+        group.bench_function(id, |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
+                    let d = discover_with(&src, detail).await.unwrap();
+                    assert_eq!(d.skills.len(), 2000);
+                    let faults: usize = d.skills.iter().map(|s| s.validate(&opts).len()).sum();
+                    assert_eq!(faults, 0);
+                    black_box(d)
+                })
             })
-        })
-    });
+        });
+    }
     let bin = env!("CARGO_BIN_EXE_skillcat");
     group.bench_function("cli_validate_wall", |b| {
         b.iter(|| {

@@ -178,8 +178,10 @@ pub struct CatalogOptions {
     /// The rules skills are checked against (faults become diagnostics; the skill still loads).
     pub validate: ValidateOptions,
     /// How much of each skill loading reads: by default the file lists too (what script tools,
-    /// resources and digests need); [`Detail::Document`] for a catalog that only names and
-    /// describes skills (a prompt block, matching), whose skills then have no file list.
+    /// resources and digests need); [`Detail::Document`] for a catalog that only names,
+    /// describes and matches skills, whose skills then have no file list;
+    /// [`Detail::Frontmatter`] for one that only names and describes them (a prompt block),
+    /// whose skills have no body either.
     pub detail: Detail,
 }
 
@@ -543,6 +545,15 @@ struct Loaded {
     diagnostics: Vec<Diagnostic>,
 }
 
+/// Whether a skill read earlier has all that `detail` asks for.
+fn read_enough(skill: &Skill, detail: Detail) -> bool {
+    match detail {
+        Detail::Frontmatter => true,
+        Detail::Document => skill.has_body(),
+        Detail::Files => skill.has_body() && skill.has_files(),
+    }
+}
+
 async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
     let (open, validate) = (&options.open, &options.validate);
     let mut out = Loaded {
@@ -587,7 +598,7 @@ async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .take()
-        .filter(|d| options.detail == Detail::Document || d.skills.iter().all(Skill::has_files));
+        .filter(|d| d.skills.iter().all(|s| read_enough(s, options.detail)));
     let found = match seeded {
         Some(found) => Ok(found),
         None => source::discover_with(&*handle, options.detail).await,

@@ -235,7 +235,7 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
                 continue;
             }
             match DirSource::open_skill(&path, DirOptions::default()) {
-                Ok(src) => match source::discover_with(&src, Detail::Document).await {
+                Ok(src) => match source::discover_with(&src, Detail::Frontmatter).await {
                     Ok(d) => report_of_discovery(&shown, &d, &opts, &mut reports),
                     Err(e) => {
                         unreadable = true;
@@ -277,7 +277,7 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
                 continue;
             }
         };
-        let discovered = source::discover_with(&*src, Detail::Document).await;
+        let discovered = source::discover_with(&*src, Detail::Frontmatter).await;
         if let Ok(d) = &discovered {
             print_warnings(d);
         }
@@ -359,7 +359,7 @@ pub async fn properties(arg: &str) -> u8 {
         }
         Ok(_) => {}
     }
-    let o = match open_and_discover_with(arg, Detail::Document).await {
+    let o = match open_and_discover_with(arg, Detail::Frontmatter).await {
         Ok(o) => o,
         Err(code) => return code,
     };
@@ -394,7 +394,7 @@ pub async fn properties(arg: &str) -> u8 {
 /// `skillcat prompt PATH...`; without PATH, the configured catalog.
 pub async fn prompt(args: &[String], format: PromptFormatArg, budget: Option<usize>) -> u8 {
     if args.is_empty() {
-        let Ok((config, catalog)) = configured_catalog(Detail::Document) else {
+        let Ok((config, catalog)) = configured_catalog(Detail::Frontmatter) else {
             return USAGE;
         };
         let snapshot = catalog.snapshot().await;
@@ -417,7 +417,7 @@ pub async fn prompt(args: &[String], format: PromptFormatArg, budget: Option<usi
     }
     let mut found = Vec::with_capacity(args.len());
     for arg in args {
-        match open_and_discover_with(arg, Detail::Document).await {
+        match open_and_discover_with(arg, Detail::Frontmatter).await {
             Ok(o) => found.push(o),
             Err(code) => return code,
         }

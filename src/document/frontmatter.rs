@@ -39,6 +39,18 @@ fn is_fence(line: &str) -> bool {
 /// `missing-frontmatter`, `unclosed-frontmatter`, `bad-yaml` (with line and column in the file),
 /// `not-a-mapping`.
 pub fn parse_document(bytes: &[u8]) -> Result<Document, Fault> {
+    parse(bytes, true)
+}
+
+/// Reads a SKILL.md's frontmatter from its raw bytes, checked exactly as [`parse_document`]
+/// checks the whole document (the same refusals, the whole text UTF-8), without copying the
+/// body out: the [`Document`]'s `body` is empty. For callers that need tier 1 alone — validating
+/// or prompting thousands of skills, where the bodies' copies were a third of the work.
+pub fn parse_frontmatter(bytes: &[u8]) -> Result<Document, Fault> {
+    parse(bytes, false)
+}
+
+fn parse(bytes: &[u8], keep_body: bool) -> Result<Document, Fault> {
     let (bytes, bom_len) = match bytes.strip_prefix(BOM) {
         Some(rest) => (rest, BOM.len()),
         None => (bytes, 0),
@@ -58,7 +70,7 @@ pub fn parse_document(bytes: &[u8]) -> Result<Document, Fault> {
     } else {
         Cow::Borrowed(text)
     };
-    parse_text(&text)
+    parse_text(&text, keep_body)
 }
 
 fn missing_frontmatter() -> Fault {
@@ -68,7 +80,7 @@ fn missing_frontmatter() -> Fault {
     )
 }
 
-fn parse_text(text: &str) -> Result<Document, Fault> {
+fn parse_text(text: &str, keep_body: bool) -> Result<Document, Fault> {
     let (first, rest) = match text.split_once('\n') {
         Some((first, rest)) => (first, rest),
         None => (text, ""),
@@ -94,7 +106,11 @@ fn parse_text(text: &str) -> Result<Document, Fault> {
         ));
     };
     let yaml_text = &rest[..yaml_end];
-    let body = rest[body_start..].trim().to_string();
+    let body = if keep_body {
+        rest[body_start..].trim().to_string()
+    } else {
+        String::new()
+    };
     let value = yaml::parse(yaml_text).map_err(|e| {
         Fault::new(
             FaultKind::BadYaml,
@@ -159,6 +175,33 @@ mod tests {
     fn closing_fence_at_end_of_file_without_newline() {
         let d = parse_document(b"---\nname: a\n---").unwrap();
         assert_eq!(d.body, "");
+    }
+
+    #[test]
+    fn frontmatter_alone_is_checked_as_the_whole_document() {
+        let inputs: [&[u8]; 7] = [
+            b"---\nname: a\ndescription: b\n---\nBody\n",
+            b"\xEF\xBB\xBF---\r\nname: a\r\n---\r\nBody\r\n",
+            // A bad byte in the body is the document's fault, whatever is kept.
+            b"---\nname: a\n---\nBody \xff\n",
+            b"---\nname: [a\n---\n",
+            b"---\nname: a\n",
+            b"no fence\n",
+            b"---\n- a\n---\n",
+        ];
+        for input in inputs {
+            let whole = parse_document(input);
+            let tier1 = parse_frontmatter(input);
+            match (whole, tier1) {
+                (Ok(w), Ok(t)) => {
+                    assert_eq!(w.frontmatter, t.frontmatter);
+                    assert_eq!(t.body, "");
+                }
+                (Err(w), Err(t)) => assert_eq!((w.kind(), w.message()), (t.kind(), t.message())),
+                (w, t) => panic!("{input:?}: {w:?} vs {t:?}"),
+            }
+        }
+        assert_eq!(parse_document(inputs[0]).unwrap().body, "Body");
     }
 
     #[test]

@@ -12,7 +12,7 @@ mod value;
 pub(crate) mod yaml;
 
 pub use fault::{Fault, FaultKind};
-pub use frontmatter::{Document, parse_document};
+pub use frontmatter::{Document, parse_document, parse_frontmatter};
 pub use skill::Skill;
 pub use validate::{
     LengthLimits, SPEC_FIELDS, ValidateOptions, name_key, normalize_name, validate_frontmatter,

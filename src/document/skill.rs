@@ -15,7 +15,9 @@ use crate::path::{BadReference, FileEntry, RelPath, resolve_reference};
 /// and prompting need the document alone, and listing every file of every skill was most of
 /// their system calls. A skill read without it answers [`files`](Skill::files) with nothing and
 /// [`has_files`](Skill::has_files) with `false`; its source lists the files on demand
-/// ([`Source::files`](crate::source::Source::files)).
+/// ([`Source::files`](crate::source::Source::files)). In the same way, a skill read for its
+/// frontmatter alone ([`Detail::Frontmatter`](crate::source::Detail)) has an empty
+/// [`body`](Skill::body) and answers [`has_body`](Skill::has_body) with `false`.
 #[derive(Debug, Clone)]
 pub struct Skill {
     root: String,
@@ -23,6 +25,7 @@ pub struct Skill {
     dir_name: Option<String>,
     doc: Document,
     files: Option<Vec<FileEntry>>,
+    has_body: bool,
 }
 
 impl Skill {
@@ -55,6 +58,21 @@ impl Skill {
             dir_name,
             doc,
             files: None,
+            has_body: true,
+        }
+    }
+
+    /// Builds a skill from its frontmatter alone ([`parse_frontmatter`](super::parse_frontmatter)):
+    /// no body, no file list (see [`Skill::new`] for the rest).
+    pub fn without_body(
+        root: String,
+        location: String,
+        dir_name: Option<String>,
+        doc: Document,
+    ) -> Self {
+        Skill {
+            has_body: false,
+            ..Skill::without_files(root, location, dir_name, doc)
         }
     }
 
@@ -93,9 +111,15 @@ impl Skill {
         self.text("description").map(str::trim).unwrap_or("")
     }
 
-    /// The Markdown body (tier 2), trimmed.
+    /// The Markdown body (tier 2), trimmed; empty when it was not read (see
+    /// [`has_body`](Skill::has_body)).
     pub fn body(&self) -> &str {
         &self.doc.body
+    }
+
+    /// Whether the body was read with the skill ([`body`](Skill::body) is the whole body).
+    pub fn has_body(&self) -> bool {
+        self.has_body
     }
 
     /// The whole frontmatter.

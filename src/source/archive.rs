@@ -123,7 +123,7 @@ impl ArchiveSource {
     ) -> Result<(&'static str, &Bytes, Option<Vec<FileEntry>>)> {
         let files = match detail {
             Detail::Files => Some(self.files_of(root)?),
-            Detail::Document => {
+            Detail::Frontmatter | Detail::Document => {
                 if !root.is_empty() {
                     self.check(root)?;
                 }

@@ -452,7 +452,7 @@ impl Inner {
         if let (Some(base), Some(found)) = (base, listed) {
             let canon = &found.canon;
             match detail {
-                Detail::Document => {
+                Detail::Frontmatter | Detail::Document => {
                     if let Some((name, meta)) = found.doc {
                         let size = meta.size;
                         // Refused from the size the `stat` gave, before anything is read.

@@ -99,8 +99,12 @@ pub trait Source: Debug + Send + Sync {
 /// How much of each skill [`discover_with`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Detail {
-    /// The document alone: what validating, listing and prompting need (tiers 1 and 2). Its
-    /// skills have no file list ([`Skill::has_files`] is `false`).
+    /// The frontmatter alone (tier 1): what validating, `properties` and the prompt block need.
+    /// The whole document is read and checked, but its body is not kept
+    /// ([`Skill::has_body`] is `false`) and there is no file list.
+    Frontmatter,
+    /// The document (tiers 1 and 2): what showing and matching a skill need. Its skills have no
+    /// file list ([`Skill::has_files`] is `false`).
     Document,
     /// The document and every file of the skill: what digests, manifests, script tools and
     /// reads need. A root whose files cannot all be listed (a link out of the source, say) is
@@ -493,7 +497,10 @@ async fn discover_by(
             },
             Ok(d) => Parsed::Doc {
                 name: d.name,
-                doc: document::parse_document(d.bytes),
+                doc: match detail {
+                    Detail::Frontmatter => document::parse_frontmatter(d.bytes),
+                    Detail::Document | Detail::Files => document::parse_document(d.bytes),
+                },
                 files: d.files,
             },
             Err(e) => Parsed::Failed(e),
@@ -520,7 +527,15 @@ async fn discover_by(
         match parsed {
             Some(Parsed::Doc { name, doc, files }) => {
                 let location = source.location(&join_path(root, name));
-                into_skill(source, root, location, doc, files)
+                match (detail, doc) {
+                    (Detail::Frontmatter, Ok(doc)) => Ok(Skill::without_body(
+                        root.to_string(),
+                        location,
+                        source.root_dir_name(root),
+                        doc,
+                    )),
+                    (_, doc) => into_skill(source, root, location, doc, files),
+                }
             }
             Some(Parsed::TooLarge { name, size }) => Err(document_too_large(
                 source.location(&join_path(root, name)),

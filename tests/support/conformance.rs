@@ -99,6 +99,43 @@ async fn check_cases(src: &dyn Source, want: Vec<J>, suite: &str) {
     {
         problems.push("file lists read when not asked for, or missing when asked for".into());
     }
+    // Reading the frontmatter alone gives the same skills, frontmatter and faults (validation
+    // included), without bodies.
+    let frontmatters = source::discover_with(src, source::Detail::Frontmatter)
+        .await
+        .expect("discover frontmatters");
+    let tier1 = |d: &source::Discovery| {
+        let skills: Vec<String> = d
+            .skills
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {} {:?} {:?} {:?}",
+                    s.root(),
+                    s.location(),
+                    s.dir_name(),
+                    s.frontmatter(),
+                    s.validate(&ValidateOptions::default())
+                )
+            })
+            .collect();
+        (skills, outline(d).1)
+    };
+    if tier1(&frontmatters) != tier1(&found) {
+        problems.push(format!(
+            "discovering frontmatters alone disagrees:\n{:?}\n{:?}",
+            tier1(&frontmatters),
+            tier1(&found)
+        ));
+    }
+    if frontmatters
+        .skills
+        .iter()
+        .any(|s| s.has_body() || !s.body().is_empty() || s.has_files())
+        || found.skills.iter().any(|s| !s.has_body())
+    {
+        problems.push("bodies kept when not asked for, or missing when asked for".into());
+    }
     for case in &want {
         let root = case["root"].as_str().unwrap();
         // Files, sizes and executable bits.
