@@ -11,7 +11,7 @@ use super::module::{ModuleRegistry, WrappedTool};
 use super::resource::Resource;
 use super::run::Run;
 use super::tool::{ToolKind, ToolSpec};
-use crate::capability::{Ceiling, Context, Grant};
+use crate::capability::{Capabilities, Ceiling, Context, Grant};
 use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::config::{Config, Environment};
 use crate::matching::{Bm25Index, Matcher, SkillDoc};
@@ -64,6 +64,7 @@ pub struct SessionBuilder {
     catalog: Catalog,
     runner: Option<Arc<Runner>>,
     ceiling: Ceiling,
+    granted: Capabilities,
     env: Option<Environment>,
     modules: ModuleRegistry,
     gate: Arc<dyn Gate>,
@@ -110,6 +111,15 @@ impl SessionBuilder {
     /// The ceiling of a configuration.
     pub fn config(self, config: &Config) -> Self {
         self.ceiling(config.ceiling().clone())
+    }
+
+    /// What the host grants every skill of the session on top of what it declares (default:
+    /// nothing): paths to read or write and the network, as `skillcat run --allow-read PATH
+    /// --allow-write PATH --allow-net` give them ([`Capabilities::with`]). The
+    /// [ceiling](Self::ceiling) still bounds the sum: a path outside it is not granted.
+    pub fn granted(mut self, extra: Capabilities) -> Self {
+        self.granted = extra;
+        self
     }
 
     /// The working and home directories grants are expanded against (default: the process's;
@@ -173,6 +183,7 @@ impl SessionBuilder {
                 catalog: self.catalog,
                 runner: self.runner,
                 ceiling: self.ceiling,
+                granted: self.granted,
                 env,
                 modules: self.modules,
                 gate: self.gate,
@@ -211,6 +222,7 @@ pub(super) struct Inner {
     pub(super) catalog: Catalog,
     pub(super) runner: Option<Arc<Runner>>,
     ceiling: Ceiling,
+    granted: Capabilities,
     env: Environment,
     modules: ModuleRegistry,
     gate: Arc<dyn Gate>,
@@ -322,6 +334,7 @@ impl Session {
             catalog,
             runner: None,
             ceiling: Ceiling::default(),
+            granted: Capabilities::default(),
             env: None,
             modules: ModuleRegistry::new(),
             gate: Arc::new(AllowAll),
@@ -484,7 +497,12 @@ impl Inner {
             }
             (Some(runner), true) => {
                 // The one place a skill's grant is computed.
-                let grant = entry.grant(&self.ceiling, &self.env.cwd, self.env.home.as_deref());
+                let grant = entry.grant_with(
+                    &self.granted,
+                    &self.ceiling,
+                    &self.env.cwd,
+                    self.env.home.as_deref(),
+                );
                 match runner
                     .load(entry.source().clone(), entry.skill().clone(), grant)
                     .await
