@@ -31,7 +31,9 @@ pub const DEFAULT_MODULE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The [`RunnerConfig`] a configuration stands for, for a session over `catalog`: the session
 /// policy from the configured ceiling, expanded against `env` (`core` trust allowed only when a
 /// source of the catalog is core-trusted: a grant is `core` only for such a source's skills),
-/// its run limits, and its interpreter allow-list (the host default when it names none). The
+/// its run limits, its interpreter allow-list (the host default when it names none) with the
+/// `[scripts.by_extension]` map, and `env`'s working directory as the caller's (a script whose
+/// grant reaches it starts there: [`start_dir`](crate::script::start_dir)). The
 /// helper is the current executable, which must call
 /// [`helper_main`](crate::script::sandbox::helper_main) first thing in `main`.
 ///
@@ -56,6 +58,10 @@ pub fn runner_config(
         }
         rc.interpreters = interpreters;
     }
+    for (extension, name) in &config.scripts.by_extension {
+        rc.interpreters.map_extension(extension, name)?;
+    }
+    rc.caller_dir = std::fs::canonicalize(&env.cwd).ok();
     Ok(rc)
 }
 
