@@ -630,6 +630,20 @@ mod tests {
         Value::List(items.iter().map(|s| text(s)).collect())
     }
 
+    /// Each `(case, value, paths)`: `fs_read` and `fs_write` both given `value` (`prefix`ed,
+    /// the map made a frontmatter by `wrap`) read as `paths`.
+    fn check_paths(prefix: &str, wrap: impl Fn(Map) -> Map, cases: Vec<(&str, Value, Vec<&str>)>) {
+        let (read, write) = (format!("{prefix}fs_read"), format!("{prefix}fs_write"));
+        for (name, value, want) in cases {
+            let caps = Capabilities::from_frontmatter(&wrap(fm(&[
+                (&read, value.clone()),
+                (&write, value),
+            ])));
+            assert_eq!(caps.fs_read, want, "{name}");
+            assert_eq!(caps.fs_write, want, "{name}");
+        }
+    }
+
     #[test]
     fn path_forms() {
         let nested = Value::List(vec![
@@ -639,23 +653,25 @@ mod tests {
             text("  "),
             text(" c "),
         ]);
-        for (name, value, want) in [
-            ("string form", text("data"), vec!["data"]),
-            ("list form", list(&["a", "b"]), vec!["a", "b"]),
-            ("flow list form", list(&["./x", "~/y"]), vec!["./x", "~/y"]),
-            ("empty string", text(""), vec![]),
-            ("blank string", text("   "), vec![]),
-            ("empty list", list(&[]), vec![]),
-            ("non-text items skipped", nested, vec!["a", "c"]),
-            ("a map is nothing", Value::Map(Map::new()), vec![]),
-        ] {
-            let caps = Capabilities::from_frontmatter(&fm(&[
-                ("fs_read", value.clone()),
-                ("fs_write", value),
-            ]));
-            assert_eq!(caps.fs_read, want, "{name}");
-            assert_eq!(caps.fs_write, want, "{name}");
-        }
+        check_paths(
+            "",
+            |m| m,
+            vec![
+                ("string form", text("data"), vec!["data"]),
+                (
+                    "a blank is part of the path",
+                    text("My Notes"),
+                    vec!["My Notes"],
+                ),
+                ("list form", list(&["a", "b"]), vec!["a", "b"]),
+                ("flow list form", list(&["./x", "~/y"]), vec!["./x", "~/y"]),
+                ("empty string", text(""), vec![]),
+                ("blank string", text("   "), vec![]),
+                ("empty list", list(&[]), vec![]),
+                ("non-text items skipped", nested, vec!["a", "c"]),
+                ("a map is nothing", Value::Map(Map::new()), vec![]),
+            ],
+        );
         assert!(
             Capabilities::from_frontmatter(&Map::new())
                 .fs_read
@@ -665,32 +681,30 @@ mod tests {
 
     #[test]
     fn the_metadata_spelling() {
-        let meta = |pairs: &[(&str, Value)]| fm(&[("metadata", Value::Map(fm(pairs)))]);
-        for (name, value, want) in [
-            ("one path", text("data"), vec!["data"]),
-            (
-                "blank-separated",
-                text(" a  ~/b\t./c "),
-                vec!["a", "~/b", "./c"],
-            ),
-            (
-                "quoted blanks",
-                text("logs \"My Notes\" x"),
-                vec!["logs", "My Notes", "x"],
-            ),
-            ("unclosed quote", text("a \"b c"), vec!["a", "b c"]),
-            ("empty quotes", text("\"\" a"), vec!["a"]),
-            ("blank", text("   "), vec![]),
-            ("a list", list(&["a b", "c"]), vec!["a b", "c"]),
-            ("a map is nothing", Value::Map(Map::new()), vec![]),
-        ] {
-            let caps = Capabilities::from_frontmatter(&meta(&[
-                ("skillcat.fs_read", value.clone()),
-                ("skillcat.fs_write", value),
-            ]));
-            assert_eq!(caps.fs_read, want, "{name}");
-            assert_eq!(caps.fs_write, want, "{name}");
-        }
+        let in_metadata = |m: Map| fm(&[("metadata", Value::Map(m))]);
+        let meta = |pairs: &[(&str, Value)]| in_metadata(fm(pairs));
+        check_paths(
+            METADATA_PREFIX,
+            in_metadata,
+            vec![
+                ("one path", text("data"), vec!["data"]),
+                (
+                    "blank-separated",
+                    text(" a  ~/b\t./c "),
+                    vec!["a", "~/b", "./c"],
+                ),
+                (
+                    "quoted blanks",
+                    text("logs \"My Notes\" x"),
+                    vec!["logs", "My Notes", "x"],
+                ),
+                ("unclosed quote", text("a \"b c"), vec!["a", "b c"]),
+                ("empty quotes", text("\"\" a"), vec!["a"]),
+                ("blank", text("   "), vec![]),
+                ("a list", list(&["a b", "c"]), vec!["a b", "c"]),
+                ("a map is nothing", Value::Map(Map::new()), vec![]),
+            ],
+        );
         let caps = Capabilities::from_frontmatter(&meta(&[
             ("skillcat.network", text("true")),
             ("skillcat.timeout", text("30")),

@@ -6,13 +6,12 @@
 #![cfg(target_os = "linux")]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 mod support;
 
 use support::bin::{Out, Skillcat, manifest_dir};
-use support::{sandbox_tempdir, write_skill};
+use support::{copy_dir, sandbox_tempdir, write_skill};
 
 /// A user's world: a home without configuration, a working directory holding the user's files,
 /// and a directory of skills elsewhere. All reachable by the sandbox uid when tests run as root.
@@ -57,8 +56,37 @@ impl World {
             .run()
     }
 
+    /// Writes a configuration file named `name` into the home; its path, for `--config`.
+    fn config(&self, name: &str, text: &str) -> String {
+        let path = self.home.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    }
+
     fn skills(&self) -> &str {
         self.skills.to_str().unwrap()
+    }
+
+    /// `skillcat [--config CONFIG] run SKILLS SKILL SCRIPT FLAGS… [--args ARGS]`.
+    #[track_caller]
+    fn script(
+        &self,
+        config: Option<&str>,
+        skill: &str,
+        script: &str,
+        flags: &[&str],
+        args: Option<&str>,
+    ) -> Out {
+        let mut a = Vec::new();
+        if let Some(c) = config {
+            a.extend_from_slice(&["--config", c]);
+        }
+        a.extend_from_slice(&["run", self.skills(), skill, script]);
+        a.extend_from_slice(flags);
+        if let Some(args) = args {
+            a.extend_from_slice(&["--args", args]);
+        }
+        self.run(&a)
     }
 
     /// A skill that declares nothing: `show` prints its arguments' files, `where` its working
@@ -101,56 +129,32 @@ fn a_relative_argument_names_the_callers_file_once_the_run_may_read_it() {
 
     // Nothing granted: the script starts in its work directory, where `data.txt` is not; the
     // failure says which flag makes the name mean the user's file.
-    let o = w.run(&["run", w.skills(), "reader", "show", "--args", "data.txt"]);
+    let o = w.script(None, "reader", "show", &[], Some("data.txt"));
     o.code(1).says(&[
         "E_SKILL_SCRIPT_FAILED",
         "hint: data.txt is in your working directory",
         "Run with --allow-read data.txt",
     ]);
     assert!(o.out().contains("No such file or directory"), "{}", o.out());
-    let o = w.run(&["run", w.skills(), "reader", "where"]);
+    let o = w.script(None, "reader", "where", &[], None);
     o.code(0);
     let lines: Vec<&str> = o.out().lines().collect();
     assert!(lines[0].ends_with("/work"), "{lines:?}");
     assert_ne!(lines[0], cwd);
 
     // Granted: it starts in the caller's directory and reads the file there.
-    let o = w.run(&[
-        "run",
-        w.skills(),
-        "reader",
-        "show",
-        "--allow-read",
-        "data.txt",
-        "--args",
-        "data.txt",
-    ]);
+    let data = ["--allow-read", "data.txt"];
+    let o = w.script(None, "reader", "show", &data, Some("data.txt"));
     o.code(0);
     assert_eq!(o.out(), "hello from data\n\n");
-    let o = w.run(&[
-        "run",
-        w.skills(),
-        "reader",
-        "where",
-        "--allow-read",
-        "data.txt",
-    ]);
+    let o = w.script(None, "reader", "where", &data, None);
     o.code(0);
     let lines: Vec<&str> = o.out().lines().collect();
     assert_eq!(lines[0], cwd, "starts where the user is");
     assert!(lines[1].ends_with("/work"), "HOME stays the work directory");
 
     // A file beside it is still not granted, and the hint names it and the flag and key.
-    let o = w.run(&[
-        "run",
-        w.skills(),
-        "reader",
-        "show",
-        "--allow-read",
-        "data.txt",
-        "--args",
-        "secret.txt",
-    ]);
+    let o = w.script(None, "reader", "show", &data, Some("secret.txt"));
     o.code(1).says(&[
         &format!("hint: the sandbox kept the script from {cwd}/secret.txt"),
         "run with --allow-read secret.txt",
@@ -159,16 +163,13 @@ fn a_relative_argument_names_the_callers_file_once_the_run_may_read_it() {
     assert!(o.out().contains("Permission denied"), "{}", o.out());
     assert!(!o.out().contains("not granted"), "{}", o.out());
     // …and an absolute path outside the ceiling says the ceiling must widen too.
-    let o = w.run(&[
-        "run",
-        w.skills(),
+    let o = w.script(
+        None,
         "reader",
         "show",
-        "--allow-read",
-        ".",
-        "--args",
-        "/etc/hostname",
-    ]);
+        &["--allow-read", "."],
+        Some("/etc/hostname"),
+    );
     o.code(1).says(&[
         "hint: the sandbox kept the script from /etc/hostname",
         "--allow-read /etc/hostname",
@@ -212,10 +213,7 @@ fn flags_the_ceiling_does_not_allow_are_usage_errors_and_nothing_runs() {
         (&["--allow-read", "~nobody/x"], &["cannot be resolved"]),
     ];
     for (flags, says) in cases {
-        let mut args = vec!["run", w.skills(), "reader", "write"];
-        args.extend_from_slice(flags);
-        args.extend_from_slice(&["--args", "marker.txt ran"]);
-        let o = w.run(&args);
+        let o = w.script(None, "reader", "write", flags, Some("marker.txt ran"));
         o.code(2).says(says);
         assert!(o.out().is_empty(), "{flags:?}: {}", o.out());
     }
@@ -231,22 +229,16 @@ fn writes_and_the_network_within_a_configured_ceiling() {
     std::fs::create_dir(&out).unwrap();
     // The sandbox uid of a root host must be able to create files there.
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let config = w.home.join("ceiling.toml");
-    std::fs::write(
-        &config,
+    let config = w.config(
+        "ceiling.toml",
         "sources = []\n\n[sandbox]\nfs_write = [\"out\"]\nnetwork = true\n",
-    )
-    .unwrap();
-    let config = config.to_str().unwrap();
-    let run = |flags: &[&str], args: &str| {
-        let mut a = vec!["--config", config, "run", w.skills(), "reader"];
-        a.extend_from_slice(flags);
-        a.extend_from_slice(&["--args", args]);
-        w.run(&a)
+    );
+    let run = |script: &str, flags: &[&str], args: Option<&str>| {
+        w.script(Some(&config), "reader", script, flags, args)
     };
 
     // Readable but not writable: the hint names the directory to grant for writing.
-    let o = run(&["write", "--allow-read", "."], "out/result.txt done");
+    let o = run("write", &["--allow-read", "."], Some("out/result.txt done"));
     o.code(1).says(&[
         &format!(
             "hint: the sandbox let the script read {}/out/result.txt but not write it",
@@ -256,26 +248,30 @@ fn writes_and_the_network_within_a_configured_ceiling() {
         "`skillcat.fs_write`",
     ]);
     assert!(!out.join("result.txt").exists());
-    let o = run(&["write", "--allow-write", "out"], "out/result.txt done");
+    let o = run(
+        "write",
+        &["--allow-write", "out"],
+        Some("out/result.txt done"),
+    );
     o.code(0);
     assert_eq!(
         std::fs::read_to_string(out.join("result.txt")).unwrap(),
         "done\n"
     );
     // Writing beside the granted directory is still refused.
-    let o = run(&["write", "--allow-write", "out"], "beside.txt x");
+    let o = run("write", &["--allow-write", "out"], Some("beside.txt x"));
     o.code(1);
     assert!(!w.cwd.join("beside.txt").exists());
 
     // The network: refused unless the flag asks for it (the ceiling allows it).
-    let o = run(&["net"], "");
+    let o = run("net", &[], None);
     o.code(1);
     assert!(
         o.out().contains("Operation not permitted") || o.out().contains("PermissionError"),
         "{}",
         o.out()
     );
-    let o = run(&["net", "--allow-net"], "");
+    let o = run("net", &["--allow-net"], None);
     o.code(0);
     assert_eq!(o.out(), "socket ok\n\n");
 }
@@ -384,13 +380,10 @@ fn files_without_the_exec_bit_or_a_shebang_run_by_extension_when_configured() {
         "E_SKILL_SCRIPT_INTERPRETER_REFUSED"
     );
 
-    let config = w.home.join("ext.toml");
-    std::fs::write(
-        &config,
+    let config = &w.config(
+        "ext.toml",
         "sources = []\n\n[scripts.by_extension]\npy = \"python3\"\nsh = \"sh\"\njs = \"node\"\n",
-    )
-    .unwrap();
-    let config = config.to_str().unwrap();
+    );
     let doc = tools(Some(config));
     assert_eq!(
         names(&doc, "tools", "name"),
@@ -432,31 +425,20 @@ fn files_without_the_exec_bit_or_a_shebang_run_by_extension_when_configured() {
         ("tool", "x", "sh ran x\n\n"),
         ("bare", "", "bare ran\n\n"),
     ] {
-        let o = w.run(&[
-            "--config",
-            config,
-            "run",
-            w.skills(),
-            "ext",
-            script,
-            "--args",
-            args,
-        ]);
+        let o = w.script(Some(config), "ext", script, &[], Some(args));
         o.code(0);
         assert_eq!(o.out(), want, "{script}");
     }
-    let o = w.run(&["--config", config, "run", w.skills(), "ext", "app"]);
+    let o = w.script(Some(config), "ext", "app", &[], None);
     o.code(1)
         .says(&["interpreter 'node' is not in the host allow-list"]);
 
     // The interpreter must still be allowed: an allow-list without python3 refuses plain.py.
-    let sh_only = w.home.join("sh-only.toml");
-    std::fs::write(
-        &sh_only,
+    let sh_only = w.config(
+        "sh-only.toml",
         "sources = []\n\n[scripts.interpreters]\nsh = \"/bin/sh\"\n\n[scripts.by_extension]\npy = \"python3\"\nsh = \"sh\"\n",
-    )
-    .unwrap();
-    let doc = tools(Some(sh_only.to_str().unwrap()));
+    );
+    let doc = tools(Some(&sh_only));
     assert_eq!(
         names(&doc, "tools", "name"),
         ["run_ext_bare", "run_ext_tool"]
@@ -471,7 +453,6 @@ fn files_without_the_exec_bit_or_a_shebang_run_by_extension_when_configured() {
     assert!(names(&tools(None), "tools", "name").is_empty());
 
     // A malformed map is a configuration error naming the key.
-    let bad = w.home.join("bad.toml");
     for (text, says) in [
         (
             "[scripts.by_extension]\n\".py\" = \"python3\"\n",
@@ -482,28 +463,11 @@ fn files_without_the_exec_bit_or_a_shebang_run_by_extension_when_configured() {
             "scripts.by_extension.py: must name an interpreter",
         ),
     ] {
-        std::fs::write(&bad, text).unwrap();
-        w.run(&[
-            "--config",
-            bad.to_str().unwrap(),
-            "tools",
-            w.skills(),
-            "ext",
-        ])
-        .code(2)
-        .says(&[says]);
+        let bad = w.config("bad.toml", text);
+        w.run(&["--config", &bad, "tools", w.skills(), "ext"])
+            .code(2)
+            .says(&[says]);
     }
-}
-
-/// `cp -r FROM TO`.
-fn copy_dir(from: &Path, to: &Path) {
-    let st = Command::new("cp")
-        .arg("-r")
-        .arg(from)
-        .arg(to)
-        .status()
-        .unwrap();
-    assert!(st.success(), "cp -r {} {}", from.display(), to.display());
 }
 
 /// The README's example of running the bundled skills on a user's files, and `run --help`'s
