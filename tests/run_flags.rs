@@ -218,6 +218,24 @@ fn flags_the_ceiling_does_not_allow_are_usage_errors_and_nothing_runs() {
         assert!(o.out().is_empty(), "{flags:?}: {}", o.out());
     }
     assert!(!w.cwd.join("marker.txt").exists());
+
+    // Started in the home directory, the default ceiling `.` allows nothing, and says why.
+    std::fs::write(w.home.join("notes.txt"), "mine\n").unwrap();
+    let o = w.run_in(
+        &w.home,
+        &[
+            "run",
+            w.skills(),
+            "reader",
+            "show",
+            "--allow-read",
+            "notes.txt",
+        ],
+    );
+    o.code(2).says(&[
+        "it allows reading nowhere (`.` allows nothing when the working directory is / or your \
+         home directory",
+    ]);
 }
 
 #[test]

@@ -282,8 +282,23 @@ fn ceiling_advice(config: &Config, env: &Environment, access: Access) -> String 
     } else {
         format!("it allows {verb} under {}", allowed.join(", "))
     };
+    // A relative root that expands to nothing: started in `/` or the home directory.
+    let written = match access {
+        Access::Read => &ceiling.fs_read,
+        Access::Write => &ceiling.fs_write,
+    };
+    let unexpanded = written
+        .iter()
+        .find(|r| !r.starts_with(['/', '~']) && capability::ceiling_root(r, &ctx).is_none());
+    let why = match unexpanded {
+        Some(r) => format!(
+            " (`{r}` allows nothing when the working directory is / or your home directory; \
+             write \"~\" or an absolute path to mean them)"
+        ),
+        None => String::new(),
+    };
     format!(
-        "{now}; add it, or a directory above it, to `{key}` under [sandbox] in {}",
+        "{now}{why}; add it, or a directory above it, to `{key}` under [sandbox] in {}",
         config_file(config, env)
     )
 }
