@@ -9,9 +9,21 @@
 //!
 //! # Declared capabilities
 //!
-//! Read by [`Capabilities::from_frontmatter`]. Frontmatter values are text (the reader keeps
-//! every scalar as written), so each key is interpreted here, and **a malformed value degrades
-//! to the safe default, never to an error**:
+//! Read by [`Capabilities::from_frontmatter`], in either of two spellings:
+//!
+//! - **under `metadata:`** (the portable one): `skillcat.fs_read`, `skillcat.fs_write`,
+//!   `skillcat.network`, `skillcat.timeout`, `skillcat.trust`. The specification makes
+//!   `metadata` a map of text to text, so a skill written this way stays valid for the reference
+//!   validator and every other agent. A list of paths is one text, the paths separated by
+//!   blanks (as `allowed-tools` separates tools); a path holding a blank is written in double
+//!   quotes: `skillcat.fs_read: 'data "My Notes"'`. A YAML list is accepted too.
+//! - **at the top level** (`fs_read: data`, `network: true`, …): skillcat's first spelling, still
+//!   read; other validators call these keys unexpected (`skillcat validate` admits them with
+//!   `[scripts] extension_fields = true`). Here a text is one path.
+//!
+//! When a key is given both ways, the `metadata` one is used. Frontmatter values are text (the
+//! reader keeps every scalar as written), so each key is interpreted here, and **a malformed
+//! value degrades to the safe default, never to an error**:
 //!
 //! | key | accepted | anything else |
 //! |---|---|---|
@@ -19,6 +31,22 @@
 //! | `network` | `true`, `True`, `TRUE` | `false` |
 //! | `timeout` | a whole number of seconds ≥ 1 | absent, `0`, negative, fractional, overflowing, text: [`DEFAULT_TIMEOUT`] (60) |
 //! | `trust` | `core`, `external` | `external` |
+//!
+//! ```
+//! use skillcat::capability::Capabilities;
+//! use skillcat::document::parse_document;
+//!
+//! let doc = parse_document(
+//!     b"---\nname: s\ndescription: d\nmetadata:\n  skillcat.fs_read: 'logs \"My Notes\"'\n  skillcat.network: 'true'\n---\n",
+//! )
+//! .unwrap();
+//! let caps = Capabilities::from_frontmatter(&doc.frontmatter);
+//! assert_eq!(caps.fs_read, ["logs", "My Notes"]);
+//! assert!(caps.network);
+//! ```
+//!
+//! A host may add to what a skill declares for a session ([`Capabilities::with`]: `skillcat run
+//! --allow-read/--allow-write/--allow-net`); the ceiling still bounds the sum.
 //!
 //! # The ceiling
 //!
@@ -154,24 +182,46 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
-    /// Reads the capability keys of a frontmatter; unknown or malformed values give the safe
-    /// default, never an error.
+    /// Reads the capability keys of a frontmatter, under `metadata:` (`skillcat.fs_read`, …)
+    /// or at the top level (`fs_read`, …; the `metadata` one wins when both are given); unknown
+    /// or malformed values give the safe default, never an error.
     pub fn from_frontmatter(fm: &Map) -> Self {
+        let metadata = fm.get("metadata").and_then(Value::as_map);
+        let text = |key: &str| declared(fm, metadata, key).and_then(|(v, _)| v.as_str());
+        let paths = |key: &str| match declared(fm, metadata, key) {
+            Some((v, true)) => metadata_paths(v),
+            Some((v, false)) => paths(Some(v)),
+            None => Vec::new(),
+        };
         Capabilities {
-            fs_read: paths(fm.get("fs_read")),
-            fs_write: paths(fm.get("fs_write")),
-            network: fm
-                .get("network")
-                .and_then(Value::as_str)
-                .is_some_and(is_true),
-            timeout: fm
-                .get("timeout")
-                .and_then(Value::as_str)
-                .and_then(parse_timeout),
-            trust: match fm.get("trust").and_then(Value::as_str).map(str::trim) {
+            fs_read: paths("fs_read"),
+            fs_write: paths("fs_write"),
+            network: text("network").is_some_and(is_true),
+            timeout: text("timeout").and_then(parse_timeout),
+            trust: match text("trust").map(str::trim) {
                 Some("core") => Trust::Core,
                 _ => Trust::External,
             },
+        }
+    }
+
+    /// These capabilities with `extra` added: the paths of both (each once), network when
+    /// either asks for it; the timeout and trust stay these (a host adds access, never core
+    /// trust). What a host grants a session on top of each skill's declaration
+    /// (`skillcat run --allow-read PATH --allow-write PATH --allow-net`); the ceiling still
+    /// bounds the result when it is [intersected](intersect).
+    pub fn with(&self, extra: &Capabilities) -> Capabilities {
+        let union = |a: &[String], b: &[String]| {
+            let mut out = a.to_vec();
+            out.extend(b.iter().filter(|p| !a.contains(p)).cloned());
+            out
+        };
+        Capabilities {
+            fs_read: union(&self.fs_read, &extra.fs_read),
+            fs_write: union(&self.fs_write, &extra.fs_write),
+            network: self.network || extra.network,
+            timeout: self.timeout,
+            trust: self.trust,
         }
     }
 
@@ -194,6 +244,44 @@ fn is_true(s: &str) -> bool {
 /// A positive whole number of seconds.
 fn parse_timeout(s: &str) -> Option<u64> {
     s.trim().parse::<u64>().ok().filter(|&n| n > 0)
+}
+
+/// The prefix of the capability keys under `metadata:` (`skillcat.fs_read`, …).
+pub const METADATA_PREFIX: &str = "skillcat.";
+
+/// A capability key's value, and whether it came from `metadata:` (which wins).
+fn declared<'a>(fm: &'a Map, metadata: Option<&'a Map>, key: &str) -> Option<(&'a Value, bool)> {
+    metadata
+        .and_then(|m| m.get(&format!("{METADATA_PREFIX}{key}")))
+        .map(|v| (v, true))
+        .or_else(|| fm.get(key).map(|v| (v, false)))
+}
+
+/// Paths under `metadata:`: one text of paths separated by blanks, a path holding a blank in
+/// double quotes (an unclosed quote runs to the end); or a list, read as at the top level.
+fn metadata_paths(v: &Value) -> Vec<String> {
+    let Some(s) = v.as_str() else {
+        return paths(Some(v));
+    };
+    let mut out = Vec::new();
+    let mut rest = s.trim_start();
+    while !rest.is_empty() {
+        let (word, tail) = match rest.strip_prefix('"') {
+            Some(quoted) => match quoted.find('"') {
+                Some(end) => (&quoted[..end], &quoted[end + 1..]),
+                None => (quoted, ""),
+            },
+            None => match rest.find(char::is_whitespace) {
+                Some(end) => (&rest[..end], &rest[end..]),
+                None => (rest, ""),
+            },
+        };
+        if !word.trim().is_empty() {
+            out.push(word.trim().to_string());
+        }
+        rest = tail.trim_start();
+    }
+    out
 }
 
 /// One path or a list of paths; anything else is nothing.
@@ -542,6 +630,20 @@ mod tests {
         Value::List(items.iter().map(|s| text(s)).collect())
     }
 
+    /// Each `(case, value, paths)`: `fs_read` and `fs_write` both given `value` (`prefix`ed,
+    /// the map made a frontmatter by `wrap`) read as `paths`.
+    fn check_paths(prefix: &str, wrap: impl Fn(Map) -> Map, cases: Vec<(&str, Value, Vec<&str>)>) {
+        let (read, write) = (format!("{prefix}fs_read"), format!("{prefix}fs_write"));
+        for (name, value, want) in cases {
+            let caps = Capabilities::from_frontmatter(&wrap(fm(&[
+                (&read, value.clone()),
+                (&write, value),
+            ])));
+            assert_eq!(caps.fs_read, want, "{name}");
+            assert_eq!(caps.fs_write, want, "{name}");
+        }
+    }
+
     #[test]
     fn path_forms() {
         let nested = Value::List(vec![
@@ -551,28 +653,119 @@ mod tests {
             text("  "),
             text(" c "),
         ]);
-        for (name, value, want) in [
-            ("string form", text("data"), vec!["data"]),
-            ("list form", list(&["a", "b"]), vec!["a", "b"]),
-            ("flow list form", list(&["./x", "~/y"]), vec!["./x", "~/y"]),
-            ("empty string", text(""), vec![]),
-            ("blank string", text("   "), vec![]),
-            ("empty list", list(&[]), vec![]),
-            ("non-text items skipped", nested, vec!["a", "c"]),
-            ("a map is nothing", Value::Map(Map::new()), vec![]),
-        ] {
-            let caps = Capabilities::from_frontmatter(&fm(&[
-                ("fs_read", value.clone()),
-                ("fs_write", value),
-            ]));
-            assert_eq!(caps.fs_read, want, "{name}");
-            assert_eq!(caps.fs_write, want, "{name}");
-        }
+        check_paths(
+            "",
+            |m| m,
+            vec![
+                ("string form", text("data"), vec!["data"]),
+                (
+                    "a blank is part of the path",
+                    text("My Notes"),
+                    vec!["My Notes"],
+                ),
+                ("list form", list(&["a", "b"]), vec!["a", "b"]),
+                ("flow list form", list(&["./x", "~/y"]), vec!["./x", "~/y"]),
+                ("empty string", text(""), vec![]),
+                ("blank string", text("   "), vec![]),
+                ("empty list", list(&[]), vec![]),
+                ("non-text items skipped", nested, vec!["a", "c"]),
+                ("a map is nothing", Value::Map(Map::new()), vec![]),
+            ],
+        );
         assert!(
             Capabilities::from_frontmatter(&Map::new())
                 .fs_read
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn the_metadata_spelling() {
+        let in_metadata = |m: Map| fm(&[("metadata", Value::Map(m))]);
+        let meta = |pairs: &[(&str, Value)]| in_metadata(fm(pairs));
+        check_paths(
+            METADATA_PREFIX,
+            in_metadata,
+            vec![
+                ("one path", text("data"), vec!["data"]),
+                (
+                    "blank-separated",
+                    text(" a  ~/b\t./c "),
+                    vec!["a", "~/b", "./c"],
+                ),
+                (
+                    "quoted blanks",
+                    text("logs \"My Notes\" x"),
+                    vec!["logs", "My Notes", "x"],
+                ),
+                ("unclosed quote", text("a \"b c"), vec!["a", "b c"]),
+                ("empty quotes", text("\"\" a"), vec!["a"]),
+                ("blank", text("   "), vec![]),
+                ("a list", list(&["a b", "c"]), vec!["a b", "c"]),
+                ("a map is nothing", Value::Map(Map::new()), vec![]),
+            ],
+        );
+        let caps = Capabilities::from_frontmatter(&meta(&[
+            ("skillcat.network", text("true")),
+            ("skillcat.timeout", text("30")),
+            ("skillcat.trust", text("core")),
+            ("fs_read", text("not-a-capability-key-here")),
+        ]));
+        assert_eq!(
+            caps,
+            Capabilities {
+                fs_read: vec![],
+                fs_write: vec![],
+                network: true,
+                timeout: Some(30),
+                trust: Trust::Core,
+            }
+        );
+        // Given both ways, the metadata key is the one read, value by value; a key given only
+        // at the top level is still read.
+        let mut both = meta(&[
+            ("skillcat.fs_read", text("a b")),
+            ("skillcat.network", text("false")),
+        ]);
+        both.insert("fs_read".into(), list(&["top"]));
+        both.insert("network".into(), text("true"));
+        both.insert("timeout".into(), text("9"));
+        let caps = Capabilities::from_frontmatter(&both);
+        assert_eq!(caps.fs_read, ["a", "b"]);
+        assert!(!caps.network);
+        assert_eq!(caps.timeout, Some(9));
+        // A top-level text is one path, blanks and all; `metadata` that is not a map is ignored.
+        let caps = Capabilities::from_frontmatter(&fm(&[
+            ("fs_read", text("My Notes")),
+            ("metadata", text("skillcat.network: true")),
+        ]));
+        assert_eq!(caps.fs_read, ["My Notes"]);
+        assert!(!caps.network);
+    }
+
+    #[test]
+    fn a_host_adds_paths_and_network_but_not_trust_or_time() {
+        let declared = Capabilities {
+            fs_read: vec!["a".into(), "b".into()],
+            fs_write: vec![],
+            network: false,
+            timeout: Some(5),
+            trust: Trust::External,
+        };
+        let extra = Capabilities {
+            fs_read: vec!["b".into(), "c".into()],
+            fs_write: vec!["out".into()],
+            network: true,
+            timeout: Some(600),
+            trust: Trust::Core,
+        };
+        let sum = declared.with(&extra);
+        assert_eq!(sum.fs_read, ["a", "b", "c"]);
+        assert_eq!(sum.fs_write, ["out"]);
+        assert!(sum.network);
+        assert_eq!(sum.timeout, Some(5));
+        assert_eq!(sum.trust, Trust::External);
+        assert_eq!(declared.with(&Capabilities::default()), declared);
     }
 
     #[test]

@@ -255,16 +255,28 @@ impl Entry {
 
     /// Its effective grant under `ceiling`, with relative and `~` paths taken against `cwd` and
     /// `home`; `trust: core` counts only when the source is core-trusted.
+    pub fn grant(&self, ceiling: &Ceiling, cwd: &Path, home: Option<&Path>) -> Grant {
+        self.grant_with(&Capabilities::default(), ceiling, cwd, home)
+    }
+
+    /// [`grant`](Self::grant) of what it declares with `extra` added ([`Capabilities::with`]:
+    /// what the host grants on top, e.g. `skillcat run --allow-read`); the ceiling bounds both.
     ///
     /// The one grant function: a [`Session`](crate::runtime::Session) calls it when it loads
     /// the skill's scripts, for the runtime, `skillcat run` and `skillcat mcp` alike.
-    pub fn grant(&self, ceiling: &Ceiling, cwd: &Path, home: Option<&Path>) -> Grant {
+    pub fn grant_with(
+        &self,
+        extra: &Capabilities,
+        ceiling: &Ceiling,
+        cwd: &Path,
+        home: Option<&Path>,
+    ) -> Grant {
         let ctx = Context {
             cwd: cwd.to_path_buf(),
             home: home.map(Path::to_path_buf),
             core_trusted_source: self.0.core_trusted,
         };
-        intersect(&self.capabilities(), ceiling, &ctx)
+        intersect(&self.capabilities().with(extra), ceiling, &ctx)
     }
 }
 

@@ -4,7 +4,8 @@
 //! skillcat.toml
 //! ├── [[sources]]        path, name, trusted, core   in precedence order (first wins)
 //! ├── [sandbox]          the capability ceiling and run limits          → capability::Ceiling
-//! ├── [scripts]          interpreters (name → absolute path), extension_fields
+//! ├── [scripts]          interpreters (name → absolute path), by_extension (py → python3),
+//! │                      extension_fields
 //! ├── keyring, cache_dir paths
 //! ├── [prompt]           budget (characters of the tier-1 block)
 //! └── [matcher]          mode, top, weight, cache, [matcher.bm25], [matcher.embedder]
@@ -142,6 +143,10 @@ impl SourceConfig {
 pub struct ScriptsConfig {
     /// Interpreters scripts may name, by name (`python3`) → absolute path (`/usr/bin/python3`).
     pub interpreters: BTreeMap<String, PathBuf>,
+    /// File extensions (`py`, no dot) → the interpreter name (`python3`) that runs a file of
+    /// `scripts/` with that extension when it is not executable or has no `#!` line; still
+    /// refused when the interpreter is not allowed. Empty by default (such files are skipped).
+    pub by_extension: BTreeMap<String, String>,
     /// Whether validation admits the capability keys (`fs_read fs_write network timeout trust
     /// scripts`) as extension fields.
     pub extension_fields: bool,
@@ -346,6 +351,7 @@ impl Config {
             src.core &= same.is_some_and(|us| us.core);
         }
         self.scripts.interpreters = user.scripts.interpreters.clone();
+        self.scripts.by_extension = user.scripts.by_extension.clone();
         self.keyring = user.keyring.clone();
         self.cache_dir = user.cache_dir.clone();
         self.trusted_projects = Vec::new();
@@ -575,6 +581,32 @@ impl Config {
                 }
                 config.scripts.interpreters.insert(name, p.to_path_buf());
             }
+            for (extension, name) in sc.by_extension.unwrap_or_default() {
+                let what = if extension.is_empty()
+                    || !extension
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                {
+                    Some("an extension is letters, digits, `_` and `-`, without the dot (`py`)")
+                } else if name.get_ref().trim().is_empty() || name.get_ref().contains('/') {
+                    Some(
+                        "must name an interpreter of [scripts.interpreters] (`python3`), not a path",
+                    )
+                } else {
+                    None
+                };
+                if let Some(what) = what {
+                    return Err(fail(
+                        Some(name.span()),
+                        Some(format!("scripts.by_extension.{extension}")),
+                        format!("scripts.by_extension.{extension}: {what}"),
+                    ));
+                }
+                config
+                    .scripts
+                    .by_extension
+                    .insert(extension, name.get_ref().trim().to_string());
+            }
         }
 
         config.keyring = raw
@@ -613,6 +645,15 @@ impl Config {
     /// Allows an interpreter.
     pub fn with_interpreter(mut self, name: impl Into<String>, path: impl Into<PathBuf>) -> Self {
         self.scripts.interpreters.insert(name.into(), path.into());
+        self
+    }
+
+    /// Runs files of `scripts/` with this extension (`py`, no dot) by this interpreter name
+    /// (`python3`) when they are not executable or have no `#!` line.
+    pub fn with_extension(mut self, extension: impl Into<String>, name: impl Into<String>) -> Self {
+        self.scripts
+            .by_extension
+            .insert(extension.into(), name.into());
         self
     }
 
@@ -838,6 +879,7 @@ struct RawSandbox {
 #[serde(deny_unknown_fields)]
 struct RawScripts {
     interpreters: Option<BTreeMap<String, Spanned<String>>>,
+    by_extension: Option<BTreeMap<String, Spanned<String>>>,
     extension_fields: Option<bool>,
 }
 

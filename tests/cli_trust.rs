@@ -23,6 +23,7 @@ use skillcat::pack::{PackEntry, write_tar_gz, write_zip};
 mod support;
 
 use support::bin::{Out, Running, Skillcat};
+use support::copy_dir;
 
 /// Generous: a password-protected key costs a few seconds of scrypt in a debug build.
 const DEADLINE: Duration = Duration::from_secs(90);
@@ -133,16 +134,6 @@ fn snapshot(dir: &Path) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     go(dir, dir, &mut out);
     out
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    let st = Command::new("cp")
-        .arg("-r")
-        .arg(from)
-        .arg(to)
-        .status()
-        .unwrap();
-    assert!(st.success(), "cp -r {} {}", from.display(), to.display());
 }
 
 /// A keyring with one entry per `(public key file text, scopes, revoked)`.

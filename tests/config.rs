@@ -78,6 +78,13 @@ fn full_example_parses() {
         Some(Path::new("/usr/bin/python3"))
     );
     assert_eq!(config.scripts.interpreters.len(), 2);
+    let by_extension: Vec<(&str, &str)> = config
+        .scripts
+        .by_extension
+        .iter()
+        .map(|(e, i)| (e.as_str(), i.as_str()))
+        .collect();
+    assert_eq!(by_extension, [("py", "python3"), ("sh", "sh")]);
     assert_eq!(config.keyring, Some(dir.join("keyring.toml")));
     assert_eq!(config.cache_dir, Some(PathBuf::from("/tmp/skillcat-cache")));
     assert_eq!(config.open_options().cache_dir, config.cache_dir);

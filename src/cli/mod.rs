@@ -301,7 +301,9 @@ enum Command {
     #[command(after_help = "Example: skillcat tools fixtures/skills csv-cleaner --format json")]
     Tools(script::ToolsArgs),
     /// Run one script of a skill, confined.
-    #[command(after_help = "Example: skillcat run fixtures/conformance/catalog alpha run")]
+    #[command(
+        after_help = "Example: skillcat run fixtures/skills csv-cleaner csv_profile --allow-read fixtures/data/orders.csv --args fixtures/data/orders.csv"
+    )]
     Run(script::RunArgs),
     /// Serve skills, the prompt block and confined script tools over MCP (stdio).
     #[command(

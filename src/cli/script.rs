@@ -1,13 +1,16 @@
 //! `tools` and `run`: a skill's script tools, and one confined run.
 
 use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value as Json, json};
+use skillcat::capability::{self, Access, Capabilities, Context};
 use skillcat::catalog::{Catalog, CatalogSource};
 use skillcat::config::{Config, Environment};
 use skillcat::runtime::{Activation, Run, RuntimeError, Session};
-use skillcat::script::{AllowAll, ScriptError, SkillTools, argv::Params};
+use skillcat::script::denial::{self, Denial, Reach, RunPlace};
+use skillcat::script::{AllowAll, ScriptError, SkillTools, WorkspaceBase, argv::Params};
 
 use super::{FAULTS, Format, OK, USAGE};
 
@@ -35,11 +38,44 @@ pub struct RunArgs {
     script: String,
     /// The arguments as one string, split into words like a POSIX shell splits them (quotes
     /// honoured, nothing expanded, no shell run). For scripts without declared parameters.
-    #[arg(long, value_name = "ARGS", conflicts_with = "json")]
+    #[arg(
+        long,
+        value_name = "ARGS",
+        conflicts_with = "json",
+        allow_hyphen_values = true
+    )]
     args: Option<String>,
     /// The arguments as a JSON object (`{"args": "…"}`, or a declared script's parameters).
     #[arg(long, value_name = "JSON")]
     json: Option<String>,
+    /// Let the script read PATH (a file or a directory, and what it holds) in this run, on top
+    /// of what the skill declares; repeatable. A relative PATH is taken against the working
+    /// directory, and the script then starts there, so `--args app.log` names ./app.log. The
+    /// configured ceiling wins: a PATH outside `[sandbox] fs_read`/`fs_write` (by default, the
+    /// working directory) is refused, never silently dropped.
+    #[arg(long = "allow-read", value_name = "PATH")]
+    allow_read: Vec<String>,
+    /// Let the script write (and read) PATH in this run, on top of what the skill declares;
+    /// repeatable. The configured ceiling wins: PATH must lie under `[sandbox] fs_write`
+    /// (by default nothing is writable).
+    #[arg(long = "allow-write", value_name = "PATH")]
+    allow_write: Vec<String>,
+    /// Let the script use the network in this run, whatever the skill declares. The configured
+    /// ceiling wins: refused unless `[sandbox] network = true`.
+    #[arg(long = "allow-net")]
+    allow_net: bool,
+}
+
+impl RunArgs {
+    /// What the flags grant on top of the skill's declaration.
+    fn granted(&self) -> Capabilities {
+        Capabilities {
+            fs_read: self.allow_read.clone(),
+            fs_write: self.allow_write.clone(),
+            network: self.allow_net,
+            ..Capabilities::default()
+        }
+    }
 }
 
 /// The configuration (`--config`, `./skillcat.toml`, or the defaults); errors are printed.
@@ -85,8 +121,19 @@ pub(super) fn session(
     env: Environment,
     catalog: Catalog,
 ) -> Result<Session, ScriptError> {
+    session_granting(config, env, catalog, Capabilities::default())
+}
+
+/// [`session`], granting every skill `extra` on top of its declaration (`run --allow-*`).
+fn session_granting(
+    config: &Config,
+    env: Environment,
+    catalog: Catalog,
+    extra: Capabilities,
+) -> Result<Session, ScriptError> {
     Ok(Session::builder(catalog)
         .configure(config, env, Arc::new(AllowAll))?
+        .granted(extra)
         .build())
 }
 
@@ -96,12 +143,21 @@ pub(super) fn is_config_error(e: &ScriptError) -> bool {
     matches!(e, ScriptError::InvalidDeclaration { .. })
 }
 
-/// A run of a session over the named source with the skill NAME active. Errors are printed.
-async fn activate(a_source: &str, name: &str) -> Result<Run, u8> {
+/// A run with its skill active, and the configuration it was made under.
+struct Activated {
+    run: Run,
+    config: Config,
+    env: Environment,
+}
+
+/// A run of a session over the named source with the skill NAME active, its skills granted
+/// `extra` on top of what they declare (checked against the ceiling first). Errors are printed.
+async fn activate(a_source: &str, name: &str, extra: Capabilities) -> Result<Activated, u8> {
     // Read once: the discovery that finds the skill (or says why not) seeds the catalog.
     let opened = super::read::open_and_discover(a_source).await?;
     super::read::find_in(&opened.shown, &opened.found, name)?;
     let (config, env) = configuration()?;
+    check_granted(&extra, &config, &env)?;
     let catalog = Catalog::with_options(
         vec![named_source(
             &config,
@@ -110,7 +166,7 @@ async fn activate(a_source: &str, name: &str) -> Result<Run, u8> {
         )],
         super::catalog_options(&config),
     );
-    let session = session(&config, env, catalog).map_err(|e| {
+    let session = session_granting(&config, env.clone(), catalog, extra).map_err(|e| {
         if is_config_error(&e) {
             err!("Error: {e}");
             USAGE
@@ -122,7 +178,228 @@ async fn activate(a_source: &str, name: &str) -> Result<Run, u8> {
     if let Err(e) = run.activate(name).await {
         return Err(report_runtime(&e));
     }
-    Ok(run)
+    Ok(Activated { run, config, env })
+}
+
+/// Refuses (exit 2, each reason printed) `--allow-*` flags the run cannot honour: a path that
+/// cannot be resolved or does not exist (a grant binds a file), one outside the configured
+/// ceiling, the network when the ceiling has none. The ceiling wins over the flags.
+fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Result<(), u8> {
+    let ctx = context(env);
+    let mut faults = Vec::new();
+    for (access, flag, paths) in [
+        (Access::Read, "--allow-read", &extra.fs_read),
+        (Access::Write, "--allow-write", &extra.fs_write),
+    ] {
+        for p in paths {
+            match capability::resolve(p, &ctx.cwd, ctx.home.as_deref()) {
+                None => faults.push(format!(
+                    "{flag} {p}: cannot be resolved (an empty path, `~user`, a dangling link or \
+                     a link loop)"
+                )),
+                Some(full) if std::fs::symlink_metadata(&full).is_err() => faults.push(format!(
+                    "{flag} {p}: {} does not exist (a grant binds an existing file or directory; \
+                     grant the directory a new file goes in)",
+                    full.display()
+                )),
+                Some(full) if !ceiling_reaches(config, &ctx, access, &full) => faults.push(format!(
+                    "{flag} {p}: {} is outside the configured ceiling, which wins over the flags; \
+                     {}",
+                    full.display(),
+                    ceiling_advice(config, env, access)
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    if extra.network && !config.ceiling().network {
+        faults.push(format!(
+            "--allow-net: the configured ceiling allows no network, and it wins over the flags; \
+             set `network = true` under [sandbox] in {}",
+            config_file(config, env)
+        ));
+    }
+    for f in &faults {
+        err!("Error: {f}");
+    }
+    if faults.is_empty() {
+        Ok(())
+    } else {
+        Err(USAGE)
+    }
+}
+
+fn context(env: &Environment) -> Context {
+    Context {
+        cwd: env.cwd.clone(),
+        home: env.home.clone(),
+        core_trusted_source: false,
+    }
+}
+
+/// Whether the configured ceiling lets a run read (or write) `path`.
+fn ceiling_reaches(config: &Config, ctx: &Context, access: Access, path: &Path) -> bool {
+    let p = path.to_string_lossy().into_owned();
+    let caps = match access {
+        Access::Read => Capabilities {
+            fs_read: vec![p],
+            ..Capabilities::default()
+        },
+        Access::Write => Capabilities {
+            fs_write: vec![p],
+            ..Capabilities::default()
+        },
+    };
+    capability::intersect_detailed(&caps, config.ceiling(), ctx)
+        .dropped
+        .is_empty()
+}
+
+/// What the ceiling allows for `access`, and where to widen it.
+fn ceiling_advice(config: &Config, env: &Environment, access: Access) -> String {
+    let ctx = context(env);
+    let ceiling = config.ceiling();
+    let roots = |list: &[String]| -> Vec<String> {
+        list.iter()
+            .filter_map(|r| capability::ceiling_root(r, &ctx))
+            .map(|p| p.display().to_string())
+            .collect()
+    };
+    let (mut allowed, key) = match access {
+        Access::Read => (roots(&ceiling.fs_read), "fs_read"),
+        Access::Write => (roots(&ceiling.fs_write), "fs_write"),
+    };
+    if access == Access::Read {
+        allowed.extend(roots(&ceiling.fs_write));
+    }
+    let verb = if access == Access::Read {
+        "reading"
+    } else {
+        "writing"
+    };
+    let now = if allowed.is_empty() {
+        format!("it allows {verb} nowhere")
+    } else {
+        format!("it allows {verb} under {}", allowed.join(", "))
+    };
+    // A relative root that expands to nothing: started in `/` or the home directory.
+    let written = match access {
+        Access::Read => &ceiling.fs_read,
+        Access::Write => &ceiling.fs_write,
+    };
+    let unexpanded = written
+        .iter()
+        .find(|r| !r.starts_with(['/', '~']) && capability::ceiling_root(r, &ctx).is_none());
+    let why = match unexpanded {
+        Some(r) => format!(
+            " (`{r}` allows nothing when the working directory is / or your home directory; \
+             write \"~\" or an absolute path to mean them)"
+        ),
+        None => String::new(),
+    };
+    format!(
+        "{now}{why}; add it, or a directory above it, to `{key}` under [sandbox] in {}",
+        config_file(config, env)
+    )
+}
+
+/// The configuration file to edit: the one read, else the user's own.
+fn config_file(config: &Config, env: &Environment) -> String {
+    match (&config.origin, Config::user_file(env)) {
+        (Some(f), _) => f.display().to_string(),
+        (None, Some(f)) => format!("{} (or a file named with --config)", f.display()),
+        (None, None) => "a skillcat.toml named with --config".to_string(),
+    }
+}
+
+/// After a failed run: a `hint:` line on stderr for each path the output reports the sandbox
+/// kept the script from (or that it looked for in its work directory while it is in the
+/// caller's), naming the flag or the frontmatter key that would reach it.
+fn print_hints(e: &ScriptError, a: &Activation, config: &Config, env: &Environment) {
+    let (Some(output), Some(grant)) = (e.output(), a.script_grant()) else {
+        return;
+    };
+    let caller = std::fs::canonicalize(&env.cwd).ok();
+    let workspaces = WorkspaceBase::default_dir();
+    let workspaces = std::fs::canonicalize(&workspaces).unwrap_or(workspaces);
+    let system = skillcat::script::sandbox::system_read_paths(grant.network);
+    let place = RunPlace {
+        grant,
+        caller: caller.as_deref(),
+        started_in_caller: caller
+            .as_deref()
+            .is_some_and(|c| skillcat::script::start_dir(grant, c).is_some()),
+        system: &system,
+        workspaces: &workspaces,
+    };
+    for d in denial::denials(&output.text, &place) {
+        err!("{}", hint(&d, &place, config, env));
+    }
+}
+
+fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) -> String {
+    let (caller, ctx) = (place.caller, &context(env));
+    // A path in the working directory is shown as the user would type it.
+    let shown = |p: &Path| -> String {
+        match caller.and_then(|c| p.strip_prefix(c).ok()) {
+            Some(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Some(rel) => rel.display().to_string(),
+            None => p.display().to_string(),
+        }
+    };
+    let (flag, key, access) = match d.reach {
+        Reach::NotGranted if d.grant == d.path => {
+            ("--allow-read", "skillcat.fs_read", Access::Read)
+        }
+        Reach::InCallerDir => ("--allow-read", "skillcat.fs_read", Access::Read),
+        _ => ("--allow-write", "skillcat.fs_write", Access::Write),
+    };
+    let target = shown(&d.grant);
+    let also = if ceiling_reaches(config, ctx, access, &d.grant) {
+        String::new()
+    } else {
+        format!(
+            " The configured ceiling does not reach it either: {}.",
+            ceiling_advice(config, env, access)
+        )
+    };
+    let path = d.path.display();
+    match d.reach {
+        Reach::NotGranted => format!(
+            "hint: the sandbox kept the script from {path}, which this run does not grant: run \
+             with {flag} {target}, or declare it under `metadata:` in the skill's SKILL.md as \
+             `{key}`.{also}"
+        ),
+        Reach::ReadOnly => format!(
+            "hint: the sandbox let the script read {path} but not write it: run with {flag} \
+             {target}, or declare it under `metadata:` in the skill's SKILL.md as `{key}`.{also}"
+        ),
+        Reach::FilePermissions => {
+            // Lookups from the directory the script starts in do not cross the ones above it.
+            let relative = match caller.and_then(|c| d.path.strip_prefix(c).ok()) {
+                Some(rel) if place.started_in_caller && !rel.as_os_str().is_empty() => {
+                    format!(
+                        "name it as {} (the script starts in your working directory), ",
+                        rel.display()
+                    )
+                }
+                _ => String::new(),
+            };
+            format!(
+                "hint: {path} is granted, but scripts run as the unprivileged uid 65534 when \
+                 skillcat runs as root, and the permissions of the file or of a directory above \
+                 it keep that user out: {relative}make it readable by others, or run skillcat as \
+                 a regular user."
+            )
+        }
+        Reach::InCallerDir => format!(
+            "hint: {} is in your working directory, but the script started in its own work \
+             directory because this run grants nothing there. Run with {flag} {target}: a script \
+             starts in your working directory when the run may read there, so relative \
+             arguments name your files.{also}",
+            d.written
+        ),
+    }
 }
 
 /// What loading the skill's scripts found: its script tools, or the error.
@@ -158,8 +435,8 @@ fn report(e: &ScriptError) -> u8 {
 
 /// `skillcat tools SOURCE NAME`
 pub async fn tools(a: ToolsArgs) -> u8 {
-    let run = match activate(&a.source, &a.name).await {
-        Ok(run) => run,
+    let run = match activate(&a.source, &a.name, Capabilities::default()).await {
+        Ok(activated) => activated.run,
         Err(code) => return code,
     };
     let found = match script_tools(&run.activations()[0]) {
@@ -218,7 +495,8 @@ pub async fn tools(a: ToolsArgs) -> u8 {
     OK
 }
 
-/// `skillcat run SOURCE NAME SCRIPT [--args "…" | --json '{…}']`
+/// `skillcat run SOURCE NAME SCRIPT [--args "…" | --json '{…}'] [--allow-read PATH]…
+/// [--allow-write PATH]… [--allow-net]`
 pub async fn run(a: RunArgs) -> u8 {
     let args = match (&a.args, &a.json) {
         (Some(s), _) => json!({ "args": s }),
@@ -235,8 +513,8 @@ pub async fn run(a: RunArgs) -> u8 {
         },
         (None, None) => Json::Null,
     };
-    let run = match activate(&a.source, &a.name).await {
-        Ok(run) => run,
+    let Activated { run, config, env } = match activate(&a.source, &a.name, a.granted()).await {
+        Ok(activated) => activated,
         Err(code) => return code,
     };
     let tools = match script_tools(&run.activations()[0]) {
@@ -265,7 +543,13 @@ pub async fn run(a: RunArgs) -> u8 {
             out!("{}", out.to_model_text());
             OK
         }
-        Err(e) => report_runtime(&e),
+        Err(e) => {
+            let code = report_runtime(&e);
+            if let RuntimeError::Script(e @ ScriptError::Failed { .. }) = &e {
+                print_hints(e, &run.activations()[0], &config, &env);
+            }
+            code
+        }
     };
     if let Err(e) = run.finish().await {
         err!("warning: {e}");

@@ -8,7 +8,7 @@
 //!   ├─ begin_with([names]) ─────────────┼─▶ Run (guard) ── activate each skill:
 //!   │                                   │      body (tier 2) ─▶ instructions() / system_prompt()
 //!   │                                   │      script tools   (trusted sources only;
-//!   │                                   │                      Entry::grant, Runner::load)
+//!   │                                   │                      Entry::grant_with, Runner::load)
 //!   │                                   │      module tools   (wrapped; trusted sources only)
 //!   │                                   │      LoadedSet::acquire: names checked against the
 //!   │                                   │      tool map; a skill two runs use is loaded once

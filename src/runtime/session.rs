@@ -11,7 +11,7 @@ use super::module::{ModuleRegistry, WrappedTool};
 use super::resource::Resource;
 use super::run::Run;
 use super::tool::{ToolKind, ToolSpec};
-use crate::capability::{Ceiling, Context, Grant};
+use crate::capability::{Capabilities, Ceiling, Context, Grant};
 use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::config::{Config, Environment};
 use crate::matching::{Bm25Index, Matcher, SkillDoc};
@@ -31,7 +31,9 @@ pub const DEFAULT_MODULE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The [`RunnerConfig`] a configuration stands for, for a session over `catalog`: the session
 /// policy from the configured ceiling, expanded against `env` (`core` trust allowed only when a
 /// source of the catalog is core-trusted: a grant is `core` only for such a source's skills),
-/// its run limits, and its interpreter allow-list (the host default when it names none). The
+/// its run limits, its interpreter allow-list (the host default when it names none) with the
+/// `[scripts.by_extension]` map, and `env`'s working directory as the caller's (a script whose
+/// grant reaches it starts there: [`start_dir`](crate::script::start_dir)). The
 /// helper is the current executable, which must call
 /// [`helper_main`](crate::script::sandbox::helper_main) first thing in `main`.
 ///
@@ -56,6 +58,10 @@ pub fn runner_config(
         }
         rc.interpreters = interpreters;
     }
+    for (extension, name) in &config.scripts.by_extension {
+        rc.interpreters.map_extension(extension, name)?;
+    }
+    rc.caller_dir = std::fs::canonicalize(&env.cwd).ok();
     Ok(rc)
 }
 
@@ -64,6 +70,7 @@ pub struct SessionBuilder {
     catalog: Catalog,
     runner: Option<Arc<Runner>>,
     ceiling: Ceiling,
+    granted: Capabilities,
     env: Option<Environment>,
     modules: ModuleRegistry,
     gate: Arc<dyn Gate>,
@@ -110,6 +117,15 @@ impl SessionBuilder {
     /// The ceiling of a configuration.
     pub fn config(self, config: &Config) -> Self {
         self.ceiling(config.ceiling().clone())
+    }
+
+    /// What the host grants every skill of the session on top of what it declares (default:
+    /// nothing): paths to read or write and the network, as `skillcat run --allow-read PATH
+    /// --allow-write PATH --allow-net` give them ([`Capabilities::with`]). The
+    /// [ceiling](Self::ceiling) still bounds the sum: a path outside it is not granted.
+    pub fn granted(mut self, extra: Capabilities) -> Self {
+        self.granted = extra;
+        self
     }
 
     /// The working and home directories grants are expanded against (default: the process's;
@@ -173,6 +189,7 @@ impl SessionBuilder {
                 catalog: self.catalog,
                 runner: self.runner,
                 ceiling: self.ceiling,
+                granted: self.granted,
                 env,
                 modules: self.modules,
                 gate: self.gate,
@@ -211,6 +228,7 @@ pub(super) struct Inner {
     pub(super) catalog: Catalog,
     pub(super) runner: Option<Arc<Runner>>,
     ceiling: Ceiling,
+    granted: Capabilities,
     env: Environment,
     modules: ModuleRegistry,
     gate: Arc<dyn Gate>,
@@ -322,6 +340,7 @@ impl Session {
             catalog,
             runner: None,
             ceiling: Ceiling::default(),
+            granted: Capabilities::default(),
             env: None,
             modules: ModuleRegistry::new(),
             gate: Arc::new(AllowAll),
@@ -484,7 +503,12 @@ impl Inner {
             }
             (Some(runner), true) => {
                 // The one place a skill's grant is computed.
-                let grant = entry.grant(&self.ceiling, &self.env.cwd, self.env.home.as_deref());
+                let grant = entry.grant_with(
+                    &self.granted,
+                    &self.ceiling,
+                    &self.env.cwd,
+                    self.env.home.as_deref(),
+                );
                 match runner
                     .load(entry.source().clone(), entry.skill().clone(), grant)
                     .await

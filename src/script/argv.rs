@@ -98,10 +98,12 @@ pub fn parse_shebang(text: &str) -> Option<Shebang> {
 }
 
 /// The description of an implicit tool: the first non-empty comment line after any interpreter
-/// line, with `#` or `//` and surrounding spaces removed. Blank lines before it are skipped; the
-/// search stops at the first line of code.
+/// line, with `#` or `//` and surrounding spaces removed (a `-*- coding -*-` line is skipped).
+/// Blank lines before it are skipped; at the first line of code the search stops, except that a
+/// Python module docstring (`"""…` or `'''…`) there gives its first non-empty line.
 pub fn description_from_source(text: &str) -> Option<String> {
-    for (i, line) in text.lines().enumerate() {
+    let mut lines = text.lines().enumerate();
+    while let Some((i, line)) = lines.next() {
         let line = line.trim_end_matches('\r').trim();
         if i == 0 && line.starts_with("#!") {
             continue;
@@ -109,10 +111,25 @@ pub fn description_from_source(text: &str) -> Option<String> {
         if line.is_empty() {
             continue;
         }
-        // A line that is not a comment is code: there is no leading comment.
-        let body = line.strip_prefix("//").or_else(|| line.strip_prefix('#'))?;
+        let Some(body) = line.strip_prefix("//").or_else(|| line.strip_prefix('#')) else {
+            // Code: only a docstring opening it still describes the file.
+            let quote = ["\"\"\"", "'''"]
+                .into_iter()
+                .find(|q| line.trim_start_matches(['r', 'R']).starts_with(q))?;
+            let first = line.trim_start_matches(['r', 'R'])[quote.len()..].trim();
+            let first = first.split(quote).next().unwrap_or_default().trim();
+            if !first.is_empty() {
+                return Some(first.to_string());
+            }
+            return lines
+                .map(|(_, l)| l.trim())
+                .take_while(|l| !l.starts_with(quote))
+                .find(|l| !l.is_empty())
+                .map(|l| l.split(quote).next().unwrap_or_default().trim().to_string())
+                .filter(|l| !l.is_empty());
+        };
         let body = body.trim_start_matches(['#', '/']).trim();
-        if !body.is_empty() {
+        if !body.is_empty() && !body.starts_with("-*-") {
             return Some(body.to_string());
         }
     }
@@ -494,6 +511,20 @@ mod tests {
         assert_eq!(d("// a js tool\n"), Some("a js tool".into()));
         assert_eq!(d("#!/bin/sh\necho hi\n# late\n"), None);
         assert_eq!(d("#!/bin/sh\n"), None);
+        // Python module docstrings.
+        assert_eq!(
+            d("\"\"\"Accept all tracked changes.\n\nMore.\n\"\"\"\nimport sys\n"),
+            Some("Accept all tracked changes.".into())
+        );
+        assert_eq!(
+            d(
+                "#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\n\"\"\"\nExtract form structure.\n\"\"\"\n"
+            ),
+            Some("Extract form structure.".into())
+        );
+        assert_eq!(d("r'''One line.'''\nx = 1\n"), Some("One line.".into()));
+        assert_eq!(d("\"\"\"\n\n\"\"\"\nimport sys\n"), None);
+        assert_eq!(d("import sys\n\"\"\"Late.\"\"\"\n"), None);
     }
 
     #[test]

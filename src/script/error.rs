@@ -222,7 +222,11 @@ impl fmt::Display for ScriptError {
                 script,
                 interpreter,
             } if interpreter.is_empty() => {
-                write!(f, "{script}: no interpreter line (#!) and none declared")
+                write!(
+                    f,
+                    "{script}: no interpreter line (#!), none declared, and its extension is not \
+                     mapped to one ([scripts.by_extension])"
+                )
             }
             ScriptError::InterpreterRefused {
                 script,

@@ -19,6 +19,7 @@
 //! and the `scripts:` declaration format.
 
 pub mod argv;
+pub mod denial;
 mod error;
 pub(crate) mod gate;
 pub mod policy;
@@ -32,7 +33,9 @@ pub use error::{Captured, ScriptError};
 pub use gate::{
     AllowAll, DenyAll, Gate, GateDecision, GateError, GateKind, GateRequest, Provenance,
 };
-pub use run::{Confinement, LoadedSkill, Runner, RunnerConfig, ScriptLimits, ScriptOutput};
+pub use run::{
+    Confinement, LoadedSkill, Runner, RunnerConfig, ScriptLimits, ScriptOutput, start_dir,
+};
 pub use tools::{
     Declared, Interpreter, Interpreters, SYSTEM_PATH, ScriptTool, SkillTools, Skipped,
     ToolRegistry, discover, parse_declared,

@@ -2,7 +2,7 @@
 //! killing the whole process group, drain and cap the output, and read the status pipe.
 //!
 //! ```text
-//! supervisor ──spawn──▶ helper   (env cleared, cwd = work, stdin null, own process group)
+//! supervisor ──spawn──▶ helper   (env cleared, cwd = work or the caller's, stdin null, own process group)
 //!    ▲  fd 1+2 ◀── one pipe ── script output, drained past the cap
 //!    └─ fd 3   ◀── status ──── "ready …" | "error <kind> …" | "exit N" | "signal S"
 //! ```

@@ -89,6 +89,11 @@ pub struct RunnerConfig {
     /// Whether a non-zero exit is an error (default `true`); `false` returns it as a plain
     /// result.
     pub fail_on_nonzero: bool,
+    /// The caller's working directory (absolute, canonical), when it has one that means
+    /// something (default none): a script whose grant reaches it starts there, so a relative
+    /// argument names what the caller meant ([`start_dir`]). Otherwise scripts start in their
+    /// work directory.
+    pub caller_dir: Option<PathBuf>,
 }
 
 impl RunnerConfig {
@@ -102,6 +107,7 @@ impl RunnerConfig {
             policy,
             workspace_base: WorkspaceBase::default_dir(),
             fail_on_nonzero: true,
+            caller_dir: None,
         }
     }
 }
@@ -333,12 +339,18 @@ impl Runner {
 
         let ws = skill.ensure_workspace().await?;
         let policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode)?;
+        let cwd = self
+            .config
+            .caller_dir
+            .as_deref()
+            .and_then(|caller| start_dir(&grant, caller))
+            .unwrap_or_else(|| ws.work_dir());
         let started = Instant::now();
         let raw = supervise(
             &self.config.helper,
             self.config.limits.output,
             &policy,
-            ws.work_dir(),
+            cwd,
             timeout,
         )
         .await;
@@ -540,6 +552,20 @@ impl Runner {
     }
 }
 
+/// Where a script starts when its caller works in `caller` (absolute, canonical): there, when
+/// the grant reaches it — the directory is granted, lies inside a granted directory, or holds
+/// a granted path (`--allow-read app.log` from the folder holding it) — so that a relative
+/// argument (`app.log`) names the file the caller meant. `None` otherwise, and for `/` (an MCP
+/// server a desktop application started, whose grants all lie "in" it): the script starts in
+/// its work directory. `HOME` and `TMPDIR` stay in the work directory either way.
+pub fn start_dir(grant: &Grant, caller: &Path) -> Option<PathBuf> {
+    let reaches = |p: &PathBuf| p.starts_with(caller) || caller.starts_with(p);
+    (caller.is_absolute()
+        && caller.parent().is_some()
+        && grant.fs_read.iter().chain(&grant.fs_write).any(reaches))
+    .then(|| caller.to_path_buf())
+}
+
 fn unconfined_reason() -> String {
     if cfg!(target_os = "linux") {
         "trust: core; Landlock is not available on this kernel".into()
@@ -626,6 +652,56 @@ mod tests {
             out(0, Confinement::Unconfined("trust: core".into())).to_model_text(),
             "hi\n[ran without confinement: trust: core]"
         );
+    }
+
+    #[test]
+    fn scripts_start_where_the_grant_reaches_the_caller() {
+        let grant = |read: &[&str], write: &[&str]| Grant {
+            fs_read: read.iter().map(PathBuf::from).collect(),
+            fs_write: write.iter().map(PathBuf::from).collect(),
+            network: false,
+            timeout: Duration::from_secs(1),
+            trust: Trust::External,
+        };
+        let at = |p: &str| Some(PathBuf::from(p));
+        for (case, g, caller, want) in [
+            ("nothing granted", grant(&[], &[]), "/home/u/p", None),
+            (
+                "the directory",
+                grant(&["/home/u/p"], &[]),
+                "/home/u/p",
+                at("/home/u/p"),
+            ),
+            (
+                "a parent",
+                grant(&["/home/u"], &[]),
+                "/home/u/p",
+                at("/home/u/p"),
+            ),
+            (
+                "a file in it",
+                grant(&["/home/u/p/app.log"], &[]),
+                "/home/u/p",
+                at("/home/u/p"),
+            ),
+            (
+                "deeper",
+                grant(&[], &["/home/u/p/out/x"]),
+                "/home/u/p",
+                at("/home/u/p"),
+            ),
+            ("a sibling", grant(&["/home/u/q"], &[]), "/home/u/p", None),
+            (
+                "a name prefix",
+                grant(&["/home/u/pp"], &[]),
+                "/home/u/p",
+                None,
+            ),
+            ("the root caller", grant(&["/srv/data"], &[]), "/", None),
+            ("a relative caller", grant(&["p"], &[]), "p", None),
+        ] {
+            assert_eq!(start_dir(&g, Path::new(caller)), want, "{case}");
+        }
     }
 
     #[test]

@@ -30,9 +30,15 @@ pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// The host allow-list of interpreters: a name (`sh`, `python3`) → an absolute path. A script's
 /// `#!` line or declared interpreter is looked up by name; anything not in the map is refused.
+///
+/// It may also map file extensions to interpreter names (`py` → `python3`, `[scripts.by_extension]`
+/// in `skillcat.toml`; none by default): a file directly in `scripts/` that is not executable,
+/// or has no `#!` line, is then offered as a tool run by the interpreter its extension maps to —
+/// still only when that interpreter is in the allow-list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Interpreters {
     map: BTreeMap<String, PathBuf>,
+    by_extension: BTreeMap<String, String>,
 }
 
 impl Interpreters {
@@ -76,6 +82,29 @@ impl Interpreters {
         Ok(())
     }
 
+    /// Maps a file extension (`py`, without the dot) to an interpreter name (`python3`). The
+    /// name need not be allowed yet: a script it would run is refused until it is.
+    pub fn map_extension(&mut self, extension: &str, name: &str) -> Result<(), ScriptError> {
+        if !is_extension(extension) {
+            return Err(ScriptError::invalid(format!(
+                "bad file extension '{extension}' (letters, digits, '_' and '-', without the dot)"
+            )));
+        }
+        if name.is_empty() || name.contains('/') {
+            return Err(ScriptError::invalid(format!(
+                "bad interpreter name '{name}' for .{extension} files"
+            )));
+        }
+        self.by_extension
+            .insert(extension.to_string(), name.to_string());
+        Ok(())
+    }
+
+    /// The interpreter name an extension maps to (`py` → `python3`), if any.
+    pub fn for_extension(&self, extension: &str) -> Option<&str> {
+        self.by_extension.get(extension).map(String::as_str)
+    }
+
     /// The path of an interpreter by name (a path is looked up by its last component).
     pub fn get(&self, name: &str) -> Option<&Path> {
         let name = name.rsplit('/').next().unwrap_or(name);
@@ -90,6 +119,22 @@ impl Interpreters {
     /// Every entry, by name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Path)> {
         self.map.iter().map(|(k, v)| (k.as_str(), v.as_path()))
+    }
+}
+
+/// Whether `s` can be a file extension in `[scripts.by_extension]`: ASCII letters, digits, `_`
+/// and `-`, no dot.
+fn is_extension(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The extension of a file name (`x.tar.gz` → `gz`; none for `Makefile` or `.profile`).
+fn extension_of(file_name: &str) -> Option<&str> {
+    match file_name.rfind('.') {
+        Some(0) | None => None,
+        Some(i) => Some(&file_name[i + 1..]),
     }
 }
 
@@ -395,14 +440,21 @@ pub async fn discover(
             continue;
         }
         let script = script_name_from_file(file);
-        if !f.executable {
+        // Run by its extension's interpreter when the host maps it: the file is not executable,
+        // or (read below) has no `#!` line.
+        let mapped = extension_of(file).and_then(|e| interpreters.for_extension(e).map(|i| (e, i)));
+        if !f.executable && mapped.is_none() {
+            let how = match extension_of(file) {
+                Some(e) if is_extension(e) => format!(
+                    "mark it executable, or map .{e} to an interpreter in [scripts.by_extension], \
+                     to offer it as a tool"
+                ),
+                _ => "mark it executable to offer it as a tool".to_string(),
+            };
             skipped.push(Skipped {
                 path: f.path.clone(),
                 script,
-                error: ScriptError::invalid(format!(
-                    "{} is not executable (mark it executable to offer it as a tool)",
-                    f.path
-                )),
+                error: ScriptError::invalid(format!("{} is not executable ({how})", f.path)),
             });
             continue;
         }
@@ -417,14 +469,32 @@ pub async fn discover(
             });
             continue;
         };
-        let name = tool_name(&skill_name, &script)?;
         let text = read_text(source, skill, &f.path).await?;
+        let shebang = parse_shebang(&text);
+        let by_extension = !f.executable || shebang.is_none();
+        if by_extension && mapped.is_some() && file.starts_with('_') {
+            // `__init__.py`, `_helpers.py`: modules other scripts import, not scripts.
+            skipped.push(Skipped {
+                path: f.path.clone(),
+                script: Some(script),
+                error: ScriptError::invalid(format!(
+                    "{}: a name starting with '_' is a module, not a script (not offered through \
+                     [scripts.by_extension]; mark it executable with a #! line to offer it)",
+                    f.path
+                )),
+            });
+            continue;
+        }
+        let name = tool_name(&skill_name, &script)?;
         let description = description_from_source(&text).unwrap_or_else(|| script.clone());
-        match resolve(
-            interpreters,
-            &f.path,
-            parse_shebang(&text).map(|s| (s.name, s.args)),
-        ) {
+        // The `#!` line names the interpreter when there is one; the extension's mapping is for
+        // files without one.
+        let wanted = match (shebang, mapped) {
+            (Some(s), _) => Some((s.name, s.args)),
+            (None, Some((_, name))) => Some((name.to_string(), Vec::new())),
+            (None, None) => None,
+        };
+        match resolve(interpreters, &f.path, wanted) {
             Ok(interpreter) => tools.push(ScriptTool {
                 name,
                 script,

@@ -30,6 +30,17 @@ pub fn write_skill(root: &Path, doc: &str, files: &[(&str, &str, bool)]) {
     }
 }
 
+/// `cp -r FROM TO`: a tree copied with its files' modes (executable bits kept).
+pub fn copy_dir(from: &Path, to: &Path) {
+    let st = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cp -r {} {}", from.display(), to.display());
+}
+
 /// A raw HTTP/1.1 response with an honest Content-Length and `Connection: close`, for the
 /// hostile servers tests write by hand.
 pub fn http_response(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {

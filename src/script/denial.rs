@@ -1,0 +1,394 @@
+//! Why a failed run could not reach a file: the paths a script's output reports as
+//! `Permission denied` (or not found), set against the run's grant, so that a host can say what
+//! would let the script reach them (`skillcat run` prints a hint naming the flag or the
+//! frontmatter key).
+//!
+//! ```text
+//! cat: /home/u/p/app.log: Permission denied        → /home/u/p/app.log, NotGranted
+//! sh: 1: cannot create out.txt: Permission denied   → <start>/out.txt,   ReadOnly (cwd readable)
+//! awk: cannot open app.log (No such file or directory)
+//!                      (script started in its work directory) → <caller>/app.log, InCallerDir
+//! ```
+//!
+//! The output is a script's own text: this reads it for hints only, never to decide anything.
+
+use std::path::{Path, PathBuf};
+
+use super::policy::lexical_normalize;
+use crate::capability::Grant;
+
+/// Why the script could not reach a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Outside everything the run may read or write: a grant would reach it.
+    NotGranted,
+    /// Readable in this run but not writable (a write was refused): a write grant would reach
+    /// it.
+    ReadOnly,
+    /// Granted, yet the file's permissions keep out the unprivileged user scripts run as on a
+    /// root host (uid 65534).
+    FilePermissions,
+    /// Not found where the script looked (it started in its work directory), but it exists in
+    /// the caller's directory: the script starts there only when its grant reaches it.
+    InCallerDir,
+}
+
+/// A path a failed run's output reports, and why the script could not reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// The path as the output wrote it.
+    pub written: String,
+    /// The path, absolute and lexically clean.
+    pub path: PathBuf,
+    /// What would have let the script reach it.
+    pub reach: Reach,
+    /// What to grant: the path when it exists, else its nearest existing directory (a grant
+    /// needs a file to bind; a file the script wanted to create is reached through its
+    /// directory).
+    pub grant: PathBuf,
+}
+
+/// Where a run happened, for [`denials`].
+#[derive(Debug, Clone, Copy)]
+pub struct RunPlace<'a> {
+    /// The run's grant (its paths canonical, as [`crate::capability::intersect`] gives them).
+    pub grant: &'a Grant,
+    /// The caller's directory, when it has one ([`super::RunnerConfig::caller_dir`]).
+    pub caller: Option<&'a Path>,
+    /// Whether the script started in the caller's directory ([`super::start_dir`]); otherwise
+    /// it started in its work directory, where a relative path pointed.
+    pub started_in_caller: bool,
+    /// Paths the script could read without a grant (the system directories).
+    pub system: &'a [PathBuf],
+    /// The workspaces directory: what lies there is the script's own.
+    pub workspaces: &'a Path,
+}
+
+/// At most this many denials are reported (the first ones in the output).
+const MAX_DENIALS: usize = 5;
+
+/// The paths `output` reports as `Permission denied` outside what the run could reach, or as
+/// missing when they exist in the caller's directory, each with why (at most five, in the order
+/// of the output, each path once). A path within the script's own workspace, or one the output
+/// does not name recognisably, gives nothing.
+pub fn denials(output: &str, place: &RunPlace<'_>) -> Vec<Denial> {
+    let mut out: Vec<Denial> = Vec::new();
+    for line in output.lines() {
+        let lower = line.to_lowercase();
+        let denied = lower.contains("permission denied") || lower.contains("eacces");
+        let missing = lower.contains("no such file or directory") || lower.contains("enoent");
+        if !denied && !missing {
+            continue;
+        }
+        for written in candidates(line) {
+            let found = if denied {
+                denied_path(&written, place)
+            } else {
+                missing_path(&written, place)
+            };
+            if let Some(d) = found
+                && !out.iter().any(|o| o.path == d.path)
+            {
+                out.push(d);
+            }
+            if out.len() == MAX_DENIALS {
+                return out;
+            }
+        }
+    }
+    out
+}
+
+/// A path reported as `Permission denied`.
+fn denied_path(written: &str, place: &RunPlace<'_>) -> Option<Denial> {
+    let base = if Path::new(written).is_absolute() {
+        Path::new("/")
+    } else if place.started_in_caller {
+        place.caller?
+    } else {
+        // Relative to the work directory: the script's own.
+        return None;
+    };
+    let path = lexical_normalize(&base.join(written));
+    if !path.is_absolute() || path.starts_with(place.workspaces) || path == Path::new("/") {
+        return None;
+    }
+    let under = |roots: &[PathBuf]| roots.iter().any(|r| path.starts_with(r));
+    let grant = place.grant;
+    let reach = if under(&grant.fs_write) {
+        if !is_root_host() {
+            return None;
+        }
+        Reach::FilePermissions
+    } else if under(&grant.fs_read) || under(place.system) {
+        // Readable here: a write was refused, unless the file is there and the sandbox user
+        // cannot read it.
+        if path.exists() && is_root_host() && !world_reachable(&path) {
+            Reach::FilePermissions
+        } else {
+            Reach::ReadOnly
+        }
+    } else {
+        Reach::NotGranted
+    };
+    Some(Denial {
+        written: written.to_string(),
+        // Never suggest granting the whole file system.
+        grant: existing(&path).filter(|p| p.parent().is_some())?,
+        path,
+        reach,
+    })
+}
+
+/// A relative path reported missing that exists in the caller's directory, where the script
+/// did not start.
+fn missing_path(written: &str, place: &RunPlace<'_>) -> Option<Denial> {
+    let caller = place.caller?;
+    if place.started_in_caller || Path::new(written).is_absolute() {
+        return None;
+    }
+    let path = lexical_normalize(&caller.join(written));
+    if !path.starts_with(caller) || !path.exists() {
+        return None;
+    }
+    Some(Denial {
+        written: written.to_string(),
+        grant: path.clone(),
+        path,
+        reach: Reach::InCallerDir,
+    })
+}
+
+/// The path itself when it exists, else its nearest existing ancestor.
+fn existing(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .find(|p| std::fs::symlink_metadata(p).is_ok())
+        .map(Path::to_path_buf)
+}
+
+fn is_root_host() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    cfg!(target_os = "linux") && unsafe { libc::geteuid() } == 0
+}
+
+/// Whether "others" may read the file and search every directory above it (what uid 65534
+/// needs).
+fn world_reachable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode());
+    mode(path).is_ok_and(|m| m & 0o004 != 0)
+        && path
+            .ancestors()
+            .skip(1)
+            .all(|d| mode(d).is_ok_and(|m| m & 0o001 != 0))
+}
+
+/// The words of a line that may be paths: quoted text (`'…'`, `"…"`, `` `…' ``, `‘…’`, `“…”`),
+/// then each blank-separated word of the rest stripped of punctuation around it that names a
+/// path (holds a `/` or a `.` between other characters), skipping the program name that opens
+/// the line (`cat:`).
+fn candidates(line: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |s: &str| {
+        let s = s.trim();
+        if !s.is_empty() && !s.contains('\0') && !out.iter().any(|o| o == s) {
+            out.push(s.to_string());
+        }
+    };
+    // Quoted text first; what is left, with the quoted parts blanked, is read word by word.
+    let mut unquoted = line.to_string();
+    for (open, close) in [
+        ('`', '\''),
+        ('\'', '\''),
+        ('"', '"'),
+        ('‘', '’'),
+        ('“', '”'),
+    ] {
+        let mut from = 0;
+        while let Some(i) = unquoted[from..].find(open).map(|i| from + i) {
+            let start = i + open.len_utf8();
+            let Some(j) = unquoted[start..].find(close).map(|j| start + j) else {
+                break;
+            };
+            let quoted = unquoted[start..j].to_string();
+            if looks_like_path(&quoted) {
+                push(&quoted);
+                let end = j + close.len_utf8();
+                unquoted.replace_range(i..end, &" ".repeat(end - i));
+                from = end;
+            } else {
+                from = start;
+            }
+        }
+    }
+    // The word that opens the line is the program's name (`cat:`, `/bin/sh:`) unless nothing
+    // else on the line names a path.
+    let mut program = None;
+    for (i, word) in unquoted.split_whitespace().enumerate() {
+        if i == 0 && word.ends_with(':') {
+            program = Some(word.trim_end_matches(':'));
+            continue;
+        }
+        let word = word.trim_matches(|c: char| {
+            matches!(
+                c,
+                ':' | ',' | ';' | '(' | ')' | '[' | ']' | '\'' | '"' | '`' | '‘' | '’' | '“' | '”'
+            )
+        });
+        if looks_like_path(word) {
+            push(word);
+        }
+    }
+    if let Some(word) = program.filter(|w| looks_like_path(w))
+        && out.is_empty()
+    {
+        out.push(word.to_string());
+    }
+    out
+}
+
+/// Holds a `/`, or a `.` with something on both sides (`app.log`, not `done.`); not a URL.
+fn looks_like_path(s: &str) -> bool {
+    let s = s.trim();
+    if s.is_empty() || s.contains("://") || s.len() > 4096 {
+        return false;
+    }
+    s.contains('/')
+        || s.find('.')
+            .is_some_and(|i| i > 0 && i + 1 < s.len() && !s.ends_with('.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::capability::Trust;
+
+    #[test]
+    fn candidates_from_common_tools() {
+        for (line, want) in [
+            (
+                "cat: /etc/hostname: Permission denied",
+                vec!["/etc/hostname"],
+            ),
+            (
+                "awk: cannot open /tmp/np (Permission denied)",
+                vec!["/tmp/np"],
+            ),
+            (
+                "awk: cannot open app.log (No such file or directory)",
+                vec!["app.log"],
+            ),
+            (
+                "sh: 1: cannot create out.txt: Permission denied",
+                vec!["out.txt"],
+            ),
+            (
+                "PermissionError: [Errno 13] Permission denied: '/data/My Notes.txt'",
+                vec!["/data/My Notes.txt"],
+            ),
+            (
+                "head: cannot open '/tmp/np' for reading: Permission denied",
+                vec!["/tmp/np"],
+            ),
+            (
+                "ls: cannot open directory '/root': Permission denied",
+                vec!["/root"],
+            ),
+            (
+                "Error: EACCES: permission denied, open '/srv/x.json'",
+                vec!["/srv/x.json"],
+            ),
+            ("/bin/sh: 1: ./run: Permission denied", vec!["./run"]),
+            (
+                "sort: cannot read: /tmp/np: Permission denied",
+                vec!["/tmp/np"],
+            ),
+            ("fetch https://example.com/x: Permission denied", vec![]),
+            ("Permission denied. Done.", vec![]),
+            ("data/app.log: Permission denied", vec!["data/app.log"]),
+        ] {
+            assert_eq!(candidates(line), want, "{line}");
+        }
+    }
+
+    fn grant(read: &[&str], write: &[&str]) -> Grant {
+        Grant {
+            fs_read: read.iter().map(PathBuf::from).collect(),
+            fs_write: write.iter().map(PathBuf::from).collect(),
+            network: false,
+            timeout: Duration::from_secs(1),
+            trust: Trust::External,
+        }
+    }
+
+    #[test]
+    fn each_reported_path_against_the_grant() {
+        let dir = tempfile::tempdir().unwrap();
+        let caller = dir.path();
+        std::fs::write(caller.join("app.log"), "x").unwrap();
+        std::fs::write(caller.join("orders.csv"), "x").unwrap();
+        std::fs::create_dir(caller.join("granted")).unwrap();
+        let ws = caller.join("ws");
+        let system = [PathBuf::from("/usr")];
+        let g = grant(&[caller.join("granted").to_str().unwrap()], &[]);
+        let place = |started_in_caller| RunPlace {
+            grant: &g,
+            caller: Some(caller),
+            started_in_caller,
+            system: &system,
+            workspaces: &ws,
+        };
+        let c = caller.display();
+        let output = format!(
+            "cat: {c}/app.log: Permission denied\n\
+             sh: 1: cannot create granted/new.txt: Permission denied\n\
+             awk: cannot open orders.csv (No such file or directory)\n\
+             awk: cannot open missing.csv (No such file or directory)\n\
+             cat: {c}/ws/ws-1/work/x: Permission denied\n\
+             cp: cannot create regular file '/usr/lib/x': Permission denied\n\
+             grep: {c}/app.log: Permission denied\n\
+             cat: /no/such/dir/f: Permission denied\n"
+        );
+        let got: Vec<(String, Reach, PathBuf)> = denials(&output, &place(true))
+            .into_iter()
+            .map(|d| (d.written, d.reach, d.grant))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    format!("{c}/app.log"),
+                    Reach::NotGranted,
+                    caller.join("app.log")
+                ),
+                (
+                    "granted/new.txt".into(),
+                    Reach::ReadOnly,
+                    caller.join("granted")
+                ),
+                (
+                    "/usr/lib/x".into(),
+                    Reach::ReadOnly,
+                    PathBuf::from("/usr/lib")
+                ),
+            ]
+        );
+        // Started in the work directory: relative denials are the script's own; a missing
+        // relative file that is in the caller's directory is reported.
+        let got: Vec<(String, Reach)> = denials(&output, &place(false))
+            .into_iter()
+            .map(|d| (d.written, d.reach))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (format!("{c}/app.log"), Reach::NotGranted),
+                ("orders.csv".to_string(), Reach::InCallerDir),
+                ("/usr/lib/x".to_string(), Reach::ReadOnly),
+            ]
+        );
+        assert!(denials("all fine\n", &place(true)).is_empty());
+    }
+}
