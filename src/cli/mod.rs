@@ -14,6 +14,7 @@ macro_rules! err {
     }};
 }
 
+mod keyring;
 mod matching;
 mod mcp;
 mod project;
@@ -161,16 +162,22 @@ enum Command {
         /// Rendering.
         #[arg(long, value_enum, default_value_t)]
         format: PromptFormatArg,
-        /// Maximum characters of the block; over it, descriptions are shortened fairly, then
-        /// skills omitted, and a report goes to stderr.
+        /// Maximum characters of the block; over it, descriptions are shortened (never below
+        /// 100 characters, cut at a word), then the lowest-precedence skills omitted, and a
+        /// summary goes to stderr.
         #[arg(long, value_name = "CHARS")]
         budget: Option<usize>,
+        /// Report every shortened description and omitted skill, not only the summary.
+        #[arg(long)]
+        verbose: bool,
     },
     /// List each skill of a source: name, description, location, digest. Faults are reported.
     #[command(after_help = "Example: skillcat list fixtures/skills --format json")]
     List {
         /// Any source (none: the configured catalog, shadowed names reported).
         source: Option<String>,
+        /// Only this skill (`NAME@VERSION`: that version, in a registry).
+        name: Option<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -180,7 +187,7 @@ enum Command {
     Show {
         /// Any source.
         source: String,
-        /// The skill's name (`-` and `_` alike).
+        /// The skill's name (`-` and `_` alike; `NAME@VERSION`: that version, in a registry).
         name: String,
     },
     /// Print one file of a skill (tier 3); paths that climb out of the skill are refused.
@@ -190,9 +197,10 @@ enum Command {
     Read {
         /// Any source.
         source: String,
-        /// The skill's name.
+        /// The skill's name (`NAME@VERSION`: that version, in a registry).
         name: String,
-        /// A path relative to the skill.
+        /// A path relative to the skill (`./` and an inner `..` that stays inside are
+        /// normalised).
         path: String,
     },
     /// Print the skill digest of each skill (`sha256:<hex>  <name>`), or its manifest as JSON.
@@ -200,7 +208,7 @@ enum Command {
     Digest {
         /// Any source.
         source: String,
-        /// Only this skill.
+        /// Only this skill (`NAME@VERSION`: that version, in a registry).
         name: Option<String>,
         /// Output format (json prints each manifest).
         #[arg(long, value_enum, default_value_t)]
@@ -241,7 +249,7 @@ enum Command {
     Sign {
         /// Any source.
         source: String,
-        /// The skill to sign.
+        /// The skill to sign (`NAME@VERSION`: that version, in a registry).
         name: String,
         /// The minisign secret key.
         #[arg(long, value_name = "KEY")]
@@ -253,16 +261,24 @@ enum Command {
         /// Also write the signed statement here (for `minisign -V -m FILE`).
         #[arg(long, value_name = "FILE")]
         statement: Option<std::path::PathBuf>,
+        /// Sign a skill that fails validation (its faults are printed).
+        #[arg(long)]
+        force: bool,
     },
-    /// Verify each skill's signature against a keyring; exit 1 on any failure, saying why.
+    /// Verify each skill's signature against a keyring, wherever the source keeps it (beside an
+    /// archive, in a registry, in a served index or its cache); exit 1 on any failure, saying why.
     #[command(after_help = "Example: skillcat verify pdf-forms.tar.gz --keyring keyring.toml")]
     Verify {
         /// Any source.
         source: String,
-        /// The keyring (TOML) of trusted keys and their scopes.
+        /// Only this skill (`NAME@VERSION`: that version, in a registry).
+        name: Option<String>,
+        /// The keyring (TOML) of trusted keys and their scopes [default: `keyring` of
+        /// skillcat.toml, else ~/.config/skillcat/keyring.toml, as `trust add` writes it].
         #[arg(long, value_name = "FILE")]
-        keyring: std::path::PathBuf,
-        /// The signature file, when the source holds one skill (default: SOURCE.minisig).
+        keyring: Option<std::path::PathBuf>,
+        /// The signature file, when the source holds one skill (default: what the source keeps,
+        /// then SOURCE.minisig).
         #[arg(long, value_name = "FILE")]
         sig: Option<std::path::PathBuf>,
         /// Output format.
@@ -322,7 +338,7 @@ enum Command {
         /// The directory to write into (created when missing; its parent must exist).
         dir: std::path::PathBuf,
     },
-    /// Trust a project's own skillcat.toml (until then it may only narrow your configuration).
+    /// Trust signing keys (add, list, revoke), or a project's own skillcat.toml.
     #[command(after_help = "Example: skillcat trust project .")]
     Trust {
         #[command(subcommand)]
@@ -355,8 +371,13 @@ pub async fn run(cli: Cli) -> u8 {
             paths,
             format,
             budget,
-        } => read::prompt(&paths, format, budget).await,
-        Command::List { source, format } => read::list(source.as_deref(), format).await,
+            verbose,
+        } => read::prompt(&paths, format, budget, verbose).await,
+        Command::List {
+            source,
+            name,
+            format,
+        } => read::list(source.as_deref(), name.as_deref(), format).await,
         Command::Show { source, name } => read::show(&source, &name).await,
         Command::Read { source, name, path } => read::read(&source, &name, &path).await,
         Command::Digest {
@@ -381,14 +402,16 @@ pub async fn run(cli: Cli) -> u8 {
             key,
             output,
             statement,
+            force,
         } => {
-            trust::sign_cmd(
-                &source,
-                &name,
-                &key,
-                output.as_deref(),
-                statement.as_deref(),
-            )
+            trust::sign_cmd(trust::SignArgs {
+                source: &source,
+                name: &name,
+                key: &key,
+                output: output.as_deref(),
+                statement: statement.as_deref(),
+                force,
+            })
             .await
         }
         Command::Registry { cmd } => registry::run(cmd).await,
@@ -405,9 +428,19 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Trust { cmd } => project::run(cmd),
         Command::Verify {
             source,
+            name,
             keyring,
             sig,
             format,
-        } => trust::verify(&source, &keyring, sig.as_deref(), format).await,
+        } => {
+            trust::verify(
+                &source,
+                name.as_deref(),
+                keyring.as_deref(),
+                sig.as_deref(),
+                format,
+            )
+            .await
+        }
     }
 }

@@ -99,7 +99,9 @@ pub(super) fn is_config_error(e: &ScriptError) -> bool {
 /// A run of a session over the named source with the skill NAME active. Errors are printed.
 async fn activate(a_source: &str, name: &str) -> Result<Run, u8> {
     // Read once: the discovery that finds the skill (or says why not) seeds the catalog.
-    let opened = super::read::open_and_discover(a_source).await?;
+    // `NAME@VERSION` reads that version alone.
+    let (opened, name) =
+        super::read::open_for(a_source, name, skillcat::source::Detail::Files).await?;
     super::read::find_in(&opened.shown, &opened.found, name)?;
     let (config, env) = configuration()?;
     let catalog = Catalog::with_options(
