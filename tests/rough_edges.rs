@@ -94,36 +94,22 @@ fn sign_refuses_an_invalid_skill_unless_forced() {
     run(t, &["pack", "wrong-dir", "-o", "w.tar.gz"])
         .code(1)
         .says(&["Refusing to pack"]);
-    let o = run(
-        t,
-        &[
-            "sign",
-            "wrong-dir",
-            "other-name",
-            "--key",
-            "k.key",
-            "--force",
-        ],
-    );
+    let forced = [
+        "sign",
+        "wrong-dir",
+        "other-name",
+        "--key",
+        "k.key",
+        "--force",
+    ];
+    let o = run(t, &forced);
     o.code(0);
     o.says(&["Signing anyway (--force)", "[name-mismatch]"]);
     assert!(t.join("wrong-dir.minisig").is_file());
     // A missing output directory is named before the key is used.
-    run(
-        t,
-        &[
-            "sign",
-            "wrong-dir",
-            "other-name",
-            "--key",
-            "k.key",
-            "--force",
-            "-o",
-            "no/dir/x.minisig",
-        ],
-    )
-    .code(2)
-    .says(&["the directory no/dir does not exist"]);
+    run(t, &[&forced[..], &["-o", "no/dir/x.minisig"]].concat())
+        .code(2)
+        .says(&["the directory no/dir does not exist"]);
 }
 
 #[test]

@@ -24,6 +24,19 @@ fn run(dir: &Path, args: &[&str]) -> Out {
     Skillcat::new(args).cwd(dir).env("HOME", dir).run()
 }
 
+/// `keygen -o BASE --unencrypted` in `t`.
+fn keygen(t: &Path, base: &str) {
+    run(t, &["keygen", "-o", base, "--unencrypted"]).code(0);
+}
+
+/// The fixture `pdf-forms` packed into `out` in `t`, signed with `key` when one is given.
+fn pack_pdf(t: &Path, out: &str, key: Option<&str>) {
+    let pdf = manifest_dir().join("fixtures/skills/pdf-forms");
+    let mut args = vec!["pack", s(&pdf), "-o", out];
+    args.extend(key.map(|k| ["--sign", k]).iter().flatten());
+    run(t, &args).code(0);
+}
+
 /// A key pair, the fixture `pdf-forms` packed and signed with it, a keyring trusting it for
 /// `pdf-*` (made with `trust add`), and a registry the signed archive is published into.
 struct Chain {
@@ -34,13 +47,8 @@ impl Chain {
     fn new() -> Chain {
         let tmp = tempfile::tempdir().unwrap();
         let t = tmp.path();
-        let pdf = manifest_dir().join("fixtures/skills/pdf-forms");
-        run(t, &["keygen", "-o", "me", "--unencrypted"]).code(0);
-        run(
-            t,
-            &["pack", s(&pdf), "-o", "pdf.tar.gz", "--sign", "me.key"],
-        )
-        .code(0);
+        keygen(t, "me");
+        pack_pdf(t, "pdf.tar.gz", Some("me.key"));
         run(
             t,
             &[
@@ -354,8 +362,7 @@ fn every_store_gives_verify_the_signature_it_keeps_and_says_where_it_looked() {
         .says(&["no skill named 'nope'"]);
 
     // An archive with no signature beside it: where verify looked.
-    let pdf = manifest_dir().join("fixtures/skills/pdf-forms");
-    run(t, &["pack", s(&pdf), "-o", "bare.zip"]).code(0);
+    pack_pdf(t, "bare.zip", None);
     chain.verify("bare.zip").code(1).says(&[
         "Verification failed for pdf-forms: no signature",
         "no bare.zip.minisig beside it",
@@ -373,8 +380,8 @@ fn every_store_gives_verify_the_signature_it_keeps_and_says_where_it_looked() {
 fn trust_add_list_revoke_make_and_keep_the_keyring() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    run(t, &["keygen", "-o", "a", "--unencrypted"]).code(0);
-    run(t, &["keygen", "-o", "b", "--unencrypted"]).code(0);
+    keygen(t, "a");
+    keygen(t, "b");
     let id_of = |pubfile: &str| {
         let text = std::fs::read_to_string(t.join(pubfile)).unwrap();
         text.lines()
@@ -424,8 +431,7 @@ fn trust_add_list_revoke_make_and_keep_the_keyring() {
     assert_eq!(keys[1]["revoked"], false);
 
     // The keyring verifies what the key signed, with no --keyring named.
-    let pdf = manifest_dir().join("fixtures/skills/pdf-forms");
-    run(t, &["pack", s(&pdf), "-o", "p.tar.gz", "--sign", "a.key"]).code(0);
+    pack_pdf(t, "p.tar.gz", Some("a.key"));
     run(t, &["verify", "p.tar.gz"]).code(0);
 
     // Revoked: verification now fails, saying so; the listing shows it.
@@ -492,9 +498,8 @@ fn trust_add_list_revoke_make_and_keep_the_keyring() {
 fn a_public_key_given_as_keyring_says_what_a_keyring_is() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    run(t, &["keygen", "-o", "me", "--unencrypted"]).code(0);
-    let pdf = manifest_dir().join("fixtures/skills/pdf-forms");
-    run(t, &["pack", s(&pdf), "-o", "p.tar.gz", "--sign", "me.key"]).code(0);
+    keygen(t, "me");
+    pack_pdf(t, "p.tar.gz", Some("me.key"));
     let o = run(t, &["verify", "p.tar.gz", "--keyring", "me.pub"]);
     o.code(2);
     o.says(&[

@@ -3,15 +3,59 @@
 /// `println!` without the panic: a closed stdout (`skillcat list | head -1`) is not a crash.
 macro_rules! out {
     ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        let _ = writeln!($crate::cli::Stream::Out, $($arg)*);
     }};
 }
 
 /// `eprintln!` without the panic.
 macro_rules! err {
     ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        let _ = writeln!($crate::cli::Stream::Err, $($arg)*);
     }};
+}
+
+/// Where `out!` and `err!` write: stdout or stderr, each line whole under the stream's lock.
+/// In the command line's own unit tests the lines go through the test harness instead
+/// (`print!`), which keeps a passing test's expected errors out of the test log.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Stream {
+    /// Standard output.
+    Out,
+    /// Standard error.
+    Err,
+}
+
+impl std::io::Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.write_all(buf).map(|()| buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        if cfg!(test) {
+            let text = String::from_utf8_lossy(buf);
+            match self {
+                Stream::Out => print!("{text}"),
+                Stream::Err => eprint!("{text}"),
+            }
+            return Ok(());
+        }
+        match self {
+            Stream::Out => std::io::stdout().lock().write_all(buf),
+            Stream::Err => std::io::stderr().lock().write_all(buf),
+        }
+    }
+
+    /// The whole line formatted first, then written at once.
+    fn write_fmt(&mut self, args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+        self.write_all(args.to_string().as_bytes())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Out => std::io::stdout().flush(),
+            Stream::Err => std::io::stderr().flush(),
+        }
+    }
 }
 
 mod keyring;

@@ -167,6 +167,18 @@ pub(super) fn split_version(wanted: &str) -> (&str, Option<&str>) {
     }
 }
 
+/// [`open_for`] when a skill is named, else the whole source ([`open_and_discover_with`]).
+pub(super) async fn open_maybe_for<'a>(
+    arg: &str,
+    wanted: Option<&'a str>,
+    detail: Detail,
+) -> Result<(Opened, Option<&'a str>), u8> {
+    match wanted {
+        Some(w) => open_for(arg, w, detail).await.map(|(o, n)| (o, Some(n))),
+        None => open_and_discover_with(arg, detail).await.map(|o| (o, None)),
+    }
+}
+
 /// Opens what `arg` names for the skill `wanted` (`NAME` or `NAME@VERSION`): with a version,
 /// only that version is read, from a source that keeps versions (else a usage error saying
 /// so); without, the whole source as [`open_and_discover_with`] reads it. Returns the opened
@@ -702,12 +714,7 @@ pub async fn list(arg: Option<&str>, wanted: Option<&str>, format: Format) -> u8
     let Some(arg) = arg else {
         return list_configured(format).await;
     };
-    let opened = match wanted {
-        Some(w) => open_for(arg, w, Detail::Files)
-            .await
-            .map(|(o, n)| (o, Some(n))),
-        None => open_and_discover(arg).await.map(|o| (o, None)),
-    };
+    let opened = open_maybe_for(arg, wanted, Detail::Files).await;
     let (
         Opened {
             shown: shown_arg,

@@ -11,7 +11,7 @@ use skillcat::path::{base_name, join_path};
 use skillcat::sign::{self, Keyring, SignError, Statement};
 use skillcat::source::{self, Detail, DirOptions, DirSource, RootRecord, Source, SourceExt};
 
-use super::read::{Opened, open_and_discover, open_for, print_fault};
+use super::read::{Opened, open_maybe_for, print_fault};
 use super::{FAULTS, Format, OK, USAGE};
 
 /// The environment variable a secret key's password may come from (for scripts and CI).
@@ -43,12 +43,7 @@ fn at_version(m: &Manifest) -> String {
 
 /// `skillcat digest SOURCE [NAME]`
 pub async fn digest(arg: &str, wanted: Option<&str>, format: Format) -> u8 {
-    let opened = match wanted {
-        Some(w) => open_for(arg, w, Detail::Files)
-            .await
-            .map(|(o, n)| (o, Some(n))),
-        None => open_and_discover(arg).await.map(|o| (o, None)),
-    };
+    let opened = open_maybe_for(arg, wanted, Detail::Files).await;
     let (Opened { src, found, .. }, name) = match opened {
         Ok(o) => o,
         Err(code) => return code,
@@ -681,12 +676,7 @@ pub async fn verify(
             return USAGE;
         }
     };
-    let opened = match wanted {
-        Some(w) => open_for(arg, w, Detail::Files)
-            .await
-            .map(|(o, n)| (o, Some(n))),
-        None => open_and_discover(arg).await.map(|o| (o, None)),
-    };
+    let opened = open_maybe_for(arg, wanted, Detail::Files).await;
     let (Opened { src, found, .. }, name) = match opened {
         Ok(o) => o,
         Err(code) => return code,

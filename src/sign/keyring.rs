@@ -220,16 +220,18 @@ impl Keyring {
     /// made by a revoked key, not an unknown one). Returns whether anything changed (`false`
     /// when it was already revoked); a key not in the keyring is [`SignError::UnknownKey`].
     pub fn revoke(&mut self, key_id: &str) -> Result<bool, SignError> {
-        let Some(entry) = self
-            .keys
+        let entry = self.entry_mut(key_id)?;
+        Ok(!std::mem::replace(&mut entry.revoked, true))
+    }
+
+    /// The entry for a key id (ASCII case ignored), or [`SignError::UnknownKey`].
+    fn entry_mut(&mut self, key_id: &str) -> Result<&mut KeyEntry, SignError> {
+        self.keys
             .iter_mut()
             .find(|k| k.id.eq_ignore_ascii_case(key_id))
-        else {
-            return Err(SignError::UnknownKey {
+            .ok_or_else(|| SignError::UnknownKey {
                 key_id: key_id.to_ascii_uppercase(),
-            });
-        };
-        Ok(!std::mem::replace(&mut entry.revoked, true))
+            })
     }
 
     /// Adds `scopes` the key `key_id` lacks (each checked as a pattern). Returns those added;
@@ -238,15 +240,7 @@ impl Keyring {
         for scope in scopes {
             check_scope(scope)?;
         }
-        let Some(entry) = self
-            .keys
-            .iter_mut()
-            .find(|k| k.id.eq_ignore_ascii_case(key_id))
-        else {
-            return Err(SignError::UnknownKey {
-                key_id: key_id.to_ascii_uppercase(),
-            });
-        };
+        let entry = self.entry_mut(key_id)?;
         let mut added = Vec::new();
         for scope in scopes {
             if !entry.scopes.contains(scope) && !added.contains(scope) {
