@@ -612,7 +612,7 @@ impl DescCost {
             }
         }
         let stored = prefix.len() - 1;
-        let words = (floor + 1..chars).any(|j| is_end(j));
+        let words = (floor + 1..chars).any(&is_end);
         let ends = (floor + 1..=stored.min(chars.saturating_sub(1)))
             .filter(|&j| !words || is_end(j))
             .collect();
@@ -641,7 +641,8 @@ impl DescCost {
         if self.full <= cap || self.floor >= self.chars {
             return Cut::Whole;
         }
-        let fits = self.ends.partition_point(|&j| self.prefix[j] + 1 <= cap);
+        // With the mark (one character) within the cap.
+        let fits = self.ends.partition_point(|&j| self.prefix[j] < cap);
         match fits {
             0 => Cut::Keep { chars: self.floor },
             n => Cut::Keep {
