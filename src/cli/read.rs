@@ -673,10 +673,10 @@ pub(super) fn say_where_looked(
             let user = skillcat::config::Environment::current()
                 .ok()
                 .and_then(|env| skillcat::config::Config::user_file(&env))
-                .map(|f| format!(", {}", f.display()))
+                .map(|f| format!(" or {}", f.display()))
                 .unwrap_or_default();
             format!(
-                "the default places (no configuration: no --config, ./{}{user})",
+                "the default places (no --config, and no configuration at ./{}{user})",
                 skillcat::config::FILE_NAME
             )
         }
@@ -686,8 +686,8 @@ pub(super) fn say_where_looked(
         err!("No skills: {from} name no source.");
     } else {
         err!(
-            "No skills found in {from}: {}. Name a SOURCE, or list sources in skillcat.toml \
-             (docs/config.md).",
+            "No skills found in {from}: {}. Name a SOURCE, or list [[sources]] in \
+             skillcat.toml.",
             places.join(", ")
         );
     }
