@@ -902,6 +902,14 @@ mod tests {
         vec![w; n].join(" ")
     }
 
+    /// Characters of the XML block of skill `a` at `/a` with an empty description.
+    fn bare_len() -> usize {
+        render(&[skill("a", "", "/a")], &PromptOptions::default())
+            .text
+            .chars()
+            .count()
+    }
+
     /// The description between the tags of the first skill of an XML block.
     fn first_description(text: &str) -> &str {
         text.split("<description>\n")
@@ -954,10 +962,7 @@ mod tests {
         // 130 characters: cut at the floor it keeps 104 (to the end of a word) and the mark.
         let desc = words("word", 26);
         let skills = [skill("a", &desc, "/a")];
-        let bare = render(&[skill("a", "", "/a")], &PromptOptions::default())
-            .text
-            .chars()
-            .count();
+        let bare = bare_len();
         let at_floor = render(&skills, &opts(PromptFormat::Xml, Some(bare + 105)));
         assert_eq!(
             first_description(&at_floor.text),
@@ -980,10 +985,7 @@ mod tests {
     fn text_without_spaces_is_cut_between_characters() {
         let url = format!("https://example.com/{}", "x".repeat(300));
         let skills = [skill("a", &url, "/a")];
-        let bare = render(&[skill("a", "", "/a")], &PromptOptions::default())
-            .text
-            .chars()
-            .count();
+        let bare = bare_len();
         let out = render(&skills, &opts(PromptFormat::Xml, Some(bare + 151)));
         assert_eq!(out.report.shortened[0].kept_chars, 150);
         assert_eq!(out.text.chars().count(), bare + 151);
@@ -1040,10 +1042,7 @@ mod tests {
     fn budget_never_cuts_inside_an_entity() {
         let desc = words("&", 150);
         let skills = [skill("a", &desc, "/a")];
-        let bare = render(&[skill("a", "", "/a")], &PromptOptions::default())
-            .text
-            .chars()
-            .count();
+        let bare = bare_len();
         for room in (0..=700).step_by(7) {
             let out = render(&skills, &opts(PromptFormat::Xml, Some(bare + room)));
             assert!(out.text.chars().count() <= bare + room);
@@ -1060,10 +1059,7 @@ mod tests {
     fn report_counts_source_characters() {
         let d = format!("{} héllo wörld 😀 & more words here", words("ünï", 30));
         let skills = [skill("a", &d, "/a")];
-        let bare = render(&[skill("a", "", "/a")], &PromptOptions::default())
-            .text
-            .chars()
-            .count();
+        let bare = bare_len();
         let out = render(&skills, &opts(PromptFormat::Xml, Some(bare + 125)));
         let s = &out.report.shortened[0];
         assert_eq!(s.original_chars, d.chars().count());

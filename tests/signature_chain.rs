@@ -376,12 +376,19 @@ fn every_store_gives_verify_the_signature_it_keeps_and_says_where_it_looked() {
         .says(&["Verification failed for pdf-forms: no signature"]);
 }
 
+/// A temporary directory holding the unencrypted key pairs `BASE.key`/`BASE.pub` of `bases`.
+fn with_keys(bases: &[&str]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for base in bases {
+        keygen(tmp.path(), base);
+    }
+    tmp
+}
+
 #[test]
 fn trust_add_list_revoke_make_and_keep_the_keyring() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = with_keys(&["a", "b"]);
     let t = tmp.path();
-    keygen(t, "a");
-    keygen(t, "b");
     let id_of = |pubfile: &str| {
         let text = std::fs::read_to_string(t.join(pubfile)).unwrap();
         text.lines()
@@ -464,41 +471,29 @@ fn trust_add_list_revoke_make_and_keep_the_keyring() {
     assert_eq!(std::fs::read(&default).unwrap(), before);
 
     // --keyring FILE: a keyring of its own; its parent must exist.
-    run(
-        t,
-        &[
-            "trust",
-            "add",
-            "b.pub",
-            "--scope",
-            "*",
-            "--keyring",
-            "own.toml",
-        ],
-    )
-    .code(0);
+    let add_b = |keyring: &str| {
+        run(
+            t,
+            &[
+                "trust",
+                "add",
+                "b.pub",
+                "--scope",
+                "*",
+                "--keyring",
+                keyring,
+            ],
+        )
+    };
+    add_b("own.toml").code(0);
     assert!(t.join("own.toml").is_file());
-    run(
-        t,
-        &[
-            "trust",
-            "add",
-            "b.pub",
-            "--scope",
-            "*",
-            "--keyring",
-            "no/dir/k.toml",
-        ],
-    )
-    .code(2)
-    .says(&["does not exist"]);
+    add_b("no/dir/k.toml").code(2).says(&["does not exist"]);
 }
 
 #[test]
 fn a_public_key_given_as_keyring_says_what_a_keyring_is() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = with_keys(&["me"]);
     let t = tmp.path();
-    keygen(t, "me");
     pack_pdf(t, "p.tar.gz", Some("me.key"));
     let o = run(t, &["verify", "p.tar.gz", "--keyring", "me.pub"]);
     o.code(2);
