@@ -364,7 +364,7 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Every skill, in precedence order (sources in order, then each source's list order).
+    /// Every skill, in precedence order (sources in order, then each source's skills by name).
     pub fn entries(&self) -> &[Entry] {
         &self.entries
     }
@@ -626,7 +626,7 @@ async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
             return out;
         }
     };
-    // The source's warnings first, then diagnostics in its root order; skills kept in list order.
+    // The source's warnings first, then diagnostics in its root order; skills by name (below).
     for w in found.warnings {
         out.diagnostics.push(Diagnostic {
             source: src.name.clone(),
@@ -665,6 +665,10 @@ async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
     }
     diags.sort_by(|a, b| a.root.as_bytes().cmp(b.root.as_bytes()));
     out.diagnostics.extend(diags);
+    // A source's skills by name (ties keep the list order): precedence, then name, is the
+    // order of the catalog and of its prompt block, which a budget cuts from the end.
+    out.skills
+        .sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     out.source = Some(handle);
     out
 }

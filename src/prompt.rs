@@ -58,32 +58,41 @@
 //! [`PromptOptions::budget`] is the most characters (Unicode scalar values, what
 //! `str::chars().count()` counts) the whole text may have, measured on the rendered text:
 //! an `&` costs the five characters of `&amp;` in XML, a line break the two of `\n` in JSON.
-//! Over budget, descriptions are shortened first and skills omitted only when even empty
-//! descriptions do not fit. It is computed the other way round:
+//! A block that fits is left exactly as it is. Over budget:
 //!
-//! 1. **Which skills.** Keep the longest prefix of the list whose block, with every description
-//!    empty, fits; the rest are omitted, from the end (the lowest precedence). Order is kept.
-//! 2. **Shorten descriptions fairly.** What the budget leaves after the fixed parts (tags, names,
-//!    locations) goes to the descriptions as if handed out one character at a time round-robin,
-//!    as Codex does: short descriptions are kept whole and long ones give up characters. It is
-//!    computed, not simulated: find the largest cap `c` such that every description cut to at
-//!    most `c` rendered characters fits (binary search; the total is monotone in `c`), then hand
-//!    the remainder out as `c + 1` to the cut descriptions in list order, stopping at the first
-//!    one it does not cover (ties go to the higher precedence). A cut description ends with `…`
-//!    (one character, counted in its cap); it is cut between characters of the source text, so
-//!    never inside an XML entity or a JSON escape (it may split a grapheme cluster); with a cap
-//!    of 0 it becomes empty, without the mark. Cost: `O(log L)` evaluations of the total (`L` the
-//!    longest description), each one binary search per skill in its description's prefix costs.
+//! 1. **A description says something or nothing is shown.** A description is shown whole, or
+//!    shortened to at least [`DESCRIPTION_FLOOR`] (100) characters, cut at the end of a word
+//!    (the word in progress at the floor is finished when it ends within 24 more characters;
+//!    text with no whitespace past the floor, such as a long URL, is cut between characters)
+//!    and marked `…`. It is never cut to a few letters: a description of at most 100
+//!    characters is never cut at all.
+//! 2. **Which skills.** Skills are kept in the order given — highest precedence first (the
+//!    command line and a catalog give sources in precedence order and each source's skills by
+//!    name) — as long as they fit with every description at its floor; the rest are omitted,
+//!    the lowest in precedence (then the last by name) first. They are not listed by name
+//!    alone: in every format a skill's entry carries its location and tags (about 90
+//!    characters in XML before the name and path), about what the floor of its description
+//!    costs, and a name without a description seldom tells a model when to use the skill; so
+//!    the room goes to fewer skills that each say what they are for.
+//! 3. **Shorten fairly.** What the budget leaves after the skills at their floors goes to the
+//!    descriptions as if handed out one character at a time round-robin (as Codex does):
+//!    short descriptions are kept whole and long ones give up characters. It is computed, not
+//!    simulated: the largest cap `c` such that every description cut to at most `c` rendered
+//!    characters (at a word, never below its floor) fits (binary search; the total is
+//!    monotone in `c`). The `…` counts in the cap; a cut is between characters of the source
+//!    text, so never inside an XML entity or a JSON escape.
 //!
 //! Guarantees: the text never exceeds the budget; a budget the whole block fits in changes
-//! nothing; a larger budget never includes fewer skills or gives a shorter text, and while the
-//! same skills are included it never keeps fewer characters of any description. A budget
-//! smaller than even the empty block (38 characters in XML) holds no block: the text is then
-//! empty and every skill is reported omitted.
+//! nothing; a larger budget never includes fewer skills, and while the same skills are
+//! included it never keeps fewer characters of any description; a shortened description keeps
+//! at least [`DESCRIPTION_FLOOR`] characters. A budget smaller than even the empty block (38
+//! characters in XML) holds no block: the text is then empty and every skill is reported
+//! omitted.
 //!
 //! The [`BudgetReport`] names every shortened description (characters of the description as
-//! given, before escaping, without the `…`) and every omitted skill; its [`Display`](fmt::Display)
-//! gives one line per item, ready for a warning.
+//! given, before escaping, without the `…`) and every omitted skill. Its
+//! [`Display`](fmt::Display) is a summary of at most two lines, whatever the number of skills;
+//! [`BudgetReport::details`] gives one line per item.
 //!
 //! ```
 //! use skillcat::prompt::{render, PromptOptions, PromptSkill};
@@ -92,11 +101,14 @@
 //!     PromptSkill { name: "a", description: "Short.", location: "/s/a/SKILL.md" },
 //!     PromptSkill { name: "b", description: &"long ".repeat(40), location: "/s/b/SKILL.md" },
 //! ];
-//! let opts = PromptOptions { budget: Some(300), ..PromptOptions::default() };
+//! let opts = PromptOptions { budget: Some(400), ..PromptOptions::default() };
 //! let out = render(&skills, &opts);
-//! assert!(out.text.chars().count() <= 300);
+//! assert!(out.text.chars().count() <= 400);
 //! assert!(out.text.contains("\nShort.\n"));
-//! assert_eq!(out.report.shortened[0].name, "b");
+//! let cut = &out.report.shortened[0];
+//! assert_eq!(cut.name, "b");
+//! assert!(cut.kept_chars >= skillcat::prompt::DESCRIPTION_FLOOR && cut.kept_chars < 200);
+//! assert!(out.text.contains("long long…"));
 //! assert!(out.report.omitted.is_empty());
 //! ```
 
@@ -188,7 +200,28 @@ impl BudgetReport {
     }
 }
 
-/// One line per shortened description, then one per omitted skill; nothing when clean.
+impl BudgetReport {
+    /// One line per shortened description, then one per omitted skill (nothing when clean):
+    /// the full account behind the [summary](fmt::Display).
+    pub fn details(&self) -> String {
+        let within = self.budget_phrase();
+        let shortened = self.shortened.iter().map(|s| {
+            format!(
+                "description of skill `{}` shortened from {} to {} characters to fit {within}",
+                s.name, s.original_chars, s.kept_chars
+            )
+        });
+        let omitted = self
+            .omitted
+            .iter()
+            .map(|name| format!("skill `{name}` omitted: it does not fit {within}"));
+        shortened.chain(omitted).collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// A summary of at most two lines, whatever the number of skills: how many skills were omitted
+/// (the first and last of them named) and how many descriptions shortened (the least and most
+/// kept); nothing when clean. [`details`](BudgetReport::details) lists every one.
 impl fmt::Display for BudgetReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let within = self.budget_phrase();
@@ -199,19 +232,40 @@ impl fmt::Display for BudgetReport {
             }
             f.write_fmt(args)
         };
-        for s in &self.shortened {
+        match self.omitted.as_slice() {
+            [] => {}
+            [one] => line(
+                f,
+                format_args!(
+                    "1 of {} skills omitted to fit {within}: `{one}` (the lowest in precedence)",
+                    self.total
+                ),
+            )?,
+            [head, .., tail] => line(
+                f,
+                format_args!(
+                    "{} of {} skills omitted to fit {within}, the lowest in precedence first: \
+                     `{head}` … `{tail}`",
+                    self.omitted.len(),
+                    self.total
+                ),
+            )?,
+        }
+        let kept = self.shortened.iter().map(|s| s.kept_chars);
+        if let (Some(least), Some(most)) = (kept.clone().min(), kept.max()) {
+            let range = if least == most {
+                format!("{least}")
+            } else {
+                format!("{least}–{most}")
+            };
             line(
                 f,
                 format_args!(
-                    "description of skill `{}` shortened from {} to {} characters to fit {within}",
-                    s.name, s.original_chars, s.kept_chars
+                    "{} of {} descriptions shown shortened to {range} characters (cut at a word) \
+                     to fit {within}",
+                    self.shortened.len(),
+                    self.included
                 ),
-            )?;
-        }
-        for name in &self.omitted {
-            line(
-                f,
-                format_args!("skill `{name}` omitted: it does not fit {within}"),
             )?;
         }
         Ok(())
@@ -233,7 +287,7 @@ pub fn escape_xml(s: &str) -> String {
 
 /// Renders the block for `skills` (highest precedence first) as `opts` says.
 ///
-/// See the [module docs](self) for the formats and the budget algorithm.
+/// See the [module docs](self) for the formats and the budget policy.
 pub fn render(skills: &[PromptSkill<'_>], opts: &PromptOptions) -> Rendered {
     let format = opts.format;
     let mut report = BudgetReport {
@@ -256,26 +310,33 @@ pub fn render(skills: &[PromptSkill<'_>], opts: &PromptOptions) -> Rendered {
         return Rendered { text: full, report };
     }
 
-    // Step 1: how many skills fit with every description empty.
+    // Step 1: the longest prefix of the list that fits with every description at its floor
+    // (whole when short, else cut at a word after `DESCRIPTION_FLOOR` characters).
     let frame = char_len(&render_block(format, &[]));
     let sep = format.separator_len();
-    let mut base = frame;
-    let mut included = 0;
+    let room_limit = budget.saturating_sub(frame) + MAX_CHAR_COST;
+    let mut bare_total = frame;
+    let mut floor_total = frame;
+    let mut costs: Vec<DescCost> = Vec::new();
     if frame <= budget {
         for (i, skill) in skills.iter().enumerate() {
             let bare = PromptSkill {
                 description: "",
                 ..*skill
             };
-            let item = char_len(&render_block(format, &[bare])) - frame;
-            let next = base + item + if i > 0 { sep } else { 0 };
-            if next > budget {
+            let item =
+                char_len(&render_block(format, &[bare])) - frame + if i > 0 { sep } else { 0 };
+            let cost = DescCost::new(format, skill.description, room_limit);
+            let at_floor = cost.cost_of(cost.floor());
+            if floor_total + item + at_floor > budget {
                 break;
             }
-            base = next;
-            included += 1;
+            bare_total += item;
+            floor_total += item + at_floor;
+            costs.push(cost);
         }
     }
+    let included = costs.len();
     report.included = included;
     report.omitted = skills[included..]
         .iter()
@@ -290,20 +351,14 @@ pub fn render(skills: &[PromptSkill<'_>], opts: &PromptOptions) -> Rendered {
         return Rendered { text, report };
     }
 
-    // Step 2: share what is left among the descriptions.
+    // Step 2: share what is left among the descriptions, each kept at its floor at least.
     let kept = &skills[..included];
-    let room = budget - base;
-    let costs: Vec<DescCost> = kept
-        .iter()
-        .map(|s| DescCost::new(format, s.description, room + MAX_CHAR_COST))
-        .collect();
-    let cuts = share(&costs, room);
-
+    let cuts = share(&costs, budget - bare_total);
     let mut descriptions: Vec<Cow<'_, str>> = Vec::with_capacity(included);
     for ((skill, cost), cut) in kept.iter().zip(&costs).zip(&cuts) {
         match *cut {
             Cut::Whole => descriptions.push(Cow::Borrowed(skill.description)),
-            Cut::Keep { chars, mark } => {
+            Cut::Keep { chars } => {
                 let end = skill
                     .description
                     .char_indices()
@@ -311,9 +366,7 @@ pub fn render(skills: &[PromptSkill<'_>], opts: &PromptOptions) -> Rendered {
                     .map_or(skill.description.len(), |(i, _)| i);
                 let mut d = String::with_capacity(end + 3);
                 d.push_str(&skill.description[..end]);
-                if mark {
-                    d.push('…');
-                }
+                d.push('…');
                 descriptions.push(Cow::Owned(d));
                 report.shortened.push(Shortened {
                     name: skill.name.to_owned(),
@@ -334,11 +387,12 @@ pub fn render(skills: &[PromptSkill<'_>], opts: &PromptOptions) -> Rendered {
     let text = render_block(format, &view);
     debug_assert_eq!(
         char_len(&text),
-        base + costs
-            .iter()
-            .zip(&cuts)
-            .map(|(c, cut)| c.cost_of(*cut))
-            .sum::<usize>()
+        bare_total
+            + costs
+                .iter()
+                .zip(&cuts)
+                .map(|(c, cut)| c.cost_of(*cut))
+                .sum::<usize>()
     );
     debug_assert!(char_len(&text) <= budget);
     Rendered { text, report }
@@ -346,6 +400,16 @@ pub fn render(skills: &[PromptSkill<'_>], opts: &PromptOptions) -> Rendered {
 
 /// The most characters one source character renders as (`&quot;`, `&#x27;`, `\u0001`).
 const MAX_CHAR_COST: usize = 6;
+
+/// The fewest characters of a description the block shows when it shortens it (counted before
+/// escaping, without the `…`): a description is shown whole, or cut at a word after at least
+/// this many characters — never reduced to a few letters. Skills that do not fit even so are
+/// omitted, the lowest in precedence first.
+pub const DESCRIPTION_FLOOR: usize = 100;
+
+/// How far past [`DESCRIPTION_FLOOR`] a cut may reach to end the word in progress; a longer run
+/// without whitespace is cut between characters at the floor.
+const WORD_SLACK: usize = 24;
 
 fn char_len(s: &str) -> usize {
     s.chars().count()
@@ -498,56 +562,92 @@ fn render_block(format: PromptFormat, skills: &[PromptSkill<'_>]) -> String {
 enum Cut {
     /// All of it.
     Whole,
-    /// Its first `chars` characters, then `…` when `mark`.
-    Keep { chars: usize, mark: bool },
+    /// Its first `chars` characters, then `…`.
+    Keep { chars: usize },
 }
 
-/// The rendered cost of one description's prefixes.
+/// The rendered cost of one description's prefixes, and where it may be cut.
 struct DescCost {
     /// Source characters.
     chars: usize,
     /// Rendered characters of the whole description.
     full: usize,
-    /// `prefix[j]`: rendered characters of the first `j` source characters, for every `j` whose
-    /// value is at most the limit given to [`DescCost::new`] (larger ones are never needed).
+    /// `prefix[j]`: rendered characters of the first `j` source characters, for every `j` up to
+    /// the floor and every further `j` whose value is at most the limit given to
+    /// [`DescCost::new`] (larger ones are never needed).
     prefix: Vec<usize>,
+    /// The floor cut: the fewest characters kept ([`DESCRIPTION_FLOOR`], to the end of the
+    /// word in progress); `chars` when the description is never cut.
+    floor: usize,
+    /// Where a longer cut may end, past the floor: each word end (a character followed by
+    /// whitespace), or — when nothing past the floor is followed by whitespace (a long URL,
+    /// text written without spaces) — every character.
+    ends: Vec<usize>,
     /// [`PromptFormat::description_extra`].
     extra: usize,
 }
 
 impl DescCost {
     fn new(format: PromptFormat, description: &str, limit: usize) -> Self {
+        let text: Vec<char> = description.chars().collect();
+        let chars = text.len();
+        let is_end = |j: usize| {
+            j > 0 && j < chars && text[j].is_whitespace() && !text[j - 1].is_whitespace()
+        };
+        let floor = if chars <= DESCRIPTION_FLOOR {
+            chars
+        } else {
+            match (DESCRIPTION_FLOOR..chars).find(|&j| is_end(j)) {
+                Some(j) if j <= DESCRIPTION_FLOOR + WORD_SLACK => j,
+                _ if chars <= DESCRIPTION_FLOOR + WORD_SLACK => chars,
+                _ => DESCRIPTION_FLOOR,
+            }
+        };
         let mut prefix = vec![0];
         let mut full = 0;
-        let mut chars = 0;
-        for c in description.chars() {
+        for (j, &c) in text.iter().enumerate() {
             full += format.char_cost(c);
-            chars += 1;
-            if full <= limit {
+            if j < floor || full <= limit {
                 prefix.push(full);
             }
         }
+        let stored = prefix.len() - 1;
+        let words = (floor + 1..chars).any(&is_end);
+        let ends = (floor + 1..=stored.min(chars.saturating_sub(1)))
+            .filter(|&j| !words || is_end(j))
+            .collect();
         DescCost {
             chars,
             full,
             prefix,
+            floor,
+            ends,
             extra: format.description_extra(),
         }
     }
 
-    /// The cut under a cap of `cap` rendered characters (`cap` at most the limit + 1).
-    fn cut_at(&self, cap: usize) -> Cut {
-        if self.full <= cap {
+    /// The least the description is shown as: whole, or cut at the floor.
+    fn floor(&self) -> Cut {
+        if self.floor >= self.chars {
             Cut::Whole
-        } else if cap == 0 {
-            Cut::Keep {
-                chars: 0,
-                mark: false,
-            }
         } else {
-            // The longest prefix that leaves one character for the mark.
-            let chars = self.prefix.partition_point(|&p| p < cap) - 1;
-            Cut::Keep { chars, mark: true }
+            Cut::Keep { chars: self.floor }
+        }
+    }
+
+    /// The cut under a cap of `cap` rendered characters: whole when it fits, else the longest
+    /// cut (the mark included) within the cap, never below the floor.
+    fn cut_at(&self, cap: usize) -> Cut {
+        if self.full <= cap || self.floor >= self.chars {
+            return Cut::Whole;
+        }
+        // With the mark (one character) within the cap.
+        let fits = self.ends.partition_point(|&j| self.prefix[j] < cap);
+        match fits {
+            0 => Cut::Keep { chars: self.floor },
+            n => Cut::Keep {
+                chars: self.ends[n - 1],
+            },
         }
     }
 
@@ -555,7 +655,7 @@ impl DescCost {
     fn cost_of(&self, cut: Cut) -> usize {
         let own = match cut {
             Cut::Whole => self.full,
-            Cut::Keep { chars, mark } => self.prefix[chars] + usize::from(mark),
+            Cut::Keep { chars } => self.prefix[chars] + 1,
         };
         if own > 0 { own + self.extra } else { 0 }
     }
@@ -565,17 +665,19 @@ impl DescCost {
     }
 }
 
-/// Shares `room` rendered characters among descriptions, round-robin as if one at a time.
+/// Shares `room` rendered characters among descriptions that fit at their floors: the largest
+/// cap every description may take up to (short ones kept whole, long ones cut at a word), as
+/// if handed out one character at a time round-robin.
 fn share(costs: &[DescCost], room: usize) -> Vec<Cut> {
     let whole: usize = costs.iter().map(|c| c.cost_of(Cut::Whole)).sum();
     if whole <= room {
         return vec![Cut::Whole; costs.len()];
     }
     let total_at = |cap: usize| costs.iter().map(|c| c.cost_at(cap)).sum::<usize>();
-    // Largest cap that fits, in [0, hi): total_at(0) == 0 fits. At the longest description's
-    // length the total is `whole`, too much; at `room + MAX_CHAR_COST` a description still cut
-    // keeps a prefix of at least `cap - MAX_CHAR_COST` plus the mark, also too much. Capping
-    // `hi` there keeps every cap looked at within the prefixes `DescCost` stores.
+    // The largest cap in [0, hi) that fits: at cap 0 every description is at its floor, which
+    // fits (step 1 chose the skills so); at the longest description's length the total is
+    // `whole`, too much. Caps beyond `room + MAX_CHAR_COST` would need prefixes `DescCost`
+    // does not store, and cannot fit anyway.
     let longest = costs.iter().map(|c| c.full).max().unwrap_or(0);
     let (mut lo, mut hi) = (0, longest.min(room + MAX_CHAR_COST));
     while hi - lo > 1 {
@@ -586,24 +688,7 @@ fn share(costs: &[DescCost], room: usize) -> Vec<Cut> {
             hi = mid;
         }
     }
-    let cap = lo;
-    let mut left = room - total_at(cap);
-    let mut cuts: Vec<Cut> = costs.iter().map(|c| c.cut_at(cap)).collect();
-    // The remainder goes to the cut descriptions in list order; stopping at the first it does
-    // not cover (rather than skipping it) keeps every description monotone in the budget.
-    for (cost, cut) in costs.iter().zip(cuts.iter_mut()) {
-        if *cut == Cut::Whole {
-            continue;
-        }
-        let more = cost.cut_at(cap + 1);
-        let delta = cost.cost_of(more) - cost.cost_of(*cut);
-        if delta > left {
-            break;
-        }
-        left -= delta;
-        *cut = more;
-    }
-    cuts
+    costs.iter().map(|c| c.cut_at(lo)).collect()
 }
 
 #[cfg(test)]
@@ -812,23 +897,44 @@ mod tests {
         }
     }
 
+    /// `n` words of `w`, joined by spaces.
+    fn words(w: &str, n: usize) -> String {
+        vec![w; n].join(" ")
+    }
+
+    /// Characters of the XML block of skill `a` at `/a` with an empty description.
+    fn bare_len() -> usize {
+        render(&[skill("a", "", "/a")], &PromptOptions::default())
+            .text
+            .chars()
+            .count()
+    }
+
+    /// The description between the tags of the first skill of an XML block.
+    fn first_description(text: &str) -> &str {
+        text.split("<description>\n")
+            .nth(1)
+            .and_then(|r| r.split("\n</description>").next())
+            .unwrap()
+    }
+
     #[test]
-    fn budget_shortens_long_description_and_keeps_short_one() {
-        let long = "x".repeat(200);
+    fn budget_shortens_long_description_at_a_word_and_keeps_short_one() {
+        let long = words("abcd", 60); // 299 characters
         let skills = [skill("a", "short", "/a"), skill("b", &long, "/b")];
         let full = render(&skills, &opts(PromptFormat::Xml, None)).text;
         let budget = full.chars().count() - 100;
         let out = render(&skills, &opts(PromptFormat::Xml, Some(budget)));
-        assert_eq!(out.text.chars().count(), budget);
+        assert!(out.text.chars().count() <= budget);
         assert!(out.text.contains("\nshort\n"));
-        // 100 characters of room: 99 kept plus the mark.
-        assert!(out.text.contains(&format!("\n{}…\n", "x".repeat(99))));
+        // 199 characters of room: 39 words (194 characters) and the mark.
+        assert!(out.text.contains(&format!("\n{}…\n", words("abcd", 39))));
         assert_eq!(
             out.report.shortened,
             [Shortened {
                 name: "b".into(),
-                original_chars: 200,
-                kept_chars: 99
+                original_chars: 299,
+                kept_chars: 194
             }]
         );
         assert!(out.report.omitted.is_empty());
@@ -836,63 +942,86 @@ mod tests {
     }
 
     #[test]
-    fn budget_cuts_equal_descriptions_evenly_with_first_getting_the_odd_character() {
-        let long = "y".repeat(50);
+    fn equal_descriptions_are_cut_alike() {
+        let long = words("yyyy", 50);
         let skills = [skill("a", &long, "/a"), skill("b", &long, "/b")];
         let empty = [skill("a", "", "/a"), skill("b", "", "/b")];
         let base = render(&empty, &PromptOptions::default())
             .text
             .chars()
             .count();
-        let out = render(&skills, &opts(PromptFormat::Xml, Some(base + 61)));
+        let out = render(&skills, &opts(PromptFormat::Xml, Some(base + 300)));
         let kept: Vec<usize> = out.report.shortened.iter().map(|s| s.kept_chars).collect();
-        assert_eq!(kept, [30, 29]);
-        assert_eq!(out.text.chars().count(), base + 61);
+        // A cap of 150 each: 30 words (149 characters) and the mark.
+        assert_eq!(kept, [149, 149]);
+        assert!(out.text.chars().count() <= base + 300);
     }
 
     #[test]
-    fn description_may_shrink_to_nothing() {
-        let skills = [skill("a", "abc", "/a")];
-        let empty = render(&[skill("a", "", "/a")], &PromptOptions::default()).text;
+    fn a_description_is_never_cut_below_its_floor() {
+        // 130 characters: cut at the floor it keeps 104 (to the end of a word) and the mark.
+        let desc = words("word", 26);
+        let skills = [skill("a", &desc, "/a")];
+        let bare = bare_len();
+        let at_floor = render(&skills, &opts(PromptFormat::Xml, Some(bare + 105)));
+        assert_eq!(
+            first_description(&at_floor.text),
+            format!("{}…", words("word", 21))
+        );
+        assert_eq!(at_floor.report.shortened[0].kept_chars, 104);
+        // One character less, and the skill does not fit at all: omitted, not cut to a stub.
+        let below = render(&skills, &opts(PromptFormat::Xml, Some(bare + 104)));
+        assert_eq!(below.report.omitted, ["a"]);
+        assert_eq!(below.text, "<available_skills>\n</available_skills>");
+        // A description of at most the floor is never cut.
+        let short = "s".repeat(DESCRIPTION_FLOOR);
+        let one = [skill("a", &short, "/a")];
+        let tight = render(&one, &opts(PromptFormat::Xml, Some(bare + 99)));
+        assert_eq!(tight.report.omitted, ["a"]);
+        assert!(tight.report.shortened.is_empty());
+    }
+
+    #[test]
+    fn text_without_spaces_is_cut_between_characters() {
+        let url = format!("https://example.com/{}", "x".repeat(300));
+        let skills = [skill("a", &url, "/a")];
+        let bare = bare_len();
+        let out = render(&skills, &opts(PromptFormat::Xml, Some(bare + 151)));
+        assert_eq!(out.report.shortened[0].kept_chars, 150);
+        assert_eq!(out.text.chars().count(), bare + 151);
+        // A word run past the floor that ends within the slack is finished.
+        let desc = format!("{} {} tail of it", "a".repeat(95), "b".repeat(20));
         let out = render(
-            &skills,
-            &opts(PromptFormat::Xml, Some(empty.chars().count())),
+            &[skill("a", &desc, "/a")],
+            &opts(PromptFormat::Xml, Some(bare + 117)),
         );
-        assert_eq!(out.text, empty);
-        assert_eq!(out.report.shortened[0].kept_chars, 0);
-        let one = render(
-            &skills,
-            &opts(PromptFormat::Xml, Some(empty.chars().count() + 1)),
-        );
-        assert!(one.text.contains("<description>\n…\n</description>"));
+        assert_eq!(out.report.shortened[0].kept_chars, 116);
     }
 
     #[test]
-    fn budget_omits_from_the_end_and_reports() {
+    fn budget_omits_from_the_end_and_summarises() {
         let skills = [
             skill("first", "one", "/1"),
             skill("second", "two", "/2"),
             skill("third", "three", "/3"),
+            skill("fourth", "four", "/4"),
         ];
-        let two_bare = render(
-            &[skill("first", "", "/1"), skill("second", "", "/2")],
-            &PromptOptions::default(),
-        )
-        .text;
-        let budget = two_bare.chars().count() + 2;
+        let two = render(&skills[..2], &PromptOptions::default()).text;
+        let budget = two.chars().count() + 2;
         let out = render(&skills, &opts(PromptFormat::Xml, Some(budget)));
-        assert!(out.text.chars().count() <= budget);
-        assert!(out.text.contains("\nfirst\n") && out.text.contains("\nsecond\n"));
-        assert!(!out.text.contains("third"));
-        assert_eq!(out.report.omitted, ["third"]);
-        assert_eq!((out.report.total, out.report.included), (3, 2));
-        // Two characters of room: `…` for each ("one" and "two" do not fit whole).
-        assert_eq!(out.report.shortened.len(), 2);
-        let lines = out.report.to_string();
-        assert_eq!(lines.lines().count(), 3);
-        assert!(lines.contains("skill `third` omitted"));
-        assert!(lines.contains(&format!("{budget}-character budget")));
-        assert!(lines.contains("description of skill `first` shortened from 3 to 0 characters"));
+        assert_eq!(out.text, two);
+        assert_eq!(out.report.omitted, ["third", "fourth"]);
+        assert_eq!((out.report.total, out.report.included), (4, 2));
+        assert!(out.report.shortened.is_empty());
+        let summary = out.report.to_string();
+        assert_eq!(summary.lines().count(), 1, "{summary}");
+        assert!(summary.contains("2 of 4 skills omitted"), "{summary}");
+        assert!(summary.contains("`third` … `fourth`"), "{summary}");
+        assert!(summary.contains(&format!("{budget}-character budget")));
+        let details = out.report.details();
+        assert_eq!(details.lines().count(), 2);
+        assert!(details.contains("skill `third` omitted"));
+        assert!(details.contains("skill `fourth` omitted"));
     }
 
     #[test]
@@ -911,50 +1040,46 @@ mod tests {
 
     #[test]
     fn budget_never_cuts_inside_an_entity() {
-        let skills = [skill("a", "&&&&&", "/a")];
-        let bare = render(&[skill("a", "", "/a")], &PromptOptions::default()).text;
-        let base = bare.chars().count();
-        for room in 0..=25 {
-            let out = render(&skills, &opts(PromptFormat::Xml, Some(base + room)));
-            assert!(out.text.chars().count() <= base + room);
-            let desc = out
-                .text
-                .split("<description>\n")
-                .nth(1)
-                .and_then(|r| r.split("\n</description>").next())
-                .unwrap();
-            let body = desc.strip_suffix('…').unwrap_or(desc);
-            assert_eq!(body, "&amp;".repeat(body.len() / 5), "room {room}");
-            let kept = if room >= 25 {
-                5
-            } else {
-                room.saturating_sub(1) / 5
-            };
-            assert_eq!(body.len() / 5, kept, "room {room}");
+        let desc = words("&", 150);
+        let skills = [skill("a", &desc, "/a")];
+        let bare = bare_len();
+        for room in (0..=700).step_by(7) {
+            let out = render(&skills, &opts(PromptFormat::Xml, Some(bare + room)));
+            assert!(out.text.chars().count() <= bare + room);
+            if out.report.included == 0 {
+                continue;
+            }
+            let d = first_description(&out.text);
+            let body = d.strip_suffix('…').unwrap_or(d);
+            assert!(body.split(' ').all(|w| w == "&amp;"), "room {room}: {d}");
         }
     }
 
     #[test]
     fn report_counts_source_characters() {
-        let d = "héllo wörld 😀 & more";
-        let skills = [skill("a", d, "/a")];
-        let bare = render(&[skill("a", "", "/a")], &PromptOptions::default()).text;
-        let out = render(
-            &skills,
-            &opts(PromptFormat::Xml, Some(bare.chars().count() + 15)),
-        );
+        let d = format!("{} héllo wörld 😀 & more words here", words("ünï", 30));
+        let skills = [skill("a", &d, "/a")];
+        let bare = bare_len();
+        let out = render(&skills, &opts(PromptFormat::Xml, Some(bare + 125)));
         let s = &out.report.shortened[0];
         assert_eq!(s.original_chars, d.chars().count());
-        // 14 characters of room before the mark: "héllo wörld 😀" is 13, then " " is 14.
-        assert_eq!(s.kept_chars, 14);
-        assert!(out.text.contains("\nhéllo wörld 😀 …\n"));
+        // Counted in characters, not bytes: the 30 words "ünï" (119 characters) and the mark
+        // fit the 125 of room; " héllo" would not.
+        assert_eq!(s.kept_chars, 119, "{s:?}");
+        let shown = first_description(&out.text).strip_suffix('…').unwrap();
+        assert_eq!(shown.chars().count(), s.kept_chars);
+        assert!(d.starts_with(shown));
+        assert!(
+            d[shown.len()..].starts_with(' '),
+            "cut at a word: {shown:?}"
+        );
     }
 
     #[test]
     fn many_skills_fit_a_codex_sized_budget() {
         let names: Vec<String> = (0..500).map(|i| format!("skill-{i:03}")).collect();
         let descs: Vec<String> = (0..500)
-            .map(|i| "Does <things> & more. ".repeat(1 + i % 15))
+            .map(|i| "Does <things> & more. ".repeat(5 + i % 15))
             .collect();
         let locs: Vec<String> = names.iter().map(|n| format!("/r/{n}/SKILL.md")).collect();
         let skills: Vec<PromptSkill<'_>> = (0..500)
@@ -968,11 +1093,16 @@ mod tests {
                 assert_eq!(r.included + r.omitted.len(), 500);
                 assert!(r.included > 0);
                 assert_eq!(r.omitted.first(), names.get(r.included));
-                // Fair: a description cut keeps at least as much as any other cut one, give or
-                // take the round-robin remainder and an entity.
+                assert!(out.report.to_string().lines().count() <= 2);
+                // Fair: a description cut keeps about as much as any other cut one, give or
+                // take a word and an entity; and never less than the floor.
                 let kept: Vec<usize> = r.shortened.iter().map(|s| s.kept_chars).collect();
                 if let (Some(lo), Some(hi)) = (kept.iter().min(), kept.iter().max()) {
-                    assert!(hi - lo <= MAX_CHAR_COST, "{format:?} {budget}: {lo}..{hi}");
+                    assert!(*lo >= DESCRIPTION_FLOOR, "{format:?} {budget}: {lo}");
+                    assert!(
+                        hi - lo <= 10 + MAX_CHAR_COST,
+                        "{format:?} {budget}: {lo}..{hi}"
+                    );
                 }
             }
         }
@@ -1010,7 +1140,7 @@ mod tests {
         for round in 0..40 {
             let n = rng.below(6);
             let names: Vec<String> = (0..n).map(|i| format!("s{i}-{}", rng.below(100))).collect();
-            let descs: Vec<String> = (0..n).map(|_| random_text(&mut rng, 60)).collect();
+            let descs: Vec<String> = (0..n).map(|_| random_text(&mut rng, 260)).collect();
             let locs: Vec<String> = (0..n).map(|i| format!("/r/{i}/SKILL.md")).collect();
             let skills: Vec<PromptSkill<'_>> = (0..n)
                 .map(|i| skill(&names[i], &descs[i], &locs[i]))
@@ -1057,9 +1187,9 @@ mod tests {
                         .collect();
                     for s in &r.shortened {
                         assert!(s.kept_chars < s.original_chars, "{ctx}");
+                        assert!(s.kept_chars >= DESCRIPTION_FLOOR, "{ctx}: {s:?}");
                     }
-                    if let Some((p_len, p_included, p_kept)) = &prev {
-                        assert!(len >= *p_len, "{ctx}: text got shorter");
+                    if let Some((_, p_included, p_kept)) = &prev {
                         assert!(r.included >= *p_included, "{ctx}: fewer skills");
                         if r.included == *p_included {
                             for (a, b) in kept.iter().zip(p_kept) {

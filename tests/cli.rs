@@ -398,10 +398,11 @@ fn directory_with_no_skills_is_a_missing_document() {
         o.code(1);
         assert_eq!(o.stderr, format!("Error: SKILL.md not found in {d}\n"));
 
-        // Not an empty prompt block: the directory is a skill missing its document.
+        // The directory is a skill missing its document: a fault (exit 1), and nothing usable
+        // to render but the empty block.
         let o = run(&["prompt", d]);
         o.code(1);
-        assert_eq!(o.out(), "");
+        assert_eq!(o.out(), "<available_skills>\n</available_skills>\n");
         assert_eq!(o.stderr, format!("Error: SKILL.md not found in {d}\n"));
 
         let o = run(&["list", d, "--format", "json"]);
@@ -826,8 +827,19 @@ fn prompt_budget_keeps_the_block_within_it_and_reports() {
                 text.starts_with("<available_skills>\n") && text.ends_with("</available_skills>\n"),
                 "{text}"
             );
+        }
+        if budget >= 600 {
             assert!(text.contains("<name>\napi-style-review\n</name>"), "{text}");
         }
+        // Every description shown says something: whole, or 100 characters at least.
+        for d in text.split("<description>\n").skip(1) {
+            let d = d.split("\n</description>").next().unwrap();
+            if let Some(cut) = d.strip_suffix('…') {
+                assert!(cut.chars().count() >= 100, "{budget}: {d:?}");
+            }
+        }
+        // The report is a summary, not a line per skill.
+        assert!(o.stderr.lines().count() <= 3, "{}", o.stderr);
     }
     // A budget that fits changes nothing and reports nothing.
     let o = run(&[
@@ -871,10 +883,34 @@ fn prompt_markdown_and_json_name_every_skill() {
 }
 
 #[test]
-fn prompt_with_a_broken_skill_prints_nothing_and_says_which() {
+fn prompt_renders_the_usable_skills_and_reports_every_fault() {
     let o = run(&["prompt", "fixtures/conformance/catalog"]);
     o.code(1);
-    assert_eq!(o.out(), "");
+    // Every skill that parses and has a name and a description is offered, the invalid ones
+    // too (as the catalog and the reference's to-prompt offer them)...
+    let want = catalog_expected();
+    let offered: Vec<&str> = want
+        .iter()
+        .filter(|c| c["loads"] == true)
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for name in &offered {
+        assert!(
+            o.out().contains(&format!("<name>\n{name}\n</name>")),
+            "{name}: {}",
+            o.out()
+        );
+    }
+    assert_eq!(o.out().matches("<skill>").count(), offered.len());
+    // ...and each invalid one is reported.
+    let mismatch = canon(&manifest_dir().join("fixtures/conformance/catalog/name-mismatch"));
+    assert!(
+        o.stderr.contains(&format!(
+            "Offered all the same, though invalid: {mismatch}/SKILL.md\n  - "
+        )),
+        "{}",
+        o.stderr
+    );
     let unclosed = canon(&manifest_dir().join("fixtures/conformance/catalog/unclosed"));
     assert!(
         o.stderr.contains(&format!(
@@ -890,11 +926,26 @@ fn prompt_with_a_broken_skill_prints_nothing_and_says_which() {
     let d = write_skill(tmp.path(), "my-skill", "---\nname: my-skill\n---\nBody\n");
     let o = run(&["prompt", "fixtures/skills/pdf-forms", s(&d)]);
     o.code(1);
-    assert_eq!(o.out(), "");
+    assert_eq!(o.out().matches("<skill>").count(), 1, "{}", o.out());
+    assert!(
+        o.out().contains("<name>\npdf-forms\n</name>"),
+        "{}",
+        o.out()
+    );
     assert_eq!(
         o.stderr,
         "Error: Missing required field in frontmatter: description\n"
     );
+    // A SOURCE that cannot be read at all: exit 2, the others still rendered.
+    let missing = tmp.path().join("absent");
+    let o = run(&["prompt", "fixtures/skills/pdf-forms", s(&missing)]);
+    o.code(2);
+    assert!(
+        o.out().contains("<name>\npdf-forms\n</name>"),
+        "{}",
+        o.out()
+    );
+    o.says(&["Error: Path does not exist"]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -972,18 +1023,51 @@ fn list_conformance_catalog_matches_recorded_digests_and_faults() {
             o.stderr
         );
     }
-    assert_eq!(o.stderr.lines().count(), refused.len(), "{}", o.stderr);
+    // And every validation fault of a skill that is listed: one line each, on stderr.
+    let invalid: usize = loads
+        .iter()
+        .map(|w| w["fault_kinds"].as_array().unwrap().len())
+        .sum();
+    assert!(invalid > 0);
+    for w in loads.iter().filter(|w| w["valid"] == false) {
+        for kind in w["fault_kinds"].as_array().unwrap() {
+            let line = format!("/{}/SKILL.md: ", w["root"].as_str().unwrap());
+            assert!(
+                o.stderr
+                    .lines()
+                    .any(|l| l.contains(&line)
+                        && l.ends_with(&format!("[{}]", kind.as_str().unwrap()))),
+                "{}",
+                o.stderr
+            );
+        }
+    }
+    assert_eq!(
+        o.stderr.lines().count(),
+        refused.len() + invalid,
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]
-fn list_text_flags_broken_skills_and_exits_1() {
+fn list_text_puts_every_fault_on_stderr_and_exits_1() {
     let o = run(&["list", "fixtures/conformance/catalog"]);
     o.code(1);
+    // An invalid skill is listed on stdout; its faults go to stderr, as the README says.
     assert!(
-        o.out()
-            .contains("! Skill name 'Upper-Case' must be lowercase [name-not-lowercase]"),
+        o.out().lines().any(|l| l.starts_with("Upper-Case  ")),
         "{}",
         o.out()
+    );
+    assert!(!o.out().contains("must be lowercase"), "{}", o.out());
+    let upper = canon(&manifest_dir().join("fixtures/conformance/catalog/upper-case"));
+    assert!(
+        o.stderr.contains(&format!(
+            "Error: {upper}/SKILL.md: Skill name 'Upper-Case' must be lowercase [name-not-lowercase]\n"
+        )),
+        "{}",
+        o.stderr
     );
     assert!(
         o.stderr

@@ -243,18 +243,27 @@ async fn match_source(s: &Settings, source: &str, message: &str) -> u8 {
             skill,
         })
         .collect();
-    let code = rank_and_print(s, &candidates, message).await;
-    if code == OK && !found.faults.is_empty() {
-        FAULTS
-    } else {
-        code
+    outcome(
+        rank_and_print(s, &candidates, message).await,
+        !found.faults.is_empty(),
+    )
+}
+
+/// The exit code of a ranking: 0 when it printed matches, whatever else is broken (the faults
+/// are on stderr: a broken skill elsewhere does not make the matches wrong); 1 when nothing
+/// matched and faults were found; the error's code when ranking failed.
+fn outcome(ranked: Result<usize, u8>, faults: bool) -> u8 {
+    match ranked {
+        Ok(0) if faults => FAULTS,
+        Ok(_) => OK,
+        Err(code) => code,
     }
 }
 
 /// `match MESSAGE`: the configured catalog, its diagnostics on stderr as `list` and `prompt`
-/// print them; exit 1 on any diagnostic other than shadowing or a source's warning.
+/// print them (and where it looked, when it holds no skill); exit as [`outcome`] says.
 async fn match_catalog(s: &Settings, config: &Config, message: &str) -> u8 {
-    use skillcat::catalog::{Catalog, CatalogSource, DiagnosticKind};
+    use skillcat::catalog::{Catalog, CatalogSource};
     // Ranking needs names, descriptions and bodies: no file lists.
     let options = skillcat::catalog::CatalogOptions {
         detail: Detail::Document,
@@ -265,11 +274,8 @@ async fn match_catalog(s: &Settings, config: &Config, message: &str) -> u8 {
         options,
     );
     let snapshot = catalog.snapshot().await;
-    let mut faults = false;
-    for d in snapshot.diagnostics() {
-        err!("warning: {d}");
-        faults |= !matches!(d.kind, DiagnosticKind::Shadowed | DiagnosticKind::Warning);
-    }
+    let faults = super::read::print_diagnostics(&snapshot);
+    super::read::say_where_looked(config, &snapshot);
     let candidates: Vec<Candidate<'_>> = snapshot
         .entries()
         .iter()
@@ -279,8 +285,7 @@ async fn match_catalog(s: &Settings, config: &Config, message: &str) -> u8 {
             skill: e.skill(),
         })
         .collect();
-    let code = rank_and_print(s, &candidates, message).await;
-    if code == OK && faults { FAULTS } else { code }
+    outcome(rank_and_print(s, &candidates, message).await, faults)
 }
 
 /// A skill to rank, with the name and location to print.
@@ -290,18 +295,23 @@ struct Candidate<'a> {
     skill: &'a Skill,
 }
 
-/// Ranks the candidates and prints the best [`MatcherConfig::top`].
-async fn rank_and_print(s: &Settings, candidates: &[Candidate<'_>], message: &str) -> u8 {
+/// Ranks the candidates and prints the best [`MatcherConfig::top`]; returns how many were
+/// printed, or the exit code of a failure (printed).
+async fn rank_and_print(
+    s: &Settings,
+    candidates: &[Candidate<'_>],
+    message: &str,
+) -> Result<usize, u8> {
     let docs: Vec<SkillDoc<'_>> = candidates
         .iter()
         .map(|c| SkillDoc::new(c.name.as_str(), c.skill.description(), c.skill.body()))
         .collect();
     let Some((matcher, cache)) = build(s, &docs).await else {
-        return USAGE;
+        return Err(USAGE);
     };
     let hits = match matcher.rank(message, s.matcher.top).await {
         Ok(h) => h,
-        Err(e) => return provider_failed(&e),
+        Err(e) => return Err(provider_failed(&e)),
     };
     report_cache(cache.as_deref());
     match s.format {
@@ -347,7 +357,7 @@ async fn rank_and_print(s: &Settings, candidates: &[Candidate<'_>], message: &st
             }
         }
     }
-    OK
+    Ok(hits.len())
 }
 
 /// `match --eval FILE`: the set's own skills, ranked with the settings; figures on stdout.

@@ -3,17 +3,62 @@
 /// `println!` without the panic: a closed stdout (`skillcat list | head -1`) is not a crash.
 macro_rules! out {
     ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        let _ = writeln!($crate::cli::Stream::Out, $($arg)*);
     }};
 }
 
 /// `eprintln!` without the panic.
 macro_rules! err {
     ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        let _ = writeln!($crate::cli::Stream::Err, $($arg)*);
     }};
 }
 
+/// Where `out!` and `err!` write: stdout or stderr, each line whole under the stream's lock.
+/// In the command line's own unit tests the lines go through the test harness instead
+/// (`print!`), which keeps a passing test's expected errors out of the test log.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Stream {
+    /// Standard output.
+    Out,
+    /// Standard error.
+    Err,
+}
+
+impl std::io::Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.write_all(buf).map(|()| buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        if cfg!(test) {
+            let text = String::from_utf8_lossy(buf);
+            match self {
+                Stream::Out => print!("{text}"),
+                Stream::Err => eprint!("{text}"),
+            }
+            return Ok(());
+        }
+        match self {
+            Stream::Out => std::io::stdout().lock().write_all(buf),
+            Stream::Err => std::io::stderr().lock().write_all(buf),
+        }
+    }
+
+    /// The whole line formatted first, then written at once.
+    fn write_fmt(&mut self, args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+        self.write_all(args.to_string().as_bytes())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Out => std::io::stdout().flush(),
+            Stream::Err => std::io::stderr().flush(),
+        }
+    }
+}
+
+mod keyring;
 mod matching;
 mod mcp;
 mod project;
@@ -161,16 +206,22 @@ enum Command {
         /// Rendering.
         #[arg(long, value_enum, default_value_t)]
         format: PromptFormatArg,
-        /// Maximum characters of the block; over it, descriptions are shortened fairly, then
-        /// skills omitted, and a report goes to stderr.
+        /// Maximum characters of the block; over it, descriptions are shortened (never below
+        /// 100 characters, cut at a word), then the lowest-precedence skills omitted, and a
+        /// summary goes to stderr.
         #[arg(long, value_name = "CHARS")]
         budget: Option<usize>,
+        /// Report every shortened description and omitted skill, not only the summary.
+        #[arg(long)]
+        verbose: bool,
     },
     /// List each skill of a source: name, description, location, digest. Faults are reported.
     #[command(after_help = "Example: skillcat list fixtures/skills --format json")]
     List {
         /// Any source (none: the configured catalog, shadowed names reported).
         source: Option<String>,
+        /// Only this skill (`NAME@VERSION`: that version, in a registry).
+        name: Option<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -180,7 +231,7 @@ enum Command {
     Show {
         /// Any source.
         source: String,
-        /// The skill's name (`-` and `_` alike).
+        /// The skill's name (`-` and `_` alike; `NAME@VERSION`: that version, in a registry).
         name: String,
     },
     /// Print one file of a skill (tier 3); paths that climb out of the skill are refused.
@@ -190,9 +241,10 @@ enum Command {
     Read {
         /// Any source.
         source: String,
-        /// The skill's name.
+        /// The skill's name (`NAME@VERSION`: that version, in a registry).
         name: String,
-        /// A path relative to the skill.
+        /// A path relative to the skill (`./` and an inner `..` that stays inside are
+        /// normalised).
         path: String,
     },
     /// Print the skill digest of each skill (`sha256:<hex>  <name>`), or its manifest as JSON.
@@ -200,7 +252,7 @@ enum Command {
     Digest {
         /// Any source.
         source: String,
-        /// Only this skill.
+        /// Only this skill (`NAME@VERSION`: that version, in a registry).
         name: Option<String>,
         /// Output format (json prints each manifest).
         #[arg(long, value_enum, default_value_t)]
@@ -241,7 +293,7 @@ enum Command {
     Sign {
         /// Any source.
         source: String,
-        /// The skill to sign.
+        /// The skill to sign (`NAME@VERSION`: that version, in a registry).
         name: String,
         /// The minisign secret key.
         #[arg(long, value_name = "KEY")]
@@ -253,16 +305,24 @@ enum Command {
         /// Also write the signed statement here (for `minisign -V -m FILE`).
         #[arg(long, value_name = "FILE")]
         statement: Option<std::path::PathBuf>,
+        /// Sign a skill that fails validation (its faults are printed).
+        #[arg(long)]
+        force: bool,
     },
-    /// Verify each skill's signature against a keyring; exit 1 on any failure, saying why.
+    /// Verify each skill's signature against a keyring, wherever the source keeps it (beside an
+    /// archive, in a registry, in a served index or its cache); exit 1 on any failure, saying why.
     #[command(after_help = "Example: skillcat verify pdf-forms.tar.gz --keyring keyring.toml")]
     Verify {
         /// Any source.
         source: String,
-        /// The keyring (TOML) of trusted keys and their scopes.
+        /// Only this skill (`NAME@VERSION`: that version, in a registry).
+        name: Option<String>,
+        /// The keyring (TOML) of trusted keys and their scopes [default: `keyring` of
+        /// skillcat.toml, else ~/.config/skillcat/keyring.toml, as `trust add` writes it].
         #[arg(long, value_name = "FILE")]
-        keyring: std::path::PathBuf,
-        /// The signature file, when the source holds one skill (default: SOURCE.minisig).
+        keyring: Option<std::path::PathBuf>,
+        /// The signature file, when the source holds one skill (default: what the source keeps,
+        /// then SOURCE.minisig).
         #[arg(long, value_name = "FILE")]
         sig: Option<std::path::PathBuf>,
         /// Output format.
@@ -324,7 +384,7 @@ enum Command {
         /// The directory to write into (created when missing; its parent must exist).
         dir: std::path::PathBuf,
     },
-    /// Trust a project's own skillcat.toml (until then it may only narrow your configuration).
+    /// Trust signing keys (add, list, revoke), or a project's own skillcat.toml.
     #[command(after_help = "Example: skillcat trust project .")]
     Trust {
         #[command(subcommand)]
@@ -357,8 +417,13 @@ pub async fn run(cli: Cli) -> u8 {
             paths,
             format,
             budget,
-        } => read::prompt(&paths, format, budget).await,
-        Command::List { source, format } => read::list(source.as_deref(), format).await,
+            verbose,
+        } => read::prompt(&paths, format, budget, verbose).await,
+        Command::List {
+            source,
+            name,
+            format,
+        } => read::list(source.as_deref(), name.as_deref(), format).await,
         Command::Show { source, name } => read::show(&source, &name).await,
         Command::Read { source, name, path } => read::read(&source, &name, &path).await,
         Command::Digest {
@@ -383,14 +448,16 @@ pub async fn run(cli: Cli) -> u8 {
             key,
             output,
             statement,
+            force,
         } => {
-            trust::sign_cmd(
-                &source,
-                &name,
-                &key,
-                output.as_deref(),
-                statement.as_deref(),
-            )
+            trust::sign_cmd(trust::SignArgs {
+                source: &source,
+                name: &name,
+                key: &key,
+                output: output.as_deref(),
+                statement: statement.as_deref(),
+                force,
+            })
             .await
         }
         Command::Registry { cmd } => registry::run(cmd).await,
@@ -407,9 +474,19 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Trust { cmd } => project::run(cmd),
         Command::Verify {
             source,
+            name,
             keyring,
             sig,
             format,
-        } => trust::verify(&source, &keyring, sig.as_deref(), format).await,
+        } => {
+            trust::verify(
+                &source,
+                name.as_deref(),
+                keyring.as_deref(),
+                sig.as_deref(),
+                format,
+            )
+            .await
+        }
     }
 }

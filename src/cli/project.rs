@@ -22,12 +22,25 @@ pub enum TrustCommand {
         /// The project's directory (default: the working directory).
         dir: Option<std::path::PathBuf>,
     },
+    /// Trust a signing key for skill names matching the scopes: adds it to the keyring
+    /// (--keyring FILE, else `keyring` of skillcat.toml, else ~/.config/skillcat/keyring.toml).
+    #[command(after_help = "Example: skillcat trust add release.pub --scope 'acme-*'")]
+    Add(super::keyring::AddArgs),
+    /// List the keys of the keyring: id, scopes, revoked, comment.
+    #[command(after_help = "Example: skillcat trust list --format json")]
+    List(super::keyring::ListArgs),
+    /// Revoke a key: signatures by it are refused from now on.
+    #[command(after_help = "Example: skillcat trust revoke D4D182C65CFEEF6C")]
+    Revoke(super::keyring::RevokeArgs),
 }
 
 /// Runs a `trust` subcommand.
 pub fn run(cmd: TrustCommand) -> u8 {
     match cmd {
         TrustCommand::Project { dir } => trust_project(dir.as_deref()),
+        TrustCommand::Add(a) => super::keyring::add(a),
+        TrustCommand::List(a) => super::keyring::list(a),
+        TrustCommand::Revoke(a) => super::keyring::revoke(a),
     }
 }
 

@@ -85,18 +85,12 @@ pub(super) async fn open_and_discover(arg: &str) -> Result<Opened, u8> {
 /// document (as `validate` says), never an empty success. The source's warnings are printed,
 /// and errors; the exit code is returned.
 pub(super) async fn open_and_discover_with(arg: &str, detail: Detail) -> Result<Opened, u8> {
-    let (shown, path) = skill_dir_of(arg);
-    let is_dir = path.is_dir();
-    let single = is_dir && source::has_document_entry(&path);
-    let result = if single {
-        DirSource::open_skill(&path, DirOptions::default()).map(|s| Arc::new(s) as Arc<dyn Source>)
-    } else {
-        source::open_with(&path.to_string_lossy(), &super::globals().open)
-    };
-    let src = result.map_err(|e| {
-        err!("Error: {}", describe_open_error(&shown, &e));
-        USAGE
-    })?;
+    let OpenedArg {
+        shown,
+        is_dir,
+        single,
+        src,
+    } = open_arg(arg)?;
     let mut found = source::discover_with(&*src, detail).await.map_err(|e| {
         err!("Error: {e}");
         // Read, but nothing in it usable: a fault of what was read (1), not of reading it (2).
@@ -120,6 +114,133 @@ pub(super) async fn open_and_discover_with(arg: &str, detail: Detail) -> Result<
         src,
         found,
     })
+}
+
+/// A SOURCE argument, opened but not read yet.
+struct OpenedArg {
+    shown: String,
+    is_dir: bool,
+    /// Whether it is one skill directory.
+    single: bool,
+    src: Arc<dyn Source>,
+}
+
+/// Opens what a command line names (see [`open_and_discover_with`]); errors are printed. A
+/// regular file that is no archive nor registry is not a skill directory: exit 1, as
+/// `validate` says of it.
+fn open_arg(arg: &str) -> Result<OpenedArg, u8> {
+    let (shown, path) = skill_dir_of(arg);
+    let is_dir = path.is_dir();
+    let single = is_dir && source::has_document_entry(&path);
+    let result = if single {
+        DirSource::open_skill(&path, DirOptions::default()).map(|s| Arc::new(s) as Arc<dyn Source>)
+    } else {
+        source::open_with(&path.to_string_lossy(), &super::globals().open)
+    };
+    let src = result.map_err(|e| match e {
+        skillcat::Error::UnsupportedSource(_) if path.is_file() => {
+            err!(
+                "Error: {} (nor an archive, a registry or a SKILL.md)",
+                Fault::not_a_directory(&shown).message()
+            );
+            FAULTS
+        }
+        e => {
+            err!("Error: {}", describe_open_error(&shown, &e));
+            USAGE
+        }
+    })?;
+    Ok(OpenedArg {
+        shown,
+        is_dir,
+        single,
+        src,
+    })
+}
+
+/// A skill named on the command line: `NAME`, or `NAME@VERSION` for one version of a source
+/// that keeps several (a registry). Skill names hold no `@`.
+pub(super) fn split_version(wanted: &str) -> (&str, Option<&str>) {
+    match wanted.split_once('@') {
+        Some((name, version)) if !name.is_empty() && !version.is_empty() => (name, Some(version)),
+        _ => (wanted, None),
+    }
+}
+
+/// [`open_for`] when a skill is named, else the whole source ([`open_and_discover_with`]).
+pub(super) async fn open_maybe_for<'a>(
+    arg: &str,
+    wanted: Option<&'a str>,
+    detail: Detail,
+) -> Result<(Opened, Option<&'a str>), u8> {
+    match wanted {
+        Some(w) => open_for(arg, w, detail).await.map(|(o, n)| (o, Some(n))),
+        None => open_and_discover_with(arg, detail).await.map(|o| (o, None)),
+    }
+}
+
+/// Opens what `arg` names for the skill `wanted` (`NAME` or `NAME@VERSION`): with a version,
+/// only that version is read, from a source that keeps versions (else a usage error saying
+/// so); without, the whole source as [`open_and_discover_with`] reads it. Returns the opened
+/// source and the name alone.
+pub(super) async fn open_for<'a>(
+    arg: &str,
+    wanted: &'a str,
+    detail: Detail,
+) -> Result<(Opened, &'a str), u8> {
+    let (name, Some(version)) = split_version(wanted) else {
+        return Ok((open_and_discover_with(arg, detail).await?, wanted));
+    };
+    let OpenedArg {
+        shown, single, src, ..
+    } = open_arg(arg)?;
+    let key = skillcat::document::name_key(name);
+    let root = match src.version_root(&key, version).await {
+        Ok(Some(root)) => root,
+        Ok(None) => {
+            // Say which version is there, when the skill is.
+            let held = match source::discover_with(&*src, Detail::Frontmatter).await {
+                Ok(d) => find(&d, name).map(|s| match s.version() {
+                    Some(v) if !v.is_empty() => format!(" (its {name} is version {v})"),
+                    _ => format!(" (its {name} has no metadata.version)"),
+                }),
+                Err(_) => None,
+            };
+            err!(
+                "Error: {wanted}: {shown} keeps one version of each skill{}; NAME@VERSION picks \
+                 a version in a registry (x.db). Name the skill alone: {name}",
+                held.unwrap_or_default()
+            );
+            return Err(USAGE);
+        }
+        Err(e) => {
+            err!("Error: {e}");
+            return Err(if e.is_not_found() { FAULTS } else { USAGE });
+        }
+    };
+    let mut found = Discovery::default();
+    // One skill: its document and file list are read whatever `detail` asks.
+    match src.load(&root).await {
+        Ok(skill) => found.skills.push(skill),
+        Err(skillcat::Error::InvalidSkill { path, fault }) => found.faults.push(RootFault {
+            root: root.clone(),
+            location: path,
+            fault,
+        }),
+        Err(e) => {
+            err!("Error: {e}");
+            return Err(USAGE);
+        }
+    }
+    Ok((
+        Opened {
+            shown,
+            single,
+            src,
+            found,
+        },
+        name,
+    ))
 }
 
 /// A discovery's warnings (a stale cached index, say) on stderr, `warning: …` each, with
@@ -391,90 +512,185 @@ pub async fn properties(arg: &str) -> u8 {
     }
 }
 
-/// `skillcat prompt PATH...`; without PATH, the configured catalog.
-pub async fn prompt(args: &[String], format: PromptFormatArg, budget: Option<usize>) -> u8 {
-    if args.is_empty() {
-        let Ok((config, catalog)) = configured_catalog(Detail::Frontmatter) else {
-            return USAGE;
-        };
-        let snapshot = catalog.snapshot().await;
-        snapshot
-            .diagnostics()
-            .iter()
-            .for_each(|d| err!("warning: {}", shown(&d.to_string())));
-        let mut opts = config.prompt_options(match format {
-            PromptFormatArg::Xml => PromptFormat::Xml,
-            PromptFormatArg::Markdown => PromptFormat::Markdown,
-            PromptFormatArg::Json => PromptFormat::Json,
-        });
-        opts.budget = budget.or(opts.budget);
-        let rendered = snapshot.prompt(&opts);
-        out!("{}", rendered.text);
-        if !rendered.report.is_clean() {
-            err!("{}", rendered.report);
-        }
-        return OK;
+/// The library's prompt format for the command line's.
+fn prompt_format(format: PromptFormatArg) -> PromptFormat {
+    match format {
+        PromptFormatArg::Xml => PromptFormat::Xml,
+        PromptFormatArg::Markdown => PromptFormat::Markdown,
+        PromptFormatArg::Json => PromptFormat::Json,
     }
+}
+
+/// Prints the block and, on stderr, what the budget did: the summary, or with `verbose` every
+/// shortened description and omitted skill.
+fn print_rendered(rendered: &skillcat::prompt::Rendered, verbose: bool) {
+    out!("{}", rendered.text);
+    if rendered.report.is_clean() {
+        return;
+    }
+    if verbose {
+        err!("{}", rendered.report.details());
+    } else {
+        err!("{}", rendered.report);
+        err!("(--verbose lists every skill omitted and description shortened)");
+    }
+}
+
+/// `skillcat prompt PATH...`; without PATH, the configured catalog.
+///
+/// Renders what is usable and reports every fault on stderr: a root that cannot be read, or a
+/// skill without a name or a description, is left out; a skill that parses and has both is
+/// offered even when it breaks a validation rule (as the catalog and the reference's
+/// `to-prompt` offer it), its faults reported. Exit 1 when any fault was reported, 2 when a
+/// SOURCE could not be read at all (the others are still rendered).
+pub async fn prompt(
+    args: &[String],
+    format: PromptFormatArg,
+    budget: Option<usize>,
+    verbose: bool,
+) -> u8 {
+    if args.is_empty() {
+        return prompt_configured(format, budget, verbose).await;
+    }
+    let mut code = OK;
     let mut found = Vec::with_capacity(args.len());
     for arg in args {
         match open_and_discover_with(arg, Detail::Frontmatter).await {
             Ok(o) => found.push(o),
-            Err(code) => return code,
+            Err(c) => code = code.max(c),
         }
     }
-    let mut errors = Vec::new();
-    let mut entries: Vec<(String, String, String)> = Vec::new();
-    for o in &found {
+    if found.is_empty() {
+        return code;
+    }
+    let opts = ValidateOptions::default();
+    let mut entries: Vec<(usize, String, String, String)> = Vec::new();
+    for (i, o) in found.iter().enumerate() {
         // One skill directory gets the reference's words exactly; a skill of a directory of
         // skills is named, so that the broken one can be found.
         for f in &o.found.faults {
+            code = code.max(FAULTS);
             if o.single {
-                errors.push(refusal_message(&o.shown, &f.fault));
+                err!("Error: {}", refusal_message(&o.shown, &f.fault));
             } else {
-                errors.push(format!("{}: {}", f.location, f.fault.message()));
+                err!(
+                    "Error: {}: {}",
+                    shown(&f.location),
+                    shown(f.fault.message())
+                );
             }
         }
         for s in &o.found.skills {
-            match s.properties() {
-                Ok(_) => entries.push((
-                    s.raw_name().unwrap_or_default().to_string(),
-                    s.description().to_string(),
-                    s.location().to_string(),
-                )),
-                Err(f) if o.single => errors.push(f.message().to_string()),
-                Err(f) => errors.push(format!("{}: {}", s.location(), f.message())),
+            if let Err(f) = s.properties() {
+                code = code.max(FAULTS);
+                if o.single {
+                    err!("Error: {}", f.message());
+                } else {
+                    err!("Error: {}: {}", shown(s.location()), shown(f.message()));
+                }
+                continue;
             }
+            let faults = s.validate(&opts);
+            if !faults.is_empty() {
+                code = code.max(FAULTS);
+                err!(
+                    "Offered all the same, though invalid: {}",
+                    shown(s.location())
+                );
+                for f in &faults {
+                    err!("  - {} [{}]", shown(f.message()), f.kind());
+                }
+            }
+            entries.push((
+                i,
+                s.raw_name().unwrap_or_default().to_string(),
+                s.description().to_string(),
+                s.location().to_string(),
+            ));
         }
     }
-    if !errors.is_empty() {
-        for e in errors {
-            err!("Error: {e}");
-        }
-        return FAULTS;
-    }
+    // Precedence (the order of the arguments), then name: the order a budget cuts from the end.
+    entries.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| a.1.as_bytes().cmp(b.1.as_bytes()))
+    });
     let skills: Vec<PromptSkill<'_>> = entries
         .iter()
-        .map(|(n, d, l)| PromptSkill {
+        .map(|(_, n, d, l)| PromptSkill {
             name: n,
             description: d,
             location: l,
         })
         .collect();
     let opts = PromptOptions {
-        format: match format {
-            PromptFormatArg::Xml => PromptFormat::Xml,
-            PromptFormatArg::Markdown => PromptFormat::Markdown,
-            PromptFormatArg::Json => PromptFormat::Json,
-        },
+        format: prompt_format(format),
         budget,
         omit_when_empty: false,
     };
-    let rendered = skillcat::prompt::render(&skills, &opts);
-    out!("{}", rendered.text);
-    if !rendered.report.is_clean() {
-        err!("{}", rendered.report);
+    print_rendered(&skillcat::prompt::render(&skills, &opts), verbose);
+    code
+}
+
+/// `skillcat prompt` with no PATH: the configured catalog within its `[prompt]` budget (or
+/// `--budget`); diagnostics on stderr, exit 1 on any but shadowing and a source's warning.
+async fn prompt_configured(format: PromptFormatArg, budget: Option<usize>, verbose: bool) -> u8 {
+    let Ok((config, catalog)) = configured_catalog(Detail::Frontmatter) else {
+        return USAGE;
+    };
+    let snapshot = catalog.snapshot().await;
+    let faults = print_diagnostics(&snapshot);
+    say_where_looked(&config, &snapshot);
+    let mut opts = config.prompt_options(prompt_format(format));
+    opts.budget = budget.or(opts.budget);
+    print_rendered(&snapshot.prompt(&opts), verbose);
+    if faults { FAULTS } else { OK }
+}
+
+/// A catalog's diagnostics on stderr (`warning: …`); whether any is a fault (anything but a
+/// shadowed name or a source's warning).
+pub(super) fn print_diagnostics(snapshot: &skillcat::catalog::Snapshot) -> bool {
+    use skillcat::catalog::DiagnosticKind;
+    let mut faults = false;
+    for d in snapshot.diagnostics() {
+        err!("warning: {}", shown(&d.to_string()));
+        faults |= !matches!(d.kind, DiagnosticKind::Shadowed | DiagnosticKind::Warning);
     }
-    OK
+    faults
+}
+
+/// When the configured catalog offers no skill, says on stderr where it looked: which
+/// configuration (or that there is none, and where one would be), and each source.
+pub(super) fn say_where_looked(
+    config: &skillcat::config::Config,
+    snapshot: &skillcat::catalog::Snapshot,
+) {
+    if !snapshot.entries().is_empty() {
+        return;
+    }
+    let from = match &config.origin {
+        Some(file) => format!("the sources of {}", file.display()),
+        None => {
+            let user = skillcat::config::Environment::current()
+                .ok()
+                .and_then(|env| skillcat::config::Config::user_file(&env))
+                .map(|f| format!(" or {}", f.display()))
+                .unwrap_or_default();
+            format!(
+                "the default places (no --config, and no configuration at ./{}{user})",
+                skillcat::config::FILE_NAME
+            )
+        }
+    };
+    let places: Vec<&str> = config.sources.iter().map(|s| s.path.as_str()).collect();
+    if places.is_empty() {
+        err!("No skills: {from} name no source.");
+    } else {
+        err!(
+            "No skills found in {from}: {}. Name a SOURCE, or list [[sources]] in \
+             skillcat.toml.",
+            places.join(", ")
+        );
+    }
 }
 
 pub(super) fn print_fault(f: &RootFault) {
@@ -492,15 +708,35 @@ fn shown(s: &str) -> std::borrow::Cow<'_, str> {
     skillcat::prompt::escape_controls(s)
 }
 
-/// `skillcat list SOURCE`; without SOURCE, the configured catalog.
-pub async fn list(arg: Option<&str>, format: Format) -> u8 {
+/// `skillcat list SOURCE [NAME]`; without SOURCE, the configured catalog. Every fault goes to
+/// stderr: roots that are not skills, and the validation faults of skills that are listed.
+pub async fn list(arg: Option<&str>, wanted: Option<&str>, format: Format) -> u8 {
     let Some(arg) = arg else {
         return list_configured(format).await;
     };
-    let Opened { src, found: d, .. } = match open_and_discover(arg).await {
+    let opened = open_maybe_for(arg, wanted, Detail::Files).await;
+    let (
+        Opened {
+            shown: shown_arg,
+            src,
+            found: mut d,
+            ..
+        },
+        name,
+    ) = match opened {
         Ok(o) => o,
         Err(code) => return code,
     };
+    if let Some(name) = name {
+        // One skill: it, or why there is none; other roots' faults are not its business.
+        match find_in(&shown_arg, &d, name) {
+            Ok(skill) => {
+                d.skills = vec![skill];
+                d.faults.clear();
+            }
+            Err(code) => return code,
+        }
+    }
     let opts = ValidateOptions::default();
     let mut rows = Vec::new();
     let mut any_fault = !d.faults.is_empty();
@@ -525,7 +761,7 @@ pub async fn list(arg: Option<&str>, format: Format) -> u8 {
     match format {
         Format::Text => {
             let mut out = std::io::stdout().lock();
-            for (s, name, digest, faults) in &rows {
+            for (s, name, digest, _) in &rows {
                 let desc = s
                     .description()
                     .split_whitespace()
@@ -538,9 +774,6 @@ pub async fn list(arg: Option<&str>, format: Format) -> u8 {
                     shown(s.location()),
                     digest.as_deref().unwrap_or("-")
                 );
-                for f in faults {
-                    let _ = writeln!(out, "    ! {} [{}]", shown(f.message()), f.kind());
-                }
             }
         }
         Format::Json => {
@@ -560,6 +793,17 @@ pub async fn list(arg: Option<&str>, format: Format) -> u8 {
                 "{}",
                 serde_json::to_string_pretty(&json!({"skills": skills, "faults": faults}))
                     .expect("json")
+            );
+        }
+    }
+    // Faults on stderr, in the source's order: the invalid skills listed, the roots that are not.
+    for (s, _, _, faults) in &rows {
+        for f in faults {
+            err!(
+                "Error: {}: {} [{}]",
+                shown(s.location()),
+                shown(f.message()),
+                f.kind()
             );
         }
     }
@@ -588,12 +832,13 @@ fn configured_catalog(
 /// trust; diagnostics (shadowed names included) on stderr. Exit 1 on any diagnostic other than
 /// shadowing or a source's warning.
 async fn list_configured(format: Format) -> u8 {
-    let Ok((_, catalog)) = configured_catalog(Detail::Files) else {
+    let Ok((config, catalog)) = configured_catalog(Detail::Files) else {
         return USAGE;
     };
     let snapshot = catalog.snapshot().await;
     let mut any_fault = false;
     let mut rows = Vec::new();
+    say_where_looked(&config, &snapshot);
     for e in snapshot.entries() {
         let s = e.skill();
         let digest = match e
@@ -664,14 +909,7 @@ async fn list_configured(format: Format) -> u8 {
             );
         }
     }
-    for d in snapshot.diagnostics() {
-        err!("warning: {}", shown(&d.to_string()));
-        any_fault |= !matches!(
-            d.kind,
-            skillcat::catalog::DiagnosticKind::Shadowed
-                | skillcat::catalog::DiagnosticKind::Warning
-        );
-    }
+    any_fault |= print_diagnostics(&snapshot);
     if any_fault { FAULTS } else { OK }
 }
 
@@ -683,8 +921,8 @@ fn find<'a>(d: &'a Discovery, name: &str) -> Option<&'a Skill> {
         .find(|s| skillcat::document::name_key(&s.name()) == want)
 }
 
-/// The skill named `name` in what `arg` names, with its file list; a missing or broken one is
-/// reported (the exit code is returned).
+/// The skill named `name` (`NAME` or `NAME@VERSION`) in what `arg` names, with its file list;
+/// a missing or broken one is reported (the exit code is returned).
 pub(super) async fn find_skill(arg: &str, name: &str) -> Result<(Arc<dyn Source>, Skill), u8> {
     find_skill_with(arg, name, Detail::Files).await
 }
@@ -695,12 +933,15 @@ async fn find_skill_with(
     name: &str,
     detail: Detail,
 ) -> Result<(Arc<dyn Source>, Skill), u8> {
-    let Opened {
-        shown,
-        src,
-        found: d,
-        ..
-    } = open_and_discover_with(arg, detail).await?;
+    let (
+        Opened {
+            shown,
+            src,
+            found: d,
+            ..
+        },
+        name,
+    ) = open_for(arg, name, detail).await?;
     let skill = find_in(&shown, &d, name)?;
     Ok((src, skill))
 }

@@ -226,6 +226,14 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> u8 {
         err!("Error: --sig names the signature of one skill; the sources hold {total}");
         return USAGE;
     }
+    if let (Some(v), true) = (&args.version, total != 1) {
+        err!(
+            "Error: --version sets the version of one skill; the sources hold {total}. Give each \
+             skill its own in its SKILL.md frontmatter (metadata:\n  version: \"{v}\"), or \
+             publish them one at a time"
+        );
+        return USAGE;
+    }
     let mut registry = match Registry::open(db) {
         Ok(r) => r,
         Err(e) => return report(&e),
@@ -233,20 +241,21 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> u8 {
     let bar = progress_bar(total);
     let mut results = Vec::with_capacity(total);
     let mut code = OK;
+    // Skills refused for want of a version: named together at the end, with how to set it.
+    let mut unversioned = Vec::new();
     for o in &opened {
         let single = o.roots.len() == 1;
         for root in &o.roots {
             let shown_root = o.src.location(root);
             bar.set_message(shown_root.clone());
-            let signature = match &given_sig {
-                Some(s) => Ok(Some(s.clone())),
-                None => neighbour_signature(o, root, single).await,
-            };
-            let outcome = match signature {
-                Ok(signature) => {
+            let kept = kept_by_source(o, root, single).await;
+            let outcome = match kept {
+                Ok((version, found)) => {
                     let opts = PublishOptions {
-                        version: args.version.clone(),
-                        signature,
+                        // The version given, else the one the source keeps (a registry's),
+                        // else the skill's metadata.version.
+                        version: args.version.clone().or(version),
+                        signature: given_sig.clone().or(found),
                         keyring: keyring.as_ref(),
                         ..Default::default()
                     };
@@ -267,6 +276,9 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> u8 {
                 Ok(p) => results.push(json!({"source": o.spec, "root": root, "published": p})),
                 Err(f) => {
                     code = code.max(f.code());
+                    if let Failure::Registry(RegistryError::MissingVersion { name }) = &f {
+                        unversioned.push((name.clone(), shown_root.clone()));
+                    }
                     results.push(f.to_json(&o.spec, root, &shown_root));
                 }
             }
@@ -274,6 +286,23 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> u8 {
         }
     }
     bar.finish_and_clear();
+    if total > 1 && !unversioned.is_empty() && args.format == Format::Text {
+        err!(
+            "{} of {total} skills were not published for want of a version: {}",
+            unversioned.len(),
+            unversioned
+                .iter()
+                .map(|(n, at)| format!("{n} ({at})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        err!(
+            "Set it in each one's SKILL.md frontmatter, then publish again:\n  metadata:\n    \
+             version: \"1.0.0\"\n(--version V sets the version of one skill: `skillcat registry \
+             publish {} SKILL-DIR --version V`)",
+            db.display()
+        );
+    }
     if args.format == Format::Json {
         out!("{}", serde_json::to_string_pretty(&results).expect("json"));
     }
@@ -327,23 +356,23 @@ impl Failure {
     }
 }
 
-/// The neighbour signature of one skill of a source, when that file exists.
-async fn neighbour_signature(
+/// What the source keeps about one skill to publish: the version it holds it as (a registry's,
+/// an index entry's) and a signature — one it keeps with the skill, else the file beside it
+/// (`SOURCE.minisig`, or `SOURCE.NAME.minisig` for a source of several skills, as `skillcat
+/// pack --sign` and `skillcat sign` write them).
+async fn kept_by_source(
     o: &Opened,
     root: &str,
     single: bool,
-) -> Result<Option<String>, String> {
+) -> Result<(Option<String>, Option<String>), String> {
     // The file is named after the skill; a skill that does not load has no name (publish then
     // reports why it does not load).
     let Ok(skill) = o.src.load(root).await else {
-        return Ok(None);
+        return Ok((None, None));
     };
-    let path = super::trust::signature_path(&o.spec, &skill.name(), single);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read the signature {}: {e}", path.display())),
-    }
+    let record = o.src.record(root).await.map_err(|e| e.to_string())?;
+    let found = super::trust::signatures_of(&o.spec, &*o.src, &skill, &record, single)?;
+    Ok((record.version, found.into_iter().next().map(|f| f.text)))
 }
 
 fn print_published(p: &Published) {
@@ -588,16 +617,23 @@ mod tests {
             FAULTS,
             "nothing to publish is not a success"
         );
-        // A directory of skills: the valid ones are published, the invalid ones refused.
+        // A directory of skills: --version would give every one the same version, so it is
+        // refused before anything is written; without it, the skills that have no
+        // metadata.version are refused (and named), the others published.
         let all = catalog("");
         assert_eq!(
             run(parse(&["publish", db_s, &all, "--version", "2.0.0"])).await,
-            FAULTS
+            USAGE
         );
         let reg = Registry::open_read_only(&db).unwrap();
-        assert_eq!(reg.latest("alpha").unwrap().unwrap().version, "2.0.0");
-        assert_eq!(reg.versions("beta-tool").unwrap().len(), 1);
+        assert_eq!(reg.latest("alpha").unwrap().unwrap().version, "1.1.0");
+        assert!(reg.versions("beta-tool").unwrap().is_empty());
         drop(reg);
+        assert_eq!(run(parse(&["publish", db_s, &all])).await, FAULTS);
+        assert_eq!(
+            run(parse(&["publish", db_s, &alpha, "--version", "2.0.0"])).await,
+            OK
+        );
 
         assert_eq!(run(parse(&["yank", db_s, "alpha@2.0.0"])).await, OK);
         assert_eq!(

@@ -3,11 +3,10 @@
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use skillcat::registry::Registry;
 use skillcat::serve::{self, ServeLimits, SignatureLookup, Signed, Site, SiteOptions};
 use skillcat::sign::Statement;
 use skillcat::source::http::{
@@ -113,56 +112,21 @@ pub enum CacheCommand {
     },
 }
 
-/// Where the detached signatures of a source's skills are: in the registry for a registry,
-/// else in `.minisig` files beside the source (as `skillcat sign` writes them).
+/// The signature files beside a source (as `skillcat sign` and `pack --sign` write them), for
+/// the skills whose source keeps none itself (a registry's and an index's come with the
+/// source: [`Source::record`](skillcat::source::Source::record)).
 struct SpecSignatures {
     spec: String,
     single: bool,
-    registry: Option<Mutex<Option<Registry>>>,
-}
-
-impl SpecSignatures {
-    fn new(spec: &str, single: bool) -> Self {
-        let lower = spec.to_ascii_lowercase();
-        let is_registry =
-            lower.starts_with("sqlite:") || lower.ends_with(".db") || lower.ends_with(".sqlite");
-        let registry = is_registry.then(|| {
-            let path = spec.strip_prefix("sqlite:").unwrap_or(spec);
-            Mutex::new(Registry::open_read_only(path).ok())
-        });
-        SpecSignatures {
-            spec: spec.to_string(),
-            single,
-            registry,
-        }
-    }
 }
 
 impl SignatureLookup for SpecSignatures {
     fn lookup(&self, name: &str, skill_digest: &str) -> Option<Signed> {
-        if let Some(reg) = &self.registry {
-            let guard = reg.lock().unwrap_or_else(PoisonError::into_inner);
-            let reg = guard.as_ref()?;
-            let info = reg.latest(name).ok()??;
-            if info.digest != skill_digest {
-                return None;
-            }
-            let release = reg.get(name, &info.version).ok()??;
-            let sig = release.signatures.into_iter().next()?;
-            return Some(Signed {
-                version: info.version,
-                signature: sig.text,
-            });
-        }
-        let path = super::trust::signature_path(&self.spec, name, self.single);
-        let text = std::fs::read_to_string(path).ok()?;
-        let comment = text
-            .lines()
-            .find_map(|l| l.strip_prefix("trusted comment: "))?;
-        let st = Statement::from_trusted_comment(comment).ok()?;
+        let found = super::trust::beside_signature(&self.spec, name, self.single).ok()??;
+        let st = Statement::claimed_by(&found.text).ok()?;
         (st.name == name && st.digest == skill_digest).then_some(Signed {
             version: st.version,
-            signature: text,
+            signature: found.text,
         })
     }
 }
@@ -171,7 +135,11 @@ impl SignatureLookup for SpecSignatures {
 async fn build_site(arg: &str) -> Result<(Site, usize), u8> {
     let o = super::read::open_and_discover(arg).await?;
     let opts = SiteOptions {
-        signatures: Some(Arc::new(SpecSignatures::new(arg, o.single))),
+        signatures: Some(Arc::new(SpecSignatures {
+            spec: arg.to_string(),
+            // As `pack --sign` names them: SOURCE.minisig for a source of one skill.
+            single: o.found.skills.len() + o.found.faults.len() == 1,
+        })),
         ..SiteOptions::default()
     };
     let (site, problems) = Site::from_discovery(&*o.src, &o.found, &opts)

@@ -154,7 +154,9 @@ struct Activated {
 /// `extra` on top of what they declare (checked against the ceiling first). Errors are printed.
 async fn activate(a_source: &str, name: &str, extra: Capabilities) -> Result<Activated, u8> {
     // Read once: the discovery that finds the skill (or says why not) seeds the catalog.
-    let opened = super::read::open_and_discover(a_source).await?;
+    // `NAME@VERSION` reads that version alone.
+    let (opened, name) =
+        super::read::open_for(a_source, name, skillcat::source::Detail::Files).await?;
     super::read::find_in(&opened.shown, &opened.found, name)?;
     let (config, env) = configuration()?;
     check_granted(&extra, &config, &env)?;

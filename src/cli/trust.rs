@@ -9,17 +9,27 @@ use skillcat::document::{Skill, ValidateOptions};
 use skillcat::pack::{PackEntry, write_archive};
 use skillcat::path::{base_name, join_path};
 use skillcat::sign::{self, Keyring, SignError, Statement};
-use skillcat::source::{self, DirOptions, DirSource, Source, SourceExt};
+use skillcat::source::{self, Detail, DirOptions, DirSource, RootRecord, Source, SourceExt};
 
-use super::read::{Opened, open_and_discover, print_fault};
+use super::read::{Opened, open_maybe_for, print_fault};
 use super::{FAULTS, Format, OK, USAGE};
 
 /// The environment variable a secret key's password may come from (for scripts and CI).
 pub const PASSWORD_ENV: &str = "SKILLCAT_PASSWORD";
 
-async fn manifest_of(src: &dyn Source, skill: &Skill) -> skillcat::Result<Manifest> {
-    src.manifest(skill.root(), &skill.name(), skill.version().unwrap_or(""))
-        .await
+/// The manifest of a skill, recomputed from its bytes, under the version its source keeps it as
+/// (a registry's published version, an index entry's), else its `metadata.version`; and what
+/// the source keeps about it.
+async fn manifest_of(src: &dyn Source, skill: &Skill) -> skillcat::Result<(Manifest, RootRecord)> {
+    let record = src.record(skill.root()).await?;
+    let version = record.version.as_deref().or(skill.version()).unwrap_or("");
+    let m = if skill.has_files() {
+        src.manifest_of(skill.root(), skill.files(), &skill.name(), version)
+            .await?
+    } else {
+        src.manifest(skill.root(), &skill.name(), version).await?
+    };
+    Ok((m, record))
 }
 
 /// `name@version`, or the name alone when the skill has no version.
@@ -32,8 +42,9 @@ fn at_version(m: &Manifest) -> String {
 }
 
 /// `skillcat digest SOURCE [NAME]`
-pub async fn digest(arg: &str, name: Option<&str>, format: Format) -> u8 {
-    let Opened { src, found, .. } = match open_and_discover(arg).await {
+pub async fn digest(arg: &str, wanted: Option<&str>, format: Format) -> u8 {
+    let opened = open_maybe_for(arg, wanted, Detail::Files).await;
+    let (Opened { src, found, .. }, name) = match opened {
         Ok(o) => o,
         Err(code) => return code,
     };
@@ -48,7 +59,7 @@ pub async fn digest(arg: &str, name: Option<&str>, format: Format) -> u8 {
             continue;
         }
         match manifest_of(&*src, skill).await {
-            Ok(m) => manifests.push(m),
+            Ok((m, _)) => manifests.push(m),
             Err(e) => {
                 err!("Error: {}: {e}", skill.location());
                 failed = true;
@@ -70,8 +81,11 @@ pub async fn digest(arg: &str, name: Option<&str>, format: Format) -> u8 {
             }
         }
     }
-    if let (Some(n), true) = (name, manifests.is_empty() && !failed) {
-        err!("Error: no skill named '{n}' in {arg}");
+    if let (Some(w), true) = (wanted, manifests.is_empty() && !failed) {
+        for f in &found.faults {
+            print_fault(f);
+        }
+        err!("Error: no skill named '{w}' in {arg}");
         return FAULTS;
     }
     match format {
@@ -479,26 +493,64 @@ pub fn keygen(base: &str, unencrypted: bool, force: bool) -> u8 {
     OK
 }
 
-/// `skillcat sign SOURCE NAME --key KEY [-o SIG]`
-pub async fn sign_cmd(
-    arg: &str,
-    name: &str,
-    key: &str,
-    output: Option<&Path>,
-    statement_out: Option<&Path>,
-) -> u8 {
-    let (src, skill) = match super::read::find_skill(arg, name).await {
+/// What `skillcat sign` is asked to do.
+pub struct SignArgs<'a> {
+    /// The source.
+    pub source: &'a str,
+    /// The skill: `NAME` or `NAME@VERSION`.
+    pub name: &'a str,
+    /// The secret key file.
+    pub key: &'a str,
+    /// Where to write the signature (default: beside the source).
+    pub output: Option<&'a Path>,
+    /// Where to write the statement too.
+    pub statement: Option<&'a Path>,
+    /// Sign a skill that fails validation.
+    pub force: bool,
+}
+
+/// `skillcat sign SOURCE NAME --key KEY [-o SIG] [--force]`
+///
+/// A skill that fails validation is refused as `pack` refuses it (with `--force`, signed with a
+/// warning): a signature vouches for what a skill is, and a broken one is not worth vouching for.
+pub async fn sign_cmd(a: SignArgs<'_>) -> u8 {
+    let (src, skill) = match super::read::find_skill(a.source, a.name).await {
         Ok(x) => x,
         Err(c) => return c,
     };
+    let faults = skill.validate(&ValidateOptions::default());
+    if !faults.is_empty() {
+        let verb = if a.force {
+            "Signing anyway (--force)"
+        } else {
+            "Refusing to sign"
+        };
+        err!("{verb} {}:", skill.location());
+        for f in &faults {
+            err!("  - {} [{}]", f.message(), f.kind());
+        }
+        if !a.force {
+            err!("Error: nothing signed; fix the skill or pass --force");
+            return FAULTS;
+        }
+    }
     let many = src.list().await.map(|r| r.len() > 1).unwrap_or(false);
     let m = match manifest_of(&*src, &skill).await {
-        Ok(m) => m,
+        Ok((m, _)) => m,
         Err(e) => {
             err!("Error: {e}");
             return FAULTS;
         }
     };
+    let path = a
+        .output
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| signature_path(a.source, &m.name, !many));
+    for p in std::iter::once(path.as_path()).chain(a.statement) {
+        if let Err(code) = super::output_dir_exists(p) {
+            return code;
+        }
+    }
     let statement = match Statement::from_manifest(&m) {
         Ok(s) => s,
         Err(e) => {
@@ -506,20 +558,14 @@ pub async fn sign_cmd(
             return FAULTS;
         }
     };
-    let sig = match Signer::load(key).and_then(|mut s| s.sign(&statement)) {
+    let sig = match Signer::load(a.key).and_then(|mut s| s.sign(&statement)) {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let path = output
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| signature_path(arg, &m.name, !many));
-    if let Err(code) = super::output_dir_exists(&path) {
-        return code;
-    }
     if let Err(c) = write_file(&path, &sig) {
         return c;
     }
-    if let Some(p) = statement_out
+    if let Some(p) = a.statement
         && let Err(c) = write_file(p, &statement.to_text())
     {
         return c;
@@ -533,45 +579,158 @@ pub async fn sign_cmd(
     OK
 }
 
-/// `skillcat verify SOURCE --keyring FILE [--sig FILE]`
-pub async fn verify(arg: &str, keyring: &Path, sig: Option<&Path>, format: Format) -> u8 {
-    let ring = match Keyring::load(keyring) {
+/// A signature of one skill and where it was found, for messages.
+pub(super) struct Found {
+    /// Where: `the registry …`, `the index …`, or the file.
+    pub(super) origin: String,
+    /// The `.minisig` text.
+    pub(super) text: String,
+}
+
+/// The file beside a source that `pack --sign` and `sign` write for one of its skills
+/// ([`signature_path`]), read when it exists. URLs and `sqlite:` specs have no file beside them.
+pub(super) fn beside_signature(
+    spec: &str,
+    name: &str,
+    single: bool,
+) -> Result<Option<Found>, String> {
+    if spec.contains("://") || spec.starts_with("sqlite:") {
+        return Ok(None);
+    }
+    let path = signature_path(spec, name, single);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(Some(Found {
+            origin: path.display().to_string(),
+            text,
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read the signature {}: {e}", path.display())),
+    }
+}
+
+/// Every signature of one skill, wherever its source keeps it: those the source holds with it
+/// (a registry's stored ones, an HTTP index entry's `skillcat.signature`, which a cached index
+/// keeps offline), then the file beside the source.
+pub(super) fn signatures_of(
+    spec: &str,
+    src: &dyn Source,
+    skill: &Skill,
+    record: &RootRecord,
+    single: bool,
+) -> Result<Vec<Found>, String> {
+    let kept_by = src.location(skill.root());
+    let mut found: Vec<Found> = record
+        .signatures
+        .iter()
+        .map(|text| Found {
+            origin: format!("kept by the source for {kept_by}"),
+            text: text.clone(),
+        })
+        .collect();
+    found.extend(beside_signature(spec, &skill.name(), single)?);
+    Ok(found)
+}
+
+/// Loads the keyring to check signatures against: `--keyring FILE`, else the `keyring` of the
+/// configuration, else the default one (`skillcat trust add` writes there). Errors are printed,
+/// saying what a keyring is when the file is something else (a public key, say).
+pub(super) fn load_keyring(given: Option<&Path>) -> Result<Keyring, u8> {
+    let path = match given {
+        Some(p) => p.to_path_buf(),
+        None => super::keyring::default_keyring()?,
+    };
+    if given.is_none() && !path.exists() {
+        err!(
+            "Error: no keyring: pass --keyring FILE, set `keyring` in skillcat.toml, or add a \
+             key to {} with `skillcat trust add KEY.pub --scope 'NAME-PATTERN'`",
+            path.display()
+        );
+        return Err(USAGE);
+    }
+    Keyring::load(&path).map_err(|e| {
+        super::keyring::explain_keyring_error(&path, &e);
+        USAGE
+    })
+}
+
+/// `skillcat verify SOURCE [NAME] [--keyring FILE] [--sig FILE]`
+pub async fn verify(
+    arg: &str,
+    wanted: Option<&str>,
+    keyring: Option<&Path>,
+    sig: Option<&Path>,
+    format: Format,
+) -> u8 {
+    let ring = match load_keyring(keyring) {
         Ok(k) => k,
-        Err(e) => {
-            err!("Error: {e}");
+        Err(code) => return code,
+    };
+    let given = match sig.map(|p| (p, std::fs::read_to_string(p))) {
+        None => None,
+        Some((p, Ok(text))) => Some(Found {
+            origin: p.display().to_string(),
+            text,
+        }),
+        Some((p, Err(e))) => {
+            err!("Error: cannot read the signature {}: {e}", p.display());
             return USAGE;
         }
     };
-    let Opened { src, found, .. } = match open_and_discover(arg).await {
+    let opened = open_maybe_for(arg, wanted, Detail::Files).await;
+    let (Opened { src, found, .. }, name) = match opened {
         Ok(o) => o,
         Err(code) => return code,
     };
+    let key = name.map(skillcat::document::name_key);
+    let skills: Vec<&Skill> = found
+        .skills
+        .iter()
+        .filter(|s| {
+            key.as_ref()
+                .is_none_or(|k| *k == skillcat::document::name_key(&s.name()))
+        })
+        .collect();
     let mut results = Vec::new();
     for f in &found.faults {
         print_fault(f);
         results.push(json!({"root": f.root, "verified": false, "error": f.fault.message()}));
     }
+    if let (Some(w), true) = (wanted, skills.is_empty() && found.faults.is_empty()) {
+        err!("Error: no skill named '{w}' in {arg}");
+        return FAULTS;
+    }
+    // The file beside a source of one skill is SOURCE.minisig; of several, SOURCE.NAME.minisig.
     let single = found.skills.len() == 1 && found.faults.is_empty();
-    if sig.is_some() && !single {
+    if given.is_some() && skills.len() + found.faults.len() != 1 {
         err!(
-            "Error: --sig names one signature; {arg} holds {} skills",
-            found.skills.len() + found.faults.len()
+            "Error: --sig names one signature; {arg} holds {} skills (name one)",
+            skills.len() + found.faults.len()
         );
         return USAGE;
     }
-    for skill in &found.skills {
+    for skill in skills {
         let name = skill.name();
-        let sig_path = sig
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| signature_path(arg, &name, single));
         let outcome = async {
-            let text = std::fs::read_to_string(&sig_path)
-                .map_err(|e| format!("cannot read the signature {}: {e}", sig_path.display()))?;
             // The manifest is recomputed from the bytes held here; nothing claimed is trusted.
-            let m = manifest_of(&*src, skill).await.map_err(|e| e.to_string())?;
-            sign::verify(&m, &text, &ring, &name)
-                .map_err(|e| e.to_string())
-                .map(|v| (m, v))
+            let (m, record) = manifest_of(&*src, skill).await.map_err(|e| e.to_string())?;
+            let candidates = match &given {
+                Some(g) => vec![Found {
+                    origin: g.origin.clone(),
+                    text: g.text.clone(),
+                }],
+                None => signatures_of(arg, &*src, skill, &record, single)?,
+            };
+            if candidates.is_empty() {
+                return Err(no_signature(arg, &name, single));
+            }
+            let mut failures = Vec::new();
+            for c in &candidates {
+                match sign::verify(&m, &c.text, &ring, &name) {
+                    Ok(v) => return Ok((m, v)),
+                    Err(e) => failures.push(format!("{e} (signature {})", c.origin)),
+                }
+            }
+            Err(failures.join("; "))
         }
         .await;
         match outcome {
@@ -601,5 +760,18 @@ pub async fn verify(arg: &str, keyring: &Path, sig: Option<&Path>, format: Forma
         OK
     } else {
         FAULTS
+    }
+}
+
+/// Why a skill has no signature to check: where one was looked for.
+fn no_signature(spec: &str, name: &str, single: bool) -> String {
+    if spec.contains("://") || spec.starts_with("sqlite:") {
+        format!("no signature: {spec} keeps none for {name}")
+    } else {
+        format!(
+            "no signature: the source keeps none for {name}, and there is no {} beside it \
+             (skillcat sign and pack --sign write it; --sig FILE names another)",
+            signature_path(spec, name, single).display()
+        )
     }
 }

@@ -157,6 +157,16 @@ impl Registry {
                 Box::new(e),
             ))
         })?;
+        Ok(Some(Release {
+            info,
+            manifest,
+            body,
+            signatures: self.signatures_of(id)?,
+        }))
+    }
+
+    /// The signatures stored for one version (by its row id), by key id.
+    pub(crate) fn signatures_of(&self, version_id: i64) -> Result<Vec<StoredSignature>> {
         let mut stmt = self
             .conn
             .prepare_cached(
@@ -164,22 +174,15 @@ impl Registry {
                  ORDER BY key_id",
             )
             .map_err(|e| self.sql(e))?;
-        let signatures = stmt
-            .query_map([id], |r| {
-                Ok(StoredSignature {
-                    key_id: r.get(0)?,
-                    format: r.get(1)?,
-                    text: r.get(2)?,
-                })
+        stmt.query_map([version_id], |r| {
+            Ok(StoredSignature {
+                key_id: r.get(0)?,
+                format: r.get(1)?,
+                text: r.get(2)?,
             })
-            .and_then(Iterator::collect)
-            .map_err(|e| self.sql(e))?;
-        Ok(Some(Release {
-            info,
-            manifest,
-            body,
-            signatures,
-        }))
+        })
+        .and_then(Iterator::collect)
+        .map_err(|e| self.sql(e))
     }
 
     /// Full-text search over the `latest` version of every skill (name, description, body),

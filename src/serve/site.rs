@@ -374,10 +374,14 @@ async fn pack_skill(
     let name = skill.name();
     let description = skill.description().to_string();
     let location = skill.location().to_string();
-    let mut version = skill
-        .version()
-        .map(str::to_string)
-        .filter(|v| !v.is_empty());
+    // The version the source keeps the skill as (a registry's), else `metadata.version`.
+    let record = source.record(skill.root()).await?;
+    let mut version = record.version.clone().or_else(|| {
+        skill
+            .version()
+            .map(str::to_string)
+            .filter(|v| !v.is_empty())
+    });
     let shown = location.clone();
     tokio::task::spawn_blocking(move || {
         let mut archive = Vec::new();
@@ -392,7 +396,18 @@ async fn pack_skill(
             )
         };
         let mut manifest = files(version.as_deref().unwrap_or(""));
-        let signed = signatures.and_then(|s| s.lookup(&name, &manifest.digest));
+        // A signature the source keeps with this version (a registry checked at publishing
+        // that it names this very statement; an index entry carries its own), else one found
+        // beside the source for this content.
+        let kept = record
+            .signatures
+            .into_iter()
+            .next()
+            .map(|signature| Signed {
+                version: version.clone().unwrap_or_default(),
+                signature,
+            });
+        let signed = kept.or_else(|| signatures.and_then(|s| s.lookup(&name, &manifest.digest)));
         if let Some(signed) = &signed
             && version.as_deref() != Some(signed.version.as_str())
         {

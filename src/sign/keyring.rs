@@ -124,6 +124,26 @@ impl KeyEntry {
     pub fn allows(&self, name: &str) -> bool {
         self.scopes.iter().any(|scope| glob_match(scope, name))
     }
+
+    /// The entry as one `[[key]]` table of a keyring file (`revoked` and `comment` only when
+    /// set), ending with a line break.
+    pub fn to_toml(&self) -> String {
+        let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
+        let scopes: Vec<String> = self.scopes.iter().map(|s| quote(s)).collect();
+        let mut out = format!(
+            "[[key]]\nid = {}\npublic_key = {}\nscopes = [{}]\n",
+            quote(&self.id),
+            quote(&self.public_key),
+            scopes.join(", ")
+        );
+        if self.revoked {
+            out.push_str("revoked = true\n");
+        }
+        if let Some(c) = &self.comment {
+            out.push_str(&format!("comment = {}\n", quote(c)));
+        }
+        out
+    }
 }
 
 /// Pinned public keys, each scoped to skill-name patterns. See the [module docs](crate::sign) for
@@ -196,6 +216,51 @@ impl Keyring {
         Ok(entry)
     }
 
+    /// Marks the key `key_id` revoked: signatures by it are refused from now on (reported as
+    /// made by a revoked key, not an unknown one). Returns whether anything changed (`false`
+    /// when it was already revoked); a key not in the keyring is [`SignError::UnknownKey`].
+    pub fn revoke(&mut self, key_id: &str) -> Result<bool, SignError> {
+        let entry = self.entry_mut(key_id)?;
+        Ok(!std::mem::replace(&mut entry.revoked, true))
+    }
+
+    /// The entry for a key id (ASCII case ignored), or [`SignError::UnknownKey`].
+    fn entry_mut(&mut self, key_id: &str) -> Result<&mut KeyEntry, SignError> {
+        self.keys
+            .iter_mut()
+            .find(|k| k.id.eq_ignore_ascii_case(key_id))
+            .ok_or_else(|| SignError::UnknownKey {
+                key_id: key_id.to_ascii_uppercase(),
+            })
+    }
+
+    /// Adds `scopes` the key `key_id` lacks (each checked as a pattern). Returns those added;
+    /// a key not in the keyring is [`SignError::UnknownKey`].
+    pub fn widen(&mut self, key_id: &str, scopes: &[String]) -> Result<Vec<String>, SignError> {
+        for scope in scopes {
+            check_scope(scope)?;
+        }
+        let entry = self.entry_mut(key_id)?;
+        let mut added = Vec::new();
+        for scope in scopes {
+            if !entry.scopes.contains(scope) && !added.contains(scope) {
+                added.push(scope.clone());
+            }
+        }
+        entry.scopes.extend(added.iter().cloned());
+        Ok(added)
+    }
+
+    /// The keyring as TOML that [`from_toml_str`](Self::from_toml_str) reads back to the same
+    /// entries: one `[[key]]` table each ([`KeyEntry::to_toml`]), in order.
+    pub fn to_toml(&self) -> String {
+        self.keys
+            .iter()
+            .map(KeyEntry::to_toml)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// Reads a keyring from TOML text.
     pub fn from_toml_str(text: &str) -> Result<Keyring, SignError> {
         Keyring::parse(text, "<string>")
@@ -216,7 +281,19 @@ impl Keyring {
             origin: origin.to_string(),
             reason,
         };
-        let file: KeyringFile = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        // A public key where a keyring was expected (`--keyring me.pub`) is a common slip:
+        // say what it is rather than how it fails to be TOML.
+        if let Ok(key) = parse_public_key(text) {
+            return Err(SignError::PublicKeyNotKeyring {
+                origin: origin.to_string(),
+                key_id: key.key_id,
+            });
+        }
+        let file: KeyringFile = toml::from_str(text).map_err(|e| {
+            bad(format!(
+                "not a keyring (TOML of [[key]] entries with public_key and scopes): {e}"
+            ))
+        })?;
         let mut keyring = Keyring::new();
         for (i, raw) in file.key.into_iter().enumerate() {
             let at = |e: SignError| bad(format!("[[key]] #{}: {e}", i + 1));

@@ -303,6 +303,19 @@ pub enum SignError {
         /// The key's id.
         key_id: String,
     },
+    /// A keyring file holds a minisign public key instead: a keyring pins public keys to the
+    /// skill names each may sign.
+    #[error(
+        "keyring {origin}: this is the minisign public key {key_id}, not a keyring; a keyring \
+         is a TOML file of [[key]] entries, each a public key (public_key) and the skill-name \
+         patterns it may sign (scopes)"
+    )]
+    PublicKeyNotKeyring {
+        /// The file (or `<string>`).
+        origin: String,
+        /// The public key's id.
+        key_id: String,
+    },
     /// A keyring file could not be read.
     #[error("keyring {origin}: {reason}")]
     InvalidKeyring {

@@ -105,6 +105,14 @@ impl Statement {
         Ok(statement)
     }
 
+    /// The statement a `.minisig` file claims to sign: its trusted comment, the file and the
+    /// comment read strictly. Not authenticated — only [`verify`](super::verify) says whether
+    /// the signature holds; this picks, among signatures kept for a skill, the one meant for
+    /// its name, version and content.
+    pub fn claimed_by(signature: &str) -> Result<Statement, SignError> {
+        Statement::from_trusted_comment(&parse_minisig(signature)?.trusted_comment)
+    }
+
     /// Reads the one-line form ([`to_trusted_comment`](Self::to_trusted_comment)) strictly.
     pub fn from_trusted_comment(comment: &str) -> Result<Statement, SignError> {
         let bad = |reason: String| SignError::TrustedCommentMalformed {

@@ -883,3 +883,64 @@ fn keyring_load_names_the_file() {
     .unwrap();
     assert_eq!(Keyring::load(&path).unwrap().keys().len(), 1);
 }
+
+#[test]
+fn keyring_written_reads_back_and_revoke_and_widen_change_only_what_they_say() {
+    let (a, _) = generate_keypair(None).unwrap();
+    let (b, _) = generate_keypair(None).unwrap();
+    let mut ring = Keyring::new();
+    ring.add(
+        KeyEntry::new(&a, ["acme-*"])
+            .unwrap()
+            .with_comment("say \"hi\""),
+    )
+    .unwrap();
+    ring.add(KeyEntry::new(&b, ["*"]).unwrap()).unwrap();
+    let id_a = key_id_of_public_key(&a).unwrap();
+    let id_b = key_id_of_public_key(&b).unwrap();
+
+    assert_eq!(
+        ring.widen(&id_a, &["pdf-?".into(), "acme-*".into()])
+            .unwrap(),
+        ["pdf-?"]
+    );
+    assert!(matches!(
+        ring.widen(&id_a, &["has space".into()]),
+        Err(SignError::InvalidScope { .. })
+    ));
+    assert!(ring.revoke(&id_b.to_ascii_lowercase()).unwrap());
+    assert!(!ring.revoke(&id_b).unwrap(), "already revoked");
+    assert!(matches!(
+        ring.revoke("0000000000000000"),
+        Err(SignError::UnknownKey { .. })
+    ));
+
+    let back = Keyring::from_toml_str(&ring.to_toml()).unwrap();
+    let ka = back.get(&id_a).unwrap();
+    assert_eq!(ka.scopes(), ["acme-*", "pdf-?"]);
+    assert_eq!(ka.comment(), Some("say \"hi\""));
+    assert!(!ka.is_revoked());
+    assert_eq!(ka.public_key(), public_key_base64(&a).unwrap());
+    assert!(back.get(&id_b).unwrap().is_revoked());
+    assert!(back.check(&id_a, "pdf-x").is_ok());
+    assert!(matches!(
+        back.check(&id_b, "x"),
+        Err(SignError::RevokedKey { .. })
+    ));
+}
+
+#[test]
+fn a_public_key_is_not_a_keyring() {
+    let (public, _) = generate_keypair(None).unwrap();
+    let id = key_id_of_public_key(&public).unwrap();
+    for text in [public.clone(), public_key_base64(&public).unwrap()] {
+        match Keyring::from_toml_str(&text) {
+            Err(SignError::PublicKeyNotKeyring { key_id, .. }) => assert_eq!(key_id, id),
+            other => panic!("{other:?}"),
+        }
+    }
+    let e = Keyring::from_toml_str("hello: world")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a keyring"), "{e}");
+}

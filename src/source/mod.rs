@@ -94,6 +94,47 @@ pub trait Source: Debug + Send + Sync {
         read_each(self, roots, detail, &each).await;
         Ok(Vec::new())
     }
+    /// What the source keeps about a root besides its files ([`RootRecord`]): the version it
+    /// holds the skill as and the detached signatures it keeps for it — a registry's published
+    /// version and stored signatures, an HTTP index entry's `version` and
+    /// `skillcat.signature`. A directory or an archive keeps nothing more than its files (a
+    /// signature beside an archive is a file next to it, which the caller names): the default
+    /// is an empty record. Nothing in a record is trusted: a signature is checked against a
+    /// keyring and the statement recomputed from the bytes read.
+    async fn record(&self, root: &str) -> Result<RootRecord> {
+        let _ = root;
+        Ok(RootRecord::default())
+    }
+    /// The root that holds version `version` of the skill named `name`, for a source that
+    /// keeps several versions of a skill (a registry: `NAME@VERSION`, yanked versions
+    /// included). `Ok(None)` — the default — for a source that keeps one version of each skill;
+    /// a version the source does not hold is [`Error::NotFound`], naming the versions it has.
+    async fn version_root(&self, name: &str, version: &str) -> Result<Option<String>> {
+        let _ = (name, version);
+        Ok(None)
+    }
+}
+
+/// What a [`Source`] keeps about one root besides its files (see [`Source::record`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RootRecord {
+    /// The version the source holds the skill as (a registry's published version, an index
+    /// entry's `version`), when it keeps one. It may differ from `metadata.version` of the
+    /// document: a registry publishes with `--version` too.
+    pub version: Option<String>,
+    /// Detached signatures (`.minisig` text) the source keeps for the skill, in its order.
+    pub signatures: Vec<String>,
+}
+
+impl RootRecord {
+    /// A record of `version` (empty text is none) and `signatures`.
+    pub fn new(version: Option<String>, signatures: Vec<String>) -> RootRecord {
+        RootRecord {
+            version: version.filter(|v| !v.is_empty()),
+            signatures,
+        }
+    }
 }
 
 /// How much of each skill [`discover_with`] reads.

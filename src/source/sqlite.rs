@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::Source;
+use super::{RootRecord, Source};
 use crate::error::{Error, Result};
 use crate::path::FileEntry;
 use crate::registry::{Pin, Registry, RegistryError};
@@ -216,6 +216,49 @@ impl Source for RegistrySource {
     fn root_dir_name(&self, root: &str) -> Option<String> {
         let name = root.split_once('@').map_or(root, |(name, _)| name);
         (!name.is_empty()).then(|| name.to_string())
+    }
+
+    /// The version the root is pinned to and the signatures stored with that version.
+    async fn record(&self, root: &str) -> Result<RootRecord> {
+        let pin = self.pin(root).await?;
+        let id = pin.version_id;
+        let signatures = self.blocking(move |r| r.signatures_of(id)).await?;
+        Ok(RootRecord::new(
+            Some(pin.version),
+            signatures.into_iter().map(|s| s.text).collect(),
+        ))
+    }
+
+    /// `NAME@VERSION`, once the registry is found to hold that version (yanked or not).
+    async fn version_root(&self, name: &str, version: &str) -> Result<Option<String>> {
+        let root = format!("{name}@{version}");
+        match self.pin(&root).await {
+            Ok(_) => Ok(Some(root)),
+            Err(Error::NotFound(_)) => {
+                let n = name.to_string();
+                let versions = self.blocking(move |r| r.versions(&n)).await?;
+                let held: Vec<String> = versions
+                    .iter()
+                    .map(|v| {
+                        if v.yanked {
+                            format!("{} (yanked)", v.version)
+                        } else {
+                            v.version.clone()
+                        }
+                    })
+                    .collect();
+                Err(Error::NotFound(if held.is_empty() {
+                    format!("{root}: {} holds no skill named {name}", self.shown)
+                } else {
+                    format!(
+                        "{root}: no such version; the versions of {name} in {} are {}",
+                        self.shown,
+                        held.join(", ")
+                    )
+                }))
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 

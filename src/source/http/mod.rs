@@ -69,7 +69,7 @@ pub use self::maintain::{CacheInfo, CleanReport, cache_info, clean_cache};
 pub use self::options::{
     FetchReport, FetchStatus, HttpOptions, HttpStats, RemoteSkill, default_cache_dir,
 };
-use super::{Detail, DocumentSink, Source};
+use super::{Detail, DocumentSink, RootRecord, Source};
 
 use crate::digest::sha256;
 use crate::error::{Error, Result};
@@ -790,6 +790,20 @@ impl Source for HttpSource {
 
     fn location(&self, path: &str) -> String {
         format!("{}#{path}", self.shown)
+    }
+
+    /// The index entry's `version` and its `skillcat.signature`, as the index (fresh, or the
+    /// cached copy offline) gives them.
+    async fn record(&self, root: &str) -> Result<RootRecord> {
+        let remote = self.remote().await?;
+        let Some(entry) = remote.by_name.get(root).map(|&i| &remote.index.entries[i]) else {
+            return Err(Error::NotFound(self.location(root)));
+        };
+        let signature = entry.extra.as_ref().and_then(|x| x.signature.clone());
+        Ok(RootRecord::new(
+            entry.version.clone(),
+            signature.into_iter().collect(),
+        ))
     }
 
     /// The default per-root reads; the warnings are those of the index the roots came from

@@ -1,0 +1,334 @@
+//! `skillcat trust add|list|revoke`: the keyring of trusted signing keys, without writing TOML
+//! by hand.
+//!
+//! The keyring is `--keyring FILE`, else the `keyring` of the configuration, else
+//! `~/.config/skillcat/keyring.toml` (what `verify` reads when given no `--keyring`). `add`
+//! appends a `[[key]]` table and keeps the rest of the file as written; `revoke` and an `add`
+//! that widens a key's scopes rewrite the file from its entries (`#` comments are not kept, the
+//! `comment` fields are). Every write goes through a temporary file renamed into place.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use skillcat::sign::{KeyEntry, Keyring, SignError};
+
+use super::{FAULTS, Format, OK, USAGE};
+
+/// The file name of the default keyring, beside the user's configuration.
+const KEYRING_FILE: &str = "keyring.toml";
+
+/// The first lines of a keyring `trust add` creates.
+const HEADER: &str = "# skillcat keyring: trusted signing keys, each scoped to the skill names it may sign.\n\
+     # Managed with `skillcat trust add|list|revoke`; `skillcat verify` reads it.\n";
+
+/// `trust add` arguments.
+#[derive(Debug, clap::Args)]
+pub struct AddArgs {
+    /// The minisign public key (`KEY.pub`, as `skillcat keygen` or `minisign -G` writes it).
+    pub key: PathBuf,
+    /// A skill-name pattern the key may sign (`*` any run of characters, `?` one), repeatable;
+    /// at least one.
+    #[arg(long = "scope", value_name = "PATTERN", required = true)]
+    pub scopes: Vec<String>,
+    /// A note kept with the key (who holds it, what for).
+    #[arg(long)]
+    pub comment: Option<String>,
+    /// The keyring file [default: `keyring` of the configuration, else
+    /// ~/.config/skillcat/keyring.toml].
+    #[arg(long, value_name = "FILE")]
+    pub keyring: Option<PathBuf>,
+}
+
+/// `trust list` arguments.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// The keyring file [default: as for `trust add`].
+    #[arg(long, value_name = "FILE")]
+    pub keyring: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `trust revoke` arguments.
+#[derive(Debug, clap::Args)]
+pub struct RevokeArgs {
+    /// The key id (16 hex digits, as `trust list` and `keygen` print it).
+    pub id: String,
+    /// The keyring file [default: as for `trust add`].
+    #[arg(long, value_name = "FILE")]
+    pub keyring: Option<PathBuf>,
+}
+
+/// The keyring used when none is named: the configuration's `keyring`, else
+/// `~/.config/skillcat/keyring.toml`. Errors are printed.
+pub(super) fn default_keyring() -> Result<PathBuf, u8> {
+    let (config, env) = super::script::configuration()?;
+    if let Some(k) = config.keyring {
+        return Ok(k);
+    }
+    skillcat::config::Config::user_file(&env)
+        .and_then(|f| f.parent().map(|d| d.join(KEYRING_FILE)))
+        .ok_or_else(|| {
+            err!("Error: no home directory ($HOME) for the default keyring; pass --keyring FILE");
+            USAGE
+        })
+}
+
+/// Prints why a keyring could not be loaded, with what a keyring is and how to make one when
+/// the file is something else.
+pub(super) fn explain_keyring_error(path: &Path, e: &SignError) {
+    err!("Error: {e}");
+    match e {
+        SignError::PublicKeyNotKeyring { .. } => err!(
+            "To trust this key, add it to a keyring: skillcat trust add {} --scope 'NAME-PATTERN' \
+             --keyring keyring.toml",
+            path.display()
+        ),
+        SignError::InvalidKeyring { .. } => err!(
+            "A keyring is written by `skillcat trust add KEY.pub --scope 'NAME-PATTERN'` \
+             (see `skillcat trust --help`)"
+        ),
+        _ => {}
+    }
+}
+
+/// The keyring file to use and its text (empty when it does not exist yet).
+fn open(given: Option<&Path>) -> Result<(PathBuf, String), u8> {
+    let path = match given {
+        Some(p) => p.to_path_buf(),
+        None => default_keyring()?,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok((path, text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((path, String::new())),
+        Err(e) => {
+            err!("Error: cannot read the keyring {}: {e}", path.display());
+            Err(USAGE)
+        }
+    }
+}
+
+/// Parses the keyring text of `path`; errors are printed.
+fn parse(path: &Path, text: &str) -> Result<Keyring, u8> {
+    Keyring::from_toml_str(text).map_err(|e| {
+        // Name the file, not `<string>`.
+        let e = match e {
+            SignError::InvalidKeyring { reason, .. } => SignError::InvalidKeyring {
+                origin: path.display().to_string(),
+                reason,
+            },
+            SignError::PublicKeyNotKeyring { key_id, .. } => SignError::PublicKeyNotKeyring {
+                origin: path.display().to_string(),
+                key_id,
+            },
+            other => other,
+        };
+        explain_keyring_error(path, &e);
+        USAGE
+    })
+}
+
+/// `skillcat trust add KEY.pub --scope PATTERN… [--comment TEXT] [--keyring FILE]`
+pub fn add(a: AddArgs) -> u8 {
+    let public = match std::fs::read_to_string(&a.key) {
+        Ok(t) => t,
+        Err(e) => {
+            err!("Error: cannot read the public key {}: {e}", a.key.display());
+            return USAGE;
+        }
+    };
+    let mut entry = match KeyEntry::new(&public, a.scopes.iter().cloned()) {
+        Ok(e) => e,
+        Err(e) => {
+            err!("Error: {}: {e}", a.key.display());
+            return USAGE;
+        }
+    };
+    if let Some(c) = &a.comment {
+        entry = entry.with_comment(c.clone());
+    }
+    let (path, text) = match open(a.keyring.as_deref()) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    if a.keyring.is_some()
+        && let Err(code) = super::output_dir_exists(&path)
+    {
+        return code;
+    }
+    let mut ring = match parse(&path, &text) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let id = entry.id().to_string();
+    let new_text = match ring.get(&id) {
+        Some(existing) if existing.is_revoked() => {
+            err!(
+                "Error: key {id} is revoked in {}; a revoked key is not trusted again (make a new \
+                 key with `skillcat keygen`)",
+                path.display()
+            );
+            return FAULTS;
+        }
+        Some(_) => {
+            let added = match ring.widen(&id, entry.scopes()) {
+                Ok(added) => added,
+                Err(e) => {
+                    err!("Error: {e}");
+                    return USAGE;
+                }
+            };
+            if added.is_empty() {
+                let scopes = ring.get(&id).map(|k| k.scopes().join(", "));
+                out!(
+                    "Key {id} is already trusted in {} for {}",
+                    path.display(),
+                    scopes.unwrap_or_default()
+                );
+                return OK;
+            }
+            format!("{HEADER}\n{}", ring.to_toml())
+        }
+        None => {
+            let mut t = if text.trim().is_empty() {
+                HEADER.to_string()
+            } else {
+                text.clone()
+            };
+            if !t.ends_with('\n') {
+                t.push('\n');
+            }
+            t.push('\n');
+            t.push_str(&entry.to_toml());
+            t
+        }
+    };
+    // What is written must read back as the keyring meant.
+    let back = match parse(&path, &new_text) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let Some(written) = back.get(&id) else {
+        err!("Error: the keyring written would not hold key {id}");
+        return FAULTS;
+    };
+    if let Err(e) = write_atomically(&path, &new_text, a.keyring.is_none()) {
+        err!("Error: cannot write the keyring {}: {e}", path.display());
+        return FAULTS;
+    }
+    out!(
+        "Trusted key {id} for {} in {}",
+        written.scopes().join(", "),
+        path.display()
+    );
+    OK
+}
+
+/// `skillcat trust list [--keyring FILE] [--format json]`
+pub fn list(a: ListArgs) -> u8 {
+    let (path, text) = match open(a.keyring.as_deref()) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let ring = match parse(&path, &text) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    match a.format {
+        Format::Json => {
+            let keys: Vec<_> = ring
+                .keys()
+                .iter()
+                .map(|k| {
+                    json!({"id": k.id(), "public_key": k.public_key(), "scopes": k.scopes(),
+                           "revoked": k.is_revoked(), "comment": k.comment()})
+                })
+                .collect();
+            out!(
+                "{}",
+                serde_json::to_string_pretty(&json!({"keyring": path, "keys": keys}))
+                    .expect("json")
+            );
+        }
+        Format::Text => {
+            if ring.keys().is_empty() {
+                err!(
+                    "{} holds no key (add one with `skillcat trust add KEY.pub --scope \
+                     'NAME-PATTERN'`)",
+                    path.display()
+                );
+            }
+            for k in ring.keys() {
+                let mut line = format!("{}  {}", k.id(), k.scopes().join(", "));
+                if k.is_revoked() {
+                    line.push_str("  [revoked]");
+                }
+                if let Some(c) = k.comment() {
+                    line.push_str(&format!("  # {}", skillcat::prompt::escape_controls(c)));
+                }
+                out!("{line}");
+            }
+        }
+    }
+    OK
+}
+
+/// `skillcat trust revoke ID [--keyring FILE]`
+pub fn revoke(a: RevokeArgs) -> u8 {
+    let (path, text) = match open(a.keyring.as_deref()) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let mut ring = match parse(&path, &text) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    match ring.revoke(&a.id) {
+        Ok(false) => {
+            out!("Key {} was already revoked in {}", a.id, path.display());
+            OK
+        }
+        Ok(true) => {
+            let new_text = format!("{HEADER}\n{}", ring.to_toml());
+            if let Err(e) = write_atomically(&path, &new_text, false) {
+                err!("Error: cannot write the keyring {}: {e}", path.display());
+                return FAULTS;
+            }
+            out!(
+                "Revoked key {} in {}: signatures by it are refused from now on",
+                a.id.to_ascii_uppercase(),
+                path.display()
+            );
+            OK
+        }
+        Err(e) => {
+            err!("Error: {e} ({})", path.display());
+            FAULTS
+        }
+    }
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder renamed into place;
+/// `create_dir` makes the folder first (the default keyring's `~/.config/skillcat`).
+fn write_atomically(path: &Path, text: &str, create_dir: bool) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if create_dir {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    // Readable by others as a keyring is (it holds public keys), or as the file was.
+    let mode = std::fs::metadata(path).map_or(0o644, |m| {
+        std::os::unix::fs::PermissionsExt::mode(&m.permissions())
+    });
+    tmp.as_file()
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
