@@ -457,6 +457,154 @@ fn item2_system_calls_above_the_reviewed_set_are_refused() {
     assert_eq!(got, 1, "the xattr was removed");
 }
 
+/// Calls each system call number given with six zero arguments: `nr result errno` a line.
+const SWEEP: &str = r#"#!/usr/bin/env python3
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+for a in sys.argv[1:]:
+    nr = int(a)
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(0)] * 6)
+    print(nr, r, ctypes.get_errno(), flush=True)
+"#;
+
+/// Every number up to 520 that the reviewed set does not allow — refused ones, unlisted ones,
+/// numbers no kernel has yet — and a few x32 ones, called from a confined script through
+/// `skillcat run` and `skillcat mcp`: each must fail, EPERM where the review refused it (and
+/// for x32), ENOSYS everywhere else. (Allowed calls are skipped: with zero arguments some would
+/// end or stall the script; the interpreters' own tests exercise them.)
+#[test]
+fn item2_every_call_outside_the_allow_list_is_refused() {
+    use skillcat::script::sandbox::linux::{Verdict, kernel_exempt, reviewed};
+    let table = reviewed();
+    let verdict = |nr: u64| table.iter().find(|e| u64::from(e.1) == nr).map(|e| e.2);
+    let exempt: Vec<u64> = kernel_exempt().iter().map(|e| u64::from(e.1)).collect();
+    let mut probe: Vec<u64> = (0..=520u64)
+        .filter(|nr| verdict(*nr) != Some(Verdict::Allowed) && !exempt.contains(nr))
+        .collect();
+    const X32: u64 = 0x4000_0000;
+    if cfg!(target_arch = "x86_64") {
+        probe.extend([X32, X32 + 41, X32 + 463]);
+    }
+    assert!(probe.len() > 150, "{} numbers", probe.len());
+    let args = probe
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let check = |how: &str, stdout: &str| {
+        let got: std::collections::HashMap<u64, (i64, i32)> = stdout
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                Some((
+                    f.first()?.parse().ok()?,
+                    (f.get(1)?.parse().ok()?, f.get(2)?.parse().ok()?),
+                ))
+            })
+            .collect();
+        let mut wrong = Vec::new();
+        for &nr in &probe {
+            let name = table
+                .iter()
+                .find(|e| u64::from(e.1) == nr)
+                .map_or("unlisted", |e| e.0);
+            let want = if nr >= X32 || verdict(nr) == Some(Verdict::Refused) {
+                libc::EPERM
+            } else {
+                libc::ENOSYS
+            };
+            match got.get(&nr) {
+                Some(&(-1, e)) if e == want => {}
+                other => wrong.push(format!("{nr} ({name}): {other:?}, want errno {want}")),
+            }
+        }
+        assert!(wrong.is_empty(), "{how}: {}\n{stdout}", wrong.join("\n"));
+    };
+    let lab = Lab::new();
+    lab.skill("sweep", "", "py", SWEEP);
+    let out = lab.run("sweep", &args);
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    check("skillcat run", &out.stdout);
+    let mut m = Mcp::start(&lab, &lab.path("scratch"), "sweep", &[]);
+    let r = m.call("sweep", &args);
+    assert_eq!(r["isError"], false, "{r}");
+    check(
+        "skillcat mcp",
+        r["content"][0]["text"].as_str().unwrap_or_default(),
+    );
+    let out = m.close();
+    assert_eq!(out.code, Some(0), "{}", out.all());
+}
+
+/// The interpreters scripts use, each doing what scripts commonly do, under the allow-list.
+/// (node reads OpenSSL's configuration at start, which Landlock grants only with network.)
+const INTERPRETERS: &str = r#"#!/bin/sh
+set -e
+cd "$HOME"
+echo "sh $(printf ok)"
+bash -c 'declare -A m=([k]=v); echo "bash ${m[k]} $((6 * 7))"; sleep 0.1 & wait; echo bash-jobs'
+echo "1 2 3" | awk '{ print "awk", $1 + $2 + $3 }'
+python3 - <<'PY'
+import asyncio, concurrent.futures, json, os, select, socket, sqlite3, subprocess, tempfile, threading
+print("py-sub", subprocess.run(["sh", "-c", "echo $((1 + 1))"], capture_output=True, text=True).stdout.strip())
+with concurrent.futures.ThreadPoolExecutor(2) as ex:
+    print("py-threads", sum(ex.map(abs, [-1, -2])))
+async def main():
+    p = await asyncio.create_subprocess_exec("echo", "async", stdout=asyncio.subprocess.PIPE)
+    out, _ = await p.communicate()
+    await asyncio.sleep(0.01)
+    return out.decode().strip()
+print("py-asyncio", asyncio.run(main()))
+with tempfile.NamedTemporaryFile() as f:
+    f.write(b"x")
+db = sqlite3.connect("db.sqlite")
+db.execute("create table t(x)")
+db.execute("insert into t values (1)")
+print("py-sqlite", db.execute("select count(*) from t").fetchone()[0])
+a, b = socket.socketpair()
+a.send(b"z")
+select.select([b], [], [], 1)
+print("py-socketpair", b.recv(1).decode())
+PY
+if command -v node >/dev/null 2>&1; then
+  OPENSSL_CONF=/dev/null node -e '
+    const cp = require("child_process"), fs = require("fs");
+    fs.writeFileSync("n.txt", "node-fs");
+    const c = cp.spawn("sh", ["-c", "exit 3"]);
+    c.on("exit", code => fs.promises.readFile("n.txt", "utf8").then(t =>
+      setTimeout(() => console.log("node", t, code, cp.execSync("echo sync").toString().trim()), 5)));
+  '
+else
+  echo "node node-fs 3 sync"
+fi
+"#;
+
+/// The allow-list keeps the interpreters working: sh, bash, awk, python3 (subprocesses,
+/// threads, asyncio, sqlite, sockets) and node where it is installed.
+#[test]
+fn item2_interpreters_work_under_the_allow_list() {
+    let lab = Lab::new();
+    lab.skill("interpreters", "", "sh", INTERPRETERS);
+    let out = lab.run("interpreters", "");
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    for line in [
+        "sh ok",
+        "bash v 42",
+        "bash-jobs",
+        "awk 6",
+        "py-sub 2",
+        "py-threads 3",
+        "py-asyncio async",
+        "py-sqlite 1",
+        "py-socketpair z",
+        "node node-fs 3 sync",
+    ] {
+        assert!(out.stdout.contains(line), "no {line:?}:\n{}", out.all());
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Item 3: without network no datagram reaches a socket of the host.
 

@@ -27,6 +27,8 @@
 mod landlock;
 mod seccomp;
 
+pub use seccomp::{Verdict, kernel_exempt, reviewed};
+
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -552,7 +554,7 @@ fn child(
             names.join("+")
         };
         status.line(&format!(
-            "ready {landlock_summary}; seccomp; namespaces {namespaces}; uid {}",
+            "ready {landlock_summary}; seccomp allow-list; namespaces {namespaces}; uid {}",
             if ns.user || root {
                 SANDBOX_ID
             } else {
