@@ -684,12 +684,25 @@ fn item8_a_skill_cannot_read_another_running_skills_workspace() {
     lab.skill("reader", "fs_read: [.]\n", "sh", "#!/bin/sh\ncat \"$1\"\n");
     let holder = lab.spawn_run(&lab.path("scratch"), "holder", &token);
     let start = Instant::now();
+    // The token as the holder sees it: in the work directory on disk, or, where that is a
+    // tmpfs in the holder's own mount namespace, through the root of a process that carries
+    // the token on its command line (the holder's script).
+    let holds = |t: &Path| {
+        let has = |p: &Path| std::fs::read_to_string(p).is_ok_and(|c| c.contains(&token));
+        has(t)
+            || cmdlines()
+                .into_iter()
+                .filter(|(_, c)| c.windows(token.len()).any(|w| w == token.as_bytes()))
+                .any(|(pid, _)| {
+                    has(&Path::new(&format!("/proc/{pid}/root")).join(t.strip_prefix("/").unwrap()))
+                })
+    };
     let stolen = loop {
         let found = lab
             .workspaces()
             .into_iter()
             .map(|w| w.join("work/token.txt"))
-            .find(|t| std::fs::read_to_string(t).is_ok_and(|c| c.contains(&token)));
+            .find(|t| holds(t));
         if let Some(t) = found {
             break t;
         }
@@ -1018,6 +1031,9 @@ const HOARD: &str = r#"#!/usr/bin/env python3
 import ctypes, os, sys
 what = sys.argv[1]
 os.chdir(os.environ["HOME"])
+libc = ctypes.CDLL(None, use_errno=True)
+def refused(name, r):
+    print(("ESCAPED " if r >= 0 else "contained ") + name, ctypes.get_errno())
 if what == "bytes":
     with open("big.bin", "wb") as f:
         f.write(os.urandom(1 << 20) * 3)
@@ -1027,15 +1043,30 @@ elif what == "files":
     for i in range(300):
         open(f"many/{i}", "w").close()
     print("made 300 files")
+elif what == "keep":
+    with open("note", "w") as f:
+        f.write("kept")
+    print("kept")
 elif what == "shm":
-    libc = ctypes.CDLL(None, use_errno=True)
-    r = libc.shmget(0, 1 << 30, 0o1000 | 0o600)
-    print("ESCAPED shm" if r >= 0 else "contained shm", ctypes.get_errno())
+    refused("shm", libc.shmget(0, 1 << 30, 0o1000 | 0o600))
+    refused("msg", libc.msgget(0, 0o1000 | 0o600))
+    refused("sem", libc.semget(0, 1, 0o1000 | 0o600))
     try:
         os.memfd_create("hoard")
         print("ESCAPED memfd")
     except OSError as e:
         print("contained memfd", e.errno)
+    try:
+        fd = os.open("/dev/shm/skillcat-hoard", os.O_CREAT | os.O_RDWR, 0o600)
+        print("ESCAPED posix-shm")
+    except OSError as e:
+        print("contained posix-shm", e.errno)
+    try:
+        from multiprocessing import shared_memory
+        shared_memory.SharedMemory(create=True, size=1 << 20)
+        print("ESCAPED shared_memory")
+    except OSError as e:
+        print("contained shared_memory", e.errno)
 else:
     print("left:", sorted(os.listdir(".")))
 "#;
@@ -1052,6 +1083,12 @@ fn item5_the_workspace_is_bounded_within_an_mcp_session() {
     .unwrap();
     let cfg = config.to_str().unwrap();
     let mut m = Mcp::start(&lab, &lab.path("scratch"), "hoard", &["--config", cfg]);
+    // What one run writes, the next run of the session finds.
+    let r = m.call("hoard", "keep");
+    assert_eq!(r["isError"], false, "{r}");
+    let r = m.call("hoard", "list");
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("left: ['note', 'tmp']"), "{r}");
     for what in ["bytes", "files"] {
         let r = m.call("hoard", what);
         assert_eq!(r["isError"], true, "{what}: {r}");
@@ -1061,6 +1098,8 @@ fn item5_the_workspace_is_bounded_within_an_mcp_session() {
         );
         let text = r["content"][0]["text"].as_str().unwrap_or_default();
         assert!(text.contains("workspace limit"), "{what}: {r}");
+        // Stopped while it wrote, not measured after: the script's own write failed.
+        assert!(text.contains("No space left on device"), "{what}: {r}");
         // Nothing of it is kept for the rest of the session.
         let r = m.call("hoard", "list");
         assert_eq!(r["isError"], false, "{r}");
@@ -1075,10 +1114,16 @@ fn item5_the_workspace_is_bounded_within_an_mcp_session() {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    assert!(
-        text.contains("contained shm 1") && text.contains("contained memfd 1"),
-        "{r}"
-    );
+    for line in [
+        "contained shm 1",
+        "contained msg 1",
+        "contained sem 1",
+        "contained memfd 1",
+        "contained posix-shm 13",
+        "contained shared_memory 13",
+    ] {
+        assert!(text.contains(line), "no {line:?}: {r}");
+    }
     assert!(!text.contains("ESCAPED"), "{r}");
     let out = m.close();
     assert_eq!(out.code, Some(0), "{}", out.all());
@@ -1095,6 +1140,62 @@ fn item5_the_workspace_is_bounded_within_an_mcp_session() {
         out.all()
     );
     assert!(!out.stdout.contains("ran"), "{}", out.all());
+}
+
+/// Writes up to 2 GiB (16 files of 128 MiB, each under `RLIMIT_FSIZE`), or makes up to 200,000
+/// files, until a write fails: `<what> <amount> errno <errno>`.
+const FLOOD: &str = r#"#!/usr/bin/env python3
+import os, sys
+what = sys.argv[1]
+os.chdir(os.environ["HOME"])
+n, err = 0, 0
+try:
+    if what == "bytes":
+        chunk = bytes(1 << 20)
+        for i in range(16):
+            with open(f"big{i}", "wb", buffering=0) as f:
+                for _ in range(128):
+                    n += f.write(chunk)
+    else:
+        os.mkdir("many")
+        for i in range(200000):
+            os.close(os.open(f"many/{i}", os.O_CREAT | os.O_WRONLY, 0o600))
+            n += 1
+except OSError as e:
+    err = e.errno
+print(what, n, "errno", err)
+"#;
+
+/// With the default quota (256 MiB, 10,000 files), a run that writes 2 GiB or makes 200,000
+/// files is stopped by ENOSPC at the quota while it writes, and fails with the workspace error
+/// showing what it printed.
+#[test]
+fn item5_a_run_is_stopped_at_the_quota_while_it_writes() {
+    let lab = Lab::new();
+    lab.skill("flood", "", "py", FLOOD);
+    for (what, limit) in [("bytes", 256u64 << 20), ("files", 10_000)] {
+        let out = lab.run("flood", what);
+        assert_eq!(out.code, Some(1), "{what}: {}", out.all());
+        assert!(
+            out.stderr.contains("E_SKILL_WORKSPACE_FAILED"),
+            "{what}: {}",
+            out.all()
+        );
+        assert!(out.stdout.contains("workspace limit"), "{}", out.all());
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(what))
+            .unwrap_or_else(|| panic!("{what}: the script's report is missing: {}", out.all()));
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let amount: u64 = f[1].parse().unwrap();
+        assert_eq!(f[3], "28", "{what} did not end in ENOSPC: {}", out.all());
+        assert!(
+            amount <= limit,
+            "{what}: {amount} written past the quota of {limit}"
+        );
+    }
+    assert!(lab.workspaces().is_empty());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -259,6 +259,8 @@ impl WorkspaceBase {
         let ws = Workspace {
             root: root.clone(),
             lock: Some(lock),
+            bounded: None,
+            on_disk: None,
         };
         if let Some(lock) = &ws.lock {
             if !try_lock(lock) {
@@ -490,13 +492,13 @@ fn unlink_at(dir: &OwnedFd, name: &CString, flags: libc::c_int) -> io::Result<()
 }
 
 /// Measures a run's work directory against `quota`; over it, empties the directory (keeping
-/// `work/` and a fresh `tmp/`, owned as before) and fails with a clear error, so nothing a run
-/// leaves above the quota outlives it. The walk stops as soon as the quota is exceeded.
-pub(crate) fn enforce_quota(work: &Path, quota: Quota) -> Result<(), ScriptError> {
+/// `work/` and a fresh `tmp/`, owned as before) and returns why, so nothing a run leaves above
+/// the quota outlives it. The walk stops as soon as the quota is exceeded.
+pub(crate) fn enforce_quota(work: &Path, quota: Quota) -> Result<Option<String>, ScriptError> {
     let fail = |e: io::Error| ScriptError::workspace(format!("{}: {e}", work.display()));
     let (bytes, files) = usage(work, quota).map_err(fail)?;
     if bytes <= quota.bytes && files <= quota.files {
-        return Ok(());
+        return Ok(None);
     }
     let meta = fs::symlink_metadata(work).map_err(fail)?;
     let top = open_dir(
@@ -509,7 +511,7 @@ pub(crate) fn enforce_quota(work: &Path, quota: Quota) -> Result<(), ScriptError
     let tmp = work.join("tmp");
     make_dir(&tmp, 0o700).map_err(fail)?;
     std::os::unix::fs::chown(&tmp, Some(meta.uid()), Some(meta.gid())).map_err(fail)?;
-    Err(ScriptError::workspace(format!(
+    Ok(Some(format!(
         "the run left more than the workspace limit in {} ({}{} bytes in {}{} files and \
          directories; limit {} bytes, {} files: [sandbox] workspace_bytes, workspace_files); \
          the work directory was emptied",
@@ -639,11 +641,70 @@ fn empty_dir(top: OwnedFd, top_id: (u64, u64)) -> io::Result<()> {
     }
 }
 
+/// A work directory bounded while scripts write (Linux): a tmpfs of the workspace quota
+/// (`size`, `nr_inodes`) mounted on `work/` in a mount namespace of the workspace's own, held
+/// by these descriptors. Runs join the namespaces; dropping the descriptors unmounts and frees
+/// the tmpfs (no process keeps it).
+#[derive(Debug)]
+pub(crate) struct BoundedWork {
+    /// The mount namespace where the tmpfs is mounted on `work/`.
+    pub(crate) mnt: OwnedFd,
+    /// Its user namespace, when the kernel allowed one.
+    pub(crate) user: Option<OwnedFd>,
+    /// The tmpfs's root directory.
+    pub(crate) root: OwnedFd,
+    /// Its device and inode.
+    pub(crate) inode: (u64, u64),
+}
+
+/// After a run in a bounded work directory (`root`, a descriptor of its tmpfs's root, whose
+/// identity is `inode`): a tmpfs with no block or inode left means a write of the run failed
+/// with ENOSPC at the quota. The work directory is then emptied (the next run finds it empty,
+/// and nothing of it is kept for the rest of the session) and the reason returned.
+pub(crate) fn enforce_bounded_quota(
+    root: OwnedFd,
+    inode: (u64, u64),
+    work: &Path,
+    quota: Quota,
+) -> Result<Option<String>, ScriptError> {
+    let fail = |e: io::Error| ScriptError::workspace(format!("{}: {e}", work.display()));
+    // SAFETY: fstatfs on a live descriptor into a zeroed local.
+    let st = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        if libc::fstatfs(root.as_raw_fd(), &mut st) != 0 {
+            return Err(fail(io::Error::last_os_error()));
+        }
+        st
+    };
+    let (no_bytes, no_files) = (st.f_bavail == 0, st.f_ffree == 0);
+    if !no_bytes && !no_files {
+        return Ok(None);
+    }
+    empty_dir(root, inode).map_err(fail)?;
+    let what = match (no_bytes, no_files) {
+        (true, true) => "bytes and files",
+        (true, false) => "bytes",
+        _ => "files",
+    };
+    Ok(Some(format!(
+        "the run reached the workspace limit in {} (its {what}: {} bytes, {} files and \
+         directories; [sandbox] workspace_bytes, workspace_files): writes past it failed with \
+         \"No space left on device\"; the work directory was emptied",
+        work.display(),
+        quota.bytes,
+        quota.files
+    )))
+}
+
 /// One skill's workspace. Dropping it removes the directory.
 #[derive(Debug)]
 pub struct Workspace {
     root: PathBuf,
     lock: Option<File>,
+    bounded: Option<BoundedWork>,
+    /// Why the work directory is on disk (bounded only by the check after each run), when a
+    /// bounded one was asked for and could not be made.
+    on_disk: Option<String>,
 }
 
 impl Workspace {
@@ -665,6 +726,41 @@ impl Workspace {
     /// The scripts' `TMPDIR`, inside the work directory.
     pub fn tmp_dir(&self) -> PathBuf {
         self.root.join("work").join("tmp")
+    }
+
+    /// Whether the work directory is bounded while scripts write: a tmpfs of the workspace
+    /// quota that only the workspace's runs see at [`work_dir`](Self::work_dir) (Linux, where
+    /// the kernel allows a mount namespace). Otherwise it is the directory on disk, measured
+    /// after each run.
+    pub fn is_bounded(&self) -> bool {
+        self.bounded.is_some()
+    }
+
+    /// Where this process finds what scripts left in the work directory: for a bounded one, a
+    /// path through the descriptor that holds its tmpfs (`/proc/self/fd/N`, valid in this
+    /// process while the workspace lives); otherwise [`work_dir`](Self::work_dir).
+    pub fn work_view(&self) -> PathBuf {
+        match &self.bounded {
+            Some(b) => PathBuf::from(format!("/proc/self/fd/{}", b.root.as_raw_fd())),
+            None => self.work_dir(),
+        }
+    }
+
+    pub(crate) fn bounded(&self) -> Option<&BoundedWork> {
+        self.bounded.as_ref()
+    }
+
+    /// Why the work directory is on disk although a bounded one was asked for.
+    pub(crate) fn on_disk(&self) -> Option<&str> {
+        self.on_disk.as_deref()
+    }
+
+    /// Takes the bounded work directory, or records why there is none.
+    pub(crate) fn set_bounded(&mut self, made: Result<BoundedWork, String>) {
+        match made {
+            Ok(b) => self.bounded = Some(b),
+            Err(why) => self.on_disk = Some(why),
+        }
     }
 
     /// Removes the workspace now, reporting a failure (dropping it removes it silently).
