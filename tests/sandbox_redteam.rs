@@ -271,6 +271,8 @@ struct Out {
     signal: Option<i32>,
     stdout: String,
     stderr: String,
+    /// The process's peak resident memory (and that of the children it waited for), bytes.
+    peak_rss: u64,
 }
 
 impl Out {
@@ -290,10 +292,18 @@ impl Out {
             b
         });
         let start = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
+        let pid = child.id() as libc::pid_t;
+        // Reaped with wait4 for its resource usage (std's wait does not give it).
+        let (status, usage) = loop {
+            let mut status = 0;
+            // SAFETY: a zeroed plain-data struct filled by wait4.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: waiting for our own child into locals.
+            let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+            if r == pid {
+                break (status, usage);
             }
+            assert!(r == 0, "wait4: {}", std::io::Error::last_os_error());
             if start.elapsed() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -301,12 +311,13 @@ impl Out {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
-        use std::os::unix::process::ExitStatusExt;
+        let exited = libc::WIFEXITED(status);
         Out {
-            code: status.code(),
-            signal: status.signal(),
+            code: exited.then(|| libc::WEXITSTATUS(status)),
+            signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
             stdout: String::from_utf8_lossy(&t1.join().unwrap()).into_owned(),
             stderr: String::from_utf8_lossy(&t2.join().unwrap()).into_owned(),
+            peak_rss: (usage.ru_maxrss as u64).saturating_mul(1024),
         }
     }
 
@@ -1193,6 +1204,82 @@ fn item5_a_run_is_stopped_at_the_quota_while_it_writes() {
         assert!(
             amount <= limit,
             "{what}: {amount} written past the quota of {limit}"
+        );
+    }
+    assert!(lab.workspaces().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 6: a directory skill of sparse files neither fills memory nor the disk.
+
+/// Bytes a sparse file of the tests holds (each under the directory source's 16 MiB per file).
+const SPARSE_FILE: u64 = 16_000_000;
+
+/// A skill with `files` sparse files of [`SPARSE_FILE`] bytes in `data/`; the bytes they have
+/// on disk.
+fn sparse_skill(lab: &Lab, name: &str, files: usize) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let root = lab.skill(name, "", "sh", "#!/bin/sh\necho ran\n");
+    let data = root.join("data");
+    std::fs::create_dir(&data).unwrap();
+    chmod(&data, 0o755);
+    let mut on_disk = 0;
+    for i in 0..files {
+        let p = data.join(format!("{i:03}.bin"));
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(SPARSE_FILE).unwrap();
+        std::io::Write::write_all(&mut &f, b"x").unwrap();
+        chmod(&p, 0o644);
+        on_disk += std::fs::metadata(&p).unwrap().blocks() * 512;
+    }
+    on_disk
+}
+
+/// Peak resident memory allowed to `skillcat` while it refuses such a skill (a generous bound:
+/// the refused bytes are counted in GB).
+const RSS_BOUND: u64 = 200 << 20;
+
+#[test]
+fn item6_a_skill_of_sparse_files_is_refused_in_little_memory() {
+    let lab = Lab::new();
+    // 150 files of 16 MB (2.4 GB) in a few hundred KiB on disk: over the quota as listed.
+    let on_disk = sparse_skill(&lab, "sparse", 150);
+    assert!(
+        on_disk < 4 << 20,
+        "the files are not sparse here: {on_disk}"
+    );
+    // Three of them fit the quota as listed: each is refused when read, from its blocks.
+    sparse_skill(&lab, "sparse-few", 3);
+    for (skill, says) in [
+        ("sparse", "workspace limit"),
+        ("sparse-few", "a sparse file"),
+    ] {
+        let out = lab.run(skill, "");
+        assert_eq!(out.code, Some(1), "{skill}: {}", out.all());
+        assert!(
+            out.stderr.contains("E_SKILL_WORKSPACE_FAILED") && out.stderr.contains(says),
+            "{skill}: {}",
+            out.all()
+        );
+        assert!(!out.stdout.contains("ran"), "{skill}: {}", out.all());
+        assert!(
+            out.peak_rss < RSS_BOUND,
+            "{skill}: skillcat run: peak RSS {} MiB",
+            out.peak_rss >> 20
+        );
+
+        let mut m = Mcp::start(&lab, &lab.path("scratch"), skill, &[]);
+        let r = m.call(skill, "");
+        assert_eq!(r["isError"], true, "{r}");
+        assert_eq!(r["_meta"]["code"], "E_SKILL_WORKSPACE_FAILED", "{r}");
+        let text = r["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains(says), "{r}");
+        let out = m.close();
+        assert_eq!(out.code, Some(0), "{}", out.all());
+        assert!(
+            out.peak_rss < RSS_BOUND,
+            "{skill}: skillcat mcp: peak RSS {} MiB",
+            out.peak_rss >> 20
         );
     }
     assert!(lab.workspaces().is_empty());
