@@ -218,3 +218,46 @@ async fn oversized_files_are_refused_on_size() {
         "{err}"
     );
 }
+
+/// A file with far more bytes than blocks on disk is refused when read (its holes would be
+/// copied as zeros into every workspace and pack); a dense file of the same size, and a small
+/// sparse one below the floor, are read.
+#[cfg(unix)]
+#[tokio::test]
+async fn sparse_files_are_refused_when_read() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    skill(tmp.path(), "x");
+    let sparse = tmp.path().join("sparse.bin");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    if std::fs::metadata(&sparse).unwrap().blocks() * 512 > 64 << 10 {
+        eprintln!("this file system allocates holes; skipped");
+        return;
+    }
+    std::fs::write(tmp.path().join("dense.bin"), vec![7u8; 8 << 20]).unwrap();
+    std::fs::File::create(tmp.path().join("small.bin"))
+        .unwrap()
+        .set_len(512 << 10)
+        .unwrap();
+    let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
+    let err = src.read("sparse.bin").await.unwrap_err().to_string();
+    assert!(
+        err.contains("a sparse file") && err.contains("8388608 bytes"),
+        "{err}"
+    );
+    assert_eq!(src.read("dense.bin").await.unwrap().len(), 8 << 20);
+    assert_eq!(src.read("small.bin").await.unwrap().len(), 512 << 10);
+    // The check is the source's option.
+    let lenient = DirSource::open(
+        tmp.path(),
+        DirOptions {
+            sparse_floor: u64::MAX,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(lenient.read("sparse.bin").await.unwrap().len(), 8 << 20);
+}

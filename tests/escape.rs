@@ -122,11 +122,12 @@ impl Attack {
         }
     }
 
+    /// What the script left in its work directory, seen from this process.
     fn work(&self) -> PathBuf {
         self.skill
             .workspace()
             .expect("the run made a workspace")
-            .work_dir()
+            .work_view()
     }
 
     fn assert_contained(&self) {
@@ -234,7 +235,11 @@ async fn writing_into_the_skill_itself_is_denied() {
     );
     assert!(skill_dir.join("SKILL.md").exists());
     assert!(!skill_dir.join("scripts/new.sh").exists());
-    assert!(!a.work().join("stolen.sh").exists());
+    // The move failed (no ESCAPED-MOVE, the original is intact above). Where the work
+    // directory is a tmpfs, `mv` across file systems copies before it tries to remove the
+    // original, so a copy may be left there: reading the skill is allowed, `cp` does as much.
+    let stolen = a.work().join("stolen.sh");
+    assert!(!stolen.exists() || std::fs::read(&stolen).unwrap() == original);
 }
 
 #[tokio::test]

@@ -87,6 +87,15 @@ pub enum ScriptError {
         /// What went wrong (names the path).
         reason: String,
     },
+    /// The run reached the workspace quota (`[sandbox] workspace_bytes`, `workspace_files`):
+    /// its writes past it failed, and the work directory was emptied. Same code as
+    /// [`Workspace`](ScriptError::Workspace).
+    WorkspaceFull {
+        /// Which limit, and where.
+        reason: String,
+        /// What the script printed.
+        output: Captured,
+    },
     /// Arguments do not match the tool's parameters.
     InvalidArgs {
         /// What is wrong with them.
@@ -132,7 +141,9 @@ impl ScriptError {
             ScriptError::GateUnavailable { .. } => "E_SKILL_SCRIPT_GATE_UNAVAILABLE",
             ScriptError::PolicyWidened { .. } => "E_SKILL_SCRIPT_POLICY_WIDENED",
             ScriptError::PathRejected { .. } => "E_SKILL_SOURCE_PATH_REJECTED",
-            ScriptError::Workspace { .. } => "E_SKILL_WORKSPACE_FAILED",
+            ScriptError::Workspace { .. } | ScriptError::WorkspaceFull { .. } => {
+                "E_SKILL_WORKSPACE_FAILED"
+            }
             ScriptError::InvalidArgs { .. } => "E_SKILL_SCRIPT_INVALID_ARGS",
             ScriptError::InvalidDeclaration { .. } => "E_SKILL_SCRIPT_INVALID",
             ScriptError::InterpreterRefused { .. } => "E_SKILL_SCRIPT_INTERPRETER_REFUSED",
@@ -143,7 +154,8 @@ impl ScriptError {
     }
 
     /// The text a model reads: `Error (exit N):\n<output>`, `Error (timed out):\n<output>`,
-    /// otherwise `Error (<code>): <message>`.
+    /// `Error (<code>): <message>\n<output>` for a full workspace, otherwise
+    /// `Error (<code>): <message>`.
     pub fn to_model_text(&self) -> String {
         match self {
             ScriptError::Failed { code, output, .. } => {
@@ -152,16 +164,19 @@ impl ScriptError {
             ScriptError::Timeout { output, .. } => {
                 format!("Error (timed out):\n{}", output.render())
             }
+            ScriptError::WorkspaceFull { output, .. } => {
+                format!("Error ({}): {self}\n{}", self.code(), output.render())
+            }
             other => format!("Error ({}): {other}", other.code()),
         }
     }
 
-    /// The output captured before the failure, for the two errors that have one.
+    /// The output captured before the failure, for the errors of a run that started.
     pub fn output(&self) -> Option<&Captured> {
         match self {
-            ScriptError::Failed { output, .. } | ScriptError::Timeout { output, .. } => {
-                Some(output)
-            }
+            ScriptError::Failed { output, .. }
+            | ScriptError::Timeout { output, .. }
+            | ScriptError::WorkspaceFull { output, .. } => Some(output),
             _ => None,
         }
     }
@@ -213,7 +228,9 @@ impl fmt::Display for ScriptError {
             ScriptError::PathRejected { path, reason } => {
                 write!(f, "path rejected: {path}: {reason}")
             }
-            ScriptError::Workspace { reason } => write!(f, "workspace: {reason}"),
+            ScriptError::Workspace { reason } | ScriptError::WorkspaceFull { reason, .. } => {
+                write!(f, "workspace: {reason}")
+            }
             ScriptError::InvalidArgs { reason } => write!(f, "invalid arguments: {reason}"),
             ScriptError::InvalidDeclaration { reason } => {
                 write!(f, "invalid script tool: {reason}")
@@ -280,6 +297,14 @@ mod tests {
         assert_eq!(
             e.to_model_text(),
             "Error (E_SKILL_SCRIPT_DENIED): script run denied: no"
+        );
+        let e = ScriptError::WorkspaceFull {
+            reason: "full".into(),
+            output: out("No space left on device\n", 24),
+        };
+        assert_eq!(
+            e.to_model_text(),
+            "Error (E_SKILL_WORKSPACE_FAILED): workspace: full\nNo space left on device\n"
         );
     }
 

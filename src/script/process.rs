@@ -16,16 +16,20 @@ use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
 
-use super::sandbox::{self, HELPER_ARG, HelperPolicy, Mode, POLICY_FD, RunLimits, STATUS_FD};
+use super::sandbox::{
+    self, HELPER_ARG, HelperPolicy, HelperRequest, Mode, POLICY_FD, RunLimits, STATUS_FD,
+};
 use super::{Captured, ScriptError};
 
 /// Starts the process, waits with the timeout, drains output, reads the status pipe.
+/// `inherit`: descriptors the helper gets at the given numbers (a workspace's namespaces).
 pub(crate) async fn supervise(
     helper: &Path,
     output_cap: usize,
     policy: &HelperPolicy,
     cwd: PathBuf,
     timeout: Duration,
+    inherit: &[(&OwnedFd, i32)],
 ) -> Result<Raw, ScriptError> {
     // The helper exists on Linux only; elsewhere the process is started directly (under
     // `sandbox-exec` when confined).
@@ -48,7 +52,7 @@ pub(crate) async fn supervise(
                 false,
             )
         } else {
-            let json = policy
+            let json = HelperRequest::Run(policy.clone())
                 .to_json()
                 .map_err(|reason| ScriptError::SandboxFailed { reason })?;
             // The policy (tool arguments included) goes on a descriptor, not on argv, where
@@ -70,6 +74,16 @@ pub(crate) async fn supervise(
     };
     let status_w = status.as_ref().map(|(_, w)| w.as_raw_fd());
     let policy_r = policy_fd.as_ref().map(|f| f.as_raw_fd());
+    // Numbered above the targets, so no dup2 clobbers another's source.
+    let inherited = inherit
+        .iter()
+        .map(|(fd, target)| high_dup(fd).map(|d| (d, *target)))
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(|e| sandbox_failed("the workspace's namespaces", e))?;
+    let inherit_raw: Vec<(i32, i32)> = inherited
+        .iter()
+        .map(|(fd, target)| (fd.as_raw_fd(), *target))
+        .collect();
     let rlimits = direct.then_some(policy.limits);
 
     let mut cmd = tokio::process::Command::new(&program);
@@ -100,6 +114,11 @@ pub(crate) async fn supervise(
             {
                 return Err(std::io::Error::last_os_error());
             }
+            for &(fd, target) in &inherit_raw {
+                if libc::dup2(fd, target) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             if let Some(l) = rlimits {
                 set_rlimits(&l)?;
             }
@@ -115,6 +134,7 @@ pub(crate) async fn supervise(
         r
     });
     drop(policy_fd);
+    drop(inherited);
     let pid = child.id().map(|p| p as libc::pid_t);
     let stdout = child.stdout.take();
     let buf = Arc::new(Mutex::new(CaptureBuf::default()));
@@ -278,6 +298,168 @@ fn status_pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
         libc::fcntl(w.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
         Ok((r, w))
     }
+}
+
+/// A close-on-exec duplicate numbered 10 or above (above every descriptor the helper is given).
+fn high_dup(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
+    // SAFETY: fcntl on a live descriptor; the new one is owned exactly once.
+    unsafe {
+        let d = libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
+        if d < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(OwnedFd::from_raw_fd(d))
+    }
+}
+
+/// Makes a workspace's bounded work directory (see [`sandbox::WorkspacePolicy`]): starts the
+/// helper with the request, waits for its `work …` line, opens the namespaces and the tmpfs's
+/// root through `/proc/<pid>` (checking each is what the helper reported), then lets it go.
+/// Blocking. An error says why the work directory stays on disk.
+#[cfg(target_os = "linux")]
+pub(crate) fn bound_work(
+    helper: &Path,
+    work: &Path,
+    quota: super::Quota,
+) -> Result<super::workspace::BoundedWork, String> {
+    use std::os::unix::process::CommandExt;
+    let inode = sandbox::pinned_identity(work)
+        .map_err(|e| format!("{}: {e}", work.display()))?
+        .ok_or("no file identities on this system")?;
+    let request = HelperRequest::Workspace(sandbox::WorkspacePolicy {
+        work: work.to_path_buf(),
+        inode,
+        bytes: quota.bytes,
+        files: quota.files,
+        supervisor: std::process::id(),
+    });
+    let policy = policy_memfd(request.to_json()?.as_bytes()).map_err(|e| e.to_string())?;
+    let (status_r, status_w) = status_pipe_pair().map_err(|e| e.to_string())?;
+    let (w, p) = (status_w.as_raw_fd(), policy.as_raw_fd());
+    let mut cmd = std::process::Command::new(helper);
+    cmd.arg(HELPER_ARG)
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: only dup2 between fork and exec (async-signal-safe, no allocation).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(w, STATUS_FD) < 0 || libc::dup2(p, POLICY_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", helper.display()))?;
+    drop((status_w, policy));
+    let made = read_status_line(&status_r, Duration::from_secs(30))
+        .and_then(|line| open_bounded(&line, work));
+    // Closing its stdin lets the helper go; it ends at once.
+    drop(child.stdin.take());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while child.try_wait().ok().flatten().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    made
+}
+
+/// The first line of the helper's status pipe that says how making the work directory went.
+#[cfg(target_os = "linux")]
+fn read_status_line(r: &OwnedFd, within: Duration) -> Result<String, String> {
+    let deadline = Instant::now() + within;
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        if let Some(end) = bytes.iter().position(|b| *b == b'\n') {
+            let line = String::from_utf8_lossy(&bytes[..end]).into_owned();
+            if let Some(rest) = line.strip_prefix("error ") {
+                let msg = rest.split_once(' ').map_or(rest, |(_, m)| m);
+                return Err(msg.to_string());
+            }
+            return Ok(line);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err("the sandbox helper did not answer in time".into());
+        }
+        let mut pfd = libc::pollfd {
+            fd: r.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll on one live pollfd; read into a live buffer.
+        let n = unsafe {
+            if libc::poll(&mut pfd, 1, left.as_millis().min(60_000) as libc::c_int) < 0 {
+                continue;
+            }
+            libc::read(r.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len())
+        };
+        match n {
+            0 => return Err("the sandbox helper ended without an answer".into()),
+            n if n > 0 => bytes.extend_from_slice(&chunk[..n as usize]),
+            _ => {}
+        }
+        if bytes.len() > 64 * 1024 {
+            return Err("the sandbox helper's answer is too long".into());
+        }
+    }
+}
+
+/// Opens what a `work <pid> <dev> <ino> <mount ns> <user 0|1>` line reports, checking each
+/// descriptor is what the helper described (the pid cannot have been reused: the helper's child
+/// waits for us).
+#[cfg(target_os = "linux")]
+fn open_bounded(line: &str, work: &Path) -> Result<super::workspace::BoundedWork, String> {
+    let bad = || format!("unexpected answer from the sandbox helper: {line:?}");
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let num =
+        |i: usize| -> Result<u64, String> { f.get(i).and_then(|v| v.parse().ok()).ok_or_else(bad) };
+    if f.first() != Some(&"work") || f.len() != 6 {
+        return Err(bad());
+    }
+    let (pid, dev, ino, mnt_ns, user) = (num(1)?, num(2)?, num(3)?, num(4)?, num(5)? == 1);
+    let open = |path: String, flags: libc::c_int| -> Result<OwnedFd, String> {
+        let c = std::ffi::CString::new(path.clone()).map_err(|e| e.to_string())?;
+        // SAFETY: a C string; the descriptor is owned exactly once.
+        let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(format!("{path}: {}", std::io::Error::last_os_error()));
+        }
+        // SAFETY: a fresh descriptor.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    let mnt = open(format!("/proc/{pid}/ns/mnt"), libc::O_RDONLY)?;
+    let ident = |fd: &OwnedFd| sandbox::linux::identity(fd).map_err(|e| e.to_string());
+    if ident(&mnt)?.1 != mnt_ns {
+        return Err(bad());
+    }
+    let user = if user {
+        Some(open(format!("/proc/{pid}/ns/user"), libc::O_RDONLY)?)
+    } else {
+        None
+    };
+    let root = open(
+        format!("/proc/{pid}/root{}", work.display()),
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+    )?;
+    if ident(&root)? != (dev, ino) {
+        return Err(bad());
+    }
+    Ok(super::workspace::BoundedWork {
+        mnt,
+        user,
+        root,
+        inode: (dev, ino),
+    })
 }
 
 /// The policy in a sealed memfd numbered above [`STATUS_FD`] and [`POLICY_FD`] (so neither

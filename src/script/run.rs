@@ -11,9 +11,12 @@ use serde_json::Value as Json;
 use super::gate::{Gate, GateKind, GateRequest, Refusal, ask};
 use super::policy::{check_within, lexical_normalize};
 use super::process::supervise;
-use super::sandbox::{self, DEVICES, FsAccess, FsRule, HelperPolicy, Mode, RunLimits, SANDBOX_ID};
+use super::sandbox::{
+    self, DEVICES, FsAccess, FsRule, HelperPolicy, JoinWorkspace, Mode, RunLimits, SANDBOX_ID,
+    WORKSPACE_MNT_FD, WORKSPACE_USER_FD,
+};
 use super::tools::{Interpreters, SYSTEM_PATH, ScriptTool, SkillTools};
-use super::workspace::{Quota, Workspace, WorkspaceBase, enforce_quota};
+use super::workspace::{Quota, Workspace, WorkspaceBase, enforce_bounded_quota, enforce_quota};
 use super::{Captured, ScriptError};
 use crate::capability::{Grant, Trust};
 use crate::document::Skill;
@@ -200,9 +203,28 @@ impl LoadedSkill {
         }
     }
 
-    async fn ensure_workspace(&self) -> Result<&Workspace, ScriptError> {
+    /// The workspace, materialised at the first run. `bound`: the helper that makes its work
+    /// directory a bounded tmpfs (confined runs on Linux); where that fails the work directory
+    /// stays on disk, checked after each run, and the run's summary says why.
+    async fn ensure_workspace(&self, bound: Option<&Path>) -> Result<&Workspace, ScriptError> {
         self.workspace
-            .get_or_try_init(|| self.base.materialise(&*self.source, &self.skill))
+            .get_or_try_init(|| async {
+                let mut ws = self.base.materialise(&*self.source, &self.skill).await?;
+                #[cfg(target_os = "linux")]
+                if let Some(helper) = bound {
+                    let (helper, work, quota) =
+                        (helper.to_path_buf(), ws.work_dir(), self.base.quota());
+                    let made = tokio::task::spawn_blocking(move || {
+                        super::process::bound_work(&helper, &work, quota)
+                    })
+                    .await
+                    .unwrap_or_else(|e| Err(e.to_string()));
+                    ws.set_bounded(made);
+                }
+                #[cfg(not(target_os = "linux"))]
+                let _ = bound;
+                Ok(ws)
+            })
             .await
     }
 }
@@ -337,7 +359,8 @@ impl Runner {
             }
         }
 
-        let ws = skill.ensure_workspace().await?;
+        let bound = (mode == Mode::Confined).then_some(self.config.helper.as_path());
+        let ws = skill.ensure_workspace(bound).await?;
         let policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode)?;
         let cwd = self
             .config
@@ -345,6 +368,13 @@ impl Runner {
             .as_deref()
             .and_then(|caller| start_dir(&grant, caller))
             .unwrap_or_else(|| ws.work_dir());
+        let mut inherit = Vec::new();
+        if let Some(b) = ws.bounded() {
+            inherit.push((&b.mnt, WORKSPACE_MNT_FD));
+            if let Some(user) = &b.user {
+                inherit.push((user, WORKSPACE_USER_FD));
+            }
+        }
         let started = Instant::now();
         let raw = supervise(
             &self.config.helper,
@@ -352,16 +382,29 @@ impl Runner {
             &policy,
             cwd,
             timeout,
+            &inherit,
         )
         .await;
-        // What the run left counts against the workspace's quota, whatever way it ended.
+        // What the run left counts against the workspace's quota, whatever way it ended: a
+        // bounded work directory stopped it at the quota (a full tmpfs says it got there); one
+        // on disk is measured now.
         let (work, limit) = (ws.work_dir(), self.base.quota());
-        let quota = tokio::task::spawn_blocking(move || enforce_quota(&work, limit))
-            .await
-            .map_err(|e| ScriptError::workspace(format!("measuring the work directory: {e}")))
-            .and_then(|r| r);
+        let bounded = ws.bounded().map(|b| (b.root.try_clone(), b.inode));
+        let quota = tokio::task::spawn_blocking(move || match bounded {
+            Some((Ok(root), inode)) => enforce_bounded_quota(root, inode, &work, limit),
+            Some((Err(e), _)) => Err(ScriptError::workspace(format!("{}: {e}", work.display()))),
+            None => enforce_quota(&work, limit),
+        })
+        .await
+        .map_err(|e| ScriptError::workspace(format!("measuring the work directory: {e}")))
+        .and_then(|r| r);
         let raw = raw?;
-        quota?;
+        if let Some(reason) = quota? {
+            return Err(ScriptError::WorkspaceFull {
+                reason,
+                output: raw.output,
+            });
+        }
         let duration = started.elapsed();
         if raw.timed_out {
             return Err(ScriptError::Timeout {
@@ -371,7 +414,15 @@ impl Runner {
         }
         let (code, signal) = raw.exit;
         let confinement = match mode {
-            Mode::Confined => Confinement::Confined(raw.ready.unwrap_or_else(|| "confined".into())),
+            Mode::Confined => {
+                let mut summary = raw.ready.unwrap_or_else(|| "confined".into());
+                if let Some(why) = ws.on_disk() {
+                    summary.push_str(&format!(
+                        "; work directory on disk, measured after each run ({why})"
+                    ));
+                }
+                Confinement::Confined(summary)
+            }
             Mode::Unconfined => Confinement::Unconfined(unconfined_reason()),
         };
         if code != 0 && self.config.fail_on_nonzero {
@@ -499,12 +550,22 @@ impl Runner {
                 inode: None,
             });
         }
-        rules.push(FsRule {
-            path: work,
-            access: FsAccess::ReadWrite,
-            required: true,
-            inode: None,
+        // A bounded work directory is a tmpfs in the workspace's mount namespace: the helper
+        // joins it and binds the rule to the tmpfs's root there.
+        let workspace = ws.bounded().map(|b| JoinWorkspace {
+            user: b.user.is_some(),
+            work: work.clone(),
+            inode: b.inode,
+            tmp: ws.tmp_dir(),
         });
+        if workspace.is_none() {
+            rules.push(FsRule {
+                path: work,
+                access: FsAccess::ReadWrite,
+                required: true,
+                inode: None,
+            });
+        }
         for p in &grant.fs_write {
             rules.push(FsRule {
                 path: p.clone(),
@@ -548,6 +609,7 @@ impl Runner {
             },
             timeout_seconds: secs,
             supervisor: std::process::id(),
+            workspace,
         })
     }
 }

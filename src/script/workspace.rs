@@ -188,12 +188,17 @@ impl WorkspaceBase {
 
     /// Materialises a skill: reads every file through its source and writes it into a fresh
     /// workspace (executable bits from the file list), with an empty `work/` beside it.
+    ///
+    /// A skill whose file list is over the quota is refused before anything is read or written.
+    /// Files are then read one at a time and written in batches of a few MiB, the bytes
+    /// actually read counted against the quota as they come: a source that holds more than it
+    /// listed (a file that grew, a sparse file) stops at the quota, and memory holds one batch,
+    /// never the whole tree. A refusal removes what was written.
     pub async fn materialise(
         &self,
         source: &dyn Source,
         skill: &Skill,
     ) -> Result<Workspace, ScriptError> {
-        let mut files = Vec::with_capacity(skill.files().len());
         let too_many = |what: String| {
             ScriptError::workspace(format!(
                 "the skill's files exceed the workspace limit ({what}; limit {} bytes, {} files: \
@@ -201,10 +206,18 @@ impl WorkspaceBase {
                 self.quota.bytes, self.quota.files
             ))
         };
-        if skill.files().len() as u64 > self.quota.files {
-            return Err(too_many(format!("{} files", skill.files().len())));
+        let count = skill.files().len() as u64;
+        if count > self.quota.files {
+            return Err(too_many(format!("{count} files")));
         }
-        let mut total = 0u64;
+        let listed = skill
+            .files()
+            .iter()
+            .fold(0u64, |sum, f| sum.saturating_add(f.size));
+        if listed > self.quota.bytes {
+            return Err(too_many(format!("{listed} bytes in {count} files")));
+        }
+        let mut paths = Vec::with_capacity(skill.files().len());
         for f in skill.files() {
             let rel = check_skill_path(&f.path)?;
             if rel != f.path {
@@ -213,28 +226,66 @@ impl WorkspaceBase {
                     reason: "not a canonical relative path".into(),
                 });
             }
+            paths.push((rel, f.executable));
+        }
+        let base = self.clone();
+        let ws = blocking(move || base.create()).await?;
+        let filled = self.fill(&ws, source, skill, paths, &too_many).await;
+        match filled {
+            Ok(()) => Ok(ws),
+            Err(e) => {
+                // Removing what was written is blocking work too.
+                let _ = tokio::task::spawn_blocking(move || drop(ws)).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Reads the skill's files and writes them into `ws`, a batch at a time (see
+    /// [`materialise`](Self::materialise)).
+    async fn fill(
+        &self,
+        ws: &Workspace,
+        source: &dyn Source,
+        skill: &Skill,
+        paths: Vec<(String, bool)>,
+        too_many: &(dyn Fn(String) -> ScriptError + Sync),
+    ) -> Result<(), ScriptError> {
+        /// Bytes (or files) read before they are written.
+        const BATCH_BYTES: u64 = 4 << 20;
+        const BATCH_FILES: usize = 256;
+        let skill_dir = ws.skill_dir();
+        let mut total = 0u64;
+        let mut batch: Vec<(String, bytes::Bytes, bool)> = Vec::new();
+        let mut batch_bytes = 0u64;
+        let count = paths.len();
+        for (i, (rel, executable)) in paths.into_iter().enumerate() {
             let bytes = source
-                .read(&join_path(skill.root(), &f.path))
+                .read(&join_path(skill.root(), &rel))
                 .await
                 .map_err(|e| match e {
                     crate::Error::PathRejected { path, reason } => {
                         ScriptError::PathRejected { path, reason }
                     }
-                    other => ScriptError::workspace(format!("reading {}: {other}", f.path)),
+                    other => ScriptError::workspace(format!("reading {rel}: {other}")),
                 })?;
             total = total.saturating_add(bytes.len() as u64);
             if total > self.quota.bytes {
-                return Err(too_many(format!("more than {total} bytes")));
+                return Err(too_many(format!("more than {total} bytes read")));
             }
-            files.push((rel, bytes, f.executable));
+            batch_bytes += bytes.len() as u64;
+            batch.push((rel, bytes, executable));
+            if batch_bytes >= BATCH_BYTES || batch.len() >= BATCH_FILES || i + 1 == count {
+                let (dir, files) = (skill_dir.clone(), std::mem::take(&mut batch));
+                batch_bytes = 0;
+                blocking(move || write_files(&dir, &files)).await?;
+            }
         }
-        let base = self.clone();
-        tokio::task::spawn_blocking(move || base.create(&files))
-            .await
-            .map_err(|e| ScriptError::workspace(format!("materialising: {e}")))?
+        Ok(())
     }
 
-    fn create(&self, files: &[(String, bytes::Bytes, bool)]) -> Result<Workspace, ScriptError> {
+    /// A fresh workspace: its lock, an empty `skill/`, and `work/` with `tmp/` in it.
+    fn create(&self) -> Result<Workspace, ScriptError> {
         let root = tempfile::Builder::new()
             .prefix("ws-")
             .tempdir_in(&self.dir)
@@ -259,6 +310,8 @@ impl WorkspaceBase {
         let ws = Workspace {
             root: root.clone(),
             lock: Some(lock),
+            bounded: None,
+            on_disk: None,
         };
         if let Some(lock) = &ws.lock {
             if !try_lock(lock) {
@@ -276,27 +329,6 @@ impl WorkspaceBase {
         }
         let skill_dir = ws.skill_dir();
         make_dir(&skill_dir, 0o755).map_err(|e| fail(&skill_dir, e))?;
-        for (rel, bytes, exec) in files {
-            let path = skill_dir.join(rel);
-            if let Some(parent) = path.parent() {
-                make_dirs(&skill_dir, parent).map_err(|e| fail(parent, e))?;
-            }
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .mode(if *exec { 0o755 } else { 0o644 })
-                .open(&path)
-                .map_err(|e| fail(&path, e))?;
-            f.write_all(bytes).map_err(|e| fail(&path, e))?;
-            // The umask may have cleared bits: set the mode the file list says.
-            f.set_permissions(fs::Permissions::from_mode(if *exec {
-                0o755
-            } else {
-                0o644
-            }))
-            .map_err(|e| fail(&path, e))?;
-        }
         let work = ws.work_dir();
         let tmp = ws.tmp_dir();
         make_dir(&work, 0o700).map_err(|e| fail(&work, e))?;
@@ -305,7 +337,8 @@ impl WorkspaceBase {
             for d in [&work, &tmp] {
                 std::os::unix::fs::chown(d, Some(uid), Some(gid)).map_err(|e| {
                     ScriptError::workspace(format!(
-                        "{}: cannot give it to uid {uid}, the uid scripts run as ({e}; is that uid                          mapped in this user namespace?)",
+                        "{}: cannot give it to uid {uid}, the uid scripts run as ({e}; is that uid \
+                         mapped in this user namespace?)",
                         d.display()
                     ))
                 })?;
@@ -313,6 +346,44 @@ impl WorkspaceBase {
         }
         Ok(ws)
     }
+}
+
+/// Runs blocking work off the async runtime.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ScriptError> + Send + 'static,
+) -> Result<T, ScriptError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ScriptError::workspace(format!("materialising: {e}")))?
+}
+
+/// Writes files into a materialised skill directory (created, with their directories; modes
+/// from the file list).
+fn write_files(
+    skill_dir: &Path,
+    files: &[(String, bytes::Bytes, bool)],
+) -> Result<(), ScriptError> {
+    let fail =
+        |what: &Path, e: io::Error| ScriptError::workspace(format!("{}: {e}", what.display()));
+    for (rel, bytes, exec) in files {
+        let path = skill_dir.join(rel);
+        if let Some(parent) = path.parent() {
+            make_dirs(skill_dir, parent).map_err(|e| fail(parent, e))?;
+        }
+        let mode = if *exec { 0o755 } else { 0o644 };
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(mode)
+            .open(&path)
+            .map_err(|e| fail(&path, e))?;
+        f.write_all(bytes).map_err(|e| fail(&path, e))?;
+        // The umask may have cleared bits: set the mode the file list says.
+        f.set_permissions(fs::Permissions::from_mode(mode))
+            .map_err(|e| fail(&path, e))?;
+    }
+    Ok(())
 }
 
 fn make_dir(p: &Path, mode: u32) -> io::Result<()> {
@@ -490,13 +561,13 @@ fn unlink_at(dir: &OwnedFd, name: &CString, flags: libc::c_int) -> io::Result<()
 }
 
 /// Measures a run's work directory against `quota`; over it, empties the directory (keeping
-/// `work/` and a fresh `tmp/`, owned as before) and fails with a clear error, so nothing a run
-/// leaves above the quota outlives it. The walk stops as soon as the quota is exceeded.
-pub(crate) fn enforce_quota(work: &Path, quota: Quota) -> Result<(), ScriptError> {
+/// `work/` and a fresh `tmp/`, owned as before) and returns why, so nothing a run leaves above
+/// the quota outlives it. The walk stops as soon as the quota is exceeded.
+pub(crate) fn enforce_quota(work: &Path, quota: Quota) -> Result<Option<String>, ScriptError> {
     let fail = |e: io::Error| ScriptError::workspace(format!("{}: {e}", work.display()));
     let (bytes, files) = usage(work, quota).map_err(fail)?;
     if bytes <= quota.bytes && files <= quota.files {
-        return Ok(());
+        return Ok(None);
     }
     let meta = fs::symlink_metadata(work).map_err(fail)?;
     let top = open_dir(
@@ -509,7 +580,7 @@ pub(crate) fn enforce_quota(work: &Path, quota: Quota) -> Result<(), ScriptError
     let tmp = work.join("tmp");
     make_dir(&tmp, 0o700).map_err(fail)?;
     std::os::unix::fs::chown(&tmp, Some(meta.uid()), Some(meta.gid())).map_err(fail)?;
-    Err(ScriptError::workspace(format!(
+    Ok(Some(format!(
         "the run left more than the workspace limit in {} ({}{} bytes in {}{} files and \
          directories; limit {} bytes, {} files: [sandbox] workspace_bytes, workspace_files); \
          the work directory was emptied",
@@ -639,11 +710,70 @@ fn empty_dir(top: OwnedFd, top_id: (u64, u64)) -> io::Result<()> {
     }
 }
 
+/// A work directory bounded while scripts write (Linux): a tmpfs of the workspace quota
+/// (`size`, `nr_inodes`) mounted on `work/` in a mount namespace of the workspace's own, held
+/// by these descriptors. Runs join the namespaces; dropping the descriptors unmounts and frees
+/// the tmpfs (no process keeps it).
+#[derive(Debug)]
+pub(crate) struct BoundedWork {
+    /// The mount namespace where the tmpfs is mounted on `work/`.
+    pub(crate) mnt: OwnedFd,
+    /// Its user namespace, when the kernel allowed one.
+    pub(crate) user: Option<OwnedFd>,
+    /// The tmpfs's root directory.
+    pub(crate) root: OwnedFd,
+    /// Its device and inode.
+    pub(crate) inode: (u64, u64),
+}
+
+/// After a run in a bounded work directory (`root`, a descriptor of its tmpfs's root, whose
+/// identity is `inode`): a tmpfs with no block or inode left means a write of the run failed
+/// with ENOSPC at the quota. The work directory is then emptied (the next run finds it empty,
+/// and nothing of it is kept for the rest of the session) and the reason returned.
+pub(crate) fn enforce_bounded_quota(
+    root: OwnedFd,
+    inode: (u64, u64),
+    work: &Path,
+    quota: Quota,
+) -> Result<Option<String>, ScriptError> {
+    let fail = |e: io::Error| ScriptError::workspace(format!("{}: {e}", work.display()));
+    // SAFETY: fstatfs on a live descriptor into a zeroed local.
+    let st = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        if libc::fstatfs(root.as_raw_fd(), &mut st) != 0 {
+            return Err(fail(io::Error::last_os_error()));
+        }
+        st
+    };
+    let (no_bytes, no_files) = (st.f_bavail == 0, st.f_ffree == 0);
+    if !no_bytes && !no_files {
+        return Ok(None);
+    }
+    empty_dir(root, inode).map_err(fail)?;
+    let what = match (no_bytes, no_files) {
+        (true, true) => "bytes and files",
+        (true, false) => "bytes",
+        _ => "files",
+    };
+    Ok(Some(format!(
+        "the run reached the workspace limit in {} (its {what}: {} bytes, {} files and \
+         directories; [sandbox] workspace_bytes, workspace_files): writes past it failed with \
+         \"No space left on device\"; the work directory was emptied",
+        work.display(),
+        quota.bytes,
+        quota.files
+    )))
+}
+
 /// One skill's workspace. Dropping it removes the directory.
 #[derive(Debug)]
 pub struct Workspace {
     root: PathBuf,
     lock: Option<File>,
+    bounded: Option<BoundedWork>,
+    /// Why the work directory is on disk (bounded only by the check after each run), when a
+    /// bounded one was asked for and could not be made.
+    on_disk: Option<String>,
 }
 
 impl Workspace {
@@ -665,6 +795,41 @@ impl Workspace {
     /// The scripts' `TMPDIR`, inside the work directory.
     pub fn tmp_dir(&self) -> PathBuf {
         self.root.join("work").join("tmp")
+    }
+
+    /// Whether the work directory is bounded while scripts write: a tmpfs of the workspace
+    /// quota that only the workspace's runs see at [`work_dir`](Self::work_dir) (Linux, where
+    /// the kernel allows a mount namespace). Otherwise it is the directory on disk, measured
+    /// after each run.
+    pub fn is_bounded(&self) -> bool {
+        self.bounded.is_some()
+    }
+
+    /// Where this process finds what scripts left in the work directory: for a bounded one, a
+    /// path through the descriptor that holds its tmpfs (`/proc/self/fd/N`, valid in this
+    /// process while the workspace lives); otherwise [`work_dir`](Self::work_dir).
+    pub fn work_view(&self) -> PathBuf {
+        match &self.bounded {
+            Some(b) => PathBuf::from(format!("/proc/self/fd/{}", b.root.as_raw_fd())),
+            None => self.work_dir(),
+        }
+    }
+
+    pub(crate) fn bounded(&self) -> Option<&BoundedWork> {
+        self.bounded.as_ref()
+    }
+
+    /// Why the work directory is on disk although a bounded one was asked for.
+    pub(crate) fn on_disk(&self) -> Option<&str> {
+        self.on_disk.as_deref()
+    }
+
+    /// Takes the bounded work directory, or records why there is none.
+    pub(crate) fn set_bounded(&mut self, made: Result<BoundedWork, String>) {
+        match made {
+            Ok(b) => self.bounded = Some(b),
+            Err(why) => self.on_disk = Some(why),
+        }
     }
 
     /// Removes the workspace now, reporting a failure (dropping it removes it silently).

@@ -42,6 +42,14 @@ pub struct DirOptions {
     pub max_file_size: u64,
     /// Deepest file path inside a skill, in components (default 16).
     pub max_file_depth: usize,
+    /// Largest ratio of a file's bytes to the bytes it has on disk (`st_blocks`) that
+    /// [`read`](Source::read) accepts (default 200, the archive reader's ratio): a sparse file
+    /// of 16 MB over a few KiB on disk is refused, from its `stat` before it is read and from
+    /// the bytes read after.
+    pub max_sparse_ratio: u64,
+    /// Bytes a file may hold before its ratio is checked (default 1 MiB), so small files (a few
+    /// bytes in an inode, no block at all) are never refused; `u64::MAX` turns the check off.
+    pub sparse_floor: u64,
 }
 
 impl Default for DirOptions {
@@ -51,6 +59,8 @@ impl Default for DirOptions {
             max_dirs: 2000,
             max_file_size: 16 << 20,
             max_file_depth: 16,
+            max_sparse_ratio: 200,
+            sparse_floor: 1 << 20,
         }
     }
 }
@@ -665,8 +675,15 @@ impl Inner {
             });
         }
         let file = fs::File::open(&target).map_err(|e| Error::io(self.shown(path), e))?;
-        let mut buf = Vec::with_capacity(meta.len() as usize);
-        file.take(limit + 1)
+        let opened = file
+            .metadata()
+            .map_err(|e| Error::io(self.shown(path), e))?;
+        // Refused from what the open file says it holds before a byte is read, and again from
+        // the bytes read.
+        self.check_sparse(path, opened.len(), &opened)?;
+        let mut buf = Vec::with_capacity(opened.len().min(limit) as usize);
+        (&file)
+            .take(limit + 1)
             .read_to_end(&mut buf)
             .map_err(|e| Error::io(self.shown(path), e))?;
         if buf.len() as u64 > limit {
@@ -676,7 +693,29 @@ impl Inner {
                 limit,
             });
         }
+        let after = file
+            .metadata()
+            .map_err(|e| Error::io(self.shown(path), e))?;
+        self.check_sparse(path, buf.len() as u64, &after)?;
         Ok(Bytes::from(buf))
+    }
+
+    /// Refuses `bytes` of a file whose `meta` says it has far fewer on disk: a sparse file
+    /// (holes read as zeros) would otherwise turn a few KiB into as many bytes in memory and
+    /// in every copy made of it (a materialised workspace, a pack).
+    fn check_sparse(&self, path: &str, bytes: u64, meta: &fs::Metadata) -> Result<()> {
+        let Some(allocated) = allocated(meta) else {
+            return Ok(());
+        };
+        let ratio = self.opts.max_sparse_ratio;
+        if bytes > self.opts.sparse_floor && bytes > allocated.saturating_mul(ratio) {
+            return Err(Error::Invalid(format!(
+                "{}: a sparse file ({bytes} bytes over {allocated} bytes on disk, more than \
+                 {ratio} times as many): refused",
+                self.shown(path)
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -703,6 +742,18 @@ fn is_executable(meta: &fs::Metadata) -> bool {
 #[cfg(not(unix))]
 fn is_executable(_meta: &fs::Metadata) -> bool {
     false
+}
+
+/// Bytes a file has on disk (`st_blocks` × 512); `None` where the system does not say.
+#[cfg(unix)]
+fn allocated(meta: &fs::Metadata) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    Some(meta.blocks().saturating_mul(512))
+}
+
+#[cfg(not(unix))]
+fn allocated(_meta: &fs::Metadata) -> Option<u64> {
+    None
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -157,6 +157,7 @@ mod tests {
             },
             timeout_seconds: 1,
             supervisor: 0,
+            workspace: None,
         }
     }
 

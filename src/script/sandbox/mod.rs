@@ -41,6 +41,14 @@ pub const STATUS_FD: i32 = 3;
 /// forks the script.
 pub const POLICY_FD: i32 = 4;
 
+/// In a run joining a workspace's namespaces ([`HelperPolicy::workspace`]), the descriptor of
+/// the workspace's mount namespace.
+pub const WORKSPACE_MNT_FD: i32 = 5;
+
+/// In a run joining a workspace's namespaces, the descriptor of its user namespace (when it has
+/// one).
+pub const WORKSPACE_USER_FD: i32 = 6;
+
 /// The most policy bytes the helper reads.
 pub const POLICY_MAX: usize = 16 << 20;
 
@@ -143,9 +151,60 @@ pub struct HelperPolicy {
     pub timeout_seconds: u64,
     /// The supervisor's pid: the helper dies with it (0: not checked).
     pub supervisor: u32,
+    /// The workspace's namespaces to join, whose mount namespace has the bounded work
+    /// directory mounted (inherited as [`WORKSPACE_MNT_FD`] and [`WORKSPACE_USER_FD`]); `None`:
+    /// the work directory is the one on disk.
+    #[serde(default)]
+    pub workspace: Option<JoinWorkspace>,
 }
 
-impl HelperPolicy {
+/// A run's way into its workspace's namespaces (see [`WorkspacePolicy`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JoinWorkspace {
+    /// Whether the workspace has a user namespace to join first ([`WORKSPACE_USER_FD`]).
+    pub user: bool,
+    /// The work directory; in the workspace's mount namespace, the root of its tmpfs. It gets
+    /// a read+write rule bound to `inode` (a rule on the directory beneath the mount would not
+    /// cover it).
+    pub work: PathBuf,
+    /// The device and inode of the tmpfs's root.
+    pub inode: (u64, u64),
+    /// The script's `TMPDIR` inside it, made when missing (a run that hit the quota leaves
+    /// the work directory empty).
+    pub tmp: PathBuf,
+}
+
+/// A request for a skill's bounded work directory: the helper makes a user namespace (where
+/// they are allowed) and a mount namespace, mounts a tmpfs of `bytes` and `files + 1` inodes on
+/// `work` in it, reports `work <pid> <dev> <ino> <mount-ns inode> <user 0|1>` on the status
+/// pipe, and waits until its stdin closes, while the supervisor opens the namespaces (and the
+/// tmpfs's root) through `/proc/<pid>`. The supervisor's descriptors then keep them alive:
+/// runs join them, and the tmpfs goes when the workspace does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspacePolicy {
+    /// The work directory (absolute) the tmpfs is mounted on.
+    pub work: PathBuf,
+    /// Its device and inode, as the supervisor checked them.
+    pub inode: (u64, u64),
+    /// Bytes the tmpfs holds at most.
+    pub bytes: u64,
+    /// Files and directories it holds at most (its root not counted).
+    pub files: u64,
+    /// The supervisor's pid: the helper dies with it (0: not checked).
+    pub supervisor: u32,
+}
+
+/// What the helper is asked to do: the JSON on [`POLICY_FD`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "request", rename_all = "snake_case")]
+pub enum HelperRequest {
+    /// Run a script.
+    Run(HelperPolicy),
+    /// Make a workspace's bounded work directory.
+    Workspace(WorkspacePolicy),
+}
+
+impl HelperRequest {
     /// The JSON form passed on [`POLICY_FD`].
     pub fn to_json(&self) -> Result<String, String> {
         serde_json::to_string(self).map_err(|e| format!("cannot serialise the policy: {e}"))
@@ -254,9 +313,24 @@ mod tests {
             },
             timeout_seconds: 1,
             supervisor: 0,
+            workspace: Some(JoinWorkspace {
+                user: true,
+                work: "/ws/work".into(),
+                inode: (3, 4),
+                tmp: "/ws/work/tmp".into(),
+            }),
         };
-        let back: HelperPolicy = serde_json::from_str(&p.to_json().unwrap()).unwrap();
-        assert_eq!(back, p);
+        let w = WorkspacePolicy {
+            work: "/ws/work".into(),
+            inode: (5, 6),
+            bytes: 1 << 20,
+            files: 10,
+            supervisor: 7,
+        };
+        for request in [HelperRequest::Run(p), HelperRequest::Workspace(w)] {
+            let back: HelperRequest = serde_json::from_str(&request.to_json().unwrap()).unwrap();
+            assert_eq!(back, request);
+        }
     }
 
     #[test]

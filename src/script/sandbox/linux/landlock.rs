@@ -17,11 +17,12 @@ use landlock::{
     Scope,
 };
 
-use crate::script::sandbox::{FsAccess, HelperPolicy};
+use crate::script::sandbox::{FsAccess, FsRule, HelperPolicy};
 
 /// A ruleset ready to enforce, and what it covers.
 pub(super) struct Prepared {
     ruleset: Option<RulesetCreated>,
+    abi: ABI,
     summary: String,
 }
 
@@ -65,45 +66,7 @@ pub(super) fn build(policy: &HelperPolicy, kernel_abi: u32) -> Result<Prepared, 
     }
     let mut created = rs.create().map_err(e)?;
     for rule in &policy.rules {
-        let fd: OwnedFd = match rule.inode {
-            // A checked path: reached without following links, and the very inode checked.
-            Some(want) => {
-                let fd = super::open_no_symlinks(&rule.path)
-                    .map_err(|err| format!("{}: {err}", rule.path.display()))?;
-                let got = super::identity(&fd)
-                    .map_err(|err| format!("{}: {err}", rule.path.display()))?;
-                if got != want {
-                    return Err(format!(
-                        "{}: not the file that was checked (it was replaced since)",
-                        rule.path.display()
-                    ));
-                }
-                fd
-            }
-            None => match PathFd::new(&rule.path) {
-                Ok(fd) => fd
-                    .as_fd()
-                    .try_clone_to_owned()
-                    .map_err(|err| format!("{}: {err}", rule.path.display()))?,
-                Err(_) if !rule.required => continue,
-                Err(err) => return Err(format!("{}: {err}", rule.path.display())),
-            },
-        };
-        let want = match rule.access {
-            FsAccess::ReadExec => read_exec(abi),
-            FsAccess::ReadWrite => read_write(abi),
-        };
-        let access = if is_dir(&fd) {
-            want
-        } else {
-            want & AccessFs::from_file(abi)
-        };
-        if access.is_empty() {
-            continue;
-        }
-        created = created
-            .add_rule(PathBeneath::new(fd, access))
-            .map_err(|err| format!("{}: {err}", rule.path.display()))?;
+        created = add_rule(created, abi, rule)?;
     }
     let summary = format!(
         "landlock (kernel ABI {kernel_abi}, file system at ABI {}, TCP {}, scopes {})",
@@ -117,8 +80,52 @@ pub(super) fn build(policy: &HelperPolicy, kernel_abi: u32) -> Result<Prepared, 
     );
     Ok(Prepared {
         ruleset: Some(created),
+        abi,
         summary,
     })
+}
+
+/// Opens `rule`'s path and adds its rule (a missing optional path adds nothing).
+fn add_rule(created: RulesetCreated, abi: ABI, rule: &FsRule) -> Result<RulesetCreated, String> {
+    let fd: OwnedFd = match rule.inode {
+        // A checked path: reached without following links, and the very inode checked.
+        Some(want) => {
+            let fd = super::open_no_symlinks(&rule.path)
+                .map_err(|err| format!("{}: {err}", rule.path.display()))?;
+            let got =
+                super::identity(&fd).map_err(|err| format!("{}: {err}", rule.path.display()))?;
+            if got != want {
+                return Err(format!(
+                    "{}: not the file that was checked (it was replaced since)",
+                    rule.path.display()
+                ));
+            }
+            fd
+        }
+        None => match PathFd::new(&rule.path) {
+            Ok(fd) => fd
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|err| format!("{}: {err}", rule.path.display()))?,
+            Err(_) if !rule.required => return Ok(created),
+            Err(err) => return Err(format!("{}: {err}", rule.path.display())),
+        },
+    };
+    let want = match rule.access {
+        FsAccess::ReadExec => read_exec(abi),
+        FsAccess::ReadWrite => read_write(abi),
+    };
+    let access = if is_dir(&fd) {
+        want
+    } else {
+        want & AccessFs::from_file(abi)
+    };
+    if access.is_empty() {
+        return Ok(created);
+    }
+    created
+        .add_rule(PathBeneath::new(fd, access))
+        .map_err(|err| format!("{}: {err}", rule.path.display()))
 }
 
 fn is_dir(fd: &OwnedFd) -> bool {
@@ -131,6 +138,14 @@ fn is_dir(fd: &OwnedFd) -> bool {
 }
 
 impl Prepared {
+    /// Adds one more rule, opening its path now (after the helper joined a workspace's mount
+    /// namespace, a path resolves in it).
+    pub(super) fn add(&mut self, rule: &FsRule) -> Result<(), String> {
+        let created = self.ruleset.take().ok_or("the ruleset was already used")?;
+        self.ruleset = Some(add_rule(created, self.abi, rule)?);
+        Ok(())
+    }
+
     /// Enforces the ruleset on the calling thread (and sets no_new_privs). Anything short of
     /// full enforcement is an error.
     pub(super) fn restrict(&mut self) -> Result<String, String> {

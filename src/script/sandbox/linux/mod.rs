@@ -26,12 +26,18 @@
 
 mod landlock;
 mod seccomp;
+mod work;
+
+pub use seccomp::{Verdict, kernel_exempt, reviewed};
 
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 
-use super::{HelperPolicy, Mode, POLICY_FD, POLICY_MAX, SANDBOX_ID, SETUP_FAILED, STATUS_FD};
+use super::{
+    FsAccess, FsRule, HelperPolicy, HelperRequest, Mode, POLICY_FD, POLICY_MAX, SANDBOX_ID,
+    SETUP_FAILED, STATUS_FD,
+};
 
 /// The Landlock ABI of the running kernel (`None`: not built in or disabled).
 pub fn landlock_abi() -> Option<u32> {
@@ -130,13 +136,16 @@ pub(super) fn helper() -> u8 {
         Ok(b) => b,
         Err(e) => return status.error("failed", &format!("no policy on fd {POLICY_FD}: {e}")),
     };
-    let policy: HelperPolicy = match serde_json::from_slice(&bytes) {
+    let request: HelperRequest = match serde_json::from_slice(&bytes) {
         Ok(p) => p,
         Err(e) => return status.error("failed", &format!("bad policy: {e}")),
     };
-    match policy.mode {
-        Mode::Confined => confined(&policy, &status),
-        Mode::Unconfined => unconfined(&policy, &status),
+    match request {
+        HelperRequest::Run(policy) => match policy.mode {
+            Mode::Confined => confined(&policy, &status),
+            Mode::Unconfined => unconfined(&policy, &status),
+        },
+        HelperRequest::Workspace(w) => work::keeper(&w, &status),
     }
 }
 
@@ -255,9 +264,8 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         Ok(r) => r,
         Err(e) => return status.error("failed", &format!("Landlock: {e}")),
     };
-    // SAFETY: plain id getters.
-    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    let root = euid == 0;
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
     // A non-root helper cannot give the script another host uid: it keeps the host user's.
     let filters = match seccomp::build(policy.network, !root) {
         Ok(f) => f,
@@ -274,11 +282,33 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             );
         }
     }
+    // The workspace's namespaces, where its work directory is a bounded tmpfs: joined before
+    // anything is made, so the script's own namespaces nest in them; the work directory's rule
+    // is opened there (a rule on the directory beneath the mount would not cover the tmpfs).
+    let mut tmp_dir = None;
+    if let Some(join) = &policy.workspace {
+        if let Err(e) = work::join(join) {
+            return status.error("failed", &format!("joining the workspace: {e}"));
+        }
+        let rule = FsRule {
+            path: join.work.clone(),
+            access: FsAccess::ReadWrite,
+            required: true,
+            inode: Some(join.inode),
+        };
+        if let Err(e) = ruleset.add(&rule) {
+            return status.error("failed", &format!("Landlock: {e}"));
+        }
+        match CString::new(join.tmp.as_os_str().as_bytes()) {
+            Ok(t) => tmp_dir = Some(t),
+            Err(_) => return status.error("failed", "a NUL byte in the work directory's path"),
+        }
+    }
     let (sync_r, sync_w) = match pipe() {
         Ok(p) => p,
         Err(e) => return status.error("failed", &format!("pipe: {e}")),
     };
-    arm_backstops(policy);
+    arm_backstops(policy.supervisor, policy.timeout_seconds.saturating_add(10));
 
     let net_flag = if policy.network {
         0
@@ -286,30 +316,30 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         libc::CLONE_NEWNET
     };
     let base = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | net_flag;
-    let mut attempts = vec![(
-        libc::CLONE_NEWUSER | base,
-        Ns {
-            user: true,
-            pid: true,
-            net: !policy.network,
-        },
-    )];
-    if root {
-        attempts.push((
-            base,
-            Ns {
-                user: false,
-                pid: true,
-                net: !policy.network,
-            },
-        ));
+    let ns = |user, pid| Ns {
+        user,
+        pid,
+        net: pid && !policy.network,
+    };
+    // (flags, namespaces, whether this helper writes the id maps of a new user namespace)
+    let mut attempts = Vec::new();
+    match &policy.workspace {
+        // Already in the workspace's user namespace (or none), its ids mapped.
+        Some(join) => attempts.push((base, ns(join.user, true), false)),
+        None => {
+            attempts.push((libc::CLONE_NEWUSER | base, ns(true, true), true));
+            if root {
+                attempts.push((base, ns(false, true), false));
+            }
+        }
     }
-    attempts.push((0, Ns::default()));
+    let joined_user = policy.workspace.as_ref().is_some_and(|j| j.user);
+    attempts.push((0, ns(joined_user, false), false));
     let mut spawned = None;
-    for (flags, ns) in attempts {
+    for (flags, ns, maps) in attempts {
         match clone_process(flags) {
             Ok(pid) => {
-                spawned = Some((pid, ns));
+                spawned = Some((pid, ns, maps));
                 break;
             }
             Err(e)
@@ -330,7 +360,7 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             Err(e) => return status.error("failed", &format!("clone: {e}")),
         }
     }
-    let Some((pid, ns)) = spawned else {
+    let Some((pid, ns, maps)) = spawned else {
         return status.error("failed", "clone: no way to start a process");
     };
 
@@ -347,16 +377,48 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             &rlimits,
             ns,
             root,
+            tmp_dir.as_deref(),
             sync_r,
         );
         // SAFETY: leaving without running the parent's atexit handlers or flushing its buffers.
         unsafe { libc::_exit(code as i32) };
     }
 
+    if let Err(code) = release(pid, (sync_r, sync_w), maps, status) {
+        return code;
+    }
+    relay(pid, status, ns.pid)
+}
+
+/// The child's side: dies with the helper, and waits until the helper releases it (`false`:
+/// the helper is gone, or failed to map its ids).
+fn await_release(sync_r: libc::c_int) -> bool {
+    // SAFETY: prctl, read and close on integers and a local buffer.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        let mut b = [0u8; 1];
+        let released = libc::read(sync_r, b.as_mut_ptr().cast(), 1) == 1;
+        libc::close(sync_r);
+        released
+    }
+}
+
+/// The parent's side of a new child: closes its copy of the release pipe's read end, writes
+/// the id maps of the child's new user namespace (when `maps`: 65534 inside maps to 65534 for a
+/// root helper, to the helper's own ids otherwise), and releases the child. On failure the
+/// child is killed and reaped, and the error reported; `Err` holds the helper's exit code.
+fn release(
+    pid: libc::pid_t,
+    (sync_r, sync_w): (libc::c_int, libc::c_int),
+    maps: bool,
+    status: &Status,
+) -> Result<(), u8> {
     // SAFETY: closing our copy of the release pipe's read end.
     unsafe { libc::close(sync_r) };
-    if ns.user {
-        let (uid, gid) = if root {
+    if maps {
+        // SAFETY: plain id getters.
+        let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let (uid, gid) = if euid == 0 {
             (SANDBOX_ID, SANDBOX_ID)
         } else {
             (euid, egid)
@@ -365,16 +427,15 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             // SAFETY: killing the child we just made.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             reap(pid);
-            return status.error("failed", &format!("user namespace id maps: {e}"));
+            return Err(status.error("failed", &format!("user namespace id maps: {e}")));
         }
     }
-    // Release the child.
     // SAFETY: one byte from a live buffer, then closing the write end.
     unsafe {
         libc::write(sync_w, b"1".as_ptr().cast(), 1);
         libc::close(sync_w);
     }
-    relay(pid, status, ns.pid)
+    Ok(())
 }
 
 fn unconfined(policy: &HelperPolicy, status: &Status) -> u8 {
@@ -382,7 +443,7 @@ fn unconfined(policy: &HelperPolicy, status: &Status) -> u8 {
         Ok(e) => e,
         Err(e) => return status.error("failed", &e),
     };
-    arm_backstops(policy);
+    arm_backstops(policy.supervisor, policy.timeout_seconds.saturating_add(10));
     // SAFETY: the helper is single-threaded, so the child may do anything the parent could.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -404,23 +465,17 @@ fn unconfined(policy: &HelperPolicy, status: &Status) -> u8 {
     relay(pid, status, false)
 }
 
-/// The helper dies with the supervisor, and in any case some time after the timeout
-/// (the supervisor normally kills it first); its death takes the script with it.
-fn arm_backstops(policy: &HelperPolicy) {
+/// The helper dies with the supervisor (`supervisor`: its pid, 0 not checked), and in any case
+/// `seconds` later (the supervisor normally ends it first); its death takes its child with it.
+fn arm_backstops(supervisor: u32, seconds: u64) {
     // SAFETY: prctl/alarm with integer arguments.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-        if policy.supervisor != 0 && libc::getppid() as u32 != policy.supervisor {
+        if supervisor != 0 && libc::getppid() as u32 != supervisor {
             // The supervisor is already gone.
             libc::_exit(SETUP_FAILED as i32);
         }
-        if policy.timeout_seconds > 0 {
-            let secs = policy
-                .timeout_seconds
-                .saturating_add(10)
-                .min(u32::MAX as u64) as libc::c_uint;
-            libc::alarm(secs);
-        }
+        libc::alarm(seconds.clamp(1, u32::MAX as u64) as libc::c_uint);
     }
 }
 
@@ -472,18 +527,16 @@ fn child(
     rlimits: &[(libc::__rlimit_resource_t, u64, u64)],
     ns: Ns,
     root: bool,
+    tmp_dir: Option<&std::ffi::CStr>,
     sync_r: libc::c_int,
 ) -> u8 {
     // SAFETY (whole function): raw system calls on integers and buffers we own; the process is a
     // copy of a single-threaded helper, so allocation is safe too.
     unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-        let mut b = [0u8; 1];
-        if libc::read(sync_r, b.as_mut_ptr().cast(), 1) != 1 {
+        if !await_release(sync_r) {
             // The helper is gone (or failed to map ids): nothing to run.
             return SETUP_FAILED;
         }
-        libc::close(sync_r);
 
         // The bounding set goes while we still hold CAP_SETPCAP (a root helper without a user
         // namespace loses every capability in setresuid below).
@@ -503,6 +556,12 @@ fn child(
                     &format!("setresuid: {}", io::Error::last_os_error()),
                 );
             }
+        }
+        if let Some(tmp) = tmp_dir {
+            // The work directory's TMPDIR, made by the script's uid (it may be gone: a run that
+            // hit the quota leaves the work directory empty). Anything else is the script's
+            // to find out.
+            libc::mkdir(tmp.as_ptr(), 0o700);
         }
         for &(res, mut soft, mut hard) in rlimits {
             if res == libc::RLIMIT_NPROC && !(ns.user || root) {
@@ -552,7 +611,12 @@ fn child(
             names.join("+")
         };
         status.line(&format!(
-            "ready {landlock_summary}; seccomp; namespaces {namespaces}; uid {}",
+            "ready {landlock_summary}; seccomp allow-list; namespaces {namespaces}{}; uid {}",
+            if tmp_dir.is_some() {
+                "; work directory a bounded tmpfs"
+            } else {
+                ""
+            },
             if ns.user || root {
                 SANDBOX_ID
             } else {

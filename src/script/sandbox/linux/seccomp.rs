@@ -2,25 +2,37 @@
 //!
 //! Two filters (the kernel applies the most restrictive answer of all installed filters):
 //!
-//! - **guard** (hand-written): on x86_64 any x32 system call (`nr >= 0x4000_0000`, which
-//!   seccompiler's arch check lets through) gets EPERM; every number above
-//!   [`HIGHEST_REVIEWED`] gets ENOSYS (a call added to the kernel after the last review is
-//!   refused, not allowed by default); `clone3` gets ENOSYS, because its flags sit in memory a
-//!   filter cannot read (the C library then falls back to `clone`, whose flags the main filter
-//!   checks).
-//! - **main** (seccompiler, default allow, EPERM on match): `socket`/`socketpair` for any family
-//!   but `AF_UNIX` when the network is off; always `ptrace`, `process_vm_*`, `io_uring_*`,
-//!   `bpf`, the mount family, `pivot_root`, `unshare`, `setns`, `keyctl`/`add_key`/
-//!   `request_key`, `perf_event_open`, `userfaultfd`, `setsid`, `setpgid`, `statmount`,
-//!   `listmount`, `inotify_init*`, `fanotify_init`, `memfd_create`, `memfd_secret`, `shmget`;
-//!   `clone` with any namespace flag; `chmod`/`fchmod`/`fchmodat`/`fchmodat2` setting S_ISUID or
-//!   S_ISGID, and `open`/`openat`/`creat`/`mknod*`/`mkdir*` creating with either bit.
-//!   Without network also `connect` of any socket, and `socket`/`socketpair` of an AF_UNIX
-//!   datagram, raw or seqpacket socket (those reach a named socket with `sendto`/`sendmsg` and
-//!   an address, without `connect`): no pathname or abstract UNIX socket of the host (a D-Bus
-//!   bus, an ssh-agent, a docker.sock, `/dev/log`, the journal, `systemd/notify`) is reachable;
-//!   a stream `socketpair` still works. `sendto`, `sendmsg`, `recvfrom` stay open: on a stream
-//!   socket that cannot connect the address is ignored.
+//! - **guard** (hand-written): the **allow-list**. Every system call of this architecture is in
+//!   one of three classes, reviewed one by one in [`reviewed`]:
+//!   - *allowed*: what interpreters (sh, bash, python3, awk, node) and the programs they start
+//!     need — file I/O on descriptors and on paths Landlock governs, memory, processes and
+//!     threads inside the PID namespace, signals, time, polling, sockets (their families and
+//!     types checked by the main filter), identity getters; the guard lets them through to the
+//!     main filter, which checks arguments where an argument decides;
+//!   - *refused* (EPERM): calls reviewed and refused, because they reach outside the sandbox or
+//!     hold resources outside its limits (`ptrace`, `io_uring`, `bpf`, the mount API,
+//!     namespaces, keyrings, `memfd_create`, SysV and POSIX message IPC, `statmount`, …);
+//!   - everything else (ENOSYS): calls nobody reviewed (any number added to the kernel later,
+//!     such as `getxattrat` or `file_getattr`), privileged or obsolete ones (`reboot`,
+//!     `init_module`, `syslog`, `acct`, `modify_ldt`, `uselib`, …), and `clone3` and `openat2`,
+//!     whose flags sit in memory a filter cannot read (the C library falls back to `clone`
+//!     and `openat`, whose arguments the main filter checks). ENOSYS is what a program sees on
+//!     a kernel without the call, so it takes its fallback.
+//!
+//!   On x86_64 every x32 system call (`nr >= 0x4000_0000`, which seccompiler's arch check lets
+//!   through) gets EPERM.
+//! - **main** (seccompiler, default allow, EPERM on match): the argument checks of allowed
+//!   calls. Without network: `socket`/`socketpair` of any family but `AF_UNIX`, and of an
+//!   AF_UNIX datagram, raw or seqpacket socket (those reach a named socket with
+//!   `sendto`/`sendmsg` and an address, without `connect`), and `connect` of any socket: no
+//!   pathname or abstract UNIX socket of the host (a D-Bus bus, an ssh-agent, a docker.sock,
+//!   `/dev/log`, the journal, `systemd/notify`) is reachable; a stream `socketpair` still
+//!   works. `sendto`, `sendmsg`, `recvfrom` stay open: on a stream socket that cannot connect
+//!   the address is ignored. Always: `clone` with any namespace flag; `chmod`/`fchmod`/
+//!   `fchmodat`/`fchmodat2` setting S_ISUID or S_ISGID, and `open`/`openat`/`creat`/`mknod*`/
+//!   `mkdir*` creating with either bit; `ioctl` `TIOCSTI` and `TIOCLINUX` (typing into a
+//!   terminal); `prlimit64` on another process; `personality` but the plain Linux personas
+//!   (no `ADDR_NO_RANDOMIZE`, no `READ_IMPLIES_EXEC`).
 //! - **shared uid** (a non-root host, whose scripts keep the host user's uid): the path-based
 //!   metadata calls Landlock does not govern (`chmod`, `fchmodat*`, `chown`, `lchown`,
 //!   `fchownat`, `utime`, `utimes`, `futimesat`, `utimensat` with a path, `setxattr`,
@@ -42,75 +54,214 @@ pub(super) struct Filters {
     main: BpfProgram,
 }
 
-/// `statmount` and `listmount` (Linux 6.8; the same number on every architecture): they read the
-/// host's mount table, which the script has no business seeing.
-const STATMOUNT: i64 = 457;
-const LISTMOUNT: i64 = 458;
-
 /// The bits of `socket`'s type argument that hold the type (the rest are SOCK_NONBLOCK and
 /// SOCK_CLOEXEC).
 const SOCK_TYPE_MASK: u64 = 0xf;
 
-/// `memfd_secret` (Linux 5.14; the same number on every architecture, not named by libc for
-/// every target).
-const MEMFD_SECRET: i64 = 447;
-
-/// System calls refused outright.
-fn denied() -> Vec<i64> {
-    let mut v = vec![
-        libc::SYS_ptrace,
-        libc::SYS_process_vm_readv,
-        libc::SYS_process_vm_writev,
-        libc::SYS_io_uring_setup,
-        libc::SYS_io_uring_enter,
-        libc::SYS_io_uring_register,
-        libc::SYS_bpf,
-        libc::SYS_mount,
-        libc::SYS_umount2,
-        libc::SYS_pivot_root,
-        libc::SYS_fsopen,
-        libc::SYS_fsconfig,
-        libc::SYS_fsmount,
-        libc::SYS_fspick,
-        libc::SYS_move_mount,
-        libc::SYS_open_tree,
-        libc::SYS_mount_setattr,
-        libc::SYS_unshare,
-        libc::SYS_setns,
-        libc::SYS_keyctl,
-        libc::SYS_add_key,
-        libc::SYS_request_key,
-        libc::SYS_perf_event_open,
-        libc::SYS_userfaultfd,
-        libc::SYS_setsid,
-        libc::SYS_setpgid,
-        STATMOUNT,
-        LISTMOUNT,
-        // Watching host directories the script may name but not list.
-        libc::SYS_inotify_init1,
-        libc::SYS_fanotify_init,
-        // Anonymous memory files: held outside RLIMIT_AS, and executable with `execveat`
-        // although nothing the script writes may be executed.
-        libc::SYS_memfd_create,
-        MEMFD_SECRET,
-        // SysV shared memory lives on after the script, outside its limits.
-        libc::SYS_shmget,
-    ];
-    #[cfg(target_arch = "x86_64")]
-    v.push(libc::SYS_inotify_init);
-    v.sort_unstable();
-    v
+/// What the guard answers for a reviewed system call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Let through (the main filter may still refuse some arguments with EPERM).
+    Allowed,
+    /// Refused with EPERM.
+    Refused,
 }
+
+/// System calls the kernel exempts from every seccomp filter (x86_64, Linux 6.11 and later):
+/// `uretprobe` and `uprobe` act only when called from the kernel's own probe trampolines;
+/// called from anywhere else they kill the caller with SIGILL (`uretprobe`) or fail with ENXIO
+/// (`uprobe`), so there is nothing to filter. Listed for the record and for tests that sweep
+/// every number.
+pub fn kernel_exempt() -> &'static [(&'static str, u32)] {
+    if cfg!(target_arch = "x86_64") {
+        &[("uretprobe", 335), ("uprobe", 336)]
+    } else {
+        &[]
+    }
+}
+
+/// Extends `$v` with `$e` on x86_64 (the legacy calls it keeps beside the generic ones), and
+/// with nothing elsewhere (where `libc` does not even name them).
+macro_rules! extend_on_x86_64 {
+    ($v:ident, $e:expr) => {
+        #[cfg(target_arch = "x86_64")]
+        $v.extend($e);
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = &mut $v;
+    };
+}
+
+/// `(name, number)` pairs from `libc::SYS_*` names (the name without `SYS_`).
+macro_rules! calls {
+    ($($name:ident),* $(,)?) => {
+        [$((stringify!($name).trim_start_matches("SYS_"), libc::$name as u32)),*]
+    };
+}
+
+/// Every reviewed system call of this architecture, with what the guard does with it; a number
+/// not listed gets ENOSYS. Names are the kernel's (`SYS_` dropped).
+///
+/// Numbers from 424 on are the same on every architecture and are written out (not every
+/// target's `libc` names them all).
+pub fn reviewed() -> Vec<(&'static str, u32, Verdict)> {
+    // Allowed on every architecture.
+    let mut allowed = calls! {
+        // Descriptors: read, write, seek, duplicate, control, pipes, zero-copy moves.
+        SYS_read, SYS_write, SYS_readv, SYS_writev, SYS_pread64, SYS_pwrite64, SYS_preadv,
+        SYS_pwritev, SYS_preadv2, SYS_pwritev2, SYS_lseek, SYS_close, SYS_dup, SYS_dup3, SYS_fcntl,
+        SYS_flock, SYS_ioctl, SYS_pipe2, SYS_sendfile, SYS_splice, SYS_tee, SYS_vmsplice,
+        SYS_copy_file_range,
+        // Paths (Landlock decides what each may reach; `openat` also has its mode checked).
+        SYS_openat, SYS_fstat, SYS_newfstatat, SYS_statx, SYS_statfs, SYS_fstatfs, SYS_faccessat,
+        SYS_readlinkat, SYS_getcwd, SYS_chdir, SYS_fchdir, SYS_getdents64, SYS_mkdirat,
+        SYS_unlinkat, SYS_renameat2, SYS_linkat, SYS_symlinkat, SYS_mknodat, SYS_truncate,
+        SYS_ftruncate, SYS_fallocate, SYS_fsync, SYS_fdatasync, SYS_sync, SYS_syncfs, SYS_fadvise64,
+        SYS_readahead, SYS_umask,
+        // Metadata (set-id bits checked; path forms refused when the script shares the host
+        // user's uid).
+        SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat, SYS_utimensat, SYS_getxattr,
+        SYS_lgetxattr, SYS_fgetxattr, SYS_listxattr, SYS_llistxattr, SYS_flistxattr, SYS_setxattr,
+        SYS_lsetxattr, SYS_fsetxattr, SYS_removexattr, SYS_lremovexattr, SYS_fremovexattr,
+        // Memory (bounded by RLIMIT_AS).
+        SYS_mmap, SYS_munmap, SYS_mprotect, SYS_mremap, SYS_madvise, SYS_msync, SYS_mincore,
+        SYS_mlock, SYS_mlock2, SYS_munlock, SYS_mlockall, SYS_munlockall, SYS_brk, SYS_membarrier,
+        SYS_pkey_alloc, SYS_pkey_free, SYS_pkey_mprotect,
+        // Processes and threads (inside the PID namespace; `clone` has its flags checked).
+        SYS_clone, SYS_execve, SYS_execveat, SYS_exit, SYS_exit_group, SYS_wait4, SYS_waitid,
+        SYS_set_tid_address, SYS_set_robust_list, SYS_get_robust_list, SYS_rseq, SYS_futex,
+        // Signals (Landlock scopes them to the sandbox).
+        SYS_kill, SYS_tkill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo,
+        SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigpending, SYS_rt_sigsuspend,
+        SYS_rt_sigtimedwait, SYS_rt_sigreturn, SYS_sigaltstack, SYS_restart_syscall,
+        // Time and timers.
+        SYS_nanosleep, SYS_clock_nanosleep, SYS_clock_gettime, SYS_clock_getres, SYS_gettimeofday,
+        SYS_times, SYS_getitimer, SYS_setitimer, SYS_timer_create, SYS_timer_settime,
+        SYS_timer_gettime, SYS_timer_getoverrun, SYS_timer_delete, SYS_timerfd_create,
+        SYS_timerfd_settime, SYS_timerfd_gettime,
+        // Waiting for descriptors.
+        SYS_epoll_create1, SYS_epoll_ctl, SYS_epoll_pwait, SYS_ppoll, SYS_pselect6, SYS_eventfd2,
+        SYS_signalfd4,
+        // Identity (changing it needs capabilities the script does not have).
+        SYS_getpid, SYS_getppid, SYS_gettid, SYS_getuid, SYS_geteuid, SYS_getgid, SYS_getegid,
+        SYS_getresuid, SYS_getresgid, SYS_getgroups, SYS_getpgid, SYS_getsid, SYS_setuid,
+        SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid, SYS_setresgid, SYS_setfsuid,
+        SYS_setfsgid, SYS_setgroups, SYS_capget, SYS_capset,
+        // Limits, scheduling, system information (`prlimit64` only on the caller itself,
+        // `personality` only the plain personas).
+        SYS_prlimit64, SYS_getrusage, SYS_getpriority, SYS_setpriority, SYS_sched_yield,
+        SYS_sched_getaffinity, SYS_sched_setaffinity, SYS_sched_getparam, SYS_sched_setparam,
+        SYS_sched_getscheduler, SYS_sched_setscheduler, SYS_sched_get_priority_max,
+        SYS_sched_get_priority_min, SYS_sched_rr_get_interval, SYS_sched_getattr, SYS_sched_setattr,
+        SYS_ioprio_get, SYS_ioprio_set, SYS_uname, SYS_sysinfo, SYS_getrandom, SYS_getcpu,
+        SYS_prctl, SYS_personality, SYS_seccomp,
+        // Sockets (families and types checked; `connect` refused without network).
+        SYS_socket, SYS_socketpair, SYS_bind, SYS_listen, SYS_accept, SYS_accept4, SYS_connect,
+        SYS_getsockname, SYS_getpeername, SYS_getsockopt, SYS_setsockopt, SYS_shutdown, SYS_sendto,
+        SYS_recvfrom, SYS_sendmsg, SYS_recvmsg, SYS_sendmmsg, SYS_recvmmsg,
+    }
+    .to_vec();
+    // The legacy calls x86_64 keeps beside the generic ones.
+    extend_on_x86_64!(
+        allowed,
+        calls! {
+            SYS_open, SYS_creat, SYS_stat, SYS_lstat, SYS_access, SYS_readlink, SYS_getdents,
+            SYS_mkdir, SYS_rmdir, SYS_unlink, SYS_rename, SYS_renameat, SYS_link, SYS_symlink,
+            SYS_mknod, SYS_chmod, SYS_chown, SYS_lchown, SYS_utime, SYS_utimes, SYS_futimesat,
+            SYS_pipe, SYS_dup2, SYS_poll, SYS_select, SYS_epoll_create, SYS_epoll_wait, SYS_eventfd,
+            SYS_signalfd, SYS_sync_file_range, SYS_fork, SYS_vfork, SYS_pause, SYS_alarm, SYS_time,
+            SYS_getrlimit, SYS_setrlimit, SYS_getpgrp, SYS_arch_prctl,
+        }
+    );
+    let mut refused = calls! {
+        // Other processes' memory and the kernel's debugging interfaces.
+        SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_kcmp, SYS_perf_event_open,
+        SYS_bpf, SYS_userfaultfd,
+        // Mounts, roots and namespaces.
+        SYS_mount, SYS_umount2, SYS_pivot_root, SYS_chroot, SYS_unshare, SYS_setns,
+        // Kernel keyrings (shared with the host user's session).
+        SYS_keyctl, SYS_add_key, SYS_request_key,
+        // Leaving the process group the supervisor kills.
+        SYS_setsid, SYS_setpgid,
+        // Watching host directories the script may name but not list.
+        SYS_inotify_init1, SYS_fanotify_init,
+        // Memory files: held outside RLIMIT_AS, and executable with `execveat` although
+        // nothing the script writes may be executed.
+        SYS_memfd_create,
+        // SysV and POSIX message IPC: objects that outlive the script, outside its limits.
+        SYS_shmget, SYS_shmat, SYS_shmdt, SYS_shmctl, SYS_msgget, SYS_msgsnd, SYS_msgrcv,
+        SYS_msgctl, SYS_semget, SYS_semop, SYS_semtimedop, SYS_semctl, SYS_mq_open, SYS_mq_unlink,
+        SYS_mq_timedsend, SYS_mq_timedreceive, SYS_mq_notify, SYS_mq_getsetattr,
+    }
+    .to_vec();
+    extend_on_x86_64!(refused, calls![SYS_inotify_init]);
+    // From 424 on: the same numbers everywhere.
+    let newer: [(&str, u32, Verdict); 34] = {
+        use Verdict::{Allowed as A, Refused as R};
+        [
+            ("pidfd_send_signal", 424, A),
+            // io_uring does what the filter checks (opens, sockets) without system calls.
+            ("io_uring_setup", 425, R),
+            ("io_uring_enter", 426, R),
+            ("io_uring_register", 427, R),
+            ("open_tree", 428, R),
+            ("move_mount", 429, R),
+            ("fsopen", 430, R),
+            ("fsconfig", 431, R),
+            ("fsmount", 432, R),
+            ("fspick", 433, R),
+            ("pidfd_open", 434, A),
+            ("close_range", 436, A),
+            // Another process's descriptors, another process's memory advice.
+            ("pidfd_getfd", 438, R),
+            ("faccessat2", 439, A),
+            ("process_madvise", 440, R),
+            ("epoll_pwait2", 441, A),
+            ("mount_setattr", 442, R),
+            // A script may confine itself further.
+            ("landlock_create_ruleset", 444, A),
+            ("landlock_add_rule", 445, A),
+            ("landlock_restrict_self", 446, A),
+            ("memfd_secret", 447, R),
+            ("futex_waitv", 449, A),
+            ("fchmodat2", 452, A),
+            ("map_shadow_stack", 453, A),
+            ("futex_wake", 454, A),
+            ("futex_wait", 455, A),
+            ("futex_requeue", 456, A),
+            // The host's mount table.
+            ("statmount", 457, R),
+            ("listmount", 458, R),
+            ("mseal", 462, A),
+            // Metadata by path, where Landlock does not look.
+            ("setxattrat", 463, R),
+            ("removexattrat", 466, R),
+            ("open_tree_attr", 467, R),
+            ("file_setattr", 469, R),
+        ]
+    };
+    let mut all: Vec<(&'static str, u32, Verdict)> = Vec::new();
+    for (name, nr) in allowed {
+        all.push((name, nr, Verdict::Allowed));
+    }
+    for (name, nr) in refused {
+        all.push((name, nr, Verdict::Refused));
+    }
+    all.extend(newer);
+    all.sort_unstable_by_key(|(_, nr, _)| *nr);
+    all
+}
+
+/// `fchmodat2` (Linux 6.6; the same number everywhere, not named by every target's `libc`).
+const SYS_FCHMODAT2: i64 = 452;
 
 /// The `chmod` family and the index of each one's mode argument.
 fn chmods() -> Vec<(i64, u8)> {
     let mut v = vec![
         (libc::SYS_fchmod, 1),
         (libc::SYS_fchmodat, 2),
-        (libc::SYS_fchmodat2, 2),
+        (SYS_FCHMODAT2, 2),
     ];
-    #[cfg(target_arch = "x86_64")]
-    v.push((libc::SYS_chmod, 1));
+    extend_on_x86_64!(v, [(libc::SYS_chmod, 1)]);
     v
 }
 
@@ -122,13 +273,15 @@ fn creators() -> Vec<(i64, Option<u8>, u8)> {
         (libc::SYS_mknodat, None, 2),
         (libc::SYS_mkdirat, None, 2),
     ];
-    #[cfg(target_arch = "x86_64")]
-    v.extend([
-        (libc::SYS_open, Some(1), 2),
-        (libc::SYS_creat, None, 1),
-        (libc::SYS_mknod, None, 1),
-        (libc::SYS_mkdir, None, 1),
-    ]);
+    extend_on_x86_64!(
+        v,
+        [
+            (libc::SYS_open, Some(1), 2),
+            (libc::SYS_creat, None, 1),
+            (libc::SYS_mknod, None, 1),
+            (libc::SYS_mkdir, None, 1),
+        ]
+    );
     v
 }
 
@@ -146,24 +299,35 @@ const NAMESPACE_FLAGS: [libc::c_int; 7] = [
 fn path_metadata() -> Vec<i64> {
     let mut v = vec![
         libc::SYS_fchmodat,
-        libc::SYS_fchmodat2,
+        SYS_FCHMODAT2,
         libc::SYS_fchownat,
         libc::SYS_setxattr,
         libc::SYS_lsetxattr,
         libc::SYS_removexattr,
         libc::SYS_lremovexattr,
     ];
-    #[cfg(target_arch = "x86_64")]
-    v.extend([
-        libc::SYS_chmod,
-        libc::SYS_chown,
-        libc::SYS_lchown,
-        libc::SYS_utime,
-        libc::SYS_utimes,
-        libc::SYS_futimesat,
-    ]);
+    extend_on_x86_64!(
+        v,
+        [
+            libc::SYS_chmod,
+            libc::SYS_chown,
+            libc::SYS_lchown,
+            libc::SYS_utime,
+            libc::SYS_utimes,
+            libc::SYS_futimesat,
+        ]
+    );
     v
 }
+
+/// `ioctl` requests refused whatever the descriptor (the values of x86_64, aarch64 and riscv64;
+/// not named by `libc` everywhere).
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
+
+/// `personality` values a script may set: `PER_LINUX`, `PER_LINUX32`, `UNAME26` with either,
+/// and `0xffffffff` (the query).
+const PLAIN_PERSONAS: [u64; 5] = [0, 0x0008, 0x0002_0000, 0x0002_0008, 0xffff_ffff];
 
 /// Compiles both filters. `shared_uid`: the script keeps the host user's uid (a non-root host).
 pub(super) fn build(network: bool, shared_uid: bool) -> Result<Filters, String> {
@@ -172,9 +336,35 @@ pub(super) fn build(network: bool, shared_uid: bool) -> Result<Filters, String> 
         .map_err(|_| format!("no seccomp support for {}", std::env::consts::ARCH))?;
     let e = |e: seccompiler::BackendError| e.to_string();
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for nr in denied() {
-        rules.insert(nr, Vec::new());
-    }
+    // One rule of conditions on a 32-bit argument, all of which must hold.
+    let all_of = |arg: u8, ops: &[(SeccompCmpOp, u64)]| -> Result<SeccompRule, String> {
+        let conds = ops
+            .iter()
+            .map(|(op, v)| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op.clone(), *v))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(e)?;
+        SeccompRule::new(conds).map_err(e)
+    };
+    // Typing into a terminal (TIOCSTI) or driving the console (TIOCLINUX).
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![
+            all_of(1, &[(SeccompCmpOp::Eq, TIOCSTI)])?,
+            all_of(1, &[(SeccompCmpOp::Eq, TIOCLINUX)])?,
+        ],
+    );
+    // Another process's limits (the C library's getrlimit/setrlimit pass pid 0).
+    rules.insert(
+        libc::SYS_prlimit64,
+        vec![all_of(0, &[(SeccompCmpOp::Ne, 0)])?],
+    );
+    // Any persona but the plain ones (and the query): no ADDR_NO_RANDOMIZE for children, no
+    // READ_IMPLIES_EXEC.
+    let plain: Vec<(SeccompCmpOp, u64)> = PLAIN_PERSONAS
+        .iter()
+        .map(|p| (SeccompCmpOp::Ne, *p))
+        .collect();
+    rules.insert(libc::SYS_personality, vec![all_of(0, &plain)?]);
     if !network {
         // Any family but AF_UNIX; and AF_UNIX sockets of any type but SOCK_STREAM (datagram
         // and seqpacket sockets reach a named socket with `sendto`/`sendmsg` and an address,
@@ -298,22 +488,10 @@ pub(super) fn build(network: bool, shared_uid: bool) -> Result<Filters, String> 
     })
 }
 
-/// The highest system call number reviewed for this filter (`mseal`, 462: Linux 6.10). Every
-/// number above it — calls added to the kernel later, such as `setxattrat` (463),
-/// `removexattrat` (466) or `file_setattr` (469), which act by path where Landlock does not
-/// look — gets ENOSYS until someone reviews it and raises this bound. From 424 on, system call
-/// numbers are the same on every architecture.
-pub(super) const HIGHEST_REVIEWED: u32 = 462;
-
-/// Reviewed calls refused with ENOSYS (as if the kernel lacked them, so the C library falls
-/// back): `clone3` and `openat2`, whose flags and mode sit in memory a filter cannot read (the
-/// fallbacks `clone` and `openat` have theirs checked by the main filter).
-fn enosys() -> Vec<u32> {
-    vec![libc::SYS_clone3 as u32, libc::SYS_openat2 as u32]
-}
-
-/// The hand-written guard: x32 → EPERM, every number above [`HIGHEST_REVIEWED`] and each of
-/// [`enosys`] → ENOSYS, everything else allowed (the main filter still applies).
+/// The hand-written guard: another ABI's calls pass on to the main filter (whose arch check
+/// kills them); x32 → EPERM; each [`reviewed`] call allowed or refused (EPERM); any other
+/// number → ENOSYS. Numbers are matched by ranges of consecutive numbers with the same
+/// verdict, three instructions each, every jump short.
 fn guard() -> Vec<libc::sock_filter> {
     const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
     const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
@@ -334,45 +512,46 @@ fn guard() -> Vec<libc::sock_filter> {
     const AUDIT_ARCH: u32 = 0xC000_00F3;
     #[cfg(not(target_arch = "x86_64"))]
     const X32_FROM: u32 = u32::MAX;
+    const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
+    const EPERM: u32 = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+    const ENOSYS: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
     let ins = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
-    let listed = enosys();
-    // Layout: 0 load arch, 1 arch check, 2 load nr, 3 x32, 4 above the reviewed bound, then one
-    // JEQ per listed call, then RET ENOSYS, RET EPERM, RET ALLOW.
-    let first_jeq = 5;
-    let ret_enosys = first_jeq + listed.len();
-    let ret_eperm = ret_enosys + 1;
-    let ret_allow = ret_eperm + 1;
-    let off = |from: usize, to: usize| (to - from - 1) as u8;
     let mut g = vec![
         ins(LD_W_ABS, 0, 0, ARCH),
-        ins(JEQ_K, 0, off(1, ret_allow), AUDIT_ARCH),
+        ins(JEQ_K, 1, 0, AUDIT_ARCH),
+        ins(RET_K, 0, 0, ALLOW),
         ins(LD_W_ABS, 0, 0, NR),
-        ins(JGE_K, off(3, ret_eperm), 0, X32_FROM),
-        ins(JGT_K, off(4, ret_enosys), 0, HIGHEST_REVIEWED),
+        ins(JGE_K, 0, 1, X32_FROM),
+        ins(RET_K, 0, 0, EPERM),
     ];
-    for (i, nr) in listed.iter().enumerate() {
-        let at = first_jeq + i;
-        let jf = if i + 1 == listed.len() {
-            off(at, ret_allow)
-        } else {
-            0
-        };
-        g.push(ins(JEQ_K, off(at, ret_enosys), jf, *nr));
+    for (lo, hi, verdict) in ranges(&reviewed()) {
+        // lo <= nr <= hi → the verdict; else on to the next range.
+        g.push(ins(JGE_K, 0, 2, lo));
+        g.push(ins(JGT_K, 1, 0, hi));
+        g.push(ins(
+            RET_K,
+            0,
+            0,
+            match verdict {
+                Verdict::Allowed => ALLOW,
+                Verdict::Refused => EPERM,
+            },
+        ));
     }
-    g.push(ins(
-        RET_K,
-        0,
-        0,
-        libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
-    ));
-    g.push(ins(
-        RET_K,
-        0,
-        0,
-        libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
-    ));
-    g.push(ins(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW));
+    g.push(ins(RET_K, 0, 0, ENOSYS));
     g
+}
+
+/// Runs of consecutive numbers with the same verdict, from `reviewed` (sorted by number).
+fn ranges(reviewed: &[(&str, u32, Verdict)]) -> Vec<(u32, u32, Verdict)> {
+    let mut out: Vec<(u32, u32, Verdict)> = Vec::new();
+    for &(_, nr, v) in reviewed {
+        match out.last_mut() {
+            Some((_, hi, last)) if *last == v && nr == *hi + 1 => *hi = nr,
+            _ => out.push((nr, nr, v)),
+        }
+    }
+    out
 }
 
 /// Installs the guard, then the main filter (both need no_new_privs, which Landlock has set).
@@ -407,13 +586,29 @@ mod tests {
     fn filters_compile_with_and_without_network() {
         for (network, shared) in [(false, false), (true, false), (false, true), (true, true)] {
             let f = build(network, shared).unwrap();
-            assert_eq!(f.guard.len(), 8 + enosys().len());
+            assert_eq!(f.guard.len(), 7 + 3 * ranges(&reviewed()).len());
             assert!(f.main.len() > 40);
         }
     }
 
     #[test]
-    fn guard_jumps_land_on_returns() {
+    fn every_call_is_reviewed_once() {
+        let all = reviewed();
+        for w in all.windows(2) {
+            assert!(w[0].1 < w[1].1, "{:?} and {:?}", w[0], w[1]);
+        }
+        let find = |name: &str| all.iter().find(|(n, _, _)| *n == name).map(|e| e.2);
+        assert_eq!(find("read"), Some(Verdict::Allowed));
+        assert_eq!(find("ptrace"), Some(Verdict::Refused));
+        assert_eq!(find("statmount"), Some(Verdict::Refused));
+        // Not reviewed: ENOSYS, so the C library falls back.
+        assert_eq!(find("clone3"), None);
+        assert_eq!(find("openat2"), None);
+        assert!(all.iter().all(|(_, nr, _)| *nr < 470));
+    }
+
+    #[test]
+    fn guard_jumps_land_inside_and_end_with_enosys() {
         let g = guard();
         for (i, ins) in g.iter().enumerate() {
             if ins.code & 0x07 == 0x05 {
@@ -423,6 +618,22 @@ mod tests {
                 }
             }
         }
-        assert_eq!(g.last().unwrap().k, libc::SECCOMP_RET_ALLOW);
+        assert_eq!(
+            g.last().unwrap().k,
+            libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32
+        );
+    }
+
+    #[test]
+    fn ranges_join_consecutive_numbers_of_one_verdict() {
+        use Verdict::{Allowed as A, Refused as R};
+        let r = ranges(&[
+            ("a", 1, A),
+            ("b", 2, A),
+            ("c", 3, R),
+            ("d", 5, R),
+            ("e", 6, R),
+        ]);
+        assert_eq!(r, vec![(1, 2, A), (3, 3, R), (5, 6, R)]);
     }
 }
