@@ -157,7 +157,11 @@ impl Agent {
     /// (`.claude/`), or in user scope its folder's parent does (`~/.claude/`).
     pub fn detected(&self, scope: &Scope) -> bool {
         if !scope.is_user() {
-            let top = self.project_dir.split('/').next().unwrap_or(self.project_dir);
+            let top = self
+                .project_dir
+                .split('/')
+                .next()
+                .unwrap_or(self.project_dir);
             return top != ".agents" && scope.root().join(top).is_dir();
         }
         self.dir(scope)
@@ -209,7 +213,10 @@ mod tests {
         let claude = agent("claude-code").unwrap();
         let codex = agent("codex").unwrap();
         let goose = agent("goose").unwrap();
-        assert_eq!(claude.user_dir(&env).unwrap(), Path::new("/h/.claude/skills"));
+        assert_eq!(
+            claude.user_dir(&env).unwrap(),
+            Path::new("/h/.claude/skills")
+        );
         assert_eq!(codex.user_dir(&env).unwrap(), Path::new("/h/.codex/skills"));
         assert_eq!(
             goose.user_dir(&env).unwrap(),
@@ -220,7 +227,10 @@ mod tests {
         env.xdg_config_home = Some("/cfg".into());
         assert_eq!(claude.user_dir(&env).unwrap(), Path::new("/c/skills"));
         assert_eq!(codex.user_dir(&env).unwrap(), Path::new("/x/skills"));
-        assert_eq!(goose.user_dir(&env).unwrap(), Path::new("/cfg/goose/skills"));
+        assert_eq!(
+            goose.user_dir(&env).unwrap(),
+            Path::new("/cfg/goose/skills")
+        );
     }
 
     #[test]
@@ -231,7 +241,12 @@ mod tests {
             two.iter().map(|a| a.id).collect::<Vec<_>>(),
             ["codex", "claude-code"]
         );
-        assert!(parse_agents("nope").unwrap_err().to_string().contains("claude-code"));
+        assert!(
+            parse_agents("nope")
+                .unwrap_err()
+                .to_string()
+                .contains("claude-code")
+        );
         assert!(parse_agents(",").is_err());
     }
 }

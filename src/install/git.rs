@@ -116,7 +116,9 @@ fn repo_name(url: &str) -> String {
 
 /// Whether `s` is a full commit id.
 pub(crate) fn is_commit_id(s: &str) -> bool {
-    s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    s.len() == 40
+        && s.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 struct Git {
@@ -257,9 +259,9 @@ impl Git {
         )
         .await
         .map_err(|e| match e {
-            InstallError::Git(m) => InstallError::Git(format!(
-                "cannot fetch {refspec} from {url}: {m}"
-            )),
+            InstallError::Git(m) => {
+                InstallError::Git(format!("cannot fetch {refspec} from {url}: {m}"))
+            }
             other => other,
         })?;
         self.commit_of("FETCH_HEAD").await
@@ -284,7 +286,14 @@ impl Git {
         if let Some(r) = also.filter(|r| !is_commit_id(r)) {
             refspecs.push(r.to_string());
         }
-        let mut args = vec!["fetch", "--no-tags", "--no-recurse-submodules", "--quiet", "--", url];
+        let mut args = vec![
+            "fetch",
+            "--no-tags",
+            "--no-recurse-submodules",
+            "--quiet",
+            "--",
+            url,
+        ];
         args.extend(refspecs.iter().map(String::as_str));
         self.run(&args, None).await.map_err(|e| match e {
             InstallError::Git(m) => InstallError::Git(format!("cannot fetch from {url}: {m}")),
@@ -319,7 +328,8 @@ impl Git {
             .await?;
         let mut entries = Vec::new();
         for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-            let bad = || InstallError::Git(format!("git ls-tree gave an unreadable line in {commit}"));
+            let bad =
+                || InstallError::Git(format!("git ls-tree gave an unreadable line in {commit}"));
             let tab = record.iter().position(|b| *b == b'\t').ok_or_else(bad)?;
             let head = std::str::from_utf8(&record[..tab]).map_err(|_| bad())?;
             let path = String::from_utf8(record[tab + 1..].to_vec()).map_err(|_| {
@@ -345,20 +355,31 @@ impl Git {
         Ok(entries)
     }
 
-    /// Writes out, under `dest`, every file of every skill below `prefix` in `commit` (and the
-    /// `.minisig` files there); returns warnings.
+    /// Writes out, under `dest` at their paths in the repository, every file of every skill
+    /// below `prefix` in `commit` (and the `.minisig` files there and beside it); returns
+    /// warnings.
     async fn write_skills(
         &self,
         commit: &str,
         prefix: &str,
         dest: &Path,
     ) -> Result<Vec<String>, InstallError> {
-        let entries: Vec<TreeEntry> = self
-            .tree(commit)
-            .await?
-            .into_iter()
-            .filter(|e| e.path.starts_with(prefix))
+        // The signature beside the folder asked for (`skills/pdf.minisig`) is read too.
+        let beside = match prefix.trim_end_matches('/').rsplit_once('/') {
+            Some((parent, _)) => format!("{parent}/"),
+            None => String::new(),
+        };
+        let is_signature = |p: &str| {
+            p.starts_with(&beside)
+                && p.ends_with(crate::sign::SIGNATURE_SUFFIX)
+                && !p[beside.len()..].contains('/')
+        };
+        let all = self.tree(commit).await?;
+        let signatures: Vec<&TreeEntry> = all
+            .iter()
+            .filter(|e| e.kind == "blob" && !e.path.starts_with(prefix) && is_signature(&e.path))
             .collect();
+        let entries: Vec<&TreeEntry> = all.iter().filter(|e| e.path.starts_with(prefix)).collect();
         // Skill roots: folders holding a SKILL.md, no deeper than a directory source looks.
         let roots: Vec<String> = entries
             .iter()
@@ -366,7 +387,11 @@ impl Git {
             .filter_map(|e| {
                 let rel = &e.path[prefix.len()..];
                 let (dir, file) = rel.rsplit_once('/').unwrap_or(("", rel));
-                let depth = if dir.is_empty() { 0 } else { dir.split('/').count() };
+                let depth = if dir.is_empty() {
+                    0
+                } else {
+                    dir.split('/').count()
+                };
                 (crate::path::is_document_name(file) && depth <= MAX_SKILL_DEPTH)
                     .then(|| dir.to_string())
             })
@@ -379,9 +404,11 @@ impl Git {
         let mut warnings = Vec::new();
         let mut wanted = Vec::new();
         let mut total = 0u64;
-        for e in &entries {
-            let rel = &e.path[prefix.len()..];
-            if !(in_skill(rel) || rel.ends_with(crate::sign::SIGNATURE_SUFFIX)) {
+        for e in entries.iter().copied().chain(signatures) {
+            let rel = e.path.strip_prefix(prefix).unwrap_or(&e.path);
+            if e.path.starts_with(prefix)
+                && !(in_skill(rel) || rel.ends_with(crate::sign::SIGNATURE_SUFFIX))
+            {
                 continue;
             }
             if e.kind == "commit" {
@@ -394,7 +421,7 @@ impl Git {
             if e.kind != "blob" {
                 continue;
             }
-            RelPath::new(rel).map_err(|rule| {
+            RelPath::new(&e.path).map_err(|rule| {
                 InstallError::Refused(vec![format!(
                     "commit {commit}: the path {:?} is refused: {rule}",
                     e.path
@@ -411,7 +438,11 @@ impl Git {
             if wanted.len() >= MAX_FILES || total > MAX_BYTES {
                 return Err(InstallError::Refused(vec![format!(
                     "commit {commit}: the skills under {} hold more than {MAX_FILES} files or {MAX_BYTES} bytes",
-                    if prefix.is_empty() { "the root" } else { prefix }
+                    if prefix.is_empty() {
+                        "the root"
+                    } else {
+                        prefix
+                    }
                 )]));
             }
             wanted.push(e);
@@ -441,11 +472,11 @@ impl Git {
                 .ok_or_else(|| {
                     InstallError::Git(format!("git cat-file --batch: unexpected {header:?}"))
                 })?;
-            let body = out.get(nl + 1..nl + 1 + size).ok_or_else(|| {
-                InstallError::Git("git cat-file --batch ended early".into())
-            })?;
+            let body = out
+                .get(nl + 1..nl + 1 + size)
+                .ok_or_else(|| InstallError::Git("git cat-file --batch ended early".into()))?;
             at = nl + 1 + size + 1;
-            let path = dest.join(&e.path[prefix.len()..]);
+            let path = dest.join(&e.path);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|err| InstallError::io(parent, err))?;
             }

@@ -335,12 +335,7 @@ mod tests {
             ("x/node_modules/m.js", &b"ignored"[..]),
         ];
         let mut want = Sha256::new();
-        for (p, b) in [
-            ("_x.md", "1"),
-            ("a.md", "0"),
-            ("b.md", "2"),
-            ("B.md", "3"),
-        ] {
+        for (p, b) in [("_x.md", "1"), ("a.md", "0"), ("b.md", "2"), ("B.md", "3")] {
             want.update(p.as_bytes());
             want.update(b.as_bytes());
         }

@@ -238,10 +238,16 @@ mod tests {
         };
         let p = Scope::project("/p", env.clone());
         assert_eq!(p.lockfile(), Path::new("/p/skills-lock.json"));
-        assert_eq!(p.shown(Path::new("/p/.claude/skills/a")), ".claude/skills/a");
+        assert_eq!(
+            p.shown(Path::new("/p/.claude/skills/a")),
+            ".claude/skills/a"
+        );
         let u = Scope::user(env).unwrap();
         assert_eq!(u.lockfile(), Path::new("/h/.agents/skills-lock.json"));
-        assert_eq!(u.shown(Path::new("/h/.agents/skills/a")), "~/.agents/skills/a");
+        assert_eq!(
+            u.shown(Path::new("/h/.agents/skills/a")),
+            "~/.agents/skills/a"
+        );
         assert_eq!(u.shown(Path::new("/c/skills/a")), "/c/skills/a");
     }
 }

@@ -285,7 +285,8 @@ fn check_inside(scope: &Scope, target: &Path) -> Result<(), InstallError> {
     if scope.is_user() {
         return Ok(());
     }
-    let root = std::fs::canonicalize(scope.root()).map_err(|e| InstallError::io(scope.root(), e))?;
+    let root =
+        std::fs::canonicalize(scope.root()).map_err(|e| InstallError::io(scope.root(), e))?;
     let parent = target.parent().unwrap_or(target);
     let existing = parent
         .ancestors()

@@ -248,6 +248,7 @@ pub struct Plan {
     actions: Vec<Action>,
     changes: Vec<Change>,
     warnings: Vec<String>,
+    notes: Vec<String>,
 }
 
 impl Plan {
@@ -264,6 +265,11 @@ impl Plan {
     /// What the sources warned about (submodules left out, signatures not checked, …).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// What was fetched from remote sources (requests made), for people.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// Whether applying would change any file.
@@ -332,6 +338,7 @@ impl Plan {
             }
         }
         refuse_if_any(refusals)?;
+        let notes: Vec<String> = opened.note().into_iter().collect();
         let mut builder = Builder::new(opts, lockfile, before, lock, warnings);
         for c in candidates {
             let old = builder.lockfile.skills.get(&c.name).cloned();
@@ -344,7 +351,9 @@ impl Plan {
             };
             builder.place(c, old, &chosen, Some(copy), None)?;
         }
-        builder.finish(true)
+        let mut plan = builder.finish(true)?;
+        plan.notes = notes;
+        Ok(plan)
     }
 
     /// `install`: every skill of the lockfile, exactly as pinned. With `frozen`, the lockfile is
@@ -399,11 +408,16 @@ impl Plan {
                 entry.source_type,
                 entry.source,
                 entry.source_url.as_deref().unwrap_or(""),
-                entry.commit.as_deref().or(entry.git_ref.as_deref()).unwrap_or("")
+                entry
+                    .commit
+                    .as_deref()
+                    .or(entry.git_ref.as_deref())
+                    .unwrap_or("")
             );
             groups.entry(key).or_default().push((name, entry));
         }
         let mut refusals = Vec::new();
+        let mut notes = Vec::new();
         let mut done = 0;
         for (_, group) in groups {
             let (first_name, first) = &group[0];
@@ -440,6 +454,7 @@ impl Plan {
                     Err(e) => refusals.push(format!("{name}: {e}")),
                 }
             }
+            notes.extend(opened.note());
         }
         refuse_if_any(refusals)?;
         let mut builder = Builder::new(opts, lockfile, before, lock, warnings);
@@ -457,7 +472,9 @@ impl Plan {
             let agents = agents_of(&entry);
             builder.place(c, Some(entry), &agents, None, None)?;
         }
-        builder.finish(!frozen)
+        let mut plan = builder.finish(!frozen)?;
+        plan.notes = notes;
+        Ok(plan)
     }
 
     /// `update [NAME…]`: each skill (all when no name is given) from its source as it is now
@@ -554,7 +571,9 @@ impl Plan {
     /// the copies it was installed as), and its lockfile entry. Nothing else.
     pub async fn remove(opts: &Options, names: &[String]) -> Result<Plan, InstallError> {
         if names.is_empty() {
-            return Err(InstallError::Usage("remove needs the names of skills".into()));
+            return Err(InstallError::Usage(
+                "remove needs the names of skills".into(),
+            ));
         }
         let lock = ScopeLock::acquire(&opts.scope).await?;
         let (mut lockfile, before) = read_lockfile(&opts.scope)?;
@@ -614,6 +633,7 @@ impl Plan {
             actions,
             changes,
             warnings: Vec::new(),
+            notes: Vec::new(),
         })
     }
 }
@@ -861,11 +881,14 @@ fn read_installed(dir: &Path, computed: bool) -> Result<Option<Installed>, Insta
             if crate::path::is_ignored(&child_rel) {
                 continue;
             }
-            let ft = e.file_type().map_err(|err| InstallError::io(&e.path(), err))?;
+            let ft = e
+                .file_type()
+                .map_err(|err| InstallError::io(&e.path(), err))?;
             if ft.is_dir() {
                 stack.push((e.path(), child_rel));
             } else if ft.is_file() {
-                let bytes = std::fs::read(e.path()).map_err(|err| InstallError::io(&e.path(), err))?;
+                let bytes =
+                    std::fs::read(e.path()).map_err(|err| InstallError::io(&e.path(), err))?;
                 hashes.push((child_rel.clone(), sha256(&bytes)));
                 if computed {
                     contents.push((child_rel, bytes));
@@ -990,6 +1013,24 @@ impl Opened {
         })
     }
 
+    /// How many requests an HTTP source made, for people.
+    fn note(&self) -> Option<String> {
+        #[cfg(feature = "http")]
+        if let Some(h) = &self.http {
+            let s = h.stats();
+            return Some(format!(
+                "{}: {} request{} ({} archive{} downloaded, {} from the cache)",
+                h.url(),
+                s.requests,
+                if s.requests == 1 { "" } else { "s" },
+                s.downloaded,
+                if s.downloaded == 1 { "" } else { "s" },
+                s.from_cache
+            ));
+        }
+        None
+    }
+
     /// The roots to install for `names` (every skill when empty), each with the name asked
     /// for. A registry's names may be `NAME@VERSION`.
     async fn select(
@@ -1007,6 +1048,22 @@ impl Opened {
                 };
                 out.push((self.registry_root(&name, version.as_deref())?, Some(name)));
             }
+            return Ok(out);
+        }
+        if self.spec.kind == SourceKind::WellKnown && !names.is_empty() {
+            // An index names its skills: only the archives asked for are fetched.
+            let roots = self.src.list().await?;
+            let mut out = Vec::new();
+            let mut missing = Vec::new();
+            for n in names {
+                match roots.iter().find(|r| name_key(r) == name_key(n)) {
+                    Some(r) => out.push((r.clone(), Some(n.clone()))),
+                    None => {
+                        missing.push(format!("{n}: no skill of that name in {}", self.spec.typed))
+                    }
+                }
+            }
+            refuse_if_any(missing)?;
             return Ok(out);
         }
         let found = source::discover_with(&*self.src, Detail::Document).await?;
@@ -1094,7 +1151,9 @@ impl Opened {
         #[cfg(not(feature = "registry"))]
         {
             let _ = (name, version);
-            Err(InstallError::Usage("no registry support in this build".into()))
+            Err(InstallError::Usage(
+                "no registry support in this build".into(),
+            ))
         }
     }
 
@@ -1146,7 +1205,8 @@ impl Opened {
                     self.spec.typed
                 )));
             };
-            if let (Some(want), Some(got)) = (pin.and_then(|e| e.archive_sha256.as_ref()), &r.digest)
+            if let (Some(want), Some(got)) =
+                (pin.and_then(|e| e.archive_sha256.as_ref()), &r.digest)
                 && want != got
             {
                 return Err(refuse(format!(
@@ -1191,9 +1251,8 @@ impl Opened {
                 .read(&join_path(root, &f.path))
                 .await
                 .map_err(|e| match e {
-                    e @ (crate::Error::PathRejected { .. } | crate::Error::DigestMismatch { .. }) => {
-                        refuse(format!("{name}: {e}"))
-                    }
+                    e @ (crate::Error::PathRejected { .. }
+                    | crate::Error::DigestMismatch { .. }) => refuse(format!("{name}: {e}")),
                     other => InstallError::Source(other),
                 })?;
             files.push((f.path.clone(), bytes, f.executable));
@@ -1482,9 +1541,8 @@ impl<'a> Builder<'a> {
                 let ours = if m.file_type().is_symlink() {
                     true
                 } else {
-                    old.as_ref().is_some_and(|e| {
-                        e.copy && e.targets.iter().any(|s| *s == scope.shown(p))
-                    })
+                    old.as_ref()
+                        .is_some_and(|e| e.copy && e.targets.iter().any(|s| *s == scope.shown(p)))
                 };
                 if !ours && !self.opts.force {
                     refusals.push(format!(
@@ -1523,16 +1581,11 @@ impl<'a> Builder<'a> {
             }
         }
         refuse_if_any(refusals)?;
-        let kind = match (&old, content_ok, paths.is_empty()) {
-            (_, _, true) => ActionKind::Unchanged,
-            (None, false, _) if canonical_state.is_none() => ActionKind::Install,
-            (_, false, _) => ActionKind::Replace,
-            (_, true, _) => ActionKind::Relink,
-        };
-        let kind = if old.is_none() && kind != ActionKind::Unchanged && !content_ok {
-            ActionKind::Install
-        } else {
-            kind
+        let kind = match (content_ok, paths.is_empty()) {
+            (_, true) => ActionKind::Unchanged,
+            (false, _) if canonical_state.is_none() || old.is_none() => ActionKind::Install,
+            (false, _) => ActionKind::Replace,
+            (true, _) => ActionKind::Relink,
         };
         c.entry.agents = agents.iter().map(|a| a.id.to_string()).collect();
         c.entry.copy = copy && !t.agents.is_empty();
@@ -1578,6 +1631,7 @@ impl<'a> Builder<'a> {
             actions: self.actions,
             changes: self.changes,
             warnings: self.warnings,
+            notes: Vec::new(),
         })
     }
 }
@@ -1594,12 +1648,18 @@ fn read_files(dir: &Path) -> Result<Vec<(String, Bytes, bool)>, InstallError> {
             if crate::path::is_ignored(&child) {
                 continue;
             }
-            let meta = std::fs::symlink_metadata(e.path()).map_err(|err| InstallError::io(&e.path(), err))?;
+            let meta = std::fs::symlink_metadata(e.path())
+                .map_err(|err| InstallError::io(&e.path(), err))?;
             if meta.is_dir() {
                 stack.push((e.path(), child));
             } else if meta.is_file() {
-                let bytes = std::fs::read(e.path()).map_err(|err| InstallError::io(&e.path(), err))?;
-                out.push((child, Bytes::from(bytes), meta.permissions().mode() & 0o111 != 0));
+                let bytes =
+                    std::fs::read(e.path()).map_err(|err| InstallError::io(&e.path(), err))?;
+                out.push((
+                    child,
+                    Bytes::from(bytes),
+                    meta.permissions().mode() & 0o111 != 0,
+                ));
             }
         }
     }

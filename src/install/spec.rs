@@ -105,7 +105,9 @@ impl SourceSpec {
                 if is_shorthand(typed) {
                     return github_spec(typed, typed);
                 }
-                Err(InstallError::Source(crate::Error::NotFound(typed.to_string())))
+                Err(InstallError::Source(crate::Error::NotFound(
+                    typed.to_string(),
+                )))
             }
             Err(e) => Err(InstallError::io(&path, e)),
         }
@@ -113,7 +115,11 @@ impl SourceSpec {
 
     /// The source a lockfile entry names; relative paths are taken against the lockfile's
     /// folder `lock_dir`.
-    pub fn from_entry(name: &str, entry: &Entry, lock_dir: &Path) -> Result<SourceSpec, InstallError> {
+    pub fn from_entry(
+        name: &str,
+        entry: &Entry,
+        lock_dir: &Path,
+    ) -> Result<SourceSpec, InstallError> {
         let bad = |why: String| InstallError::Lockfile {
             path: lock_dir.join(LOCKFILE_NAME).display().to_string(),
             reason: format!("skill {name:?}: {why}"),
@@ -235,7 +241,10 @@ fn file_spec(typed: &str, path: PathBuf) -> Result<SourceSpec, InstallError> {
     let mut n = 0;
     let mut f = std::fs::File::open(&path).map_err(|e| InstallError::io(&path, e))?;
     while n < head.len() {
-        match f.read(&mut head[n..]).map_err(|e| InstallError::io(&path, e))? {
+        match f
+            .read(&mut head[n..])
+            .map_err(|e| InstallError::io(&path, e))?
+        {
             0 => break,
             k => n += k,
         }
@@ -261,7 +270,9 @@ fn is_shorthand(typed: &str) -> bool {
         && !base.starts_with('.')
         && !base.starts_with('/')
         && base.split('/').filter(|s| !s.is_empty()).count() >= 2
-        && base.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
+        && base
+            .split('/')
+            .all(|s| !s.is_empty() && s != "." && s != "..")
 }
 
 /// `owner/repo[/path][#ref]` on GitHub.
@@ -313,7 +324,8 @@ fn git_spec(typed: &str, url: &str, github: bool) -> Result<SourceSpec, InstallE
         || (base.contains('@') && base.contains(':') && !base.contains("://"));
     if !scheme_ok {
         return Err(usage(
-            "a git source is git+https://, git+file://, git+ssh://, git:// or user@host:path".into(),
+            "a git source is git+https://, git+file://, git+ssh://, git:// or user@host:path"
+                .into(),
         ));
     }
     if base.starts_with("http://") {
@@ -435,9 +447,11 @@ mod tests {
         ] {
             assert!(SourceSpec::parse(bad, Path::new("/")).is_err(), "{bad}");
         }
-        assert!(SourceSpec::parse("./nope", Path::new("/nowhere"))
-            .unwrap_err()
-            .is_usage());
+        assert!(
+            SourceSpec::parse("./nope", Path::new("/nowhere"))
+                .unwrap_err()
+                .is_usage()
+        );
     }
 
     #[test]
