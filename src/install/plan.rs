@@ -421,7 +421,12 @@ impl Plan {
         let mut done = 0;
         for (_, group) in groups {
             let (first_name, first) = &group[0];
-            let spec = SourceSpec::from_entry(first_name, first, &lock_dir)?;
+            let mut spec = SourceSpec::from_entry(first_name, first, &lock_dir)?;
+            if spec.kind == SourceKind::Git && first.skill_path.is_some() {
+                // A repository is fetched once for all its skills, each found by its
+                // skillPath.
+                spec.subpath = None;
+            }
             let opened = match Opened::open(opts, &spec, Some(first), &mut warnings).await {
                 Ok(o) => o,
                 Err(InstallError::Refused(r)) => {
@@ -1170,6 +1175,17 @@ impl Opened {
                 self.registry_root(name, pin.and_then(|e| e.version.as_deref()))
             }
             SourceKind::WellKnown => Ok(name.to_string()),
+            SourceKind::Git
+                if self.spec.subpath.is_none() && pin.is_some_and(|e| e.skill_path.is_some()) =>
+            {
+                let path = pin.and_then(|e| e.skill_path.as_deref()).unwrap_or("");
+                let folder = path
+                    .strip_suffix("SKILL.md")
+                    .or_else(|| path.strip_suffix("skill.md"))
+                    .unwrap_or(path)
+                    .trim_end_matches('/');
+                Ok(folder.to_string())
+            }
             _ => {
                 let roots = self.select(&[name.to_string()], false, warnings).await?;
                 Ok(roots.into_iter().next().map(|(r, _)| r).unwrap_or_default())
