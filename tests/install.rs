@@ -831,11 +831,11 @@ fn an_install_killed_at_any_point_leaves_the_old_or_the_new_state_whole() {
     p.run(&["add", "../src-v2"]).code(0);
     let (new_lock, new) = (p.lock_bytes(), digests(&p));
     assert_ne!(new, old);
-    let (mut saw_old, mut saw_new) = (0, 0);
+    let (mut saw_old, mut saw_new, mut mid_commit) = (0, 0, 0);
     // Each step of the commit pauses 30 ms; kills land from before the first step to after
     // the last, with a little jitter.
     let seed = std::process::id() as u64;
-    for i in 0..16u64 {
+    for i in 0..20u64 {
         restore(&saved, &p.root);
         let mut child = p
             .command(&["add", "../src-v2"])
@@ -847,9 +847,12 @@ fn an_install_killed_at_any_point_leaves_the_old_or_the_new_state_whole() {
             .wrapping_add(i.wrapping_mul(1442695040888963407))
             >> 33)
             % 20;
-        std::thread::sleep(Duration::from_millis(40 + i * 25 + jitter));
+        std::thread::sleep(Duration::from_millis(40 + i * 35 + jitter));
         let _ = child.kill();
         let _ = child.wait();
+        if p.root.join(".agents/.skillcat-journal.json").exists() {
+            mid_commit += 1;
+        }
         // The next command in the scope recovers what the killed one left.
         p.run(&["status"]).code(0);
         let lock = p.lock_bytes();
@@ -870,8 +873,8 @@ fn an_install_killed_at_any_point_leaves_the_old_or_the_new_state_whole() {
         assert!(stray.is_empty(), "kill {i}: left behind {stray:?}");
     }
     assert!(
-        saw_old > 0 && saw_new > 0,
-        "old {saw_old}, new {saw_new} (seed {seed})"
+        mid_commit > 0 && saw_old > 0,
+        "kills during the commit {mid_commit}, old {saw_old}, new {saw_new} (seed {seed})"
     );
 }
 

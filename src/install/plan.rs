@@ -1621,7 +1621,8 @@ impl<'a> Builder<'a> {
             kept_entry.targets = c.entry.targets.clone();
             c.entry = kept_entry;
         } else if let Some(e) = &old
-            && e.digest == c.entry.digest
+            && (e.digest == c.entry.digest
+                || (e.digest.is_none() && e.computed_hash == c.entry.computed_hash))
         {
             // The same content again: what another tool recorded stays.
             c.entry.other = e.other.clone();
