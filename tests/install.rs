@@ -80,13 +80,7 @@ fn from_tar_gz_and_zip_archives() {
     let src = skill(&p.path("src"), "alpha", "1.0.0", "alpha body");
     for ext in ["tar.gz", "zip"] {
         let archive = p.path(&format!("alpha.{ext}"));
-        support::bin::run(&[
-            "pack",
-            &src.to_string_lossy(),
-            "-o",
-            &archive.to_string_lossy(),
-        ])
-        .code(0);
+        pack(&src, archive.as_ref(), None, false);
         let e = round_trip(&p, &["add", &archive.to_string_lossy()], "alpha");
         assert_eq!(e["sourceType"], "archive");
         let sha = format!("sha256:{}", sha256_hex(&std::fs::read(&archive).unwrap()));
@@ -111,6 +105,20 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .next()
         .unwrap()
         .to_string()
+}
+
+/// `skillcat pack SRC -o OUT [--sign KEY] [--force]`, which must succeed.
+fn pack(src: &Path, out: &Path, key: Option<&support::project::Key>, force: bool) {
+    let (src, out) = (src.to_string_lossy(), out.to_string_lossy());
+    let mut args = vec!["pack", &src, "-o", &out];
+    let secret = key.map(|k| k.secret.to_string_lossy().to_string());
+    if let Some(k) = &secret {
+        args.extend(["--sign", k]);
+    }
+    if force {
+        args.push("--force");
+    }
+    support::bin::run(&args).code(0);
 }
 
 /// A registry with alpha 1.0.0 and 1.1.0.
@@ -564,11 +572,11 @@ fn a_tampered_archive_is_refused() {
     let src = skill(&p.path("src"), "alpha", "1.0.0", "a");
     let archive = p.path("alpha.tar.gz");
     let a = archive.to_string_lossy().to_string();
-    support::bin::run(&["pack", &src.to_string_lossy(), "-o", &a]).code(0);
+    pack(&src, &archive, None, false);
     p.run(&["add", &a]).code(0);
     // The file is replaced by another archive (valid, different content).
     std::fs::write(src.join("references/notes.md"), "evil").unwrap();
-    support::bin::run(&["pack", &src.to_string_lossy(), "-o", &a, "--force"]).code(0);
+    pack(&src, a.as_ref(), None, true);
     std::fs::remove_dir_all(p.installed("alpha")).unwrap();
     p.run(&["install", "--frozen"])
         .code(1)
@@ -578,15 +586,7 @@ fn a_tampered_archive_is_refused() {
     let k = key(&p.path(""), "release", "*");
     let signed = p.path("signed.tar.gz");
     let s = signed.to_string_lossy().to_string();
-    support::bin::run(&[
-        "pack",
-        &src.to_string_lossy(),
-        "-o",
-        &s,
-        "--sign",
-        &k.secret.to_string_lossy(),
-    ])
-    .code(0);
+    pack(&src, s.as_ref(), Some(&k), false);
     let mut bytes = std::fs::read(&signed).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0xff;
@@ -607,15 +607,7 @@ fn signatures_are_checked_against_the_keyring() {
     let other = key(&dir, "other", "*");
     let archive = p.path("alpha.tar.gz");
     let a = archive.to_string_lossy().to_string();
-    support::bin::run(&[
-        "pack",
-        &src.to_string_lossy(),
-        "-o",
-        &a,
-        "--sign",
-        &good.secret.to_string_lossy(),
-    ])
-    .code(0);
+    pack(&src, a.as_ref(), Some(&good), false);
     let ring = good.keyring.to_string_lossy().to_string();
     // Signed by a trusted key: the signer is pinned.
     p.run(&["add", &a, "--keyring", &ring, "--require-signature"])
@@ -649,15 +641,7 @@ fn signatures_are_checked_against_the_keyring() {
     // Signed by a key the keyring does not hold: refused even when not required.
     let wrong = p.path("wrong.tar.gz");
     let w = wrong.to_string_lossy().to_string();
-    support::bin::run(&[
-        "pack",
-        &src.to_string_lossy(),
-        "-o",
-        &w,
-        "--sign",
-        &other.secret.to_string_lossy(),
-    ])
-    .code(0);
+    pack(&src, w.as_ref(), Some(&other), false);
     let p3 = Project::new();
     p3.run(&["add", &w, "--keyring", &ring])
         .code(1)
@@ -666,15 +650,7 @@ fn signatures_are_checked_against_the_keyring() {
     // A key outside its scope: named with its scopes.
     let beta = skill(&p.path("src2"), "beta", "1.0.0", "b");
     let b = p.path("beta.tar.gz").to_string_lossy().to_string();
-    support::bin::run(&[
-        "pack",
-        &beta.to_string_lossy(),
-        "-o",
-        &b,
-        "--sign",
-        &good.secret.to_string_lossy(),
-    ])
-    .code(0);
+    pack(&beta, b.as_ref(), Some(&good), false);
     p3.run(&["add", &b, "--keyring", &ring])
         .code(1)
         .says(&["may not sign skill `beta`", "alpha"]);
@@ -718,8 +694,7 @@ fn update_refuses_a_new_signer_and_a_downgrade_unless_allowed() {
     ]);
     out.code(0);
     assert!(
-        out.out().contains(&format!("alpha: 1.0.0 sha256:"))
-            && out.out().contains(&format!("→ 1.1.0 sha256:")),
+        out.out().contains("alpha: 1.0.0 sha256:") && out.out().contains("→ 1.1.0 sha256:"),
         "{}",
         out.out()
     );

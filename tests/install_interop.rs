@@ -116,6 +116,25 @@ fn bare_repo(p: &Project, names: &[&str]) -> PathBuf {
     p.path("repo.git")
 }
 
+/// The folder beside the project where the `skills` CLI works.
+fn their_project(p: &Project) -> PathBuf {
+    let dir = p.path("theirs");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// One source of each kind both tools share: `alpha` in the directory `src`, `beta` in the
+/// repository `repo.git`, `gamma` served over HTTP. Returns the repository, the server's URL and
+/// the server.
+fn three_sources(p: &Project) -> (PathBuf, String, std::process::Child) {
+    skill(&p.path("src"), "alpha", "1.0.0", "alpha");
+    let repo = bare_repo(p, &["beta"]);
+    let served = p.path("served");
+    skill(&served, "gamma", "1.0.0", "gamma");
+    let (server, _, url) = spawn_serve(&served, &[], Stdio::null());
+    (repo, url, server)
+}
+
 #[test]
 fn computed_hash_is_the_clis_on_mixed_case_and_punctuation() {
     let Some(cli) = skills_cli() else { return };
@@ -145,8 +164,7 @@ fn computed_hash_is_the_clis_on_mixed_case_and_punctuation() {
         names.iter().map(|n| (*n, *n, n.ends_with(".sh"))).collect();
     support::write_skill(&src, &support::project::doc("mixed", "1.0.0", "m"), &files);
     // The CLI's hash, from the lockfile it writes.
-    let theirs = p.path("theirs");
-    std::fs::create_dir_all(&theirs).unwrap();
+    let theirs = their_project(&p);
     run_cli(
         &cli,
         &p,
@@ -184,13 +202,8 @@ fn computed_hash_is_the_clis_on_mixed_case_and_punctuation() {
 fn a_lockfile_the_cli_wrote_is_restored_by_skillcat() {
     let Some(cli) = skills_cli() else { return };
     let p = Project::new();
-    skill(&p.path("src"), "alpha", "1.0.0", "alpha");
-    let repo = bare_repo(&p, &["beta"]);
-    let served = p.path("served");
-    skill(&served, "gamma", "1.0.0", "gamma");
-    let (mut server, _, url) = spawn_serve(&served, &[], Stdio::null());
-    let theirs = p.path("theirs");
-    std::fs::create_dir_all(&theirs).unwrap();
+    let (repo, url, mut server) = three_sources(&p);
+    let theirs = their_project(&p);
     run_cli(
         &cli,
         &p,
@@ -262,19 +275,14 @@ fn a_lockfile_the_cli_wrote_is_restored_by_skillcat() {
 fn a_lockfile_skillcat_wrote_is_restored_by_the_cli() {
     let Some(cli) = skills_cli() else { return };
     let p = Project::new();
-    skill(&p.path("src"), "alpha", "1.0.0", "alpha");
-    let repo = bare_repo(&p, &["beta"]);
-    let served = p.path("served");
-    skill(&served, "gamma", "1.0.0", "gamma");
-    let (mut server, _, url) = spawn_serve(&served, &[], Stdio::null());
+    let (repo, url, mut server) = three_sources(&p);
     p.run(&["add", "../src", "alpha"]).code(0);
     p.run(&["add", &format!("git+file://{}", repo.display()), "beta"])
         .code(0);
     p.run(&["add", &url, "gamma"]).code(0);
     let lock = p.lock();
     // A project beside it with only the lockfile.
-    let theirs = p.path("theirs");
-    std::fs::create_dir_all(&theirs).unwrap();
+    let theirs = their_project(&p);
     std::fs::write(theirs.join("skills-lock.json"), p.lock_bytes()).unwrap();
     run_cli(&cli, &p, &theirs, &["experimental_install"]);
     for n in ["alpha", "beta", "gamma"] {

@@ -33,6 +33,15 @@ pub struct VerifyArgs {
     require_signature: bool,
 }
 
+/// The scope and the verification, for the commands that fetch.
+#[derive(Debug, clap::Args)]
+pub struct CommonArgs {
+    #[command(flatten)]
+    scope: ScopeArgs,
+    #[command(flatten)]
+    verify: VerifyArgs,
+}
+
 /// `skillcat add`.
 #[derive(Debug, clap::Args)]
 pub struct AddArgs {
@@ -42,7 +51,7 @@ pub struct AddArgs {
     /// The skills to install (default: every skill of the source); NAME@VERSION in a registry.
     names: Vec<String>,
     #[command(flatten)]
-    scope: ScopeArgs,
+    common: CommonArgs,
     /// The agents to install for: ids separated by commas, or `all` (default: those whose
     /// folder the project already has, e.g. .claude/). The canonical copy in .agents/skills
     /// serves Codex, Cursor, Gemini CLI, GitHub Copilot and OpenCode.
@@ -51,8 +60,6 @@ pub struct AddArgs {
     /// Copy the skill into each agent's folder instead of linking to the canonical copy.
     #[arg(long)]
     copy: bool,
-    #[command(flatten)]
-    verify: VerifyArgs,
     /// Install skills that fail validation, and replace folders that were modified locally or
     /// that the lockfile does not list.
     #[arg(long)]
@@ -67,9 +74,7 @@ pub struct InstallArgs {
     #[arg(long)]
     frozen: bool,
     #[command(flatten)]
-    scope: ScopeArgs,
-    #[command(flatten)]
-    verify: VerifyArgs,
+    common: CommonArgs,
     /// Replace locally modified skills with their pinned copies.
     #[arg(long)]
     force: bool,
@@ -90,9 +95,7 @@ pub struct UpdateArgs {
     #[arg(long)]
     allow_signer_change: bool,
     #[command(flatten)]
-    scope: ScopeArgs,
-    #[command(flatten)]
-    verify: VerifyArgs,
+    common: CommonArgs,
     /// Overwrite locally modified skills.
     #[arg(long)]
     force: bool,
@@ -135,6 +138,14 @@ fn scope(args: &ScopeArgs) -> Result<Scope, u8> {
             Err(USAGE)
         }
     }
+}
+
+/// The scope, the options and the progress bar of a command that fetches and verifies.
+fn prepare(common: &CommonArgs, force: bool) -> Result<(Scope, Options, Bar), u8> {
+    let scope = scope(&common.scope)?;
+    let bar = Bar::default();
+    let opts = options(scope.clone(), &common.verify, force, &bar)?;
+    Ok((scope, opts, bar))
 }
 
 /// The options of a command that fetches and verifies.
@@ -346,13 +357,8 @@ pub async fn add(a: AddArgs) -> u8 {
         Ok(x) => x,
         Err(e) => return fail(e),
     };
-    let bar = Bar::default();
-    let scope = match scope(&a.scope) {
-        Ok(s) => s,
-        Err(c) => return c,
-    };
-    let opts = match options(scope.clone(), &a.verify, a.force, &bar) {
-        Ok(o) => o,
+    let (scope, opts, bar) = match prepare(&a.common, a.force) {
+        Ok(x) => x,
         Err(c) => return c,
     };
     let plan = Plan::add(&opts, &a.source, &a.names, agents.as_deref(), a.copy).await;
@@ -361,13 +367,8 @@ pub async fn add(a: AddArgs) -> u8 {
 
 /// `skillcat install [--frozen]`
 pub async fn install(a: InstallArgs) -> u8 {
-    let bar = Bar::default();
-    let scope = match scope(&a.scope) {
-        Ok(s) => s,
-        Err(c) => return c,
-    };
-    let opts = match options(scope.clone(), &a.verify, a.force, &bar) {
-        Ok(o) => o,
+    let (scope, opts, bar) = match prepare(&a.common, a.force) {
+        Ok(x) => x,
         Err(c) => return c,
     };
     run_plan(Plan::install(&opts, a.frozen).await, &bar, &scope).await
@@ -375,13 +376,8 @@ pub async fn install(a: InstallArgs) -> u8 {
 
 /// `skillcat update [NAME...] [--dry-run]`
 pub async fn update(a: UpdateArgs) -> u8 {
-    let bar = Bar::default();
-    let scope = match scope(&a.scope) {
-        Ok(s) => s,
-        Err(c) => return c,
-    };
-    let opts = match options(scope.clone(), &a.verify, a.force, &bar) {
-        Ok(o) => o,
+    let (scope, opts, bar) = match prepare(&a.common, a.force) {
+        Ok(x) => x,
         Err(c) => return c,
     };
     let plan = Plan::update(&opts, &a.names, a.allow_downgrade, a.allow_signer_change).await;

@@ -57,15 +57,6 @@ pub enum InstallError {
         /// What is wrong with it.
         reason: String,
     },
-    /// A file operation failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file or folder.
-        path: String,
-        /// The operating system's error.
-        #[source]
-        source: std::io::Error,
-    },
     /// Reading a source failed.
     #[error(transparent)]
     Source(#[from] crate::Error),
@@ -78,12 +69,9 @@ pub enum InstallError {
 }
 
 impl InstallError {
-    /// An [`InstallError::Io`] naming `path`.
+    /// A file operation on `path` failed (an [`Error::Io`](crate::Error::Io)).
     pub fn io(path: &Path, source: std::io::Error) -> InstallError {
-        InstallError::Io {
-            path: path.display().to_string(),
-            source,
-        }
+        InstallError::Source(crate::Error::io(path.display().to_string(), source))
     }
 
     /// Whether the error is the caller's (a bad argument or an input that cannot be read),

@@ -26,6 +26,8 @@ use crate::digest::{sha256, to_hex};
 
 /// The journal's name, in the scope's `.agents` folder.
 const JOURNAL: &str = ".skillcat-journal.json";
+/// The journal while it is written (renamed to [`JOURNAL`] once whole).
+const JOURNAL_TEMP: &str = ".skillcat-journal.json.tmp";
 
 /// The scope's exclusive lock, held while it lives.
 #[derive(Debug)]
@@ -131,10 +133,12 @@ pub(crate) fn commit(
             .collect(),
     };
     let journal_path = scope.state_dir().join(JOURNAL);
+    let journal_temp = scope.state_dir().join(JOURNAL_TEMP);
     write_synced(
-        &journal_path,
+        &journal_temp,
         &serde_json::to_vec_pretty(&journal).expect("JSON"),
     )?;
+    rename(&journal_temp, &journal_path)?;
     let result = (|| {
         // Stage: nothing visible changes yet.
         for (item, change) in journal.items.iter().zip(changes) {
@@ -145,6 +149,7 @@ pub(crate) fn commit(
         if let (Some(temp), Some(bytes)) = (&journal.lock_temp, lockfile) {
             write_synced(temp, bytes)?;
         }
+        test_pause("lockfile-written");
         test_pause("staged");
         for item in &journal.items {
             if item.had_old {
@@ -192,6 +197,8 @@ pub async fn recover(scope: &Scope) -> Result<bool, InstallError> {
 }
 
 fn recover_locked(scope: &Scope) -> Result<(), InstallError> {
+    // A journal cut short was never renamed into place: nothing moved yet.
+    let _ = std::fs::remove_file(scope.state_dir().join(JOURNAL_TEMP));
     let path = scope.state_dir().join(JOURNAL);
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
@@ -200,10 +207,11 @@ fn recover_locked(scope: &Scope) -> Result<(), InstallError> {
     };
     let journal: Journal = match serde_json::from_slice(&bytes) {
         Ok(j) => j,
-        // A journal cut short was never followed by a rename: nothing moved yet.
-        Err(_) => {
-            let _ = std::fs::remove_file(&path);
-            return Ok(());
+        Err(e) => {
+            return Err(InstallError::Refused(vec![format!(
+                "{} is not a journal this skillcat can read ({e}); look at what it lists, then move it away to go on",
+                path.display()
+            )]));
         }
     };
     let committed = journal.lock_sha256.as_ref().is_some_and(|want| {
@@ -305,9 +313,11 @@ fn check_inside(scope: &Scope, target: &Path) -> Result<(), InstallError> {
 }
 
 fn rename(from: &Path, to: &Path) -> Result<(), InstallError> {
-    std::fs::rename(from, to).map_err(|e| InstallError::Io {
-        path: format!("{} → {}", from.display(), to.display()),
-        source: e,
+    std::fs::rename(from, to).map_err(|e| {
+        InstallError::Source(crate::Error::io(
+            format!("{} → {}", from.display(), to.display()),
+            e,
+        ))
     })
 }
 
@@ -324,21 +334,16 @@ pub(crate) fn remove_any(path: &Path) {
     }
 }
 
-/// Writes a file through a temporary sibling, synced, renamed into place.
+/// Writes a file and syncs it (the journal lists it, so a process killed meanwhile leaves
+/// nothing that recovery does not remove).
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), InstallError> {
-    let temp = path.with_file_name(format!(
-        ".{}.tmp-{}",
-        path.file_name().map_or("x".into(), |n| n.to_string_lossy()),
-        std::process::id()
-    ));
     let written = (|| {
-        let mut f = std::fs::File::create(&temp)?;
+        let mut f = std::fs::File::create(path)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&temp, path)
+        f.sync_all()
     })();
     written.map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
+        let _ = std::fs::remove_file(path);
         InstallError::io(path, e)
     })
 }

@@ -876,37 +876,22 @@ fn read_installed(dir: &Path, computed: bool) -> Result<Option<Installed>, Insta
     }
     let mut hashes: Vec<(String, [u8; 32])> = Vec::new();
     let mut contents: Vec<(String, Vec<u8>)> = Vec::new();
-    let mut stack = vec![(dir.to_path_buf(), String::new())];
-    while let Some((path, rel)) = stack.pop() {
-        let rd = std::fs::read_dir(&path).map_err(|e| InstallError::io(&path, e))?;
-        for e in rd {
-            let e = e.map_err(|err| InstallError::io(&path, err))?;
-            let name = e.file_name().to_string_lossy().into_owned();
-            let child_rel = join_path(&rel, &name);
-            if crate::path::is_ignored(&child_rel) {
-                continue;
+    each_file(dir, |rel, path, meta| {
+        if meta.is_file() {
+            let bytes = std::fs::read(path).map_err(|e| InstallError::io(path, e))?;
+            hashes.push((rel.clone(), sha256(&bytes)));
+            if computed {
+                contents.push((rel, bytes));
             }
-            let ft = e
-                .file_type()
-                .map_err(|err| InstallError::io(&e.path(), err))?;
-            if ft.is_dir() {
-                stack.push((e.path(), child_rel));
-            } else if ft.is_file() {
-                let bytes =
-                    std::fs::read(e.path()).map_err(|err| InstallError::io(&e.path(), err))?;
-                hashes.push((child_rel.clone(), sha256(&bytes)));
-                if computed {
-                    contents.push((child_rel, bytes));
-                }
-            } else {
-                // A link or a special file was not installed by skillcat: it shows as drift.
-                let text = std::fs::read_link(e.path())
-                    .map(|t| t.display().to_string())
-                    .unwrap_or_default();
-                hashes.push((child_rel, sha256(format!("link:{text}").as_bytes())));
-            }
+        } else {
+            // A link or a special file was not installed by skillcat: it shows as drift.
+            let text = std::fs::read_link(path)
+                .map(|t| t.display().to_string())
+                .unwrap_or_default();
+            hashes.push((rel, sha256(format!("link:{text}").as_bytes())));
         }
-    }
+        Ok(())
+    })?;
     let digest = crate::digest::tree_digest(hashes.iter().map(|(p, h)| (p.as_str(), *h)));
     let files = hashes
         .into_iter()
@@ -1657,6 +1642,27 @@ impl<'a> Builder<'a> {
 fn read_files(dir: &Path) -> Result<Vec<(String, Bytes, bool)>, InstallError> {
     use std::os::unix::fs::PermissionsExt;
     let mut out = Vec::new();
+    each_file(dir, |rel, path, meta| {
+        if meta.is_file() {
+            let bytes = std::fs::read(path).map_err(|e| InstallError::io(path, e))?;
+            out.push((
+                rel,
+                Bytes::from(bytes),
+                meta.permissions().mode() & 0o111 != 0,
+            ));
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Calls `f` with the relative path, the path and the metadata (not following links) of every
+/// entry under `dir` that is not a folder, leaving out what every source leaves out (`.git/`,
+/// `.DS_Store`).
+fn each_file(
+    dir: &Path,
+    mut f: impl FnMut(String, &Path, &std::fs::Metadata) -> Result<(), InstallError>,
+) -> Result<(), InstallError> {
     let mut stack = vec![(dir.to_path_buf(), String::new())];
     while let Some((path, rel)) = stack.pop() {
         for e in std::fs::read_dir(&path).map_err(|e| InstallError::io(&path, e))? {
@@ -1665,22 +1671,16 @@ fn read_files(dir: &Path) -> Result<Vec<(String, Bytes, bool)>, InstallError> {
             if crate::path::is_ignored(&child) {
                 continue;
             }
-            let meta = std::fs::symlink_metadata(e.path())
-                .map_err(|err| InstallError::io(&e.path(), err))?;
+            let p = e.path();
+            let meta = std::fs::symlink_metadata(&p).map_err(|err| InstallError::io(&p, err))?;
             if meta.is_dir() {
-                stack.push((e.path(), child));
-            } else if meta.is_file() {
-                let bytes =
-                    std::fs::read(e.path()).map_err(|err| InstallError::io(&e.path(), err))?;
-                out.push((
-                    child,
-                    Bytes::from(bytes),
-                    meta.permissions().mode() & 0o111 != 0,
-                ));
+                stack.push((p, child));
+            } else {
+                f(child, &p, &meta)?;
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
