@@ -377,6 +377,19 @@ fn agents_get_links_or_copies_and_remove_takes_only_those() {
             ".goose/skills/alpha"
         ])
     );
+    // A link gone is a broken target; install puts it back without fetching anything.
+    std::fs::remove_file(&link).unwrap();
+    let out = p.run(&["status", "--check"]);
+    out.code(1);
+    assert!(
+        out.out().contains("not linked: .claude/skills/alpha"),
+        "{}",
+        out.out()
+    );
+    std::fs::remove_dir_all(p.path("src")).unwrap();
+    p.run(&["install", "--frozen"]).code(0);
+    assert!(std::fs::read_link(&link).is_ok());
+    skill(&p.path("src"), "alpha", "1.0.0", "a");
     // Someone else's skill in an agent's folder is left alone by remove.
     std::fs::create_dir_all(p.root.join(".claude/skills/mine")).unwrap();
     p.run(&["remove", "alpha"]).code(0);
@@ -975,6 +988,7 @@ fn usage_errors_and_empty_states() {
     let out = p.run(&["status"]);
     out.code(0);
     assert!(out.out().contains("no skills installed"));
+    assert!(!p.root.join(".agents").exists(), "status creates nothing");
     p.run(&["status", "--check"]).code(0);
     p.run(&["add", "../nope"]).code(2).says(&["not found"]);
     p.run(&["remove", "alpha"])

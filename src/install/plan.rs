@@ -362,6 +362,12 @@ impl Plan {
     /// gives the pinned content are all reported, and nothing is changed.
     pub async fn install(opts: &Options, frozen: bool) -> Result<Plan, InstallError> {
         check_keyring(opts)?;
+        if !opts.scope.lockfile().exists() {
+            return Err(InstallError::Usage(format!(
+                "{}: no lockfile to install from",
+                opts.scope.lockfile().display()
+            )));
+        }
         let lock = ScopeLock::acquire(&opts.scope).await?;
         let (lockfile, before) = read_lockfile(&opts.scope)?;
         if before.is_none() {
@@ -646,7 +652,12 @@ impl Plan {
 /// `status`: every skill of the lockfile and every folder in `.agents/skills`, each digest
 /// recomputed from the files on disk.
 pub async fn status(scope: &Scope) -> Result<Vec<SkillStatus>, InstallError> {
-    let lock = ScopeLock::acquire(scope).await?;
+    // Nothing was ever installed without a `.agents` folder: then there is nothing to lock or
+    // recover, and status creates nothing.
+    let lock = match scope.state_dir().is_dir() {
+        true => Some(ScopeLock::acquire(scope).await?),
+        false => None,
+    };
     let (lockfile, _) = read_lockfile(scope)?;
     drop(lock);
     let mut names: Vec<String> = lockfile.skills.keys().cloned().collect();
