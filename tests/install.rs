@@ -311,21 +311,29 @@ fn from_a_git_daemon_on_localhost() {
 fn git_refuses_what_it_must_not_run_or_reach() {
     let p = Project::new();
     // ext:: runs a command; plain http is refused before git runs.
-    let out = p.run(&["add", "git+ext::sh -c touch% /tmp/skillcat-pwned"]);
+    let marker = p.path("pwned");
+    let out = p.run(&[
+        "add",
+        &format!("git+ext::sh -c touch% {}", marker.display()),
+    ]);
     out.code(2);
-    assert!(!Path::new("/tmp/skillcat-pwned").exists());
+    assert!(!marker.exists());
     p.run(&["add", "git+http://127.0.0.1:9/repo"]).code(2);
     // A repository whose hooks would run on checkout: nothing is checked out, nothing runs.
     let repo = p.path("hooked");
     skill(&repo, "alpha", "1.0.0", "a");
     commit_all(&repo, "skills");
-    let marker = p.path("hook-ran");
+    let hook_marker = p.path("hook-ran");
     let hook = repo.join(".git/hooks/post-checkout");
-    std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\ntouch {}\n", hook_marker.display()),
+    )
+    .unwrap();
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
     p.run(&["add", &format!("git+file://{}", repo.display())])
         .code(0);
-    assert!(!marker.exists(), "no hook ran");
+    assert!(!hook_marker.exists(), "no hook ran");
     // A submodule is left out, and said so.
     let sub = p.path("with-sub");
     skill(&sub, "gamma", "1.0.0", "g");
