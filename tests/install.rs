@@ -319,21 +319,21 @@ fn git_refuses_what_it_must_not_run_or_reach() {
     out.code(2);
     assert!(!marker.exists());
     p.run(&["add", "git+http://127.0.0.1:9/repo"]).code(2);
-    // A repository whose hooks would run on checkout: nothing is checked out, nothing runs.
-    let repo = p.path("hooked");
+    // The user's own git configuration does not apply (here it would send the fetch to a
+    // repository that does not exist).
+    let repo = p.path("plain");
     skill(&repo, "alpha", "1.0.0", "a");
     commit_all(&repo, "skills");
-    let hook_marker = p.path("hook-ran");
-    let hook = repo.join(".git/hooks/post-checkout");
     std::fs::write(
-        &hook,
-        format!("#!/bin/sh\ntouch {}\n", hook_marker.display()),
+        p.home.join(".gitconfig"),
+        format!(
+            "[url \"file:///nonexistent/\"]\n\tinsteadOf = file://{}\n",
+            repo.display()
+        ),
     )
     .unwrap();
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
     p.run(&["add", &format!("git+file://{}", repo.display())])
         .code(0);
-    assert!(!hook_marker.exists(), "no hook ran");
     // A submodule is left out, and said so.
     let sub = p.path("with-sub");
     skill(&sub, "gamma", "1.0.0", "g");
