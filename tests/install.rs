@@ -7,7 +7,7 @@ mod support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::project::{Project, commit_all, git, key, skill, trust_also};
@@ -157,7 +157,8 @@ fn from_an_http_index_one_request_per_archive() {
     for n in ["alpha", "beta", "gamma"] {
         skill(&src, n, "1.0.0", n);
     }
-    let (mut server, _, url) = spawn_serve(&src, &[], Stdio::null());
+    let (server, _, url) = spawn_serve(&src, &[], Stdio::null());
+    let _server = support::project::KillOnDrop(server);
     let out = p.run(&["add", &url, "alpha", "gamma"]);
     out.code(0);
     assert!(
@@ -186,8 +187,6 @@ fn from_an_http_index_one_request_per_archive() {
         out.stderr
     );
     p.run(&["status", "--check"]).code(0);
-    let _ = server.kill();
-    let _ = server.wait();
 }
 
 #[test]
@@ -224,14 +223,10 @@ fn from_git_over_file_urls_pinned_to_a_commit() {
     assert_eq!(p.lock()["skills"]["alpha"]["version"], "1.1.0");
 }
 
-/// `git daemon` on 127.0.0.1, serving `base`; killed when dropped.
-struct Daemon(Child, u16);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// `git daemon` on 127.0.0.1, serving `base`, and its port; killed when dropped.
+struct Daemon {
+    _child: support::project::KillOnDrop,
+    port: u16,
 }
 
 fn git_daemon(base: &Path) -> Daemon {
@@ -261,7 +256,10 @@ fn git_daemon(base: &Path) -> Daemon {
                 break;
             }
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Daemon(child, port);
+                return Daemon {
+                    _child: support::project::KillOnDrop(child),
+                    port,
+                };
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -291,7 +289,7 @@ fn from_a_git_daemon_on_localhost() {
         ],
     );
     let d = git_daemon(&base);
-    let url = format!("git://127.0.0.1:{}/skills.git", d.1);
+    let url = format!("git://127.0.0.1:{}/skills.git", d.port);
     p.run(&["add", &url]).code(0);
     let lock = p.lock();
     for n in ["alpha", "beta"] {

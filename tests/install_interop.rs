@@ -126,13 +126,13 @@ fn their_project(p: &Project) -> PathBuf {
 /// One source of each kind both tools share: `alpha` in the directory `src`, `beta` in the
 /// repository `repo.git`, `gamma` served over HTTP. Returns the repository, the server's URL and
 /// the server.
-fn three_sources(p: &Project) -> (PathBuf, String, std::process::Child) {
+fn three_sources(p: &Project) -> (PathBuf, String, support::project::KillOnDrop) {
     skill(&p.path("src"), "alpha", "1.0.0", "alpha");
     let repo = bare_repo(p, &["beta"]);
     let served = p.path("served");
     skill(&served, "gamma", "1.0.0", "gamma");
     let (server, _, url) = spawn_serve(&served, &[], Stdio::null());
-    (repo, url, server)
+    (repo, url, support::project::KillOnDrop(server))
 }
 
 #[test]
@@ -202,7 +202,7 @@ fn computed_hash_is_the_clis_on_mixed_case_and_punctuation() {
 fn a_lockfile_the_cli_wrote_is_restored_by_skillcat() {
     let Some(cli) = skills_cli() else { return };
     let p = Project::new();
-    let (repo, url, mut server) = three_sources(&p);
+    let (repo, url, _server) = three_sources(&p);
     let theirs = their_project(&p);
     run_cli(
         &cli,
@@ -267,15 +267,13 @@ fn a_lockfile_the_cli_wrote_is_restored_by_skillcat() {
         lock["skills"]["gamma"]["wellKnownDigest"]
     );
     assert_eq!(ours["skills"]["beta"]["skillPath"], "skills/beta/SKILL.md");
-    let _ = server.kill();
-    let _ = server.wait();
 }
 
 #[test]
 fn a_lockfile_skillcat_wrote_is_restored_by_the_cli() {
     let Some(cli) = skills_cli() else { return };
     let p = Project::new();
-    let (repo, url, mut server) = three_sources(&p);
+    let (repo, url, _server) = three_sources(&p);
     p.run(&["add", "../src", "alpha"]).code(0);
     p.run(&["add", &format!("git+file://{}", repo.display()), "beta"])
         .code(0);
@@ -294,6 +292,4 @@ fn a_lockfile_skillcat_wrote_is_restored_by_the_cli() {
             "{n}"
         );
     }
-    let _ = server.kill();
-    let _ = server.wait();
 }

@@ -207,3 +207,13 @@ pub fn trust_also(keyring: &Path, other: &Key) {
     text.push_str(&std::fs::read_to_string(&other.keyring).unwrap());
     std::fs::write(keyring, text).unwrap();
 }
+
+/// A child process killed when dropped, so that a failing test leaves no server behind.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
