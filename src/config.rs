@@ -8,7 +8,8 @@
 //! │                      extension_fields
 //! ├── keyring, cache_dir paths
 //! ├── [prompt]           budget (characters of the tier-1 block)
-//! └── [matcher]          mode, top, weight, cache, [matcher.bm25], [matcher.embedder]
+//! ├── [matcher]          mode, top, weight, cache, [matcher.bm25], [matcher.embedder]
+//! └── [install]          require_signatures (skillcat add / install / update)
 //!                        → matching::MatcherConfig
 //! ```
 //!
@@ -159,6 +160,13 @@ pub struct PromptConfig {
     pub budget: Option<usize>,
 }
 
+/// The `[install]` section: how `skillcat add`, `install` and `update` verify what they install.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InstallConfig {
+    /// Refuse skills that no key of the keyring signed (as `--require-signature`).
+    pub require_signatures: bool,
+}
+
 /// The whole configuration. Fields are public; the `with_*` methods build one in code.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
@@ -179,6 +187,8 @@ pub struct Config {
     pub prompt: PromptConfig,
     /// The `[matcher]` section: how `skillcat match` ranks skills.
     pub matcher: MatcherConfig,
+    /// The `[install]` section.
+    pub install: InstallConfig,
     /// Projects whose own `skillcat.toml` the user trusts (`trusted_projects`, written by
     /// `skillcat trust project`): canonical directories. Read from the user's configuration
     /// only; a project's file cannot trust itself.
@@ -354,6 +364,8 @@ impl Config {
         self.scripts.by_extension = user.scripts.by_extension.clone();
         self.keyring = user.keyring.clone();
         self.cache_dir = user.cache_dir.clone();
+        // A project may ask for signatures; it cannot waive the user's demand for them.
+        self.install.require_signatures |= user.install.require_signatures;
         self.trusted_projects = Vec::new();
         self.untrusted_project = Some(project.to_path_buf());
         self
@@ -622,6 +634,10 @@ impl Config {
             .map(|p| PathBuf::from(resolve_spec(p, &base, home)))
             .collect();
         config.prompt.budget = raw.prompt.and_then(|p| p.budget);
+        config.install.require_signatures = raw
+            .install
+            .and_then(|i| i.require_signatures)
+            .unwrap_or(false);
         if let Some(m) = raw.matcher {
             config.matcher = m
                 .resolve()
@@ -849,6 +865,7 @@ struct RawConfig {
     prompt: Option<RawPrompt>,
     matcher: Option<RawMatcher>,
     trusted_projects: Option<Vec<String>>,
+    install: Option<RawInstall>,
 }
 
 #[derive(Deserialize)]
@@ -887,6 +904,12 @@ struct RawScripts {
 #[serde(deny_unknown_fields)]
 struct RawPrompt {
     budget: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInstall {
+    require_signatures: Option<bool>,
 }
 
 #[cfg(test)]

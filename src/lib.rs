@@ -18,6 +18,7 @@
 //! | `runtime` | [`script`] (confined runs) and [`runtime`] (`catalog` too) |
 //! | `serve` | [`serve`]: a catalog as static files over HTTP |
 //! | `mcp` | [`mcp`]: the MCP server (`runtime` too) |
+//! | `install` | [`install`]: skills placed into agents' folders, pinned by `skills-lock.json` |
 //! | `cli` | the `skillcat` binary (all of the above); on by default |
 
 pub mod archive;
@@ -51,6 +52,8 @@ pub mod runtime;
 #[cfg(feature = "runtime")]
 pub mod script;
 
+#[cfg(feature = "install")]
+pub mod install;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 #[cfg(feature = "serve")]

@@ -99,6 +99,7 @@ fn full_example_parses() {
     assert_eq!(m.embedder.provider, EmbedProvider::Ollama);
     assert_eq!(m.embedder.url.as_deref(), Some("http://127.0.0.1:11434"));
     assert_eq!(m.embedder.model.as_deref(), Some("nomic-embed-text"));
+    assert!(config.install.require_signatures);
 
     let opts = config.validate_options();
     for f in [

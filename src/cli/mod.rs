@@ -58,6 +58,7 @@ impl std::io::Write for Stream {
     }
 }
 
+mod install;
 mod keyring;
 mod matching;
 mod mcp;
@@ -384,6 +385,24 @@ enum Command {
         /// The directory to write into (created when missing; its parent must exist).
         dir: std::path::PathBuf,
     },
+    /// Install skills from a source into .agents/skills and agents' folders, pinned in
+    /// skills-lock.json.
+    #[command(
+        after_help = "Examples:\n  skillcat add fixtures/skills pdf-forms --agent claude-code\n  skillcat add git+https://github.com/owner/repo#v1.0:skills --agent all"
+    )]
+    Add(install::AddArgs),
+    /// Install every skill of skills-lock.json exactly as pinned (CI: --frozen).
+    #[command(after_help = "Example: skillcat install --frozen")]
+    Install(install::InstallArgs),
+    /// Update installed skills from their sources (a lower version or another signer is refused).
+    #[command(after_help = "Example: skillcat update --dry-run")]
+    Update(install::UpdateArgs),
+    /// Remove installed skills, their links in agents' folders and their lockfile entries.
+    #[command(after_help = "Example: skillcat remove pdf-forms")]
+    Remove(install::RemoveArgs),
+    /// What is installed, from where, pinned to what; --check: exit 1 on drift.
+    #[command(after_help = "Example: skillcat status --check")]
+    Status(install::StatusArgs),
     /// Trust signing keys (add, list, revoke), or a project's own skillcat.toml.
     #[command(after_help = "Example: skillcat trust project .")]
     Trust {
@@ -472,6 +491,11 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Completions { shell } => shell::completions(shell),
         Command::Man { dir } => shell::man(&dir),
         Command::Trust { cmd } => project::run(cmd),
+        Command::Add(a) => install::add(a).await,
+        Command::Install(a) => install::install(a).await,
+        Command::Update(a) => install::update(a).await,
+        Command::Remove(a) => install::remove(a).await,
+        Command::Status(a) => install::status(a).await,
         Command::Verify {
             source,
             name,

@@ -4,6 +4,7 @@
 
 pub mod bin;
 pub mod conformance;
+pub mod project;
 pub mod serve;
 
 use std::os::unix::fs::PermissionsExt;

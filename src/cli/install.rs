@@ -1,0 +1,555 @@
+//! `skillcat add`, `install`, `update`, `remove` and `status`: skills placed where agents look
+//! for them, pinned by `skills-lock.json` (see `skillcat::install`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use skillcat::install::{
+    Action, ActionKind, AgentEnv, Entry, InstallError, Options, Plan, Progress, Report, Scope,
+    SkillStatus, parse_agents,
+};
+
+use super::{FAULTS, Format, OK, USAGE};
+
+/// Where to install: the project (default) or the user's home.
+#[derive(Debug, clap::Args)]
+pub struct ScopeArgs {
+    /// The user scope: ~/.agents/skills and each agent's folder in your home, pinned by
+    /// ~/.agents/skills-lock.json (default: the project, from its root).
+    #[arg(long, short = 'g')]
+    global: bool,
+}
+
+/// How what is installed is verified.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// The keyring of trusted signing keys (default: `keyring` in skillcat.toml).
+    #[arg(long, value_name = "FILE")]
+    keyring: Option<PathBuf>,
+    /// Refuse a skill no key of the keyring signed (also `[install] require_signatures`).
+    #[arg(long)]
+    require_signature: bool,
+}
+
+/// The scope and the verification, for the commands that fetch.
+#[derive(Debug, clap::Args)]
+pub struct CommonArgs {
+    #[command(flatten)]
+    scope: ScopeArgs,
+    #[command(flatten)]
+    verify: VerifyArgs,
+}
+
+/// `skillcat add`.
+#[derive(Debug, clap::Args)]
+pub struct AddArgs {
+    /// A directory, a .tar.gz or .zip, a registry (.db), an http(s):// index, or a git
+    /// repository (git+https://host/owner/repo[#ref][:path], git+file://…, git://…, owner/repo).
+    source: String,
+    /// The skills to install (default: every skill of the source); NAME@VERSION in a registry.
+    names: Vec<String>,
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The agents to install for: ids separated by commas, or `all` (default: those whose
+    /// folder the project already has, e.g. .claude/). The canonical copy in .agents/skills
+    /// serves Codex, Cursor, Gemini CLI, GitHub Copilot and OpenCode.
+    #[arg(long, value_name = "A,B|all")]
+    agent: Option<String>,
+    /// Copy the skill into each agent's folder instead of linking to the canonical copy.
+    #[arg(long)]
+    copy: bool,
+    /// Install skills that fail validation, and replace folders that were modified locally or
+    /// that the lockfile does not list.
+    #[arg(long)]
+    force: bool,
+}
+
+/// `skillcat install`.
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    /// Install exactly what the lockfile pins and never write it; fail on any mismatch, a
+    /// missing pin, or a source that no longer has the pinned version (for CI).
+    #[arg(long)]
+    frozen: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Replace locally modified skills with their pinned copies.
+    #[arg(long)]
+    force: bool,
+}
+
+/// `skillcat update`.
+#[derive(Debug, clap::Args)]
+pub struct UpdateArgs {
+    /// The skills to update (default: all of the lockfile).
+    names: Vec<String>,
+    /// Print the plan (old → new version and digest, signer) and change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Accept a lower version than the one installed.
+    #[arg(long)]
+    allow_downgrade: bool,
+    /// Accept a new version signed by another key than the one pinned, or unsigned.
+    #[arg(long)]
+    allow_signer_change: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Overwrite locally modified skills.
+    #[arg(long)]
+    force: bool,
+}
+
+/// `skillcat remove`.
+#[derive(Debug, clap::Args)]
+pub struct RemoveArgs {
+    /// The skills to remove.
+    #[arg(required = true)]
+    names: Vec<String>,
+    #[command(flatten)]
+    scope: ScopeArgs,
+}
+
+/// `skillcat status`.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// Exit 1 when a skill was modified, is missing, is not in the lockfile, or an agent's
+    /// folder no longer points at it.
+    #[arg(long)]
+    check: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+    #[command(flatten)]
+    scope: ScopeArgs,
+}
+
+/// The scope a command works in.
+fn scope(args: &ScopeArgs) -> Result<Scope, u8> {
+    let env = AgentEnv::from_env();
+    if args.global {
+        return Scope::user(env).map_err(fail);
+    }
+    match std::env::current_dir() {
+        Ok(cwd) => Ok(Scope::find_project(&cwd, env)),
+        Err(e) => {
+            err!("Error: cannot read the working directory: {e}");
+            Err(USAGE)
+        }
+    }
+}
+
+/// The scope, the options and the progress bar of a command that fetches and verifies.
+fn prepare(common: &CommonArgs, force: bool) -> Result<(Scope, Options, Bar), u8> {
+    let scope = scope(&common.scope)?;
+    let bar = Bar::default();
+    let opts = options(scope.clone(), &common.verify, force, &bar)?;
+    Ok((scope, opts, bar))
+}
+
+/// The options of a command that fetches and verifies.
+fn options(scope: Scope, verify: &VerifyArgs, force: bool, bar: &Bar) -> Result<Options, u8> {
+    let g = super::globals();
+    let config = skillcat::config::Config::discover_from_env(g.config.as_deref()).map_err(|e| {
+        err!("Error: {e}");
+        USAGE
+    })?;
+    let keyring_path = verify.keyring.clone().or_else(|| config.keyring.clone());
+    let keyring = match keyring_path {
+        Some(p) => Some(skillcat::sign::Keyring::load(&p).map_err(|e| {
+            err!("Error: {e}");
+            USAGE
+        })?),
+        None => None,
+    };
+    let mut opts = Options::new(scope);
+    opts.open = super::catalog_options(&config).open;
+    opts.keyring = keyring;
+    opts.require_signature = verify.require_signature || config.install.require_signatures;
+    opts.force = force;
+    opts.validate = config.validate_options();
+    if let Some(t) = g.open.timeout {
+        opts.git_timeout = t;
+    }
+    opts.progress = bar.callback();
+    Ok(opts)
+}
+
+/// Prints an error's lines; returns its exit code (2 for usage, 1 for refusals and failures).
+fn fail(e: InstallError) -> u8 {
+    let refused = matches!(e, InstallError::Refused(_));
+    for line in e.to_string().lines() {
+        err!("Error: {line}");
+    }
+    if refused {
+        err!("Nothing was changed.");
+    }
+    if e.is_usage() { USAGE } else { FAULTS }
+}
+
+/// A progress bar on a terminal while several skills are resolved.
+#[derive(Default)]
+struct Bar {
+    bar: Arc<Mutex<Option<indicatif::ProgressBar>>>,
+}
+
+impl Bar {
+    fn callback(&self) -> Option<Arc<dyn Fn(Progress) + Send + Sync>> {
+        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            return None;
+        }
+        let slot = Arc::clone(&self.bar);
+        Some(Arc::new(move |p: Progress| {
+            if p.total < 2 {
+                return;
+            }
+            let mut guard = slot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let bar = guard.get_or_insert_with(|| {
+                let b = indicatif::ProgressBar::new(p.total as u64);
+                b.set_style(
+                    indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+                        .expect("a valid template"),
+                );
+                b
+            });
+            bar.set_position(p.done as u64);
+            bar.set_message(p.name);
+        }))
+    }
+
+    fn done(&self) {
+        if let Some(b) = self
+            .bar
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// Prints a plan's warnings and notes.
+fn print_warnings(plan: &Plan) {
+    for w in plan.warnings() {
+        err!("warning: {w}");
+    }
+    for n in plan.notes() {
+        err!("{n}");
+    }
+}
+
+/// `sha256:0123456789ab` (the first 12 hex digits), for lines people read.
+fn short(digest: &str) -> String {
+    match digest.split_once(':') {
+        Some((alg, hex)) => format!("{alg}:{}", &hex[..hex.len().min(12)]),
+        None => digest.chars().take(12).collect(),
+    }
+}
+
+fn version_of(e: &Entry) -> &str {
+    e.version.as_deref().unwrap_or("-")
+}
+
+fn signer_of(e: &Entry) -> String {
+    match &e.signer {
+        Some(k) => format!("signed by {k}"),
+        None => "unsigned".into(),
+    }
+}
+
+fn pin_of(e: &Entry) -> String {
+    short(&e.pin_shown())
+}
+
+/// One line per action that changed something.
+fn print_report(report: &Report, scope: &Scope) {
+    let mut unchanged = 0;
+    for a in &report.actions {
+        let new = a.new.as_ref();
+        match a.kind {
+            ActionKind::Unchanged => unchanged += 1,
+            ActionKind::Install => {
+                let e = new.expect("an install has an entry");
+                out!(
+                    "installed {} {} {} ({}) → {}",
+                    a.name,
+                    version_of(e),
+                    pin_of(e),
+                    signer_of(e),
+                    a.paths.join(", ")
+                );
+            }
+            ActionKind::Replace
+                if a.old.as_ref().map(Entry::pin_shown) == new.map(Entry::pin_shown) =>
+            {
+                let e = new.expect("a replacement has an entry");
+                out!(
+                    "restored {} {} {} in {}",
+                    a.name,
+                    version_of(e),
+                    pin_of(e),
+                    a.paths.join(", ")
+                );
+            }
+            ActionKind::Replace => {
+                let e = new.expect("a replacement has an entry");
+                let from = a
+                    .old
+                    .as_ref()
+                    .map(|o| format!("{} {}", version_of(o), pin_of(o)))
+                    .unwrap_or_default();
+                out!(
+                    "replaced {} {from} → {} {} ({}) in {}",
+                    a.name,
+                    version_of(e),
+                    pin_of(e),
+                    signer_of(e),
+                    a.paths.join(", ")
+                );
+            }
+            ActionKind::Relink => out!("linked {} → {}", a.name, a.paths.join(", ")),
+            ActionKind::Remove => {
+                if a.paths.is_empty() {
+                    out!(
+                        "removed {} (from the lockfile; no folder was installed)",
+                        a.name
+                    );
+                } else {
+                    out!("removed {} ({})", a.name, a.paths.join(", "));
+                }
+            }
+        }
+    }
+    if unchanged > 0 {
+        out!(
+            "{unchanged} skill{} already up to date",
+            if unchanged == 1 { "" } else { "s" }
+        );
+    }
+    if report.lockfile_written {
+        out!("wrote {}", scope.shown(&scope.lockfile()));
+    }
+}
+
+async fn run_plan(plan: Result<Plan, InstallError>, bar: &Bar, scope: &Scope) -> u8 {
+    bar.done();
+    let plan = match plan {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    print_warnings(&plan);
+    match plan.apply().await {
+        Ok(report) => {
+            print_report(&report, scope);
+            OK
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// `skillcat add SOURCE [NAME...]`
+pub async fn add(a: AddArgs) -> u8 {
+    let agents = match a.agent.as_deref().map(parse_agents).transpose() {
+        Ok(x) => x,
+        Err(e) => return fail(e),
+    };
+    let (scope, opts, bar) = match prepare(&a.common, a.force) {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    let plan = Plan::add(&opts, &a.source, &a.names, agents.as_deref(), a.copy).await;
+    run_plan(plan, &bar, &scope).await
+}
+
+/// `skillcat install [--frozen]`
+pub async fn install(a: InstallArgs) -> u8 {
+    let (scope, opts, bar) = match prepare(&a.common, a.force) {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    run_plan(Plan::install(&opts, a.frozen).await, &bar, &scope).await
+}
+
+/// `skillcat update [NAME...] [--dry-run]`
+pub async fn update(a: UpdateArgs) -> u8 {
+    let (scope, opts, bar) = match prepare(&a.common, a.force) {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    let plan = Plan::update(&opts, &a.names, a.allow_downgrade, a.allow_signer_change).await;
+    if !a.dry_run {
+        return run_plan(plan, &bar, &scope).await;
+    }
+    bar.done();
+    let plan = match plan {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    print_warnings(&plan);
+    for a in plan.actions() {
+        print_update_line(a);
+    }
+    out!("dry run: nothing was changed");
+    OK
+}
+
+fn print_update_line(a: &Action) {
+    let (Some(old), Some(new)) = (&a.old, &a.new) else {
+        return;
+    };
+    if a.kind == ActionKind::Unchanged || old.pin_shown() == new.pin_shown() {
+        out!(
+            "{}: up to date ({} {})",
+            a.name,
+            version_of(old),
+            pin_of(old)
+        );
+        return;
+    }
+    let signer = match (&old.signer, &new.signer) {
+        (Some(o), Some(n)) => format!("signer {o} → {n}"),
+        (None, Some(n)) => format!("signer (unsigned) → {n}"),
+        (Some(o), None) => format!("signer {o} → (unsigned)"),
+        (None, None) => "unsigned".into(),
+    };
+    out!(
+        "{}: {} {} → {} {}, {signer}",
+        a.name,
+        version_of(old),
+        pin_of(old),
+        version_of(new),
+        pin_of(new)
+    );
+}
+
+/// `skillcat remove NAME...`
+pub async fn remove(a: RemoveArgs) -> u8 {
+    let scope = match scope(&a.scope) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let opts = Options::new(scope.clone());
+    run_plan(Plan::remove(&opts, &a.names).await, &Bar::default(), &scope).await
+}
+
+fn state_of(s: &SkillStatus) -> &'static str {
+    if s.entry.is_none() {
+        "untracked"
+    } else if !s.present {
+        "missing"
+    } else if s.drift.is_some() {
+        "modified"
+    } else if !s.broken_targets.is_empty() {
+        "broken-link"
+    } else {
+        "ok"
+    }
+}
+
+/// `skillcat status [--check] [--format json]`
+pub async fn status(a: StatusArgs) -> u8 {
+    let scope = match scope(&a.scope) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let all = match skillcat::install::status(&scope).await {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    match a.format {
+        Format::Json => {
+            let items: Vec<_> = all.iter().map(status_json).collect();
+            out!("{}", serde_json::to_string_pretty(&items).expect("JSON"));
+        }
+        Format::Text => {
+            if all.is_empty() {
+                out!("no skills installed ({})", scope.describe());
+            }
+            for s in &all {
+                print_status(s);
+            }
+        }
+    }
+    if a.check && all.iter().any(SkillStatus::is_drift) {
+        let n = all.iter().filter(|s| s.is_drift()).count();
+        err!(
+            "{n} skill{} the lockfile pins",
+            if n == 1 {
+                " differs from what"
+            } else {
+                "s differ from what"
+            }
+        );
+        return FAULTS;
+    }
+    OK
+}
+
+fn print_status(s: &SkillStatus) {
+    let state = state_of(s);
+    let Some(e) = &s.entry else {
+        out!(
+            "{}  {state}  {}  (a folder skills-lock.json does not list)",
+            s.name,
+            s.digest.as_deref().map(short).unwrap_or_default()
+        );
+        return;
+    };
+    let mut pin = String::new();
+    if let Some(c) = &e.commit {
+        pin = format!(" @ {}", &c[..c.len().min(12)]);
+    } else if let Some(a) = &e.archive_sha256 {
+        pin = format!(" ({})", short(a));
+    }
+    out!(
+        "{}  {state}  {}  {}  {} {}{pin}  {}",
+        s.name,
+        version_of(e),
+        pin_of(e),
+        e.source_type,
+        e.source,
+        signer_of(e)
+    );
+    if let Some(d) = &s.drift {
+        if d.unknown {
+            out!("  files differ from the pinned hash (the lockfile lists no files)");
+        }
+        for (what, list) in [
+            ("changed", &d.changed),
+            ("added", &d.added),
+            ("removed", &d.removed),
+        ] {
+            for p in list {
+                out!("  {what}: {p}");
+            }
+        }
+    }
+    for t in &s.broken_targets {
+        out!("  not linked: {t}");
+    }
+}
+
+fn status_json(s: &SkillStatus) -> serde_json::Value {
+    let e = s.entry.as_ref();
+    json!({
+        "name": s.name,
+        "state": state_of(s),
+        "version": e.and_then(|e| e.version.clone()),
+        "digest": s.digest,
+        "pinned": e.map(Entry::pin_shown),
+        "source": e.map(|e| e.source.clone()),
+        "sourceType": e.map(|e| e.source_type.clone()),
+        "commit": e.and_then(|e| e.commit.clone()),
+        "archiveSha256": e.and_then(|e| e.archive_sha256.clone()),
+        "signer": e.and_then(|e| e.signer.clone()),
+        "targets": e.map(|e| e.targets.clone()).unwrap_or_default(),
+        "drift": s.drift.as_ref().map(|d| json!({
+            "changed": d.changed, "added": d.added, "removed": d.removed, "unknown": d.unknown,
+        })),
+        "brokenTargets": s.broken_targets,
+    })
+}

@@ -1,0 +1,252 @@
+//! The agents skillcat installs for, and where each looks for skills: the table, in one place.
+
+use std::path::{Path, PathBuf};
+
+use super::{InstallError, Scope};
+
+/// Where an agent's user-scope folder is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UserDir {
+    /// `$VAR/skills` when the variable is set (and not blank), else `~/DEFAULT/skills`.
+    HomeVar(&'static str, &'static str),
+    /// `~/DIR`.
+    Home(&'static str),
+    /// `$XDG_CONFIG_HOME/DIR`, else `~/.config/DIR`.
+    Config(&'static str),
+}
+
+/// One agent: where it reads skills in a project and in the user's home.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Agent {
+    /// Its id on the command line and in the lockfile (`claude-code`), as the `skills` CLI
+    /// names it.
+    pub id: &'static str,
+    /// Its name for people.
+    pub name: &'static str,
+    /// Its folder of skills in a project, relative to the project's root.
+    pub project_dir: &'static str,
+    user: UserDir,
+}
+
+/// Every agent skillcat knows, in the order they are listed.
+///
+/// | id | project folder | user folder |
+/// |---|---|---|
+/// | `claude-code` | `.claude/skills` | `$CLAUDE_CONFIG_DIR/skills`, else `~/.claude/skills` |
+/// | `codex` | `.agents/skills` | `$CODEX_HOME/skills`, else `~/.codex/skills` |
+/// | `cursor` | `.agents/skills` | `~/.cursor/skills` |
+/// | `gemini-cli` | `.agents/skills` | `~/.gemini/skills` |
+/// | `github-copilot` | `.agents/skills` | `~/.copilot/skills` |
+/// | `goose` | `.goose/skills` | `$XDG_CONFIG_HOME/goose/skills`, else `~/.config/goose/skills` |
+/// | `opencode` | `.agents/skills` | `$XDG_CONFIG_HOME/opencode/skills`, else `~/.config/opencode/skills` |
+pub const AGENTS: &[Agent] = &[
+    Agent {
+        id: "claude-code",
+        name: "Claude Code",
+        project_dir: ".claude/skills",
+        user: UserDir::HomeVar("CLAUDE_CONFIG_DIR", ".claude"),
+    },
+    Agent {
+        id: "codex",
+        name: "Codex",
+        project_dir: CANONICAL_DIR,
+        user: UserDir::HomeVar("CODEX_HOME", ".codex"),
+    },
+    Agent {
+        id: "cursor",
+        name: "Cursor",
+        project_dir: CANONICAL_DIR,
+        user: UserDir::Home(".cursor/skills"),
+    },
+    Agent {
+        id: "gemini-cli",
+        name: "Gemini CLI",
+        project_dir: CANONICAL_DIR,
+        user: UserDir::Home(".gemini/skills"),
+    },
+    Agent {
+        id: "github-copilot",
+        name: "GitHub Copilot",
+        project_dir: CANONICAL_DIR,
+        user: UserDir::Home(".copilot/skills"),
+    },
+    Agent {
+        id: "goose",
+        name: "Goose",
+        project_dir: ".goose/skills",
+        user: UserDir::Config("goose/skills"),
+    },
+    Agent {
+        id: "opencode",
+        name: "OpenCode",
+        project_dir: CANONICAL_DIR,
+        user: UserDir::Config("opencode/skills"),
+    },
+];
+
+/// Where the canonical copy of every skill lives, relative to the project's root (or the home
+/// directory in user scope).
+pub const CANONICAL_DIR: &str = ".agents/skills";
+
+/// What the agents' folders depend on: the home directory and the variables that move them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentEnv {
+    /// The home directory.
+    pub home: Option<PathBuf>,
+    /// `CLAUDE_CONFIG_DIR`.
+    pub claude_config_dir: Option<PathBuf>,
+    /// `CODEX_HOME`.
+    pub codex_home: Option<PathBuf>,
+    /// `XDG_CONFIG_HOME`.
+    pub xdg_config_home: Option<PathBuf>,
+}
+
+impl AgentEnv {
+    /// From this process's environment (blank or relative values are ignored).
+    pub fn from_env() -> AgentEnv {
+        let abs = |name: &str| {
+            std::env::var_os(name)
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+        };
+        AgentEnv {
+            home: abs("HOME"),
+            claude_config_dir: abs("CLAUDE_CONFIG_DIR"),
+            codex_home: abs("CODEX_HOME"),
+            xdg_config_home: abs("XDG_CONFIG_HOME"),
+        }
+    }
+
+    fn var(&self, name: &str) -> Option<&Path> {
+        match name {
+            "CLAUDE_CONFIG_DIR" => self.claude_config_dir.as_deref(),
+            "CODEX_HOME" => self.codex_home.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+impl Agent {
+    /// The agent's folder of skills in `scope` (`None`: user scope without a home directory).
+    pub fn dir(&self, scope: &Scope) -> Option<PathBuf> {
+        if !scope.is_user() {
+            return Some(scope.root().join(self.project_dir));
+        }
+        self.user_dir(scope.env())
+    }
+
+    /// The agent's folder of skills in the user's home.
+    pub fn user_dir(&self, env: &AgentEnv) -> Option<PathBuf> {
+        let home = env.home.as_deref();
+        match self.user {
+            UserDir::HomeVar(var, default) => env
+                .var(var)
+                .map(Path::to_path_buf)
+                .or_else(|| home.map(|h| h.join(default)))
+                .map(|d| d.join("skills")),
+            UserDir::Home(dir) => home.map(|h| h.join(dir)),
+            UserDir::Config(dir) => env
+                .xdg_config_home
+                .clone()
+                .or_else(|| home.map(|h| h.join(".config")))
+                .map(|c| c.join(dir)),
+        }
+    }
+
+    /// Whether the agent seems to be used here: its project folder's top directory exists
+    /// (`.claude/`), or in user scope its folder's parent does (`~/.claude/`).
+    pub fn detected(&self, scope: &Scope) -> bool {
+        if !scope.is_user() {
+            let top = self
+                .project_dir
+                .split('/')
+                .next()
+                .unwrap_or(self.project_dir);
+            return top != ".agents" && scope.root().join(top).is_dir();
+        }
+        self.dir(scope)
+            .and_then(|d| d.parent().map(Path::to_path_buf))
+            .is_some_and(|p| p.is_dir())
+    }
+}
+
+/// The agent with this id.
+pub fn agent(id: &str) -> Option<&'static Agent> {
+    AGENTS.iter().find(|a| a.id == id)
+}
+
+/// The agents a `--agent` value names: ids separated by commas, or `all`.
+pub fn parse_agents(spec: &str) -> Result<Vec<&'static Agent>, InstallError> {
+    if spec.trim() == "all" {
+        return Ok(AGENTS.iter().collect());
+    }
+    let mut out: Vec<&'static Agent> = Vec::new();
+    for id in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some(a) = agent(id) else {
+            return Err(InstallError::Usage(format!(
+                "unknown agent {id:?}; known agents: {}, or all",
+                AGENTS.iter().map(|a| a.id).collect::<Vec<_>>().join(", ")
+            )));
+        };
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    }
+    if out.is_empty() {
+        return Err(InstallError::Usage(
+            "--agent names no agent (give ids separated by commas, or all)".into(),
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_folders_follow_the_variables() {
+        let mut env = AgentEnv {
+            home: Some("/h".into()),
+            ..AgentEnv::default()
+        };
+        let claude = agent("claude-code").unwrap();
+        let codex = agent("codex").unwrap();
+        let goose = agent("goose").unwrap();
+        assert_eq!(
+            claude.user_dir(&env).unwrap(),
+            Path::new("/h/.claude/skills")
+        );
+        assert_eq!(codex.user_dir(&env).unwrap(), Path::new("/h/.codex/skills"));
+        assert_eq!(
+            goose.user_dir(&env).unwrap(),
+            Path::new("/h/.config/goose/skills")
+        );
+        env.claude_config_dir = Some("/c".into());
+        env.codex_home = Some("/x".into());
+        env.xdg_config_home = Some("/cfg".into());
+        assert_eq!(claude.user_dir(&env).unwrap(), Path::new("/c/skills"));
+        assert_eq!(codex.user_dir(&env).unwrap(), Path::new("/x/skills"));
+        assert_eq!(
+            goose.user_dir(&env).unwrap(),
+            Path::new("/cfg/goose/skills")
+        );
+    }
+
+    #[test]
+    fn agent_lists() {
+        assert_eq!(parse_agents("all").unwrap().len(), AGENTS.len());
+        let two = parse_agents("codex, claude-code,codex").unwrap();
+        assert_eq!(
+            two.iter().map(|a| a.id).collect::<Vec<_>>(),
+            ["codex", "claude-code"]
+        );
+        assert!(
+            parse_agents("nope")
+                .unwrap_err()
+                .to_string()
+                .contains("claude-code")
+        );
+        assert!(parse_agents(",").is_err());
+    }
+}
