@@ -123,25 +123,39 @@ fn every_command_reads_any_version_by_its_exact_number() {
 }
 
 #[test]
-fn a_source_without_versions_says_so_for_at() {
+fn a_source_with_one_version_takes_at_its_own_version_and_names_it_otherwise() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/skills");
-    for args in [
-        vec!["show", s(&fixtures), "pdf-forms@0.4.1"],
-        vec!["read", s(&fixtures), "pdf-forms@0.4.1", "SKILL.md"],
-        vec!["digest", s(&fixtures), "pdf-forms@0.4.1"],
-        vec!["list", s(&fixtures), "pdf-forms@0.4.1"],
-        vec!["tools", s(&fixtures), "pdf-forms@0.4.1"],
-    ] {
-        let o = run(t, &args);
-        o.code(2);
-        o.says(&[
+    let commands: [&[&str]; 5] = [
+        &["show"],
+        &["digest"],
+        &["list"],
+        &["tools"],
+        &["read", "SKILL.md"],
+    ];
+    for command in commands {
+        let with = |wanted: &str| {
+            let mut args = vec![command[0], s(&fixtures), wanted];
+            args.extend(&command[1..]);
+            run(t, &args)
+        };
+        // Its own version: the same answer as the name alone.
+        let plain = with("pdf-forms");
+        plain.code(0);
+        let at = with("pdf-forms@0.4.1");
+        at.code(0);
+        assert_eq!(at.out(), plain.out(), "{command:?}");
+        // Another version: exit 1, naming the version it holds and how to ask for it.
+        let other = with("pdf-forms@9.9.9");
+        other.code(1);
+        other.says(&[
+            "pdf-forms@9.9.9",
+            "holds pdf-forms at version 0.4.1 only",
             "keeps one version of each skill",
-            "its pdf-forms is version 0.4.1",
             "Name the skill alone: pdf-forms",
         ]);
-        assert_eq!(o.out(), "", "{args:?}");
+        assert_eq!(other.out(), "", "{command:?}");
     }
 }
 

@@ -198,20 +198,32 @@ pub(super) async fn open_for<'a>(
     let root = match src.version_root(&key, version).await {
         Ok(Some(root)) => root,
         Ok(None) => {
-            // Say which version is there, when the skill is.
-            let held = match source::discover_with(&*src, Detail::Frontmatter).await {
-                Ok(d) => find(&d, name).map(|s| match s.version() {
-                    Some(v) if !v.is_empty() => format!(" (its {name} is version {v})"),
-                    _ => format!(" (its {name} has no metadata.version)"),
-                }),
-                Err(_) => None,
+            // A source that keeps one version of each skill: `NAME@VERSION` names the skill when
+            // it is at that version (the one the source records, else `metadata.version`).
+            drop(src);
+            let opened = open_and_discover_with(arg, detail).await?;
+            let Some(skill) = find(&opened.found, name) else {
+                // No such skill: the command says so as for a plain NAME.
+                return Ok((opened, name));
             };
+            let recorded = opened.src.record(skill.root()).await.ok();
+            let held = recorded
+                .and_then(|r| r.version)
+                .or_else(|| skill.version().map(str::to_string))
+                .filter(|v| !v.is_empty());
+            if held.as_deref() == Some(version) {
+                return Ok((opened, name));
+            }
             err!(
-                "Error: {wanted}: {shown} keeps one version of each skill{}; NAME@VERSION picks \
-                 a version in a registry (x.db). Name the skill alone: {name}",
-                held.unwrap_or_default()
+                "Error: {wanted}: {shown} holds {name} {} only: a directory, an archive or an \
+                 index keeps one version of each skill (a registry, x.db, keeps many). Name the \
+                 skill alone: {name}",
+                match held {
+                    Some(v) => format!("at version {v}"),
+                    None => "without a metadata.version".to_string(),
+                }
             );
-            return Err(USAGE);
+            return Err(FAULTS);
         }
         Err(e) => {
             err!("Error: {e}");
