@@ -67,6 +67,7 @@ mod registry;
 mod remote;
 mod script;
 mod shell;
+mod token;
 mod trust;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -390,6 +391,12 @@ enum Command {
         #[command(subcommand)]
         cmd: project::TrustCommand,
     },
+    /// Publish tokens of a central registry (create, list, revoke); only their hashes are kept.
+    #[command(after_help = "Example: skillcat token list --tokens tokens.toml")]
+    Token {
+        #[command(subcommand)]
+        cmd: token::TokenCommand,
+    },
 }
 
 /// Runs one command; returns the exit code.
@@ -472,6 +479,7 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Completions { shell } => shell::completions(shell),
         Command::Man { dir } => shell::man(&dir),
         Command::Trust { cmd } => project::run(cmd),
+        Command::Token { cmd } => token::run(cmd),
         Command::Verify {
             source,
             name,

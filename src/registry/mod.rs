@@ -66,6 +66,7 @@ mod order;
 mod publish;
 mod query;
 mod schema;
+pub mod tokens;
 
 use std::path::{Path, PathBuf};
 
