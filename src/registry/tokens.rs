@@ -30,7 +30,6 @@ use std::fmt;
 use std::path::Path;
 
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
 use crate::sign::glob_match;
 
@@ -161,7 +160,7 @@ impl TokenEntry {
 
     /// The stored hash, `sha256:<hex>`.
     pub fn hash(&self) -> String {
-        format!("sha256:{}", hex(&self.hash))
+        format!("sha256:{}", crate::digest::to_hex(self.hash))
     }
 
     /// Whether one of the scopes matches the skill `name`.
@@ -265,7 +264,7 @@ impl Tokens {
         let mut tokens = Tokens::new();
         for (i, raw) in file.token.into_iter().enumerate() {
             let at = |e: String| bad(format!("[[token]] #{}: {e}", i + 1));
-            let hash = parse_hash(&raw.hash).ok_or_else(|| {
+            let hash = crate::digest::parse_digest(&raw.hash).ok_or_else(|| {
                 at(format!(
                     "hash {:?} is not sha256: and 64 lowercase hex digits",
                     raw.hash
@@ -349,8 +348,8 @@ impl Tokens {
         }
         let mut secret = [0u8; 32];
         fill_random(&mut secret)?;
-        let token = format!("{TOKEN_PREFIX}{}", hex(&secret));
-        entry.hash = Sha256::digest(token.as_bytes()).into();
+        let token = format!("{TOKEN_PREFIX}{}", crate::digest::to_hex(secret));
+        entry.hash = crate::digest::sha256(token.as_bytes());
         self.entries.push(entry);
         Ok(token)
     }
@@ -370,7 +369,7 @@ impl Tokens {
     /// The entry whose hash is the sha256 of `presented`. Every stored hash is compared in
     /// full, whatever matches, so timing reveals nothing about the stored hashes.
     pub fn authenticate(&self, presented: &str) -> Result<&TokenEntry, AuthError<'_>> {
-        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        let digest = crate::digest::sha256(presented.as_bytes());
         let mut found = None;
         for entry in &self.entries {
             if constant_time_eq(&digest, &entry.hash) {
@@ -426,22 +425,6 @@ fn fill_random(buf: &mut [u8]) -> Result<(), TokenError> {
         }
     }
     Ok(())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn parse_hash(text: &str) -> Option<[u8; 32]> {
-    let hex = text.strip_prefix("sha256:")?;
-    if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (the civil-calendar algorithm).
