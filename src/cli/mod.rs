@@ -58,6 +58,7 @@ impl std::io::Write for Stream {
     }
 }
 
+mod central;
 mod keyring;
 mod matching;
 mod mcp;

@@ -45,6 +45,9 @@ pub struct ServeArgs {
     /// On SIGTERM or Ctrl-C, how long the answers in flight are given before the rest are cut.
     #[arg(long, default_value = "10s", value_name = "TIME", value_parser = parse_duration)]
     pub drain_timeout: Duration,
+    /// The publishing API (`--publish`).
+    #[command(flatten)]
+    pub publish: super::central::PublishArgs,
 }
 
 /// A duration on the command line: `10s`, `500ms`, `2m`, or plain seconds (`1.5`).
@@ -163,6 +166,11 @@ fn skills_word(n: usize) -> &'static str {
 
 /// `skillcat serve SOURCE [--addr HOST:PORT] [--verbose] [limits…]`
 pub async fn serve(a: ServeArgs) -> u8 {
+    if a.publish.publish
+        && let Err(code) = super::central::prepare(&a.source)
+    {
+        return code;
+    }
     let (site, _) = match build_site(&a.source).await {
         Ok(s) => s,
         Err(code) => return code,
@@ -187,16 +195,44 @@ pub async fn serve(a: ServeArgs) -> u8 {
     };
     let local = listener.local_addr().unwrap_or(a.addr);
     let n = site.skills().len();
-    out!("Serving {n} {} on http://{local}/", skills_word(n));
-    match serve::run(
-        Arc::new(site),
-        listener,
-        a.verbose,
-        limits,
-        serve::shutdown_signal(),
-    )
-    .await
-    {
+    let served = if a.publish.publish {
+        let source = a.source.clone();
+        let rebuild: serve::Rebuild = Arc::new(move || {
+            let source = source.clone();
+            Box::pin(async move {
+                build_site(&source)
+                    .await
+                    .map(|(site, _)| site)
+                    .map_err(|_| format!("cannot read {source}"))
+            })
+        });
+        let app = match super::central::router(&a.source, &a.publish, site, rebuild, &local) {
+            Ok(app) => app,
+            Err(code) => return code,
+        };
+        out!(
+            "Serving {n} {}, publishing at /api/v1/, on http://{local}/",
+            skills_word(n)
+        );
+        serve::run_app(
+            serve::with_layers(app, a.verbose),
+            listener,
+            limits,
+            serve::shutdown_signal(),
+        )
+        .await
+    } else {
+        out!("Serving {n} {} on http://{local}/", skills_word(n));
+        serve::run(
+            Arc::new(site),
+            listener,
+            a.verbose,
+            limits,
+            serve::shutdown_signal(),
+        )
+        .await
+    };
+    match served {
         Ok(()) => {
             err!("Stopped.");
             OK
