@@ -528,3 +528,117 @@ async fn with_a_keyring_only_signed_skills_in_the_keys_scope_are_published() {
     );
     s.stop();
 }
+
+#[test]
+fn the_client_publishes_yanks_and_a_warm_fetch_sees_the_new_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    Skillcat::new(&["registry", "init", "r.db"])
+        .cwd(dir)
+        .run()
+        .code(0);
+    let ci = token(dir, "ci", "tool-*", "publish,yank");
+    std::fs::write(dir.join("ci.token"), format!("{ci}\n")).unwrap();
+    let s = Server::start(dir, &[]);
+    let url = s.url.clone();
+    let run = |args: &[&str]| {
+        Skillcat::new(args)
+            .cwd(dir)
+            .env_remove("SKILLCAT_TOKEN")
+            .run()
+    };
+    for (name, version) in [("tool-a", "1.0.0"), ("tool-b", "2.0.0")] {
+        write_skill(&dir.join("skills").join(name), &doc(name, version, ""), &[]);
+    }
+
+    // A directory of skills: each packed and published, one line each.
+    let out = run(&["publish", &url, "skills", "--token-file", "ci.token"]);
+    out.code(0);
+    let lines: Vec<&str> = out.out().lines().collect();
+    assert_eq!(lines.len(), 2, "{}", out.out());
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("tool-a@1.0.0  sha256:") && l.ends_with("published"))
+    );
+    assert!(lines.iter().any(|l| l.starts_with("tool-b@2.0.0  sha256:")));
+    assert_eq!(stored(dir, "tool-a"), ["1.0.0"]);
+
+    // The same again, the token from the environment: already published, exit 0.
+    let out = Skillcat::new(&["publish", &url, "skills/tool-a"])
+        .cwd(dir)
+        .env("SKILLCAT_TOKEN", &ci)
+        .run();
+    out.code(0);
+    assert!(out.out().ends_with("already published\n"), "{}", out.out());
+
+    // A warm fetch sees a new version after one conditional request for the index.
+    run(&["--cache", "c", "fetch", &url]).code(0);
+    let idle = run(&["--cache", "c", "fetch", &url]);
+    assert!(
+        idle.code(0).out().contains("(1 requests, 1 not modified"),
+        "{}",
+        idle.out()
+    );
+    write_skill(&dir.join("v2/tool-a"), &doc("tool-a", "1.1.0", "new"), &[]);
+    run(&["publish", &url, "v2/tool-a", "--token-file", "ci.token"]).code(0);
+    // The index changed: one conditional request answered 200, then the one new archive.
+    let warm = run(&["--cache", "c", "fetch", &url]);
+    let text = warm.code(0).out();
+    assert!(text.contains("tool-a  1.1.0  sha256:"), "{text}");
+    assert!(text.contains("1 fetched, 1 already cached"), "{text}");
+    assert!(text.contains("(2 requests, 0 not modified"), "{text}");
+
+    // Other content under a published version: the server's refusal, exit 1.
+    write_skill(
+        &dir.join("v3/tool-a"),
+        &doc("tool-a", "1.1.0", "other"),
+        &[],
+    );
+    run(&["publish", &url, "v3/tool-a", "--token-file", "ci.token"])
+        .code(1)
+        .says(&["409", "immutable|published"]);
+
+    // Yank and unyank.
+    let y = run(&["yank", &url, "tool-a@1.1.0", "--token-file", "ci.token"]);
+    assert_eq!(y.code(0).out(), "Yanked tool-a@1.1.0\n");
+    let y = run(&["yank", &url, "tool-a@1.1.0", "--token-file", "ci.token"]);
+    assert_eq!(y.code(0).out(), "tool-a@1.1.0 was already yanked\n");
+    let y = run(&[
+        "yank",
+        &url,
+        "tool-a@1.1.0",
+        "--undo",
+        "--token-file",
+        "ci.token",
+    ]);
+    assert_eq!(y.code(0).out(), "Unyanked tool-a@1.1.0\n");
+    run(&["yank", &url, "other@1.0.0", "--token-file", "ci.token"])
+        .code(1)
+        .says(&["403"]);
+
+    // No token; a token for plain http to a host that is not loopback: refused before sending.
+    run(&["publish", &url, "skills"])
+        .code(2)
+        .says(&["no token"]);
+    run(&[
+        "publish",
+        "http://192.0.2.1/",
+        "skills",
+        "--token-file",
+        "ci.token",
+    ])
+    .code(2)
+    .says(&["refusing to send a token over plain http to 192.0.2.1"]);
+    run(&[
+        "yank",
+        "http://192.0.2.1/",
+        "a@1.0.0",
+        "--token-file",
+        "ci.token",
+    ])
+    .code(2)
+    .says(&["plain http"]);
+    let log = s.stop();
+    assert!(!log.contains(&ci[4..]), "the token is in the server's log");
+}

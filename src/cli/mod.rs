@@ -63,6 +63,7 @@ mod keyring;
 mod matching;
 mod mcp;
 mod project;
+mod publish;
 mod read;
 mod registry;
 mod remote;
@@ -392,6 +393,17 @@ enum Command {
         #[command(subcommand)]
         cmd: project::TrustCommand,
     },
+    /// Publish skills to a central registry (`serve REGISTRY.db --publish`): each directory or
+    /// archive packed reproducibly, sent with its signature; prints name@version and digest.
+    #[command(
+        after_help = "Example: SKILLCAT_TOKEN=\"$(cat ci.token)\" skillcat publish https://skills.example.com/ fixtures/skills/pdf-forms"
+    )]
+    Publish(publish::PublishArgs),
+    /// Yank a version from a central registry (`--undo`: unyank it).
+    #[command(
+        after_help = "Example: skillcat yank https://skills.example.com/ pdf-forms@0.4.1 --token-file ci.token"
+    )]
+    Yank(publish::YankArgs),
     /// Publish tokens of a central registry (create, list, revoke); only their hashes are kept.
     #[command(after_help = "Example: skillcat token list --tokens tokens.toml")]
     Token {
@@ -481,6 +493,8 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Man { dir } => shell::man(&dir),
         Command::Trust { cmd } => project::run(cmd),
         Command::Token { cmd } => token::run(cmd),
+        Command::Publish(a) => publish::publish(a).await,
+        Command::Yank(a) => publish::yank(a).await,
         Command::Verify {
             source,
             name,

@@ -135,7 +135,7 @@ impl SignatureLookup for SpecSignatures {
 }
 
 /// Opens and reads a source, builds the site from its valid skills and reports the others.
-async fn build_site(arg: &str) -> Result<(Site, usize), u8> {
+pub(super) async fn build_site(arg: &str) -> Result<(Site, usize), u8> {
     let o = super::read::open_and_discover(arg).await?;
     let opts = SiteOptions {
         signatures: Some(Arc::new(SpecSignatures {
