@@ -14,15 +14,9 @@ use serde_json::Value as J;
 mod support;
 
 use support::bin::Skillcat;
+use support::central::{doc, registry_dir, token};
 use support::serve::spawn_serve;
 use support::write_skill;
-
-fn doc(name: &str, version: &str, extra: &str) -> String {
-    format!(
-        "---\nname: {name}\ndescription: Does {name} things for the central registry tests.\n\
-         metadata:\n  version: \"{version}\"\n---\n# {name}\n\n{extra}\n"
-    )
-}
 
 /// Writes a skill and packs it; returns the archive's path.
 fn packed(dir: &Path, name: &str, version: &str, extra: &str) -> PathBuf {
@@ -38,25 +32,6 @@ fn packed(dir: &Path, name: &str, version: &str, extra: &str) -> PathBuf {
     .run()
     .code(0);
     out
-}
-
-fn token(dir: &Path, name: &str, scope: &str, can: &str) -> String {
-    let out = Skillcat::new(&[
-        "token",
-        "create",
-        "--tokens",
-        "tokens.toml",
-        "--name",
-        name,
-        "--scope",
-        scope,
-        "--can",
-        can,
-    ])
-    .cwd(dir)
-    .run();
-    out.code(0);
-    out.out().trim().to_string()
 }
 
 struct Server {
@@ -136,6 +111,18 @@ async fn send(
     }
 }
 
+/// A request to the API without a body.
+async fn api(s: &Server, method: reqwest::Method, path: &str, who: Option<&str>) -> Answer {
+    send(
+        method,
+        format!("{}api/v1/{path}", s.url),
+        who,
+        Vec::new(),
+        &[],
+    )
+    .await
+}
+
 async fn put_skill(s: &Server, who: Option<&str>, spec: &str, archive: &Path) -> Answer {
     let (name, version) = spec.split_once('@').unwrap();
     send(
@@ -207,12 +194,8 @@ fn hostile_tar_gz(path: &str) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn publishing_rules_statuses_index_and_audit() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = registry_dir();
     let dir = tmp.path();
-    Skillcat::new(&["registry", "init", "r.db"])
-        .cwd(dir)
-        .run()
-        .code(0);
     let ci = token(dir, "ci", "pdf-*", "publish,yank");
     let other = token(dir, "other", "docs-*", "publish");
     let yanker = token(dir, "yanker", "*", "yank");
@@ -310,21 +293,19 @@ async fn publishing_rules_statuses_index_and_audit() {
     assert_eq!(y.json()["changed"], true);
     assert_eq!(versions_in(&index(&s).await.1, "pdf-tool"), ["1.0.0"]);
     assert_eq!(yank(yanker.clone()).await.json()["changed"], false);
-    send(
+    api(
+        &s,
         reqwest::Method::PUT,
-        format!("{}api/v1/skills/pdf-tool/1.1.0/unyank", s.url),
+        "skills/pdf-tool/1.1.0/unyank",
         Some(&yanker),
-        Vec::new(),
-        &[],
     )
     .await
     .is(200, None);
-    send(
+    api(
+        &s,
         reqwest::Method::DELETE,
-        format!("{}api/v1/skills/pdf-tool/7.7.7/yank", s.url),
+        "skills/pdf-tool/7.7.7/yank",
         Some(&yanker),
-        Vec::new(),
-        &[],
     )
     .await
     .is(404, Some("not_found"));
@@ -342,14 +323,7 @@ async fn publishing_rules_statuses_index_and_audit() {
         .is(401, Some("unauthorized"));
 
     // The audit log: one row per write, newest first, token names only.
-    let a = send(
-        reqwest::Method::GET,
-        format!("{}api/v1/audit?limit=10", s.url),
-        Some(&ci),
-        Vec::new(),
-        &[],
-    )
-    .await;
+    let a = api(&s, reqwest::Method::GET, "audit?limit=10", Some(&ci)).await;
     a.is(200, None);
     let rows: Vec<(String, String, String)> = a.json()["entries"]
         .as_array()
@@ -381,24 +355,12 @@ async fn publishing_rules_statuses_index_and_audit() {
         a.text.contains("127.0.0.1:"),
         "client addresses are recorded"
     );
-    send(
-        reqwest::Method::GET,
-        format!("{}api/v1/audit", s.url),
-        None,
-        Vec::new(),
-        &[],
-    )
-    .await
-    .is(401, Some("unauthorized"));
-    send(
-        reqwest::Method::GET,
-        format!("{}api/v1/nothing-here", s.url),
-        Some(&ci),
-        Vec::new(),
-        &[],
-    )
-    .await
-    .is(404, Some("not_found"));
+    api(&s, reqwest::Method::GET, "audit", None)
+        .await
+        .is(401, Some("unauthorized"));
+    api(&s, reqwest::Method::GET, "nothing-here", Some(&ci))
+        .await
+        .is(404, Some("not_found"));
 
     let log = s.stop();
     assert!(log.contains("ci published pdf-tool@1.0.0"), "{log}");
@@ -418,12 +380,8 @@ async fn publishing_rules_statuses_index_and_audit() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_token_over_its_rate_gets_429_with_retry_after() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = registry_dir();
     let dir = tmp.path();
-    Skillcat::new(&["registry", "init", "r.db"])
-        .cwd(dir)
-        .run()
-        .code(0);
     let ci = token(dir, "ci", "*", "publish");
     let other = token(dir, "other", "*", "publish");
     let v1 = packed(dir, "rated", "1.0.0", "");
@@ -445,12 +403,8 @@ async fn a_token_over_its_rate_gets_429_with_retry_after() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn with_a_keyring_only_signed_skills_in_the_keys_scope_are_published() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = registry_dir();
     let dir = tmp.path();
-    Skillcat::new(&["registry", "init", "r.db"])
-        .cwd(dir)
-        .run()
-        .code(0);
     let ci = token(dir, "ci", "*", "publish");
     let run = |args: &[&str]| Skillcat::new(args).cwd(dir).run();
     run(&["keygen", "-o", "k", "--unencrypted"]).code(0);
@@ -531,12 +485,8 @@ async fn with_a_keyring_only_signed_skills_in_the_keys_scope_are_published() {
 
 #[test]
 fn the_client_publishes_yanks_and_a_warm_fetch_sees_the_new_version() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = registry_dir();
     let dir = tmp.path();
-    Skillcat::new(&["registry", "init", "r.db"])
-        .cwd(dir)
-        .run()
-        .code(0);
     let ci = token(dir, "ci", "tool-*", "publish,yank");
     std::fs::write(dir.join("ci.token"), format!("{ci}\n")).unwrap();
     let s = Server::start(dir, &[]);

@@ -12,40 +12,14 @@ use skillcat::registry::Registry;
 mod support;
 
 use support::bin::Skillcat;
+use support::central::{doc, registry_dir, token};
 use support::serve::{bin, spawn_serve};
 use support::write_skill;
 
-fn doc(name: &str, version: &str, extra: &str) -> String {
-    format!(
-        "---\nname: {name}\ndescription: Does {name} things for the reliability tests.\n\
-         metadata:\n  version: \"{version}\"\n---\n# {name}\n\n{extra}\n"
-    )
-}
-
 fn setup() -> (tempfile::TempDir, String) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    Skillcat::new(&["registry", "init", "r.db"])
-        .cwd(dir)
-        .run()
-        .code(0);
-    let out = Skillcat::new(&[
-        "token",
-        "create",
-        "--tokens",
-        "tokens.toml",
-        "--name",
-        "ci",
-        "--scope",
-        "*",
-        "--can",
-        "publish,yank",
-    ])
-    .cwd(dir)
-    .run();
-    out.code(0);
-    let token = out.out().trim().to_string();
-    std::fs::write(dir.join("ci.token"), &token).unwrap();
+    let tmp = registry_dir();
+    let token = token(tmp.path(), "ci", "*", "publish,yank");
+    std::fs::write(tmp.path().join("ci.token"), &token).unwrap();
     (tmp, token)
 }
 

@@ -327,6 +327,23 @@ fn registry_refusal(e: RegistryError) -> Refusal {
     }
 }
 
+/// Runs a registry call off the runtime; its error becomes the refusal it stands for.
+async fn in_registry<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, RegistryError> + Send + 'static,
+) -> Result<T, Refusal> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| {
+            log(format_args!("error: a registry task stopped: {e}"));
+            refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "the registry task stopped (see the server's log)",
+            )
+        })?
+        .map_err(registry_refusal)
+}
+
 fn peer(req_conn: Option<&ConnectInfo<Conn>>) -> String {
     req_conn.map_or_else(|| "-".to_string(), |c| c.0.peer().to_string())
 }
@@ -480,18 +497,8 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
         client,
     };
     let path = api.opts.registry.clone();
-    let published = tokio::task::spawn_blocking(move || {
-        Registry::open(&path)?.commit_as(&prepared, Some(&actor))
-    })
-    .await
-    .map_err(|e| {
-        refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!("the write stopped: {e}"),
-        )
-    })?
-    .map_err(registry_refusal)?;
+    let published =
+        in_registry(move || Registry::open(&path)?.commit_as(&prepared, Some(&actor))).await?;
     let changed = published.outcome == Outcome::Published || published.signature_added;
     if changed {
         api.refresh_site().await;
@@ -526,18 +533,9 @@ async fn set_yanked(
     };
     let path = api.opts.registry.clone();
     let (name, version) = (p.name.clone(), p.version.clone());
-    let changed = tokio::task::spawn_blocking(move || {
-        Registry::open(&path)?.set_yanked_as(&name, &version, yanked, &actor)
-    })
-    .await
-    .map_err(|e| {
-        refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!("the write stopped: {e}"),
-        )
-    })?
-    .map_err(registry_refusal)?;
+    let changed =
+        in_registry(move || Registry::open(&path)?.set_yanked_as(&name, &version, yanked, &actor))
+            .await?;
     if changed {
         api.refresh_site().await;
     }
@@ -581,18 +579,8 @@ async fn audit(State(api): State<Arc<Api>>, req: Request) -> Response {
             .map_err(|e| refuse(StatusCode::BAD_REQUEST, "bad_query", e.body_text()))?;
         let limit = q.limit.unwrap_or(100).clamp(1, 1000);
         let path = api.opts.registry.clone();
-        let rows = tokio::task::spawn_blocking(move || {
-            Registry::open_read_only(&path)?.audit(limit, q.before)
-        })
-        .await
-        .map_err(|e| {
-            refuse(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                format!("the read stopped: {e}"),
-            )
-        })?
-        .map_err(registry_refusal)?;
+        let rows =
+            in_registry(move || Registry::open_read_only(&path)?.audit(limit, q.before)).await?;
         Ok::<_, Refusal>(json_response(StatusCode::OK, &json!({"entries": rows})))
     };
     run.await.unwrap_or_else(Refusal::into_response)
