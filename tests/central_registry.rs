@@ -169,25 +169,36 @@ fn stored(dir: &Path, name: &str) -> Vec<String> {
         .collect()
 }
 
-fn hostile_tar_gz(path: &str) -> Vec<u8> {
+/// A `.tar.gz` of a valid SKILL.md for `pdf-evil` and one more entry: a file at `path` holding
+/// `bytes`, or (with `link`) a symbolic link at `path` to `link`.
+fn hostile_tar_gz(path: &str, bytes: &[u8], link: Option<&str>) -> Vec<u8> {
     let mut raw = Vec::new();
     {
         let mut b = tar::Builder::new(&mut raw);
-        for (p, text) in [
-            ("SKILL.md", doc("pdf-evil", "1.0.0", "")),
-            (path, "boom".to_string()),
-        ] {
+        let skill = doc("pdf-evil", "1.0.0", "");
+        for (p, data, target) in [("SKILL.md", skill.as_bytes(), None), (path, bytes, link)] {
             let mut h = tar::Header::new_gnu();
             let name = h.as_old_mut().name.as_mut();
             name[..p.len()].copy_from_slice(p.as_bytes());
-            h.set_size(text.len() as u64);
             h.set_mode(0o644);
-            h.set_cksum();
-            b.append(&h, text.as_bytes()).unwrap();
+            match target {
+                Some(t) => {
+                    h.set_entry_type(tar::EntryType::Symlink);
+                    h.set_link_name(t).unwrap();
+                    h.set_size(0);
+                    h.set_cksum();
+                    b.append(&h, &[][..]).unwrap();
+                }
+                None => {
+                    h.set_size(data.len() as u64);
+                    h.set_cksum();
+                    b.append(&h, data).unwrap();
+                }
+            }
         }
         b.finish().unwrap();
     }
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     std::io::Write::write_all(&mut gz, &raw).unwrap();
     gz.finish().unwrap()
 }
@@ -228,22 +239,25 @@ async fn publishing_rules_statuses_index_and_audit() {
     put_skill(&s, Some(&ci), "pdf-other@1.0.0", &v1)
         .await
         .is(422, Some("mismatch"));
-    // 422: not an archive, an empty body, a path that climbs out, an absolute path.
-    for body in [
+    // 422: not an archive, an empty body, a path that climbs out, an absolute path, links out
+    // of the skill, a decompression bomb.
+    for (i, body) in [
         b"just some text, not an archive".to_vec(),
         Vec::new(),
-        hostile_tar_gz("../escape.md"),
-        hostile_tar_gz("/etc/evil.md"),
-    ] {
-        send(
-            reqwest::Method::PUT,
-            format!("{}api/v1/skills/pdf-evil/1.0.0", s.url),
-            Some(&ci),
-            body,
-            &[],
-        )
-        .await
-        .is(422, None);
+        hostile_tar_gz("../escape.md", b"boom", None),
+        hostile_tar_gz("/etc/evil.md", b"boom", None),
+        hostile_tar_gz("references/passwd", b"", Some("/etc/passwd")),
+        hostile_tar_gz("references/up", b"", Some("../../outside")),
+        // A bomb: 40 MiB of zeros, some 40 KiB compressed (under the upload limit).
+        hostile_tar_gz("references/zeros.md", &vec![0u8; 40 << 20], None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert!(body.len() < 64 << 10, "case {i} is under the upload limit");
+        let url = format!("{}api/v1/skills/pdf-evil/1.0.0", s.url);
+        let a = send(reqwest::Method::PUT, url, Some(&ci), body, &[]).await;
+        assert_eq!(a.status.as_u16(), 422, "case {i}: {}", a.text);
     }
     // 413: over --max-upload, whether Content-Length says so or not.
     send(
