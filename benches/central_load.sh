@@ -25,14 +25,8 @@ if ((${#need[@]})); then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+. benches/support/load.sh
+make_work
 
 # N skills, each packed once: both publishes send the same archives.
 mkdir -p "$work/archives"
@@ -72,7 +66,6 @@ print(f"publish {n} in sequence: local {local:.1f}s ({1000*local/n:.1f} ms each)
 PY
 
 "$bin" export "$work/central.db" "$work/site" >/dev/null
-. benches/support/load.sh
 start_nginx "$work" "$work/site"
 pids+=("$nginx_master")
 index=/.well-known/agent-skills/index.json

@@ -15,14 +15,8 @@ duration=${DURATION:-10s}
 for tool in nginx wrk python3; do
     command -v "$tool" >/dev/null || { echo "http_load.sh: $tool is not installed" >&2; exit 2; }
 done
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+. benches/support/load.sh
+make_work
 
 for i in $(seq -w 1 "$n"); do
     mkdir -p "$work/corpus/skill-$i/references"
@@ -37,7 +31,6 @@ pids+=("$serve_pid")
 for _ in $(seq 1 600); do grep -q '^Serving' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
 skillcat_base=$(sed -n 's/^Serving .* on \(http:\/\/[^ ]*\)\/$/\1/p' "$work/serve.out")
 
-. benches/support/load.sh
 start_nginx "$work" "$work/site"
 nginx_pid=$nginx_master
 pids+=("$nginx_pid")

@@ -1,5 +1,19 @@
 # Shared by benches/http_load.sh and benches/central_load.sh (sourced, not run).
 
+# make_work: a temporary folder in $work and a list $pids of processes started; on exit the
+# processes are killed and the folder removed.
+make_work() {
+    work=$(mktemp -d)
+    pids=()
+    trap cleanup_work EXIT
+}
+
+cleanup_work() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+
 # start_nginx WORK SITE: nginx (2 workers, no access log) on a free 127.0.0.1 port serving the
 # exported SITE, immutable blobs as `serve` marks them. Sets nginx_base and nginx_master; the
 # caller kills nginx_master when done.
