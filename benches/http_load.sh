@@ -15,14 +15,8 @@ duration=${DURATION:-10s}
 for tool in nginx wrk python3; do
     command -v "$tool" >/dev/null || { echo "http_load.sh: $tool is not installed" >&2; exit 2; }
 done
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+. benches/support/load.sh
+make_work
 
 for i in $(seq -w 1 "$n"); do
     mkdir -p "$work/corpus/skill-$i/references"
@@ -37,29 +31,9 @@ pids+=("$serve_pid")
 for _ in $(seq 1 600); do grep -q '^Serving' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
 skillcat_base=$(sed -n 's/^Serving .* on \(http:\/\/[^ ]*\)\/$/\1/p' "$work/serve.out")
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$work/nginx.conf" <<CONF
-user root;
-worker_processes 2;
-pid $work/nginx.pid;
-error_log $work/nginx.err;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    types { application/json json; text/markdown md; }
-    default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:$port;
-        root $work/site;
-        location /blobs/ { add_header Cache-Control "public, max-age=31536000, immutable"; }
-    }
-}
-CONF
-nginx -c "$work/nginx.conf" -g 'daemon off;' &
-nginx_pid=$!
+start_nginx "$work" "$work/site"
+nginx_pid=$nginx_master
 pids+=("$nginx_pid")
-sleep 1
-nginx_base="http://127.0.0.1:$port"
 
 index=/.well-known/agent-skills/index.json
 blob=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["skills"][0]["url"].replace("../..",""))' "$work/site$index")
@@ -70,11 +44,7 @@ for who in skillcat nginx; do
     if [ "$who" = skillcat ]; then base=$skillcat_base; pid=$serve_pid; else base=$nginx_base; pid=$(cat "$work/nginx.pid"); fi
     for what in index blob; do
         if [ "$what" = index ]; then path=$index; else path=$blob; fi
-        out=$(wrk -t2 -c64 -d"$duration" --latency "$base$path")
-        rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-        p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
-        errors=$(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr '\n' ' ' || true)
-        printf '%-8s %-5s 64 connections: %10s requests/s, p99 %8s %s\n' "$who" "$what" "$rps" "$p99" "$errors"
+        wrk_row "$who" "$what" "$base$path" "$duration"
     done
     if [ "$who" = skillcat ]; then
         printf '%-8s RSS after load: %s\n' "$who" "$(grep VmRSS /proc/"$pid"/status | awk '{print $2, $3}')"

@@ -214,7 +214,7 @@ pub fn add(a: AddArgs) -> u8 {
         err!("Error: the keyring written would not hold key {id}");
         return FAULTS;
     };
-    if let Err(e) = write_atomically(&path, &new_text, a.keyring.is_none()) {
+    if let Err(e) = write_atomically(&path, &new_text, a.keyring.is_none(), None) {
         err!("Error: cannot write the keyring {}: {e}", path.display());
         return FAULTS;
     }
@@ -292,7 +292,7 @@ pub fn revoke(a: RevokeArgs) -> u8 {
         }
         Ok(true) => {
             let new_text = format!("{HEADER}\n{}", ring.to_toml());
-            if let Err(e) = write_atomically(&path, &new_text, false) {
+            if let Err(e) = write_atomically(&path, &new_text, false, None) {
                 err!("Error: cannot write the keyring {}: {e}", path.display());
                 return FAULTS;
             }
@@ -311,8 +311,14 @@ pub fn revoke(a: RevokeArgs) -> u8 {
 }
 
 /// Writes `text` to `path` through a temporary file in the same folder renamed into place;
-/// `create_dir` makes the folder first (the default keyring's `~/.config/skillcat`).
-fn write_atomically(path: &Path, text: &str, create_dir: bool) -> std::io::Result<()> {
+/// `create_dir` makes the folder first (the default keyring's `~/.config/skillcat`); `mode`, when
+/// given, is the new file's permission bits whatever the old file had.
+pub(super) fn write_atomically(
+    path: &Path,
+    text: &str,
+    create_dir: bool,
+    mode: Option<u32>,
+) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -322,8 +328,10 @@ fn write_atomically(path: &Path, text: &str, create_dir: bool) -> std::io::Resul
     }
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     // Readable by others as a keyring is (it holds public keys), or as the file was.
-    let mode = std::fs::metadata(path).map_or(0o644, |m| {
-        std::os::unix::fs::PermissionsExt::mode(&m.permissions())
+    let mode = mode.unwrap_or_else(|| {
+        std::fs::metadata(path).map_or(0o644, |m| {
+            std::os::unix::fs::PermissionsExt::mode(&m.permissions())
+        })
     });
     tmp.as_file()
         .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;

@@ -58,16 +58,19 @@ impl std::io::Write for Stream {
     }
 }
 
+mod central;
 mod install;
 mod keyring;
 mod matching;
 mod mcp;
 mod project;
+mod publish;
 mod read;
 mod registry;
 mod remote;
 mod script;
 mod shell;
+mod token;
 mod trust;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -409,6 +412,23 @@ enum Command {
         #[command(subcommand)]
         cmd: project::TrustCommand,
     },
+    /// Publish skills to a central registry (`serve REGISTRY.db --publish`): each directory or
+    /// archive packed reproducibly, sent with its signature; prints name@version and digest.
+    #[command(
+        after_help = "Example: SKILLCAT_TOKEN=\"$(cat ci.token)\" skillcat publish https://skills.example.com/ fixtures/skills/pdf-forms"
+    )]
+    Publish(publish::PublishArgs),
+    /// Yank a version from a central registry (`--undo`: unyank it).
+    #[command(
+        after_help = "Example: skillcat yank https://skills.example.com/ pdf-forms@0.4.1 --token-file ci.token"
+    )]
+    Yank(publish::YankArgs),
+    /// Publish tokens of a central registry (create, list, revoke); only their hashes are kept.
+    #[command(after_help = "Example: skillcat token list --tokens tokens.toml")]
+    Token {
+        #[command(subcommand)]
+        cmd: token::TokenCommand,
+    },
 }
 
 /// Runs one command; returns the exit code.
@@ -496,6 +516,9 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Update(a) => install::update(a).await,
         Command::Remove(a) => install::remove(a).await,
         Command::Status(a) => install::status(a).await,
+        Command::Token { cmd } => token::run(cmd),
+        Command::Publish(a) => publish::publish(a).await,
+        Command::Yank(a) => publish::yank(a).await,
         Command::Verify {
             source,
             name,

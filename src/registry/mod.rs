@@ -10,7 +10,8 @@
 //! │   │   ├── file       (version_id, path) · path_fold (UNIQUE per version) · blob_id · executable
 //! │   │   └── signature  (version_id, key_id) · format ('minisign') · signature (.minisig text)
 //! │   └── tag        (skill_id, tag) → version_id of the same skill; `latest` = highest non-yanked
-//! └── skill_search   FTS5 (name, description, body), rowid = skill.id: the `latest` version's text
+//! ├── skill_search   FTS5 (name, description, body), rowid = skill.id: the `latest` version's text
+//! └── audit          id · at (Unix s) · token (its name) · action · name · version · digest · client
 //! ```
 //!
 //! The schema is the SQL of `migrations/` ([`MIGRATIONS`]), applied in order when a registry is
@@ -58,6 +59,7 @@
 //! # Ok(()) }
 //! ```
 
+mod audit;
 mod check;
 mod error;
 mod files;
@@ -66,11 +68,13 @@ mod order;
 mod publish;
 mod query;
 mod schema;
+pub mod tokens;
 
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
+pub use audit::{Actor, AuditAction, AuditEntry};
 pub use check::CheckReport;
 pub use error::RegistryError;
 pub use fts::fts_query;

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
-use super::{Registry, RegistryError, Result, order, query};
+use super::{Actor, AuditAction, Registry, RegistryError, Result, audit, order, query};
 use crate::digest::{self, Manifest};
 use crate::document::{Skill, ValidateOptions};
 use crate::path::FileEntry;
@@ -344,6 +344,13 @@ impl Registry {
     /// ([`Outcome::Unchanged`]; a signature by a key not yet recorded is added); other content
     /// is [`RegistryError::Immutable`].
     pub fn commit(&mut self, p: &Prepared) -> Result<Published> {
+        self.commit_as(p, None)
+    }
+
+    /// [`commit`](Self::commit) on behalf of `actor`: a write (a new version, or a signature
+    /// added to the same content) also appends its row to the audit log, in the same
+    /// transaction. A publish that writes nothing records nothing.
+    pub fn commit_as(&mut self, p: &Prepared, actor: Option<&Actor>) -> Result<Published> {
         if self.read_only {
             return Err(RegistryError::ReadOnly {
                 path: self.shown.clone(),
@@ -430,6 +437,10 @@ impl Registry {
             }
             published.latest = is_latest(&tx, skill_id, *id).map_err(sql)?;
             if published.signature_added {
+                if let Some(actor) = actor {
+                    let action = AuditAction::Signature;
+                    audit::record(&tx, actor, action, &name, &version, &p.digest).map_err(sql)?;
+                }
                 tx.commit().map_err(sql)?;
             }
             // Otherwise the transaction is dropped: rolled back, nothing written.
@@ -513,6 +524,10 @@ impl Registry {
         }
         query::refresh_latest(&tx, skill_id).map_err(sql)?;
         published.latest = is_latest(&tx, skill_id, version_id).map_err(sql)?;
+        if let Some(actor) = actor {
+            let action = AuditAction::Publish;
+            audit::record(&tx, actor, action, &name, &version, &p.digest).map_err(sql)?;
+        }
         tx.commit().map_err(sql)?;
         Ok(published)
     }

@@ -3,7 +3,7 @@
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
-use super::{Registry, RegistryError, Result, fts, order};
+use super::{Actor, AuditAction, Registry, RegistryError, Result, fts, order};
 use crate::digest::Manifest;
 
 /// The tag that names a skill's highest non-yanked version.
@@ -222,15 +222,33 @@ impl Registry {
     /// Yanks `name@version`: it leaves `latest` and search but stays readable by version.
     /// Returns whether anything changed (`false` when it was already yanked).
     pub fn yank(&mut self, name: &str, version: &str) -> Result<bool> {
-        self.set_yanked(name, version, true)
+        self.set_yanked(name, version, true, None)
     }
 
     /// Undoes [`yank`](Self::yank). Returns whether anything changed.
     pub fn unyank(&mut self, name: &str, version: &str) -> Result<bool> {
-        self.set_yanked(name, version, false)
+        self.set_yanked(name, version, false, None)
     }
 
-    fn set_yanked(&mut self, name: &str, version: &str, yanked: bool) -> Result<bool> {
+    /// Yanks (`yanked`) or unyanks `name@version` on behalf of `actor`: a change also appends
+    /// its row to the audit log in the same transaction; no change records nothing.
+    pub fn set_yanked_as(
+        &mut self,
+        name: &str,
+        version: &str,
+        yanked: bool,
+        actor: &Actor,
+    ) -> Result<bool> {
+        self.set_yanked(name, version, yanked, Some(actor))
+    }
+
+    fn set_yanked(
+        &mut self,
+        name: &str,
+        version: &str,
+        yanked: bool,
+        actor: Option<&Actor>,
+    ) -> Result<bool> {
         if self.read_only {
             return Err(RegistryError::ReadOnly {
                 path: self.shown.clone(),
@@ -245,16 +263,16 @@ impl Registry {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql)?;
-        let found: Option<(i64, i64, bool)> = tx
+        let found: Option<(i64, i64, bool, Vec<u8>)> = tx
             .query_row(
-                "SELECT v.id, v.skill_id, v.yanked FROM version v JOIN skill s ON s.id = v.skill_id \
-                 WHERE s.name = ?1 AND v.version = ?2",
+                "SELECT v.id, v.skill_id, v.yanked, v.skill_digest FROM version v \
+                 JOIN skill s ON s.id = v.skill_id WHERE s.name = ?1 AND v.version = ?2",
                 [name, version],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
             .optional()
             .map_err(sql)?;
-        let Some((id, skill_id, was)) = found else {
+        let Some((id, skill_id, was, digest)) = found else {
             return Err(RegistryError::NotFound(format!(
                 "{name}@{version} in {shown}"
             )));
@@ -268,6 +286,14 @@ impl Registry {
         )
         .map_err(sql)?;
         refresh_latest(&tx, skill_id).map_err(sql)?;
+        if let Some(actor) = actor {
+            let action = if yanked {
+                AuditAction::Yank
+            } else {
+                AuditAction::Unyank
+            };
+            super::audit::record(&tx, actor, action, name, version, &digest).map_err(sql)?;
+        }
         tx.commit().map_err(sql)?;
         Ok(true)
     }

@@ -37,10 +37,16 @@ pub struct Migration {
 
 /// Every migration, in the order they are applied. Append only: a released entry is never
 /// edited or removed, since `user_version` counts them.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    name: "0001_init.sql",
-    sql: include_str!("../../migrations/0001_init.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        name: "0001_init.sql",
+        sql: include_str!("../../migrations/0001_init.sql"),
+    },
+    Migration {
+        name: "0002_audit.sql",
+        sql: include_str!("../../migrations/0002_audit.sql"),
+    },
+];
 
 /// The schema version this build writes and reads: the number of migrations.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

@@ -38,15 +38,20 @@
 //! The [`Site`] is built once from any [`Source`](crate::source::Source): only skills that
 //! load and validate are served; the others come back as [`SiteProblem`]s.
 
+#[cfg(feature = "registry")]
+mod api;
 mod export;
 mod limits;
 mod server;
 mod site;
 
+#[cfg(feature = "registry")]
+pub use api::{ApiOptions, DEFAULT_MAX_UPLOAD, Rebuild, publishing_router};
 pub use export::{Exported, export};
 pub use limits::{Conn, Guarded, LimitedListener, ServeLimits, track};
 pub use server::{
-    RangeRequest, decode_path, etag_matches, parse_range, respond, router, run, shutdown_signal,
+    RangeRequest, answer, decode_path, etag_matches, parse_range, respond, router, run, run_app,
+    shutdown_signal, with_layers,
 };
 pub use site::{
     AGENT_SKILLS_INDEX, IMMUTABLE, REVALIDATE, SKILLS_INDEX, SignatureLookup, Signed, Site,

@@ -167,6 +167,11 @@ pub fn decode_path(path: &str) -> Option<String> {
 }
 
 async fn handle(State(site): State<Arc<Site>>, req: Request) -> Response {
+    answer(&site, &req)
+}
+
+/// The answer of the read side to any request: a file of `site`, a CORS preflight, 404 or 405.
+pub fn answer(site: &Site, req: &Request) -> Response {
     let method = req.method().clone();
     if method == Method::OPTIONS {
         // A CORS preflight (or a plain OPTIONS): which methods and request headers are welcome.
@@ -225,10 +230,13 @@ async fn access_log(req: Request, next: Next) -> Response {
 /// Served by [`run`], each request also moves its connection's deadline (the request timeout
 /// while it is answered, the idle timeout after); a router served otherwise ignores that.
 pub fn router(site: Arc<Site>, verbose: bool) -> Router {
-    let app = Router::new()
-        .fallback(handle)
-        .with_state(site)
-        .layer(middleware::from_fn(track));
+    with_layers(Router::new().fallback(handle).with_state(site), verbose)
+}
+
+/// `app` with what every route of the server gets: the connection deadlines moved by each
+/// request and, with `verbose`, the access log.
+pub fn with_layers(app: Router, verbose: bool) -> Router {
+    let app = app.layer(middleware::from_fn(track));
     if verbose {
         app.layer(middleware::from_fn(access_log))
     } else {
@@ -246,7 +254,17 @@ pub async fn run(
     limits: ServeLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(site, verbose);
+    run_app(router(site, verbose), listener, limits, shutdown).await
+}
+
+/// [`run`] for any router (made with [`with_layers`]): the publishing API serves its routes
+/// beside the read side this way.
+pub async fn run_app(
+    app: Router,
+    listener: TcpListener,
+    limits: ServeLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let (listener, closer) = limited(listener, limits);
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let serving = axum::serve(listener, app.into_make_service_with_connect_info::<Conn>())

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod bin;
+pub mod central;
 pub mod conformance;
 pub mod project;
 pub mod serve;

@@ -1,0 +1,120 @@
+//! `skillcat serve REGISTRY.db --publish --tokens FILE`: the options of a central registry and
+//! the router that serves its publishing API beside the read side.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use skillcat::registry::Registry;
+use skillcat::serve::{self, ApiOptions, Site};
+use skillcat::sign::Keyring;
+
+use super::USAGE;
+
+/// The publishing options of `skillcat serve`.
+#[derive(Debug, clap::Args)]
+pub struct PublishArgs {
+    /// Accept publishes, yanks and audit reads under /api/v1/ (SOURCE must be a registry file;
+    /// --tokens says who may write).
+    #[arg(long, requires = "tokens")]
+    pub publish: bool,
+    /// The token file (`skillcat token create`); re-read when it changes and on SIGHUP.
+    #[arg(long, value_name = "FILE", requires = "publish")]
+    pub tokens: Option<PathBuf>,
+    /// Refuse a publish unless its signature verifies against this keyring.
+    #[arg(long, value_name = "FILE", requires = "publish")]
+    pub keyring: Option<PathBuf>,
+    /// The largest upload: bytes, or with a unit (`16MiB`, `512KiB`).
+    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = parse_size)]
+    pub max_upload: u64,
+    /// Uploads read at once; more wait (bounds the memory uploads take).
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_uploads: u32,
+    /// Writes (publish, yank, unyank) per token per minute, also the burst; more are 429.
+    #[arg(long, value_name = "N", default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..))]
+    pub writes_per_minute: u32,
+}
+
+/// A size on the command line: `16MiB`, `512KiB`, `1GiB`, `2MB`, or bytes.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (say 16MiB or 1048576)"))?;
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" | "kB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        _ => return Err(format!("{s:?} is not a size (say 16MiB or 1048576)")),
+    };
+    n.checked_mul(mult)
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{s:?} is not a positive size"))
+}
+
+/// The registry file a `--publish` SOURCE names (`x.db`, `sqlite:x.db`).
+fn registry_path(source: &str) -> PathBuf {
+    PathBuf::from(source.strip_prefix("sqlite:").unwrap_or(source))
+}
+
+/// Before the site is built: the SOURCE of `--publish` must be a registry, opened read-write
+/// once so that it is migrated (the audit log) before anything reads it.
+pub(super) fn prepare(source: &str) -> Result<(), u8> {
+    let path = registry_path(source);
+    match Registry::open(&path) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            err!(
+                "Error: --publish serves a registry file (skillcat registry init {}): {e}",
+                path.display()
+            );
+            Err(USAGE)
+        }
+    }
+}
+
+/// The read side of `site` and the publishing API, as `args` says.
+pub(super) fn router(
+    source: &str,
+    args: &PublishArgs,
+    site: Site,
+    rebuild: serve::Rebuild,
+    local: &SocketAddr,
+) -> Result<axum::Router, u8> {
+    let tokens = args.tokens.clone().expect("clap requires --tokens");
+    let keyring = match args.keyring.as_deref().map(Keyring::load).transpose() {
+        Ok(k) => k,
+        Err(e) => {
+            super::keyring::explain_keyring_error(
+                args.keyring.as_deref().unwrap_or(Path::new("")),
+                &e,
+            );
+            return Err(USAGE);
+        }
+    };
+    if !local.ip().is_loopback() {
+        err!(
+            "warning: serving the publishing API over plain HTTP on {local}: tokens cross the \
+             network unencrypted. Put a TLS-terminating proxy in front, or bind to 127.0.0.1"
+        );
+    }
+    let opts = ApiOptions {
+        registry: registry_path(source),
+        tokens,
+        keyring,
+        max_upload: args.max_upload,
+        max_uploads: args.max_uploads as usize,
+        writes_per_minute: args.writes_per_minute,
+    };
+    serve::publishing_router(Arc::new(RwLock::new(Arc::new(site))), rebuild, opts).map_err(|e| {
+        err!("Error: {e}");
+        USAGE
+    })
+}

@@ -1,0 +1,320 @@
+//! `skillcat publish URL PATH...` and `skillcat yank URL NAME@VERSION`: the client of a central
+//! registry (`skillcat serve REGISTRY.db --publish`).
+//!
+//! The token comes from `--token-file FILE`, else `SKILLCAT_TOKEN`: never from the command line,
+//! where other users could read it in the process list. It is sent only over https, or over
+//! plain http to a loopback address, unless `--allow-insecure` says otherwise.
+
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::{FAULTS, OK, USAGE};
+
+/// The environment variable holding a token when no `--token-file` is given.
+const TOKEN_ENV: &str = "SKILLCAT_TOKEN";
+
+/// How to reach the registry: shared by `publish` and `yank`.
+#[derive(Debug, clap::Args)]
+pub struct Remote {
+    /// A file holding the token (as `skillcat token create` printed it) [default: $SKILLCAT_TOKEN].
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Send the token over plain http to a host that is not loopback.
+    #[arg(long)]
+    allow_insecure: bool,
+    /// Trust this CA certificate (PEM) for https, besides the system's.
+    #[arg(long, value_name = "PEM")]
+    cacert: Option<PathBuf>,
+}
+
+/// `skillcat publish` arguments.
+#[derive(Debug, clap::Args)]
+pub struct PublishArgs {
+    /// The registry's address (`https://skills.example.com/`).
+    url: String,
+    /// Skill directories, directories of skills, or archives (each skill needs a version:
+    /// `metadata.version`).
+    #[arg(required = true)]
+    paths: Vec<String>,
+    /// The detached signature of the one skill published [default: the .minisig beside it,
+    /// as `skillcat sign` and `pack --sign` write it].
+    #[arg(long, value_name = "FILE")]
+    sig: Option<PathBuf>,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+/// `skillcat yank` arguments.
+#[derive(Debug, clap::Args)]
+pub struct YankArgs {
+    /// The registry's address.
+    url: String,
+    /// The version to yank.
+    #[arg(value_name = "NAME@VERSION")]
+    spec: String,
+    /// Unyank instead.
+    #[arg(long)]
+    undo: bool,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+/// A client ready to talk to one registry: its API base, token and HTTP client.
+struct Client {
+    api: reqwest::Url,
+    token: String,
+    http: reqwest::Client,
+}
+
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let host = url.host_str().unwrap_or("");
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+impl Remote {
+    /// Checks the URL and the transport, reads the token; errors are printed.
+    fn connect(&self, url: &str) -> Result<Client, u8> {
+        let mut base = reqwest::Url::parse(url).map_err(|e| {
+            err!("Error: {url:?} is not a URL: {e}");
+            USAGE
+        })?;
+        if !matches!(base.scheme(), "http" | "https") {
+            err!("Error: {url}: the registry is reached over http:// or https://");
+            return Err(USAGE);
+        }
+        if !base.username().is_empty() || base.password().is_some() {
+            err!("Error: {url}: put the token in --token-file or ${TOKEN_ENV}, not in the URL");
+            return Err(USAGE);
+        }
+        if base.scheme() == "http" && !is_loopback(&base) && !self.allow_insecure {
+            err!(
+                "Error: refusing to send a token over plain http to {}: use https://, or \
+                 --allow-insecure if the network is trusted",
+                base.host_str().unwrap_or("?")
+            );
+            return Err(USAGE);
+        }
+        let token = match &self.token_file {
+            Some(p) => std::fs::read_to_string(p).map_err(|e| {
+                err!("Error: cannot read the token file {}: {e}", p.display());
+                USAGE
+            })?,
+            None => std::env::var(TOKEN_ENV).map_err(|_| {
+                err!("Error: no token: pass --token-file FILE or set ${TOKEN_ENV}");
+                USAGE
+            })?,
+        };
+        let token = token.trim().to_string();
+        if token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            err!(
+                "Error: the token is empty or has spaces in it (one line, as `token create` printed it)"
+            );
+            return Err(USAGE);
+        }
+        if !base.path().ends_with('/') {
+            let path = format!("{}/", base.path());
+            base.set_path(&path);
+        }
+        let api = base.join("api/v1/").expect("a relative path joins");
+        let timeout = super::globals()
+            .open
+            .timeout
+            .unwrap_or(std::time::Duration::from_secs(120));
+        #[allow(unused_mut)]
+        let mut builder = reqwest::Client::builder()
+            .timeout(timeout)
+            // A redirect could carry the token elsewhere: the API never redirects.
+            .redirect(reqwest::redirect::Policy::none());
+        match &self.cacert {
+            #[cfg(feature = "tls")]
+            Some(pem) => {
+                let cert = std::fs::read(pem)
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| reqwest::Certificate::from_pem(&b).map_err(|e| e.to_string()))
+                    .map_err(|e| {
+                        err!(
+                            "Error: cannot use the CA certificate {}: {e}",
+                            pem.display()
+                        );
+                        USAGE
+                    })?;
+                builder = builder.add_root_certificate(cert);
+            }
+            #[cfg(not(feature = "tls"))]
+            Some(_) => {
+                err!("Error: --cacert needs a skillcat built with the `tls` feature");
+                return Err(USAGE);
+            }
+            None => {}
+        }
+        let http = builder.build().map_err(|e| {
+            err!("Error: cannot make an HTTP client: {e}");
+            USAGE
+        })?;
+        Ok(Client { api, token, http })
+    }
+}
+
+impl Client {
+    /// Sends one API request; `Ok` holds a 2xx answer's JSON, `Err` the line to print.
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<(bytes::Bytes, Option<String>)>,
+    ) -> Result<Value, String> {
+        let url = self.api.join(path).map_err(|e| e.to_string())?;
+        let mut req = self.http.request(method, url).bearer_auth(&self.token);
+        if let Some((bytes, sig)) = body {
+            req = req
+                .header(reqwest::header::CONTENT_TYPE, "application/gzip")
+                .body(bytes);
+            if let Some(sig) = sig {
+                use base64::Engine;
+                let encoded = base64::engine::general_purpose::STANDARD.encode(sig);
+                req = req.header("skillcat-signature", encoded);
+            }
+        }
+        // reqwest's errors name the URL, never the headers: the token stays out of them.
+        let resp = req.send().await.map_err(|e| e.to_string())?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(|e| e.to_string())?;
+        let json: Option<Value> = serde_json::from_str(&text).ok();
+        if status.is_success() {
+            return json.ok_or_else(|| format!("the registry answered {status} without JSON"));
+        }
+        let detail = json
+            .as_ref()
+            .and_then(|j| j["errors"][0]["detail"].as_str())
+            .map_or_else(|| text.trim().chars().take(200).collect(), str::to_string);
+        Err(format!("{status}: {detail}"))
+    }
+}
+
+fn escape(s: &str) -> String {
+    skillcat::prompt::escape_controls(s).into_owned()
+}
+
+/// `skillcat publish URL PATH... [--sig FILE] [--token-file FILE]`
+pub async fn publish(a: PublishArgs) -> u8 {
+    let client = match a.remote.connect(&a.url) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let given_sig = match a.sig.as_ref().map(std::fs::read_to_string).transpose() {
+        Ok(s) => s,
+        Err(e) => {
+            err!("Error: cannot read the signature: {e}");
+            return USAGE;
+        }
+    };
+    // Every path is read and packed before anything is sent.
+    let mut skills = Vec::new();
+    let mut code = OK;
+    for path in &a.paths {
+        match super::remote::build_site(path).await {
+            Ok((site, problems)) => {
+                if problems > 0 {
+                    code = FAULTS;
+                }
+                skills.extend(site.skills().iter().cloned());
+            }
+            Err(c) => return c,
+        }
+    }
+    if skills.is_empty() {
+        err!("Error: no valid skill in {}", a.paths.join(", "));
+        return FAULTS;
+    }
+    if given_sig.is_some() && skills.len() != 1 {
+        err!(
+            "Error: --sig is the signature of one skill; the paths hold {}",
+            skills.len()
+        );
+        return USAGE;
+    }
+    let unversioned: Vec<&str> = skills
+        .iter()
+        .filter(|s| s.version.is_none())
+        .map(|s| s.name.as_str())
+        .collect();
+    if !unversioned.is_empty() {
+        err!(
+            "Error: no version for {}: set metadata.version in the SKILL.md frontmatter",
+            unversioned.join(", ")
+        );
+        return USAGE;
+    }
+    for s in skills {
+        let version = s.version.clone().unwrap_or_default();
+        let sig = given_sig.clone().or(s.signature.clone());
+        let path = format!("skills/{}/{}", s.name, version);
+        match client
+            .send(reqwest::Method::PUT, &path, Some((s.archive.clone(), sig)))
+            .await
+        {
+            Ok(j) => {
+                let outcome = j["outcome"].as_str().unwrap_or("published");
+                let digest = j["digest"].as_str().unwrap_or("");
+                out!(
+                    "{}@{}  {digest}  {}",
+                    s.name,
+                    version,
+                    if outcome == "unchanged" {
+                        "already published"
+                    } else {
+                        "published"
+                    }
+                );
+            }
+            Err(e) => {
+                err!("Error: {}@{version}: {}", s.name, escape(&e));
+                code = FAULTS;
+            }
+        }
+    }
+    code
+}
+
+/// `skillcat yank URL NAME@VERSION [--undo]`
+pub async fn yank(a: YankArgs) -> u8 {
+    let Some((name, version)) = a.spec.split_once('@').filter(|(n, v)| {
+        !n.is_empty() && !v.is_empty() && !format!("{n}{v}").contains(['/', '?', '#', '%'])
+    }) else {
+        err!("Error: {:?} is not NAME@VERSION", a.spec);
+        return USAGE;
+    };
+    let client = match a.remote.connect(&a.url) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let (method, action) = if a.undo {
+        (reqwest::Method::PUT, "unyank")
+    } else {
+        (reqwest::Method::DELETE, "yank")
+    };
+    match client
+        .send(method, &format!("skills/{name}/{version}/{action}"), None)
+        .await
+    {
+        Ok(j) => {
+            let changed = j["changed"].as_bool().unwrap_or(true);
+            match (a.undo, changed) {
+                (false, true) => out!("Yanked {name}@{version}"),
+                (false, false) => out!("{name}@{version} was already yanked"),
+                (true, true) => out!("Unyanked {name}@{version}"),
+                (true, false) => out!("{name}@{version} was not yanked"),
+            }
+            OK
+        }
+        Err(e) => {
+            err!("Error: {name}@{version}: {}", escape(&e));
+            FAULTS
+        }
+    }
+}

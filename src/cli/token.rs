@@ -1,0 +1,225 @@
+//! `skillcat token create|list|revoke`: the publish tokens of a central registry.
+//!
+//! The token file (`--tokens FILE`) holds only hashes; `create` prints the new token once, on
+//! stdout and alone on its line, so `skillcat token create … > ci.token` captures exactly it.
+//! Every write goes through a temporary file renamed into place, mode 0600.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use skillcat::registry::tokens::{Right, TokenError, Tokens};
+
+use super::{FAULTS, Format, OK, USAGE};
+
+/// The `token` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum TokenCommand {
+    /// Make a token for publishing (and yanking) skills whose names match the scopes; prints it
+    /// once on stdout and stores only its sha256 in the token file (created when missing, 0600).
+    #[command(
+        after_help = "Example: skillcat token create --tokens tokens.toml --name ci --scope 'acme-*' --can publish,yank > ci.token"
+    )]
+    Create(CreateArgs),
+    /// List the tokens: name, scopes, rights, creation time, revoked. Never the tokens.
+    #[command(after_help = "Example: skillcat token list --tokens tokens.toml")]
+    List(ListArgs),
+    /// Revoke a token: the server refuses it (401) once it has reloaded the file.
+    #[command(after_help = "Example: skillcat token revoke ci --tokens tokens.toml")]
+    Revoke(RevokeArgs),
+}
+
+/// `token create` arguments.
+#[derive(Debug, clap::Args)]
+pub struct CreateArgs {
+    /// The token file.
+    #[arg(long, value_name = "FILE")]
+    tokens: PathBuf,
+    /// The token's name, recorded in the audit log (letters, digits, `.`, `_`, `-`; unique).
+    #[arg(long)]
+    name: String,
+    /// A skill-name pattern the token may write (`*` any run of characters, `?` one),
+    /// repeatable; at least one.
+    #[arg(long = "scope", value_name = "PATTERN", required = true)]
+    scopes: Vec<String>,
+    /// What the token may do: `publish`, `yank`, or both (comma-separated or repeated).
+    #[arg(
+        long,
+        value_name = "RIGHTS",
+        value_delimiter = ',',
+        default_value = "publish"
+    )]
+    can: Vec<String>,
+}
+
+/// `token list` arguments.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// The token file.
+    #[arg(long, value_name = "FILE")]
+    tokens: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+}
+
+/// `token revoke` arguments.
+#[derive(Debug, clap::Args)]
+pub struct RevokeArgs {
+    /// The token's name.
+    name: String,
+    /// The token file.
+    #[arg(long, value_name = "FILE")]
+    tokens: PathBuf,
+}
+
+/// Runs a `token` subcommand.
+pub fn run(cmd: TokenCommand) -> u8 {
+    match cmd {
+        TokenCommand::Create(a) => create(a),
+        TokenCommand::List(a) => list(a),
+        TokenCommand::Revoke(a) => revoke(a),
+    }
+}
+
+/// Loads the token file; `missing_ok` gives no tokens for a file that does not exist yet.
+fn load(path: &Path, missing_ok: bool) -> Result<Tokens, u8> {
+    match Tokens::load(path) {
+        Ok(t) => Ok(t),
+        Err(TokenError::Io { source, .. })
+            if missing_ok && source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(Tokens::new())
+        }
+        Err(e) => {
+            err!("Error: {e}");
+            Err(USAGE)
+        }
+    }
+}
+
+fn save(path: &Path, tokens: &Tokens) -> Result<(), u8> {
+    super::keyring::write_atomically(path, &tokens.to_toml(), false, Some(0o600)).map_err(|e| {
+        err!("Error: cannot write the token file {}: {e}", path.display());
+        FAULTS
+    })
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn create(a: CreateArgs) -> u8 {
+    if let Err(code) = super::output_dir_exists(&a.tokens) {
+        return code;
+    }
+    let rights = match a
+        .can
+        .iter()
+        .map(|r| r.parse::<Right>())
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            err!("Error: {e}");
+            return USAGE;
+        }
+    };
+    let mut tokens = match load(&a.tokens, true) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
+    let token = match tokens.create(&a.name, &a.scopes, &rights, now()) {
+        Ok(t) => t,
+        Err(e) => {
+            err!("Error: {e}");
+            return USAGE;
+        }
+    };
+    if let Err(code) = save(&a.tokens, &tokens) {
+        return code;
+    }
+    let entry = tokens.find(&a.name).expect("just created");
+    let rights: Vec<&str> = entry.rights().iter().map(|r| r.as_str()).collect();
+    err!(
+        "Created token {} ({} on {}) in {}; it is printed once, below: keep it secret",
+        a.name,
+        rights.join(", "),
+        entry.scopes().join(" "),
+        a.tokens.display()
+    );
+    out!("{token}");
+    OK
+}
+
+fn list(a: ListArgs) -> u8 {
+    let tokens = match load(&a.tokens, false) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
+    match a.format {
+        Format::Json => {
+            let rows: Vec<_> = tokens
+                .entries()
+                .iter()
+                .map(|e| {
+                    json!({
+                        "name": e.name(),
+                        "scopes": e.scopes(),
+                        "can": e.rights().iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+                        "created": skillcat::registry::tokens::format_utc(e.created()),
+                        "revoked": e.is_revoked(),
+                    })
+                })
+                .collect();
+            out!("{}", serde_json::Value::Array(rows));
+        }
+        Format::Text => {
+            if tokens.entries().is_empty() {
+                err!("No tokens in {}", a.tokens.display());
+            }
+            for e in tokens.entries() {
+                let rights: Vec<&str> = e.rights().iter().map(|r| r.as_str()).collect();
+                out!(
+                    "{}  {}  can {}  created {}{}",
+                    e.name(),
+                    e.scopes().join(" "),
+                    rights.join(","),
+                    skillcat::registry::tokens::format_utc(e.created()),
+                    if e.is_revoked() { "  (revoked)" } else { "" }
+                );
+            }
+        }
+    }
+    OK
+}
+
+fn revoke(a: RevokeArgs) -> u8 {
+    let mut tokens = match load(&a.tokens, false) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
+    match tokens.revoke(&a.name) {
+        Ok(false) => {
+            err!("Token {} was already revoked", a.name);
+            OK
+        }
+        Ok(true) => {
+            if let Err(code) = save(&a.tokens, &tokens) {
+                return code;
+            }
+            err!(
+                "Revoked token {} in {}: a server reading the file refuses it from its next reload",
+                a.name,
+                a.tokens.display()
+            );
+            OK
+        }
+        Err(e) => {
+            err!("Error: {e} in {}", a.tokens.display());
+            FAULTS
+        }
+    }
+}
