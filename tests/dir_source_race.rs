@@ -54,11 +54,17 @@ fn flipper(at: &Path, to: &Path, stop: Arc<AtomicBool>) -> std::thread::JoinHand
     })
 }
 
-/// Reads `path` `rounds` times while `at` flips; returns how many reads saw the secret and how
-/// many gave the file inside.
-async fn race(src: &DirSource, path: &str, rounds: usize) -> (usize, usize) {
+/// Reads `path` 20,000 times while the entry `flipped` (relative to the root, its twin under
+/// `outside` of the same name) flips between itself and a link out; no read may give the
+/// outside bytes, and the race must have run.
+async fn no_read_leaks(flipped: &str, path: &str) {
+    let (root, outside) = tree();
+    let src = DirSource::open(root.path(), DirOptions::default()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let twin = outside.path().join(Path::new(flipped).file_name().unwrap());
+    let flips = flipper(&root.path().join(flipped), &twin, stop.clone());
     let (mut leaked, mut read) = (0, 0);
-    for _ in 0..rounds {
+    for _ in 0..20_000 {
         match src.read(path).await {
             Ok(bytes) if &bytes[..] == b"secret" => leaked += 1,
             Ok(bytes) => {
@@ -69,53 +75,26 @@ async fn race(src: &DirSource, path: &str, rounds: usize) -> (usize, usize) {
             Err(_) => {}
         }
     }
-    (leaked, read)
+    stop.store(true, Ordering::Relaxed);
+    let flips = flips.join().unwrap();
+    assert!(
+        flips > 0 && read > 0,
+        "the race never ran: {flips} flips, {read} reads"
+    );
+    assert_eq!(
+        leaked, 0,
+        "{leaked} reads followed the swapped link out of the root"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_swapped_for_a_link_out_never_redirects_a_read() {
-    let (root, outside) = tree();
-    let src = DirSource::open(root.path(), DirOptions::default()).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let flips = flipper(
-        &root.path().join("s/f"),
-        &outside.path().join("f"),
-        stop.clone(),
-    );
-    let (leaked, read) = race(&src, "s/f", 20_000).await;
-    stop.store(true, Ordering::Relaxed);
-    let flips = flips.join().unwrap();
-    assert!(
-        flips > 0 && read > 0,
-        "the race never ran: {flips} flips, {read} reads"
-    );
-    assert_eq!(
-        leaked, 0,
-        "{leaked} reads followed the swapped link out of the root"
-    );
+    no_read_leaks("s/f", "s/f").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_folder_swapped_for_a_link_out_never_redirects_a_read() {
-    let (root, outside) = tree();
-    let src = DirSource::open(root.path(), DirOptions::default()).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let flips = flipper(
-        &root.path().join("s/d"),
-        &outside.path().join("d"),
-        stop.clone(),
-    );
-    let (leaked, read) = race(&src, "s/d/f", 20_000).await;
-    stop.store(true, Ordering::Relaxed);
-    let flips = flips.join().unwrap();
-    assert!(
-        flips > 0 && read > 0,
-        "the race never ran: {flips} flips, {read} reads"
-    );
-    assert_eq!(
-        leaked, 0,
-        "{leaked} reads followed the swapped link out of the root"
-    );
+    no_read_leaks("s/d", "s/d/f").await;
 }
 
 #[tokio::test]
