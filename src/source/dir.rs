@@ -661,23 +661,24 @@ impl Inner {
 
     fn read(&self, path: &str) -> Result<Bytes> {
         check_rel(path, false)?;
-        let abs = self.root.join(path);
-        let (target, meta) = self.resolve_inside(&abs, path)?;
-        if !meta.is_file() {
-            return Err(Error::NotFound(self.shown(path)));
-        }
         let limit = self.opts.max_file_size;
-        if meta.len() > limit {
-            return Err(Error::TooLarge {
-                path: self.shown(path),
-                size: meta.len(),
-                limit,
-            });
-        }
-        let file = fs::File::open(&target).map_err(|e| Error::io(self.shown(path), e))?;
+        let file = match self.open_beneath(path)? {
+            Some(file) => file,
+            None => self.open_checked(path)?,
+        };
         let opened = file
             .metadata()
             .map_err(|e| Error::io(self.shown(path), e))?;
+        if !opened.is_file() {
+            return Err(Error::NotFound(self.shown(path)));
+        }
+        if opened.len() > limit {
+            return Err(Error::TooLarge {
+                path: self.shown(path),
+                size: opened.len(),
+                limit,
+            });
+        }
         // Refused from what the open file says it holds before a byte is read, and again from
         // the bytes read.
         self.check_sparse(path, opened.len(), &opened)?;
@@ -698,6 +699,105 @@ impl Inner {
             .map_err(|e| Error::io(self.shown(path), e))?;
         self.check_sparse(path, buf.len() as u64, &after)?;
         Ok(Bytes::from(buf))
+    }
+
+    /// Opens `rel` for [`read`](Self::read) in one step that cannot leave the root:
+    /// `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` from the root, so a component
+    /// swapped for a symbolic link between any check and the open is still resolved beneath
+    /// the root (or refused). A link the kernel will not follow beneath the root (an absolute
+    /// one, or one that leads out) is resolved as [`resolve_inside`](Self::resolve_inside)
+    /// does, and its target, when inside, opened beneath the root again. `None` when the
+    /// kernel has no `openat2` (before Linux 5.6, or a filter that refuses it): the caller
+    /// falls back to [`open_checked`](Self::open_checked).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn open_beneath(&self, rel: &str) -> Result<Option<fs::File>> {
+        use rustix::fs::ResolveFlags;
+        use rustix::io::Errno;
+        let root = match rustix::fs::open(
+            &self.root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(e) => return Err(Error::io(self.root_shown.clone(), e.into())),
+        };
+        // Non-blocking, so a file swapped for a FIFO is opened (and refused as not a regular
+        // file) instead of waiting for a writer.
+        let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        let open = |at: &str| {
+            let mut tries = 0;
+            loop {
+                // EAGAIN: a rename elsewhere in the file system raced the lookup; try again.
+                match rustix::fs::openat2(&root, at, flags, Mode::empty(), how) {
+                    Err(Errno::AGAIN) if tries < 16 => tries += 1,
+                    other => return other,
+                }
+            }
+        };
+        let outside = || Error::PathRejected {
+            path: self.shown(rel),
+            reason: "a symbolic link that points outside the source".into(),
+        };
+        let fd = match open(rel) {
+            Ok(fd) => fd,
+            Err(Errno::NOSYS | Errno::PERM) => return Ok(None),
+            Err(Errno::XDEV) => {
+                let target = fs::canonicalize(self.root.join(rel)).map_err(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => Error::NotFound(self.shown(rel)),
+                    _ => Error::io(self.shown(rel), e),
+                })?;
+                let Ok(inside) = target.strip_prefix(&self.root) else {
+                    return Err(outside());
+                };
+                let Some(inside) = inside.to_str().filter(|s| !s.is_empty()) else {
+                    return Err(Error::NotFound(self.shown(rel)));
+                };
+                match open(inside) {
+                    Ok(fd) => fd,
+                    // Swapped again since it was resolved: refused, never followed out.
+                    Err(Errno::XDEV) => return Err(outside()),
+                    Err(e) => return Err(self.open_error(rel, e)),
+                }
+            }
+            Err(e) => return Err(self.open_error(rel, e)),
+        };
+        Ok(Some(fs::File::from(fd)))
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn open_beneath(&self, _rel: &str) -> Result<Option<fs::File>> {
+        Ok(None)
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn open_error(&self, rel: &str, e: rustix::io::Errno) -> Error {
+        use rustix::io::Errno;
+        match e {
+            // ENXIO: a socket; ENOTDIR: a file where a folder was named.
+            Errno::NOENT | Errno::NXIO | Errno::NOTDIR => Error::NotFound(self.shown(rel)),
+            e => Error::io(self.shown(rel), e.into()),
+        }
+    }
+
+    /// Opens `rel` for [`read`](Self::read) where `openat2` is missing: the link at its end is
+    /// resolved and checked ([`resolve_inside`](Self::resolve_inside)), then the target opened
+    /// by path. A component swapped between the check and the open can redirect this open;
+    /// [`open_beneath`](Self::open_beneath) closes that where the kernel allows.
+    fn open_checked(&self, rel: &str) -> Result<fs::File> {
+        let (target, meta) = self.resolve_inside(&self.root.join(rel), rel)?;
+        if !meta.is_file() {
+            return Err(Error::NotFound(self.shown(rel)));
+        }
+        let limit = self.opts.max_file_size;
+        if meta.len() > limit {
+            return Err(Error::TooLarge {
+                path: self.shown(rel),
+                size: meta.len(),
+                limit,
+            });
+        }
+        fs::File::open(&target).map_err(|e| Error::io(self.shown(rel), e))
     }
 
     /// Refuses `bytes` of a file whose `meta` says it has far fewer on disk: a sparse file

@@ -1,0 +1,5 @@
+//! Fuzz target `lockfile`: the body is `skillcat_fuzz::lockfile` (documented there), which the
+//! corpus replay test runs too.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| skillcat_fuzz::lockfile(data));

@@ -1,0 +1,5 @@
+//! Fuzz target `tar`: the body is `skillcat_fuzz::tar` (documented there), which the
+//! corpus replay test runs too.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| skillcat_fuzz::tar(data));

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of every fuzz target into fuzz/corpus/<target>/ from fixtures/ and
+hand-made hostile inputs. Deterministic: run again, the same files come out."""
+import base64, gzip, hashlib, io, json, os, struct, tarfile, zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "fuzz" / "corpus"
+
+
+def put(target, data):
+    if isinstance(data, str):
+        data = data.encode()
+    d = OUT / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / hashlib.sha256(data).hexdigest()[:16]).write_bytes(data)
+
+
+def skill_files():
+    """(archive path, bytes, executable) of every fixture skill."""
+    out = []
+    for p in sorted((ROOT / "fixtures" / "skills").rglob("*")):
+        if p.is_file() and p.stat().st_size < 16384:
+            rel = p.relative_to(ROOT / "fixtures" / "skills").as_posix()
+            out.append((rel, p.read_bytes(), os.access(p, os.X_OK)))
+    return out
+
+
+def tar_of(entries, extra=()):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        for name, data, exe in entries:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o755 if exe else 0o644, 315532800
+            t.addfile(info, io.BytesIO(data))
+        for info in extra:
+            t.addfile(info)
+    return buf.getvalue()
+
+
+def gz(data):
+    return gzip.compress(data, mtime=0)
+
+
+def zip_of(entries, method=zipfile.ZIP_DEFLATED):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as z:
+        for name, data, exe in entries:
+            info = zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0))
+            info.external_attr = (0o100755 if exe else 0o100644) << 16
+            z.writestr(info, data, compress_type=method)
+    return buf.getvalue()
+
+
+def link(name, target, kind=tarfile.SYMTYPE):
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, target
+    return info
+
+
+files = skill_files()
+one = [(p.split("/", 1)[1], b, x) for p, b, x in files if p.startswith("pdf-forms/")]
+doc = b"---\nname: a\ndescription: A skill.\n---\nBody.\n"
+archives = [
+    files[:12],
+    one,
+    [("SKILL.md", doc, False)],
+    [("a/SKILL.md", doc, False), ("a/run.sh", b"#!/bin/sh\necho hi\n", True)],
+    [("../evil/SKILL.md", doc, False)],
+    [("/abs/SKILL.md", doc, False)],
+    [("a/SKILL.md", doc, False), ("A/SKILL.md", doc, False)],
+    [("a/SKILL.md", doc, False), ("a/SKILL.md", doc, False)],
+    [("a/caf\u00e9/SKILL.md", doc, False), ("a/cafe\u0301/SKILL.md", doc, False)],
+    [("SKILL.md", doc, False), ("b/SKILL.md", doc, False)],
+    [("a/SKILL.md", b"0" * 60000, False)],
+    [("a/notes.md", b"no document", False)],
+]
+for entries in archives:
+    t = tar_of(entries)
+    put("tar", t)
+    put("tar_gz", gz(t))
+    z = zip_of(entries)
+    put("zip", z)
+    put("archive_source", gz(t))
+    put("archive_source", z)
+put("zip", zip_of(archives[1], zipfile.ZIP_STORED))
+hostile_tar = [
+    tar_of([("a/SKILL.md", doc, False)], [link("a/link", "../../etc/passwd")]),
+    tar_of([("a/SKILL.md", doc, False)], [link("a/hard", "a/SKILL.md", tarfile.LNKTYPE)]),
+    tar_of([], [link("a/SKILL.md", "/etc/passwd")]),
+    tar_of([("a/SKILL.md", doc, False)], [link("a/fifo", "", tarfile.FIFOTYPE)]),
+]
+for t in hostile_tar:
+    put("tar", t)
+    put("tar_gz", gz(t))
+    put("archive_source", gz(t))
+put("tar_gz", gz(b"not a tar"))
+put("tar_gz", b"\x1f\x8b")
+put("zip", b"PK\x05\x06" + b"\0" * 18)
+put("tar", b"")
+
+for p in sorted((ROOT / "fixtures" / "skills").rglob("SKILL.md"))[:20]:
+    put("document", p.read_bytes())
+    text = p.read_text(errors="replace")
+    if text.startswith("---\n") and "\n---" in text[4:]:
+        put("yaml_fast", text[4:].split("\n---", 1)[0])
+for y in ["a: b\n", "a: 'b'\nc: \"d\\n\"\n", "a:\n  - b\n  - c\n", "a: |\n  x\n  y\n", "a: &x b\nc: *x\n", "? a\n: b\n", "a: b # c\n", "a: [b, {c: d}]\n"]:
+    put("yaml_fast", y)
+    put("document", "---\n" + y + "---\nbody\n")
+
+key = base64.b64encode(b"Ed" + bytes(range(8)) + bytes(range(32))).decode()
+put("minisign_public_key", f"untrusted comment: minisign public key 0706050403020100\n{key}\n")
+put("minisign_public_key", "RWRs7/5cxoLR1Fl8tpquagTby9iZpvgdK0qetcEs2PFnLI44uE5l3tsG\n")
+put("minisign_public_key", "untrusted comment: x\nRWRs\n")
+sig = base64.b64encode(b"ED" + bytes(range(8)) + bytes(64)).decode()
+glob = base64.b64encode(bytes(64)).decode()
+digest = "sha256:" + "0" * 64
+statement = f"skillcat-statement v1 name=fuzz version=1.0.0 digest={digest} manifest={digest}"
+put("minisign_signature", f"untrusted comment: signature from skillcat secret key\n{sig}\ntrusted comment: {statement}\n{glob}\n")
+put("minisign_signature", f"untrusted comment: x\n{sig}\ntrusted comment: \n{glob}\n")
+put("minisign_signature", "untrusted comment: x\n")
+put("statement", "skillcat-statement v1\n" + "".join(f"{f.split('=')[0]}: {f.split('=')[1]}\n" for f in statement.split(" ")[2:]))
+put("statement", statement)
+put("statement", "skillcat-statement v1 name=x")
+put("keyring", '[[key]]\nid = "D4D182C65CFEEF6C"\npublic_key = "RWRs7/5cxoLR1Fl8tpquagTby9iZpvgdK0qetcEs2PFnLI44uE5l3tsG"\nscopes = ["acme-*", "pdf-tools"]\ncomment = "ACME release key"\n')
+put("keyring", '[[key]]\npublic_key = "RWRs7/5cxoLR1Fl8tpquagTby9iZpvgdK0qetcEs2PFnLI44uE5l3tsG"\nscopes = []\nrevoked = true\n')
+put("keyring", "[[key]]\n[[key]]\n")
+
+for p in sorted(ROOT.glob("fixtures/**/*.toml")):
+    put("config", p.read_bytes())
+put("config", "[prompt]\nbudget = 0\n[[source]]\npath = \"~/skills\"\n")
+
+for v in [
+    {"$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json", "skills": [{"name": "pdf-forms", "type": "archive", "description": "Fill PDF forms.", "url": "../blobs/sha256/" + "0" * 64, "digest": "sha256:" + "0" * 64, "version": "1.2.0", "files": ["SKILL.md"], "skillcat": {"skill_digest": "sha256:" + "1" * 64, "files": [{"path": "SKILL.md", "digest": "sha256:" + "2" * 64, "size": 812, "executable": False}], "signature": "untrusted comment: x\n"}}]},
+    {"skills": [{"name": "a", "description": "A.", "files": ["SKILL.md", "scripts/run.sh"]}, {"name": "A", "description": "dup"}]},
+    {"skills": [{"name": "../x", "description": "d", "url": "file:///etc/passwd"}]},
+    {"skills": []},
+    {"$schema": "other"},
+]:
+    put("http_index", json.dumps(v))
+put("http_index", "[1,2,3]")
+
+for v in [
+    {"version": 1, "skills": {"pdf-forms": {"source": "acme/skills", "sourceType": "github", "computedHash": "0" * 64}}},
+    {"version": 1, "skills": {}, "other": [1, {"a": None}]},
+    {"version": 2},
+]:
+    put("lockfile", json.dumps(v))
+
+for u in ["skill://pdf-forms/SKILL.md", "skill://pdf-forms/scripts/fill.py", "skill://a%2Fb/x", "skill://a/%2e%2e/x", "skill://a/x?y", "skill://a//x", "skill://a/%00", "skill://%C3%A9/%ZZ", "http://a/b"]:
+    put("mcp_uri", u)
+
+for head, budget, body in [(0, 40, "a\x01Short.\x01b\x01" + "long " * 40), (1, 2, "x\x01<&>\"'"), (2, 255, "a\x01\x01b\x01\u00e9" * 5), (0x80, 0, "a\x01b"), (0x40, 0, "")]:
+    put("prompt", bytes([head, budget]) + body.encode())

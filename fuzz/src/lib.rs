@@ -1,0 +1,352 @@
+//! The bodies of skillcat's fuzz targets, one function per target, each taking the raw input.
+//!
+//! Every `fuzz_targets/*.rs` binary is a one-line call into this library, so the same bodies are
+//! replayed over the committed corpora by `tests/replay.rs` on the stable toolchain, without
+//! libFuzzer (see [`TARGETS`]). Each body goes through a public entry point with its real
+//! limits, and asserts invariants beyond "no panic" where the format has one.
+
+use std::future::Future;
+
+use skillcat::archive::{ArchiveKind, ArchiveLimits, ArchiveTree, read_archive};
+use skillcat::config::{Config, Environment};
+use skillcat::document::{ValidateOptions, parse_document, validate_frontmatter};
+use skillcat::install::Lockfile;
+use skillcat::pack::{PackEntry, write_tar_gz, write_zip};
+use skillcat::prompt::{PromptFormat, PromptOptions, PromptSkill, render};
+use skillcat::sign::{Keyring, Statement, key_id_of_public_key, public_key_base64};
+use skillcat::source::ArchiveSource;
+use skillcat::source::http::index::parse_index;
+
+/// Every target by name: the name of its binary and of its corpus folder, and its body.
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("document", document),
+    ("yaml_fast", yaml_fast),
+    ("tar", tar),
+    ("tar_gz", tar_gz),
+    ("zip", zip),
+    ("archive_source", archive_source),
+    ("http_index", http_index),
+    ("minisign_public_key", minisign_public_key),
+    ("minisign_signature", minisign_signature),
+    ("statement", statement),
+    ("keyring", keyring),
+    ("config", config),
+    ("lockfile", lockfile),
+    ("mcp_uri", mcp_uri),
+    ("prompt", prompt),
+];
+
+/// The SKILL.md reader: any bytes give a document or a fault; a document's frontmatter
+/// validates without panicking and every fault says something.
+pub fn document(data: &[u8]) {
+    if let Ok(doc) = parse_document(data) {
+        let faults =
+            validate_frontmatter(&doc.frontmatter, Some("dir"), &ValidateOptions::default());
+        for f in faults {
+            assert!(!f.message().is_empty());
+        }
+        let _ = doc.frontmatter.to_json();
+    }
+}
+
+/// The YAML fast path against the saphyr path: whatever the fast path reads, the saphyr path
+/// reads to the same value.
+pub fn yaml_fast(data: &[u8]) {
+    let Ok(src) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (fast, saphyr) = skillcat::document::__fuzz_yaml_paths(src);
+    if let Some(value) = fast {
+        assert_eq!(
+            saphyr,
+            Ok(Some(value)),
+            "the fast path reads {src:?} differently"
+        );
+    }
+}
+
+/// A tar archive through the checked reader, then the repack invariant.
+pub fn tar(data: &[u8]) {
+    checked_archive(ArchiveKind::Tar, data);
+}
+
+/// A gzip-compressed tar archive through the checked reader, then the repack invariant.
+pub fn tar_gz(data: &[u8]) {
+    checked_archive(ArchiveKind::TarGz, data);
+}
+
+/// A zip archive through the checked reader, then the repack invariant.
+pub fn zip(data: &[u8]) {
+    checked_archive(ArchiveKind::Zip, data);
+}
+
+/// Reads `data` as `kind` under the default limits. An archive the reader accepts must hold
+/// no more than the limits allow, and packed again by `pack` (as `.tar.gz` and as `.zip`) must
+/// read back to the same tree: the same roots, files, bytes and executable bits, hence the
+/// same skill digests.
+fn checked_archive(kind: ArchiveKind, data: &[u8]) {
+    let limits = ArchiveLimits::default();
+    let Ok(tree) = read_archive(kind, data, &limits) else {
+        return;
+    };
+    let total: u64 = tree.iter().map(|(_, f)| f.bytes.len() as u64).sum();
+    assert!(
+        total <= limits.max_total,
+        "{total} bytes held past the limit"
+    );
+    assert!(tree.len() as u64 <= limits.max_entries);
+    for (_, f) in tree.iter() {
+        assert!(f.bytes.len() as u64 <= limits.max_file);
+    }
+    let entries: Vec<PackEntry> = tree
+        .iter()
+        .map(|(path, f)| PackEntry {
+            path: path.to_string(),
+            bytes: f.bytes.clone(),
+            executable: f.executable,
+        })
+        .collect();
+    // The repacked archive compresses differently, so only the size and ratio limits are
+    // lifted for the second read; every other check applies again.
+    let again = ArchiveLimits {
+        max_compressed: u64::MAX,
+        max_ratio: u64::MAX,
+        ..limits
+    };
+    let mut gz = Vec::new();
+    write_tar_gz(&entries, &mut gz).expect("pack writes to memory");
+    let reread = read_archive(ArchiveKind::TarGz, &gz, &again)
+        .unwrap_or_else(|e| panic!("an accepted archive, packed as .tar.gz, is refused: {e}"));
+    assert_same_tree(&tree, &reread, "tar.gz");
+    let mut zip = std::io::Cursor::new(Vec::new());
+    write_zip(&entries, &mut zip).expect("pack writes to memory");
+    let reread = read_archive(ArchiveKind::Zip, zip.get_ref(), &again)
+        .unwrap_or_else(|e| panic!("an accepted archive, packed as .zip, is refused: {e}"));
+    assert_same_tree(&tree, &reread, "zip");
+}
+
+fn assert_same_tree(first: &ArchiveTree, again: &ArchiveTree, format: &str) {
+    assert_eq!(
+        first.roots(),
+        again.roots(),
+        "roots differ after packing as {format}"
+    );
+    assert_eq!(first, again, "files differ after packing as {format}");
+    for root in first.roots() {
+        assert_eq!(
+            root_digest(first, root),
+            root_digest(again, root),
+            "the digest of {root:?} differs after packing as {format}"
+        );
+    }
+}
+
+fn root_digest(tree: &ArchiveTree, root: &str) -> String {
+    skillcat::digest::tree_digest(
+        tree.under(root)
+            .map(|(path, f)| (path, skillcat::digest::sha256(&f.bytes))),
+    )
+}
+
+/// An archive source over any bytes (its kind told by the first byte's magic), and discovery
+/// over it: every root is a skill or a fault, never both and never dropped.
+pub fn archive_source(data: &[u8]) {
+    let kind = if data.starts_with(b"PK") {
+        ArchiveKind::Zip
+    } else {
+        ArchiveKind::TarGz
+    };
+    let Ok(source) = ArchiveSource::from_bytes(kind, "fuzz", data, ArchiveLimits::default()) else {
+        return;
+    };
+    let roots = source.tree().roots().len();
+    let Ok(found) = block_on(skillcat::source::discover(&source)) else {
+        return;
+    };
+    assert_eq!(
+        found.skills.len() + found.faults.len(),
+        roots,
+        "discovery lost or doubled a root"
+    );
+    for fault in &found.faults {
+        assert!(!fault.fault.message().is_empty());
+    }
+}
+
+/// The HTTP discovery index (v0.1 and v0.2.0, told apart by its `$schema`) under the default
+/// limits: what it gives is unique by name and every URL stays an http(s) URL.
+pub fn http_index(data: &[u8]) {
+    let url = url::Url::parse("https://skills.example/.well-known/skills/index.json")
+        .expect("a valid URL");
+    let Ok(index) = parse_index(data, &url) else {
+        return;
+    };
+    let mut names: Vec<&str> = index.entries.iter().map(|e| e.name.as_str()).collect();
+    let len = names.len();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), len, "two entries share a name");
+}
+
+/// A minisign public key file.
+pub fn minisign_public_key(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(id) = key_id_of_public_key(text) {
+        assert!(!id.is_empty());
+        public_key_base64(text).expect("a key with an id has a base64 form");
+    }
+}
+
+/// A `.minisig` signature file, verified against a fixed manifest and an empty keyring: it
+/// must be refused (nobody is trusted), without panicking.
+pub fn minisign_signature(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let manifest =
+        skillcat::digest::Manifest::build("fuzz", "1.0.0", [("SKILL.md", &b"x"[..], false)]);
+    let keyring = Keyring::default();
+    assert!(skillcat::sign::verify(&manifest, text, &keyring, "fuzz").is_err());
+}
+
+/// A signed statement, as a file and as a trusted comment: what parses, written again,
+/// parses to the same statement.
+pub fn statement(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(st) = Statement::parse(text) {
+        let again = Statement::parse(&st.to_text()).expect("a written statement reads back");
+        assert_eq!(again, st);
+    }
+    if let Ok(st) = Statement::from_trusted_comment(text) {
+        let again = Statement::from_trusted_comment(&st.to_trusted_comment())
+            .expect("a written trusted comment reads back");
+        assert_eq!(again, st);
+    }
+}
+
+/// A keyring TOML file.
+pub fn keyring(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = Keyring::from_toml_str(text);
+    }
+}
+
+/// `skillcat.toml`, parsed against a fixed environment.
+pub fn config(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let env = Environment {
+        cwd: "/project".into(),
+        home: Some("/home/fuzz".into()),
+    };
+    if let Err(e) = Config::parse(
+        text,
+        Some(std::path::Path::new("/project/skillcat.toml")),
+        &env,
+    ) {
+        assert!(!e.to_string().is_empty());
+    }
+}
+
+/// `skills-lock.json`: what parses, written again, parses to the same lockfile.
+pub fn lockfile(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(lock) = Lockfile::parse(text, "skills-lock.json") {
+        let again = Lockfile::parse(&lock.to_json(), "skills-lock.json")
+            .expect("a lockfile written by skillcat reads back");
+        assert_eq!(again, lock);
+    }
+}
+
+/// The MCP resource URI: what it names is a decoded name and path with no empty, `.` or `..`
+/// segment and no NUL.
+pub fn mcp_uri(data: &[u8]) {
+    let Ok(uri) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Some((name, path)) = skillcat::mcp::uri::parse(uri) {
+        assert!(!name.is_empty() && !name.contains(['/', '\0']));
+        for segment in path.split('/') {
+            assert!(!segment.is_empty() && segment != "." && segment != "..");
+            assert!(!segment.contains('\0'));
+        }
+    }
+}
+
+/// Prompt rendering with a catalog and budget taken from the input: the block never exceeds
+/// the budget, every skill is included, shortened or omitted exactly once, and every included
+/// skill's name and location appear whole.
+pub fn prompt(data: &[u8]) {
+    let Some((&head, rest)) = data.split_first() else {
+        return;
+    };
+    let Some((&budget_byte, rest)) = rest.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    let mut fields = text.split('\u{1}');
+    let mut owned = Vec::new();
+    while let (Some(name), Some(description)) = (fields.next(), fields.next()) {
+        owned.push((
+            name.to_string(),
+            description.to_string(),
+            format!("/s/{}/SKILL.md", owned.len()),
+        ));
+    }
+    let skills: Vec<PromptSkill<'_>> = owned
+        .iter()
+        .map(|(name, description, location)| PromptSkill {
+            name,
+            description,
+            location,
+        })
+        .collect();
+    let format = match head % 3 {
+        0 => PromptFormat::Xml,
+        1 => PromptFormat::Markdown,
+        _ => PromptFormat::Json,
+    };
+    let budget = (head & 0x80 == 0).then_some(usize::from(budget_byte) * 16);
+    let opts = PromptOptions {
+        format,
+        budget,
+        omit_when_empty: head & 0x40 != 0,
+    };
+    let out = render(&skills, &opts);
+    if let Some(budget) = budget {
+        assert!(
+            out.text.chars().count() <= budget,
+            "{} characters past a budget of {budget}",
+            out.text.chars().count()
+        );
+    }
+    assert_eq!(out.report.total, skills.len());
+    assert_eq!(out.report.included + out.report.omitted.len(), skills.len());
+    if format == PromptFormat::Json && !out.text.is_empty() {
+        let v: serde_json::Value = serde_json::from_str(&out.text).expect("the JSON block is JSON");
+        let listed = v["skills"].as_array().expect("a skills array");
+        assert_eq!(listed.len(), out.report.included);
+        for s in listed {
+            let location = s["location"].as_str().expect("a location");
+            assert!(owned.iter().any(|(_, _, l)| l == location));
+        }
+    }
+}
+
+/// Runs a future to completion on one current-thread runtime per fuzzing thread (the archive
+/// source hands work to `spawn_blocking`).
+fn block_on<F: Future>(future: F) -> F::Output {
+    thread_local! {
+        static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a tokio runtime");
+    }
+    RUNTIME.with(|rt| rt.block_on(future))
+}
