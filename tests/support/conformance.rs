@@ -68,65 +68,59 @@ async fn check_cases(src: &dyn Source, want: Vec<J>, suite: &str) {
             outline(&each)
         ));
     }
-    // Reading the documents alone gives the same skills and faults, without file lists.
+    // Reading less than everything gives the same skills and faults as far as it reads: the
+    // documents alone (no file lists), the frontmatter alone (no bodies either; validation
+    // included).
     let documents = source::discover_with(src, source::Detail::Document)
         .await
         .expect("discover documents");
-    let without_files = |d: &source::Discovery| {
-        let skills: Vec<String> = d
-            .skills
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} {} {:?} {}",
-                    s.root(),
-                    s.location(),
-                    s.dir_name(),
-                    s.body()
-                )
-            })
-            .collect();
-        (skills, outline(d).1)
+    let frontmatters = source::discover_with(src, source::Detail::Frontmatter)
+        .await
+        .expect("discover frontmatters");
+    let with_body = |s: &skillcat::document::Skill| s.body().to_string();
+    let with_faults = |s: &skillcat::document::Skill| {
+        format!(
+            "{:?} {:?}",
+            s.frontmatter(),
+            s.validate(&ValidateOptions::default())
+        )
     };
-    if without_files(&documents) != without_files(&found) {
-        problems.push(format!(
-            "discovering documents alone disagrees:\n{:?}\n{:?}",
-            without_files(&documents),
-            without_files(&found)
-        ));
+    let checks: [(
+        &str,
+        &source::Discovery,
+        &dyn Fn(&skillcat::document::Skill) -> String,
+    ); 2] = [
+        ("documents", &documents, &with_body),
+        ("frontmatters", &frontmatters, &with_faults),
+    ];
+    for (what, partial, read) in checks {
+        let seen = |d: &source::Discovery| {
+            let skills: Vec<String> = d
+                .skills
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} {} {:?} {}",
+                        s.root(),
+                        s.location(),
+                        s.dir_name(),
+                        read(s)
+                    )
+                })
+                .collect();
+            (skills, outline(d).1)
+        };
+        if seen(partial) != seen(&found) {
+            problems.push(format!(
+                "discovering {what} alone disagrees:\n{:?}\n{:?}",
+                seen(partial),
+                seen(&found)
+            ));
+        }
     }
     if documents.skills.iter().any(|s| s.has_files()) || found.skills.iter().any(|s| !s.has_files())
     {
         problems.push("file lists read when not asked for, or missing when asked for".into());
-    }
-    // Reading the frontmatter alone gives the same skills, frontmatter and faults (validation
-    // included), without bodies.
-    let frontmatters = source::discover_with(src, source::Detail::Frontmatter)
-        .await
-        .expect("discover frontmatters");
-    let tier1 = |d: &source::Discovery| {
-        let skills: Vec<String> = d
-            .skills
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} {} {:?} {:?} {:?}",
-                    s.root(),
-                    s.location(),
-                    s.dir_name(),
-                    s.frontmatter(),
-                    s.validate(&ValidateOptions::default())
-                )
-            })
-            .collect();
-        (skills, outline(d).1)
-    };
-    if tier1(&frontmatters) != tier1(&found) {
-        problems.push(format!(
-            "discovering frontmatters alone disagrees:\n{:?}\n{:?}",
-            tier1(&frontmatters),
-            tier1(&found)
-        ));
     }
     if frontmatters
         .skills
