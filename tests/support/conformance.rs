@@ -23,6 +23,9 @@ fn expected() -> Vec<J> {
         .clone()
 }
 
+/// What a check reads of each skill it compares.
+type Describe = dyn Fn(&skillcat::document::Skill) -> String;
+
 /// Checks `src` against the catalog; panics with every difference found.
 pub async fn check_source(src: &dyn Source) {
     check_cases(src, expected(), "the conformance suite").await;
@@ -85,11 +88,7 @@ async fn check_cases(src: &dyn Source, want: Vec<J>, suite: &str) {
             s.validate(&ValidateOptions::default())
         )
     };
-    let checks: [(
-        &str,
-        &source::Discovery,
-        &dyn Fn(&skillcat::document::Skill) -> String,
-    ); 2] = [
+    let checks: [(&str, &source::Discovery, &Describe); 2] = [
         ("documents", &documents, &with_body),
         ("frontmatters", &frontmatters, &with_faults),
     ];
