@@ -290,7 +290,7 @@ pub async fn load(source: &(impl Source + ?Sized), root: &str) -> Result<Skill> 
     let bytes = source.read(&doc_path).await?;
     check_document_size(bytes.len() as u64, &location)?;
     let doc = parse_on_runtime(bytes).await;
-    into_skill(source, root, location, doc, Some(files))
+    into_skill(source, root, location, doc, Some(files), Detail::Files)
 }
 
 /// `f` over `items` on every core (at most 8 threads), results in order. The calling thread
@@ -441,17 +441,25 @@ pub(crate) fn choose_document(
     Err(missing_document(source, root))
 }
 
-/// The last step of [`load`]: the parsed document (or its refusal) and the files as a skill.
+/// The last step of [`load`] and discovery: the parsed document (or its refusal) and the files
+/// as a skill, read as far as `detail` asked (the frontmatter alone: no body was kept).
 fn into_skill(
     source: &(impl Source + ?Sized),
     root: &str,
     location: String,
     doc: std::result::Result<document::Document, Fault>,
     files: Option<Vec<FileEntry>>,
+    detail: Detail,
 ) -> Result<Skill> {
     let dir_name = source.root_dir_name(root);
     match (doc, files) {
         (Ok(doc), Some(files)) => Ok(Skill::new(root.to_string(), location, dir_name, doc, files)),
+        (Ok(doc), None) if detail == Detail::Frontmatter => Ok(Skill::without_body(
+            root.to_string(),
+            location,
+            dir_name,
+            doc,
+        )),
         (Ok(doc), None) => Ok(Skill::without_files(
             root.to_string(),
             location,
@@ -568,15 +576,7 @@ async fn discover_by(
         match parsed {
             Some(Parsed::Doc { name, doc, files }) => {
                 let location = source.location(&join_path(root, name));
-                match (detail, doc) {
-                    (Detail::Frontmatter, Ok(doc)) => Ok(Skill::without_body(
-                        root.to_string(),
-                        location,
-                        source.root_dir_name(root),
-                        doc,
-                    )),
-                    (_, doc) => into_skill(source, root, location, doc, files),
-                }
+                into_skill(source, root, location, doc, files, detail)
             }
             Some(Parsed::TooLarge { name, size }) => Err(document_too_large(
                 source.location(&join_path(root, name)),
