@@ -85,12 +85,17 @@ pub(super) async fn open_and_discover(arg: &str) -> Result<Opened, u8> {
 /// document (as `validate` says), never an empty success. The source's warnings are printed,
 /// and errors; the exit code is returned.
 pub(super) async fn open_and_discover_with(arg: &str, detail: Detail) -> Result<Opened, u8> {
+    discover_opened(open_arg(arg)?, detail).await
+}
+
+/// [`open_and_discover_with`] for a source already opened.
+async fn discover_opened(opened: OpenedArg, detail: Detail) -> Result<Opened, u8> {
     let OpenedArg {
         shown,
         is_dir,
         single,
         src,
-    } = open_arg(arg)?;
+    } = opened;
     let mut found = source::discover_with(&*src, detail).await.map_err(|e| {
         err!("Error: {e}");
         // Read, but nothing in it usable: a fault of what was read (1), not of reading it (2).
@@ -191,17 +196,15 @@ pub(super) async fn open_for<'a>(
     let (name, Some(version)) = split_version(wanted) else {
         return Ok((open_and_discover_with(arg, detail).await?, wanted));
     };
-    let OpenedArg {
-        shown, single, src, ..
-    } = open_arg(arg)?;
+    let opened = open_arg(arg)?;
     let key = skillcat::document::name_key(name);
-    let root = match src.version_root(&key, version).await {
+    let root = match opened.src.version_root(&key, version).await {
         Ok(Some(root)) => root,
         Ok(None) => {
             // A source that keeps one version of each skill: `NAME@VERSION` names the skill when
             // it is at that version (the one the source records, else `metadata.version`).
-            drop(src);
-            let opened = open_and_discover_with(arg, detail).await?;
+            let shown = opened.shown.clone();
+            let opened = discover_opened(opened, detail).await?;
             let Some(skill) = find(&opened.found, name) else {
                 // No such skill: the command says so as for a plain NAME.
                 return Ok((opened, name));
@@ -230,6 +233,9 @@ pub(super) async fn open_for<'a>(
             return Err(if e.is_not_found() { FAULTS } else { USAGE });
         }
     };
+    let OpenedArg {
+        shown, single, src, ..
+    } = opened;
     let mut found = Discovery::default();
     // One skill: its document and file list are read whatever `detail` asks.
     match src.load(&root).await {
