@@ -23,7 +23,7 @@ use skillcat::digest::sha256_digest;
 use skillcat::serve::{AGENT_SKILLS_INDEX, Site, SiteOptions, decode_path};
 use skillcat::source::http::{FetchStatus, HttpOptions, HttpSource};
 use skillcat::source::{DirOptions, DirSource, Source, SourceExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 const BIN: &str = env!("CARGO_BIN_EXE_skillcat");
 
@@ -87,18 +87,9 @@ async fn connection(
     handler: Handler,
     log: Arc<Mutex<Vec<Req>>>,
 ) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-        if buf.len() > 64 * 1024 {
-            return;
-        }
-    }
-    let text = String::from_utf8_lossy(&buf).to_string();
+    let Some(text) = support::read_request_head(&mut stream).await else {
+        return;
+    };
     let mut lines = text.split("\r\n");
     let request_line = lines.next().unwrap_or_default();
     let path = request_line.split(' ').nth(1).unwrap_or("/").to_string();

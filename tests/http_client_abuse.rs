@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use skillcat::digest::sha256_digest;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 const SCHEMA: &str = "https://schemas.agentskills.io/discovery/0.2.0/schema.json";
 
@@ -50,15 +50,9 @@ impl Server {
             while let Ok((mut stream, _)) = listener.accept().await {
                 let (h, log) = (handler.clone(), log.clone());
                 tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match stream.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    let text = String::from_utf8_lossy(&buf).into_owned();
+                    let Some(text) = support::read_request_head(&mut stream).await else {
+                        return;
+                    };
                     let path = text.split(' ').nth(1).unwrap_or("/").to_string();
                     log.lock().unwrap().push(path.clone());
                     match h(&path) {

@@ -11,6 +11,24 @@ pub mod serve;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+/// Reads an HTTP request's head (through the blank line) from a test server's connection, as
+/// text; `None` when the client closed first, or sent more than 64 KiB without ending it.
+pub async fn read_request_head(stream: &mut tokio::net::TcpStream) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+        if buf.len() > 64 * 1024 {
+            return None;
+        }
+    }
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
 /// A temporary directory confined scripts can reach: when the tests run as root the sandbox
 /// runs scripts as an unprivileged uid, so the directory must be traversable by others (0711).
 pub fn sandbox_tempdir(prefix: &str) -> tempfile::TempDir {
