@@ -20,11 +20,12 @@
 //! workspace directory are then 0711 (enter, not list) and `work/` belongs to that uid.
 
 use std::ffi::CString;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::ScriptError;
@@ -60,6 +61,9 @@ impl Default for Quota {
 #[derive(Debug, Clone)]
 pub struct WorkspaceBase {
     dir: PathBuf,
+    /// The directory, opened once: workspaces are made, filled and removed relative to it, so
+    /// a path above it changed later (renamed, swapped for a symbolic link) redirects nothing.
+    fd: Arc<OwnedFd>,
     script_owner: Option<(u32, u32)>,
     quota: Quota,
 }
@@ -104,8 +108,22 @@ impl WorkspaceBase {
         if script_owner.is_some() {
             check_passable(&dir)?;
         }
+        let fd = open_dir(
+            libc::AT_FDCWD,
+            &cstr(dir.as_os_str().as_encoded_bytes())
+                .map_err(|e| ScriptError::workspace(format!("{shown}: {e}")))?,
+        )
+        .map_err(|e| ScriptError::workspace(format!("{shown}: {e}")))?;
+        if identity(&fd).map_err(|e| ScriptError::workspace(format!("{shown}: {e}")))?
+            != (meta.dev(), meta.ino())
+        {
+            return Err(ScriptError::workspace(format!(
+                "{shown}: the directory changed while it was being opened (refusing to use it)"
+            )));
+        }
         let base = WorkspaceBase {
             dir,
+            fd: Arc::new(fd),
             script_owner,
             quota: Quota::default(),
         };
@@ -255,6 +273,11 @@ impl WorkspaceBase {
         const BATCH_BYTES: u64 = 4 << 20;
         const BATCH_FILES: usize = 256;
         let skill_dir = ws.skill_dir();
+        let skill_fd = ws
+            .at
+            .as_ref()
+            .and_then(|at| at.skill.clone())
+            .ok_or_else(|| ScriptError::workspace(format!("{}: not open", skill_dir.display())))?;
         let mut total = 0u64;
         let mut batch: Vec<(String, bytes::Bytes, bool)> = Vec::new();
         let mut batch_bytes = 0u64;
@@ -276,73 +299,78 @@ impl WorkspaceBase {
             batch_bytes += bytes.len() as u64;
             batch.push((rel, bytes, executable));
             if batch_bytes >= BATCH_BYTES || batch.len() >= BATCH_FILES || i + 1 == count {
-                let (dir, files) = (skill_dir.clone(), std::mem::take(&mut batch));
+                let (fd, dir, files) = (
+                    skill_fd.clone(),
+                    skill_dir.clone(),
+                    std::mem::take(&mut batch),
+                );
                 batch_bytes = 0;
-                blocking(move || write_files(&dir, &files)).await?;
+                blocking(move || write_files(&fd, &dir, &files)).await?;
             }
         }
         Ok(())
     }
 
-    /// A fresh workspace: its lock, an empty `skill/`, and `work/` with `tmp/` in it.
+    /// A fresh workspace: its lock, an empty `skill/`, and `work/` with `tmp/` in it, each
+    /// made relative to the base's descriptor (`mkdirat`, `openat` with `O_EXCL` and
+    /// `O_NOFOLLOW`), never through a path.
     fn create(&self) -> Result<Workspace, ScriptError> {
-        let root = tempfile::Builder::new()
-            .prefix("ws-")
-            .tempdir_in(&self.dir)
-            .map_err(|e| ScriptError::workspace(format!("{}: {e}", self.dir.display())))?
-            .keep();
         let fail =
             |what: &Path, e: io::Error| ScriptError::workspace(format!("{}: {e}", what.display()));
-        let lock_path = root.join(LOCK);
-        let lock = match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&lock_path)
-        {
-            Ok(f) => f,
+        let mode = if self.script_owner.is_some() {
+            0o711
+        } else {
+            0o700
+        };
+        let (name, root_fd) = make_fresh_dir(&self.fd, mode).map_err(|e| fail(&self.dir, e))?;
+        let root = self.dir.join(name.to_str().unwrap_or_default());
+        let root_id = match identity(&root_fd) {
+            Ok(id) => id,
             Err(e) => {
-                let _ = remove_tree(&root);
-                return Err(fail(&lock_path, e));
+                let _ = unlink_at(&self.fd, &name, libc::AT_REMOVEDIR);
+                return Err(fail(&root, e));
             }
         };
         // From here on, dropping `ws` removes the directory.
-        let ws = Workspace {
+        let mut ws = Workspace {
             root: root.clone(),
-            lock: Some(lock),
+            at: Some(Placed {
+                base: self.fd.clone(),
+                name,
+                id: root_id,
+                skill: None,
+            }),
+            lock: None,
             bounded: None,
             on_disk: None,
         };
-        if let Some(lock) = &ws.lock {
-            if !try_lock(lock) {
-                return Err(ScriptError::workspace(format!(
-                    "{}: cannot lock",
-                    lock_path.display()
-                )));
-            }
-            let mut l = lock;
-            let _ = writeln!(l, "{}", std::process::id());
+        let lock_path = root.join(LOCK);
+        let lock = create_file(&root_fd, &cstr(LOCK.as_bytes()).expect("no NUL"), 0o600)
+            .map_err(|e| fail(&lock_path, e))?;
+        if !try_lock(&lock) {
+            return Err(ScriptError::workspace(format!(
+                "{}: cannot lock",
+                lock_path.display()
+            )));
         }
-        if self.script_owner.is_some() {
-            fs::set_permissions(&root, fs::Permissions::from_mode(0o711))
-                .map_err(|e| fail(&root, e))?;
-        }
-        let skill_dir = ws.skill_dir();
-        make_dir(&skill_dir, 0o755).map_err(|e| fail(&skill_dir, e))?;
-        let work = ws.work_dir();
-        let tmp = ws.tmp_dir();
-        make_dir(&work, 0o700).map_err(|e| fail(&work, e))?;
-        make_dir(&tmp, 0o700).map_err(|e| fail(&tmp, e))?;
+        let _ = writeln!(&lock, "{}", std::process::id());
+        ws.lock = Some(lock);
+        let skill = make_dir_at(&root_fd, "skill", 0o755).map_err(|e| fail(&ws.skill_dir(), e))?;
+        let work = make_dir_at(&root_fd, "work", 0o700).map_err(|e| fail(&ws.work_dir(), e))?;
+        let tmp = make_dir_at(&work, "tmp", 0o700).map_err(|e| fail(&ws.tmp_dir(), e))?;
         if let Some((uid, gid)) = self.script_owner {
-            for d in [&work, &tmp] {
-                std::os::unix::fs::chown(d, Some(uid), Some(gid)).map_err(|e| {
+            for (d, path) in [(&work, ws.work_dir()), (&tmp, ws.tmp_dir())] {
+                std::os::unix::fs::fchown(d, Some(uid), Some(gid)).map_err(|e| {
                     ScriptError::workspace(format!(
                         "{}: cannot give it to uid {uid}, the uid scripts run as ({e}; is that uid \
                          mapped in this user namespace?)",
-                        d.display()
+                        path.display()
                     ))
                 })?;
             }
+        }
+        if let Some(at) = &mut ws.at {
+            at.skill = Some(Arc::new(skill));
         }
         Ok(ws)
     }
@@ -357,56 +385,121 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ScriptError::workspace(format!("materialising: {e}")))?
 }
 
-/// Writes files into a materialised skill directory (created, with their directories; modes
-/// from the file list).
+/// Writes files into a materialised skill directory (`skill`, a descriptor of it; `shown`, its
+/// path for messages): each directory opened or made component by component with `openat` /
+/// `mkdirat` and `O_NOFOLLOW`, each file created with `O_EXCL` (modes from the file list).
+/// Nothing is resolved through a path, so whatever happens to the directories above the
+/// workspace meanwhile, the files land in it or nowhere.
 fn write_files(
-    skill_dir: &Path,
+    skill: &OwnedFd,
+    shown: &Path,
     files: &[(String, bytes::Bytes, bool)],
 ) -> Result<(), ScriptError> {
-    let fail =
-        |what: &Path, e: io::Error| ScriptError::workspace(format!("{}: {e}", what.display()));
     for (rel, bytes, exec) in files {
-        let path = skill_dir.join(rel);
-        if let Some(parent) = path.parent() {
-            make_dirs(skill_dir, parent).map_err(|e| fail(parent, e))?;
-        }
+        let path = shown.join(rel);
+        let fail = |e: io::Error| ScriptError::workspace(format!("{}: {e}", path.display()));
+        let (dirs, name) = match rel.rsplit_once('/') {
+            Some((dirs, name)) => (Some(dirs), name),
+            None => (None, rel.as_str()),
+        };
+        let parent = match dirs {
+            Some(dirs) => Some(open_dirs(skill, dirs).map_err(fail)?),
+            None => None,
+        };
         let mode = if *exec { 0o755 } else { 0o644 };
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .mode(mode)
-            .open(&path)
-            .map_err(|e| fail(&path, e))?;
-        f.write_all(bytes).map_err(|e| fail(&path, e))?;
+        let mut f = create_file(
+            parent.as_ref().unwrap_or(skill),
+            &cstr(name.as_bytes()).map_err(fail)?,
+            mode,
+        )
+        .map_err(fail)?;
+        f.write_all(bytes).map_err(fail)?;
         // The umask may have cleared bits: set the mode the file list says.
         f.set_permissions(fs::Permissions::from_mode(mode))
-            .map_err(|e| fail(&path, e))?;
+            .map_err(fail)?;
     }
     Ok(())
 }
 
-fn make_dir(p: &Path, mode: u32) -> io::Result<()> {
-    fs::DirBuilder::new().mode(mode).create(p)?;
-    fs::set_permissions(p, fs::Permissions::from_mode(mode))
-}
-
-/// Creates the directories from `top` (which exists) down to `dir`, 0755 each.
-fn make_dirs(top: &Path, dir: &Path) -> io::Result<()> {
-    let rel = dir
-        .strip_prefix(top)
-        .map_err(|_| io::Error::other("outside the workspace"))?;
-    let mut cur = top.to_path_buf();
-    for c in rel.components() {
-        cur.push(c);
-        match fs::symlink_metadata(&cur) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(io::Error::other("a file is in the way of a directory")),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => make_dir(&cur, 0o755)?,
-            Err(e) => return Err(e),
+/// A directory named `ws-` and six random letters, made in `base` with `mode`, and opened.
+fn make_fresh_dir(base: &OwnedFd, mode: u32) -> io::Result<(CString, OwnedFd)> {
+    const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    for _ in 0..64 {
+        let mut random = [0u8; 6];
+        rustix::rand::getrandom(&mut random, rustix::rand::GetRandomFlags::empty())?;
+        let mut name = b"ws-".to_vec();
+        name.extend(random.iter().map(|b| LETTERS[*b as usize % LETTERS.len()]));
+        let name = cstr(&name)?;
+        // SAFETY: a live descriptor and a C string.
+        if unsafe { libc::mkdirat(base.as_raw_fd(), name.as_ptr(), mode as libc::mode_t) } != 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                continue;
+            }
+            return Err(e);
         }
+        let dir = open_dir(base.as_raw_fd(), &name)?;
+        fs::File::from(dir.try_clone()?).set_permissions(fs::Permissions::from_mode(mode))?;
+        return Ok((name, dir));
     }
-    Ok(())
+    Err(io::Error::other("no free workspace name after 64 tries"))
+}
+
+/// Makes the directory `name` in `at` (it must not exist) with `mode`, and opens it.
+fn make_dir_at(at: &OwnedFd, name: &str, mode: u32) -> io::Result<OwnedFd> {
+    let name = cstr(name.as_bytes())?;
+    // SAFETY: a live descriptor and a C string.
+    if unsafe { libc::mkdirat(at.as_raw_fd(), name.as_ptr(), mode as libc::mode_t) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let dir = open_dir(at.as_raw_fd(), &name)?;
+    fs::File::from(dir.try_clone()?).set_permissions(fs::Permissions::from_mode(mode))?;
+    Ok(dir)
+}
+
+/// Opens the directories `rel` (`/`-separated, checked relative components) below `top`,
+/// making the missing ones (0755); a file or a symbolic link in the way is an error.
+fn open_dirs(top: &OwnedFd, rel: &str) -> io::Result<OwnedFd> {
+    let mut cur: Option<OwnedFd> = None;
+    for c in rel.split('/') {
+        let at = cur.as_ref().unwrap_or(top);
+        let name = cstr(c.as_bytes())?;
+        let next = match open_dir(at.as_raw_fd(), &name) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match make_dir_at(at, c, 0o755) {
+                Ok(d) => d,
+                // Made meanwhile by someone else: open what is there (a directory, or refused).
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    open_dir(at.as_raw_fd(), &name)?
+                }
+                Err(e) => return Err(e),
+            },
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
+                return Err(io::Error::other("a file is in the way of a directory"));
+            }
+            Err(e) => return Err(e),
+        };
+        cur = Some(next);
+    }
+    cur.ok_or_else(|| io::Error::other("an empty directory path"))
+}
+
+/// Creates the file `name` in `at`: `O_EXCL` (it must not exist) and `O_NOFOLLOW`.
+fn create_file(at: &OwnedFd, name: &CString, mode: u32) -> io::Result<File> {
+    // SAFETY: a live descriptor and a C string; the returned descriptor is owned once.
+    let fd = unsafe {
+        libc::openat(
+            at.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            mode as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
 fn try_lock(f: &File) -> bool {
@@ -575,11 +668,13 @@ pub(crate) fn enforce_quota(work: &Path, quota: Quota) -> Result<Option<String>,
         &cstr(work.as_os_str().as_encoded_bytes()).map_err(fail)?,
     )
     .map_err(fail)?;
+    let again = top.try_clone().map_err(fail)?;
     empty_dir(top, (meta.dev(), meta.ino())).map_err(fail)?;
-    fs::set_permissions(work, fs::Permissions::from_mode(0o700)).map_err(fail)?;
-    let tmp = work.join("tmp");
-    make_dir(&tmp, 0o700).map_err(fail)?;
-    std::os::unix::fs::chown(&tmp, Some(meta.uid()), Some(meta.gid())).map_err(fail)?;
+    fs::File::from(again.try_clone().map_err(fail)?)
+        .set_permissions(fs::Permissions::from_mode(0o700))
+        .map_err(fail)?;
+    let tmp = make_dir_at(&again, "tmp", 0o700).map_err(fail)?;
+    std::os::unix::fs::fchown(&tmp, Some(meta.uid()), Some(meta.gid())).map_err(fail)?;
     Ok(Some(format!(
         "the run left more than the workspace limit in {} ({}{} bytes in {}{} files and \
          directories; limit {} bytes, {} files: [sandbox] workspace_bytes, workspace_files); \
@@ -769,6 +864,8 @@ pub(crate) fn enforce_bounded_quota(
 #[derive(Debug)]
 pub struct Workspace {
     root: PathBuf,
+    /// Where it was made: removed relative to this, not through `root`.
+    at: Option<Placed>,
     lock: Option<File>,
     bounded: Option<BoundedWork>,
     /// Why the work directory is on disk (bounded only by the check after each run), when a
@@ -841,9 +938,36 @@ impl Workspace {
     }
 }
 
+/// A workspace's place: the base's descriptor, the workspace's name in it and its identity,
+/// and its `skill/` directory, open while it is being filled.
+#[derive(Debug)]
+struct Placed {
+    base: Arc<OwnedFd>,
+    name: CString,
+    id: (u64, u64),
+    skill: Option<Arc<OwnedFd>>,
+}
+
 impl Drop for Workspace {
     fn drop(&mut self) {
-        if !self.root.as_os_str().is_empty() {
+        if let Some(at) = self.at.take() {
+            // The directory found by its name in the base must still be the one made; a
+            // workspace that was moved away is left where it went.
+            let Ok(dir) = open_dir(at.base.as_raw_fd(), &at.name) else {
+                return;
+            };
+            if identity(&dir).ok() != Some(at.id) {
+                return;
+            }
+            let _ = fs::File::from(match dir.try_clone() {
+                Ok(d) => d,
+                Err(_) => return,
+            })
+            .set_permissions(fs::Permissions::from_mode(0o700));
+            if empty_dir(dir, at.id).is_ok() {
+                let _ = unlink_at(&at.base, &at.name, libc::AT_REMOVEDIR);
+            }
+        } else if !self.root.as_os_str().is_empty() {
             let _ = remove_tree(&self.root);
         }
     }
