@@ -8,8 +8,9 @@ use crate::sign::SignError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegistryError {
-    /// SQLite failed on the registry at `path`.
-    #[error("registry {path}: {source}")]
+    /// SQLite failed on the registry at `path`. A full disk says so in the operating system's
+    /// words ("No space left on device"), not only SQLite's.
+    #[error("registry {path}: {}", describe_sqlite(source))]
     Sqlite {
         /// The registry file.
         path: String,
@@ -238,4 +239,13 @@ fn join_faults(faults: &[Fault]) -> String {
         .map(Fault::message)
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// SQLite's error, with a full disk named the way the rest of the system names it.
+fn describe_sqlite(e: &rusqlite::Error) -> String {
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+        format!("No space left on device ({e}); the write was rolled back")
+    } else {
+        e.to_string()
+    }
 }
