@@ -152,3 +152,68 @@ for u in ["skill://pdf-forms/SKILL.md", "skill://pdf-forms/scripts/fill.py", "sk
 
 for head, budget, body in [(0, 40, "a\x01Short.\x01b\x01" + "long " * 40), (1, 2, "x\x01<&>\"'"), (2, 255, "a\x01\x01b\x01\u00e9" * 5), (0x80, 0, "a\x01b"), (0x40, 0, "")]:
     put("prompt", bytes([head, budget]) + body.encode())
+
+# minisign secret keys: an unencrypted key made here from a fixed seed (Ed25519 public key
+# derivation after RFC 8032 §5.1.5, so no key file is committed and no library is needed), with
+# its real checksum and with the all-zero one `minisign -G -W` writes, and an encrypted header.
+P = 2**255 - 19
+D = -121665 * pow(121666, P - 2, P) % P
+
+
+def ed_x(y):
+    xx = (y * y - 1) * pow(D * y * y + 1, P - 2, P)
+    x = pow(xx, (P + 3) // 8, P)
+    if (x * x - xx) % P:
+        x = x * pow(2, (P - 1) // 4, P) % P
+    return P - x if x % 2 else x
+
+
+def ed_add(a, b):
+    (x1, y1), (x2, y2) = a, b
+    t = D * x1 * x2 * y1 * y2
+    return ((x1 * y2 + x2 * y1) * pow(1 + t, P - 2, P) % P, (y1 * y2 + x1 * x2) * pow(1 - t, P - 2, P) % P)
+
+
+def ed_public(seed):
+    h = hashlib.sha512(seed).digest()
+    a = int.from_bytes(h[:32], "little") & ((1 << 254) - 8) | (1 << 254)
+    by = 4 * pow(5, P - 2, P) % P
+    q, r = (ed_x(by), by), (0, 1)
+    while a:
+        if a & 1:
+            r = ed_add(r, q)
+        q, a = ed_add(q, q), a >> 1
+    return (r[1] | (r[0] & 1) << 255).to_bytes(32, "little")
+
+
+seed = bytes(range(32))
+sk = seed + ed_public(seed)
+key_id = bytes(range(8, 16))
+check = hashlib.blake2b(b"Ed" + key_id + sk, digest_size=32).digest()
+limits = struct.pack("<QQ", 33554432, 1073741824)
+for kdf, chk in [(b"\0\0", check), (b"\0\0", bytes(32)), (b"Sc", check)]:
+    raw = b"Ed" + kdf + b"B2" + bytes(32) + limits + key_id + sk + chk
+    put("minisign_secret_key", "untrusted comment: minisign secret key\n" + base64.b64encode(raw).decode() + "\n")
+put("minisign_secret_key", "untrusted comment: x\nRWQAAEIy\n")
+
+# Uploads to a central registry: one skill at the archive's root, as `publish` packs it, and
+# the refusals the server meets (two skills, none, a path that climbs out).
+with_version = doc.replace(b"---\nBody", b"metadata:\n  version: 1.2.3\n---\nBody")
+for entries in [one, [("SKILL.md", with_version, False), ("scripts/run.sh", b"#!/bin/sh\necho hi\n", True)], archives[3], archives[4], archives[9]]:
+    put("registry_publish", gz(tar_of(entries)))
+    put("registry_publish", zip_of(entries))
+
+# Requests to the read side of `serve`: method and target, then Range, If-None-Match, If-Range.
+for r in [
+    "GET /.well-known/agent-skills/index.json",
+    "HEAD /.well-known/skills/index.json",
+    "GET /.well-known/agent-skills/index.json\nbytes=0-9",
+    "GET /.well-known/agent-skills/index.json\nbytes=-5\n\"x\"",
+    "GET /.well-known/agent-skills/index.json\nbytes=99999999-\n",
+    "GET /.well-known/skills/pdf-forms/SKILL.md\nbytes=5-1,7-9\n*",
+    "GET /%2e%2e/etc/passwd",
+    "GET /.well-known/skills/%00/SKILL.md",
+    "OPTIONS *",
+    "DELETE /",
+]:
+    put("serve_request", r)

@@ -13,9 +13,10 @@ use skillcat::document::{ValidateOptions, parse_document, validate_frontmatter};
 use skillcat::install::Lockfile;
 use skillcat::pack::{PackEntry, write_tar_gz, write_zip};
 use skillcat::prompt::{PromptFormat, PromptOptions, PromptSkill, render};
-use skillcat::sign::{Keyring, Statement, key_id_of_public_key, public_key_base64};
-use skillcat::source::ArchiveSource;
+use skillcat::registry::{Outcome, PublishOptions, Registry};
+use skillcat::sign::{Keyring, Statement, key_id_of_public_key, public_key_base64, sign};
 use skillcat::source::http::index::parse_index;
+use skillcat::source::{ArchiveSource, Source};
 
 /// Every target by name: the name of its binary and of its corpus folder, and its body.
 pub const TARGETS: &[(&str, fn(&[u8]))] = &[
@@ -34,6 +35,9 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("lockfile", lockfile),
     ("mcp_uri", mcp_uri),
     ("prompt", prompt),
+    ("minisign_secret_key", minisign_secret_key),
+    ("registry_publish", registry_publish),
+    ("serve_request", serve_request),
 ];
 
 /// The SKILL.md reader: any bytes give a document or a fault; a document's frontmatter
@@ -336,6 +340,146 @@ pub fn prompt(data: &[u8]) {
         for s in listed {
             let location = s["location"].as_str().expect("a location");
             assert!(owned.iter().any(|(_, _, l)| l == location));
+        }
+    }
+}
+
+/// A minisign secret key file, as `sign` reads it (no password: an encrypted key is refused
+/// before any key derivation, so the fuzzer never runs scrypt with parameters of its own
+/// choosing). A key that signs makes a signature that reads back as a statement.
+pub fn minisign_secret_key(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let manifest =
+        skillcat::digest::Manifest::build("fuzz", "1.0.0", [("SKILL.md", &b"x"[..], false)]);
+    let statement = Statement::from_manifest(&manifest).expect("a valid statement");
+    if let Ok(signature) = sign(&statement, text, None) {
+        let trusted = signature
+            .lines()
+            .find_map(|l| l.strip_prefix("trusted comment: "))
+            .expect("a signature has a trusted comment");
+        assert_eq!(
+            Statement::from_trusted_comment(trusted).expect("it reads back"),
+            statement
+        );
+    }
+}
+
+/// The central registry's upload path, as `serve --publish` takes a body: sniffed, read by the
+/// checked archive reader under its limits, one skill at the root, prepared and committed into a
+/// fresh registry in memory. A committed version is sound (`check`: integrity, every file
+/// re-hashed against the skill digest), and committing the same again changes nothing.
+pub fn registry_publish(data: &[u8]) {
+    let head = &data[..data.len().min(skillcat::archive::SNIFF_LEN)];
+    let Some(kind) = skillcat::archive::sniff(std::path::Path::new(""), head) else {
+        return;
+    };
+    let Ok(source) = ArchiveSource::from_bytes(kind, "upload", data, ArchiveLimits::default())
+    else {
+        return;
+    };
+    let prepared = block_on(async {
+        let roots = source.list().await.ok()?;
+        let [root] = &roots[..] else {
+            return None;
+        };
+        skillcat::publish::prepare(&source, root, &PublishOptions::default())
+            .await
+            .ok()
+    });
+    let Some(prepared) = prepared else {
+        return;
+    };
+    let mut reg = Registry::in_memory().expect("a registry in memory");
+    let first = reg
+        .commit(&prepared)
+        .expect("a prepared skill commits into an empty registry");
+    assert_eq!(first.outcome, Outcome::Published);
+    let report = reg.check().expect("check runs");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.versions, 1);
+    let again = reg
+        .commit(&prepared)
+        .expect("the same content again is fine");
+    assert_eq!(again.outcome, Outcome::Unchanged);
+    assert_eq!(again.digest, first.digest);
+}
+
+/// The read side of `skillcat serve` over the fixtures: the first line of the input is the
+/// method and the request target, the next ones `Range`, `If-None-Match` and `If-Range`. The
+/// answer is one of the statuses the server gives, a body always matches its length headers, a
+/// range answer is within the file, and nothing outside the site is ever found.
+pub fn serve_request(data: &[u8]) {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode, header};
+    use skillcat::serve::{Site, SiteOptions, answer};
+    use std::sync::OnceLock;
+
+    static SITE: OnceLock<Site> = OnceLock::new();
+    let site = SITE.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/skills");
+        let source =
+            skillcat::source::DirSource::open(&dir, Default::default()).expect("the fixtures open");
+        block_on(Site::build(&source, &SiteOptions::default()))
+            .expect("the fixtures build a site")
+            .0
+    });
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let mut lines = text.split('\n');
+    let first = lines.next().unwrap_or_default();
+    let (method, target) = first.split_once(' ').unwrap_or(("GET", first));
+    let mut req = Request::builder().method(method).uri(target);
+    for (name, value) in [header::RANGE, header::IF_NONE_MATCH, header::IF_RANGE]
+        .into_iter()
+        .zip(lines)
+    {
+        req = req.header(name, value);
+    }
+    let Ok(req) = req.body(Body::empty()) else {
+        return;
+    };
+    let head = req.method() == axum::http::Method::HEAD;
+    let res = answer(site, &req);
+    let status = res.status();
+    assert!(
+        [200, 204, 206, 304, 404, 405, 416].contains(&status.as_u16()),
+        "unexpected status {status}"
+    );
+    let length: Option<u64> = res
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .map(|v| v.to_str().unwrap().parse().unwrap());
+    let range = res
+        .headers()
+        .get(header::CONTENT_RANGE)
+        .map(|v| v.to_str().unwrap().to_string());
+    let body = block_on(axum::body::to_bytes(res.into_body(), usize::MAX)).unwrap();
+    if !head && let Some(length) = length {
+        assert_eq!(body.len() as u64, length);
+    }
+    if status == StatusCode::OK || status == StatusCode::PARTIAL_CONTENT {
+        let path = skillcat::serve::decode_path(req.uri().path()).expect("a found path decodes");
+        let file = site
+            .get(path.strip_prefix('/').unwrap_or(&path))
+            .expect("a found path is a file of the site");
+        if status == StatusCode::PARTIAL_CONTENT {
+            let range = range.expect("a 206 says its range");
+            let (span, total) = range
+                .strip_prefix("bytes ")
+                .and_then(|r| r.split_once('/'))
+                .expect("bytes A-B/N");
+            let (a, b) = span.split_once('-').expect("A-B");
+            let (a, b): (usize, usize) = (a.parse().unwrap(), b.parse().unwrap());
+            assert_eq!(total.parse::<usize>().unwrap(), file.body.len());
+            assert!(a <= b && b < file.body.len());
+            if !head {
+                assert_eq!(&body[..], &file.body[a..=b]);
+            }
+        } else if !head {
+            assert_eq!(body, file.body);
         }
     }
 }

@@ -128,8 +128,17 @@ impl Registry {
         Self::connect(path.as_ref(), schema::Mode::ReadOnly)
     }
 
+    /// A new, empty registry in memory, with the same schema, settings and rules as a file;
+    /// gone when dropped. For tests and fuzzing: [`path`](Self::path) is `:memory:`.
+    pub fn in_memory() -> Result<Registry> {
+        Self::connect(Path::new(":memory:"), schema::Mode::Memory)
+    }
+
     fn connect(path: &Path, mode: schema::Mode) -> Result<Registry> {
-        let shown = display_path(path);
+        let shown = match mode {
+            schema::Mode::Memory => ":memory:".to_string(),
+            _ => display_path(path),
+        };
         let conn = schema::connect(path, &shown, mode)?;
         Ok(Registry {
             conn,

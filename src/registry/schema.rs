@@ -60,6 +60,8 @@ pub(super) enum Mode {
     ReadWrite,
     /// An existing registry, read-only; the schema must be current.
     ReadOnly,
+    /// A new registry in memory, gone with its connection (tests, fuzzing).
+    Memory,
 }
 
 /// Opens `path` in `mode`: a configured connection to a registry of the current schema.
@@ -68,6 +70,15 @@ pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Connection
         path: shown.to_string(),
         source,
     };
+    if mode == Mode::Memory {
+        let mut conn = Connection::open_in_memory_with_flags(
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql)?;
+        configure(&conn, mode).map_err(sql)?;
+        migrate(&mut conn, shown, true)?;
+        return Ok(conn);
+    }
     match (mode, std::fs::metadata(path)) {
         (Mode::Create, Ok(meta)) if meta.len() > 0 && !is_blank_database(path) => {
             return Err(RegistryError::AlreadyExists {
@@ -109,7 +120,7 @@ pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Connection
     }
     // No SQLITE_OPEN_URI: a path is a path, never `file:…?mode=…`.
     let flags = match mode {
-        Mode::Create => {
+        Mode::Create | Mode::Memory => {
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -121,7 +132,7 @@ pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Connection
     configure(&conn, mode).map_err(|e| identify(e, shown))?;
     let (app_id, found) = identity(&conn).map_err(|e| identify(e, shown))?;
     match mode {
-        Mode::Create => {
+        Mode::Create | Mode::Memory => {
             if app_id != 0 || found != 0 {
                 return Err(RegistryError::AlreadyExists {
                     path: shown.to_string(),
@@ -168,6 +179,8 @@ fn configure(conn: &Connection, mode: Mode) -> rusqlite::Result<()> {
     conn.set_prepared_statement_cache_capacity(32);
     match mode {
         Mode::ReadOnly => conn.pragma_update(None, "query_only", true)?,
+        // A database in memory has no file to share: its own journal mode stays.
+        Mode::Memory => {}
         Mode::Create | Mode::ReadWrite => {
             let journal: String =
                 conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
