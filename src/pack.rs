@@ -12,12 +12,19 @@
 //! level 9; zip entries deflated at level 9, "made by" Unix, no extra fields. The archive is
 //! written to a temporary file beside the output and renamed into place, so a failed pack leaves
 //! nothing half-written.
+//!
+//! [`write_archive`] writes only what skillcat's own archive reader reads back: the file is
+//! read with the checked reader under the default [`ArchiveLimits`] before it is renamed into
+//! place. A directory may hold what no archive may (`README.md` beside `readme.md`, a file named
+//! `CON`, more than the limits); such a pack fails with the reader's reason, instead of writing
+//! an archive every reader refuses.
 
 use std::io::{self, Seek, Write};
 use std::path::Path;
 
 use bytes::Bytes;
 
+use crate::archive::{ArchiveKind, ArchiveLimits, read_archive};
 use crate::error::{Error, Result};
 
 /// The fixed timestamp of every entry: 1980-01-01T00:00:00Z (the earliest a zip can hold).
@@ -131,6 +138,17 @@ pub fn write_archive(entries: &[PackEntry], path: &Path) -> Result<()> {
         PackFormat::Zip => write_zip(entries, io::BufWriter::new(&mut tmp.file)),
     };
     written.map_err(|e| Error::io(&shown, e))?;
+    let packed = std::fs::read(&tmp.path).map_err(|e| Error::io(&shown, e))?;
+    let kind = match format {
+        PackFormat::TarGz => ArchiveKind::TarGz,
+        PackFormat::Zip => ArchiveKind::Zip,
+    };
+    if let Err(e) = read_archive(kind, &packed, &ArchiveLimits::default()) {
+        return Err(Error::Invalid(format!(
+            "{shown}: not written, since no reader would accept it: {e}"
+        )));
+    }
+    drop(packed);
     tmp.file.sync_all().map_err(|e| Error::io(&shown, e))?;
     tmp.persist(path).map_err(|e| Error::io(&shown, e))
 }

@@ -2,13 +2,13 @@
 //! same skills with the same digests, and the same faults. Names are drawn at the Unicode and
 //! case-folding edges (precomposed and decomposed accents, `ß`, the Kelvin sign, dotted and
 //! dotless `i`, titlecase digraphs, astral characters); a tree where two paths fold to the same
-//! key is refused by both archive formats alike.
+//! key is refused by both archive formats alike, and `pack` refuses to write it.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use skillcat::archive::{ArchiveError, ArchiveKind, ArchiveLimits};
-use skillcat::pack::{PackEntry, write_tar_gz, write_zip};
+use skillcat::pack::{PackEntry, write_archive, write_tar_gz, write_zip};
 use skillcat::path::fold_key;
 use skillcat::source::{self, ArchiveSource, DirOptions, DirSource, Source, SourceExt};
 
@@ -196,6 +196,20 @@ async fn a_directory_a_tarball_and_a_zip_of_one_tree_agree() {
                     "case {case}, {format}: {err} for {paths:?}"
                 );
             }
+            // A directory can hold such a tree (this file system is case-sensitive), but `pack`
+            // will not write an archive of it that every reader refuses: it fails with the
+            // reader's reason and leaves no file.
+            let dir = tempfile::tempdir().unwrap();
+            for out in ["t.tar.gz", "t.zip"] {
+                let path = dir.path().join(out);
+                let err = write_archive(&tree.files, &path).unwrap_err().to_string();
+                assert!(
+                    err.contains("no reader would accept it") && err.contains("collides"),
+                    "case {case}, {out}: {err}"
+                );
+                assert!(!path.exists(), "case {case}: {out} was written");
+            }
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
             refused += 1;
             continue;
         }
