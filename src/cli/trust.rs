@@ -147,13 +147,13 @@ fn password(prompt: &str, confirm: bool) -> Result<String, u8> {
 }
 
 /// A secret key, and its password once one was needed: a pack of many skills asks for it once.
-struct Signer {
+pub(super) struct Signer {
     secret: String,
     password: Option<String>,
 }
 
 impl Signer {
-    fn load(path: &str) -> Result<Signer, u8> {
+    pub(super) fn load(path: &str) -> Result<Signer, u8> {
         Ok(Signer {
             secret: read_secret_key(path)?,
             password: None,
@@ -161,7 +161,7 @@ impl Signer {
     }
 
     /// Signs with a key that may or may not be password-protected.
-    fn sign(&mut self, statement: &Statement) -> Result<String, u8> {
+    pub(super) fn sign(&mut self, statement: &Statement) -> Result<String, u8> {
         match sign::sign(statement, &self.secret, self.password.as_deref()) {
             Err(SignError::PasswordRequired) if self.password.is_none() => {
                 self.password = Some(password("Password for the secret key: ", false)?);

@@ -41,9 +41,9 @@
 //! [`HttpOptions::concurrency`] requests at once. URLs in messages never show credentials or
 //! query strings. HTTPS needs the crate feature `tls` (on by default).
 
-mod artifact;
-mod cache;
-mod client;
+pub(crate) mod artifact;
+pub(crate) mod cache;
+pub(crate) mod client;
 pub mod index;
 mod maintain;
 mod options;
