@@ -136,8 +136,7 @@ pub async fn push(
     let client = Client::new(&target, &push_options(opts))?;
     let mut uploaded = 0;
     for blob in [Bytes::from(config), Bytes::from(layer)] {
-        if !client.has_blob(&sha256_digest(&blob)).await? {
-            client.push_blob(blob).await?;
+        if client.push_blob(blob).await?.1 {
             uploaded += 1;
         }
     }

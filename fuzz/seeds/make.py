@@ -152,3 +152,25 @@ for u in ["skill://pdf-forms/SKILL.md", "skill://pdf-forms/scripts/fill.py", "sk
 
 for head, budget, body in [(0, 40, "a\x01Short.\x01b\x01" + "long " * 40), (1, 2, "x\x01<&>\"'"), (2, 255, "a\x01\x01b\x01\u00e9" * 5), (0x80, 0, "a\x01b"), (0x40, 0, "")]:
     put("prompt", bytes([head, budget]) + body.encode())
+
+H0, H1, H2 = "sha256:" + "0" * 64, "sha256:" + "1" * 64, "sha256:" + "2" * 64
+for v in [
+    {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json", "artifactType": "dev.toolhive.skills.v1",
+     "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": H0, "size": 778},
+     "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": H1, "size": 4220, "annotations": {"org.opencontainers.image.title": "skill.tar.gz"}}],
+     "annotations": {"dev.toolhive.skills.version": "1.0.0", "dev.skillcat.skill.digest": H2}},
+    {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+     "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": H0, "size": 1, "artifactType": "dev.toolhive.skills.v1", "platform": {"architecture": "amd64", "os": "linux"}}]},
+    {"schemaVersion": 2, "config": {"mediaType": "application/vnd.agentskills.skill.config.v1+json", "digest": H0, "size": 2},
+     "layers": [{"mediaType": "application/vnd.agentskills.skill.content.v1.tar+gzip", "digest": H1, "size": 9}], "annotations": {"io.agentskills.skill.name": "x"}},
+    {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json", "artifactType": "application/vnd.skillcat.signature.v1",
+     "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a", "size": 2},
+     "layers": [{"mediaType": "application/vnd.skillcat.minisign.signature.v1", "digest": H1, "size": 300}],
+     "subject": {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": H2, "size": 900}},
+    {"schemaVersion": 2, "config": {"mediaType": "x", "digest": "md5:00", "size": 1}, "layers": []},
+    {"schemaVersion": 1, "manifests": []},
+    {"schemaVersion": 2, "manifests": [], "layers": [{"mediaType": "a", "digest": H0, "size": -1}]},
+]:
+    put("oci_manifest", json.dumps(v))
+for r in ["ghcr.io/org/skills/pdf:1.2.0", "127.0.0.1:5000/a@" + H0, "[::1]:5000/a:b@" + H1, "h/A", "u:p@h/a", "h/a..b:-x"]:
+    put("oci_manifest", "\x00" + r)

@@ -129,11 +129,12 @@ pub async fn push(a: PushArgs) -> u8 {
         }
     };
     out!(
-        "Pushed {}@{} ({}) → {}",
+        "Pushed {}@{} ({}) → {} ({} of 2 blobs uploaded)",
         pushed.skill.name,
         pushed.skill.version,
         pushed.skill.digest,
-        pushed.reference
+        pushed.reference,
+        pushed.uploaded
     );
     if let Some(sig) = signature {
         let title = format!("{}{}", pushed.skill.name, skillcat::sign::SIGNATURE_SUFFIX);

@@ -187,11 +187,11 @@ impl Client {
     }
 
     /// Uploads a blob unless the registry holds it already (a monolithic upload: POST, then
-    /// PUT of the whole body with its digest). Returns its digest.
-    pub async fn push_blob(&self, bytes: Bytes) -> Result<String> {
+    /// PUT of the whole body with its digest). Returns its digest, and whether it was uploaded.
+    pub async fn push_blob(&self, bytes: Bytes) -> Result<(String, bool)> {
         let digest = sha256_digest(&bytes);
         if self.has_blob(&digest).await? {
-            return Ok(digest);
+            return Ok((digest, false));
         }
         let url = self.url("blobs/uploads/");
         let resp = self
@@ -215,7 +215,7 @@ impl Client {
         );
         let resp = self.send(Method::PUT, &put, headers, Some(bytes)).await?;
         expect(resp, &put, &[StatusCode::CREATED])?;
-        Ok(digest)
+        Ok((digest, true))
     }
 
     /// PUTs a manifest (or index) under `reference` (a tag or its digest). Returns its digest.
