@@ -78,6 +78,25 @@ fn pushed_digest(out: &Out) -> String {
     at.split_whitespace().next().unwrap().to_string()
 }
 
+/// `skopeo inspect --raw [--config]` of `repo:tag` in `reg` (no skillcat code).
+fn skopeo(reg: &Registry, repo_tag: &str, config: bool) -> Vec<u8> {
+    let mut cmd = Command::new("skopeo");
+    cmd.args(["inspect", "--raw", "--tls-verify=false"]);
+    if config {
+        cmd.arg("--config");
+    }
+    let out = cmd
+        .arg(format!("docker://{}/{repo_tag}", reg.addr))
+        .output()
+        .expect("skopeo (scripts/test installs it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// `digest --format json` of a source: the manifest of each skill.
 fn manifests(home: &Home, source: &str) -> J {
     home.run(&["digest", source, "--format", "json"])
@@ -134,22 +153,9 @@ fn push_then_every_reading_command_agrees_with_the_directory() {
         .says(&["climbs out of the skill"]);
 
     // skopeo (no skillcat code) reads what was pushed.
-    let raw = Command::new("skopeo")
-        .args(["inspect", "--raw", "--tls-verify=false"])
-        .arg(format!("docker://{}/team/skills/csv-tidy:1.2.0", reg.addr))
-        .output()
-        .expect("skopeo (scripts/test installs it)");
-    assert!(
-        raw.status.success(),
-        "{}",
-        String::from_utf8_lossy(&raw.stderr)
-    );
-    assert_eq!(
-        sha256_digest(&raw.stdout),
-        digest,
-        "skopeo sees the same manifest"
-    );
-    let m: J = serde_json::from_slice(&raw.stdout).unwrap();
+    let raw = skopeo(&reg, "team/skills/csv-tidy:1.2.0", false);
+    assert_eq!(sha256_digest(&raw), digest, "skopeo sees the same manifest");
+    let m: J = serde_json::from_slice(&raw).unwrap();
     assert_eq!(m["artifactType"], "dev.toolhive.skills.v1");
     assert_eq!(
         m["config"]["mediaType"],
@@ -174,12 +180,7 @@ fn push_then_every_reading_command_agrees_with_the_directory() {
             .unwrap()
             .starts_with("sha256:")
     );
-    let cfg = Command::new("skopeo")
-        .args(["inspect", "--config", "--raw", "--tls-verify=false"])
-        .arg(format!("docker://{}/team/skills/csv-tidy:1.2.0", reg.addr))
-        .output()
-        .unwrap();
-    let cfg: J = serde_json::from_slice(&cfg.stdout).unwrap();
+    let cfg: J = serde_json::from_slice(&skopeo(&reg, "team/skills/csv-tidy:1.2.0", true)).unwrap();
     let labels = &cfg["config"]["Labels"];
     assert_eq!(labels["dev.toolhive.skills.name"], "csv-tidy");
     assert_eq!(labels["dev.toolhive.skills.license"], "MIT");
@@ -386,15 +387,12 @@ fn signatures_are_referrers_found_through_the_tag_fallback_and_installs_are_pinn
     let digest = pushed_digest(&out);
     // The fallback tag holds an index listing the referrer, whose subject is the manifest.
     let fallback = digest.replacen(':', "-", 1);
-    let raw = Command::new("skopeo")
-        .args(["inspect", "--raw", "--tls-verify=false"])
-        .arg(format!(
-            "docker://{}/skills/signed-one:{fallback}",
-            reg.addr
-        ))
-        .output()
-        .unwrap();
-    let index: J = serde_json::from_slice(&raw.stdout).unwrap();
+    let index: J = serde_json::from_slice(&skopeo(
+        &reg,
+        &format!("skills/signed-one:{fallback}"),
+        false,
+    ))
+    .unwrap();
     assert_eq!(
         index["manifests"][0]["artifactType"],
         "application/vnd.skillcat.signature.v1"
@@ -410,15 +408,12 @@ fn signatures_are_referrers_found_through_the_tag_fallback_and_installs_are_pinn
         &k.secret.to_string_lossy(),
     ])
     .code(0);
-    let raw = Command::new("skopeo")
-        .args(["inspect", "--raw", "--tls-verify=false"])
-        .arg(format!(
-            "docker://{}/skills/signed-one:{fallback}",
-            reg.addr
-        ))
-        .output()
-        .unwrap();
-    let again: J = serde_json::from_slice(&raw.stdout).unwrap();
+    let again: J = serde_json::from_slice(&skopeo(
+        &reg,
+        &format!("skills/signed-one:{fallback}"),
+        false,
+    ))
+    .unwrap();
     let mut listed: Vec<&str> = again["manifests"]
         .as_array()
         .unwrap()

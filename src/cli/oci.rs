@@ -2,7 +2,6 @@
 
 use std::io::Write;
 
-use skillcat::document::ValidateOptions;
 use skillcat::push::{self, Attached};
 use skillcat::sign::Statement;
 use skillcat::source::http::HttpOptions;
@@ -57,21 +56,8 @@ pub async fn push(a: PushArgs) -> u8 {
         Ok(x) => x,
         Err(c) => return c,
     };
-    let faults = skill.validate(&ValidateOptions::default());
-    if !faults.is_empty() {
-        let verb = if a.force {
-            "Pushing anyway (--force)"
-        } else {
-            "Refusing to push"
-        };
-        err!("{verb} {}:", skill.location());
-        for f in &faults {
-            err!("  - {} [{}]", f.message(), f.kind());
-        }
-        if !a.force {
-            err!("Error: nothing pushed; fix the skill or pass --force");
-            return FAULTS;
-        }
+    if let Err(c) = super::trust::refuse_invalid(&skill, a.force, ("Pushing", "push", "pushed")) {
+        return c;
     }
     let g = super::globals();
     if g.open.offline {

@@ -119,6 +119,26 @@ pub(crate) fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// What a remote source says when it has no cache directory.
+pub(crate) const NO_CACHE_DIR: &str =
+    "no cache directory (set --cache, XDG_CACHE_HOME or HOME): nothing is kept";
+
+/// Opens the cache at `dir` off the async runtime; `Ok(None)` when there is no directory, after
+/// `warn` was given [`NO_CACHE_DIR`].
+pub(crate) async fn open_off_runtime(
+    dir: Option<PathBuf>,
+    warn: impl FnOnce(String),
+) -> Result<Option<std::sync::Arc<Cache>>> {
+    let Some(dir) = dir else {
+        warn(NO_CACHE_DIR.into());
+        return Ok(None);
+    };
+    tokio::task::spawn_blocking(move || Cache::open(&dir))
+        .await
+        .map_err(|e| Error::task("opening the cache", e))?
+        .map(|c| Some(std::sync::Arc::new(c)))
+}
+
 /// An open cache directory, held under a shared lock until dropped.
 #[derive(Debug)]
 pub(crate) struct Cache {

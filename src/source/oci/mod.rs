@@ -36,7 +36,7 @@ use self::client::{Client, ClientOptions};
 use self::layout::{Annotated, Document, Layout, Manifest};
 pub use self::reference::Reference;
 use super::http::cache::{self, Cache, Read, Record};
-use super::http::{HttpOptions, default_cache_dir};
+use super::http::{HttpOptions, blocking, default_cache_dir};
 use super::{RootRecord, Source};
 use crate::digest::{parse_digest, sha256, tree_digest};
 use crate::error::{Error, Result};
@@ -169,18 +169,7 @@ impl OciSource {
     async fn cache(&self) -> Result<Option<Arc<Cache>>> {
         let cache = self
             .cache
-            .get_or_try_init(|| async {
-                let Some(dir) = self.cache_dir.clone() else {
-                    self.warn(
-                        "no cache directory (set --cache, XDG_CACHE_HOME or HOME): nothing is kept"
-                            .into(),
-                    );
-                    return Ok(None);
-                };
-                blocking(move || Cache::open(&dir))
-                    .await
-                    .map(|c| Some(Arc::new(c)))
-            })
+            .get_or_try_init(|| cache::open_off_runtime(self.cache_dir.clone(), |w| self.warn(w)))
             .await?;
         Ok(cache.clone())
     }
@@ -284,6 +273,25 @@ impl OciSource {
             blocking(move || c.write_blob(&hash, &bytes)).await?;
         }
         Ok(())
+    }
+
+    /// Records that the mutable name `key` (a tag, a referrers listing) stands for the content
+    /// `digest` now.
+    async fn point(&self, key: String, digest: String) -> Result<()> {
+        let Some(c) = self.cache().await? else {
+            return Ok(());
+        };
+        let rec = Record {
+            url: key.clone(),
+            etag: None,
+            last_modified: None,
+            max_age: None,
+            no_cache: true,
+            fetched_at: cache::now(),
+            body: digest,
+            final_url: None,
+        };
+        blocking(move || c.write_record(&key, &rec)).await
     }
 
     fn not_cached(&self, what: &str) -> Error {
@@ -402,21 +410,8 @@ impl OciSource {
             for b in fetched {
                 self.store(b).await?;
             }
-            if self.reference.digest.is_none()
-                && let Some(c) = self.cache().await?
-            {
-                let key = self.tag_key();
-                let rec = Record {
-                    url: key.clone(),
-                    etag: None,
-                    last_modified: None,
-                    max_age: None,
-                    no_cache: true,
-                    fetched_at: cache::now(),
-                    body: top_digest.clone(),
-                    final_url: None,
-                };
-                blocking(move || c.write_record(&key, &rec)).await?;
+            if self.reference.digest.is_none() {
+                self.point(self.tag_key(), top_digest.clone()).await?;
             }
         }
         Ok(Loaded {
@@ -540,21 +535,11 @@ impl OciSource {
             }
         }
         if mode == Mode::Online
-            && let (Some(bytes), Some(c)) = (listing, self.cache().await?)
+            && let Some(bytes) = listing
         {
             let body = crate::digest::sha256_digest(&bytes);
             self.store(bytes).await?;
-            let rec = Record {
-                url: key.clone(),
-                etag: None,
-                last_modified: None,
-                max_age: None,
-                no_cache: true,
-                fetched_at: cache::now(),
-                body,
-                final_url: None,
-            };
-            blocking(move || c.write_record(&key, &rec)).await?;
+            self.point(key, body).await?;
         }
         Ok(out)
     }
@@ -572,13 +557,6 @@ enum Mode {
 enum Fetch {
     Manifest,
     Blob,
-}
-
-/// Runs blocking work off the runtime.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::task("reading the OCI cache", e))?
 }
 
 #[async_trait]
