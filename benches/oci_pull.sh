@@ -55,7 +55,7 @@ for i in $(seq -w 1 "$n"); do
     for _ in $(seq 1 40); do printf 'Reference line for skill %s, with enough words to be a realistic note.\n' "$i"; done >"$d/references/guide.md"
     printf 'Field notes for skill %s.\n' "$i" >"$d/references/notes.md"
     "$bin" push "$work/corpus" "skill-$i" "oci://$addr/bench/skill-$i:1.0.$((10#$i))" >/dev/null
-    printf '[[source]]\npath = "oci://%s/bench/skill-%s:1.0.%s"\n' "$addr" "$i" "$((10#$i))" >>"$work/catalog.toml"
+    printf '[[sources]]\npath = "oci://%s/bench/skill-%s:1.0.%s"\n' "$addr" "$i" "$((10#$i))" >>"$work/catalog.toml"
 done
 
 # The same blobs, by URL, for curl: each skill's manifest, then its layer.

@@ -144,9 +144,26 @@ fn push_then_every_reading_command_agrees_with_the_directory() {
         let read = home.run(&["read", source, "csv-tidy", "scripts/run.sh"]);
         assert_eq!(read.code(0).out(), "#!/bin/sh\necho ran\n");
         home.run(&["validate", source]).code(0);
+        let tools = home.run(&["tools", source, "csv-tidy"]);
+        assert!(
+            tools.code(0).out().contains("scripts/run.sh"),
+            "{}",
+            tools.out()
+        );
+        let ran = home.run(&["run", source, "csv-tidy", "run"]);
+        assert_eq!(ran.code(0).out().trim(), "ran", "{}", ran.stderr);
         let prompt = home.run(&["prompt", source]);
         assert!(prompt.code(0).out().contains("csv-tidy"));
     }
+    // In a catalog (skillcat.toml), as any other source.
+    let config = home.path().join("skillcat.toml");
+    std::fs::write(&config, format!("[[sources]]\npath = \"{at_tag}\"\n")).unwrap();
+    let listed = home.run(&["list", "--config", &config.to_string_lossy()]);
+    assert!(
+        listed.code(0).out().contains("csv-tidy"),
+        "{}",
+        listed.out()
+    );
     // A path that climbs out is refused as from every other source.
     home.run(&["read", &at_tag, "csv-tidy", "../../etc/passwd"])
         .code(1)

@@ -505,3 +505,37 @@ fn text(headers: &HeaderMap, name: &str) -> Option<String> {
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_http_only_for_this_machine_or_when_allowed() {
+        let client = |text: &str, allow_insecure: bool| {
+            let opts = ClientOptions {
+                http: HttpOptions::default(),
+                allow_insecure,
+                push: false,
+            };
+            Client::new(&Reference::parse(text).unwrap(), &opts).map(|c| c.shown)
+        };
+        assert_eq!(
+            client("oci://127.0.0.1:5000/a", false).unwrap(),
+            "http://127.0.0.1:5000"
+        );
+        assert_eq!(
+            client("oci://localhost/a", false).unwrap(),
+            "http://localhost"
+        );
+        assert_eq!(
+            client("oci://reg.example:5000/a", true).unwrap(),
+            "http://reg.example:5000"
+        );
+        if cfg!(feature = "tls") {
+            assert_eq!(client("oci://ghcr.io/a", false).unwrap(), "https://ghcr.io");
+        } else {
+            assert!(client("oci://ghcr.io/a", false).is_err());
+        }
+    }
+}
