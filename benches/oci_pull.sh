@@ -38,7 +38,7 @@ storage:
 http:
   addr: $addr
 YML
-docker-registry serve "$work/config.yml" 2>"$work/registry.log" &
+docker-registry serve "$work/config.yml" >"$work/registry.log" 2>&1 &
 reg_pid=$!
 for _ in $(seq 1 200); do curl -fs "http://$addr/v2/" >/dev/null && break; sleep 0.05; done
 
@@ -76,7 +76,7 @@ for _ in $(seq 1 "$runs"); do
     s=$(now); XDG_CACHE_HOME="$work/cache" "$bin" list --config "$work/catalog.toml" >/dev/null; e=$(now)
     t_sc+=("$(echo "$e - $s" | bc)")
     rm -rf "$work/curl" && mkdir -p "$work/curl"
-    s=$(now); curl -fs --parallel --parallel-max 8 -K "$work/urls.txt"; e=$(now)
+    s=$(now); curl -fsS --no-progress-meter --parallel --parallel-max 8 -K "$work/urls.txt"; e=$(now)
     t_curl+=("$(echo "$e - $s" | bc)")
     rm -rf "$work/oci-layout"
     s=$(now)
