@@ -42,18 +42,11 @@ docker-registry serve "$work/config.yml" >"$work/registry.log" 2>&1 &
 reg_pid=$!
 for _ in $(seq 1 200); do curl -fs "http://$addr/v2/" >/dev/null && break; sleep 0.05; done
 
-# The corpus: N skills of four files each (a document, a script, two references), 1–6 KB.
+# The corpus: N skills of four files each (benches/support/corpus.sh), each pushed to its own
+# repository and named in a catalog.
+. benches/support/corpus.sh
+write_corpus "$work/corpus" "$n"
 for i in $(seq -w 1 "$n"); do
-    d="$work/corpus/skill-$i"
-    mkdir -p "$d/scripts" "$d/references"
-    {
-        printf -- '---\nname: skill-%s\ndescription: Skill %s does one thing well when the user asks for it.\nmetadata:\n  version: "1.0.%s"\n---\n\n# Skill %s\n\n' "$i" "$i" "$((10#$i))" "$i"
-        for _ in $(seq 1 20); do printf 'Step %s: read the input, check it, write the result and say what changed.\n' "$i"; done
-    } >"$d/SKILL.md"
-    printf '#!/bin/sh\n# skill %s\nset -eu\nprintf "%%s\\n" "$@"\n' "$i" >"$d/scripts/run.sh"
-    chmod +x "$d/scripts/run.sh"
-    for _ in $(seq 1 40); do printf 'Reference line for skill %s, with enough words to be a realistic note.\n' "$i"; done >"$d/references/guide.md"
-    printf 'Field notes for skill %s.\n' "$i" >"$d/references/notes.md"
     "$bin" push "$work/corpus" "skill-$i" "oci://$addr/bench/skill-$i:1.0.$((10#$i))" >/dev/null
     printf '[[sources]]\npath = "oci://%s/bench/skill-%s:1.0.%s"\n' "$addr" "$i" "$((10#$i))" >>"$work/catalog.toml"
 done
