@@ -23,19 +23,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The corpus: N skills of four files each (a document, a script, two references), 1–6 KB.
-for i in $(seq -w 1 "$n"); do
-    d="$work/corpus/skill-$i"
-    mkdir -p "$d/scripts" "$d/references"
-    {
-        printf -- '---\nname: skill-%s\ndescription: Skill %s does one thing well when the user asks for it.\nmetadata:\n  version: "1.0.%s"\n---\n\n# Skill %s\n\n' "$i" "$i" "$((10#$i))" "$i"
-        for _ in $(seq 1 20); do printf 'Step %s: read the input, check it, write the result and say what changed.\n' "$i"; done
-    } >"$d/SKILL.md"
-    printf '#!/bin/sh\n# skill %s\nset -eu\nprintf "%%s\\n" "$@"\n' "$i" >"$d/scripts/run.sh"
-    chmod +x "$d/scripts/run.sh"
-    for _ in $(seq 1 40); do printf 'Reference line for skill %s, with enough words to be a realistic note.\n' "$i"; done >"$d/references/guide.md"
-    printf 'Field notes for skill %s.\n' "$i" >"$d/references/notes.md"
-done
+# The corpus: N skills of four files each (benches/support/corpus.sh).
+. benches/support/corpus.sh
+write_corpus "$work/corpus" "$n"
 
 proj="$work/proj"
 mkdir -p "$proj/.git" "$proj/.claude" "$work/home"

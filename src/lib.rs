@@ -37,6 +37,8 @@ pub mod sign;
 
 #[cfg(feature = "registry")]
 pub mod publish;
+#[cfg(feature = "oci")]
+pub mod push;
 #[cfg(feature = "registry")]
 pub mod registry;
 

@@ -217,3 +217,25 @@ for r in [
     "DELETE /",
 ]:
     put("serve_request", r)
+
+H0, H1, H2 = "sha256:" + "0" * 64, "sha256:" + "1" * 64, "sha256:" + "2" * 64
+for v in [
+    {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json", "artifactType": "dev.toolhive.skills.v1",
+     "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": H0, "size": 778},
+     "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": H1, "size": 4220, "annotations": {"org.opencontainers.image.title": "skill.tar.gz"}}],
+     "annotations": {"dev.toolhive.skills.version": "1.0.0", "dev.skillcat.skill.digest": H2}},
+    {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+     "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": H0, "size": 1, "artifactType": "dev.toolhive.skills.v1", "platform": {"architecture": "amd64", "os": "linux"}}]},
+    {"schemaVersion": 2, "config": {"mediaType": "application/vnd.agentskills.skill.config.v1+json", "digest": H0, "size": 2},
+     "layers": [{"mediaType": "application/vnd.agentskills.skill.content.v1.tar+gzip", "digest": H1, "size": 9}], "annotations": {"io.agentskills.skill.name": "x"}},
+    {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json", "artifactType": "application/vnd.skillcat.signature.v1",
+     "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a", "size": 2},
+     "layers": [{"mediaType": "application/vnd.skillcat.minisign.signature.v1", "digest": H1, "size": 300}],
+     "subject": {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": H2, "size": 900}},
+    {"schemaVersion": 2, "config": {"mediaType": "x", "digest": "md5:00", "size": 1}, "layers": []},
+    {"schemaVersion": 1, "manifests": []},
+    {"schemaVersion": 2, "manifests": [], "layers": [{"mediaType": "a", "digest": H0, "size": -1}]},
+]:
+    put("oci_manifest", json.dumps(v))
+for r in ["ghcr.io/org/skills/pdf:1.2.0", "127.0.0.1:5000/a@" + H0, "[::1]:5000/a:b@" + H1, "h/A", "u:p@h/a", "h/a..b:-x"]:
+    put("oci_manifest", "\x00" + r)

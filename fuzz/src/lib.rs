@@ -38,6 +38,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("minisign_secret_key", minisign_secret_key),
     ("registry_publish", registry_publish),
     ("serve_request", serve_request),
+    ("oci_manifest", oci_manifest),
 ];
 
 /// The SKILL.md reader: any bytes give a document or a fault; a document's frontmatter
@@ -493,4 +494,50 @@ fn block_on<F: Future>(future: F) -> F::Output {
             .expect("a tokio runtime");
     }
     RUNTIME.with(|rt| rt.block_on(future))
+}
+
+/// OCI manifests and indexes as a registry answers them, and `oci://` references (an input
+/// starting with a NUL byte): what parses has sha256 descriptors only and writes back to the
+/// same document; a recognised layout's layer is one of the manifest's layers; a parsed
+/// reference prints back to the text it came from.
+pub fn oci_manifest(data: &[u8]) {
+    use skillcat::source::oci::Reference;
+    use skillcat::source::oci::layout::{Document, parse, pick_from_index, skill_layout};
+    if let Some(rest) = data.strip_prefix(b"\0") {
+        let Ok(text) = std::str::from_utf8(rest) else {
+            return;
+        };
+        if let Ok(r) = Reference::parse(&format!("oci://{text}")) {
+            let (host, rest) = text.split_once('/').expect("a parsed reference has a /");
+            assert_eq!(r.to_string(), format!("oci://{}/{rest}", host.to_ascii_lowercase()));
+        }
+        return;
+    }
+    for content_type in [None, Some("application/vnd.oci.image.index.v1+json")] {
+        let Ok(doc) = parse(data, content_type) else {
+            continue;
+        };
+        let digests_ok = |d: &str| {
+            d.strip_prefix("sha256:")
+                .is_some_and(|h| h.len() == 64 && h.bytes().all(|c| c.is_ascii_hexdigit()))
+        };
+        match &doc {
+            Document::Manifest(m) => {
+                assert!(digests_ok(&m.config.digest));
+                assert!(m.layers.iter().all(|l| digests_ok(&l.digest)));
+                if let Ok(found) = skill_layout(m) {
+                    assert!(m.layers.contains(&found.layer));
+                }
+                let again = parse(&serde_json::to_vec(m.as_ref()).unwrap(), None)
+                    .expect("a manifest written back parses");
+                assert_eq!(again, doc);
+            }
+            Document::Index(i) => {
+                assert!(i.manifests.iter().all(|d| digests_ok(&d.digest)));
+                if let Ok(d) = pick_from_index(i) {
+                    assert!(i.manifests.contains(d));
+                }
+            }
+        }
+    }
 }

@@ -63,6 +63,7 @@ mod install;
 mod keyring;
 mod matching;
 mod mcp;
+mod oci;
 mod project;
 mod publish;
 mod read;
@@ -121,6 +122,10 @@ pub struct Cli {
     /// Configuration file (default: ./skillcat.toml when it exists).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
+    /// Speak plain HTTP to an OCI registry that is not on this machine (a registry on
+    /// localhost or 127.0.0.1 is always reached over plain HTTP).
+    #[arg(long, global = true)]
+    allow_insecure: bool,
 }
 
 /// Options every command shares, set once from the command line.
@@ -412,6 +417,11 @@ enum Command {
         #[command(subcommand)]
         cmd: project::TrustCommand,
     },
+    /// Push a skill to an OCI registry as an artifact (ToolHive's layout), signed with --sign.
+    #[command(
+        after_help = "Example: skillcat push fixtures/skills pdf-forms oci://127.0.0.1:5000/skills/pdf-forms --sign release.key"
+    )]
+    Push(oci::PushArgs),
     /// Publish skills to a central registry (`serve REGISTRY.db --publish`): each directory or
     /// archive packed reproducibly, sent with its signature; prints name@version and digest.
     #[command(
@@ -442,6 +452,7 @@ pub async fn run(cli: Cli) -> u8 {
             // On a terminal, a slow server is named while it is waited for.
             slow_notice: std::io::IsTerminal::is_terminal(&std::io::stderr())
                 .then(|| std::time::Duration::from_secs(5)),
+            allow_insecure: cli.allow_insecure,
         },
         config: cli.config.clone(),
     });
@@ -517,6 +528,7 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Remove(a) => install::remove(a).await,
         Command::Status(a) => install::status(a).await,
         Command::Token { cmd } => token::run(cmd),
+        Command::Push(a) => oci::push(a).await,
         Command::Publish(a) => publish::publish(a).await,
         Command::Yank(a) => publish::yank(a).await,
         Command::Verify {

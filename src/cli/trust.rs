@@ -147,13 +147,40 @@ fn password(prompt: &str, confirm: bool) -> Result<String, u8> {
 }
 
 /// A secret key, and its password once one was needed: a pack of many skills asks for it once.
-struct Signer {
+/// Refuses a skill that fails validation, its faults listed, unless `force` (then the faults
+/// are listed and the work goes on). `words`: the action's gerund, verb and participle
+/// (`("Signing", "sign", "signed")`).
+pub(super) fn refuse_invalid(
+    skill: &Skill,
+    force: bool,
+    (gerund, verb, participle): (&str, &str, &str),
+) -> Result<(), u8> {
+    let faults = skill.validate(&ValidateOptions::default());
+    if faults.is_empty() {
+        return Ok(());
+    }
+    if force {
+        err!("{gerund} anyway (--force) {}:", skill.location());
+    } else {
+        err!("Refusing to {verb} {}:", skill.location());
+    }
+    for f in &faults {
+        err!("  - {} [{}]", f.message(), f.kind());
+    }
+    if force {
+        return Ok(());
+    }
+    err!("Error: nothing {participle}; fix the skill or pass --force");
+    Err(FAULTS)
+}
+
+pub(super) struct Signer {
     secret: String,
     password: Option<String>,
 }
 
 impl Signer {
-    fn load(path: &str) -> Result<Signer, u8> {
+    pub(super) fn load(path: &str) -> Result<Signer, u8> {
         Ok(Signer {
             secret: read_secret_key(path)?,
             password: None,
@@ -161,7 +188,7 @@ impl Signer {
     }
 
     /// Signs with a key that may or may not be password-protected.
-    fn sign(&mut self, statement: &Statement) -> Result<String, u8> {
+    pub(super) fn sign(&mut self, statement: &Statement) -> Result<String, u8> {
         match sign::sign(statement, &self.secret, self.password.as_deref()) {
             Err(SignError::PasswordRequired) if self.password.is_none() => {
                 self.password = Some(password("Password for the secret key: ", false)?);
@@ -518,21 +545,8 @@ pub async fn sign_cmd(a: SignArgs<'_>) -> u8 {
         Ok(x) => x,
         Err(c) => return c,
     };
-    let faults = skill.validate(&ValidateOptions::default());
-    if !faults.is_empty() {
-        let verb = if a.force {
-            "Signing anyway (--force)"
-        } else {
-            "Refusing to sign"
-        };
-        err!("{verb} {}:", skill.location());
-        for f in &faults {
-            err!("  - {} [{}]", f.message(), f.kind());
-        }
-        if !a.force {
-            err!("Error: nothing signed; fix the skill or pass --force");
-            return FAULTS;
-        }
+    if let Err(c) = refuse_invalid(&skill, a.force, ("Signing", "sign", "signed")) {
+        return c;
     }
     let many = src.list().await.map(|r| r.len() > 1).unwrap_or(false);
     let m = match manifest_of(&*src, &skill).await {

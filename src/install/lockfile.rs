@@ -54,6 +54,8 @@ pub mod source_type {
     pub const ARCHIVE: &str = "archive";
     /// A SQLite registry file (skillcat's own).
     pub const REGISTRY: &str = "registry";
+    /// An OCI registry: `oci://HOST/REPO[:TAG]` (skillcat's own).
+    pub const OCI: &str = "oci";
 }
 
 /// A whole lockfile.
@@ -101,6 +103,10 @@ pub struct Entry {
     /// `sha256:<hex>` of the archive installed from (an archive file, or an index's archive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archive_sha256: Option<String>,
+    /// The OCI manifest (or index) digest an `oci://` reference resolved to (`sha256:<hex>`):
+    /// `install` fetches exactly it, whatever the tag points to now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oci_digest: Option<String>,
     /// The skill digest of the files installed (`sha256:<hex>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,

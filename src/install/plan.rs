@@ -927,6 +927,8 @@ struct Opened {
     archive_sha256: Option<String>,
     #[cfg(feature = "http")]
     http: Option<Arc<crate::source::http::HttpSource>>,
+    #[cfg(feature = "oci")]
+    oci: Option<Arc<crate::source::oci::OciSource>>,
 }
 
 impl Opened {
@@ -942,6 +944,8 @@ impl Opened {
         let mut archive_sha256 = None;
         #[cfg(feature = "http")]
         let mut http = None;
+        #[cfg(feature = "oci")]
+        let mut oci = None;
         let src: Arc<dyn Source> = match spec.kind {
             SourceKind::Local => {
                 let path = spec.path.as_ref().expect("a local source has a path");
@@ -977,6 +981,21 @@ impl Opened {
                 http = Some(h.clone());
                 h
             }
+            #[cfg(feature = "oci")]
+            SourceKind::Oci => {
+                use crate::source::oci::{OciOptions, OciSource, Reference};
+                // Pinned: exactly the manifest the lockfile names, whatever the tag says now.
+                let mut reference = Reference::parse(&spec.typed)?;
+                if let Some(d) = pin.and_then(|e| e.oci_digest.as_deref()) {
+                    reference = reference.with_digest(d);
+                }
+                let o = Arc::new(OciSource::new(
+                    &reference.to_string(),
+                    OciOptions::from(&opts.open),
+                )?);
+                oci = Some(o.clone());
+                o
+            }
             SourceKind::Git => {
                 let url = spec.url.as_deref().expect("a git source has a URL");
                 let want = match pin.and_then(|e| e.commit.as_deref()) {
@@ -1011,6 +1030,8 @@ impl Opened {
             archive_sha256,
             #[cfg(feature = "http")]
             http,
+            #[cfg(feature = "oci")]
+            oci,
         })
     }
 
@@ -1286,6 +1307,14 @@ impl Opened {
                 signatures.extend(release.signatures.into_iter().map(|s| s.text));
             }
         }
+        #[allow(unused_mut)]
+        let mut oci_digest = None;
+        #[cfg(feature = "oci")]
+        if let Some(o) = &self.oci {
+            // The signatures attached to the manifest as referrers.
+            signatures.extend(o.record(root).await?.signatures);
+            oci_digest = Some(o.resolved_digest().await?);
+        }
         let signer = self.check_signature(opts, &name, &manifest, &signatures, pin, warnings)?;
         // 3. The skill digest, against the pin.
         let hash = computed_hash(files.iter().map(|(p, b, _)| (p.as_str(), &b[..])));
@@ -1339,6 +1368,7 @@ impl Opened {
             version,
             index_url,
             archive_sha256,
+            oci_digest,
             digest: Some(manifest.digest.clone()),
             unsigned: signer.is_none(),
             signer,

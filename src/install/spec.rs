@@ -19,6 +19,8 @@ pub enum SourceKind {
     WellKnown,
     /// A git repository.
     Git,
+    /// An OCI registry: `oci://HOST[:PORT]/REPO[:TAG|@sha256:…]`, one skill.
+    Oci,
 }
 
 /// A parsed source.
@@ -77,6 +79,11 @@ impl SourceSpec {
             || typed.starts_with("git@")
         {
             return git_spec(typed, typed, false);
+        }
+        if typed.starts_with("oci://") {
+            let mut spec = SourceSpec::new(SourceKind::Oci, typed);
+            spec.url = Some(typed.to_string());
+            return Ok(spec);
         }
         if typed.starts_with("http://") || typed.starts_with("https://") {
             let before_fragment = typed.split('#').next().unwrap_or(typed);
@@ -148,6 +155,11 @@ impl SourceSpec {
                 spec.url = Some(url);
                 spec
             }
+            source_type::OCI => {
+                let mut spec = SourceSpec::new(SourceKind::Oci, typed);
+                spec.url = Some(typed.to_string());
+                spec
+            }
             "git" | "gitlab" | source_type::GITHUB => {
                 let parsed = SourceSpec::parse(typed, lock_dir)
                     .ok()
@@ -193,6 +205,7 @@ impl SourceSpec {
             SourceKind::WellKnown => source_type::WELL_KNOWN,
             SourceKind::Git if self.github => source_type::GITHUB,
             SourceKind::Git => source_type::GIT,
+            SourceKind::Oci => source_type::OCI,
         }
     }
 

@@ -21,6 +21,8 @@ mod dir;
 #[cfg(feature = "http")]
 pub mod http;
 mod join;
+#[cfg(feature = "oci")]
+pub mod oci;
 #[cfg(feature = "registry")]
 mod sqlite;
 
@@ -663,6 +665,9 @@ pub struct OpenOptions {
     /// The most entries of a remote index that are read (`None`: the source's default, 10,000);
     /// the rest are counted and said in a warning.
     pub max_index_entries: Option<usize>,
+    /// Speak plain HTTP to an OCI registry that is not on this machine (a loopback registry is
+    /// always reached over plain HTTP).
+    pub allow_insecure: bool,
 }
 
 /// Opens a source from one string with default options (see [`open_with`]).
@@ -672,8 +677,8 @@ pub fn open(spec: &str) -> Result<Arc<dyn Source>> {
 
 /// Opens a source from one string: a directory (a skill or a tree of skills), an archive
 /// (`.tar`, `.tar.gz`/`.tgz`, `.zip`, told apart by magic bytes first, extension second), a
-/// SQLite registry (`x.db`, `x.sqlite`, `sqlite:PATH`, or any file with the SQLite magic), or an
-/// `http(s)://` URL.
+/// SQLite registry (`x.db`, `x.sqlite`, `sqlite:PATH`, or any file with the SQLite magic), an
+/// `http(s)://` URL, or an `oci://HOST/REPO[:TAG|@sha256:…]` reference (feature `oci`).
 #[cfg_attr(not(feature = "http"), allow(unused_variables))]
 pub fn open_with(spec: &str, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
     if spec.starts_with("http://") || spec.starts_with("https://") {
@@ -684,6 +689,15 @@ pub fn open_with(spec: &str, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
         )?));
         #[cfg(not(feature = "http"))]
         return Err(not_built(spec, "http"));
+    }
+    if spec.starts_with(oci_scheme()) {
+        #[cfg(feature = "oci")]
+        return Ok(Arc::new(oci::OciSource::new(
+            spec,
+            oci::OciOptions::from(opts),
+        )?));
+        #[cfg(not(feature = "oci"))]
+        return Err(not_built(spec, "oci"));
     }
     if let Some(db) = spec.strip_prefix("sqlite:") {
         #[cfg(feature = "registry")]
@@ -735,8 +749,13 @@ pub(crate) fn is_registry_file(path: &std::path::Path, first_bytes: &[u8]) -> bo
     named && crate::archive::sniff(path, first_bytes).is_none()
 }
 
+/// The scheme of an OCI reference (`oci://HOST/REPO[:TAG]`), whether or not this build reads it.
+const fn oci_scheme() -> &'static str {
+    "oci://"
+}
+
 /// The error for a kind of source this build leaves out.
-#[cfg(not(all(feature = "http", feature = "registry")))]
+#[cfg(not(all(feature = "http", feature = "registry", feature = "oci")))]
 fn not_built(spec: &str, feature: &str) -> Error {
     Error::UnsupportedSource(format!(
         "{spec} (this build of skillcat has no `{feature}` feature)"

@@ -12,7 +12,7 @@ use crate::digest::{sha256, tree_digest};
 use crate::error::{Error, Result};
 
 /// Files as `(path, bytes, executable)`.
-pub(super) type Files = Vec<(String, Bytes, bool)>;
+pub(crate) type Files = Vec<(String, Bytes, bool)>;
 
 /// The archive format: from the Content-Type, else the URL's extension, else magic bytes.
 pub(crate) fn archive_kind(
@@ -50,7 +50,7 @@ pub(crate) fn archive_kind(
 
 /// Opens an archive artifact with the checked readers; its root (or its one wrapped folder)
 /// is the skill.
-pub(super) fn open_archive(
+pub(crate) fn open_archive(
     bytes: &[u8],
     content_type: Option<&str>,
     url: &Url,

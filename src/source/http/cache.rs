@@ -46,7 +46,7 @@ const CACHEDIR_TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n\
 
 /// What the cache remembers about a mutable URL (an index, a v0.1 file).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct Record {
+pub(crate) struct Record {
     /// The URL, credentials and query removed (the file name is the hash of the full URL).
     pub url: String,
     /// The `ETag` the server sent.
@@ -69,14 +69,14 @@ pub(super) struct Record {
 
 /// `Cache-Control` as far as a client cache needs it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct CacheControl {
+pub(crate) struct CacheControl {
     pub max_age: Option<u64>,
     pub no_cache: bool,
     pub no_store: bool,
 }
 
 /// Reads the directives of a `Cache-Control` value that matter here.
-pub(super) fn parse_cache_control(value: &str) -> CacheControl {
+pub(crate) fn parse_cache_control(value: &str) -> CacheControl {
     let mut cc = CacheControl::default();
     for part in value.split(',') {
         let part = part.trim();
@@ -95,7 +95,7 @@ pub(super) fn parse_cache_control(value: &str) -> CacheControl {
 }
 
 /// Whether a record may be used without asking the server, at `now` (Unix seconds).
-pub(super) fn is_fresh(rec: &Record, now: u64) -> bool {
+pub(crate) fn is_fresh(rec: &Record, now: u64) -> bool {
     !rec.no_cache
         && rec
             .max_age
@@ -103,7 +103,7 @@ pub(super) fn is_fresh(rec: &Record, now: u64) -> bool {
 }
 
 /// A duration in seconds for people: `45 s`, `12 min`, `5 h`, `3 days`.
-pub(super) fn age(secs: u64) -> String {
+pub(crate) fn age(secs: u64) -> String {
     match secs {
         0..120 => format!("{secs} s"),
         120..7_200 => format!("{} min", secs / 60),
@@ -113,21 +113,41 @@ pub(super) fn age(secs: u64) -> String {
 }
 
 /// Now, in Unix seconds.
-pub(super) fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
 
+/// What a remote source says when it has no cache directory.
+pub(crate) const NO_CACHE_DIR: &str =
+    "no cache directory (set --cache, XDG_CACHE_HOME or HOME): nothing is kept";
+
+/// Opens the cache at `dir` off the async runtime; `Ok(None)` when there is no directory, after
+/// `warn` was given [`NO_CACHE_DIR`].
+pub(crate) async fn open_off_runtime(
+    dir: Option<PathBuf>,
+    warn: impl FnOnce(String),
+) -> Result<Option<std::sync::Arc<Cache>>> {
+    let Some(dir) = dir else {
+        warn(NO_CACHE_DIR.into());
+        return Ok(None);
+    };
+    tokio::task::spawn_blocking(move || Cache::open(&dir))
+        .await
+        .map_err(|e| Error::task("opening the cache", e))?
+        .map(|c| Some(std::sync::Arc::new(c)))
+}
+
 /// An open cache directory, held under a shared lock until dropped.
 #[derive(Debug)]
-pub(super) struct Cache {
+pub(crate) struct Cache {
     root: PathBuf,
     _lock: File,
 }
 
 /// A blob read back from the cache.
-pub(super) enum Read {
+pub(crate) enum Read {
     /// Present and verified.
     Hit(Bytes),
     /// Not there.
@@ -138,7 +158,7 @@ pub(super) enum Read {
 
 impl Cache {
     /// Opens (creating as needed) the cache at `root` and takes the shared lock.
-    pub(super) fn open(root: &Path) -> Result<Cache> {
+    pub(crate) fn open(root: &Path) -> Result<Cache> {
         let err = |p: &Path, e| Error::io(p.display().to_string(), e);
         for sub in ["tmp", "index-v1", BLOBS] {
             let p = root.join(sub);
@@ -175,12 +195,12 @@ impl Cache {
     }
 
     /// Where the blob with this sha256 lives.
-    pub(super) fn blob_path(&self, hash: &[u8; 32]) -> PathBuf {
+    pub(crate) fn blob_path(&self, hash: &[u8; 32]) -> PathBuf {
         blob_path(&self.root, hash)
     }
 
     /// Reads and verifies a blob.
-    pub(super) fn read_blob(&self, hash: &[u8; 32]) -> Result<Read> {
+    pub(crate) fn read_blob(&self, hash: &[u8; 32]) -> Result<Read> {
         let path = self.blob_path(hash);
         match fs::read(&path) {
             Ok(bytes) if sha256(&bytes) == *hash => Ok(Read::Hit(Bytes::from(bytes))),
@@ -198,25 +218,25 @@ impl Cache {
     }
 
     /// Whether a file is stored under this sha256 (not read, not verified).
-    pub(super) fn has_blob(&self, hash: &[u8; 32]) -> bool {
+    pub(crate) fn has_blob(&self, hash: &[u8; 32]) -> bool {
         fs::symlink_metadata(self.blob_path(hash)).is_ok()
     }
 
     /// Stores bytes the caller has verified to hash to `hash`.
-    pub(super) fn write_blob(&self, hash: &[u8; 32], bytes: &[u8]) -> Result<()> {
+    pub(crate) fn write_blob(&self, hash: &[u8; 32], bytes: &[u8]) -> Result<()> {
         debug_assert_eq!(sha256(bytes), *hash);
         let path = self.blob_path(hash);
         store_blob(&self.root, &path, bytes).map_err(|e| Error::io(path.display().to_string(), e))
     }
 
     /// The record of a mutable URL, if one is stored and readable.
-    pub(super) fn read_record(&self, url: &str) -> Option<Record> {
+    pub(crate) fn read_record(&self, url: &str) -> Option<Record> {
         let text = fs::read(self.record_path(url)).ok()?;
         serde_json::from_slice(&text).ok()
     }
 
     /// Stores (replaces) the record of a mutable URL.
-    pub(super) fn write_record(&self, url: &str, rec: &Record) -> Result<()> {
+    pub(crate) fn write_record(&self, url: &str, rec: &Record) -> Result<()> {
         let path = self.record_path(url);
         let json = serde_json::to_vec_pretty(rec).expect("a record always serialises");
         write_atomic(&self.root, &path, &json, true)
@@ -232,12 +252,12 @@ impl Cache {
 }
 
 /// `<root>/blobs-v3/sha256/<hex>`.
-pub(super) fn blob_path(root: &Path, hash: &[u8; 32]) -> PathBuf {
+pub(crate) fn blob_path(root: &Path, hash: &[u8; 32]) -> PathBuf {
     root.join(BLOBS).join(crate::digest::to_hex(hash))
 }
 
 /// Where blobs live under the cache root (the version is in the name).
-pub(super) const BLOBS: &str = "blobs-v3/sha256";
+pub(crate) const BLOBS: &str = "blobs-v3/sha256";
 
 /// Stores a verified blob at `dest` without ever making a partial file visible, and without
 /// replacing an existing one (same name, same content). On Linux the bytes go to an unnamed
@@ -264,7 +284,7 @@ mod unnamed {
 
     /// Writes `bytes` to an unnamed file in `dest`'s folder and links it in as `dest`.
     /// `Ok(false)`: this file system (or a missing `/proc`) cannot; use the fallback.
-    pub(super) fn store(dest: &Path, bytes: &[u8]) -> io::Result<bool> {
+    pub(crate) fn store(dest: &Path, bytes: &[u8]) -> io::Result<bool> {
         let dir = dest.parent().expect("a blob path has a folder");
         let open = || {
             fs::OpenOptions::new()

@@ -506,7 +506,7 @@ fn text(headers: &HeaderMap, name: header::HeaderName) -> Option<String> {
 
 /// A reqwest error as text, without the URL it carries (which may hold credentials), with
 /// its chain of causes.
-fn describe(e: reqwest::Error) -> String {
+pub(crate) fn describe(e: reqwest::Error) -> String {
     let e = e.without_url();
     let mut out = e.to_string();
     let mut cause = std::error::Error::source(&e);
@@ -525,7 +525,7 @@ fn describe(e: reqwest::Error) -> String {
 /// included): `None` to follow, else why not. Refused: more than `max` redirects (which also
 /// ends any loop), and plain http once any step was https (a downgrade would let anyone on
 /// the path change what is fetched).
-pub(super) fn redirect_refusal(previous: &[Url], next: &Url, max: usize) -> Option<String> {
+pub(crate) fn redirect_refusal(previous: &[Url], next: &Url, max: usize) -> Option<String> {
     // `previous` holds the original request and every redirect followed so far.
     if previous.len() > max {
         Some(format!("more than {max} redirects"))

@@ -41,9 +41,9 @@
 //! [`HttpOptions::concurrency`] requests at once. URLs in messages never show credentials or
 //! query strings. HTTPS needs the crate feature `tls` (on by default).
 
-mod artifact;
-mod cache;
-mod client;
+pub(crate) mod artifact;
+pub(crate) mod cache;
+pub(crate) mod client;
 pub mod index;
 mod maintain;
 mod options;
@@ -290,18 +290,7 @@ impl HttpSource {
     async fn cache(&self) -> Result<Option<Arc<Cache>>> {
         let cache = self
             .cache
-            .get_or_try_init(|| async {
-                let Some(dir) = self.cache_dir.clone() else {
-                    self.warn(
-                        "no cache directory (set --cache, XDG_CACHE_HOME or HOME): nothing is kept"
-                            .into(),
-                    );
-                    return Ok(None);
-                };
-                blocking(move || Cache::open(&dir))
-                    .await
-                    .map(|c| Some(Arc::new(c)))
-            })
+            .get_or_try_init(|| cache::open_off_runtime(self.cache_dir.clone(), |w| self.warn(w)))
             .await?;
         Ok(cache.clone())
     }
@@ -752,10 +741,12 @@ fn describe(e: &IndexEntry) -> RemoteSkill {
 }
 
 /// Runs blocking work off the runtime.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| Error::task("reading the HTTP cache", e))?
+        .map_err(|e| Error::task("reading the cache", e))?
 }
 
 #[async_trait]

@@ -1,0 +1,145 @@
+//! `skillcat push`: a skill into an OCI registry, signed when asked.
+
+use std::io::Write;
+
+use skillcat::push::{self, Attached};
+use skillcat::sign::Statement;
+use skillcat::source::http::HttpOptions;
+use skillcat::source::oci::Reference;
+use skillcat::source::oci::client::ClientOptions;
+
+use super::{FAULTS, OK, USAGE};
+
+/// `skillcat push` arguments.
+#[derive(Debug, clap::Args)]
+pub struct PushArgs {
+    /// Any source.
+    pub source: String,
+    /// The skill to push.
+    pub name: String,
+    /// Where: `oci://HOST[:PORT]/REPO[:TAG]` (the tag defaults to the skill's version).
+    pub target: String,
+    /// Sign the skill with this minisign secret key and attach the signature as a referrer.
+    #[arg(long, value_name = "KEY")]
+    pub sign: Option<String>,
+    /// Push a skill that fails validation (never signed).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `skillcat push SOURCE NAME oci://HOST/REPO[:TAG] [--sign KEY]`
+pub async fn push(a: PushArgs) -> u8 {
+    let target = match Reference::parse(&a.target) {
+        Ok(r) => r,
+        Err(e) => {
+            err!("Error: {e}");
+            return USAGE;
+        }
+    };
+    if a.sign.is_some() && a.force {
+        err!(
+            "Error: --sign and --force do not go together: a skill that fails validation is never signed"
+        );
+        return USAGE;
+    }
+    // The key first: a wrong path or password costs no upload.
+    let mut signer = match a
+        .sign
+        .as_deref()
+        .map(super::trust::Signer::load)
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let (src, skill) = match super::read::find_skill(&a.source, &a.name).await {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    if let Err(c) = super::trust::refuse_invalid(&skill, a.force, ("Pushing", "push", "pushed")) {
+        return c;
+    }
+    let g = super::globals();
+    if g.open.offline {
+        err!("Error: push needs the network; drop --offline");
+        return USAGE;
+    }
+    let opts = ClientOptions {
+        http: HttpOptions::from(&g.open),
+        allow_insecure: g.open.allow_insecure,
+        push: true,
+    };
+    // Signed before anything is uploaded: a refused key leaves the registry as it was.
+    let signature = match &mut signer {
+        Some(s) => {
+            let Some(version) = push::version_of(&skill, &target) else {
+                err!(
+                    "Error: {target}: the skill has no metadata.version, so name a tag (oci://HOST/REPO:TAG)"
+                );
+                return USAGE;
+            };
+            let m = match skillcat::source::SourceExt::manifest_of(
+                &*src,
+                skill.root(),
+                skill.files(),
+                &skill.name(),
+                &version,
+            )
+            .await
+            {
+                Ok(m) => m,
+                Err(e) => {
+                    err!("Error: {e}");
+                    return FAULTS;
+                }
+            };
+            let statement = match Statement::from_manifest(&m) {
+                Ok(st) => st,
+                Err(e) => {
+                    err!("Error: {e}");
+                    return FAULTS;
+                }
+            };
+            match s.sign(&statement) {
+                Ok(sig) => Some(sig),
+                Err(c) => return c,
+            }
+        }
+        None => None,
+    };
+    let pushed = match push::push(&*src, &skill, &target, &opts).await {
+        Ok(p) => p,
+        Err(e) => {
+            err!("Error: {e}");
+            return FAULTS;
+        }
+    };
+    out!(
+        "Pushed {}@{} ({}) → {} ({} of 2 blobs uploaded)",
+        pushed.skill.name,
+        pushed.skill.version,
+        pushed.skill.digest,
+        pushed.reference,
+        pushed.uploaded
+    );
+    if let Some(sig) = signature {
+        let title = format!("{}{}", pushed.skill.name, skillcat::sign::SIGNATURE_SUFFIX);
+        match push::attach_signature(&pushed.reference, &pushed.descriptor, &sig, &title, &opts)
+            .await
+        {
+            Ok((digest, how)) => out!(
+                "Signed: signature {digest} refers to {} ({})",
+                pushed.digest,
+                match how {
+                    Attached::ReferrersApi => "listed by the referrers API",
+                    Attached::FallbackTag => "listed under the tag sha256-<hex>: no referrers API",
+                }
+            ),
+            Err(e) => {
+                err!("Error: the skill was pushed, but its signature was not attached: {e}");
+                return FAULTS;
+            }
+        }
+    }
+    OK
+}
