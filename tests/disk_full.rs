@@ -26,17 +26,12 @@ fn small(root: &Path, name: &str) {
 /// A skill `big` under `root` with 3 MiB of incompressible bytes: more than the tmpfs holds.
 fn big(root: &Path) {
     small(root, "big");
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let bytes: Vec<u8> = (0..3 << 20)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
     std::fs::create_dir_all(root.join("big/assets")).unwrap();
-    std::fs::write(root.join("big/assets/blob.bin"), bytes).unwrap();
+    std::fs::write(
+        root.join("big/assets/blob.bin"),
+        support::incompressible(3 << 20),
+    )
+    .unwrap();
 }
 
 /// Runs `script` with `sh -eu` in a new user and mount namespace where `$T` is a fresh 2 MiB

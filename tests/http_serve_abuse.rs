@@ -417,16 +417,8 @@ fn a_reader_that_never_reads_is_cut_off_by_the_request_timeout() {
         "---\nname: big\ndescription: A big file.\n---\n\nBody.\n",
     )
     .unwrap();
-    // Incompressible bytes (xorshift), so the archive is as big as the file.
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let data: Vec<u8> = (0..SIZE)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    // Incompressible bytes, so the archive is as big as the file.
+    let data = support::incompressible(SIZE);
     std::fs::write(root.join("big.bin"), &data).unwrap();
     let mut served = Served::start_at(dir.path(), &["--request-timeout", "1s"]);
     let addr = served.addr;

@@ -12,6 +12,20 @@ pub mod serve;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+/// `len` incompressible bytes (xorshift64 from a fixed seed: the same on every run), so an
+/// archive of them is as big as they are.
+pub fn incompressible(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 /// Reads an HTTP request's head (through the blank line) from a test server's connection, as
 /// text; `None` when the client closed first, or sent more than 64 KiB without ending it.
 pub async fn read_request_head(stream: &mut tokio::net::TcpStream) -> Option<String> {
