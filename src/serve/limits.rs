@@ -515,13 +515,19 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// The connection a socket of the limited listener belongs to.
+    pub(super) fn of(io: &Guarded) -> Conn {
+        Conn {
+            shared: io.slot.shared.clone(),
+            limits: io.slot.registry.limits,
+        }
+    }
+}
+
 impl Connected<axum::serve::IncomingStream<'_, LimitedListener>> for Conn {
     fn connect_info(stream: axum::serve::IncomingStream<'_, LimitedListener>) -> Self {
-        let slot = &stream.io().slot;
-        Conn {
-            shared: slot.shared.clone(),
-            limits: slot.registry.limits,
-        }
+        Conn::of(stream.io())
     }
 }
 

@@ -16,7 +16,9 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use tokio::net::TcpListener;
 
-use super::limits::{Conn, ServeLimits, limited, track};
+use axum::extract::connect_info::Connected;
+
+use super::limits::{Closer, Conn, ServeLimits, limited, track};
 use super::site::{Site, SiteFile};
 
 /// What a `Range` header asks of a body of known length.
@@ -266,6 +268,35 @@ pub async fn run_app(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (listener, closer) = limited(listener, limits);
+    serve_on(app, listener, closer, limits, shutdown).await
+}
+
+/// [`run_app`] over HTTPS: every connection speaks TLS as `tls` says (see
+/// [`server_config`](super::server_config)), under the same limits.
+#[cfg(feature = "tls")]
+pub async fn run_app_tls(
+    app: Router,
+    listener: TcpListener,
+    limits: ServeLimits,
+    tls: Arc<tokio_rustls::rustls::ServerConfig>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (listener, closer) = limited(listener, limits);
+    let listener = super::tls::TlsListener::new(listener, tls);
+    serve_on(app, listener, closer, limits, shutdown).await
+}
+
+async fn serve_on<L>(
+    app: Router,
+    listener: L,
+    closer: Closer,
+    limits: ServeLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener<Addr = std::net::SocketAddr>,
+    Conn: for<'a> Connected<axum::serve::IncomingStream<'a, L>>,
+{
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let serving = axum::serve(listener, app.into_make_service_with_connect_info::<Conn>())
         .with_graceful_shutdown(async move {
