@@ -98,20 +98,36 @@ pub fn respond(res: Option<&SiteFile>, head: bool, req: &HeaderMap) -> Response 
         return plain(StatusCode::NOT_FOUND, "not found\n", head);
     };
     let len = res.body.len() as u64;
+    // Constant values are taken as they are (no copy, no check per request).
     let mut builder = Response::builder()
         .header(header::ETAG, &res.etag)
-        .header(header::CACHE_CONTROL, res.cache_control)
-        .header(header::ACCEPT_RANGES, "bytes")
-        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
-        .header(header::ACCESS_CONTROL_EXPOSE_HEADERS, "ETag, Content-Range")
-        .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff");
+        .header(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(res.cache_control),
+        )
+        .header(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"))
+        .header(
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            HeaderValue::from_static("*"),
+        )
+        .header(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static("ETag, Content-Range"),
+        )
+        .header(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
     if header_str(req, header::IF_NONE_MATCH).is_some_and(|v| etag_matches(v, &res.etag)) {
         return builder
             .status(StatusCode::NOT_MODIFIED)
             .body(Body::empty())
             .expect("valid response");
     }
-    builder = builder.header(header::CONTENT_TYPE, res.content_type);
+    builder = builder.header(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(res.content_type),
+    );
     // If-Range: the range applies only to the representation it names (strong comparison).
     let range_ok = header_str(req, header::IF_RANGE).is_none_or(|v| v.trim() == res.etag);
     let range = match header_str(req, header::RANGE) {
@@ -203,9 +219,17 @@ pub fn answer(site: &Site, req: &Request) -> Response {
         return r;
     }
     let head = method == Method::HEAD;
-    let found = decode_path(req.uri().path())
-        .and_then(|p| site.get(p.strip_prefix('/').unwrap_or(&p)).cloned());
-    respond(found.as_ref(), head, req.headers())
+    // Most paths have no escape: looked up as they are, without a copy.
+    let raw = req.uri().path();
+    let decoded;
+    let path = if raw.contains('%') {
+        decoded = decode_path(raw);
+        decoded.as_deref()
+    } else {
+        Some(raw)
+    };
+    let found = path.and_then(|p| site.get(p.strip_prefix('/').unwrap_or(p)));
+    respond(found, head, req.headers())
 }
 
 /// One access-log line per request on stderr: peer, request line, status, bytes, time.
