@@ -622,8 +622,12 @@ pub async fn track(req: Request, next: Next) -> Response {
     Response::from_parts(parts, body)
 }
 
-/// An answer's body that marks its connection idle when it is dropped (written, or given up).
-/// Its size and its end are the inner body's, so hyper still writes a whole body with its head.
+/// An answer's body that marks its connection idle when it is dropped. Its size is the inner
+/// body's; it never says it has ended before hyper asks it for a frame past its last one (or
+/// finds its length written): hyper asks that only once the bytes before are flushed, or
+/// nearly. Were the end told with the last frame, hyper would drop the body at once, and a
+/// client that does not read a large answer would be timed by the idle timeout, not the
+/// request timeout.
 struct Tracked {
     body: Body,
     _sent: AnswerSent,
@@ -641,7 +645,7 @@ impl http_body::Body for Tracked {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        false
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
