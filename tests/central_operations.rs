@@ -483,3 +483,110 @@ async fn after_publishes_and_yanks_the_served_site_is_the_one_a_fresh_server_bui
     let _ = fresh.wait();
     stop(server, dir);
 }
+
+/// Sends a GET of the index on `conn` and reads the status line of the answer.
+fn status_line(conn: &mut std::net::TcpStream) -> String {
+    use std::io::Write;
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.write_all(b"GET /.well-known/skills/index.json HTTP/1.1\r\nhost: x\r\n\r\n")
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(conn).read_line(&mut line).unwrap();
+    line.trim().to_string()
+}
+
+#[test]
+fn a_connection_over_its_address_cap_waits_for_a_slot_briefly_then_is_refused() {
+    let tmp = registry_dir();
+    let dir = tmp.path();
+    let (mut server, _, url) = spawn_serve(
+        &dir.join("r.db"),
+        &["--max-connections-per-address", "2"],
+        Stdio::null(),
+    );
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let connect = || std::net::TcpStream::connect(addr).unwrap();
+    let (mut a, mut b) = (connect(), connect());
+    assert!(status_line(&mut a).starts_with("HTTP/1.1 200"));
+    assert!(status_line(&mut b).starts_with("HTTP/1.1 200"));
+    // A third while two are open: it waits, and is served once one of the two closes (as a
+    // client recycling its connections at its cap does), instead of being refused.
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        drop(a);
+    });
+    let mut c = connect();
+    assert!(status_line(&mut c).starts_with("HTTP/1.1 200"));
+    closer.join().unwrap();
+    // A fourth while b and c stay open: refused once the grace (1 s) has passed.
+    let start = Instant::now();
+    // (It sends nothing: the refusal comes before any request, then the connection closes.)
+    let d = connect();
+    d.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut line = String::new();
+    BufReader::new(d).read_line(&mut line).unwrap();
+    assert!(line.starts_with("HTTP/1.1 503"), "{line}");
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+    drop((b, c));
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+/// The first line `skillcat serve` prints, and what it said on stderr by then.
+fn first_words(dir: &Path, args: &[&str]) -> (String, String) {
+    let mut child = Command::new(bin())
+        .current_dir(dir)
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (line, err)
+}
+
+#[test]
+fn publishing_over_plain_http_off_loopback_warns_and_over_https_or_loopback_does_not() {
+    let tmp = registry_dir();
+    let dir = tmp.path();
+    certificates(dir);
+    token(dir, "ci", "*", "publish");
+    let publish = ["r.db", "--publish", "--tokens", "tokens.toml"];
+    let with = |extra: &[&str]| {
+        let mut args = publish.to_vec();
+        args.extend_from_slice(extra);
+        first_words(dir, &args)
+    };
+    let (line, err) = with(&["--addr", "0.0.0.0:0"]);
+    assert!(line.contains("on http://0.0.0.0:"), "{line}");
+    assert!(
+        err.contains("warning: serving the publishing API over plain HTTP")
+            && err.contains("unencrypted"),
+        "{err}"
+    );
+    let (line, err) = with(&[
+        "--addr",
+        "0.0.0.0:0",
+        "--tls-cert",
+        "cert.pem",
+        "--tls-key",
+        "key.pem",
+    ]);
+    assert!(line.contains("on https://0.0.0.0:"), "{line}");
+    assert!(!err.contains("warning"), "{err}");
+    let (_, err) = with(&["--addr", "127.0.0.1:0"]);
+    assert!(!err.contains("warning"), "{err}");
+}
