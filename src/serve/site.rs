@@ -131,6 +131,22 @@ pub struct Site {
     entries: Vec<(Value, Value)>,
 }
 
+/// Why `skill` is not served, when it does not validate.
+fn invalid(skill: &Skill, opts: &SiteOptions) -> Option<SiteProblem> {
+    let faults = skill.validate(&opts.validate);
+    if faults.is_empty() {
+        return None;
+    }
+    let why: Vec<String> = faults
+        .iter()
+        .map(|f| format!("{} [{}]", f.message(), f.kind()))
+        .collect();
+    Some(SiteProblem {
+        location: skill.location().to_string(),
+        message: format!("not served (invalid): {}", why.join("; ")),
+    })
+}
+
 /// Where each file of a skill is served by name.
 const BY_NAME: [&str; 2] = [".well-known/skills", ".well-known/agent-skills"];
 
@@ -191,16 +207,8 @@ impl Site {
             .collect();
         let mut chosen: Vec<&Skill> = Vec::new();
         for skill in &found.skills {
-            let faults = skill.validate(&opts.validate);
-            if !faults.is_empty() {
-                let why: Vec<String> = faults
-                    .iter()
-                    .map(|f| format!("{} [{}]", f.message(), f.kind()))
-                    .collect();
-                problems.push(SiteProblem {
-                    location: skill.location().to_string(),
-                    message: format!("not served (invalid): {}", why.join("; ")),
-                });
+            if let Some(problem) = invalid(skill, opts) {
+                problems.push(problem);
                 continue;
             }
             let name = skill.name();
@@ -264,16 +272,7 @@ impl Site {
             Err(Error::NotFound(_)) => return Ok((self.with_skill(name, None), Vec::new())),
             Err(e) => return Err(e),
         };
-        let faults = skill.validate(&opts.validate);
-        if !faults.is_empty() {
-            let why: Vec<String> = faults
-                .iter()
-                .map(|f| format!("{} [{}]", f.message(), f.kind()))
-                .collect();
-            let problem = SiteProblem {
-                location: skill.location().to_string(),
-                message: format!("not served (invalid): {}", why.join("; ")),
-            };
+        if let Some(problem) = invalid(&skill, opts) {
             return Ok((self.with_skill(name, None), vec![problem]));
         }
         let packed = pack_skill(source, &skill, opts.signatures.clone()).await?;
