@@ -131,7 +131,7 @@ impl axum::serve::Listener for TlsListener {
     async fn accept(&mut self) -> (TlsIo, SocketAddr) {
         let (io, peer) = self.inner.accept().await;
         let conn = Conn::of(&io);
-        let state = State::Handshake(self.acceptor.accept(io));
+        let state = State::Handshake(Box::new(self.acceptor.accept(io)));
         (TlsIo { conn, state }, peer)
     }
 
@@ -147,7 +147,7 @@ pub struct TlsIo {
 }
 
 enum State {
-    Handshake(Accept<Guarded>),
+    Handshake(Box<Accept<Guarded>>),
     Ready(Box<TlsStream<Guarded>>),
     Failed,
 }
@@ -167,7 +167,7 @@ impl TlsIo {
     /// Drives the handshake; `Ready(Ok(stream))` once it is done.
     fn stream(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<&mut TlsStream<Guarded>>> {
         if let State::Handshake(accept) = &mut self.state {
-            match Pin::new(accept).poll(cx) {
+            match Pin::new(accept.as_mut()).poll(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Ok(stream)) => self.state = State::Ready(Box::new(stream)),
                 Poll::Ready(Err(e)) => {
