@@ -299,7 +299,7 @@ impl Drop for Slot {
 }
 
 /// The TCP listener under the caps: a connection over the global cap gets `503` and is closed
-/// at once. One over its address's cap first waits up to [`ADDRESS_GRACE`] for one of that
+/// at once. One over its address's cap first waits up to 1 s (`ADDRESS_GRACE`) for one of that
 /// address's connections to close: a client that closes connections and opens new ones at its
 /// cap (a load generator between two runs, a pool recycling its connections) is not refused
 /// for the moment its old connections take to be torn down here.
