@@ -3,7 +3,7 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use skillcat::registry::Registry;
@@ -85,35 +85,33 @@ pub(super) fn router(
     source: &str,
     args: &PublishArgs,
     site: Site,
-    rebuild: serve::Rebuild,
     local: &SocketAddr,
+    tls: bool,
 ) -> Result<axum::Router, u8> {
     let tokens = args.tokens.clone().expect("clap requires --tokens");
-    let keyring = match args.keyring.as_deref().map(Keyring::load).transpose() {
-        Ok(k) => k,
-        Err(e) => {
-            super::keyring::explain_keyring_error(
-                args.keyring.as_deref().unwrap_or(Path::new("")),
-                &e,
-            );
-            return Err(USAGE);
-        }
-    };
-    if !local.ip().is_loopback() {
+    // Read once here for a start-up error that explains itself; the server re-reads it.
+    if let Some(path) = &args.keyring
+        && let Err(e) = Keyring::load(path)
+    {
+        super::keyring::explain_keyring_error(path, &e);
+        return Err(USAGE);
+    }
+    if !tls && !local.ip().is_loopback() {
         err!(
             "warning: serving the publishing API over plain HTTP on {local}: tokens cross the \
-             network unencrypted. Put a TLS-terminating proxy in front, or bind to 127.0.0.1"
+             network unencrypted. Give --tls-cert and --tls-key, put a TLS-terminating proxy in \
+             front, or bind to 127.0.0.1"
         );
     }
     let opts = ApiOptions {
         registry: registry_path(source),
         tokens,
-        keyring,
+        keyring: args.keyring.clone(),
         max_upload: args.max_upload,
         max_uploads: args.max_uploads as usize,
         writes_per_minute: args.writes_per_minute,
     };
-    serve::publishing_router(Arc::new(RwLock::new(Arc::new(site))), rebuild, opts).map_err(|e| {
+    serve::publishing_router(Arc::new(RwLock::new(Arc::new(site))), opts).map_err(|e| {
         err!("Error: {e}");
         USAGE
     })

@@ -180,8 +180,9 @@ impl Client {
                 req = req.header("skillcat-signature", encoded);
             }
         }
-        // reqwest's errors name the URL, never the headers: the token stays out of them.
-        let resp = req.send().await.map_err(|e| e.to_string())?;
+        // reqwest's errors name the URL, never the headers: the token stays out of them. Their
+        // causes say what failed (a certificate not trusted, a refused connection).
+        let resp = req.send().await.map_err(|e| with_causes(&e))?;
         let status = resp.status();
         let text = resp.text().await.map_err(|e| e.to_string())?;
         let json: Option<Value> = serde_json::from_str(&text).ok();
@@ -194,6 +195,22 @@ impl Client {
             .map_or_else(|| text.trim().chars().take(200).collect(), str::to_string);
         Err(format!("{status}: {detail}"))
     }
+}
+
+/// An error and each of its causes, `: `-separated (a cause that repeats the one before it is
+/// said once).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let said = c.to_string();
+        if !text.ends_with(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 fn escape(s: &str) -> String {

@@ -45,9 +45,37 @@ pub struct ServeArgs {
     /// On SIGTERM or Ctrl-C, how long the answers in flight are given before the rest are cut.
     #[arg(long, default_value = "10s", value_name = "TIME", value_parser = parse_duration)]
     pub drain_timeout: Duration,
+    /// Serve HTTPS with this PEM certificate chain (the server's certificate first).
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// The publishing API (`--publish`).
     #[command(flatten)]
     pub publish: super::central::PublishArgs,
+}
+
+/// The TLS configuration `--tls-cert/--tls-key` give, read before anything is served.
+#[cfg(feature = "tls")]
+fn tls_config(a: &ServeArgs) -> Result<Option<Arc<tokio_rustls::rustls::ServerConfig>>, u8> {
+    let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) else {
+        return Ok(None);
+    };
+    serve::server_config(cert, key).map(Some).map_err(|e| {
+        err!("Error: {e}");
+        USAGE
+    })
+}
+
+/// Without the `tls` feature, `--tls-cert` is refused.
+#[cfg(not(feature = "tls"))]
+fn tls_config(a: &ServeArgs) -> Result<Option<()>, u8> {
+    if a.tls_cert.is_some() {
+        err!("Error: --tls-cert needs a skillcat built with the `tls` feature");
+        return Err(USAGE);
+    }
+    Ok(None)
 }
 
 /// A duration on the command line: `10s`, `500ms`, `2m`, or plain seconds (`1.5`).
@@ -182,6 +210,10 @@ pub async fn serve(a: ServeArgs) -> u8 {
     {
         return code;
     }
+    let tls = match tls_config(&a) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
     let (site, _) = match build_site(&a.source).await {
         Ok(s) => s,
         Err(code) => return code,
@@ -207,43 +239,26 @@ pub async fn serve(a: ServeArgs) -> u8 {
     };
     let local = listener.local_addr().unwrap_or(a.addr);
     let n = site.skills().len();
-    let served = if a.publish.publish {
-        let source = a.source.clone();
-        let rebuild: serve::Rebuild = Arc::new(move || {
-            let source = source.clone();
-            Box::pin(async move {
-                let built = build_site(&source).await;
-                release_freed_memory();
-                built
-                    .map(|(site, _)| site)
-                    .map_err(|_| format!("cannot read {source}"))
-            })
-        });
-        let app = match super::central::router(&a.source, &a.publish, site, rebuild, &local) {
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let app = if a.publish.publish {
+        let app = match super::central::router(&a.source, &a.publish, site, &local, tls.is_some()) {
             Ok(app) => app,
             Err(code) => return code,
         };
         out!(
-            "Serving {n} {}, publishing at /api/v1/, on http://{local}/",
+            "Serving {n} {}, publishing at /api/v1/, on {scheme}://{local}/",
             skills_word(n)
         );
-        serve::run_app(
-            serve::with_layers(app, a.verbose),
-            listener,
-            limits,
-            serve::shutdown_signal(),
-        )
-        .await
+        serve::with_layers(app, a.verbose)
     } else {
-        out!("Serving {n} {} on http://{local}/", skills_word(n));
-        serve::run(
-            Arc::new(site),
-            listener,
-            a.verbose,
-            limits,
-            serve::shutdown_signal(),
-        )
-        .await
+        out!("Serving {n} {} on {scheme}://{local}/", skills_word(n));
+        serve::router(Arc::new(site), a.verbose)
+    };
+    let shutdown = serve::shutdown_signal();
+    let served = match tls {
+        #[cfg(feature = "tls")]
+        Some(config) => serve::run_app_tls(app, listener, limits, config, shutdown).await,
+        _ => serve::run_app(app, listener, limits, shutdown).await,
     };
     match served {
         Ok(()) => {

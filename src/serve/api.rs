@@ -12,12 +12,16 @@
 //! token), 403 (a token without the right, or outside its name scopes), 404, 409 (other content
 //! under a published version), 413 (a body over the upload limit), 422 (the archive is not the
 //! skill and version named, is hostile, invalid, or its signature is refused), 429 (the token's
-//! rate, with `Retry-After`), 503 (the registry is busy). The token file is re-read when it
-//! changes (checked on every API request) and on `SIGHUP`; the token itself is never logged,
-//! echoed or stored.
+//! rate, with `Retry-After`), 503 (the registry is busy). The token file and the keyring are
+//! re-read when they change (checked on every API request) and on `SIGHUP`; a file that no
+//! longer reads keeps what was read before. The token itself is never logged, echoed or stored.
+//!
+//! After a write, the served site is updated for the one skill written (its index entries,
+//! files and blobs; every other skill's are shared), then swapped in whole: a reader sees the
+//! old site or the new one, and the indexes' `ETag`s change with their bytes.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Instant, SystemTime};
 
@@ -32,18 +36,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::limits::Conn;
-use super::site::Site;
+use super::site::{Site, SiteOptions};
 use crate::archive::{ArchiveLimits, sniff};
 use crate::registry::tokens::{AuthError, Right, TokenEntry, Tokens};
 use crate::registry::{Actor, Outcome, PublishOptions, Registry, RegistryError};
 use crate::sign::Keyring;
-use crate::source::{ArchiveSource, Source};
-
-/// Rebuilds the served site from the registry after a write (the index must name the new
-/// version); an error keeps the previous site and is logged.
-pub type Rebuild = Arc<
-    dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<Site, String>> + Send>> + Send + Sync,
->;
+use crate::source::{ArchiveSource, RegistrySource, Source};
 
 /// How the publishing API is set up.
 #[derive(Clone)]
@@ -52,8 +50,9 @@ pub struct ApiOptions {
     pub registry: PathBuf,
     /// The token file.
     pub tokens: PathBuf,
-    /// When given, every published skill must be signed by a key of it allowed for its name.
-    pub keyring: Option<Keyring>,
+    /// When given, every published skill must be signed by a key of this keyring file allowed
+    /// for its name (re-read when it changes, and on `SIGHUP`).
+    pub keyring: Option<PathBuf>,
     /// The largest upload, in bytes (counted as it streams).
     pub max_upload: u64,
     /// Uploads read at once (the rest wait): bounds the memory uploads take.
@@ -67,7 +66,7 @@ impl std::fmt::Debug for ApiOptions {
         f.debug_struct("ApiOptions")
             .field("registry", &self.registry)
             .field("tokens", &self.tokens)
-            .field("keyring", &self.keyring.as_ref().map(|k| k.keys().len()))
+            .field("keyring", &self.keyring)
             .field("max_upload", &self.max_upload)
             .finish()
     }
@@ -76,10 +75,52 @@ impl std::fmt::Debug for ApiOptions {
 /// The default upload limit: 16 MiB.
 pub const DEFAULT_MAX_UPLOAD: u64 = 16 << 20;
 
-/// The token file as last read, and what it was when read.
-struct LoadedTokens {
-    tokens: Tokens,
-    stamp: Option<(SystemTime, u64, u64)>,
+/// What identifies a file's content cheaply: modification time, size, inode.
+type Stamp = (SystemTime, u64, u64);
+
+/// A file read at start, and again when it changes (or when asked, on `SIGHUP`): what it held
+/// when it last read well.
+struct Watched<T> {
+    path: PathBuf,
+    load: fn(&Path) -> Result<T, String>,
+    state: Mutex<(Arc<T>, Option<Stamp>)>,
+}
+
+impl<T> Watched<T> {
+    fn new(path: PathBuf, load: fn(&Path) -> Result<T, String>) -> Result<Self, String> {
+        let stamp = stamp_of(&path);
+        let value = load(&path)?;
+        Ok(Watched {
+            path,
+            load,
+            state: Mutex::new((Arc::new(value), stamp)),
+        })
+    }
+
+    /// What the file holds now: re-read when it changed since it was read (or `force`). A file
+    /// that no longer reads keeps what was read before, and says so once.
+    fn current(&self, force: bool) -> Arc<T> {
+        let stamp = stamp_of(&self.path);
+        let mut state = self.state.lock().expect("watched file lock");
+        if force || stamp.is_none() || stamp != state.1 {
+            match (self.load)(&self.path) {
+                Ok(value) => {
+                    log(format_args!("Reloaded {}", self.path.display()));
+                    *state = (Arc::new(value), stamp);
+                }
+                Err(e) => {
+                    if force || state.1 != stamp {
+                        log(format_args!(
+                            "warning: {e}; what {} held before stays in force",
+                            self.path.display()
+                        ));
+                        state.1 = stamp;
+                    }
+                }
+            }
+        }
+        state.0.clone()
+    }
 }
 
 /// A token bucket per token name.
@@ -90,13 +131,13 @@ struct Bucket {
 
 struct Api {
     opts: ApiOptions,
-    tokens: Mutex<LoadedTokens>,
+    tokens: Watched<Tokens>,
+    keyring: Option<Watched<Keyring>>,
     site: Arc<RwLock<Arc<Site>>>,
-    rebuild: Rebuild,
     buckets: Mutex<HashMap<String, Bucket>>,
     uploads: tokio::sync::Semaphore,
-    /// One rebuild at a time, so the site swapped in last is the newest.
-    rebuilding: tokio::sync::Mutex<()>,
+    /// One site update at a time, so that each starts from the one swapped in before it.
+    updating: tokio::sync::Mutex<()>,
 }
 
 /// A refusal: status, a short code and a sentence.
@@ -161,39 +202,16 @@ fn stamp_of(path: &std::path::Path) -> Option<(SystemTime, u64, u64)> {
 }
 
 impl Api {
-    /// Re-reads the token file when it changed since it was read (or `force`). A file that no
-    /// longer reads keeps the tokens read before, and says so.
-    fn refresh_tokens(&self, force: bool) {
-        let stamp = stamp_of(&self.opts.tokens);
-        let mut loaded = self.tokens.lock().expect("token lock");
-        if !force && stamp.is_some() && stamp == loaded.stamp {
-            return;
-        }
-        match Tokens::load(&self.opts.tokens) {
-            Ok(tokens) => {
-                if loaded.stamp.is_some() {
-                    log(format_args!(
-                        "Reloaded {} ({} tokens)",
-                        self.opts.tokens.display(),
-                        tokens.entries().len()
-                    ));
-                }
-                *loaded = LoadedTokens { tokens, stamp };
-            }
-            Err(e) => {
-                if loaded.stamp != stamp {
-                    log(format_args!(
-                        "warning: {e}; the tokens read before stay in force"
-                    ));
-                    loaded.stamp = stamp;
-                }
-            }
+    /// Re-reads the token file and the keyring (on `SIGHUP`).
+    fn reload(&self) {
+        self.tokens.current(true);
+        if let Some(k) = &self.keyring {
+            k.current(true);
         }
     }
 
     /// The entry of the request's bearer token.
     fn authenticate(&self, headers: &HeaderMap) -> Result<TokenEntry, Refusal> {
-        self.refresh_tokens(false);
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -208,8 +226,7 @@ impl Api {
                     "this request needs `Authorization: Bearer <token>`",
                 )
             })?;
-        let loaded = self.tokens.lock().expect("token lock");
-        match loaded.tokens.authenticate(presented) {
+        match self.tokens.current(false).authenticate(presented) {
             Ok(entry) => Ok(entry.clone()),
             Err(AuthError::Revoked(_)) => Err(refuse(
                 StatusCode::UNAUTHORIZED,
@@ -273,13 +290,24 @@ impl Api {
         Ok(())
     }
 
-    /// Rebuilds the served site after a write; a failure keeps the old one.
-    async fn refresh_site(&self) {
-        let _one = self.rebuilding.lock().await;
-        match (self.rebuild)().await {
-            Ok(site) => *self.site.write().expect("site lock") = Arc::new(site),
+    /// Updates the served site for the skill `name` after a write to it; a failure keeps the
+    /// old site and is logged.
+    async fn refresh_site(&self, name: &str) {
+        let _one = self.updating.lock().await;
+        let old = self.site.read().expect("site lock").clone();
+        let updated = match RegistrySource::open(&self.opts.registry) {
+            Ok(source) => old.updated(&source, name, &SiteOptions::default()).await,
+            Err(e) => Err(e),
+        };
+        match updated {
+            Ok((site, problems)) => {
+                for p in problems {
+                    log(format_args!("warning: {p}"));
+                }
+                *self.site.write().expect("site lock") = Arc::new(site);
+            }
             Err(e) => log(format_args!(
-                "warning: the index was not rebuilt after a write: {e}"
+                "warning: the index was not updated after a write to {name}: {e}"
             )),
         }
     }
@@ -470,9 +498,10 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
             ),
         ));
     };
+    let keyring = api.keyring.as_ref().map(|k| k.current(false));
     let opts = PublishOptions {
         signature,
-        keyring: api.opts.keyring.as_ref(),
+        keyring: keyring.as_deref(),
         ..Default::default()
     };
     let prepared = crate::publish::prepare(&source, root, &opts)
@@ -501,7 +530,7 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
         in_registry(move || Registry::open(&path)?.commit_as(&prepared, Some(&actor))).await?;
     let changed = published.outcome == Outcome::Published || published.signature_added;
     if changed {
-        api.refresh_site().await;
+        api.refresh_site(&published.name).await;
         log(format_args!(
             "{} published {}@{} {}",
             entry.name(),
@@ -537,7 +566,7 @@ async fn set_yanked(
         in_registry(move || Registry::open(&path)?.set_yanked_as(&name, &version, yanked, &actor))
             .await?;
     if changed {
-        api.refresh_site().await;
+        api.refresh_site(&p.name).await;
     }
     Ok(json_response(
         StatusCode::OK,
@@ -595,23 +624,27 @@ async fn api_fallback() -> Response {
     .into_response()
 }
 
-/// The read side of `site` plus the publishing API; `site` is swapped for a rebuilt one after
-/// each write. Reloads the token file on `SIGHUP`.
-pub fn publishing_router(
-    site: Arc<RwLock<Arc<Site>>>,
-    rebuild: Rebuild,
-    opts: ApiOptions,
-) -> Result<Router, crate::registry::tokens::TokenError> {
-    let tokens = Tokens::load(&opts.tokens)?;
-    let stamp = stamp_of(&opts.tokens);
+/// The read side of `site` plus the publishing API; `site` is swapped for an updated one after
+/// each write. Re-reads the token file and the keyring on `SIGHUP`. Fails when either does not
+/// read.
+pub fn publishing_router(site: Arc<RwLock<Arc<Site>>>, opts: ApiOptions) -> Result<Router, String> {
+    let tokens = Watched::new(opts.tokens.clone(), |p| {
+        Tokens::load(p).map_err(|e| e.to_string())
+    })?;
+    let keyring = match &opts.keyring {
+        Some(path) => Some(Watched::new(path.clone(), |p| {
+            Keyring::load(p).map_err(|e| format!("{}: {e}", p.display()))
+        })?),
+        None => None,
+    };
     let api = Arc::new(Api {
         uploads: tokio::sync::Semaphore::new(opts.max_uploads.max(1)),
         opts,
-        tokens: Mutex::new(LoadedTokens { tokens, stamp }),
+        tokens,
+        keyring,
         site: site.clone(),
-        rebuild,
         buckets: Mutex::new(HashMap::new()),
-        rebuilding: tokio::sync::Mutex::new(()),
+        updating: tokio::sync::Mutex::new(()),
     });
     #[cfg(unix)]
     {
@@ -620,7 +653,7 @@ pub fn publishing_router(
         {
             tokio::spawn(async move {
                 while hup.recv().await.is_some() {
-                    api.refresh_tokens(true);
+                    api.reload();
                 }
             });
         }

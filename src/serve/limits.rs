@@ -33,6 +33,7 @@ use axum::extract::Request;
 use axum::extract::connect_info::Connected;
 use axum::middleware::Next;
 use axum::response::Response;
+use futures_util::stream::FuturesUnordered;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{Instant, Sleep};
@@ -297,11 +298,57 @@ impl Drop for Slot {
     }
 }
 
-/// The TCP listener under the caps: a connection over them gets `503` and is closed at once.
-#[derive(Debug)]
+/// The TCP listener under the caps: a connection over the global cap gets `503` and is closed
+/// at once. One over its address's cap first waits up to 1 s (`ADDRESS_GRACE`) for one of that
+/// address's connections to close: a client that closes connections and opens new ones at its
+/// cap (a load generator between two runs, a pool recycling its connections) is not refused
+/// for the moment its old connections take to be torn down here.
 pub struct LimitedListener {
     inner: TcpListener,
     registry: Arc<Registry>,
+    waiting: FuturesUnordered<Pin<Box<dyn Future<Output = Waited> + Send>>>,
+}
+
+impl std::fmt::Debug for LimitedListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LimitedListener")
+            .field("inner", &self.inner)
+            .field("waiting", &self.waiting.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long a connection over its address's cap waits for a slot before it is refused.
+const ADDRESS_GRACE: Duration = Duration::from_secs(1);
+/// Connections waiting for a slot of their address at once; more are refused at once.
+const MAX_WAITING: usize = 32;
+/// How often a waiting connection looks for a slot.
+const RETRY: Duration = Duration::from_millis(5);
+
+/// A waiting connection: admitted, or still over its address's cap when the grace ran out.
+type Waited = Result<(Guarded, SocketAddr), (TcpStream, SocketAddr)>;
+
+/// Waits for a slot of `peer`'s address, for at most [`ADDRESS_GRACE`].
+async fn wait_for_slot(registry: Arc<Registry>, stream: TcpStream, peer: SocketAddr) -> Waited {
+    let until = Instant::now() + ADDRESS_GRACE;
+    while Instant::now() < until {
+        tokio::time::sleep(RETRY).await;
+        match registry.admit(peer) {
+            Ok(slot) => return Ok((Guarded::new(stream, slot), peer)),
+            Err(Limit::PerAddress) => {}
+            Err(_) => break,
+        }
+    }
+    Err((stream, peer))
+}
+
+impl LimitedListener {
+    fn refuse(&self, stream: &TcpStream, limit: Limit, peer: SocketAddr) {
+        let _ = stream.try_write(REFUSAL);
+        self.registry
+            .log
+            .bit(limit, &self.registry.limits, &peer.to_string());
+    }
 }
 
 /// What is answered to a connection over a cap, before it is closed.
@@ -313,8 +360,19 @@ impl axum::serve::Listener for LimitedListener {
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Guarded, SocketAddr) {
+        use futures_util::StreamExt;
         loop {
-            let (stream, peer) = match self.inner.accept().await {
+            let accepted = tokio::select! {
+                Some(waited) = self.waiting.next(), if !self.waiting.is_empty() => {
+                    match waited {
+                        Ok(admitted) => return admitted,
+                        Err((stream, peer)) => self.refuse(&stream, Limit::PerAddress, peer),
+                    }
+                    continue;
+                }
+                accepted = self.inner.accept() => accepted,
+            };
+            let (stream, peer) = match accepted {
                 Ok(a) => a,
                 Err(e) => {
                     // Out of descriptors (or another passing error): wait a little, as a
@@ -326,12 +384,12 @@ impl axum::serve::Listener for LimitedListener {
             };
             match self.registry.admit(peer) {
                 Ok(slot) => return (Guarded::new(stream, slot), peer),
-                Err(limit) => {
-                    let _ = stream.try_write(REFUSAL);
-                    self.registry
-                        .log
-                        .bit(limit, &self.registry.limits, &peer.to_string());
+                Err(Limit::PerAddress) if self.waiting.len() < MAX_WAITING => {
+                    let registry = self.registry.clone();
+                    self.waiting
+                        .push(Box::pin(wait_for_slot(registry, stream, peer)));
                 }
+                Err(limit) => self.refuse(&stream, limit, peer),
             }
         }
     }
@@ -515,13 +573,19 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// The connection a socket of the limited listener belongs to.
+    pub(super) fn of(io: &Guarded) -> Conn {
+        Conn {
+            shared: io.slot.shared.clone(),
+            limits: io.slot.registry.limits,
+        }
+    }
+}
+
 impl Connected<axum::serve::IncomingStream<'_, LimitedListener>> for Conn {
     fn connect_info(stream: axum::serve::IncomingStream<'_, LimitedListener>) -> Self {
-        let slot = &stream.io().slot;
-        Conn {
-            shared: slot.shared.clone(),
-            limits: slot.registry.limits,
-        }
+        Conn::of(stream.io())
     }
 }
 
@@ -549,22 +613,44 @@ pub async fn track(req: Request, next: Next) -> Response {
     let resp = next.run(req).await;
     let sent = AnswerSent(conn);
     let (parts, body) = resp.into_parts();
-    // Bodies here are whole in memory: the size hint is exact when there is one.
-    let body = match axum::body::HttpBody::size_hint(&body).exact() {
-        Some(0) => {
-            drop(sent);
-            body
-        }
-        _ => {
-            use futures_util::StreamExt;
-            let data = body.into_data_stream();
-            Body::from_stream(data.chain(futures_util::stream::poll_fn(move |_| {
-                let _ = &sent;
-                Poll::<Option<Result<axum::body::Bytes, axum::Error>>>::Ready(None)
-            })))
-        }
+    let body = if axum::body::HttpBody::is_end_stream(&body) {
+        drop(sent);
+        body
+    } else {
+        Body::new(Tracked { body, _sent: sent })
     };
     Response::from_parts(parts, body)
+}
+
+/// An answer's body that marks its connection idle when it is dropped. Its size is the inner
+/// body's; it never says it has ended before hyper asks it for a frame past its last one (or
+/// finds its length written): hyper asks that only once the bytes before are flushed, or
+/// nearly. Were the end told with the last frame, hyper would drop the body at once, and a
+/// client that does not read a large answer would be timed by the idle timeout, not the
+/// request timeout.
+struct Tracked {
+    body: Body,
+    _sent: AnswerSent,
+}
+
+impl http_body::Body for Tracked {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        false
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// Wraps `listener` under `limits`; the handle closes what is left when a drain runs out.
@@ -579,6 +665,7 @@ pub(super) fn limited(listener: TcpListener, limits: ServeLimits) -> (LimitedLis
         LimitedListener {
             inner: listener,
             registry: registry.clone(),
+            waiting: FuturesUnordered::new(),
         },
         Closer(registry),
     )

@@ -44,11 +44,15 @@ mod export;
 mod limits;
 mod server;
 mod site;
+#[cfg(feature = "tls")]
+mod tls;
 
 #[cfg(feature = "registry")]
-pub use api::{ApiOptions, DEFAULT_MAX_UPLOAD, Rebuild, publishing_router};
+pub use api::{ApiOptions, DEFAULT_MAX_UPLOAD, publishing_router};
 pub use export::{Exported, export};
 pub use limits::{Conn, Guarded, LimitedListener, ServeLimits, track};
+#[cfg(feature = "tls")]
+pub use server::run_app_tls;
 pub use server::{
     RangeRequest, answer, decode_path, etag_matches, parse_range, respond, router, run, run_app,
     shutdown_signal, with_layers,
@@ -57,3 +61,5 @@ pub use site::{
     AGENT_SKILLS_INDEX, IMMUTABLE, REVALIDATE, SKILLS_INDEX, SignatureLookup, Signed, Site,
     SiteFile, SiteOptions, SiteProblem, SiteSkill, content_type,
 };
+#[cfg(feature = "tls")]
+pub use tls::{TlsError, TlsIo, TlsListener, server_config};

@@ -16,7 +16,9 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use tokio::net::TcpListener;
 
-use super::limits::{Conn, ServeLimits, limited, track};
+use axum::extract::connect_info::Connected;
+
+use super::limits::{Closer, Conn, ServeLimits, limited, track};
 use super::site::{Site, SiteFile};
 
 /// What a `Range` header asks of a body of known length.
@@ -96,20 +98,36 @@ pub fn respond(res: Option<&SiteFile>, head: bool, req: &HeaderMap) -> Response 
         return plain(StatusCode::NOT_FOUND, "not found\n", head);
     };
     let len = res.body.len() as u64;
+    // Constant values are taken as they are (no copy, no check per request).
     let mut builder = Response::builder()
         .header(header::ETAG, &res.etag)
-        .header(header::CACHE_CONTROL, res.cache_control)
-        .header(header::ACCEPT_RANGES, "bytes")
-        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
-        .header(header::ACCESS_CONTROL_EXPOSE_HEADERS, "ETag, Content-Range")
-        .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff");
+        .header(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(res.cache_control),
+        )
+        .header(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"))
+        .header(
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            HeaderValue::from_static("*"),
+        )
+        .header(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static("ETag, Content-Range"),
+        )
+        .header(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
     if header_str(req, header::IF_NONE_MATCH).is_some_and(|v| etag_matches(v, &res.etag)) {
         return builder
             .status(StatusCode::NOT_MODIFIED)
             .body(Body::empty())
             .expect("valid response");
     }
-    builder = builder.header(header::CONTENT_TYPE, res.content_type);
+    builder = builder.header(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(res.content_type),
+    );
     // If-Range: the range applies only to the representation it names (strong comparison).
     let range_ok = header_str(req, header::IF_RANGE).is_none_or(|v| v.trim() == res.etag);
     let range = match header_str(req, header::RANGE) {
@@ -201,9 +219,17 @@ pub fn answer(site: &Site, req: &Request) -> Response {
         return r;
     }
     let head = method == Method::HEAD;
-    let found = decode_path(req.uri().path())
-        .and_then(|p| site.get(p.strip_prefix('/').unwrap_or(&p)).cloned());
-    respond(found.as_ref(), head, req.headers())
+    // Most paths have no escape: looked up as they are, without a copy.
+    let raw = req.uri().path();
+    let decoded;
+    let path = if raw.contains('%') {
+        decoded = decode_path(raw);
+        decoded.as_deref()
+    } else {
+        Some(raw)
+    };
+    let found = path.and_then(|p| site.get(p.strip_prefix('/').unwrap_or(p)));
+    respond(found, head, req.headers())
 }
 
 /// One access-log line per request on stderr: peer, request line, status, bytes, time.
@@ -266,6 +292,35 @@ pub async fn run_app(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (listener, closer) = limited(listener, limits);
+    serve_on(app, listener, closer, limits, shutdown).await
+}
+
+/// [`run_app`] over HTTPS: every connection speaks TLS as `tls` says (see
+/// [`server_config`](super::server_config)), under the same limits.
+#[cfg(feature = "tls")]
+pub async fn run_app_tls(
+    app: Router,
+    listener: TcpListener,
+    limits: ServeLimits,
+    tls: Arc<tokio_rustls::rustls::ServerConfig>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (listener, closer) = limited(listener, limits);
+    let listener = super::tls::TlsListener::new(listener, tls);
+    serve_on(app, listener, closer, limits, shutdown).await
+}
+
+async fn serve_on<L>(
+    app: Router,
+    listener: L,
+    closer: Closer,
+    limits: ServeLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener<Addr = std::net::SocketAddr>,
+    Conn: for<'a> Connected<axum::serve::IncomingStream<'a, L>>,
+{
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let serving = axum::serve(listener, app.into_make_service_with_connect_info::<Conn>())
         .with_graceful_shutdown(async move {

@@ -127,6 +127,57 @@ pub struct SiteSkill {
 pub struct Site {
     resources: BTreeMap<String, SiteFile>,
     skills: Vec<SiteSkill>,
+    /// Each skill's entry in the v0.2.0 and in the v0.1 index, in the order of `skills`.
+    entries: Vec<(Value, Value)>,
+}
+
+/// Why `skill` is not served, when it does not validate.
+fn invalid(skill: &Skill, opts: &SiteOptions) -> Option<SiteProblem> {
+    let faults = skill.validate(&opts.validate);
+    if faults.is_empty() {
+        return None;
+    }
+    let why: Vec<String> = faults
+        .iter()
+        .map(|f| format!("{} [{}]", f.message(), f.kind()))
+        .collect();
+    Some(SiteProblem {
+        location: skill.location().to_string(),
+        message: format!("not served (invalid): {}", why.join("; ")),
+    })
+}
+
+/// Where each file of a skill is served by name.
+const BY_NAME: [&str; 2] = [".well-known/skills", ".well-known/agent-skills"];
+
+/// A skill's entries in the v0.2.0 and the v0.1 index.
+fn index_entries(s: &SiteSkill) -> (Value, Value) {
+    let archive_hex = s.archive_digest.trim_start_matches("sha256:");
+    let paths: Vec<&str> = s.manifest.files.iter().map(|f| f.path.as_str()).collect();
+    let mut entry = json!({
+        "name": s.name,
+        "type": "archive",
+        "description": s.description,
+        "url": format!("../../blobs/sha256/{archive_hex}"),
+        "digest": s.archive_digest,
+    });
+    let obj = entry.as_object_mut().expect("an object");
+    if let Some(v) = &s.version {
+        obj.insert("version".into(), Value::from(v.as_str()));
+    }
+    obj.insert("files".into(), json!(paths));
+    obj.insert(
+        "skillcat".into(),
+        json!({
+            "skill_digest": s.manifest.digest,
+            "files": s.manifest.files.iter().map(|f| json!({
+                "path": f.path, "digest": f.digest, "size": f.size, "executable": f.executable
+            })).collect::<Vec<_>>(),
+            "signature": s.signature,
+        }),
+    );
+    let v1 = json!({"name": s.name, "description": s.description, "files": paths});
+    (entry, v1)
 }
 
 impl Site {
@@ -156,16 +207,8 @@ impl Site {
             .collect();
         let mut chosen: Vec<&Skill> = Vec::new();
         for skill in &found.skills {
-            let faults = skill.validate(&opts.validate);
-            if !faults.is_empty() {
-                let why: Vec<String> = faults
-                    .iter()
-                    .map(|f| format!("{} [{}]", f.message(), f.kind()))
-                    .collect();
-                problems.push(SiteProblem {
-                    location: skill.location().to_string(),
-                    message: format!("not served (invalid): {}", why.join("; ")),
-                });
+            if let Some(problem) = invalid(skill, opts) {
+                problems.push(problem);
                 continue;
             }
             let name = skill.name();
@@ -202,68 +245,143 @@ impl Site {
 
     /// Assembles the site from packed skills (pure: no I/O).
     pub fn from_skills(skills: Vec<SiteSkill>) -> Site {
-        let mut site = Site {
-            resources: BTreeMap::new(),
-            skills: Vec::new(),
-        };
-        let mut v2 = Vec::with_capacity(skills.len());
-        let mut v1 = Vec::with_capacity(skills.len());
+        let mut site = Site::default();
         for s in &skills {
-            let archive_hex = s.archive_digest.trim_start_matches("sha256:");
-            site.put_blob(archive_hex, s.archive.clone(), "application/gzip");
-            for (f, bytes) in s.manifest.files.iter().zip(&s.files) {
-                let hex = f.digest.trim_start_matches("sha256:");
-                let ctype = content_type(&f.path, bytes);
-                site.put_blob(hex, bytes.clone(), ctype);
-                for dir in [".well-known/skills", ".well-known/agent-skills"] {
-                    site.put(
-                        format!("{dir}/{}/{}", s.name, f.path),
-                        bytes.clone(),
-                        ctype,
-                        REVALIDATE,
-                    );
+            site.add_files(s);
+        }
+        site.entries = skills.iter().map(index_entries).collect();
+        site.skills = skills;
+        site.write_indexes();
+        site
+    }
+
+    /// This site with the skill named `name` as `source` holds it now: its index entries, its
+    /// files by name and its blobs replaced (or added, or removed when the source no longer
+    /// serves a valid skill of that name); every other skill's resources are shared, not
+    /// re-read. The result is the site [`build`](Self::build) would make, when `source` lists
+    /// its roots in byte order of name, as a registry does (a new name is put in that order).
+    /// The skill left out, if it is invalid, comes back as a problem.
+    pub async fn updated(
+        &self,
+        source: &dyn Source,
+        name: &str,
+        opts: &SiteOptions,
+    ) -> Result<(Site, Vec<SiteProblem>)> {
+        let skill = match crate::source::load(source, name).await {
+            Ok(skill) => skill,
+            Err(Error::NotFound(_)) => return Ok((self.with_skill(name, None), Vec::new())),
+            Err(e) => return Err(e),
+        };
+        if let Some(problem) = invalid(&skill, opts) {
+            return Ok((self.with_skill(name, None), vec![problem]));
+        }
+        let packed = pack_skill(source, &skill, opts.signatures.clone()).await?;
+        Ok((self.with_skill(name, Some(packed)), Vec::new()))
+    }
+
+    /// This site with the skill `name` replaced by `skill` (`None`: removed); pure. A new name
+    /// goes in byte order of names.
+    pub fn with_skill(&self, name: &str, skill: Option<SiteSkill>) -> Site {
+        let mut site = self.clone();
+        let at = site.skills.iter().position(|s| s.name == name);
+        if let Some(i) = at {
+            let old = site.skills.remove(i);
+            site.entries.remove(i);
+            site.remove_files(&old);
+        }
+        if let Some(skill) = skill {
+            let i = at.unwrap_or_else(|| {
+                site.skills
+                    .partition_point(|s| s.name.as_bytes() < skill.name.as_bytes())
+            });
+            site.add_files(&skill);
+            site.entries.insert(i, index_entries(&skill));
+            site.skills.insert(i, skill);
+        }
+        site.write_indexes();
+        site
+    }
+
+    /// Puts a skill's blobs (archive and files) and its files by name.
+    fn add_files(&mut self, s: &SiteSkill) {
+        let archive_hex = s.archive_digest.trim_start_matches("sha256:");
+        self.put_blob(archive_hex, s.archive.clone(), "application/gzip");
+        for (f, bytes) in s.manifest.files.iter().zip(&s.files) {
+            let hex = f.digest.trim_start_matches("sha256:");
+            let ctype = content_type(&f.path, bytes);
+            self.put_blob(hex, bytes.clone(), ctype);
+            for dir in BY_NAME {
+                self.put(
+                    format!("{dir}/{}/{}", s.name, f.path),
+                    bytes.clone(),
+                    ctype,
+                    REVALIDATE,
+                );
+            }
+        }
+    }
+
+    /// Takes out a removed skill's files by name, and each of its blobs that no skill left
+    /// holds (a blob another skill shares is put again from that skill, so that its type is
+    /// the one a fresh build gives it).
+    fn remove_files(&mut self, old: &SiteSkill) {
+        for f in &old.manifest.files {
+            for dir in BY_NAME {
+                self.resources
+                    .remove(&format!("{dir}/{}/{}", old.name, f.path));
+            }
+        }
+        let hexes = std::iter::once(&old.archive_digest)
+            .chain(old.manifest.files.iter().map(|f| &f.digest))
+            .map(|d| d.trim_start_matches("sha256:"));
+        for hex in hexes {
+            self.resources.remove(&format!("blobs/sha256/{hex}"));
+            let mut again = Vec::new();
+            for s in &self.skills {
+                if s.archive_digest.trim_start_matches("sha256:") == hex {
+                    again.push((s.archive.clone(), "application/gzip"));
+                }
+                for (f, bytes) in s.manifest.files.iter().zip(&s.files) {
+                    if f.digest.trim_start_matches("sha256:") == hex {
+                        again.push((bytes.clone(), content_type(&f.path, bytes)));
+                    }
                 }
             }
-            let paths: Vec<&str> = s.manifest.files.iter().map(|f| f.path.as_str()).collect();
-            let mut entry = json!({
-                "name": s.name,
-                "type": "archive",
-                "description": s.description,
-                "url": format!("../../blobs/sha256/{archive_hex}"),
-                "digest": s.archive_digest,
-            });
-            let obj = entry.as_object_mut().expect("an object");
-            if let Some(v) = &s.version {
-                obj.insert("version".into(), Value::from(v.as_str()));
+            for (bytes, ctype) in again {
+                self.put_blob(hex, bytes, ctype);
             }
-            obj.insert("files".into(), json!(paths));
-            obj.insert(
-                "skillcat".into(),
-                json!({
-                    "skill_digest": s.manifest.digest,
-                    "files": s.manifest.files.iter().map(|f| json!({
-                        "path": f.path, "digest": f.digest, "size": f.size, "executable": f.executable
-                    })).collect::<Vec<_>>(),
-                    "signature": s.signature,
-                }),
-            );
-            v2.push(entry);
-            v1.push(json!({"name": s.name, "description": s.description, "files": paths}));
         }
-        let index_v2 = json!({"$schema": SCHEMA_V0_2, "skills": v2});
-        let index_v1 = json!({"skills": v1});
-        for (path, doc) in [(AGENT_SKILLS_INDEX, index_v2), (SKILLS_INDEX, index_v1)] {
-            let mut body = serde_json::to_vec_pretty(&doc).expect("an index always serialises");
+    }
+
+    /// Writes both indexes from the skills' entries.
+    fn write_indexes(&mut self) {
+        #[derive(serde::Serialize)]
+        struct Index<'a> {
+            #[serde(rename = "$schema", skip_serializing_if = "Option::is_none")]
+            schema: Option<&'static str>,
+            skills: Vec<&'a Value>,
+        }
+        let v2 = Index {
+            schema: Some(SCHEMA_V0_2),
+            skills: self.entries.iter().map(|e| &e.0).collect(),
+        };
+        let v1 = Index {
+            schema: None,
+            skills: self.entries.iter().map(|e| &e.1).collect(),
+        };
+        let bodies = [(AGENT_SKILLS_INDEX, &v2), (SKILLS_INDEX, &v1)].map(|(path, doc)| {
+            let mut body = serde_json::to_vec_pretty(doc).expect("an index always serialises");
             body.push(b'\n');
-            site.put(
+            (path, body)
+        });
+        for (path, body) in bodies {
+            self.put(
                 path.to_string(),
                 Bytes::from(body),
                 "application/json",
                 REVALIDATE,
             );
         }
-        site.skills = skills;
-        site
     }
 
     fn put(
@@ -513,6 +631,44 @@ mod tests {
         let a = Site::from_skills(vec![skill("a", &[("SKILL.md", b"x", false)])]);
         let b = Site::from_skills(vec![skill("a", &[("SKILL.md", b"x", false)])]);
         assert_eq!(a.get(AGENT_SKILLS_INDEX), b.get(AGENT_SKILLS_INDEX));
+    }
+
+    /// Replacing, adding and removing one skill gives the very site a build of the new list
+    /// gives, shared blobs included.
+    #[test]
+    fn an_updated_site_is_the_site_built_afresh() {
+        let a = || {
+            skill(
+                "alpha",
+                &[("SKILL.md", b"# A\n", false), ("x.md", b"shared", false)],
+            )
+        };
+        let c = || {
+            skill(
+                "charlie",
+                &[("SKILL.md", b"# C\n", false), ("y.txt", b"shared", false)],
+            )
+        };
+        let a2 = || skill("alpha", &[("SKILL.md", b"# A2\n", false)]);
+        let b = || skill("bravo", &[("SKILL.md", b"# B\n", false)]);
+        let same = |x: &Site, y: &Site| {
+            let x: Vec<_> = x.resources().collect();
+            let y: Vec<_> = y.resources().collect();
+            assert_eq!(x, y);
+        };
+        let site = Site::from_skills(vec![a(), c()]);
+        let replaced = site.with_skill("alpha", Some(a2()));
+        same(&replaced, &Site::from_skills(vec![a2(), c()]));
+        assert_ne!(
+            replaced.get(AGENT_SKILLS_INDEX).unwrap().etag,
+            site.get(AGENT_SKILLS_INDEX).unwrap().etag
+        );
+        let added = replaced.with_skill("bravo", Some(b()));
+        same(&added, &Site::from_skills(vec![a2(), b(), c()]));
+        let removed = added.with_skill("charlie", None);
+        same(&removed, &Site::from_skills(vec![a2(), b()]));
+        // The old site is untouched: readers holding it keep a whole, consistent view.
+        same(&site, &Site::from_skills(vec![a(), c()]));
     }
 
     #[test]
