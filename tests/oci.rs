@@ -155,6 +155,50 @@ fn push_then_every_reading_command_agrees_with_the_directory() {
         let prompt = home.run(&["prompt", source]);
         assert!(prompt.code(0).out().contains("csv-tidy"));
     }
+    // Through `skillcat mcp`: the skill as resources, its script as a tool.
+    let mut mcp = std::process::Command::new(support::serve::bin())
+        .args(["mcp", &at_tag])
+        .env("HOME", home.path())
+        .env("XDG_CACHE_HOME", home.cache())
+        .env_remove("DOCKER_CONFIG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = mcp.stdin.take().unwrap();
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"skill://csv-tidy/scripts/run.sh"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
+        ] {
+            writeln!(stdin, "{line}").unwrap();
+        }
+    }
+    let answered = mcp.wait_with_output().unwrap();
+    let answers: Vec<J> = String::from_utf8(answered.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_id = |id: i64| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .unwrap_or_else(|| panic!("no answer {id}: {answers:?}"))
+    };
+    assert_eq!(
+        by_id(2)["result"]["contents"][0]["text"],
+        "#!/bin/sh\necho ran\n"
+    );
+    let tools = by_id(3)["result"]["tools"].as_array().unwrap();
+    assert!(
+        tools.iter().any(|t| t["name"] == "run_csv_tidy_run"),
+        "{tools:?}"
+    );
     // In a catalog (skillcat.toml), as any other source.
     let config = home.path().join("skillcat.toml");
     std::fs::write(&config, format!("[[sources]]\npath = \"{at_tag}\"\n")).unwrap();
