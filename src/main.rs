@@ -14,6 +14,10 @@ fn main() -> ExitCode {
     if let Some(code) = skillcat::script::sandbox::helper_main() {
         return code;
     }
+    // The confined guest evaluator is this binary too, started by the helper.
+    if let Some(code) = skillcat::guest::child_main() {
+        return code;
+    }
     let args = cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

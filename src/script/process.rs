@@ -279,7 +279,7 @@ async fn read_capped(
 
 /// A close-on-exec pipe whose write end is numbered above the standard descriptors and
 /// [`STATUS_FD`] (so `dup2` onto 3 never clobbers it).
-fn status_pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn status_pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: pipe2 fills the array; the fds are then owned exactly once.
     unsafe {
@@ -465,7 +465,7 @@ fn open_bounded(line: &str, work: &Path) -> Result<super::workspace::BoundedWork
 /// The policy in a sealed memfd numbered above [`STATUS_FD`] and [`POLICY_FD`] (so neither
 /// `dup2` clobbers it), close-on-exec here; `dup2` onto [`POLICY_FD`] hands it to the helper.
 #[cfg(target_os = "linux")]
-fn policy_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
+pub(crate) fn policy_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
     // SAFETY: memfd_create with a static name; the fds are then owned exactly once; writes come
     // from a live buffer.
     unsafe {
@@ -494,14 +494,14 @@ fn policy_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
 
 /// The helper exists on Linux only.
 #[cfg(not(target_os = "linux"))]
-fn policy_memfd(_bytes: &[u8]) -> std::io::Result<OwnedFd> {
+pub(crate) fn policy_memfd(_bytes: &[u8]) -> std::io::Result<OwnedFd> {
     Err(std::io::Error::other(
         "the sandbox helper exists only on Linux",
     ))
 }
 
 /// Reads the status pipe once every writer is gone.
-fn read_status(r: OwnedFd) -> Vec<String> {
+pub(crate) fn read_status(r: OwnedFd) -> Vec<String> {
     use std::io::Read;
     let mut f = std::fs::File::from(r);
     let mut bytes = Vec::new();
