@@ -15,6 +15,10 @@ use skillcat::guest::{FnHost, GuestHost, GuestLimits};
 use skillcat::runtime::{RuntimeError, Session, ToolKind};
 use skillcat::script::{AllowAll, DenyAll, Gate, GateDecision, GateError, GateKind, GateRequest};
 
+mod support;
+
+use support::guest::{self, Answer, thrown};
+
 /// Evaluations of this file run one at a time, so the check for children left behind sees
 /// only its own.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -59,53 +63,10 @@ fn hostile_host() -> GuestHost {
         .unwrap()
 }
 
-/// The processes below this one that are sandbox helpers or guest children.
+/// The sandbox helpers and guest children below this process.
 fn children_left() -> Vec<String> {
-    let me = std::process::id();
-    let mut parent_of = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        // The fields after the command name (which may hold blanks) end in ") ".
-        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else {
-            continue;
-        };
-        let ppid: u32 = rest
-            .split(' ')
-            .nth(1)
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(0);
-        parent_of.push((pid, ppid));
-    }
-    let below = |mut pid: u32| {
-        while pid > 1 {
-            let Some(&(_, ppid)) = parent_of.iter().find(|(p, _)| *p == pid) else {
-                return false;
-            };
-            if ppid == me {
-                return true;
-            }
-            pid = ppid;
-        }
-        false
-    };
-    parent_of
-        .iter()
-        .filter(|(pid, _)| below(*pid))
-        .filter_map(|(pid, _)| {
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            cmd.contains("__skillcat").then(|| format!("{pid}: {cmd}"))
-        })
-        .collect()
+    guest::children_below(std::process::id())
 }
-
-/// A call's outcome object, or its error's code and text.
-type Answer = Result<Json, (String, String)>;
 
 /// Calls a tool of a run and gives the outcome object, or the error's code and text.
 async fn call(run: &skillcat::runtime::Run, tool: &str, args: Json) -> Answer {
@@ -117,10 +78,6 @@ async fn call(run: &skillcat::runtime::Run, tool: &str, args: Json) -> Answer {
         }
         Err(e) => Err((e.code().to_string(), e.to_string())),
     }
-}
-
-fn thrown(kind: &str, message: &str) -> Answer {
-    Ok(json!({"ok": false, "thrown": {"kind": kind, "message": message}}))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -236,78 +193,7 @@ async fn every_hostile_guest_ends_with_its_outcome_and_leaves_nothing() {
         "{seen:?}"
     );
     assert_eq!(children_left(), Vec::<String>::new());
-    let timeout = |tool: &str| {
-        Err((
-            "E_SANDBOX_FAILED".to_string(),
-            format!("Evaluation timed out after 1 seconds (kind: timed-out; guest tool '{tool}')"),
-        ))
-    };
-    let quota = |tool: &str, what: &str, name: &str| {
-        Err((
-            "E_SKILL_GUEST_QUOTA_EXCEEDED".to_string(),
-            format!("guest tool '{tool}' exceeded a quota: {what} [{name}]"),
-        ))
-    };
-    let cases: Vec<(&str, Json, Answer)> = vec![
-        ("spin", one_second.clone(), timeout("spin")),
-        (
-            "spin_in_promise",
-            one_second.clone(),
-            timeout("spin_in_promise"),
-        ),
-        ("redos", one_second.clone(), timeout("redos")),
-        (
-            "grow_array",
-            json!({}),
-            quota("grow_array", "engine memory (67108864 bytes)", "memory"),
-        ),
-        (
-            "grow_string",
-            json!({}),
-            quota("grow_string", "engine memory (67108864 bytes)", "memory"),
-        ),
-        (
-            "recurse",
-            json!({}),
-            thrown("error", "RangeError: Maximum call stack size exceeded"),
-        ),
-        (
-            "big_result",
-            json!({}),
-            quota("big_result", "result size (10485760 bytes)", "result"),
-        ),
-        (
-            "call_flood",
-            json!({}),
-            quota("call_flood", "host calls per evaluation (1000)", "calls"),
-        ),
-        (
-            "nine_at_once",
-            json!({}),
-            quota("nine_at_once", "host calls in flight (8)", "in_flight"),
-        ),
-        (
-            "never_answers",
-            json!({}),
-            quota("never_answers", "host call time (1 s)", "call_time"),
-        ),
-        (
-            "shared_memory",
-            json!({}),
-            thrown("error", "ReferenceError: SharedArrayBuffer is not defined"),
-        ),
-        ("escape", json!({}), Ok(json!({"reached": []}))),
-        (
-            "thrown_value",
-            json!({}),
-            thrown("value", r#"{"code":7,"why":"a plain object"}"#),
-        ),
-        (
-            "thrown_opaque",
-            json!({}),
-            thrown("opaque", "the guest threw a symbol that cannot be shown"),
-        ),
-    ];
+    let cases = guest::hostile_cases(true);
     for (tool, args, want) in cases {
         let started = std::time::Instant::now();
         let mut got = call(&run, tool, args).await;
@@ -329,58 +215,12 @@ async fn every_hostile_guest_ends_with_its_outcome_and_leaves_nothing() {
         assert_eq!(ok["result"], json!({"doubled": 42}), "after {tool}");
     }
 
-    for (what, message) in [
-        ("std", "ReferenceError: std is not defined"),
-        ("os", "ReferenceError: os is not defined"),
-        ("require", "ReferenceError: require is not defined"),
-        ("process", "ReferenceError: process is not defined"),
-        ("import", "ReferenceError: could not load module 'os'"),
-        (
-            "date_now",
-            "TypeError: Date.now is not available to guest code",
-        ),
-        (
-            "math_random",
-            "TypeError: Math.random is not available to guest code",
-        ),
-        (
-            "new_date",
-            "TypeError: new Date() (the current time) is not available to guest code",
-        ),
-        ("fetch", "ReferenceError: fetch is not defined"),
-        ("timer", "ReferenceError: setTimeout is not defined"),
-    ] {
-        assert_eq!(
-            call(&run, "reach", json!({"what": what})).await,
-            thrown("error", message),
-            "{what}"
-        );
-    }
-
-    let flood = call(&run, "log_flood", json!({})).await.unwrap();
-    assert_eq!(flood["result"], json!("flooded"));
-    let logs = flood["logs"].as_array().unwrap();
-    assert_eq!(logs.len(), 1000);
-    assert!(logs.iter().all(|l| l.as_str().unwrap().len() <= 8192));
-    assert!(logs[999].as_str().unwrap().starts_with("line 999 yyy"));
-    assert_eq!(flood["logsCapped"], json!(true));
+    guest::check_log_flood(&call(&run, "log_flood", json!({})).await.unwrap());
 
     // Prototype pollution of a value a host function returned stays in its evaluation.
-    let polluted = call(&run, "pollute", json!({"step": "pollute"}))
-        .await
-        .unwrap();
-    assert_eq!(
-        polluted["result"],
-        json!({"polluted": "yes", "map": ["hijacked"]})
-    );
-    let clean = call(&run, "pollute", json!({"step": "look"}))
-        .await
-        .unwrap();
-    assert_eq!(
-        clean["result"],
-        json!({"polluted": null, "map": [1],
-               "data": {"rates": [1, 2, 3], "note": "hostile fixture data"}})
-    );
+    let polluted = call(&run, "pollute", json!({"step": "pollute"})).await;
+    let clean = call(&run, "pollute", json!({"step": "look"})).await;
+    guest::check_pollution(polluted, clean);
 
     run.finish().await.unwrap();
     assert_eq!(children_left(), Vec::<String>::new());

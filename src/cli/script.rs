@@ -561,6 +561,16 @@ pub async fn run(a: RunArgs) -> u8 {
         }
         return code;
     }
+    // A declared guest tool that is not offered: say why, not that no script has the name.
+    let withheld = format!("guest tool '{}' ", a.script);
+    if let Some(note) = run.activations()[0]
+        .notes
+        .iter()
+        .find(|n| n.starts_with("guest tool") && n.contains(&withheld))
+    {
+        err!("Error: {note}");
+        return FAULTS;
+    }
     let tools = match script_tools(&run.activations()[0]) {
         Ok(t) => t,
         Err(e) => return report(&e),

@@ -5,6 +5,7 @@
 pub mod bin;
 pub mod central;
 pub mod conformance;
+pub mod guest;
 pub mod project;
 pub mod serve;
 
