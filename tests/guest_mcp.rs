@@ -183,3 +183,69 @@ async fn every_hostile_guest_ends_with_its_outcome_through_mcp() {
     })
     .await;
 }
+
+#[test]
+fn skillcat_tools_lists_guest_tools_and_run_calls_them() {
+    use support::bin::Skillcat;
+    let listed = Skillcat::new(&["tools", "fixtures/runtime/skills", "lead-scoring"])
+        .env_remove("SKILLCAT_CONFIG")
+        .run();
+    listed.code(0);
+    assert_eq!(
+        listed.out(),
+        "lead-scoring offers no script tools\n\
+         score_lead  Score a sales lead from 0 to 100 with the reasons for the score (guest tool, JavaScript, confined)\n\
+         quote_discount  The volume discount (percent) for a number of seats, from the skill's discount table (guest tool, JavaScript, confined)\n"
+    );
+    let json = Skillcat::new(&[
+        "tools",
+        "fixtures/runtime/skills",
+        "lead-scoring",
+        "--format",
+        "json",
+    ])
+    .env_remove("SKILLCAT_CONFIG")
+    .run();
+    json.code(0);
+    let doc = json.json();
+    assert_eq!(doc["guest_tools"][1]["name"], json!("quote_discount"));
+    assert_eq!(doc["guest_tools"][1]["trusted"], json!(false));
+    assert_eq!(
+        doc["guest_tools"][1]["parameters"]["required"],
+        json!(["seats"])
+    );
+
+    let ran = Skillcat::new(&[
+        "run",
+        "fixtures/runtime/skills",
+        "lead-scoring",
+        "quote_discount",
+        "--json",
+        r#"{"seats": 60}"#,
+    ])
+    .env_remove("SKILLCAT_CONFIG")
+    .run();
+    ran.code(0);
+    let outcome: Json = serde_json::from_str(ran.out().trim()).unwrap();
+    assert_eq!(outcome["result"], json!({"seats": 60, "percent": 5}));
+
+    let spun = Skillcat::new(&[
+        "run",
+        "fixtures/guest/skills",
+        "hostile",
+        "spin",
+        "--json",
+        r#"{"timeout_seconds": 1}"#,
+    ])
+    .env_remove("SKILLCAT_CONFIG")
+    .run();
+    spun.code(1).says(&[
+        "E_SANDBOX_FAILED: Evaluation timed out after 1 seconds (kind: timed-out; guest tool 'spin')",
+    ]);
+    let withheld = Skillcat::new(&["run", "fixtures/guest/skills", "hostile", "never_answers"])
+        .env_remove("SKILLCAT_CONFIG")
+        .run();
+    withheld
+        .code(1)
+        .says(&["it needs host function 'hang', which this host does not provide"]);
+}

@@ -242,6 +242,10 @@ pub(crate) fn evaluate(job: Job, wire: &mut dyn Wire) -> ChildMsg {
             if let Some(end) = ended(&state) {
                 return end;
             }
+            // The interrupt handler ends long jobs; a stream of tiny ones ends here.
+            if Instant::now() >= deadline {
+                return ChildMsg::Timeout;
+            }
             if ctx.execute_pending_job() {
                 continue;
             }

@@ -39,6 +39,7 @@ pub fn hostile_cases(never_answers: bool) -> Vec<(&'static str, Json, Answer)> {
             timeout("spin_in_promise"),
         ),
         ("redos", one_second.clone(), timeout("redos")),
+        ("job_storm", one_second.clone(), timeout("job_storm")),
         (
             "grow_array",
             json!({}),
