@@ -32,12 +32,9 @@ const SYSTEM: &str = "You are a helpful operations assistant.";
 const READ_SKILL_FILE: &str = "read_skill_file";
 
 fn main() -> ExitCode {
-    // Script tools re-execute this binary as the sandbox helper: it must come first.
-    if let Some(code) = skillcat::script::sandbox::helper_main() {
-        return code;
-    }
-    // Guest tools are evaluated by this binary too, inside the helper's confinement.
-    if let Some(code) = skillcat::guest::child_main() {
+    // Script and guest tools re-execute this binary as the sandbox helper (the guest
+    // evaluator built in): it must come first.
+    if let Some(code) = skillcat::guest::helper_main() {
         return code;
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -47,6 +47,19 @@ fn session(dir: &str, trusted: bool, host: GuestHost, gate: Arc<dyn Gate>) -> Se
         .build()
 }
 
+/// A session as [`session`] makes it, and a run with `skill` active.
+async fn begin(
+    skill: &str,
+    dir: &str,
+    trusted: bool,
+    host: GuestHost,
+    gate: Arc<dyn Gate>,
+) -> (Session, skillcat::runtime::Run) {
+    let s = session(dir, trusted, host, gate);
+    let run = s.begin_with(&[skill]).await.unwrap();
+    (s, run)
+}
+
 /// The test host: `hang` never answers; host calls may take 1 second.
 fn hostile_host() -> GuestHost {
     let limits = GuestLimits {
@@ -63,9 +76,14 @@ fn hostile_host() -> GuestHost {
         .unwrap()
 }
 
-/// The sandbox helpers and guest children below this process.
+/// The sandbox helpers and guest children below this process, and guest children anywhere
+/// (no other test of this file evaluates while one holds [`SERIAL`]).
 fn children_left() -> Vec<String> {
-    guest::children_below(std::process::id())
+    let mut left = guest::children_below(std::process::id());
+    left.extend(guest::guests_anywhere());
+    left.sort();
+    left.dedup();
+    left
 }
 
 /// Calls a tool of a run and gives the outcome object, or the error's code and text.
@@ -83,13 +101,14 @@ async fn call(run: &skillcat::runtime::Run, tool: &str, args: Json) -> Answer {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_fixture_skill_offers_two_guest_tools_that_work() {
     let _one = SERIAL.lock().await;
-    let s = session(
+    let (s, run) = begin(
+        "lead-scoring",
         "fixtures/runtime/skills",
         true,
         GuestHost::new(),
         Arc::new(AllowAll),
-    );
-    let run = s.begin_with(&["lead-scoring"]).await.unwrap();
+    )
+    .await;
     let a = &run.activations()[0];
     assert!(a.notes.is_empty(), "{:?}", a.notes);
     let names: Vec<&str> = run.tools().map(|t| t.name.as_str()).collect();
@@ -167,13 +186,14 @@ async fn the_fixture_skill_offers_two_guest_tools_that_work() {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_hostile_guest_ends_with_its_outcome_and_leaves_nothing() {
     let _one = SERIAL.lock().await;
-    let s = session(
+    let (_s, run) = begin(
+        "hostile",
         "fixtures/guest/skills",
         true,
         hostile_host(),
         Arc::new(AllowAll),
-    );
-    let run = s.begin_with(&["hostile"]).await.unwrap();
+    )
+    .await;
     assert!(
         run.activations()[0].notes.is_empty(),
         "{:?}",
@@ -189,7 +209,7 @@ async fn every_hostile_guest_ends_with_its_outcome_and_leaves_nothing() {
     let (spun, seen) = tokio::join!(spinning, looking);
     assert_eq!(spun.unwrap_err().code(), "E_SANDBOX_FAILED");
     assert!(
-        seen.iter().any(|c| c.contains("__skillcat-guest")),
+        seen.iter().any(|c| c.contains(" skillcat-guest: ")),
         "{seen:?}"
     );
     assert_eq!(children_left(), Vec::<String>::new());
@@ -255,13 +275,14 @@ async fn the_gate_decides_first_with_distinct_answers() {
         }
     }
     let gate = Arc::new(ByTool(Default::default()));
-    let s = session(
+    let (_s, run) = begin(
+        "lead-scoring",
         "fixtures/runtime/skills",
         true,
         GuestHost::new(),
         gate.clone(),
-    );
-    let run = s.begin_with(&["lead-scoring"]).await.unwrap();
+    )
+    .await;
     call(&run, "score_lead", json!({"company": "A", "employees": 1}))
         .await
         .unwrap();
@@ -280,13 +301,14 @@ async fn the_gate_decides_first_with_distinct_answers() {
     );
     run.finish().await.unwrap();
 
-    let s = session(
+    let (_s, run) = begin(
+        "lead-scoring",
         "fixtures/runtime/skills",
         true,
         GuestHost::new(),
         Arc::new(DenyAll::default()),
-    );
-    let run = s.begin_with(&["lead-scoring"]).await.unwrap();
+    )
+    .await;
     let e = run
         .call("score_lead", &json!({"company": "A", "employees": 1}))
         .await
@@ -301,13 +323,14 @@ async fn the_gate_decides_first_with_distinct_answers() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn untrusted_sources_and_hosts_without_guests_offer_none() {
-    let s = session(
+    let (_s, run) = begin(
+        "lead-scoring",
         "fixtures/runtime/skills",
         false,
         GuestHost::new(),
         Arc::new(AllowAll),
-    );
-    let run = s.begin_with(&["lead-scoring"]).await.unwrap();
+    )
+    .await;
     assert_eq!(run.tools().count(), 0);
     assert_eq!(
         run.activations()[0].notes,
@@ -327,13 +350,14 @@ async fn untrusted_sources_and_hosts_without_guests_offer_none() {
         ["guest tools withheld: this session runs no guest code"]
     );
     // A declared global the host does not provide: the tool is not offered, with why.
-    let s = session(
+    let (_s, run) = begin(
+        "hostile",
         "fixtures/guest/skills",
         true,
         GuestHost::new(),
         Arc::new(AllowAll),
-    );
-    let run = s.begin_with(&["hostile"]).await.unwrap();
+    )
+    .await;
     assert!(!run.tools().any(|t| t.name == "never_answers"));
     assert_eq!(
         run.activations()[0].notes,
@@ -449,13 +473,14 @@ async fn limits_configured_down_apply() {
         log_entry_bytes: 10,
         ..GuestLimits::default()
     };
-    let s = session(
+    let (_s, run) = begin(
+        "hostile",
         "fixtures/guest/skills",
         true,
         hostile_host().limits(limits).unwrap(),
         Arc::new(AllowAll),
-    );
-    let run = s.begin_with(&["hostile"]).await.unwrap();
+    )
+    .await;
     let (code, text) = call(&run, "nine_at_once", json!({})).await.unwrap_err();
     assert_eq!(code, "E_SKILL_GUEST_QUOTA_EXCEEDED");
     assert!(
@@ -518,8 +543,14 @@ async fn a_tool_of_an_unloaded_skill_is_not_called() {
 async fn in_process_evaluation_exists_only_behind_its_unsafe_setting() {
     let _one = SERIAL.lock().await;
     let host = hostile_host().unsafe_evaluate_in_process_without_isolation(true);
-    let s = session("fixtures/guest/skills", true, host, Arc::new(AllowAll));
-    let run = s.begin_with(&["hostile"]).await.unwrap();
+    let (_s, run) = begin(
+        "hostile",
+        "fixtures/guest/skills",
+        true,
+        host,
+        Arc::new(AllowAll),
+    )
+    .await;
     let ok = call(&run, "ok", json!({"n": 1.5})).await.unwrap();
     assert_eq!(ok["result"], json!({"doubled": 3}));
     // The engine's interrupt still ends a spinning guest, without a process to kill.
@@ -539,13 +570,14 @@ async fn in_process_evaluation_exists_only_behind_its_unsafe_setting() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_runtime_error_keeps_the_guest_code() {
     let _one = SERIAL.lock().await;
-    let s = session(
+    let (_s, run) = begin(
+        "hostile",
         "fixtures/guest/skills",
         true,
         hostile_host(),
         Arc::new(AllowAll),
-    );
-    let run = s.begin_with(&["hostile"]).await.unwrap();
+    )
+    .await;
     let e = run.call("big_result", &json!({})).await.unwrap_err();
     assert!(matches!(e, RuntimeError::Guest(_)), "{e:?}");
     assert_eq!(

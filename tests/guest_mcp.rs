@@ -4,8 +4,6 @@
 
 #![cfg(target_os = "linux")]
 
-use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
@@ -13,7 +11,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Value as Json, json};
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 mod support;
 
@@ -27,18 +25,8 @@ struct Server {
 }
 
 async fn serve(source: &str) -> Server {
-    let tmp = support::sandbox_tempdir("skillcat-guest-mcp-");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skillcat"))
-        .args(["mcp", source, "--config", "fixtures/guest/skillcat.toml"])
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .env_remove("SKILLCAT_CONFIG")
-        .env("TMPDIR", tmp.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let (mut child, tmp) =
+        support::spawn_mcp(&[source, "--config", "fixtures/guest/skillcat.toml"]);
     let stdout = child.stdout.take().unwrap();
     let stdin = child.stdin.take().unwrap();
     let client = ().serve((stdout, stdin)).await.expect("MCP initialisation");

@@ -1,6 +1,7 @@
-//! The confined child: the `skillcat` binary re-executed by the sandbox helper with
-//! [`GUEST_ARG`]. It reads its [`Job`] as the first line of stdin, evaluates it, and speaks
-//! JSON lines on stdout (host calls, then one final message); host replies arrive on stdin.
+//! The confined child: the sandbox helper's built-in entry. Started by [`helper_main`] in
+//! place of an `execve`, after every confinement step, it reads its [`Job`] as the first line
+//! of stdin, evaluates it, and speaks JSON lines on stdout (host calls, then one final
+//! message); host replies arrive on stdin.
 
 use std::io::Write;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -9,22 +10,25 @@ use std::time::Instant;
 
 use super::engine::{self, ChildMsg, Job, Recv, Wire};
 
-/// The hidden first argument that turns the `skillcat` binary into a guest evaluator.
-pub const GUEST_ARG: &str = "__skillcat-guest";
-
 /// The longest line the child reads from the host (a job's source and arguments, or one
 /// reply, bounded by the host's payload quota).
 const LINE_MAX: usize = 64 << 20;
 
-/// If this process was started as a guest evaluator, evaluates and returns the exit code;
-/// `None` for a normal start. Call it first thing in `main`, next to
-/// [`helper_main`](crate::script::sandbox::helper_main).
-pub fn child_main() -> Option<ExitCode> {
-    let mut args = std::env::args_os();
-    let _exe = args.next();
-    if args.next().as_deref() != Some(std::ffi::OsStr::new(GUEST_ARG)) {
-        return None;
-    }
+/// The sandbox helper with the guest evaluator built in: call it first thing in `main`, before
+/// any runtime or thread starts, in place of
+/// [`script::sandbox::helper_main`](crate::script::sandbox::helper_main) (it runs scripts as
+/// that does). `None` for a normal start.
+pub fn helper_main() -> Option<ExitCode> {
+    crate::script::sandbox::helper_main_with(evaluate_job)
+}
+
+/// The name a guest child shows (`/proc/PID/comm`).
+pub const PROCESS_NAME: &str = "skillcat-guest";
+
+/// The built-in entry: one job from stdin, evaluated; its exit code.
+fn evaluate_job() -> u8 {
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"skillcat-guest".as_ptr(), 0, 0, 0) };
     let mut wire = FdWire {
         buf: Vec::new(),
         // SAFETY: stdin is open for the life of the process.
@@ -37,14 +41,14 @@ pub fn child_main() -> Option<ExitCode> {
                 wire.send(&ChildMsg::Fault {
                     message: format!("a malformed job: {e}"),
                 });
-                return Some(ExitCode::from(2));
+                return 2;
             }
         },
-        _ => return Some(ExitCode::from(2)),
+        _ => return 2,
     };
     let last = engine::evaluate(job, &mut wire);
     wire.send(&last);
-    Some(ExitCode::SUCCESS)
+    0
 }
 
 struct FdWire {

@@ -1,7 +1,8 @@
 //! The evaluation itself: one fresh QuickJS runtime per call, the hardened global object, the
 //! host stubs, the job loop and the conversion of JavaScript values to JSON within the quotas.
 //!
-//! It runs in the confined child ([`child_main`](super::child_main)) and, only behind the
+//! It runs in the confined child ([`helper_main`](super::helper_main)'s built-in entry) and,
+//! only behind the
 //! unsafe in-process setting, on a thread of the host. Either way it talks to the host through
 //! a [`Wire`]: JSON lines out ([`ChildMsg`]), host replies in ([`HostReply`]).
 

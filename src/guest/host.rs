@@ -345,9 +345,8 @@ impl Default for GuestHost {
 }
 
 impl GuestHost {
-    /// No globals, the default limits, this executable as the child (it must call
-    /// [`child_main`](super::child_main) and
-    /// [`helper_main`](crate::script::sandbox::helper_main) first thing in `main`).
+    /// No globals, the default limits, this executable as the sandbox helper (it must call
+    /// [`guest::helper_main`](super::helper_main) first thing in `main`).
     pub fn new() -> Self {
         GuestHost {
             globals: Globals::new(),
@@ -395,7 +394,8 @@ impl GuestHost {
         Ok(self)
     }
 
-    /// The executable re-run as the sandbox helper and the guest child (default: this one).
+    /// The executable re-run as the sandbox helper, whose built-in entry evaluates (default:
+    /// this one).
     pub fn helper(mut self, path: impl Into<PathBuf>) -> Self {
         self.helper = path.into();
         self
@@ -443,6 +443,7 @@ impl GuestHost {
             limits: self.limits.engine(timeout),
         };
         let mut d = Driver {
+            child_ended: false,
             tool,
             limits: &self.limits,
             globals,
@@ -466,6 +467,8 @@ enum Stop {
 }
 
 struct Driver<'a> {
+    /// Whether the child sent its last message (it is ending by itself).
+    child_ended: bool,
     tool: &'a str,
     limits: &'a GuestLimits,
     globals: &'a Globals,
@@ -557,6 +560,7 @@ impl Driver<'_> {
                     let msg: ChildMsg = serde_json::from_str(&text).map_err(|e| {
                         Stop::Error(self.failed(format!("the guest broke the protocol: {e}")))
                     })?;
+                    self.child_ended = !matches!(msg, ChildMsg::Call { .. });
                     match msg {
                         ChildMsg::Call { id, name, args } => {
                             made += 1;
@@ -695,15 +699,11 @@ impl Driver<'_> {
         helper: &std::path::Path,
         job: Job,
     ) -> Result<Outcome, GuestError> {
-        use std::os::fd::AsRawFd;
         use std::process::Stdio;
         use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-        use crate::script::process::{policy_memfd, read_status, status_pipe_pair};
-        use crate::script::sandbox::{
-            self, FsAccess, FsRule, HELPER_ARG, HelperPolicy, HelperRequest, Mode, POLICY_FD,
-            RunLimits, STATUS_FD,
-        };
+        use crate::script::process::{helper_command, policy_memfd, read_status, status_pipe_pair};
+        use crate::script::sandbox::{self, HelperPolicy, HelperRequest, Mode, RunLimits};
 
         if sandbox::landlock_abi().is_none() {
             return Err(self.failed(
@@ -711,34 +711,16 @@ impl Driver<'_> {
             ));
         }
         let started = Instant::now();
-        let helper_rule = FsRule {
-            path: helper.to_path_buf(),
-            access: FsAccess::ReadExec,
-            required: true,
-            inode: sandbox::pinned_identity(helper)
-                .map_err(|e| self.failed(format!("{}: {e}", helper.display())))?,
-        };
-        let mut rules: Vec<FsRule> = sandbox::system_read_paths(false)
-            .into_iter()
-            .map(|path| FsRule {
-                path,
-                access: FsAccess::ReadExec,
-                required: false,
-                inode: None,
-            })
-            .collect();
-        rules.push(helper_rule);
         let l = self.limits;
         let wall = self.timeout + l.grace;
+        // The evaluator is the helper's built-in entry: nothing is executed, so no file at all
+        // is readable (Landlock with no rule).
         let policy = HelperPolicy {
             mode: Mode::Confined,
             program: helper.to_path_buf(),
-            argv: vec![
-                helper.to_string_lossy().into_owned(),
-                super::child::GUEST_ARG.to_string(),
-            ],
+            argv: vec![helper.to_string_lossy().into_owned()],
             env: Vec::new(),
-            rules,
+            rules: Vec::new(),
             network: false,
             limits: RunLimits {
                 cpu_seconds: wall.as_secs() + 2,
@@ -752,6 +734,7 @@ impl Driver<'_> {
             timeout_seconds: wall.as_secs().max(1),
             supervisor: std::process::id(),
             workspace: None,
+            builtin: true,
         };
         let json = HelperRequest::Run(policy)
             .to_json()
@@ -760,25 +743,13 @@ impl Driver<'_> {
             .map_err(|e| self.failed(format!("cannot pass the policy: {e}")))?;
         let (status_r, status_w) =
             status_pipe_pair().map_err(|e| self.failed(format!("status pipe: {e}")))?;
-        let (sw, pr) = (status_w.as_raw_fd(), policy_fd.as_raw_fd());
-        let mut cmd = tokio::process::Command::new(helper);
-        cmd.arg(HELPER_ARG)
-            .env_clear()
-            .current_dir("/")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .kill_on_drop(true);
-        // SAFETY: only dup2 between fork and exec (async-signal-safe, no allocation).
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::dup2(sw, STATUS_FD) < 0 || libc::dup2(pr, POLICY_FD) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        let mut cmd = tokio::process::Command::from(helper_command(
+            helper,
+            &status_w,
+            &policy_fd,
+            Stdio::piped(),
+        ));
+        cmd.process_group(0).kill_on_drop(true);
         let mut child = cmd
             .spawn()
             .map_err(|e| self.failed(format!("cannot start {}: {e}", helper.display())))?;
@@ -826,13 +797,27 @@ impl Driver<'_> {
             }
         });
         let r = self.drive(&mut line_rx, &reply_tx, started).await;
-        // Always: the whole group goes (the helper, and with it the child in its PID
-        // namespace), then the helper is reaped.
-        if let Some(pid) = pid {
-            // SAFETY: signalling the process group this call created and has not reaped.
-            unsafe { libc::killpg(pid, libc::SIGKILL) };
+        // A child that gave its last message is ending: the helper reaps it and exits, which
+        // leaves no process behind, not even for a moment. Then, always, the whole group goes
+        // (the helper, and with it the child in its PID namespace) and the helper is reaped.
+        let mut exited = None;
+        if self.child_ended {
+            exited = tokio::time::timeout(Duration::from_millis(500), child.wait())
+                .await
+                .ok();
         }
-        let status = child.wait().await;
+        let status = match exited {
+            // Reaped: its group id may be anyone's now, and nothing of the call is left.
+            Some(status) => status,
+            None => {
+                if let Some(pid) = pid {
+                    // SAFETY: signalling the process group this call created and has not
+                    // reaped.
+                    unsafe { libc::killpg(pid, libc::SIGKILL) };
+                }
+                child.wait().await
+            }
+        };
         writer.abort();
         reader.abort();
         let lines = tokio::task::spawn_blocking(move || read_status(status_r))

@@ -8,8 +8,8 @@
 //!        └─tool::load──▶ GuestTool (source read, globals resolved) ──call(args)──▶
 //!              args checked (no unknown key, timeout_seconds 1..max) ─▶ Gate (GateKind::Guest)
 //!              ─▶ GuestHost::evaluate ─▶ sandbox helper (namespaces, no network, Landlock:
-//!                 only the binary and the system libraries, seccomp, rlimits) ─▶ this binary
-//!                 as `__skillcat-guest` (child_main): rquickjs, memory/stack limits, an
+//!                 no file at all, seccomp, rlimits) ─▶ its built-in entry in the confined
+//!                 child (helper_main, no execve): rquickjs, memory/stack limits, an
 //!                 interrupt at the deadline, Date.now / Math.random / timers gone
 //!                 ◀─ JSON lines: host calls (quotas checked on both sides) · final message
 //!              parent: SIGKILL of the group at the deadline + grace, always at the end
@@ -27,7 +27,7 @@ mod error;
 mod host;
 mod tool;
 
-pub use child::{GUEST_ARG, child_main};
+pub use child::{PROCESS_NAME, helper_main};
 pub use declare::{GuestDecl, GuestParam, GuestType};
 pub use error::{GuestError, Quota};
 pub use host::{FnHost, Globals, GuestHost, GuestLimits, HostFunction, Outcome, ThrownKind};

@@ -180,10 +180,33 @@ pub fn children_below(root: u32) -> Vec<String> {
     parent_of
         .iter()
         .filter(|(pid, _)| below(*pid))
-        .filter_map(|(pid, _)| {
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            cmd.contains("__skillcat").then(|| format!("{pid}: {cmd}"))
-        })
+        .filter_map(|(pid, _)| describe(*pid).filter(|d| d.contains("skillcat")))
+        .collect()
+}
+
+/// `PID comm: command line` of a live sandbox helper or guest child (`__skillcat-…` on its
+/// command line, or `skillcat-guest` as its name); `None` for anything else.
+fn describe(pid: u32) -> Option<String> {
+    // A zombie runs nothing (and init reaps it): only live processes count.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    if stat.rsplit_once(") ")?.1.starts_with('Z') {
+        return None;
+    }
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+    (cmd.contains("__skillcat") || comm.trim() == "skillcat-guest")
+        .then(|| format!("{pid} {}: {cmd}", comm.trim()))
+}
+
+/// Guest children anywhere on the machine (named `skillcat-guest`), whoever their parent is
+/// now: one orphaned by a killed helper would show here.
+pub fn guests_anywhere() -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter_map(describe)
+        .filter(|d| d.contains(" skillcat-guest: "))
         .collect()
 }
