@@ -1,7 +1,7 @@
 //! Call overhead of guest tools through the runtime, side by side with a confined script:
 //! p50 and p99 over 200 calls of a trivial guest tool (`async () => 1`: spawn, engine start,
 //! evaluate, answer) and of a trivial script tool (`echo hi`), both through `Run::call` of one
-//! session; then a guest that makes 100 host calls in sequence.
+//! session, called in turn; then a guest that makes 100 host calls in sequence.
 //!
 //! `cargo bench --bench guest_overhead` (add `-- N` for N calls of each).
 
@@ -41,18 +41,24 @@ fn percentiles(mut v: Vec<Duration>) -> (f64, f64) {
     )
 }
 
-async fn time(run: &Run, tool: &str, args: &Json, calls: usize) -> (f64, f64) {
-    for _ in 0..5 {
-        run.call(tool, args).await.expect("warm-up call");
+/// p50 and p99 of each tool over `calls` calls, the tools called in turn (one call of each per
+/// round), so a change of the machine's load weighs on all of them alike.
+async fn time(run: &Run, tools: &[(&str, Json)], calls: usize) -> Vec<(f64, f64)> {
+    for (tool, args) in tools {
+        for _ in 0..5 {
+            run.call(tool, args).await.expect("warm-up call");
+        }
     }
-    let mut times = Vec::with_capacity(calls);
+    let mut times = vec![Vec::with_capacity(calls); tools.len()];
     for _ in 0..calls {
-        let t = Instant::now();
-        let out = run.call(tool, args).await.expect("a call");
-        times.push(t.elapsed());
-        std::hint::black_box(out);
+        for (i, (tool, args)) in tools.iter().enumerate() {
+            let t = Instant::now();
+            let out = run.call(tool, args).await.expect("a call");
+            times[i].push(t.elapsed());
+            std::hint::black_box(out);
+        }
     }
-    percentiles(times)
+    times.into_iter().map(percentiles).collect()
 }
 
 async fn bench(calls: usize) {
@@ -109,9 +115,14 @@ async fn bench(calls: usize) {
         sum.to_model_text()
     );
 
-    let script = time(&run, "run_bench_hi", &json!({}), calls).await;
-    let guest = time(&run, "trivial", &json!({}), calls).await;
-    let hundred = time(&run, "hundred", &json!({}), calls / 4).await;
+    let both = time(
+        &run,
+        &[("run_bench_hi", json!({})), ("trivial", json!({}))],
+        calls,
+    )
+    .await;
+    let (script, guest) = (both[0], both[1]);
+    let hundred = time(&run, &[("hundred", json!({}))], calls / 4).await[0];
     println!(
         "guest overhead through Run::call ({calls} calls each; 100-call guest: {}):",
         calls / 4

@@ -60,6 +60,18 @@ async fn begin(
     (s, run)
 }
 
+/// The hostile skill active, in a session allowing every call.
+async fn hostile(host: GuestHost) -> (Session, skillcat::runtime::Run) {
+    begin(
+        "hostile",
+        "fixtures/guest/skills",
+        true,
+        host,
+        Arc::new(AllowAll),
+    )
+    .await
+}
+
 /// The test host: `hang` never answers; host calls may take 1 second.
 fn hostile_host() -> GuestHost {
     let limits = GuestLimits {
@@ -186,14 +198,7 @@ async fn the_fixture_skill_offers_two_guest_tools_that_work() {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_hostile_guest_ends_with_its_outcome_and_leaves_nothing() {
     let _one = SERIAL.lock().await;
-    let (_s, run) = begin(
-        "hostile",
-        "fixtures/guest/skills",
-        true,
-        hostile_host(),
-        Arc::new(AllowAll),
-    )
-    .await;
+    let (_s, run) = hostile(hostile_host()).await;
     assert!(
         run.activations()[0].notes.is_empty(),
         "{:?}",
@@ -350,14 +355,7 @@ async fn untrusted_sources_and_hosts_without_guests_offer_none() {
         ["guest tools withheld: this session runs no guest code"]
     );
     // A declared global the host does not provide: the tool is not offered, with why.
-    let (_s, run) = begin(
-        "hostile",
-        "fixtures/guest/skills",
-        true,
-        GuestHost::new(),
-        Arc::new(AllowAll),
-    )
-    .await;
+    let (_s, run) = hostile(GuestHost::new()).await;
     assert!(!run.tools().any(|t| t.name == "never_answers"));
     assert_eq!(
         run.activations()[0].notes,
@@ -473,14 +471,7 @@ async fn limits_configured_down_apply() {
         log_entry_bytes: 10,
         ..GuestLimits::default()
     };
-    let (_s, run) = begin(
-        "hostile",
-        "fixtures/guest/skills",
-        true,
-        hostile_host().limits(limits).unwrap(),
-        Arc::new(AllowAll),
-    )
-    .await;
+    let (_s, run) = hostile(hostile_host().limits(limits).unwrap()).await;
     let (code, text) = call(&run, "nine_at_once", json!({})).await.unwrap_err();
     assert_eq!(code, "E_SKILL_GUEST_QUOTA_EXCEEDED");
     assert!(
@@ -543,14 +534,7 @@ async fn a_tool_of_an_unloaded_skill_is_not_called() {
 async fn in_process_evaluation_exists_only_behind_its_unsafe_setting() {
     let _one = SERIAL.lock().await;
     let host = hostile_host().unsafe_evaluate_in_process_without_isolation(true);
-    let (_s, run) = begin(
-        "hostile",
-        "fixtures/guest/skills",
-        true,
-        host,
-        Arc::new(AllowAll),
-    )
-    .await;
+    let (_s, run) = hostile(host).await;
     let ok = call(&run, "ok", json!({"n": 1.5})).await.unwrap();
     assert_eq!(ok["result"], json!({"doubled": 3}));
     // The engine's interrupt still ends a spinning guest, without a process to kill.
@@ -570,14 +554,7 @@ async fn in_process_evaluation_exists_only_behind_its_unsafe_setting() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_runtime_error_keeps_the_guest_code() {
     let _one = SERIAL.lock().await;
-    let (_s, run) = begin(
-        "hostile",
-        "fixtures/guest/skills",
-        true,
-        hostile_host(),
-        Arc::new(AllowAll),
-    )
-    .await;
+    let (_s, run) = hostile(hostile_host()).await;
     let e = run.call("big_result", &json!({})).await.unwrap_err();
     assert!(matches!(e, RuntimeError::Guest(_)), "{e:?}");
     assert_eq!(
