@@ -274,7 +274,7 @@ pub(crate) fn evaluate(job: Job, wire: &mut dyn Wire) -> ChildMsg {
             if state.borrow().in_flight == 0 {
                 return ChildMsg::Fault {
                     message: "the guest's promise never settles: it awaits nothing the host \
-                              can answer"
+                              can answer (or a promise callback ended at the memory limit)"
                         .into(),
                 };
             }
