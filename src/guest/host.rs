@@ -543,9 +543,9 @@ impl Driver<'_> {
                     };
                     let line = serde_json::to_string(&HostReply { id, result })
                         .unwrap_or_default();
-                    if replies.send(line + "\n").is_err() {
-                        return Err(Stop::Closed);
-                    }
+                    // A child that is gone cannot take it; its last lines (or the end of its
+                    // output) still come through `lines`.
+                    let _ = replies.send(line + "\n");
                 }
                 line = lines.recv() => {
                     let text = match line {
