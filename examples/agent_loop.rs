@@ -2,15 +2,17 @@
 //!
 //! For each user message: match → activate (bodies into the system prompt, tools into the
 //! run's tool set) → the "model" calls tools (the host's own `read_skill_file`, a confined
-//! script tool, a native module tool) → results go back to it → it answers → the run ends and
-//! everything it brought is put away.
+//! script tool, a native module tool, guest tools: JavaScript evaluated confined, one of them
+//! calling the host function `readSkillFile`) → results go back to it → it answers → the run
+//! ends and everything it brought is put away.
 //!
 //! ```text
 //! cargo run --example agent_loop
 //! ```
 //!
-//! The skills are in `fixtures/runtime/skills`. Script tools run confined (Landlock, seccomp);
-//! the sandbox helper is this very binary, so `main` hands over to it first thing.
+//! The skills are in `fixtures/runtime/skills`. Script tools and guest tools run confined
+//! (Landlock, seccomp); the sandbox helper and the guest evaluator are this very binary, so
+//! `main` hands over to them first thing.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -19,7 +21,9 @@ use async_trait::async_trait;
 use serde_json::{Value as Json, json};
 use skillcat::catalog::Catalog;
 use skillcat::config::{Config, Environment, SourceConfig};
-use skillcat::runtime::{ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, Run, Session};
+use skillcat::runtime::{
+    ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, Run, Session, ToolKind,
+};
 use skillcat::script::{Confinement, Gate, GateDecision, GateError, GateRequest};
 
 const SYSTEM: &str = "You are a helpful operations assistant.";
@@ -28,8 +32,9 @@ const SYSTEM: &str = "You are a helpful operations assistant.";
 const READ_SKILL_FILE: &str = "read_skill_file";
 
 fn main() -> ExitCode {
-    // Script tools re-execute this binary as the sandbox helper: it must come first.
-    if let Some(code) = skillcat::script::sandbox::helper_main() {
+    // Script and guest tools re-execute this binary as the sandbox helper (the guest
+    // evaluator built in): it must come first.
+    if let Some(code) = skillcat::guest::helper_main() {
         return code;
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -173,11 +178,21 @@ async fn dispatch(run: &Run, name: &str, args: &Json) -> String {
             let how = match out.script.as_ref().map(|s| &s.confinement) {
                 Some(Confinement::Confined(_)) => "script, confined",
                 Some(Confinement::Unconfined(_)) => "script, NOT confined",
+                None if out.kind == ToolKind::Guest => "guest, confined",
                 None => "module",
             };
+            let mut text = out.to_model_text();
+            if out.kind == ToolKind::Guest {
+                // The outcome object; its durationMs is left out so the transcript is the same
+                // on every run.
+                if let Ok(Json::Object(mut outcome)) = serde_json::from_str::<Json>(&text) {
+                    outcome.shift_remove("durationMs");
+                    text = Json::Object(outcome).to_string();
+                }
+            }
             format!(
                 "{} ({how}, from {}, trusted={})",
-                out.to_model_text().trim_end(),
+                text.trim_end(),
                 out.provenance,
                 out.trusted
             )
@@ -232,7 +247,7 @@ impl ModuleTool for LookupOrder {
     }
 }
 
-/// Says what it decides; allows every call, script or module tool.
+/// Says what it decides; allows every call, script, module or guest tool.
 struct PrintingGate;
 
 #[async_trait]
@@ -264,10 +279,11 @@ struct Plan {
     answer: fn(&[&str]) -> String,
 }
 
-const MESSAGES: [&str; 3] = [
+const MESSAGES: [&str; 4] = [
     "Please profile this CSV export before we clean it.",
     "Where is my order 42?",
     "And order 99?",
+    "Score this sales lead: Acme Corp, 1200 employees, gold tier. What discount for 250 seats?",
 ];
 
 /// Plays a fixed script, as a model would: it calls only the tools it is offered, one at a
@@ -314,6 +330,35 @@ impl ScriptedModel {
                     } else {
                         format!("Order 99: {}", results[0])
                     }
+                },
+            },
+            Plan {
+                user: MESSAGES[3],
+                calls: vec![
+                    (
+                        "score_lead",
+                        json!({"company": "Acme Corp", "employees": 1200, "tier": "gold"}),
+                    ),
+                    ("quote_discount", json!({"seats": 250})),
+                ],
+                answer: |results| {
+                    // Each result is the outcome object, then what the host adds in brackets.
+                    let outcome = |r: &str| -> Json {
+                        serde_json::from_str(r.split(" (guest").next().unwrap_or(r))
+                            .unwrap_or_default()
+                    };
+                    let (score, quote) = (outcome(results[0]), outcome(results[1]));
+                    let reasons: Vec<&str> = score["result"]["reasons"]
+                        .as_array()
+                        .map(|r| r.iter().filter_map(Json::as_str).collect())
+                        .unwrap_or_default();
+                    format!(
+                        "{} scores {} ({}): call them this week. 250 seats get a {}% discount.",
+                        score["result"]["company"].as_str().unwrap_or("?"),
+                        score["result"]["score"],
+                        reasons.join(", "),
+                        quote["result"]["percent"]
+                    )
                 },
             },
         ];

@@ -49,6 +49,8 @@ pub mod config;
 #[cfg(feature = "catalog")]
 pub mod matching;
 
+#[cfg(feature = "guest")]
+pub mod guest;
 #[cfg(feature = "runtime")]
 pub mod runtime;
 #[cfg(feature = "runtime")]

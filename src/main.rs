@@ -10,8 +10,9 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    // The script sandbox helper re-executes this binary; it must run before any thread starts.
-    if let Some(code) = skillcat::script::sandbox::helper_main() {
+    // The sandbox helper re-executes this binary (for scripts, and with the guest evaluator
+    // built in); it must run before any thread starts.
+    if let Some(code) = skillcat::guest::helper_main() {
         return code;
     }
     let args = cli::Cli::parse();

@@ -5,9 +5,7 @@
 #![cfg(target_os = "linux")]
 
 use std::future::Future;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -20,7 +18,9 @@ use rmcp::{ServiceError, ServiceExt};
 use serde_json::{Value as Json, json};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
+
+mod support;
 
 /// The most any one test may take.
 const LIMIT: Duration = Duration::from_secs(90);
@@ -52,24 +52,7 @@ struct Server {
 
 /// The child process, with its own TMPDIR (searchable by the sandbox uid).
 fn spawn(args: &[&str]) -> (Child, tempfile::TempDir) {
-    let tmp = tempfile::Builder::new()
-        .prefix("skillcat-mcp-")
-        .tempdir()
-        .unwrap();
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_skillcat"))
-        .arg("mcp")
-        .args(args)
-        .current_dir(manifest())
-        .env_remove("SKILLCAT_CONFIG")
-        .env("TMPDIR", tmp.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    (child, tmp)
+    support::spawn_mcp(args)
 }
 
 /// `skillcat mcp fixtures/mcp/skills --config fixtures/mcp/skillcat.toml`: a trusted source,

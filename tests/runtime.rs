@@ -1003,7 +1003,7 @@ fn fixtures_of_the_example_are_sound() {
             .iter()
             .map(|e| e.name().to_string())
             .collect();
-        assert_eq!(names, ["csv-cleaner", "order-lookup"]);
+        assert_eq!(names, ["csv-cleaner", "lead-scoring", "order-lookup"]);
         let diagnostics = catalog.diagnostics().await;
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
     });

@@ -8,7 +8,7 @@ use serde_json::{Value as Json, json};
 use skillcat::capability::{self, Access, Capabilities, Context};
 use skillcat::catalog::{Catalog, CatalogSource};
 use skillcat::config::{Config, Environment};
-use skillcat::runtime::{Activation, Run, RuntimeError, Session};
+use skillcat::runtime::{Activation, Run, RuntimeError, Session, ToolKind, ToolSpec};
 use skillcat::script::denial::{self, Denial, Reach, RunPlace};
 use skillcat::script::{AllowAll, ScriptError, SkillTools, WorkspaceBase, argv::Params};
 
@@ -445,6 +445,12 @@ pub async fn tools(a: ToolsArgs) -> u8 {
         Ok(t) => t,
         Err(e) => return report(&e),
     };
+    let activation = &run.activations()[0];
+    let guests: Vec<&ToolSpec> = run.tools().filter(|t| t.kind == ToolKind::Guest).collect();
+    let guest_notes = activation
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("guest tool"));
     match a.format {
         Format::Json => {
             let tools: Vec<Json> = found.tools.iter().map(|t| t.to_json()).collect();
@@ -453,12 +459,30 @@ pub async fn tools(a: ToolsArgs) -> u8 {
                 .iter()
                 .map(|s| json!({"path": s.path, "code": s.error.code(), "message": s.error.to_string()}))
                 .collect();
-            let doc = json!({"skill": found.skill, "tools": tools, "skipped": skipped});
+            let guest_tools: Vec<Json> = guests
+                .iter()
+                .map(|t| {
+                    json!({"name": t.name, "description": t.description,
+                           "parameters": t.parameters, "trusted": t.trusted})
+                })
+                .collect();
+            let doc = json!({"skill": found.skill, "tools": tools, "skipped": skipped,
+                             "guest_tools": guest_tools, "guest_notes": guest_notes.collect::<Vec<_>>()});
             out!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         }
         Format::Text => {
             if found.tools.is_empty() {
                 out!("{} offers no script tools", found.skill);
+            }
+            for t in &guests {
+                out!(
+                    "{}  {} (guest tool, JavaScript, confined)",
+                    t.name,
+                    t.description
+                );
+            }
+            for n in guest_notes {
+                err!("{n}");
             }
             for t in &found.tools {
                 out!("{}  {}", t.name, t.description);
@@ -519,6 +543,34 @@ pub async fn run(a: RunArgs) -> u8 {
         Ok(activated) => activated,
         Err(code) => return code,
     };
+    // A guest tool (tier 2) of the skill runs by its name, with --json arguments.
+    let guest = run
+        .tools()
+        .find(|t| t.kind == ToolKind::Guest && t.name == a.script)
+        .map(|t| t.name.clone());
+    if let Some(name) = guest {
+        let code = match run.call(&name, &args).await {
+            Ok(out) => {
+                out!("{}", out.to_model_text());
+                OK
+            }
+            Err(e) => report_runtime(&e),
+        };
+        if let Err(e) = run.finish().await {
+            err!("warning: {e}");
+        }
+        return code;
+    }
+    // A declared guest tool that is not offered: say why, not that no script has the name.
+    let withheld = format!("guest tool '{}' ", a.script);
+    if let Some(note) = run.activations()[0]
+        .notes
+        .iter()
+        .find(|n| n.starts_with("guest tool") && n.contains(&withheld))
+    {
+        err!("Error: {note}");
+        return FAULTS;
+    }
     let tools = match script_tools(&run.activations()[0]) {
         Ok(t) => t,
         Err(e) => return report(&e),

@@ -77,6 +77,15 @@ impl ToolSet {
                     s.error.code()
                 ));
             }
+            // A faulty declaration is warned about; guest tools a session does not run are
+            // not (as scripts without a runner are not).
+            for note in activation
+                .notes
+                .iter()
+                .filter(|n| n.starts_with("guest tool not offered"))
+            {
+                warnings.push(format!("skill `{}`: {note}", e.name()));
+            }
             for spec in &activation.tools {
                 set.by_name.insert(spec.name.clone(), set.offered.len());
                 set.offered.push(mcp_tool(activation, spec));
@@ -191,6 +200,10 @@ fn mcp_tool(activation: &Activation, spec: &ToolSpec) -> Tool {
         }
         let network = activation.script_grant().is_some_and(|g| g.network);
         annotations = annotations.open_world(network);
+    } else if spec.kind == ToolKind::Guest {
+        // JavaScript evaluated confined, no network: it reaches only what the host gives.
+        meta.0.insert("kind".into(), "guest".into());
+        annotations = annotations.open_world(false);
     }
     Tool::new(
         Cow::Owned(spec.name.clone()),

@@ -221,6 +221,10 @@ pub enum RuntimeError {
     Script(ScriptError),
     /// A host module tool failed or was refused (its own code).
     Tool(ToolError),
+    /// A guest tool was refused or its evaluation failed (its own code). A guest that throws
+    /// is not an error: the outcome says so.
+    #[cfg(feature = "guest")]
+    Guest(crate::guest::GuestError),
 }
 
 impl RuntimeError {
@@ -236,6 +240,8 @@ impl RuntimeError {
             RuntimeError::Match { .. } => "E_SKILL_MATCH_FAILED",
             RuntimeError::Script(e) => e.code(),
             RuntimeError::Tool(e) => e.code(),
+            #[cfg(feature = "guest")]
+            RuntimeError::Guest(e) => e.code(),
         }
     }
 
@@ -245,6 +251,8 @@ impl RuntimeError {
         match self {
             RuntimeError::Script(e) => e.to_model_text(),
             RuntimeError::Tool(e) => e.to_model_text(),
+            #[cfg(feature = "guest")]
+            RuntimeError::Guest(e) => e.to_model_text(),
             other => format!("Error ({}): {other}", other.code()),
         }
     }
@@ -276,6 +284,8 @@ impl fmt::Display for RuntimeError {
             RuntimeError::Match { reason } => write!(f, "matching failed: {reason}"),
             RuntimeError::Script(e) => e.fmt(f),
             RuntimeError::Tool(e) => e.fmt(f),
+            #[cfg(feature = "guest")]
+            RuntimeError::Guest(e) => e.fmt(f),
         }
     }
 }
@@ -285,6 +295,8 @@ impl std::error::Error for RuntimeError {
         match self {
             RuntimeError::Script(e) => Some(e),
             RuntimeError::Tool(e) => Some(e),
+            #[cfg(feature = "guest")]
+            RuntimeError::Guest(e) => Some(e),
             _ => None,
         }
     }
@@ -299,5 +311,12 @@ impl From<ScriptError> for RuntimeError {
 impl From<ToolError> for RuntimeError {
     fn from(e: ToolError) -> Self {
         RuntimeError::Tool(e)
+    }
+}
+
+#[cfg(feature = "guest")]
+impl From<crate::guest::GuestError> for RuntimeError {
+    fn from(e: crate::guest::GuestError) -> Self {
+        RuntimeError::Guest(e)
     }
 }

@@ -18,6 +18,9 @@ pub(super) struct Prepared {
     pub(super) activation: Activation,
     pub(super) script: Option<Arc<LoadedSkill>>,
     pub(super) modules: Vec<Arc<WrappedTool>>,
+    /// Its guest tools.
+    #[cfg(feature = "guest")]
+    pub(super) guests: Vec<Arc<crate::guest::GuestTool>>,
 }
 
 /// How a tool of the tool set is called.
@@ -27,6 +30,9 @@ pub(super) enum Target {
     Script(Arc<LoadedSkill>),
     /// A wrapped host module tool.
     Module(Arc<WrappedTool>),
+    /// A guest tool of this loaded skill.
+    #[cfg(feature = "guest")]
+    Guest(Arc<crate::guest::GuestTool>),
 }
 
 /// The loaded set and the tool map, behind one lock.
@@ -97,6 +103,8 @@ impl LoadedSet {
                     let kind = match slot.target {
                         Target::Script(_) => "script",
                         Target::Module(_) => "module",
+                        #[cfg(feature = "guest")]
+                        Target::Guest(_) => "guest",
                     };
                     format!("a {kind} tool of skill '{}'", slot.skill)
                 })
@@ -120,6 +128,15 @@ impl LoadedSet {
                 (ToolKind::Script, Some(script)) => Target::Script(script.clone()),
                 // Script tools come only from loaded scripts.
                 (ToolKind::Script, None) => continue,
+                #[cfg(feature = "guest")]
+                (ToolKind::Guest, _) => {
+                    match prepared.guests.iter().find(|g| g.name() == spec.name) {
+                        Some(g) => Target::Guest(g.clone()),
+                        None => continue,
+                    }
+                }
+                #[cfg(not(feature = "guest"))]
+                (ToolKind::Guest, _) => continue,
             };
             state.tools.insert(
                 spec.name.clone(),
@@ -161,7 +178,17 @@ impl LoadedSet {
                 if let Some(live) = state.skills.remove(key) {
                     gone.extend(live.script);
                 }
-                state.tools.retain(|_, slot| slot.skill_key != key);
+                state.tools.retain(|_, slot| {
+                    if slot.skill_key != key {
+                        return true;
+                    }
+                    // A call still holding the tool finds its skill unloaded.
+                    #[cfg(feature = "guest")]
+                    if let Target::Guest(g) = &slot.target {
+                        g.unload();
+                    }
+                    false
+                });
             }
         }
         gone

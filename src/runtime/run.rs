@@ -156,6 +156,18 @@ impl Run {
                 })?;
         match target {
             Target::Module(wrapped) => Ok(wrapped.call(args).await?),
+            #[cfg(feature = "guest")]
+            Target::Guest(guest) => {
+                let outcome = guest.call(args).await?;
+                Ok(ToolOutput {
+                    tool: tool.to_string(),
+                    kind: ToolKind::Guest,
+                    content: Content::Text(outcome.to_json().to_string()),
+                    trusted: false,
+                    provenance: spec.provenance.clone(),
+                    script: None,
+                })
+            }
             Target::Script(loaded) => {
                 let Some(runner) = &self.session.inner.runner else {
                     return Err(RuntimeError::ToolNotFound {

@@ -78,6 +78,8 @@ pub struct SessionBuilder {
     top_k: usize,
     modules_for_untrusted: bool,
     matcher: Option<MatcherFactory>,
+    #[cfg(feature = "guest")]
+    guests: Option<Arc<crate::guest::GuestHost>>,
 }
 
 impl SessionBuilder {
@@ -94,7 +96,20 @@ impl SessionBuilder {
         gate: Arc<dyn Gate>,
     ) -> Result<Self, ScriptError> {
         let runner = Runner::new(runner_config(config, &env, &self.catalog)?, gate.clone())?;
-        Ok(self
+        // Guest tools are evaluated by the same binary the runner re-executes.
+        #[cfg(feature = "guest")]
+        let this = {
+            let helper = runner.config().helper.clone();
+            let host = self.guests.clone();
+            let host = host
+                .map(|h| (*h).clone())
+                .unwrap_or_default()
+                .helper(helper);
+            self.guests(host)
+        };
+        #[cfg(not(feature = "guest"))]
+        let this = self;
+        Ok(this
             .config(config)
             .environment(env)
             .runner(Arc::new(runner))
@@ -167,6 +182,15 @@ impl SessionBuilder {
         self
     }
 
+    /// The host of guest tools (tier 2): the host functions guests may call and the limits.
+    /// Without one, no guest tool is offered; [`configure`](Self::configure) sets one with no
+    /// host functions (keeping one set before), run by the runner's helper.
+    #[cfg(feature = "guest")]
+    pub fn guests(mut self, host: crate::guest::GuestHost) -> Self {
+        self.guests = Some(Arc::new(host));
+        self
+    }
+
     /// How the matcher is built from each catalog snapshot (default: the BM25 [`Bm25Index`] over
     /// name, description and body).
     pub fn matcher(mut self, factory: MatcherFactory) -> Self {
@@ -197,6 +221,8 @@ impl SessionBuilder {
                 top_k: self.top_k,
                 modules_for_untrusted: self.modules_for_untrusted,
                 matcher,
+                #[cfg(feature = "guest")]
+                guests: self.guests,
                 ranker: Mutex::new(None),
                 loaded: LoadedSet::default(),
             }),
@@ -236,6 +262,8 @@ pub(super) struct Inner {
     pub(super) top_k: usize,
     modules_for_untrusted: bool,
     matcher: MatcherFactory,
+    #[cfg(feature = "guest")]
+    guests: Option<Arc<crate::guest::GuestHost>>,
     /// The matcher of the last snapshot ranked against.
     ranker: Mutex<Option<Ranker>>,
     /// The loaded set and tool map every run shares.
@@ -348,6 +376,8 @@ impl Session {
             top_k: 1,
             modules_for_untrusted: false,
             matcher: None,
+            #[cfg(feature = "guest")]
+            guests: None,
         }
     }
 
@@ -560,6 +590,10 @@ impl Inner {
             Vec::new()
         };
         tools.extend(modules.iter().map(|m| m.spec().clone()));
+        #[cfg(feature = "guest")]
+        let guests = self
+            .prepare_guests(entry, trusted, &provenance, &mut tools, &mut notes)
+            .await;
         Prepared {
             activation: Activation {
                 name: entry.name().to_string(),
@@ -572,7 +606,71 @@ impl Inner {
             },
             script,
             modules,
+            #[cfg(feature = "guest")]
+            guests,
         }
+    }
+
+    /// A skill's guest tools (trusted sources only, like scripts), with `readSkillFile` (a file
+    /// of the skill itself, as tier 3 reads it) among the host functions they may declare.
+    #[cfg(feature = "guest")]
+    async fn prepare_guests(
+        &self,
+        entry: &Entry,
+        trusted: bool,
+        provenance: &Provenance,
+        tools: &mut Vec<ToolSpec>,
+        notes: &mut Vec<String>,
+    ) -> Vec<Arc<crate::guest::GuestTool>> {
+        use crate::guest::{Globals, declare::TOOLS_KEY};
+        let declares = entry
+            .skill()
+            .frontmatter()
+            .get("metadata")
+            .and_then(crate::document::Value::as_map)
+            .is_some_and(|m| m.contains_key(TOOLS_KEY));
+        let host = match (&self.guests, trusted) {
+            _ if !declares => return Vec::new(),
+            (_, false) => {
+                notes.push(format!(
+                    "guest tools withheld: source '{}' is not trusted",
+                    entry.source_name()
+                ));
+                return Vec::new();
+            }
+            (None, true) => {
+                notes.push("guest tools withheld: this session runs no guest code".to_string());
+                return Vec::new();
+            }
+            (Some(host), true) => host,
+        };
+        let mut extra = Globals::new();
+        extra.insert(
+            "readSkillFile".to_string(),
+            Arc::new(SkillFile(entry.clone())),
+        );
+        let (guests, faults) = crate::guest::load(
+            host,
+            &self.gate,
+            entry.source(),
+            entry.root(),
+            entry.skill(),
+            provenance,
+            &extra,
+        )
+        .await;
+        for f in faults {
+            notes.push(format!("guest tool not offered: {f} ({})", f.code()));
+        }
+        tools.extend(guests.iter().map(|g| ToolSpec {
+            name: g.name().to_string(),
+            description: g.declaration().description.clone(),
+            parameters: g.schema(),
+            kind: ToolKind::Guest,
+            provenance: provenance.clone(),
+            trusted: false,
+        }));
+        guests
     }
 
     /// Puts a prepared skill into the loaded set (or joins the one another run put there
@@ -581,5 +679,30 @@ impl Inner {
     pub(super) fn install(&self, key: String, prepared: Prepared) -> Result<Activation, ToolError> {
         let reserved = |name: &str| self.modules.reserved().any(|r| r == name);
         self.loaded.acquire_prepared(key, prepared, &reserved)
+    }
+}
+
+/// `readSkillFile(path)`: a guest reads a file of its own skill (text), by a path as the
+/// skill's body writes it; nothing outside the skill.
+#[cfg(feature = "guest")]
+struct SkillFile(Entry);
+
+#[cfg(feature = "guest")]
+#[async_trait::async_trait]
+impl crate::guest::HostFunction for SkillFile {
+    async fn call(&self, args: serde_json::Value) -> Result<serde_json::Value, String> {
+        let path = match &args {
+            serde_json::Value::String(p) => p.as_str(),
+            other => other
+                .get("path")
+                .and_then(serde_json::Value::as_str)
+                .ok_or("readSkillFile takes a path (a string)")?,
+        };
+        let r = read_entry_resource(&self.0, path)
+            .await
+            .map_err(|e| e.to_string())?;
+        String::from_utf8(r.data.to_vec())
+            .map(serde_json::Value::String)
+            .map_err(|_| format!("{path} is not UTF-8 text"))
     }
 }

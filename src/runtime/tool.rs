@@ -12,14 +12,17 @@ pub enum ToolKind {
     Script,
     /// Native code of the host, registered for the skill, called through a wrapper.
     Module,
+    /// JavaScript of the skill, evaluated in a fresh engine in a confined child (tier 2).
+    Guest,
 }
 
 impl ToolKind {
-    /// `script` or `module`.
+    /// `script`, `module` or `guest`.
     pub fn as_str(self) -> &'static str {
         match self {
             ToolKind::Script => "script",
             ToolKind::Module => "module",
+            ToolKind::Guest => "guest",
         }
     }
 }

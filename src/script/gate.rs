@@ -56,14 +56,24 @@ pub enum GateKind<'a> {
         /// The arguments (a JSON object).
         args: &'a Json,
     },
+    /// A guest tool of the skill (JavaScript, evaluated confined), about to be evaluated.
+    Guest {
+        /// The skill that provides it (name, version, source).
+        provenance: &'a Provenance,
+        /// The tool's source file, relative to the skill.
+        source: &'a str,
+        /// The arguments as the model gave them (a JSON object).
+        args: &'a Json,
+    },
 }
 
 impl GateKind<'_> {
-    /// `script` or `module`.
+    /// `script`, `module` or `guest`.
     pub fn as_str(&self) -> &'static str {
         match self {
             GateKind::Script { .. } => "script",
             GateKind::Module { .. } => "module",
+            GateKind::Guest { .. } => "guest",
         }
     }
 }
@@ -114,6 +124,8 @@ impl Gate for DenyAll {
             self.0.clone()
         } else if let GateKind::Module { .. } = request.kind {
             "module tools are disabled".to_string()
+        } else if let GateKind::Guest { .. } = request.kind {
+            "guest tools are disabled".to_string()
         } else {
             "scripts are disabled".to_string()
         }))

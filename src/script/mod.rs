@@ -23,7 +23,7 @@ pub mod denial;
 mod error;
 pub(crate) mod gate;
 pub mod policy;
-mod process;
+pub(crate) mod process;
 mod run;
 pub mod sandbox;
 mod tools;

@@ -279,7 +279,7 @@ async fn read_capped(
 
 /// A close-on-exec pipe whose write end is numbered above the standard descriptors and
 /// [`STATUS_FD`] (so `dup2` onto 3 never clobbers it).
-fn status_pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn status_pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: pipe2 fills the array; the fds are then owned exactly once.
     unsafe {
@@ -315,6 +315,36 @@ fn high_dup(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
 /// Makes a workspace's bounded work directory (see [`sandbox::WorkspacePolicy`]): starts the
 /// helper with the request, waits for its `work …` line, opens the namespaces and the tmpfs's
 /// root through `/proc/<pid>` (checking each is what the helper reported), then lets it go.
+/// The helper for a request on its own: `HELPER_ARG`, an empty environment, cwd `/`, stdin
+/// piped, stderr discarded, `status_w` as [`STATUS_FD`] and `policy` as [`POLICY_FD`].
+#[cfg(target_os = "linux")]
+pub(crate) fn helper_command(
+    helper: &Path,
+    status_w: &OwnedFd,
+    policy: &OwnedFd,
+    stdout: Stdio,
+) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let (w, p) = (status_w.as_raw_fd(), policy.as_raw_fd());
+    let mut cmd = std::process::Command::new(helper);
+    cmd.arg(HELPER_ARG)
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(Stdio::null());
+    // SAFETY: only dup2 between fork and exec (async-signal-safe, no allocation).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(w, STATUS_FD) < 0 || libc::dup2(p, POLICY_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
 /// Blocking. An error says why the work directory stays on disk.
 #[cfg(target_os = "linux")]
 pub(crate) fn bound_work(
@@ -322,7 +352,6 @@ pub(crate) fn bound_work(
     work: &Path,
     quota: super::Quota,
 ) -> Result<super::workspace::BoundedWork, String> {
-    use std::os::unix::process::CommandExt;
     let inode = sandbox::pinned_identity(work)
         .map_err(|e| format!("{}: {e}", work.display()))?
         .ok_or("no file identities on this system")?;
@@ -335,23 +364,7 @@ pub(crate) fn bound_work(
     });
     let policy = policy_memfd(request.to_json()?.as_bytes()).map_err(|e| e.to_string())?;
     let (status_r, status_w) = status_pipe_pair().map_err(|e| e.to_string())?;
-    let (w, p) = (status_w.as_raw_fd(), policy.as_raw_fd());
-    let mut cmd = std::process::Command::new(helper);
-    cmd.arg(HELPER_ARG)
-        .env_clear()
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    // SAFETY: only dup2 between fork and exec (async-signal-safe, no allocation).
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::dup2(w, STATUS_FD) < 0 || libc::dup2(p, POLICY_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    let mut cmd = helper_command(helper, &status_w, &policy, Stdio::null());
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", helper.display()))?;
@@ -465,7 +478,7 @@ fn open_bounded(line: &str, work: &Path) -> Result<super::workspace::BoundedWork
 /// The policy in a sealed memfd numbered above [`STATUS_FD`] and [`POLICY_FD`] (so neither
 /// `dup2` clobbers it), close-on-exec here; `dup2` onto [`POLICY_FD`] hands it to the helper.
 #[cfg(target_os = "linux")]
-fn policy_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
+pub(crate) fn policy_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
     // SAFETY: memfd_create with a static name; the fds are then owned exactly once; writes come
     // from a live buffer.
     unsafe {
@@ -494,14 +507,14 @@ fn policy_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
 
 /// The helper exists on Linux only.
 #[cfg(not(target_os = "linux"))]
-fn policy_memfd(_bytes: &[u8]) -> std::io::Result<OwnedFd> {
+pub(crate) fn policy_memfd(_bytes: &[u8]) -> std::io::Result<OwnedFd> {
     Err(std::io::Error::other(
         "the sandbox helper exists only on Linux",
     ))
 }
 
 /// Reads the status pipe once every writer is gone.
-fn read_status(r: OwnedFd) -> Vec<String> {
+pub(crate) fn read_status(r: OwnedFd) -> Vec<String> {
     use std::io::Read;
     let mut f = std::fs::File::from(r);
     let mut bytes = Vec::new();

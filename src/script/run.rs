@@ -519,15 +519,7 @@ impl Runner {
         } else {
             sandbox::system_read_paths(grant.network)
         };
-        let mut rules: Vec<FsRule> = system
-            .into_iter()
-            .map(|path| FsRule {
-                path,
-                access: FsAccess::ReadExec,
-                required: false,
-                inode: None,
-            })
-            .collect();
+        let mut rules: Vec<FsRule> = system.into_iter().map(FsRule::system).collect();
         if let Some(prefix) = interpreter_prefix(&t.interpreter.path, &rules) {
             rules.push(FsRule {
                 path: prefix,
@@ -610,6 +602,7 @@ impl Runner {
             timeout_seconds: secs,
             supervisor: std::process::id(),
             workspace,
+            builtin: false,
         })
     }
 }

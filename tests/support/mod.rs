@@ -5,6 +5,7 @@
 pub mod bin;
 pub mod central;
 pub mod conformance;
+pub mod guest;
 pub mod project;
 pub mod registry;
 pub mod serve;
@@ -42,6 +43,29 @@ pub async fn read_request_head(stream: &mut tokio::net::TcpStream) -> Option<Str
         }
     }
     Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// `skillcat mcp ARGS…` from the crate directory, stdio piped, without `SKILLCAT_CONFIG`, with
+/// its own TMPDIR (searchable by the sandbox uid), killed when dropped.
+pub fn spawn_mcp(args: &[&str]) -> (tokio::process::Child, tempfile::TempDir) {
+    let tmp = tempfile::Builder::new()
+        .prefix("skillcat-mcp-")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillcat"))
+        .arg("mcp")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("SKILLCAT_CONFIG")
+        .env("TMPDIR", tmp.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    (child, tmp)
 }
 
 /// A temporary directory confined scripts can reach: when the tests run as root the sandbox

@@ -87,6 +87,18 @@ pub struct FsRule {
     pub inode: Option<(u64, u64)>,
 }
 
+impl FsRule {
+    /// An optional read+execute rule, opened following links: a system directory or file.
+    pub fn system(path: PathBuf) -> Self {
+        FsRule {
+            path,
+            access: FsAccess::ReadExec,
+            required: false,
+            inode: None,
+        }
+    }
+}
+
 /// The device and inode at `path`, reached without following any symbolic link (Linux:
 /// `openat2(RESOLVE_NO_SYMLINKS)`); `Ok(None)` where that cannot be checked (other systems).
 pub fn pinned_identity(path: &std::path::Path) -> std::io::Result<Option<(u64, u64)>> {
@@ -156,6 +168,11 @@ pub struct HelperPolicy {
     /// the work directory is the one on disk.
     #[serde(default)]
     pub workspace: Option<JoinWorkspace>,
+    /// Run the helper's built-in entry ([`helper_main_with`]) in the confined child instead of
+    /// executing `program`: the same confinement, one `execve` fewer (the guest evaluator).
+    /// Confined mode only.
+    #[serde(default)]
+    pub builtin: bool,
 }
 
 /// A run's way into its workspace's namespaces (see [`WorkspacePolicy`]).
@@ -249,6 +266,23 @@ pub fn system_read_paths(network: bool) -> Vec<PathBuf> {
 /// Device files a script may read and write.
 pub const DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/urandom"];
 
+/// The built-in entry of this binary's helper, when it has one ([`helper_main_with`]).
+static BUILTIN: std::sync::OnceLock<fn() -> u8> = std::sync::OnceLock::new();
+
+/// [`helper_main`], with `entry` as the built-in a policy may ask for
+/// ([`HelperPolicy::builtin`]): the confined child calls it, after every confinement step,
+/// instead of executing a program, and exits with what it returns.
+pub fn helper_main_with(entry: fn() -> u8) -> Option<ExitCode> {
+    let _ = BUILTIN.set(entry);
+    helper_main()
+}
+
+/// The built-in entry, when this helper was started with one.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn builtin() -> Option<fn() -> u8> {
+    BUILTIN.get().copied()
+}
+
 /// If this process was started as the sandbox helper, runs it and returns the exit code (on
 /// success the helper `execve`s the script and never returns). `None` for a normal start.
 ///
@@ -319,6 +353,7 @@ mod tests {
                 inode: (3, 4),
                 tmp: "/ws/work/tmp".into(),
             }),
+            builtin: false,
         };
         let w = WorkspacePolicy {
             work: "/ws/work".into(),
