@@ -494,14 +494,9 @@ fn zip(entries: &[Z]) -> Vec<u8> {
 
 /// Text that does not compress much (so a size limit, not the ratio limit, is what trips).
 fn noise(len: usize) -> Vec<u8> {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            b"abcdefghijklmnopqrstuvwxyz0123456789 \n"[(x % 38) as usize]
-        })
+    support::incompressible(len)
+        .into_iter()
+        .map(|b| b"abcdefghijklmnopqrstuvwxyz0123456789 \n"[usize::from(b) % 38])
         .collect()
 }
 
