@@ -239,3 +239,20 @@ for v in [
     put("oci_manifest", json.dumps(v))
 for r in ["ghcr.io/org/skills/pdf:1.2.0", "127.0.0.1:5000/a@" + H0, "[::1]:5000/a:b@" + H1, "h/A", "u:p@h/a", "h/a..b:-x"]:
     put("oci_manifest", "\x00" + r)
+
+for p in sorted((ROOT / "fixtures").glob("*/skills/*/SKILL.md")):
+    put("tool_declarations", p.read_bytes())
+for scripts, metadata, body in [
+    ("  - name: a\n    path: ./scripts//a.sh\n    params:\n      - {name: f, type: boolean}\n      - {name: n, type: integer, kind: positional, required: true}\n      - {name: x, type: number}\n",
+     "", "#!/usr/bin/env -S python3 -u\n# Counts things.\n"),
+    ("  - name: b\n    path: ../out.sh\n", "", "#!/bin/sh -e\n\"\"\"doc\"\"\"\n"),
+    ("  - {name: c, path: s.py, params: [{name: p, kind: positional}]}\n", "", "'a b' \"c\\\" d\" e\\ f\n"),
+    ("", "  skillcat.guest_tools: t u t\n  skillcat.guest.t.source: tools/t.js\n  skillcat.guest.t.description: T\n  skillcat.guest.t.params: a:string b:x|y|z? c:integer n:number? f:boolean?\n  skillcat.guest.t.globals: $a _b\n  skillcat.guest.u.source: /abs.js\n  skillcat.guest.v.description: V\n",
+     "'''\nPython docstring\n'''\n"),
+]:
+    fm = "---\nname: s\ndescription: d\n"
+    if scripts:
+        fm += "scripts:\n" + scripts
+    if metadata:
+        fm += "metadata:\n" + metadata
+    put("tool_declarations", fm + "---\n" + body)

@@ -39,6 +39,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("registry_publish", registry_publish),
     ("serve_request", serve_request),
     ("oci_manifest", oci_manifest),
+    ("tool_declarations", tool_declarations),
 ];
 
 /// The SKILL.md reader: any bytes give a document or a fault; a document's frontmatter
@@ -509,7 +510,10 @@ pub fn oci_manifest(data: &[u8]) {
         };
         if let Ok(r) = Reference::parse(&format!("oci://{text}")) {
             let (host, rest) = text.split_once('/').expect("a parsed reference has a /");
-            assert_eq!(r.to_string(), format!("oci://{}/{rest}", host.to_ascii_lowercase()));
+            assert_eq!(
+                r.to_string(),
+                format!("oci://{}/{rest}", host.to_ascii_lowercase())
+            );
         }
         return;
     }
@@ -539,5 +543,135 @@ pub fn oci_manifest(data: &[u8]) {
                 }
             }
         }
+    }
+}
+
+/// The tools a skill author declares, as `tools`, `run` and `skillcat mcp` read them from a
+/// `SKILL.md`: the `scripts:` list, the guest tools under `metadata:`, and the `#!` line and
+/// first comment of a script (the body stands in for one). Every accepted declaration gives a
+/// closed schema naming exactly its parameters, and arguments made to that schema are accepted:
+/// a script's argv holds its positionals first, in order, then `--flag value` pairs; a guest
+/// gets its arguments without `timeout_seconds`. An unknown argument is refused by both.
+pub fn tool_declarations(data: &[u8]) {
+    use skillcat::script::argv::{
+        ParamKind, ParamType, Params, build_argv, check_skill_path, description_from_source,
+        parse_shebang, schema, split_args,
+    };
+    use skillcat::script::parse_declared;
+
+    let Ok(doc) = parse_document(data) else {
+        return;
+    };
+    let body = doc.body.as_str();
+    if let Some(shebang) = parse_shebang(body) {
+        assert!(!shebang.name.is_empty() && !shebang.name.contains('/'));
+    }
+    if let Some(description) = description_from_source(body) {
+        assert!(!description.is_empty() && !description.contains('\n'));
+    }
+    let first_line = body.lines().next().unwrap_or_default();
+    let implicit = build_argv(
+        &Params::Implicit,
+        &serde_json::json!({ "args": first_line }),
+    );
+    assert_eq!(implicit.ok(), split_args(first_line).ok());
+
+    if let Some(Ok(declared)) = doc.frontmatter.get("scripts").map(parse_declared) {
+        for d in declared {
+            assert_eq!(
+                check_skill_path(&d.path).ok().as_deref(),
+                Some(d.path.as_str())
+            );
+            let params = Params::Declared(d.params.clone());
+            let schema = schema(&params);
+            assert_closed_schema(&schema, d.params.iter().map(|p| p.name.as_str()));
+            let mut args = serde_json::Map::new();
+            let mut expected = Vec::new();
+            let mut flags = Vec::new();
+            for p in &d.params {
+                let (value, text) = match p.ty {
+                    ParamType::String => (serde_json::json!("-v x"), "-v x"),
+                    ParamType::Integer => (serde_json::json!(7), "7"),
+                    ParamType::Number => (serde_json::json!(1.5), "1.5"),
+                    ParamType::Boolean => (serde_json::json!(true), ""),
+                };
+                args.insert(p.name.clone(), value);
+                match (p.kind, p.ty) {
+                    (ParamKind::Positional, _) => expected.push(text.to_string()),
+                    (ParamKind::Flag, ParamType::Boolean) => flags.push(format!("--{}", p.name)),
+                    (ParamKind::Flag, _) => {
+                        flags.push(format!("--{}", p.name));
+                        flags.push(text.to_string());
+                    }
+                }
+            }
+            expected.extend(flags);
+            let argv = build_argv(&params, &serde_json::Value::Object(args.clone()))
+                .unwrap_or_else(|e| panic!("arguments made to the schema of {}: {e}", d.name));
+            assert_eq!(argv, expected);
+            args.insert("not-a-parameter ".into(), serde_json::json!("x"));
+            assert!(build_argv(&params, &serde_json::Value::Object(args)).is_err());
+        }
+    }
+
+    for declaration in skillcat::guest::declare::declarations(&doc.frontmatter) {
+        let Ok(d) = declaration else {
+            continue;
+        };
+        assert_eq!(
+            check_skill_path(&d.source).ok().as_deref(),
+            Some(d.source.as_str())
+        );
+        let schema = d.schema(30, 300);
+        let timeout = skillcat::guest::declare::TIMEOUT_PARAM;
+        assert_closed_schema(
+            &schema,
+            d.params.iter().map(|p| p.name.as_str()).chain([timeout]),
+        );
+        let mut args = serde_json::Map::new();
+        for p in &d.params {
+            let value = match &p.ty {
+                skillcat::guest::GuestType::String => serde_json::json!("x"),
+                skillcat::guest::GuestType::Number => serde_json::json!(1.5),
+                skillcat::guest::GuestType::Integer => serde_json::json!(7),
+                skillcat::guest::GuestType::Boolean => serde_json::json!(false),
+                skillcat::guest::GuestType::Enum(values) => serde_json::json!(values[0]),
+            };
+            args.insert(p.name.clone(), value);
+        }
+        let given = serde_json::Value::Object(args.clone());
+        args.insert(timeout.into(), serde_json::json!(9));
+        let (passed, seconds) = d
+            .check_args(&serde_json::Value::Object(args.clone()), 30, 300)
+            .unwrap_or_else(|e| panic!("arguments made to the schema of {}: {e}", d.name));
+        assert_eq!((passed, seconds), (given, 9));
+        args.insert(timeout.into(), serde_json::json!(0));
+        assert!(
+            d.check_args(&serde_json::Value::Object(args.clone()), 30, 300)
+                .is_err()
+        );
+        args.remove(timeout);
+        args.insert("not a parameter".into(), serde_json::json!(1));
+        assert!(
+            d.check_args(&serde_json::Value::Object(args), 30, 300)
+                .is_err()
+        );
+    }
+}
+
+/// A tool's input schema is a closed object whose properties are exactly `names`, and whose
+/// required names are among them.
+fn assert_closed_schema<'a>(schema: &serde_json::Value, names: impl Iterator<Item = &'a str>) {
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["additionalProperties"], false);
+    let props = schema["properties"].as_object().expect("properties");
+    let mut names: Vec<&str> = names.collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut keys: Vec<&str> = props.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, names);
+    for r in schema["required"].as_array().expect("required") {
+        assert!(props.contains_key(r.as_str().expect("a required name")));
     }
 }
