@@ -1,9 +1,10 @@
 //! Regression tests for what fuzzing found, each named after its finding (the input is kept in
 //! the target's corpus under fuzz/corpus/, which CI replays too).
 
-#![cfg(feature = "install")]
+#![cfg(all(feature = "install", feature = "runtime"))]
 
 use skillcat::install::Lockfile;
+use skillcat::script::argv::parse_shebang;
 
 /// fuzz target `lockfile`: a large number in a field skillcat does not know was read to one
 /// float and written back as text that read to another, so a read-write cycle changed a field
@@ -16,4 +17,23 @@ fn lockfile_float_in_an_unknown_field_round_trips() {
     let again = Lockfile::parse(&written, "skills-lock.json").unwrap();
     assert_eq!(again, lock, "{written}");
     assert_eq!(again.to_json(), written);
+}
+
+/// fuzz target `tool_declarations`: `#!/usr/bin/env -S tool/` named the empty interpreter (the
+/// part after the last `/`), where a plain `#!/usr/bin/` gives no `#!` line at all; the script
+/// was then skipped for an interpreter '' instead of as a script with no interpreter line.
+#[test]
+fn tool_declarations_env_shebang_ending_in_a_slash_names_no_interpreter() {
+    for line in [
+        "#!/usr/bin/env -S pynts\x08things./",
+        "#!/usr/bin/env tools/",
+        "#!/usr/bin/",
+    ] {
+        assert_eq!(parse_shebang(line), None, "{line:?}");
+    }
+    let python = parse_shebang("#!/usr/bin/env -S /opt/py/python3 -u").expect("a #! line");
+    assert_eq!(
+        (python.name.as_str(), python.args),
+        ("python3", vec!["-u".to_string()])
+    );
 }

@@ -82,7 +82,11 @@ pub fn parse_shebang(text: &str) -> Option<Shebang> {
             .split_whitespace()
             .filter(|w| *w != "-S" && !w.starts_with("-S"));
         let name = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
-        let name = name.rsplit('/').next().unwrap_or(name).to_string();
+        let name = name.rsplit('/').next().unwrap_or(name);
+        if name.is_empty() {
+            return None;
+        }
+        let name = name.to_string();
         let args = words.map(str::to_string).collect();
         return Some(Shebang { name, args });
     }
