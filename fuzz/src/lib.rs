@@ -18,8 +18,11 @@ use skillcat::sign::{Keyring, Statement, key_id_of_public_key, public_key_base64
 use skillcat::source::http::index::parse_index;
 use skillcat::source::{ArchiveSource, Source};
 
+/// A target's body: it takes the raw input and panics when an invariant breaks.
+pub type Body = fn(&[u8]);
+
 /// Every target by name: the name of its binary and of its corpus folder, and its body.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Body)] = &[
     ("document", document),
     ("yaml_fast", yaml_fast),
     ("tar", tar),
