@@ -4,7 +4,7 @@
 #![cfg(all(feature = "install", feature = "runtime"))]
 
 use skillcat::install::Lockfile;
-use skillcat::script::argv::parse_shebang;
+use skillcat::script::argv::{check_skill_path, parse_shebang};
 
 /// fuzz target `lockfile`: a large number in a field skillcat does not know was read to one
 /// float and written back as text that read to another, so a read-write cycle changed a field
@@ -36,4 +36,19 @@ fn tool_declarations_env_shebang_ending_in_a_slash_names_no_interpreter() {
         (python.name.as_str(), python.args),
         ("python3", vec!["-u".to_string()])
     );
+}
+
+/// fuzz target `tool_declarations`: `./ - {name:}` was accepted and made canonical as
+/// ` - {name:}`, which the same check refuses (a colon in the first component reads as a drive
+/// letter or a URL scheme); the colon is now checked on the canonical form, so whatever the
+/// check returns passes it again.
+#[test]
+fn tool_declarations_skill_path_canonical_form_passes_its_own_check() {
+    for path in ["./ - {name:}", ".//c:x", "./http://h/x"] {
+        assert!(check_skill_path(path).is_err(), "{path:?}");
+    }
+    for path in ["scripts/a.sh", "./scripts//a:b.sh", "a/./b:c"] {
+        let canonical = check_skill_path(path).expect("a relative path");
+        assert_eq!(check_skill_path(&canonical).ok(), Some(canonical.clone()));
+    }
 }

@@ -156,12 +156,6 @@ pub fn check_skill_path(path: &str) -> Result<String, ScriptError> {
     if path.contains('\\') || path.contains('\0') || path.chars().any(char::is_control) {
         return Err(reject("backslashes and control characters are not allowed"));
     }
-    // A drive letter or URL scheme is not a relative path either.
-    if let Some(colon) = path.find(':')
-        && !path[..colon].contains('/')
-    {
-        return Err(reject("not a relative path"));
-    }
     let mut parts = Vec::new();
     for part in path.split('/') {
         match part {
@@ -170,8 +164,13 @@ pub fn check_skill_path(path: &str) -> Result<String, ScriptError> {
             p => parts.push(p),
         }
     }
-    if parts.is_empty() {
+    let Some(first) = parts.first() else {
         return Err(reject("names no file"));
+    };
+    // A drive letter or URL scheme is not a relative path either; checked on the canonical
+    // form, so that what this returns is accepted again (`./c:x` is `c:x`).
+    if first.contains(':') {
+        return Err(reject("not a relative path"));
     }
     Ok(parts.join("/"))
 }
