@@ -735,6 +735,7 @@ impl Driver<'_> {
             supervisor: std::process::id(),
             workspace: None,
             builtin: true,
+            cgroup: Vec::new(),
         };
         let json = HelperRequest::Run(policy)
             .to_json()

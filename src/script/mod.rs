@@ -34,7 +34,8 @@ pub use gate::{
     AllowAll, DenyAll, Gate, GateDecision, GateError, GateKind, GateRequest, Provenance,
 };
 pub use run::{
-    Confinement, LoadedSkill, Runner, RunnerConfig, ScriptLimits, ScriptOutput, start_dir,
+    Confinement, LoadedSkill, Runner, RunnerConfig, ScriptLimits, ScriptOutput, cgroup_status,
+    start_dir,
 };
 pub use tools::{
     Declared, Interpreter, Interpreters, SYSTEM_PATH, ScriptTool, SkillTools, Skipped,

@@ -22,6 +22,44 @@ use crate::capability::{Grant, Trust};
 use crate::document::Skill;
 use crate::source::Source;
 
+#[cfg(target_os = "linux")]
+use super::sandbox::linux::cgroup::{GroupLimits, RunGroup};
+
+/// Off Linux there are no run groups (the type keeps one code path).
+#[cfg(not(target_os = "linux"))]
+struct RunGroup;
+
+#[cfg(not(target_os = "linux"))]
+impl RunGroup {
+    fn procs(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    fn out_of_memory(&self) -> bool {
+        false
+    }
+    fn remove(self) {}
+}
+
+/// Whether runs get a control group of their own on this host, and if not, why (found once
+/// per process): a host says this once, loudly, since without one the kernel memory a run
+/// holds and its memory across processes are not bounded.
+pub fn cgroup_status() -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        sandbox::linux::cgroup::status()
+            .map(|_| ())
+            .map_err(sandbox::linux::cgroup::missing_warning)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(
+            "runs are not in a cgroup (cgroups exist only on Linux): each process is bounded \
+             by its rlimits alone"
+                .into(),
+        )
+    }
+}
+
 /// Resource limits and caps of every run. All configurable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScriptLimits {
@@ -261,6 +299,11 @@ impl Runner {
             bytes: config.limits.workspace_bytes,
             files: config.limits.workspace_files,
         });
+        // Groups of runs whose supervisor was killed before it could remove them.
+        #[cfg(target_os = "linux")]
+        if let Ok(groups) = sandbox::linux::cgroup::status() {
+            groups.clean_stale();
+        }
         Ok(Runner {
             config,
             gate,
@@ -361,7 +404,14 @@ impl Runner {
 
         let bound = (mode == Mode::Confined).then_some(self.config.helper.as_path());
         let ws = skill.ensure_workspace(bound).await?;
-        let policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode)?;
+        let mut policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode)?;
+        // The run's control group: the kernel bounds the memory (kernel memory included) and
+        // tasks of the whole run. Made before the helper starts, removed (with anything left in
+        // it) when the run ends, however it ends.
+        let group = self.run_group(&policy.limits)?;
+        if let Some(g) = &group {
+            policy.cgroup = g.procs();
+        }
         let cwd = self
             .config
             .caller_dir
@@ -385,6 +435,29 @@ impl Runner {
             &inherit,
         )
         .await;
+        let out_of_memory = match group {
+            Some(g) => tokio::task::spawn_blocking(move || {
+                let oom = g.out_of_memory();
+                g.remove();
+                oom
+            })
+            .await
+            .unwrap_or(false),
+            None => false,
+        };
+        let raw = raw.map(|mut r| {
+            if out_of_memory {
+                r.output.text.insert_str(
+                    0,
+                    &format!(
+                        "[the run reached its memory limit ({} MiB, kernel memory included) and \
+                         was killed]\n",
+                        policy.limits.address_space >> 20
+                    ),
+                );
+            }
+            r
+        });
         // What the run left counts against the workspace's quota, whatever way it ended: a
         // bounded work directory stopped it at the quota (a full tmpfs says it got there); one
         // on disk is measured now.
@@ -467,6 +540,31 @@ impl Runner {
             }
         }
         Ok(())
+    }
+
+    /// A new control group for one run with these limits, where the host has cgroups
+    /// (`None` where it has none: [`cgroup_status`] says why, once).
+    fn run_group(&self, limits: &RunLimits) -> Result<Option<RunGroup>, ScriptError> {
+        #[cfg(target_os = "linux")]
+        {
+            let Ok(groups) = sandbox::linux::cgroup::status() else {
+                return Ok(None);
+            };
+            groups
+                .create(GroupLimits {
+                    memory: limits.address_space,
+                    tasks: limits.processes,
+                })
+                .map(Some)
+                .map_err(|e| ScriptError::SandboxFailed {
+                    reason: format!("cannot make the run's cgroup: {e}"),
+                })
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = limits;
+            Ok(None)
+        }
     }
 
     /// Confined when the system can confine; unconfined only for `trust: core`; else refused.
@@ -603,6 +701,7 @@ impl Runner {
             supervisor: std::process::id(),
             workspace,
             builtin: false,
+            cgroup: Vec::new(),
         })
     }
 }

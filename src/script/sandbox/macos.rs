@@ -159,6 +159,7 @@ mod tests {
             supervisor: 0,
             workspace: None,
             builtin: false,
+            cgroup: Vec::new(),
         }
     }
 

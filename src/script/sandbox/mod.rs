@@ -173,6 +173,11 @@ pub struct HelperPolicy {
     /// Confined mode only.
     #[serde(default)]
     pub builtin: bool,
+    /// The `cgroup.procs` files of the run's control group (one per hierarchy): the helper
+    /// writes its pid into each before anything else, so the kernel counts every process of
+    /// the run. Empty: no cgroup could be made (the rlimits still hold).
+    #[serde(default)]
+    pub cgroup: Vec<PathBuf>,
 }
 
 /// A run's way into its workspace's namespaces (see [`WorkspacePolicy`]).
@@ -354,6 +359,7 @@ mod tests {
                 tmp: "/ws/work/tmp".into(),
             }),
             builtin: false,
+            cgroup: vec!["/sys/fs/cgroup/x/cgroup.procs".into()],
         };
         let w = WorkspacePolicy {
             work: "/ws/work".into(),

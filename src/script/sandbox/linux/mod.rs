@@ -24,6 +24,7 @@
 //! 6. **Relay** (helper): `exit N` / `signal S` on the status pipe; without a PID namespace it then
 //!    kills its whole process group (itself included) so no background child survives.
 
+pub mod cgroup;
 mod landlock;
 mod seccomp;
 mod work;
@@ -249,7 +250,23 @@ struct Ns {
     net: bool,
 }
 
+/// Moves the helper into the run's control group (every hierarchy's `cgroup.procs`), before it
+/// makes anything: every process of the run is then counted by the kernel, and none can leave
+/// (the script has no write access to any cgroup file, and no capability).
+fn join_cgroup(policy: &HelperPolicy) -> Result<(), String> {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() }.to_string();
+    for procs in &policy.cgroup {
+        std::fs::write(procs, &pid)
+            .map_err(|e| format!("joining the run's cgroup {}: {e}", procs.display()))?;
+    }
+    Ok(())
+}
+
 fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
+    if let Err(e) = join_cgroup(policy) {
+        return status.error("failed", &e);
+    }
     let Some(abi) = landlock_abi() else {
         return status.error(
             "unavailable",
@@ -393,13 +410,34 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
 /// The child's side: dies with the helper, and waits until the helper releases it (`false`:
 /// the helper is gone, or failed to map its ids).
 fn await_release(sync_r: libc::c_int) -> bool {
-    // SAFETY: prctl, read and close on integers and a local buffer.
+    // SAFETY: prctl and read on integers and a local buffer.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
         let mut b = [0u8; 1];
-        let released = libc::read(sync_r, b.as_mut_ptr().cast(), 1) == 1;
+        libc::read(sync_r, b.as_mut_ptr().cast(), 1) == 1
+    }
+}
+
+/// The child's parent-death signal, armed after its last credential change, and proof that the
+/// helper is still alive after that (`false`: it is gone, and nothing may run). `sync_r` is the
+/// release pipe's read end, whose write end the helper keeps open for its whole life; it is
+/// closed here.
+fn lifeline(sync_r: libc::c_int) -> bool {
+    // SAFETY: prctl, poll and close on integers and a local struct.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+            libc::close(sync_r);
+            return false;
+        }
+        let mut p = libc::pollfd {
+            fd: sync_r,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let r = libc::poll(&mut p, 1, 0);
         libc::close(sync_r);
-        released
+        // Nothing more is ever written: any event (hang-up, error) means the write end closed.
+        r == 0
     }
 }
 
@@ -430,15 +468,18 @@ fn release(
             return Err(status.error("failed", &format!("user namespace id maps: {e}")));
         }
     }
-    // SAFETY: one byte from a live buffer, then closing the write end.
+    // SAFETY: one byte from a live buffer. The write end stays open for the helper's whole
+    // life (it is close-on-exec and the helper never execs): the child's lifeline.
     unsafe {
         libc::write(sync_w, b"1".as_ptr().cast(), 1);
-        libc::close(sync_w);
     }
     Ok(())
 }
 
 fn unconfined(policy: &HelperPolicy, status: &Status) -> u8 {
+    if let Err(e) = join_cgroup(policy) {
+        return status.error("failed", &e);
+    }
     let exec = match Exec::new(policy) {
         Ok(e) => e,
         Err(e) => return status.error("failed", &e),
@@ -588,6 +629,14 @@ fn child(
         if let Err(e) = drop_capabilities() {
             return status.error("failed", &format!("dropping capabilities: {e}"));
         }
+        // The last credential change is behind us (setresuid above clears the parent-death
+        // signal): arm it again, for good, then check the helper did not die meanwhile. As PID 1
+        // of its namespace the child cannot ask getppid; the release pipe tells instead: the
+        // helper holds its write end until it exits, so a hang-up means it is gone, and the
+        // kernel would not have signalled a death that came before the prctl.
+        if !lifeline(sync_r) {
+            return SETUP_FAILED;
+        }
         let landlock_summary = match ruleset.restrict() {
             Ok(s) => s,
             Err(e) => return status.error("unavailable", &format!("Landlock: {e}")),
@@ -611,7 +660,12 @@ fn child(
             names.join("+")
         };
         status.line(&format!(
-            "ready {landlock_summary}; seccomp allow-list; namespaces {namespaces}{}; uid {}",
+            "ready {landlock_summary}; seccomp allow-list; namespaces {namespaces}{}{}; uid {}",
+            if policy.cgroup.is_empty() {
+                ""
+            } else {
+                "; cgroup (memory, tasks)"
+            },
             if tmp_dir.is_some() {
                 "; work directory a bounded tmpfs"
             } else {

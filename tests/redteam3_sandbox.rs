@@ -1,0 +1,575 @@
+//! The third red team's sandbox findings (issue "Containment by construction"), through the
+//! real binary: a run that outlives its supervisor, kernel memory outside the limits, metadata
+//! through a read-only grant, a working directory that holds the home directory.
+//!
+//! `SKILLCAT_BIN` names another binary to run instead of the one cargo built: pointing it at a
+//! build of an earlier commit shows which of these tests that build fails.
+
+#![cfg(target_os = "linux")]
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> PathBuf {
+    std::env::var_os("SKILLCAT_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_skillcat")))
+}
+
+fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A scratch area searchable by the sandbox uid: skills, a private `TMPDIR`, a `HOME` with a
+/// user configuration, and a directory runs may write.
+struct Lab {
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    /// A lab whose user configuration holds `sandbox` (the body of a `[sandbox]` table).
+    fn new(sandbox: &str) -> Lab {
+        let dir = tempfile::Builder::new()
+            .prefix("skillcat-rt3-")
+            .tempdir()
+            .unwrap();
+        chmod(dir.path(), 0o711);
+        for d in ["skills", "tmp", "home", "out"] {
+            std::fs::create_dir(dir.path().join(d)).unwrap();
+            chmod(&dir.path().join(d), 0o755);
+        }
+        // The sandbox uid writes here on a root host.
+        chmod(&dir.path().join("out"), 0o777);
+        let lab = Lab { dir };
+        let config = lab.path("home/.config/skillcat");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(
+            config.join("skillcat.toml"),
+            format!("[sandbox]\n{sandbox}\n"),
+        )
+        .unwrap();
+        lab
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// A skill `name` with frontmatter lines `front` and one script `scripts/attack.EXT`.
+    fn skill(&self, name: &str, front: &str, ext: &str, script: &str) -> PathBuf {
+        let root = self.path("skills").join(name);
+        std::fs::create_dir_all(root.join("scripts")).unwrap();
+        chmod(&root, 0o755);
+        chmod(&root.join("scripts"), 0o755);
+        std::fs::write(
+            root.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: Red team case.\n{front}---\nBody\n"),
+        )
+        .unwrap();
+        let p = root.join(format!("scripts/attack.{ext}"));
+        std::fs::write(&p, script).unwrap();
+        chmod(&p, 0o755);
+        root
+    }
+
+    fn command(&self, cwd: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(bin());
+        cmd.args(args)
+            .current_dir(cwd)
+            .env_remove("SKILLCAT_CONFIG")
+            .env("TMPDIR", self.path("tmp"))
+            .env("HOME", self.path("home"))
+            .env("RUST_BACKTRACE", "0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    fn run_cmd(&self, cwd: &Path, skill: &str, args: &str) -> Command {
+        let src = self.path("skills").join(skill);
+        self.command(
+            cwd,
+            &[
+                "run",
+                src.to_str().unwrap(),
+                skill,
+                "attack",
+                "--args",
+                args,
+            ],
+        )
+    }
+}
+
+/// One finished process.
+struct Out {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    fn wait(mut child: Child, deadline: Duration) -> Out {
+        let mut so = child.stdout.take().unwrap();
+        let mut se = child.stderr.take().unwrap();
+        let t1 = std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = so.read_to_end(&mut b);
+            b
+        });
+        let t2 = std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = se.read_to_end(&mut b);
+            b
+        });
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if start.elapsed() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("skillcat did not finish within {deadline:?}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        Out {
+            code: status.code(),
+            stdout: String::from_utf8_lossy(&t1.join().unwrap()).into_owned(),
+            stderr: String::from_utf8_lossy(&t2.join().unwrap()).into_owned(),
+        }
+    }
+
+    fn all(&self) -> String {
+        format!(
+            "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// The pids of every process whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(c) = std::fs::read(e.path().join("cmdline"))
+            && String::from_utf8_lossy(&c).contains(needle)
+        {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+fn wait_for(what: &str, deadline: Duration, mut ok: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(start.elapsed() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The ticker skill: appends a line to `$1/ticks` every 50 ms for a minute (its timeout).
+fn ticker(lab: &Lab, name: &str) -> PathBuf {
+    let out = lab.path("out");
+    lab.skill(
+        name,
+        &format!(
+            "metadata:\n  skillcat.fs_write: \"{}\"\n  skillcat.timeout: \"60\"\n",
+            out.display()
+        ),
+        "sh",
+        // A background child too: the whole run must go, not only its first process.
+        "#!/bin/sh\n# Ticks.\n( while :; do echo child >> \"$1/ticks\"; sleep 0.05; done ) &\n\
+         while :; do echo tick >> \"$1/ticks\"; sleep 0.05; done\n",
+    );
+    lab.path("out/ticks")
+}
+
+/// After whatever started the run is gone: within 2 s no process of the run is left, and the
+/// granted file stops growing.
+fn assert_run_ended(lab: &Lab, ticks: &Path, what: &str) {
+    let needle = lab.path("tmp").display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline && !processes_with(&needle).is_empty() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = processes_with(&needle);
+    let size = std::fs::metadata(ticks).unwrap().len();
+    std::thread::sleep(Duration::from_millis(600));
+    let later = std::fs::metadata(ticks).unwrap().len();
+    // Clean up before asserting, so a failure leaves nothing running.
+    for pid in &left {
+        // SAFETY: signalling a pid we found.
+        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+    }
+    assert!(
+        left.is_empty(),
+        "{what}: processes of the run still alive 2 s later: {left:?}"
+    );
+    assert_eq!(size, later, "{what}: the granted file still grows");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding 1: no run outlives whatever started it.
+
+#[test]
+fn a_run_ends_when_skillcat_run_is_killed() {
+    for (signal, name) in [
+        (libc::SIGKILL, "kill-ticker"),
+        (libc::SIGTERM, "term-ticker"),
+    ] {
+        let out = lab_out();
+        let lab = &out;
+        let ticks = ticker(lab, name);
+        let child = lab
+            .run_cmd(&lab.path("out"), name, lab.path("out").to_str().unwrap())
+            .spawn()
+            .unwrap();
+        wait_for("the first tick", Duration::from_secs(30), || {
+            std::fs::metadata(&ticks).is_ok_and(|m| m.len() > 20)
+        });
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let out = Out::wait(child, Duration::from_secs(10));
+        assert_ne!(out.code, Some(0), "{}", out.all());
+        assert_run_ended(lab, &ticks, &format!("skillcat run after signal {signal}"));
+    }
+}
+
+fn lab_out() -> Lab {
+    let lab = Lab::new("");
+    let out = lab.path("out").display().to_string();
+    let config = lab.path("home/.config/skillcat/skillcat.toml");
+    std::fs::write(
+        config,
+        format!("[sandbox]\nfs_write = [\"{out}\"]\nfs_read = [\"{out}\"]\ntimeout = 60\n"),
+    )
+    .unwrap();
+    lab
+}
+
+#[test]
+fn a_run_ends_when_the_mcp_client_goes_away() {
+    for kill_server in [false, true] {
+        let lab = lab_out();
+        let ticks = ticker(&lab, "mcp-ticker");
+        let src = lab.path("skills/mcp-ticker");
+        let mut cmd = lab.command(&lab.path("out"), &["mcp", src.to_str().unwrap()]);
+        cmd.stdin(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let out = lab.path("out").display().to_string();
+        for msg in [
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params":
+                {"protocolVersion": "2025-06-18", "capabilities": {},
+                 "clientInfo": {"name": "rt3", "version": "0"}}}),
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params":
+                {"name": "run_mcp_ticker_attack", "arguments": {"args": out}}}),
+        ] {
+            stdin.write_all(format!("{msg}\n").as_bytes()).unwrap();
+        }
+        stdin.flush().unwrap();
+        wait_for("the first tick", Duration::from_secs(30), || {
+            std::fs::metadata(&ticks).is_ok_and(|m| m.len() > 20)
+        });
+        if kill_server {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        }
+        // The client goes away: its end of the pipe closes.
+        drop(stdin);
+        let _ = Out::wait(child, Duration::from_secs(10));
+        assert_run_ended(
+            &lab,
+            &ticks,
+            if kill_server {
+                "skillcat mcp killed"
+            } else {
+                "skillcat mcp whose client closed its pipe"
+            },
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding 2: kernel memory (socket buffers) counts against the run's memory limit.
+
+fn mem_available() -> u64 {
+    let s = std::fs::read_to_string("/proc/meminfo").unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
+        .unwrap()
+        * 1024
+}
+
+#[test]
+fn socket_buffers_cannot_take_host_memory_past_the_runs_limit() {
+    if !Path::new("/usr/bin/python3").exists() {
+        eprintln!("skipped: no /usr/bin/python3");
+        return;
+    }
+    let lab = Lab::new("memory = 67108864\nprocesses = 4\ntimeout = 60\n");
+    // Three processes each queue as much as their socket pairs take (about 1 GiB each without a
+    // kernel-counted limit), then hold it.
+    lab.skill(
+        "sockets",
+        "metadata:\n  skillcat.timeout: \"60\"\n",
+        "py",
+        r#"#!/usr/bin/python3
+# Fills socket buffers.
+import os, socket, sys, time
+def fill():
+    total = 0
+    keep = []
+    for _ in range(120):
+        try:
+            a, b = socket.socketpair()
+        except OSError:
+            break
+        a.setblocking(False)
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 30)
+        b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 30)
+        chunk = b"x" * 65536
+        while True:
+            try:
+                total += a.send(chunk)
+            except (BlockingIOError, OSError):
+                break
+        keep.append((a, b))
+    print("queued", total >> 20, "MiB", flush=True)
+    time.sleep(3)
+for _ in range(2):
+    if os.fork() == 0:
+        fill()
+        os._exit(0)
+fill()
+"#,
+    );
+    let before = mem_available();
+    let child = lab
+        .run_cmd(&lab.path("out"), "sockets", "")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let lowest = std::thread::spawn(move || {
+        let mut low = u64::MAX;
+        let start = Instant::now();
+        while Path::new(&format!("/proc/{pid}")).exists() && start.elapsed().as_secs() < 60 {
+            low = low.min(mem_available());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        low
+    });
+    let out = Out::wait(child, Duration::from_secs(90));
+    let low = lowest.join().unwrap();
+    let taken = before.saturating_sub(low);
+    // The run's limit is 64 MiB; the margin covers skillcat itself, the helper and the
+    // interpreter's own pages outside the run's cgroup, and the host's own noise.
+    let bound = (64u64 << 20) + (192 << 20);
+    assert!(
+        taken < bound,
+        "the run took {} MiB of host memory (bound {} MiB)\n{}",
+        taken >> 20,
+        bound >> 20,
+        out.all()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding 3: metadata follows the grant (a non-root host, whose scripts share its uid).
+
+#[test]
+fn metadata_of_a_read_only_grant_cannot_change_on_a_non_root_host() {
+    if !is_root() || !Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipped: needs root to become another user, and setpriv");
+        return;
+    }
+    if !Path::new("/usr/bin/python3").exists() {
+        eprintln!("skipped: no /usr/bin/python3");
+        return;
+    }
+    // The "host user" is 65534 here: skillcat itself runs as nobody.
+    let lab = Lab::new("");
+    let data = lab.path("data");
+    std::fs::create_dir(&data).unwrap();
+    let file = data.join("report.txt");
+    std::fs::write(&file, "numbers\n").unwrap();
+    chmod(&file, 0o644);
+    let config = lab.path("home/.config/skillcat/skillcat.toml");
+    std::fs::write(
+        &config,
+        format!("[sandbox]\nfs_read = [\"{}\"]\n", data.display()),
+    )
+    .unwrap();
+    // Everything the nobody user must own.
+    for p in [
+        "",
+        "skills",
+        "tmp",
+        "home",
+        "home/.config",
+        "home/.config/skillcat",
+        "out",
+    ] {
+        std::os::unix::fs::chown(lab.path(p), Some(65534), Some(65534)).unwrap();
+    }
+    std::os::unix::fs::chown(&config, Some(65534), Some(65534)).unwrap();
+    std::os::unix::fs::chown(&data, Some(65534), Some(65534)).unwrap();
+    std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+    lab.skill(
+        "meta",
+        &format!("metadata:\n  skillcat.fs_read: \"{}\"\n", data.display()),
+        "py",
+        r#"#!/usr/bin/python3
+# Changes metadata through a read-only descriptor.
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+for what, call in [
+    ("fchmod", lambda: os.chmod(fd, 0o777)),
+    ("futimens", lambda: os.utime(fd, (1, 1))),
+    ("fsetxattr", lambda: os.setxattr(fd, "user.rt3", b"x")),
+    ("fchown", lambda: os.chown(fd, os.getuid(), os.getgid())),
+    ("chmod", lambda: os.chmod(sys.argv[1], 0o777)),
+    ("utime", lambda: os.utime(sys.argv[1], (2, 2))),
+]:
+    try:
+        call()
+        print(what, "changed")
+    except OSError as e:
+        print(what, "refused", e.errno)
+"#,
+    );
+    for p in ["skills/meta", "skills/meta/scripts", "skills/meta/SKILL.md"] {
+        std::os::unix::fs::chown(lab.path(p), Some(65534), Some(65534)).unwrap();
+    }
+    std::os::unix::fs::chown(
+        lab.path("skills/meta/scripts/attack.py"),
+        Some(65534),
+        Some(65534),
+    )
+    .unwrap();
+    let before = std::fs::metadata(&file).unwrap();
+    let src = lab.path("skills/meta");
+    let mut cmd = Command::new("/usr/bin/setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(bin())
+        .args(["run", src.to_str().unwrap(), "meta", "attack", "--args"])
+        .arg(file.to_str().unwrap())
+        .current_dir(lab.path("out"))
+        .env_remove("SKILLCAT_CONFIG")
+        .env("TMPDIR", lab.path("tmp"))
+        .env("HOME", lab.path("home"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = Out::wait(cmd.spawn().unwrap(), Duration::from_secs(60));
+    assert!(out.stdout.contains("fchmod "), "{}", out.all());
+    assert!(!out.stdout.contains("changed"), "{}", out.all());
+    let after = std::fs::metadata(&file).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(before.mode(), after.mode(), "{}", out.all());
+    assert_eq!(before.mtime(), after.mtime(), "{}", out.all());
+    assert!(
+        xattr_absent(&file, "user.rt3"),
+        "an xattr was set\n{}",
+        out.all()
+    );
+}
+
+fn xattr_absent(p: &Path, name: &str) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    let name = std::ffi::CString::new(name).unwrap();
+    let mut buf = [0u8; 16];
+    // SAFETY: C strings and a live buffer.
+    let r = unsafe {
+        libc::getxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    r < 0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding 4: a grant that holds the home directory never reaches its secrets.
+
+#[test]
+fn a_grant_holding_the_home_directory_never_reaches_its_secrets() {
+    let lab = Lab::new("");
+    // users/me is the home directory; the run starts in users/, its parent, which a skill
+    // declaring `fs_read: "."` then reads (the workspaces live in the lab's tmp/, apart).
+    let users = lab.path("users");
+    let home = users.join("me");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::create_dir_all(home.join(".config/skillcat")).unwrap();
+    for d in [
+        &users,
+        &home,
+        &home.join(".ssh"),
+        &home.join(".config"),
+        &home.join(".config/skillcat"),
+    ] {
+        chmod(d, 0o755);
+    }
+    let files = [
+        (home.join(".ssh/id_rsa"), "PRIVATE KEY\n".to_string()),
+        (home.join(".netrc"), "machine x password y\n".to_string()),
+        (
+            home.join(".config/skillcat/skillcat.toml"),
+            format!("[sandbox]\nfs_read = [\"{}\"]\n", users.display()),
+        ),
+        (home.join("notes.txt"), "just notes\n".to_string()),
+    ];
+    for (p, text) in &files {
+        std::fs::write(p, text).unwrap();
+        chmod(p, 0o644);
+    }
+    lab.skill(
+        "reader",
+        "metadata:\n  skillcat.fs_read: \".\"\n",
+        "sh",
+        "#!/bin/sh\n# Reads what it can.\nfor f in \"$@\"; do\n  if cat \"$f\" >/dev/null 2>&1; then echo \"read $f\"; else echo \"denied $f\"; fi\ndone\n",
+    );
+    let args = files
+        .iter()
+        .map(|(p, _)| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut cmd = lab.run_cmd(&users, "reader", &args);
+    cmd.env("HOME", &home);
+    let out = Out::wait(cmd.spawn().unwrap(), Duration::from_secs(60));
+    for (secret, _) in &files[..3] {
+        assert!(
+            out.stdout.contains(&format!("denied {}", secret.display())),
+            "{} was readable\n{}",
+            secret.display(),
+            out.all()
+        );
+    }
+    // The rest of the grant still works.
+    assert!(
+        out.stdout
+            .contains(&format!("read {}", files[3].0.display())),
+        "{}",
+        out.all()
+    );
+}
