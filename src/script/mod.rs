@@ -22,6 +22,7 @@ pub mod argv;
 pub mod denial;
 mod error;
 pub(crate) mod gate;
+pub mod home;
 pub mod policy;
 pub(crate) mod process;
 mod run;

@@ -632,13 +632,25 @@ impl Runner {
             required: true,
             inode: None,
         });
+        // A granted path that holds a home directory is granted less the secrets kept there
+        // (`home::carve`): Landlock then has no rule that reaches them.
+        let protected = super::home::protected(&super::home::homes());
+        let carved = |p: &PathBuf| {
+            super::home::carve(p, &protected, &super::home::list_dir).map_err(|e| {
+                ScriptError::SandboxFailed {
+                    reason: format!("granting {}: {e}", p.display()),
+                }
+            })
+        };
         for p in &grant.fs_read {
-            rules.push(FsRule {
-                path: p.clone(),
-                access: FsAccess::ReadExec,
-                required: true,
-                inode: None,
-            });
+            for path in carved(p)? {
+                rules.push(FsRule {
+                    path,
+                    access: FsAccess::ReadExec,
+                    required: true,
+                    inode: None,
+                });
+            }
         }
         // A bounded work directory is a tmpfs in the workspace's mount namespace: the helper
         // joins it and binds the rule to the tmpfs's root there.
@@ -657,12 +669,14 @@ impl Runner {
             });
         }
         for p in &grant.fs_write {
-            rules.push(FsRule {
-                path: p.clone(),
-                access: FsAccess::ReadWrite,
-                required: true,
-                inode: None,
-            });
+            for path in carved(p)? {
+                rules.push(FsRule {
+                    path,
+                    access: FsAccess::ReadWrite,
+                    required: true,
+                    inode: None,
+                });
+            }
         }
         for d in DEVICES {
             rules.push(FsRule {

@@ -33,12 +33,13 @@
 //!   `mkdir*` creating with either bit; `ioctl` `TIOCSTI` and `TIOCLINUX` (typing into a
 //!   terminal); `prlimit64` on another process; `personality` but the plain Linux personas
 //!   (no `ADDR_NO_RANDOMIZE`, no `READ_IMPLIES_EXEC`).
-//! - **shared uid** (a non-root host, whose scripts keep the host user's uid): the path-based
-//!   metadata calls Landlock does not govern (`chmod`, `fchmodat*`, `chown`, `lchown`,
-//!   `fchownat`, `utime`, `utimes`, `futimesat`, `utimensat` with a path, `setxattr`,
-//!   `lsetxattr`, `removexattr`, `lremovexattr`) are refused outright, so a script cannot change
-//!   the host user's files it can merely name. The fd-based forms stay (they need a file Landlock
-//!   let the script open).
+//! - **shared uid** (a non-root host, whose scripts keep the host user's uid): every metadata
+//!   call Landlock does not govern is refused outright, by path (`chmod`, `fchmodat*`, `chown`,
+//!   `lchown`, `fchownat`, `utime`, `utimes`, `futimesat`, `utimensat`, `setxattr`, `lsetxattr`,
+//!   `removexattr`, `lremovexattr`) and by descriptor (`fchmod`, `fchown`, `futimens`,
+//!   `fsetxattr`, `fremovexattr`): the script owns what the host user owns, so ownership would
+//!   let it change the mode, times and attributes of a file granted read-only that it opened
+//!   `O_RDONLY`.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -320,6 +321,18 @@ fn path_metadata() -> Vec<i64> {
     v
 }
 
+/// Descriptor-based metadata calls (and `utimensat`, whose NULL path makes it `futimens`),
+/// refused with the path-based ones when the script shares the host user's uid.
+fn fd_metadata() -> Vec<i64> {
+    vec![
+        libc::SYS_fchmod,
+        libc::SYS_fchown,
+        libc::SYS_utimensat,
+        libc::SYS_fsetxattr,
+        libc::SYS_fremovexattr,
+    ]
+}
+
 /// `ioctl` requests refused whatever the descriptor (the values of x86_64, aarch64 and riscv64;
 /// not named by `libc` everywhere).
 const TIOCSTI: u64 = 0x5412;
@@ -448,16 +461,13 @@ pub(super) fn build(network: bool, shared_uid: bool) -> Result<Filters, String> 
         rules.insert(nr, chain);
     }
     if shared_uid {
-        for nr in path_metadata() {
+        // The script owns every file the host user owns, so ownership lets it change the mode,
+        // times and extended attributes of anything it can name or open — a file granted
+        // read-only included (opened O_RDONLY, then fchmod). Landlock governs none of these
+        // calls, so none of them is allowed, by path or by descriptor.
+        for nr in path_metadata().into_iter().chain(fd_metadata()) {
             rules.insert(nr, Vec::new());
         }
-        // utimensat(fd, NULL, …) is futimens; with a path it is refused.
-        let c =
-            SeccompCondition::new(1, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0).map_err(e)?;
-        rules.insert(
-            libc::SYS_utimensat,
-            vec![SeccompRule::new(vec![c]).map_err(e)?],
-        );
     }
     let mut chain = Vec::new();
     for flag in NAMESPACE_FLAGS {
