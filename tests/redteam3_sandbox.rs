@@ -379,9 +379,10 @@ fill()
     let out = Out::wait(child, Duration::from_secs(90));
     let low = lowest.join().unwrap();
     let taken = before.saturating_sub(low);
-    // The run's limit is 64 MiB; the margin covers skillcat itself, the helper and the
-    // interpreter's own pages outside the run's cgroup, and the host's own noise.
-    let bound = (64u64 << 20) + (192 << 20);
+    // The run's limit is 64 MiB; the margin (512 MiB) covers skillcat itself, the test's own
+    // threads and the host's noise (other tests, a build). Without a kernel-counted limit the
+    // three processes take about 2.5 GiB.
+    let bound = (64u64 << 20) + (512 << 20);
     assert!(
         taken < bound,
         "the run took {} MiB of host memory (bound {} MiB)\n{}",
@@ -389,6 +390,22 @@ fill()
         bound >> 20,
         out.all()
     );
+    // What the processes managed to queue, as they report it (a process killed at the limit
+    // reports nothing).
+    let queued: u64 = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("queued "))
+        .filter_map(|l| l.split(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(queued <= 64, "the run queued {queued} MiB\n{}", out.all());
+    if cfg!(target_os = "linux") && !out.stderr.contains("not in a cgroup") {
+        assert!(
+            out.stdout.contains("reached its memory limit"),
+            "the run was not stopped at its limit\n{}",
+            out.all()
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -572,4 +589,79 @@ fn a_grant_holding_the_home_directory_never_reaches_its_secrets() {
         "{}",
         out.all()
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding 5: on a root host a grant under a directory closed to the script's uid still works.
+
+#[test]
+fn a_grant_under_a_closed_directory_works_on_a_root_host() {
+    if !is_root() {
+        eprintln!("skipped: a root host's case");
+        return;
+    }
+    let lab = Lab::new("");
+    // closed/ is like /root on Debian: 0700, owned by root.
+    let closed = lab.path("closed");
+    std::fs::create_dir_all(closed.join("project/data")).unwrap();
+    std::fs::create_dir_all(closed.join("project/out")).unwrap();
+    std::fs::create_dir_all(closed.join("other")).unwrap();
+    chmod(&closed, 0o700);
+    chmod(&closed.join("project"), 0o755);
+    chmod(&closed.join("project/data"), 0o755);
+    // The script writes as uid 65534 on a root host: the directory lets it.
+    std::os::unix::fs::chown(closed.join("project/out"), Some(65534), Some(65534)).unwrap();
+    std::fs::write(closed.join("project/data/in.txt"), "granted words\n").unwrap();
+    chmod(&closed.join("project/data/in.txt"), 0o644);
+    std::fs::write(closed.join("other/secret.txt"), "not granted\n").unwrap();
+    chmod(&closed.join("other/secret.txt"), 0o644);
+    let data = closed.join("project/data");
+    let out = closed.join("project/out");
+    std::fs::write(
+        lab.path("home/.config/skillcat/skillcat.toml"),
+        format!(
+            "[sandbox]\nfs_read = [\"{}\"]\nfs_write = [\"{}\"]\n",
+            closed.display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    lab.skill(
+        "closed-reader",
+        &format!(
+            "metadata:\n  skillcat.fs_read: \"{}\"\n  skillcat.fs_write: \"{}\"\n",
+            data.display(),
+            out.display()
+        ),
+        "sh",
+        "#!/bin/sh\n# Reads a granted file, writes a granted directory, tries a neighbour.\n\
+         cat \"$1/in.txt\" && echo copied > \"$2/result.txt\" && echo wrote\n\
+         cat \"$3\" 2>/dev/null && echo NEIGHBOUR-READ\n\
+         ls \"$4\" 2>/dev/null\nexit 0\n",
+    );
+    let args = format!(
+        "{} {} {} {}",
+        data.display(),
+        out.display(),
+        closed.join("other/secret.txt").display(),
+        closed.display()
+    );
+    let o = Out::wait(
+        lab.run_cmd(&lab.path("out"), "closed-reader", &args)
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(60),
+    );
+    assert!(o.stdout.contains("granted words"), "{}", o.all());
+    assert!(o.stdout.contains("wrote"), "{}", o.all());
+    assert_eq!(
+        std::fs::read_to_string(out.join("result.txt")).unwrap(),
+        "copied\n",
+        "{}",
+        o.all()
+    );
+    // No loss of confinement: what was not granted stays out of reach, and the closed
+    // directory shows nothing but the way to the grant.
+    assert!(!o.stdout.contains("NEIGHBOUR-READ"), "{}", o.all());
+    assert!(!o.stdout.contains("other"), "{}", o.all());
 }

@@ -736,6 +736,7 @@ impl Driver<'_> {
             workspace: None,
             builtin: true,
             cgroup: Vec::new(),
+            views: Vec::new(),
         };
         let json = HelperRequest::Run(policy)
             .to_json()

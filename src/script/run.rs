@@ -695,6 +695,17 @@ impl Runner {
                     reason: format!("{}: {e}", r.path.display()),
                 })?;
         }
+        // On a root host the script's uid (65534) may be closed out of a directory above a
+        // rule's path: the helper covers each such directory with a view of just those paths.
+        let views = if script_owner().is_some() && mode == Mode::Confined {
+            let mut paths: Vec<&Path> = rules.iter().map(|r| r.path.as_path()).collect();
+            if let Some(w) = &workspace {
+                paths.push(&w.work);
+            }
+            closed_ancestors(&paths)
+        } else {
+            Vec::new()
+        };
         let secs = timeout.as_secs().max(1);
         Ok(HelperPolicy {
             mode,
@@ -716,8 +727,46 @@ impl Runner {
             workspace,
             builtin: false,
             cgroup: Vec::new(),
+            views,
         })
     }
+}
+
+/// The topmost directories above any of `paths` (existing ones) that uid/gid 65534 may not
+/// search, none inside another: what a root host's helper covers with a view
+/// ([`HelperPolicy::views`]).
+pub fn closed_ancestors(paths: &[&Path]) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let searchable = |m: &std::fs::Metadata| {
+        let mode = m.mode();
+        mode & 0o001 != 0
+            || (m.uid() == SANDBOX_ID && mode & 0o100 != 0)
+            || (m.gid() == SANDBOX_ID && mode & 0o010 != 0)
+    };
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in paths {
+        if !p.is_absolute() || std::fs::symlink_metadata(p).is_err() {
+            continue;
+        }
+        // From the top down: the first closed directory strictly above the path.
+        let mut above: Vec<&Path> = p.ancestors().skip(1).collect();
+        above.reverse();
+        for dir in above.into_iter().skip(1) {
+            match std::fs::metadata(dir) {
+                Ok(m) if searchable(&m) => continue,
+                Ok(_) => {
+                    out.push(dir.to_path_buf());
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    let all = out.clone();
+    out.retain(|d| !all.iter().any(|o| o != d && d.starts_with(o)));
+    out
 }
 
 /// Where a script starts when its caller works in `caller` (absolute, canonical): there, when

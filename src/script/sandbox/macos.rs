@@ -160,6 +160,7 @@ mod tests {
             workspace: None,
             builtin: false,
             cgroup: Vec::new(),
+            views: Vec::new(),
         }
     }
 

@@ -178,6 +178,13 @@ pub struct HelperPolicy {
     /// the run. Empty: no cgroup could be made (the rlimits still hold).
     #[serde(default)]
     pub cgroup: Vec<PathBuf>,
+    /// Directories closed to the script's uid that hold the path of a rule (a root host's
+    /// `/root`, mode 0700, above a granted `/root/project`): in the run's own mount namespace
+    /// each is covered by a small tmpfs holding only those paths, bound there from the real
+    /// ones, so a granted path is reachable whatever the modes of the directories above it.
+    /// Nothing else under them is there to be reached. Empty: no view is needed.
+    #[serde(default)]
+    pub views: Vec<PathBuf>,
 }
 
 /// A run's way into its workspace's namespaces (see [`WorkspacePolicy`]).
@@ -360,6 +367,7 @@ mod tests {
             }),
             builtin: false,
             cgroup: vec!["/sys/fs/cgroup/x/cgroup.procs".into()],
+            views: vec!["/root".into()],
         };
         let w = WorkspacePolicy {
             work: "/ws/work".into(),

@@ -321,6 +321,12 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             Err(_) => return status.error("failed", "a NUL byte in the work directory's path"),
         }
     }
+    // Views over directories closed to the script's uid (a root host's /root above a grant),
+    // prepared here, mounted by the child in its own mount namespace.
+    let views = match prepare_views(policy) {
+        Ok(v) => v,
+        Err(e) => return status.error("failed", &format!("views: {e}")),
+    };
     let (sync_r, sync_w) = match pipe() {
         Ok(p) => p,
         Err(e) => return status.error("failed", &format!("pipe: {e}")),
@@ -332,7 +338,12 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     } else {
         libc::CLONE_NEWNET
     };
-    let base = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | net_flag;
+    let mnt_flag = if views.is_empty() {
+        0
+    } else {
+        libc::CLONE_NEWNS
+    };
+    let base = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | net_flag | mnt_flag;
     let ns = |user, pid| Ns {
         user,
         pid,
@@ -351,7 +362,10 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         }
     }
     let joined_user = policy.workspace.as_ref().is_some_and(|j| j.user);
-    attempts.push((0, ns(joined_user, false), false));
+    // A plain fork has no mount namespace of its own for the views.
+    if views.is_empty() {
+        attempts.push((0, ns(joined_user, false), false));
+    }
     let mut spawned = None;
     for (flags, ns, maps) in attempts {
         match clone_process(flags) {
@@ -378,7 +392,15 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         }
     }
     let Some((pid, ns, maps)) = spawned else {
-        return status.error("failed", "clone: no way to start a process");
+        return status.error(
+            "failed",
+            if views.is_empty() {
+                "clone: no way to start a process"
+            } else {
+                "clone: the kernel refused the mount namespace a granted path under a directory \
+                 closed to the script's uid needs"
+            },
+        );
     };
 
     if pid == 0 {
@@ -395,6 +417,7 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             ns,
             root,
             tmp_dir.as_deref(),
+            &views,
             sync_r,
         );
         // SAFETY: leaving without running the parent's atexit handlers or flushing its buffers.
@@ -569,6 +592,7 @@ fn child(
     ns: Ns,
     root: bool,
     tmp_dir: Option<&std::ffi::CStr>,
+    views: &[View],
     sync_r: libc::c_int,
 ) -> u8 {
     // SAFETY (whole function): raw system calls on integers and buffers we own; the process is a
@@ -579,6 +603,11 @@ fn child(
             return SETUP_FAILED;
         }
 
+        if !views.is_empty()
+            && let Err(e) = mount_views(views)
+        {
+            return status.error("failed", &format!("views: {e}"));
+        }
         // The bounding set goes while we still hold CAP_SETPCAP (a root helper without a user
         // namespace loses every capability in setresuid below).
         drop_bounding_set();
@@ -692,6 +721,193 @@ fn child(
             &format!("cannot execute {}: {e}", policy.program.display()),
         )
     }
+}
+
+/// A directory closed to the script's uid, covered in the run's mount namespace by a tmpfs
+/// holding only the rule paths beneath it, each bound from the real one.
+struct View {
+    at: CString,
+    /// Directories to make on the way, top first.
+    dirs: Vec<CString>,
+    /// Each rule path beneath: the path (also its mount point), whether it is a directory, the
+    /// device and inode it must have (pinned rules), whether a missing one is an error.
+    binds: Vec<(CString, bool, Option<(u64, u64)>, bool)>,
+}
+
+fn c_path(p: &std::path::Path) -> Result<CString, String> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("a NUL byte in {}", p.display()))
+}
+
+/// Lists, for each of the policy's views, the rule paths beneath it and what the child makes
+/// on the way to them. (The child opens them itself: a bind mount's source must be in the
+/// mount namespace that mounts it.)
+fn prepare_views(policy: &HelperPolicy) -> Result<Vec<View>, String> {
+    let mut out = Vec::new();
+    for at in &policy.views {
+        let mut paths: Vec<(&std::path::Path, Option<(u64, u64)>, bool)> = policy
+            .rules
+            .iter()
+            .map(|r| (r.path.as_path(), r.inode, r.required))
+            .collect();
+        if let Some(j) = &policy.workspace {
+            paths.push((&j.work, Some(j.inode), true));
+        }
+        let mut under: Vec<_> = paths
+            .into_iter()
+            .filter(|(p, _, _)| p.starts_with(at) && *p != at.as_path())
+            .collect();
+        under.sort_by(|a, b| a.0.cmp(b.0));
+        let mut kept: Vec<&std::path::Path> = Vec::new();
+        let mut view = View {
+            at: c_path(at)?,
+            dirs: Vec::new(),
+            binds: Vec::new(),
+        };
+        for (p, inode, required) in under {
+            // A path inside one bound already is there with it.
+            if kept.iter().any(|k| p.starts_with(k)) {
+                continue;
+            }
+            let is_dir = match std::fs::metadata(p) {
+                Ok(m) => m.is_dir(),
+                Err(_) if !required => continue,
+                Err(e) => return Err(format!("{}: {e}", p.display())),
+            };
+            for d in p.ancestors().skip(1) {
+                if d == at.as_path() || !d.starts_with(at) {
+                    break;
+                }
+                let c = c_path(d)?;
+                if !view.dirs.contains(&c) {
+                    view.dirs.push(c);
+                }
+            }
+            view.binds.push((c_path(p)?, is_dir, inode, required));
+            kept.push(p);
+        }
+        // Parents before children.
+        view.dirs.sort_by_key(|d| d.as_bytes().len());
+        if !view.binds.is_empty() {
+            out.push(view);
+        }
+    }
+    Ok(out)
+}
+
+/// The child's side of the views: its mount tree made a slave (nothing propagates back);
+/// every rule path opened (pinned ones without following a link, checked against their
+/// inode) before anything is covered; then each view mounted and its paths bound from those
+/// descriptors. Files made in a view are the script's (its uid may be all a user namespace
+/// maps).
+fn mount_views(views: &[View]) -> Result<(), String> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let fail = |what: &str, p: &std::ffi::CStr| {
+        format!(
+            "{what} {}: {}",
+            p.to_string_lossy(),
+            io::Error::last_os_error()
+        )
+    };
+    // SAFETY (whole function): mount, mkdir, open and close on C strings and descriptors we
+    // own; the process is a copy of the single-threaded helper, so allocation is safe too.
+    unsafe {
+        if libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_SLAVE,
+            std::ptr::null(),
+        ) != 0
+        {
+            return Err(fail("making a slave of", c"/"));
+        }
+        let mut sources: Vec<Vec<Option<(OwnedFd, CString)>>> = Vec::new();
+        for v in views {
+            let mut opened = Vec::new();
+            for (path, _, inode, required) in &v.binds {
+                let fd = match inode {
+                    Some(want) => {
+                        let p = std::path::Path::new(std::ffi::OsStr::from_bytes(path.as_bytes()));
+                        let fd =
+                            open_no_symlinks(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                        if identity(&fd).map_err(|e| e.to_string())? != *want {
+                            return Err(format!("{} changed after it was checked", p.display()));
+                        }
+                        fd
+                    }
+                    None => {
+                        let fd = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+                        if fd < 0 {
+                            if !required {
+                                opened.push(None);
+                                continue;
+                            }
+                            return Err(fail("opening", path));
+                        }
+                        OwnedFd::from_raw_fd(fd)
+                    }
+                };
+                let source = CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+                    .map_err(|e| e.to_string())?;
+                opened.push(Some((fd, source)));
+            }
+            sources.push(opened);
+        }
+        libc::setfsgid(SANDBOX_ID);
+        libc::setfsuid(SANDBOX_ID);
+        for (v, opened) in views.iter().zip(&sources) {
+            if libc::mount(
+                c"tmpfs".as_ptr(),
+                v.at.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                c"mode=0755,size=1m,nr_inodes=65536".as_ptr().cast(),
+            ) != 0
+            {
+                return Err(fail("covering", &v.at));
+            }
+            for d in &v.dirs {
+                if libc::mkdir(d.as_ptr(), 0o755) != 0
+                    && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
+                {
+                    return Err(fail("making", d));
+                }
+            }
+            for ((point, is_dir, _, _), source) in v.binds.iter().zip(opened) {
+                let Some((_fd, source)) = source else {
+                    continue;
+                };
+                if *is_dir {
+                    if libc::mkdir(point.as_ptr(), 0o755) != 0
+                        && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
+                    {
+                        return Err(fail("making", point));
+                    }
+                } else {
+                    let fd = libc::open(
+                        point.as_ptr(),
+                        libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                        0o644,
+                    );
+                    if fd < 0 {
+                        return Err(fail("making", point));
+                    }
+                    libc::close(fd);
+                }
+                if libc::mount(
+                    source.as_ptr(),
+                    point.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ) != 0
+                {
+                    return Err(fail("binding", point));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// How many tasks (threads included) `uid` runs, from `/proc`: what `RLIMIT_NPROC` counts.
