@@ -61,6 +61,9 @@ pub async fn run(a: McpArgs) -> u8 {
         err!("warning: {w}");
     }
     let tools = server.tool_names();
+    if !tools.is_empty() {
+        super::script::warn_if_no_cgroup();
+    }
     err!(
         "skillcat mcp: serving {} tool(s) over stdio{}",
         tools.len(),

@@ -417,6 +417,15 @@ fn script_tools(a: &Activation) -> Result<SkillTools, ScriptError> {
     }))
 }
 
+/// Says once per process, on stderr, that runs are not in a cgroup and what is then not
+/// bounded (a host without cgroup v2 delegation or v1 hierarchies it may write).
+pub(super) fn warn_if_no_cgroup() {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    if let Err(w) = skillcat::script::cgroup_status() {
+        SAID.call_once(|| err!("warning: {w}"));
+    }
+}
+
 fn report_runtime(e: &RuntimeError) -> u8 {
     match e {
         RuntimeError::Script(e) => report(e),
@@ -592,6 +601,7 @@ pub async fn run(a: RunArgs) -> u8 {
         );
         return USAGE;
     }
+    warn_if_no_cgroup();
     let code = match run.call(&t.name, &args).await {
         Ok(out) => {
             out!("{}", out.to_model_text());

@@ -523,6 +523,20 @@ mod tests {
     }
 
     #[test]
+    fn a_host_without_cgroups_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("mountinfo"),
+            "22 1 8:1 / / rw - ext4 /dev/vda rw\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("cgroup"), "0::/\n").unwrap();
+        let why = detect(dir.path()).unwrap_err();
+        assert!(why.contains("no cgroup v2 hierarchy is mounted"), "{why}");
+        assert!(why.contains("no cgroup v1 memory and pids"), "{why}");
+    }
+
+    #[test]
     fn the_warning_says_what_is_not_bounded() {
         let w = missing_warning("no cgroup v2 hierarchy is mounted");
         assert!(w.contains("no cgroup v2 hierarchy is mounted"));
