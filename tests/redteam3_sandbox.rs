@@ -7,155 +7,50 @@
 
 #![cfg(target_os = "linux")]
 
-use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
+mod support;
+
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn bin() -> PathBuf {
-    std::env::var_os("SKILLCAT_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_skillcat")))
-}
-
-fn chmod(p: &Path, mode: u32) {
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
-}
+use support::lab::{Lab, Out, bin, chmod};
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
 
-/// A scratch area searchable by the sandbox uid: skills, a private `TMPDIR`, a `HOME` with a
-/// user configuration, and a directory runs may write.
-struct Lab {
-    dir: tempfile::TempDir,
+/// A lab with `out/` (writable by the sandbox uid) whose user configuration holds `sandbox`
+/// (the body of a `[sandbox]` table).
+fn lab_with(sandbox: &str) -> Lab {
+    let lab = Lab::new();
+    std::fs::create_dir(lab.path("out")).unwrap();
+    chmod(&lab.path("out"), 0o777);
+    let config = lab.path("home/.config/skillcat");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("skillcat.toml"),
+        format!("[sandbox]\n{sandbox}\n"),
+    )
+    .unwrap();
+    lab
 }
 
-impl Lab {
-    /// A lab whose user configuration holds `sandbox` (the body of a `[sandbox]` table).
-    fn new(sandbox: &str) -> Lab {
-        let dir = tempfile::Builder::new()
-            .prefix("skillcat-rt3-")
-            .tempdir()
-            .unwrap();
-        chmod(dir.path(), 0o711);
-        for d in ["skills", "tmp", "home", "out"] {
-            std::fs::create_dir(dir.path().join(d)).unwrap();
-            chmod(&dir.path().join(d), 0o755);
-        }
-        // The sandbox uid writes here on a root host.
-        chmod(&dir.path().join("out"), 0o777);
-        let lab = Lab { dir };
-        let config = lab.path("home/.config/skillcat");
-        std::fs::create_dir_all(&config).unwrap();
-        std::fs::write(
-            config.join("skillcat.toml"),
-            format!("[sandbox]\n{sandbox}\n"),
-        )
-        .unwrap();
-        lab
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    /// A skill `name` with frontmatter lines `front` and one script `scripts/attack.EXT`.
-    fn skill(&self, name: &str, front: &str, ext: &str, script: &str) -> PathBuf {
-        let root = self.path("skills").join(name);
-        std::fs::create_dir_all(root.join("scripts")).unwrap();
-        chmod(&root, 0o755);
-        chmod(&root.join("scripts"), 0o755);
-        std::fs::write(
-            root.join("SKILL.md"),
-            format!("---\nname: {name}\ndescription: Red team case.\n{front}---\nBody\n"),
-        )
-        .unwrap();
-        let p = root.join(format!("scripts/attack.{ext}"));
-        std::fs::write(&p, script).unwrap();
-        chmod(&p, 0o755);
-        root
-    }
-
-    fn command(&self, cwd: &Path, args: &[&str]) -> Command {
-        let mut cmd = Command::new(bin());
-        cmd.args(args)
-            .current_dir(cwd)
-            .env_remove("SKILLCAT_CONFIG")
-            .env("TMPDIR", self.path("tmp"))
-            .env("HOME", self.path("home"))
-            .env("RUST_BACKTRACE", "0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd
-    }
-
-    fn run_cmd(&self, cwd: &Path, skill: &str, args: &str) -> Command {
-        let src = self.path("skills").join(skill);
-        self.command(
-            cwd,
-            &[
-                "run",
-                src.to_str().unwrap(),
-                skill,
-                "attack",
-                "--args",
-                args,
-            ],
-        )
-    }
-}
-
-/// One finished process.
-struct Out {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn wait(mut child: Child, deadline: Duration) -> Out {
-        let mut so = child.stdout.take().unwrap();
-        let mut se = child.stderr.take().unwrap();
-        let t1 = std::thread::spawn(move || {
-            let mut b = Vec::new();
-            let _ = so.read_to_end(&mut b);
-            b
-        });
-        let t2 = std::thread::spawn(move || {
-            let mut b = Vec::new();
-            let _ = se.read_to_end(&mut b);
-            b
-        });
-        let start = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            if start.elapsed() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("skillcat did not finish within {deadline:?}");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        Out {
-            code: status.code(),
-            stdout: String::from_utf8_lossy(&t1.join().unwrap()).into_owned(),
-            stderr: String::from_utf8_lossy(&t2.join().unwrap()).into_owned(),
-        }
-    }
-
-    fn all(&self) -> String {
-        format!(
-            "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
+/// `skillcat run <skills>/<skill> <skill> attack --args ARGS` in `cwd`.
+fn run_cmd(lab: &Lab, cwd: &Path, skill: &str, args: &str) -> Command {
+    let src = lab.path("skills").join(skill);
+    lab.command(
+        cwd,
+        &[
+            "run",
+            src.to_str().unwrap(),
+            skill,
+            "attack",
+            "--args",
+            args,
+        ],
+    )
 }
 
 /// The pids of every process whose command line contains `needle`.
@@ -232,13 +127,16 @@ fn a_run_ends_when_skillcat_run_is_killed() {
         (libc::SIGKILL, "kill-ticker"),
         (libc::SIGTERM, "term-ticker"),
     ] {
-        let out = lab_out();
-        let lab = &out;
+        let lab = &lab_out();
         let ticks = ticker(lab, name);
-        let child = lab
-            .run_cmd(&lab.path("out"), name, lab.path("out").to_str().unwrap())
-            .spawn()
-            .unwrap();
+        let child = run_cmd(
+            lab,
+            &lab.path("out"),
+            name,
+            lab.path("out").to_str().unwrap(),
+        )
+        .spawn()
+        .unwrap();
         wait_for("the first tick", Duration::from_secs(30), || {
             std::fs::metadata(&ticks).is_ok_and(|m| m.len() > 20)
         });
@@ -251,7 +149,7 @@ fn a_run_ends_when_skillcat_run_is_killed() {
 }
 
 fn lab_out() -> Lab {
-    let lab = Lab::new("");
+    let lab = lab_with("");
     let out = lab.path("out").display().to_string();
     let config = lab.path("home/.config/skillcat/skillcat.toml");
     std::fs::write(
@@ -324,7 +222,7 @@ fn socket_buffers_cannot_take_host_memory_past_the_runs_limit() {
         eprintln!("skipped: no /usr/bin/python3");
         return;
     }
-    let lab = Lab::new("memory = 67108864\nprocesses = 4\ntimeout = 60\n");
+    let lab = lab_with("memory = 67108864\nprocesses = 4\ntimeout = 60\n");
     // Three processes each queue as much as their socket pairs take (about 1 GiB each without a
     // kernel-counted limit), then hold it.
     lab.skill(
@@ -362,8 +260,7 @@ fill()
 "#,
     );
     let before = mem_available();
-    let child = lab
-        .run_cmd(&lab.path("out"), "sockets", "")
+    let child = run_cmd(&lab, &lab.path("out"), "sockets", "")
         .spawn()
         .unwrap();
     let pid = child.id();
@@ -422,7 +319,7 @@ fn metadata_of_a_read_only_grant_cannot_change_on_a_non_root_host() {
         return;
     }
     // The "host user" is 65534 here: skillcat itself runs as nobody.
-    let lab = Lab::new("");
+    let lab = lab_with("");
     let data = lab.path("data");
     std::fs::create_dir(&data).unwrap();
     let file = data.join("report.txt");
@@ -531,7 +428,7 @@ fn xattr_absent(p: &Path, name: &str) -> bool {
 
 #[test]
 fn a_grant_holding_the_home_directory_never_reaches_its_secrets() {
-    let lab = Lab::new("");
+    let lab = lab_with("");
     // users/me is the home directory; the run starts in users/, its parent, which a skill
     // declaring `fs_read: "."` then reads (the workspaces live in the lab's tmp/, apart).
     let users = lab.path("users");
@@ -571,7 +468,7 @@ fn a_grant_holding_the_home_directory_never_reaches_its_secrets() {
         .map(|(p, _)| p.display().to_string())
         .collect::<Vec<_>>()
         .join(" ");
-    let mut cmd = lab.run_cmd(&users, "reader", &args);
+    let mut cmd = run_cmd(&lab, &users, "reader", &args);
     cmd.env("HOME", &home);
     let out = Out::wait(cmd.spawn().unwrap(), Duration::from_secs(60));
     for (secret, _) in &files[..3] {
@@ -600,7 +497,7 @@ fn a_grant_under_a_closed_directory_works_on_a_root_host() {
         eprintln!("skipped: a root host's case");
         return;
     }
-    let lab = Lab::new("");
+    let lab = lab_with("");
     // closed/ is like /root on Debian: 0700, owned by root.
     let closed = lab.path("closed");
     std::fs::create_dir_all(closed.join("project/data")).unwrap();
@@ -647,7 +544,7 @@ fn a_grant_under_a_closed_directory_works_on_a_root_host() {
         closed.display()
     );
     let o = Out::wait(
-        lab.run_cmd(&lab.path("out"), "closed-reader", &args)
+        run_cmd(&lab, &lab.path("out"), "closed-reader", &args)
             .spawn()
             .unwrap(),
         Duration::from_secs(60),

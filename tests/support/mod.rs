@@ -6,6 +6,7 @@ pub mod bin;
 pub mod central;
 pub mod conformance;
 pub mod guest;
+pub mod lab;
 pub mod project;
 pub mod registry;
 pub mod serve;
