@@ -845,6 +845,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn closed_ancestors_are_the_topmost_directories_65534_cannot_search() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        mode(dir.path(), 0o755);
+        let closed = dir.path().join("closed");
+        let inner = closed.join("a/inner");
+        let deep = inner.join("b/c");
+        std::fs::create_dir_all(&deep).unwrap();
+        let open = dir.path().join("open/x");
+        std::fs::create_dir_all(&open).unwrap();
+        mode(&closed, 0o700);
+        mode(&inner, 0o700);
+        let p1 = deep.as_path();
+        let p2 = open.as_path();
+        // Only the topmost closed directory above a path counts (never the path itself).
+        assert_eq!(closed_ancestors(&[p1, p2]), vec![closed.clone()]);
+        assert_eq!(closed_ancestors(&[p2]), Vec::<PathBuf>::new());
+        assert_eq!(closed_ancestors(&[closed.as_path()]), Vec::<PathBuf>::new());
+        // A missing or relative path names nothing.
+        assert!(closed_ancestors(&[Path::new("relative/x"), &closed.join("nope")]).is_empty());
+    }
+
+    #[test]
     fn model_text_of_results() {
         let out = |exit_code, confinement| ScriptOutput {
             tool: "t".into(),
