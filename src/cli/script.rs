@@ -441,11 +441,22 @@ pub async fn tools(a: ToolsArgs) -> u8 {
         Ok(activated) => activated.run,
         Err(code) => return code,
     };
-    let found = match script_tools(&run.activations()[0]) {
+    let mut found = match script_tools(&run.activations()[0]) {
         Ok(t) => t,
         Err(e) => return report(&e),
     };
+    // Only what the run offers: a contested name (two tools that are one name but for case or
+    // `-`/`_`) is offered by neither, and the notes say so.
+    let offered: Vec<String> = run.tools().map(|t| t.name.clone()).collect();
+    found.tools.retain(|t| offered.contains(&t.name));
     let activation = &run.activations()[0];
+    for n in activation
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("tool ") && n.contains("contested"))
+    {
+        err!("{n}");
+    }
     let guests: Vec<&ToolSpec> = run.tools().filter(|t| t.kind == ToolKind::Guest).collect();
     let guest_notes = activation
         .notes
