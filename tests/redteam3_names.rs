@@ -65,7 +65,9 @@ impl Tree {
 
     /// A skill with frontmatter lines `extra` and files (path, text, executable).
     fn skill(&self, name: &str, extra: &str, files: &[(&str, &str, bool)]) {
-        let doc = format!("---\nname: {name}\ndescription: Skill {name} of a test.\n{extra}---\nBody of {name}.\n");
+        let doc = format!(
+            "---\nname: {name}\ndescription: Skill {name} of a test.\n{extra}---\nBody of {name}.\n"
+        );
         write_skill(&self.skills().join(name), &doc, files);
     }
 
@@ -198,7 +200,10 @@ async fn mcp_a_guest_tool_cannot_take_another_skills_script_tool_name() {
         );
         let (is_error, text) = server.call("run_victim_deploy").await.unwrap();
         assert!(!is_error, "{text}");
-        assert!(text.contains("victim:deploy.sh"), "the victim's script ran: {text}");
+        assert!(
+            text.contains("victim:deploy.sh"),
+            "the victim's script ran: {text}"
+        );
         assert!(!text.contains("impostor"), "{text}");
         let err = server.stop().await;
         for n in [
@@ -224,9 +229,15 @@ fn tools_and_run_say_why_an_impostor_guest_tool_is_refused() {
     let listed = Skillcat::new(&["tools", &tree.source(), "aaa-evil"])
         .env("SKILLCAT_CONFIG", tree.config())
         .run();
-    listed.code(0).says(&["guest tool 'run_victim_deploy'", "belongs to script tools"]);
+    listed
+        .code(0)
+        .says(&["guest tool 'run_victim_deploy'", "belongs to script tools"]);
     assert!(listed.out().contains("helper"), "{}", listed.out());
-    assert!(!listed.out().contains("run_victim_deploy"), "{}", listed.out());
+    assert!(
+        !listed.out().contains("run_victim_deploy"),
+        "{}",
+        listed.out()
+    );
     let ran = Skillcat::new(&["run", &tree.source(), "aaa-evil", "run_victim_deploy"])
         .env("SKILLCAT_CONFIG", tree.config())
         .run();
@@ -248,6 +259,16 @@ async fn mcp_skills_whose_tools_fold_together_are_both_reported_and_neither_offe
         tree.scripts("x", &["y-z-w.sh"]);
         tree.scripts("x-y", &["z_W.sh"]);
         tree.scripts("x-y-z", &["w.sh", "v.sh"]);
+        // Two skills' guest tools, one name but for case and '-'/'_'.
+        for (skill, tool) in [("g-one", "look_up"), ("g-two", "Look-Up")] {
+            tree.skill(
+                skill,
+                &format!(
+                    "metadata:\n  skillcat.guest_tools: \"{tool}\"\n  skillcat.guest.{tool}.source: t.js\n  skillcat.guest.{tool}.description: \"Looks up\"\n"
+                ),
+                &[("t.js", "async () => 1\n", false)],
+            );
+        }
         let server = serve(&tree).await;
         let names = server.tool_names().await;
         assert_eq!(
@@ -255,7 +276,13 @@ async fn mcp_skills_whose_tools_fold_together_are_both_reported_and_neither_offe
             ["run_foo_bar_other", "run_x_y_z_v"],
             "no contested name is offered; the rest of each skill is"
         );
-        for contested in ["run_foo_bar_baz", "run_x_y_z_w", "run_x_y_z_W"] {
+        for contested in [
+            "run_foo_bar_baz",
+            "run_x_y_z_w",
+            "run_x_y_z_W",
+            "look_up",
+            "Look-Up",
+        ] {
             match server.call(contested).await {
                 Err((code, _)) => assert_eq!(code, -32602, "{contested}"),
                 Ok((is_error, text)) => {
@@ -283,6 +310,14 @@ async fn mcp_skills_whose_tools_fold_together_are_both_reported_and_neither_offe
         for s in ["skill `x`", "skill `x-y`", "skill `x-y-z`", "run_x_y_z_W"] {
             assert!(line.contains(s), "{s} in: {line}");
         }
+        let line = err
+            .lines()
+            .find(|l| l.contains("`look_up`"))
+            .unwrap_or_else(|| panic!("look_up reported:\n{err}"));
+        assert!(
+            line.contains("skill `g-one` (look_up)") && line.contains("skill `g-two` (Look-Up)"),
+            "{line}"
+        );
     })
     .await;
 }
@@ -359,7 +394,10 @@ async fn runtime_contested_names_do_not_depend_on_the_order_of_activation() {
     );
     let second = s.begin_with(&["foo-bar"]).await.unwrap();
     assert_eq!(first.tools().count(), 0, "withdrawn from the earlier run");
-    let e = first.call("run_foo_bar_baz", &Json::Null).await.unwrap_err();
+    let e = first
+        .call("run_foo_bar_baz", &Json::Null)
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "E_SKILL_TOOL_COLLISION");
     assert_eq!(
         second.tools().map(|t| t.name.as_str()).collect::<Vec<_>>(),
@@ -370,10 +408,12 @@ async fn runtime_contested_names_do_not_depend_on_the_order_of_activation() {
     // Remembered: a later run of either skill alone does not get the name back.
     let again = s.begin_with(&["foo"]).await.unwrap();
     assert_eq!(again.tools().count(), 0);
-    assert!(again.activations()[0]
-        .notes
-        .iter()
-        .any(|n| n.contains("run_foo_bar_baz") && n.contains("contested")));
+    assert!(
+        again.activations()[0]
+            .notes
+            .iter()
+            .any(|n| n.contains("run_foo_bar_baz") && n.contains("contested"))
+    );
 }
 
 struct Named(&'static str);
@@ -416,7 +456,10 @@ async fn runtime_module_tools_cannot_use_the_script_prefix_and_fold_collisions_a
     tree.skill("two", "", &[]);
     let mut modules = ModuleRegistry::new();
     modules
-        .register("one", [Arc::new(Named("lookup_order")) as Arc<dyn ModuleTool>])
+        .register(
+            "one",
+            [Arc::new(Named("lookup_order")) as Arc<dyn ModuleTool>],
+        )
         .unwrap();
     modules
         .register(
@@ -447,11 +490,20 @@ fn a_guest_lone_surrogate_gets_a_clear_outcome() {
     let tree = Tree::new();
     let tools = [
         ("returns", r#"async () => "a\uD800b""#),
-        ("returns_low", r#"async () => ({ text: "x\uDC00", list: ["\uDBFF"] })"#),
+        (
+            "returns_low",
+            r#"async () => ({ text: "x\uDC00", list: ["\uDBFF"] })"#,
+        ),
         ("key", r#"async () => ({ ["k\uD800"]: 1 })"#),
         ("throws", r#"async () => { throw "bad\uD800"; }"#),
-        ("throws_error", r#"async () => { throw new Error("bad\uD800 news"); }"#),
-        ("logs", r#"async () => { console.log("log\uD800"); return 1; }"#),
+        (
+            "throws_error",
+            r#"async () => { throw new Error("bad\uD800 news"); }"#,
+        ),
+        (
+            "logs",
+            r#"async () => { console.log("log\uD800"); return 1; }"#,
+        ),
         ("pair", r#"async () => "\uD83D\uDE00""#),
     ];
     let mut meta = format!(
@@ -495,10 +547,7 @@ fn a_guest_lone_surrogate_gets_a_clear_outcome() {
     assert!(!thrown.contains("uninitialized"), "{out}");
     assert!(thrown.contains("bad\u{FFFD}"), "{out}");
     let out = call("throws_error");
-    assert!(
-        out.to_string().contains("Error: bad\u{FFFD} news"),
-        "{out}"
-    );
+    assert!(out.to_string().contains("Error: bad\u{FFFD} news"), "{out}");
     let out = call("logs");
     assert_eq!(out["result"], json!(1), "{out}");
     assert_eq!(out["logs"], json!(["log\u{FFFD}"]), "{out}");
@@ -528,7 +577,8 @@ async fn mcp_answers_parse_errors_and_serves_on() {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "raw", "version": "0"}}});
         send(&mut stdin, init.to_string()).await;
-        let answer: Json = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        let answer: Json =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
         assert_eq!(answer["id"], 1);
         send(
             &mut stdin,
@@ -559,7 +609,10 @@ async fn mcp_answers_parse_errors_and_serves_on() {
                 .unwrap_or_else(|e| panic!("case {i}: not JSON on stdout ({e}): {line}"));
             assert_eq!(msg["jsonrpc"], "2.0", "case {i}: {line}");
             assert_eq!(msg["id"], Json::Null, "case {i}: {line}");
-            assert!(msg.get("id").is_some(), "case {i}: id is present, null: {line}");
+            assert!(
+                msg.get("id").is_some(),
+                "case {i}: id is present, null: {line}"
+            );
             assert_eq!(msg["error"]["code"], -32700, "case {i}: {line}");
             // The server keeps serving.
             let list = json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/list"});

@@ -145,7 +145,10 @@ fn run_on_a_terminal_shows_a_scripts_control_characters_escaped() {
     let (code, text) = w.on_pty("noise");
     assert_eq!(code, 0, "{text}");
     assert_inert(&text);
-    assert!(text.contains(SHOWN), "shown escaped, newline and tab kept:\n{text}");
+    assert!(
+        text.contains(SHOWN),
+        "shown escaped, newline and tab kept:\n{text}"
+    );
 
     // On stderr too, with the failure's own lines.
     let (code, text) = w.on_pty("noise_err");
@@ -162,7 +165,11 @@ fn run_piped_keeps_a_scripts_output_byte_exact() {
         .env("SKILLCAT_CONFIG", w.config())
         .run();
     o.code(0);
-    assert!(o.out().contains(RAW), "byte-exact when piped: {:?}", o.out());
+    assert!(
+        o.out().contains(RAW),
+        "byte-exact when piped: {:?}",
+        o.out()
+    );
 }
 
 #[test]

@@ -409,7 +409,10 @@ mod tests {
                 "own argument",
             ),
             (&[(TOOLS_KEY, "a.b")], "tool name"),
-            (&[(TOOLS_KEY, "Run-victim-deploy")], "belongs to script tools"),
+            (
+                &[(TOOLS_KEY, "Run-victim-deploy")],
+                "belongs to script tools",
+            ),
             (&[("skillcat.guest.t.source", "x.js")], "is missing"),
         ];
         for (pairs, want) in cases {

@@ -160,7 +160,9 @@ impl Run {
         let (target, owner) = match self.session.inner.loaded.lookup(tool) {
             Lookup::Found(target, owner) => (target, owner),
             Lookup::Contested(claims)
-                if claims.iter().any(|c| self.position(&name_key(&c.skill)).is_some()) =>
+                if claims
+                    .iter()
+                    .any(|c| self.position(&name_key(&c.skill)).is_some()) =>
             {
                 return Err(ToolError::Contested {
                     tool: tool.to_string(),

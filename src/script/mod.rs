@@ -38,8 +38,8 @@ pub use run::{
     Confinement, LoadedSkill, Runner, RunnerConfig, ScriptLimits, ScriptOutput, start_dir,
 };
 pub use tools::{
-    Declared, Interpreter, Interpreters, SYSTEM_PATH, ScriptTool, SkillTools, Skipped,
-    SCRIPT_TOOL_PREFIX, ToolRegistry, Claimed, Contested, ToolClaim, discover, in_script_namespace,
+    Claimed, Contested, Declared, Interpreter, Interpreters, SCRIPT_TOOL_PREFIX, SYSTEM_PATH,
+    ScriptTool, SkillTools, Skipped, ToolClaim, ToolRegistry, discover, in_script_namespace,
     parse_declared, tool_name_key,
 };
 pub use workspace::{Quota, Workspace, WorkspaceBase};

@@ -572,7 +572,13 @@ async fn read_text(source: &dyn Source, skill: &Skill, rel: &str) -> Result<Stri
 /// ```
 pub fn tool_name_key(name: &str) -> String {
     name.chars()
-        .map(|c| if c == '-' { '_' } else { c.to_ascii_lowercase() })
+        .map(|c| {
+            if c == '-' {
+                '_'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
         .collect()
 }
 
@@ -669,7 +675,9 @@ impl ToolRegistry {
     /// Whether a name (as [`tool_name_key`] reads it) is reserved, claimed or contested.
     pub fn contains(&self, name: &str) -> bool {
         let key = tool_name_key(name);
-        self.reserved.contains(&key) || self.live.contains_key(&key) || self.contested.contains_key(&key)
+        self.reserved.contains(&key)
+            || self.live.contains_key(&key)
+            || self.contested.contains_key(&key)
     }
 
     /// Registers a skill's script tools: refused, with nothing registered, when one of them is
@@ -896,7 +904,11 @@ mod tests {
         // Two spellings of one skill contest each other too.
         let mut r = ToolRegistry::new();
         assert_eq!(r.claim("a", "a", "Deploy"), Claimed::Owned);
-        assert_eq!(r.claim("a", "a", "Deploy"), Claimed::Owned, "a repeat is no rival");
+        assert_eq!(
+            r.claim("a", "a", "Deploy"),
+            Claimed::Owned,
+            "a repeat is no rival"
+        );
         assert!(matches!(r.claim("a", "a", "deploy"), Claimed::Contested(c) if c.len() == 2));
         assert!(r.names().is_empty());
         // Released, still remembered.
