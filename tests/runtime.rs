@@ -929,47 +929,52 @@ async fn module_tool_names_are_checked_before_registration() {
 }
 
 #[tokio::test]
-async fn module_tools_colliding_with_tools_of_the_tool_set_are_refused_at_activation() {
+async fn module_tools_cannot_take_script_tool_names_and_folded_names_are_offered_by_no_one() {
     let env = Env::new();
     env.standard();
-    // pdf-forms offers a module tool named like one of csv-cleaner's script tools.
+    // A module tool named like one of csv-cleaner's script tools (or its own) is refused when
+    // it is registered: `run_` names belong to script tools.
+    for (skill, name) in [
+        ("pdf-forms", "run_csv_cleaner_profile"),
+        ("csv-cleaner", "run_csv_cleaner_fail"),
+    ] {
+        let mut modules = ModuleRegistry::new();
+        let e = modules
+            .register(skill, [TestTool::text(name, "")])
+            .unwrap_err();
+        assert_eq!(e.code(), "E_SKILL_TOOL_INVALID_NAME", "{e}");
+        assert!(e.to_string().contains("belongs to script tools"), "{e}");
+    }
+
+    // Two skills' module tools whose names fold together: neither is offered, whichever run
+    // came first, and a later run does not get the name back.
     let mut modules = ModuleRegistry::new();
     modules
-        .register("pdf-forms", [TestTool::text("run_csv_cleaner_profile", "")])
+        .register("pdf-forms", [TestTool::text("fill_form", "")])
+        .unwrap();
+    modules
+        .register("order-lookup", [TestTool::text("Fill-Form", "")])
         .unwrap();
     let session = env.session(&[("trusted", true)], modules);
-
-    let e = session
-        .begin_with(&["csv-cleaner", "pdf-forms"])
-        .await
-        .unwrap_err();
+    let pdf = session.begin_with(&["pdf-forms"]).await.unwrap();
+    assert_eq!(session.tool_names(), ["fill_form"]);
+    let orders = session.begin_with(&["order-lookup"]).await.unwrap();
+    assert!(session.tool_names().is_empty(), "withdrawn from both");
+    assert_eq!(pdf.tools().count(), 0);
+    let e = pdf.call("fill_form", &json!({})).await.unwrap_err();
     assert_eq!(e.code(), "E_SKILL_TOOL_COLLISION");
     assert!(
-        e.to_string()
-            .contains("collides with a script tool of skill 'csv-cleaner'"),
-        "{e}"
+        orders.activations()[0]
+            .notes
+            .iter()
+            .any(|n| n.contains("Fill-Form") && n.contains("contested")),
+        "{:?}",
+        orders.activations()[0].notes
     );
-    assert!(session.tool_names().is_empty(), "the failed run let go");
-    assert!(session.loaded_skills().is_empty());
-
-    // Across runs too: the tool set is the session's.
+    drop((pdf, orders));
     let pdf = session.begin_with(&["pdf-forms"]).await.unwrap();
-    let e = session.begin_with(&["csv-cleaner"]).await.unwrap_err();
-    assert_eq!(e.code(), "E_SKILL_TOOL_COLLISION");
-    assert_eq!(session.tool_names(), ["run_csv_cleaner_profile"]);
-    drop(pdf);
-    let csv = session.begin_with(&["csv-cleaner"]).await.unwrap();
-    assert_eq!(csv.tools().count(), 2);
-
-    // A skill's module tool named like its own script tool.
-    let mut modules = ModuleRegistry::new();
-    modules
-        .register("csv-cleaner", [TestTool::text("run_csv_cleaner_fail", "")])
-        .unwrap();
-    let session = env.session(&[("trusted", true)], modules);
-    let e = session.begin_with(&["csv-cleaner"]).await.unwrap_err();
-    assert_eq!(e.code(), "E_SKILL_TOOL_COLLISION");
-    assert!(session.tool_names().is_empty());
+    assert_eq!(pdf.tools().count(), 0, "still contested");
+    assert_eq!(session.contested_tools()[0].name, "fill_form");
 }
 
 #[tokio::test]

@@ -58,7 +58,7 @@ pub async fn run(a: McpArgs) -> u8 {
     };
     let server = McpServer::new(&session, config.prompt_options(PromptFormat::Xml)).await;
     for w in server.warnings() {
-        err!("warning: {w}");
+        err!("warning: {}", super::script::on_stderr(w));
     }
     let tools = server.tool_names();
     if !tools.is_empty() {

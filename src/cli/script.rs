@@ -1,6 +1,7 @@
 //! `tools` and `run`: a skill's script tools, and one confined run.
 
-use std::io::Write;
+use std::borrow::Cow;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -335,7 +336,8 @@ fn print_hints(e: &ScriptError, a: &Activation, config: &Config, env: &Environme
         workspaces: &workspaces,
     };
     for d in denial::denials(&output.text, &place) {
-        err!("{}", hint(&d, &place, config, env));
+        // Always escaped: a path in a hint comes from the script's output.
+        err!("{}", escape_controls(&hint(&d, &place, config, env)));
     }
 }
 
@@ -430,7 +432,7 @@ fn report_runtime(e: &RuntimeError) -> u8 {
     match e {
         RuntimeError::Script(e) => report(e),
         other => {
-            err!("{}: {other}", other.code());
+            err!("{}: {}", other.code(), on_stderr(&other.to_string()));
             FAULTS
         }
     }
@@ -438,9 +440,9 @@ fn report_runtime(e: &RuntimeError) -> u8 {
 
 fn report(e: &ScriptError) -> u8 {
     if let Some(_output) = e.output() {
-        out!("{}", e.to_model_text());
+        out!("{}", on_stdout(&e.to_model_text()));
     }
-    err!("{}: {e}", e.code());
+    err!("{}: {}", e.code(), on_stderr(&e.to_string()));
     FAULTS
 }
 
@@ -450,11 +452,22 @@ pub async fn tools(a: ToolsArgs) -> u8 {
         Ok(activated) => activated.run,
         Err(code) => return code,
     };
-    let found = match script_tools(&run.activations()[0]) {
+    let mut found = match script_tools(&run.activations()[0]) {
         Ok(t) => t,
         Err(e) => return report(&e),
     };
+    // Only what the run offers: a contested name (two tools that are one name but for case or
+    // `-`/`_`) is offered by neither, and the notes say so.
+    let offered: Vec<String> = run.tools().map(|t| t.name.clone()).collect();
+    found.tools.retain(|t| offered.contains(&t.name));
     let activation = &run.activations()[0];
+    for n in activation
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("tool ") && n.contains("contested"))
+    {
+        err!("{n}");
+    }
     let guests: Vec<&ToolSpec> = run.tools().filter(|t| t.kind == ToolKind::Guest).collect();
     let guest_notes = activation
         .notes
@@ -487,14 +500,14 @@ pub async fn tools(a: ToolsArgs) -> u8 {
                 out!(
                     "{}  {} (guest tool, JavaScript, confined)",
                     t.name,
-                    t.description
+                    on_stdout(&t.description)
                 );
             }
             for n in guest_notes {
                 err!("{n}");
             }
             for t in &found.tools {
-                out!("{}  {}", t.name, t.description);
+                out!("{}  {}", t.name, on_stdout(&t.description));
                 let params = match &t.params {
                     Params::Implicit => "args?: string (split like a shell)".to_string(),
                     Params::Declared(list) if list.is_empty() => "(none)".to_string(),
@@ -523,7 +536,12 @@ pub async fn tools(a: ToolsArgs) -> u8 {
                 );
             }
             for s in &found.skipped {
-                err!("skipped {}: {} ({})", s.path, s.error, s.error.code());
+                err!(
+                    "skipped {}: {} ({})",
+                    on_stderr(&s.path),
+                    on_stderr(&s.error.to_string()),
+                    s.error.code()
+                );
             }
         }
     }
@@ -560,7 +578,7 @@ pub async fn run(a: RunArgs) -> u8 {
     if let Some(name) = guest {
         let code = match run.call(&name, &args).await {
             Ok(out) => {
-                out!("{}", out.to_model_text());
+                out!("{}", on_stdout(&out.to_model_text()));
                 OK
             }
             Err(e) => report_runtime(&e),
@@ -577,7 +595,7 @@ pub async fn run(a: RunArgs) -> u8 {
         .iter()
         .find(|n| n.starts_with("guest tool") && n.contains(&withheld))
     {
-        err!("Error: {note}");
+        err!("Error: {}", on_stderr(note));
         return FAULTS;
     }
     let tools = match script_tools(&run.activations()[0]) {
@@ -604,7 +622,7 @@ pub async fn run(a: RunArgs) -> u8 {
     warn_if_no_cgroup();
     let code = match run.call(&t.name, &args).await {
         Ok(out) => {
-            out!("{}", out.to_model_text());
+            out!("{}", on_stdout(&out.to_model_text()));
             OK
         }
         Err(e) => {
@@ -619,4 +637,64 @@ pub async fn run(a: RunArgs) -> u8 {
         err!("warning: {e}");
     }
     code
+}
+
+/// `text` as stdout should show it: escaped ([`escape_controls`]) when stdout is a terminal,
+/// byte for byte otherwise (a pipe or a file gets exactly what the script wrote).
+fn on_stdout(text: &str) -> Cow<'_, str> {
+    if std::io::stdout().is_terminal() {
+        escape_controls(text)
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// [`on_stdout`] for stderr.
+pub(super) fn on_stderr(text: &str) -> Cow<'_, str> {
+    if std::io::stderr().is_terminal() {
+        escape_controls(text)
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// Text with nothing a terminal would act on: every control character but newline and tab (C0,
+/// DEL, C1 U+0080–U+009F) written `\x1b` or `\u{9b}`, and every bidirectional control
+/// (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069) written `\u{202e}`. An OSC title
+/// or clipboard sequence in a script's output, or in a path it names, is shown, never obeyed.
+fn escape_controls(text: &str) -> Cow<'_, str> {
+    let inert = |c: char| c == '\n' || c == '\t' || !(c.is_control() || is_bidi_control(c));
+    if text.chars().all(inert) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            c if inert(c) => out.push(c),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape_controls;
+
+    #[test]
+    fn controls_are_shown_not_obeyed() {
+        assert_eq!(escape_controls("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(
+            escape_controls("a\x1b]0;T\x07b\r\x7f\u{9b}c\u{202e}d\u{2066}é"),
+            "a\\x1b]0;T\\x07b\\x0d\\x7f\\u{9b}c\\u{202e}d\\u{2066}é"
+        );
+    }
 }

@@ -22,6 +22,7 @@ use serde_json::{Map as JsonMap, Value as Json, json};
 use super::error::GuestError;
 use crate::document::{Map, Value};
 use crate::script::argv::{check_skill_path, is_tool_name};
+use crate::script::in_script_namespace;
 
 /// The metadata key listing a skill's guest tools.
 pub const TOOLS_KEY: &str = "skillcat.guest_tools";
@@ -129,6 +130,13 @@ fn declaration<'a>(
     };
     if !is_tool_name(name) || name.len() > 64 {
         return Err(bad("a tool name must match ^[a-zA-Z0-9_-]{1,64}$".into()));
+    }
+    if in_script_namespace(name) {
+        return Err(bad(
+            "the name starts with 'run_' (case and '-'/'_' aside), which belongs to script tools \
+             (run_<skill>_<script>); a guest tool cannot take it"
+                .into(),
+        ));
     }
     let source =
         field("source").ok_or_else(|| bad(format!("{TOOL_PREFIX}{name}.source is missing")))?;
@@ -401,6 +409,10 @@ mod tests {
                 "own argument",
             ),
             (&[(TOOLS_KEY, "a.b")], "tool name"),
+            (
+                &[(TOOLS_KEY, "Run-victim-deploy")],
+                "belongs to script tools",
+            ),
             (&[("skillcat.guest.t.source", "x.js")], "is missing"),
         ];
         for (pairs, want) in cases {

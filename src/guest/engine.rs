@@ -435,12 +435,15 @@ fn settled<'js>(
 /// value (its JSON), or something that cannot be shown.
 fn thrown_msg<'js>(ctx: &Ctx<'js>, v: Value<'js>, l: EngineLimits) -> ChildMsg {
     if let Some(e) = v.as_exception() {
-        let name: String = e
-            .get::<_, Option<String>>("name")
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| "Error".into());
-        let message = e.message().unwrap_or_default();
+        let text_of = |key: &str| -> Option<String> {
+            let v: Value = e.get(key).ok()?;
+            js_text(v.as_string()?).ok()
+        };
+        let name = text_of("name").unwrap_or_else(|| "Error".into());
+        // A message that is not a string is shown as the engine coerces it.
+        let message = text_of("message")
+            .or_else(|| e.message())
+            .unwrap_or_default();
         if name == "InternalError" && message == "out of memory" {
             return ChildMsg::Quota {
                 quota: Quota::Memory(l.memory),
@@ -473,7 +476,7 @@ fn thrown_msg<'js>(ctx: &Ctx<'js>, v: Value<'js>, l: EngineLimits) -> ChildMsg {
 /// A value as one log line shows it: text as it is, anything else as JSON.
 fn show<'js>(ctx: &Ctx<'js>, v: Value<'js>, max: usize) -> String {
     if let Some(s) = v.as_string() {
-        return s.to_string().unwrap_or_default();
+        return js_text(s).unwrap_or_default();
     }
     let mut budget = Budget::new(32, 10_000, max + 1, Quota::Result);
     match to_json(&v, 0, &mut budget) {
@@ -482,6 +485,47 @@ fn show<'js>(ctx: &Ctx<'js>, v: Value<'js>, max: usize) -> String {
         Err(_) => {
             let _ = ctx.catch();
             format!("[{}]", v.type_name())
+        }
+    }
+}
+
+/// A JavaScript string as Rust text. JavaScript strings are UTF-16 and may hold a lone
+/// surrogate, which no Rust string can: QuickJS hands one over as its three-byte (WTF-8) form,
+/// and each is shown as U+FFFD, the replacement character (as `String.prototype.toWellFormed`
+/// gives it). A proper pair is one character, kept.
+fn js_text(s: &rquickjs::String<'_>) -> rquickjs::Result<String> {
+    match s.to_string() {
+        Err(rquickjs::Error::Utf8(_)) => {
+            let c = s.clone().to_cstring()?;
+            // SAFETY: `c` points to `c.len()` bytes that QuickJS keeps alive while `c` lives;
+            // they are read here as bytes, never assumed to be UTF-8.
+            let bytes = unsafe { std::slice::from_raw_parts(c.as_ptr().cast::<u8>(), c.len()) };
+            Ok(from_wtf8_lossy(bytes))
+        }
+        other => other,
+    }
+}
+
+/// Bytes as text, each lone surrogate (`ED A0..BF 80..BF`) and each other invalid sequence
+/// replaced by one U+FFFD.
+fn from_wtf8_lossy(mut bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    loop {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => {
+                out.push_str(text);
+                return out;
+            }
+            Err(e) => {
+                let (good, rest) = bytes.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(good).unwrap_or_default());
+                out.push('\u{FFFD}');
+                let skip = match rest {
+                    [0xED, 0xA0..=0xBF, 0x80..=0xBF, ..] => 3,
+                    _ => e.error_len().unwrap_or(rest.len()),
+                };
+                bytes = &rest[skip..];
+            }
         }
     }
 }
@@ -582,7 +626,7 @@ fn to_json(v: &Value<'_>, depth: usize, b: &mut Budget) -> Result<Option<Json>, 
             }
         }
         Type::String => {
-            let s = v.as_string().map(|s| s.to_string()).transpose()?;
+            let s = v.as_string().map(js_text).transpose()?;
             let s = s.unwrap_or_default();
             b.spend(s.len() + 2)?;
             Json::String(s)
@@ -606,8 +650,9 @@ fn to_json(v: &Value<'_>, depth: usize, b: &mut Budget) -> Result<Option<Json>, 
             let o = v.as_object().ok_or(Conv::Js)?;
             b.spend(2)?;
             let mut out = serde_json::Map::new();
-            for prop in o.props::<String, Value>() {
+            for prop in o.props::<rquickjs::Atom, Value>() {
                 let (k, item) = prop?;
+                let k = js_text(&k.to_js_string()?)?;
                 if let Some(j) = to_json(&item, depth + 1, b)? {
                     b.spend(k.len() + 4)?;
                     out.insert(k, j);

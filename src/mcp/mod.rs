@@ -43,6 +43,7 @@
 mod handler;
 mod skills;
 mod tools;
+mod transport;
 pub mod uri;
 
 use std::fmt;
@@ -159,7 +160,11 @@ impl McpServer {
     pub async fn serve_stdio_until(self, stop: impl Future<Output = ()>) -> Result<(), ServeError> {
         // Non-blocking when both ends are pipes (as MCP clients start servers), so a stop does
         // not leave a blocking read of stdin behind.
-        self.serve_until(rmcp::transport::stdio_pipes(), stop).await
+        // Every line that is not a JSON-RPC message gets its JSON-RPC answer (-32700 with a
+        // null id for one that is not JSON), and the server reads on.
+        let (read, write) = rmcp::transport::stdio_pipes();
+        self.serve_until(transport::LineTransport::new(read, write), stop)
+            .await
     }
 
     /// Serves over any transport rmcp accepts until the client disconnects or `stop`

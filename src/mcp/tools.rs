@@ -9,9 +9,10 @@
 //!                                                    _meta.code = E_SKILL_…)
 //! ```
 //!
-//! A skill whose tools cannot all enter the tool set (a name collision) offers none, and a
-//! script that is not a tool (no allowed interpreter, not executable) is reported, never dropped
-//! silently. At shutdown the run ends, which removes the workspaces.
+//! A skill whose tools cannot all enter the tool set (a name of the host's own, or one it gives
+//! twice) offers none; a name two skills' tools fold to (case and `-`/`_` aside) is contested
+//! and offered by neither, reported with every claim; a script that is not a tool (no allowed
+//! interpreter, not executable) is reported, never dropped silently. At shutdown the run ends, which removes the workspaces.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -86,7 +87,29 @@ impl ToolSet {
             {
                 warnings.push(format!("skill `{}`: {note}", e.name()));
             }
-            for spec in &activation.tools {
+        }
+        // Offered once every skill is in: a name two skills' tools fold to is contested and
+        // offered by neither, whichever came first.
+        for c in session.contested_tools() {
+            let claims: Vec<String> = c
+                .claims
+                .iter()
+                .map(|c| format!("skill `{}` ({})", c.skill, c.name))
+                .collect();
+            warnings.push(format!(
+                "tool name `{}` is contested by {}: names that differ only in case or '-'/'_' \
+                 are one name, which belongs to one tool, so none of them is offered \
+                 (E_SKILL_TOOL_COLLISION)",
+                c.name,
+                claims.join(", ")
+            ));
+        }
+        let offered: Vec<&ToolSpec> = run.tools().collect();
+        for activation in run.activations() {
+            for spec in offered
+                .iter()
+                .filter(|t| t.provenance == activation.provenance)
+            {
                 set.by_name.insert(spec.name.clone(), set.offered.len());
                 set.offered.push(mcp_tool(activation, spec));
             }

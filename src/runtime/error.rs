@@ -66,6 +66,23 @@ pub enum ToolError {
         /// Who holds the name already.
         taken_by: String,
     },
+    /// The name is contested: two or more tools claim names that are one to a model
+    /// ([`tool_name_key`](crate::script::tool_name_key): case and `-`/`_` aside), so none of
+    /// them is offered under it, whatever order they were loaded in.
+    Contested {
+        /// The name called.
+        tool: String,
+        /// Every claim on it (skill and spelling), sorted.
+        claims: Vec<crate::script::ToolClaim>,
+    },
+    /// The name lies in the script tools' namespace (`run_…`, case and `-`/`_` aside), which a
+    /// module or guest tool may not take: it could stand in for a skill's script tool.
+    ScriptNamespace {
+        /// The name.
+        tool: String,
+        /// The skill that offered it.
+        skill: String,
+    },
     /// One skill offers two tools of the same name.
     Duplicate {
         /// The name.
@@ -101,7 +118,8 @@ impl ToolError {
             ToolError::Denied { .. } => "E_SKILL_TOOL_DENIED",
             ToolError::GateUnavailable { .. } => "E_SKILL_TOOL_GATE_UNAVAILABLE",
             ToolError::InvalidArgs { .. } => "E_SKILL_TOOL_INVALID_ARGS",
-            ToolError::Collision { .. } => "E_SKILL_TOOL_COLLISION",
+            ToolError::Collision { .. } | ToolError::Contested { .. } => "E_SKILL_TOOL_COLLISION",
+            ToolError::ScriptNamespace { .. } => "E_SKILL_TOOL_INVALID_NAME",
             ToolError::Duplicate { .. } => "E_SKILL_TOOL_DUPLICATE",
             ToolError::InvalidName { .. } => "E_SKILL_TOOL_INVALID_NAME",
             ToolError::InvalidSchema { .. } => "E_SKILL_TOOL_INVALID_SCHEMA",
@@ -146,6 +164,19 @@ impl fmt::Display for ToolError {
                 f,
                 "tool name '{tool}' of skill '{skill}' collides with {taken_by}"
             ),
+            ToolError::Contested { tool, claims } => {
+                write!(
+                    f,
+                    "tool name '{tool}' is contested: {}; names that differ only in case or \
+                     '-'/'_' are one name, which belongs to one tool, so none of them is offered",
+                    describe_claims(claims)
+                )
+            }
+            ToolError::ScriptNamespace { tool, skill } => write!(
+                f,
+                "tool name '{tool}' of skill '{skill}' starts with 'run_' (case and '-'/'_' \
+                 aside), which belongs to script tools (run_<skill>_<script>)"
+            ),
             ToolError::Duplicate { tool, skill } => {
                 write!(f, "skill '{skill}' offers two tools named '{tool}'")
             }
@@ -166,6 +197,15 @@ impl fmt::Display for ToolError {
 }
 
 impl std::error::Error for ToolError {}
+
+/// `skill 'foo' offers 'run_foo_bar_baz', skill 'foo-bar' offers 'run_foo_bar_baz'`.
+pub(super) fn describe_claims(claims: &[crate::script::ToolClaim]) -> String {
+    claims
+        .iter()
+        .map(|c| format!("skill '{}' offers '{}'", c.skill, c.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// Why an activation, a tool call or a resource read of a session failed. Codes never change;
 /// messages may improve.

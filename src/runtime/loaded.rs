@@ -2,7 +2,7 @@
 //! map their tools make up. [`Session`](super::Session) owns one; [`Run`](super::Run)s take and
 //! give back references through it, and find tools through it, never touching its parts.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -10,7 +10,7 @@ use super::error::ToolError;
 use super::module::WrappedTool;
 use super::session::Activation;
 use super::tool::ToolKind;
-use crate::script::LoadedSkill;
+use crate::script::{Claimed, Contested, LoadedSkill, ToolClaim, ToolRegistry};
 
 /// A skill about to enter the loaded set: what activation gave, its loaded scripts and its
 /// wrapped module tools.
@@ -43,24 +43,31 @@ pub(super) struct LoadedSet {
 
 #[derive(Default)]
 struct State {
-    /// Tool name → its slot.
-    tools: BTreeMap<String, Slot>,
+    /// Who owns each tool name: one owner per name; a name two skills' tools fold to is
+    /// contested and offered by neither, whatever order they came in.
+    names: ToolRegistry,
     /// Lookup key of the skill → the skill.
     skills: HashMap<String, Live>,
 }
 
-/// One tool of the tool map: its skill (lookup key and name) and how it is called.
-struct Slot {
-    skill_key: String,
-    skill: String,
-    target: Target,
-}
-
-/// A skill of the loaded set: how many runs hold it, what activation gave, its scripts.
+/// A skill of the loaded set: how many runs hold it, what activation gave, its scripts, and how
+/// each of its tools is called (by name; called only while the registry says the skill owns
+/// the name).
 struct Live {
     refs: usize,
     activation: Activation,
     script: Option<Arc<LoadedSkill>>,
+    targets: HashMap<String, Target>,
+}
+
+/// What a tool name finds in the tool map.
+pub(super) enum Lookup {
+    /// The tool, and the lookup key of its skill.
+    Found(Target, String),
+    /// The name is contested: every claim on it.
+    Contested(Vec<ToolClaim>),
+    /// No tool of the loaded set has the name.
+    Missing,
 }
 
 impl LoadedSet {
@@ -77,13 +84,15 @@ impl LoadedSet {
     }
 
     /// Puts a prepared skill into the set with one reference and its tools into the tool map,
-    /// or refuses a tool name that is taken (`reserved` says which names the host keeps; nothing
-    /// of the skill enters then). When another run put the skill in meanwhile, takes a
-    /// reference on that one instead.
+    /// or refuses a tool name that is the host's (`reserved` says which names the host keeps)
+    /// or given twice by the skill (nothing of the skill enters then). A name that another
+    /// tool's name folds to (case and `-`/`_` aside) is contested: neither tool is offered under
+    /// it, now or later, and the skill's activation says so in its notes. When another run put
+    /// the skill in meanwhile, takes a reference on that one instead.
     pub(super) fn acquire_prepared(
         &self,
         key: String,
-        prepared: Prepared,
+        mut prepared: Prepared,
         reserved: &dyn Fn(&str) -> bool,
     ) -> Result<Activation, ToolError> {
         let mut state = self.lock();
@@ -91,7 +100,7 @@ impl LoadedSet {
             existing.refs += 1;
             return Ok(existing.activation.clone());
         }
-        let skill = &prepared.activation.name;
+        let skill = prepared.activation.name.clone();
         let mut fresh: BTreeSet<&str> = BTreeSet::new();
         for spec in &prepared.activation.tools {
             let taken_by = if !fresh.insert(&spec.name) {
@@ -99,15 +108,7 @@ impl LoadedSet {
             } else if reserved(&spec.name) {
                 Some("a reserved host tool".to_string())
             } else {
-                state.tools.get(&spec.name).map(|slot| {
-                    let kind = match slot.target {
-                        Target::Script(_) => "script",
-                        Target::Module(_) => "module",
-                        #[cfg(feature = "guest")]
-                        Target::Guest(_) => "guest",
-                    };
-                    format!("a {kind} tool of skill '{}'", slot.skill)
-                })
+                None
             };
             if let Some(taken_by) = taken_by {
                 return Err(ToolError::Collision {
@@ -122,6 +123,7 @@ impl LoadedSet {
             .iter()
             .map(|m| (m.spec().name.as_str(), m))
             .collect();
+        let mut targets = HashMap::new();
         for spec in &prepared.activation.tools {
             let target = match (spec.kind, &prepared.script) {
                 (ToolKind::Module, _) => Target::Module(modules[spec.name.as_str()].clone()),
@@ -138,14 +140,28 @@ impl LoadedSet {
                 #[cfg(not(feature = "guest"))]
                 (ToolKind::Guest, _) => continue,
             };
-            state.tools.insert(
-                spec.name.clone(),
-                Slot {
-                    skill_key: key.clone(),
-                    skill: skill.clone(),
-                    target,
-                },
-            );
+            targets.insert(spec.name.clone(), target);
+        }
+        let mut contested = Vec::new();
+        for spec in &prepared.activation.tools {
+            if !targets.contains_key(&spec.name) {
+                continue;
+            }
+            if let Claimed::Contested(claims) = state.names.claim(&key, &skill, &spec.name) {
+                contested.push((spec.name.clone(), claims));
+            }
+        }
+        for (name, claims) in contested {
+            let e = ToolError::Contested {
+                tool: name.clone(),
+                claims,
+            };
+            prepared
+                .activation
+                .notes
+                .push(format!("tool {name} not offered: {e} ({})", e.code()));
+            prepared.activation.tools.retain(|t| t.name != name);
+            targets.remove(&name);
         }
         let activation = prepared.activation.clone();
         state.skills.insert(
@@ -154,6 +170,7 @@ impl LoadedSet {
                 refs: 1,
                 activation: prepared.activation,
                 script: prepared.script,
+                targets,
             },
         );
         Ok(activation)
@@ -177,26 +194,48 @@ impl LoadedSet {
             if live.refs == 0 {
                 if let Some(live) = state.skills.remove(key) {
                     gone.extend(live.script);
-                }
-                state.tools.retain(|_, slot| {
-                    if slot.skill_key != key {
-                        return true;
-                    }
                     // A call still holding the tool finds its skill unloaded.
                     #[cfg(feature = "guest")]
-                    if let Target::Guest(g) = &slot.target {
-                        g.unload();
+                    for target in live.targets.values() {
+                        if let Target::Guest(g) = target {
+                            g.unload();
+                        }
                     }
-                    false
-                });
+                }
+                state.names.release(key);
             }
         }
         gone
     }
 
-    /// How the tool of this name is called, when it is in the tool map.
-    pub(super) fn tool(&self, name: &str) -> Option<Target> {
-        self.lock().tools.get(name).map(|slot| slot.target.clone())
+    /// How the tool of this name is called: its one owner's tool, or why there is none.
+    pub(super) fn lookup(&self, name: &str) -> Lookup {
+        let state = self.lock();
+        if let Some(claims) = state.names.contested_claims(name) {
+            return Lookup::Contested(claims);
+        }
+        let found = state.names.owner(name).and_then(|owner| {
+            let target = state.skills.get(owner)?.targets.get(name)?;
+            Some(Lookup::Found(target.clone(), owner.to_string()))
+        });
+        found.unwrap_or(Lookup::Missing)
+    }
+
+    /// Every tool name of the tool map → the lookup key of the skill that owns it.
+    pub(super) fn owners(&self) -> HashMap<String, String> {
+        let state = self.lock();
+        state
+            .skills
+            .iter()
+            .flat_map(|(key, live)| live.targets.keys().map(move |n| (n, key)))
+            .filter(|(n, key)| state.names.owner(n) == Some(key.as_str()))
+            .map(|(n, key)| (n.clone(), key.clone()))
+            .collect()
+    }
+
+    /// Every contested tool name, with its claims.
+    pub(super) fn contested(&self) -> Vec<Contested> {
+        self.lock().names.contested()
     }
 
     /// Where a loaded skill's workspace is, once one of its scripts has run.
@@ -208,7 +247,9 @@ impl LoadedSet {
 
     /// The names of the tool map, sorted.
     pub(super) fn tool_names(&self) -> Vec<String> {
-        self.lock().tools.keys().cloned().collect()
+        let mut names: Vec<String> = self.owners().into_keys().collect();
+        names.sort();
+        names
     }
 
     /// The names of the skills in the set, sorted.

@@ -10,8 +10,10 @@
 //!   │                                   │      script tools   (trusted sources only;
 //!   │                                   │                      Entry::grant_with, Runner::load)
 //!   │                                   │      module tools   (wrapped; trusted sources only)
-//!   │                                   │      LoadedSet::acquire: names checked against the
-//!   │                                   │      tool map; a skill two runs use is loaded once
+//!   │                                   │      LoadedSet::acquire: one owner per name
+//!   │                                   │      (ToolRegistry: case and -/_ folded; a shared
+//!   │                                   │      name is contested, offered by neither); a
+//!   │                                   │      skill two runs use is loaded once
 //!   │                                   │
 //!   │                                   ├─ call(tool, args) ─▶ LoadedSet::tool(name)
 //!   │                                   │      script: Gate (Script) ─▶ Runner::run (confined)

@@ -29,7 +29,7 @@ use super::tool::{Content, ToolKind, ToolOutput, ToolSpec};
 use crate::document::name_key;
 use crate::script::Provenance;
 use crate::script::gate::{Refusal, ask, panic_message};
-use crate::script::{Gate, GateKind, GateRequest};
+use crate::script::{Gate, GateKind, GateRequest, in_script_namespace};
 
 /// An error a module tool returns: reported as [`ToolError::Failed`].
 pub type ModuleError = Box<dyn std::error::Error + Send + Sync>;
@@ -165,11 +165,13 @@ struct Registered {
 /// The module tools a host provides, by skill, and the names of the host's own tools.
 ///
 /// Registration checks names before anything is kept, all or nothing: a name that is not
-/// provider-safe (`E_SKILL_TOOL_INVALID_NAME`), parameters that are not an object schema
+/// provider-safe or that lies in the script tools' `run_` namespace (`E_SKILL_TOOL_INVALID_NAME`;
+/// see [`in_script_namespace`](crate::script::in_script_namespace)), parameters that are not an object schema
 /// (`E_SKILL_TOOL_INVALID_SCHEMA`), two tools of one skill with one name
 /// (`E_SKILL_TOOL_DUPLICATE`), a name held by another skill's tool or a reserved host tool
-/// (`E_SKILL_TOOL_COLLISION`). Collisions with script tools are checked when a skill is
-/// activated (its scripts are known then).
+/// (`E_SKILL_TOOL_COLLISION`). Names that differ from other skills' tools only in case or
+/// `-`/`_` are contested when the skills are activated: neither is offered (see
+/// [`ToolRegistry`](crate::script::ToolRegistry)).
 #[derive(Clone, Default)]
 pub struct ModuleRegistry {
     /// Lookup key of the skill → (the skill as named at registration, its tools).
@@ -230,6 +232,12 @@ impl ModuleRegistry {
             let name = tool.name().to_string();
             if !is_provider_safe_name(&name) {
                 return Err(ToolError::InvalidName {
+                    tool: name,
+                    skill: skill.to_string(),
+                });
+            }
+            if in_script_namespace(&name) {
+                return Err(ToolError::ScriptNamespace {
                     tool: name,
                     skill: skill.to_string(),
                 });

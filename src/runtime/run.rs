@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 
-use super::error::RuntimeError;
-use super::loaded::Target;
+use super::error::{RuntimeError, ToolError};
+use super::loaded::{Lookup, Target};
 use super::resource::Resource;
 use super::session::{Activation, Candidate, Session, read_entry_resource};
 use super::tool::{Content, ToolKind, ToolOutput, ToolSpec};
@@ -132,28 +132,53 @@ impl Run {
         }
     }
 
-    /// The tools this run offers, in activation order.
+    /// The tools this run offers, in activation order: each active skill's tools whose names
+    /// it owns now (a name that another skill's tool contests — the same but for case or
+    /// `-`/`_` — is offered by neither, even when this run took it first).
     pub fn tools(&self) -> impl Iterator<Item = &ToolSpec> {
-        self.active.iter().flat_map(|a| &a.tools)
+        let owners = self.session.inner.loaded.owners();
+        let owners = &owners;
+        let offered: Vec<&ToolSpec> = self
+            .active
+            .iter()
+            .flat_map(|a| {
+                let key = name_key(&a.name);
+                a.tools
+                    .iter()
+                    .filter(move |t| owners.get(&t.name) == Some(&key))
+            })
+            .collect();
+        offered.into_iter()
     }
 
     /// Calls a tool of this run: a script tool runs confined through the runner, a module tool
     /// through its wrapper.
     pub async fn call(&self, tool: &str, args: &Json) -> Result<ToolOutput, RuntimeError> {
-        let spec =
-            self.tools()
-                .find(|t| t.name == tool)
-                .ok_or_else(|| RuntimeError::ToolNotFound {
+        let not_found = || RuntimeError::ToolNotFound {
+            tool: tool.to_string(),
+        };
+        let (target, owner) = match self.session.inner.loaded.lookup(tool) {
+            Lookup::Found(target, owner) => (target, owner),
+            Lookup::Contested(claims)
+                if claims
+                    .iter()
+                    .any(|c| self.position(&name_key(&c.skill)).is_some()) =>
+            {
+                return Err(ToolError::Contested {
                     tool: tool.to_string(),
-                })?;
-        let target =
-            self.session
-                .inner
-                .loaded
-                .tool(tool)
-                .ok_or_else(|| RuntimeError::ToolNotFound {
-                    tool: tool.to_string(),
-                })?;
+                    claims,
+                }
+                .into());
+            }
+            Lookup::Contested(_) | Lookup::Missing => return Err(not_found()),
+        };
+        // Only a tool of a skill active in this run.
+        let i = self.position(&owner).ok_or_else(not_found)?;
+        let spec = self.active[i]
+            .tools
+            .iter()
+            .find(|t| t.name == tool)
+            .ok_or_else(not_found)?;
         match target {
             Target::Module(wrapped) => Ok(wrapped.call(args).await?),
             #[cfg(feature = "guest")]

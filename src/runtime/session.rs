@@ -18,8 +18,8 @@ use crate::matching::{Bm25Index, Matcher, SkillDoc};
 use crate::path::join_path;
 use crate::script::Provenance;
 use crate::script::{
-    AllowAll, Gate, Interpreters, Runner, RunnerConfig, ScriptError, ScriptLimits, SkillTools,
-    policy,
+    AllowAll, Contested, Gate, Interpreters, Runner, RunnerConfig, ScriptError, ScriptLimits,
+    SkillTools, policy,
 };
 
 /// Builds the matcher of a catalog snapshot: hits index [`Snapshot::entries`].
@@ -438,6 +438,13 @@ impl Session {
         self.inner.loaded.tool_names()
     }
 
+    /// Every tool name the session has seen contested — two or more tools whose names are one
+    /// to a model (case and `-`/`_` aside) — with who claimed it. None of them is offered under
+    /// such a name, now or later in the session, whatever order the skills were activated in.
+    pub fn contested_tools(&self) -> Vec<Contested> {
+        self.inner.loaded.contested()
+    }
+
     /// The names of the skills in the loaded set (active in some run), sorted.
     pub fn loaded_skills(&self) -> Vec<String> {
         self.inner.loaded.skill_names()
@@ -677,7 +684,8 @@ impl Inner {
     /// meanwhile); a tool name that is taken, by the tool set or a reserved host tool, is
     /// refused and nothing of the skill enters.
     pub(super) fn install(&self, key: String, prepared: Prepared) -> Result<Activation, ToolError> {
-        let reserved = |name: &str| self.modules.reserved().any(|r| r == name);
+        use crate::script::tool_name_key as fold;
+        let reserved = |name: &str| self.modules.reserved().any(|r| fold(r) == fold(name));
         self.loaded.acquire_prepared(key, prepared, &reserved)
     }
 }

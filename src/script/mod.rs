@@ -1,7 +1,8 @@
 //! Script tools, per-skill workspaces and confined execution (see `docs/architecture.md`).
 //!
 //! ```text
-//! Skill ──tools::discover──▶ SkillTools ──ToolRegistry::register──▶ names a model can call
+//! Skill ──tools::discover──▶ SkillTools ──ToolRegistry::claim──▶ names a model can call (one
+//!   │                                                            owner each; folded ones contested)
 //!   │                          (implicit scripts/*, declared `scripts:`; JSON Schemas)
 //!   └──Runner::load──▶ LoadedSkill ──Runner::run(tool, JSON args)──▶ ScriptOutput | ScriptError
 //!                        │              │
@@ -39,7 +40,8 @@ pub use run::{
     start_dir,
 };
 pub use tools::{
-    Declared, Interpreter, Interpreters, SYSTEM_PATH, ScriptTool, SkillTools, Skipped,
-    ToolRegistry, discover, parse_declared,
+    Claimed, Contested, Declared, Interpreter, Interpreters, SCRIPT_TOOL_PREFIX, SYSTEM_PATH,
+    ScriptTool, SkillTools, Skipped, ToolClaim, ToolRegistry, discover, in_script_namespace,
+    parse_declared, tool_name_key,
 };
 pub use workspace::{Quota, Workspace, WorkspaceBase};

@@ -1,6 +1,6 @@
 //! Script tools of a skill: implicit ones (every executable file directly in `scripts/`) and
 //! declared ones (the `scripts:` frontmatter key), the interpreter allow-list, and the registry
-//! that refuses duplicate and colliding names before anything is registered.
+//! that gives each tool name one owner (a name two claims fold to is offered by neither).
 //!
 //! ```text
 //! my-skill/
@@ -562,11 +562,98 @@ async fn read_text(source: &dyn Source, skill: &Skill, rel: &str) -> Result<Stri
     Ok(String::from_utf8_lossy(head).into_owned())
 }
 
-/// The tool names a host has registered. Registering a skill's tools is all or nothing: a name
-/// already taken (by another skill or by the host's own tools) refuses the whole set.
+/// The key tool names are told apart by: ASCII letters folded to lower case, `-` read as `_`.
+/// Two names with one key are one name to a model (and to some providers), so they never
+/// belong to two tools.
+///
+/// ```
+/// use skillcat::script::tool_name_key;
+/// assert_eq!(tool_name_key("Run-Foo_bar"), "run_foo_bar");
+/// ```
+pub fn tool_name_key(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c == '-' {
+                '_'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
+        .collect()
+}
+
+/// The prefix of script tools' names (`run_<skill>_<script>`), as [`tool_name_key`] reads it.
+pub const SCRIPT_TOOL_PREFIX: &str = "run_";
+
+/// Whether a name lies in the script tools' namespace: its key starts with `run_`. A guest or
+/// module tool may not take such a name (it could stand in for a skill's script tool).
+///
+/// ```
+/// use skillcat::script::in_script_namespace;
+/// assert!(in_script_namespace("RUN-victim-deploy"));
+/// assert!(!in_script_namespace("runner"));
+/// ```
+pub fn in_script_namespace(name: &str) -> bool {
+    tool_name_key(name).starts_with(SCRIPT_TOOL_PREFIX)
+}
+
+/// One skill's claim on a tool name: the skill (as named) and the name exactly as it offers it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ToolClaim {
+    /// The skill.
+    pub skill: String,
+    /// The tool name as the skill spells it.
+    pub name: String,
+}
+
+/// A tool name two or more claims fold to ([`tool_name_key`]): offered by none of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contested {
+    /// The name's key (`run_foo_bar_baz`).
+    pub name: String,
+    /// Every claim made on it, sorted.
+    pub claims: Vec<ToolClaim>,
+}
+
+/// What [`ToolRegistry::claim`] decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// The name is this claim's (unless a later claim contests it).
+    Owned,
+    /// The name is contested: offered by no one, now or later. Every claim on it, this one
+    /// included, sorted.
+    Contested(Vec<ToolClaim>),
+    /// The host keeps the name for its own tool ([`ToolRegistry::reserve`]): nothing is claimed.
+    Reserved,
+}
+
+/// Who owns each tool name a model can call: **one owner per name**.
+///
+/// Names are told apart by [`tool_name_key`]. A claim on a name that another claim holds (another
+/// skill's, or the same skill's under another spelling) makes it *contested*: from then on no
+/// claim owns it — not the first, not the last — so the order claims arrive in cannot decide
+/// who is offered under it. The registry remembers a contested name for its whole life, even
+/// after the claims are released. A claim that repeats one held (the same owner, the same
+/// spelling) changes nothing.
+///
+/// ```
+/// use skillcat::script::{Claimed, ToolRegistry};
+/// let mut r = ToolRegistry::new();
+/// assert_eq!(r.claim("foo", "foo", "run_foo_bar_baz"), Claimed::Owned);
+/// assert_eq!(r.owner("run_foo_bar_baz"), Some("foo"));
+/// assert!(matches!(r.claim("foo-bar", "foo-bar", "run_foo_bar_baz"), Claimed::Contested(_)));
+/// assert_eq!(r.owner("run_foo_bar_baz"), None);
+/// r.release("foo-bar");
+/// assert_eq!(r.owner("run_foo_bar_baz"), None, "remembered");
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ToolRegistry {
-    names: BTreeSet<String>,
+    /// Keys of the host's own tools.
+    reserved: BTreeSet<String>,
+    /// Key → the live claims on it, with their owners (an owner is a lookup key of a skill).
+    live: BTreeMap<String, Vec<(String, ToolClaim)>>,
+    /// Key → every claim ever made on it once contested.
+    contested: BTreeMap<String, BTreeSet<ToolClaim>>,
 }
 
 impl ToolRegistry {
@@ -575,21 +662,32 @@ impl ToolRegistry {
         Self::default()
     }
 
-    /// Takes a name for the host's own tools; `false` when it is already taken.
+    /// Takes a name (as [`tool_name_key`] reads it) for the host's own tools; `false` when it is
+    /// already taken.
     pub fn reserve(&mut self, name: &str) -> bool {
-        self.names.insert(name.to_string())
+        let key = tool_name_key(name);
+        if self.live.contains_key(&key) || self.contested.contains_key(&key) {
+            return false;
+        }
+        self.reserved.insert(key)
     }
 
-    /// Whether a name is taken.
+    /// Whether a name (as [`tool_name_key`] reads it) is reserved, claimed or contested.
     pub fn contains(&self, name: &str) -> bool {
-        self.names.contains(name)
+        let key = tool_name_key(name);
+        self.reserved.contains(&key)
+            || self.live.contains_key(&key)
+            || self.contested.contains_key(&key)
     }
 
-    /// Registers a skill's tools, or refuses them all when any name is taken or repeated.
+    /// Registers a skill's script tools: refused, with nothing registered, when one of them is
+    /// named like a reserved host tool or the skill repeats a name. Otherwise every tool is
+    /// claimed ([`claim`](Self::claim)); when a claim is contested that name is offered by no
+    /// one, the rest stay registered, and the error names the contest.
     pub fn register(&mut self, tools: &SkillTools) -> Result<(), ScriptError> {
         let mut fresh = BTreeSet::new();
         for t in &tools.tools {
-            if self.names.contains(&t.name) {
+            if self.reserved.contains(&tool_name_key(&t.name)) {
                 return Err(ScriptError::invalid(format!(
                     "tool name '{}' of skill '{}' collides with a registered tool",
                     t.name, tools.skill
@@ -602,15 +700,110 @@ impl ToolRegistry {
                 )));
             }
         }
-        self.names.extend(fresh.into_iter().map(str::to_string));
-        Ok(())
+        let owner = crate::document::name_key(&tools.skill);
+        let mut contested = None;
+        for t in &tools.tools {
+            if let Claimed::Contested(claims) = self.claim(&owner, &tools.skill, &t.name) {
+                contested.get_or_insert((t.name.clone(), claims));
+            }
+        }
+        match contested {
+            None => Ok(()),
+            Some((name, claims)) => Err(ScriptError::invalid(format!(
+                "tool name '{name}' of skill '{}' is contested ({}): names that differ only in \
+                 case or '-'/'_' are one name, which belongs to one tool, so none of them is \
+                 offered",
+                tools.skill,
+                claims
+                    .iter()
+                    .map(|c| format!("skill '{}' offers '{}'", c.skill, c.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
     }
 
-    /// Releases a skill's tool names (when it is unloaded).
+    /// Releases a skill's tool names (when it is unloaded); contested names stay contested.
     pub fn unregister(&mut self, tools: &SkillTools) {
-        for t in &tools.tools {
-            self.names.remove(&t.name);
+        self.release(&crate::document::name_key(&tools.skill));
+    }
+
+    /// Claims `name` for `owner` (a skill's lookup key; `skill` is its name as shown).
+    pub fn claim(&mut self, owner: &str, skill: &str, name: &str) -> Claimed {
+        let key = tool_name_key(name);
+        if self.reserved.contains(&key) {
+            return Claimed::Reserved;
         }
+        let claim = ToolClaim {
+            skill: skill.to_string(),
+            name: name.to_string(),
+        };
+        let live = self.live.entry(key.clone()).or_default();
+        if !live.iter().any(|(o, c)| o == owner && c.name == name) {
+            live.push((owner.to_string(), claim.clone()));
+        }
+        let rival = live.iter().any(|(o, c)| o != owner || c.name != name);
+        if rival || self.contested.contains_key(&key) {
+            let all = self.contested.entry(key).or_default();
+            all.extend(live.iter().map(|(_, c)| c.clone()));
+            return Claimed::Contested(all.iter().cloned().collect());
+        }
+        Claimed::Owned
+    }
+
+    /// Gives back every claim of `owner` (its skill is unloaded). Contested names stay
+    /// contested.
+    pub fn release(&mut self, owner: &str) {
+        self.live.retain(|_, claims| {
+            claims.retain(|(o, _)| o != owner);
+            !claims.is_empty()
+        });
+    }
+
+    /// The owner of `name`, spelt exactly as its one live claim spells it, when the name is not
+    /// contested.
+    pub fn owner(&self, name: &str) -> Option<&str> {
+        let key = tool_name_key(name);
+        if self.contested.contains_key(&key) || self.reserved.contains(&key) {
+            return None;
+        }
+        match self.live.get(&key).map(Vec::as_slice) {
+            Some([(owner, claim)]) if claim.name == name => Some(owner),
+            _ => None,
+        }
+    }
+
+    /// The claims on `name` when it is contested.
+    pub fn contested_claims(&self, name: &str) -> Option<Vec<ToolClaim>> {
+        self.contested
+            .get(&tool_name_key(name))
+            .map(|c| c.iter().cloned().collect())
+    }
+
+    /// Every contested name, by key.
+    pub fn contested(&self) -> Vec<Contested> {
+        self.contested
+            .iter()
+            .map(|(name, claims)| Contested {
+                name: name.clone(),
+                claims: claims.iter().cloned().collect(),
+            })
+            .collect()
+    }
+
+    /// The names owned now (each spelt as its owner spells it), sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .live
+            .values()
+            .filter_map(|claims| match claims.as_slice() {
+                [(_, claim)] => Some(claim.name.clone()),
+                _ => None,
+            })
+            .filter(|n| !self.contested.contains_key(&tool_name_key(n)))
+            .collect();
+        names.sort();
+        names
     }
 }
 
@@ -689,54 +882,44 @@ mod tests {
         assert!(i.contains_path(Path::new("/bin/sh")));
     }
 
-    fn tool(name: &str) -> ScriptTool {
-        ScriptTool {
-            name: name.into(),
-            script: name.into(),
-            description: String::new(),
-            path: format!("scripts/{name}"),
-            interpreter: Interpreter {
-                name: "sh".into(),
-                path: "/bin/sh".into(),
-                args: vec![],
-            },
-            params: Params::Implicit,
-        }
-    }
-
     #[test]
-    fn registry_is_all_or_nothing() {
+    fn one_owner_per_name_whatever_the_order() {
+        let claims = [
+            ("foo", "run_foo_bar_baz"),
+            ("foo-bar", "run_foo_bar_baz"),
+            ("foo-bar-baz", "RUN_foo-bar-baz"),
+        ];
+        for order in [[0, 1, 2], [2, 1, 0], [1, 2, 0]] {
+            let mut r = ToolRegistry::new();
+            for &i in &order {
+                let (skill, name) = claims[i];
+                r.claim(skill, skill, name);
+                r.claim(skill, skill, &format!("{skill}_own"));
+            }
+            assert_eq!(r.owner("run_foo_bar_baz"), None, "{order:?}");
+            assert_eq!(r.contested().len(), 1, "{order:?}");
+            assert_eq!(r.contested()[0].claims.len(), 3, "{order:?}");
+            assert_eq!(r.names().len(), 3, "each skill's own tool stays: {order:?}");
+        }
+        // Two spellings of one skill contest each other too.
         let mut r = ToolRegistry::new();
-        assert!(r.reserve("read_file"));
-        let a = SkillTools {
-            skill: "a".into(),
-            tools: vec![tool("run_a_x")],
-            skipped: vec![],
-        };
-        r.register(&a).unwrap();
-        let b = SkillTools {
-            skill: "b".into(),
-            tools: vec![tool("run_b_y"), tool("run_a_x")],
-            skipped: vec![],
-        };
-        assert_eq!(r.register(&b).unwrap_err().code(), "E_SKILL_SCRIPT_INVALID");
-        assert!(
-            !r.contains("run_b_y"),
-            "nothing of a refused set is registered"
+        assert_eq!(r.claim("a", "a", "Deploy"), Claimed::Owned);
+        assert_eq!(
+            r.claim("a", "a", "Deploy"),
+            Claimed::Owned,
+            "a repeat is no rival"
         );
-        let c = SkillTools {
-            skill: "c".into(),
-            tools: vec![tool("read_file")],
-            skipped: vec![],
-        };
-        assert!(r.register(&c).is_err());
-        let d = SkillTools {
-            skill: "d".into(),
-            tools: vec![tool("x"), tool("x")],
-            skipped: vec![],
-        };
-        assert!(r.register(&d).is_err());
-        r.unregister(&a);
-        assert!(!r.contains("run_a_x"));
+        assert!(matches!(r.claim("a", "a", "deploy"), Claimed::Contested(c) if c.len() == 2));
+        assert!(r.names().is_empty());
+        // Released, still remembered.
+        r.release("a");
+        assert!(matches!(r.claim("b", "b", "DEPLOY"), Claimed::Contested(c) if c.len() == 3));
+        assert_eq!(r.owner("DEPLOY"), None);
+        // The owner answers only to its own spelling.
+        let mut r = ToolRegistry::new();
+        r.claim("a", "a", "Lookup");
+        assert_eq!(r.owner("Lookup"), Some("a"));
+        assert_eq!(r.owner("lookup"), None);
+        assert!(in_script_namespace("Run-x") && !in_script_namespace("rung"));
     }
 }
