@@ -64,6 +64,9 @@ pub const SECRETS: &[&str] = &[
     ".viminfo",
 ];
 
+/// A directory's entries, each with whether it is a symbolic link.
+pub type Entries = Vec<(OsString, bool)>;
+
 /// The most entries one directory on the way to a protected path may have (each becomes a
 /// rule).
 pub const MAX_ENTRIES: usize = 4096;
@@ -128,7 +131,7 @@ pub fn protected(homes: &[PathBuf]) -> Vec<PathBuf> {
 pub fn carve(
     root: &Path,
     protected: &[PathBuf],
-    list: &dyn Fn(&Path) -> io::Result<Vec<(OsString, bool)>>,
+    list: &dyn Fn(&Path) -> io::Result<Entries>,
 ) -> io::Result<Vec<PathBuf>> {
     let beneath: Vec<&PathBuf> = protected
         .iter()
@@ -168,7 +171,7 @@ pub fn carve(
 
 /// [`carve`]'s real lister: the entries of a directory, each with whether it is a symbolic
 /// link (a missing directory has none).
-pub fn list_dir(dir: &Path) -> io::Result<Vec<(OsString, bool)>> {
+pub fn list_dir(dir: &Path) -> io::Result<Entries> {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),

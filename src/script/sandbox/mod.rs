@@ -226,6 +226,8 @@ pub struct WorkspacePolicy {
 /// What the helper is asked to do: the JSON on [`POLICY_FD`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "request", rename_all = "snake_case")]
+// Read once per helper process: the size of a variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 pub enum HelperRequest {
     /// Run a script.
     Run(HelperPolicy),

@@ -729,10 +729,23 @@ struct View {
     at: CString,
     /// Directories to make on the way, top first.
     dirs: Vec<CString>,
-    /// Each rule path beneath: the path (also its mount point), whether it is a directory, the
-    /// device and inode it must have (pinned rules), whether a missing one is an error.
-    binds: Vec<(CString, bool, Option<(u64, u64)>, bool)>,
+    /// Each rule path beneath.
+    binds: Vec<Bind>,
 }
+
+/// A rule path bound into a view.
+struct Bind {
+    /// The path (also its mount point in the view).
+    path: CString,
+    is_dir: bool,
+    /// The device and inode it must have (pinned rules).
+    inode: Option<(u64, u64)>,
+    /// Whether a missing one is an error.
+    required: bool,
+}
+
+/// A rule's path, its pinned identity and whether it is required.
+type RulePath<'a> = (&'a std::path::Path, Option<(u64, u64)>, bool);
 
 fn c_path(p: &std::path::Path) -> Result<CString, String> {
     CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("a NUL byte in {}", p.display()))
@@ -744,7 +757,7 @@ fn c_path(p: &std::path::Path) -> Result<CString, String> {
 fn prepare_views(policy: &HelperPolicy) -> Result<Vec<View>, String> {
     let mut out = Vec::new();
     for at in &policy.views {
-        let mut paths: Vec<(&std::path::Path, Option<(u64, u64)>, bool)> = policy
+        let mut paths: Vec<RulePath> = policy
             .rules
             .iter()
             .map(|r| (r.path.as_path(), r.inode, r.required))
@@ -782,7 +795,12 @@ fn prepare_views(policy: &HelperPolicy) -> Result<Vec<View>, String> {
                     view.dirs.push(c);
                 }
             }
-            view.binds.push((c_path(p)?, is_dir, inode, required));
+            view.binds.push(Bind {
+                path: c_path(p)?,
+                is_dir,
+                inode,
+                required,
+            });
             kept.push(p);
         }
         // Parents before children.
@@ -824,7 +842,13 @@ fn mount_views(views: &[View]) -> Result<(), String> {
         let mut sources: Vec<Vec<Option<(OwnedFd, CString)>>> = Vec::new();
         for v in views {
             let mut opened = Vec::new();
-            for (path, _, inode, required) in &v.binds {
+            for Bind {
+                path,
+                inode,
+                required,
+                ..
+            } in &v.binds
+            {
                 let fd = match inode {
                     Some(want) => {
                         let p = std::path::Path::new(std::ffi::OsStr::from_bytes(path.as_bytes()));
@@ -873,7 +897,8 @@ fn mount_views(views: &[View]) -> Result<(), String> {
                     return Err(fail("making", d));
                 }
             }
-            for ((point, is_dir, _, _), source) in v.binds.iter().zip(opened) {
+            for (bind, source) in v.binds.iter().zip(opened) {
+                let (point, is_dir) = (&bind.path, &bind.is_dir);
                 let Some((_fd, source)) = source else {
                     continue;
                 };
