@@ -591,10 +591,13 @@ impl Registry {
             let mut find = tx
                 .prepare_cached("SELECT id FROM blob WHERE sha256 = ?1")
                 .map_err(sql)?;
+            // A new blob is inserted as a zeroblob and its bytes streamed in by incremental
+            // blob I/O: binding them would have SQLite copy them twice (the bound value and
+            // the record), so a version's write would hold three times its size.
             let mut insert = tx
                 .prepare_cached(
-                    "INSERT INTO blob (sha256, size, content) VALUES (?1, ?2, ?3) \
-                     ON CONFLICT (sha256) DO NOTHING",
+                    "INSERT INTO blob (sha256, size, content) VALUES (?1, ?2, zeroblob(?2)) \
+                     RETURNING id",
                 )
                 .map_err(sql)?;
             for f in &p.files {
@@ -605,11 +608,19 @@ impl Registry {
                 let id = match id {
                     Some(id) => id,
                     None => {
-                        insert
-                            .execute(params![&f.sha256[..], f.bytes.len() as i64, &f.bytes[..]])
+                        let id: i64 = insert
+                            .query_row(params![&f.sha256[..], f.bytes.len() as i64], |r| {
+                                r.get(0)
+                            })
                             .map_err(sql)?;
+                        if !f.bytes.is_empty() {
+                            let mut blob = tx
+                                .blob_open(rusqlite::MAIN_DB, "blob", "content", id, false)
+                                .map_err(sql)?;
+                            blob.write_at(&f.bytes, 0).map_err(sql)?;
+                        }
                         published.new_blobs += 1;
-                        find.query_row([&f.sha256[..]], |r| r.get(0)).map_err(sql)?
+                        id
                     }
                 };
                 blob_ids.push(id);
