@@ -203,10 +203,10 @@ fn wal_size(db: &Path) -> u64 {
 }
 
 /// What `docs/registry.md` says one upload in flight may cost the server at most: its body
-/// (`--max-upload`) and three times `--max-version-size` (its unpacked files, the pages SQLite
-/// writes them through, and the allocator's slack for buffers of that size).
+/// (`--max-upload`) and twice `--max-version-size` (its unpacked files, and the pages SQLite
+/// writes them through with the allocator's slack for buffers of that size).
 fn upload_budget(max_upload: usize, max_version: usize) -> u64 {
-    (max_upload + 3 * max_version) as u64
+    (max_upload + 2 * max_version) as u64
 }
 
 /// Finding 2. Twelve uploads at once, each 0.6 MB on the wire that unpacks to 63 MB (under the
@@ -225,9 +225,15 @@ async fn twelve_concurrent_bomb_uploads_stay_under_the_memory_bound() {
         .collect();
     let s = Server::start(dir, &["--max-uploads", "2"]);
     // Warm up: one ordinary publish, so the idle figure includes the code paths of a write.
-    put(&s, &ci, "warm-up", "1.0.0", skill_with("warm-up", "1.0.0", b"x"))
-        .await
-        .is(201, None);
+    put(
+        &s,
+        &ci,
+        "warm-up",
+        "1.0.0",
+        skill_with("warm-up", "1.0.0", b"x"),
+    )
+    .await
+    .is(201, None);
     let idle = s.peak_rss();
     let limit = 16 * MIB;
     let bound = idle + 2 * upload_budget(16 * MIB, limit) + 2 * limit as u64;
@@ -335,7 +341,14 @@ async fn an_over_limit_version_is_413_naming_the_limit_and_nothing_is_stored() {
     assert!(a.detail().contains("16777216"), "{}", a.detail());
     // One file of 16 MiB + 1 (under the ratio limit: it is not what refuses it).
     let big = compressible(16 * MIB + 1, 1);
-    let a = put(&s, &ci, "over-one", "1.0.0", skill_with("over-one", "1.0.0", &big)).await;
+    let a = put(
+        &s,
+        &ci,
+        "over-one",
+        "1.0.0",
+        skill_with("over-one", "1.0.0", &big),
+    )
+    .await;
     a.is(413, Some("too_large"));
     assert!(a.detail().contains("16777216"), "{}", a.detail());
     // 513 files of 0 bytes (SKILL.md and 512 more).
@@ -383,17 +396,20 @@ async fn an_over_limit_version_is_413_naming_the_limit_and_nothing_is_stored() {
     // Configured higher, the same uploads are stored.
     let s = Server::start(
         dir,
-        &[
-            "--max-version-size",
-            "20MiB",
-            "--max-version-files",
-            "600",
-        ],
+        &["--max-version-size", "20MiB", "--max-version-files", "600"],
     );
-    put(&s, &ci, "over-one", "1.0.0", skill_with("over-one", "1.0.0", &big))
+    put(
+        &s,
+        &ci,
+        "over-one",
+        "1.0.0",
+        skill_with("over-one", "1.0.0", &big),
+    )
+    .await
+    .is(201, None);
+    put(&s, &ci, "many-files", "1.0.0", many)
         .await
         .is(201, None);
-    put(&s, &ci, "many-files", "1.0.0", many).await.is(201, None);
     s.stop();
 
     // Locally: `registry publish` refuses the same with exit 1, naming the limit, and takes the
@@ -458,7 +474,10 @@ async fn a_token_over_its_byte_rate_gets_429_with_retry_after() {
         a.is(201, None);
     }
     let (i, a) = refused.expect("the byte rate bit within 6 uploads of 3 MiB");
-    assert!(i >= 3, "at least 10 MiB went through first (refused at {i})");
+    assert!(
+        i >= 3,
+        "at least 10 MiB went through first (refused at {i})"
+    );
     a.is(429, Some("rate_limited"));
     assert!(a.detail().contains("bytes"), "{}", a.detail());
     let wait: u64 = a.headers["retry-after"].to_str().unwrap().parse().unwrap();
@@ -567,11 +586,21 @@ async fn the_audit_log_needs_its_own_right() {
         .iter()
         .map(|e| e["name"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(names, ["pdf-one"], "scopes narrow what an audit token reads");
+    assert_eq!(
+        names,
+        ["pdf-one"],
+        "scopes narrow what an audit token reads"
+    );
     // An audit token cannot write.
-    put(&s, &auditor, "pdf-two", "1.0.0", skill_with("pdf-two", "1.0.0", b"x"))
-        .await
-        .is(403, Some("forbidden"));
+    put(
+        &s,
+        &auditor,
+        "pdf-two",
+        "1.0.0",
+        skill_with("pdf-two", "1.0.0", b"x"),
+    )
+    .await
+    .is(403, Some("forbidden"));
     s.stop();
     // The right is one `token create --can` knows, and `token list` shows.
     let out = Skillcat::new(&["token", "list", "--tokens", "tokens.toml"])
@@ -591,7 +620,14 @@ async fn a_300_character_version_is_422_and_exit_1() {
     let s = Server::start(dir, &[]);
     let version = format!("1.0.0-{}", "a".repeat(294));
     assert_eq!(version.len(), 300);
-    let a = put(&s, &ci, "long-v", &version, skill_with("long-v", &version, b"x")).await;
+    let a = put(
+        &s,
+        &ci,
+        "long-v",
+        &version,
+        skill_with("long-v", &version, b"x"),
+    )
+    .await;
     a.is(422, Some("invalid_metadata"));
     assert!(a.detail().contains("256"), "{}", a.detail());
     s.stop();
@@ -613,16 +649,15 @@ async fn hostile_inputs_are_4xx_never_500_and_the_server_survives() {
     let dir = tmp.path();
     let ci = token(dir, "ci", "*", "publish,yank");
     let mut s = Server::start(dir, &["--writes-per-minute", "1000"]);
-    let one = |name: &str, version: &str, frontmatter: &str| {
+    let one = |name: &str, frontmatter: &str| {
         let d = format!("---\n{frontmatter}\n---\n# {name}\n");
-        let _ = version;
         tar_gz(&[("SKILL.md", d.as_bytes())])
     };
     let fm = |name: &str, desc: &str, version: &str| {
         format!("name: {name}\ndescription: {desc}\nmetadata:\n  version: \"{version}\"")
     };
     let long = |n| "a".repeat(n);
-    let mut cases: Vec<(String, String, String, Vec<u8>, Vec<(&str, String)>)> = Vec::new();
+    let mut cases: Vec<Case> = Vec::new();
     let mut case = |label: &str, name: &str, version: &str, body: Vec<u8>| {
         cases.push((
             label.to_string(),
@@ -643,7 +678,7 @@ async fn hostile_inputs_are_4xx_never_500_and_the_server_survives() {
         "1.0.0-".to_string(),
         "01.0.0".to_string(),
     ] {
-        let body = one("vers", &v, &fm("vers", "Hostile versions.", &v));
+        let body = one("vers", &fm("vers", "Hostile versions.", &v));
         case(&format!("version {:.20}…", v), "vers", &v, body);
     }
     // Names: in the URL and in the document.
@@ -657,7 +692,7 @@ async fn hostile_inputs_are_4xx_never_500_and_the_server_survives() {
         "nul\u{0}byte".to_string(),
         "caf\u{e9}-\u{200b}zw".to_string(),
     ] {
-        let body = one(&n, "1.0.0", &fm(&format!("{n:?}"), "Hostile names.", "1.0.0"));
+        let body = one(&n, &fm(&format!("{n:?}"), "Hostile names.", "1.0.0"));
         let url_name: String = url_escape(&n);
         case(&format!("name {:.20}", n), &url_name, "1.0.0", body);
     }
@@ -669,41 +704,63 @@ async fn hostile_inputs_are_4xx_never_500_and_the_server_survives() {
         ("list description", "[1, 2]".to_string()),
         ("map description", "{a: 1}".to_string()),
     ] {
-        let body = one("descr", "1.0.0", &fm("descr", &d, "1.0.0"));
+        let body = one("descr", &fm("descr", &d, "1.0.0"));
         case(label, "descr", "1.0.0", body);
     }
     // Wrong types.
     for (label, text) in [
-        ("numeric name", "name: 123\ndescription: x\nmetadata:\n  version: \"1.0.0\""),
-        ("numeric version", "name: typed\ndescription: x\nmetadata:\n  version: 1.0"),
-        ("list metadata", "name: typed\ndescription: x\nmetadata: [1]"),
+        (
+            "numeric name",
+            "name: 123\ndescription: x\nmetadata:\n  version: \"1.0.0\"",
+        ),
+        (
+            "numeric version",
+            "name: typed\ndescription: x\nmetadata:\n  version: 1.0",
+        ),
+        (
+            "list metadata",
+            "name: typed\ndescription: x\nmetadata: [1]",
+        ),
         ("no frontmatter", "just: text"),
-        ("anchors", "name: &a typed\ndescription: *a\nmetadata:\n  version: \"1.0.0\""),
+        (
+            "anchors",
+            "name: &a typed\ndescription: *a\nmetadata:\n  version: \"1.0.0\"",
+        ),
     ] {
-        case(label, "typed", "1.0.0", one("typed", "1.0.0", text));
+        case(label, "typed", "1.0.0", one("typed", text));
     }
     // Bad archives.
     let good = skill_with("arch", "1.0.0", b"x");
     case("zero-byte upload", "arch", "1.0.0", Vec::new());
     case("text", "arch", "1.0.0", b"not an archive".to_vec());
     case("gzip magic only", "arch", "1.0.0", vec![0x1f, 0x8b]);
-    case("truncated", "arch", "1.0.0", good[..good.len() / 2].to_vec());
+    case(
+        "truncated",
+        "arch",
+        "1.0.0",
+        good[..good.len() / 2].to_vec(),
+    );
     let mut flipped = good.clone();
     let mid = flipped.len() / 2;
     flipped[mid] ^= 0xff;
     case("corrupted", "arch", "1.0.0", flipped);
-    case("zip magic only", "arch", "1.0.0", b"PK\x03\x04garbage".to_vec());
-    case("empty zip", "arch", "1.0.0", b"PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0".to_vec());
     case(
-        "gzip of garbage",
+        "zip magic only",
         "arch",
         "1.0.0",
-        {
-            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-            gz.write_all(&support::incompressible(10_000)).unwrap();
-            gz.finish().unwrap()
-        },
+        b"PK\x03\x04garbage".to_vec(),
     );
+    case(
+        "empty zip",
+        "arch",
+        "1.0.0",
+        b"PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0".to_vec(),
+    );
+    case("gzip of garbage", "arch", "1.0.0", {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&support::incompressible(10_000)).unwrap();
+        gz.finish().unwrap()
+    });
     case(
         "NUL in a file path",
         "arch",
@@ -727,7 +784,6 @@ async fn hostile_inputs_are_4xx_never_500_and_the_server_survives() {
     );
     // A URL that names another version than the archive.
     case("mismatch", "arch", "2.0.0", good.clone());
-    let mut cases = cases;
     // Wrong content types on a good and a bad body.
     cases.push((
         "json content type".into(),
@@ -741,7 +797,10 @@ async fn hostile_inputs_are_4xx_never_500_and_the_server_survives() {
         "ctype".into(),
         "1.0.1".into(),
         b"--x\r\n\r\n--x--".to_vec(),
-        vec![("content-type", "multipart/form-data; boundary=x".to_string())],
+        vec![(
+            "content-type",
+            "multipart/form-data; boundary=x".to_string(),
+        )],
     ));
     cases.push((
         "gzip content encoding".into(),
@@ -755,12 +814,7 @@ async fn hostile_inputs_are_4xx_never_500_and_the_server_survives() {
     for (label, name, version, body, headers) in cases {
         let url = format!("{}api/v1/skills/{name}/{}", s.url, url_escape(&version));
         let a = send(reqwest::Method::PUT, url, Some(&ci), body, &headers).await;
-        assert!(
-            a.status.as_u16() < 500,
-            "{label}: {} {}",
-            a.status,
-            a.text
-        );
+        assert!(a.status.as_u16() < 500, "{label}: {} {}", a.status, a.text);
         assert!(s.alive(), "{label}: the server died");
         statuses.push((label, a.status.as_u16()));
     }
@@ -775,9 +829,15 @@ async fn hostile_inputs_are_4xx_never_500_and_the_server_survives() {
     put(&s, &ci, "dup", "1.0.0", skill_with("dup", "1.0.0", b"y"))
         .await
         .is(409, None);
-    put(&s, &ci, "dup", "1.0.0+b", skill_with("dup", "1.0.0+b", b"x"))
-        .await
-        .is(409, None);
+    put(
+        &s,
+        &ci,
+        "dup",
+        "1.0.0+b",
+        skill_with("dup", "1.0.0+b", b"x"),
+    )
+    .await
+    .is(409, None);
     // Other routes with hostile parts.
     for path in [
         format!("skills/dup/{}/yank", long(300)),
@@ -789,7 +849,12 @@ async fn hostile_inputs_are_4xx_never_500_and_the_server_survives() {
         assert!(a.status.as_u16() < 500, "{path}: {} {}", a.status, a.text);
         assert!(s.alive());
     }
-    for q in ["limit=abc", "before=-1", "limit=99999999999999999999", "before=x"] {
+    for q in [
+        "limit=abc",
+        "before=-1",
+        "limit=99999999999999999999",
+        "before=x",
+    ] {
         let url = format!("{}api/v1/audit?{q}", s.url);
         let a = send(reqwest::Method::GET, url, Some(&ci), Vec::new(), &[]).await;
         assert!(a.status.as_u16() < 500, "{q}: {} {}", a.status, a.text);
@@ -799,6 +864,9 @@ async fn hostile_inputs_are_4xx_never_500_and_the_server_survives() {
     let log = s.stop();
     assert!(!log.contains("panicked"), "{log}");
 }
+
+/// One hostile request: label, name and version in the URL, body, extra headers.
+type Case = (String, String, String, Vec<u8>, Vec<(&'static str, String)>);
 
 /// Percent-escapes what is not unreserved in a URL path segment.
 fn url_escape(s: &str) -> String {

@@ -130,9 +130,14 @@ mod tests {
         let long = format!("1.0.0-{}", "a".repeat(294));
         let at_limit = format!("1.0.0-{}", "a".repeat(250));
         assert_eq!(parse_version("x", &at_limit).unwrap().to_string(), at_limit);
-        let err = parse_version("x", &long).unwrap_err().to_string();
-        assert!(err.contains("300 characters") && err.contains("256"), "{err}");
-        for bad in ["1.2", "v1.2.3", "01.2.3", "", "1.2.3.4", "latest", &long] {
+        let err = parse_version("x", &long).unwrap_err();
+        assert!(matches!(err, RegistryError::BadMetadata { .. }), "{err}");
+        let err = err.to_string();
+        assert!(
+            err.contains("300 characters") && err.contains("256"),
+            "{err}"
+        );
+        for bad in ["1.2", "v1.2.3", "01.2.3", "", "1.2.3.4", "latest"] {
             assert!(
                 matches!(
                     parse_version("x", bad),

@@ -609,9 +609,7 @@ impl Registry {
                     Some(id) => id,
                     None => {
                         let id: i64 = insert
-                            .query_row(params![&f.sha256[..], f.bytes.len() as i64], |r| {
-                                r.get(0)
-                            })
+                            .query_row(params![&f.sha256[..], f.bytes.len() as i64], |r| r.get(0))
                             .map_err(sql)?;
                         if !f.bytes.is_empty() {
                             let mut blob = tx

@@ -470,7 +470,9 @@ fn registry_refusal(e: RegistryError) -> Refusal {
             refuse(StatusCode::UNPROCESSABLE_ENTITY, "signature", detail)
         }
         E::TooLarge { .. } => refuse(StatusCode::PAYLOAD_TOO_LARGE, "too_large", detail),
-        E::BadMetadata { .. } => refuse(StatusCode::UNPROCESSABLE_ENTITY, "invalid_metadata", detail),
+        E::BadMetadata { .. } => {
+            refuse(StatusCode::UNPROCESSABLE_ENTITY, "invalid_metadata", detail)
+        }
         E::InvalidSkill { .. }
         | E::MissingVersion { .. }
         | E::BadVersion { .. }
@@ -478,7 +480,9 @@ fn registry_refusal(e: RegistryError) -> Refusal {
         | E::BadSpec { .. }
         | E::Read { .. } => refuse(StatusCode::UNPROCESSABLE_ENTITY, "invalid_skill", detail),
         ref c if c.is_constraint() => {
-            log(format_args!("refused by a constraint of the schema: {detail}"));
+            log(format_args!(
+                "refused by a constraint of the schema: {detail}"
+            ));
             refuse(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_metadata",
