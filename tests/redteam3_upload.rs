@@ -880,3 +880,50 @@ fn url_escape(s: &str) -> String {
     }
     out
 }
+
+/// Next red team: slow uploads holding the slots. One token opens two uploads that stall
+/// (they declare a body and send ten bytes of it); with `--max-uploads 2` it holds only its
+/// share (one slot, its second upload waits), so another token's publish goes through at once
+/// instead of waiting for the request timeout to cut the stalled ones.
+#[tokio::test(flavor = "multi_thread")]
+async fn stalled_uploads_hold_only_their_tokens_share_of_the_slots() {
+    let tmp = registry_dir();
+    let dir = tmp.path();
+    let slow = token(dir, "slow", "*", "publish");
+    let other = token(dir, "other", "*", "publish");
+    let s = Server::start(dir, &["--max-uploads", "2", "--request-timeout", "40s"]);
+    let addr = s
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let mut stalled = Vec::new();
+    for i in 0..2 {
+        let mut c = std::net::TcpStream::connect(&addr).unwrap();
+        let head = format!(
+            "PUT /api/v1/skills/slow-{i}/1.0.0 HTTP/1.1\r\nHost: {addr}\r\n\
+             Authorization: Bearer {slow}\r\nContent-Length: 100000\r\n\r\n"
+        );
+        c.write_all(head.as_bytes()).unwrap();
+        c.write_all(&[0x1f; 10]).unwrap();
+        stalled.push(c);
+    }
+    // Let the server take both heads (and the slots they may get).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let url = format!("{}api/v1/skills/quick/1.0.0", s.url);
+    let body = skill_with("quick", "1.0.0", b"x");
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(15))
+        .build()
+        .unwrap();
+    let a = client
+        .put(url)
+        .bearer_auth(&other)
+        .body(body)
+        .send()
+        .await
+        .expect("another token's publish is not held back by the stalled uploads");
+    assert_eq!(a.status().as_u16(), 201);
+    drop(stalled);
+    s.stop();
+}
