@@ -45,12 +45,19 @@ pub async fn prepare(
         &listed[..]
     };
     let draft = Draft::new(&skill, files, opts)?;
+    let limits = draft.limits();
     let mut contents: Vec<Bytes> = Vec::with_capacity(files.len());
+    // The listed sizes were checked by `Draft::new`; the bytes read are counted here too, and
+    // reading stops as soon as they pass the version's limit (a source whose files grew, or
+    // that listed sizes it does not hold, costs at most one file past it).
+    let mut read = 0u64;
     for path in draft.paths() {
         let bytes = source
             .read(&crate::path::join_path(root, path))
             .await
             .map_err(read_error)?;
+        read = read.saturating_add(bytes.len() as u64);
+        limits.check_bytes(draft.name(), draft.version(), read, true)?;
         contents.push(bytes);
     }
     draft.finish(contents, opts)

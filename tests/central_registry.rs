@@ -207,7 +207,7 @@ fn hostile_tar_gz(path: &str, bytes: &[u8], link: Option<&str>) -> Vec<u8> {
 async fn publishing_rules_statuses_index_and_audit() {
     let tmp = registry_dir();
     let dir = tmp.path();
-    let ci = token(dir, "ci", "pdf-*", "publish,yank");
+    let ci = token(dir, "ci", "pdf-*", "publish,yank,audit");
     let other = token(dir, "other", "docs-*", "publish");
     let yanker = token(dir, "yanker", "*", "yank");
     let doomed = token(dir, "doomed", "*", "publish");

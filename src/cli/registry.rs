@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 use serde_json::json;
-use skillcat::registry::{Outcome, PublishOptions, Published, Registry, RegistryError, parse_spec};
+use skillcat::registry::{
+    Outcome, PublishOptions, Published, Registry, RegistryError, VersionLimits, parse_spec,
+};
 use skillcat::sign::Keyring;
 use skillcat::source::{self, DirOptions, DirSource, Source, SourceExt};
 
@@ -41,6 +43,12 @@ pub enum RegistryCommand {
         /// Require every skill to carry a signature that verifies against this keyring (TOML).
         #[arg(long, value_name = "FILE")]
         keyring: Option<PathBuf>,
+        /// The most a version may hold, all files together: bytes, or with a unit (`16MiB`).
+        #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = super::central::parse_size)]
+        max_version_size: u64,
+        /// The most files a version may hold.
+        #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+        max_version_files: u32,
         /// Output format.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -95,12 +103,18 @@ pub async fn run(cmd: RegistryCommand) -> u8 {
             sig,
             version,
             keyring,
+            max_version_size,
+            max_version_files,
             format,
         } => {
             let args = PublishArgs {
                 sig: sig.as_deref(),
                 version,
                 keyring: keyring.as_deref(),
+                limits: VersionLimits {
+                    max_bytes: max_version_size,
+                    max_files: max_version_files as usize,
+                },
                 format,
             };
             publish(&db, &sources, args).await
@@ -146,6 +160,7 @@ struct PublishArgs<'a> {
     sig: Option<&'a Path>,
     version: Option<String>,
     keyring: Option<&'a Path>,
+    limits: VersionLimits,
     format: Format,
 }
 
@@ -257,6 +272,7 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> u8 {
                         version: args.version.clone().or(version),
                         signature: given_sig.clone().or(found),
                         keyring: keyring.as_ref(),
+                        limits: args.limits,
                         ..Default::default()
                     };
                     registry

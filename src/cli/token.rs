@@ -42,7 +42,8 @@ pub struct CreateArgs {
     /// repeatable; at least one.
     #[arg(long = "scope", value_name = "PATTERN", required = true)]
     scopes: Vec<String>,
-    /// What the token may do: `publish`, `yank`, or both (comma-separated or repeated).
+    /// What the token may do: `publish`, `yank`, `audit` (read the audit log of the names its
+    /// scopes match), comma-separated or repeated.
     #[arg(
         long,
         value_name = "RIGHTS",

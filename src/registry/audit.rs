@@ -96,6 +96,18 @@ impl Registry {
     /// The newest `limit` rows of the audit log with an id below `before` (all when `None`),
     /// newest first.
     pub fn audit(&self, limit: usize, before: Option<i64>) -> Result<Vec<AuditEntry>> {
+        self.audit_matching(limit, before, |_| true)
+    }
+
+    /// The newest `limit` rows of the audit log with an id below `before` whose skill name
+    /// `keep` accepts (a token's scopes), newest first. Rows are read newest first and only as
+    /// far as needed.
+    pub fn audit_matching(
+        &self,
+        limit: usize,
+        before: Option<i64>,
+        mut keep: impl FnMut(&str) -> bool,
+    ) -> Result<Vec<AuditEntry>> {
         let sql = |source| RegistryError::Sqlite {
             path: self.shown.clone(),
             source,
@@ -104,11 +116,10 @@ impl Registry {
             .conn
             .prepare_cached(
                 "SELECT id, at, strftime('%Y-%m-%dT%H:%M:%SZ', at, 'unixepoch'), token, action, \
-                 name, version, digest, client FROM audit WHERE id < ?1 ORDER BY id DESC LIMIT ?2",
+                 name, version, digest, client FROM audit WHERE id < ?1 ORDER BY id DESC",
             )
             .map_err(sql)?;
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        stmt.query_map(params![before.unwrap_or(i64::MAX), limit], |r| {
+        let rows = stmt.query_map(params![before.unwrap_or(i64::MAX)], |r| {
             let digest: Vec<u8> = r.get(7)?;
             Ok(AuditEntry {
                 id: r.get(0)?,
@@ -121,8 +132,17 @@ impl Registry {
                 digest: format!("sha256:{}", crate::digest::to_hex(digest)),
                 client: r.get(8)?,
             })
-        })
-        .and_then(Iterator::collect)
-        .map_err(sql)
+        });
+        let mut out = Vec::new();
+        for row in rows.map_err(sql)? {
+            if out.len() >= limit {
+                break;
+            }
+            let row = row.map_err(sql)?;
+            if keep(&row.name) {
+                out.push(row);
+            }
+        }
+        Ok(out)
     }
 }

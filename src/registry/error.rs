@@ -181,6 +181,28 @@ pub enum RegistryError {
         /// The registry file.
         path: String,
     },
+    /// Metadata the registry cannot keep (a version or a name longer than its columns allow);
+    /// checked before anything is written.
+    #[error("{name}: {reason}")]
+    BadMetadata {
+        /// The skill.
+        name: String,
+        /// What is wrong, and the limit.
+        reason: String,
+    },
+    /// A version over a per-version limit ([`VersionLimits`](super::VersionLimits)): its
+    /// unpacked size or its number of files; nothing was written.
+    #[error("{name}@{version}: {found}, over the limit of {limit} per version")]
+    TooLarge {
+        /// The skill.
+        name: String,
+        /// The version.
+        version: String,
+        /// What the version holds (`513 files`, `18874368 bytes`).
+        found: String,
+        /// The limit, with its unit (`512 files`, `16777216 bytes (16 MiB)`).
+        limit: String,
+    },
     /// What the registry holds does not hash to its address (a damaged or altered file).
     #[error("registry {path}: {what}: digest mismatch (expected {expected}, got {actual})")]
     Corrupt {
@@ -211,9 +233,13 @@ impl RegistryError {
             | BadSignature { .. }
             | AlreadyExists { .. }
             | NotFound(_)
+            | BadMetadata { .. }
+            | TooLarge { .. }
             | Corrupt { .. } => true,
-            Sqlite { .. }
-            | NotARegistry { .. }
+            // A constraint of the schema refused what was written: the input's fault, whatever
+            // check before the write missed it.
+            Sqlite { .. } => self.is_constraint(),
+            NotARegistry { .. }
             | SchemaTooNew { .. }
             | SchemaTooOld { .. }
             | Missing { .. }
@@ -222,6 +248,14 @@ impl RegistryError {
             | BadSpec { .. }
             | ReadOnly { .. } => false,
         }
+    }
+
+    /// Whether SQLite refused a write for a constraint of the schema (`CHECK`, `NOT NULL`,
+    /// `UNIQUE`, a foreign key, a trigger's `RAISE`): what was asked is refused, nothing was
+    /// written (the transaction rolled back).
+    pub fn is_constraint(&self) -> bool {
+        matches!(self, RegistryError::Sqlite { source, .. }
+            if source.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation))
     }
 
     /// The validation faults, for [`InvalidSkill`](Self::InvalidSkill).

@@ -78,8 +78,8 @@ pub use audit::{Actor, AuditAction, AuditEntry};
 pub use check::CheckReport;
 pub use error::RegistryError;
 pub use fts::fts_query;
-pub use order::parse_version;
-pub use publish::{Draft, Outcome, Prepared, PublishOptions, Published};
+pub use order::{MAX_VERSION_LEN, parse_version};
+pub use publish::{Draft, Outcome, Prepared, PublishOptions, Published, VersionLimits};
 pub use query::{Release, SearchHit, StoredSignature, VersionInfo};
 pub use schema::{APPLICATION_ID, MIGRATIONS, Migration, SCHEMA_VERSION};
 

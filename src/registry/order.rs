@@ -5,14 +5,40 @@ use std::cmp::Ordering;
 
 use super::RegistryError;
 
+/// The longest version a registry keeps, in characters (the schema's `CHECK` on
+/// `version.version`, checked here first so that it is a refusal, not a failed write).
+pub const MAX_VERSION_LEN: usize = 256;
+
 /// Parses a version for publishing: trimmed, strict semver (`MAJOR.MINOR.PATCH`, optional
-/// `-pre` and `+build`). `name` is for the error.
+/// `-pre` and `+build`), at most [`MAX_VERSION_LEN`] characters. `name` is for the error.
 pub fn parse_version(name: &str, text: &str) -> Result<semver::Version, RegistryError> {
-    semver::Version::parse(text.trim()).map_err(|e| RegistryError::BadVersion {
+    let trimmed = text.trim();
+    let len = trimmed.chars().count();
+    if len > MAX_VERSION_LEN {
+        return Err(RegistryError::BadMetadata {
+            name: name.to_string(),
+            reason: format!(
+                "version {:?} is {len} characters long; a registry keeps versions of at most \
+                 {MAX_VERSION_LEN}",
+                shorten(trimmed)
+            ),
+        });
+    }
+    semver::Version::parse(trimmed).map_err(|e| RegistryError::BadVersion {
         name: name.to_string(),
         version: text.to_string(),
         reason: e.to_string(),
     })
+}
+
+/// A version text for a message: at most 80 characters of it.
+fn shorten(text: &str) -> String {
+    if text.chars().count() <= 80 {
+        text.to_string()
+    } else {
+        let head: String = text.chars().take(80).collect();
+        format!("{head}…")
+    }
 }
 
 /// Total order for listing: semver precedence, then build metadata, then the text (a
@@ -101,6 +127,16 @@ mod tests {
     #[test]
     fn parse_is_strict_and_trims() {
         assert_eq!(parse_version("x", " 1.2.3 ").unwrap().to_string(), "1.2.3");
+        let long = format!("1.0.0-{}", "a".repeat(294));
+        let at_limit = format!("1.0.0-{}", "a".repeat(250));
+        assert_eq!(parse_version("x", &at_limit).unwrap().to_string(), at_limit);
+        let err = parse_version("x", &long).unwrap_err();
+        assert!(matches!(err, RegistryError::BadMetadata { .. }), "{err}");
+        let err = err.to_string();
+        assert!(
+            err.contains("300 characters") && err.contains("256"),
+            "{err}"
+        );
         for bad in ["1.2", "v1.2.3", "01.2.3", "", "1.2.3.4", "latest"] {
             assert!(
                 matches!(

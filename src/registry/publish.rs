@@ -16,6 +16,74 @@ use crate::path::FileEntry;
 use crate::path::{check_canonical, fold_key};
 use crate::sign::{self, Keyring, SignError, Statement};
 
+/// What one version may hold, counted on the files it lists and again on the bytes read: a
+/// version over either is [`RegistryError::TooLarge`] and nothing is written. The defaults are
+/// what clients accept (SEP-2640 hosts take 512 files and 16 MiB per skill).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VersionLimits {
+    /// Most bytes of file contents, all files together (default 16 MiB).
+    pub max_bytes: u64,
+    /// Most files (default 512).
+    pub max_files: usize,
+}
+
+impl VersionLimits {
+    /// The default size limit: 16 MiB.
+    pub const DEFAULT_MAX_BYTES: u64 = 16 << 20;
+    /// The default file-count limit: 512.
+    pub const DEFAULT_MAX_FILES: usize = 512;
+
+    fn size_limit(&self) -> String {
+        let mib = self.max_bytes >> 20;
+        if mib > 0 && mib << 20 == self.max_bytes {
+            format!("{} bytes ({mib} MiB)", self.max_bytes)
+        } else {
+            format!("{} bytes", self.max_bytes)
+        }
+    }
+
+    /// Refuses `files` files.
+    fn check_files(&self, name: &str, version: &str, files: usize) -> Result<()> {
+        if files > self.max_files {
+            return Err(RegistryError::TooLarge {
+                name: name.to_string(),
+                version: version.to_string(),
+                found: format!("{files} files"),
+                limit: format!("{} files", self.max_files),
+            });
+        }
+        Ok(())
+    }
+
+    /// Refuses `bytes` bytes (`at_least`: the count stopped once past the limit).
+    pub(crate) fn check_bytes(
+        &self,
+        name: &str,
+        version: &str,
+        bytes: u64,
+        at_least: bool,
+    ) -> Result<()> {
+        if bytes > self.max_bytes {
+            return Err(RegistryError::TooLarge {
+                name: name.to_string(),
+                version: version.to_string(),
+                found: format!("{}{bytes} bytes", if at_least { "at least " } else { "" }),
+                limit: self.size_limit(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Default for VersionLimits {
+    fn default() -> Self {
+        VersionLimits {
+            max_bytes: Self::DEFAULT_MAX_BYTES,
+            max_files: Self::DEFAULT_MAX_FILES,
+        }
+    }
+}
+
 /// How to publish.
 #[derive(Debug, Clone, Default)]
 pub struct PublishOptions<'a> {
@@ -29,6 +97,8 @@ pub struct PublishOptions<'a> {
     pub keyring: Option<&'a Keyring>,
     /// Validation settings (extension fields allowed, limits).
     pub validate: ValidateOptions,
+    /// What one version may hold.
+    pub limits: VersionLimits,
 }
 
 /// What a publish did.
@@ -123,6 +193,13 @@ impl Prepared {
         &self.location
     }
 
+    /// The bytes of its files, all together (what the version holds unpacked).
+    pub fn bytes(&self) -> u64 {
+        self.files
+            .iter()
+            .fold(0u64, |n, f| n.saturating_add(f.bytes.len() as u64))
+    }
+
     /// The key id of the signature that comes with it.
     pub fn signed_by(&self) -> Option<&str> {
         self.signature.as_ref().map(|s| s.key_id.as_str())
@@ -142,6 +219,7 @@ pub struct Draft {
     description: String,
     body: String,
     files: Vec<(String, String, bool)>,
+    limits: VersionLimits,
 }
 
 impl Draft {
@@ -164,6 +242,13 @@ impl Draft {
             (None, _) => return Err(RegistryError::MissingVersion { name }),
         };
         let semver = order::parse_version(&name, &version_text)?;
+        let version = semver.to_string();
+        check_metadata(&name, skill.description())?;
+        // The sizes a source lists are claims: checked here to refuse early, and again on the
+        // bytes read (`finish`).
+        opts.limits.check_files(&name, &version, files.len())?;
+        let listed = files.iter().fold(0u64, |n, f| n.saturating_add(f.size));
+        opts.limits.check_bytes(&name, &version, listed, false)?;
         let mut checked = Vec::with_capacity(files.len());
         let mut folds: HashMap<String, String> = HashMap::new();
         for entry in files {
@@ -183,13 +268,30 @@ impl Draft {
         }
         Ok(Draft {
             location: skill.location().to_string(),
-            version: semver.to_string(),
+            version,
             semver,
             name,
             description: skill.description().to_string(),
             body: skill.body().to_string(),
             files: checked,
+            limits: opts.limits,
         })
+    }
+
+    /// The skill's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The version it will be published as.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// What the version may hold (from the options it was made with): a reader stops once
+    /// the bytes read pass [`VersionLimits::max_bytes`].
+    pub fn limits(&self) -> VersionLimits {
+        self.limits
     }
 
     /// The paths (relative to the skill root) whose bytes [`finish`](Self::finish) takes, in
@@ -217,6 +319,11 @@ impl Draft {
             self.files.len(),
             "Draft::finish takes one content per path"
         );
+        let total = contents
+            .iter()
+            .fold(0u64, |n, b| n.saturating_add(b.len() as u64));
+        self.limits
+            .check_bytes(&self.name, &self.version, total, false)?;
         let Draft {
             location,
             name,
@@ -225,6 +332,7 @@ impl Draft {
             description,
             body,
             files,
+            limits: _,
         } = self;
         let mut files: Vec<PreparedFile> = files
             .into_iter()
@@ -294,6 +402,27 @@ impl Draft {
             signature,
         })
     }
+}
+
+/// What the schema would refuse in the text a version carries, refused here first so that it
+/// is a refusal with a reason, not a failed write: a name of 1 to 64 characters (the `skill`
+/// table's `CHECK`; the validator counts the same way, this holds whatever it is told), no NUL
+/// in the name or description.
+fn check_metadata(name: &str, description: &str) -> Result<()> {
+    let bad = |reason: String| RegistryError::BadMetadata {
+        name: name.chars().take(64).collect(),
+        reason,
+    };
+    let chars = name.chars().count();
+    if !(1..=64).contains(&chars) {
+        return Err(bad(format!(
+            "the name is {chars} characters long; a registry keeps names of 1 to 64"
+        )));
+    }
+    if name.contains('\0') || description.contains('\0') {
+        return Err(bad("the name or description holds a NUL character".into()));
+    }
+    Ok(())
 }
 
 /// Without a keyring a signature cannot be authenticated, but it can be checked for form and
@@ -442,6 +571,7 @@ impl Registry {
                     audit::record(&tx, actor, action, &name, &version, &p.digest).map_err(sql)?;
                 }
                 tx.commit().map_err(sql)?;
+                self.checkpoint();
             }
             // Otherwise the transaction is dropped: rolled back, nothing written.
             return Ok(published);
@@ -461,10 +591,13 @@ impl Registry {
             let mut find = tx
                 .prepare_cached("SELECT id FROM blob WHERE sha256 = ?1")
                 .map_err(sql)?;
+            // A new blob is inserted as a zeroblob and its bytes streamed in by incremental
+            // blob I/O: binding them would have SQLite copy them twice (the bound value and
+            // the record), so a version's write would hold three times its size.
             let mut insert = tx
                 .prepare_cached(
-                    "INSERT INTO blob (sha256, size, content) VALUES (?1, ?2, ?3) \
-                     ON CONFLICT (sha256) DO NOTHING",
+                    "INSERT INTO blob (sha256, size, content) VALUES (?1, ?2, zeroblob(?2)) \
+                     RETURNING id",
                 )
                 .map_err(sql)?;
             for f in &p.files {
@@ -475,11 +608,17 @@ impl Registry {
                 let id = match id {
                     Some(id) => id,
                     None => {
-                        insert
-                            .execute(params![&f.sha256[..], f.bytes.len() as i64, &f.bytes[..]])
+                        let id: i64 = insert
+                            .query_row(params![&f.sha256[..], f.bytes.len() as i64], |r| r.get(0))
                             .map_err(sql)?;
+                        if !f.bytes.is_empty() {
+                            let mut blob = tx
+                                .blob_open(rusqlite::MAIN_DB, "blob", "content", id, false)
+                                .map_err(sql)?;
+                            blob.write_at(&f.bytes, 0).map_err(sql)?;
+                        }
                         published.new_blobs += 1;
-                        find.query_row([&f.sha256[..]], |r| r.get(0)).map_err(sql)?
+                        id
                     }
                 };
                 blob_ids.push(id);
@@ -529,7 +668,19 @@ impl Registry {
             audit::record(&tx, actor, action, &name, &version, &p.digest).map_err(sql)?;
         }
         tx.commit().map_err(sql)?;
+        self.checkpoint();
         Ok(published)
+    }
+
+    /// After a publish: copies the WAL into the database and truncates it
+    /// (`wal_checkpoint(TRUNCATE)`, waiting up to the busy timeout for readers of older
+    /// snapshots), so that the WAL never holds much more than the write in progress, however
+    /// many connections stay open. Best effort: the version is committed already; a checkpoint
+    /// kept from finishing (a reader that outlasts the busy timeout) is done by the next write.
+    fn checkpoint(&self) {
+        let _ = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
     }
 }
 

@@ -1,4 +1,5 @@
-//! Publish tokens: who may publish into (or yank from) a central registry, and which skill names.
+//! Publish tokens: who may publish into (or yank from, or read the audit log of) a central
+//! registry, and which skill names.
 //!
 //! A token is `skc_` followed by 64 hex digits: 256 random bits from the operating system,
 //! shown once when it is made. The token file keeps only its `sha256:` hash, next to a name,
@@ -43,17 +44,20 @@ pub enum Right {
     Publish,
     /// Yank and unyank versions.
     Yank,
+    /// Read the audit log (the entries of the names its scopes match).
+    Audit,
 }
 
 impl Right {
     /// Every right, in order.
-    pub const ALL: [Right; 2] = [Right::Publish, Right::Yank];
+    pub const ALL: [Right; 3] = [Right::Publish, Right::Yank, Right::Audit];
 
     /// The right's name in the token file and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
             Right::Publish => "publish",
             Right::Yank => "yank",
+            Right::Audit => "audit",
         }
     }
 }
@@ -108,7 +112,7 @@ pub enum TokenError {
     #[error("a token needs at least one {0}")]
     Missing(&'static str),
     /// An unknown right.
-    #[error("unknown right {0:?}: the rights are publish and yank")]
+    #[error("unknown right {0:?}: the rights are publish, yank and audit")]
     UnknownRight(String),
     /// The name is taken (revoked names stay taken, so the audit log stays unambiguous).
     #[error("a token named {0:?} already exists{1}")]
@@ -404,7 +408,7 @@ fn check_entry(entry: &TokenEntry) -> Result<(), TokenError> {
         return Err(TokenError::InvalidScope(bad.clone()));
     }
     if entry.rights.is_empty() {
-        return Err(TokenError::Missing("right (publish or yank)"));
+        return Err(TokenError::Missing("right (publish, yank or audit)"));
     }
     Ok(())
 }

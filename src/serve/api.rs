@@ -4,15 +4,27 @@
 //! PUT    /api/v1/skills/{name}/{version}          body: the skill's archive (.tar.gz or .zip)
 //! DELETE /api/v1/skills/{name}/{version}/yank     yank
 //! PUT    /api/v1/skills/{name}/{version}/unyank   unyank
-//! GET    /api/v1/audit?limit=N&before=ID          the audit log, newest first
+//! GET    /api/v1/audit?limit=N&before=ID          the audit log, newest first (the `audit` right)
 //! ```
 //!
 //! Every request carries `Authorization: Bearer <token>`. Answers are JSON; a refusal is
 //! `{"errors": [{"code": "…", "detail": "…"}]}` with its status: 401 (no, unknown or revoked
 //! token), 403 (a token without the right, or outside its name scopes), 404, 409 (other content
-//! under a published version), 413 (a body over the upload limit), 422 (the archive is not the
-//! skill and version named, is hostile, invalid, or its signature is refused), 429 (the token's
-//! rate, with `Retry-After`), 503 (the registry is busy). The token file and the keyring are
+//! under a published version), 413 (a body over the upload limit, a version over the
+//! per-version limits), 422 (the archive is not the skill and version named, is hostile,
+//! invalid, its metadata is not what a registry keeps, or its signature is refused), 429 (the
+//! token's request or byte rate, with `Retry-After`), 503 (the registry is busy). Which status a
+//! registry error is, is decided in one place ([`registry_refusal`]): a refusal of the input is
+//! always a 4xx, a constraint of the schema included; only a failure of the server is a 500.
+//!
+//! **Budgets.** An upload takes one of `max_uploads` slots before its body is read and keeps it
+//! until its version is committed or refused: the slot moves with the prepared version into the
+//! blocking task that writes it ([`UploadSlot::commit`]), so a client that goes away cannot
+//! free it early. A token holds at most half the slots (at least one) at once; its other
+//! uploads wait. The body is counted as it streams (`max_upload`), the archive's unpacked bytes
+//! and files are counted as it is read (the version limits), so one upload in flight holds at
+//! most `max_upload` + 2 × the version's byte limit (the files, and SQLite's copy of the one
+//! being written). The token file and the keyring are
 //! re-read when they change (checked on every API request) and on `SIGHUP`; a file that no
 //! longer reads keeps what was read before. The token itself is never logged, echoed or stored.
 //!
@@ -37,9 +49,11 @@ use serde_json::{Value, json};
 
 use super::limits::Conn;
 use super::site::{Site, SiteOptions};
-use crate::archive::{ArchiveLimits, sniff};
+use crate::archive::{ArchiveError, ArchiveLimits, sniff};
 use crate::registry::tokens::{AuthError, Right, TokenEntry, Tokens};
-use crate::registry::{Actor, Outcome, PublishOptions, Registry, RegistryError};
+use crate::registry::{
+    Actor, Outcome, Prepared, PublishOptions, Published, Registry, RegistryError, VersionLimits,
+};
 use crate::sign::Keyring;
 use crate::source::{ArchiveSource, RegistrySource, Source};
 
@@ -55,10 +69,17 @@ pub struct ApiOptions {
     pub keyring: Option<PathBuf>,
     /// The largest upload, in bytes (counted as it streams).
     pub max_upload: u64,
-    /// Uploads read at once (the rest wait): bounds the memory uploads take.
+    /// Uploads in flight at once, from the first byte of the body read to the version
+    /// committed or refused (the rest wait): bounds the memory uploads take.
     pub max_uploads: usize,
-    /// Writes (publish, yank, unyank) per token per minute; also the burst allowed.
+    /// API requests (publish, yank, unyank, audit reads) per token per minute; also the burst
+    /// allowed.
     pub writes_per_minute: u32,
+    /// What one version may hold (unpacked bytes, files), counted as the upload is unpacked.
+    pub version_limits: VersionLimits,
+    /// Unpacked bytes a token may publish per minute; the burst is this or one version's byte
+    /// limit, whichever is larger.
+    pub bytes_per_minute: u64,
 }
 
 impl std::fmt::Debug for ApiOptions {
@@ -68,12 +89,19 @@ impl std::fmt::Debug for ApiOptions {
             .field("tokens", &self.tokens)
             .field("keyring", &self.keyring)
             .field("max_upload", &self.max_upload)
+            .field("max_uploads", &self.max_uploads)
+            .field("writes_per_minute", &self.writes_per_minute)
+            .field("version_limits", &self.version_limits)
+            .field("bytes_per_minute", &self.bytes_per_minute)
             .finish()
     }
 }
 
 /// The default upload limit: 16 MiB.
 pub const DEFAULT_MAX_UPLOAD: u64 = 16 << 20;
+
+/// The default byte rate of a token: 64 MiB of unpacked files a minute.
+pub const DEFAULT_BYTES_PER_MINUTE: u64 = 64 << 20;
 
 /// What identifies a file's content cheaply: modification time, size, inode.
 type Stamp = (SystemTime, u64, u64);
@@ -123,10 +151,90 @@ impl<T> Watched<T> {
     }
 }
 
-/// A token bucket per token name.
+/// A token bucket: `level` units left, refilled continuously.
 struct Bucket {
     level: f64,
     at: Instant,
+}
+
+impl Bucket {
+    /// Takes `amount` from the bucket of `key` in `buckets` (created full), which holds at most
+    /// `capacity` and refills `per_minute` a minute. `Err(seconds)`: not enough yet; retry then.
+    fn take(
+        buckets: &mut HashMap<String, Bucket>,
+        key: &str,
+        amount: f64,
+        capacity: f64,
+        per_minute: f64,
+    ) -> Result<(), u64> {
+        let now = Instant::now();
+        let b = buckets.entry(key.to_string()).or_insert(Bucket {
+            level: capacity,
+            at: now,
+        });
+        let refill = now.duration_since(b.at).as_secs_f64() * per_minute / 60.0;
+        b.level = (b.level + refill).min(capacity);
+        b.at = now;
+        if b.level < amount {
+            let wait = ((amount - b.level) * 60.0 / per_minute).ceil();
+            return Err((wait as u64).max(1));
+        }
+        b.level -= amount;
+        Ok(())
+    }
+}
+
+/// One of the upload slots (`max_uploads`), and the token's own (at most half of them): taken
+/// before an upload's body is read, given back when its version is committed or refused. Every
+/// refusal on the way drops it; the one way to commit, [`commit`](Self::commit), moves it with
+/// the prepared version into the blocking task that writes it, so a client that goes away
+/// mid-write cannot free the slot while its version is still in memory.
+struct UploadSlot {
+    _global: tokio::sync::OwnedSemaphorePermit,
+    _token: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl UploadSlot {
+    /// Waits for a slot of the token (so one token cannot hold them all), then a slot.
+    async fn take(api: &Api, token: &str) -> UploadSlot {
+        let per_token = {
+            let mut all = api.token_uploads.lock().expect("upload slots lock");
+            all.entry(token.to_string())
+                .or_insert_with(|| {
+                    let n = (api.opts.max_uploads / 2).max(1);
+                    Arc::new(tokio::sync::Semaphore::new(n))
+                })
+                .clone()
+        };
+        let token = per_token.acquire_owned().await.expect("never closed");
+        let global = api
+            .uploads
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("never closed");
+        UploadSlot {
+            _global: global,
+            _token: token,
+        }
+    }
+
+    /// Commits `prepared` into the registry at `path` on behalf of `actor`, off the runtime;
+    /// the slot is given back when the write has ended, whatever became of the request.
+    async fn commit(
+        self,
+        path: PathBuf,
+        prepared: Prepared,
+        actor: Actor,
+    ) -> Result<Published, Refusal> {
+        in_registry(move || {
+            let _slot = self;
+            let published = Registry::open(&path)?.commit_as(&prepared, Some(&actor));
+            drop(prepared);
+            published
+        })
+        .await
+    }
 }
 
 struct Api {
@@ -134,8 +242,13 @@ struct Api {
     tokens: Watched<Tokens>,
     keyring: Option<Watched<Keyring>>,
     site: Arc<RwLock<Arc<Site>>>,
+    /// Requests per token.
     buckets: Mutex<HashMap<String, Bucket>>,
-    uploads: tokio::sync::Semaphore,
+    /// Unpacked bytes per token.
+    byte_buckets: Mutex<HashMap<String, Bucket>>,
+    uploads: Arc<tokio::sync::Semaphore>,
+    /// Each token's share of the upload slots.
+    token_uploads: Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>,
     /// One site update at a time, so that each starts from the one swapped in before it.
     updating: tokio::sync::Mutex<()>,
 }
@@ -261,33 +374,62 @@ impl Api {
                 ),
             ));
         }
+        self.take_request(entry)
+    }
+
+    /// Takes one request from the token's request bucket.
+    fn take_request(&self, entry: &TokenEntry) -> Result<(), Refusal> {
         let rate = f64::from(self.opts.writes_per_minute.max(1));
         let mut buckets = self.buckets.lock().expect("rate lock");
-        let now = Instant::now();
-        let b = buckets.entry(entry.name().to_string()).or_insert(Bucket {
-            level: rate,
-            at: now,
-        });
-        b.level = (b.level + now.duration_since(b.at).as_secs_f64() * rate / 60.0).min(rate);
-        b.at = now;
-        if b.level < 1.0 {
-            let wait = ((1.0 - b.level) * 60.0 / rate).ceil() as u64;
-            return Err(Refusal {
-                retry_after: Some(wait.max(1)),
+        Bucket::take(&mut buckets, entry.name(), 1.0, rate, rate).map_err(|wait| Refusal {
+            retry_after: Some(wait),
+            ..refuse(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!(
+                    "the token {} has made its {} requests of the minute; retry in {wait}s",
+                    entry.name(),
+                    self.opts.writes_per_minute,
+                ),
+            )
+        })
+    }
+
+    /// Takes the `bytes` of a version about to be written from the token's byte bucket.
+    fn take_bytes(&self, entry: &TokenEntry, bytes: u64) -> Result<(), Refusal> {
+        let rate = self.opts.bytes_per_minute.max(1) as f64;
+        let capacity = rate.max(self.opts.version_limits.max_bytes as f64);
+        let mut buckets = self.byte_buckets.lock().expect("rate lock");
+        Bucket::take(&mut buckets, entry.name(), bytes as f64, capacity, rate).map_err(|wait| {
+            Refusal {
+                retry_after: Some(wait),
                 ..refuse(
                     StatusCode::TOO_MANY_REQUESTS,
                     "rate_limited",
                     format!(
-                        "the token {} has made its {} writes of the minute; retry in {}s",
+                        "the token {} may publish {} bytes a minute and this version holds \
+                         {bytes} bytes; retry in {wait}s",
                         entry.name(),
-                        self.opts.writes_per_minute,
-                        wait.max(1)
+                        self.opts.bytes_per_minute,
                     ),
                 )
-            });
+            }
+        })
+    }
+
+    /// The archive reader's limits for an upload: the body's size, and the version's unpacked
+    /// bytes (all files, and any one file) as they are read; entries (directories included)
+    /// up to twice the file limit, at least the reader's default.
+    fn archive_limits(&self) -> ArchiveLimits {
+        let v = self.opts.version_limits;
+        let d = ArchiveLimits::default();
+        ArchiveLimits {
+            max_compressed: self.opts.max_upload,
+            max_total: v.max_bytes,
+            max_file: v.max_bytes,
+            max_entries: d.max_entries.max((v.max_files as u64).saturating_mul(2)),
+            ..d
         }
-        b.level -= 1.0;
-        Ok(())
     }
 
     /// Updates the served site for the skill `name` after a write to it; a failure keeps the
@@ -313,6 +455,9 @@ impl Api {
     }
 }
 
+/// The status of a registry error: the one place that decides it. A refusal of what was sent
+/// is always a 4xx — a constraint of the schema that a check before the write missed included
+/// (422) — and only a failure of the server itself (I/O, a damaged registry) is a 500.
 fn registry_refusal(e: RegistryError) -> Refusal {
     use RegistryError as E;
     let detail = e.to_string();
@@ -324,11 +469,26 @@ fn registry_refusal(e: RegistryError) -> Refusal {
         E::Unsigned { .. } | E::BadSignature { .. } => {
             refuse(StatusCode::UNPROCESSABLE_ENTITY, "signature", detail)
         }
+        E::TooLarge { .. } => refuse(StatusCode::PAYLOAD_TOO_LARGE, "too_large", detail),
+        E::BadMetadata { .. } => {
+            refuse(StatusCode::UNPROCESSABLE_ENTITY, "invalid_metadata", detail)
+        }
         E::InvalidSkill { .. }
         | E::MissingVersion { .. }
         | E::BadVersion { .. }
         | E::BadPath { .. }
+        | E::BadSpec { .. }
         | E::Read { .. } => refuse(StatusCode::UNPROCESSABLE_ENTITY, "invalid_skill", detail),
+        ref c if c.is_constraint() => {
+            log(format_args!(
+                "refused by a constraint of the schema: {detail}"
+            ));
+            refuse(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_metadata",
+                format!("the registry cannot keep this version's metadata: {detail}"),
+            )
+        }
         E::Sqlite { ref source, .. }
             if matches!(
                 source.sqlite_error_code(),
@@ -344,14 +504,44 @@ fn registry_refusal(e: RegistryError) -> Refusal {
                 )
             }
         }
-        other => {
-            log(format_args!("error: {other}"));
-            refuse(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                "the registry could not complete the write (see the server's log)",
-            )
-        }
+        // A damaged registry is the server's problem, though the command line counts it a
+        // refusal.
+        E::Corrupt { .. } => internal(&e),
+        ref r if r.is_refusal() => refuse(StatusCode::UNPROCESSABLE_ENTITY, "refused", detail),
+        other => internal(&other),
+    }
+}
+
+fn internal(e: &RegistryError) -> Refusal {
+    log(format_args!("error: {e}"));
+    refuse(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "the registry could not complete the write (see the server's log)",
+    )
+}
+
+/// The status of an upload the archive reader refused: over a size or count limit is 413
+/// naming it; anything else (not an archive, a hostile entry, a bomb's ratio) is 422.
+fn archive_refusal(e: crate::Error) -> Refusal {
+    use ArchiveError as A;
+    match e {
+        crate::Error::Archive(
+            ref a @ (A::ArchiveTooLarge { .. }
+            | A::TotalTooLarge { .. }
+            | A::FileTooLarge { .. }
+            | A::DocumentTooLarge { .. }
+            | A::TooManyEntries { .. }),
+        ) => refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            format!("the upload is over a limit of this registry: {a}"),
+        ),
+        other => refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_archive",
+            format!("the upload is not a readable skill archive: {other}"),
+        ),
     }
 }
 
@@ -460,15 +650,9 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
     let entry = api.authenticate(&parts.headers)?;
     api.authorize(&entry, Right::Publish, &p.name)?;
     let signature = signature_of(&parts.headers)?;
-    let permit = api.uploads.acquire().await.expect("never closed");
+    // From here until the version is committed or refused, the upload holds its slot.
+    let slot = UploadSlot::take(api, entry.name()).await;
     let bytes = read_upload(body, &parts.headers, api.opts.max_upload).await?;
-    let unreadable = |e: crate::Error| {
-        refuse(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_archive",
-            format!("the upload is not a readable skill archive: {e}"),
-        )
-    };
     let kind = sniff(
         std::path::Path::new(""),
         &bytes[..bytes.len().min(crate::archive::SNIFF_LEN)],
@@ -480,14 +664,11 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
             "the body is neither a .tar.gz, a .tar nor a .zip",
         )
     })?;
-    let limits = ArchiveLimits {
-        max_compressed: api.opts.max_upload,
-        ..ArchiveLimits::default()
-    };
     let label = format!("{}@{} (upload)", p.name, p.version);
-    let source = ArchiveSource::from_bytes(kind, &label, &bytes, limits).map_err(unreadable)?;
+    let source = ArchiveSource::from_bytes(kind, &label, &bytes, api.archive_limits())
+        .map_err(archive_refusal)?;
     drop(bytes);
-    let roots = source.list().await.map_err(unreadable)?;
+    let roots = source.list().await.map_err(archive_refusal)?;
     let [root] = &roots[..] else {
         return Err(refuse(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -502,12 +683,13 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
     let opts = PublishOptions {
         signature,
         keyring: keyring.as_deref(),
+        limits: api.opts.version_limits,
         ..Default::default()
     };
     let prepared = crate::publish::prepare(&source, root, &opts)
         .await
         .map_err(registry_refusal)?;
-    drop(permit);
+    drop(source);
     if prepared.name() != p.name || prepared.version() != p.version {
         return Err(refuse(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -521,13 +703,14 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
             ),
         ));
     }
+    api.take_bytes(&entry, prepared.bytes())?;
     let actor = Actor {
         token: entry.name().to_string(),
         client,
     };
-    let path = api.opts.registry.clone();
-    let published =
-        in_registry(move || Registry::open(&path)?.commit_as(&prepared, Some(&actor))).await?;
+    let published = slot
+        .commit(api.opts.registry.clone(), prepared, actor)
+        .await?;
     let changed = published.outcome == Outcome::Published || published.signature_added;
     if changed {
         api.refresh_site(&published.name).await;
@@ -603,13 +786,27 @@ struct AuditQuery {
 async fn audit(State(api): State<Arc<Api>>, req: Request) -> Response {
     let (parts, _) = req.into_parts();
     let run = async {
-        api.authenticate(&parts.headers)?;
+        let entry = api.authenticate(&parts.headers)?;
+        if !entry.can(Right::Audit) {
+            return Err(refuse(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!(
+                    "the token {} may not read the audit log (it needs the audit right)",
+                    entry.name()
+                ),
+            ));
+        }
+        api.take_request(&entry)?;
         let Query(q) = Query::<AuditQuery>::try_from_uri(&parts.uri)
             .map_err(|e| refuse(StatusCode::BAD_REQUEST, "bad_query", e.body_text()))?;
         let limit = q.limit.unwrap_or(100).clamp(1, 1000);
         let path = api.opts.registry.clone();
-        let rows =
-            in_registry(move || Registry::open_read_only(&path)?.audit(limit, q.before)).await?;
+        // The entries of the names the token's scopes match, no others.
+        let rows = in_registry(move || {
+            Registry::open_read_only(&path)?.audit_matching(limit, q.before, |n| entry.allows(n))
+        })
+        .await?;
         Ok::<_, Refusal>(json_response(StatusCode::OK, &json!({"entries": rows})))
     };
     run.await.unwrap_or_else(Refusal::into_response)
@@ -638,7 +835,9 @@ pub fn publishing_router(site: Arc<RwLock<Arc<Site>>>, opts: ApiOptions) -> Resu
         None => None,
     };
     let api = Arc::new(Api {
-        uploads: tokio::sync::Semaphore::new(opts.max_uploads.max(1)),
+        uploads: Arc::new(tokio::sync::Semaphore::new(opts.max_uploads.max(1))),
+        token_uploads: Mutex::new(HashMap::new()),
+        byte_buckets: Mutex::new(HashMap::new()),
         opts,
         tokens,
         keyring,

@@ -48,7 +48,7 @@ mod site;
 mod tls;
 
 #[cfg(feature = "registry")]
-pub use api::{ApiOptions, DEFAULT_MAX_UPLOAD, publishing_router};
+pub use api::{ApiOptions, DEFAULT_BYTES_PER_MINUTE, DEFAULT_MAX_UPLOAD, publishing_router};
 pub use export::{Exported, export};
 pub use limits::{Conn, Guarded, LimitedListener, ServeLimits, track};
 #[cfg(feature = "tls")]
