@@ -50,6 +50,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_audit.sql",
         sql: include_str!("../../migrations/0002_audit.sql"),
     },
+    Migration {
+        name: "0003_skeleton.sql",
+        sql: include_str!("../../migrations/0003_skeleton.sql"),
+    },
 ];
 
 /// The schema version this build writes and reads: the number of migrations.
@@ -331,11 +335,32 @@ fn migrate(conn: &mut Connection, shown: &str, create: bool) -> Result<(), Regis
                 source,
             })?;
     }
+    if (found as usize) < MIGRATIONS.len() {
+        fill_skeletons(&tx).map_err(|source| RegistryError::Sqlite {
+            path: format!("{shown} (migration 0003_skeleton.sql: the names' skeletons)"),
+            source,
+        })?;
+    }
     tx.pragma_update(None, "application_id", APPLICATION_ID)
         .map_err(sql)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .map_err(sql)?;
     tx.commit().map_err(sql)
+}
+
+/// The step of `0003_skeleton.sql` SQL cannot do: each skill's confusable skeleton
+/// ([`crate::document::lookalike::skeleton`]), filled in where it is missing.
+fn fill_skeletons(conn: &Connection) -> rusqlite::Result<()> {
+    let missing: Vec<(i64, String)> = {
+        let mut stmt = conn.prepare("SELECT id, name FROM skill WHERE skeleton IS NULL")?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let mut update = conn.prepare("UPDATE skill SET skeleton = ?2 WHERE id = ?1")?;
+    for (id, name) in missing {
+        update.execute(rusqlite::params![id, crate::document::lookalike::skeleton(&name)])?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
