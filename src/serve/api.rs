@@ -320,6 +320,7 @@ fn registry_refusal(e: RegistryError) -> Refusal {
         E::Immutable { .. } | E::VersionConflict { .. } => {
             refuse(StatusCode::CONFLICT, "immutable", detail)
         }
+        E::LookAlike { .. } => refuse(StatusCode::CONFLICT, "look_alike", detail),
         E::NotFound(_) => refuse(StatusCode::NOT_FOUND, "not_found", detail),
         E::Unsigned { .. } | E::BadSignature { .. } => {
             refuse(StatusCode::UNPROCESSABLE_ENTITY, "signature", detail)
@@ -328,6 +329,7 @@ fn registry_refusal(e: RegistryError) -> Refusal {
         | E::MissingVersion { .. }
         | E::BadVersion { .. }
         | E::BadPath { .. }
+        | E::MixedScripts { .. }
         | E::Read { .. } => refuse(StatusCode::UNPROCESSABLE_ENTITY, "invalid_skill", detail),
         E::Sqlite { ref source, .. }
             if matches!(
