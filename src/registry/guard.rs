@@ -158,10 +158,20 @@ impl DerefMut for Guarded {
 }
 
 /// Arms the query budget of a connection being opened (after its schema was found to be
-/// skillcat's), sized for its file.
-pub(super) fn open_budget_done(conn: &Connection, budget: &Budget) -> rusqlite::Result<()> {
+/// skillcat's), sized for its file: its page count, but never more pages than `file_len` bytes
+/// hold (a header may claim any size).
+pub(super) fn open_budget_done(
+    conn: &Connection,
+    budget: &Budget,
+    file_len: Option<u64>,
+) -> rusqlite::Result<()> {
     let pages: i64 = conn.pragma_query_value(None, "page_count", |r| r.get(0))?;
-    budget.size_for(u64::try_from(pages).unwrap_or(0));
+    let page_size: i64 = conn.pragma_query_value(None, "page_size", |r| r.get(0))?;
+    let mut pages = u64::try_from(pages).unwrap_or(0);
+    if let (Some(len), Ok(size)) = (file_len, u64::try_from(page_size)) {
+        pages = pages.min(len / size.max(512));
+    }
+    budget.size_for(pages);
     budget.arm_query();
     Ok(())
 }

@@ -86,7 +86,7 @@ pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Guarded, R
         .map_err(sql)?;
         let budget = guard::limit(&mut conn).map_err(sql)?;
         configure(&conn, mode).map_err(sql)?;
-        guard::open_budget_done(&conn, &budget).map_err(sql)?;
+        guard::open_budget_done(&conn, &budget, None).map_err(sql)?;
         migrate(&mut conn, shown, true)?;
         return Ok(Guarded::new(conn, budget));
     }
@@ -151,7 +151,7 @@ pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Guarded, R
                     path: shown.to_string(),
                 });
             }
-            guard::open_budget_done(&conn, &budget).map_err(sql)?;
+            guard::open_budget_done(&conn, &budget, file_len(path)).map_err(sql)?;
             use_wal(&conn).map_err(sql)?;
             migrate(&mut conn, shown, true)?;
         }
@@ -166,7 +166,7 @@ pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Guarded, R
             }
             // Before anything else reads the file or writes to it (even the journal mode).
             verify_schema(&conn, shown, found)?;
-            guard::open_budget_done(&conn, &budget).map_err(sql)?;
+            guard::open_budget_done(&conn, &budget, file_len(path)).map_err(sql)?;
             if found < SCHEMA_VERSION && mode == Mode::ReadOnly {
                 return Err(RegistryError::SchemaTooOld {
                     path: shown.to_string(),
@@ -238,6 +238,15 @@ fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The size of the file at `path`, with its write-ahead log (where the pages a header claims
+/// must be).
+fn file_len(path: &Path) -> Option<u64> {
+    let main = std::fs::metadata(path).ok()?.len();
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    Some(main + std::fs::metadata(wal).map_or(0, |m| m.len()))
 }
 
 /// `(application_id, user_version)`.
