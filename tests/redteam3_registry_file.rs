@@ -70,7 +70,11 @@ fn crafted(dir: &Path, name: &str, sql: &str) -> PathBuf {
     let app_id: i32 = conn
         .pragma_query_value(None, "application_id", |r| r.get(0))
         .unwrap();
-    assert_eq!(app_id.to_be_bytes(), *b"SKIL", "the crafted file keeps the id");
+    assert_eq!(
+        app_id.to_be_bytes(),
+        *b"SKIL",
+        "the crafted file keeps the id"
+    );
     drop(conn);
     path
 }
@@ -88,6 +92,10 @@ struct Bounded {
 fn run_bounded(args: &[&str]) -> Bounded {
     const KILL_AFTER: Duration = Duration::from_secs(20);
     const KILL_ABOVE_KIB: i64 = 1024 * 1024;
+    #[expect(
+        clippy::zombie_processes,
+        reason = "reaped by wait4 below, which also gives its peak memory"
+    )]
     let mut child = Command::new(support::bin::BIN)
         .args(args)
         .current_dir(support::bin::manifest_dir())
@@ -125,7 +133,9 @@ fn run_bounded(args: &[&str]) -> Bounded {
         if killed.is_none() {
             let rss = resident_kib(pid);
             if start.elapsed() > KILL_AFTER {
-                killed = Some(format!("still running after {KILL_AFTER:?} (holding {rss} KiB)"));
+                killed = Some(format!(
+                    "still running after {KILL_AFTER:?} (holding {rss} KiB)"
+                ));
             } else if rss > KILL_ABOVE_KIB {
                 killed = Some(format!("holding {rss} KiB after {:?}", start.elapsed()));
             }
@@ -198,7 +208,10 @@ fn assert_refused(dir: &Path, file: &Path, what: &[&str]) {
         vec!["registry", "publish", s(file), s(&src)],
     ] {
         // The exit code of the same command on another application's database.
-        let unreadable: Vec<&str> = args.iter().map(|a| if *a == s(file) { s(&other) } else { a }).collect();
+        let unreadable: Vec<&str> = args
+            .iter()
+            .map(|a| if *a == s(file) { s(&other) } else { a })
+            .collect();
         let code = Skillcat::new(&unreadable).run().code;
         assert_ne!(code, 0);
         let run = run_bounded(&args);
@@ -242,7 +255,11 @@ fn a_recursive_view_in_place_of_tag_is_refused_in_bounded_time_and_memory() {
 fn an_extra_table_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let evil = crafted(tmp.path(), "extra-table.db", "CREATE TABLE notes (x TEXT);");
-    assert_refused(tmp.path(), &evil, &["table \"notes\"", "not in schema version"]);
+    assert_refused(
+        tmp.path(),
+        &evil,
+        &["table \"notes\"", "not in schema version"],
+    );
 }
 
 #[test]
@@ -303,7 +320,11 @@ fn the_right_objects_with_other_sql_are_refused() {
 fn a_missing_object_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let evil = crafted(tmp.path(), "missing.db", "DROP TRIGGER blob_immutable;");
-    assert_refused(tmp.path(), &evil, &["trigger \"blob_immutable\"", "missing"]);
+    assert_refused(
+        tmp.path(),
+        &evil,
+        &["trigger \"blob_immutable\"", "missing"],
+    );
 }
 
 #[test]
@@ -486,7 +507,11 @@ fn names_in_one_script_or_a_recommended_mix_are_accepted() {
     let tmp = tempfile::tempdir().unwrap();
     let db = real_registry(tmp.path());
     // All Cyrillic; all Greek; Japanese with Latin (UTS #39 "highly restrictive").
-    for name in ["\u{444}\u{43e}\u{440}\u{43c}\u{44b}", "\u{3bb}\u{3cc}\u{3b3}\u{3bf}\u{3c2}", "ocr-\u{65e5}\u{672c}\u{8a9e}"] {
+    for name in [
+        "\u{444}\u{43e}\u{440}\u{43c}\u{44b}",
+        "\u{3bb}\u{3cc}\u{3b3}\u{3bf}\u{3c2}",
+        "ocr-\u{65e5}\u{672c}\u{8a9e}",
+    ] {
         publish(tmp.path(), &db, name).code(0);
     }
     assert_eq!(names_in(&db).len(), 4);
@@ -560,7 +585,10 @@ fn the_central_registry_refuses_look_alikes_naming_the_skill_held() {
     let _ = child.wait();
     assert_eq!(names_in(&dir.join("r.db")), ["pdf-forms"]);
     let log = std::fs::read_to_string(dir.join("server.log")).unwrap();
-    assert!(!log.contains("error:"), "a refusal is no server error:\n{log}");
+    assert!(
+        !log.contains("error:"),
+        "a refusal is no server error:\n{log}"
+    );
 }
 
 #[test]
@@ -572,5 +600,6 @@ fn add_warns_when_two_installed_names_are_confusable() {
     out.code(0);
     assert!(!out.stderr.contains("looks like"), "{}", out.stderr);
     let out = p.run(&["add", "../other"]);
-    out.code(0).says(&["\"pdf-f\u{43e}rms\" looks like \"pdf-forms\""]);
+    out.code(0)
+        .says(&["\"pdf-f\u{43e}rms\" looks like \"pdf-forms\""]);
 }

@@ -98,8 +98,10 @@ impl Budget {
         let ticks = steps.div_ceil(PROGRESS_EVERY as u64);
         self.ticks_left.store(ticks, Ordering::Relaxed);
         let deadline = (self.epoch.elapsed() + time).as_nanos();
-        self.deadline
-            .store(u64::try_from(deadline).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.deadline.store(
+            u64::try_from(deadline).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
     }
 
     /// Grants one query's budget: [`STEPS`] plus [`STEPS_PER_PAGE`] per page, and [`TIME`].
@@ -186,9 +188,8 @@ struct Object {
 }
 
 fn objects(conn: &Connection) -> rusqlite::Result<Vec<Object>> {
-    let mut stmt = conn.prepare(
-        "SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY name, type",
-    )?;
+    let mut stmt = conn
+        .prepare("SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY name, type")?;
     stmt.query_map([], |r| {
         Ok(Object {
             kind: r.get(0)?,
@@ -300,7 +301,15 @@ mod tests {
         }
         // The tables a reader queries are tables in every version that has them.
         let last = known.last().unwrap();
-        for table in ["blob", "skill", "version", "version_text", "file", "signature", "tag"] {
+        for table in [
+            "blob",
+            "skill",
+            "version",
+            "version_text",
+            "file",
+            "signature",
+            "tag",
+        ] {
             assert!(
                 last.iter().any(|o| o.kind == "table" && o.name == table),
                 "{table}"

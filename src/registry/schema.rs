@@ -228,7 +228,8 @@ fn configure(conn: &Connection, mode: Mode) -> rusqlite::Result<()> {
 /// journal mode). Done once the file is known to be a registry, so a refused file is not
 /// written to.
 fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
-    let journal: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    let journal: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
     if !journal.eq_ignore_ascii_case("wal") {
         return Err(rusqlite::Error::SqliteFailure(
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
@@ -367,7 +368,10 @@ fn fill_skeletons(conn: &Connection) -> rusqlite::Result<()> {
     };
     let mut update = conn.prepare("UPDATE skill SET skeleton = ?2 WHERE id = ?1")?;
     for (id, name) in missing {
-        update.execute(rusqlite::params![id, crate::document::lookalike::skeleton(&name)])?;
+        update.execute(rusqlite::params![
+            id,
+            crate::document::lookalike::skeleton(&name)
+        ])?;
     }
     Ok(())
 }
