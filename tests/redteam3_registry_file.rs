@@ -603,3 +603,35 @@ fn add_warns_when_two_installed_names_are_confusable() {
     out.code(0)
         .says(&["\"pdf-f\u{43e}rms\" looks like \"pdf-forms\""]);
 }
+
+#[test]
+fn a_registry_an_earlier_skillcat_wrote_is_trusted_migrated_and_backfilled() {
+    // fixtures/registry/v2-pdf-forms.db: `registry init` and `registry publish` of
+    // fixtures/skills/pdf-forms at 1.0.0 by skillcat at schema version 2 (before this step), so
+    // its schema is SQLite's own text of that day, FTS5 shadow tables included.
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("v2.db");
+    std::fs::copy(
+        support::bin::manifest_dir().join("fixtures/registry/v2-pdf-forms.db"),
+        &db,
+    )
+    .unwrap();
+    match Registry::open_read_only(&db) {
+        Err(RegistryError::SchemaTooOld { found: 2, .. }) => {}
+        other => panic!("a version-2 file is skillcat's, only older: {other:?}"),
+    }
+    publish(tmp.path(), &db, "pdf-f\u{43e}rms")
+        .code(1)
+        .says(&["looks like \"pdf-forms\""]);
+    let reg = Registry::open_read_only(&db).unwrap();
+    assert_eq!(
+        reg.schema_version().unwrap(),
+        skillcat::registry::SCHEMA_VERSION
+    );
+    let report = reg.check().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report.versions, 1);
+    drop(reg);
+    let out = Skillcat::new(&["list", s(&db)]).run();
+    assert!(out.code(0).out().contains("pdf-forms"), "{}", out.out());
+}
