@@ -43,6 +43,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("serve_request", serve_request),
     ("oci_manifest", oci_manifest),
     ("tool_declarations", tool_declarations),
+    ("publish_metadata", publish_metadata),
 ];
 
 /// The SKILL.md reader: any bytes give a document or a fault; a document's frontmatter
@@ -677,4 +678,152 @@ fn assert_closed_schema<'a>(schema: &serde_json::Value, names: impl Iterator<Ite
     for r in schema["required"].as_array().expect("required") {
         assert!(props.contains_key(r.as_str().expect("a required name")));
     }
+}
+
+/// The publish path with hostile metadata, as a local `registry publish` and the central
+/// registry both run it (`Draft::new`, `Draft::finish`, `Registry::commit`): the input's first
+/// byte holds flags (bit 0: the version is given, not read from `metadata.version`; bit 1:
+/// `pdf-forms` is published first; bit 2: the same is published twice), the rest is text split
+/// at `\u{1}` into a name, a version, a description, then pairs of a file path and the size the
+/// file claims (its bytes are that size modulo 1 MiB). Every outcome is a publish or a clean
+/// refusal, never a panic, a SQLite failure or a constraint error; a published version lists
+/// the bytes it was given (never a claimed size), passes `check`, and no two names the
+/// registry holds look alike.
+pub fn publish_metadata(data: &[u8]) {
+    use skillcat::document::lookalike::skeleton;
+    use skillcat::path::FileEntry;
+    use skillcat::registry::{Draft, RegistryError};
+
+    let Some((&flags, rest)) = data.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    let mut fields = text.split('\u{1}');
+    let name = fields.next().unwrap_or_default();
+    let version = fields.next().unwrap_or_default();
+    let description = fields.next().unwrap_or_default();
+    let json = |s: &str| serde_json::to_string(s).expect("a string is JSON");
+    let doc = format!(
+        "---\nname: {}\ndescription: {}\nmetadata:\n  version: {}\n---\n# Fuzz\n",
+        json(name),
+        json(description),
+        json(version)
+    );
+    let mut files = vec![FileEntry {
+        path: "SKILL.md".into(),
+        size: doc.len() as u64,
+        executable: false,
+    }];
+    let mut contents = vec![bytes::Bytes::from(doc.clone().into_bytes())];
+    while let (Some(path), Some(size)) = (fields.next(), fields.next()) {
+        if files.len() > 8 {
+            break;
+        }
+        let claimed: u64 = size.trim().parse().unwrap_or(size.len() as u64);
+        let actual = (claimed % (1 << 20)) as usize;
+        files.push(FileEntry {
+            path: path.to_string(),
+            size: claimed,
+            executable: claimed % 2 == 1,
+        });
+        contents.push(bytes::Bytes::from(vec![b'x'; actual]));
+    }
+    let Ok(parsed) = parse_document(doc.as_bytes()) else {
+        return;
+    };
+    let skill = skillcat::document::Skill::new(
+        String::new(),
+        "fuzz/SKILL.md".into(),
+        None,
+        parsed,
+        files.clone(),
+    );
+    let opts = PublishOptions {
+        version: (flags & 1 != 0).then(|| version.to_string()),
+        ..Default::default()
+    };
+    let clean = |e: &RegistryError, step: &str| {
+        assert!(
+            e.is_refusal(),
+            "{step} failed instead of refusing ({e:?}): {e}"
+        );
+        assert!(!e.to_string().is_empty());
+    };
+    let mut reg = Registry::in_memory().expect("a registry in memory");
+    if flags & 2 != 0 {
+        let real = skillcat::document::Skill::new(
+            String::new(),
+            "real/SKILL.md".into(),
+            None,
+            parse_document(
+                b"---\nname: pdf-forms\ndescription: Fills in PDF forms.\n---\n# Real\n",
+            )
+            .expect("the real skill parses"),
+            vec![FileEntry {
+                path: "SKILL.md".into(),
+                size: 1,
+                executable: false,
+            }],
+        );
+        let with_version = PublishOptions {
+            version: Some("1.0.0".into()),
+            ..Default::default()
+        };
+        let draft = Draft::new(&real, real.files(), &with_version).expect("the real skill drafts");
+        let prepared = draft
+            .finish(vec![bytes::Bytes::from_static(b"x")], &with_version)
+            .expect("the real skill prepares");
+        reg.commit(&prepared).expect("the real skill commits");
+    }
+    let draft = match Draft::new(&skill, &files, &opts) {
+        Ok(d) => d,
+        Err(e) => return clean(&e, "Draft::new"),
+    };
+    let order: Vec<usize> = draft
+        .paths()
+        .map(|p| {
+            files
+                .iter()
+                .position(|f| f.path == p)
+                .expect("a drafted path is a listed path")
+        })
+        .collect();
+    let given: Vec<bytes::Bytes> = order.iter().map(|&i| contents[i].clone()).collect();
+    let prepared = match draft.finish(given, &opts) {
+        Ok(p) => p,
+        Err(e) => return clean(&e, "Draft::finish"),
+    };
+    for f in &prepared.manifest().files {
+        let i = files
+            .iter()
+            .position(|e| e.path == f.path)
+            .expect("a manifest path is a listed path");
+        assert_eq!(
+            f.size,
+            contents[i].len() as u64,
+            "the manifest of {:?} trusts a claimed size",
+            f.path
+        );
+    }
+    let times = if flags & 4 != 0 { 2 } else { 1 };
+    for _ in 0..times {
+        match reg.commit(&prepared) {
+            Ok(published) => assert_eq!(published.files, prepared.manifest().files.len()),
+            Err(e) => return clean(&e, "commit"),
+        }
+    }
+    let report = reg.check().expect("check runs");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let mut stmt = reg
+        .connection()
+        .prepare("SELECT name FROM skill")
+        .expect("the names read");
+    let names: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .and_then(Iterator::collect)
+        .expect("the names read");
+    let mut skeletons: Vec<String> = names.iter().map(|n| skeleton(n)).collect();
+    skeletons.sort();
+    skeletons.dedup();
+    assert_eq!(skeletons.len(), names.len(), "look-alikes held: {names:?}");
 }

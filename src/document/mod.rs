@@ -6,6 +6,8 @@
 
 mod fault;
 mod frontmatter;
+#[cfg(any(feature = "registry", feature = "install"))]
+pub mod lookalike;
 mod skill;
 mod validate;
 mod value;

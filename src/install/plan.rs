@@ -340,6 +340,7 @@ impl Plan {
         refuse_if_any(refusals)?;
         let notes: Vec<String> = opened.note().into_iter().collect();
         let mut builder = Builder::new(opts, lockfile, before, lock, warnings);
+        let added: Vec<String> = candidates.iter().map(|c| c.name.clone()).collect();
         for c in candidates {
             let old = builder.lockfile.skills.get(&c.name).cloned();
             let chosen: Vec<&'static Agent> = match agents {
@@ -351,6 +352,8 @@ impl Plan {
             };
             builder.place(c, old, &chosen, Some(copy), None)?;
         }
+        let look_alikes = look_alikes(&added, builder.lockfile.skills.keys());
+        builder.warnings.extend(look_alikes);
         let mut plan = builder.finish(true)?;
         plan.notes = notes;
         Ok(plan)
@@ -1476,6 +1479,28 @@ impl Opened {
         }
         Ok(None)
     }
+}
+
+/// A warning for each name of `added` that renders like another installed name (the same
+/// UTS #39 confusable skeleton): `pdf-fоrms`, with a Cyrillic `о`, beside `pdf-forms`.
+fn look_alikes<'a>(added: &[String], installed: impl Iterator<Item = &'a String>) -> Vec<String> {
+    use crate::document::lookalike::skeleton;
+    let installed: Vec<(&String, String)> = installed.map(|n| (n, skeleton(n))).collect();
+    let mut out = Vec::new();
+    for name in added {
+        let key = skeleton(name);
+        for (other, other_key) in &installed {
+            // A pair added together is told once.
+            let told = added.contains(other) && other.as_str() < name.as_str();
+            if *other != name && *other_key == key && !told {
+                out.push(format!(
+                    "{name:?} looks like {other:?}, also installed (confusable skeleton): \
+                     check that each is the skill you meant"
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// Builds a plan's actions and changes from candidates.

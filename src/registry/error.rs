@@ -156,6 +156,31 @@ pub enum RegistryError {
         /// Why.
         reason: String,
     },
+    /// A new name that renders like a name the registry holds (the same UTS #39 confusable
+    /// skeleton): `pdf-fоrms`, with a Cyrillic `о`, beside `pdf-forms`. Nothing was written.
+    #[error(
+        "refused: {name:?} looks like {existing:?}, which this registry already holds \
+         (confusable skeleton); publish under another name"
+    )]
+    LookAlike {
+        /// The name asked for.
+        name: String,
+        /// The name held.
+        existing: String,
+    },
+    /// A new name that mixes scripts (Latin with Cyrillic, …) beyond the mixes UTS #39 calls
+    /// highly restrictive. Nothing was written.
+    #[error(
+        "refused: {name:?} mixes scripts ({}); a registry name is written in one script (or \
+         Latin with Han, Kana or Hangul)",
+        .scripts.join(", ")
+    )]
+    MixedScripts {
+        /// The name asked for.
+        name: String,
+        /// The scripts it mixes, in order of appearance.
+        scripts: Vec<&'static str>,
+    },
     /// A keyring was given and the skill has no signature.
     #[error("{name}@{version} is not signed, and a keyring requires a signature")]
     Unsigned {
@@ -229,6 +254,8 @@ impl RegistryError {
             | Immutable { .. }
             | VersionConflict { .. }
             | BadPath { .. }
+            | LookAlike { .. }
+            | MixedScripts { .. }
             | Unsigned { .. }
             | BadSignature { .. }
             | AlreadyExists { .. }

@@ -3,7 +3,7 @@
 //! ```text
 //! registry.db        application_id 0x534B494C ('SKIL'), user_version = migrations applied, WAL
 //! ├── blob           id · sha256 (32 bytes, UNIQUE) · size · content   contents by address, deduplicated
-//! ├── skill          id · name (UNIQUE)
+//! ├── skill          id · name (UNIQUE) · skeleton (UTS #39, indexed): look-alikes refused
 //! │   ├── version    id · skill_id · version (semver) · skill_digest (32 bytes) · published_at
 //! │   │   │          (Unix s) · yanked · description                       UNIQUE(skill_id, version)
 //! │   │   ├── version_text  version_id · manifest (canonical JSON) · body   large text, kept apart
@@ -17,6 +17,11 @@
 //! The schema is the SQL of `migrations/` ([`MIGRATIONS`]), applied in order when a registry is
 //! created or opened read-write and tracked by `PRAGMA user_version`; a file written by a newer
 //! skillcat is refused with both version numbers ([`RegistryError::SchemaTooNew`]).
+//!
+//! A registry file may come from anywhere, so it is checked before it is trusted: its schema
+//! must be exactly one the migrations wrote (every table, index, view and trigger), else it is
+//! [`RegistryError::NotARegistry`] saying what differs; every query runs under a step and time
+//! budget, and no value may pass 256 MiB (`guard.rs`).
 //!
 //! # Guarantees
 //!
@@ -64,6 +69,7 @@ mod check;
 mod error;
 mod files;
 mod fts;
+mod guard;
 mod order;
 mod publish;
 mod query;
@@ -94,7 +100,8 @@ pub type Result<T, E = RegistryError> = std::result::Result<T, E>;
 /// cheap); any number of them, in any number of processes, may read while one writes.
 /// [`RegistrySource`](crate::source::RegistrySource) offers a registry as a [`Source`](crate::source::Source).
 pub struct Registry {
-    conn: Connection,
+    /// Reached only through its guard: every borrow arms a fresh query budget.
+    conn: guard::Guarded,
     path: PathBuf,
     shown: String,
     read_only: bool,
@@ -173,7 +180,8 @@ impl Registry {
     }
 
     /// The underlying connection, for inspection (tests, tools). Writing through it bypasses the
-    /// registry's rules; the schema's triggers still refuse to alter published content.
+    /// registry's rules; the schema's triggers still refuse to alter published content. It is
+    /// lent under a fresh query budget, as every statement the registry runs is.
     pub fn connection(&self) -> &Connection {
         &self.conn
     }

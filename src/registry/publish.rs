@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::{Actor, AuditAction, Registry, RegistryError, Result, audit, order, query};
 use crate::digest::{self, Manifest};
-use crate::document::{Skill, ValidateOptions};
+use crate::document::{Skill, ValidateOptions, lookalike};
 use crate::path::FileEntry;
 use crate::path::{check_canonical, fold_key};
 use crate::sign::{self, Keyring, SignError, Statement};
@@ -471,7 +471,10 @@ impl Registry {
     ///
     /// The same content under an existing `name@version` changes nothing
     /// ([`Outcome::Unchanged`]; a signature by a key not yet recorded is added); other content
-    /// is [`RegistryError::Immutable`].
+    /// is [`RegistryError::Immutable`]. A name new to the registry is refused when it looks
+    /// like one held ([`RegistryError::LookAlike`]: the same confusable skeleton, one indexed
+    /// lookup) or mixes scripts ([`RegistryError::MixedScripts`]); a name already held takes
+    /// new versions as before.
     pub fn commit(&mut self, p: &Prepared) -> Result<Published> {
         self.commit_as(p, None)
     }
@@ -508,16 +511,40 @@ impl Registry {
             latest: false,
         };
 
-        tx.execute(
-            "INSERT INTO skill (name) VALUES (?1) ON CONFLICT (name) DO NOTHING",
-            [&name],
-        )
-        .map_err(sql)?;
-        let skill_id: i64 = tx
+        let held: Option<i64> = tx
             .query_row("SELECT id FROM skill WHERE name = ?1", [&name], |r| {
                 r.get(0)
             })
+            .optional()
             .map_err(sql)?;
+        let skill_id = match held {
+            Some(id) => id,
+            None => {
+                // A new name: refused when it looks like one held or mixes scripts, before
+                // anything is written (the transaction is dropped, so rolled back).
+                let skeleton = lookalike::skeleton(&name);
+                let existing: Option<String> = tx
+                    .query_row(
+                        "SELECT name FROM skill WHERE skeleton = ?1 ORDER BY id LIMIT 1",
+                        [&skeleton],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                    .map_err(sql)?;
+                if let Some(existing) = existing {
+                    return Err(RegistryError::LookAlike { name, existing });
+                }
+                if let Some(scripts) = lookalike::mixed_scripts(&name) {
+                    return Err(RegistryError::MixedScripts { name, scripts });
+                }
+                tx.query_row(
+                    "INSERT INTO skill (name, skeleton) VALUES (?1, ?2) RETURNING id",
+                    [&name, &skeleton],
+                    |r| r.get(0),
+                )
+                .map_err(sql)?
+            }
+        };
         let existing: Vec<(i64, String)> = {
             let mut stmt = tx
                 .prepare_cached("SELECT id, version FROM version WHERE skill_id = ?1")

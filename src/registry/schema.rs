@@ -1,6 +1,7 @@
 //! Opening a registry file: connection settings, the file's identity and migrations.
 //!
-//! Every connection gets `foreign_keys=ON`, `busy_timeout` (5 s), `synchronous=FULL`,
+//! Every connection is bounded and every query budgeted first ([`super::guard`]: value and
+//! statement sizes, SQLite's memory, a step and time budget per query), then gets `foreign_keys=ON`, `busy_timeout` (5 s), `synchronous=FULL`,
 //! `trusted_schema=OFF` and SQLite's defensive mode (a registry file may come from elsewhere;
 //! its schema must not be able to call functions with side effects), and the query planner
 //! stability guarantee (cached statements are never re-planned). Read-write connections
@@ -10,7 +11,9 @@
 //! Migrations are the SQL files of `migrations/`, embedded in the binary, applied in order in one
 //! `BEGIN IMMEDIATE` transaction that also sets `PRAGMA application_id` and
 //! `PRAGMA user_version` (= the number of migrations applied). A file whose `user_version` is
-//! higher than this build knows is refused, naming both numbers.
+//! higher than this build knows is refused, naming both numbers; an existing file is opened
+//! only when its schema is exactly what the migrations of its version create
+//! ([`super::guard::check_schema`]), checked before anything else reads it or writes to it.
 
 use std::path::Path;
 use std::time::Duration;
@@ -19,6 +22,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use super::RegistryError;
+use super::guard::{self, Guarded};
 
 /// `PRAGMA application_id` of a skillcat registry: `0x534B494C`, ASCII `SKIL`.
 pub const APPLICATION_ID: i32 = 0x534B_494C;
@@ -46,6 +50,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_audit.sql",
         sql: include_str!("../../migrations/0002_audit.sql"),
     },
+    Migration {
+        name: "0003_skeleton.sql",
+        sql: include_str!("../../migrations/0003_skeleton.sql"),
+    },
 ];
 
 /// The schema version this build writes and reads: the number of migrations.
@@ -64,8 +72,9 @@ pub(super) enum Mode {
     Memory,
 }
 
-/// Opens `path` in `mode`: a configured connection to a registry of the current schema.
-pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Connection, RegistryError> {
+/// Opens `path` in `mode`: a configured, bounded connection to a registry of the current
+/// schema.
+pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Guarded, RegistryError> {
     let sql = |source| RegistryError::Sqlite {
         path: shown.to_string(),
         source,
@@ -75,9 +84,11 @@ pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Connection
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(sql)?;
+        let budget = guard::limit(&mut conn).map_err(sql)?;
         configure(&conn, mode).map_err(sql)?;
+        guard::open_budget_done(&conn, &budget, None).map_err(sql)?;
         migrate(&mut conn, shown, true)?;
-        return Ok(conn);
+        return Ok(Guarded::new(conn, budget));
     }
     match (mode, std::fs::metadata(path)) {
         (Mode::Create, Ok(meta)) if meta.len() > 0 && !is_blank_database(path) => {
@@ -129,6 +140,8 @@ pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Connection
         Mode::ReadOnly => OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     };
     let mut conn = Connection::open_with_flags(path, flags).map_err(sql)?;
+    // Bounds and the open budget first: the pragmas below read the file's header and schema.
+    let budget = guard::limit(&mut conn).map_err(|e| identify(e, shown))?;
     configure(&conn, mode).map_err(|e| identify(e, shown))?;
     let (app_id, found) = identity(&conn).map_err(|e| identify(e, shown))?;
     match mode {
@@ -138,6 +151,8 @@ pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Connection
                     path: shown.to_string(),
                 });
             }
+            guard::open_budget_done(&conn, &budget, file_len(path)).map_err(sql)?;
+            use_wal(&conn).map_err(sql)?;
             migrate(&mut conn, shown, true)?;
         }
         Mode::ReadWrite | Mode::ReadOnly => {
@@ -149,19 +164,45 @@ pub(super) fn connect(path: &Path, shown: &str, mode: Mode) -> Result<Connection
                     supported: SCHEMA_VERSION,
                 });
             }
+            // Before anything else reads the file or writes to it (even the journal mode).
+            verify_schema(&conn, shown, found)?;
+            guard::open_budget_done(&conn, &budget, file_len(path)).map_err(sql)?;
+            if found < SCHEMA_VERSION && mode == Mode::ReadOnly {
+                return Err(RegistryError::SchemaTooOld {
+                    path: shown.to_string(),
+                    found,
+                    supported: SCHEMA_VERSION,
+                });
+            }
+            if mode == Mode::ReadWrite {
+                use_wal(&conn).map_err(sql)?;
+            }
             if found < SCHEMA_VERSION {
-                if mode == Mode::ReadOnly {
-                    return Err(RegistryError::SchemaTooOld {
-                        path: shown.to_string(),
-                        found,
-                        supported: SCHEMA_VERSION,
-                    });
-                }
                 migrate(&mut conn, shown, false)?;
+                verify_schema(&conn, shown, SCHEMA_VERSION)?;
             }
         }
     }
-    Ok(conn)
+    Ok(Guarded::new(conn, budget))
+}
+
+/// Refuses a file whose schema is not exactly the one skillcat writes at `version`, saying
+/// what differs.
+fn verify_schema(conn: &Connection, shown: &str, version: u32) -> Result<(), RegistryError> {
+    let refuse = |what: String| RegistryError::NotARegistry {
+        path: shown.to_string(),
+        reason: format!("its schema is not one skillcat wrote: {what}"),
+    };
+    match guard::check_schema(conn, version) {
+        Ok(None) => Ok(()),
+        Ok(Some(what)) => Err(refuse(what)),
+        Err(e) => match identify(e, shown) {
+            RegistryError::Sqlite { source, .. } => {
+                Err(refuse(format!("its schema cannot be read ({source})")))
+            }
+            other => Err(other),
+        },
+    }
 }
 
 fn configure(conn: &Connection, mode: Mode) -> rusqlite::Result<()> {
@@ -177,24 +218,36 @@ fn configure(conn: &Connection, mode: Mode) -> rusqlite::Result<()> {
     // 8 MiB of page cache (SQLite's default is 2 MiB): lookups in a large registry stay in memory.
     conn.pragma_update(None, "cache_size", -8192)?;
     conn.set_prepared_statement_cache_capacity(32);
-    match mode {
-        Mode::ReadOnly => conn.pragma_update(None, "query_only", true)?,
-        // A database in memory has no file to share: its own journal mode stays.
-        Mode::Memory => {}
-        Mode::Create | Mode::ReadWrite => {
-            let journal: String =
-                conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
-            if !journal.eq_ignore_ascii_case("wal") {
-                return Err(rusqlite::Error::SqliteFailure(
-                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
-                    Some(format!(
-                        "cannot switch to WAL mode (journal mode is {journal})"
-                    )),
-                ));
-            }
-        }
+    if mode == Mode::ReadOnly {
+        conn.pragma_update(None, "query_only", true)?;
     }
     Ok(())
+}
+
+/// Switches a file opened read-write to WAL (persistent; a database in memory keeps its own
+/// journal mode). Done once the file is known to be a registry, so a refused file is not
+/// written to.
+fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let journal: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    if !journal.eq_ignore_ascii_case("wal") {
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+            Some(format!(
+                "cannot switch to WAL mode (journal mode is {journal})"
+            )),
+        ));
+    }
+    Ok(())
+}
+
+/// The size of the file at `path`, with its write-ahead log (where the pages a header claims
+/// must be).
+fn file_len(path: &Path) -> Option<u64> {
+    let main = std::fs::metadata(path).ok()?.len();
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    Some(main + std::fs::metadata(wal).map_or(0, |m| m.len()))
 }
 
 /// `(application_id, user_version)`.
@@ -204,12 +257,21 @@ fn identity(conn: &Connection) -> rusqlite::Result<(i32, u32)> {
     Ok((app_id, u32::try_from(version).unwrap_or(u32::MAX)))
 }
 
-/// SQLite's "not a database" becomes [`RegistryError::NotARegistry`].
+/// SQLite's "not a database" becomes [`RegistryError::NotARegistry`], and so does a header
+/// and schema that cannot be read within the open budget.
 fn identify(e: rusqlite::Error, shown: &str) -> RegistryError {
     match e.sqlite_error_code() {
         Some(rusqlite::ErrorCode::NotADatabase) => RegistryError::NotARegistry {
             path: shown.to_string(),
             reason: "not a SQLite database".into(),
+        },
+        Some(rusqlite::ErrorCode::OperationInterrupted) => RegistryError::NotARegistry {
+            path: shown.to_string(),
+            reason: format!(
+                "its header and schema cannot be read within {} instructions and {} s",
+                guard::OPEN_STEPS,
+                guard::OPEN_TIME.as_secs()
+            ),
         },
         _ => RegistryError::Sqlite {
             path: shown.to_string(),
@@ -239,9 +301,12 @@ fn check_application_id(app_id: i32, shown: &str) -> Result<(), RegistryError> {
 /// crashed before its first commit leaves behind).
 fn is_blank_database(path: &Path) -> bool {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let Ok(conn) = Connection::open_with_flags(path, flags) else {
+    let Ok(mut conn) = Connection::open_with_flags(path, flags) else {
         return false;
     };
+    if guard::limit(&mut conn).is_err() {
+        return false;
+    }
     let objects: rusqlite::Result<i64> =
         conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0));
     matches!((identity(&conn), objects), (Ok((0, 0)), Ok(0)))
@@ -280,11 +345,35 @@ fn migrate(conn: &mut Connection, shown: &str, create: bool) -> Result<(), Regis
                 source,
             })?;
     }
+    if (found as usize) < MIGRATIONS.len() {
+        fill_skeletons(&tx).map_err(|source| RegistryError::Sqlite {
+            path: format!("{shown} (migration 0003_skeleton.sql: the names' skeletons)"),
+            source,
+        })?;
+    }
     tx.pragma_update(None, "application_id", APPLICATION_ID)
         .map_err(sql)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .map_err(sql)?;
     tx.commit().map_err(sql)
+}
+
+/// The step of `0003_skeleton.sql` SQL cannot do: each skill's confusable skeleton
+/// ([`crate::document::lookalike::skeleton`]), filled in where it is missing.
+fn fill_skeletons(conn: &Connection) -> rusqlite::Result<()> {
+    let missing: Vec<(i64, String)> = {
+        let mut stmt = conn.prepare("SELECT id, name FROM skill WHERE skeleton IS NULL")?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let mut update = conn.prepare("UPDATE skill SET skeleton = ?2 WHERE id = ?1")?;
+    for (id, name) in missing {
+        update.execute(rusqlite::params![
+            id,
+            crate::document::lookalike::skeleton(&name)
+        ])?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -465,6 +465,7 @@ fn registry_refusal(e: RegistryError) -> Refusal {
         E::Immutable { .. } | E::VersionConflict { .. } => {
             refuse(StatusCode::CONFLICT, "immutable", detail)
         }
+        E::LookAlike { .. } => refuse(StatusCode::CONFLICT, "look_alike", detail),
         E::NotFound(_) => refuse(StatusCode::NOT_FOUND, "not_found", detail),
         E::Unsigned { .. } | E::BadSignature { .. } => {
             refuse(StatusCode::UNPROCESSABLE_ENTITY, "signature", detail)
@@ -478,6 +479,7 @@ fn registry_refusal(e: RegistryError) -> Refusal {
         | E::BadVersion { .. }
         | E::BadPath { .. }
         | E::BadSpec { .. }
+        | E::MixedScripts { .. }
         | E::Read { .. } => refuse(StatusCode::UNPROCESSABLE_ENTITY, "invalid_skill", detail),
         ref c if c.is_constraint() => {
             log(format_args!(
