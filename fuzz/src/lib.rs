@@ -747,6 +747,12 @@ pub fn publish_metadata(data: &[u8]) {
             e.is_refusal(),
             "{step} failed instead of refusing ({e:?}): {e}"
         );
+        // A constraint of the schema is a refusal too (the server answers 422), but reaching
+        // one means a check before the write missed the input.
+        assert!(
+            !matches!(e, RegistryError::Sqlite { .. }),
+            "{step} reached SQLite instead of a check before the write ({e:?}): {e}"
+        );
         assert!(!e.to_string().is_empty());
     };
     let mut reg = Registry::in_memory().expect("a registry in memory");

@@ -19,7 +19,7 @@
 //!
 //! A run's group is removed when the run ends, after anything left in it is killed (v2:
 //! `cgroup.kill`; v1: every listed process, until none is left). A supervisor that was killed
-//! leaves an empty group behind; [`clean_stale`] removes the groups of supervisors that are gone.
+//! leaves an empty group behind; [`Cgroups::clean_stale`] removes the groups of supervisors that are gone.
 
 use std::io;
 use std::path::{Path, PathBuf};
