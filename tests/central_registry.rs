@@ -3,19 +3,16 @@
 //! error, refused requests store nothing, writes land in the index and the audit log, and the
 //! token never shows up in the server's log, an answer or the audit log.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 
 use base64::Engine;
-use reqwest::StatusCode;
 use serde_json::Value as J;
 
 mod support;
 
 use support::bin::Skillcat;
 use support::central::{doc, registry_dir, token};
-use support::serve::spawn_serve;
+use support::publish::{Answer, Server, send};
 use support::write_skill;
 
 /// Writes a skill and packs it; returns the archive's path.
@@ -32,83 +29,6 @@ fn packed(dir: &Path, name: &str, version: &str, extra: &str) -> PathBuf {
     .run()
     .code(0);
     out
-}
-
-struct Server {
-    child: Child,
-    url: String,
-    log: PathBuf,
-}
-
-impl Server {
-    fn start(dir: &Path, extra: &[&str]) -> Server {
-        let log = dir.join(format!("server-{}.log", extra.len()));
-        let file = std::fs::File::create(&log).unwrap();
-        let mut args = vec!["--publish", "--tokens"];
-        let tokens = dir.join("tokens.toml");
-        args.push(tokens.to_str().unwrap());
-        args.push("--verbose");
-        args.extend_from_slice(extra);
-        let (child, line, url) = spawn_serve(&dir.join("r.db"), &args, Stdio::from(file));
-        assert!(line.contains("publishing at /api/v1/"), "{line}");
-        Server { child, url, log }
-    }
-
-    fn stop(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let mut text = String::new();
-        std::fs::File::open(&self.log)
-            .unwrap()
-            .read_to_string(&mut text)
-            .unwrap();
-        text
-    }
-}
-
-struct Answer {
-    status: StatusCode,
-    headers: reqwest::header::HeaderMap,
-    text: String,
-}
-
-impl Answer {
-    fn json(&self) -> J {
-        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("{e}: {}", self.text))
-    }
-
-    /// Asserts the status and, for a refusal, the JSON error code.
-    #[track_caller]
-    fn is(&self, status: u16, code: Option<&str>) -> &Self {
-        assert_eq!(self.status.as_u16(), status, "{}", self.text);
-        if let Some(code) = code {
-            assert_eq!(self.json()["errors"][0]["code"], code, "{}", self.text);
-        }
-        self
-    }
-}
-
-async fn send(
-    method: reqwest::Method,
-    url: String,
-    token: Option<&str>,
-    body: Vec<u8>,
-    headers: &[(&str, String)],
-) -> Answer {
-    let client = reqwest::Client::new();
-    let mut req = client.request(method, url).body(body);
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    for (k, v) in headers {
-        req = req.header(*k, v);
-    }
-    let resp = req.send().await.unwrap();
-    Answer {
-        status: resp.status(),
-        headers: resp.headers().clone(),
-        text: resp.text().await.unwrap(),
-    }
 }
 
 /// A request to the API without a body.
@@ -214,7 +134,7 @@ async fn publishing_rules_statuses_index_and_audit() {
     let v1 = packed(dir, "pdf-tool", "1.0.0", "");
     let v1_other_content = packed(dir, "pdf-tool", "1.0.0", "changed");
     let v2 = packed(dir, "pdf-tool", "1.1.0", "");
-    let s = Server::start(dir, &["--max-upload", "64KiB"]);
+    let s = Server::start(dir, &["--verbose", "--max-upload", "64KiB"]);
     let (etag0, idx0) = index(&s).await;
     assert!(versions_in(&idx0, "pdf-tool").is_empty());
 
@@ -399,7 +319,7 @@ async fn a_token_over_its_rate_gets_429_with_retry_after() {
     let ci = token(dir, "ci", "*", "publish");
     let other = token(dir, "other", "*", "publish");
     let v1 = packed(dir, "rated", "1.0.0", "");
-    let s = Server::start(dir, &["--writes-per-minute", "2"]);
+    let s = Server::start(dir, &["--verbose", "--writes-per-minute", "2"]);
     for _ in 0..2 {
         let a = put_skill(&s, Some(&ci), "rated@1.0.0", &v1).await;
         assert!(a.status.is_success(), "{}", a.text);
@@ -450,7 +370,7 @@ async fn with_a_keyring_only_signed_skills_in_the_keys_scope_are_published() {
     let good_sig = sign(&good, "signed-one", "good.minisig");
     let outside_sig = sign(&outside, "loose-one", "outside.minisig");
     let keyring = dir.join("kr.toml");
-    let s = Server::start(dir, &["--keyring", keyring.to_str().unwrap()]);
+    let s = Server::start(dir, &["--verbose", "--keyring", keyring.to_str().unwrap()]);
     let put = |spec: &str, archive: &Path, sig: Option<&String>| {
         let (name, version) = spec.split_once('@').unwrap();
         let headers: Vec<(&str, String)> = sig
@@ -503,7 +423,7 @@ fn the_client_publishes_yanks_and_a_warm_fetch_sees_the_new_version() {
     let dir = tmp.path();
     let ci = token(dir, "ci", "tool-*", "publish,yank");
     std::fs::write(dir.join("ci.token"), format!("{ci}\n")).unwrap();
-    let s = Server::start(dir, &[]);
+    let s = Server::start(dir, &["--verbose"]);
     let url = s.url.clone();
     let run = |args: &[&str]| {
         Skillcat::new(args)

@@ -9,144 +9,20 @@
 //! - The audit log needs its own right.
 //! - Invalid input is a `4xx` with a reason, never a `500`, and the server survives each.
 
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::io::Write;
+use std::path::Path;
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use serde_json::Value as J;
 
 mod support;
 
 use support::bin::Skillcat;
 use support::central::{doc, registry_dir, token};
-use support::serve::spawn_serve;
+use support::publish::{Answer, Server, send, try_send};
 use support::write_skill;
 
 const MIB: usize = 1 << 20;
-
-struct Server {
-    child: Child,
-    url: String,
-    log: PathBuf,
-}
-
-impl Server {
-    fn start(dir: &Path, extra: &[&str]) -> Server {
-        let log = dir.join(format!("server-{}.log", extra.len()));
-        let file = std::fs::File::create(&log).unwrap();
-        let tokens = dir.join("tokens.toml");
-        let mut args = vec!["--publish", "--tokens", tokens.to_str().unwrap()];
-        args.extend_from_slice(extra);
-        let (child, line, url) = spawn_serve(&dir.join("r.db"), &args, Stdio::from(file));
-        assert!(line.contains("publishing at /api/v1/"), "{line}");
-        Server { child, url, log }
-    }
-
-    /// The server's peak resident memory so far (`VmHWM`), in bytes.
-    fn peak_rss(&self) -> u64 {
-        status_kib(self.child.id(), "VmHWM:") * 1024
-    }
-
-    /// Whether the server is still running.
-    fn alive(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
-    }
-
-    fn log_text(&self) -> String {
-        let mut text = String::new();
-        std::fs::File::open(&self.log)
-            .unwrap()
-            .read_to_string(&mut text)
-            .unwrap();
-        text
-    }
-
-    fn stop(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.log_text()
-    }
-}
-
-/// A `kB` line of `/proc/PID/status`.
-fn status_kib(pid: u32, key: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {key} in /proc/{pid}/status"))
-}
-
-struct Answer {
-    status: StatusCode,
-    headers: reqwest::header::HeaderMap,
-    text: String,
-}
-
-impl Answer {
-    fn json(&self) -> J {
-        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("{e}: {}", self.text))
-    }
-
-    #[track_caller]
-    fn is(&self, status: u16, code: Option<&str>) -> &Self {
-        assert_eq!(self.status.as_u16(), status, "{}", self.text);
-        if let Some(code) = code {
-            assert_eq!(self.json()["errors"][0]["code"], code, "{}", self.text);
-        }
-        self
-    }
-
-    fn detail(&self) -> String {
-        self.json()["errors"][0]["detail"]
-            .as_str()
-            .unwrap_or("")
-            .to_string()
-    }
-}
-
-async fn send(
-    method: reqwest::Method,
-    url: String,
-    token: Option<&str>,
-    body: Vec<u8>,
-    headers: &[(&str, String)],
-) -> Answer {
-    let shown = url.clone();
-    try_send(method, url, token, body, headers)
-        .await
-        .unwrap_or_else(|e| panic!("{shown}: {e}"))
-}
-
-/// A request whose transport may fail (a connection cut by the server's request timeout).
-async fn try_send(
-    method: reqwest::Method,
-    url: String,
-    token: Option<&str>,
-    body: Vec<u8>,
-    headers: &[(&str, String)],
-) -> Result<Answer, String> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(120))
-        .build()
-        .unwrap();
-    let mut req = client.request(method, url).body(body);
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    for (k, v) in headers {
-        req = req.header(*k, v);
-    }
-    let resp = req.send().await.map_err(|e| format!("{e:?}"))?;
-    Ok(Answer {
-        status: resp.status(),
-        headers: resp.headers().clone(),
-        text: resp.text().await.map_err(|e| format!("{e:?}"))?,
-    })
-}
 
 async fn put(s: &Server, who: &str, name: &str, version: &str, body: Vec<u8>) -> Answer {
     let url = format!("{}api/v1/skills/{name}/{version}", s.url);

@@ -8,6 +8,7 @@ pub mod conformance;
 pub mod guest;
 pub mod lab;
 pub mod project;
+pub mod publish;
 pub mod registry;
 pub mod serve;
 
