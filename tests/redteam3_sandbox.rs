@@ -191,7 +191,13 @@ fn a_run_ends_when_the_mcp_client_goes_away() {
         }
         // The client goes away: its end of the pipe closes.
         drop(stdin);
+        let server = child.id();
         let _ = Out::wait(child, Duration::from_secs(10));
+        if !kill_server {
+            // The server ended on its own: the dropped call's cgroup went with it.
+            let left = run_groups_of(server);
+            assert!(left.is_empty(), "run cgroups left behind: {left:?}");
+        }
         assert_run_ended(
             &lab,
             &ticks,
@@ -202,6 +208,29 @@ fn a_run_ends_when_the_mcp_client_goes_away() {
             },
         );
     }
+}
+
+/// The run cgroups (`run-<pid>-<n>`) a supervisor with this pid made, in any hierarchy.
+fn run_groups_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("run-{pid}-");
+    let mut found = Vec::new();
+    let mut stack = vec![(PathBuf::from("/sys/fs/cgroup"), 0)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                found.push(e.path());
+            } else if depth < 6 {
+                stack.push((e.path(), depth + 1));
+            }
+        }
+    }
+    found
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -454,10 +454,16 @@ impl RunGroup {
     }
 
     /// Kills everything left in the group and removes it (best effort: a group that stays
-    /// busy is left for [`Cgroups::clean_stale`]).
-    pub fn remove(self) {
+    /// busy is left for [`Cgroups::clean_stale`]). Dropping the group does the same, so a run
+    /// whose future is dropped midway (an MCP client gone) leaves no group behind.
+    pub fn remove(mut self) {
+        self.clean();
+    }
+
+    fn clean(&mut self) {
+        let dirs = std::mem::take(&mut self.dirs);
         let deadline = Instant::now() + Duration::from_secs(2);
-        for (_, d) in &self.dirs {
+        for (_, d) in &dirs {
             if !d.exists() {
                 continue;
             }
@@ -483,6 +489,12 @@ impl RunGroup {
                 }
             }
         }
+    }
+}
+
+impl Drop for RunGroup {
+    fn drop(&mut self) {
+        self.clean();
     }
 }
 
