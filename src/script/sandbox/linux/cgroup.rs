@@ -434,23 +434,22 @@ impl RunGroup {
 
     /// Whether the kernel killed a process of the run for reaching its memory limit.
     pub fn out_of_memory(&self) -> bool {
-        for (_, d) in &self.dirs {
-            for (file, key) in [
-                ("memory.events", "oom_kill"),
-                ("memory.oom_control", "oom_kill"),
-            ] {
-                if let Ok(text) = std::fs::read_to_string(d.join(file))
-                    && text.lines().any(|l| {
-                        l.strip_prefix(key)
-                            .and_then(|v| v.trim().parse::<u64>().ok())
-                            .is_some_and(|n| n > 0)
-                    })
-                {
-                    return true;
-                }
-            }
-        }
-        false
+        self.dirs.iter().any(|(kind, d)| {
+            // Only a memory controller counts OOM kills: v2's `memory.events`, v1's
+            // `memory.oom_control` (both with an `oom_kill N` line).
+            let file = match kind {
+                Kind::Unified => "memory.events",
+                Kind::Memory => "memory.oom_control",
+                Kind::Pids | Kind::Cpu => return false,
+            };
+            std::fs::read_to_string(d.join(file)).is_ok_and(|text| {
+                text.lines().any(|l| {
+                    l.strip_prefix("oom_kill")
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .is_some_and(|n| n > 0)
+                })
+            })
+        })
     }
 
     /// Kills everything left in the group and removes it (best effort: a group that stays
