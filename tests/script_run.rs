@@ -661,3 +661,58 @@ async fn a_granted_path_that_does_not_exist_is_an_error() {
     assert_eq!(e.code(), "E_SKILL_SCRIPT_SANDBOX_FAILED");
     assert!(e.to_string().contains("no-such-dir"), "{e}");
 }
+
+/// The workspace's first confined run makes its bounded work directory in its own helper and
+/// hands it over as soon as it is made: a run started meanwhile waits for that (not for the
+/// first run's end) and joins the same tmpfs, so both see one work directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_runs_share_one_bounded_work_directory() {
+    let env = Env::new();
+    let slow =
+        "#!/bin/sh\n# Leave a note, then stay a while.\necho kept > note\nsleep 3\necho done\n";
+    let look = "#!/bin/sh\n# What the work directory holds, a moment later.\nsleep 1\nls\n";
+    let dir = env.skill(
+        "shared",
+        "",
+        &[
+            ("scripts/slow.sh", slow, true),
+            ("scripts/look.sh", look, true),
+        ],
+    );
+    let runner = env.runner();
+    let skill = load_dir(&runner, &dir, grant(30)).await.unwrap();
+    let started = std::time::Instant::now();
+    let first = runner.run(&skill, "slow", &Json::Null);
+    let second = async {
+        // Started with the first: it finds the work directory not made yet.
+        let out = runner.run(&skill, "look", &Json::Null).await;
+        (out, started.elapsed())
+    };
+    let (first, (second, second_done)) = tokio::join!(first, second);
+    let first = first.unwrap();
+    assert_eq!(first.output.text, "done\n");
+    let second = second.unwrap();
+    assert!(
+        second.output.text.lines().any(|l| l == "note"),
+        "the second run sees the first run's work directory: {:?}",
+        second.output.text
+    );
+    assert!(
+        second_done < Duration::from_millis(2900),
+        "the second run waited for the first run's end ({second_done:?})"
+    );
+    let ws = skill.workspace().unwrap();
+    assert!(ws.is_bounded(), "the work directory is the bounded tmpfs");
+    // On the host the tmpfs is seen only through the workspace's descriptor.
+    assert!(!ws.work_dir().join("note").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.work_view().join("note")).unwrap(),
+        "kept\n"
+    );
+    match &first.confinement {
+        Confinement::Confined(summary) => {
+            assert!(!summary.contains("on disk"), "{summary}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -734,6 +734,7 @@ impl Driver<'_> {
             timeout_seconds: wall.as_secs().max(1),
             supervisor: std::process::id(),
             workspace: None,
+            make_work: None,
             builtin: true,
             cgroup: Vec::new(),
             views: Vec::new(),

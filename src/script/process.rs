@@ -312,9 +312,6 @@ fn high_dup(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
     }
 }
 
-/// Makes a workspace's bounded work directory (see [`sandbox::WorkspacePolicy`]): starts the
-/// helper with the request, waits for its `work …` line, opens the namespaces and the tmpfs's
-/// root through `/proc/<pid>` (checking each is what the helper reported), then lets it go.
 /// The helper for a request on its own: `HELPER_ARG`, an empty environment, cwd `/`, stdin
 /// piped, stderr discarded, `status_w` as [`STATUS_FD`] and `policy` as [`POLICY_FD`].
 #[cfg(target_os = "linux")]
@@ -345,134 +342,115 @@ pub(crate) fn helper_command(
     cmd
 }
 
-/// Blocking. An error says why the work directory stays on disk.
+/// The supervisor's and the helper's ends of the socket on which a run that makes its
+/// workspace's bounded work directory hands it over ([`sandbox::WORKSPACE_SOCKET_FD`]).
 #[cfg(target_os = "linux")]
-pub(crate) fn bound_work(
-    helper: &Path,
-    work: &Path,
-    quota: super::Quota,
-) -> Result<super::workspace::BoundedWork, String> {
-    let inode = sandbox::pinned_identity(work)
-        .map_err(|e| format!("{}: {e}", work.display()))?
-        .ok_or("no file identities on this system")?;
-    let request = HelperRequest::Workspace(sandbox::WorkspacePolicy {
-        work: work.to_path_buf(),
-        inode,
-        bytes: quota.bytes,
-        files: quota.files,
-        supervisor: std::process::id(),
-    });
-    let policy = policy_memfd(request.to_json()?.as_bytes()).map_err(|e| e.to_string())?;
-    let (status_r, status_w) = status_pipe_pair().map_err(|e| e.to_string())?;
-    let mut cmd = helper_command(helper, &status_w, &policy, Stdio::null());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", helper.display()))?;
-    drop((status_w, policy));
-    let made = read_status_line(&status_r, Duration::from_secs(30))
-        .and_then(|line| open_bounded(&line, work));
-    // Closing its stdin lets the helper go; it ends at once.
-    drop(child.stdin.take());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while child.try_wait().ok().flatten().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break;
+pub(crate) fn work_socket() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: socketpair into a local array; each descriptor is then owned exactly once.
+    unsafe {
+        if libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
         }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    made
-}
-
-/// The first line of the helper's status pipe that says how making the work directory went.
-#[cfg(target_os = "linux")]
-fn read_status_line(r: &OwnedFd, within: Duration) -> Result<String, String> {
-    let deadline = Instant::now() + within;
-    let mut bytes = Vec::new();
-    let mut chunk = [0u8; 1024];
-    loop {
-        if let Some(end) = bytes.iter().position(|b| *b == b'\n') {
-            let line = String::from_utf8_lossy(&bytes[..end]).into_owned();
-            if let Some(rest) = line.strip_prefix("error ") {
-                let msg = rest.split_once(' ').map_or(rest, |(_, m)| m);
-                return Err(msg.to_string());
-            }
-            return Ok(line);
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err("the sandbox helper did not answer in time".into());
-        }
-        let mut pfd = libc::pollfd {
-            fd: r.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: poll on one live pollfd; read into a live buffer.
-        let n = unsafe {
-            if libc::poll(&mut pfd, 1, left.as_millis().min(60_000) as libc::c_int) < 0 {
-                continue;
-            }
-            libc::read(r.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len())
-        };
-        match n {
-            0 => return Err("the sandbox helper ended without an answer".into()),
-            n if n > 0 => bytes.extend_from_slice(&chunk[..n as usize]),
-            _ => {}
-        }
-        if bytes.len() > 64 * 1024 {
-            return Err("the sandbox helper's answer is too long".into());
-        }
+        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
     }
 }
 
-/// Opens what a `work <pid> <dev> <ino> <mount ns> <user 0|1>` line reports, checking each
-/// descriptor is what the helper described (the pid cannot have been reused: the helper's child
-/// waits for us).
+/// Blocking: the bounded work directory the helper reports on `ours` (see
+/// [`sandbox::WORKSPACE_SOCKET_FD`]), each descriptor checked against what the message says.
+/// `Ok(None)`: the helper ended without a word (the run failed before it got there; the next
+/// run tries again). `Err`: why the work directory stays on disk.
 #[cfg(target_os = "linux")]
-fn open_bounded(line: &str, work: &Path) -> Result<super::workspace::BoundedWork, String> {
+pub(crate) fn receive_work(
+    ours: &OwnedFd,
+) -> Result<Option<super::workspace::BoundedWork>, String> {
+    let mut text = [0u8; 4096];
+    let fd_size = std::mem::size_of::<libc::c_int>() as libc::c_uint;
+    // SAFETY: CMSG_SPACE is a size computation.
+    let mut control = vec![0u8; unsafe { libc::CMSG_SPACE(3 * fd_size) } as usize];
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    // SAFETY: recvmsg into live local buffers described by the header; every descriptor the
+    // control message carries is taken into an OwnedFd exactly once (MSG_CMSG_CLOEXEC).
+    let n = unsafe {
+        let mut iov = libc::iovec {
+            iov_base: text.as_mut_ptr().cast(),
+            iov_len: text.len(),
+        };
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = control.len() as _;
+        let n = loop {
+            let n = libc::recvmsg(ours.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
+            if n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break n;
+            }
+        };
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
+                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / 4;
+                for i in 0..count {
+                    fds.push(OwnedFd::from_raw_fd(std::ptr::read_unaligned(data.add(i))));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+        n
+    };
+    if n < 0 {
+        return Err(format!(
+            "the sandbox helper's answer: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    if n == 0 {
+        return Ok(None);
+    }
+    let line = String::from_utf8_lossy(&text[..n as usize]).into_owned();
+    if let Some(why) = line.strip_prefix("error ") {
+        return Err(why.to_string());
+    }
     let bad = || format!("unexpected answer from the sandbox helper: {line:?}");
     let f: Vec<&str> = line.split_whitespace().collect();
     let num =
         |i: usize| -> Result<u64, String> { f.get(i).and_then(|v| v.parse().ok()).ok_or_else(bad) };
-    if f.first() != Some(&"work") || f.len() != 6 {
+    if f.first() != Some(&"work") || f.len() != 5 {
         return Err(bad());
     }
-    let (pid, dev, ino, mnt_ns, user) = (num(1)?, num(2)?, num(3)?, num(4)?, num(5)? == 1);
-    let open = |path: String, flags: libc::c_int| -> Result<OwnedFd, String> {
-        let c = std::ffi::CString::new(path.clone()).map_err(|e| e.to_string())?;
-        // SAFETY: a C string; the descriptor is owned exactly once.
-        let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
-        if fd < 0 {
-            return Err(format!("{path}: {}", std::io::Error::last_os_error()));
-        }
-        // SAFETY: a fresh descriptor.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-    };
-    let mnt = open(format!("/proc/{pid}/ns/mnt"), libc::O_RDONLY)?;
+    let (dev, ino, mnt_ns, user) = (num(1)?, num(2)?, num(3)?, num(4)? == 1);
+    if fds.len() != 2 + usize::from(user) {
+        return Err(bad());
+    }
+    let root = fds.pop().ok_or_else(bad)?;
+    let user = if user { fds.pop() } else { None };
+    let mnt = fds.pop().ok_or_else(bad)?;
     let ident = |fd: &OwnedFd| sandbox::linux::identity(fd).map_err(|e| e.to_string());
-    if ident(&mnt)?.1 != mnt_ns {
+    if ident(&mnt)?.1 != mnt_ns || ident(&root)? != (dev, ino) {
         return Err(bad());
     }
-    let user = if user {
-        Some(open(format!("/proc/{pid}/ns/user"), libc::O_RDONLY)?)
-    } else {
-        None
-    };
-    let root = open(
-        format!("/proc/{pid}/root{}", work.display()),
-        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-    )?;
-    if ident(&root)? != (dev, ino) {
-        return Err(bad());
-    }
-    Ok(super::workspace::BoundedWork {
+    Ok(Some(super::workspace::BoundedWork {
         mnt,
         user,
         root,
         inode: (dev, ino),
-    })
+    }))
+}
+
+/// Off Linux no helper makes a work directory.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn receive_work(
+    _ours: &OwnedFd,
+) -> Result<Option<super::workspace::BoundedWork>, String> {
+    Ok(None)
 }
 
 /// The policy in a sealed memfd numbered above [`STATUS_FD`] and [`POLICY_FD`] (so neither

@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 
 use super::gate::{Gate, GateKind, GateRequest, Refusal, ask};
 use super::policy::{check_within, lexical_normalize};
-use super::process::supervise;
+use super::process::{receive_work, supervise};
 use super::sandbox::{
     self, DEVICES, FsAccess, FsRule, HelperPolicy, JoinWorkspace, Mode, RunLimits, SANDBOX_ID,
     WORKSPACE_MNT_FD, WORKSPACE_USER_FD,
@@ -31,7 +31,7 @@ struct RunGroup;
 
 #[cfg(not(target_os = "linux"))]
 impl RunGroup {
-    fn procs(&self) -> Vec<PathBuf> {
+    fn join_files(&self) -> Vec<PathBuf> {
         Vec::new()
     }
     fn out_of_memory(&self) -> bool {
@@ -208,6 +208,9 @@ pub struct LoadedSkill {
     grant: Grant,
     base: WorkspaceBase,
     workspace: tokio::sync::OnceCell<Workspace>,
+    /// Held by the run that makes the workspace's bounded work directory, until its helper
+    /// has handed it over: runs that start meanwhile wait, then join it.
+    bounding: tokio::sync::Mutex<()>,
 }
 
 impl LoadedSkill {
@@ -241,26 +244,13 @@ impl LoadedSkill {
         }
     }
 
-    /// The workspace, materialised at the first run. `bound`: the helper that makes its work
-    /// directory a bounded tmpfs (confined runs on Linux); where that fails the work directory
-    /// stays on disk, checked after each run, and the run's summary says why.
-    async fn ensure_workspace(&self, bound: Option<&Path>) -> Result<&Workspace, ScriptError> {
+    /// The workspace, materialised at the first run. Its bounded work directory is made by the
+    /// helper of the first confined run on Linux (see [`Runner::run`]); where that fails the
+    /// work directory stays on disk, checked after each run, and the run's summary says why.
+    async fn ensure_workspace(&self) -> Result<&Workspace, ScriptError> {
         self.workspace
             .get_or_try_init(|| async {
-                let mut ws = self.base.materialise(&*self.source, &self.skill).await?;
-                #[cfg(target_os = "linux")]
-                if let Some(helper) = bound {
-                    let (helper, work, quota) =
-                        (helper.to_path_buf(), ws.work_dir(), self.base.quota());
-                    let made = tokio::task::spawn_blocking(move || {
-                        super::process::bound_work(&helper, &work, quota)
-                    })
-                    .await
-                    .unwrap_or_else(|e| Err(e.to_string()));
-                    ws.set_bounded(made);
-                }
-                #[cfg(not(target_os = "linux"))]
-                let _ = bound;
+                let ws = self.base.materialise(&*self.source, &self.skill).await?;
                 Ok(ws)
             })
             .await
@@ -346,6 +336,7 @@ impl Runner {
             grant,
             base: self.base.clone(),
             workspace: tokio::sync::OnceCell::new(),
+            bounding: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -402,15 +393,29 @@ impl Runner {
             }
         }
 
-        let bound = (mode == Mode::Confined).then_some(self.config.helper.as_path());
-        let ws = skill.ensure_workspace(bound).await?;
+        let ws = skill.ensure_workspace().await?;
+        // The first confined run makes the workspace's bounded work directory in its own
+        // helper (Linux), holding the skill's lock until the helper hands it over; a run that
+        // waited for the lock finds it made, and joins it.
+        let making =
+            match cfg!(target_os = "linux") && mode == Mode::Confined && !ws.bounding_decided() {
+                true => {
+                    let guard = skill.bounding.lock().await;
+                    (!ws.bounding_decided()).then_some(guard)
+                }
+                false => None,
+            };
         let mut policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode)?;
+        let making = match making {
+            Some(guard) => Some((guard, self.make_work(ws, &mut policy)?)),
+            None => None,
+        };
         // The run's control group: the kernel bounds the memory (kernel memory included) and
         // tasks of the whole run. Made before the helper starts, removed (with anything left in
         // it) when the run ends, however it ends.
         let group = self.run_group(&policy.limits)?;
         if let Some(g) = &group {
-            policy.cgroup = g.procs();
+            policy.cgroup = g.join_files();
         }
         let cwd = self
             .config
@@ -418,23 +423,51 @@ impl Runner {
             .as_deref()
             .and_then(|caller| start_dir(&grant, caller))
             .unwrap_or_else(|| ws.work_dir());
-        let mut inherit = Vec::new();
-        if let Some(b) = ws.bounded() {
-            inherit.push((&b.mnt, WORKSPACE_MNT_FD));
-            if let Some(user) = &b.user {
-                inherit.push((user, WORKSPACE_USER_FD));
-            }
-        }
         let started = Instant::now();
-        let raw = supervise(
-            &self.config.helper,
-            self.config.limits.output,
-            &policy,
-            cwd,
-            timeout,
-            &inherit,
-        )
-        .await;
+        let (ours, theirs) = match making {
+            Some((guard, (ours, theirs))) => (Some((guard, ours)), Some(theirs)),
+            None => (None, None),
+        };
+        let run = async {
+            let mut inherit = Vec::new();
+            if let Some(b) = ws.bounded() {
+                inherit.push((&b.mnt, WORKSPACE_MNT_FD));
+                if let Some(user) = &b.user {
+                    inherit.push((user, WORKSPACE_USER_FD));
+                }
+            }
+            if let Some(s) = &theirs {
+                inherit.push((s, sandbox::WORKSPACE_SOCKET_FD));
+            }
+            let raw = supervise(
+                &self.config.helper,
+                self.config.limits.output,
+                &policy,
+                cwd,
+                timeout,
+                &inherit,
+            )
+            .await;
+            // The helper is gone: a socket it never answered on now reads as closed.
+            drop(inherit);
+            drop(theirs);
+            raw
+        };
+        // What the helper made is taken as soon as it says so, not when the run ends: runs
+        // waiting for the lock go on.
+        let handover = async {
+            if let Some((guard, ours)) = ours {
+                let got = tokio::task::spawn_blocking(move || receive_work(&ours)).await;
+                match got {
+                    Ok(Ok(Some(made))) => ws.set_bounded(Ok(made)),
+                    Ok(Err(why)) => ws.set_bounded(Err(why)),
+                    // The run ended before the helper got there: the next run tries again.
+                    Ok(Ok(None)) | Err(_) => {}
+                }
+                drop(guard);
+            }
+        };
+        let (raw, ()) = tokio::join!(run, handover);
         let out_of_memory = match group {
             Some(g) => tokio::task::spawn_blocking(move || {
                 let oom = g.out_of_memory();
@@ -511,6 +544,44 @@ impl Runner {
             output: raw.output,
             duration,
             confinement,
+        })
+    }
+
+    /// Asks the run's helper to make the workspace's bounded work directory first
+    /// ([`HelperPolicy::make_work`]); returns the supervisor's and the helper's ends of the
+    /// socket it answers on.
+    #[cfg(target_os = "linux")]
+    fn make_work(
+        &self,
+        ws: &Workspace,
+        policy: &mut HelperPolicy,
+    ) -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), ScriptError> {
+        let failed = |e: String| ScriptError::SandboxFailed {
+            reason: format!("the workspace's work directory: {e}"),
+        };
+        let work = ws.work_dir();
+        let inode = sandbox::pinned_identity(&work)
+            .map_err(|e| failed(format!("{}: {e}", work.display())))?
+            .ok_or_else(|| failed("no file identities on this system".into()))?;
+        let quota = self.base.quota();
+        policy.make_work = Some(sandbox::WorkspacePolicy {
+            work,
+            inode,
+            bytes: quota.bytes,
+            files: quota.files,
+        });
+        super::process::work_socket().map_err(|e| failed(format!("socket: {e}")))
+    }
+
+    /// Off Linux a work directory stays on disk.
+    #[cfg(not(target_os = "linux"))]
+    fn make_work(
+        &self,
+        _ws: &Workspace,
+        _policy: &mut HelperPolicy,
+    ) -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), ScriptError> {
+        Err(ScriptError::SandboxFailed {
+            reason: "a bounded work directory exists only on Linux".into(),
         })
     }
 
@@ -658,7 +729,6 @@ impl Runner {
             user: b.user.is_some(),
             work: work.clone(),
             inode: b.inode,
-            tmp: ws.tmp_dir(),
         });
         if workspace.is_none() {
             rules.push(FsRule {
@@ -725,6 +795,7 @@ impl Runner {
             timeout_seconds: secs,
             supervisor: std::process::id(),
             workspace,
+            make_work: None,
             builtin: false,
             cgroup: Vec::new(),
             views,

@@ -25,7 +25,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use super::ScriptError;
@@ -341,8 +341,8 @@ impl WorkspaceBase {
                 skill: None,
             }),
             lock: None,
-            bounded: None,
-            on_disk: None,
+            bounded: OnceLock::new(),
+            on_disk: OnceLock::new(),
         };
         let lock_path = root.join(LOCK);
         let lock = create_file(&root_fd, &cstr(LOCK.as_bytes()).expect("no NUL"), 0o600)
@@ -867,10 +867,11 @@ pub struct Workspace {
     /// Where it was made: removed relative to this, not through `root`.
     at: Option<Placed>,
     lock: Option<File>,
-    bounded: Option<BoundedWork>,
+    /// Set once, by the first confined run (whose helper makes it).
+    bounded: OnceLock<BoundedWork>,
     /// Why the work directory is on disk (bounded only by the check after each run), when a
     /// bounded one was asked for and could not be made.
-    on_disk: Option<String>,
+    on_disk: OnceLock<String>,
 }
 
 impl Workspace {
@@ -899,33 +900,43 @@ impl Workspace {
     /// the kernel allows a mount namespace). Otherwise it is the directory on disk, measured
     /// after each run.
     pub fn is_bounded(&self) -> bool {
-        self.bounded.is_some()
+        self.bounded.get().is_some()
     }
 
     /// Where this process finds what scripts left in the work directory: for a bounded one, a
     /// path through the descriptor that holds its tmpfs (`/proc/self/fd/N`, valid in this
     /// process while the workspace lives); otherwise [`work_dir`](Self::work_dir).
     pub fn work_view(&self) -> PathBuf {
-        match &self.bounded {
+        match self.bounded.get() {
             Some(b) => PathBuf::from(format!("/proc/self/fd/{}", b.root.as_raw_fd())),
             None => self.work_dir(),
         }
     }
 
     pub(crate) fn bounded(&self) -> Option<&BoundedWork> {
-        self.bounded.as_ref()
+        self.bounded.get()
     }
 
     /// Why the work directory is on disk although a bounded one was asked for.
     pub(crate) fn on_disk(&self) -> Option<&str> {
-        self.on_disk.as_deref()
+        self.on_disk.get().map(String::as_str)
     }
 
-    /// Takes the bounded work directory, or records why there is none.
-    pub(crate) fn set_bounded(&mut self, made: Result<BoundedWork, String>) {
+    /// Whether a bounded work directory was made, or found impossible, already.
+    pub(crate) fn bounding_decided(&self) -> bool {
+        self.bounded.get().is_some() || self.on_disk.get().is_some()
+    }
+
+    /// Takes the bounded work directory, or records why there is none (the first word
+    /// stays: runs that make it hold the skill's lock, so there is only one).
+    pub(crate) fn set_bounded(&self, made: Result<BoundedWork, String>) {
         match made {
-            Ok(b) => self.bounded = Some(b),
-            Err(why) => self.on_disk = Some(why),
+            Ok(b) => {
+                let _ = self.bounded.set(b);
+            }
+            Err(why) => {
+                let _ = self.on_disk.set(why);
+            }
         }
     }
 

@@ -158,6 +158,7 @@ mod tests {
             timeout_seconds: 1,
             supervisor: 0,
             workspace: None,
+            make_work: None,
             builtin: false,
             cgroup: Vec::new(),
             views: Vec::new(),

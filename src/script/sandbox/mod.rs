@@ -49,6 +49,12 @@ pub const WORKSPACE_MNT_FD: i32 = 5;
 /// one).
 pub const WORKSPACE_USER_FD: i32 = 6;
 
+/// In a run that makes its workspace's bounded work directory ([`HelperPolicy::make_work`]),
+/// the helper's end of a `SOCK_SEQPACKET` socket: one message, `work <dev> <ino> <mount-ns
+/// inode> <user 0|1>` with the mount namespace, the user namespace (when there is one) and the
+/// tmpfs's root as `SCM_RIGHTS`, or `error <why>` when it could not be made.
+pub const WORKSPACE_SOCKET_FD: i32 = 7;
+
 /// The most policy bytes the helper reads.
 pub const POLICY_MAX: usize = 16 << 20;
 
@@ -168,13 +174,20 @@ pub struct HelperPolicy {
     /// the work directory is the one on disk.
     #[serde(default)]
     pub workspace: Option<JoinWorkspace>,
+    /// The workspace's bounded work directory, to be made by this run first (the workspace's
+    /// first confined run; never with [`workspace`](Self::workspace)); reported on
+    /// [`WORKSPACE_SOCKET_FD`]. Where it cannot be made the run goes on in the work directory
+    /// on disk (whose rule the policy holds), and the socket says why.
+    #[serde(default)]
+    pub make_work: Option<WorkspacePolicy>,
     /// Run the helper's built-in entry ([`helper_main_with`]) in the confined child instead of
     /// executing `program`: the same confinement, one `execve` fewer (the guest evaluator).
     /// Confined mode only.
     #[serde(default)]
     pub builtin: bool,
-    /// The `cgroup.procs` files of the run's control group (one per hierarchy): the helper
-    /// writes its pid into each before anything else, so the kernel counts every process of
+    /// The files through which the helper joins the run's control group, one per hierarchy
+    /// (v2 `cgroup.procs`: its pid; v1 `tasks`: `0`, the calling thread — the helper is
+    /// single-threaded), before it starts any process, so the kernel counts every process of
     /// the run. Empty: no cgroup could be made (the rlimits still hold).
     #[serde(default)]
     pub cgroup: Vec<PathBuf>,
@@ -196,19 +209,17 @@ pub struct JoinWorkspace {
     /// a read+write rule bound to `inode` (a rule on the directory beneath the mount would not
     /// cover it).
     pub work: PathBuf,
-    /// The device and inode of the tmpfs's root.
+    /// The device and inode of the tmpfs's root. The script's `TMPDIR`, `tmp/` in it, is made
+    /// when missing (a run that hit the quota leaves the work directory empty).
     pub inode: (u64, u64),
-    /// The script's `TMPDIR` inside it, made when missing (a run that hit the quota leaves
-    /// the work directory empty).
-    pub tmp: PathBuf,
 }
 
-/// A request for a skill's bounded work directory: the helper makes a user namespace (where
-/// they are allowed) and a mount namespace, mounts a tmpfs of `bytes` and `files + 1` inodes on
-/// `work` in it, reports `work <pid> <dev> <ino> <mount-ns inode> <user 0|1>` on the status
-/// pipe, and waits until its stdin closes, while the supervisor opens the namespaces (and the
-/// tmpfs's root) through `/proc/<pid>`. The supervisor's descriptors then keep them alive:
-/// runs join them, and the tmpfs goes when the workspace does.
+/// A skill's bounded work directory, made by the helper of the workspace's first confined run:
+/// a user namespace (where they are allowed) and a mount namespace, a tmpfs of `bytes` and
+/// `files + 1` inodes mounted on `work` in it. The helper joins them, hands them and the
+/// tmpfs's root to the supervisor on [`WORKSPACE_SOCKET_FD`], and runs the script there. The
+/// supervisor's descriptors then keep them alive: later runs join them
+/// ([`HelperPolicy::workspace`]), and the tmpfs goes when the workspace does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkspacePolicy {
     /// The work directory (absolute) the tmpfs is mounted on.
@@ -219,8 +230,6 @@ pub struct WorkspacePolicy {
     pub bytes: u64,
     /// Files and directories it holds at most (its root not counted).
     pub files: u64,
-    /// The supervisor's pid: the helper dies with it (0: not checked).
-    pub supervisor: u32,
 }
 
 /// What the helper is asked to do: the JSON on [`POLICY_FD`].
@@ -231,8 +240,6 @@ pub struct WorkspacePolicy {
 pub enum HelperRequest {
     /// Run a script.
     Run(HelperPolicy),
-    /// Make a workspace's bounded work directory.
-    Workspace(WorkspacePolicy),
 }
 
 impl HelperRequest {
@@ -365,20 +372,21 @@ mod tests {
                 user: true,
                 work: "/ws/work".into(),
                 inode: (3, 4),
-                tmp: "/ws/work/tmp".into(),
             }),
+            make_work: None,
             builtin: false,
             cgroup: vec!["/sys/fs/cgroup/x/cgroup.procs".into()],
             views: vec!["/root".into()],
         };
-        let w = WorkspacePolicy {
+        let mut making = p.clone();
+        making.workspace = None;
+        making.make_work = Some(WorkspacePolicy {
             work: "/ws/work".into(),
             inode: (5, 6),
             bytes: 1 << 20,
             files: 10,
-            supervisor: 7,
-        };
-        for request in [HelperRequest::Run(p), HelperRequest::Workspace(w)] {
+        });
+        for request in [HelperRequest::Run(p), HelperRequest::Run(making)] {
             let back: HelperRequest = serde_json::from_str(&request.to_json().unwrap()).unwrap();
             assert_eq!(back, request);
         }

@@ -146,7 +146,6 @@ pub(super) fn helper() -> u8 {
             Mode::Confined => confined(&policy, &status),
             Mode::Unconfined => unconfined(&policy, &status),
         },
-        HelperRequest::Workspace(w) => work::keeper(&w, &status),
     }
 }
 
@@ -256,9 +255,16 @@ struct Ns {
 fn join_cgroup(policy: &HelperPolicy) -> Result<(), String> {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() }.to_string();
-    for procs in &policy.cgroup {
-        std::fs::write(procs, &pid)
-            .map_err(|e| format!("joining the run's cgroup {}: {e}", procs.display()))?;
+    for file in &policy.cgroup {
+        // A v1 `tasks` file moves one thread, `0` the caller: this single-threaded helper,
+        // without the global lock a whole thread group's move takes (see `RunGroup::join_files`).
+        let me = if file.file_name().is_some_and(|n| n == "tasks") {
+            "0"
+        } else {
+            pid.as_str()
+        };
+        std::fs::write(file, me)
+            .map_err(|e| format!("joining the run's cgroup {}: {e}", file.display()))?;
     }
     Ok(())
 }
@@ -299,28 +305,47 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             );
         }
     }
+    arm_backstops(policy.supervisor, policy.timeout_seconds.saturating_add(10));
     // The workspace's namespaces, where its work directory is a bounded tmpfs: joined before
-    // anything is made, so the script's own namespaces nest in them; the work directory's rule
-    // is opened there (a rule on the directory beneath the mount would not cover the tmpfs).
-    let mut tmp_dir = None;
+    // anything else is made, so the script's own namespaces nest in them; the work directory's
+    // rule is opened there (a rule on the directory beneath the mount would not cover the
+    // tmpfs). The workspace's first run makes them (and hands them to the supervisor); where
+    // that fails, it runs in the work directory on disk, whose rule the policy holds.
+    let mut joined: Option<(bool, &std::path::Path, (u64, u64))> = None;
     if let Some(join) = &policy.workspace {
-        if let Err(e) = work::join(join) {
+        if let Err(e) = work::join(join.user, &join.work) {
             return status.error("failed", &format!("joining the workspace: {e}"));
         }
+        joined = Some((join.user, &join.work, join.inode));
+    } else if let Some(w) = &policy.make_work {
+        match work::make(w) {
+            Ok(made) => {
+                work::report(Ok(&made));
+                if let Err(e) = work::join_made(&made, &w.work) {
+                    return status.error("failed", &format!("joining the workspace: {e}"));
+                }
+                joined = Some((made.has_user(), &w.work, made.inode));
+            }
+            Err(why) => work::report(Err(&why)),
+        }
+    }
+    let mut tmp_dir = None;
+    if let Some((_, work, inode)) = joined {
         let rule = FsRule {
-            path: join.work.clone(),
+            path: work.to_path_buf(),
             access: FsAccess::ReadWrite,
             required: true,
-            inode: Some(join.inode),
+            inode: Some(inode),
         };
         if let Err(e) = ruleset.add(&rule) {
             return status.error("failed", &format!("Landlock: {e}"));
         }
-        match CString::new(join.tmp.as_os_str().as_bytes()) {
+        match CString::new(work.join("tmp").as_os_str().as_bytes()) {
             Ok(t) => tmp_dir = Some(t),
             Err(_) => return status.error("failed", "a NUL byte in the work directory's path"),
         }
     }
+    let joined_user = joined.is_some_and(|(user, _, _)| user);
     // Views over directories closed to the script's uid (a root host's /root above a grant),
     // prepared here, mounted by the child in its own mount namespace.
     let views = match prepare_views(policy) {
@@ -331,7 +356,6 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         Ok(p) => p,
         Err(e) => return status.error("failed", &format!("pipe: {e}")),
     };
-    arm_backstops(policy.supervisor, policy.timeout_seconds.saturating_add(10));
 
     let net_flag = if policy.network {
         0
@@ -351,9 +375,9 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     };
     // (flags, namespaces, whether this helper writes the id maps of a new user namespace)
     let mut attempts = Vec::new();
-    match &policy.workspace {
+    match joined {
         // Already in the workspace's user namespace (or none), its ids mapped.
-        Some(join) => attempts.push((base, ns(join.user, true), false)),
+        Some((user, _, _)) => attempts.push((base, ns(user, true), false)),
         None => {
             attempts.push((libc::CLONE_NEWUSER | base, ns(true, true), true));
             if root {
@@ -361,7 +385,6 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             }
         }
     }
-    let joined_user = policy.workspace.as_ref().is_some_and(|j| j.user);
     // A plain fork has no mount namespace of its own for the views.
     if views.is_empty() {
         attempts.push((0, ns(joined_user, false), false));
@@ -424,8 +447,8 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         unsafe { libc::_exit(code as i32) };
     }
 
-    if let Err(code) = release(pid, (sync_r, sync_w), maps, status) {
-        return code;
+    if let Err(e) = release(pid, (sync_r, sync_w), maps) {
+        return status.error("failed", &e);
     }
     relay(pid, status, ns.pid)
 }
@@ -467,13 +490,12 @@ fn lifeline(sync_r: libc::c_int) -> bool {
 /// The parent's side of a new child: closes its copy of the release pipe's read end, writes
 /// the id maps of the child's new user namespace (when `maps`: 65534 inside maps to 65534 for a
 /// root helper, to the helper's own ids otherwise), and releases the child. On failure the
-/// child is killed and reaped, and the error reported; `Err` holds the helper's exit code.
+/// child is killed and reaped, and `Err` says why.
 fn release(
     pid: libc::pid_t,
     (sync_r, sync_w): (libc::c_int, libc::c_int),
     maps: bool,
-    status: &Status,
-) -> Result<(), u8> {
+) -> Result<(), String> {
     // SAFETY: closing our copy of the release pipe's read end.
     unsafe { libc::close(sync_r) };
     if maps {
@@ -488,7 +510,7 @@ fn release(
             // SAFETY: killing the child we just made.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             reap(pid);
-            return Err(status.error("failed", &format!("user namespace id maps: {e}")));
+            return Err(format!("user namespace id maps: {e}"));
         }
     }
     // SAFETY: one byte from a live buffer. The write end stays open for the helper's whole

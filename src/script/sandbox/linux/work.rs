@@ -1,31 +1,31 @@
 //! A workspace's bounded work directory: a tmpfs of the workspace quota, mounted on the work
-//! directory in a mount namespace of its own that outlives the helper which made it.
+//! directory in a mount namespace of its own that outlives the run which made it.
 //!
 //! ```text
-//! keeper (helper)                 its child (new user + mount namespace)
-//! clone ────────────────────────▶ wait for the id maps
-//! write uid/gid maps, release ──▶ "/" becomes a slave (nothing propagates back to the host),
-//!                                 fsopen("tmpfs") size, nr_inodes, mode 0700, uid/gid 65534,
-//!                                 fsmount(nosuid, nodev), move_mount onto the checked work dir,
-//!                                 "work <pid> <dev> <ino> <mount ns> <user>" on the status pipe,
-//!                                 wait for stdin to close ◀── the supervisor opens
-//! reap, exit                      exit                        /proc/<pid>/ns/{user,mnt} and
-//!                                                             the tmpfs's root, then closes it
+//! run helper (the workspace's first run)    its keeper child (new user + mount namespace)
+//! clone ──────────────────────────────────▶ wait for the id maps
+//! write uid/gid maps, release ────────────▶ "/" becomes a slave (nothing propagates back),
+//!                                           fsopen("tmpfs") size, nr_inodes, mode 0700,
+//!                                           uid/gid 65534, fsmount(nosuid, nodev),
+//!                                           move_mount onto the checked work directory,
+//! open /proc/<child>/ns/{user,mnt} and ◀─── "<dev> <ino>" on a private pipe; wait
+//!   its work directory (the tmpfs's root),
+//!   check them; let the child go ─────────▶ exit
+//! send them to the supervisor (fd 7), setns into both, run the script there
 //! ```
 //!
-//! Runs then [`join`] the namespaces from the supervisor's descriptors; the tmpfs lives as long
-//! as those descriptors (the workspace), and no process is left behind for it.
+//! Later runs [`join`] the namespaces from the supervisor's descriptors; the tmpfs lives as long
+//! as those descriptors (the workspace), and no process is left behind for it. Made inside the
+//! run's helper, the work directory costs no process start of its own.
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 
-use super::{
-    Status, arm_backstops, await_release, clone_process, identity, open_no_symlinks, pipe, reap,
-    release,
-};
+use super::{clone_process, identity, open_no_symlinks, pipe, reap, release};
 use crate::script::sandbox::{
-    JoinWorkspace, SANDBOX_ID, SETUP_FAILED, WORKSPACE_MNT_FD, WORKSPACE_USER_FD, WorkspacePolicy,
+    SANDBOX_ID, WORKSPACE_MNT_FD, WORKSPACE_SOCKET_FD, WORKSPACE_USER_FD, WorkspacePolicy,
 };
 
 // The new mount API (Linux 5.2): the same numbers on every architecture, not all named by `libc`.
@@ -42,19 +42,41 @@ const MOUNT_ATTR_NODEV: libc::c_uint = 0x4;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
 const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
 
-/// How long the keeper waits for the supervisor before giving up.
-const KEEPER_SECONDS: u64 = 60;
+/// A bounded work directory the helper made: the namespaces it is mounted in, the tmpfs's root,
+/// its identity and the mount namespace's inode.
+pub(super) struct Made {
+    mnt: OwnedFd,
+    user: Option<OwnedFd>,
+    root: OwnedFd,
+    /// Device and inode of the tmpfs's root.
+    pub(super) inode: (u64, u64),
+    mnt_ns: u64,
+}
 
-/// Makes the bounded work directory and waits while the supervisor takes hold of it; returns
-/// the helper's exit code (0 once the supervisor let go).
-pub(super) fn keeper(w: &WorkspacePolicy, status: &Status) -> u8 {
+impl Made {
+    /// Whether it has a user namespace of its own (the helper's runs then nest in it).
+    pub(super) fn has_user(&self) -> bool {
+        self.user.is_some()
+    }
+}
+
+/// Makes the bounded work directory `w` (see the module's diagram). Returns why not on failure;
+/// nothing is left behind then.
+pub(super) fn make(w: &WorkspacePolicy) -> Result<Made, String> {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    let (sync_r, sync_w) = match pipe() {
-        Ok(p) => p,
-        Err(e) => return status.error("failed", &format!("pipe: {e}")),
+    let release_pipe = pipe().map_err(|e| format!("pipe: {e}"))?;
+    let (report_r, report_w) = pipe().map_err(|e| format!("pipe: {e}"))?;
+    let (hold_r, hold_w) = pipe().map_err(|e| format!("pipe: {e}"))?;
+    // SAFETY (the four wrappers): each descriptor is fresh and owned once.
+    let (report_r, report_w, hold_r, hold_w) = unsafe {
+        (
+            OwnedFd::from_raw_fd(report_r),
+            OwnedFd::from_raw_fd(report_w),
+            OwnedFd::from_raw_fd(hold_r),
+            OwnedFd::from_raw_fd(hold_w),
+        )
     };
-    arm_backstops(w.supervisor, KEEPER_SECONDS);
     // A user namespace where the kernel allows one; a root helper can make a mount namespace
     // without one.
     let mut attempts = vec![(libc::CLONE_NEWUSER | libc::CLONE_NEWNS, true)];
@@ -74,61 +96,177 @@ pub(super) fn keeper(w: &WorkspacePolicy, status: &Status) -> u8 {
     }
     let Some((pid, user)) = spawned else {
         let why = refused.map_or_else(String::new, |e| e.to_string());
-        return status.error(
-            "unavailable",
-            &format!("the kernel refused a mount namespace ({why})"),
-        );
+        return Err(format!("the kernel refused a mount namespace ({why})"));
     };
     if pid == 0 {
-        // SAFETY: closing our copy of the release pipe's write end.
-        unsafe { libc::close(sync_w) };
-        let code = keeper_child(w, status, user, sync_r);
-        // SAFETY: leaving the forked child without the parent's atexit handlers.
-        unsafe { libc::_exit(code as i32) };
+        // The keeper child: mount, report, wait to be let go.
+        // SAFETY: closing the ends this side does not use.
+        unsafe {
+            libc::close(release_pipe.1);
+            libc::close(report_r.as_raw_fd());
+            libc::close(hold_w.as_raw_fd());
+        }
+        let line = if !super::await_release(release_pipe.0) {
+            // SAFETY: leaving the forked child.
+            unsafe { libc::_exit(1) };
+        } else {
+            match mount_tmpfs(w) {
+                Ok((dev, ino)) => format!("{dev} {ino}\n"),
+                Err(e) => format!("error {}\n", e.to_string().replace('\n', " ")),
+            }
+        };
+        // SAFETY: writing a live buffer, then blocking on our end of the hold pipe until the
+        // helper closes its end (or dies: the parent-death signal is armed).
+        unsafe {
+            libc::write(report_w.as_raw_fd(), line.as_ptr().cast(), line.len());
+            let mut b = [0u8; 1];
+            while libc::read(hold_r.as_raw_fd(), b.as_mut_ptr().cast(), 1) < 0
+                && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+            {}
+            libc::_exit(0);
+        }
     }
-    if let Err(code) = release(pid, (sync_r, sync_w), user, status) {
-        return code;
+    drop((report_w, hold_r));
+    let kill = |why: String| {
+        // SAFETY: ending and reaping the child we made.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        reap(pid);
+        why
+    };
+    // The release pipe's write end stays open while the keeper child lives (its lifeline).
+    // SAFETY: the write end is ours to close once the child is gone (below), never twice.
+    let release_w = unsafe { OwnedFd::from_raw_fd(release_pipe.1) };
+    // (On failure the child is killed and reaped already.)
+    release(pid, release_pipe, user)?;
+    let line = read_line(&report_r).map_err(|e| kill(format!("the work directory: {e}")))?;
+    if let Some(why) = line.strip_prefix("error ") {
+        return Err(kill(format!("mounting the work directory's tmpfs: {why}")));
     }
-    let ws = reap(pid);
-    if libc::WIFEXITED(ws) {
-        libc::WEXITSTATUS(ws) as u8
-    } else {
-        SETUP_FAILED
+    let mut f = line.split_whitespace().map(str::parse::<u64>);
+    let (Some(Ok(dev)), Some(Ok(ino)), None) = (f.next(), f.next(), f.next()) else {
+        return Err(kill(format!("unexpected answer from the keeper: {line:?}")));
+    };
+    let opened = (|| -> io::Result<Made> {
+        let proc_fd = |name: &str| open_path(&format!("/proc/{pid}/{name}"), libc::O_RDONLY);
+        let mnt = proc_fd("ns/mnt")?;
+        let user = if user {
+            Some(proc_fd("ns/user")?)
+        } else {
+            None
+        };
+        // Through the child's root, its mount namespace resolves the path: the tmpfs's root.
+        let mut at = format!("/proc/{pid}/root").into_bytes();
+        at.extend_from_slice(w.work.as_os_str().as_bytes());
+        let work = open_path(
+            &String::from_utf8_lossy(&at),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+        )?;
+        if identity(&work)? != (dev, ino) {
+            return Err(io::Error::other(
+                "the work directory's tmpfs is not the one the keeper mounted",
+            ));
+        }
+        let mnt_ns = identity(&mnt)?.1;
+        Ok(Made {
+            mnt,
+            user,
+            root: work,
+            inode: (dev, ino),
+            mnt_ns,
+        })
+    })();
+    // The child may go: what it made is held by these descriptors now.
+    drop(hold_w);
+    reap(pid);
+    drop(release_w);
+    opened.map_err(|e| format!("opening the work directory's namespaces: {e}"))
+}
+
+/// Hands `made` to the supervisor on [`WORKSPACE_SOCKET_FD`] (or says why there is none), and
+/// closes the socket.
+pub(super) fn report(made: Result<&Made, &str>) {
+    let (text, fds): (String, Vec<RawFd>) = match made {
+        Ok(m) => {
+            let mut fds = vec![m.mnt.as_raw_fd()];
+            fds.extend(m.user.as_ref().map(AsRawFd::as_raw_fd));
+            fds.push(m.root.as_raw_fd());
+            (
+                format!(
+                    "work {} {} {} {}",
+                    m.inode.0,
+                    m.inode.1,
+                    m.mnt_ns,
+                    u8::from(m.user.is_some())
+                ),
+                fds,
+            )
+        }
+        Err(why) => (format!("error {why}"), Vec::new()),
+    };
+    // SAFETY: a message header over live local buffers; the control buffer is sized for the
+    // descriptors it carries (CMSG_SPACE); the socket is ours to close.
+    unsafe {
+        let mut iov = libc::iovec {
+            iov_base: text.as_ptr() as *mut libc::c_void,
+            iov_len: text.len(),
+        };
+        let bytes = std::mem::size_of_val(fds.as_slice()) as libc::c_uint;
+        let mut control = vec![0u8; libc::CMSG_SPACE(bytes) as usize];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        if !fds.is_empty() {
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = control.len() as _;
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(bytes) as _;
+            std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(c).cast(), fds.len());
+        }
+        libc::sendmsg(WORKSPACE_SOCKET_FD, &msg, libc::MSG_NOSIGNAL);
+        libc::close(WORKSPACE_SOCKET_FD);
     }
 }
 
-fn keeper_child(w: &WorkspacePolicy, status: &Status, user: bool, sync_r: libc::c_int) -> u8 {
-    if !await_release(sync_r) {
-        return SETUP_FAILED;
-    }
-    let (dev, ino) = match mount_tmpfs(w) {
-        Ok(id) => id,
-        Err(e) => {
-            return status.error(
-                "failed",
-                &format!("mounting the work directory's tmpfs: {e}"),
-            );
-        }
-    };
-    let mnt_ns = match std::fs::metadata("/proc/self/ns/mnt") {
-        Ok(m) => std::os::unix::fs::MetadataExt::ino(&m),
-        Err(e) => return status.error("failed", &format!("/proc/self/ns/mnt: {e}")),
-    };
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() };
-    status.line(&format!(
-        "work {pid} {dev} {ino} {mnt_ns} {}",
-        u8::from(user)
-    ));
-    // The supervisor closes our stdin once it holds the namespaces and the tmpfs.
-    let mut b = [0u8; 64];
+/// One line from `r` (up to a newline or the end), at most 4 KiB.
+fn read_line(r: &OwnedFd) -> io::Result<String> {
+    let mut bytes = Vec::new();
+    let mut b = [0u8; 256];
     loop {
-        // SAFETY: reading into a local buffer.
-        let n = unsafe { libc::read(0, b.as_mut_ptr().cast(), b.len()) };
-        if n == 0 || (n < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)) {
-            return 0;
+        // SAFETY: reading into a live local buffer.
+        let n = unsafe { libc::read(r.as_raw_fd(), b.as_mut_ptr().cast(), b.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            break;
+        }
+        bytes.extend_from_slice(&b[..n as usize]);
+        if bytes.contains(&b'\n') || bytes.len() > 4096 {
+            break;
         }
     }
+    let text = String::from_utf8_lossy(&bytes);
+    match text.split_once('\n') {
+        Some((line, _)) => Ok(line.to_string()),
+        None => Err(io::Error::other("the keeper ended without an answer")),
+    }
+}
+
+fn open_path(path: &str, flags: libc::c_int) -> io::Result<OwnedFd> {
+    let c = CString::new(path).map_err(io::Error::other)?;
+    // SAFETY: a C string; the descriptor is owned exactly once.
+    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(annotate(path, io::Error::last_os_error()));
+    }
+    // SAFETY: a fresh descriptor.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Mounts the tmpfs on the work directory (after checking it is the directory the supervisor
@@ -237,26 +375,38 @@ fn mount_tmpfs(w: &WorkspacePolicy) -> io::Result<(u64, u64)> {
 /// Joins a workspace's namespaces (inherited on [`WORKSPACE_USER_FD`] and
 /// [`WORKSPACE_MNT_FD`], closed here) and moves back into the directory it started in (the
 /// work directory is then the tmpfs).
-pub(super) fn join(j: &JoinWorkspace) -> io::Result<()> {
-    let set = |fd: libc::c_int, kind: libc::c_int, what: &str| {
-        // SAFETY: setns and close on an inherited descriptor.
-        let r = unsafe { libc::setns(fd, kind) };
-        let e = io::Error::last_os_error();
-        // SAFETY: as above.
-        unsafe { libc::close(fd) };
-        if r != 0 {
-            return Err(annotate(what, e));
+pub(super) fn join(user: bool, work: &std::path::Path) -> io::Result<()> {
+    // SAFETY: the inherited descriptors are this process's to own, once each.
+    let (user, mnt) = unsafe {
+        (
+            user.then(|| OwnedFd::from_raw_fd(WORKSPACE_USER_FD)),
+            OwnedFd::from_raw_fd(WORKSPACE_MNT_FD),
+        )
+    };
+    enter(user.as_ref(), &mnt, work)
+}
+
+/// Joins the namespaces of the work directory this helper just made.
+pub(super) fn join_made(m: &Made, work: &std::path::Path) -> io::Result<()> {
+    enter(m.user.as_ref(), &m.mnt, work)
+}
+
+fn enter(user: Option<&OwnedFd>, mnt: &OwnedFd, work: &std::path::Path) -> io::Result<()> {
+    let set = |fd: &OwnedFd, kind: libc::c_int, what: &str| {
+        // SAFETY: setns on a live descriptor.
+        if unsafe { libc::setns(fd.as_raw_fd(), kind) } != 0 {
+            return Err(annotate(what, io::Error::last_os_error()));
         }
         Ok(())
     };
     // The directory the supervisor started the helper in: the work directory, or the caller's
     // when the run's grant reaches it. The same path names it in the workspace's namespace (a
     // copy of the host's, the tmpfs mounted on `work/`).
-    let start = std::env::current_dir().unwrap_or_else(|_| j.work.clone());
-    if j.user {
-        set(WORKSPACE_USER_FD, libc::CLONE_NEWUSER, "its user namespace")?;
+    let start = std::env::current_dir().unwrap_or_else(|_| work.to_path_buf());
+    if let Some(u) = user {
+        set(u, libc::CLONE_NEWUSER, "its user namespace")?;
     }
-    set(WORKSPACE_MNT_FD, libc::CLONE_NEWNS, "its mount namespace")?;
+    set(mnt, libc::CLONE_NEWNS, "its mount namespace")?;
     // setns into a mount namespace moves the cwd to its root: back to where the run starts.
     std::env::set_current_dir(&start).map_err(|e| annotate("its start directory", e))
 }
