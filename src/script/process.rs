@@ -314,7 +314,7 @@ fn high_dup(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
 
 /// The helper for a request on its own: `HELPER_ARG`, an empty environment, cwd `/`, stdin
 /// piped, stderr discarded, `status_w` as [`STATUS_FD`] and `policy` as [`POLICY_FD`].
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "guest"))]
 pub(crate) fn helper_command(
     helper: &Path,
     status_w: &OwnedFd,
