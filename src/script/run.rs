@@ -398,12 +398,11 @@ impl Runner {
         // helper (Linux), holding the skill's lock until the helper hands it over; a run that
         // waited for the lock finds it made, and joins it.
         let making =
-            match cfg!(target_os = "linux") && mode == Mode::Confined && !ws.bounding_decided() {
-                true => {
-                    let guard = skill.bounding.lock().await;
-                    (!ws.bounding_decided()).then_some(guard)
-                }
-                false => None,
+            if cfg!(target_os = "linux") && mode == Mode::Confined && !ws.bounding_decided() {
+                let guard = skill.bounding.lock().await;
+                (!ws.bounding_decided()).then_some(guard)
+            } else {
+                None
             };
         let mut policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode)?;
         let making = match making {

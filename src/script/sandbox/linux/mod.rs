@@ -36,8 +36,8 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 
 use super::{
-    FsAccess, FsRule, HelperPolicy, HelperRequest, Mode, POLICY_FD, POLICY_MAX, SANDBOX_ID,
-    SETUP_FAILED, STATUS_FD,
+    FsAccess, FsRule, HelperPolicy, HelperRequest, JoinWorkspace, Mode, POLICY_FD, POLICY_MAX,
+    SANDBOX_ID, SETUP_FAILED, STATUS_FD,
 };
 
 /// The Landlock ABI of the running kernel (`None`: not built in or disabled).
@@ -311,12 +311,12 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     // rule is opened there (a rule on the directory beneath the mount would not cover the
     // tmpfs). The workspace's first run makes them (and hands them to the supervisor); where
     // that fails, it runs in the work directory on disk, whose rule the policy holds.
-    let mut joined: Option<(bool, &std::path::Path, (u64, u64))> = None;
+    let mut joined: Option<JoinWorkspace> = None;
     if let Some(join) = &policy.workspace {
         if let Err(e) = work::join(join.user, &join.work) {
             return status.error("failed", &format!("joining the workspace: {e}"));
         }
-        joined = Some((join.user, &join.work, join.inode));
+        joined = Some(join.clone());
     } else if let Some(w) = &policy.make_work {
         match work::make(w) {
             Ok(made) => {
@@ -324,28 +324,32 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
                 if let Err(e) = work::join_made(&made, &w.work) {
                     return status.error("failed", &format!("joining the workspace: {e}"));
                 }
-                joined = Some((made.has_user(), &w.work, made.inode));
+                joined = Some(JoinWorkspace {
+                    user: made.has_user(),
+                    work: w.work.clone(),
+                    inode: made.inode,
+                });
             }
             Err(why) => work::report(Err(&why)),
         }
     }
     let mut tmp_dir = None;
-    if let Some((_, work, inode)) = joined {
+    if let Some(join) = &joined {
         let rule = FsRule {
-            path: work.to_path_buf(),
+            path: join.work.clone(),
             access: FsAccess::ReadWrite,
             required: true,
-            inode: Some(inode),
+            inode: Some(join.inode),
         };
         if let Err(e) = ruleset.add(&rule) {
             return status.error("failed", &format!("Landlock: {e}"));
         }
-        match CString::new(work.join("tmp").as_os_str().as_bytes()) {
+        match CString::new(join.work.join("tmp").as_os_str().as_bytes()) {
             Ok(t) => tmp_dir = Some(t),
             Err(_) => return status.error("failed", "a NUL byte in the work directory's path"),
         }
     }
-    let joined_user = joined.is_some_and(|(user, _, _)| user);
+    let joined_user = joined.as_ref().is_some_and(|j| j.user);
     // Views over directories closed to the script's uid (a root host's /root above a grant),
     // prepared here, mounted by the child in its own mount namespace.
     let views = match prepare_views(policy) {
@@ -375,9 +379,9 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     };
     // (flags, namespaces, whether this helper writes the id maps of a new user namespace)
     let mut attempts = Vec::new();
-    match joined {
+    match &joined {
         // Already in the workspace's user namespace (or none), its ids mapped.
-        Some((user, _, _)) => attempts.push((base, ns(user, true), false)),
+        Some(j) => attempts.push((base, ns(j.user, true), false)),
         None => {
             attempts.push((libc::CLONE_NEWUSER | base, ns(true, true), true));
             if root {
