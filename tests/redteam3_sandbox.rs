@@ -596,3 +596,130 @@ fn a_grant_under_a_closed_directory_works_on_a_root_host() {
     assert!(!o.stdout.contains("NEIGHBOUR-READ"), "{}", o.all());
     assert!(!o.stdout.contains("other"), "{}", o.all());
 }
+
+/// Finding 5, the write half: on a root host everything the user owns is root's, so a granted
+/// directory owned by root must be writable by the script and a 0600 file readable, with no
+/// loss of confinement: nothing it makes can become a set-id program of root's, a read-only
+/// grant stays unchanged (content, mode, time), another user's file stays closed, and a link
+/// out of the grant reaches nothing.
+#[test]
+fn a_grant_owned_by_root_is_the_scripts_on_a_root_host() {
+    use std::os::unix::fs::MetadataExt;
+    if !is_root() {
+        eprintln!("skipped: a root host's case");
+        return;
+    }
+    let lab = lab_with("");
+    let closed = lab.path("closed");
+    let data = closed.join("project/data");
+    let out = closed.join("project/out");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    chmod(&closed, 0o700);
+    chmod(&closed.join("project"), 0o700);
+    chmod(&data, 0o700);
+    chmod(&out, 0o755);
+    std::fs::write(data.join("secret.txt"), "root only words\n").unwrap();
+    chmod(&data.join("secret.txt"), 0o600);
+    std::fs::write(data.join("ro.txt"), "read only\n").unwrap();
+    chmod(&data.join("ro.txt"), 0o644);
+    std::fs::write(data.join("theirs.txt"), "their words\n").unwrap();
+    chmod(&data.join("theirs.txt"), 0o600);
+    std::os::unix::fs::chown(data.join("theirs.txt"), Some(1000), Some(1000)).unwrap();
+    // An old time, so that a touch would show.
+    let old = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(data.join("ro.txt"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    std::fs::write(
+        lab.path("home/.config/skillcat/skillcat.toml"),
+        format!(
+            "[sandbox]\nfs_read = [\"{}\"]\nfs_write = [\"{}\"]\n",
+            data.display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    lab.skill(
+        "root-owned",
+        &format!(
+            "metadata:\n  skillcat.fs_read: \"{}\"\n  skillcat.fs_write: \"{}\"\n",
+            data.display(),
+            out.display()
+        ),
+        "sh",
+        "#!/bin/sh\n\
+         cat \"$1/secret.txt\" && echo READ-OK\n\
+         echo made > \"$2/made.txt\" && echo WROTE-OK\n\
+         mkdir \"$2/sub\" && echo MKDIR-OK\n\
+         echo relative > rel.txt && echo RELATIVE-OK\n\
+         chmod 640 \"$2/made.txt\" && echo CHMOD-OK\n\
+         chmod 4755 \"$2/made.txt\" 2>/dev/null && echo SETUID-SET\n\
+         chmod 2755 \"$2/made.txt\" 2>/dev/null && echo SETGID-SET\n\
+         chmod 600 \"$1/ro.txt\" 2>/dev/null && echo RO-CHMOD\n\
+         touch \"$1/ro.txt\" 2>/dev/null && echo RO-TOUCH\n\
+         echo more >> \"$1/ro.txt\" 2>/dev/null && echo RO-APPEND\n\
+         rm -f \"$1/ro.txt\" 2>/dev/null; test -e \"$1/ro.txt\" || echo RO-REMOVED\n\
+         cat \"$1/theirs.txt\" 2>/dev/null && echo THEIRS-READ\n\
+         ln -s /etc/shadow \"$2/s\" && cat \"$2/s\" 2>/dev/null && echo SHADOW-READ\n\
+         ln /etc/shadow \"$2/h\" 2>/dev/null && echo SHADOW-LINKED\n\
+         exit 0\n",
+    );
+    let args = format!("{} {}", data.display(), out.display());
+    let o = Out::wait(
+        // Started in the write grant: the script starts there too, and a relative path names
+        // the granted directory as it is mounted for the script.
+        run_cmd(&lab, &out, "root-owned", &args).spawn().unwrap(),
+        Duration::from_secs(60),
+    );
+    // CHMOD-OK: the script owns what it made (so the set-id refusals below are refusals).
+    for want in [
+        "root only words",
+        "READ-OK",
+        "WROTE-OK",
+        "MKDIR-OK",
+        "RELATIVE-OK",
+        "CHMOD-OK",
+    ] {
+        assert!(o.stdout.contains(want), "{want}: {}", o.all());
+    }
+    for refused in [
+        "SETUID-SET",
+        "SETGID-SET",
+        "RO-CHMOD",
+        "RO-TOUCH",
+        "RO-APPEND",
+        "RO-REMOVED",
+        "THEIRS-READ",
+        "their words",
+        "SHADOW-READ",
+        "SHADOW-LINKED",
+    ] {
+        assert!(!o.stdout.contains(refused), "{refused}: {}", o.all());
+    }
+    // What the script made is root's on disk, as the rest of the user's files are, and no
+    // set-id bit got through.
+    let made = std::fs::metadata(out.join("made.txt")).unwrap();
+    assert_eq!((made.uid(), made.gid()), (0, 0), "{}", o.all());
+    assert_eq!(made.mode() & 0o7777, 0o640, "{:o}", made.mode());
+    assert_eq!(
+        std::fs::read_to_string(out.join("made.txt")).unwrap(),
+        "made\n"
+    );
+    for name in ["sub", "rel.txt"] {
+        let m = std::fs::metadata(out.join(name)).unwrap();
+        assert_eq!((m.uid(), m.gid()), (0, 0), "{name}");
+    }
+    // The read-only grant as it was.
+    let ro = std::fs::metadata(data.join("ro.txt")).unwrap();
+    assert_eq!(ro.mode() & 0o7777, 0o644);
+    assert_eq!(ro.modified().unwrap(), old);
+    assert_eq!(
+        std::fs::read_to_string(data.join("ro.txt")).unwrap(),
+        "read only\n"
+    );
+    assert!(!out.join("h").exists());
+}

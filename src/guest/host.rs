@@ -738,6 +738,7 @@ impl Driver<'_> {
             builtin: true,
             cgroup: Vec::new(),
             views: Vec::new(),
+            granted: Vec::new(),
         };
         let json = HelperRequest::Run(policy)
             .to_json()

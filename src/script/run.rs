@@ -12,8 +12,8 @@ use super::gate::{Gate, GateKind, GateRequest, Refusal, ask};
 use super::policy::{check_within, lexical_normalize};
 use super::process::{receive_work, supervise};
 use super::sandbox::{
-    self, DEVICES, FsAccess, FsRule, HelperPolicy, JoinWorkspace, Mode, RunLimits, SANDBOX_ID,
-    WORKSPACE_MNT_FD, WORKSPACE_USER_FD,
+    self, DEVICES, FsAccess, FsRule, GrantedTree, HelperPolicy, JoinWorkspace, Mode, RunLimits,
+    SANDBOX_ID, WORKSPACE_MNT_FD, WORKSPACE_USER_FD,
 };
 use super::tools::{Interpreters, SYSTEM_PATH, ScriptTool, SkillTools};
 use super::workspace::{Quota, Workspace, WorkspaceBase, enforce_bounded_quota, enforce_quota};
@@ -712,8 +712,11 @@ impl Runner {
                 }
             })
         };
+        // Each granted path as its rule has it, and whether it is granted for writing.
+        let mut granted: Vec<(PathBuf, bool)> = Vec::new();
         for p in &grant.fs_read {
             for path in carved(p)? {
+                granted.push((path.clone(), false));
                 rules.push(FsRule {
                     path,
                     access: FsAccess::ReadExec,
@@ -739,6 +742,7 @@ impl Runner {
         }
         for p in &grant.fs_write {
             for path in carved(p)? {
+                granted.push((path.clone(), true));
                 rules.push(FsRule {
                     path,
                     access: FsAccess::ReadWrite,
@@ -766,12 +770,28 @@ impl Runner {
         }
         // On a root host the script's uid (65534) may be closed out of a directory above a
         // rule's path: the helper covers each such directory with a view of just those paths.
-        let views = if script_owner().is_some() && mode == Mode::Confined {
+        // And root's files in a granted tree would be closed to it: the helper maps them to it.
+        let root_host = script_owner().is_some() && mode == Mode::Confined;
+        let views = if root_host {
             let mut paths: Vec<&Path> = rules.iter().map(|r| r.path.as_path()).collect();
             if let Some(w) = &workspace {
                 paths.push(&w.work);
             }
             closed_ancestors(&paths)
+        } else {
+            Vec::new()
+        };
+        let granted = if root_host {
+            granted
+                .into_iter()
+                .map(|(path, write)| {
+                    let inode = rules
+                        .iter()
+                        .find(|r| r.required && r.path == path)
+                        .and_then(|r| r.inode);
+                    GrantedTree { path, write, inode }
+                })
+                .collect()
         } else {
             Vec::new()
         };
@@ -798,6 +818,7 @@ impl Runner {
             builtin: false,
             cgroup: Vec::new(),
             views,
+            granted,
         })
     }
 }

@@ -162,6 +162,7 @@ mod tests {
             builtin: false,
             cgroup: Vec::new(),
             views: Vec::new(),
+            granted: Vec::new(),
         }
     }
 

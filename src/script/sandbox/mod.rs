@@ -198,6 +198,25 @@ pub struct HelperPolicy {
     /// Nothing else under them is there to be reached. Empty: no view is needed.
     #[serde(default)]
     pub views: Vec<PathBuf>,
+    /// On a root host, the paths the user granted (each rule of `fs_read` and `fs_write`): the
+    /// helper clones each tree owned by root with an idmapping under which root's files are the
+    /// script's (uid/gid 65534), so a granted root-owned directory can be written and a 0600
+    /// file read, and mounts the clone over the path in the run's mount namespace: read-only
+    /// for a read grant (no write, mode, time or xattr change reaches it), `nosuid,nodev`
+    /// always. Empty: no mapping (any other host, or nothing granted).
+    #[serde(default)]
+    pub granted: Vec<GrantedTree>,
+}
+
+/// A path the user granted, on a root host (see [`HelperPolicy::granted`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantedTree {
+    /// The path, as its rule has it.
+    pub path: PathBuf,
+    /// Granted for writing (`fs_write`), not only reading.
+    pub write: bool,
+    /// The device and inode its rule is pinned to.
+    pub inode: Option<(u64, u64)>,
 }
 
 /// A run's way into its workspace's namespaces (see [`WorkspacePolicy`]).
@@ -377,6 +396,11 @@ mod tests {
             builtin: false,
             cgroup: vec!["/sys/fs/cgroup/x/cgroup.procs".into()],
             views: vec!["/root".into()],
+            granted: vec![GrantedTree {
+                path: "/root/project".into(),
+                write: true,
+                inode: Some((3, 4)),
+            }],
         };
         let mut making = p.clone();
         making.workspace = None;

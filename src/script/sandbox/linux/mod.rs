@@ -25,6 +25,7 @@
 //!    kills its whole process group (itself included) so no background child survives.
 
 pub mod cgroup;
+mod idmap;
 mod landlock;
 mod seccomp;
 mod work;
@@ -306,6 +307,13 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         }
     }
     arm_backstops(policy.supervisor, policy.timeout_seconds.saturating_add(10));
+    // A root host's granted trees owned by root, cloned with an idmapping that makes root's
+    // files the script's: made here, as root in the host's namespaces, before joining the
+    // workspace's; mounted by the child in its own mount namespace.
+    let trees = match idmap::prepare(policy) {
+        Ok(t) => t,
+        Err(e) => return status.error("failed", &format!("granted trees: {e}")),
+    };
     // The workspace's namespaces, where its work directory is a bounded tmpfs: joined before
     // anything else is made, so the script's own namespaces nest in them; the work directory's
     // rule is opened there (a rule on the directory beneath the mount would not cover the
@@ -366,7 +374,7 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     } else {
         libc::CLONE_NEWNET
     };
-    let mnt_flag = if views.is_empty() {
+    let mnt_flag = if views.is_empty() && trees.is_empty() {
         0
     } else {
         libc::CLONE_NEWNS
@@ -389,8 +397,8 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             }
         }
     }
-    // A plain fork has no mount namespace of its own for the views.
-    if views.is_empty() {
+    // A plain fork has no mount namespace of its own for the views or the granted trees.
+    if views.is_empty() && trees.is_empty() {
         attempts.push((0, ns(joined_user, false), false));
     }
     let mut spawned = None;
@@ -421,11 +429,11 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     let Some((pid, ns, maps)) = spawned else {
         return status.error(
             "failed",
-            if views.is_empty() {
+            if views.is_empty() && trees.is_empty() {
                 "clone: no way to start a process"
             } else {
-                "clone: the kernel refused the mount namespace a granted path under a directory \
-                 closed to the script's uid needs"
+                "clone: the kernel refused the mount namespace the granted paths need (a \
+                 directory closed to the script's uid above one, or a tree owned by root)"
             },
         );
     };
@@ -445,6 +453,7 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             root,
             tmp_dir.as_deref(),
             &views,
+            &trees,
             sync_r,
         );
         // SAFETY: leaving without running the parent's atexit handlers or flushing its buffers.
@@ -619,6 +628,7 @@ fn child(
     root: bool,
     tmp_dir: Option<&std::ffi::CStr>,
     views: &[View],
+    trees: &[idmap::Tree],
     sync_r: libc::c_int,
 ) -> u8 {
     // SAFETY (whole function): raw system calls on integers and buffers we own; the process is a
@@ -633,6 +643,26 @@ fn child(
             && let Err(e) = mount_views(views)
         {
             return status.error("failed", &format!("views: {e}"));
+        }
+        if !trees.is_empty() {
+            // Nothing mounted here may propagate back (mount_views made the tree a slave
+            // already when there are views).
+            if views.is_empty()
+                && let Err(e) = make_slave()
+            {
+                return status.error("failed", &format!("granted trees: {e}"));
+            }
+            if let Err(e) = idmap::attach(trees) {
+                return status.error("failed", &format!("granted trees: {e}"));
+            }
+        }
+        if !(views.is_empty() && trees.is_empty()) {
+            // The start directory was entered before these mounts: entered again by its path,
+            // it is the mounted one (a granted tree's clone, a view), not the one beneath.
+            let again = std::env::current_dir().and_then(std::env::set_current_dir);
+            if let Err(e) = again {
+                return status.error("failed", &format!("entering the start directory: {e}"));
+            }
         }
         // The bounding set goes while we still hold CAP_SETPCAP (a root helper without a user
         // namespace loses every capability in setresuid below).
@@ -714,12 +744,18 @@ fn child(
         } else {
             names.join("+")
         };
+        let mapped = trees.iter().filter(|t| t.mapped).count();
         status.line(&format!(
-            "ready {landlock_summary}; seccomp allow-list; namespaces {namespaces}{}{}; uid {}",
+            "ready {landlock_summary}; seccomp allow-list; namespaces {namespaces}{}{}{}; uid {}",
             if policy.cgroup.is_empty() {
                 ""
             } else {
                 "; cgroup (memory, tasks)"
+            },
+            if mapped == 0 {
+                String::new()
+            } else {
+                format!("; root's files in {mapped} granted tree(s) mapped to the script")
             },
             if tmp_dir.is_some() {
                 "; work directory a bounded tmpfs"
@@ -838,6 +874,28 @@ fn prepare_views(policy: &HelperPolicy) -> Result<Vec<View>, String> {
     Ok(out)
 }
 
+/// Makes the mount tree of this (new) mount namespace a slave of the one it was copied from:
+/// nothing mounted here propagates back.
+fn make_slave() -> Result<(), String> {
+    // SAFETY: a C string literal; null pointers where mount(2) allows them.
+    let r = unsafe {
+        libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_SLAVE,
+            std::ptr::null(),
+        )
+    };
+    if r != 0 {
+        return Err(format!(
+            "making a slave of /: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
 /// The child's side of the views: its mount tree made a slave (nothing propagates back);
 /// every rule path opened (pinned ones without following a link, checked against their
 /// inode) before anything is covered; then each view mounted and its paths bound from those
@@ -855,16 +913,7 @@ fn mount_views(views: &[View]) -> Result<(), String> {
     // SAFETY (whole function): mount, mkdir, open and close on C strings and descriptors we
     // own; the process is a copy of the single-threaded helper, so allocation is safe too.
     unsafe {
-        if libc::mount(
-            std::ptr::null(),
-            c"/".as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_SLAVE,
-            std::ptr::null(),
-        ) != 0
-        {
-            return Err(fail("making a slave of", c"/"));
-        }
+        make_slave()?;
         let mut sources: Vec<Vec<Option<(OwnedFd, CString)>>> = Vec::new();
         for v in views {
             let mut opened = Vec::new();

@@ -29,7 +29,7 @@ use crate::script::sandbox::{
 };
 
 // The new mount API (Linux 5.2): the same numbers on every architecture, not all named by `libc`.
-const SYS_MOVE_MOUNT: libc::c_long = 429;
+pub(super) const SYS_MOVE_MOUNT: libc::c_long = 429;
 const SYS_FSOPEN: libc::c_long = 430;
 const SYS_FSCONFIG: libc::c_long = 431;
 const SYS_FSMOUNT: libc::c_long = 432;
@@ -37,10 +37,10 @@ const FSOPEN_CLOEXEC: libc::c_uint = 1;
 const FSCONFIG_SET_STRING: libc::c_uint = 1;
 const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
 const FSMOUNT_CLOEXEC: libc::c_uint = 1;
-const MOUNT_ATTR_NOSUID: libc::c_uint = 0x2;
-const MOUNT_ATTR_NODEV: libc::c_uint = 0x4;
-const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
-const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
+pub(super) const MOUNT_ATTR_NOSUID: libc::c_uint = 0x2;
+pub(super) const MOUNT_ATTR_NODEV: libc::c_uint = 0x4;
+pub(super) const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+pub(super) const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
 
 /// A bounded work directory the helper made: the namespaces it is mounted in, the tmpfs's root,
 /// its identity and the mount namespace's inode.
@@ -411,7 +411,7 @@ fn enter(user: Option<&OwnedFd>, mnt: &OwnedFd, work: &std::path::Path) -> io::R
     std::env::set_current_dir(&start).map_err(|e| annotate("its start directory", e))
 }
 
-fn owned(fd: libc::c_long, what: &str) -> io::Result<OwnedFd> {
+pub(super) fn owned(fd: libc::c_long, what: &str) -> io::Result<OwnedFd> {
     if fd < 0 {
         return Err(annotate(what, io::Error::last_os_error()));
     }

@@ -1,0 +1,332 @@
+//! Granted trees on a root host, made the script's: a root host runs scripts as uid 65534, so a
+//! directory the user granted for writing is useless when root owns it (`/root/project` in a
+//! container whose agent runs as root), and a 0600 file granted for reading cannot be read.
+//!
+//! The helper, still root in the initial user namespace, clones each such tree
+//! (`open_tree(OPEN_TREE_CLONE | AT_RECURSIVE)`) and gives the clone an idmapping
+//! (`mount_setattr(MOUNT_ATTR_IDMAP)`) under which the file system's uid/gid 0 is the script's
+//! 65534 and 65534 is 0 (every other id unchanged): root's files are the script's, what it
+//! creates there is root's on disk, and nobody's files are nobody else's. A read grant's clone is
+//! read-only (no write, mode, time or xattr change gets through it, whoever owns the file);
+//! every clone is `nosuid,nodev`. The run's child then mounts each clone over its path in its
+//! own mount namespace, after checking the path is still the inode the rule was pinned to.
+//!
+//! What stays as it was: Landlock's rules bind the same inodes (a clone shows the same files), so
+//! nothing outside a grant is reached; the script has no capability, so it cannot change an
+//! owner; seccomp still refuses every setuid/setgid bit, so nothing it makes root's on disk can
+//! become a set-id program. A tree that holds the work directory or a device the run writes
+//! is left as it is (a clone made on the host would cover the workspace's mount), and so is one
+//! on a file system that cannot be idmapped (`/proc`): there the modes decide, as before.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use super::work::{
+    MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOVE_MOUNT_F_EMPTY_PATH, MOVE_MOUNT_T_EMPTY_PATH,
+    SYS_MOVE_MOUNT, owned,
+};
+use super::{clone_process, identity, open_no_symlinks, pipe, reap};
+use crate::script::sandbox::{FsAccess, HelperPolicy, SANDBOX_ID};
+
+const SYS_OPEN_TREE: libc::c_long = 428;
+const SYS_MOUNT_SETATTR: libc::c_long = 442;
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
+
+/// `struct mount_attr` of mount_setattr(2).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// A granted tree's clone, ready to be mounted over its path.
+pub(super) struct Tree {
+    path: CString,
+    /// The device and inode the path must still have where the child mounts the clone.
+    inode: (u64, u64),
+    clone: OwnedFd,
+    /// Whether the clone maps root's files to the script (else a plain read-write clone over a
+    /// read-only one above it).
+    pub(super) mapped: bool,
+}
+
+/// One granted path as this module weighs it.
+struct Candidate<'a> {
+    path: &'a Path,
+    write: bool,
+    inode: Option<(u64, u64)>,
+}
+
+/// Clones the policy's granted trees that need it (see the module's comment), parents before
+/// children. Call it as root in the initial user and mount namespaces, before joining the
+/// workspace's. A path that is gone or on a file system that cannot be idmapped is left out.
+pub(super) fn prepare(policy: &HelperPolicy) -> Result<Vec<Tree>, String> {
+    if policy.granted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut grants: Vec<Candidate> = policy
+        .granted
+        .iter()
+        .map(|g| Candidate {
+            path: &g.path,
+            write: g.write,
+            inode: g.inode,
+        })
+        .collect();
+    grants.sort_by(|a, b| a.path.cmp(b.path));
+    // What a clone must not cover: the work directory (in the workspace's mount namespace a
+    // tmpfs the host's tree does not have) and every other path the run writes that is no
+    // grant (the devices).
+    let mut avoid: Vec<&Path> = policy
+        .rules
+        .iter()
+        .filter(|r| r.access == FsAccess::ReadWrite)
+        .filter(|r| !policy.granted.iter().any(|g| g.write && g.path == r.path))
+        .map(|r| r.path.as_path())
+        .collect();
+    avoid.extend(policy.workspace.as_ref().map(|j| j.work.as_path()));
+    avoid.extend(policy.make_work.as_ref().map(|w| w.work.as_path()));
+
+    let mut userns: Option<OwnedFd> = None;
+    // (path, write, mapped) of each clone made so far.
+    let mut kept: Vec<(&Path, bool, bool)> = Vec::new();
+    let mut out = Vec::new();
+    for g in grants {
+        if avoid.iter().any(|a| a.starts_with(g.path)) {
+            continue;
+        }
+        let fd = match open_no_symlinks(g.path) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("{}: {e}", g.path.display())),
+        };
+        let (dev, ino, uid) = stat(&fd).map_err(|e| format!("{}: {e}", g.path.display()))?;
+        if g.inode.is_some_and(|want| want != (dev, ino)) {
+            return Err(format!("{} changed after it was checked", g.path.display()));
+        }
+        let parent = kept
+            .iter()
+            .rev()
+            .find(|(p, _, _)| g.path.starts_with(p))
+            .copied();
+        let root_owned = uid == 0;
+        // Mapped already by a clone above with at least this access.
+        let covered = parent.is_some_and(|(_, write, mapped)| mapped && (write || !g.write));
+        // A write grant under a read-only clone needs a writable clone of its own.
+        let under_read_only = g.write && parent.is_some_and(|(_, write, _)| !write);
+        let wanted = (root_owned && !covered) || under_read_only;
+        if !wanted {
+            continue;
+        }
+        let clone = open_tree(&fd).map_err(|e| format!("cloning {}: {e}", g.path.display()))?;
+        let mut attr = MOUNT_ATTR_NOSUID as u64 | MOUNT_ATTR_NODEV as u64;
+        if !g.write {
+            attr |= MOUNT_ATTR_RDONLY;
+        }
+        let mut mapped = false;
+        if root_owned {
+            if userns.is_none() {
+                userns = Some(swapped_userns()?);
+            }
+            let ns = userns.as_ref().map(AsRawFd::as_raw_fd);
+            match set_attr(&clone, attr | MOUNT_ATTR_IDMAP, ns) {
+                Ok(()) => mapped = true,
+                // A file system that cannot be idmapped (or a mount in the tree that cannot).
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && !under_read_only => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+                Err(e) => return Err(format!("idmapping {}: {e}", g.path.display())),
+            }
+        }
+        if !mapped {
+            set_attr(&clone, attr, None)
+                .map_err(|e| format!("cloning {}: {e}", g.path.display()))?;
+        }
+        kept.push((g.path, g.write, mapped));
+        out.push(Tree {
+            path: CString::new(g.path.as_os_str().as_bytes())
+                .map_err(|_| format!("a NUL byte in {}", g.path.display()))?,
+            inode: (dev, ino),
+            clone,
+            mapped,
+        });
+    }
+    Ok(out)
+}
+
+/// The child's side, in its own mount namespace (made a slave of its parent's already, so
+/// nothing propagates back): each clone mounted over its path, parents first, the path checked
+/// against the inode first.
+pub(super) fn attach(trees: &[Tree]) -> Result<(), String> {
+    for t in trees {
+        let p = Path::new(std::ffi::OsStr::from_bytes(t.path.as_bytes()));
+        let target = open_no_symlinks(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if identity(&target).map_err(|e| e.to_string())? != t.inode {
+            return Err(format!("{} changed after it was checked", p.display()));
+        }
+        // SAFETY: two live descriptors and an empty C string.
+        let r = unsafe {
+            libc::syscall(
+                SYS_MOVE_MOUNT,
+                t.clone.as_raw_fd(),
+                c"".as_ptr(),
+                target.as_raw_fd(),
+                c"".as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+            )
+        };
+        if r != 0 {
+            return Err(format!(
+                "mounting the granted {}: {}",
+                p.display(),
+                io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn stat(fd: &OwnedFd) -> io::Result<(u64, u64, u32)> {
+    // SAFETY: fstat on a live descriptor into a zeroed local.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd.as_raw_fd(), &mut st) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((st.st_dev, st.st_ino, st.st_uid))
+    }
+}
+
+fn open_tree(fd: &OwnedFd) -> io::Result<OwnedFd> {
+    // SAFETY: a live descriptor and an empty C string; the result is owned once.
+    let r = unsafe {
+        libc::syscall(
+            SYS_OPEN_TREE,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            OPEN_TREE_CLONE
+                | libc::O_CLOEXEC as libc::c_uint
+                | libc::AT_EMPTY_PATH as libc::c_uint
+                | libc::AT_RECURSIVE as libc::c_uint,
+        )
+    };
+    owned(r, "open_tree")
+}
+
+fn set_attr(tree: &OwnedFd, attr_set: u64, userns: Option<libc::c_int>) -> io::Result<()> {
+    let attr = MountAttr {
+        attr_set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: userns.map_or(0, |fd| fd as u64),
+    };
+    // SAFETY: a live descriptor, an empty C string and a live mount_attr of the size given.
+    let r = unsafe {
+        libc::syscall(
+            SYS_MOUNT_SETATTR,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The id maps of the clones' user namespace, uid and gid alike: 0 and 65534 swapped, every
+/// other id itself ("inside outside count"; the file system's id is the inside one).
+fn swapped_maps() -> String {
+    let id = SANDBOX_ID;
+    let after = id + 1;
+    format!(
+        "0 {id} 1\n1 1 {}\n{id} 0 1\n{after} {after} {}\n",
+        id - 1,
+        u32::MAX - after
+    )
+}
+
+/// A user namespace holding [`swapped_maps`], kept by its descriptor: a child made in it,
+/// mapped, opened and let go.
+fn swapped_userns() -> Result<OwnedFd, String> {
+    let (hold_r, hold_w) = pipe().map_err(|e| format!("pipe: {e}"))?;
+    let pid = match clone_process(libc::CLONE_NEWUSER) {
+        Ok(pid) => pid,
+        Err(e) => {
+            // SAFETY: closing our own pipe.
+            unsafe {
+                libc::close(hold_r);
+                libc::close(hold_w);
+            }
+            return Err(format!("a user namespace for the idmapping: {e}"));
+        }
+    };
+    if pid == 0 {
+        // SAFETY: the child blocks until the helper closes its end (or dies), then leaves.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            libc::close(hold_w);
+            let mut b = [0u8; 1];
+            while libc::read(hold_r, b.as_mut_ptr().cast(), 1) < 0
+                && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+            {}
+            libc::_exit(0);
+        }
+    }
+    // SAFETY: closing the end the child reads.
+    unsafe { libc::close(hold_r) };
+    let result = (|| -> io::Result<OwnedFd> {
+        let maps = swapped_maps();
+        std::fs::write(format!("/proc/{pid}/uid_map"), &maps)?;
+        std::fs::write(format!("/proc/{pid}/gid_map"), &maps)?;
+        let c = CString::new(format!("/proc/{pid}/ns/user")).map_err(io::Error::other)?;
+        // SAFETY: a C string; the descriptor is owned once.
+        let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    })();
+    // SAFETY: letting the child go, then reaping it.
+    unsafe { libc::close(hold_w) };
+    reap(pid);
+    result.map_err(|e| format!("the idmapping's user namespace: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_maps_swap_root_and_nobody_and_cover_every_other_id_once() {
+        let maps = swapped_maps();
+        let mut inside = Vec::new();
+        let mut outside = Vec::new();
+        for line in maps.lines() {
+            let f: Vec<u64> = line.split(' ').map(|x| x.parse().unwrap()).collect();
+            inside.push((f[0], f[0] + f[2]));
+            outside.push((f[1], f[1] + f[2]));
+        }
+        for ranges in [&mut inside, &mut outside] {
+            ranges.sort();
+            // From 0 to the last valid id (u32::MAX is no id), no gap, no overlap.
+            assert_eq!(ranges[0].0, 0);
+            for w in ranges.windows(2) {
+                assert_eq!(w[0].1, w[1].0, "{maps}");
+            }
+            assert_eq!(ranges.last().unwrap().1, u64::from(u32::MAX), "{maps}");
+        }
+        assert!(maps.starts_with("0 65534 1\n"), "{maps}");
+        assert!(maps.contains("\n65534 0 1\n"), "{maps}");
+    }
+}
