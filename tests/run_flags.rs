@@ -548,3 +548,101 @@ fn the_readme_and_help_examples_run_as_written() {
     o.code(0);
     assert!(o.out().starts_with("delimiter: ','\n"), "{}", o.out());
 }
+
+/// A project's own `skillcat.toml` that the user has not trusted counts only as far as the
+/// user's configuration allows: a flag it lists is refused, and the advice is the fix that
+/// works — `skillcat trust project`, or the user's own file — never "add it to" the project's
+/// file, which lists it already. Once trusted, the same run works.
+#[test]
+fn a_grant_an_untrusted_project_lists_points_at_trusting_the_project() {
+    let w = World::new();
+    w.reader();
+    let out = w.cwd.join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(
+        w.cwd.join("skillcat.toml"),
+        "[sandbox]\nfs_write = [\"out\"]\n",
+    )
+    .unwrap();
+    let user_file = w.home.join(".config/skillcat/skillcat.toml");
+    let project_file = w.cwd.join("skillcat.toml");
+    let write = |flags: &[&str]| w.script(None, "reader", "write", flags, Some("out/x.txt hi"));
+
+    let o = write(&["--allow-write", "out"]);
+    o.code(2).says(&[
+        &format!("The project's {} lists it", project_file.display()),
+        "you have not trusted this project",
+        &format!("run `skillcat trust project` in {}", w.cwd.display()),
+        &format!("under [sandbox] in {}", user_file.display()),
+    ]);
+    assert!(
+        !o.stderr
+            .contains(&format!("under [sandbox] in {}", project_file.display())),
+        "{}",
+        o.stderr
+    );
+    // A path the project's file does not list either: the user's own file is the place.
+    std::fs::create_dir(w.cwd.join("elsewhere")).unwrap();
+    let o = write(&["--allow-write", "elsewhere"]);
+    o.code(2).says(&[&format!(
+        "to `fs_write` under [sandbox] in your own configuration ({})",
+        user_file.display()
+    )]);
+    assert!(!out.join("x.txt").exists());
+
+    w.run(&["trust", "project"]).code(0);
+    write(&["--allow-write", "out"]).code(0);
+    assert_eq!(std::fs::read_to_string(out.join("x.txt")).unwrap(), "hi\n");
+}
+
+/// On a root host, root's own files in a granted directory are the script's; a write that file
+/// modes still refuse is another owner's directory, and the hint says so — a write, that owner,
+/// and what would let it — not "make it readable".
+#[test]
+fn a_write_refused_by_another_owners_modes_on_a_root_host_names_that_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: a root host's case");
+        return;
+    }
+    let w = World::new();
+    w.reader();
+    let theirs = w.cwd.join("theirs");
+    let mine = w.cwd.join("mine");
+    for d in [&theirs, &mine] {
+        std::fs::create_dir(d).unwrap();
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::os::unix::fs::chown(&theirs, Some(1000), Some(1000)).unwrap();
+    let config = w.config(
+        "ceiling.toml",
+        "sources = []\n\n[sandbox]\nfs_write = [\"theirs\", \"mine\"]\n",
+    );
+    let o = w.script(
+        Some(&config),
+        "reader",
+        "write",
+        &["--allow-write", "theirs"],
+        Some("theirs/x.txt hi"),
+    );
+    o.code(1).says(&[
+        &format!(
+            "hint: {}/theirs/x.txt is granted for writing",
+            w.cwd.display()
+        ),
+        &format!("{} belongs to uid 1000", theirs.display()),
+        "make it writable by others, or run skillcat as uid 1000",
+    ]);
+    assert!(!o.stderr.contains("readable by others"), "{}", o.stderr);
+    // Root's own directory, 0755, is the script's to write.
+    w.script(
+        Some(&config),
+        "reader",
+        "write",
+        &["--allow-write", "mine"],
+        Some("mine/x.txt hi"),
+    )
+    .code(0);
+    assert_eq!(std::fs::read_to_string(mine.join("x.txt")).unwrap(), "hi\n");
+}

@@ -209,7 +209,7 @@ fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Re
                     "{flag} {p}: {} is outside the configured ceiling, which wins over the flags; \
                      {}",
                     full.display(),
-                    ceiling_advice(config, env, access)
+                    ceiling_advice(config, env, access, &full)
                 )),
                 Some(_) => {}
             }
@@ -258,8 +258,11 @@ fn ceiling_reaches(config: &Config, ctx: &Context, access: Access, path: &Path) 
         .is_empty()
 }
 
-/// What the ceiling allows for `access`, and where to widen it.
-fn ceiling_advice(config: &Config, env: &Environment, access: Access) -> String {
+/// What the ceiling allows for `access`, and where to widen it to reach `path`: in the file
+/// read, or, for a project's file the user has not trusted (it counts only as far as the user's
+/// own configuration allows), `skillcat trust project` when that file lists the path, else the
+/// user's own configuration.
+fn ceiling_advice(config: &Config, env: &Environment, access: Access, path: &Path) -> String {
     let ctx = context(env);
     let ceiling = config.ceiling();
     let roots = |list: &[String]| -> Vec<String> {
@@ -300,6 +303,32 @@ fn ceiling_advice(config: &Config, env: &Environment, access: Access) -> String 
         ),
         None => String::new(),
     };
+    if let (Some(project), Some(file)) = (&config.untrusted_project, &config.origin) {
+        let user = Config::user_file(env).map_or_else(
+            || "your own configuration".to_string(),
+            |f| f.display().to_string(),
+        );
+        // The project's file as written, before the user's configuration narrowed it.
+        let listed =
+            Config::load(file, env).is_ok_and(|own| ceiling_reaches(&own, &ctx, access, path));
+        return if listed {
+            format!(
+                "{now}{why}. The project's {} lists it, but you have not trusted this project, so \
+                 its file counts only as far as your own configuration ({user}) allows: run \
+                 `skillcat trust project` in {} to let it apply in full, or add the path, or a \
+                 directory above it, to `{key}` under [sandbox] in {user}",
+                file.display(),
+                project.display()
+            )
+        } else {
+            format!(
+                "{now}{why}; add it, or a directory above it, to `{key}` under [sandbox] in your \
+                 own configuration ({user}) — the project's {} counts only as far as that \
+                 allows, as you have not trusted the project (`skillcat trust project`)",
+                file.display()
+            )
+        };
+    }
     format!(
         "{now}{why}; add it, or a directory above it, to `{key}` under [sandbox] in {}",
         config_file(config, env)
@@ -364,7 +393,7 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
     } else {
         format!(
             " The configured ceiling does not reach it either: {}.",
-            ceiling_advice(config, env, access)
+            ceiling_advice(config, env, access, &d.grant)
         )
     };
     let path = d.path.display();
@@ -379,21 +408,33 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
              {target}, or declare it under `metadata:` in the skill's SKILL.md as `{key}`.{also}"
         ),
         Reach::FilePermissions => {
-            // Lookups from the directory the script starts in do not cross the ones above it.
-            let relative = match caller.and_then(|c| d.path.strip_prefix(c).ok()) {
-                Some(rel) if place.started_in_caller && !rel.as_os_str().is_empty() => {
-                    format!(
-                        "name it as {} (the script starts in your working directory), ",
-                        rel.display()
-                    )
-                }
-                _ => String::new(),
+            let write = place.grant.fs_write.iter().any(|g| d.path.starts_with(g));
+            let (granted, able) = if write {
+                ("granted for writing", "writable")
+            } else {
+                ("granted", "readable")
+            };
+            // Root's own files in a granted tree are mapped to the script's uid, and a view
+            // covers closed directories above a grant: what is left is another owner's file,
+            // or a tree that cannot be mapped.
+            let why = match owner(&d.grant) {
+                Some(0) => format!(
+                    "root's files in a granted directory are the script's, but not in this one: \
+                     it holds skillcat's work directory (as all of /tmp does) or lies on a file \
+                     system without idmapped mounts. Grant a directory beneath it, or make it \
+                     {able} by others."
+                ),
+                Some(uid) => format!(
+                    "root's own files in a granted directory are the script's, but {} belongs \
+                     to uid {uid} and its permissions keep uid 65534 out: make it {able} by \
+                     others, or run skillcat as uid {uid}.",
+                    d.grant.display()
+                ),
+                None => format!("its permissions keep that user out: make it {able} by others."),
             };
             format!(
-                "hint: {path} is granted, but scripts run as the unprivileged uid 65534 when \
-                 skillcat runs as root, and the permissions of the file or of a directory above \
-                 it keep that user out: {relative}make it readable by others, or run skillcat as \
-                 a regular user."
+                "hint: {path} is {granted}, but scripts run as the unprivileged uid 65534 when \
+                 skillcat runs as root; {why}"
             )
         }
         Reach::InCallerDir => format!(
@@ -404,6 +445,12 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
             d.written
         ),
     }
+}
+
+/// The owner of a file, when it can be seen.
+fn owner(p: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| m.uid())
 }
 
 /// What loading the skill's scripts found: its script tools, or the error.

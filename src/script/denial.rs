@@ -67,7 +67,8 @@ pub struct RunPlace<'a> {
 /// At most this many denials are reported (the first ones in the output).
 const MAX_DENIALS: usize = 5;
 
-/// The paths `output` reports as `Permission denied` outside what the run could reach, or as
+/// The paths `output` reports as `Permission denied` (or `Read-only file system`: a read grant
+/// is a read-only mount on a root host) outside what the run could reach, or as
 /// missing when they exist in the caller's directory, each with why (at most five, in the order
 /// of the output, each path once). A path within the script's own workspace, or one the output
 /// does not name recognisably, gives nothing.
@@ -75,14 +76,16 @@ pub fn denials(output: &str, place: &RunPlace<'_>) -> Vec<Denial> {
     let mut out: Vec<Denial> = Vec::new();
     for line in output.lines() {
         let lower = line.to_lowercase();
-        let denied = lower.contains("permission denied") || lower.contains("eacces");
+        // A read grant is a read-only mount on a root host: a write there is EROFS.
+        let read_only = lower.contains("read-only file system") || lower.contains("erofs");
+        let denied = read_only || lower.contains("permission denied") || lower.contains("eacces");
         let missing = lower.contains("no such file or directory") || lower.contains("enoent");
         if !denied && !missing {
             continue;
         }
         for written in candidates(line) {
             let found = if denied {
-                denied_path(&written, place)
+                denied_path(&written, place, read_only)
             } else {
                 missing_path(&written, place)
             };
@@ -99,8 +102,8 @@ pub fn denials(output: &str, place: &RunPlace<'_>) -> Vec<Denial> {
     out
 }
 
-/// A path reported as `Permission denied`.
-fn denied_path(written: &str, place: &RunPlace<'_>) -> Option<Denial> {
+/// A path reported as `Permission denied` (`read_only`: as `Read-only file system`).
+fn denied_path(written: &str, place: &RunPlace<'_>, read_only: bool) -> Option<Denial> {
     let base = if Path::new(written).is_absolute() {
         Path::new("/")
     } else if place.started_in_caller {
@@ -123,7 +126,7 @@ fn denied_path(written: &str, place: &RunPlace<'_>) -> Option<Denial> {
     } else if under(&grant.fs_read) || under(place.system) {
         // Readable here: a write was refused, unless the file is there and the sandbox user
         // cannot read it.
-        if path.exists() && is_root_host() && !world_reachable(&path) {
+        if !read_only && path.exists() && is_root_host() && !world_reachable(&path) {
             Reach::FilePermissions
         } else {
             Reach::ReadOnly
@@ -390,5 +393,41 @@ mod tests {
             ]
         );
         assert!(denials("all fine\n", &place(true)).is_empty());
+    }
+
+    #[test]
+    fn a_write_into_a_read_only_mount_is_a_write_the_grant_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let caller = dir.path();
+        std::fs::create_dir(caller.join("granted")).unwrap();
+        // Closed to others: on a root host a Permission denied here would be the file's modes.
+        let closed = caller.join("granted/closed.txt");
+        std::fs::write(&closed, "x").unwrap();
+        std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let ws = caller.join("ws");
+        let g = grant(&[caller.join("granted").to_str().unwrap()], &[]);
+        let place = RunPlace {
+            grant: &g,
+            caller: Some(caller),
+            started_in_caller: true,
+            system: &[],
+            workspaces: &ws,
+        };
+        let got: Vec<(String, Reach)> = denials(
+            "sh: 1: cannot create granted/closed.txt: Read-only file system\n\
+             touch: cannot touch 'granted/new.txt': Read-only file system\n",
+            &place,
+        )
+        .into_iter()
+        .map(|d| (d.written, d.reach))
+        .collect();
+        assert_eq!(
+            got,
+            [
+                ("granted/closed.txt".to_string(), Reach::ReadOnly),
+                ("granted/new.txt".to_string(), Reach::ReadOnly),
+            ]
+        );
     }
 }
