@@ -637,16 +637,18 @@ fn a_grant_owned_by_root_is_the_scripts_on_a_root_host() {
     std::fs::write(
         lab.path("home/.config/skillcat/skillcat.toml"),
         format!(
-            "[sandbox]\nfs_read = [\"{}\"]\nfs_write = [\"{}\"]\n",
+            "[sandbox]\nfs_read = [\"{}\", \"/proc/version\"]\nfs_write = [\"{}\"]\n",
             data.display(),
             out.display()
         ),
     )
     .unwrap();
+    // /proc/version is root's too, on a file system that cannot be idmapped: it keeps its modes
+    // (world-readable), and the run goes on.
     lab.skill(
         "root-owned",
         &format!(
-            "metadata:\n  skillcat.fs_read: \"{}\"\n  skillcat.fs_write: \"{}\"\n",
+            "metadata:\n  skillcat.fs_read: \"{} /proc/version\"\n  skillcat.fs_write: \"{}\"\n",
             data.display(),
             out.display()
         ),
@@ -666,6 +668,7 @@ fn a_grant_owned_by_root_is_the_scripts_on_a_root_host() {
          cat \"$1/theirs.txt\" 2>/dev/null && echo THEIRS-READ\n\
          ln -s /etc/shadow \"$2/s\" && cat \"$2/s\" 2>/dev/null && echo SHADOW-READ\n\
          ln /etc/shadow \"$2/h\" 2>/dev/null && echo SHADOW-LINKED\n\
+         grep -q Linux /proc/version && echo PROC-OK\n\
          exit 0\n",
     );
     let args = format!("{} {}", data.display(), out.display());
@@ -683,6 +686,7 @@ fn a_grant_owned_by_root_is_the_scripts_on_a_root_host() {
         "MKDIR-OK",
         "RELATIVE-OK",
         "CHMOD-OK",
+        "PROC-OK",
     ] {
         assert!(o.stdout.contains(want), "{want}: {}", o.all());
     }

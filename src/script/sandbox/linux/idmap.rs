@@ -15,8 +15,10 @@
 //! nothing outside a grant is reached; the script has no capability, so it cannot change an
 //! owner; seccomp still refuses every setuid/setgid bit, so nothing it makes root's on disk can
 //! become a set-id program. A tree that holds the work directory or a device the run writes
-//! is left as it is (a clone made on the host would cover the workspace's mount), and so is one
-//! on a file system that cannot be idmapped (`/proc`): there the modes decide, as before.
+//! is left as it is (a clone made on the host would cover the workspace's mount), and so is
+//! every tree where the kernel refuses a part of this (a file system that cannot be idmapped,
+//! such as `/proc`; a container whose root lacks the capability or user namespaces): there the
+//! modes decide, as before.
 
 use std::ffi::CString;
 use std::io;
@@ -95,6 +97,8 @@ pub(super) fn prepare(policy: &HelperPolicy) -> Result<Vec<Tree>, String> {
     avoid.extend(policy.make_work.as_ref().map(|w| w.work.as_path()));
 
     let mut userns: Option<OwnedFd> = None;
+    // The kernel refused the clones' user namespace: nothing is mapped.
+    let mut no_userns = false;
     // (path, write, mapped) of each clone made so far.
     let mut kept: Vec<(&Path, bool, bool)> = Vec::new();
     let mut out = Vec::new();
@@ -125,28 +129,45 @@ pub(super) fn prepare(policy: &HelperPolicy) -> Result<Vec<Tree>, String> {
         if !wanted {
             continue;
         }
-        let clone = open_tree(&fd).map_err(|e| format!("cloning {}: {e}", g.path.display()))?;
+        // Mapping is best effort: where the kernel refuses any part of it (no user namespaces,
+        // a container without the capability, a file system that cannot be idmapped) the tree
+        // keeps its modes, as before. Only a write grant beneath a read-only clone must get its
+        // own, or the grant would not hold.
+        let must = |what: &str, e: io::Error| -> Result<(), String> {
+            if under_read_only {
+                Err(format!("{what} {}: {e}", g.path.display()))
+            } else {
+                Ok(())
+            }
+        };
+        let clone = match open_tree(&fd) {
+            Ok(c) => c,
+            Err(e) => {
+                must("cloning", e)?;
+                continue;
+            }
+        };
         let mut attr = MOUNT_ATTR_NOSUID as u64 | MOUNT_ATTR_NODEV as u64;
         if !g.write {
             attr |= MOUNT_ATTR_RDONLY;
         }
-        let mut mapped = false;
-        if root_owned {
-            if userns.is_none() {
-                userns = Some(swapped_userns()?);
-            }
-            let ns = userns.as_ref().map(AsRawFd::as_raw_fd);
-            match set_attr(&clone, attr | MOUNT_ATTR_IDMAP, ns) {
-                Ok(()) => mapped = true,
-                // A file system that cannot be idmapped (or a mount in the tree that cannot).
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && !under_read_only => continue,
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
-                Err(e) => return Err(format!("idmapping {}: {e}", g.path.display())),
+        if root_owned && userns.is_none() && !no_userns {
+            match swapped_userns() {
+                Ok(ns) => userns = Some(ns),
+                Err(_) => no_userns = true,
             }
         }
+        let mapped = root_owned
+            && userns.as_ref().is_some_and(|ns| {
+                set_attr(&clone, attr | MOUNT_ATTR_IDMAP, Some(ns.as_raw_fd())).is_ok()
+            });
         if !mapped {
-            set_attr(&clone, attr, None)
-                .map_err(|e| format!("cloning {}: {e}", g.path.display()))?;
+            if !under_read_only {
+                continue;
+            }
+            if let Err(e) = set_attr(&clone, attr, None) {
+                must("cloning", e)?;
+            }
         }
         kept.push((g.path, g.write, mapped));
         out.push(Tree {
