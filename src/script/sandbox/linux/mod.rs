@@ -650,7 +650,7 @@ fn child(
             if views.is_empty()
                 && let Err(e) = make_slave()
             {
-                return status.error("failed", &format!("granted trees: {e}"));
+                return status.error("failed", &format!("granted trees: making / a slave: {e}"));
             }
             if let Err(e) = idmap::attach(trees) {
                 return status.error("failed", &format!("granted trees: {e}"));
@@ -876,7 +876,7 @@ fn prepare_views(policy: &HelperPolicy) -> Result<Vec<View>, String> {
 
 /// Makes the mount tree of this (new) mount namespace a slave of the one it was copied from:
 /// nothing mounted here propagates back.
-fn make_slave() -> Result<(), String> {
+fn make_slave() -> io::Result<()> {
     // SAFETY: a C string literal; null pointers where mount(2) allows them.
     let r = unsafe {
         libc::mount(
@@ -888,10 +888,7 @@ fn make_slave() -> Result<(), String> {
         )
     };
     if r != 0 {
-        return Err(format!(
-            "making a slave of /: {}",
-            io::Error::last_os_error()
-        ));
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }
@@ -913,7 +910,7 @@ fn mount_views(views: &[View]) -> Result<(), String> {
     // SAFETY (whole function): mount, mkdir, open and close on C strings and descriptors we
     // own; the process is a copy of the single-threaded helper, so allocation is safe too.
     unsafe {
-        make_slave()?;
+        make_slave().map_err(|e| format!("making a slave of /: {e}"))?;
         let mut sources: Vec<Vec<Option<(OwnedFd, CString)>>> = Vec::new();
         for v in views {
             let mut opened = Vec::new();

@@ -276,22 +276,7 @@ fn mount_tmpfs(w: &WorkspacePolicy) -> io::Result<(u64, u64)> {
     // What is mounted here must never propagate to the host's mount namespace (a mount
     // namespace made without a user namespace copies shared mounts as shared); the host's
     // unmounts still reach this copy, so it pins no file system the host let go.
-    // SAFETY: C string literal; null pointers where mount(2) allows them.
-    if unsafe {
-        libc::mount(
-            std::ptr::null(),
-            c"/".as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_SLAVE,
-            std::ptr::null(),
-        )
-    } != 0
-    {
-        return Err(annotate(
-            "making / a slave mount",
-            io::Error::last_os_error(),
-        ));
-    }
+    super::make_slave().map_err(|e| annotate("making / a slave mount", e))?;
     // SAFETY: a C string literal; the descriptor is owned once.
     let fs = owned(
         unsafe { libc::syscall(SYS_FSOPEN, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) },
