@@ -6,8 +6,8 @@
 //! (`open_tree(OPEN_TREE_CLONE | AT_RECURSIVE)`) and gives the clone an idmapping
 //! (`mount_setattr(MOUNT_ATTR_IDMAP)`) under which the file system's uid/gid 0 is the script's
 //! 65534 and 65534 is 0 (every other id unchanged): root's files are the script's, what it
-//! creates there is root's on disk, and nobody's files are nobody else's. A read grant's clone is
-//! read-only (no write, mode, time or xattr change gets through it, whoever owns the file);
+//! creates there is root's on disk, and a file of uid 65534 shows as root's (the script does not
+//! own it). A read grant's clone is read-only (no write, mode, time or xattr change gets through it, whoever owns the file);
 //! every clone is `nosuid,nodev`. The run's child then mounts each clone over its path in its
 //! own mount namespace, after checking the path is still the inode the rule was pinned to.
 //!
@@ -68,7 +68,8 @@ struct Candidate<'a> {
 
 /// Clones the policy's granted trees that need it (see the module's comment), parents before
 /// children. Call it as root in the initial user and mount namespaces, before joining the
-/// workspace's. A path that is gone or on a file system that cannot be idmapped is left out.
+/// workspace's. A path that is gone, or one where the kernel refuses a part of the mapping, is
+/// left out (its modes decide).
 pub(super) fn prepare(policy: &HelperPolicy) -> Result<Vec<Tree>, String> {
     if policy.granted.is_empty() {
         return Ok(Vec::new());
