@@ -30,7 +30,7 @@ use super::work::{
     MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOVE_MOUNT_F_EMPTY_PATH, MOVE_MOUNT_T_EMPTY_PATH,
     SYS_MOVE_MOUNT, owned,
 };
-use super::{clone_process, identity, open_no_symlinks, pipe, reap};
+use super::{clone_process, fstat, identity, open_no_symlinks, pipe, reap};
 use crate::script::sandbox::{FsAccess, HelperPolicy, SANDBOX_ID};
 
 const SYS_OPEN_TREE: libc::c_long = 428;
@@ -112,7 +112,8 @@ pub(super) fn prepare(policy: &HelperPolicy) -> Result<Vec<Tree>, String> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(format!("{}: {e}", g.path.display())),
         };
-        let (dev, ino, uid) = stat(&fd).map_err(|e| format!("{}: {e}", g.path.display()))?;
+        let st = fstat(&fd).map_err(|e| format!("{}: {e}", g.path.display()))?;
+        let (dev, ino, uid) = (st.st_dev, st.st_ino, st.st_uid);
         if g.inode.is_some_and(|want| want != (dev, ino)) {
             return Err(format!("{} changed after it was checked", g.path.display()));
         }
@@ -212,17 +213,6 @@ pub(super) fn attach(trees: &[Tree]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-fn stat(fd: &OwnedFd) -> io::Result<(u64, u64, u32)> {
-    // SAFETY: fstat on a live descriptor into a zeroed local.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd.as_raw_fd(), &mut st) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok((st.st_dev, st.st_ino, st.st_uid))
-    }
 }
 
 fn open_tree(fd: &OwnedFd) -> io::Result<OwnedFd> {

@@ -99,13 +99,18 @@ pub fn open_no_symlinks(path: &std::path::Path) -> io::Result<std::os::fd::Owned
 
 /// The device and inode of an open file.
 pub fn identity(fd: &impl std::os::fd::AsRawFd) -> io::Result<(u64, u64)> {
+    fstat(fd).map(|st| (st.st_dev, st.st_ino))
+}
+
+/// `fstat(2)` of an open file.
+fn fstat(fd: &impl std::os::fd::AsRawFd) -> io::Result<libc::stat> {
     // SAFETY: fstat on a live descriptor into a zeroed local.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();
         if libc::fstat(fd.as_raw_fd(), &mut st) != 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok((st.st_dev, st.st_ino))
+        Ok(st)
     }
 }
 
