@@ -599,6 +599,49 @@ fn a_grant_an_untrusted_project_lists_points_at_trusting_the_project() {
 /// modes still refuse is another owner's directory, and the hint says so — a write, that owner,
 /// and what would let it — not "make it readable".
 #[test]
+fn a_root_file_in_a_tree_another_user_owns_is_refused_by_that_trees_modes_on_a_root_host() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: a root host's case");
+        return;
+    }
+    let w = World::new();
+    w.reader();
+    // A tree of uid 1000 that holds a file of root's, closed to others: the tree is not
+    // root's, so it is not mapped, and the file's modes keep the script out.
+    let theirs = w.cwd.join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(1000), Some(1000)).unwrap();
+    let secret = theirs.join("secret.txt");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = w.config(
+        "ceiling.toml",
+        "sources = []\n\n[sandbox]\nfs_read = [\"theirs\"]\n",
+    );
+    let o = w.script(
+        Some(&config),
+        "reader",
+        "show",
+        &["--allow-read", "theirs"],
+        Some("theirs/secret.txt"),
+    );
+    o.code(1).says(&[
+        &format!("hint: {} is granted", secret.display()),
+        &format!(
+            "{} belongs to uid 1000, so root's files in it stay root's",
+            theirs.display()
+        ),
+        &format!("make {} readable by others", secret.display()),
+    ]);
+    // Not the cause of a tree that cannot be mapped.
+    assert!(!o.stderr.contains("work directory"), "{}", o.stderr);
+    assert!(!o.stderr.contains("s3cret"), "{}", o.stderr);
+}
+
+#[test]
 fn a_write_refused_by_another_owners_modes_on_a_root_host_names_that_owner() {
     use std::os::unix::fs::PermissionsExt;
     // SAFETY: geteuid has no preconditions.

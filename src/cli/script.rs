@@ -414,16 +414,40 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
             } else {
                 ("granted", "readable")
             };
-            // Root's own files in a granted tree are mapped to the script's uid, and a view
-            // covers closed directories above a grant: what is left is another owner's file,
-            // or a tree that cannot be mapped.
+            // Root's own files in a granted tree are mapped to the script's uid when the tree's
+            // top is root's (a view covers closed directories above a grant): what is left is
+            // another owner's file, a root file in another owner's tree, or a tree that cannot
+            // be mapped.
+            let top = place
+                .grant
+                .fs_read
+                .iter()
+                .chain(&place.grant.fs_write)
+                .filter(|g| d.path.starts_with(g))
+                .collect::<Vec<_>>();
+            let root_tree = top.iter().any(|g| owner(g) == Some(0));
             let why = match owner(&d.grant) {
-                Some(0) => format!(
+                Some(0) if root_tree => format!(
                     "root's files in a granted directory are the script's, but not in this one: \
                      it holds skillcat's work directory (as all of /tmp does) or lies on a file \
                      system without idmapped mounts. Grant a directory beneath it, or make it \
                      {able} by others."
                 ),
+                Some(0) => {
+                    let top = top
+                        .iter()
+                        .max_by_key(|g| g.components().count())
+                        .map_or(d.grant.as_path(), |g| g.as_path());
+                    let uid = owner(top).map_or("another user".to_string(), |u| format!("uid {u}"));
+                    format!(
+                        "root's files in a granted directory are the script's only where root \
+                         owns the directory granted; {} belongs to {uid}, so root's files in it \
+                         stay root's and their permissions keep uid 65534 out: make {} {able} \
+                         by others.",
+                        top.display(),
+                        d.grant.display()
+                    )
+                }
                 Some(uid) => format!(
                     "root's own files in a granted directory are the script's, but {} belongs \
                      to uid {uid} and its permissions keep uid 65534 out: make it {able} by \
