@@ -427,7 +427,8 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
                 .collect::<Vec<_>>();
             let root_tree = top.iter().any(|g| owner(g) == Some(0));
             let why = match owner(&d.grant) {
-                Some(0) if root_tree => format!(
+                // A root file whose tree is root's, or whose tree cannot be found among the grants.
+                Some(0) if root_tree || top.is_empty() => format!(
                     "root's files in a granted directory are the script's, but not in this one: \
                      it holds skillcat's work directory (as all of /tmp does) or lies on a file \
                      system without idmapped mounts. Grant a directory beneath it, or make it \
