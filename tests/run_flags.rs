@@ -595,25 +595,38 @@ fn a_grant_an_untrusted_project_lists_points_at_trusting_the_project() {
     assert_eq!(std::fs::read_to_string(out.join("x.txt")).unwrap(), "hi\n");
 }
 
-/// On a root host, root's own files in a granted directory are the script's; a write that file
-/// modes still refuse is another owner's directory, and the hint says so — a write, that owner,
-/// and what would let it — not "make it readable".
-#[test]
-fn a_root_file_in_a_tree_another_user_owns_is_refused_by_that_trees_modes_on_a_root_host() {
-    use std::os::unix::fs::PermissionsExt;
+/// A world with the reader skill, on a root host; `None` (said on stderr) elsewhere.
+fn root_host_reader() -> Option<World> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: a root host's case");
-        return;
+        return None;
     }
     let w = World::new();
     w.reader();
+    Some(w)
+}
+
+/// A new directory open to all (0755), owned by `uid` when one is given (else by us).
+fn open_dir(path: &Path, uid: Option<u32>) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir(path).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if uid.is_some() {
+        std::os::unix::fs::chown(path, uid, uid).unwrap();
+    }
+    path.to_path_buf()
+}
+
+#[test]
+fn a_root_file_in_a_tree_another_user_owns_is_refused_by_that_trees_modes_on_a_root_host() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(w) = root_host_reader() else {
+        return;
+    };
     // A tree of uid 1000 that holds a file of root's, closed to others: the tree is not
     // root's, so it is not mapped, and the file's modes keep the script out.
-    let theirs = w.cwd.join("theirs");
-    std::fs::create_dir(&theirs).unwrap();
-    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::os::unix::fs::chown(&theirs, Some(1000), Some(1000)).unwrap();
+    let theirs = open_dir(&w.cwd.join("theirs"), Some(1000));
     let secret = theirs.join("secret.txt");
     std::fs::write(&secret, "s3cret\n").unwrap();
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -641,23 +654,16 @@ fn a_root_file_in_a_tree_another_user_owns_is_refused_by_that_trees_modes_on_a_r
     assert!(!o.stderr.contains("s3cret"), "{}", o.stderr);
 }
 
+/// On a root host, root's own files in a granted directory are the script's; a write that file
+/// modes still refuse is another owner's directory, and the hint says so — a write, that owner,
+/// and what would let it — not "make it readable".
 #[test]
 fn a_write_refused_by_another_owners_modes_on_a_root_host_names_that_owner() {
-    use std::os::unix::fs::PermissionsExt;
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: a root host's case");
+    let Some(w) = root_host_reader() else {
         return;
-    }
-    let w = World::new();
-    w.reader();
-    let theirs = w.cwd.join("theirs");
-    let mine = w.cwd.join("mine");
-    for d in [&theirs, &mine] {
-        std::fs::create_dir(d).unwrap();
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    std::os::unix::fs::chown(&theirs, Some(1000), Some(1000)).unwrap();
+    };
+    let theirs = open_dir(&w.cwd.join("theirs"), Some(1000));
+    let mine = open_dir(&w.cwd.join("mine"), None);
     let config = w.config(
         "ceiling.toml",
         "sources = []\n\n[sandbox]\nfs_write = [\"theirs\", \"mine\"]\n",

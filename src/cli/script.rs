@@ -418,28 +418,20 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
             // top is root's (a view covers closed directories above a grant): what is left is
             // another owner's file, a root file in another owner's tree, or a tree that cannot
             // be mapped.
-            let top = place
+            let holding = place
                 .grant
                 .fs_read
                 .iter()
                 .chain(&place.grant.fs_write)
                 .filter(|g| d.path.starts_with(g))
+                .map(|g| (g, owner(g)))
                 .collect::<Vec<_>>();
-            let root_tree = top.iter().any(|g| owner(g) == Some(0));
-            let why = match owner(&d.grant) {
-                // A root file whose tree is root's, or whose tree cannot be found among the grants.
-                Some(0) if root_tree || top.is_empty() => format!(
-                    "root's files in a granted directory are the script's, but not in this one: \
-                     it holds skillcat's work directory (as all of /tmp does) or lies on a file \
-                     system without idmapped mounts. Grant a directory beneath it, or make it \
-                     {able} by others."
-                ),
-                Some(0) => {
-                    let top = top
-                        .iter()
-                        .max_by_key(|g| g.components().count())
-                        .map_or(d.grant.as_path(), |g| g.as_path());
-                    let uid = owner(top).map_or("another user".to_string(), |u| format!("uid {u}"));
+            let root_tree = holding.iter().any(|(_, o)| *o == Some(0));
+            let deepest = holding.iter().max_by_key(|(g, _)| g.components().count());
+            let why = match (owner(&d.grant), deepest) {
+                // A root file in a tree the helper did not map because another user owns it.
+                (Some(0), Some((top, top_owner))) if !root_tree => {
+                    let uid = top_owner.map_or("another user".to_string(), |u| format!("uid {u}"));
                     format!(
                         "root's files in a granted directory are the script's only where root \
                          owns the directory granted; {} belongs to {uid}, so root's files in it \
@@ -449,13 +441,22 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
                         d.grant.display()
                     )
                 }
-                Some(uid) => format!(
+                // A root file in root's tree (or one not found among the grants).
+                (Some(0), _) => format!(
+                    "root's files in a granted directory are the script's, but not in this one: \
+                     it holds skillcat's work directory (as all of /tmp does) or lies on a file \
+                     system without idmapped mounts. Grant a directory beneath it, or make it \
+                     {able} by others."
+                ),
+                (Some(uid), _) => format!(
                     "root's own files in a granted directory are the script's, but {} belongs \
                      to uid {uid} and its permissions keep uid 65534 out: make it {able} by \
                      others, or run skillcat as uid {uid}.",
                     d.grant.display()
                 ),
-                None => format!("its permissions keep that user out: make it {able} by others."),
+                (None, _) => {
+                    format!("its permissions keep that user out: make it {able} by others.")
+                }
             };
             format!(
                 "hint: {path} is {granted}, but scripts run as the unprivileged uid 65534 when \
