@@ -1,72 +1,61 @@
-//! skillcat: catalog Agent Skills (SKILL.md bundles) from pluggable storage.
+//! skillcat: catalog Agent Skills (SKILL.md bundles) from pluggable storage and run their
+//! scripts confined.
 //!
-//! One pipeline, many stores: every [`source::Source`] (a directory, a tarball, a zip, …) feeds
-//! the same discover → validate → digest → prompt pipeline, so a skill gives the same answers
-//! from every store. See the README for the command line and the formats.
+//! One pipeline, many stores: every [`source::Source`] (a directory, a tarball, a zip, a SQLite
+//! registry, an HTTP index, an OCI registry) feeds the same discover → validate → digest →
+//! prompt pipeline, so a skill gives the same answers from every store. See the README for the
+//! command line and the formats.
 //!
-//! The layers of the library, the data flow from a store to a prompt and to a confined run, and
-//! how to add a store are in `docs/architecture.md`; `tests/layers.rs` checks that every import
-//! follows the layer list drawn there. The layers above the core are Cargo features:
+//! This crate is the `skillcat` command line and a facade over the workspace's layer crates,
+//! one module per layer under the names it has always had. The crates, and which imports which,
+//! are drawn in `docs/architecture.md`; a crate cannot import one above it.
 //!
-//! | feature | adds |
+//! | crate | modules here |
 //! | --- | --- |
-//! | (none) | `path`, `document`, `digest`, `archive`, `prompt`, `capability`, `source` (directory and archive stores), `pack`, `compat` |
-//! | `sign` | [`sign`]: minisign signatures, statements, scoped keyrings |
-//! | `registry` | [`registry`], [`publish`], the SQLite store (`sign` too) |
-//! | `http` | the HTTP store and its verified cache (`tls` for https) |
-//! | `catalog` | [`config`], [`catalog`], [`matching`] |
-//! | `runtime` | [`script`] (confined runs) and [`runtime`] (`catalog` too) |
-//! | `serve` | [`serve`]: a catalog as static files over HTTP |
-//! | `mcp` | [`mcp`]: the MCP server (`runtime` too) |
-//! | `install` | [`install`]: skills placed into agents' folders, pinned by `skills-lock.json` |
-//! | `cli` | the `skillcat` binary (all of the above); on by default |
+//! | `skillcat-core` | [`path`], [`document`], [`digest`], [`archive`], [`prompt`], [`capability`], [`source`] (trait, directory and archive stores), [`pack`], [`compat`], [`error`] |
+//! | `skillcat-sign` | [`sign`]: minisign signatures, statements, scoped keyrings |
+//! | `skillcat-registry` | [`registry`], [`publish`], the SQLite store ([`source::RegistrySource`]) |
+//! | `skillcat-remote` | the HTTP and OCI stores ([`source::http`], [`source::oci`]) and [`push`] |
+//! | `skillcat-sources` | [`source::open`]: every kind of store from one string |
+//! | `skillcat-sandbox` | [`script`] (confined runs) and [`guest`] (QuickJS tools) |
+//! | `skillcat-runtime` | [`config`], [`catalog`], [`matching`], [`runtime`], [`mcp`] |
+//! | `skillcat-install` | [`install`]: skills placed into agents' folders, pinned by `skills-lock.json` |
+//! | `skillcat-serve` | [`serve`]: a catalog as static files and a central registry over HTTP |
+//!
+//! Feature `cli` (on by default) builds the `skillcat` binary; `tls` (on by default) adds HTTPS;
+//! `neural` adds the offline neural ranker.
 
-pub mod archive;
-pub mod capability;
-pub mod compat;
-pub mod digest;
-pub mod document;
-pub mod error;
-pub mod pack;
-pub mod path;
-pub mod prompt;
-pub mod source;
+pub use skillcat_core::{Error, Result};
+pub use skillcat_core::{archive, capability, compat, digest, error, pack, path, prompt};
 
-#[cfg(feature = "sign")]
-pub mod sign;
+/// The SKILL.md document (`skillcat-core`), and look-alike names (`skillcat-registry`).
+pub mod document {
+    pub use skillcat_core::document::*;
+    pub use skillcat_registry::lookalike;
+}
 
-#[cfg(feature = "registry")]
-pub mod publish;
-#[cfg(feature = "oci")]
-pub mod push;
-#[cfg(feature = "registry")]
-pub mod registry;
+/// Where skill bytes live: the [`Source`](source::Source) trait and every store.
+pub mod source {
+    pub use skillcat_core::source::*;
+    pub use skillcat_registry::RegistrySource;
+    pub use skillcat_registry::{SQLITE_MAGIC, is_registry_file};
+    pub use skillcat_remote::{http, oci};
+    pub use skillcat_sources::{open, open_with};
+}
 
-#[cfg(feature = "catalog")]
-pub mod catalog;
-#[cfg(feature = "catalog")]
-pub mod config;
-#[cfg(feature = "catalog")]
-pub mod matching;
+pub use skillcat_sign as sign;
 
-#[cfg(feature = "guest")]
-pub mod guest;
-#[cfg(feature = "runtime")]
-pub mod runtime;
-#[cfg(feature = "runtime")]
-pub mod script;
+pub use skillcat_registry as registry;
+pub use skillcat_registry::prepare as publish;
+pub use skillcat_remote::push;
 
-#[cfg(feature = "install")]
-pub mod install;
-#[cfg(feature = "mcp")]
-pub mod mcp;
-#[cfg(feature = "serve")]
-pub mod serve;
+pub use skillcat_sandbox::{guest, script};
 
-pub use error::{Error, Result};
+pub use skillcat_runtime as runtime;
+pub use skillcat_runtime::{catalog, config, matching, mcp};
 
-#[cfg(test)]
-mod test_rng;
+pub use skillcat_install as install;
+pub use skillcat_serve as serve;
 
 // The README's examples are compiled and run as doctests.
 #[cfg(doctest)]

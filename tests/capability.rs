@@ -1,6 +1,6 @@
 //! Capability intersection against real directories and symbolic links: one named case per rule.
 //! (The value rules — string vs list, network, timeout, trust — are table-tested in
-//! `src/capability.rs`; here the same rules are checked through a parsed SKILL.md.)
+//! `crates/skillcat-core/src/capability.rs`; here the same rules are checked through a parsed SKILL.md.)
 
 use std::path::{Path, PathBuf};
 

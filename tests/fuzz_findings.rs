@@ -1,8 +1,6 @@
 //! Regression tests for what fuzzing found, each named after its finding (the input is kept in
 //! the target's corpus under fuzz/corpus/, which CI replays too).
 
-#![cfg(all(feature = "install", feature = "runtime"))]
-
 use skillcat::install::Lockfile;
 use skillcat::script::argv::{check_skill_path, parse_shebang};
 

@@ -1,13 +1,25 @@
-//! The layers drawn in `docs/architecture.md` are the layers the imports follow: every
-//! `crate::MODULE` path in a module of the library names a module of a lower layer.
+//! The layers drawn in `docs/architecture.md` are the layers the code follows: each crate
+//! depends on exactly the `skillcat-*` crates the drawing lists for it, and inside a crate every
+//! `crate::MODULE` path in a module names a module of a lower layer of that crate.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const MARKER: &str = "<!-- tests/layers.rs reads the next block";
 
-/// The layer list of `docs/architecture.md`: module → layer number (0 at the bottom).
-fn layers(doc: &str) -> BTreeMap<String, usize> {
+/// One crate of the drawing.
+#[derive(Debug)]
+struct Layer {
+    /// Module → layer inside the crate (0 at the bottom).
+    modules: BTreeMap<String, usize>,
+    /// The `skillcat-*` crates it depends on, full names.
+    deps: BTreeSet<String>,
+    /// The drawing's order, top first.
+    order: usize,
+}
+
+/// The crate list of `docs/architecture.md`: crate name → its modules and dependencies.
+fn crates(doc: &str) -> BTreeMap<String, Layer> {
     let start = doc
         .find(MARKER)
         .expect("docs/architecture.md has the layer list marker");
@@ -17,21 +29,68 @@ fn layers(doc: &str) -> BTreeMap<String, usize> {
         .expect("a ```text block after the marker")
         + 8;
     let close = block[open..].find("```").expect("the block is closed") + open;
-    let lines: Vec<&str> = block[open..close]
+    let mut out = BTreeMap::new();
+    for (order, line) in block[open..close]
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .collect();
-    let mut out = BTreeMap::new();
-    for (i, line) in lines.iter().enumerate() {
-        let level = lines.len() - 1 - i;
-        let modules = line.split("  ").next().unwrap_or("").trim();
-        assert!(!modules.is_empty(), "layer line without modules: {line:?}");
-        for module in modules.split(" · ") {
-            let module = module.trim();
-            assert!(
-                out.insert(module.to_string(), level).is_none(),
-                "{module} is listed twice"
-            );
+        .enumerate()
+    {
+        let (left, deps) = line
+            .split_once('→')
+            .unwrap_or_else(|| panic!("a crate line without →: {line:?}"));
+        let left = left.trim();
+        let (name, modules) = left
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("a crate line without modules: {line:?}"));
+        let layers: Vec<&str> = modules.trim().split(" / ").collect();
+        let mut map = BTreeMap::new();
+        for (i, layer) in layers.iter().enumerate() {
+            for module in layer.split(" · ") {
+                let module = module.trim();
+                assert!(!module.is_empty(), "an empty module in {line:?}");
+                assert!(
+                    map.insert(module.to_string(), layers.len() - 1 - i)
+                        .is_none(),
+                    "{module} is listed twice in {name}"
+                );
+            }
+        }
+        let deps = deps
+            .split_whitespace()
+            .map(|d| format!("skillcat-{d}"))
+            .collect();
+        let layer = Layer {
+            modules: map,
+            deps,
+            order,
+        };
+        assert!(
+            out.insert(name.to_string(), layer).is_none(),
+            "{name} is listed twice"
+        );
+    }
+    out
+}
+
+/// The `skillcat-*` crates a manifest's `[dependencies]` (and its target-specific ones) name.
+fn manifest_deps(manifest: &str) -> BTreeSet<String> {
+    let value: toml::Table = manifest.parse().expect("a Cargo.toml parses");
+    let mut out = BTreeSet::new();
+    let mut add = |table: Option<&toml::Value>| {
+        for name in table
+            .and_then(|t| t.as_table())
+            .into_iter()
+            .flat_map(|t| t.keys())
+        {
+            if name.starts_with("skillcat-") {
+                out.insert(name.clone());
+            }
+        }
+    };
+    add(value.get("dependencies"));
+    if let Some(targets) = value.get("target").and_then(|t| t.as_table()) {
+        for target in targets.values() {
+            add(target.get("dependencies"));
         }
     }
     out
@@ -95,67 +154,109 @@ fn imported_modules(code: &str) -> BTreeSet<String> {
     out
 }
 
-#[test]
-fn no_module_imports_from_a_layer_above_its_own() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
-    let layers = layers(&doc);
-    let src = root.join("src");
+/// The module of the drawing a file of a crate belongs to: its first path component when the
+/// crate lists it, else the crate's home module (`skillcat-registry` → `registry`; the root
+/// crate → `cli`), else none (a `lib.rs` that only declares modules).
+fn module_of(crate_name: &str, layer: &Layer, rel: &Path) -> Option<String> {
+    let first = rel.components().next()?.as_os_str().to_string_lossy();
+    let first = first.trim_end_matches(".rs");
+    if layer.modules.contains_key(first) {
+        return Some(first.to_string());
+    }
+    let home = match crate_name {
+        "skillcat" => "cli",
+        name => name.trim_start_matches("skillcat-"),
+    };
+    layer.modules.contains_key(home).then(|| home.to_string())
+}
+
+/// What breaks the rule in one crate's `src/`.
+fn check_crate(crate_name: &str, layer: &Layer, src: &Path, problems: &mut Vec<String>) {
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    let mut problems = Vec::new();
-    let mut seen_modules = BTreeSet::new();
+    rust_files(src, &mut files);
+    let mut seen = BTreeSet::new();
     for file in &files {
-        let rel = file.strip_prefix(&src).unwrap();
-        let first = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy();
-        let module = first.trim_end_matches(".rs").to_string();
-        if module == "lib" || module == "main" {
-            continue;
-        }
-        seen_modules.insert(module.clone());
-        let Some(&level) = layers.get(&module) else {
-            problems.push(format!(
-                "src/{} is in module `{module}`, which docs/architecture.md does not place in a layer",
-                rel.display()
-            ));
+        let rel = file.strip_prefix(src).unwrap();
+        let Some(module) = module_of(crate_name, layer, rel) else {
             continue;
         };
+        seen.insert(module.clone());
+        let level = layer.modules[&module];
         let code = code_of(&std::fs::read_to_string(file).unwrap());
         for imported in imported_modules(&code) {
-            if imported == module || !layers.contains_key(&imported) && module == "cli" {
+            // A name the crate does not list is one of its own submodules or a crate below,
+            // named through its `pub(crate) use` block: Cargo keeps those in order.
+            let Some(&l) = layer.modules.get(&imported) else {
                 continue;
-            }
-            match layers.get(&imported) {
-                Some(&l) if l < level => {}
-                Some(&l) => problems.push(format!(
-                    "src/{} (`{module}`, layer {level}) imports `{imported}` (layer {l}): {}",
-                    rel.display(),
+            };
+            if imported != module && l >= level {
+                problems.push(format!(
+                    "{} (`{module}`, layer {level} of {crate_name}) imports `{imported}` (layer {l}): {}",
+                    file.display(),
                     if l == level { "same layer" } else { "a layer above" }
-                )),
-                None => problems.push(format!(
-                    "src/{} imports `{imported}`, which docs/architecture.md does not place in a layer",
-                    rel.display()
-                )),
+                ));
             }
         }
     }
-    for listed in layers.keys() {
-        if !seen_modules.contains(listed) {
+    for listed in layer.modules.keys() {
+        if !seen.contains(listed) {
             problems.push(format!(
-                "docs/architecture.md lists `{listed}`, which is not a module of src/"
+                "docs/architecture.md lists `{listed}` in {crate_name}, which has no such module"
             ));
         }
+    }
+}
+
+#[test]
+fn every_crate_depends_and_imports_only_downward_as_drawn() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let drawn = crates(&doc);
+    let mut problems = Vec::new();
+
+    let mut on_disk = BTreeMap::new();
+    on_disk.insert("skillcat".to_string(), root.to_path_buf());
+    for entry in std::fs::read_dir(root.join("crates")).unwrap() {
+        let dir = entry.unwrap().path();
+        if dir.join("Cargo.toml").is_file() {
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            on_disk.insert(name, dir);
+        }
+    }
+    for name in on_disk.keys() {
+        if !drawn.contains_key(name) {
+            problems.push(format!("crate {name} is not in docs/architecture.md"));
+        }
+    }
+    for (name, layer) in &drawn {
+        let Some(dir) = on_disk.get(name) else {
+            problems.push(format!(
+                "docs/architecture.md draws {name}, which is not a crate"
+            ));
+            continue;
+        };
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let deps = manifest_deps(&manifest);
+        if deps != layer.deps {
+            problems.push(format!(
+                "{name} depends on {deps:?}; docs/architecture.md says {:?}",
+                layer.deps
+            ));
+        }
+        for dep in &layer.deps {
+            match drawn.get(dep) {
+                Some(below) if below.order > layer.order => {}
+                Some(_) => problems.push(format!("{name} depends on {dep}, drawn above it")),
+                None => problems.push(format!("{name} depends on {dep}, which is not drawn")),
+            }
+        }
+        check_crate(name, layer, &dir.join("src"), &mut problems);
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]
-fn the_checker_sees_an_upward_import() {
+fn the_checker_sees_an_upward_import_and_a_dependency_not_drawn() {
     // The scanner itself: an upward import in a sample is found, comments are not imports.
     let code = code_of(
         "use crate::runtime::Session; // crate::mcp in a comment\n\
@@ -166,10 +267,38 @@ fn the_checker_sees_an_upward_import() {
     let found = imported_modules(&code);
     assert!(found.contains("runtime") && found.contains("source") && found.contains("path"));
     assert!(!found.contains("mcp"), "{found:?}");
-    let layers = layers(&format!(
-        "{MARKER} -->\n```text\nruntime      top\nsource · path      bottom\n```\n"
+
+    let drawn = crates(&format!(
+        "{MARKER} -->\n```text\nskillcat-a   runtime / source · path   → b\nskillcat-b   x   →\n```\n"
     ));
-    assert_eq!(layers["runtime"], 1);
-    assert_eq!(layers["source"], 0);
-    assert_eq!(layers["path"], 0);
+    let a = &drawn["skillcat-a"];
+    assert_eq!(a.modules["runtime"], 1);
+    assert_eq!(a.modules["source"], 0);
+    assert_eq!(a.modules["path"], 0);
+    assert_eq!(a.deps, BTreeSet::from(["skillcat-b".to_string()]));
+    assert!(drawn["skillcat-b"].deps.is_empty());
+
+    // A module importing a module of its own layer or above is reported.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("path.rs"), "use crate::source::Source;\n").unwrap();
+    std::fs::write(dir.path().join("source.rs"), "use crate::path::RelPath;\n").unwrap();
+    std::fs::write(dir.path().join("runtime.rs"), "use crate::path::RelPath;\n").unwrap();
+    let mut problems = Vec::new();
+    check_crate("skillcat-a", a, dir.path(), &mut problems);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems.iter().all(|p| p.contains("same layer")),
+        "{problems:?}"
+    );
+
+    // Dependencies are read from the manifest, target-specific ones too.
+    let deps = manifest_deps(
+        "[dependencies]\nskillcat-core.workspace = true\nserde = \"1\"\n\
+         [target.'cfg(unix)'.dependencies]\nskillcat-sign = { path = \"x\" }\n\
+         [dev-dependencies]\nskillcat-registry = \"1\"\n",
+    );
+    assert_eq!(
+        deps,
+        BTreeSet::from(["skillcat-core".to_string(), "skillcat-sign".to_string()])
+    );
 }

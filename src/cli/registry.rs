@@ -175,10 +175,7 @@ struct Opened {
 /// [`source::open`].
 fn open_source(spec: &str) -> skillcat::Result<Arc<dyn Source>> {
     let path = Path::new(spec);
-    let has_document = ["SKILL.md", "skill.md"]
-        .iter()
-        .any(|n| std::fs::symlink_metadata(path.join(n)).is_ok());
-    if path.is_dir() && has_document {
+    if path.is_dir() && skillcat::source::has_document_entry(path) {
         Ok(Arc::new(DirSource::open_skill(
             path,
             DirOptions::default(),

@@ -1,0 +1,35 @@
+//! skillcat's core: the Agent Skills format and the stores every layer above builds on.
+//!
+//! One pipeline, many stores: every [`source::Source`] (a directory, a tarball, a zip, and in
+//! the crates above a SQLite registry, an HTTP index, an OCI registry) feeds the same discover →
+//! validate → digest → prompt pipeline, so a skill gives the same answers from every store.
+//!
+//! | module | what |
+//! | --- | --- |
+//! | [`path`] | relative paths a skill may hold, and the rules they keep |
+//! | [`document`] | SKILL.md: frontmatter, the [`document::Skill`] value, validation and faults |
+//! | [`digest`] | the skill digest and file manifests |
+//! | [`archive`] | reading and writing tar and zip archives under safety limits |
+//! | [`prompt`] | the catalog as prompt text, under a budget |
+//! | [`capability`] | what a skill declares it may do (files, network, time) |
+//! | [`source`] | the [`source::Source`] trait; directory and archive sources |
+//! | [`pack`] | reproducible archives of a skill |
+//! | [`compat`] | the reference validator's (`skills-ref`) API |
+//!
+//! The crates above this one, and how they fit, are drawn in `docs/architecture.md`.
+
+pub mod archive;
+pub mod capability;
+pub mod compat;
+pub mod digest;
+pub mod document;
+pub mod error;
+pub mod pack;
+pub mod path;
+pub mod prompt;
+pub mod source;
+
+pub use error::{Error, Result};
+
+#[cfg(test)]
+mod test_rng;

@@ -1,0 +1,339 @@
+//! The SQLite registry as a [`Source`].
+//!
+//! ```text
+//! skills.db                                   list()  → ["alpha", "beta-tool"]   latest of each, by name
+//! ├── alpha      1.0.0, 1.1.0 (latest)        files("alpha")        → the files of alpha@1.1.0
+//! └── beta-tool  1.0.0 (latest), 2.0.0 yanked files("beta-tool@2.0.0")  → any version, yanked too
+//!                                             read("alpha/SKILL.md"), read("alpha@1.0.0/SKILL.md")
+//!
+//! location("alpha/scripts/run.sh") = "/abs/skills.db#alpha@1.1.0/scripts/run.sh"
+//! root_dir_name("alpha@1.0.0")     = "alpha"
+//! ```
+//!
+//! Roots are skill names (a registry has no lone `""` skill). A root may also be written
+//! `NAME@VERSION` to select one version explicitly, yanked or not; such roots are never listed.
+//!
+//! # Snapshot per root
+//!
+//! A plain `NAME` root is **pinned** to the version it resolves to the first time this source
+//! meets it ([`list`](Source::list) pins every listed root at once, from one read). The file
+//! list, the reads and the locations of that root then all come from that one version, even if a
+//! newer version is published meanwhile; [`RegistrySource::refresh`] forgets the pins. Versions
+//! are immutable, so a pinned root never changes under a reader.
+//!
+//! # Blocking
+//!
+//! SQLite calls run in `spawn_blocking` on a small pool of read-only connections (a
+//! `Connection` is `Send` but not `Sync`), so any number of reads proceed at once, alongside a
+//! writer in another process. Every read hashes the blob again; altered bytes are
+//! [`Error::DigestMismatch`], never returned.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use crate::path::FileEntry;
+use crate::source::{RootRecord, Source};
+use crate::{Pin, Registry, RegistryError};
+use skillcat_core::error::{Error, Result};
+
+/// Read connections a source keeps open at most.
+const POOL_SIZE: usize = 4;
+
+/// A registry file read as a source of skills: every skill's latest version, by name.
+pub struct RegistrySource {
+    shown: String,
+    pool: Arc<Pool>,
+    pins: Mutex<HashMap<String, Pin>>,
+}
+
+impl fmt::Debug for RegistrySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegistrySource")
+            .field("path", &self.shown)
+            .finish()
+    }
+}
+
+impl RegistrySource {
+    /// Opens the registry at `path` read-only (it must exist and have the current schema).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let first = Registry::open_read_only(path)?;
+        let shown = first.display().to_string();
+        let size = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, POOL_SIZE);
+        let mut conns: Vec<Mutex<Option<Registry>>> = (0..size).map(|_| Mutex::new(None)).collect();
+        conns[0] = Mutex::new(Some(first));
+        Ok(RegistrySource {
+            shown,
+            pool: Arc::new(Pool {
+                path: path.to_path_buf(),
+                conns,
+                next: AtomicUsize::new(0),
+            }),
+            pins: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Whether `skillcat_sources::open` should read a file as a registry: it starts with the SQLite
+    /// magic (`SQLite format 3\0`), or it is named `*.db` / `*.sqlite` and has no archive magic.
+    /// `first_bytes` are the file's first bytes (at least 16 where the file has them).
+    ///
+    /// ```
+    /// use skillcat_registry::RegistrySource;
+    /// use std::path::Path;
+    /// assert!(RegistrySource::sniff(Path::new("skills.bin"), b"SQLite format 3\0\x10\x00"));
+    /// assert!(RegistrySource::sniff(Path::new("skills.DB"), b""));
+    /// assert!(!RegistrySource::sniff(Path::new("skills.db"), &[0x1f, 0x8b, 8]));
+    /// assert!(!RegistrySource::sniff(Path::new("skills.tar"), b"ustar"));
+    /// ```
+    pub fn sniff(path: &Path, first_bytes: &[u8]) -> bool {
+        crate::is_registry_file(path, first_bytes)
+    }
+
+    /// The registry file, absolute, as locations show it.
+    pub fn display(&self) -> &str {
+        &self.shown
+    }
+
+    /// Forgets which version each plain `NAME` root was pinned to, so the next use of a root
+    /// sees the registry as it is now.
+    pub fn refresh(&self) {
+        self.pins
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// Runs `f` with a pooled read connection, off the async runtime.
+    async fn blocking<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Registry) -> Result<T, RegistryError> + Send + 'static,
+    {
+        let pool = Arc::clone(&self.pool);
+        match tokio::task::spawn_blocking(move || pool.with(f)).await {
+            Ok(result) => result.map_err(Error::from),
+            Err(join) => Err(Error::task(format!("reading {}", self.shown), join)),
+        }
+    }
+
+    /// The version a root stands for: its pin, or the version it resolves to now (then pinned).
+    async fn pin(&self, root: &str) -> Result<Pin> {
+        let (name, version) = split_root(root)?;
+        if let Some(pin) = self
+            .pins
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(root)
+        {
+            return Ok(pin.clone());
+        }
+        let (n, v) = (name.to_string(), version.map(str::to_string));
+        let found = self.blocking(move |r| r.resolve(&n, v.as_deref())).await?;
+        let Some(pin) = found else {
+            return Err(Error::NotFound(self.location(root)));
+        };
+        let mut pins = self.pins.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(pins.entry(root.to_string()).or_insert(pin).clone())
+    }
+
+    fn pinned(&self, root: &str) -> Option<Pin> {
+        self.pins
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(root)
+            .cloned()
+    }
+}
+
+#[async_trait]
+impl Source for RegistrySource {
+    async fn list(&self) -> Result<Vec<String>> {
+        let pins = self.blocking(|r| r.pins()).await?;
+        let mut map = self.pins.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(pins
+            .into_iter()
+            .map(|pin| {
+                let root = pin.name.clone();
+                map.entry(root.clone()).or_insert(pin);
+                root
+            })
+            .collect())
+    }
+
+    async fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
+        let pin = self.pin(root).await?;
+        self.blocking(move |r| r.version_files(pin.version_id))
+            .await
+    }
+
+    async fn read(&self, path: &str) -> Result<Bytes> {
+        let rejected = |reason: String| Error::PathRejected {
+            path: path.to_string(),
+            reason,
+        };
+        crate::source::check_path(path)?;
+        let Some((root, rel)) = path.split_once('/') else {
+            return Err(rejected(
+                "a registry path is NAME/FILE or NAME@VERSION/FILE".into(),
+            ));
+        };
+        let pin = self.pin(root).await?;
+        let rel_owned = rel.to_string();
+        match self
+            .blocking(move |r| r.read_file(pin.version_id, &rel_owned))
+            .await?
+        {
+            Some(bytes) => Ok(bytes),
+            None => Err(Error::NotFound(self.location(path))),
+        }
+    }
+
+    fn location(&self, path: &str) -> String {
+        let (root, rel) = path.split_once('/').unwrap_or((path, ""));
+        if root.is_empty() {
+            return self.shown.clone();
+        }
+        let shown_root = match self.pinned(root) {
+            Some(pin) => format!("{}@{}", pin.name, pin.version),
+            None => root.to_string(),
+        };
+        if rel.is_empty() {
+            format!("{}#{shown_root}", self.shown)
+        } else {
+            format!("{}#{shown_root}/{rel}", self.shown)
+        }
+    }
+
+    fn root_dir_name(&self, root: &str) -> Option<String> {
+        let name = root.split_once('@').map_or(root, |(name, _)| name);
+        (!name.is_empty()).then(|| name.to_string())
+    }
+
+    /// The version the root is pinned to and the signatures stored with that version.
+    async fn record(&self, root: &str) -> Result<RootRecord> {
+        let pin = self.pin(root).await?;
+        let id = pin.version_id;
+        let signatures = self.blocking(move |r| r.signatures_of(id)).await?;
+        Ok(RootRecord::new(
+            Some(pin.version),
+            signatures.into_iter().map(|s| s.text).collect(),
+        ))
+    }
+
+    /// `NAME@VERSION`, once the registry is found to hold that version (yanked or not).
+    async fn version_root(&self, name: &str, version: &str) -> Result<Option<String>> {
+        let root = format!("{name}@{version}");
+        match self.pin(&root).await {
+            Ok(_) => Ok(Some(root)),
+            Err(Error::NotFound(_)) => {
+                let n = name.to_string();
+                let versions = self.blocking(move |r| r.versions(&n)).await?;
+                let held: Vec<String> = versions
+                    .iter()
+                    .map(|v| {
+                        if v.yanked {
+                            format!("{} (yanked)", v.version)
+                        } else {
+                            v.version.clone()
+                        }
+                    })
+                    .collect();
+                Err(Error::NotFound(if held.is_empty() {
+                    format!("{root}: {} holds no skill named {name}", self.shown)
+                } else {
+                    format!(
+                        "{root}: no such version; the versions of {name} in {} are {}",
+                        self.shown,
+                        held.join(", ")
+                    )
+                }))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// `NAME` or `NAME@VERSION`: one path component, both parts non-empty.
+fn split_root(root: &str) -> Result<(&str, Option<&str>)> {
+    let rejected = |reason: &str| Error::PathRejected {
+        path: root.to_string(),
+        reason: reason.to_string(),
+    };
+    if root.is_empty() || root.contains('/') {
+        return Err(rejected("a registry root is NAME or NAME@VERSION"));
+    }
+    match root.split_once('@') {
+        None => Ok((root, None)),
+        Some((name, version)) if !name.is_empty() && !version.is_empty() => {
+            Ok((name, Some(version)))
+        }
+        Some(_) => Err(rejected("a registry root is NAME or NAME@VERSION")),
+    }
+}
+
+/// Read-only connections, opened on first use, each used by one thread at a time.
+struct Pool {
+    path: PathBuf,
+    conns: Vec<Mutex<Option<Registry>>>,
+    next: AtomicUsize,
+}
+
+impl Pool {
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&Registry) -> Result<T, RegistryError>,
+    ) -> Result<T, RegistryError> {
+        let n = self.conns.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        // A free connection if there is one; otherwise wait for one (round robin).
+        for i in 0..n {
+            match self.conns[(start + i) % n].try_lock() {
+                Ok(mut slot) => return self.run(&mut slot, f),
+                Err(TryLockError::Poisoned(p)) => return self.run(&mut p.into_inner(), f),
+                Err(TryLockError::WouldBlock) => {}
+            }
+        }
+        let mut slot = self.conns[start]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.run(&mut slot, f)
+    }
+
+    fn run<T>(
+        &self,
+        slot: &mut Option<Registry>,
+        f: impl FnOnce(&Registry) -> Result<T, RegistryError>,
+    ) -> Result<T, RegistryError> {
+        let registry = match slot {
+            Some(r) => r,
+            None => slot.insert(Registry::open_read_only(&self.path)?),
+        };
+        f(registry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_split() {
+        assert_eq!(split_root("alpha").unwrap(), ("alpha", None));
+        assert_eq!(split_root("alpha@1.0.0").unwrap(), ("alpha", Some("1.0.0")));
+        for bad in ["", "@1.0.0", "alpha@", "a/b"] {
+            assert!(
+                matches!(split_root(bad), Err(Error::PathRejected { .. })),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! skillcat over the network: the HTTP and OCI sources of Agent Skills, each reading through a
+//! verify-before-store cache, and pushing skills to OCI registries.
+//!
+//! | module | what |
+//! | --- | --- |
+//! | [`http`] | an Agent Skills discovery index over HTTP(S), and the content-addressed cache |
+//! | [`oci`] | `oci://HOST/REPO[:TAG|@sha256:…]`: skills stored as OCI artifacts |
+//! | [`push`] | a skill into an OCI registry, signature as a referrer |
+
+pub mod http;
+pub mod oci;
+pub mod push;
+
+// The core's modules, under the names this crate's code uses.
+pub(crate) use skillcat_core::source;
+pub(crate) use skillcat_core::{archive, digest, document, error, pack, path};

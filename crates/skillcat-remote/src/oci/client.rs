@@ -1,0 +1,541 @@
+//! A small OCI distribution client on reqwest: manifests and blobs up and down, the referrers
+//! API, and the registry's `WWW-Authenticate` challenge (anonymous, basic, bearer token).
+//!
+//! Everything read is bounded (manifests by [`MAX_MANIFEST`], blobs by the caller's limit,
+//! counted on bytes received) and verified against the digest it was asked by before it is
+//! returned. Messages name URLs without credentials or queries and never show a password or a
+//! token.
+
+use std::sync::Mutex;
+use std::sync::PoisonError;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use reqwest::header::{self, HeaderMap, HeaderValue};
+use reqwest::{Method, StatusCode, Url};
+
+use super::auth::{Challenge, Credentials, PASSWORD_ENV, USERNAME_ENV, parse_challenge};
+use super::layout::{ACCEPT, INDEX_V1, MAX_MANIFEST};
+use super::reference::Reference;
+use crate::digest::sha256_digest;
+use crate::error::{Error, Result};
+use crate::http::HttpOptions;
+use crate::http::client::describe;
+use crate::http::redact;
+
+/// How a client reaches a registry.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Timeouts and limits (the HTTP source's).
+    pub http: HttpOptions,
+    /// Speak plain HTTP to a registry that is not on this machine.
+    pub allow_insecure: bool,
+    /// Ask for push rights as well as pull (bearer token scope).
+    pub push: bool,
+}
+
+/// A client of one repository of one registry.
+pub struct Client {
+    http: reqwest::Client,
+    base: Url,
+    repository: String,
+    shown: String,
+    creds: Option<Credentials>,
+    auth: Mutex<Option<String>>,
+    push: bool,
+    deadline: Duration,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("registry", &self.shown)
+            .field("credentials", &self.creds.as_ref().map(|c| &c.origin))
+            .finish()
+    }
+}
+
+/// A blob or manifest as received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// The bytes (verified against the digest asked for, when one was).
+    pub bytes: Bytes,
+    /// `Content-Type`.
+    pub content_type: Option<String>,
+    /// `sha256:` of the bytes.
+    pub digest: String,
+}
+
+impl Client {
+    /// A client for `reference`'s repository: https, or plain http for a loopback registry or
+    /// with `allow_insecure`. Credentials are looked up now ([`Credentials::lookup`]).
+    pub fn new(reference: &Reference, opts: &ClientOptions) -> Result<Client> {
+        let insecure = reference.is_loopback() || opts.allow_insecure;
+        let scheme = if insecure { "http" } else { "https" };
+        if !insecure && !cfg!(feature = "tls") {
+            return Err(Error::Invalid(format!(
+                "{reference}: this skillcat was built without the `tls` feature, so it can reach only a registry on this machine (or one named with --allow-insecure) over plain http"
+            )));
+        }
+        let base = Url::parse(&format!("{scheme}://{}/", reference.registry))
+            .map_err(|e| Error::other(format!("{reference}: not a registry address"), e))?;
+        let max_redirects = opts.http.max_redirects;
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            match crate::http::client::redirect_refusal(
+                attempt.previous(),
+                attempt.url(),
+                max_redirects,
+            ) {
+                Some(why) => attempt.error(why),
+                None => attempt.follow(),
+            }
+        });
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("skillcat/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(opts.http.connect_timeout)
+            .read_timeout(opts.http.read_timeout)
+            .redirect(policy)
+            .build()
+            .map_err(|e| Error::other("cannot set up the HTTP client", e))?;
+        Ok(Client {
+            http,
+            shown: format!("{scheme}://{}", reference.registry),
+            base,
+            repository: reference.repository.clone(),
+            creds: Credentials::lookup(&reference.registry),
+            auth: Mutex::new(None),
+            push: opts.push,
+            deadline: opts.http.timeout,
+            requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        })
+    }
+
+    /// Requests made so far (authentication round trips included).
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Body bytes received so far.
+    pub fn bytes_received(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    fn url(&self, tail: &str) -> Url {
+        self.base
+            .join(&format!("v2/{}/{tail}", self.repository))
+            .expect("a checked repository and tail make a URL")
+    }
+
+    /// GETs a manifest (or index) by tag or digest. By digest, the bytes must hash to it; by
+    /// tag, to the `Docker-Content-Digest` the registry sends, when it sends one.
+    pub async fn manifest(&self, reference: &str) -> Result<Received> {
+        let url = self.url(&format!("manifests/{reference}"));
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, HeaderValue::from_static(ACCEPT));
+        let resp = self.send(Method::GET, &url, headers, None).await?;
+        let resp = expect(resp, &url, &[StatusCode::OK])?;
+        let claimed = text(resp.headers(), "docker-content-digest");
+        let received = self.body(resp, &url, MAX_MANIFEST).await?;
+        let want = if reference.starts_with("sha256:") {
+            Some(reference.to_string())
+        } else {
+            claimed.filter(|c| c.starts_with("sha256:"))
+        };
+        if let Some(want) = want
+            && want != received.digest
+        {
+            return Err(Error::DigestMismatch {
+                what: format!("{}: manifest {reference}", redact(&url)),
+                expected: want,
+                actual: received.digest,
+            });
+        }
+        Ok(received)
+    }
+
+    /// GETs a blob, at most `limit` bytes, verified against `digest`.
+    pub async fn blob(&self, digest: &str, limit: u64) -> Result<Received> {
+        let url = self.url(&format!("blobs/{digest}"));
+        let resp = self.send(Method::GET, &url, HeaderMap::new(), None).await?;
+        let resp = expect(resp, &url, &[StatusCode::OK])?;
+        let received = self.body(resp, &url, limit).await?;
+        if received.digest != digest {
+            return Err(Error::DigestMismatch {
+                what: format!("{}: blob", redact(&url)),
+                expected: digest.to_string(),
+                actual: received.digest,
+            });
+        }
+        Ok(received)
+    }
+
+    /// Whether the registry holds a blob (HEAD).
+    pub async fn has_blob(&self, digest: &str) -> Result<bool> {
+        let url = self.url(&format!("blobs/{digest}"));
+        let resp = self
+            .send(Method::HEAD, &url, HeaderMap::new(), None)
+            .await?;
+        match resp.status() {
+            StatusCode::OK => Ok(true),
+            StatusCode::NOT_FOUND => Ok(false),
+            _ => expect(resp, &url, &[]).map(|_| false),
+        }
+    }
+
+    /// Uploads a blob unless the registry holds it already (a monolithic upload: POST, then
+    /// PUT of the whole body with its digest). Returns its digest, and whether it was uploaded.
+    pub async fn push_blob(&self, bytes: Bytes) -> Result<(String, bool)> {
+        let digest = sha256_digest(&bytes);
+        if self.has_blob(&digest).await? {
+            return Ok((digest, false));
+        }
+        let url = self.url("blobs/uploads/");
+        let resp = self
+            .send(Method::POST, &url, HeaderMap::new(), Some(Bytes::new()))
+            .await?;
+        let resp = expect(resp, &url, &[StatusCode::ACCEPTED])?;
+        let location = text(resp.headers(), "location").ok_or_else(|| {
+            Error::Invalid(format!(
+                "{}: the upload was accepted without a Location",
+                redact(&url)
+            ))
+        })?;
+        let mut put = url
+            .join(&location)
+            .map_err(|e| Error::other(format!("{}: a bad upload Location", redact(&url)), e))?;
+        put.query_pairs_mut().append_pair("digest", &digest);
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        );
+        let resp = self.send(Method::PUT, &put, headers, Some(bytes)).await?;
+        expect(resp, &put, &[StatusCode::CREATED])?;
+        Ok((digest, true))
+    }
+
+    /// PUTs a manifest (or index) under `reference` (a tag or its digest). Returns its digest.
+    pub async fn push_manifest(
+        &self,
+        reference: &str,
+        media_type: &str,
+        bytes: Bytes,
+    ) -> Result<String> {
+        let digest = sha256_digest(&bytes);
+        let url = self.url(&format!("manifests/{reference}"));
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_str(media_type)
+                .map_err(|e| Error::other(format!("media type {media_type:?}"), e))?,
+        );
+        let resp = self.send(Method::PUT, &url, headers, Some(bytes)).await?;
+        let resp = expect(resp, &url, &[StatusCode::CREATED, StatusCode::OK])?;
+        if let Some(got) = text(resp.headers(), "docker-content-digest")
+            && got != digest
+        {
+            return Err(Error::DigestMismatch {
+                what: format!("{}: the stored manifest", redact(&url)),
+                expected: digest,
+                actual: got,
+            });
+        }
+        Ok(digest)
+    }
+
+    /// The referrers of a manifest through the referrers API: `None` when the registry has no
+    /// such API (it answers 404, as `distribution` 2.8 does, or another refusal that is not about
+    /// credentials).
+    pub async fn referrers_api(&self, digest: &str) -> Result<Option<Received>> {
+        let url = self.url(&format!("referrers/{digest}"));
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, HeaderValue::from_static(INDEX_V1));
+        let resp = self.send(Method::GET, &url, headers, None).await?;
+        let status = resp.status();
+        let is_index =
+            text(resp.headers(), "content-type").is_some_and(|c| c.starts_with(INDEX_V1));
+        if status == StatusCode::OK && is_index {
+            return Ok(Some(self.body(resp, &url, MAX_MANIFEST).await?));
+        }
+        if status == StatusCode::OK
+            || status.is_client_error()
+            || status == StatusCode::NOT_IMPLEMENTED
+        {
+            return Ok(None);
+        }
+        expect(resp, &url, &[]).map(|_| None)
+    }
+
+    /// Sends one request with the authorization in use; on 401, answers the challenge once
+    /// (basic credentials, or a bearer token fetched from the realm) and sends it again.
+    async fn send(
+        &self,
+        method: Method,
+        url: &Url,
+        headers: HeaderMap,
+        body: Option<Bytes>,
+    ) -> Result<reqwest::Response> {
+        let current = self
+            .auth
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let resp = self
+            .send_once(
+                method.clone(),
+                url,
+                headers.clone(),
+                body.clone(),
+                current.as_deref(),
+            )
+            .await?;
+        if resp.status() != StatusCode::UNAUTHORIZED {
+            return Ok(resp);
+        }
+        let challenge = text(resp.headers(), "www-authenticate")
+            .and_then(|v| parse_challenge(&v))
+            .ok_or_else(|| {
+                self.auth_error("answered 401 without a challenge skillcat can answer")
+            })?;
+        let fresh = self.answer(&challenge).await?;
+        *self.auth.lock().unwrap_or_else(PoisonError::into_inner) = Some(fresh.clone());
+        let resp = self
+            .send_once(method, url, headers, body, Some(&fresh))
+            .await?;
+        if resp.status() == StatusCode::UNAUTHORIZED {
+            return Err(self.refused());
+        }
+        Ok(resp)
+    }
+
+    async fn send_once(
+        &self,
+        method: Method,
+        url: &Url,
+        headers: HeaderMap,
+        body: Option<Bytes>,
+        auth: Option<&str>,
+    ) -> Result<reqwest::Response> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let mut req = self
+            .http
+            .request(method, url.clone())
+            .headers(headers)
+            .header(header::ACCEPT_ENCODING, "identity");
+        if let Some(a) = auth {
+            let mut v = HeaderValue::from_str(a)
+                .map_err(|_| self.auth_error("the credentials hold characters a header cannot"))?;
+            v.set_sensitive(true);
+            req = req.header(header::AUTHORIZATION, v);
+        }
+        if let Some(b) = body {
+            req = req.body(b);
+        }
+        match tokio::time::timeout(self.deadline, req.send()).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(transport(url, &describe(e))),
+            Err(_) => Err(transport(
+                url,
+                &format!(
+                    "no answer within {}s (--timeout)",
+                    self.deadline.as_secs_f64()
+                ),
+            )),
+        }
+    }
+
+    /// The `Authorization` value that answers `challenge`.
+    async fn answer(&self, challenge: &Challenge) -> Result<String> {
+        match challenge {
+            Challenge::Basic => match &self.creds {
+                Some(c) => Ok(c.basic()),
+                None => Err(self.needs_credentials()),
+            },
+            Challenge::Bearer {
+                realm,
+                service,
+                scope,
+            } => {
+                let mut url = Url::parse(realm).map_err(|e| {
+                    Error::other(
+                        format!("{}: the token realm {realm:?} is not a URL", self.shown),
+                        e,
+                    )
+                })?;
+                if url.scheme() == "http" && self.base.scheme() == "https" {
+                    return Err(self.auth_error("its token realm is plain http while the registry is https; refusing to send credentials there"));
+                }
+                let wanted = if self.push { "pull,push" } else { "pull" };
+                let own = format!("repository:{}:{wanted}", self.repository);
+                {
+                    let mut q = url.query_pairs_mut();
+                    if let Some(s) = service {
+                        q.append_pair("service", s);
+                    }
+                    q.append_pair(
+                        "scope",
+                        scope
+                            .as_deref()
+                            .filter(|s| !self.push || s.contains("push"))
+                            .unwrap_or(&own),
+                    );
+                }
+                let mut headers = HeaderMap::new();
+                headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+                let basic = self.creds.as_ref().map(Credentials::basic);
+                let resp = self
+                    .send_once(Method::GET, &url, headers, None, basic.as_deref())
+                    .await?;
+                match resp.status() {
+                    StatusCode::OK => {}
+                    StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if self.creds.is_some() => {
+                        return Err(self.refused());
+                    }
+                    StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                        return Err(self.needs_credentials());
+                    }
+                    s => {
+                        return Err(self.auth_error(&format!(
+                            "its token service {} answered HTTP {}",
+                            redact(&url),
+                            s.as_u16()
+                        )));
+                    }
+                }
+                let body = self.body(resp, &url, 1 << 20).await?;
+                let json: serde_json::Value =
+                    serde_json::from_slice(&body.bytes).map_err(|_| {
+                        self.auth_error("its token service answered something that is not JSON")
+                    })?;
+                let token = json
+                    .get("token")
+                    .or_else(|| json.get("access_token"))
+                    .and_then(|t| t.as_str())
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| self.auth_error("its token service answered without a token"))?;
+                Ok(format!("Bearer {token}"))
+            }
+        }
+    }
+
+    fn auth_error(&self, why: &str) -> Error {
+        Error::Invalid(format!("{}: authentication failed: {why}", self.shown))
+    }
+
+    fn needs_credentials(&self) -> Error {
+        self.auth_error(&format!(
+            "the registry asks for credentials and none are set (set {USERNAME_ENV} and {PASSWORD_ENV}, or log in with `docker login`, which writes ~/.docker/config.json)"
+        ))
+    }
+
+    fn refused(&self) -> Error {
+        match &self.creds {
+            Some(c) => self.auth_error(&format!(
+                "the registry refused the credentials of user {:?} from {}",
+                c.username, c.origin
+            )),
+            None => self.needs_credentials(),
+        }
+    }
+
+    /// Reads a body of at most `limit` bytes (checked against Content-Length first, then on
+    /// the bytes received).
+    async fn body(&self, mut resp: reqwest::Response, url: &Url, limit: u64) -> Result<Received> {
+        let too_large = |size| Error::TooLarge {
+            path: redact(url),
+            size,
+            limit,
+        };
+        if let Some(len) = resp.content_length()
+            && len > limit
+        {
+            return Err(too_large(len));
+        }
+        let content_type = text(resp.headers(), "content-type");
+        let mut buf = BytesMut::new();
+        loop {
+            let chunk = tokio::time::timeout(self.deadline, resp.chunk())
+                .await
+                .map_err(|_| transport(url, "the body stalled (--timeout)"))?
+                .map_err(|e| transport(url, &describe(e)))?;
+            let Some(chunk) = chunk else { break };
+            if (buf.len() + chunk.len()) as u64 > limit {
+                return Err(too_large((buf.len() + chunk.len()) as u64));
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        self.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        let bytes = buf.freeze();
+        Ok(Received {
+            digest: sha256_digest(&bytes),
+            bytes,
+            content_type,
+        })
+    }
+}
+
+/// The response when its status is one of `ok`, else an error naming the status and the
+/// registry's own error code when it sent one (the body is not read further).
+fn expect(resp: reqwest::Response, url: &Url, ok: &[StatusCode]) -> Result<reqwest::Response> {
+    let status = resp.status();
+    if ok.contains(&status) {
+        return Ok(resp);
+    }
+    let shown = redact(url);
+    Err(match status {
+        StatusCode::NOT_FOUND => Error::NotFound(format!("{shown} (HTTP 404)")),
+        StatusCode::FORBIDDEN => Error::Invalid(format!(
+            "{shown}: HTTP 403: the registry denies this to the credentials in use"
+        )),
+        s => Error::io(shown, std::io::Error::other(format!("HTTP {}", s.as_u16()))),
+    })
+}
+
+fn transport(url: &Url, detail: &str) -> Error {
+    Error::io(redact(url), std::io::Error::other(detail.to_string()))
+}
+
+fn text(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_http_only_for_this_machine_or_when_allowed() {
+        let client = |text: &str, allow_insecure: bool| {
+            let opts = ClientOptions {
+                http: HttpOptions::default(),
+                allow_insecure,
+                push: false,
+            };
+            Client::new(&Reference::parse(text).unwrap(), &opts).map(|c| c.shown)
+        };
+        assert_eq!(
+            client("oci://127.0.0.1:5000/a", false).unwrap(),
+            "http://127.0.0.1:5000"
+        );
+        assert_eq!(
+            client("oci://localhost/a", false).unwrap(),
+            "http://localhost"
+        );
+        assert_eq!(
+            client("oci://reg.example:5000/a", true).unwrap(),
+            "http://reg.example:5000"
+        );
+        if cfg!(feature = "tls") {
+            assert_eq!(client("oci://ghcr.io/a", false).unwrap(), "https://ghcr.io");
+        } else {
+            assert!(client("oci://ghcr.io/a", false).is_err());
+        }
+    }
+}

@@ -1,0 +1,946 @@
+//! Configuration: one TOML file, `skillcat.toml`, or a value built in code.
+//!
+//! ```text
+//! skillcat.toml
+//! ├── [[sources]]        path, name, trusted, core   in precedence order (first wins)
+//! ├── [sandbox]          the capability ceiling and run limits          → capability::Ceiling
+//! ├── [scripts]          interpreters (name → absolute path), by_extension (py → python3),
+//! │                      extension_fields
+//! ├── keyring, cache_dir paths
+//! ├── [prompt]           budget (characters of the tier-1 block)
+//! ├── [matcher]          mode, top, weight, cache, [matcher.bm25], [matcher.embedder]
+//! └── [install]          require_signatures (skillcat add / install / update)
+//!                        → matching::MatcherConfig
+//! ```
+//!
+//! Where it comes from ([`Config::discover`]): the file named with `--config`, else
+//! `./skillcat.toml` when it exists — the **project's** file, narrowed to what the user's own
+//! configuration allows until the user trusts the project (`skillcat trust project`, which
+//! records it in the user's `trusted_projects`) — else the user's own file
+//! (`~/.config/skillcat/skillcat.toml`), else the defaults ([`Config::defaults`]):
+//!
+//! 1. every `.agents/skills` directory from the working directory up to the repository root
+//!    (the first ancestor holding `.git`; without one, the working directory alone), nearest
+//!    first, untrusted — when none exists, the repository root's, which is then an empty source;
+//! 2. the user's `~/.agents/skills`, trusted.
+//!
+//! A file without `[[sources]]` gets those default sources too; every other section has its
+//! own defaults (see `docs/config.md` for the whole format with an example). Relative paths in
+//! `sources`, `keyring` and `cache_dir` are taken against the directory holding the file, and
+//! `~` against the home directory; the `[sandbox]` paths are kept as written and expanded when a
+//! grant is computed (against the working directory of the run, see [`crate::capability`]).
+//!
+//! Reading is strict: an unknown key, a value of the wrong type or an impossible value is a
+//! [`ConfigError`] naming the key and its `line:column`.
+//!
+//! ```
+//! use skillcat_runtime::config::{Config, Environment};
+//!
+//! let env = Environment { cwd: "/work/proj".into(), home: Some("/home/me".into()) };
+//! let text = r#"
+//! [[sources]]
+//! path = "skills"
+//! trusted = true
+//!
+//! [sandbox]
+//! network = true
+//! "#;
+//! let config = Config::parse(text, None, &env).unwrap();
+//! assert_eq!(config.sources[0].path, "/work/proj/skills");
+//! assert!(config.sandbox.network);
+//!
+//! let err = Config::parse("[sandbox]\nnetwork = \"yes\"\n", None, &env).unwrap_err();
+//! assert!(err.to_string().contains("2:11: sandbox.network"), "{err}");
+//! ```
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Component, Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::capability::{Ceiling, EXTENSION_FIELDS};
+use crate::document::ValidateOptions;
+use crate::matching::{MatcherConfig, RawMatcher};
+use crate::prompt::{PromptFormat, PromptOptions};
+use crate::source::OpenOptions;
+
+/// The name of the configuration file looked for in the working directory.
+pub const FILE_NAME: &str = "skillcat.toml";
+
+/// The working and home directories a configuration is read against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Environment {
+    /// The working directory (absolute).
+    pub cwd: PathBuf,
+    /// The home directory (`$HOME`), when known.
+    pub home: Option<PathBuf>,
+}
+
+impl Environment {
+    /// The real working directory and `$HOME`.
+    pub fn current() -> std::io::Result<Self> {
+        Ok(Environment {
+            cwd: std::env::current_dir()?,
+            home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
+        })
+    }
+}
+
+/// One source of skills, in precedence order in [`Config::sources`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceConfig {
+    /// Anything [`skillcat_sources::open`] accepts; relative paths already resolved.
+    pub path: String,
+    /// A name for reports (default: the path as written).
+    pub name: Option<String>,
+    /// Whether its skills may run scripts.
+    pub trusted: bool,
+    /// Core-trusted: its `trust: core` skills count as core. Implies `trusted`.
+    pub core: bool,
+}
+
+impl SourceConfig {
+    /// An untrusted source.
+    pub fn new(path: impl Into<String>) -> Self {
+        SourceConfig {
+            path: path.into(),
+            name: None,
+            trusted: false,
+            core: false,
+        }
+    }
+
+    /// Names the source.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Marks the source trusted (its skills may run scripts).
+    pub fn trusted(mut self, trusted: bool) -> Self {
+        self.trusted = trusted;
+        self
+    }
+
+    /// Marks the source core-trusted (and so trusted).
+    pub fn core(mut self, core: bool) -> Self {
+        self.core = core;
+        self.trusted |= core;
+        self
+    }
+
+    /// The name reports use: [`name`](Self::name), else the path.
+    pub fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.path)
+    }
+}
+
+/// The `[scripts]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ScriptsConfig {
+    /// Interpreters scripts may name, by name (`python3`) → absolute path (`/usr/bin/python3`).
+    pub interpreters: BTreeMap<String, PathBuf>,
+    /// File extensions (`py`, no dot) → the interpreter name (`python3`) that runs a file of
+    /// `scripts/` with that extension when it is not executable or has no `#!` line; still
+    /// refused when the interpreter is not allowed. Empty by default (such files are skipped).
+    pub by_extension: BTreeMap<String, String>,
+    /// Whether validation admits the capability keys (`fs_read fs_write network timeout trust
+    /// scripts`) as extension fields.
+    pub extension_fields: bool,
+}
+
+/// The `[prompt]` section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PromptConfig {
+    /// The most characters of the tier-1 block (`None`: no limit).
+    pub budget: Option<usize>,
+}
+
+/// The `[install]` section: how `skillcat add`, `install` and `update` verify what they install.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InstallConfig {
+    /// Refuse skills that no key of the keyring signed (as `--require-signature`).
+    pub require_signatures: bool,
+}
+
+/// The whole configuration. Fields are public; the `with_*` methods build one in code.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct Config {
+    /// The file it was read from, when it was.
+    pub origin: Option<PathBuf>,
+    /// Sources in precedence order: the first that offers a name wins.
+    pub sources: Vec<SourceConfig>,
+    /// The capability ceiling and run limits (`[sandbox]`).
+    pub sandbox: Ceiling,
+    /// The `[scripts]` section.
+    pub scripts: ScriptsConfig,
+    /// The keyring of trusted signing keys.
+    pub keyring: Option<PathBuf>,
+    /// Where remote sources keep their cache.
+    pub cache_dir: Option<PathBuf>,
+    /// The `[prompt]` section.
+    pub prompt: PromptConfig,
+    /// The `[matcher]` section: how `skillcat match` ranks skills.
+    pub matcher: MatcherConfig,
+    /// The `[install]` section.
+    pub install: InstallConfig,
+    /// Projects whose own `skillcat.toml` the user trusts (`trusted_projects`, written by
+    /// `skillcat trust project`): canonical directories. Read from the user's configuration
+    /// only; a project's file cannot trust itself.
+    pub trusted_projects: Vec<PathBuf>,
+    /// Set when this is a project's `skillcat.toml` the user has not trusted: the project's
+    /// directory. Such a file was narrowed to what the user's own configuration allows
+    /// ([`Config::narrowed_by`]).
+    pub untrusted_project: Option<PathBuf>,
+}
+
+/// A configuration that could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text is not valid TOML, or not a valid configuration.
+    #[error("{}", invalid_display(origin, *line, *column, message))]
+    Invalid {
+        /// The file (or `<config>` for text given directly).
+        origin: String,
+        /// 1-based line of the offending key or value, when known.
+        line: Option<usize>,
+        /// 1-based column (in characters), when known.
+        column: Option<usize>,
+        /// The dotted key, e.g. `sandbox.network` or `sources[1].trusted`, when known.
+        key: Option<String>,
+        /// What is wrong, naming the key.
+        message: String,
+    },
+}
+
+fn invalid_display(
+    origin: &str,
+    line: Option<usize>,
+    column: Option<usize>,
+    message: &str,
+) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!("{origin}:{l}:{c}: {message}"),
+        _ => format!("{origin}: {message}"),
+    }
+}
+
+impl From<ConfigError> for crate::Error {
+    /// An unreadable file is an [`Error::Io`](crate::Error::Io); every other configuration error
+    /// keeps its type as the cause of an [`Error::Other`](crate::Error::Other).
+    fn from(e: ConfigError) -> Self {
+        match e {
+            ConfigError::Io { path, source } => crate::Error::Io { path, source },
+            other => crate::Error::other("configuration", other),
+        }
+    }
+}
+
+impl Config {
+    /// No sources, every section at its default.
+    pub fn new() -> Self {
+        Config::default()
+    }
+
+    /// The configuration when there is no file: project `.agents/skills` directories up to the
+    /// repository root (untrusted), then `~/.agents/skills` (trusted).
+    pub fn defaults(env: &Environment) -> Self {
+        Config {
+            sources: default_sources(env),
+            ..Config::default()
+        }
+    }
+
+    /// The file named (`--config`), else `./skillcat.toml` when it exists, else the user's
+    /// configuration ([`user_file`](Self::user_file)) when it exists, else
+    /// [`defaults`](Self::defaults).
+    ///
+    /// A `./skillcat.toml` is the project's, not the user's: unless the user's configuration
+    /// lists the project in `trusted_projects` (`skillcat trust project`), it is narrowed to
+    /// what the user's configuration allows ([`narrowed_by`](Self::narrowed_by)), so a checkout
+    /// cannot widen its own ceiling, trust its own sources or name its own interpreters.
+    pub fn discover(explicit: Option<&Path>, env: &Environment) -> Result<Self, ConfigError> {
+        if let Some(path) = explicit {
+            let path = if path.is_absolute() {
+                path.to_path_buf()
+            } else {
+                env.cwd.join(path)
+            };
+            return Self::load(&path, env);
+        }
+        let user = match Self::user_file(env) {
+            Some(f) if f.is_file() => Self::load(&f, env)?,
+            _ => Self::defaults(env),
+        };
+        let local = env.cwd.join(FILE_NAME);
+        if local.is_file() {
+            let project = Self::load(&local, env)?;
+            let dir = std::fs::canonicalize(&env.cwd).unwrap_or_else(|_| env.cwd.clone());
+            if user
+                .trusted_projects
+                .iter()
+                .any(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()) == dir)
+            {
+                return Ok(project);
+            }
+            return Ok(project.narrowed_by(&user, env, &dir));
+        }
+        Ok(user)
+    }
+
+    /// The user's own configuration file: `$HOME/.config/skillcat/skillcat.toml` (`None`
+    /// without a home directory).
+    pub fn user_file(env: &Environment) -> Option<PathBuf> {
+        env.home
+            .as_ref()
+            .filter(|h| h.is_absolute())
+            .map(|h| h.join(".config/skillcat").join(FILE_NAME))
+    }
+
+    /// This (a project's) configuration, allowed no more than `user` allows: ceiling roots only
+    /// beneath the user's (expanded now, against `env`), network only if both allow it, every
+    /// limit the smaller of the two; a source trusted or core only when the user's
+    /// configuration trusts that same source; the user's interpreters, keyring and cache
+    /// directory; no `trusted_projects`. `project` is the project's directory, recorded in
+    /// [`untrusted_project`](Self::untrusted_project).
+    pub fn narrowed_by(mut self, user: &Config, env: &Environment, project: &Path) -> Config {
+        let ctx = crate::capability::Context {
+            cwd: env.cwd.clone(),
+            home: env.home.clone(),
+            core_trusted_source: false,
+        };
+        let expand = |roots: &[String]| -> Vec<PathBuf> {
+            roots
+                .iter()
+                .filter_map(|r| crate::capability::ceiling_root(r, &ctx))
+                .collect()
+        };
+        let user_write = expand(&user.sandbox.fs_write);
+        let mut user_read = expand(&user.sandbox.fs_read);
+        user_read.extend(user_write.iter().cloned());
+        let within = |roots: &[String], allowed: &[PathBuf]| -> Vec<String> {
+            expand(roots)
+                .into_iter()
+                .filter(|p| allowed.iter().any(|a| p.starts_with(a)))
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect()
+        };
+        let (u, p) = (&user.sandbox, &mut self.sandbox);
+        p.fs_read = within(&p.fs_read, &user_read);
+        p.fs_write = within(&p.fs_write, &user_write);
+        p.network &= u.network;
+        p.max_timeout = p.max_timeout.min(u.max_timeout);
+        p.timeout = p.timeout.min(u.timeout).min(p.max_timeout);
+        p.memory = p.memory.min(u.memory);
+        p.processes = p.processes.min(u.processes);
+        p.output = p.output.min(u.output);
+        p.workspace_bytes = p.workspace_bytes.min(u.workspace_bytes);
+        p.workspace_files = p.workspace_files.min(u.workspace_files);
+        let canon = |s: &str| std::fs::canonicalize(s).unwrap_or_else(|_| PathBuf::from(s));
+        for src in &mut self.sources {
+            let same = user
+                .sources
+                .iter()
+                .find(|us| us.path == src.path || canon(&us.path) == canon(&src.path));
+            src.trusted &= same.is_some_and(|us| us.trusted);
+            src.core &= same.is_some_and(|us| us.core);
+        }
+        self.scripts.interpreters = user.scripts.interpreters.clone();
+        self.scripts.by_extension = user.scripts.by_extension.clone();
+        self.keyring = user.keyring.clone();
+        self.cache_dir = user.cache_dir.clone();
+        // A project may ask for signatures; it cannot waive the user's demand for them.
+        self.install.require_signatures |= user.install.require_signatures;
+        self.trusted_projects = Vec::new();
+        self.untrusted_project = Some(project.to_path_buf());
+        self
+    }
+
+    /// [`discover`](Self::discover) against the real working and home directories.
+    pub fn discover_from_env(explicit: Option<&Path>) -> Result<Self, ConfigError> {
+        let env = Environment::current().map_err(|e| ConfigError::Io {
+            path: ".".into(),
+            source: e,
+        })?;
+        Self::discover(explicit, &env)
+    }
+
+    /// Reads one file.
+    pub fn load(path: &Path, env: &Environment) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+        Self::parse(&text, Some(path), env)
+    }
+
+    /// Parses configuration text. `origin` is the file it came from: relative paths are taken
+    /// against its directory (against the working directory without one) and errors name it.
+    pub fn parse(
+        text: &str,
+        origin: Option<&Path>,
+        env: &Environment,
+    ) -> Result<Self, ConfigError> {
+        let origin_name =
+            origin.map_or_else(|| "<config>".to_string(), |p| p.display().to_string());
+        let fail = |span: Option<Range<usize>>, key: Option<String>, message: String| {
+            let (line, column) = match &span {
+                Some(s) => {
+                    let (l, c) = line_col(text, s.start);
+                    (Some(l), Some(c))
+                }
+                None => (None, None),
+            };
+            ConfigError::Invalid {
+                origin: origin_name.clone(),
+                line,
+                column,
+                key,
+                message,
+            }
+        };
+        let raw: RawConfig = match toml::from_str(text) {
+            Ok(raw) => raw,
+            Err(e) => {
+                let key = e.span().and_then(|s| key_at(text, s.start));
+                let mut message = e.message().trim().replace("unknown field", "unknown key");
+                if let Some(k) = &key {
+                    message = format!("{k}: {message}");
+                }
+                return Err(fail(e.span(), key, message));
+            }
+        };
+        let base = origin
+            .and_then(Path::parent)
+            .map(|d| {
+                if d.is_absolute() {
+                    d.to_path_buf()
+                } else {
+                    env.cwd.join(d)
+                }
+            })
+            .unwrap_or_else(|| env.cwd.clone());
+        let home = env.home.as_deref();
+        let mut config = Config {
+            origin: origin.map(Path::to_path_buf),
+            ..Config::default()
+        };
+
+        // [[sources]]
+        match raw.sources {
+            None => config.sources = default_sources(env),
+            Some(list) => {
+                let mut names: Vec<(String, usize)> = Vec::new();
+                for (i, s) in list.into_iter().enumerate() {
+                    let key = |k: &str| Some(format!("sources[{i}].{k}"));
+                    let path = s.path.get_ref().trim();
+                    if path.is_empty() {
+                        return Err(fail(
+                            Some(s.path.span()),
+                            key("path"),
+                            format!("sources[{i}].path: must not be empty"),
+                        ));
+                    }
+                    let trusted = s.trusted.unwrap_or(false);
+                    let core = s.core.as_ref().is_some_and(|c| *c.get_ref());
+                    if core && !trusted {
+                        let span = s.core.as_ref().map(Spanned::span);
+                        return Err(fail(
+                            span,
+                            key("core"),
+                            format!(
+                                "sources[{i}].core: a core-trusted source must also be trusted \
+                                 (add `trusted = true`)"
+                            ),
+                        ));
+                    }
+                    let name = match &s.name {
+                        Some(n) if n.get_ref().trim().is_empty() => {
+                            return Err(fail(
+                                Some(n.span()),
+                                key("name"),
+                                format!("sources[{i}].name: must not be empty"),
+                            ));
+                        }
+                        Some(n) => n.get_ref().trim().to_string(),
+                        None => path.to_string(),
+                    };
+                    let span = s.name.as_ref().map_or(s.path.span(), Spanned::span);
+                    if names.iter().any(|(n, _)| *n == name) {
+                        return Err(fail(
+                            Some(span),
+                            key(if s.name.is_some() { "name" } else { "path" }),
+                            format!(
+                                "sources[{i}]: a source named `{name}` is already configured \
+                                 (give each source its own `name`)"
+                            ),
+                        ));
+                    }
+                    names.push((name.clone(), i));
+                    config.sources.push(SourceConfig {
+                        path: resolve_spec(path, &base, home),
+                        name: Some(name),
+                        trusted,
+                        core,
+                    });
+                }
+            }
+        }
+
+        // [sandbox]
+        if let Some(sb) = raw.sandbox {
+            let c = &mut config.sandbox;
+            if let Some(v) = sb.fs_read {
+                c.fs_read = v;
+            }
+            if let Some(v) = sb.fs_write {
+                c.fs_write = v;
+            }
+            if let Some(v) = sb.network {
+                c.network = v;
+            }
+            for (name, field, target) in [
+                ("timeout", &sb.timeout, &mut c.timeout),
+                ("memory", &sb.memory, &mut c.memory),
+                ("processes", &sb.processes, &mut c.processes),
+                (
+                    "workspace_bytes",
+                    &sb.workspace_bytes,
+                    &mut c.workspace_bytes,
+                ),
+                (
+                    "workspace_files",
+                    &sb.workspace_files,
+                    &mut c.workspace_files,
+                ),
+            ] {
+                if let Some(v) = field {
+                    if *v.get_ref() == 0 {
+                        return Err(fail(
+                            Some(v.span()),
+                            Some(format!("sandbox.{name}")),
+                            format!("sandbox.{name}: must be at least 1"),
+                        ));
+                    }
+                    *target = *v.get_ref();
+                }
+            }
+            if let Some(v) = sb.output {
+                c.output = v;
+            }
+            // Each defaults to the other: `timeout` alone is also the hard limit, `max_timeout`
+            // alone lowers the default timeout when it is below it.
+            match (&sb.timeout, &sb.max_timeout) {
+                (Some(t), Some(m)) if m.get_ref() < t.get_ref() => {
+                    return Err(fail(
+                        Some(m.span()),
+                        Some("sandbox.max_timeout".to_string()),
+                        format!(
+                            "sandbox.max_timeout: {} is less than sandbox.timeout ({})",
+                            m.get_ref(),
+                            t.get_ref()
+                        ),
+                    ));
+                }
+                (_, Some(m)) if *m.get_ref() == 0 => {
+                    return Err(fail(
+                        Some(m.span()),
+                        Some("sandbox.max_timeout".to_string()),
+                        "sandbox.max_timeout: must be at least 1".to_string(),
+                    ));
+                }
+                (Some(_), Some(m)) => c.max_timeout = *m.get_ref(),
+                (Some(_), None) => c.max_timeout = c.timeout,
+                (None, Some(m)) => {
+                    c.max_timeout = *m.get_ref();
+                    c.timeout = c.timeout.min(c.max_timeout);
+                }
+                (None, None) => {}
+            }
+        }
+
+        // [scripts]
+        if let Some(sc) = raw.scripts {
+            config.scripts.extension_fields = sc.extension_fields.unwrap_or(false);
+            for (name, path) in sc.interpreters.unwrap_or_default() {
+                let p = Path::new(path.get_ref());
+                if name.trim().is_empty() || !p.is_absolute() {
+                    let what = if name.trim().is_empty() {
+                        "an interpreter needs a name"
+                    } else {
+                        "must be an absolute path (scripts run with an empty environment: no PATH)"
+                    };
+                    return Err(fail(
+                        Some(path.span()),
+                        Some(format!("scripts.interpreters.{name}")),
+                        format!("scripts.interpreters.{name}: {what}"),
+                    ));
+                }
+                config.scripts.interpreters.insert(name, p.to_path_buf());
+            }
+            for (extension, name) in sc.by_extension.unwrap_or_default() {
+                let what = if extension.is_empty()
+                    || !extension
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                {
+                    Some("an extension is letters, digits, `_` and `-`, without the dot (`py`)")
+                } else if name.get_ref().trim().is_empty() || name.get_ref().contains('/') {
+                    Some(
+                        "must name an interpreter of [scripts.interpreters] (`python3`), not a path",
+                    )
+                } else {
+                    None
+                };
+                if let Some(what) = what {
+                    return Err(fail(
+                        Some(name.span()),
+                        Some(format!("scripts.by_extension.{extension}")),
+                        format!("scripts.by_extension.{extension}: {what}"),
+                    ));
+                }
+                config
+                    .scripts
+                    .by_extension
+                    .insert(extension, name.get_ref().trim().to_string());
+            }
+        }
+
+        config.keyring = raw
+            .keyring
+            .map(|k| PathBuf::from(resolve_spec(k.get_ref(), &base, home)));
+        config.cache_dir = raw
+            .cache_dir
+            .map(|k| PathBuf::from(resolve_spec(k.get_ref(), &base, home)));
+        config.trusted_projects = raw
+            .trusted_projects
+            .unwrap_or_default()
+            .iter()
+            .map(|p| PathBuf::from(resolve_spec(p, &base, home)))
+            .collect();
+        config.prompt.budget = raw.prompt.and_then(|p| p.budget);
+        config.install.require_signatures = raw
+            .install
+            .and_then(|i| i.require_signatures)
+            .unwrap_or(false);
+        if let Some(m) = raw.matcher {
+            config.matcher = m
+                .resolve()
+                .map_err(|e| fail(Some(e.span), Some(e.key), e.message))?;
+        }
+        Ok(config)
+    }
+
+    /// Adds a source after the others (lowest precedence so far).
+    pub fn with_source(mut self, source: SourceConfig) -> Self {
+        self.sources.push(source);
+        self
+    }
+
+    /// Sets the ceiling.
+    pub fn with_sandbox(mut self, ceiling: Ceiling) -> Self {
+        self.sandbox = ceiling;
+        self
+    }
+
+    /// Allows an interpreter.
+    pub fn with_interpreter(mut self, name: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        self.scripts.interpreters.insert(name.into(), path.into());
+        self
+    }
+
+    /// Runs files of `scripts/` with this extension (`py`, no dot) by this interpreter name
+    /// (`python3`) when they are not executable or have no `#!` line.
+    pub fn with_extension(mut self, extension: impl Into<String>, name: impl Into<String>) -> Self {
+        self.scripts
+            .by_extension
+            .insert(extension.into(), name.into());
+        self
+    }
+
+    /// Admits (or not) the capability keys in validation.
+    pub fn with_extension_fields(mut self, on: bool) -> Self {
+        self.scripts.extension_fields = on;
+        self
+    }
+
+    /// Sets the keyring.
+    pub fn with_keyring(mut self, path: impl Into<PathBuf>) -> Self {
+        self.keyring = Some(path.into());
+        self
+    }
+
+    /// Sets the cache directory of remote sources.
+    pub fn with_cache_dir(mut self, path: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(path.into());
+        self
+    }
+
+    /// Sets the prompt budget.
+    pub fn with_prompt_budget(mut self, budget: Option<usize>) -> Self {
+        self.prompt.budget = budget;
+        self
+    }
+
+    /// Sets the `[matcher]` section.
+    pub fn with_matcher(mut self, matcher: MatcherConfig) -> Self {
+        self.matcher = matcher;
+        self
+    }
+
+    /// How to validate skills under this configuration: the capability keys and `scripts` are
+    /// known extension fields when `[scripts] extension_fields = true`.
+    pub fn validate_options(&self) -> ValidateOptions {
+        let mut opts = ValidateOptions::default();
+        if self.scripts.extension_fields {
+            for f in EXTENSION_FIELDS {
+                opts = opts.allow_field(f);
+            }
+        }
+        opts
+    }
+
+    /// How to open sources: the configured cache directory.
+    pub fn open_options(&self) -> OpenOptions {
+        OpenOptions {
+            cache_dir: self.cache_dir.clone(),
+            ..OpenOptions::default()
+        }
+    }
+
+    /// Prompt options with the configured budget.
+    pub fn prompt_options(&self, format: PromptFormat) -> PromptOptions {
+        PromptOptions {
+            format,
+            budget: self.prompt.budget,
+            omit_when_empty: false,
+        }
+    }
+
+    /// The capability ceiling.
+    pub fn ceiling(&self) -> &Ceiling {
+        &self.sandbox
+    }
+}
+
+/// Project `.agents/skills` from `cwd` up to the repository root, then the user's.
+fn default_sources(env: &Environment) -> Vec<SourceConfig> {
+    let mut dirs: Vec<&Path> = Vec::new();
+    for dir in env.cwd.ancestors() {
+        dirs.push(dir);
+        if dir.join(".git").exists() {
+            break;
+        }
+    }
+    if !env.cwd.ancestors().any(|d| d.join(".git").exists()) {
+        dirs.truncate(1);
+    }
+    let project_root = dirs.last().copied().unwrap_or(&env.cwd);
+    let mut sources: Vec<SourceConfig> = dirs
+        .iter()
+        .map(|d| d.join(".agents").join("skills"))
+        .filter(|p| p.is_dir())
+        .map(|p| SourceConfig::new(p.display().to_string()))
+        .collect();
+    if sources.is_empty() {
+        let p = project_root.join(".agents").join("skills");
+        sources.push(SourceConfig::new(p.display().to_string()));
+    }
+    for s in &mut sources {
+        s.name = Some(format!("project:{}", s.path));
+    }
+    if let Some(home) = &env.home {
+        let p = home.join(".agents").join("skills").display().to_string();
+        sources.push(
+            SourceConfig::new(&p)
+                .named(format!("user:{p}"))
+                .trusted(true),
+        );
+    }
+    sources
+}
+
+/// A path as written in the file, made absolute: `~` against the home directory, relative
+/// against `base`. URLs and `sqlite:` specifications are kept as written.
+fn resolve_spec(spec: &str, base: &Path, home: Option<&Path>) -> String {
+    if spec.contains("://") || spec.starts_with("sqlite:") {
+        return spec.to_string();
+    }
+    let joined = match (spec.strip_prefix('~'), home) {
+        (Some(""), Some(h)) => h.to_path_buf(),
+        (Some(rest), Some(h)) if rest.starts_with('/') => h.join(rest.trim_start_matches('/')),
+        _ => base.join(spec),
+    };
+    let clean: PathBuf = joined
+        .components()
+        .filter(|c| *c != Component::CurDir)
+        .collect();
+    clean.display().to_string()
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, text[line_start..offset].chars().count() + 1)
+}
+
+/// The dotted key whose name or value covers `offset` (the innermost one).
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    use toml::de::{DeTable, DeValue};
+
+    fn walk(table: &DeTable<'_>, prefix: &str, offset: usize, best: &mut Option<(usize, String)>) {
+        for (k, v) in table.iter() {
+            let path = if prefix.is_empty() {
+                k.get_ref().to_string()
+            } else {
+                format!("{prefix}.{}", k.get_ref())
+            };
+            for span in [k.span(), v.span()] {
+                if span.contains(&offset) || (span.is_empty() && span.start == offset) {
+                    let width = span.end - span.start;
+                    if best.as_ref().is_none_or(|(w, _)| width <= *w) {
+                        *best = Some((width, path.clone()));
+                    }
+                }
+            }
+            visit(v.get_ref(), &path, offset, best);
+        }
+    }
+
+    fn visit(v: &DeValue<'_>, path: &str, offset: usize, best: &mut Option<(usize, String)>) {
+        match v {
+            DeValue::Table(t) => walk(t, path, offset, best),
+            DeValue::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let p = format!("{path}[{i}]");
+                    let span = item.span();
+                    if span.contains(&offset) {
+                        let width = span.end - span.start;
+                        if best.as_ref().is_none_or(|(w, _)| width <= *w) {
+                            *best = Some((width, p.clone()));
+                        }
+                    }
+                    visit(item.get_ref(), &p, offset, best);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    let doc = DeTable::parse(text).ok()?;
+    let mut best = None;
+    walk(doc.get_ref(), "", offset, &mut best);
+    best.map(|(_, k)| k)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    sources: Option<Vec<RawSource>>,
+    sandbox: Option<RawSandbox>,
+    scripts: Option<RawScripts>,
+    keyring: Option<Spanned<String>>,
+    cache_dir: Option<Spanned<String>>,
+    prompt: Option<RawPrompt>,
+    matcher: Option<RawMatcher>,
+    trusted_projects: Option<Vec<String>>,
+    install: Option<RawInstall>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSource {
+    path: Spanned<String>,
+    name: Option<Spanned<String>>,
+    trusted: Option<bool>,
+    core: Option<Spanned<bool>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSandbox {
+    fs_read: Option<Vec<String>>,
+    fs_write: Option<Vec<String>>,
+    network: Option<bool>,
+    timeout: Option<Spanned<u64>>,
+    max_timeout: Option<Spanned<u64>>,
+    memory: Option<Spanned<u64>>,
+    processes: Option<Spanned<u64>>,
+    output: Option<u64>,
+    workspace_bytes: Option<Spanned<u64>>,
+    workspace_files: Option<Spanned<u64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScripts {
+    interpreters: Option<BTreeMap<String, Spanned<String>>>,
+    by_extension: Option<BTreeMap<String, Spanned<String>>>,
+    extension_fields: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrompt {
+    budget: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInstall {
+    require_signatures: Option<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_characters() {
+        let t = "a = 1\nné = 2\n";
+        assert_eq!(line_col(t, 0), (1, 1));
+        assert_eq!(line_col(t, 6), (2, 1));
+        assert_eq!(line_col(t, t.find('=').unwrap()), (1, 3));
+        assert_eq!(line_col(t, t.rfind('=').unwrap()), (2, 4));
+        assert_eq!(line_col(t, t.len()), (3, 1));
+    }
+
+    #[test]
+    fn spec_resolution() {
+        let base = Path::new("/etc/sk");
+        let home = Some(Path::new("/home/me"));
+        for (spec, want) in [
+            ("skills", "/etc/sk/skills"),
+            ("./skills", "/etc/sk/skills"),
+            ("/abs/x.tar.gz", "/abs/x.tar.gz"),
+            ("~/s", "/home/me/s"),
+            ("~", "/home/me"),
+            ("https://h/x", "https://h/x"),
+            ("sqlite:reg.db", "sqlite:reg.db"),
+        ] {
+            assert_eq!(resolve_spec(spec, base, home), want, "{spec}");
+        }
+        assert_eq!(resolve_spec("~/s", base, None), "/etc/sk/~/s");
+    }
+}

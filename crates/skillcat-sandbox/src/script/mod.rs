@@ -1,0 +1,48 @@
+//! Script tools, per-skill workspaces and confined execution (see `docs/architecture.md`).
+//!
+//! ```text
+//! Skill ──tools::discover──▶ SkillTools ──ToolRegistry::claim──▶ names a model can call (one
+//!   │                                                            owner each; folded ones contested)
+//!   │                          (implicit scripts/*, declared `scripts:`; JSON Schemas)
+//!   └──Runner::load──▶ LoadedSkill ──Runner::run(tool, JSON args)──▶ ScriptOutput | ScriptError
+//!                        │              │
+//!                        │              ├─ argv from validated arguments (never a shell)
+//!                        │              ├─ grant ⊆ session policy      (E_SKILL_SCRIPT_POLICY_WIDENED)
+//!                        │              ├─ confinement available?      (or trust: core → unconfined)
+//!                        │              ├─ host gate (GateKind::Script) (DENIED / GATE_UNAVAILABLE)
+//!                        │              ├─ workspace materialised from the source, once
+//!                        │              └─ helper: namespaces, rlimits, Landlock, seccomp, execve
+//!                        └─ unload / drop → workspace removed
+//! ```
+//!
+//! Every failure is a [`ScriptError`] with a stable `E_SKILL_*` code and a text form for a model
+//! (`Error (exit N):\n…`, `Error (timed out):\n…`). See `docs/sandbox.md` for the security model
+//! and the `scripts:` declaration format.
+
+pub mod argv;
+pub mod denial;
+mod error;
+#[doc(hidden)]
+pub mod gate;
+pub mod home;
+pub mod policy;
+pub(crate) mod process;
+mod run;
+pub mod sandbox;
+mod tools;
+mod workspace;
+
+pub use error::{Captured, ScriptError};
+pub use gate::{
+    AllowAll, DenyAll, Gate, GateDecision, GateError, GateKind, GateRequest, Provenance,
+};
+pub use run::{
+    Confinement, LoadedSkill, Runner, RunnerConfig, ScriptLimits, ScriptOutput, cgroup_status,
+    start_dir,
+};
+pub use tools::{
+    Claimed, Contested, Declared, Interpreter, Interpreters, SCRIPT_TOOL_PREFIX, SYSTEM_PATH,
+    ScriptTool, SkillTools, Skipped, ToolClaim, ToolRegistry, discover, in_script_namespace,
+    parse_declared, tool_name_key,
+};
+pub use workspace::{Quota, Workspace, WorkspaceBase};
