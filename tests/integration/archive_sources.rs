@@ -1,0 +1,162 @@
+//! The archive source passes, over tarballs and zips, the conformance suite on the fixture catalog, packed by
+//! skillcat's own writer and by the system's `tar`; digests agree across three sources.
+
+use std::process::Command;
+
+use skillcat::archive::{ArchiveKind, ArchiveLimits};
+use skillcat::pack::{PackEntry, write_tar_gz, write_zip};
+use skillcat::path::join_path;
+use skillcat::source::{self, ArchiveSource, DirOptions, DirSource, Source, SourceExt};
+
+/// Every file of every root of the catalog, as archive entries under `root/`.
+async fn catalog_entries() -> Vec<PackEntry> {
+    let dir = DirSource::open(
+        &crate::support::conformance::catalog_dir(),
+        DirOptions::default(),
+    )
+    .unwrap();
+    let mut entries = Vec::new();
+    for root in dir.list().await.unwrap() {
+        for f in dir.files(&root).await.unwrap() {
+            let path = join_path(&root, &f.path);
+            entries.push(PackEntry {
+                bytes: dir.read(&path).await.unwrap(),
+                path,
+                executable: f.executable,
+            });
+        }
+    }
+    entries
+}
+
+#[tokio::test]
+async fn tar_gz_source_passes_the_conformance_suite() {
+    let mut bytes = Vec::new();
+    write_tar_gz(&catalog_entries().await, &mut bytes).unwrap();
+    let src = ArchiveSource::from_bytes(
+        ArchiveKind::TarGz,
+        "catalog.tar.gz",
+        &bytes,
+        ArchiveLimits::default(),
+    )
+    .unwrap();
+    crate::support::conformance::check_source(&src).await;
+}
+
+#[tokio::test]
+async fn zip_source_passes_the_conformance_suite() {
+    let mut cur = std::io::Cursor::new(Vec::new());
+    write_zip(&catalog_entries().await, &mut cur).unwrap();
+    let src = ArchiveSource::from_bytes(
+        ArchiveKind::Zip,
+        "catalog.zip",
+        cur.get_ref(),
+        ArchiveLimits::default(),
+    )
+    .unwrap();
+    crate::support::conformance::check_source(&src).await;
+}
+
+/// `tar -C catalog -czf x.tar.gz .` writes `./`-prefixed paths and directory entries; the same
+/// skills must come out, through `open()` picking the format by magic bytes.
+#[tokio::test]
+async fn system_tar_archives_pass_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, flags) in [
+        ("c.tar.gz", "-czf"),
+        ("c.tar", "-cf"),
+        ("mislabelled.zip", "-czf"),
+    ] {
+        let out = tmp.path().join(name);
+        let status = Command::new("tar")
+            .arg("-C")
+            .arg(crate::support::conformance::catalog_dir())
+            .arg(flags)
+            .arg(&out)
+            .arg(".")
+            .status()
+            .expect("tar runs");
+        assert!(status.success());
+        let src = source::open(out.to_str().unwrap()).unwrap();
+        crate::support::conformance::check_source(&*src).await;
+    }
+}
+
+#[tokio::test]
+async fn one_skill_archive_is_the_skill_itself() {
+    let dir = DirSource::open(
+        &crate::support::conformance::catalog_dir().join("alpha"),
+        DirOptions::default(),
+    )
+    .unwrap();
+    let mut entries = Vec::new();
+    for f in dir.files("").await.unwrap() {
+        entries.push(PackEntry {
+            bytes: dir.read(&f.path).await.unwrap(),
+            path: f.path,
+            executable: f.executable,
+        });
+    }
+    let mut bytes = Vec::new();
+    write_tar_gz(&entries, &mut bytes).unwrap();
+    let tar = ArchiveSource::from_bytes(
+        ArchiveKind::TarGz,
+        "alpha.tar.gz",
+        &bytes,
+        ArchiveLimits::default(),
+    )
+    .unwrap();
+    assert_eq!(tar.list().await.unwrap(), [""]);
+    let a = dir.manifest("", "alpha", "").await.unwrap();
+    let b = tar.manifest("", "alpha", "").await.unwrap();
+    assert_eq!(a, b, "same manifest, executable bits included");
+    let skill = source::load(&tar, "").await.unwrap();
+    assert_eq!(skill.name(), "alpha");
+    assert!(
+        skill.location().ends_with("alpha.tar.gz!/SKILL.md"),
+        "{}",
+        skill.location()
+    );
+}
+
+#[tokio::test]
+async fn digests_agree_across_directory_tarball_and_zip() {
+    let entries = catalog_entries().await;
+    let mut tgz = Vec::new();
+    write_tar_gz(&entries, &mut tgz).unwrap();
+    let mut zip = std::io::Cursor::new(Vec::new());
+    write_zip(&entries, &mut zip).unwrap();
+    let sources: Vec<Box<dyn Source>> = vec![
+        Box::new(
+            DirSource::open(
+                &crate::support::conformance::catalog_dir(),
+                DirOptions::default(),
+            )
+            .unwrap(),
+        ),
+        Box::new(
+            ArchiveSource::from_bytes(ArchiveKind::TarGz, "c.tgz", &tgz, ArchiveLimits::default())
+                .unwrap(),
+        ),
+        Box::new(
+            ArchiveSource::from_bytes(
+                ArchiveKind::Zip,
+                "c.zip",
+                zip.get_ref(),
+                ArchiveLimits::default(),
+            )
+            .unwrap(),
+        ),
+    ];
+    let mut all = Vec::new();
+    for src in &sources {
+        let mut digests = Vec::new();
+        for root in src.list().await.unwrap() {
+            digests.push((root.clone(), src.manifest(&root, "", "").await.unwrap()));
+        }
+        all.push(digests);
+    }
+    assert_eq!(all[0].len(), 13);
+    assert_eq!(all[0], all[1], "directory vs tar.gz");
+    assert_eq!(all[0], all[2], "directory vs zip");
+}

@@ -1,0 +1,10 @@
+//! The tests that measure a child's peak memory (`wait4`'s `ru_maxrss`): Linux counts in it the
+//! memory of the process the child was forked from, so they run from a small process of their
+//! own, not beside the hundreds of tests of `tests/integration/`.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod redteam3_registry_file;
+mod redteam3_sandbox;
+mod sandbox_redteam;
