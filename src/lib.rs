@@ -15,7 +15,7 @@
 //! | `skillcat-core` | [`path`], [`document`], [`digest`], [`archive`], [`prompt`], [`capability`], [`source`] (trait, directory and archive stores), [`pack`], [`compat`], [`error`] |
 //! | `skillcat-sign` | [`sign`]: minisign signatures, statements, scoped keyrings |
 //! | `skillcat-registry` | [`registry`], [`publish`], the SQLite store ([`source::RegistrySource`]) |
-//! | `skillcat-remote` | the HTTP and OCI stores ([`source::http`], [`source::oci`]) and [`push`] |
+//! | `skillcat-remote` | [`client`] (the one HTTP client), the HTTP and OCI stores ([`source::http`], [`source::oci`]) and [`push`] |
 //! | `skillcat-sources` | [`source::open`]: every kind of store from one string |
 //! | `skillcat-sandbox` | [`script`] (confined runs) and [`guest`] (QuickJS tools) |
 //! | `skillcat-runtime` | [`config`], [`catalog`], [`matching`], [`runtime`], [`mcp`] |
@@ -47,7 +47,7 @@ pub use skillcat_sign as sign;
 
 pub use skillcat_registry as registry;
 pub use skillcat_registry::prepare as publish;
-pub use skillcat_remote::push;
+pub use skillcat_remote::{client, push};
 
 pub use skillcat_sandbox::{guest, script};
 

@@ -453,6 +453,7 @@ pub async fn run(cli: Cli) -> u8 {
             slow_notice: std::io::IsTerminal::is_terminal(&std::io::stderr())
                 .then(|| std::time::Duration::from_secs(5)),
             allow_insecure: cli.allow_insecure,
+            ca_certificates: Vec::new(),
         },
         config: cli.config.clone(),
     });

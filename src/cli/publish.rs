@@ -10,6 +10,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use serde_json::Value;
+use skillcat::client::{self, reqwest};
 
 use super::{FAULTS, OK, USAGE};
 
@@ -125,35 +126,34 @@ impl Remote {
             .open
             .timeout
             .unwrap_or(std::time::Duration::from_secs(120));
-        #[allow(unused_mut)]
-        let mut builder = reqwest::Client::builder()
-            .timeout(timeout)
-            // A redirect could carry the token elsewhere: the API never redirects.
-            .redirect(reqwest::redirect::Policy::none());
-        match &self.cacert {
-            #[cfg(feature = "tls")]
-            Some(pem) => {
-                let cert = std::fs::read(pem)
-                    .map_err(|e| e.to_string())
-                    .and_then(|b| reqwest::Certificate::from_pem(&b).map_err(|e| e.to_string()))
-                    .map_err(|e| {
-                        err!(
-                            "Error: cannot use the CA certificate {}: {e}",
-                            pem.display()
-                        );
-                        USAGE
-                    })?;
-                builder = builder.add_root_certificate(cert);
-            }
-            #[cfg(not(feature = "tls"))]
-            Some(_) => {
-                err!("Error: --cacert needs a skillcat built with the `tls` feature");
-                return Err(USAGE);
-            }
-            None => {}
+        let mut ca_certificates = Vec::new();
+        if let Some(pem) = &self.cacert {
+            ca_certificates.push(std::fs::read(pem).map_err(|e| {
+                err!(
+                    "Error: cannot read the CA certificate {}: {e}",
+                    pem.display()
+                );
+                USAGE
+            })?);
         }
-        let http = builder.build().map_err(|e| {
-            err!("Error: cannot make an HTTP client: {e}");
+        // A redirect could carry the token elsewhere: the API never redirects.
+        let policy = client::Policy {
+            timeout: Some(timeout),
+            read_timeout: None,
+            redirects: client::Redirects::Never,
+            ca_certificates,
+            ..client::Policy::default()
+        };
+        let http = client::build(&policy).map_err(|e| {
+            match &self.cacert {
+                Some(pem) if !matches!(e, client::ClientError::Build(_)) => {
+                    err!(
+                        "Error: cannot use the CA certificate {}: {e}",
+                        pem.display()
+                    )
+                }
+                _ => err!("Error: {e}"),
+            }
             USAGE
         })?;
         Ok(Client { api, token, http })

@@ -3,10 +3,12 @@
 //!
 //! | module | what |
 //! | --- | --- |
+//! | [`client`] | the one HTTP client: timeouts, redirects, TLS roots, proxies, retries |
 //! | [`http`] | an Agent Skills discovery index over HTTP(S), and the content-addressed cache |
 //! | [`oci`] | `oci://HOST/REPO[:TAG|@sha256:…]`: skills stored as OCI artifacts |
 //! | [`push`] | a skill into an OCI registry, signature as a referrer |
 
+pub mod client;
 pub mod http;
 pub mod oci;
 pub mod push;

@@ -662,6 +662,8 @@ pub struct OpenOptions {
     /// Speak plain HTTP to an OCI registry that is not on this machine (a loopback registry is
     /// always reached over plain HTTP).
     pub allow_insecure: bool,
+    /// PEM certificates a remote source trusts as roots beside the platform's.
+    pub ca_certificates: Vec<Vec<u8>>,
 }
 
 #[cfg(test)]

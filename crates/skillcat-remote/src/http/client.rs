@@ -15,7 +15,7 @@
 //! ```
 //!
 //! Redirects are followed up to a limit; a redirect from https to plain http is refused. URLs
-//! in messages go through [`redact`]: user names, passwords and query strings are never shown.
+//! in messages go through [`redact`](crate::client::redact): user names, passwords and query strings are never shown.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,27 +27,9 @@ use reqwest::{StatusCode, Url};
 use tokio::sync::Semaphore;
 
 use super::HttpOptions;
+pub use crate::client::redact;
+use crate::client::{self, backoff, is_retryable_status, jitter, retry_after};
 use crate::error::Error;
-
-/// A URL as it may be shown: no credentials, no query string.
-pub fn redact(url: &Url) -> String {
-    let mut u = url.clone();
-    if !u.username().is_empty() || u.password().is_some() {
-        let _ = u.set_username("***");
-        let _ = u.set_password(None);
-    }
-    let had_query = u.query().is_some();
-    u.set_query(None);
-    let mut s = u.to_string();
-    if had_query {
-        // Before any fragment: the fragment (if any) stays at the end.
-        match s.find('#') {
-            Some(i) => s.insert_str(i, "?…"),
-            None => s.push_str("?…"),
-        }
-    }
-    s
-}
 
 /// What went wrong with one download (mapped into [`Error`] with one `From`).
 #[derive(Debug, thiserror::Error)]
@@ -192,24 +174,9 @@ struct Failure {
     retry_after: Option<Duration>,
 }
 
-/// Longest wait between two attempts, whatever Retry-After says.
-const MAX_BACKOFF: Duration = Duration::from_secs(10);
-
 impl Fetcher {
     pub(super) fn new(opts: &HttpOptions, counters: Arc<Counters>) -> Result<Fetcher, Error> {
-        let max_redirects = opts.max_redirects;
-        let policy = reqwest::redirect::Policy::custom(move |attempt| {
-            match redirect_refusal(attempt.previous(), attempt.url(), max_redirects) {
-                Some(why) => attempt.error(why),
-                None => attempt.follow(),
-            }
-        });
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("skillcat/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(opts.connect_timeout)
-            .read_timeout(opts.read_timeout)
-            .redirect(policy)
-            .build()
+        let client = client::build(&opts.policy())
             .map_err(|e| Error::other("cannot set up the HTTP client", e))?;
         Ok(Fetcher {
             client,
@@ -521,147 +488,9 @@ pub(crate) fn describe(e: reqwest::Error) -> String {
     out
 }
 
-/// Whether to follow a redirect to `next`, given the URLs visited so far (the first request
-/// included): `None` to follow, else why not. Refused: more than `max` redirects (which also
-/// ends any loop), and plain http once any step was https (a downgrade would let anyone on
-/// the path change what is fetched).
-pub(crate) fn redirect_refusal(previous: &[Url], next: &Url, max: usize) -> Option<String> {
-    // `previous` holds the original request and every redirect followed so far.
-    if previous.len() > max {
-        Some(format!("more than {max} redirects"))
-    } else if next.scheme() != "https" && previous.iter().any(|u| u.scheme() == "https") {
-        Some(format!(
-            "refusing a redirect from https to plain http ({})",
-            redact(next)
-        ))
-    } else {
-        None
-    }
-}
-
-/// Statuses worth another try: server errors, and the client errors that mean "later".
-pub(super) fn is_retryable_status(status: u16) -> bool {
-    (500..600).contains(&status) || status == 408 || status == 429
-}
-
-/// `Retry-After` in seconds (the HTTP-date form is ignored).
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let v = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
-    v.trim().parse::<u64>().ok().map(Duration::from_secs)
-}
-
-/// How long to wait before attempt `attempt + 1`: what the server asked for (capped), else
-/// "full jitter" — a uniform share (`jitter` in `[0, 1)`) of `base × 2^attempt`, capped.
-pub(super) fn backoff(
-    attempt: u32,
-    base: Duration,
-    retry_after: Option<Duration>,
-    jitter: f64,
-) -> Duration {
-    if let Some(wait) = retry_after {
-        return wait.min(MAX_BACKOFF);
-    }
-    let ceiling = base
-        .saturating_mul(1u32.checked_shl(attempt.min(16)).unwrap_or(u32::MAX))
-        .min(MAX_BACKOFF);
-    ceiling.mul_f64(jitter.clamp(0.0, 1.0))
-}
-
-/// A number in `[0, 1)`, different on each call (not for secrets).
-fn jitter() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redact_hides_credentials_and_queries() {
-        let u = Url::parse("https://user:secret@example.com/a/index.json?token=t#frag").unwrap();
-        let shown = redact(&u);
-        assert!(!shown.contains("secret") && !shown.contains("user") && !shown.contains("token"));
-        assert_eq!(shown, "https://***@example.com/a/index.json?…#frag");
-        let plain = Url::parse("http://127.0.0.1:8080/").unwrap();
-        assert_eq!(redact(&plain), "http://127.0.0.1:8080/");
-    }
-
-    #[test]
-    fn redirect_policy_limits_hops_and_refuses_downgrades() {
-        let u = |s: &str| Url::parse(s).unwrap();
-        let chain = |n: usize, scheme: &str| -> Vec<Url> {
-            (0..n).map(|i| u(&format!("{scheme}://h/{i}"))).collect()
-        };
-        // The first redirect: one URL visited so far.
-        assert_eq!(
-            redirect_refusal(&chain(1, "http"), &u("http://h/x"), 10),
-            None
-        );
-        // Ten redirects are allowed (the original request plus ten hops), the eleventh is not.
-        assert_eq!(
-            redirect_refusal(&chain(10, "http"), &u("http://h/x"), 10),
-            None
-        );
-        let why = redirect_refusal(&chain(11, "http"), &u("http://h/x"), 10).unwrap();
-        assert_eq!(why, "more than 10 redirects");
-        // A loop is the same URL again and again: it ends at the limit.
-        let looping = vec![u("http://h/loop"); 4];
-        assert!(redirect_refusal(&looping, &u("http://h/loop"), 3).is_some());
-        assert_eq!(redirect_refusal(&[], &u("http://h/x"), 0), None);
-        assert!(redirect_refusal(&chain(1, "http"), &u("http://h/x"), 0).is_some());
-        // https → http is refused, at any later step too; http → https and https → https pass.
-        let why = redirect_refusal(&[u("https://h/i.json")], &u("http://h/i.json"), 10).unwrap();
-        assert!(why.contains("https to plain http"), "{why}");
-        let mixed = [u("http://h/a"), u("https://h/b"), u("https://h/c")];
-        assert!(redirect_refusal(&mixed, &u("http://h/d"), 10).is_some());
-        assert_eq!(
-            redirect_refusal(&[u("http://h/a")], &u("https://h/a"), 10),
-            None
-        );
-        assert_eq!(
-            redirect_refusal(&[u("https://h/a")], &u("https://cdn/a"), 10),
-            None
-        );
-        // The refusal never shows credentials.
-        let why = redirect_refusal(&[u("https://h/a")], &u("http://u:pw@h/a?t=1"), 10).unwrap();
-        assert!(!why.contains("pw") && !why.contains("t=1"), "{why}");
-    }
-
-    #[test]
-    fn which_statuses_are_retried() {
-        for s in [500, 502, 503, 504, 408, 429] {
-            assert!(is_retryable_status(s), "{s}");
-        }
-        for s in [400, 401, 403, 404, 410, 416] {
-            assert!(!is_retryable_status(s), "{s}");
-        }
-    }
-
-    #[test]
-    fn backoff_is_full_jitter_capped_and_honours_retry_after() {
-        let base = Duration::from_millis(100);
-        assert_eq!(backoff(0, base, None, 0.0), Duration::ZERO);
-        assert_eq!(backoff(0, base, None, 0.5), Duration::from_millis(50));
-        assert_eq!(backoff(3, base, None, 0.5), Duration::from_millis(400));
-        assert_eq!(
-            backoff(40, base, None, 0.999_999),
-            MAX_BACKOFF.mul_f64(0.999_999)
-        );
-        assert_eq!(
-            backoff(0, base, Some(Duration::from_secs(2)), 0.1),
-            Duration::from_secs(2)
-        );
-        assert_eq!(
-            backoff(0, base, Some(Duration::from_secs(3600)), 0.1),
-            MAX_BACKOFF
-        );
-        let j = jitter();
-        assert!((0.0..1.0).contains(&j));
-    }
 
     #[test]
     fn errors_map_to_the_library_kinds() {

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::index::IndexLimits;
 use crate::archive::ArchiveLimits;
+use crate::client::{Policy, Redirects};
 use crate::source::OpenOptions;
 
 /// How an [`HttpSource`](super::HttpSource) reaches the network and where it caches.
@@ -39,6 +40,8 @@ pub struct HttpOptions {
     pub max_index_entries: usize,
     /// Limits for the archives downloaded.
     pub limits: ArchiveLimits,
+    /// PEM certificates trusted as roots beside the platform's (feature `tls`).
+    pub ca_certificates: Vec<Vec<u8>>,
 }
 
 impl Default for HttpOptions {
@@ -58,11 +61,26 @@ impl Default for HttpOptions {
             concurrency: 8,
             max_index_entries: IndexLimits::default().max_entries,
             limits,
+            ca_certificates: Vec::new(),
         }
     }
 }
 
 impl HttpOptions {
+    /// The client policy these options ask for: their timeouts, redirects and roots; the
+    /// deadline stays with the caller, which spans retries with it.
+    pub fn policy(&self) -> Policy {
+        Policy {
+            connect_timeout: self.connect_timeout,
+            read_timeout: Some(self.read_timeout),
+            timeout: None,
+            redirects: Redirects::Follow {
+                max: self.max_redirects,
+            },
+            ca_certificates: self.ca_certificates.clone(),
+        }
+    }
+
     /// The limits an index is read under.
     pub fn index_limits(&self) -> IndexLimits {
         IndexLimits {
@@ -81,6 +99,7 @@ impl From<&OpenOptions> for HttpOptions {
             timeout: o.timeout.unwrap_or(d.timeout),
             slow_notice: o.slow_notice,
             max_index_entries: o.max_index_entries.unwrap_or(d.max_index_entries),
+            ca_certificates: o.ca_certificates.clone(),
             ..d
         }
     }

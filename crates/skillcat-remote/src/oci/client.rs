@@ -45,6 +45,8 @@ pub struct Client {
     auth: Mutex<Option<String>>,
     push: bool,
     deadline: Duration,
+    retries: u32,
+    backoff: Duration,
     requests: AtomicU64,
     bytes: AtomicU64,
 }
@@ -82,23 +84,7 @@ impl Client {
         }
         let base = Url::parse(&format!("{scheme}://{}/", reference.registry))
             .map_err(|e| Error::other(format!("{reference}: not a registry address"), e))?;
-        let max_redirects = opts.http.max_redirects;
-        let policy = reqwest::redirect::Policy::custom(move |attempt| {
-            match crate::http::client::redirect_refusal(
-                attempt.previous(),
-                attempt.url(),
-                max_redirects,
-            ) {
-                Some(why) => attempt.error(why),
-                None => attempt.follow(),
-            }
-        });
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("skillcat/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(opts.http.connect_timeout)
-            .read_timeout(opts.http.read_timeout)
-            .redirect(policy)
-            .build()
+        let http = crate::client::build(&opts.http.policy())
             .map_err(|e| Error::other("cannot set up the HTTP client", e))?;
         Ok(Client {
             http,
@@ -109,6 +95,8 @@ impl Client {
             auth: Mutex::new(None),
             push: opts.push,
             deadline: opts.http.timeout,
+            retries: opts.http.retries,
+            backoff: opts.http.backoff,
             requests: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
         })
@@ -285,7 +273,7 @@ impl Client {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let resp = self
-            .send_once(
+            .send_retrying(
                 method.clone(),
                 url,
                 headers.clone(),
@@ -304,12 +292,45 @@ impl Client {
         let fresh = self.answer(&challenge).await?;
         *self.auth.lock().unwrap_or_else(PoisonError::into_inner) = Some(fresh.clone());
         let resp = self
-            .send_once(method, url, headers, body, Some(&fresh))
+            .send_retrying(method, url, headers, body, Some(&fresh))
             .await?;
         if resp.status() == StatusCode::UNAUTHORIZED {
             return Err(self.refused());
         }
         Ok(resp)
+    }
+
+    /// [`send_once`](Self::send_once), again after a transport error or a 5xx, 408 or 429
+    /// answer when the request may be repeated (GET and HEAD), with the one client's backoff.
+    async fn send_retrying(
+        &self,
+        method: Method,
+        url: &Url,
+        headers: HeaderMap,
+        body: Option<Bytes>,
+        auth: Option<&str>,
+    ) -> Result<reqwest::Response> {
+        let repeatable = method == Method::GET || method == Method::HEAD;
+        let mut attempt = 0;
+        loop {
+            let sent = self
+                .send_once(method.clone(), url, headers.clone(), body.clone(), auth)
+                .await;
+            let retry_after = match &sent {
+                Ok(r) if crate::client::is_retryable_status(r.status().as_u16()) => {
+                    crate::client::retry_after(r.headers())
+                }
+                Ok(_) => return sent,
+                Err(_) => None,
+            };
+            if !repeatable || attempt >= self.retries {
+                return sent;
+            }
+            let wait =
+                crate::client::backoff(attempt, self.backoff, retry_after, crate::client::jitter());
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
     }
 
     async fn send_once(

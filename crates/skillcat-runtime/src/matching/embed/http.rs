@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use reqwest::Url;
+use skillcat_remote::client::Policy;
+use skillcat_remote::client::reqwest::{self, Url};
 
 use super::EmbedError;
 
@@ -10,14 +11,15 @@ use super::EmbedError;
 /// as JSON are about 25 MiB).
 const MAX_RESPONSE: usize = 256 << 20;
 
-/// The client every provider uses unless given one: connect and total timeouts, a user agent.
+/// The client every provider uses unless given one: the one client's policy with a total
+/// timeout of 5 minutes (a large batch on a slow model), no limit between reads.
 pub(super) fn client() -> Result<reqwest::Client, EmbedError> {
-    reqwest::Client::builder()
-        .user_agent(concat!("skillcat/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(Duration::from_secs(300))
-        .build()
-        .map_err(|e| EmbedError::Invalid(format!("HTTP client: {e}")))
+    skillcat_remote::client::build(&Policy {
+        timeout: Some(Duration::from_secs(300)),
+        read_timeout: None,
+        ..Policy::default()
+    })
+    .map_err(|e| EmbedError::Invalid(format!("HTTP client: {e}")))
 }
 
 /// Parses a provider's base URL: `http` or `https` only.

@@ -9,9 +9,9 @@
 //! The older `/api/embeddings` (one `prompt`, one `embedding`) is not used.
 
 use async_trait::async_trait;
-use reqwest::Url;
 use serde::Deserialize;
 use serde_json::json;
+use skillcat_remote::client::reqwest::{self, Url};
 
 use super::http::{client, endpoint, parse_base, post_json, redact};
 use super::{EmbedError, Embedder, MAX_BATCH, check_batch};

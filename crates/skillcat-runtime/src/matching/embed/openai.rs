@@ -10,9 +10,9 @@
 //! Items are put back in input order by `index`; every index must appear exactly once.
 
 use async_trait::async_trait;
-use reqwest::Url;
 use serde::Deserialize;
 use serde_json::json;
+use skillcat_remote::client::reqwest::{self, Url};
 
 use super::http::{client, endpoint, parse_base, post_json, redact};
 use super::{EmbedError, Embedder, MAX_BATCH, check_batch};

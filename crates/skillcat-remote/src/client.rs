@@ -1,0 +1,322 @@
+//! The one HTTP client: every request skillcat sends to a server goes out through a client
+//! [`build`] makes — the HTTP and OCI sources, a central registry's API (`publish`, `yank`),
+//! embedding providers — under one policy:
+//!
+//! ```text
+//! user agent   skillcat/VERSION
+//! timeouts     connect (10 s by default), between two reads of a body, the whole request
+//! redirects    none (an API that carries a token), or at most N, never from https to http
+//! TLS          rustls with the platform's roots (feature `tls`), plus the CA certificates a
+//!              user names (--cacert); without `tls`, extra roots are an error
+//! proxies      HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY, as reqwest reads them
+//! retries      for a caller that may repeat its request: 5xx, 408, 429 and transport errors,
+//!              full-jitter exponential backoff capped at 10 s, Retry-After (seconds) honoured
+//! ```
+//!
+//! Body limits stay with each caller, which knows what it expects. URLs in messages go through
+//! [`redact`]: user names, passwords and query strings are never shown.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use reqwest::Url;
+use reqwest::header::{self, HeaderMap};
+
+/// The HTTP stack the client is made of: the types its callers name (`Url`, `Method`,
+/// `StatusCode`, …), so no other crate depends on it directly.
+pub use reqwest;
+
+/// How a client behaves; [`Policy::default`] is what a source uses unless told otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// The longest wait for a connection.
+    pub connect_timeout: Duration,
+    /// The longest wait between two reads of an answer (`None`: no limit but the total).
+    pub read_timeout: Option<Duration>,
+    /// The longest a whole request may take, body included (`None`: the caller keeps its own
+    /// deadline).
+    pub timeout: Option<Duration>,
+    /// Which redirects are followed.
+    pub redirects: Redirects,
+    /// PEM certificates (one or several per entry) trusted as roots beside the platform's.
+    pub ca_certificates: Vec<Vec<u8>>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Some(Duration::from_secs(30)),
+            timeout: None,
+            redirects: Redirects::Follow { max: 10 },
+            ca_certificates: Vec::new(),
+        }
+    }
+}
+
+/// Which redirects a client follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Redirects {
+    /// None: a 3xx is the answer (an API that sends a token must not send it elsewhere).
+    Never,
+    /// At most `max`, and never from https to plain http ([`redirect_refusal`]).
+    Follow {
+        /// The most redirects of one request.
+        max: usize,
+    },
+}
+
+/// Why a client could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// A CA certificate given to trust is not PEM that holds a certificate.
+    #[error("a CA certificate to trust is not a PEM certificate: {0}")]
+    Certificate(#[source] reqwest::Error),
+    /// CA certificates were given to a build without TLS.
+    #[error("CA certificates need a skillcat built with the `tls` feature")]
+    NoTls,
+    /// The HTTP stack refused the configuration.
+    #[error("cannot set up the HTTP client: {0}")]
+    Build(#[source] reqwest::Error),
+}
+
+/// A client with `policy`: the one place skillcat makes one.
+pub fn build(policy: &Policy) -> Result<reqwest::Client, ClientError> {
+    let redirect = match policy.redirects {
+        Redirects::Never => reqwest::redirect::Policy::none(),
+        Redirects::Follow { max } => reqwest::redirect::Policy::custom(move |attempt| {
+            match redirect_refusal(attempt.previous(), attempt.url(), max) {
+                Some(why) => attempt.error(why),
+                None => attempt.follow(),
+            }
+        }),
+    };
+    let mut builder = reqwest::Client::builder()
+        .user_agent(concat!("skillcat/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(policy.connect_timeout)
+        .redirect(redirect);
+    if let Some(read) = policy.read_timeout {
+        builder = builder.read_timeout(read);
+    }
+    if let Some(total) = policy.timeout {
+        builder = builder.timeout(total);
+    }
+    builder = add_roots(builder, &policy.ca_certificates)?;
+    builder.build().map_err(ClientError::Build)
+}
+
+#[cfg(feature = "tls")]
+fn add_roots(
+    mut builder: reqwest::ClientBuilder,
+    pems: &[Vec<u8>],
+) -> Result<reqwest::ClientBuilder, ClientError> {
+    for pem in pems {
+        for cert in reqwest::Certificate::from_pem_bundle(pem).map_err(ClientError::Certificate)? {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    Ok(builder)
+}
+
+#[cfg(not(feature = "tls"))]
+fn add_roots(
+    builder: reqwest::ClientBuilder,
+    pems: &[Vec<u8>],
+) -> Result<reqwest::ClientBuilder, ClientError> {
+    if pems.is_empty() {
+        Ok(builder)
+    } else {
+        Err(ClientError::NoTls)
+    }
+}
+
+/// A URL as it may be shown: no credentials, no query string.
+pub fn redact(url: &Url) -> String {
+    let mut u = url.clone();
+    if !u.username().is_empty() || u.password().is_some() {
+        let _ = u.set_username("***");
+        let _ = u.set_password(None);
+    }
+    let had_query = u.query().is_some();
+    u.set_query(None);
+    let mut s = u.to_string();
+    if had_query {
+        // Before any fragment: the fragment (if any) stays at the end.
+        match s.find('#') {
+            Some(i) => s.insert_str(i, "?…"),
+            None => s.push_str("?…"),
+        }
+    }
+    s
+}
+
+/// Longest wait between two attempts, whatever Retry-After says.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// Whether to follow a redirect to `next`, given the URLs visited so far (the first request
+/// included): `None` to follow, else why not. Refused: more than `max` redirects (which also
+/// ends any loop), and plain http once any step was https (a downgrade would let anyone on
+/// the path change what is fetched).
+pub fn redirect_refusal(previous: &[Url], next: &Url, max: usize) -> Option<String> {
+    // `previous` holds the original request and every redirect followed so far.
+    if previous.len() > max {
+        Some(format!("more than {max} redirects"))
+    } else if next.scheme() != "https" && previous.iter().any(|u| u.scheme() == "https") {
+        Some(format!(
+            "refusing a redirect from https to plain http ({})",
+            redact(next)
+        ))
+    } else {
+        None
+    }
+}
+
+/// Statuses worth another try: server errors, and the client errors that mean "later".
+pub fn is_retryable_status(status: u16) -> bool {
+    (500..600).contains(&status) || status == 408 || status == 429
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is ignored).
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let v = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
+    v.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// How long to wait before attempt `attempt + 1`: what the server asked for (capped), else
+/// "full jitter" — a uniform share (`jitter` in `[0, 1)`) of `base × 2^attempt`, capped.
+pub fn backoff(
+    attempt: u32,
+    base: Duration,
+    retry_after: Option<Duration>,
+    jitter: f64,
+) -> Duration {
+    if let Some(wait) = retry_after {
+        return wait.min(MAX_BACKOFF);
+    }
+    let ceiling = base
+        .saturating_mul(1u32.checked_shl(attempt.min(16)).unwrap_or(u32::MAX))
+        .min(MAX_BACKOFF);
+    ceiling.mul_f64(jitter.clamp(0.0, 1.0))
+}
+
+/// A number in `[0, 1)`, different on each call (not for secrets).
+pub fn jitter() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_hides_credentials_and_queries() {
+        let u = Url::parse("https://user:secret@example.com/a/index.json?token=t#frag").unwrap();
+        let shown = redact(&u);
+        assert!(!shown.contains("secret") && !shown.contains("user") && !shown.contains("token"));
+        assert_eq!(shown, "https://***@example.com/a/index.json?…#frag");
+        let plain = Url::parse("http://127.0.0.1:8080/").unwrap();
+        assert_eq!(redact(&plain), "http://127.0.0.1:8080/");
+    }
+
+    #[test]
+    fn redirect_policy_limits_hops_and_refuses_downgrades() {
+        let u = |s: &str| Url::parse(s).unwrap();
+        let chain = |n: usize, scheme: &str| -> Vec<Url> {
+            (0..n).map(|i| u(&format!("{scheme}://h/{i}"))).collect()
+        };
+        // The first redirect: one URL visited so far.
+        assert_eq!(
+            redirect_refusal(&chain(1, "http"), &u("http://h/x"), 10),
+            None
+        );
+        // Ten redirects are allowed (the original request plus ten hops), the eleventh is not.
+        assert_eq!(
+            redirect_refusal(&chain(10, "http"), &u("http://h/x"), 10),
+            None
+        );
+        let why = redirect_refusal(&chain(11, "http"), &u("http://h/x"), 10).unwrap();
+        assert_eq!(why, "more than 10 redirects");
+        // A loop is the same URL again and again: it ends at the limit.
+        let looping = vec![u("http://h/loop"); 4];
+        assert!(redirect_refusal(&looping, &u("http://h/loop"), 3).is_some());
+        assert_eq!(redirect_refusal(&[], &u("http://h/x"), 0), None);
+        assert!(redirect_refusal(&chain(1, "http"), &u("http://h/x"), 0).is_some());
+        // https → http is refused, at any later step too; http → https and https → https pass.
+        let why = redirect_refusal(&[u("https://h/i.json")], &u("http://h/i.json"), 10).unwrap();
+        assert!(why.contains("https to plain http"), "{why}");
+        let mixed = [u("http://h/a"), u("https://h/b"), u("https://h/c")];
+        assert!(redirect_refusal(&mixed, &u("http://h/d"), 10).is_some());
+        assert_eq!(
+            redirect_refusal(&[u("http://h/a")], &u("https://h/a"), 10),
+            None
+        );
+        assert_eq!(
+            redirect_refusal(&[u("https://h/a")], &u("https://cdn/a"), 10),
+            None
+        );
+        // The refusal never shows credentials.
+        let why = redirect_refusal(&[u("https://h/a")], &u("http://u:pw@h/a?t=1"), 10).unwrap();
+        assert!(!why.contains("pw") && !why.contains("t=1"), "{why}");
+    }
+
+    #[test]
+    fn which_statuses_are_retried() {
+        for s in [500, 502, 503, 504, 408, 429] {
+            assert!(is_retryable_status(s), "{s}");
+        }
+        for s in [400, 401, 403, 404, 410, 416] {
+            assert!(!is_retryable_status(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn backoff_is_full_jitter_capped_and_honours_retry_after() {
+        let base = Duration::from_millis(100);
+        assert_eq!(backoff(0, base, None, 0.0), Duration::ZERO);
+        assert_eq!(backoff(0, base, None, 0.5), Duration::from_millis(50));
+        assert_eq!(backoff(3, base, None, 0.5), Duration::from_millis(400));
+        assert_eq!(
+            backoff(40, base, None, 0.999_999),
+            MAX_BACKOFF.mul_f64(0.999_999)
+        );
+        assert_eq!(
+            backoff(0, base, Some(Duration::from_secs(2)), 0.1),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            backoff(0, base, Some(Duration::from_secs(3600)), 0.1),
+            MAX_BACKOFF
+        );
+        let j = jitter();
+        assert!((0.0..1.0).contains(&j));
+    }
+
+    #[test]
+    fn a_pem_that_holds_no_certificate_is_refused_and_none_is_fine() {
+        assert!(build(&Policy::default()).is_ok());
+        let never = Policy {
+            redirects: Redirects::Never,
+            timeout: Some(Duration::from_secs(1)),
+            read_timeout: None,
+            ..Policy::default()
+        };
+        assert!(build(&never).is_ok());
+        let bad = Policy {
+            ca_certificates: vec![
+                b"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n".to_vec(),
+            ],
+            ..Policy::default()
+        };
+        let err = build(&bad).unwrap_err();
+        if cfg!(feature = "tls") {
+            assert!(matches!(err, ClientError::Certificate(_)), "{err}");
+        } else {
+            assert!(matches!(err, ClientError::NoTls), "{err}");
+        }
+    }
+}
