@@ -24,6 +24,31 @@ pub enum Error {
     /// Nothing exists at `0` (a path, a skill name, a file of a skill).
     #[error("not found: {0}")]
     NotFound(String),
+    /// A server wants to know who asks: no credentials were given, or it refused them.
+    #[error("{location}: {reason}")]
+    Unauthenticated {
+        /// The server (or its URL), for people: never with credentials in it.
+        location: String,
+        /// What happened and what to do (which variables or files hold credentials).
+        reason: String,
+    },
+    /// A server knows who asks and denies them this (HTTP 403).
+    #[error("{location}: {reason}")]
+    PermissionDenied {
+        /// The server (or its URL), for people: never with credentials in it.
+        location: String,
+        /// What was denied.
+        reason: String,
+    },
+    /// A server answered a request with an error status that has no kind of its own (not
+    /// 404/410, which are [`NotFound`](Error::NotFound); not 401 or 403).
+    #[error("{url}: HTTP {status}")]
+    Remote {
+        /// The URL asked, for people: no credentials, no query string.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+    },
     /// A path was refused: it climbs out of its root, is absolute, or is not canonical.
     #[error("path rejected: {path}: {reason}")]
     PathRejected {
@@ -154,6 +179,16 @@ impl Error {
         match self {
             Error::NotFound(_) => true,
             Error::Io { source, .. } => source.kind() == io::ErrorKind::NotFound,
+            _ => false,
+        }
+    }
+
+    /// Whether a server could not be reached or failed on its side (a connection error, a 5xx
+    /// answer): what a remote source may answer from its cache instead.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            Error::Io { .. } => true,
+            Error::Remote { status, .. } => *status >= 500,
             _ => false,
         }
     }

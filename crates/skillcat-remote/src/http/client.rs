@@ -69,9 +69,15 @@ impl From<HttpError> for Error {
             HttpError::Status { url, status } if status == 404 || status == 410 => {
                 Error::NotFound(format!("{url} (HTTP {status})"))
             }
-            HttpError::Status { url, status } => {
-                Error::io(url, IoError::other(format!("HTTP {status}")))
-            }
+            HttpError::Status { url, status: 401 } => Error::Unauthenticated {
+                location: url,
+                reason: "HTTP 401: the server asks for credentials".into(),
+            },
+            HttpError::Status { url, status: 403 } => Error::PermissionDenied {
+                location: url,
+                reason: "HTTP 403: the server denies this".into(),
+            },
+            HttpError::Status { url, status } => Error::Remote { url, status },
             HttpError::Transport { url, detail } => Error::io(url, IoError::other(detail)),
             HttpError::TooLarge { url, size, limit } => Error::TooLarge {
                 path: url,
@@ -517,5 +523,30 @@ mod tests {
         }
         .into();
         assert!(e.to_string().contains("expected 10 bytes"), "{e}");
+        // A status keeps its kind: who asks, what is denied, what failed on the server.
+        let status = |status| -> Error {
+            HttpError::Status {
+                url: "u".into(),
+                status,
+            }
+            .into()
+        };
+        let e = status(500);
+        assert!(matches!(e, Error::Remote { status: 500, .. }), "{e:?}");
+        assert_eq!(e.to_string(), "u: HTTP 500");
+        assert!(e.is_unreachable());
+        assert!(matches!(status(401), Error::Unauthenticated { .. }));
+        assert!(status(401).to_string().starts_with("u: HTTP 401"));
+        assert!(matches!(status(403), Error::PermissionDenied { .. }));
+        assert!(status(403).to_string().starts_with("u: HTTP 403"));
+        for s in [400, 401, 403, 429] {
+            assert!(!status(s).is_unreachable(), "{s}");
+        }
+        let e: Error = HttpError::Transport {
+            url: "u".into(),
+            detail: "connection refused".into(),
+        }
+        .into();
+        assert!(e.is_unreachable());
     }
 }

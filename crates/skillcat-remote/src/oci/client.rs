@@ -444,7 +444,10 @@ impl Client {
     }
 
     fn auth_error(&self, why: &str) -> Error {
-        Error::Invalid(format!("{}: authentication failed: {why}", self.shown))
+        Error::Unauthenticated {
+            location: self.shown.clone(),
+            reason: format!("authentication failed: {why}"),
+        }
     }
 
     fn needs_credentials(&self) -> Error {
@@ -509,10 +512,14 @@ fn expect(resp: reqwest::Response, url: &Url, ok: &[StatusCode]) -> Result<reqwe
     let shown = redact(url);
     Err(match status {
         StatusCode::NOT_FOUND => Error::NotFound(format!("{shown} (HTTP 404)")),
-        StatusCode::FORBIDDEN => Error::Invalid(format!(
-            "{shown}: HTTP 403: the registry denies this to the credentials in use"
-        )),
-        s => Error::io(shown, std::io::Error::other(format!("HTTP {}", s.as_u16()))),
+        StatusCode::FORBIDDEN => Error::PermissionDenied {
+            location: shown,
+            reason: "HTTP 403: the registry denies this to the credentials in use".into(),
+        },
+        s => Error::Remote {
+            url: shown,
+            status: s.as_u16(),
+        },
     })
 }
 

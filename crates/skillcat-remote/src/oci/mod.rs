@@ -206,7 +206,7 @@ impl OciSource {
                     return Ok(l);
                 }
                 match self.load(Mode::Online).await {
-                    Err(e @ Error::Io { .. }) => match self.load(Mode::Offline).await {
+                    Err(e) if e.is_unreachable() => match self.load(Mode::Offline).await {
                         Ok(l) => {
                             self.warn(format!(
                                 "{}: the registry could not be reached ({e}); serving the cached copy (manifest {})",
@@ -441,7 +441,7 @@ impl OciSource {
                     self.referrers(&digest, Mode::Offline).await
                 } else {
                     match self.referrers(&digest, Mode::Online).await {
-                        Err(e @ Error::Io { .. }) => {
+                        Err(e) if e.is_unreachable() => {
                             self.referrers(&digest, Mode::Offline).await.map_err(|_| e)
                         }
                         other => other,

@@ -46,7 +46,6 @@ mod tools;
 mod transport;
 pub mod uri;
 
-use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -79,35 +78,26 @@ struct Inner {
     warnings: Vec<String>,
 }
 
-/// Why serving stopped with an error.
-#[derive(Debug)]
+/// Why serving stopped with an error; the transport's or the service's own error is kept as
+/// the [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
     /// The client never completed the protocol's initialisation (or the transport failed first).
-    Initialize(String),
+    #[error("MCP initialisation failed: {0}")]
+    Initialize(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The service task failed.
-    Service(String),
+    #[error("the MCP service failed: {0}")]
+    Service(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Serving ended, but a workspace could not be removed.
+    #[error("removing workspaces failed:{}", each_failure(.0))]
     Cleanup(Vec<crate::script::ScriptError>),
 }
 
-impl fmt::Display for ServeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ServeError::Initialize(e) => write!(f, "MCP initialisation failed: {e}"),
-            ServeError::Service(e) => write!(f, "the MCP service failed: {e}"),
-            ServeError::Cleanup(errors) => {
-                f.write_str("removing workspaces failed:")?;
-                for e in errors {
-                    write!(f, " {e};")?;
-                }
-                Ok(())
-            }
-        }
-    }
+/// `" e1; e2;"`: each workspace that could not be removed.
+fn each_failure(errors: &[crate::script::ScriptError]) -> String {
+    errors.iter().map(|e| format!(" {e};")).collect()
 }
-
-impl std::error::Error for ServeError {}
 
 impl McpServer {
     /// A server over the current snapshot of the session's catalog (loading it if needed).
@@ -188,9 +178,7 @@ impl McpServer {
         let running = match running {
             Ok(r) => r,
             Err(e) => {
-                return self
-                    .finish(Err(ServeError::Initialize(e.to_string())))
-                    .await;
+                return self.finish(Err(ServeError::Initialize(Box::new(e)))).await;
             }
         };
         // The service loop ends on EOF or a transport failure; a stop cancels it, and the
@@ -206,7 +194,7 @@ impl McpServer {
         };
         let outcome = outcome
             .map(|_| ())
-            .map_err(|e| ServeError::Service(e.to_string()));
+            .map_err(|e| ServeError::Service(Box::new(e)));
         self.finish(outcome).await
     }
 
