@@ -19,14 +19,14 @@ pub use validate::{
 };
 pub use value::{Map, Value};
 
-/// Fuzzing hook, not part of the API and absent from every build but a fuzzer's (`--cfg
-/// fuzzing`, which `cargo fuzz` sets): what the YAML fast path and the saphyr-parser path each
+/// Fuzzing hook, not part of the API and absent from every build but the fuzz crate's (feature
+/// `fuzz-hooks`, which only `fuzz/Cargo.toml` turns on): what the YAML fast path and the saphyr-parser path each
 /// make of `src` (the fast path's `None` means it declined the text).
 ///
 /// Why two readers: the fast path reads the common shapes of frontmatter ~4× faster than the
 /// event parser (`cargo bench --bench yaml`: 2,000 documents in 3.4 ms against 14.4 ms), and
 /// the `yaml_fast` fuzz target checks that it never reads a text differently.
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzz-hooks")]
 #[doc(hidden)]
 pub fn __fuzz_yaml_paths(src: &str) -> (Option<Value>, Result<Option<Value>, String>) {
     yaml::both_paths(src)

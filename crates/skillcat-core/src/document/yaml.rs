@@ -91,7 +91,7 @@ pub(crate) fn parse(src: &str) -> Result<Option<Value>, YamlError> {
 }
 
 /// [`parse`] without the fast path: always the saphyr-parser event builder.
-#[cfg(any(test, fuzzing))]
+#[cfg(any(test, feature = "fuzz-hooks"))]
 fn parse_with_saphyr(src: &str) -> Result<Option<Value>, YamlError> {
     check_size(src)?;
     guarded(|| build(src))
@@ -125,7 +125,7 @@ fn guarded(
 
 /// What the fast path and the saphyr path each make of `src`, for the fuzz target
 /// that checks the fast path never reads a text differently from the saphyr path.
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzz-hooks")]
 pub(crate) fn both_paths(src: &str) -> (Option<Value>, Result<Option<Value>, String>) {
     (
         parse_fast(src),
