@@ -236,3 +236,47 @@ impl std::error::Error for LayerError {
         self.0.source()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A layer's error with a cause of its own, as `SignError::Io` is.
+    #[derive(Debug, thiserror::Error)]
+    #[error("keyring k.toml: {source}")]
+    struct LayerIo {
+        source: io::Error,
+    }
+
+    #[test]
+    fn a_layer_error_shows_itself_keeps_its_cause_and_downcasts() {
+        let e = Error::layer(LayerIo {
+            source: io::Error::other("disk on fire"),
+        });
+        assert_eq!(e.to_string(), "keyring k.toml: disk on fire");
+        let layer = e.downcast_ref::<LayerIo>().expect("the layer's own error");
+        assert_eq!(layer.source.to_string(), "disk on fire");
+        // Transparent: the first cause is the layer's cause, not the layer's error again.
+        let cause = std::error::Error::source(&e).expect("a cause");
+        assert_eq!(cause.to_string(), "disk on fire");
+        assert!(e.downcast_ref::<io::Error>().is_none());
+    }
+
+    #[test]
+    fn only_transport_failures_and_server_errors_are_unreachable() {
+        assert!(Error::io("u", io::Error::other("refused")).is_unreachable());
+        let remote = |status| Error::Remote {
+            url: "u".into(),
+            status,
+        };
+        assert!(remote(502).is_unreachable());
+        assert!(!remote(400).is_unreachable());
+        assert!(!Error::NotFound("u".into()).is_unreachable());
+        let denied = Error::PermissionDenied {
+            location: "u".into(),
+            reason: "HTTP 403".into(),
+        };
+        assert!(!denied.is_unreachable());
+        assert_eq!(denied.to_string(), "u: HTTP 403");
+    }
+}
