@@ -59,7 +59,7 @@ impl Default for Policy {
 pub enum Redirects {
     /// None: a 3xx is the answer (an API that sends a token must not send it elsewhere).
     Never,
-    /// At most `max`, and never from https to plain http ([`redirect_refusal`]).
+    /// At most `max`, and never from https to plain http.
     Follow {
         /// The most redirects of one request.
         max: usize,
@@ -152,13 +152,13 @@ pub fn redact(url: &Url) -> String {
 }
 
 /// Longest wait between two attempts, whatever Retry-After says.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
 /// Whether to follow a redirect to `next`, given the URLs visited so far (the first request
 /// included): `None` to follow, else why not. Refused: more than `max` redirects (which also
 /// ends any loop), and plain http once any step was https (a downgrade would let anyone on
 /// the path change what is fetched).
-pub fn redirect_refusal(previous: &[Url], next: &Url, max: usize) -> Option<String> {
+pub(crate) fn redirect_refusal(previous: &[Url], next: &Url, max: usize) -> Option<String> {
     // `previous` holds the original request and every redirect followed so far.
     if previous.len() > max {
         Some(format!("more than {max} redirects"))
@@ -173,19 +173,19 @@ pub fn redirect_refusal(previous: &[Url], next: &Url, max: usize) -> Option<Stri
 }
 
 /// Statuses worth another try: server errors, and the client errors that mean "later".
-pub fn is_retryable_status(status: u16) -> bool {
+pub(crate) fn is_retryable_status(status: u16) -> bool {
     (500..600).contains(&status) || status == 408 || status == 429
 }
 
 /// `Retry-After` in seconds (the HTTP-date form is ignored).
-pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let v = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
     v.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
 /// How long to wait before attempt `attempt + 1`: what the server asked for (capped), else
 /// "full jitter" — a uniform share (`jitter` in `[0, 1)`) of `base × 2^attempt`, capped.
-pub fn backoff(
+pub(crate) fn backoff(
     attempt: u32,
     base: Duration,
     retry_after: Option<Duration>,
@@ -201,7 +201,7 @@ pub fn backoff(
 }
 
 /// A number in `[0, 1)`, different on each call (not for secrets).
-pub fn jitter() -> f64 {
+pub(crate) fn jitter() -> f64 {
     use std::hash::{BuildHasher, Hasher};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
