@@ -864,3 +864,32 @@ fn the_readme_block_works_as_written_against_a_local_registry() {
     assert_eq!(ran, 8);
     assert!(p.installed("pdf-forms").join("SKILL.md").is_file());
 }
+
+/// Every valid skill of the conformance catalog, pushed from its directory with `skillcat push`
+/// and read back through the OCI source, gives what every other store gives for it: the same
+/// files and executable bits, skill digest, name and faults (`conformance::check_one`).
+#[test]
+fn each_pushed_catalog_skill_passes_the_conformance_suite() {
+    let reg = Registry::start();
+    let home = Home::new();
+    let catalog = crate::support::conformance::catalog_dir();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let roots = crate::support::conformance::valid_roots();
+    assert!(roots.len() >= 5, "the catalog's valid roots: {roots:?}");
+    for (i, root) in roots.iter().enumerate() {
+        let dir = catalog.join(root).to_string_lossy().to_string();
+        let listed = home.run(&["list", &dir, "--format", "json"]).code(0).json();
+        let name = listed["skills"][0]["name"].as_str().unwrap().to_string();
+        let target = reg.oci(&format!("conformance/case{i}:conformance"));
+        home.run(&["push", &dir, &name, &target]).code(0);
+        let opts = skillcat::source::OpenOptions {
+            cache_dir: Some(home.path().join(format!("lib-cache-{i}"))),
+            ..Default::default()
+        };
+        let src = skillcat::source::open_with(&target, &opts).unwrap();
+        runtime.block_on(crate::support::conformance::check_one(&*src, root));
+    }
+}

@@ -42,6 +42,27 @@ pub async fn check_valid_subset(src: &dyn Source) {
     check_cases(src, valid, "the conformance suite (valid subset)").await;
 }
 
+/// Checks a store that holds one skill (an OCI artifact: its one root is `""`) against the
+/// catalog's case `root`: the same files, executable bits, skill digest, name and faults as
+/// that root gives from every other store.
+pub async fn check_one(src: &dyn Source, root: &str) {
+    let mut case = expected()
+        .into_iter()
+        .find(|c| c["root"] == root)
+        .unwrap_or_else(|| panic!("no case {root} in the conformance catalog"));
+    case["root"] = J::from("");
+    check_cases(src, vec![case], &format!("the conformance suite ({root})")).await;
+}
+
+/// The catalog's valid roots (`"valid": true`).
+pub fn valid_roots() -> Vec<String> {
+    expected()
+        .into_iter()
+        .filter(|c| c["valid"].as_bool().unwrap())
+        .map(|c| c["root"].as_str().unwrap().to_string())
+        .collect()
+}
+
 async fn check_cases(src: &dyn Source, want: Vec<J>, suite: &str) {
     let mut problems = Vec::new();
 
