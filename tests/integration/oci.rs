@@ -2,7 +2,7 @@
 //! `docker-registry`, started per test on 127.0.0.1 with a throwaway storage folder), once
 //! without auth and once with htpasswd; artifacts built by hand with curl; skopeo reading what
 //! skillcat pushed; a hostile registry written here (flipped bytes, wrong digests, a bearer
-//! token flow); and the cache, offline.
+//! token flow); the cache, offline; and the conformance suite over each valid catalog skill.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
