@@ -1112,7 +1112,6 @@ fn for_each_entry(
     Ok(())
 }
 
-/// A relative `/`-separated path with no empty, `.` or `..` parts (empty allowed for roots).
 /// A path that names something other than a directory, as an I/O error of that kind.
 fn not_a_directory(shown: String) -> Error {
     Error::io(
@@ -1121,6 +1120,7 @@ fn not_a_directory(shown: String) -> Error {
     )
 }
 
+/// A relative `/`-separated path with no empty, `.` or `..` parts (empty allowed for roots).
 fn check_rel(path: &str, allow_empty: bool) -> Result<()> {
     if path.is_empty() && allow_empty {
         return Ok(());
