@@ -23,10 +23,14 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("Error: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
+            return cli::CliError::Usage(format!("cannot start the async runtime: {e}"))
+                .print()
+                .into();
         }
     };
-    let code = runtime.block_on(cli::run(args));
-    ExitCode::from(code)
+    match runtime.block_on(cli::run(args)) {
+        Ok(status) => status.into(),
+        // The one place a command's final error is printed.
+        Err(e) => e.print().into(),
+    }
 }

@@ -10,7 +10,7 @@ use skillcat::registry::{Registry, VersionLimits};
 use skillcat::serve::{self, ApiOptions, Site};
 use skillcat::sign::Keyring;
 
-use super::USAGE;
+use super::CliError;
 
 /// The publishing options of `skillcat serve`.
 #[derive(Debug, clap::Args)]
@@ -95,17 +95,14 @@ fn registry_path(source: &str) -> PathBuf {
 
 /// Before the site is built: the SOURCE of `--publish` must be a registry, opened read-write
 /// once so that it is migrated (the audit log) before anything reads it.
-pub(super) fn prepare(source: &str) -> Result<(), u8> {
+pub(super) fn prepare(source: &str) -> Result<(), CliError> {
     let path = registry_path(source);
     match Registry::open(&path) {
         Ok(_) => Ok(()),
-        Err(e) => {
-            err!(
-                "Error: --publish serves a registry file (skillcat registry init {}): {e}",
-                path.display()
-            );
-            Err(USAGE)
-        }
+        Err(e) => Err(usage!(
+            "--publish serves a registry file (skillcat registry init {}): {e}",
+            path.display()
+        )),
     }
 }
 
@@ -116,14 +113,13 @@ pub(super) fn router(
     site: Site,
     local: &SocketAddr,
     tls: bool,
-) -> Result<axum::Router, u8> {
+) -> Result<axum::Router, CliError> {
     let tokens = args.tokens.clone().expect("clap requires --tokens");
     // Read once here for a start-up error that explains itself; the server re-reads it.
     if let Some(path) = &args.keyring
         && let Err(e) = Keyring::load(path)
     {
-        super::keyring::explain_keyring_error(path, &e);
-        return Err(USAGE);
+        return Err(super::keyring::keyring_error(path, &e));
     }
     return_large_buffers();
     if !tls && !local.ip().is_loopback() {
@@ -146,8 +142,5 @@ pub(super) fn router(
         },
         bytes_per_minute: args.bytes_per_minute,
     };
-    serve::publishing_router(Arc::new(RwLock::new(Arc::new(site))), opts).map_err(|e| {
-        err!("Error: {e}");
-        USAGE
-    })
+    serve::publishing_router(Arc::new(RwLock::new(Arc::new(site))), opts).map_err(|e| usage!("{e}"))
 }

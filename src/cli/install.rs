@@ -11,7 +11,7 @@ use skillcat::install::{
     SkillStatus, parse_agents,
 };
 
-use super::{FAULTS, Format, OK, USAGE};
+use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
 /// Where to install: the project (default) or the user's home.
 #[derive(Debug, clap::Args)]
@@ -126,45 +126,46 @@ pub struct StatusArgs {
 }
 
 /// The scope a command works in.
-fn scope(args: &ScopeArgs) -> Result<Scope, u8> {
+fn scope(args: &ScopeArgs) -> Result<Scope, CliError> {
     let env = AgentEnv::from_env();
     if args.global {
         return Scope::user(env).map_err(fail);
     }
     match std::env::current_dir() {
         Ok(cwd) => Ok(Scope::find_project(&cwd, env)),
-        Err(e) => {
-            err!("Error: cannot read the working directory: {e}");
-            Err(USAGE)
-        }
+        Err(e) => Err(usage!("cannot read the working directory: {e}")),
     }
 }
 
 /// The scope, the options and the progress bar of a command that fetches and verifies.
-fn prepare(common: &CommonArgs, force: bool) -> Result<(Scope, Options, Bar), u8> {
+fn prepare(
+    common: &CommonArgs,
+    force: bool,
+    g: &Globals,
+) -> Result<(Scope, Options, Bar), CliError> {
     let scope = scope(&common.scope)?;
     let bar = Bar::default();
-    let opts = options(scope.clone(), &common.verify, force, &bar)?;
+    let opts = options(scope.clone(), &common.verify, force, &bar, g)?;
     Ok((scope, opts, bar))
 }
 
 /// The options of a command that fetches and verifies.
-fn options(scope: Scope, verify: &VerifyArgs, force: bool, bar: &Bar) -> Result<Options, u8> {
-    let g = super::globals();
-    let config = skillcat::config::Config::discover_from_env(g.config.as_deref()).map_err(|e| {
-        err!("Error: {e}");
-        USAGE
-    })?;
+fn options(
+    scope: Scope,
+    verify: &VerifyArgs,
+    force: bool,
+    bar: &Bar,
+    g: &Globals,
+) -> Result<Options, CliError> {
+    let config = skillcat::config::Config::discover_from_env(g.config.as_deref())
+        .map_err(|e| usage!("{e}"))?;
     let keyring_path = verify.keyring.clone().or_else(|| config.keyring.clone());
     let keyring = match keyring_path {
-        Some(p) => Some(skillcat::sign::Keyring::load(&p).map_err(|e| {
-            err!("Error: {e}");
-            USAGE
-        })?),
+        Some(p) => Some(skillcat::sign::Keyring::load(&p).map_err(|e| usage!("{e}"))?),
         None => None,
     };
     let mut opts = Options::new(scope);
-    opts.open = super::catalog_options(&config).open;
+    opts.open = g.catalog_options(&config).open;
     opts.keyring = keyring;
     opts.require_signature = verify.require_signature || config.install.require_signatures;
     opts.force = force;
@@ -176,16 +177,18 @@ fn options(scope: Scope, verify: &VerifyArgs, force: bool, bar: &Bar) -> Result<
     Ok(opts)
 }
 
-/// Prints an error's lines; returns its exit code (2 for usage, 1 for refusals and failures).
-fn fail(e: InstallError) -> u8 {
-    let refused = matches!(e, InstallError::Refused(_));
-    for line in e.to_string().lines() {
-        err!("Error: {line}");
+/// An install error as the command line says it: each of its lines an `Error:` line, and that
+/// nothing was changed when it is a refusal (exit 2 for usage, 1 for refusals and failures).
+fn fail(e: InstallError) -> CliError {
+    let mut text = e.to_string().lines().collect::<Vec<_>>().join("\nError: ");
+    if matches!(e, InstallError::Refused(_)) {
+        text.push_str("\nNothing was changed.");
     }
-    if refused {
-        err!("Nothing was changed.");
+    if e.is_usage() {
+        CliError::Usage(text)
+    } else {
+        CliError::Failed(text)
     }
-    if e.is_usage() { USAGE } else { FAULTS }
 }
 
 /// A progress bar on a terminal while several skills are resolved.
@@ -335,51 +338,42 @@ fn print_report(report: &Report, scope: &Scope) {
     }
 }
 
-async fn run_plan(plan: Result<Plan, InstallError>, bar: &Bar, scope: &Scope) -> u8 {
+async fn run_plan(plan: Result<Plan, InstallError>, bar: &Bar, scope: &Scope) -> CliResult {
     bar.done();
     let plan = match plan {
         Ok(p) => p,
-        Err(e) => return fail(e),
+        Err(e) => return Err(fail(e)),
     };
     print_warnings(&plan);
     match plan.apply().await {
         Ok(report) => {
             print_report(&report, scope);
-            OK
+            Ok(ExitStatus::Success)
         }
-        Err(e) => fail(e),
+        Err(e) => Err(fail(e)),
     }
 }
 
 /// `skillcat add SOURCE [NAME...]`
-pub async fn add(a: AddArgs) -> u8 {
+pub async fn add(a: AddArgs, g: &Globals) -> CliResult {
     let agents = match a.agent.as_deref().map(parse_agents).transpose() {
         Ok(x) => x,
-        Err(e) => return fail(e),
+        Err(e) => return Err(fail(e)),
     };
-    let (scope, opts, bar) = match prepare(&a.common, a.force) {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
+    let (scope, opts, bar) = prepare(&a.common, a.force, g)?;
     let plan = Plan::add(&opts, &a.source, &a.names, agents.as_deref(), a.copy).await;
     run_plan(plan, &bar, &scope).await
 }
 
 /// `skillcat install [--frozen]`
-pub async fn install(a: InstallArgs) -> u8 {
-    let (scope, opts, bar) = match prepare(&a.common, a.force) {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
+pub async fn install(a: InstallArgs, g: &Globals) -> CliResult {
+    let (scope, opts, bar) = prepare(&a.common, a.force, g)?;
     run_plan(Plan::install(&opts, a.frozen).await, &bar, &scope).await
 }
 
 /// `skillcat update [NAME...] [--dry-run]`
-pub async fn update(a: UpdateArgs) -> u8 {
-    let (scope, opts, bar) = match prepare(&a.common, a.force) {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
+pub async fn update(a: UpdateArgs, g: &Globals) -> CliResult {
+    let (scope, opts, bar) = prepare(&a.common, a.force, g)?;
     let plan = Plan::update(&opts, &a.names, a.allow_downgrade, a.allow_signer_change).await;
     if !a.dry_run {
         return run_plan(plan, &bar, &scope).await;
@@ -387,14 +381,14 @@ pub async fn update(a: UpdateArgs) -> u8 {
     bar.done();
     let plan = match plan {
         Ok(p) => p,
-        Err(e) => return fail(e),
+        Err(e) => return Err(fail(e)),
     };
     print_warnings(&plan);
     for a in plan.actions() {
         print_update_line(a);
     }
     out!("dry run: nothing was changed");
-    OK
+    Ok(ExitStatus::Success)
 }
 
 fn print_update_line(a: &Action) {
@@ -427,11 +421,8 @@ fn print_update_line(a: &Action) {
 }
 
 /// `skillcat remove NAME...`
-pub async fn remove(a: RemoveArgs) -> u8 {
-    let scope = match scope(&a.scope) {
-        Ok(s) => s,
-        Err(c) => return c,
-    };
+pub async fn remove(a: RemoveArgs) -> CliResult {
+    let scope = scope(&a.scope)?;
     let opts = Options::new(scope.clone());
     run_plan(Plan::remove(&opts, &a.names).await, &Bar::default(), &scope).await
 }
@@ -451,14 +442,11 @@ fn state_of(s: &SkillStatus) -> &'static str {
 }
 
 /// `skillcat status [--check] [--format json]`
-pub async fn status(a: StatusArgs) -> u8 {
-    let scope = match scope(&a.scope) {
-        Ok(s) => s,
-        Err(c) => return c,
-    };
+pub async fn status(a: StatusArgs) -> CliResult {
+    let scope = scope(&a.scope)?;
     let all = match skillcat::install::status(&scope).await {
         Ok(s) => s,
-        Err(e) => return fail(e),
+        Err(e) => return Err(fail(e)),
     };
     match a.format {
         Format::Json => {
@@ -484,9 +472,9 @@ pub async fn status(a: StatusArgs) -> u8 {
                 "s differ from what"
             }
         );
-        return FAULTS;
+        return Ok(ExitStatus::Faults);
     }
-    OK
+    Ok(ExitStatus::Success)
 }
 
 fn print_status(s: &SkillStatus) {

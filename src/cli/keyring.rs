@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use skillcat::sign::{KeyEntry, Keyring, SignError};
 
-use super::{FAULTS, Format, OK, USAGE};
+use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
 /// The file name of the default keyring, beside the user's configuration.
 const KEYRING_FILE: &str = "keyring.toml";
@@ -63,55 +63,50 @@ pub struct RevokeArgs {
 
 /// The keyring used when none is named: the configuration's `keyring`, else
 /// `~/.config/skillcat/keyring.toml`. Errors are printed.
-pub(super) fn default_keyring() -> Result<PathBuf, u8> {
-    let (config, env) = super::script::configuration()?;
+pub(super) fn default_keyring(g: &Globals) -> Result<PathBuf, CliError> {
+    let (config, env) = super::script::configuration(g)?;
     if let Some(k) = config.keyring {
         return Ok(k);
     }
     skillcat::config::Config::user_file(&env)
         .and_then(|f| f.parent().map(|d| d.join(KEYRING_FILE)))
         .ok_or_else(|| {
-            err!("Error: no home directory ($HOME) for the default keyring; pass --keyring FILE");
-            USAGE
+            usage!("no home directory ($HOME) for the default keyring; pass --keyring FILE")
         })
 }
 
-/// Prints why a keyring could not be loaded, with what a keyring is and how to make one when
-/// the file is something else.
-pub(super) fn explain_keyring_error(path: &Path, e: &SignError) {
-    err!("Error: {e}");
+/// Why a keyring could not be loaded (exit 2), with what a keyring is and how to make one on
+/// the next line when the file is something else.
+pub(super) fn keyring_error(path: &Path, e: &SignError) -> CliError {
     match e {
-        SignError::PublicKeyNotKeyring { .. } => err!(
-            "To trust this key, add it to a keyring: skillcat trust add {} --scope 'NAME-PATTERN' \
-             --keyring keyring.toml",
+        SignError::PublicKeyNotKeyring { .. } => usage!(
+            "{e}\nTo trust this key, add it to a keyring: skillcat trust add {} --scope \
+             'NAME-PATTERN' --keyring keyring.toml",
             path.display()
         ),
-        SignError::InvalidKeyring { .. } => err!(
-            "A keyring is written by `skillcat trust add KEY.pub --scope 'NAME-PATTERN'` \
+        SignError::InvalidKeyring { .. } => usage!(
+            "{e}\nA keyring is written by `skillcat trust add KEY.pub --scope 'NAME-PATTERN'` \
              (see `skillcat trust --help`)"
         ),
-        _ => {}
+        _ => usage!("{e}"),
     }
 }
 
 /// The keyring file to use and its text (empty when it does not exist yet).
-fn open(given: Option<&Path>) -> Result<(PathBuf, String), u8> {
+fn open(given: Option<&Path>, g: &Globals) -> Result<(PathBuf, String), CliError> {
     let path = match given {
         Some(p) => p.to_path_buf(),
-        None => default_keyring()?,
+        None => default_keyring(g)?,
     };
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok((path, text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((path, String::new())),
-        Err(e) => {
-            err!("Error: cannot read the keyring {}: {e}", path.display());
-            Err(USAGE)
-        }
+        Err(e) => Err(usage!("cannot read the keyring {}: {e}", path.display())),
     }
 }
 
 /// Parses the keyring text of `path`; errors are printed.
-fn parse(path: &Path, text: &str) -> Result<Keyring, u8> {
+fn parse(path: &Path, text: &str) -> Result<Keyring, CliError> {
     Keyring::from_toml_str(text).map_err(|e| {
         // Name the file, not `<string>`.
         let e = match e {
@@ -125,59 +120,51 @@ fn parse(path: &Path, text: &str) -> Result<Keyring, u8> {
             },
             other => other,
         };
-        explain_keyring_error(path, &e);
-        USAGE
+        keyring_error(path, &e)
     })
 }
 
 /// `skillcat trust add KEY.pub --scope PATTERN… [--comment TEXT] [--keyring FILE]`
-pub fn add(a: AddArgs) -> u8 {
+pub fn add(a: AddArgs, g: &Globals) -> CliResult {
     let public = match std::fs::read_to_string(&a.key) {
         Ok(t) => t,
         Err(e) => {
-            err!("Error: cannot read the public key {}: {e}", a.key.display());
-            return USAGE;
+            return Err(usage!(
+                "cannot read the public key {}: {e}",
+                a.key.display()
+            ));
         }
     };
     let mut entry = match KeyEntry::new(&public, a.scopes.iter().cloned()) {
         Ok(e) => e,
         Err(e) => {
-            err!("Error: {}: {e}", a.key.display());
-            return USAGE;
+            return Err(usage!("{}: {e}", a.key.display()));
         }
     };
     if let Some(c) = &a.comment {
         entry = entry.with_comment(c.clone());
     }
-    let (path, text) = match open(a.keyring.as_deref()) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
+    let (path, text) = open(a.keyring.as_deref(), g)?;
     if a.keyring.is_some()
-        && let Err(code) = super::output_dir_exists(&path)
+        && let Err(e) = super::output_dir_exists(&path)
     {
-        return code;
+        return Err(e);
     }
-    let mut ring = match parse(&path, &text) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
+    let mut ring = parse(&path, &text)?;
     let id = entry.id().to_string();
     let new_text = match ring.get(&id) {
         Some(existing) if existing.is_revoked() => {
-            err!(
-                "Error: key {id} is revoked in {}; a revoked key is not trusted again (make a new \
+            return Err(failed!(
+                "key {id} is revoked in {}; a revoked key is not trusted again (make a new \
                  key with `skillcat keygen`)",
                 path.display()
-            );
-            return FAULTS;
+            ));
         }
         Some(_) => {
             let added = match ring.widen(&id, entry.scopes()) {
                 Ok(added) => added,
                 Err(e) => {
-                    err!("Error: {e}");
-                    return USAGE;
+                    return Err(usage!("{e}"));
                 }
             };
             if added.is_empty() {
@@ -187,7 +174,7 @@ pub fn add(a: AddArgs) -> u8 {
                     path.display(),
                     scopes.unwrap_or_default()
                 );
-                return OK;
+                return Ok(ExitStatus::Success);
             }
             format!("{HEADER}\n{}", ring.to_toml())
         }
@@ -206,36 +193,25 @@ pub fn add(a: AddArgs) -> u8 {
         }
     };
     // What is written must read back as the keyring meant.
-    let back = match parse(&path, &new_text) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
+    let back = parse(&path, &new_text)?;
     let Some(written) = back.get(&id) else {
-        err!("Error: the keyring written would not hold key {id}");
-        return FAULTS;
+        return Err(failed!("the keyring written would not hold key {id}"));
     };
     if let Err(e) = write_atomically(&path, &new_text, a.keyring.is_none(), None) {
-        err!("Error: cannot write the keyring {}: {e}", path.display());
-        return FAULTS;
+        return Err(failed!("cannot write the keyring {}: {e}", path.display()));
     }
     out!(
         "Trusted key {id} for {} in {}",
         written.scopes().join(", "),
         path.display()
     );
-    OK
+    Ok(ExitStatus::Success)
 }
 
 /// `skillcat trust list [--keyring FILE] [--format json]`
-pub fn list(a: ListArgs) -> u8 {
-    let (path, text) = match open(a.keyring.as_deref()) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
-    let ring = match parse(&path, &text) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
+pub fn list(a: ListArgs, g: &Globals) -> CliResult {
+    let (path, text) = open(a.keyring.as_deref(), g)?;
+    let ring = parse(&path, &text)?;
     match a.format {
         Format::Json => {
             let keys: Vec<_> = ring
@@ -272,41 +248,31 @@ pub fn list(a: ListArgs) -> u8 {
             }
         }
     }
-    OK
+    Ok(ExitStatus::Success)
 }
 
 /// `skillcat trust revoke ID [--keyring FILE]`
-pub fn revoke(a: RevokeArgs) -> u8 {
-    let (path, text) = match open(a.keyring.as_deref()) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
-    let mut ring = match parse(&path, &text) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
+pub fn revoke(a: RevokeArgs, g: &Globals) -> CliResult {
+    let (path, text) = open(a.keyring.as_deref(), g)?;
+    let mut ring = parse(&path, &text)?;
     match ring.revoke(&a.id) {
         Ok(false) => {
             out!("Key {} was already revoked in {}", a.id, path.display());
-            OK
+            Ok(ExitStatus::Success)
         }
         Ok(true) => {
             let new_text = format!("{HEADER}\n{}", ring.to_toml());
             if let Err(e) = write_atomically(&path, &new_text, false, None) {
-                err!("Error: cannot write the keyring {}: {e}", path.display());
-                return FAULTS;
+                return Err(failed!("cannot write the keyring {}: {e}", path.display()));
             }
             out!(
                 "Revoked key {} in {}: signatures by it are refused from now on",
                 a.id.to_ascii_uppercase(),
                 path.display()
             );
-            OK
+            Ok(ExitStatus::Success)
         }
-        Err(e) => {
-            err!("Error: {e} ({})", path.display());
-            FAULTS
-        }
+        Err(e) => Err(failed!("{e} ({})", path.display())),
     }
 }
 

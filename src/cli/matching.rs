@@ -28,7 +28,7 @@ use skillcat::matching::{
 use skillcat::source::Detail;
 
 use super::read::{Opened, open_and_discover_with, print_fault};
-use super::{FAULTS, Format, OK, USAGE};
+use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
 /// The environment variable holding an API key for `--embed-provider openai` (never a flag:
 /// command lines are visible to other users).
@@ -134,7 +134,7 @@ struct Settings {
 }
 
 impl Settings {
-    fn new(a: &MatchArgs, config: &Config) -> Result<Self, String> {
+    fn new(a: &MatchArgs, config: &Config, g: &Globals) -> Result<Self, String> {
         let mut m = config.matcher.clone();
         if let Some(mode) = a.mode {
             m.mode = mode.into();
@@ -158,7 +158,7 @@ impl Settings {
             m.embedder.model = Some(model.clone());
         }
         m.cache &= !a.no_cache;
-        let cache_dir = super::globals()
+        let cache_dir = g
             .open
             .cache_dir
             .clone()
@@ -173,19 +173,17 @@ impl Settings {
 }
 
 /// `skillcat match`
-pub async fn run(a: MatchArgs) -> u8 {
-    let config = match Config::discover_from_env(super::globals().config.as_deref()) {
+pub async fn run(a: MatchArgs, g: &Globals) -> CliResult {
+    let config = match Config::discover_from_env(g.config.as_deref()) {
         Ok(c) => c,
         Err(e) => {
-            err!("Error: {e}");
-            return USAGE;
+            return Err(usage!("{e}"));
         }
     };
-    let settings = match Settings::new(&a, &config) {
+    let settings = match Settings::new(&a, &config, g) {
         Ok(s) => s,
         Err(e) => {
-            err!("Error: {e}");
-            return USAGE;
+            return Err(usage!("{e}"));
         }
     };
     if let Some(file) = &a.eval {
@@ -193,8 +191,7 @@ pub async fn run(a: MatchArgs) -> u8 {
     }
     let (source, message) = match (a.source.as_deref(), a.args.as_slice()) {
         (Some(_), [_, _]) => {
-            err!("Error: with --source, give only the message");
-            return USAGE;
+            return Err(usage!("with --source, give only the message"));
         }
         (Some(s), [m]) => (Some(s), m.as_str()),
         (None, [s, m]) => (Some(s.as_str()), m.as_str()),
@@ -202,35 +199,31 @@ pub async fn run(a: MatchArgs) -> u8 {
             // A lone argument that is an existing path is a source whose message was forgotten,
             // not a message: say so rather than search the catalog for a file name.
             if !m.contains(char::is_whitespace) && Path::new(m).exists() {
-                err!(
-                    "Error: `{m}` is a path: give the message after it \
+                return Err(usage!(
+                    "`{m}` is a path: give the message after it \
                      (skillcat match {m} \"message\"), or --source {m} \"message\""
-                );
-                return USAGE;
+                ));
             }
             (None, m.as_str())
         }
         (_, _) => {
-            err!("Error: give a message (and optionally a SOURCE before it), or --eval FILE");
-            return USAGE;
+            return Err(usage!(
+                "give a message (and optionally a SOURCE before it), or --eval FILE"
+            ));
         }
     };
     if message.trim().is_empty() {
-        err!("Error: the message is empty");
-        return USAGE;
+        return Err(usage!("the message is empty"));
     }
     match source {
-        Some(source) => match_source(&settings, source, message).await,
-        None => match_catalog(&settings, &config, message).await,
+        Some(source) => match_source(&settings, source, message, g).await,
+        None => match_catalog(&settings, &config, message, g).await,
     }
 }
 
 /// `match SOURCE MESSAGE`: one source, its faults printed.
-async fn match_source(s: &Settings, source: &str, message: &str) -> u8 {
-    let Opened { found, .. } = match open_and_discover_with(source, Detail::Document).await {
-        Ok(o) => o,
-        Err(code) => return code,
-    };
+async fn match_source(s: &Settings, source: &str, message: &str, g: &Globals) -> CliResult {
+    let Opened { found, .. } = open_and_discover_with(source, Detail::Document, g).await?;
     for f in &found.faults {
         print_fault(f);
     }
@@ -252,22 +245,22 @@ async fn match_source(s: &Settings, source: &str, message: &str) -> u8 {
 /// The exit code of a ranking: 0 when it printed matches, whatever else is broken (the faults
 /// are on stderr: a broken skill elsewhere does not make the matches wrong); 1 when nothing
 /// matched and faults were found; the error's code when ranking failed.
-fn outcome(ranked: Result<usize, u8>, faults: bool) -> u8 {
+fn outcome(ranked: Result<usize, CliError>, faults: bool) -> CliResult {
     match ranked {
-        Ok(0) if faults => FAULTS,
-        Ok(_) => OK,
-        Err(code) => code,
+        Ok(0) if faults => Ok(ExitStatus::Faults),
+        Ok(_) => Ok(ExitStatus::Success),
+        Err(e) => Err(e),
     }
 }
 
 /// `match MESSAGE`: the configured catalog, its diagnostics on stderr as `list` and `prompt`
 /// print them (and where it looked, when it holds no skill); exit as [`outcome`] says.
-async fn match_catalog(s: &Settings, config: &Config, message: &str) -> u8 {
+async fn match_catalog(s: &Settings, config: &Config, message: &str, g: &Globals) -> CliResult {
     use skillcat::catalog::{Catalog, CatalogSource};
     // Ranking needs names, descriptions and bodies: no file lists.
     let options = skillcat::catalog::CatalogOptions {
         detail: Detail::Document,
-        ..super::catalog_options(config)
+        ..g.catalog_options(config)
     };
     let catalog = Catalog::with_options(
         config.sources.iter().map(CatalogSource::from).collect(),
@@ -301,14 +294,12 @@ async fn rank_and_print(
     s: &Settings,
     candidates: &[Candidate<'_>],
     message: &str,
-) -> Result<usize, u8> {
+) -> Result<usize, CliError> {
     let docs: Vec<SkillDoc<'_>> = candidates
         .iter()
         .map(|c| SkillDoc::new(c.name.as_str(), c.skill.description(), c.skill.body()))
         .collect();
-    let Some((matcher, cache)) = build(s, &docs).await else {
-        return Err(USAGE);
-    };
+    let (matcher, cache) = build(s, &docs).await?;
     let hits = match matcher.rank(message, s.matcher.top).await {
         Ok(h) => h,
         Err(e) => return Err(provider_failed(&e)),
@@ -361,29 +352,25 @@ async fn rank_and_print(
 }
 
 /// `match --eval FILE`: the set's own skills, ranked with the settings; figures on stdout.
-async fn evaluate(s: &Settings, file: &Path) -> u8 {
+async fn evaluate(s: &Settings, file: &Path) -> CliResult {
     let bytes = match std::fs::read(file) {
         Ok(b) => b,
         Err(e) => {
-            err!("Error: {}: {e}", file.display());
-            return USAGE;
+            return Err(usage!("{}: {e}", file.display()));
         }
     };
     let set = match LabelledSet::from_json(&bytes) {
         Ok(s) => s,
         Err(e) => {
-            err!("Error: {}: {e}", file.display());
-            return USAGE;
+            return Err(usage!("{}: {e}", file.display()));
         }
     };
     let started = Instant::now();
     let docs = set.docs();
-    let Some((matcher, cache)) = build(s, &docs).await else {
-        return USAGE;
-    };
+    let (matcher, cache) = build(s, &docs).await?;
     let rankings: Vec<Vec<Hit>> = match matcher.rank_all(&set.texts(), 10).await {
         Ok(r) => r,
-        Err(e) => return provider_failed(&e),
+        Err(e) => return Err(provider_failed(&e)),
     };
     let scores = set.score(&rankings);
     report_cache(cache.as_deref());
@@ -412,19 +399,19 @@ async fn evaluate(s: &Settings, file: &Path) -> u8 {
             out!("top1={:.3} top5={:.3}", scores.top1, scores.top5);
         }
     }
-    OK
+    Ok(ExitStatus::Success)
 }
 
 type CacheHandle = Arc<Cached<Box<dyn Embedder>>>;
 
-/// The matcher the settings ask for, over `docs`; errors are printed (`None`).
+/// The matcher the settings ask for, over `docs`.
 async fn build(
     s: &Settings,
     docs: &[SkillDoc<'_>],
-) -> Option<(Box<dyn Matcher>, Option<CacheHandle>)> {
+) -> Result<(Box<dyn Matcher>, Option<CacheHandle>), CliError> {
     let m = &s.matcher;
     let embedder: Box<dyn Embedder> = match m.mode {
-        MatchMode::Bm25 => return Some((Box::new(Bm25Index::build_with(docs, m.bm25)), None)),
+        MatchMode::Bm25 => return Ok((Box::new(Bm25Index::build_with(docs, m.bm25)), None)),
         MatchMode::Neural => neural()?,
         MatchMode::Embed => http_embedder(m)?,
     };
@@ -436,48 +423,41 @@ async fn build(
         None => (Arc::from(embedder), None),
     };
     match EmbeddingMatcher::build_with(embedder, docs, m.weight, m.bm25).await {
-        Ok(matcher) => Some((Box::new(matcher), cache)),
-        Err(e) => {
-            provider_failed(&e);
-            None
-        }
+        Ok(matcher) => Ok((Box::new(matcher), cache)),
+        Err(e) => Err(provider_failed(&e)),
     }
 }
 
 #[cfg(feature = "neural")]
-fn neural() -> Option<Box<dyn Embedder>> {
+fn neural() -> Result<Box<dyn Embedder>, CliError> {
     match skillcat::matching::PocketEncoder::new() {
-        Ok(e) => Some(Box::new(e)),
-        Err(e) => {
-            err!("Error: {e}");
-            None
-        }
+        Ok(e) => Ok(Box::new(e)),
+        Err(e) => Err(usage!("{e}")),
     }
 }
 
 #[cfg(not(feature = "neural"))]
-fn neural() -> Option<Box<dyn Embedder>> {
-    err!(
-        "Error: --mode neural needs a skillcat built with the `neural` feature \
+fn neural() -> Result<Box<dyn Embedder>, CliError> {
+    Err(usage!(
+        "--mode neural needs a skillcat built with the `neural` feature \
          (cargo install skillcat --features neural); or use --mode embed with a provider"
-    );
-    None
+    ))
 }
 
-fn http_embedder(m: &MatcherConfig) -> Option<Box<dyn Embedder>> {
+fn http_embedder(m: &MatcherConfig) -> Result<Box<dyn Embedder>, CliError> {
     let e = &m.embedder;
     let Some(model) = e.model.as_deref() else {
-        err!("Error: --mode embed needs --embed-model (or [matcher.embedder] model)");
-        return None;
+        return Err(usage!(
+            "--mode embed needs --embed-model (or [matcher.embedder] model)"
+        ));
     };
     let made: Result<Box<dyn Embedder>, EmbedError> = match e.provider {
         EmbedProvider::OpenAi => {
             let Some(url) = e.url.as_deref() else {
-                err!(
-                    "Error: --embed-provider openai needs --embed-url (or [matcher.embedder] \
+                return Err(usage!(
+                    "--embed-provider openai needs --embed-url (or [matcher.embedder] \
                      url), e.g. https://api.openai.com"
-                );
-                return None;
+                ));
             };
             OpenAiCompatible::new(url, model).map(|p| {
                 let p = match std::env::var(API_KEY_VAR) {
@@ -496,13 +476,7 @@ fn http_embedder(m: &MatcherConfig) -> Option<Box<dyn Embedder>> {
             Ollama::new(url, model).map(|p| Box::new(p) as Box<dyn Embedder>)
         }
     };
-    match made {
-        Ok(e) => Some(e),
-        Err(e) => {
-            err!("Error: {e}");
-            None
-        }
-    }
+    made.map_err(|e| usage!("{e}"))
 }
 
 /// Where vectors are kept: the cache directory + `embeddings`; `None` when the cache is off.
@@ -534,9 +508,8 @@ fn report_cache(cache: Option<&Cached<Box<dyn Embedder>>>) {
     }
 }
 
-fn provider_failed(e: &EmbedError) -> u8 {
-    err!("Error: {e}");
-    USAGE
+fn provider_failed(e: &EmbedError) -> CliError {
+    usage!("{e}")
 }
 
 /// The first `max` characters of `text` with whitespace collapsed, `…` when cut.

@@ -9,7 +9,7 @@ use skillcat::catalog::{Catalog, CatalogSource};
 use skillcat::mcp::McpServer;
 use skillcat::prompt::PromptFormat;
 
-use super::{FAULTS, OK, USAGE};
+use super::{CliResult, ExitStatus, Globals};
 
 /// `skillcat mcp` arguments.
 #[derive(Debug, clap::Args)]
@@ -21,19 +21,13 @@ pub struct McpArgs {
 }
 
 /// `skillcat mcp [SOURCE]`
-pub async fn run(a: McpArgs) -> u8 {
-    let (config, env) = match super::script::configuration() {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let options = super::catalog_options(&config);
+pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
+    let (config, env) = super::script::configuration(g)?;
+    let options = g.catalog_options(&config);
     let sources = match &a.source {
         Some(arg) => {
             // Opened as `run` opens it (a skill directory is one skill), errors printed.
-            let opened = match super::read::open_and_discover(arg).await {
-                Ok(o) => o,
-                Err(code) => return code,
-            };
+            let opened = super::read::open_and_discover(arg, g).await?;
             // The discovery made here seeds the catalog: the source is read once.
             vec![super::script::named_source(
                 &config,
@@ -48,12 +42,10 @@ pub async fn run(a: McpArgs) -> u8 {
     let session = match super::script::session(&config, env, catalog) {
         Ok(s) => s,
         Err(e) if super::script::is_config_error(&e) => {
-            err!("Error: {e}");
-            return USAGE;
+            return Err(usage!("{e}"));
         }
         Err(e) => {
-            err!("Error: {e} ({})", e.code());
-            return FAULTS;
+            return Err(failed!("{e} ({})", e.code()));
         }
     };
     let server = McpServer::new(&session, config.prompt_options(PromptFormat::Xml)).await;
@@ -74,15 +66,9 @@ pub async fn run(a: McpArgs) -> u8 {
         }
     );
     match server.serve_stdio_until(stop_signal()).await {
-        Ok(()) => OK,
-        Err(e) => {
-            err!("Error: {e}");
-            if matches!(e, skillcat::mcp::ServeError::Initialize(_)) {
-                USAGE
-            } else {
-                FAULTS
-            }
-        }
+        Ok(()) => Ok(ExitStatus::Success),
+        Err(e @ skillcat::mcp::ServeError::Initialize(_)) => Err(usage!("{e}")),
+        Err(e) => Err(failed!("{e}")),
     }
 }
 

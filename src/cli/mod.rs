@@ -14,6 +14,20 @@ macro_rules! err {
     }};
 }
 
+/// A [`CliError::Usage`] (exit 2) of a formatted message.
+macro_rules! usage {
+    ($($arg:tt)*) => {
+        $crate::cli::CliError::Usage(format!($($arg)*))
+    };
+}
+
+/// A [`CliError::Failed`] (exit 1) of a formatted message.
+macro_rules! failed {
+    ($($arg:tt)*) => {
+        $crate::cli::CliError::Failed(format!($($arg)*))
+    };
+}
+
 /// Where `out!` and `err!` write: stdout or stderr, each line whole under the stream's lock.
 /// In the command line's own unit tests the lines go through the test harness instead
 /// (`print!`), which keeps a passing test's expected errors out of the test log.
@@ -78,27 +92,89 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 /// Refuses (exit 2, naming it) an output path whose directory does not exist, before any work
 /// is done: every command that writes a file or a folder checks its output here.
-pub(crate) fn output_dir_exists(path: &std::path::Path) -> Result<(), u8> {
-    use std::io::Write;
+pub(crate) fn output_dir_exists(path: &std::path::Path) -> Result<(), CliError> {
     match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(dir) if !dir.is_dir() => {
-            err!(
-                "Error: cannot write {}: the directory {} does not exist",
-                path.display(),
-                dir.display()
-            );
-            Err(USAGE)
-        }
+        Some(dir) if !dir.is_dir() => Err(usage!(
+            "cannot write {}: the directory {} does not exist",
+            path.display(),
+            dir.display()
+        )),
         _ => Ok(()),
     }
 }
 
-/// Exit code: success.
-pub const OK: u8 = 0;
-/// Exit code: faults found, or the thing checked failed.
-pub const FAULTS: u8 = 1;
-/// Exit code: usage error or unreadable input.
-pub const USAGE: u8 = 2;
+/// How a command that ran to its end went; what it found was printed as it went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ExitStatus {
+    /// All good: exit 0.
+    Success,
+    /// Faults found, or the thing checked failed: exit 1.
+    Faults,
+    /// Some input could not be read (said so, the rest done): exit 2.
+    Unreadable,
+}
+
+impl ExitStatus {
+    /// [`ExitStatus::Faults`] when `faults`, else [`ExitStatus::Success`].
+    pub fn faults_if(faults: bool) -> ExitStatus {
+        if faults {
+            ExitStatus::Faults
+        } else {
+            ExitStatus::Success
+        }
+    }
+}
+
+impl From<ExitStatus> for std::process::ExitCode {
+    fn from(status: ExitStatus) -> Self {
+        match status {
+            ExitStatus::Success => std::process::ExitCode::SUCCESS,
+            ExitStatus::Faults => std::process::ExitCode::from(1),
+            ExitStatus::Unreadable => std::process::ExitCode::from(2),
+        }
+    }
+}
+
+/// Why a command stopped: `main` prints it once, on stderr, and exits with its status.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// A usage error or unreadable input (exit 2).
+    #[error("Error: {0}")]
+    Usage(String),
+    /// What was asked failed, or a fault stops it (exit 1).
+    #[error("Error: {0}")]
+    Failed(String),
+    /// A tool call or a script run failed: its stable code and message (`E_SKILL_…: …`), as
+    /// the line is printed (exit 1).
+    #[error("{0}")]
+    Tool(String),
+    /// Standard output could not be written (a closed pipe): nothing more to say (exit 2).
+    #[error("")]
+    Output,
+}
+
+impl CliError {
+    /// The exit status this error ends the process with.
+    pub fn status(&self) -> ExitStatus {
+        match self {
+            CliError::Usage(_) | CliError::Output => ExitStatus::Unreadable,
+            CliError::Failed(_) | CliError::Tool(_) => ExitStatus::Faults,
+        }
+    }
+
+    /// Prints the error on stderr, as `main` does, for a command that goes on after it (its
+    /// status then counts towards the command's).
+    pub fn print(&self) -> ExitStatus {
+        use std::io::Write;
+        if !matches!(self, CliError::Output) {
+            err!("{self}");
+        }
+        self.status()
+    }
+}
+
+/// What every command returns: how it went, or why it stopped.
+pub type CliResult = Result<ExitStatus, CliError>;
 
 /// Catalog Agent Skills (SKILL.md bundles) from directories, archives, registries and URLs.
 #[derive(Debug, Parser)]
@@ -128,37 +204,53 @@ pub struct Cli {
     allow_insecure: bool,
 }
 
-/// Options every command shares, set once from the command line.
+/// Options every command shares, built once by [`run`] from the command line's global flags
+/// and lent to the commands that need them.
 #[derive(Debug, Clone, Default)]
 pub struct Globals {
-    /// How sources are opened (cache directory, offline).
+    /// How sources are opened (cache directory, offline, timeout, index bound, …).
     pub open: skillcat::source::OpenOptions,
     /// The configuration file named with `--config`.
     pub config: Option<std::path::PathBuf>,
 }
 
-static GLOBALS: std::sync::OnceLock<Globals> = std::sync::OnceLock::new();
+impl Globals {
+    /// The shared options of a command line's global flags.
+    fn of(cli: &Cli) -> Globals {
+        Globals {
+            open: skillcat::source::OpenOptions {
+                cache_dir: cli.cache.clone(),
+                offline: cli.offline,
+                timeout: cli.timeout,
+                max_index_entries: cli.max_index_entries.map(std::num::NonZeroUsize::get),
+                // On a terminal, a slow server is named while it is waited for.
+                slow_notice: std::io::IsTerminal::is_terminal(&std::io::stderr())
+                    .then(|| std::time::Duration::from_secs(5)),
+                allow_insecure: cli.allow_insecure,
+                ca_certificates: Vec::new(),
+            },
+            config: cli.config.clone(),
+        }
+    }
 
-/// The shared options (defaults before [`run`] sets them).
-pub fn globals() -> &'static Globals {
-    GLOBALS.get_or_init(Globals::default)
-}
-
-/// How a catalog built from `config` opens its sources: the global `--cache` (else the
-/// configuration's `cache_dir`) and `--offline`, and the configuration's validation options.
-pub fn catalog_options(config: &skillcat::config::Config) -> skillcat::catalog::CatalogOptions {
-    let g = globals();
-    skillcat::catalog::CatalogOptions {
-        open: skillcat::source::OpenOptions {
-            cache_dir: g
-                .open
-                .cache_dir
-                .clone()
-                .or_else(|| config.cache_dir.clone()),
-            ..g.open.clone()
-        },
-        validate: config.validate_options(),
-        detail: skillcat::source::Detail::default(),
+    /// How a catalog built from `config` opens its sources: the global `--cache` (else the
+    /// configuration's `cache_dir`) and `--offline`, and the configuration's validation options.
+    pub fn catalog_options(
+        &self,
+        config: &skillcat::config::Config,
+    ) -> skillcat::catalog::CatalogOptions {
+        skillcat::catalog::CatalogOptions {
+            open: skillcat::source::OpenOptions {
+                cache_dir: self
+                    .open
+                    .cache_dir
+                    .clone()
+                    .or_else(|| config.cache_dir.clone()),
+                ..self.open.clone()
+            },
+            validate: config.validate_options(),
+            detail: skillcat::source::Detail::default(),
+        }
     }
 }
 
@@ -441,47 +533,35 @@ enum Command {
     },
 }
 
-/// Runs one command; returns the exit code.
-pub async fn run(cli: Cli) -> u8 {
-    let _ = GLOBALS.set(Globals {
-        open: skillcat::source::OpenOptions {
-            cache_dir: cli.cache.clone(),
-            offline: cli.offline,
-            timeout: cli.timeout,
-            max_index_entries: cli.max_index_entries.map(std::num::NonZeroUsize::get),
-            // On a terminal, a slow server is named while it is waited for.
-            slow_notice: std::io::IsTerminal::is_terminal(&std::io::stderr())
-                .then(|| std::time::Duration::from_secs(5)),
-            allow_insecure: cli.allow_insecure,
-            ca_certificates: Vec::new(),
-        },
-        config: cli.config.clone(),
-    });
+/// Runs one command: how it went, or the error `main` prints.
+pub async fn run(cli: Cli) -> CliResult {
+    let g = Globals::of(&cli);
+    let g = &g;
     match cli.command {
         Command::Validate {
             paths,
             format,
             allow_field,
-        } => read::validate(&paths, format, allow_field).await,
-        Command::Properties { path } => read::properties(&path).await,
+        } => read::validate(&paths, format, allow_field, g).await,
+        Command::Properties { path } => read::properties(&path, g).await,
         Command::Prompt {
             paths,
             format,
             budget,
             verbose,
-        } => read::prompt(&paths, format, budget, verbose).await,
+        } => read::prompt(&paths, format, budget, verbose, g).await,
         Command::List {
             source,
             name,
             format,
-        } => read::list(source.as_deref(), name.as_deref(), format).await,
-        Command::Show { source, name } => read::show(&source, &name).await,
-        Command::Read { source, name, path } => read::read(&source, &name, &path).await,
+        } => read::list(source.as_deref(), name.as_deref(), format, g).await,
+        Command::Show { source, name } => read::show(&source, &name, g).await,
+        Command::Read { source, name, path } => read::read(&source, &name, &path, g).await,
         Command::Digest {
             source,
             name,
             format,
-        } => trust::digest(&source, name.as_deref(), format).await,
+        } => trust::digest(&source, name.as_deref(), format, g).await,
         Command::Pack {
             dir,
             output,
@@ -501,37 +581,40 @@ pub async fn run(cli: Cli) -> u8 {
             statement,
             force,
         } => {
-            trust::sign_cmd(trust::SignArgs {
-                source: &source,
-                name: &name,
-                key: &key,
-                output: output.as_deref(),
-                statement: statement.as_deref(),
-                force,
-            })
+            trust::sign_cmd(
+                trust::SignArgs {
+                    source: &source,
+                    name: &name,
+                    key: &key,
+                    output: output.as_deref(),
+                    statement: statement.as_deref(),
+                    force,
+                },
+                g,
+            )
             .await
         }
         Command::Registry { cmd } => registry::run(cmd).await,
-        Command::Serve(a) => remote::serve(a).await,
-        Command::Export(a) => remote::export(a).await,
-        Command::Fetch(a) => remote::fetch(a).await,
-        Command::Cache { cmd } => remote::cache(cmd).await,
-        Command::Match(a) => matching::run(a).await,
-        Command::Tools(a) => script::tools(a).await,
-        Command::Run(a) => script::run(a).await,
-        Command::Mcp(a) => mcp::run(a).await,
+        Command::Serve(a) => remote::serve(a, g).await,
+        Command::Export(a) => remote::export(a, g).await,
+        Command::Fetch(a) => remote::fetch(a, g).await,
+        Command::Cache { cmd } => remote::cache(cmd, g).await,
+        Command::Match(a) => matching::run(a, g).await,
+        Command::Tools(a) => script::tools(a, g).await,
+        Command::Run(a) => script::run(a, g).await,
+        Command::Mcp(a) => mcp::run(a, g).await,
         Command::Completions { shell } => shell::completions(shell),
         Command::Man { dir } => shell::man(&dir),
-        Command::Trust { cmd } => project::run(cmd),
-        Command::Add(a) => install::add(a).await,
-        Command::Install(a) => install::install(a).await,
-        Command::Update(a) => install::update(a).await,
+        Command::Trust { cmd } => project::run(cmd, g),
+        Command::Add(a) => install::add(a, g).await,
+        Command::Install(a) => install::install(a, g).await,
+        Command::Update(a) => install::update(a, g).await,
         Command::Remove(a) => install::remove(a).await,
         Command::Status(a) => install::status(a).await,
         Command::Token { cmd } => token::run(cmd),
-        Command::Push(a) => oci::push(a).await,
-        Command::Publish(a) => publish::publish(a).await,
-        Command::Yank(a) => publish::yank(a).await,
+        Command::Push(a) => oci::push(a, g).await,
+        Command::Publish(a) => publish::publish(a, g).await,
+        Command::Yank(a) => publish::yank(a, g).await,
         Command::Verify {
             source,
             name,
@@ -545,6 +628,7 @@ pub async fn run(cli: Cli) -> u8 {
                 keyring.as_deref(),
                 sig.as_deref(),
                 format,
+                g,
             )
             .await
         }

@@ -8,7 +8,7 @@ use skillcat::source::http::HttpOptions;
 use skillcat::source::oci::Reference;
 use skillcat::source::oci::client::ClientOptions;
 
-use super::{FAULTS, OK, USAGE};
+use super::{CliResult, ExitStatus, Globals};
 
 /// `skillcat push` arguments.
 #[derive(Debug, clap::Args)]
@@ -28,41 +28,28 @@ pub struct PushArgs {
 }
 
 /// `skillcat push SOURCE NAME oci://HOST/REPO[:TAG] [--sign KEY]`
-pub async fn push(a: PushArgs) -> u8 {
+pub async fn push(a: PushArgs, g: &Globals) -> CliResult {
     let target = match Reference::parse(&a.target) {
         Ok(r) => r,
         Err(e) => {
-            err!("Error: {e}");
-            return USAGE;
+            return Err(usage!("{e}"));
         }
     };
     if a.sign.is_some() && a.force {
-        err!(
-            "Error: --sign and --force do not go together: a skill that fails validation is never signed"
-        );
-        return USAGE;
+        return Err(usage!(
+            "--sign and --force do not go together: a skill that fails validation is never signed"
+        ));
     }
     // The key first: a wrong path or password costs no upload.
-    let mut signer = match a
+    let mut signer = a
         .sign
         .as_deref()
         .map(super::trust::Signer::load)
-        .transpose()
-    {
-        Ok(s) => s,
-        Err(c) => return c,
-    };
-    let (src, skill) = match super::read::find_skill(&a.source, &a.name).await {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
-    if let Err(c) = super::trust::refuse_invalid(&skill, a.force, ("Pushing", "push", "pushed")) {
-        return c;
-    }
-    let g = super::globals();
+        .transpose()?;
+    let (src, skill) = super::read::find_skill(&a.source, &a.name, g).await?;
+    super::trust::refuse_invalid(&skill, a.force, ("Pushing", "push", "pushed"))?;
     if g.open.offline {
-        err!("Error: push needs the network; drop --offline");
-        return USAGE;
+        return Err(usage!("push needs the network; drop --offline"));
     }
     let opts = ClientOptions {
         http: HttpOptions::from(&g.open),
@@ -73,10 +60,9 @@ pub async fn push(a: PushArgs) -> u8 {
     let signature = match &mut signer {
         Some(s) => {
             let Some(version) = push::version_of(&skill, &target) else {
-                err!(
-                    "Error: {target}: the skill has no metadata.version, so name a tag (oci://HOST/REPO:TAG)"
-                );
-                return USAGE;
+                return Err(usage!(
+                    "{target}: the skill has no metadata.version, so name a tag (oci://HOST/REPO:TAG)"
+                ));
             };
             let m = match skillcat::source::SourceExt::manifest_of(
                 &*src,
@@ -89,20 +75,18 @@ pub async fn push(a: PushArgs) -> u8 {
             {
                 Ok(m) => m,
                 Err(e) => {
-                    err!("Error: {e}");
-                    return FAULTS;
+                    return Err(failed!("{e}"));
                 }
             };
             let statement = match Statement::from_manifest(&m) {
                 Ok(st) => st,
                 Err(e) => {
-                    err!("Error: {e}");
-                    return FAULTS;
+                    return Err(failed!("{e}"));
                 }
             };
             match s.sign(&statement) {
                 Ok(sig) => Some(sig),
-                Err(c) => return c,
+                Err(e) => return Err(e),
             }
         }
         None => None,
@@ -110,8 +94,7 @@ pub async fn push(a: PushArgs) -> u8 {
     let pushed = match push::push(&*src, &skill, &target, &opts).await {
         Ok(p) => p,
         Err(e) => {
-            err!("Error: {e}");
-            return FAULTS;
+            return Err(failed!("{e}"));
         }
     };
     out!(
@@ -136,10 +119,11 @@ pub async fn push(a: PushArgs) -> u8 {
                 }
             ),
             Err(e) => {
-                err!("Error: the skill was pushed, but its signature was not attached: {e}");
-                return FAULTS;
+                return Err(failed!(
+                    "the skill was pushed, but its signature was not attached: {e}"
+                ));
             }
         }
     }
-    OK
+    Ok(ExitStatus::Success)
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use skillcat::config::{Config, Environment};
 
-use super::{FAULTS, OK, USAGE};
+use super::{CliResult, ExitStatus, Globals};
 
 /// The `trust` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -35,79 +35,72 @@ pub enum TrustCommand {
 }
 
 /// Runs a `trust` subcommand.
-pub fn run(cmd: TrustCommand) -> u8 {
+pub fn run(cmd: TrustCommand, g: &Globals) -> CliResult {
     match cmd {
         TrustCommand::Project { dir } => trust_project(dir.as_deref()),
-        TrustCommand::Add(a) => super::keyring::add(a),
-        TrustCommand::List(a) => super::keyring::list(a),
-        TrustCommand::Revoke(a) => super::keyring::revoke(a),
+        TrustCommand::Add(a) => super::keyring::add(a, g),
+        TrustCommand::List(a) => super::keyring::list(a, g),
+        TrustCommand::Revoke(a) => super::keyring::revoke(a, g),
     }
 }
 
-fn trust_project(dir: Option<&Path>) -> u8 {
+fn trust_project(dir: Option<&Path>) -> CliResult {
     let env = match Environment::current() {
         Ok(e) => e,
         Err(e) => {
-            err!("Error: cannot read the working directory: {e}");
-            return USAGE;
+            return Err(usage!("cannot read the working directory: {e}"));
         }
     };
     let dir = dir.map_or_else(|| env.cwd.clone(), |d| env.cwd.join(d));
     let dir = match std::fs::canonicalize(&dir) {
         Ok(d) if d.is_dir() => d,
         Ok(d) => {
-            err!("Error: {} is not a directory", d.display());
-            return USAGE;
+            return Err(usage!("{} is not a directory", d.display()));
         }
         Err(e) => {
-            err!("Error: {}: {e}", dir.display());
-            return USAGE;
+            return Err(usage!("{}: {e}", dir.display()));
         }
     };
     let Some(file) = Config::user_file(&env) else {
-        err!("Error: no home directory ($HOME) to hold your configuration");
-        return USAGE;
+        return Err(usage!(
+            "no home directory ($HOME) to hold your configuration"
+        ));
     };
     let text = match std::fs::read_to_string(&file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => {
-            err!("Error: {}: {e}", file.display());
-            return FAULTS;
+            return Err(failed!("{}: {e}", file.display()));
         }
     };
     let current = match Config::parse(&text, Some(&file), &env) {
         Ok(c) => c,
         Err(e) => {
-            err!("Error: {e}");
-            return FAULTS;
+            return Err(failed!("{e}"));
         }
     };
     if current.trusted_projects.contains(&dir) {
         out!("{} is already trusted ({})", dir.display(), file.display());
-        return OK;
+        return Ok(ExitStatus::Success);
     }
     let Some(shown) = dir.to_str() else {
-        err!("Error: {} is not valid UTF-8", dir.display());
-        return USAGE;
+        return Err(usage!("{} is not valid UTF-8", dir.display()));
     };
     let new_text = match with_trusted(&text, shown) {
         Ok(t) => t,
         Err(e) => {
-            err!("Error: {}: {e}", file.display());
-            return FAULTS;
+            return Err(failed!("{}: {e}", file.display()));
         }
     };
     if let Err(e) = write_private(&file, &new_text) {
-        err!("Error: {}: {e}", file.display());
-        return FAULTS;
+        return Err(failed!("{}: {e}", file.display()));
     }
     out!(
         "trusted {}: its skillcat.toml now applies in full (recorded in {})",
         dir.display(),
         file.display()
     );
-    OK
+    Ok(ExitStatus::Success)
 }
 
 /// The configuration text with `dir` added to `trusted_projects`. Without that key the line is

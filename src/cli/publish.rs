@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 use skillcat::client::{self, reqwest};
 
-use super::{FAULTS, OK, USAGE};
+use super::{CliError, CliResult, ExitStatus, Globals};
 
 /// The environment variable holding a token when no `--token-file` is given.
 const TOKEN_ENV: &str = "SKILLCAT_TOKEN";
@@ -79,62 +79,52 @@ fn is_loopback(url: &reqwest::Url) -> bool {
 
 impl Remote {
     /// Checks the URL and the transport, reads the token; errors are printed.
-    fn connect(&self, url: &str) -> Result<Client, u8> {
-        let mut base = reqwest::Url::parse(url).map_err(|e| {
-            err!("Error: {url:?} is not a URL: {e}");
-            USAGE
-        })?;
+    fn connect(&self, url: &str, g: &Globals) -> Result<Client, CliError> {
+        let mut base = reqwest::Url::parse(url).map_err(|e| usage!("{url:?} is not a URL: {e}"))?;
         if !matches!(base.scheme(), "http" | "https") {
-            err!("Error: {url}: the registry is reached over http:// or https://");
-            return Err(USAGE);
+            return Err(usage!(
+                "{url}: the registry is reached over http:// or https://"
+            ));
         }
         if !base.username().is_empty() || base.password().is_some() {
-            err!("Error: {url}: put the token in --token-file or ${TOKEN_ENV}, not in the URL");
-            return Err(USAGE);
+            return Err(usage!(
+                "{url}: put the token in --token-file or ${TOKEN_ENV}, not in the URL"
+            ));
         }
         if base.scheme() == "http" && !is_loopback(&base) && !self.allow_insecure {
-            err!(
-                "Error: refusing to send a token over plain http to {}: use https://, or \
+            return Err(usage!(
+                "refusing to send a token over plain http to {}: use https://, or \
                  --allow-insecure if the network is trusted",
                 base.host_str().unwrap_or("?")
-            );
-            return Err(USAGE);
+            ));
         }
         let token = match &self.token_file {
-            Some(p) => std::fs::read_to_string(p).map_err(|e| {
-                err!("Error: cannot read the token file {}: {e}", p.display());
-                USAGE
-            })?,
-            None => std::env::var(TOKEN_ENV).map_err(|_| {
-                err!("Error: no token: pass --token-file FILE or set ${TOKEN_ENV}");
-                USAGE
-            })?,
+            Some(p) => std::fs::read_to_string(p)
+                .map_err(|e| usage!("cannot read the token file {}: {e}", p.display()))?,
+            None => std::env::var(TOKEN_ENV)
+                .map_err(|_| usage!("no token: pass --token-file FILE or set ${TOKEN_ENV}"))?,
         };
         let token = token.trim().to_string();
         if token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            err!(
-                "Error: the token is empty or has spaces in it (one line, as `token create` printed it)"
-            );
-            return Err(USAGE);
+            return Err(usage!(
+                "the token is empty or has spaces in it (one line, as `token create` printed it)"
+            ));
         }
         if !base.path().ends_with('/') {
             let path = format!("{}/", base.path());
             base.set_path(&path);
         }
         let api = base.join("api/v1/").expect("a relative path joins");
-        let timeout = super::globals()
+        let timeout = g
             .open
             .timeout
             .unwrap_or(std::time::Duration::from_secs(120));
         let mut ca_certificates = Vec::new();
         if let Some(pem) = &self.cacert {
-            ca_certificates.push(std::fs::read(pem).map_err(|e| {
-                err!(
-                    "Error: cannot read the CA certificate {}: {e}",
-                    pem.display()
-                );
-                USAGE
-            })?);
+            ca_certificates
+                .push(std::fs::read(pem).map_err(|e| {
+                    usage!("cannot read the CA certificate {}: {e}", pem.display())
+                })?);
         }
         // A redirect could carry the token elsewhere: the API never redirects.
         let policy = client::Policy {
@@ -144,17 +134,11 @@ impl Remote {
             ca_certificates,
             ..client::Policy::default()
         };
-        let http = client::build(&policy).map_err(|e| {
-            match &self.cacert {
-                Some(pem) if !matches!(e, client::ClientError::Build(_)) => {
-                    err!(
-                        "Error: cannot use the CA certificate {}: {e}",
-                        pem.display()
-                    )
-                }
-                _ => err!("Error: {e}"),
+        let http = client::build(&policy).map_err(|e| match &self.cacert {
+            Some(pem) if !matches!(e, client::ClientError::Build(_)) => {
+                usage!("cannot use the CA certificate {}: {e}", pem.display())
             }
-            USAGE
+            _ => usage!("{e}"),
         })?;
         Ok(Client { api, token, http })
     }
@@ -218,42 +202,36 @@ fn escape(s: &str) -> String {
 }
 
 /// `skillcat publish URL PATH... [--sig FILE] [--token-file FILE]`
-pub async fn publish(a: PublishArgs) -> u8 {
-    let client = match a.remote.connect(&a.url) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+pub async fn publish(a: PublishArgs, g: &Globals) -> CliResult {
+    let client = a.remote.connect(&a.url, g)?;
     let given_sig = match a.sig.as_ref().map(std::fs::read_to_string).transpose() {
         Ok(s) => s,
         Err(e) => {
-            err!("Error: cannot read the signature: {e}");
-            return USAGE;
+            return Err(usage!("cannot read the signature: {e}"));
         }
     };
     // Every path is read and packed before anything is sent.
     let mut skills = Vec::new();
-    let mut code = OK;
+    let mut code = ExitStatus::Success;
     for path in &a.paths {
-        match super::remote::build_site(path).await {
+        match super::remote::build_site(path, g).await {
             Ok((site, problems)) => {
                 if problems > 0 {
-                    code = FAULTS;
+                    code = ExitStatus::Faults;
                 }
                 skills.extend(site.skills().iter().cloned());
             }
-            Err(c) => return c,
+            Err(e) => return Err(e),
         }
     }
     if skills.is_empty() {
-        err!("Error: no valid skill in {}", a.paths.join(", "));
-        return FAULTS;
+        return Err(failed!("no valid skill in {}", a.paths.join(", ")));
     }
     if given_sig.is_some() && skills.len() != 1 {
-        err!(
-            "Error: --sig is the signature of one skill; the paths hold {}",
+        return Err(usage!(
+            "--sig is the signature of one skill; the paths hold {}",
             skills.len()
-        );
-        return USAGE;
+        ));
     }
     let unversioned: Vec<&str> = skills
         .iter()
@@ -261,11 +239,10 @@ pub async fn publish(a: PublishArgs) -> u8 {
         .map(|s| s.name.as_str())
         .collect();
     if !unversioned.is_empty() {
-        err!(
-            "Error: no version for {}: set metadata.version in the SKILL.md frontmatter",
+        return Err(usage!(
+            "no version for {}: set metadata.version in the SKILL.md frontmatter",
             unversioned.join(", ")
-        );
-        return USAGE;
+        ));
     }
     for s in skills {
         let version = s.version.clone().unwrap_or_default();
@@ -291,25 +268,21 @@ pub async fn publish(a: PublishArgs) -> u8 {
             }
             Err(e) => {
                 err!("Error: {}@{version}: {}", s.name, escape(&e));
-                code = FAULTS;
+                code = ExitStatus::Faults;
             }
         }
     }
-    code
+    Ok(code)
 }
 
 /// `skillcat yank URL NAME@VERSION [--undo]`
-pub async fn yank(a: YankArgs) -> u8 {
+pub async fn yank(a: YankArgs, g: &Globals) -> CliResult {
     let Some((name, version)) = a.spec.split_once('@').filter(|(n, v)| {
         !n.is_empty() && !v.is_empty() && !format!("{n}{v}").contains(['/', '?', '#', '%'])
     }) else {
-        err!("Error: {:?} is not NAME@VERSION", a.spec);
-        return USAGE;
+        return Err(usage!("{:?} is not NAME@VERSION", a.spec));
     };
-    let client = match a.remote.connect(&a.url) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let client = a.remote.connect(&a.url, g)?;
     let (method, action) = if a.undo {
         (reqwest::Method::PUT, "unyank")
     } else {
@@ -327,11 +300,8 @@ pub async fn yank(a: YankArgs) -> u8 {
                 (true, true) => out!("Unyanked {name}@{version}"),
                 (true, false) => out!("{name}@{version} was not yanked"),
             }
-            OK
+            Ok(ExitStatus::Success)
         }
-        Err(e) => {
-            err!("Error: {name}@{version}: {}", escape(&e));
-            FAULTS
-        }
+        Err(e) => Err(failed!("{name}@{version}: {}", escape(&e))),
     }
 }

@@ -11,7 +11,7 @@ use skillcat::source::{
     self, Detail, DirOptions, DirSource, Discovery, RootFault, Source, SourceExt,
 };
 
-use super::{FAULTS, Format, OK, PromptFormatArg, USAGE};
+use super::{CliError, CliResult, ExitStatus, Format, Globals, PromptFormatArg};
 
 /// A path argument spelled the way the reference (Python's `pathlib`) prints it: repeated `/`
 /// collapsed, `.` parts and a trailing `/` dropped (`./a//b/` → `a/b`, `` → `.`); `..` is kept.
@@ -75,35 +75,38 @@ pub(super) struct Opened {
 
 /// Opens and reads what a command line names, documents and file lists (see
 /// [`open_and_discover_with`]).
-pub(super) async fn open_and_discover(arg: &str) -> Result<Opened, u8> {
-    open_and_discover_with(arg, Detail::Files).await
+pub(super) async fn open_and_discover(arg: &str, g: &Globals) -> Result<Opened, CliError> {
+    open_and_discover_with(arg, Detail::Files, g).await
 }
 
 /// Opens and reads what a command line names, as much of each skill as `detail` says: a skill
 /// directory (or its SKILL.md) as one skill, anything else through [`source::open`]. A
 /// directory with no document and no skill anywhere below it is a skill directory missing its
 /// document (as `validate` says), never an empty success. The source's warnings are printed,
-/// and errors; the exit code is returned.
-pub(super) async fn open_and_discover_with(arg: &str, detail: Detail) -> Result<Opened, u8> {
-    discover_opened(open_arg(arg)?, detail).await
+/// errors returned.
+pub(super) async fn open_and_discover_with(
+    arg: &str,
+    detail: Detail,
+    g: &Globals,
+) -> Result<Opened, CliError> {
+    discover_opened(open_arg(arg, g)?, detail).await
 }
 
 /// [`open_and_discover_with`] for a source already opened.
-async fn discover_opened(opened: OpenedArg, detail: Detail) -> Result<Opened, u8> {
+async fn discover_opened(opened: OpenedArg, detail: Detail) -> Result<Opened, CliError> {
     let OpenedArg {
         shown,
         is_dir,
         single,
         src,
     } = opened;
-    let mut found = source::discover_with(&*src, detail).await.map_err(|e| {
-        err!("Error: {e}");
-        // Read, but nothing in it usable: a fault of what was read (1), not of reading it (2).
-        match e {
-            skillcat::Error::NothingUsable { .. } => FAULTS,
-            _ => USAGE,
-        }
-    })?;
+    let mut found = source::discover_with(&*src, detail)
+        .await
+        .map_err(|e| match e {
+            // Read, but nothing in it usable: a fault of what was read (1), not of reading it (2).
+            skillcat::Error::NothingUsable { .. } => failed!("{e}"),
+            _ => usage!("{e}"),
+        })?;
     print_warnings(&found);
     let empty_dir = is_dir && found.skills.is_empty() && found.faults.is_empty();
     if empty_dir {
@@ -130,30 +133,24 @@ struct OpenedArg {
     src: Arc<dyn Source>,
 }
 
-/// Opens what a command line names (see [`open_and_discover_with`]); errors are printed. A
+/// Opens what a command line names (see [`open_and_discover_with`]). A
 /// regular file that is no archive nor registry is not a skill directory: exit 1, as
 /// `validate` says of it.
-fn open_arg(arg: &str) -> Result<OpenedArg, u8> {
+fn open_arg(arg: &str, g: &Globals) -> Result<OpenedArg, CliError> {
     let (shown, path) = skill_dir_of(arg);
     let is_dir = path.is_dir();
     let single = is_dir && source::has_document_entry(&path);
     let result = if single {
         DirSource::open_skill(&path, DirOptions::default()).map(|s| Arc::new(s) as Arc<dyn Source>)
     } else {
-        source::open_with(&path.to_string_lossy(), &super::globals().open)
+        source::open_with(&path.to_string_lossy(), &g.open)
     };
     let src = result.map_err(|e| match e {
-        skillcat::Error::UnsupportedSource(_) if path.is_file() => {
-            err!(
-                "Error: {} (nor an archive, a registry or a SKILL.md)",
-                Fault::not_a_directory(&shown).message()
-            );
-            FAULTS
-        }
-        e => {
-            err!("Error: {}", describe_open_error(&shown, &e));
-            USAGE
-        }
+        skillcat::Error::UnsupportedSource(_) if path.is_file() => failed!(
+            "{} (nor an archive, a registry or a SKILL.md)",
+            Fault::not_a_directory(&shown).message()
+        ),
+        e => usage!("{}", describe_open_error(&shown, &e)),
     })?;
     Ok(OpenedArg {
         shown,
@@ -177,10 +174,13 @@ pub(super) async fn open_maybe_for<'a>(
     arg: &str,
     wanted: Option<&'a str>,
     detail: Detail,
-) -> Result<(Opened, Option<&'a str>), u8> {
+    g: &Globals,
+) -> Result<(Opened, Option<&'a str>), CliError> {
     match wanted {
-        Some(w) => open_for(arg, w, detail).await.map(|(o, n)| (o, Some(n))),
-        None => open_and_discover_with(arg, detail).await.map(|o| (o, None)),
+        Some(w) => open_for(arg, w, detail, g).await.map(|(o, n)| (o, Some(n))),
+        None => open_and_discover_with(arg, detail, g)
+            .await
+            .map(|o| (o, None)),
     }
 }
 
@@ -192,11 +192,12 @@ pub(super) async fn open_for<'a>(
     arg: &str,
     wanted: &'a str,
     detail: Detail,
-) -> Result<(Opened, &'a str), u8> {
+    g: &Globals,
+) -> Result<(Opened, &'a str), CliError> {
     let (name, Some(version)) = split_version(wanted) else {
-        return Ok((open_and_discover_with(arg, detail).await?, wanted));
+        return Ok((open_and_discover_with(arg, detail, g).await?, wanted));
     };
-    let opened = open_arg(arg)?;
+    let opened = open_arg(arg, g)?;
     let key = skillcat::document::name_key(name);
     let root = match opened.src.version_root(&key, version).await {
         Ok(Some(root)) => root,
@@ -217,20 +218,22 @@ pub(super) async fn open_for<'a>(
             if held.as_deref() == Some(version) {
                 return Ok((opened, name));
             }
-            err!(
-                "Error: {wanted}: {shown} holds {name} {} only: a directory, an archive or an \
+            return Err(failed!(
+                "{wanted}: {shown} holds {name} {} only: a directory, an archive or an \
                  index keeps one version of each skill (a registry, x.db, keeps many). Name the \
                  skill alone: {name}",
                 match held {
                     Some(v) => format!("at version {v}"),
                     None => "without a metadata.version".to_string(),
                 }
-            );
-            return Err(FAULTS);
+            ));
         }
         Err(e) => {
-            err!("Error: {e}");
-            return Err(if e.is_not_found() { FAULTS } else { USAGE });
+            return Err(if e.is_not_found() {
+                failed!("{e}")
+            } else {
+                usage!("{e}")
+            });
         }
     };
     let OpenedArg {
@@ -246,8 +249,7 @@ pub(super) async fn open_for<'a>(
             fault,
         }),
         Err(e) => {
-            err!("Error: {e}");
-            return Err(USAGE);
+            return Err(usage!("{e}"));
         }
     }
     Ok((
@@ -329,7 +331,12 @@ fn report_of_discovery(shown: &str, d: &Discovery, opts: &ValidateOptions, out: 
 }
 
 /// `skillcat validate PATH...`
-pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>) -> u8 {
+pub async fn validate(
+    paths: &[String],
+    format: Format,
+    allow_field: Vec<String>,
+    g: &Globals,
+) -> CliResult {
     let mut opts = ValidateOptions::default();
     for f in allow_field {
         opts = opts.allow_field(f);
@@ -396,7 +403,7 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
             }
             continue;
         }
-        let src = match source::open_with(&path.to_string_lossy(), &super::globals().open) {
+        let src = match source::open_with(&path.to_string_lossy(), &g.open) {
             Ok(s) => s,
             Err(skillcat::Error::UnsupportedSource(_)) if is_file => {
                 reports.push(Report {
@@ -451,13 +458,11 @@ pub async fn validate(paths: &[String], format: Format, allow_field: Vec<String>
             out!("{}", serde_json::to_string_pretty(&arr).expect("json"));
         }
     }
-    if unreadable {
-        USAGE
-    } else if reports.iter().any(|r| !r.faults.is_empty()) {
-        FAULTS
+    Ok(if unreadable {
+        ExitStatus::Unreadable
     } else {
-        OK
-    }
+        ExitStatus::faults_if(reports.iter().any(|r| !r.faults.is_empty()))
+    })
 }
 
 /// The reference's wording for a refusal in `properties` and `prompt`.
@@ -470,63 +475,53 @@ fn refusal_message(location: &str, fault: &Fault) -> String {
 }
 
 /// `skillcat properties PATH`
-pub async fn properties(arg: &str) -> u8 {
+pub async fn properties(arg: &str, g: &Globals) -> CliResult {
     let (shown, path) = skill_dir_of(arg);
     let is_url = arg.contains("://") || arg.starts_with("sqlite:");
     match std::fs::metadata(&path) {
         _ if is_url => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            err!("Error: Path does not exist: {shown}");
-            return USAGE;
+            return Err(usage!("Path does not exist: {shown}"));
         }
         Err(e) => {
-            err!("Error: {shown}: {e}");
-            return USAGE;
+            return Err(usage!("{shown}: {e}"));
         }
         // An archive (or registry) of one skill reads like that skill's directory.
         Ok(m)
             if !m.is_dir()
                 && matches!(
-                    source::open_with(&shown, &super::globals().open),
+                    source::open_with(&shown, &g.open),
                     Err(skillcat::Error::UnsupportedSource(_))
                 ) =>
         {
             // A regular file that is not a SKILL.md nor a source: not a skill directory (as
             // `validate` says).
-            err!("Error: Not a directory: {shown}");
-            return FAULTS;
+            return Err(failed!("Not a directory: {shown}"));
         }
         Ok(_) => {}
     }
-    let o = match open_and_discover_with(arg, Detail::Frontmatter).await {
-        Ok(o) => o,
-        Err(code) => return code,
-    };
+    let o = open_and_discover_with(arg, Detail::Frontmatter, g).await?;
     let count = o.found.skills.len() + o.found.faults.len();
     if count > 1 {
-        err!("Error: {shown} holds {count} skills; name one skill directory");
-        return USAGE;
+        return Err(usage!(
+            "{shown} holds {count} skills; name one skill directory"
+        ));
     }
     if let Some(f) = o.found.faults.first() {
-        err!(
-            "Error: {}",
+        return Err(failed!(
+            "{}",
             refusal_message(&join_shown(&shown, &f.root), &f.fault)
-        );
-        return FAULTS;
+        ));
     }
     let Some(skill) = o.found.skills.first() else {
-        err!("Error: SKILL.md not found in {shown}");
-        return FAULTS;
+        return Err(failed!("SKILL.md not found in {shown}"));
     };
     match skill.properties() {
         Ok(p) => {
             out!("{}", serde_json::to_string_pretty(&p).expect("json"));
-            OK
+            Ok(ExitStatus::Success)
         }
-        Err(f) => {
-            err!("Error: {}", f.message());
-            FAULTS
-        }
+        Err(f) => Err(failed!("{}", f.message())),
     }
 }
 
@@ -566,20 +561,22 @@ pub async fn prompt(
     format: PromptFormatArg,
     budget: Option<usize>,
     verbose: bool,
-) -> u8 {
+    g: &Globals,
+) -> CliResult {
     if args.is_empty() {
-        return prompt_configured(format, budget, verbose).await;
+        return prompt_configured(format, budget, verbose, g).await;
     }
-    let mut code = OK;
+    let mut code = ExitStatus::Success;
     let mut found = Vec::with_capacity(args.len());
     for arg in args {
-        match open_and_discover_with(arg, Detail::Frontmatter).await {
+        match open_and_discover_with(arg, Detail::Frontmatter, g).await {
             Ok(o) => found.push(o),
-            Err(c) => code = code.max(c),
+            // Said now: the other sources are still rendered.
+            Err(e) => code = code.max(e.print()),
         }
     }
     if found.is_empty() {
-        return code;
+        return Ok(code);
     }
     let opts = ValidateOptions::default();
     let mut entries: Vec<(usize, String, String, String)> = Vec::new();
@@ -587,7 +584,7 @@ pub async fn prompt(
         // One skill directory gets the reference's words exactly; a skill of a directory of
         // skills is named, so that the broken one can be found.
         for f in &o.found.faults {
-            code = code.max(FAULTS);
+            code = code.max(ExitStatus::Faults);
             if o.single {
                 err!("Error: {}", refusal_message(&o.shown, &f.fault));
             } else {
@@ -600,7 +597,7 @@ pub async fn prompt(
         }
         for s in &o.found.skills {
             if let Err(f) = s.properties() {
-                code = code.max(FAULTS);
+                code = code.max(ExitStatus::Faults);
                 if o.single {
                     err!("Error: {}", f.message());
                 } else {
@@ -610,7 +607,7 @@ pub async fn prompt(
             }
             let faults = s.validate(&opts);
             if !faults.is_empty() {
-                code = code.max(FAULTS);
+                code = code.max(ExitStatus::Faults);
                 err!(
                     "Offered all the same, though invalid: {}",
                     shown(s.location())
@@ -646,22 +643,25 @@ pub async fn prompt(
         omit_when_empty: false,
     };
     print_rendered(&skillcat::prompt::render(&skills, &opts), verbose);
-    code
+    Ok(code)
 }
 
 /// `skillcat prompt` with no PATH: the configured catalog within its `[prompt]` budget (or
 /// `--budget`); diagnostics on stderr, exit 1 on any but shadowing and a source's warning.
-async fn prompt_configured(format: PromptFormatArg, budget: Option<usize>, verbose: bool) -> u8 {
-    let Ok((config, catalog)) = configured_catalog(Detail::Frontmatter) else {
-        return USAGE;
-    };
+async fn prompt_configured(
+    format: PromptFormatArg,
+    budget: Option<usize>,
+    verbose: bool,
+    g: &Globals,
+) -> CliResult {
+    let (config, catalog) = configured_catalog(Detail::Frontmatter, g)?;
     let snapshot = catalog.snapshot().await;
     let faults = print_diagnostics(&snapshot);
     say_where_looked(&config, &snapshot);
     let mut opts = config.prompt_options(prompt_format(format));
     opts.budget = budget.or(opts.budget);
     print_rendered(&snapshot.prompt(&opts), verbose);
-    if faults { FAULTS } else { OK }
+    Ok(ExitStatus::faults_if(faults))
 }
 
 /// A catalog's diagnostics on stderr (`warning: …`); whether any is a fault (anything but a
@@ -728,11 +728,16 @@ fn shown(s: &str) -> std::borrow::Cow<'_, str> {
 
 /// `skillcat list SOURCE [NAME]`; without SOURCE, the configured catalog. Every fault goes to
 /// stderr: roots that are not skills, and the validation faults of skills that are listed.
-pub async fn list(arg: Option<&str>, wanted: Option<&str>, format: Format) -> u8 {
+pub async fn list(
+    arg: Option<&str>,
+    wanted: Option<&str>,
+    format: Format,
+    g: &Globals,
+) -> CliResult {
     let Some(arg) = arg else {
-        return list_configured(format).await;
+        return list_configured(format, g).await;
     };
-    let opened = open_maybe_for(arg, wanted, Detail::Files).await;
+    let opened = open_maybe_for(arg, wanted, Detail::Files, g).await;
     let (
         Opened {
             shown: shown_arg,
@@ -741,10 +746,7 @@ pub async fn list(arg: Option<&str>, wanted: Option<&str>, format: Format) -> u8
             ..
         },
         name,
-    ) = match opened {
-        Ok(o) => o,
-        Err(code) => return code,
-    };
+    ) = opened?;
     if let Some(name) = name {
         // One skill: it, or why there is none; other roots' faults are not its business.
         match find_in(&shown_arg, &d, name) {
@@ -752,7 +754,7 @@ pub async fn list(arg: Option<&str>, wanted: Option<&str>, format: Format) -> u8
                 d.skills = vec![skill];
                 d.faults.clear();
             }
-            Err(code) => return code,
+            Err(e) => return Err(e),
         }
     }
     let opts = ValidateOptions::default();
@@ -826,21 +828,21 @@ pub async fn list(arg: Option<&str>, wanted: Option<&str>, format: Format) -> u8
         }
     }
     d.faults.iter().for_each(print_fault);
-    if any_fault { FAULTS } else { OK }
+    Ok(ExitStatus::faults_if(any_fault))
 }
 
 /// The catalog of the configuration (`--config`, `./skillcat.toml` or the defaults), reading
-/// as much of each skill as `detail` says; a configuration error is printed.
+/// as much of each skill as `detail` says.
 fn configured_catalog(
     detail: Detail,
-) -> Result<(skillcat::config::Config, skillcat::catalog::Catalog), ()> {
+    g: &Globals,
+) -> Result<(skillcat::config::Config, skillcat::catalog::Catalog), CliError> {
     use skillcat::catalog::{Catalog, CatalogSource};
-    let g = super::globals();
     let config = skillcat::config::Config::discover_from_env(g.config.as_deref())
-        .map_err(|e| err!("Error: {e}"))?;
+        .map_err(|e| usage!("{e}"))?;
     let options = skillcat::catalog::CatalogOptions {
         detail,
-        ..super::catalog_options(&config)
+        ..g.catalog_options(&config)
     };
     let sources = config.sources.iter().map(CatalogSource::from).collect();
     Ok((config, Catalog::with_options(sources, options)))
@@ -849,10 +851,8 @@ fn configured_catalog(
 /// `skillcat list` with no SOURCE: every skill of the configured catalog with its source and
 /// trust; diagnostics (shadowed names included) on stderr. Exit 1 on any diagnostic other than
 /// shadowing or a source's warning.
-async fn list_configured(format: Format) -> u8 {
-    let Ok((config, catalog)) = configured_catalog(Detail::Files) else {
-        return USAGE;
-    };
+async fn list_configured(format: Format, g: &Globals) -> CliResult {
+    let (config, catalog) = configured_catalog(Detail::Files, g)?;
     let snapshot = catalog.snapshot().await;
     let mut any_fault = false;
     let mut rows = Vec::new();
@@ -928,7 +928,7 @@ async fn list_configured(format: Format) -> u8 {
         }
     }
     any_fault |= print_diagnostics(&snapshot);
-    if any_fault { FAULTS } else { OK }
+    Ok(ExitStatus::faults_if(any_fault))
 }
 
 /// Finds a skill by name, `-` and `_` alike.
@@ -940,9 +940,13 @@ fn find<'a>(d: &'a Discovery, name: &str) -> Option<&'a Skill> {
 }
 
 /// The skill named `name` (`NAME` or `NAME@VERSION`) in what `arg` names, with its file list;
-/// a missing or broken one is reported (the exit code is returned).
-pub(super) async fn find_skill(arg: &str, name: &str) -> Result<(Arc<dyn Source>, Skill), u8> {
-    find_skill_with(arg, name, Detail::Files).await
+/// a missing or broken one is an error.
+pub(super) async fn find_skill(
+    arg: &str,
+    name: &str,
+    g: &Globals,
+) -> Result<(Arc<dyn Source>, Skill), CliError> {
+    find_skill_with(arg, name, Detail::Files, g).await
 }
 
 /// [`find_skill`], reading as much of each skill as `detail` says.
@@ -950,7 +954,8 @@ async fn find_skill_with(
     arg: &str,
     name: &str,
     detail: Detail,
-) -> Result<(Arc<dyn Source>, Skill), u8> {
+    g: &Globals,
+) -> Result<(Arc<dyn Source>, Skill), CliError> {
     let (
         Opened {
             shown,
@@ -959,14 +964,14 @@ async fn find_skill_with(
             ..
         },
         name,
-    ) = open_for(arg, name, detail).await?;
+    ) = open_for(arg, name, detail, g).await?;
     let skill = find_in(&shown, &d, name)?;
     Ok((src, skill))
 }
 
 /// The skill NAME of a discovery, or (printed) why there is none: no such name, or a root by
 /// that name that could not be read.
-pub(super) fn find_in(shown: &str, d: &Discovery, name: &str) -> Result<Skill, u8> {
+pub(super) fn find_in(shown: &str, d: &Discovery, name: &str) -> Result<Skill, CliError> {
     if let Some(s) = find(d, name) {
         return Ok(s.clone());
     }
@@ -984,52 +989,44 @@ pub(super) fn find_in(shown: &str, d: &Discovery, name: &str) -> Result<Skill, u
         let mut names: Vec<String> = d.skills.iter().map(Skill::name).collect();
         names.sort();
         if names.is_empty() {
-            err!("Error: no skill named '{name}' in {shown} (it holds no readable skill)");
+            Err(failed!(
+                "no skill named '{name}' in {shown} (it holds no readable skill)"
+            ))
         } else {
-            err!(
-                "Error: no skill named '{name}' in {shown} (skills: {})",
+            Err(failed!(
+                "no skill named '{name}' in {shown} (skills: {})",
                 names.join(", ")
-            );
+            ))
         }
     } else {
         for f in broken {
             print_fault(f);
         }
-        err!("Error: skill '{name}' in {shown} could not be read");
+        Err(failed!("skill '{name}' in {shown} could not be read"))
     }
-    Err(FAULTS)
 }
 
 /// `skillcat show SOURCE NAME`
-pub async fn show(arg: &str, name: &str) -> u8 {
-    match find_skill_with(arg, name, Detail::Document).await {
-        Ok((_, skill)) => {
-            out!("{}", skill.body());
-            OK
-        }
-        Err(code) => code,
-    }
+pub async fn show(arg: &str, name: &str, g: &Globals) -> CliResult {
+    let (_, skill) = find_skill_with(arg, name, Detail::Document, g).await?;
+    out!("{}", skill.body());
+    Ok(ExitStatus::Success)
 }
 
 /// `skillcat read SOURCE NAME PATH`
-pub async fn read(arg: &str, name: &str, path: &str) -> u8 {
-    let (src, skill) = match find_skill(arg, name).await {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
+pub async fn read(arg: &str, name: &str, path: &str, g: &Globals) -> CliResult {
+    let (src, skill) = find_skill(arg, name, g).await?;
     let rel = match skill.resolve(path) {
         Ok(rel) => rel,
         Err(why) => {
-            err!(
-                "Error: '{path}' is not a file inside skill '{}': {why} (absolute paths, '..' and URLs are refused)",
+            return Err(failed!(
+                "'{path}' is not a file inside skill '{}': {why} (absolute paths, '..' and URLs are refused)",
                 skill.name()
-            );
-            return FAULTS;
+            ));
         }
     };
     if !skill.files().iter().any(|f| f.path == rel.as_str()) {
-        err!("Error: skill '{}' has no file '{rel}'", skill.name());
-        return FAULTS;
+        return Err(failed!("skill '{}' has no file '{rel}'", skill.name()));
     }
     match src
         .read(&skillcat::path::join_path(skill.root(), &rel))
@@ -1038,13 +1035,10 @@ pub async fn read(arg: &str, name: &str, path: &str) -> u8 {
         Ok(bytes) => {
             let mut out = std::io::stdout().lock();
             if out.write_all(&bytes).and_then(|_| out.flush()).is_err() {
-                return USAGE;
+                return Err(CliError::Output);
             }
-            OK
+            Ok(ExitStatus::Success)
         }
-        Err(e) => {
-            err!("Error: {e}");
-            FAULTS
-        }
+        Err(e) => Err(failed!("{e}")),
     }
 }

@@ -12,7 +12,7 @@ use skillcat::registry::{
 use skillcat::sign::Keyring;
 use skillcat::source::{self, DirOptions, DirSource, Source, SourceExt};
 
-use super::{FAULTS, Format, OK, USAGE};
+use super::{CliError, CliResult, ExitStatus, Format};
 
 /// The `registry` subcommands.
 #[derive(Debug, Subcommand)]
@@ -94,7 +94,7 @@ pub enum RegistryCommand {
 }
 
 /// Runs one `registry` subcommand; returns the exit code.
-pub async fn run(cmd: RegistryCommand) -> u8 {
+pub async fn run(cmd: RegistryCommand) -> CliResult {
     match cmd {
         RegistryCommand::Init { db } => init(&db),
         RegistryCommand::Publish {
@@ -130,19 +130,18 @@ pub async fn run(cmd: RegistryCommand) -> u8 {
     }
 }
 
-/// Exit code for a registry error: 1 when the request was refused, 2 when something could not be
-/// read or written.
-fn code_of(e: &RegistryError) -> u8 {
-    if e.is_refusal() { FAULTS } else { USAGE }
-}
-
-fn report(e: &RegistryError) -> u8 {
-    err!("Error: {e}");
-    code_of(e)
+/// A registry error as the command line says it: exit 1 when the request was refused, 2 when
+/// something could not be read or written.
+fn fail(e: &RegistryError) -> CliError {
+    if e.is_refusal() {
+        failed!("{e}")
+    } else {
+        usage!("{e}")
+    }
 }
 
 /// `skillcat registry init DB`
-fn init(db: &Path) -> u8 {
+fn init(db: &Path) -> CliResult {
     match Registry::init(db) {
         Ok(r) => {
             let version = r.schema_version().unwrap_or_default();
@@ -150,9 +149,9 @@ fn init(db: &Path) -> u8 {
                 "Created registry {} (schema version {version})",
                 r.display()
             );
-            OK
+            Ok(ExitStatus::Success)
         }
-        Err(e) => report(&e),
+        Err(e) => Err(fail(&e)),
     }
 }
 
@@ -191,19 +190,17 @@ fn read_text(path: &Path, what: &str) -> Result<String, String> {
 }
 
 /// `skillcat registry publish DB SOURCE... [--sig FILE] [--version V] [--keyring FILE]`
-async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> u8 {
+async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResult {
     let keyring = match args.keyring.map(Keyring::load).transpose() {
         Ok(k) => k,
         Err(e) => {
-            err!("Error: {e}");
-            return USAGE;
+            return Err(usage!("{e}"));
         }
     };
     let given_sig = match args.sig.map(|p| read_text(p, "signature")).transpose() {
         Ok(s) => s,
         Err(e) => {
-            err!("Error: {e}");
-            return USAGE;
+            return Err(usage!("{e}"));
         }
     };
     // Every source is opened and listed before anything is written.
@@ -220,39 +217,36 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> u8 {
                 roots,
             }),
             Err(skillcat::Error::NotFound(_)) => {
-                err!("Error: Path does not exist: {spec}");
-                return USAGE;
+                return Err(usage!("Path does not exist: {spec}"));
             }
             Err(e) => {
-                err!("Error: {spec}: {e}");
-                return USAGE;
+                return Err(usage!("{spec}: {e}"));
             }
         }
     }
     let total: usize = opened.iter().map(|o| o.roots.len()).sum();
     if total == 0 {
-        err!("Error: no skill found in {}", specs.join(", "));
-        return FAULTS;
+        return Err(failed!("no skill found in {}", specs.join(", ")));
     }
     if given_sig.is_some() && total != 1 {
-        err!("Error: --sig names the signature of one skill; the sources hold {total}");
-        return USAGE;
+        return Err(usage!(
+            "--sig names the signature of one skill; the sources hold {total}"
+        ));
     }
     if let (Some(v), true) = (&args.version, total != 1) {
-        err!(
-            "Error: --version sets the version of one skill; the sources hold {total}. Give each \
+        return Err(usage!(
+            "--version sets the version of one skill; the sources hold {total}. Give each \
              skill its own in its SKILL.md frontmatter (metadata:\n  version: \"{v}\"), or \
              publish them one at a time"
-        );
-        return USAGE;
+        ));
     }
     let mut registry = match Registry::open(db) {
         Ok(r) => r,
-        Err(e) => return report(&e),
+        Err(e) => return Err(fail(&e)),
     };
     let bar = progress_bar(total);
     let mut results = Vec::with_capacity(total);
-    let mut code = OK;
+    let mut code = ExitStatus::Success;
     // Skills refused for want of a version: named together at the end, with how to set it.
     let mut unversioned = Vec::new();
     for o in &opened {
@@ -288,7 +282,7 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> u8 {
             match outcome {
                 Ok(p) => results.push(json!({"source": o.spec, "root": root, "published": p})),
                 Err(f) => {
-                    code = code.max(f.code());
+                    code = code.max(f.status());
                     if let Failure::Registry(RegistryError::MissingVersion { name }) = &f {
                         unversioned.push((name.clone(), shown_root.clone()));
                     }
@@ -319,7 +313,7 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> u8 {
     if args.format == Format::Json {
         out!("{}", serde_json::to_string_pretty(&results).expect("json"));
     }
-    code
+    Ok(code)
 }
 
 /// Why one skill was not published.
@@ -329,10 +323,10 @@ enum Failure {
 }
 
 impl Failure {
-    fn code(&self) -> u8 {
+    fn status(&self) -> ExitStatus {
         match self {
-            Failure::Registry(e) => code_of(e),
-            Failure::Unreadable(_) => USAGE,
+            Failure::Registry(e) => fail(e).status(),
+            Failure::Unreadable(_) => ExitStatus::Unreadable,
         }
     }
 
@@ -418,14 +412,14 @@ fn progress_bar(total: usize) -> indicatif::ProgressBar {
 }
 
 /// `skillcat registry yank DB NAME@VERSION [--undo]`
-fn yank(db: &Path, spec: &str, undo: bool) -> u8 {
+fn yank(db: &Path, spec: &str, undo: bool) -> CliResult {
     let (name, version) = match parse_spec(spec) {
         Ok(nv) => nv,
-        Err(e) => return report(&e),
+        Err(e) => return Err(fail(&e)),
     };
     let mut registry = match Registry::open(db) {
         Ok(r) => r,
-        Err(e) => return report(&e),
+        Err(e) => return Err(fail(&e)),
     };
     let changed = if undo {
         registry.unyank(name, version)
@@ -450,19 +444,19 @@ fn yank(db: &Path, spec: &str, undo: bool) -> u8 {
             match registry.latest(name) {
                 Ok(Some(latest)) => out!("Latest {name} is {}", latest.version),
                 Ok(None) => out!("{name} has no unyanked version left"),
-                Err(e) => return report(&e),
+                Err(e) => return Err(fail(&e)),
             }
-            OK
+            Ok(ExitStatus::Success)
         }
-        Err(e) => report(&e),
+        Err(e) => Err(fail(&e)),
     }
 }
 
 /// `skillcat registry search DB QUERY [--format] [--limit N]`
-fn search(db: &Path, query: &str, format: Format, limit: usize) -> u8 {
+fn search(db: &Path, query: &str, format: Format, limit: usize) -> CliResult {
     let hits = match Registry::open_read_only(db).and_then(|r| r.search(query, limit)) {
         Ok(h) => h,
-        Err(e) => return report(&e),
+        Err(e) => return Err(fail(&e)),
     };
     match format {
         Format::Json => out!("{}", serde_json::to_string_pretty(&hits).expect("json")),
@@ -480,18 +474,17 @@ fn search(db: &Path, query: &str, format: Format, limit: usize) -> u8 {
             }
         }
     }
-    OK
+    Ok(ExitStatus::Success)
 }
 
 /// `skillcat registry versions DB NAME [--format]`
-fn versions(db: &Path, name: &str, format: Format) -> u8 {
+fn versions(db: &Path, name: &str, format: Format) -> CliResult {
     let list = match Registry::open_read_only(db).and_then(|r| r.versions(name)) {
         Ok(v) => v,
-        Err(e) => return report(&e),
+        Err(e) => return Err(fail(&e)),
     };
     if list.is_empty() {
-        err!("Error: no skill named '{name}' in {}", db.display());
-        return FAULTS;
+        return Err(failed!("no skill named '{name}' in {}", db.display()));
     }
     match format {
         Format::Json => out!("{}", serde_json::to_string_pretty(&list).expect("json")),
@@ -516,13 +509,22 @@ fn versions(db: &Path, name: &str, format: Format) -> u8 {
             }
         }
     }
-    OK
+    Ok(ExitStatus::Success)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+
+    const OK: ExitStatus = ExitStatus::Success;
+    const FAULTS: ExitStatus = ExitStatus::Faults;
+    const USAGE: ExitStatus = ExitStatus::Unreadable;
+
+    /// The status a command ends the process with, its error's included.
+    async fn run(cmd: RegistryCommand) -> ExitStatus {
+        super::run(cmd).await.unwrap_or_else(|e| e.status())
+    }
 
     #[derive(Debug, Parser)]
     struct Wrapper {

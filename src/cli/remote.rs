@@ -13,7 +13,7 @@ use skillcat::source::http::{
     FetchStatus, HttpOptions, HttpSource, cache_info, clean_cache, default_cache_dir,
 };
 
-use super::{FAULTS, Format, OK, USAGE};
+use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
 /// `skillcat serve` arguments.
 #[derive(Debug, clap::Args)]
@@ -58,22 +58,22 @@ pub struct ServeArgs {
 
 /// The TLS configuration `--tls-cert/--tls-key` give, read before anything is served.
 #[cfg(feature = "tls")]
-fn tls_config(a: &ServeArgs) -> Result<Option<Arc<tokio_rustls::rustls::ServerConfig>>, u8> {
+fn tls_config(a: &ServeArgs) -> Result<Option<Arc<tokio_rustls::rustls::ServerConfig>>, CliError> {
     let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) else {
         return Ok(None);
     };
-    serve::server_config(cert, key).map(Some).map_err(|e| {
-        err!("Error: {e}");
-        USAGE
-    })
+    serve::server_config(cert, key)
+        .map(Some)
+        .map_err(|e| usage!("{e}"))
 }
 
 /// Without the `tls` feature, `--tls-cert` is refused.
 #[cfg(not(feature = "tls"))]
-fn tls_config(a: &ServeArgs) -> Result<Option<()>, u8> {
+fn tls_config(a: &ServeArgs) -> Result<Option<()>, CliError> {
     if a.tls_cert.is_some() {
-        err!("Error: --tls-cert needs a skillcat built with the `tls` feature");
-        return Err(USAGE);
+        return Err(usage!(
+            "--tls-cert needs a skillcat built with the `tls` feature"
+        ));
     }
     Ok(None)
 }
@@ -163,8 +163,8 @@ impl SignatureLookup for SpecSignatures {
 }
 
 /// Opens and reads a source, builds the site from its valid skills and reports the others.
-pub(super) async fn build_site(arg: &str) -> Result<(Site, usize), u8> {
-    let o = super::read::open_and_discover(arg).await?;
+pub(super) async fn build_site(arg: &str, g: &Globals) -> Result<(Site, usize), CliError> {
+    let o = super::read::open_and_discover(arg, g).await?;
     let opts = SiteOptions {
         signatures: Some(Arc::new(SpecSignatures {
             spec: arg.to_string(),
@@ -175,10 +175,7 @@ pub(super) async fn build_site(arg: &str) -> Result<(Site, usize), u8> {
     };
     let (site, problems) = Site::from_discovery(&*o.src, &o.found, &opts)
         .await
-        .map_err(|e| {
-            err!("Error: {e}");
-            USAGE
-        })?;
+        .map_err(|e| usage!("{e}"))?;
     for p in &problems {
         err!(
             "warning: {}",
@@ -204,20 +201,14 @@ fn skills_word(n: usize) -> &'static str {
 }
 
 /// `skillcat serve SOURCE [--addr HOST:PORT] [--verbose] [limits…]`
-pub async fn serve(a: ServeArgs) -> u8 {
+pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
     if a.publish.publish
-        && let Err(code) = super::central::prepare(&a.source)
+        && let Err(e) = super::central::prepare(&a.source)
     {
-        return code;
+        return Err(e);
     }
-    let tls = match tls_config(&a) {
-        Ok(t) => t,
-        Err(code) => return code,
-    };
-    let (site, _) = match build_site(&a.source).await {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+    let tls = tls_config(&a)?;
+    let (site, _) = build_site(&a.source, g).await?;
     release_freed_memory();
     let mut limits = ServeLimits {
         header_timeout: a.header_timeout,
@@ -233,18 +224,14 @@ pub async fn serve(a: ServeArgs) -> u8 {
     let listener = match tokio::net::TcpListener::bind(a.addr).await {
         Ok(l) => l,
         Err(e) => {
-            err!("Error: cannot listen on {}: {e}", a.addr);
-            return USAGE;
+            return Err(usage!("cannot listen on {}: {e}", a.addr));
         }
     };
     let local = listener.local_addr().unwrap_or(a.addr);
     let n = site.skills().len();
     let scheme = if tls.is_some() { "https" } else { "http" };
     let app = if a.publish.publish {
-        let app = match super::central::router(&a.source, &a.publish, site, &local, tls.is_some()) {
-            Ok(app) => app,
-            Err(code) => return code,
-        };
+        let app = super::central::router(&a.source, &a.publish, site, &local, tls.is_some())?;
         out!(
             "Serving {n} {}, publishing at /api/v1/, on {scheme}://{local}/",
             skills_word(n)
@@ -263,21 +250,15 @@ pub async fn serve(a: ServeArgs) -> u8 {
     match served {
         Ok(()) => {
             err!("Stopped.");
-            OK
+            Ok(ExitStatus::Success)
         }
-        Err(e) => {
-            err!("Error: {e}");
-            FAULTS
-        }
+        Err(e) => Err(failed!("{e}")),
     }
 }
 
 /// `skillcat export SOURCE DIR [--force]`
-pub async fn export(a: ExportArgs) -> u8 {
-    let (site, problems) = match build_site(&a.source).await {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
+    let (site, problems) = build_site(&a.source, g).await?;
     let n = site.skills().len();
     let (dir, force) = (a.dir.clone(), a.force);
     let result = tokio::task::spawn_blocking(move || serve::export(&site, &dir, force)).await;
@@ -290,16 +271,10 @@ pub async fn export(a: ExportArgs) -> u8 {
                 done.bytes,
                 a.dir.display()
             );
-            if problems > 0 { FAULTS } else { OK }
+            Ok(ExitStatus::faults_if(problems > 0))
         }
-        Ok(Err(e)) => {
-            err!("Error: {e}");
-            USAGE
-        }
-        Err(e) => {
-            err!("Error: {e}");
-            USAGE
-        }
+        Ok(Err(e)) => Err(usage!("{e}")),
+        Err(e) => Err(usage!("{e}")),
     }
 }
 
@@ -327,19 +302,17 @@ fn progress(len: usize) -> indicatif::ProgressBar {
 }
 
 /// `skillcat fetch URL` (with the global `--cache DIR` and `--offline`)
-pub async fn fetch(a: FetchArgs) -> u8 {
-    let src = match HttpSource::new(&a.url, HttpOptions::from(&super::globals().open)) {
+pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
+    let src = match HttpSource::new(&a.url, HttpOptions::from(&g.open)) {
         Ok(s) => s,
         Err(e) => {
-            err!("Error: {e}");
-            return USAGE;
+            return Err(usage!("{e}"));
         }
     };
     let skills = match src.skills().await {
         Ok(s) => s,
         Err(e) => {
-            err!("Error: {e}");
-            return USAGE;
+            return Err(usage!("{e}"));
         }
     };
     let bar = progress(skills.len());
@@ -356,8 +329,7 @@ pub async fn fetch(a: FetchArgs) -> u8 {
     let reports = match reports {
         Ok(r) => r,
         Err(e) => {
-            err!("Error: {e}");
-            return USAGE;
+            return Err(usage!("{e}"));
         }
     };
     let stats = src.stats();
@@ -428,27 +400,20 @@ pub async fn fetch(a: FetchArgs) -> u8 {
             );
         }
     }
-    if missing + failed > 0 { FAULTS } else { OK }
+    Ok(ExitStatus::faults_if(missing + failed > 0))
 }
 
 /// `skillcat cache info|clean` (with the global `--cache DIR`)
-pub async fn cache(cmd: CacheCommand) -> u8 {
-    let Some(dir) = super::globals()
-        .open
-        .cache_dir
-        .clone()
-        .or_else(default_cache_dir)
-    else {
-        err!("Error: no cache directory (set --cache, XDG_CACHE_HOME or HOME)");
-        return USAGE;
+pub async fn cache(cmd: CacheCommand, g: &Globals) -> CliResult {
+    let Some(dir) = g.open.cache_dir.clone().or_else(default_cache_dir) else {
+        return Err(usage!(
+            "no cache directory (set --cache, XDG_CACHE_HOME or HOME)"
+        ));
     };
     let shown = dir.display().to_string();
     match cmd {
         CacheCommand::Info { format } => {
-            let info = match off_runtime(move || cache_info(&dir)).await {
-                Ok(i) => i,
-                Err(code) => return code,
-            };
+            let info = off_runtime(move || cache_info(&dir)).await?;
             match format {
                 Format::Text if !info.exists => out!("cache: {shown} (empty: not created yet)"),
                 Format::Text => out!(
@@ -477,17 +442,14 @@ pub async fn cache(cmd: CacheCommand) -> u8 {
                     .expect("json")
                 ),
             }
-            OK
+            Ok(ExitStatus::Success)
         }
         CacheCommand::Clean { all, format } => {
             let waiting = {
                 let shown = shown.clone();
                 move || err!("waiting for other skillcat processes using {shown} to finish…")
             };
-            let r = match off_runtime(move || clean_cache(&dir, all, waiting)).await {
-                Ok(r) => r,
-                Err(code) => return code,
-            };
+            let r = off_runtime(move || clean_cache(&dir, all, waiting)).await?;
             match format {
                 Format::Text => out!(
                     "Removed {} blobs ({} bytes), {} index records and {} stale files ({} bytes) \
@@ -512,26 +474,22 @@ pub async fn cache(cmd: CacheCommand) -> u8 {
                     .expect("json")
                 ),
             }
-            OK
+            Ok(ExitStatus::Success)
         }
     }
 }
 
 /// Runs blocking cache work off the async runtime; a failure is printed and becomes exit 2.
-async fn off_runtime<T, E>(work: impl FnOnce() -> Result<T, E> + Send + 'static) -> Result<T, u8>
+async fn off_runtime<T, E>(
+    work: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T, CliError>
 where
     T: Send + 'static,
     E: std::fmt::Display + Send + 'static,
 {
     match tokio::task::spawn_blocking(work).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => {
-            err!("Error: {e}");
-            Err(USAGE)
-        }
-        Err(e) => {
-            err!("Error: {e}");
-            Err(USAGE)
-        }
+        Ok(Err(e)) => Err(usage!("{e}")),
+        Err(e) => Err(usage!("{e}")),
     }
 }

@@ -13,7 +13,7 @@ use skillcat::runtime::{Activation, Run, RuntimeError, Session, ToolKind, ToolSp
 use skillcat::script::denial::{self, Denial, Reach, RunPlace};
 use skillcat::script::{AllowAll, ScriptError, SkillTools, WorkspaceBase, argv::Params};
 
-use super::{FAULTS, Format, OK, USAGE};
+use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
 /// `skillcat tools` arguments.
 #[derive(Debug, clap::Args)]
@@ -80,15 +80,10 @@ impl RunArgs {
 }
 
 /// The configuration (`--config`, `./skillcat.toml`, or the defaults); errors are printed.
-pub(super) fn configuration() -> Result<(Config, Environment), u8> {
-    let env = Environment::current().map_err(|e| {
-        err!("Error: cannot read the working directory: {e}");
-        USAGE
-    })?;
-    let config = Config::discover(super::globals().config.as_deref(), &env).map_err(|e| {
-        err!("Error: {e}");
-        USAGE
-    })?;
+pub(super) fn configuration(g: &Globals) -> Result<(Config, Environment), CliError> {
+    let env =
+        Environment::current().map_err(|e| usage!("cannot read the working directory: {e}"))?;
+    let config = Config::discover(g.config.as_deref(), &env).map_err(|e| usage!("{e}"))?;
     Ok((config, env))
 }
 
@@ -153,13 +148,18 @@ struct Activated {
 
 /// A run of a session over the named source with the skill NAME active, its skills granted
 /// `extra` on top of what they declare (checked against the ceiling first). Errors are printed.
-async fn activate(a_source: &str, name: &str, extra: Capabilities) -> Result<Activated, u8> {
+async fn activate(
+    a_source: &str,
+    name: &str,
+    extra: Capabilities,
+    g: &Globals,
+) -> Result<Activated, CliError> {
     // Read once: the discovery that finds the skill (or says why not) seeds the catalog.
     // `NAME@VERSION` reads that version alone.
     let (opened, name) =
-        super::read::open_for(a_source, name, skillcat::source::Detail::Files).await?;
+        super::read::open_for(a_source, name, skillcat::source::Detail::Files, g).await?;
     super::read::find_in(&opened.shown, &opened.found, name)?;
-    let (config, env) = configuration()?;
+    let (config, env) = configuration(g)?;
     check_granted(&extra, &config, &env)?;
     let catalog = Catalog::with_options(
         vec![named_source(
@@ -167,12 +167,11 @@ async fn activate(a_source: &str, name: &str, extra: Capabilities) -> Result<Act
             a_source,
             CatalogSource::discovered(a_source, opened.src, opened.found),
         )],
-        super::catalog_options(&config),
+        g.catalog_options(&config),
     );
     let session = session_granting(&config, env.clone(), catalog, extra).map_err(|e| {
         if is_config_error(&e) {
-            err!("Error: {e}");
-            USAGE
+            usage!("{e}")
         } else {
             report(&e)
         }
@@ -187,7 +186,7 @@ async fn activate(a_source: &str, name: &str, extra: Capabilities) -> Result<Act
 /// Refuses (exit 2, each reason printed) `--allow-*` flags the run cannot honour: a path that
 /// cannot be resolved or does not exist (a grant binds a file), one outside the configured
 /// ceiling, the network when the ceiling has none. The ceiling wins over the flags.
-fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Result<(), u8> {
+fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Result<(), CliError> {
     let ctx = context(env);
     let mut faults = Vec::new();
     for (access, flag, paths) in [
@@ -222,13 +221,11 @@ fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Re
             config_file(config, env)
         ));
     }
-    for f in &faults {
-        err!("Error: {f}");
-    }
     if faults.is_empty() {
         Ok(())
     } else {
-        Err(USAGE)
+        // One `Error:` line for each.
+        Err(CliError::Usage(faults.join("\nError: ")))
     }
 }
 
@@ -501,33 +498,36 @@ pub(super) fn warn_if_no_cgroup() {
     }
 }
 
-fn report_runtime(e: &RuntimeError) -> u8 {
+/// A failed tool call as the command line says it: its code and message (exit 1).
+fn report_runtime(e: &RuntimeError) -> CliError {
     match e {
         RuntimeError::Script(e) => report(e),
-        other => {
-            err!("{}: {}", other.code(), on_stderr(&other.to_string()));
-            FAULTS
-        }
+        other => CliError::Tool(format!(
+            "{}: {}",
+            other.code(),
+            on_stderr(&other.to_string())
+        )),
     }
 }
 
-fn report(e: &ScriptError) -> u8 {
+/// A failed script as the command line says it: what it printed goes to stdout here, as the
+/// model would see it; its code and message make the error (exit 1).
+fn report(e: &ScriptError) -> CliError {
     if let Some(_output) = e.output() {
         out!("{}", on_stdout(&e.to_model_text()));
     }
-    err!("{}: {}", e.code(), on_stderr(&e.to_string()));
-    FAULTS
+    CliError::Tool(format!("{}: {}", e.code(), on_stderr(&e.to_string())))
 }
 
 /// `skillcat tools SOURCE NAME`
-pub async fn tools(a: ToolsArgs) -> u8 {
-    let run = match activate(&a.source, &a.name, Capabilities::default()).await {
+pub async fn tools(a: ToolsArgs, g: &Globals) -> CliResult {
+    let run = match activate(&a.source, &a.name, Capabilities::default(), g).await {
         Ok(activated) => activated.run,
-        Err(code) => return code,
+        Err(e) => return Err(e),
     };
     let mut found = match script_tools(&run.activations()[0]) {
         Ok(t) => t,
-        Err(e) => return report(&e),
+        Err(e) => return Err(report(&e)),
     };
     // Only what the run offers: a contested name (two tools that are one name but for case or
     // `-`/`_`) is offered by neither, and the notes say so.
@@ -618,48 +618,44 @@ pub async fn tools(a: ToolsArgs) -> u8 {
             }
         }
     }
-    OK
+    Ok(ExitStatus::Success)
 }
 
 /// `skillcat run SOURCE NAME SCRIPT [--args "…" | --json '{…}'] [--allow-read PATH]…
 /// [--allow-write PATH]… [--allow-net]`
-pub async fn run(a: RunArgs) -> u8 {
+pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
     let args = match (&a.args, &a.json) {
         (Some(s), _) => json!({ "args": s }),
         (None, Some(j)) => match serde_json::from_str::<Json>(j) {
             Ok(v @ Json::Object(_)) => v,
             Ok(_) => {
-                err!("Error: --json must be a JSON object");
-                return USAGE;
+                return Err(usage!("--json must be a JSON object"));
             }
             Err(e) => {
-                err!("Error: --json is not valid JSON: {e}");
-                return USAGE;
+                return Err(usage!("--json is not valid JSON: {e}"));
             }
         },
         (None, None) => Json::Null,
     };
-    let Activated { run, config, env } = match activate(&a.source, &a.name, a.granted()).await {
-        Ok(activated) => activated,
-        Err(code) => return code,
-    };
+    let Activated { run, config, env } = activate(&a.source, &a.name, a.granted(), g).await?;
     // A guest tool (tier 2) of the skill runs by its name, with --json arguments.
     let guest = run
         .tools()
         .find(|t| t.kind == ToolKind::Guest && t.name == a.script)
         .map(|t| t.name.clone());
     if let Some(name) = guest {
-        let code = match run.call(&name, &args).await {
+        // A failure is said before the run's own warnings.
+        let status = match run.call(&name, &args).await {
             Ok(out) => {
                 out!("{}", on_stdout(&out.to_model_text()));
-                OK
+                ExitStatus::Success
             }
-            Err(e) => report_runtime(&e),
+            Err(e) => report_runtime(&e).print(),
         };
         if let Err(e) = run.finish().await {
             err!("warning: {e}");
         }
-        return code;
+        return Ok(status);
     }
     // A declared guest tool that is not offered: say why, not that no script has the name.
     let withheld = format!("guest tool '{}' ", a.script);
@@ -668,12 +664,11 @@ pub async fn run(a: RunArgs) -> u8 {
         .iter()
         .find(|n| n.starts_with("guest tool") && n.contains(&withheld))
     {
-        err!("Error: {}", on_stderr(note));
-        return FAULTS;
+        return Err(failed!("{}", on_stderr(note)));
     }
     let tools = match script_tools(&run.activations()[0]) {
         Ok(t) => t,
-        Err(e) => return report(&e),
+        Err(e) => return Err(report(&e)),
     };
     let Some(t) = tools.find(&a.script) else {
         let e = match tools.skipped(&a.script) {
@@ -682,34 +677,34 @@ pub async fn run(a: RunArgs) -> u8 {
                 tool: a.script.clone(),
             },
         };
-        return report(&e);
+        return Err(report(&e));
     };
     if a.args.is_some() && matches!(t.params, Params::Declared(_)) {
-        err!(
-            "Error: {} declares its parameters; give them with --json (schema: {})",
+        return Err(usage!(
+            "{} declares its parameters; give them with --json (schema: {})",
             t.name,
             t.schema()
-        );
-        return USAGE;
+        ));
     }
     warn_if_no_cgroup();
-    let code = match run.call(&t.name, &args).await {
+    // A failure is said before its hints and the run's own warnings.
+    let status = match run.call(&t.name, &args).await {
         Ok(out) => {
             out!("{}", on_stdout(&out.to_model_text()));
-            OK
+            ExitStatus::Success
         }
         Err(e) => {
-            let code = report_runtime(&e);
+            let status = report_runtime(&e).print();
             if let RuntimeError::Script(e @ ScriptError::Failed { .. }) = &e {
                 print_hints(e, &run.activations()[0], &config, &env);
             }
-            code
+            status
         }
     };
     if let Err(e) = run.finish().await {
         err!("warning: {e}");
     }
-    code
+    Ok(status)
 }
 
 /// `text` as stdout should show it: escaped ([`escape_controls`]) when stdout is a terminal,

@@ -6,37 +6,31 @@ use std::path::Path;
 
 use clap::CommandFactory;
 
-use super::{Cli, OK, USAGE};
+use super::{Cli, CliError, CliResult, ExitStatus};
 
 /// `skillcat completions SHELL`
-pub fn completions(shell: clap_complete::Shell) -> u8 {
+pub fn completions(shell: clap_complete::Shell) -> CliResult {
     let mut cmd = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "skillcat", &mut out);
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(&out).and_then(|_| stdout.flush()) {
-        Ok(()) => OK,
-        Err(_) => USAGE,
+        Ok(()) => Ok(ExitStatus::Success),
+        Err(_) => Err(CliError::Output),
     }
 }
 
 /// `skillcat man DIR`
-pub fn man(dir: &Path) -> u8 {
-    if let Err(code) = super::output_dir_exists(dir) {
-        return code;
-    }
+pub fn man(dir: &Path) -> CliResult {
+    super::output_dir_exists(dir)?;
     if let Err(e) = std::fs::create_dir_all(dir) {
-        err!("Error: {}: {e}", dir.display());
-        return USAGE;
+        return Err(usage!("{}: {e}", dir.display()));
     }
     match clap_mangen::generate_to(Cli::command(), dir) {
         Ok(()) => {
             out!("{}", dir.join("skillcat.1").display());
-            OK
+            Ok(ExitStatus::Success)
         }
-        Err(e) => {
-            err!("Error: writing man pages into {}: {e}", dir.display());
-            USAGE
-        }
+        Err(e) => Err(usage!("writing man pages into {}: {e}", dir.display())),
     }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use skillcat::registry::tokens::{Right, TokenError, Tokens};
 
-use super::{FAULTS, Format, OK, USAGE};
+use super::{CliError, CliResult, ExitStatus, Format};
 
 /// The `token` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -75,7 +75,7 @@ pub struct RevokeArgs {
 }
 
 /// Runs a `token` subcommand.
-pub fn run(cmd: TokenCommand) -> u8 {
+pub fn run(cmd: TokenCommand) -> CliResult {
     match cmd {
         TokenCommand::Create(a) => create(a),
         TokenCommand::List(a) => list(a),
@@ -84,7 +84,7 @@ pub fn run(cmd: TokenCommand) -> u8 {
 }
 
 /// Loads the token file; `missing_ok` gives no tokens for a file that does not exist yet.
-fn load(path: &Path, missing_ok: bool) -> Result<Tokens, u8> {
+fn load(path: &Path, missing_ok: bool) -> Result<Tokens, CliError> {
     match Tokens::load(path) {
         Ok(t) => Ok(t),
         Err(TokenError::Io { source, .. })
@@ -92,18 +92,13 @@ fn load(path: &Path, missing_ok: bool) -> Result<Tokens, u8> {
         {
             Ok(Tokens::new())
         }
-        Err(e) => {
-            err!("Error: {e}");
-            Err(USAGE)
-        }
+        Err(e) => Err(usage!("{e}")),
     }
 }
 
-fn save(path: &Path, tokens: &Tokens) -> Result<(), u8> {
-    super::keyring::write_atomically(path, &tokens.to_toml(), false, Some(0o600)).map_err(|e| {
-        err!("Error: cannot write the token file {}: {e}", path.display());
-        FAULTS
-    })
+fn save(path: &Path, tokens: &Tokens) -> Result<(), CliError> {
+    super::keyring::write_atomically(path, &tokens.to_toml(), false, Some(0o600))
+        .map_err(|e| failed!("cannot write the token file {}: {e}", path.display()))
 }
 
 fn now() -> u64 {
@@ -112,10 +107,8 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-fn create(a: CreateArgs) -> u8 {
-    if let Err(code) = super::output_dir_exists(&a.tokens) {
-        return code;
-    }
+fn create(a: CreateArgs) -> CliResult {
+    super::output_dir_exists(&a.tokens)?;
     let rights = match a
         .can
         .iter()
@@ -124,24 +117,17 @@ fn create(a: CreateArgs) -> u8 {
     {
         Ok(r) => r,
         Err(e) => {
-            err!("Error: {e}");
-            return USAGE;
+            return Err(usage!("{e}"));
         }
     };
-    let mut tokens = match load(&a.tokens, true) {
-        Ok(t) => t,
-        Err(code) => return code,
-    };
+    let mut tokens = load(&a.tokens, true)?;
     let token = match tokens.create(&a.name, &a.scopes, &rights, now()) {
         Ok(t) => t,
         Err(e) => {
-            err!("Error: {e}");
-            return USAGE;
+            return Err(usage!("{e}"));
         }
     };
-    if let Err(code) = save(&a.tokens, &tokens) {
-        return code;
-    }
+    save(&a.tokens, &tokens)?;
     let entry = tokens.find(&a.name).expect("just created");
     let rights: Vec<&str> = entry.rights().iter().map(|r| r.as_str()).collect();
     err!(
@@ -152,14 +138,11 @@ fn create(a: CreateArgs) -> u8 {
         a.tokens.display()
     );
     out!("{token}");
-    OK
+    Ok(ExitStatus::Success)
 }
 
-fn list(a: ListArgs) -> u8 {
-    let tokens = match load(&a.tokens, false) {
-        Ok(t) => t,
-        Err(code) => return code,
-    };
+fn list(a: ListArgs) -> CliResult {
+    let tokens = load(&a.tokens, false)?;
     match a.format {
         Format::Json => {
             let rows: Vec<_> = tokens
@@ -194,33 +177,25 @@ fn list(a: ListArgs) -> u8 {
             }
         }
     }
-    OK
+    Ok(ExitStatus::Success)
 }
 
-fn revoke(a: RevokeArgs) -> u8 {
-    let mut tokens = match load(&a.tokens, false) {
-        Ok(t) => t,
-        Err(code) => return code,
-    };
+fn revoke(a: RevokeArgs) -> CliResult {
+    let mut tokens = load(&a.tokens, false)?;
     match tokens.revoke(&a.name) {
         Ok(false) => {
             err!("Token {} was already revoked", a.name);
-            OK
+            Ok(ExitStatus::Success)
         }
         Ok(true) => {
-            if let Err(code) = save(&a.tokens, &tokens) {
-                return code;
-            }
+            save(&a.tokens, &tokens)?;
             err!(
                 "Revoked token {} in {}: a server reading the file refuses it from its next reload",
                 a.name,
                 a.tokens.display()
             );
-            OK
+            Ok(ExitStatus::Success)
         }
-        Err(e) => {
-            err!("Error: {e} in {}", a.tokens.display());
-            FAULTS
-        }
+        Err(e) => Err(failed!("{e} in {}", a.tokens.display())),
     }
 }

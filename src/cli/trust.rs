@@ -12,7 +12,7 @@ use skillcat::sign::{self, Keyring, SignError, Statement};
 use skillcat::source::{self, Detail, DirOptions, DirSource, RootRecord, Source, SourceExt};
 
 use super::read::{Opened, open_maybe_for, print_fault};
-use super::{FAULTS, Format, OK, USAGE};
+use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
 /// The environment variable a secret key's password may come from (for scripts and CI).
 pub const PASSWORD_ENV: &str = "SKILLCAT_PASSWORD";
@@ -42,12 +42,9 @@ fn at_version(m: &Manifest) -> String {
 }
 
 /// `skillcat digest SOURCE [NAME]`
-pub async fn digest(arg: &str, wanted: Option<&str>, format: Format) -> u8 {
-    let opened = open_maybe_for(arg, wanted, Detail::Files).await;
-    let (Opened { src, found, .. }, name) = match opened {
-        Ok(o) => o,
-        Err(code) => return code,
-    };
+pub async fn digest(arg: &str, wanted: Option<&str>, format: Format, g: &Globals) -> CliResult {
+    let opened = open_maybe_for(arg, wanted, Detail::Files, g).await;
+    let (Opened { src, found, .. }, name) = opened?;
     let key = name.map(skillcat::document::name_key);
     let mut manifests = Vec::new();
     let mut failed = false;
@@ -85,8 +82,7 @@ pub async fn digest(arg: &str, wanted: Option<&str>, format: Format) -> u8 {
         for f in &found.faults {
             print_fault(f);
         }
-        err!("Error: no skill named '{w}' in {arg}");
-        return FAULTS;
+        return Err(failed!("no skill named '{w}' in {arg}"));
     }
     match format {
         Format::Text => {
@@ -102,7 +98,7 @@ pub async fn digest(arg: &str, wanted: Option<&str>, format: Format) -> u8 {
             out!("{}", serde_json::to_string_pretty(&v).expect("json"));
         }
     }
-    if failed { FAULTS } else { OK }
+    Ok(ExitStatus::faults_if(failed))
 }
 
 /// Where the detached signature of one skill of `spec` lives: `<spec>.minisig` when the source
@@ -116,31 +112,27 @@ pub fn signature_path(spec: &str, name: &str, single: bool) -> PathBuf {
     }
 }
 
-fn read_secret_key(path: &str) -> Result<String, u8> {
-    std::fs::read_to_string(path).map_err(|e| {
-        err!("Error: cannot read the secret key {path}: {e}");
-        USAGE
-    })
+fn read_secret_key(path: &str) -> Result<String, CliError> {
+    std::fs::read_to_string(path).map_err(|e| usage!("cannot read the secret key {path}: {e}"))
 }
 
 /// A password from [`PASSWORD_ENV`], else asked on the terminal.
-fn password(prompt: &str, confirm: bool) -> Result<String, u8> {
+fn password(prompt: &str, confirm: bool) -> Result<String, CliError> {
     if let Ok(p) = std::env::var(PASSWORD_ENV) {
         return Ok(p);
     }
     if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-        err!("Error: a password is needed: set {PASSWORD_ENV} or run on a terminal");
-        return Err(USAGE);
+        return Err(usage!(
+            "a password is needed: set {PASSWORD_ENV} or run on a terminal"
+        ));
     }
-    let first = rpassword::prompt_password(prompt).map_err(|e| {
-        err!("Error: cannot read the password: {e}");
-        USAGE
-    })?;
+    let first =
+        rpassword::prompt_password(prompt).map_err(|e| usage!("cannot read the password: {e}"))?;
     if confirm {
-        let again = rpassword::prompt_password("Password (again): ").map_err(|_| USAGE)?;
+        let again = rpassword::prompt_password("Password (again): ")
+            .map_err(|e| usage!("cannot read the password: {e}"))?;
         if again != first {
-            err!("Error: the passwords differ");
-            return Err(USAGE);
+            return Err(usage!("the passwords differ"));
         }
     }
     Ok(first)
@@ -154,7 +146,7 @@ pub(super) fn refuse_invalid(
     skill: &Skill,
     force: bool,
     (gerund, verb, participle): (&str, &str, &str),
-) -> Result<(), u8> {
+) -> Result<(), CliError> {
     let faults = skill.validate(&ValidateOptions::default());
     if faults.is_empty() {
         return Ok(());
@@ -170,8 +162,9 @@ pub(super) fn refuse_invalid(
     if force {
         return Ok(());
     }
-    err!("Error: nothing {participle}; fix the skill or pass --force");
-    Err(FAULTS)
+    Err(failed!(
+        "nothing {participle}; fix the skill or pass --force"
+    ))
 }
 
 pub(super) struct Signer {
@@ -180,7 +173,7 @@ pub(super) struct Signer {
 }
 
 impl Signer {
-    pub(super) fn load(path: &str) -> Result<Signer, u8> {
+    pub(super) fn load(path: &str) -> Result<Signer, CliError> {
         Ok(Signer {
             secret: read_secret_key(path)?,
             password: None,
@@ -188,26 +181,20 @@ impl Signer {
     }
 
     /// Signs with a key that may or may not be password-protected.
-    pub(super) fn sign(&mut self, statement: &Statement) -> Result<String, u8> {
+    pub(super) fn sign(&mut self, statement: &Statement) -> Result<String, CliError> {
         match sign::sign(statement, &self.secret, self.password.as_deref()) {
             Err(SignError::PasswordRequired) if self.password.is_none() => {
                 self.password = Some(password("Password for the secret key: ", false)?);
                 self.sign(statement)
             }
-            Err(e) => {
-                err!("Error: {e}");
-                Err(FAULTS)
-            }
+            Err(e) => Err(failed!("{e}")),
             Ok(sig) => Ok(sig),
         }
     }
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), u8> {
-    std::fs::write(path, text).map_err(|e| {
-        err!("Error: cannot write {}: {e}", path.display());
-        FAULTS
-    })
+fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
+    std::fs::write(path, text).map_err(|e| failed!("cannot write {}: {e}", path.display()))
 }
 
 /// One root to pack: where it is in the source, its folder in the archive, and what to call it.
@@ -224,38 +211,31 @@ struct PackRoot<'a> {
 /// Nothing is written unless everything succeeds: the skills are read, checked, digested and
 /// signed first; then the archive is written (through a temporary file renamed into place),
 /// then the signatures.
-pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool) -> u8 {
+pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool) -> CliResult {
     let path = Path::new(dir);
     if !path.is_dir() {
-        err!("Error: {dir}: pack reads a skill directory or a directory of skills");
-        return USAGE;
+        return Err(usage!(
+            "{dir}: pack reads a skill directory or a directory of skills"
+        ));
     }
-    if let Err(code) = super::output_dir_exists(output) {
-        return code;
-    }
+    super::output_dir_exists(output)?;
     if skillcat::pack::PackFormat::for_path(output).is_none() {
-        err!(
-            "Error: {}: the output must end in .tar.gz, .tgz or .zip",
+        return Err(usage!(
+            "{}: the output must end in .tar.gz, .tgz or .zip",
             output.display()
-        );
-        return USAGE;
+        ));
     }
-    let mut signer = match sign_key.map(Signer::load).transpose() {
-        Ok(s) => s,
-        Err(c) => return c,
-    };
+    let mut signer = sign_key.map(Signer::load).transpose()?;
     let src = match DirSource::open(path, DirOptions::default()) {
         Ok(s) => s,
         Err(e) => {
-            err!("Error: {e}");
-            return USAGE;
+            return Err(usage!("{e}"));
         }
     };
     let found = match source::discover(&src).await {
         Ok(d) => d,
         Err(e) => {
-            err!("Error: {e}");
-            return USAGE;
+            return Err(usage!("{e}"));
         }
     };
     let single = src.is_single_skill();
@@ -280,8 +260,7 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
             let files = match src.files(&f.root).await {
                 Ok(files) => files,
                 Err(e) => {
-                    err!("Error: {}: {e}", f.location);
-                    return FAULTS;
+                    return Err(failed!("{}: {e}", f.location));
                 }
             };
             roots.push(PackRoot {
@@ -327,15 +306,13 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
         });
     }
     if refused {
-        err!(
-            "Error: nothing written; fix the skills above{}",
+        return Err(failed!(
+            "nothing written; fix the skills above{}",
             if force { "" } else { " or pass --force" }
-        );
-        return FAULTS;
+        ));
     }
     if roots.is_empty() {
-        err!("Error: {dir}: no skill to pack");
-        return FAULTS;
+        return Err(failed!("{dir}: no skill to pack"));
     }
     // An archive written inside a skill would be packed into the next archive of it (and
     // change its digest): refuse, rather than leave a file out silently.
@@ -348,24 +325,22 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
             let root_dir =
                 std::fs::canonicalize(path.join(r.root)).unwrap_or_else(|_| path.join(r.root));
             if out_dir.starts_with(&root_dir) {
-                err!(
-                    "Error: {} would be inside the skill {}; write the archive elsewhere",
+                return Err(usage!(
+                    "{} would be inside the skill {}; write the archive elsewhere",
                     output.display(),
                     root_dir.display()
-                );
-                return USAGE;
+                ));
             }
         }
     }
     roots.sort_by(|a, b| a.prefix.as_bytes().cmp(b.prefix.as_bytes()));
     if let Some(w) = roots.windows(2).find(|w| w[0].prefix == w[1].prefix) {
-        err!(
-            "Error: two skills would both be packed as '{}/' ({} and {})",
+        return Err(failed!(
+            "two skills would both be packed as '{}/' ({} and {})",
             w[0].prefix,
             w[0].root,
             w[1].root
-        );
-        return FAULTS;
+        ));
     }
     // Inside the archive: the skill's files at the root (one skill), or under a folder named
     // after each skill's directory (several). A reader of the archive sees as many roots as
@@ -385,8 +360,7 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
                     executable: f.executable,
                 }),
                 Err(e) => {
-                    err!("Error: {e}");
-                    return FAULTS;
+                    return Err(failed!("{e}"));
                 }
             }
         }
@@ -417,14 +391,10 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
             let statement = match Statement::from_manifest(&m) {
                 Ok(st) => st,
                 Err(e) => {
-                    err!("Error: {e}");
-                    return FAULTS;
+                    return Err(failed!("{e}"));
                 }
             };
-            let sig = match signer.sign(&statement) {
-                Ok(s) => s,
-                Err(c) => return c,
-            };
+            let sig = signer.sign(&statement)?;
             let sig_path = signature_path(&out_spec, &m.name, one_root);
             lines.push(format!(
                 "signed {} → {}",
@@ -435,40 +405,36 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
         }
     }
     if let Err(e) = write_archive(&entries, output) {
-        err!("Error: {e}");
-        return FAULTS;
+        return Err(failed!("{e}"));
     }
     for (i, (sig_path, sig)) in signatures.iter().enumerate() {
-        if let Err(c) = write_file(sig_path, sig) {
+        if let Err(e) = write_file(sig_path, sig) {
             // Leave no archive whose signatures are half written.
             let _ = std::fs::remove_file(output);
             for (p, _) in &signatures[..i] {
                 let _ = std::fs::remove_file(p);
             }
-            return c;
+            return Err(e);
         }
     }
     out!("Packed {} skill(s) into {}", roots.len(), output.display());
     for l in lines {
         out!("{l}");
     }
-    OK
+    Ok(ExitStatus::Success)
 }
 
 /// `skillcat keygen -o KEYBASE [--unencrypted]`
-pub fn keygen(base: &str, unencrypted: bool, force: bool) -> u8 {
+pub fn keygen(base: &str, unencrypted: bool, force: bool) -> CliResult {
     let pub_path = PathBuf::from(format!("{base}.pub"));
     let key_path = PathBuf::from(format!("{base}.key"));
-    if let Err(code) = super::output_dir_exists(&key_path) {
-        return code;
-    }
+    super::output_dir_exists(&key_path)?;
     for p in [&pub_path, &key_path] {
         if p.exists() && !force {
-            err!(
-                "Error: {} exists; pass --force to overwrite it",
+            return Err(usage!(
+                "{} exists; pass --force to overwrite it",
                 p.display()
-            );
-            return USAGE;
+            ));
         }
     }
     let pw = if unencrypted {
@@ -476,14 +442,13 @@ pub fn keygen(base: &str, unencrypted: bool, force: bool) -> u8 {
     } else {
         match password("Password for the new key: ", true) {
             Ok(p) => Some(p),
-            Err(c) => return c,
+            Err(e) => return Err(e),
         }
     };
     let (public, secret) = match sign::generate_keypair(pw.as_deref()) {
         Ok(k) => k,
         Err(e) => {
-            err!("Error: {e}");
-            return FAULTS;
+            return Err(failed!("{e}"));
         }
     };
     // The secret key is readable by its owner only.
@@ -505,19 +470,16 @@ pub fn keygen(base: &str, unencrypted: bool, force: bool) -> u8 {
         f.write_all(secret.as_bytes())
     });
     if let Err(e) = written {
-        err!("Error: cannot write {}: {e}", key_path.display());
-        return FAULTS;
+        return Err(failed!("cannot write {}: {e}", key_path.display()));
     }
-    if let Err(c) = write_file(&pub_path, &public) {
-        return c;
-    }
+    write_file(&pub_path, &public)?;
     let id = sign::key_id_of_public_key(&public).unwrap_or_default();
     out!(
         "Key {id}: secret key {}, public key {}",
         key_path.display(),
         pub_path.display()
     );
-    OK
+    Ok(ExitStatus::Success)
 }
 
 /// What `skillcat sign` is asked to do.
@@ -540,20 +502,14 @@ pub struct SignArgs<'a> {
 ///
 /// A skill that fails validation is refused as `pack` refuses it (with `--force`, signed with a
 /// warning): a signature vouches for what a skill is, and a broken one is not worth vouching for.
-pub async fn sign_cmd(a: SignArgs<'_>) -> u8 {
-    let (src, skill) = match super::read::find_skill(a.source, a.name).await {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
-    if let Err(c) = refuse_invalid(&skill, a.force, ("Signing", "sign", "signed")) {
-        return c;
-    }
+pub async fn sign_cmd(a: SignArgs<'_>, g: &Globals) -> CliResult {
+    let (src, skill) = super::read::find_skill(a.source, a.name, g).await?;
+    refuse_invalid(&skill, a.force, ("Signing", "sign", "signed"))?;
     let many = src.list().await.map(|r| r.len() > 1).unwrap_or(false);
     let m = match manifest_of(&*src, &skill).await {
         Ok((m, _)) => m,
         Err(e) => {
-            err!("Error: {e}");
-            return FAULTS;
+            return Err(failed!("{e}"));
         }
     };
     let path = a
@@ -561,28 +517,20 @@ pub async fn sign_cmd(a: SignArgs<'_>) -> u8 {
         .map(Path::to_path_buf)
         .unwrap_or_else(|| signature_path(a.source, &m.name, !many));
     for p in std::iter::once(path.as_path()).chain(a.statement) {
-        if let Err(code) = super::output_dir_exists(p) {
-            return code;
-        }
+        super::output_dir_exists(p)?;
     }
     let statement = match Statement::from_manifest(&m) {
         Ok(s) => s,
         Err(e) => {
-            err!("Error: {e}");
-            return FAULTS;
+            return Err(failed!("{e}"));
         }
     };
-    let sig = match Signer::load(a.key).and_then(|mut s| s.sign(&statement)) {
-        Ok(s) => s,
-        Err(c) => return c,
-    };
-    if let Err(c) = write_file(&path, &sig) {
-        return c;
-    }
+    let sig = Signer::load(a.key).and_then(|mut s| s.sign(&statement))?;
+    write_file(&path, &sig)?;
     if let Some(p) = a.statement
-        && let Err(c) = write_file(p, &statement.to_text())
+        && let Err(e) = write_file(p, &statement.to_text())
     {
-        return c;
+        return Err(e);
     }
     out!(
         "Signed {} ({}) → {}",
@@ -590,7 +538,7 @@ pub async fn sign_cmd(a: SignArgs<'_>) -> u8 {
         m.digest,
         path.display()
     );
-    OK
+    Ok(ExitStatus::Success)
 }
 
 /// A signature of one skill and where it was found, for messages.
@@ -648,23 +596,19 @@ pub(super) fn signatures_of(
 /// Loads the keyring to check signatures against: `--keyring FILE`, else the `keyring` of the
 /// configuration, else the default one (`skillcat trust add` writes there). Errors are printed,
 /// saying what a keyring is when the file is something else (a public key, say).
-pub(super) fn load_keyring(given: Option<&Path>) -> Result<Keyring, u8> {
+pub(super) fn load_keyring(given: Option<&Path>, g: &Globals) -> Result<Keyring, CliError> {
     let path = match given {
         Some(p) => p.to_path_buf(),
-        None => super::keyring::default_keyring()?,
+        None => super::keyring::default_keyring(g)?,
     };
     if given.is_none() && !path.exists() {
-        err!(
-            "Error: no keyring: pass --keyring FILE, set `keyring` in skillcat.toml, or add a \
+        return Err(usage!(
+            "no keyring: pass --keyring FILE, set `keyring` in skillcat.toml, or add a \
              key to {} with `skillcat trust add KEY.pub --scope 'NAME-PATTERN'`",
             path.display()
-        );
-        return Err(USAGE);
+        ));
     }
-    Keyring::load(&path).map_err(|e| {
-        super::keyring::explain_keyring_error(&path, &e);
-        USAGE
-    })
+    Keyring::load(&path).map_err(|e| super::keyring::keyring_error(&path, &e))
 }
 
 /// `skillcat verify SOURCE [NAME] [--keyring FILE] [--sig FILE]`
@@ -674,11 +618,9 @@ pub async fn verify(
     keyring: Option<&Path>,
     sig: Option<&Path>,
     format: Format,
-) -> u8 {
-    let ring = match load_keyring(keyring) {
-        Ok(k) => k,
-        Err(code) => return code,
-    };
+    g: &Globals,
+) -> CliResult {
+    let ring = load_keyring(keyring, g)?;
     let given = match sig.map(|p| (p, std::fs::read_to_string(p))) {
         None => None,
         Some((p, Ok(text))) => Some(Found {
@@ -686,15 +628,11 @@ pub async fn verify(
             text,
         }),
         Some((p, Err(e))) => {
-            err!("Error: cannot read the signature {}: {e}", p.display());
-            return USAGE;
+            return Err(usage!("cannot read the signature {}: {e}", p.display()));
         }
     };
-    let opened = open_maybe_for(arg, wanted, Detail::Files).await;
-    let (Opened { src, found, .. }, name) = match opened {
-        Ok(o) => o,
-        Err(code) => return code,
-    };
+    let opened = open_maybe_for(arg, wanted, Detail::Files, g).await;
+    let (Opened { src, found, .. }, name) = opened?;
     let key = name.map(skillcat::document::name_key);
     let skills: Vec<&Skill> = found
         .skills
@@ -710,17 +648,15 @@ pub async fn verify(
         results.push(json!({"root": f.root, "verified": false, "error": f.fault.message()}));
     }
     if let (Some(w), true) = (wanted, skills.is_empty() && found.faults.is_empty()) {
-        err!("Error: no skill named '{w}' in {arg}");
-        return FAULTS;
+        return Err(failed!("no skill named '{w}' in {arg}"));
     }
     // The file beside a source of one skill is SOURCE.minisig; of several, SOURCE.NAME.minisig.
     let single = found.skills.len() == 1 && found.faults.is_empty();
     if given.is_some() && skills.len() + found.faults.len() != 1 {
-        err!(
-            "Error: --sig names one signature; {arg} holds {} skills (name one)",
+        return Err(usage!(
+            "--sig names one signature; {arg} holds {} skills (name one)",
             skills.len() + found.faults.len()
-        );
-        return USAGE;
+        ));
     }
     for skill in skills {
         let name = skill.name();
@@ -770,11 +706,9 @@ pub async fn verify(
     if format == Format::Json {
         out!("{}", serde_json::to_string_pretty(&results).expect("json"));
     }
-    if results.iter().all(|r| r["verified"] == true) && !results.is_empty() {
-        OK
-    } else {
-        FAULTS
-    }
+    Ok(ExitStatus::faults_if(
+        results.is_empty() || results.iter().any(|r| r["verified"] != true),
+    ))
 }
 
 /// Why a skill has no signature to check: where one was looked for.
