@@ -8,7 +8,8 @@ use serde_json::json;
 use skillcat::document::{Fault, FaultKind, Skill, ValidateOptions};
 use skillcat::prompt::{PromptFormat, PromptOptions, PromptSkill};
 use skillcat::source::{
-    self, Detail, DirOptions, DirSource, Discovery, RootFault, Source, SourceExt,
+    self, Detail, DirOptions, DirSource, Discovery, NamedError, RootFault, SkillRef, Source,
+    SourceExt,
 };
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals, PromptFormatArg};
@@ -89,24 +90,31 @@ pub(super) async fn open_and_discover_with(
     detail: Detail,
     g: &Globals,
 ) -> Result<Opened, CliError> {
-    discover_opened(open_arg(arg, g)?, detail).await
+    let opened = open_arg(arg, g)?;
+    let found = source::discover_with(&*opened.src, detail)
+        .await
+        .map_err(discover_error)?;
+    Ok(finish_opened(opened, found))
 }
 
-/// [`open_and_discover_with`] for a source already opened.
-async fn discover_opened(opened: OpenedArg, detail: Detail) -> Result<Opened, CliError> {
+/// A discovery that failed: read, but nothing in it usable, is a fault of what was read (1),
+/// not of reading it (2).
+fn discover_error(e: skillcat::Error) -> CliError {
+    match e {
+        skillcat::Error::NothingUsable { .. } => failed!("{e}"),
+        _ => usage!("{e}"),
+    }
+}
+
+/// What was read of a source opened: its warnings printed, and a directory with nothing in it
+/// is one skill directory missing its document.
+fn finish_opened(opened: OpenedArg, mut found: Discovery) -> Opened {
     let OpenedArg {
         shown,
         is_dir,
         single,
         src,
     } = opened;
-    let mut found = source::discover_with(&*src, detail)
-        .await
-        .map_err(|e| match e {
-            // Read, but nothing in it usable: a fault of what was read (1), not of reading it (2).
-            skillcat::Error::NothingUsable { .. } => failed!("{e}"),
-            _ => usage!("{e}"),
-        })?;
     print_warnings(&found);
     let empty_dir = is_dir && found.skills.is_empty() && found.faults.is_empty();
     if empty_dir {
@@ -116,12 +124,12 @@ async fn discover_opened(opened: OpenedArg, detail: Detail) -> Result<Opened, Cl
             fault: Fault::missing_document(),
         });
     }
-    Ok(Opened {
+    Opened {
         shown,
         single: single || empty_dir,
         src,
         found,
-    })
+    }
 }
 
 /// A SOURCE argument, opened but not read yet.
@@ -160,15 +168,6 @@ fn open_arg(arg: &str, g: &Globals) -> Result<OpenedArg, CliError> {
     })
 }
 
-/// A skill named on the command line: `NAME`, or `NAME@VERSION` for one version of a source
-/// that keeps several (a registry). Skill names hold no `@`.
-pub(super) fn split_version(wanted: &str) -> (&str, Option<&str>) {
-    match wanted.split_once('@') {
-        Some((name, version)) if !name.is_empty() && !version.is_empty() => (name, Some(version)),
-        _ => (wanted, None),
-    }
-}
-
 /// [`open_for`] when a skill is named, else the whole source ([`open_and_discover_with`]).
 pub(super) async fn open_maybe_for<'a>(
     arg: &str,
@@ -184,41 +183,25 @@ pub(super) async fn open_maybe_for<'a>(
     }
 }
 
-/// Opens what `arg` names for the skill `wanted` (`NAME` or `NAME@VERSION`): with a version,
-/// only that version is read, from a source that keeps versions (else a usage error saying
-/// so); without, the whole source as [`open_and_discover_with`] reads it. Returns the opened
-/// source and the name alone.
+/// Opens what `arg` names for the skill `wanted` (`NAME` or `NAME@VERSION`), read as
+/// [`source::discover_named`] reads it: with a version, that version alone from a source that
+/// keeps versions, else the whole source when it holds the skill at that version (an error
+/// saying so when it does not); without, the whole source as [`open_and_discover_with`] reads
+/// it. Returns the opened source and the name alone.
 pub(super) async fn open_for<'a>(
     arg: &str,
     wanted: &'a str,
     detail: Detail,
     g: &Globals,
 ) -> Result<(Opened, &'a str), CliError> {
-    let (name, Some(version)) = split_version(wanted) else {
-        return Ok((open_and_discover_with(arg, detail, g).await?, wanted));
-    };
+    let want = SkillRef::parse(wanted);
     let opened = open_arg(arg, g)?;
-    let key = skillcat::document::name_key(name);
-    let root = match opened.src.version_root(&key, version).await {
-        Ok(Some(root)) => root,
-        Ok(None) => {
-            // A source that keeps one version of each skill: `NAME@VERSION` names the skill when
-            // it is at that version (the one the source records, else `metadata.version`).
-            let shown = opened.shown.clone();
-            let opened = discover_opened(opened, detail).await?;
-            let Some(skill) = find(&opened.found, name) else {
-                // No such skill: the command says so as for a plain NAME.
-                return Ok((opened, name));
-            };
-            let recorded = opened.src.record(skill.root()).await.ok();
-            let held = recorded
-                .and_then(|r| r.version)
-                .or_else(|| skill.version().map(str::to_string))
-                .filter(|v| !v.is_empty());
-            if held.as_deref() == Some(version) {
-                return Ok((opened, name));
-            }
-            return Err(failed!(
+    match source::discover_named(&*opened.src, want, detail).await {
+        Ok(found) => Ok((finish_opened(opened, found), want.name)),
+        Err(NamedError::OtherVersion { found, held }) => {
+            print_warnings(&found);
+            let (shown, name) = (&opened.shown, want.name);
+            Err(failed!(
                 "{wanted}: {shown} holds {name} {} only: a directory, an archive or an \
                  index keeps one version of each skill (a registry, x.db, keeps many). Name the \
                  skill alone: {name}",
@@ -226,41 +209,12 @@ pub(super) async fn open_for<'a>(
                     Some(v) => format!("at version {v}"),
                     None => "without a metadata.version".to_string(),
                 }
-            ));
+            ))
         }
-        Err(e) => {
-            return Err(if e.is_not_found() {
-                failed!("{e}")
-            } else {
-                usage!("{e}")
-            });
-        }
-    };
-    let OpenedArg {
-        shown, single, src, ..
-    } = opened;
-    let mut found = Discovery::default();
-    // One skill: its document and file list are read whatever `detail` asks.
-    match src.load(&root).await {
-        Ok(skill) => found.skills.push(skill),
-        Err(skillcat::Error::InvalidSkill { path, fault }) => found.faults.push(RootFault {
-            root: root.clone(),
-            location: path,
-            fault,
-        }),
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
+        Err(NamedError::Lookup(e)) if e.is_not_found() => Err(failed!("{e}")),
+        Err(NamedError::Lookup(e) | NamedError::Load(e)) => Err(usage!("{e}")),
+        Err(NamedError::Discover(e)) => Err(discover_error(e)),
     }
-    Ok((
-        Opened {
-            shown,
-            single,
-            src,
-            found,
-        },
-        name,
-    ))
 }
 
 /// A discovery's warnings (a stale cached index, say) on stderr, `warning: …` each, with
@@ -931,14 +885,6 @@ async fn list_configured(format: Format, g: &Globals) -> CliResult {
     Ok(ExitStatus::faults_if(any_fault))
 }
 
-/// Finds a skill by name, `-` and `_` alike.
-fn find<'a>(d: &'a Discovery, name: &str) -> Option<&'a Skill> {
-    let want = skillcat::document::name_key(name);
-    d.skills
-        .iter()
-        .find(|s| skillcat::document::name_key(&s.name()) == want)
-}
-
 /// The skill named `name` (`NAME` or `NAME@VERSION`) in what `arg` names, with its file list;
 /// a missing or broken one is an error.
 pub(super) async fn find_skill(
@@ -972,7 +918,7 @@ async fn find_skill_with(
 /// The skill NAME of a discovery, or (printed) why there is none: no such name, or a root by
 /// that name that could not be read.
 pub(super) fn find_in(shown: &str, d: &Discovery, name: &str) -> Result<Skill, CliError> {
-    if let Some(s) = find(d, name) {
+    if let Some(s) = d.find(name) {
         return Ok(s.clone());
     }
     // A root by that name that could not be read: say why, rather than "no such skill".

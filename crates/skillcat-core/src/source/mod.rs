@@ -20,6 +20,7 @@
 mod archive;
 mod dir;
 mod join;
+mod named;
 
 use std::fmt::Debug;
 use std::sync::{Arc, PoisonError};
@@ -29,6 +30,7 @@ use bytes::Bytes;
 
 pub use archive::ArchiveSource;
 pub use dir::{DirOptions, DirSource, check, has_document_entry};
+pub use named::{NamedError, SkillRef, discover_named};
 
 use crate::path::{DOCUMENT_NAMES, FileEntry, RelPath, base_name, join_path};
 
