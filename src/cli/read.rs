@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::json;
 use skillcat::document::{Fault, FaultKind, Skill, ValidateOptions};
 use skillcat::prompt::{PromptFormat, PromptOptions, PromptSkill};
+use skillcat::source::validate::{Report, Target, join_shown};
 use skillcat::source::{
     self, Detail, DirOptions, DirSource, Discovery, NamedError, RootFault, SkillRef, Source,
     SourceExt,
@@ -28,15 +29,6 @@ fn display_path(arg: &str) -> String {
         ".".to_string()
     } else {
         joined
-    }
-}
-
-/// `shown/root` for a root of a directory of skills (`root` alone under `.`).
-fn join_shown(shown: &str, root: &str) -> String {
-    match (shown, root) {
-        (s, "") => s.to_string(),
-        (".", r) => r.to_string(),
-        (s, r) => format!("{}/{r}", s.trim_end_matches('/')),
     }
 }
 
@@ -251,40 +243,8 @@ fn print_text_reports(reports: &[Report]) {
     let _ = out.flush();
 }
 
-struct Report {
-    path: String,
-    name: Option<String>,
-    faults: Vec<Fault>,
-}
-
-fn report_of_discovery(shown: &str, d: &Discovery, opts: &ValidateOptions, out: &mut Vec<Report>) {
-    // Report in the source's order: skills and faults interleaved by root.
-    let mut items: Vec<(&str, Report)> = Vec::new();
-    for s in &d.skills {
-        items.push((
-            s.root(),
-            Report {
-                path: join_shown(shown, s.root()),
-                name: s.raw_name().map(str::to_string),
-                faults: s.validate(opts),
-            },
-        ));
-    }
-    for f in &d.faults {
-        items.push((
-            &f.root,
-            Report {
-                path: join_shown(shown, &f.root),
-                name: None,
-                faults: vec![f.fault.clone()],
-            },
-        ));
-    }
-    items.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    out.extend(items.into_iter().map(|(_, r)| r));
-}
-
-/// `skillcat validate PATH...`
+/// `skillcat validate PATH...`: [`skillcat::source::validate_paths`], printed the reference's
+/// way (or as JSON).
 pub async fn validate(
     paths: &[String],
     format: Format,
@@ -295,127 +255,37 @@ pub async fn validate(
     for f in allow_field {
         opts = opts.allow_field(f);
     }
-    let mut reports = Vec::new();
-    let mut unreadable = false;
-    for arg in paths {
-        let (shown, path) = skill_dir_of(arg);
-        // A URL or `sqlite:` spec is opened as given; a path is looked at first.
-        let is_spec = arg.contains("://") || arg.starts_with("sqlite:");
-        let looked = if is_spec {
-            Ok(None)
-        } else {
-            std::fs::metadata(&path).map(Some)
-        };
-        let meta = match looked {
-            Ok(m) => m,
-            Err(e) => {
-                unreadable = true;
-                let fault = if e.kind() == std::io::ErrorKind::NotFound {
-                    Fault::missing_path(&shown)
-                } else {
-                    Fault::unreadable(format!("{shown}: {e}"))
-                };
-                reports.push(Report {
-                    path: shown,
-                    name: None,
-                    faults: vec![fault],
-                });
-                continue;
+    let targets: Vec<Target> = paths
+        .iter()
+        .map(|arg| {
+            let (shown, path) = skill_dir_of(arg);
+            Target {
+                shown,
+                path,
+                // A URL or `sqlite:` spec is opened as given; a path is looked at first.
+                spec: arg.contains("://") || arg.starts_with("sqlite:"),
             }
-        };
-        let is_file = meta.as_ref().is_some_and(|m| m.is_file());
-        if meta.is_some_and(|m| m.is_dir()) && source::has_document_entry(&path) {
-            // One skill: check the path before reading anything.
-            if let Err(fault) = source::check(&path) {
-                reports.push(Report {
-                    path: shown,
-                    name: None,
-                    faults: vec![fault],
-                });
-                continue;
-            }
-            match DirSource::open_skill(&path, DirOptions::default()) {
-                Ok(src) => match source::discover_with(&src, Detail::Frontmatter).await {
-                    Ok(d) => report_of_discovery(&shown, &d, &opts, &mut reports),
-                    Err(e) => {
-                        unreadable = true;
-                        reports.push(Report {
-                            path: shown,
-                            name: None,
-                            faults: vec![Fault::unreadable(e)],
-                        });
-                    }
-                },
-                Err(e) => {
-                    unreadable = true;
-                    reports.push(Report {
-                        path: shown,
-                        name: None,
-                        faults: vec![Fault::unreadable(e)],
-                    });
-                }
-            }
-            continue;
-        }
-        let src = match source::open_with(&path.to_string_lossy(), &g.open) {
-            Ok(s) => s,
-            Err(skillcat::Error::UnsupportedSource(_)) if is_file => {
-                reports.push(Report {
-                    path: shown.clone(),
-                    name: None,
-                    faults: vec![Fault::not_a_directory(&shown)],
-                });
-                continue;
-            }
-            Err(e) => {
-                unreadable = true;
-                reports.push(Report {
-                    path: shown,
-                    name: None,
-                    faults: vec![Fault::unreadable(e)],
-                });
-                continue;
-            }
-        };
-        let discovered = source::discover_with(&*src, Detail::Frontmatter).await;
-        if let Ok(d) = &discovered {
-            print_warnings(d);
-        }
-        match discovered {
-            Ok(d) if d.skills.is_empty() && d.faults.is_empty() => {
-                // A directory with no document and no skill below it is a skill directory
-                // missing its document, as the reference says — not an empty success.
-                reports.push(Report {
-                    path: shown,
-                    name: None,
-                    faults: vec![Fault::missing_document()],
-                });
-            }
-            Ok(d) => report_of_discovery(&shown, &d, &opts, &mut reports),
-            Err(e) => {
-                unreadable = true;
-                reports.push(Report {
-                    path: shown,
-                    name: None,
-                    faults: vec![Fault::unreadable(e)],
-                });
-            }
-        }
+        })
+        .collect();
+    let v = source::validate_paths(&targets, &opts, &g.open).await;
+    for w in &v.warnings {
+        err!("warning: {}", shown(w));
     }
     match format {
-        Format::Text => print_text_reports(&reports),
+        Format::Text => print_text_reports(&v.reports),
         Format::Json => {
-            let arr: Vec<_> = reports
+            let arr: Vec<_> = v
+                .reports
                 .iter()
                 .map(|r| json!({"path": r.path, "name": r.name, "valid": r.faults.is_empty(), "faults": r.faults}))
                 .collect();
             out!("{}", serde_json::to_string_pretty(&arr).expect("json"));
         }
     }
-    Ok(if unreadable {
+    Ok(if v.unreadable {
         ExitStatus::Unreadable
     } else {
-        ExitStatus::faults_if(reports.iter().any(|r| !r.faults.is_empty()))
+        ExitStatus::faults_if(!v.is_valid())
     })
 }
 

@@ -1,9 +1,15 @@
 //! Every kind of skill source, opened from one string.
 //!
 //! The core holds the directory and archive sources; the registry, HTTP and OCI sources live in
-//! the crates above it. This crate knows them all and picks one from how a source is written.
+//! the crates above it. This crate knows them all and picks one from how a source is written,
+//! and validates what a list of paths and sources names ([`validate_paths`]: one report per
+//! skill root, whatever holds it).
 
 use std::sync::Arc;
+
+pub mod validate;
+
+pub use validate::validate_paths;
 
 use skillcat_core::archive::{self, ArchiveLimits};
 use skillcat_core::error::{Error, Result};
