@@ -730,11 +730,7 @@ mod tests {
         let m = src.manifest("", "alpha", "1.0.0").await.unwrap();
         let sig = sign::sign(&sign::Statement::from_manifest(&m).unwrap(), &secret, None).unwrap();
         let spec = skill.to_str().unwrap();
-        std::fs::write(
-            super::super::trust::signature_path(spec, "alpha", true),
-            &sig,
-        )
-        .unwrap();
+        std::fs::write(sign::skill_signature_path(spec, "alpha", true), &sig).unwrap();
         let ring = tmp.path().join("keyring.toml");
         std::fs::write(
             &ring,

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use skillcat::digest::Manifest;
 use skillcat::document::{Skill, ValidateOptions};
-use skillcat::pack::{PackEntry, write_archive};
-use skillcat::path::{base_name, join_path};
+use skillcat::path::base_name;
+use skillcat::sign::pack_signed::{PackError, PackNote, PackRequest};
 use skillcat::sign::{self, Keyring, SignError, Statement};
-use skillcat::source::{self, Detail, DirOptions, DirSource, RootRecord, Source, SourceExt};
+use skillcat::source::{Detail, RootRecord, Source, SourceExt};
 
 use super::read::{Opened, open_maybe_for, print_fault};
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
@@ -101,17 +101,6 @@ pub async fn digest(arg: &str, wanted: Option<&str>, format: Format, g: &Globals
     Ok(ExitStatus::faults_if(failed))
 }
 
-/// Where the detached signature of one skill of `spec` lives: `<spec>.minisig` when the source
-/// holds one skill, `<spec>.<name>.minisig` when it holds several.
-pub fn signature_path(spec: &str, name: &str, single: bool) -> PathBuf {
-    let base = spec.trim_end_matches('/');
-    if single {
-        sign::signature_path(Path::new(base))
-    } else {
-        PathBuf::from(format!("{base}.{name}{}", sign::SIGNATURE_SUFFIX))
-    }
-}
-
 fn read_secret_key(path: &str) -> Result<String, CliError> {
     std::fs::read_to_string(path).map_err(|e| usage!("cannot read the secret key {path}: {e}"))
 }
@@ -197,20 +186,9 @@ fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
     std::fs::write(path, text).map_err(|e| failed!("cannot write {}: {e}", path.display()))
 }
 
-/// One root to pack: where it is in the source, its folder in the archive, and what to call it.
-struct PackRoot<'a> {
-    root: &'a str,
-    prefix: String,
-    /// The skill, when its document could be read (a root refused with `--force` has none).
-    skill: Option<&'a Skill>,
-    files: Vec<skillcat::path::FileEntry>,
-}
-
-/// `skillcat pack DIR -o OUT [--sign KEY] [--force]`
-///
-/// Nothing is written unless everything succeeds: the skills are read, checked, digested and
-/// signed first; then the archive is written (through a temporary file renamed into place),
-/// then the signatures.
+/// `skillcat pack DIR -o OUT [--sign KEY] [--force]`: [`sign::pack_dir`], each root it judges
+/// said on stderr as it goes, what it wrote on stdout. The key is read (and its password asked)
+/// before anything is packed.
 pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool) -> CliResult {
     let path = Path::new(dir);
     if !path.is_dir() {
@@ -226,202 +204,78 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
         ));
     }
     let mut signer = sign_key.map(Signer::load).transpose()?;
-    let src = match DirSource::open(path, DirOptions::default()) {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
+    let mut sign_with = signer.as_mut().map(|s| move |st: &Statement| s.sign(st));
+    let sign = sign_with
+        .as_mut()
+        .map(|f| f as sign::pack_signed::Signer<'_, CliError>);
+    let request = PackRequest {
+        dir: path,
+        output,
+        force,
     };
-    let found = match source::discover(&src).await {
-        Ok(d) => d,
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
-    };
-    let single = src.is_single_skill();
-    let prefix_of = |root: &str| {
-        if single {
-            String::new()
-        } else {
-            base_name(root).to_string()
-        }
-    };
-    let mut refused = false;
-    let mut roots = Vec::new();
-    // A root whose document cannot be read is packed as it is only with --force, and never signed.
-    for f in &found.faults {
-        if force && signer.is_none() {
-            err!(
-                "Packing anyway (--force) {}: {} [{}]",
-                f.location,
-                f.fault.message(),
-                f.fault.kind()
-            );
-            let files = match src.files(&f.root).await {
-                Ok(files) => files,
-                Err(e) => {
-                    return Err(failed!("{}: {e}", f.location));
-                }
-            };
-            roots.push(PackRoot {
-                root: &f.root,
-                prefix: prefix_of(&f.root),
-                skill: None,
-                files,
-            });
-        } else {
-            print_fault(f);
-            if force {
-                err!(
-                    "Error: {}: not a readable skill, so it cannot be signed",
-                    f.location
-                );
-            }
-            refused = true;
+    let packed = sign::pack_dir(request, sign, print_pack_note)
+        .await
+        .map_err(|e| match e {
+            PackError::Sign(e) => e,
+            e @ (PackError::Open(_) | PackError::InsideSkill { .. }) => usage!("{e}"),
+            e => failed!("{e}"),
+        })?;
+    out!(
+        "Packed {} skill(s) into {}",
+        packed.roots.len(),
+        output.display()
+    );
+    for r in &packed.roots {
+        let m = &r.manifest;
+        out!(
+            "{}  {}",
+            m.digest,
+            if m.name.is_empty() { &r.root } else { &m.name }
+        );
+        if let Some(sig_path) = &r.signature {
+            out!("signed {} → {}", at_version(m), sig_path.display());
         }
     }
-    let opts = ValidateOptions::default();
-    for s in &found.skills {
-        let faults = s.validate(&opts);
-        if !faults.is_empty() {
+    Ok(ExitStatus::Success)
+}
+
+/// What `pack` says of a root it judges, on stderr.
+fn print_pack_note(note: PackNote<'_>) {
+    match note {
+        PackNote::Anyway(f) => err!(
+            "Packing anyway (--force) {}: {} [{}]",
+            f.location,
+            f.fault.message(),
+            f.fault.kind()
+        ),
+        PackNote::Refused { fault, unsignable } => {
+            print_fault(fault);
+            if unsignable {
+                err!(
+                    "Error: {}: not a readable skill, so it cannot be signed",
+                    fault.location
+                );
+            }
+        }
+        PackNote::Invalid {
+            skill,
+            faults,
+            packed,
+        } => {
             err!(
                 "{} {}:",
-                if force {
+                if packed {
                     "Packing anyway (--force)"
                 } else {
                     "Refusing to pack"
                 },
-                s.location()
+                skill.location()
             );
-            for f in &faults {
+            for f in faults {
                 err!("  - {}", f.message());
             }
-            refused |= !force;
-        }
-        roots.push(PackRoot {
-            root: s.root(),
-            prefix: prefix_of(s.root()),
-            skill: Some(s),
-            files: s.files().to_vec(),
-        });
-    }
-    if refused {
-        return Err(failed!(
-            "nothing written; fix the skills above{}",
-            if force { "" } else { " or pass --force" }
-        ));
-    }
-    if roots.is_empty() {
-        return Err(failed!("{dir}: no skill to pack"));
-    }
-    // An archive written inside a skill would be packed into the next archive of it (and
-    // change its digest): refuse, rather than leave a file out silently.
-    let out_dir = output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if let Ok(out_dir) = std::fs::canonicalize(out_dir) {
-        for r in &roots {
-            let root_dir =
-                std::fs::canonicalize(path.join(r.root)).unwrap_or_else(|_| path.join(r.root));
-            if out_dir.starts_with(&root_dir) {
-                return Err(usage!(
-                    "{} would be inside the skill {}; write the archive elsewhere",
-                    output.display(),
-                    root_dir.display()
-                ));
-            }
         }
     }
-    roots.sort_by(|a, b| a.prefix.as_bytes().cmp(b.prefix.as_bytes()));
-    if let Some(w) = roots.windows(2).find(|w| w[0].prefix == w[1].prefix) {
-        return Err(failed!(
-            "two skills would both be packed as '{}/' ({} and {})",
-            w[0].prefix,
-            w[0].root,
-            w[1].root
-        ));
-    }
-    // Inside the archive: the skill's files at the root (one skill), or under a folder named
-    // after each skill's directory (several). A reader of the archive sees as many roots as
-    // are packed here, and so looks for the signature files named as below.
-    let out_spec = output.to_string_lossy().to_string();
-    let one_root = roots.len() == 1;
-    let mut entries = Vec::new();
-    let mut lines = Vec::new();
-    let mut signatures = Vec::new();
-    for r in &roots {
-        let first = entries.len();
-        for f in &r.files {
-            match src.read(&join_path(r.root, &f.path)).await {
-                Ok(bytes) => entries.push(PackEntry {
-                    path: join_path(&r.prefix, &f.path),
-                    bytes,
-                    executable: f.executable,
-                }),
-                Err(e) => {
-                    return Err(failed!("{e}"));
-                }
-            }
-        }
-        // The manifest of exactly the bytes packed (read once), so a signature always matches
-        // the archive even when a file changes on disk meanwhile.
-        let (name, version) = match r.skill {
-            Some(s) => (s.name(), s.version().unwrap_or("").to_string()),
-            None => (base_name(r.root).to_string(), String::new()),
-        };
-        let strip = if r.prefix.is_empty() {
-            0
-        } else {
-            r.prefix.len() + 1
-        };
-        let m = Manifest::build(
-            &name,
-            &version,
-            entries[first..]
-                .iter()
-                .map(|e| (&e.path[strip..], &e.bytes[..], e.executable)),
-        );
-        lines.push(format!(
-            "{}  {}",
-            m.digest,
-            if m.name.is_empty() { r.root } else { &m.name }
-        ));
-        if let Some(signer) = signer.as_mut() {
-            let statement = match Statement::from_manifest(&m) {
-                Ok(st) => st,
-                Err(e) => {
-                    return Err(failed!("{e}"));
-                }
-            };
-            let sig = signer.sign(&statement)?;
-            let sig_path = signature_path(&out_spec, &m.name, one_root);
-            lines.push(format!(
-                "signed {} → {}",
-                at_version(&m),
-                sig_path.display()
-            ));
-            signatures.push((sig_path, sig));
-        }
-    }
-    if let Err(e) = write_archive(&entries, output) {
-        return Err(failed!("{e}"));
-    }
-    for (i, (sig_path, sig)) in signatures.iter().enumerate() {
-        if let Err(e) = write_file(sig_path, sig) {
-            // Leave no archive whose signatures are half written.
-            let _ = std::fs::remove_file(output);
-            for (p, _) in &signatures[..i] {
-                let _ = std::fs::remove_file(p);
-            }
-            return Err(e);
-        }
-    }
-    out!("Packed {} skill(s) into {}", roots.len(), output.display());
-    for l in lines {
-        out!("{l}");
-    }
-    Ok(ExitStatus::Success)
 }
 
 /// `skillcat keygen -o KEYBASE [--unencrypted]`
@@ -515,7 +369,7 @@ pub async fn sign_cmd(a: SignArgs<'_>, g: &Globals) -> CliResult {
     let path = a
         .output
         .map(Path::to_path_buf)
-        .unwrap_or_else(|| signature_path(a.source, &m.name, !many));
+        .unwrap_or_else(|| sign::skill_signature_path(a.source, &m.name, !many));
     for p in std::iter::once(path.as_path()).chain(a.statement) {
         super::output_dir_exists(p)?;
     }
@@ -559,7 +413,7 @@ pub(super) fn beside_signature(
     if spec.contains("://") || spec.starts_with("sqlite:") {
         return Ok(None);
     }
-    let path = signature_path(spec, name, single);
+    let path = sign::skill_signature_path(spec, name, single);
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok(Some(Found {
             origin: path.display().to_string(),
@@ -719,7 +573,7 @@ fn no_signature(spec: &str, name: &str, single: bool) -> String {
         format!(
             "no signature: the source keeps none for {name}, and there is no {} beside it \
              (skillcat sign and pack --sign write it; --sig FILE names another)",
-            signature_path(spec, name, single).display()
+            sign::skill_signature_path(spec, name, single).display()
         )
     }
 }

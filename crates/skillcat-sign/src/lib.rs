@@ -354,6 +354,7 @@ mod encoding;
 mod keyring;
 mod keys;
 mod minisig;
+pub mod pack_signed;
 mod statement;
 #[cfg(test)]
 mod tests;
@@ -361,6 +362,7 @@ mod verify;
 
 pub use keyring::{KeyEntry, Keyring, glob_match};
 pub use keys::{generate_keypair, key_id_of_public_key, public_key_base64, sign, signature_path};
+pub use pack_signed::{pack_dir, skill_signature_path};
 pub use statement::Statement;
 pub use verify::{Verified, verify};
 
