@@ -16,7 +16,7 @@
 //! | `skillcat-sign` | [`sign`]: minisign signatures, statements, scoped keyrings |
 //! | `skillcat-registry` | [`registry`], [`publish`], the SQLite store ([`source::RegistrySource`]) |
 //! | `skillcat-remote` | [`client`] (the one HTTP client), the HTTP and OCI stores ([`source::http`], [`source::oci`]) and [`push`] |
-//! | `skillcat-sources` | [`source::open`]: every kind of store from one string; [`source::validate_paths`]: one report for each skill root a list of paths names |
+//! | `skillcat-sources` | [`source::open`]: every kind of store from one [`source::SourceSpec`], git included ([`source::GitSource`]); [`source::validate_paths`]: one report for each skill root a list of paths names |
 //! | `skillcat-sandbox` | [`script`] (confined runs) and [`guest`] (QuickJS tools) |
 //! | `skillcat-runtime` | [`config`], [`catalog`], [`matching`], [`runtime`], [`mcp`] |
 //! | `skillcat-install` | [`install`]: skills placed into agents' folders, pinned by `skills-lock.json` |
@@ -38,9 +38,10 @@ pub mod document {
 pub mod source {
     pub use skillcat_core::source::*;
     pub use skillcat_registry::RegistrySource;
-    pub use skillcat_registry::{SQLITE_MAGIC, is_registry_file};
     pub use skillcat_remote::{http, oci};
-    pub use skillcat_sources::{open, open_with, validate, validate_paths};
+    pub use skillcat_sources::{
+        GitError, GitSource, ToSpec, git, open, open_with, validate, validate_paths,
+    };
 }
 
 pub use skillcat_sign as sign;

@@ -228,6 +228,7 @@ impl Globals {
                     .then(|| std::time::Duration::from_secs(5)),
                 allow_insecure: cli.allow_insecure,
                 ca_certificates: Vec::new(),
+                git_timeout: None,
             },
             config: cli.config.clone(),
         }

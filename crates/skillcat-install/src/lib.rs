@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! Plan::add(opts, "git+https://host/o/r#v1", names, agents)     resolve → verify → plan
-//!   │   SourceSpec::parse  directory · archive · registry (NAME@VERSION) · http(s) index · git
+//!   │   SourceSpec::parse_in  directory · archive · registry (NAME@VERSION) · http(s) index · git
 //!   │   fetch              git: the `git` program, locked down, into a scratch folder
 //!   │   verify, in order   artifact sha256 → signature (keyring) → skill digest → validation
 //!   └─▶ plan.apply()       staged beside each target, renamed into place under a journal,
@@ -24,7 +24,6 @@
 //! was already in place.
 
 mod agents;
-mod git;
 mod lockfile;
 mod place;
 mod plan;
@@ -33,16 +32,14 @@ mod spec;
 use std::path::{Path, PathBuf};
 
 // The layers below, under the names this crate's code uses.
-pub(crate) use skillcat_core::{Error, archive, digest, document, path};
+pub(crate) use skillcat_core::{Error, digest, document, path};
 pub(crate) use skillcat_registry as registry;
 pub(crate) use skillcat_sign as sign;
 
 /// The core's source module and the sources above it, as the code names them.
 pub(crate) mod source {
     pub(crate) use skillcat_core::source::*;
-    pub(crate) use skillcat_registry::{RegistrySource, is_registry_file};
-    pub(crate) use skillcat_remote::{http, oci};
-    pub(crate) use skillcat_sources::open_with;
+    pub(crate) use skillcat_sources::{GitError, open_with};
 }
 
 pub use agents::{AGENTS, Agent, AgentEnv, CANONICAL_DIR, agent, parse_agents};
@@ -52,7 +49,7 @@ pub use plan::{
     Action, ActionKind, Candidate, FileDrift, Options, Plan, Progress, Report, SkillStatus,
     Targets, status,
 };
-pub use spec::{SourceKind, SourceSpec};
+pub use spec::{LockSpec, SourceKind, SourceSpec};
 
 /// Why an install operation did not happen. Nothing was changed when one is returned.
 #[derive(Debug, thiserror::Error)]

@@ -9,16 +9,15 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::agents::{AGENTS, Agent, agent};
-use super::git::{self, Want};
 use super::lockfile::{Entry, Lockfile, computed_hash};
 use super::place::{self, Change, NewItem, ScopeLock};
-use super::spec::{SourceKind, SourceSpec};
+use super::spec::{self, LockSpec, SourceKind, SourceSpec};
 use super::{InstallError, Scope, check_name};
-use crate::digest::{Manifest, sha256, sha256_digest, to_hex};
+use crate::digest::{Manifest, sha256, to_hex};
 use crate::document::{Skill, ValidateOptions, name_key};
 use crate::path::join_path;
 use crate::sign::{self, Keyring};
-use crate::source::{self, Detail, DirOptions, DirSource, OpenOptions, Source, SourceExt};
+use crate::source::{self, Detail, OpenOptions, Source, SourceExt, SourceId};
 
 /// How a plan is made.
 #[derive(Clone)]
@@ -316,7 +315,7 @@ impl Plan {
     ) -> Result<Plan, InstallError> {
         check_keyring(opts)?;
         let cwd = std::env::current_dir().map_err(|e| InstallError::io(Path::new("."), e))?;
-        let spec = SourceSpec::parse(source, &cwd)?;
+        let spec = spec::parse(source, &cwd)?;
         let lock = ScopeLock::acquire(&opts.scope).await?;
         let (lockfile, before) = read_lockfile(&opts.scope)?;
         let mut warnings = Vec::new();
@@ -924,119 +923,71 @@ fn read_installed(dir: &Path, computed: bool) -> Result<Option<Installed>, Insta
 struct Opened {
     spec: SourceSpec,
     src: Arc<dyn Source>,
-    /// Keeps a git source's scratch folder alive.
-    checkout: Option<git::Checkout>,
-    /// `sha256:` of an archive file.
-    archive_sha256: Option<String>,
-    http: Option<Arc<crate::source::http::HttpSource>>,
-    oci: Option<Arc<crate::source::oci::OciSource>>,
+    /// What the source resolved to ([`Source::id`]): a git commit, an archive's sha256, an
+    /// index URL, an OCI digest.
+    id: SourceId,
+    /// What opening warned about (a git source's submodules left out): not said again when a
+    /// discovery returns it.
+    opened_warnings: Vec<String>,
 }
 
 impl Opened {
     /// Opens `spec`; `pin` is the lockfile entry to hold it to (a git commit, an archive's
-    /// sha256), `None` to take the source as it is now.
+    /// sha256, an OCI digest), `None` to take the source as it is now.
     async fn open(
         opts: &Options,
         spec: &SourceSpec,
         pin: Option<&Entry>,
         warnings: &mut Vec<String>,
     ) -> Result<Opened, InstallError> {
-        let mut checkout = None;
-        let mut archive_sha256 = None;
-        let mut http = None;
-        let mut oci = None;
-        let src: Arc<dyn Source> = match spec.kind {
-            SourceKind::Local => {
-                let path = spec.path.as_ref().expect("a local source has a path");
-                Arc::new(DirSource::open(path, DirOptions::default())?)
-            }
-            SourceKind::Archive => {
-                let path = spec.path.as_ref().expect("an archive has a path");
-                let bytes = std::fs::read(path).map_err(|e| InstallError::io(path, e))?;
-                let got = sha256_digest(&bytes);
-                if let Some(want) = pin.and_then(|e| e.archive_sha256.as_ref())
-                    && *want != got
-                {
-                    return Err(InstallError::Refused(vec![format!(
-                        "{}: the archive's sha256 is {got}, the lockfile pins {want} (the file was replaced or tampered with)",
-                        spec.typed
-                    )]));
-                }
-                archive_sha256 = Some(got);
-                source::open_with(&path.to_string_lossy(), &opts.open)?
-            }
-            SourceKind::Registry => {
-                let path = spec.path.as_ref().expect("a registry has a path");
-                Arc::new(crate::source::RegistrySource::open(path)?)
-            }
-            SourceKind::WellKnown => {
-                let url = spec.url.as_deref().expect("an index has a URL");
-                let h = Arc::new(crate::source::http::HttpSource::new(
-                    url,
-                    crate::source::http::HttpOptions::from(&opts.open),
-                )?);
-                http = Some(h.clone());
-                h
-            }
-            SourceKind::Oci => {
-                use crate::source::oci::{OciOptions, OciSource, Reference};
-                // Pinned: exactly the manifest the lockfile names, whatever the tag says now.
-                let mut reference = Reference::parse(&spec.typed)?;
-                if let Some(d) = pin.and_then(|e| e.oci_digest.as_deref()) {
-                    reference = reference.with_digest(d);
-                }
-                let o = Arc::new(OciSource::new(
-                    &reference.to_string(),
-                    OciOptions::from(&opts.open),
-                )?);
-                oci = Some(o.clone());
-                o
-            }
-            SourceKind::Git => {
-                let url = spec.url.as_deref().expect("a git source has a URL");
-                let want = match pin.and_then(|e| e.commit.as_deref()) {
-                    Some(id) if git::is_commit_id(id) => Want::Commit {
-                        id,
-                        also: spec.git_ref.as_deref(),
-                    },
-                    _ => match spec.git_ref.as_deref() {
-                        Some(r) => Want::Ref(r),
-                        None => Want::Head,
-                    },
-                };
-                let co =
-                    git::checkout(url, want, spec.subpath.as_deref(), opts.git_timeout).await?;
-                warnings.extend(co.warnings.iter().map(|w| format!("{url}: {w}")));
-                let src = Arc::new(DirSource::open(&co.root, DirOptions::default())?);
-                checkout = Some(co);
-                src
-            }
+        let mut spec = spec.clone();
+        spec.pin = match spec.kind {
+            SourceKind::Git => pin.and_then(|e| e.commit.clone()),
+            SourceKind::Oci => pin.and_then(|e| e.oci_digest.clone()),
+            _ => None,
         };
+        let mut open = opts.open.clone();
+        open.git_timeout = Some(opts.git_timeout);
+        let src = {
+            let (spec, open) = (spec.clone(), open);
+            tokio::task::spawn_blocking(move || source::open_with(&spec, &open))
+                .await
+                .map_err(|e| InstallError::Source(crate::Error::task("opening a source", e)))?
+                .map_err(from_source)?
+        };
+        // A git source is fetched, and a directory or an archive already read, here; an HTTP
+        // index or an OCI manifest is resolved only once a skill is read from it.
+        let id = match spec.kind {
+            SourceKind::Git | SourceKind::Local | SourceKind::Archive => {
+                src.id().await.map_err(from_source)?
+            }
+            _ => crate::source::SourceId::Location(src.location("")),
+        };
+        if spec.kind == SourceKind::Archive
+            && let (Some(want), Some(got)) = (
+                pin.and_then(|e| e.archive_sha256.as_ref()),
+                id.archive_sha256(),
+            )
+            && want != got
+        {
+            return Err(InstallError::Refused(vec![format!(
+                "{}: the archive's sha256 is {got}, the lockfile pins {want} (the file was replaced or tampered with)",
+                spec.typed
+            )]));
+        }
+        let opened_warnings = src.warnings();
+        warnings.extend(opened_warnings.iter().cloned());
         Ok(Opened {
-            spec: spec.clone(),
+            spec,
             src,
-            checkout,
-            archive_sha256,
-            http,
-            oci,
+            id,
+            opened_warnings,
         })
     }
 
-    /// How many requests an HTTP source made, for people.
+    /// How many requests a remote source made, for people.
     fn note(&self) -> Option<String> {
-        if let Some(h) = &self.http {
-            let s = h.stats();
-            return Some(format!(
-                "{}: {} request{} ({} archive{} downloaded, {} from the cache)",
-                h.url(),
-                s.requests,
-                if s.requests == 1 { "" } else { "s" },
-                s.downloaded,
-                if s.downloaded == 1 { "" } else { "s" },
-                s.from_cache
-            ));
-        }
-        None
+        self.src.summary()
     }
 
     /// The roots to install for `names` (every skill when empty), each with the name asked
@@ -1074,8 +1025,16 @@ impl Opened {
             refuse_if_any(missing)?;
             return Ok(out);
         }
-        let found = source::discover_with(&*self.src, Detail::Document).await?;
-        warnings.extend(found.warnings.iter().cloned());
+        let found = source::discover_with(&*self.src, Detail::Document)
+            .await
+            .map_err(from_source)?;
+        warnings.extend(
+            found
+                .warnings
+                .iter()
+                .filter(|w| !self.opened_warnings.contains(w))
+                .cloned(),
+        );
         let mut refusals: Vec<String> = Vec::new();
         if names.is_empty() {
             for f in &found.faults {
@@ -1202,31 +1161,31 @@ impl Opened {
         // 1. The artifact: an index entry's archive must be the one pinned (the HTTP source
         //    itself checks the bytes against the index before they are used).
         #[allow(unused_mut)]
-        let mut archive_sha256 = self.archive_sha256.clone();
-        #[allow(unused_mut)]
+        let mut archive_sha256 = self.id.archive_sha256().map(str::to_string);
         let mut signatures: Vec<String> = Vec::new();
-        #[allow(unused_mut)]
         let mut index_url = None;
-        if let Some(http) = &self.http {
-            let remote = http.skills().await?;
-            let Some(r) = remote.iter().find(|r| r.name == root) else {
+        if self.spec.kind == SourceKind::WellKnown {
+            let roots = self.src.list().await?;
+            if !roots.iter().any(|r| r == root) {
                 return Err(refuse(format!(
                     "{root}: {} no longer lists it",
                     self.spec.typed
                 )));
-            };
-            if let (Some(want), Some(got)) =
-                (pin.and_then(|e| e.archive_sha256.as_ref()), &r.digest)
-                && want != got
+            }
+            let record = self.src.record(root).await?;
+            if let (Some(want), Some(got)) = (
+                pin.and_then(|e| e.archive_sha256.as_ref()),
+                &record.artifact,
+            ) && want != got
             {
                 return Err(refuse(format!(
                     "{root}: {} now serves the archive {got}, the lockfile pins {want}",
                     self.spec.typed
                 )));
             }
-            archive_sha256 = r.digest.clone();
-            signatures.extend(r.signature.clone());
-            index_url = http.index_url();
+            archive_sha256 = record.artifact;
+            signatures.extend(record.signatures);
+            index_url = self.src.id().await?.index_url().map(str::to_string);
         }
         let skill = self.src.load(root).await.map_err(|e| match e {
             e @ (crate::Error::InvalidSkill { .. }
@@ -1273,6 +1232,10 @@ impl Opened {
             files.iter().map(|(p, b, x)| (p.as_str(), &b[..], *x)),
         );
         // 2. The signature, against the keyring.
+        if self.spec.kind == SourceKind::Git {
+            // The `.minisig` files the repository keeps beside the skill.
+            signatures.extend(self.src.record(root).await.map_err(from_source)?.signatures);
+        }
         signatures.extend(self.signature_files(root, &name));
         if self.spec.kind == SourceKind::Registry
             && let (Some(path), Some((n, v))) = (&self.spec.path, root.split_once('@'))
@@ -1283,12 +1246,11 @@ impl Opened {
                 signatures.extend(release.signatures.into_iter().map(|s| s.text));
             }
         }
-        #[allow(unused_mut)]
         let mut oci_digest = None;
-        if let Some(o) = &self.oci {
+        if self.spec.kind == SourceKind::Oci {
             // The signatures attached to the manifest as referrers.
-            signatures.extend(o.record(root).await?.signatures);
-            oci_digest = Some(o.resolved_digest().await?);
+            signatures.extend(self.src.record(root).await?.signatures);
+            oci_digest = self.src.id().await?.oci_digest().map(str::to_string);
         }
         let signer = self.check_signature(opts, &name, &manifest, &signatures, pin, warnings)?;
         // 3. The skill digest, against the pin.
@@ -1321,7 +1283,7 @@ impl Opened {
             )));
         }
         let lock_dir = lock_dir(&opts.scope);
-        let skill_path = self.checkout.as_ref().map(|_| {
+        let skill_path = (self.spec.kind == SourceKind::Git).then(|| {
             let doc = if files.iter().any(|(p, _, _)| p == "SKILL.md") {
                 "SKILL.md"
             } else {
@@ -1339,7 +1301,7 @@ impl Opened {
             source_type: self.spec.source_type().to_string(),
             skill_path,
             computed_hash: Some(hash),
-            commit: self.checkout.as_ref().map(|c| c.commit.clone()),
+            commit: self.id.commit().map(str::to_string),
             version,
             index_url,
             archive_sha256,
@@ -1362,12 +1324,14 @@ impl Opened {
         })
     }
 
-    /// Detached signature files beside a local skill, a checkout's skill or an archive:
-    /// `<skill folder>.minisig`, `<source>.minisig` and `<source>.<name>.minisig`.
+    /// Detached signature files beside a local skill or an archive: `<skill folder>.minisig`,
+    /// `<source>.minisig` and `<source>.<name>.minisig` (a git source's are in its
+    /// [`record`](Source::record)).
     fn signature_files(&self, root: &str, name: &str) -> Vec<String> {
-        let base = match (&self.checkout, &self.spec.path) {
-            (Some(co), _) => co.root.clone(),
-            (None, Some(p)) if self.spec.kind != SourceKind::Registry => p.clone(),
+        let base = match &self.spec.path {
+            Some(p) if matches!(self.spec.kind, SourceKind::Local | SourceKind::Archive) => {
+                p.clone()
+            }
             _ => return Vec::new(),
         };
         let base_str = base.display().to_string();
@@ -1719,6 +1683,17 @@ fn each_file(
         }
     }
     Ok(())
+}
+
+/// A source's error as install reports it: a git failure is [`InstallError::Git`], what a
+/// repository holds and is refused [`InstallError::Refused`]; the rest as they are.
+fn from_source(e: crate::Error) -> InstallError {
+    use crate::source::GitError;
+    match e.downcast_ref::<GitError>() {
+        Some(GitError::Failed(m)) => InstallError::Git(m.clone()),
+        Some(GitError::Refused(m)) => InstallError::Refused(vec![m.clone()]),
+        _ => InstallError::Source(e),
+    }
 }
 
 #[cfg(test)]

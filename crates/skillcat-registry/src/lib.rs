@@ -100,21 +100,9 @@ pub use sqlite::RegistrySource;
 
 pub(crate) use files::Pin;
 
-/// The first 16 bytes of every SQLite database file.
-pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
-
-/// Whether a file is a SQLite registry: it has the SQLite magic, or is named `.db`/`.sqlite`
-/// (any case) and is not an archive (so an empty new file can be named as a registry).
-pub fn is_registry_file(path: &Path, first_bytes: &[u8]) -> bool {
-    if first_bytes.starts_with(SQLITE_MAGIC) {
-        return true;
-    }
-    let named = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("db") || e.eq_ignore_ascii_case("sqlite"));
-    named && skillcat_core::archive::sniff(path, first_bytes).is_none()
-}
+// The spelling of a registry file is told where every SOURCE spelling is: the core's
+// `SourceSpec`.
+pub use skillcat_core::source::{SQLITE_MAGIC, is_registry_file};
 
 impl From<RegistryError> for skillcat_core::Error {
     /// A registry's errors as a source reports them: not-found stays not-found, a damaged blob

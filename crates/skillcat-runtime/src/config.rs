@@ -776,9 +776,10 @@ fn default_sources(env: &Environment) -> Vec<SourceConfig> {
 }
 
 /// A path as written in the file, made absolute: `~` against the home directory, relative
-/// against `base`. URLs and `sqlite:` specifications are kept as written.
+/// against `base`. What is not spelled as a path (a URL, a `sqlite:`, `oci://` or git
+/// specification: [`SourceSpec::is_path_spelling`]) is kept as written.
 fn resolve_spec(spec: &str, base: &Path, home: Option<&Path>) -> String {
-    if spec.contains("://") || spec.starts_with("sqlite:") {
+    if !crate::source::SourceSpec::is_path_spelling(spec) {
         return spec.to_string();
     }
     let joined = match (spec.strip_prefix('~'), home) {
@@ -938,6 +939,11 @@ mod tests {
             ("~", "/home/me"),
             ("https://h/x", "https://h/x"),
             ("sqlite:reg.db", "sqlite:reg.db"),
+            // Git and OCI spellings are not paths either.
+            ("git@host:o/r.git", "git@host:o/r.git"),
+            ("github:o/r", "github:o/r"),
+            ("git+file:///srv/r", "git+file:///srv/r"),
+            ("oci://h/r:1", "oci://h/r:1"),
         ] {
             assert_eq!(resolve_spec(spec, base, home), want, "{spec}");
         }

@@ -1,86 +1,272 @@
-//! Every kind of skill source, opened from one string.
+//! Every kind of skill source, opened from one [`SourceSpec`].
 //!
-//! The core holds the directory and archive sources; the registry, HTTP and OCI sources live in
-//! the crates above it. This crate knows them all and picks one from how a source is written,
-//! and validates what a list of paths and sources names ([`validate_paths`]: one report per
-//! skill root, whatever holds it).
+//! The core holds the directory and archive sources and the one parser of SOURCE spellings
+//! ([`SourceSpec`]); the registry, HTTP and OCI sources live in the crates above it, and git
+//! sources here ([`git`]). This crate knows them all and opens the one a spec names, and
+//! validates what a list of paths and sources names ([`validate_paths`]: one report per skill
+//! root, whatever holds it):
+//!
+//! ```text
+//! "x.tar.gz" ─ SourceSpec::parse ─▶ SourceSpec { kind, path | url, git_ref, subpath, pin }
+//!                                        └─ open_with(&spec, &opts) ─▶ Arc<dyn Source>
+//!                                                                        └─ id() → the pin
+//! ```
 
-use std::sync::Arc;
-
+pub mod git;
 pub mod validate;
+
+use std::borrow::Cow;
+use std::sync::Arc;
 
 pub use validate::validate_paths;
 
-use skillcat_core::archive::{self, ArchiveLimits};
+// The layers below, under the names this crate's code uses.
+pub(crate) use skillcat_core::{error, path};
+pub(crate) use skillcat_sign as sign;
+
+/// The core's source module, as the code names it.
+pub(crate) mod source {
+    pub(crate) use skillcat_core::source::*;
+}
+
+use skillcat_core::archive::ArchiveLimits;
 use skillcat_core::error::{Error, Result};
-use skillcat_core::source::{ArchiveSource, DirOptions, DirSource, OpenOptions, Source};
+use skillcat_core::source::{
+    ArchiveSource, DirOptions, DirSource, OpenOptions, Source, SourceKind, SourceSpec,
+};
 use skillcat_registry::RegistrySource;
 use skillcat_remote::{http, oci};
 
-/// Opens a source from one string with default options (see [`open_with`]).
-pub fn open(spec: &str) -> Result<Arc<dyn Source>> {
+pub use git::{GitError, GitSource};
+
+/// What [`open`] and [`open_with`] take: a parsed [`SourceSpec`], or a spelling, parsed with
+/// [`SourceSpec::parse`] (paths as typed).
+pub trait ToSpec {
+    /// The spec this names.
+    fn to_spec(&self) -> Result<Cow<'_, SourceSpec>>;
+}
+
+impl ToSpec for SourceSpec {
+    fn to_spec(&self) -> Result<Cow<'_, SourceSpec>> {
+        Ok(Cow::Borrowed(self))
+    }
+}
+
+impl ToSpec for str {
+    fn to_spec(&self) -> Result<Cow<'_, SourceSpec>> {
+        SourceSpec::parse(self).map(Cow::Owned)
+    }
+}
+
+impl ToSpec for String {
+    fn to_spec(&self) -> Result<Cow<'_, SourceSpec>> {
+        self.as_str().to_spec()
+    }
+}
+
+impl ToSpec for Cow<'_, str> {
+    fn to_spec(&self) -> Result<Cow<'_, SourceSpec>> {
+        (**self).to_spec()
+    }
+}
+
+/// Opens a source with default options (see [`open_with`]).
+pub fn open(spec: &(impl ToSpec + ?Sized)) -> Result<Arc<dyn Source>> {
     open_with(spec, &OpenOptions::default())
 }
 
-/// Opens a source from one string: a directory (a skill or a tree of skills), an archive
-/// (`.tar`, `.tar.gz`/`.tgz`, `.zip`, told apart by magic bytes first, extension second), a
-/// SQLite registry (`x.db`, `x.sqlite`, `sqlite:PATH`, or any file with the SQLite magic), an
-/// `http(s)://` URL, or an `oci://HOST/REPO[:TAG|@sha256:…]` reference.
-pub fn open_with(spec: &str, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
-    if spec.starts_with("http://") || spec.starts_with("https://") {
-        return Ok(Arc::new(http::HttpSource::new(
-            spec,
+/// Opens the source a spec names (a spelling is parsed first, see [`SourceSpec`]): a
+/// directory (a skill or a tree of skills), an archive (`.tar`, `.tar.gz`/`.tgz`, `.zip`,
+/// told apart by magic bytes first, extension second), a SQLite registry (`x.db`,
+/// `x.sqlite`, `sqlite:PATH`, or any file with the SQLite magic), an `http(s)://` index, an
+/// `oci://HOST/REPO[:TAG|@sha256:…]` reference, or a git repository (`git+https://…`,
+/// `https://…/repo.git`, `github:owner/repo`, …; fetched on first use).
+///
+/// A spec's [`pin`](SourceSpec::pin) holds a git source to that commit and an OCI source to
+/// that digest. Opening does no network I/O: a remote source is first read by its first
+/// `list`, `files`, `read` or [`id`](Source::id).
+pub fn open_with(spec: &(impl ToSpec + ?Sized), opts: &OpenOptions) -> Result<Arc<dyn Source>> {
+    let spec = spec.to_spec()?;
+    open_spec(&spec, opts)
+}
+
+fn open_spec(spec: &SourceSpec, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
+    let path = || {
+        spec.path
+            .as_deref()
+            .ok_or_else(|| Error::UnsupportedSource(spec.typed.clone()))
+    };
+    let url = || {
+        spec.url
+            .as_deref()
+            .ok_or_else(|| Error::UnsupportedSource(spec.typed.clone()))
+    };
+    Ok(match spec.kind {
+        SourceKind::Local => Arc::new(DirSource::open(path()?, DirOptions::default())?),
+        SourceKind::Archive => Arc::new(ArchiveSource::open(path()?, ArchiveLimits::default())?),
+        SourceKind::Registry => Arc::new(RegistrySource::open(path()?)?),
+        SourceKind::WellKnown => Arc::new(http::HttpSource::new(
+            url()?,
             http::HttpOptions::from(opts),
-        )?));
-    }
-    if spec.starts_with(oci_scheme()) {
-        return Ok(Arc::new(oci::OciSource::new(
+        )?),
+        SourceKind::Oci => {
+            let mut reference = oci::Reference::parse(url()?)?;
+            if let Some(digest) = &spec.pin {
+                // Exactly the manifest pinned, whatever the tag says now.
+                reference = reference.with_digest(digest);
+            }
+            Arc::new(oci::OciSource::new(
+                &reference.to_string(),
+                oci::OciOptions::from(opts),
+            )?)
+        }
+        SourceKind::Git => Arc::new(GitSource::new(
             spec,
-            oci::OciOptions::from(opts),
-        )?));
-    }
-    if let Some(db) = spec.strip_prefix("sqlite:") {
-        return Ok(Arc::new(RegistrySource::open(db)?));
-    }
-    let path = std::path::Path::new(spec);
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::NotFound(spec.to_string()),
-        _ => Error::io(spec, e),
-    })?;
-    if meta.is_dir() {
-        return Ok(Arc::new(DirSource::open(path, DirOptions::default())?));
-    }
-    if meta.is_file() {
-        let mut head = [0u8; archive::SNIFF_LEN];
-        let n = read_head(path, &mut head).map_err(|e| Error::io(spec, e))?;
-        if skillcat_registry::is_registry_file(path, &head[..n]) {
-            return Ok(Arc::new(RegistrySource::open(path)?));
-        }
-        if let Some(kind) = archive::sniff(path, &head[..n]) {
-            return Ok(Arc::new(ArchiveSource::open_as(
-                kind,
-                path,
-                ArchiveLimits::default(),
-            )?));
-        }
-    }
-    Err(Error::UnsupportedSource(spec.to_string()))
+            opts.git_timeout.unwrap_or(git::DEFAULT_GIT_TIMEOUT),
+        )?),
+    })
 }
 
-/// The scheme of an OCI reference (`oci://HOST/REPO[:TAG]`).
-const fn oci_scheme() -> &'static str {
-    "oci://"
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repository_url_opens_as_git_without_io() {
+        for typed in [
+            "https://example.invalid/o/r.git",
+            "git+https://example.invalid/o/r#v1",
+        ] {
+            let src = open(typed).unwrap();
+            assert!(
+                format!("{src:?}").starts_with("GitSource"),
+                "{typed}: {src:?}"
+            );
+        }
+        let src = open("http://example.invalid/skills/").unwrap();
+        assert!(format!("{src:?}").starts_with("HttpSource"), "{src:?}");
+    }
+
+    #[tokio::test]
+    async fn a_directory_is_named_by_its_path_and_an_archive_by_its_sha256() {
+        let dir = tempfile::tempdir().unwrap();
+        let skill = dir.path().join("pdf");
+        std::fs::create_dir(&skill).unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: pdf\ndescription: d\n---\n",
+        )
+        .unwrap();
+        let spec = SourceSpec::parse_in("pdf", dir.path()).unwrap();
+        let id = open(&spec).unwrap().id().await.unwrap();
+        assert_eq!(
+            id,
+            skillcat_core::source::SourceId::Path(std::fs::canonicalize(&skill).unwrap())
+        );
+        let tgz = dir.path().join("pdf.tar.gz");
+        let entry = skillcat_core::pack::PackEntry {
+            path: "pdf/SKILL.md".into(),
+            bytes: "---\nname: pdf\ndescription: d\n---\n".into(),
+            executable: false,
+        };
+        skillcat_core::pack::write_archive(&[entry], &tgz).unwrap();
+        let bytes = std::fs::read(&tgz).unwrap();
+        let id = open(tgz.to_str().unwrap()).unwrap().id().await.unwrap();
+        assert_eq!(
+            id.archive_sha256(),
+            Some(skillcat_core::digest::sha256_digest(&bytes).as_str())
+        );
+    }
+
+    #[test]
+    fn a_missing_path_is_not_found_and_a_stranger_unsupported() {
+        assert!(open("no/such/dir").unwrap_err().is_not_found());
+        let dir = tempfile::tempdir().unwrap();
+        let txt = dir.path().join("a.txt");
+        std::fs::write(&txt, "x").unwrap();
+        assert!(matches!(
+            open(txt.to_str().unwrap()),
+            Err(Error::UnsupportedSource(_))
+        ));
+    }
 }
 
-fn read_head(path: &std::path::Path, buf: &mut [u8]) -> std::io::Result<usize> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
-    let mut n = 0;
-    while n < buf.len() {
-        match f.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
-        }
+#[cfg(test)]
+mod git_tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &std::path::Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
-    Ok(n)
+
+    #[tokio::test]
+    async fn a_git_spec_opens_for_reading_and_names_its_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join("skills/pdf")).unwrap();
+        std::fs::write(
+            repo.join("skills/pdf/SKILL.md"),
+            "---\nname: pdf\ndescription: d\n---\nbody\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join("skills/pdf.minisig"), "not really a signature\n").unwrap();
+        git(&repo, &["init", "--quiet", "-b", "main"]);
+        git(&repo, &["add", "."]);
+        git(&repo, &["commit", "--quiet", "-m", "one"]);
+        let commit = git(&repo, &["rev-parse", "HEAD"]);
+        let typed = format!("git+file://{}#main:skills", repo.display());
+        let src = open(typed.as_str()).unwrap();
+        assert_eq!(src.list().await.unwrap(), ["pdf"]);
+        assert_eq!(
+            src.read("pdf/SKILL.md").await.unwrap(),
+            "---\nname: pdf\ndescription: d\n---\nbody\n"
+        );
+        assert_eq!(src.id().await.unwrap().commit(), Some(commit.as_str()));
+        assert_eq!(
+            src.record("pdf").await.unwrap().signatures,
+            ["not really a signature\n"]
+        );
+        // A later commit moves the branch; the pin holds the source to the first one.
+        std::fs::write(
+            repo.join("skills/pdf/SKILL.md"),
+            "---\nname: pdf\ndescription: two\n---\n",
+        )
+        .unwrap();
+        git(&repo, &["commit", "--quiet", "-am", "two"]);
+        let mut spec = SourceSpec::parse(&typed).unwrap();
+        spec.pin = Some(commit.clone());
+        let pinned = open(&spec).unwrap();
+        assert_eq!(pinned.id().await.unwrap().commit(), Some(commit.as_str()));
+        assert!(
+            pinned
+                .read("pdf/SKILL.md")
+                .await
+                .unwrap()
+                .ends_with(b"body\n")
+        );
+        // A commit the repository does not have is refused, as a git error.
+        spec.pin = Some("0".repeat(40));
+        let err = open(&spec).unwrap().list().await.unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<GitError>(), Some(GitError::Refused(_))),
+            "{err:?}"
+        );
+    }
 }

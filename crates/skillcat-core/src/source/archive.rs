@@ -35,6 +35,8 @@ use crate::path::FileEntry;
 pub struct ArchiveSource {
     name: Arc<str>,
     tree: Arc<ArchiveTree>,
+    /// `sha256:<hex>` of the archive's bytes: its [`id`](Source::id).
+    sha256: Arc<str>,
 }
 
 impl fmt::Debug for ArchiveSource {
@@ -42,6 +44,7 @@ impl fmt::Debug for ArchiveSource {
         f.debug_struct("ArchiveSource")
             .field("name", &self.name)
             .field("tree", &self.tree)
+            .field("sha256", &self.sha256)
             .finish()
     }
 }
@@ -72,11 +75,30 @@ impl ArchiveSource {
         bytes: &[u8],
         limits: ArchiveLimits,
     ) -> Result<Self> {
+        Self::from_hashed(kind, name, bytes, crate::digest::sha256(bytes), limits)
+    }
+
+    /// [`from_bytes`](Self::from_bytes) for bytes whose sha256 the caller has already computed
+    /// (a download it checked against the digest it was promised): `sha256` becomes the
+    /// source's [`id`](Source::id) unchecked.
+    pub fn from_hashed(
+        kind: ArchiveKind,
+        name: &str,
+        bytes: &[u8],
+        sha256: [u8; 32],
+        limits: ArchiveLimits,
+    ) -> Result<Self> {
         let tree = archive::read_archive(kind, bytes, &limits)?;
         Ok(ArchiveSource {
             name: name.into(),
             tree: Arc::new(tree),
+            sha256: format!("sha256:{}", crate::digest::to_hex(sha256)).into(),
         })
+    }
+
+    /// `sha256:<hex>` of the archive's bytes.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
     }
 
     /// The checked tree the archive was read into.
@@ -165,6 +187,13 @@ impl Source for ArchiveSource {
 
     fn location(&self, path: &str) -> String {
         format!("{}!/{}", self.name, path)
+    }
+
+    /// The sha256 of the archive's bytes.
+    async fn id(&self) -> Result<super::SourceId> {
+        Ok(super::SourceId::Archive {
+            sha256: self.sha256.to_string(),
+        })
     }
 
     /// Every document straight from the tree, on every core: nothing waits, nothing is copied.

@@ -1199,6 +1199,11 @@ impl Source for DirSource {
         .await
     }
 
+    /// The directory's path (as opened, made canonical).
+    async fn id(&self) -> Result<super::SourceId> {
+        Ok(super::SourceId::Path(self.inner.root.clone()))
+    }
+
     fn root_dir_name(&self, root: &str) -> Option<String> {
         if root.is_empty() {
             // The canonical directory's name, so that validating `.` works.

@@ -21,6 +21,7 @@ mod archive;
 mod dir;
 mod join;
 mod named;
+mod spec;
 
 use std::fmt::Debug;
 use std::sync::{Arc, PoisonError};
@@ -31,6 +32,7 @@ use bytes::Bytes;
 pub use archive::ArchiveSource;
 pub use dir::{DirOptions, DirSource, check, has_document_entry};
 pub use named::{NamedError, SkillRef, discover_named};
+pub use spec::{SQLITE_MAGIC, SourceKind, SourceSpec, absolute, clean_subpath, is_registry_file};
 
 use crate::path::{DOCUMENT_NAMES, FileEntry, RelPath, base_name, join_path};
 
@@ -109,6 +111,102 @@ pub trait Source: Debug + Send + Sync {
         let _ = (name, version);
         Ok(None)
     }
+    /// What this source resolved to ([`SourceId`]), like cargo's `SourceId`: an archive's
+    /// sha256, the digest an OCI reference names now, the index an HTTP site serves, the commit
+    /// a git ref names now, a directory's path. What an install pins. A remote source resolves
+    /// itself on first use (this may read it); the default names the source by its
+    /// [`location`](Source::location).
+    async fn id(&self) -> Result<SourceId> {
+        Ok(SourceId::Location(self.location("")))
+    }
+    /// Every warning for people this source has given so far (entries skipped, a stale copy
+    /// used, a submodule left out), including those [`read_documents`](Source::read_documents)
+    /// returned. The default: none.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// What the source did to answer so far, for people (an HTTP source: the requests made and
+    /// the archives downloaded or taken from the cache); `None` when there is nothing to say.
+    fn summary(&self) -> Option<String> {
+        None
+    }
+}
+
+/// What a [`Source`] resolved to ([`Source::id`]): the identity a lockfile pins.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SourceId {
+    /// A directory, by its path.
+    Path(std::path::PathBuf),
+    /// An archive, by the sha256 of its bytes (`sha256:<hex>`).
+    Archive {
+        /// `sha256:<hex>` of the archive file.
+        sha256: String,
+    },
+    /// An HTTP site, by the index it serves (the URL read, as it may be shown).
+    Index {
+        /// The index URL, without credentials or query.
+        url: String,
+    },
+    /// An OCI reference, by the digest it names (the manifest, or the index holding it).
+    Oci {
+        /// `sha256:<hex>`.
+        digest: String,
+    },
+    /// A git repository, by the commit fetched.
+    Git {
+        /// 40 hex digits.
+        commit: String,
+    },
+    /// A source that keeps nothing more precise than where it is (a registry file).
+    Location(String),
+}
+
+impl SourceId {
+    /// The archive's `sha256:<hex>`, for [`SourceId::Archive`].
+    pub fn archive_sha256(&self) -> Option<&str> {
+        match self {
+            SourceId::Archive { sha256 } => Some(sha256),
+            _ => None,
+        }
+    }
+
+    /// The index URL, for [`SourceId::Index`].
+    pub fn index_url(&self) -> Option<&str> {
+        match self {
+            SourceId::Index { url } => Some(url),
+            _ => None,
+        }
+    }
+
+    /// The digest, for [`SourceId::Oci`].
+    pub fn oci_digest(&self) -> Option<&str> {
+        match self {
+            SourceId::Oci { digest } => Some(digest),
+            _ => None,
+        }
+    }
+
+    /// The commit, for [`SourceId::Git`].
+    pub fn commit(&self) -> Option<&str> {
+        match self {
+            SourceId::Git { commit } => Some(commit),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for SourceId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceId::Path(p) => write!(f, "{}", p.display()),
+            SourceId::Archive { sha256 } => write!(f, "archive {sha256}"),
+            SourceId::Index { url } => write!(f, "index {url}"),
+            SourceId::Oci { digest } => write!(f, "manifest {digest}"),
+            SourceId::Git { commit } => write!(f, "commit {commit}"),
+            SourceId::Location(l) => f.write_str(l),
+        }
+    }
 }
 
 /// What a [`Source`] keeps about one root besides its files (see [`Source::record`]).
@@ -121,6 +219,9 @@ pub struct RootRecord {
     pub version: Option<String>,
     /// Detached signatures (`.minisig` text) the source keeps for the skill, in its order.
     pub signatures: Vec<String>,
+    /// The digest (`sha256:<hex>`) of the artifact the source fetched the skill's files as (an
+    /// HTTP index entry's archive or SKILL.md), checked before its files were used.
+    pub artifact: Option<String>,
 }
 
 impl RootRecord {
@@ -129,7 +230,14 @@ impl RootRecord {
         RootRecord {
             version: version.filter(|v| !v.is_empty()),
             signatures,
+            artifact: None,
         }
+    }
+
+    /// This record with the digest of the artifact the files came from.
+    pub fn with_artifact(mut self, digest: Option<String>) -> RootRecord {
+        self.artifact = digest;
+        self
     }
 }
 
@@ -666,6 +774,8 @@ pub struct OpenOptions {
     pub allow_insecure: bool,
     /// PEM certificates a remote source trusts as roots beside the platform's.
     pub ca_certificates: Vec<Vec<u8>>,
+    /// The longest one `git` command of a git source may take (`None`: 300 seconds).
+    pub git_timeout: Option<std::time::Duration>,
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ pub use self::maintain::{CacheInfo, CleanReport, cache_info, clean_cache};
 pub use self::options::{
     FetchReport, FetchStatus, HttpOptions, HttpStats, RemoteSkill, default_cache_dir,
 };
-use crate::source::{Detail, DocumentSink, RootRecord, Source};
+use crate::source::{Detail, DocumentSink, RootRecord, Source, SourceId};
 
 use crate::digest::sha256;
 use crate::error::{Error, Result};
@@ -791,9 +791,35 @@ impl Source for HttpSource {
             return Err(Error::NotFound(self.location(root)));
         };
         let signature = entry.extra.as_ref().and_then(|x| x.signature.clone());
-        Ok(RootRecord::new(
-            entry.version.clone(),
-            signature.into_iter().collect(),
+        let artifact = entry.artifact.as_ref().ok().and_then(Artifact::digest);
+        Ok(
+            RootRecord::new(entry.version.clone(), signature.into_iter().collect())
+                .with_artifact(artifact),
+        )
+    }
+
+    /// The index URL read (as it may be shown): reads the index on first use.
+    async fn id(&self) -> Result<SourceId> {
+        Ok(SourceId::Index {
+            url: redact(&self.remote().await?.index_url),
+        })
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        HttpSource::warnings(self)
+    }
+
+    /// `URL: N requests (A archives downloaded, C from the cache)`.
+    fn summary(&self) -> Option<String> {
+        let s = self.stats();
+        Some(format!(
+            "{}: {} request{} ({} archive{} downloaded, {} from the cache)",
+            self.url(),
+            s.requests,
+            if s.requests == 1 { "" } else { "s" },
+            s.downloaded,
+            if s.downloaded == 1 { "" } else { "s" },
+            s.from_cache
         ))
     }
 

@@ -40,7 +40,7 @@ use super::http::{HttpOptions, blocking, default_cache_dir};
 use crate::digest::{parse_digest, sha256, tree_digest};
 use crate::error::{Error, Result};
 use crate::path::FileEntry;
-use crate::source::{RootRecord, Source};
+use crate::source::{RootRecord, Source, SourceId};
 
 /// The largest signature referrer layer read (a `.minisig` is under 1 KiB).
 const MAX_SIGNATURE: u64 = 64 << 10;
@@ -594,6 +594,21 @@ impl Source for OciSource {
         }
         let version = self.loaded().await?.annotated.version.clone();
         Ok(RootRecord::new(version, self.signatures().await?))
+    }
+
+    /// The digest the reference resolved to (the manifest, or the index holding it): reads
+    /// the skill on first use.
+    async fn id(&self) -> Result<SourceId> {
+        Ok(SourceId::Oci {
+            digest: self.resolved_digest().await?,
+        })
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     async fn read_documents(

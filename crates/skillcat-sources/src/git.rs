@@ -1,6 +1,13 @@
 //! Git sources, through the `git` program with everything that could run code or reach
 //! further locked down.
 //!
+//! ```text
+//! GitSource::new(&spec, timeout)        sync, no I/O
+//!   first use (list, files, read, id)   fetch the ref (or the pinned commit) once, write the
+//!                                       skills under the folder asked for into a scratch tree
+//!   then                                a directory source over that tree; id() = the commit
+//! ```
+//!
 //! Each fetch runs in a scratch folder: a bare repository (`git init --bare`), one
 //! `git fetch --depth 1` of the ref (or commit) asked for, `git ls-tree` of that commit and
 //! `git cat-file --batch` for the blobs of the skills found in it. Nothing is checked out, so
@@ -14,10 +21,44 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use async_trait::async_trait;
+use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::OnceCell;
 
-use super::InstallError;
-use crate::path::RelPath;
+use crate::error::{Error, Result};
+use crate::path::{FileEntry, RelPath};
+use crate::source::{
+    Detail, DirOptions, DirSource, DocumentSink, RootRecord, Source, SourceId, SourceSpec,
+};
+
+/// Why a git source could not be read, inside [`Error::Layer`] (reach it with
+/// [`Error::downcast_ref`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GitError {
+    /// The `git` program failed, timed out or is missing.
+    #[error("{0}")]
+    Failed(String),
+    /// The repository was read, and what it holds is refused (the pinned commit is gone, a
+    /// path breaks a rule, a limit is passed, no skill under the folder asked for).
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl From<GitError> for Error {
+    fn from(e: GitError) -> Error {
+        Error::layer(e)
+    }
+}
+
+fn failed(why: String) -> Error {
+    GitError::Failed(why).into()
+}
+
+fn refused(why: String) -> Error {
+    GitError::Refused(why).into()
+}
 
 /// The most files of one fetch that are written out.
 const MAX_FILES: usize = 10_000;
@@ -30,7 +71,7 @@ const MAX_SKILL_DEPTH: usize = 6;
 
 /// What to fetch.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Want<'a> {
+enum Want<'a> {
     /// The remote's `HEAD`.
     Head,
     /// A branch, tag or commit, as the user typed it.
@@ -42,33 +83,37 @@ pub(crate) enum Want<'a> {
 
 /// A commit's skills written out into a scratch folder (removed when this is dropped).
 #[derive(Debug)]
-pub(crate) struct Checkout {
+struct Checkout {
     _scratch: tempfile::TempDir,
     /// The folder asked for, inside the scratch tree.
-    pub(crate) root: PathBuf,
+    root: PathBuf,
     /// The commit fetched (40 hex digits).
-    pub(crate) commit: String,
+    commit: String,
     /// What was left out (submodules), for people.
-    pub(crate) warnings: Vec<String>,
+    warnings: Vec<String>,
+}
+
+fn io(path: &Path, e: std::io::Error) -> Error {
+    Error::io(path.display().to_string(), e)
 }
 
 /// Fetches `url` at `want` and writes out the skills under `subpath`.
-pub(crate) async fn checkout(
+async fn checkout(
     url: &str,
     want: Want<'_>,
     subpath: Option<&str>,
     timeout: Duration,
-) -> Result<Checkout, InstallError> {
+) -> Result<Checkout> {
     let scratch = tempfile::Builder::new()
         .prefix("skillcat-git-")
         .tempdir()
-        .map_err(|e| InstallError::io(&std::env::temp_dir(), e))?;
+        .map_err(|e| io(&std::env::temp_dir(), e))?;
     let git = Git {
         home: scratch.path().join("home"),
         repo: scratch.path().join("repo.git"),
         timeout,
     };
-    std::fs::create_dir(&git.home).map_err(|e| InstallError::io(&git.home, e))?;
+    std::fs::create_dir(&git.home).map_err(|e| io(&git.home, e))?;
     let repo = git.repo.display().to_string();
     git.run(&["init", "--bare", "--quiet", &repo], None).await?;
     let commit = match want {
@@ -86,10 +131,10 @@ pub(crate) async fn checkout(
         None => tree,
     };
     if !root.is_dir() {
-        return Err(InstallError::Refused(vec![format!(
+        return Err(refused(format!(
             "{url}: commit {commit} has no skill under {}",
             subpath.unwrap_or("its root")
-        )]));
+        )));
     }
     Ok(Checkout {
         _scratch: scratch,
@@ -107,15 +152,24 @@ fn repo_name(url: &str) -> String {
         .next()
         .unwrap_or("");
     let name = last.strip_suffix(".git").unwrap_or(last);
-    if super::check_name(name).is_ok() {
+    if usable_folder_name(name) {
         name.to_string()
     } else {
         "repo".into()
     }
 }
 
+/// Whether `name` can name the scratch folder a root skill is checked against: one component,
+/// not hidden, keeping the path rules every store keeps.
+fn usable_folder_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && !name.contains(['/', '\\'])
+        && crate::path::check_canonical(name).is_ok()
+}
+
 /// Whether `s` is a full commit id.
-pub(crate) fn is_commit_id(s: &str) -> bool {
+pub fn is_commit_id(s: &str) -> bool {
     s.len() == 40
         && s.bytes()
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
@@ -188,7 +242,7 @@ impl Git {
     }
 
     /// Runs `git ARGS`, with `input` on its stdin; returns stdout, or the error with stderr.
-    async fn run(&self, args: &[&str], input: Option<Vec<u8>>) -> Result<Vec<u8>, InstallError> {
+    async fn run(&self, args: &[&str], input: Option<Vec<u8>>) -> Result<Vec<u8>> {
         let shown = format!("git {}", args.join(" "));
         let mut cmd = self.command();
         cmd.args(args);
@@ -196,7 +250,7 @@ impl Git {
             cmd.stdin(Stdio::piped());
         }
         let mut child = cmd.spawn().map_err(|e| {
-            InstallError::Git(if e.kind() == std::io::ErrorKind::NotFound {
+            failed(if e.kind() == std::io::ErrorKind::NotFound {
                 "git sources need the `git` program, which is not on PATH".into()
             } else {
                 format!("cannot run git: {e}")
@@ -220,9 +274,9 @@ impl Git {
         };
         let (status, out, err) = match tokio::time::timeout(self.timeout, work).await {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => return Err(InstallError::Git(format!("{shown}: {e}"))),
+            Ok(Err(e)) => return Err(failed(format!("{shown}: {e}"))),
             Err(_) => {
-                return Err(InstallError::Git(format!(
+                return Err(failed(format!(
                     "{shown}: no answer within {}s",
                     self.timeout.as_secs()
                 )));
@@ -234,7 +288,7 @@ impl Git {
         if !status.success() {
             let text = String::from_utf8_lossy(&err);
             let text = text.trim();
-            return Err(InstallError::Git(format!(
+            return Err(failed(format!(
                 "{shown} failed ({status}){}{text}",
                 if text.is_empty() { "" } else { ": " }
             )));
@@ -243,7 +297,7 @@ impl Git {
     }
 
     /// `git fetch --depth 1 URL REF`, then the commit it gave.
-    async fn fetch_one(&self, url: &str, refspec: &str) -> Result<String, InstallError> {
+    async fn fetch_one(&self, url: &str, refspec: &str) -> Result<String> {
         self.run(
             &[
                 "fetch",
@@ -258,22 +312,15 @@ impl Git {
             None,
         )
         .await
-        .map_err(|e| match e {
-            InstallError::Git(m) => {
-                InstallError::Git(format!("cannot fetch {refspec} from {url}: {m}"))
-            }
-            other => other,
+        .map_err(|e| match e.downcast_ref::<GitError>() {
+            Some(GitError::Failed(m)) => failed(format!("cannot fetch {refspec} from {url}: {m}")),
+            _ => e,
         })?;
         self.commit_of("FETCH_HEAD").await
     }
 
     /// Exactly commit `id`: fetched by id, else found in the branches and tags (and `also`).
-    async fn fetch_commit(
-        &self,
-        url: &str,
-        id: &str,
-        also: Option<&str>,
-    ) -> Result<String, InstallError> {
+    async fn fetch_commit(&self, url: &str, id: &str, also: Option<&str>) -> Result<String> {
         if let Ok(got) = self.fetch_one(url, id).await
             && got == id
         {
@@ -295,26 +342,28 @@ impl Git {
             url,
         ];
         args.extend(refspecs.iter().map(String::as_str));
-        self.run(&args, None).await.map_err(|e| match e {
-            InstallError::Git(m) => InstallError::Git(format!("cannot fetch from {url}: {m}")),
-            other => other,
-        })?;
+        self.run(&args, None)
+            .await
+            .map_err(|e| match e.downcast_ref::<GitError>() {
+                Some(GitError::Failed(m)) => failed(format!("cannot fetch from {url}: {m}")),
+                _ => e,
+            })?;
         match self.commit_of(id).await {
             Ok(got) if got == id => Ok(got),
-            _ => Err(InstallError::Refused(vec![format!(
+            _ => Err(refused(format!(
                 "{url} no longer has the pinned commit {id}"
-            )])),
+            ))),
         }
     }
 
-    async fn commit_of(&self, rev: &str) -> Result<String, InstallError> {
+    async fn commit_of(&self, rev: &str) -> Result<String> {
         let spec = format!("{rev}^{{commit}}");
         let out = self
             .run(&["rev-parse", "--verify", "--quiet", &spec], None)
             .await?;
         let id = String::from_utf8_lossy(&out).trim().to_string();
         if !is_commit_id(&id) {
-            return Err(InstallError::Git(format!(
+            return Err(failed(format!(
                 "git rev-parse {spec} gave {id:?}, not a commit id"
             )));
         }
@@ -322,21 +371,20 @@ impl Git {
     }
 
     /// Every entry of the commit's tree.
-    async fn tree(&self, commit: &str) -> Result<Vec<TreeEntry>, InstallError> {
+    async fn tree(&self, commit: &str) -> Result<Vec<TreeEntry>> {
         let out = self
             .run(&["ls-tree", "-r", "-l", "-z", "--full-tree", commit], None)
             .await?;
         let mut entries = Vec::new();
         for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-            let bad =
-                || InstallError::Git(format!("git ls-tree gave an unreadable line in {commit}"));
+            let bad = || failed(format!("git ls-tree gave an unreadable line in {commit}"));
             let tab = record.iter().position(|b| *b == b'\t').ok_or_else(bad)?;
             let head = std::str::from_utf8(&record[..tab]).map_err(|_| bad())?;
             let path = String::from_utf8(record[tab + 1..].to_vec()).map_err(|_| {
-                InstallError::Refused(vec![format!(
+                refused(format!(
                     "commit {commit} has a path that is not UTF-8: {}",
                     String::from_utf8_lossy(&record[tab + 1..])
-                )])
+                ))
             })?;
             let mut fields = head.split_whitespace();
             let (Some(mode), Some(kind), Some(oid), Some(size)) =
@@ -358,12 +406,7 @@ impl Git {
     /// Writes out, under `dest` at their paths in the repository, every file of every skill
     /// below `prefix` in `commit` (and the `.minisig` files there and beside it); returns
     /// warnings.
-    async fn write_skills(
-        &self,
-        commit: &str,
-        prefix: &str,
-        dest: &Path,
-    ) -> Result<Vec<String>, InstallError> {
+    async fn write_skills(&self, commit: &str, prefix: &str, dest: &Path) -> Result<Vec<String>> {
         // The signature beside the folder asked for (`skills/pdf.minisig`) is read too.
         let beside = match prefix.trim_end_matches('/').rsplit_once('/') {
             Some((parent, _)) => format!("{parent}/"),
@@ -422,32 +465,32 @@ impl Git {
                 continue;
             }
             RelPath::new(&e.path).map_err(|rule| {
-                InstallError::Refused(vec![format!(
+                refused(format!(
                     "commit {commit}: the path {:?} is refused: {rule}",
                     e.path
-                )])
+                ))
             })?;
             let size = e.size.unwrap_or(0);
             if size > MAX_FILE {
-                return Err(InstallError::Refused(vec![format!(
+                return Err(refused(format!(
                     "commit {commit}: {} is {size} bytes; the limit is {MAX_FILE}",
                     e.path
-                )]));
+                )));
             }
             total += size;
             if wanted.len() >= MAX_FILES || total > MAX_BYTES {
-                return Err(InstallError::Refused(vec![format!(
+                return Err(refused(format!(
                     "commit {commit}: the skills under {} hold more than {MAX_FILES} files or {MAX_BYTES} bytes",
                     if prefix.is_empty() {
                         "the root"
                     } else {
                         prefix
                     }
-                )]));
+                )));
             }
             wanted.push(e);
         }
-        std::fs::create_dir_all(dest).map_err(|e| InstallError::io(dest, e))?;
+        std::fs::create_dir_all(dest).map_err(|e| io(dest, e))?;
         if wanted.is_empty() {
             return Ok(warnings);
         }
@@ -462,23 +505,21 @@ impl Git {
                 .iter()
                 .position(|b| *b == b'\n')
                 .map(|i| at + i)
-                .ok_or_else(|| InstallError::Git("git cat-file --batch ended early".into()))?;
+                .ok_or_else(|| failed("git cat-file --batch ended early".into()))?;
             let header = String::from_utf8_lossy(&out[at..nl]).into_owned();
             let size: usize = header
                 .split(' ')
                 .nth(2)
                 .and_then(|s| s.parse().ok())
                 .filter(|_| header.starts_with(&e.oid))
-                .ok_or_else(|| {
-                    InstallError::Git(format!("git cat-file --batch: unexpected {header:?}"))
-                })?;
+                .ok_or_else(|| failed(format!("git cat-file --batch: unexpected {header:?}")))?;
             let body = out
                 .get(nl + 1..nl + 1 + size)
-                .ok_or_else(|| InstallError::Git("git cat-file --batch ended early".into()))?;
+                .ok_or_else(|| failed("git cat-file --batch ended early".into()))?;
             at = nl + 1 + size + 1;
             let path = dest.join(&e.path);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|err| InstallError::io(parent, err))?;
+                std::fs::create_dir_all(parent).map_err(|err| io(parent, err))?;
             }
             write_entry(&path, &e.mode, body)?;
         }
@@ -487,19 +528,210 @@ impl Git {
 }
 
 /// Writes one blob as a file (0644 or 0755) or a symbolic link.
-fn write_entry(path: &Path, mode: &str, body: &[u8]) -> Result<(), InstallError> {
+fn write_entry(path: &Path, mode: &str, body: &[u8]) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     if mode == "120000" {
         let target = std::str::from_utf8(body).map_err(|_| {
-            InstallError::Refused(vec![format!(
+            refused(format!(
                 "{}: a symbolic link whose target is not UTF-8",
                 path.display()
-            )])
+            ))
         })?;
-        return std::os::unix::fs::symlink(target, path).map_err(|e| InstallError::io(path, e));
+        return std::os::unix::fs::symlink(target, path).map_err(|e| io(path, e));
     }
-    std::fs::write(path, body).map_err(|e| InstallError::io(path, e))?;
+    std::fs::write(path, body).map_err(|e| io(path, e))?;
     let perm = if mode == "100755" { 0o755 } else { 0o644 };
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm))
-        .map_err(|e| InstallError::io(path, e))
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm)).map_err(|e| io(path, e))
+}
+
+/// A skill source over a git repository at one commit: the ref asked for (or the commit a
+/// lockfile pins) is fetched on first use, the skills under the folder asked for are written
+/// into a scratch tree, and a directory source serves them. Nothing is checked out: no hook,
+/// filter, attribute or submodule of the repository applies.
+pub struct GitSource {
+    url: String,
+    shown: String,
+    git_ref: Option<String>,
+    pin: Option<String>,
+    subpath: Option<String>,
+    timeout: Duration,
+    opened: OnceCell<Fetched>,
+}
+
+/// A fetched commit and the directory source over it.
+struct Fetched {
+    checkout: Checkout,
+    dir: DirSource,
+    warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for GitSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitSource")
+            .field("source", &self.shown)
+            .field("pin", &self.pin)
+            .field("commit", &self.opened.get().map(|o| &o.checkout.commit))
+            .finish()
+    }
+}
+
+/// How long one `git` command may take when the caller says nothing.
+pub const DEFAULT_GIT_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl GitSource {
+    /// A source for a git `spec` ([`SourceKind::Git`](crate::source::SourceKind::Git)): its
+    /// clone URL, ref, folder and pinned commit. Does no I/O; each `git` command may take
+    /// `timeout`.
+    pub fn new(spec: &SourceSpec, timeout: Duration) -> Result<GitSource> {
+        let url = spec
+            .url
+            .clone()
+            .filter(|_| spec.kind == crate::source::SourceKind::Git)
+            .ok_or_else(|| Error::UnsupportedSource(spec.typed.clone()))?;
+        Ok(GitSource {
+            url,
+            shown: spec.shown(),
+            git_ref: spec.git_ref.clone(),
+            pin: spec.pin.clone(),
+            subpath: spec.subpath.clone(),
+            timeout,
+            opened: OnceCell::new(),
+        })
+    }
+
+    /// The commit fetched, once the source has been read.
+    pub fn commit(&self) -> Option<&str> {
+        self.opened.get().map(|o| o.checkout.commit.as_str())
+    }
+
+    async fn fetched(&self) -> Result<&Fetched> {
+        self.opened
+            .get_or_try_init(|| async {
+                let want = match self.pin.as_deref() {
+                    Some(id) if is_commit_id(id) => Want::Commit {
+                        id,
+                        also: self.git_ref.as_deref(),
+                    },
+                    _ => match self.git_ref.as_deref() {
+                        Some(r) => Want::Ref(r),
+                        None => Want::Head,
+                    },
+                };
+                let co = checkout(&self.url, want, self.subpath.as_deref(), self.timeout).await?;
+                let root = co.root.clone();
+                let dir = tokio::task::spawn_blocking(move || {
+                    DirSource::open(&root, DirOptions::default())
+                })
+                .await
+                .map_err(|e| Error::task("reading a git checkout", e))??;
+                let warnings = co
+                    .warnings
+                    .iter()
+                    .map(|w| format!("{}: {w}", self.url))
+                    .collect();
+                Ok(Fetched {
+                    checkout: co,
+                    dir,
+                    warnings,
+                })
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl Source for GitSource {
+    async fn list(&self) -> Result<Vec<String>> {
+        self.fetched().await?.dir.list().await
+    }
+
+    async fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
+        self.fetched().await?.dir.files(root).await
+    }
+
+    async fn read(&self, path: &str) -> Result<Bytes> {
+        self.fetched().await?.dir.read(path).await
+    }
+
+    /// Where the file is in the scratch tree once fetched (the tree is named after the
+    /// repository); before, `SOURCE#path`.
+    fn location(&self, path: &str) -> String {
+        match self.opened.get() {
+            Some(o) => o.dir.location(path),
+            None => format!("{}#{path}", self.shown),
+        }
+    }
+
+    fn root_dir_name(&self, root: &str) -> Option<String> {
+        match self.opened.get() {
+            Some(o) => o.dir.root_dir_name(root),
+            None => (!root.is_empty()).then(|| crate::path::base_name(root).to_string()),
+        }
+    }
+
+    /// The directory source's reads, and what fetching left out (submodules).
+    async fn read_documents(
+        &self,
+        roots: &[String],
+        detail: Detail,
+        each: DocumentSink,
+    ) -> Result<Vec<String>> {
+        let fetched = self.fetched().await?;
+        let mut warnings = fetched.warnings.clone();
+        warnings.extend(fetched.dir.read_documents(roots, detail, each).await?);
+        Ok(warnings)
+    }
+
+    /// The detached signatures the repository keeps for the skill at `root`:
+    /// `<folder>.minisig` beside the skill's folder, `<tree>.<name>.minisig` and
+    /// `<tree>.minisig` beside the folder asked for.
+    async fn record(&self, root: &str) -> Result<RootRecord> {
+        let fetched = self.fetched().await?;
+        let name = crate::source::load(&fetched.dir, root)
+            .await
+            .ok()
+            .map(|s| s.name());
+        let base = fetched.checkout.root.clone();
+        let root = root.to_string();
+        let signatures = tokio::task::spawn_blocking(move || {
+            let base_str = base.display().to_string();
+            let mut candidates: Vec<PathBuf> = Vec::new();
+            if !root.is_empty() {
+                candidates.push(crate::sign::signature_path(&base.join(&root)));
+            }
+            if let Some(name) = &name {
+                candidates.push(PathBuf::from(format!(
+                    "{base_str}.{name}{}",
+                    crate::sign::SIGNATURE_SUFFIX
+                )));
+            }
+            candidates.push(crate::sign::signature_path(&base));
+            let mut out: Vec<String> = Vec::new();
+            for p in candidates {
+                if let Ok(text) = std::fs::read_to_string(&p)
+                    && !out.contains(&text)
+                {
+                    out.push(text);
+                }
+            }
+            out
+        })
+        .await
+        .map_err(|e| Error::task("reading signatures", e))?;
+        Ok(RootRecord::new(None, signatures))
+    }
+
+    /// The commit fetched.
+    async fn id(&self) -> Result<SourceId> {
+        Ok(SourceId::Git {
+            commit: self.fetched().await?.checkout.commit.clone(),
+        })
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.opened
+            .get()
+            .map(|o| o.warnings.clone())
+            .unwrap_or_default()
+    }
 }
