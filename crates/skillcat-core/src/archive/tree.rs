@@ -120,6 +120,27 @@ impl ArchiveTree {
             .map_while(move |(p, f)| p.strip_prefix(prefix.as_str()).map(|rel| (rel, f)))
     }
 
+    /// The tree of one skill (root `""`) held in memory without an archive around it (a lone
+    /// `SKILL.md` downloaded, the files an index lists one by one): every path must be
+    /// canonical, and the builder refuses duplicates, case-fold collisions and a path that is
+    /// both a file and a folder, as for an archive. No layout is decided: every file belongs to
+    /// the one root, and a missing document is left for discovery to report.
+    pub fn of_skill(
+        files: impl IntoIterator<Item = (String, TreeFile)>,
+    ) -> Result<ArchiveTree, ArchiveError> {
+        let mut builder = TreeBuilder::default();
+        for (path, file) in files {
+            crate::path::RelPath::new(&path)
+                .map_err(|rule| ArchiveError::from_path_rule(rule, path.clone()))?;
+            builder.add_file(&path, file)?;
+        }
+        Ok(ArchiveTree {
+            files: builder.files,
+            roots: vec![String::new()],
+            loose: Vec::new(),
+        })
+    }
+
     /// How many files the tree holds.
     pub fn len(&self) -> usize {
         self.files.len()
@@ -415,5 +436,28 @@ mod tests {
         assert!(is_document_position("pdf/skill.md"));
         assert!(!is_document_position("a/b/SKILL.md"));
         assert!(!is_document_position("README.md"));
+    }
+
+    #[test]
+    fn a_skill_held_in_memory_is_one_root_with_the_builders_checks() {
+        let of =
+            |paths: &[&str]| ArchiveTree::of_skill(paths.iter().map(|p| (p.to_string(), file(p))));
+        // No document: still one root, for discovery to report.
+        let t = of(&["notes.md", "scripts/run.sh"]).unwrap();
+        assert_eq!(t.roots(), [""]);
+        assert_eq!(
+            t.under("").map(|(p, _)| p).collect::<Vec<_>>(),
+            ["notes.md", "scripts/run.sh"]
+        );
+        assert!(matches!(
+            of(&["SKILL.md", "skill.MD"]),
+            Err(ArchiveError::CaseCollision { .. })
+        ));
+        assert!(matches!(
+            of(&["a", "a/b"]),
+            Err(ArchiveError::PathConflict { .. })
+        ));
+        assert!(of(&["../x"]).is_err());
+        assert!(of(&["a//b"]).is_err());
     }
 }

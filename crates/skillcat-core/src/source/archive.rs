@@ -35,8 +35,9 @@ use crate::path::FileEntry;
 pub struct ArchiveSource {
     name: Arc<str>,
     tree: Arc<ArchiveTree>,
-    /// `sha256:<hex>` of the archive's bytes: its [`id`](Source::id).
-    sha256: Arc<str>,
+    /// `sha256:<hex>` of the archive's bytes: its [`id`](Source::id) (`None` for a tree that
+    /// was never one archive).
+    sha256: Option<Arc<str>>,
 }
 
 impl fmt::Debug for ArchiveSource {
@@ -92,13 +93,24 @@ impl ArchiveSource {
         Ok(ArchiveSource {
             name: name.into(),
             tree: Arc::new(tree),
-            sha256: format!("sha256:{}", crate::digest::to_hex(sha256)).into(),
+            sha256: Some(format!("sha256:{}", crate::digest::to_hex(sha256)).into()),
         })
     }
 
-    /// `sha256:<hex>` of the archive's bytes.
-    pub fn sha256(&self) -> &str {
-        &self.sha256
+    /// A source over a tree already checked (one skill held in memory,
+    /// [`ArchiveTree::of_skill`]); `name` is used in locations. Its [`id`](Source::id) is its
+    /// location: there are no archive bytes to hash.
+    pub fn from_tree(name: &str, tree: ArchiveTree) -> Self {
+        ArchiveSource {
+            name: name.into(),
+            tree: Arc::new(tree),
+            sha256: None,
+        }
+    }
+
+    /// `sha256:<hex>` of the archive's bytes (`None` for [`from_tree`](Self::from_tree)).
+    pub fn sha256(&self) -> Option<&str> {
+        self.sha256.as_deref()
     }
 
     /// The checked tree the archive was read into.
@@ -191,8 +203,11 @@ impl Source for ArchiveSource {
 
     /// The sha256 of the archive's bytes.
     async fn id(&self) -> Result<super::SourceId> {
-        Ok(super::SourceId::Archive {
-            sha256: self.sha256.to_string(),
+        Ok(match &self.sha256 {
+            Some(sha256) => super::SourceId::Archive {
+                sha256: sha256.to_string(),
+            },
+            None => super::SourceId::Location(self.location("")),
         })
     }
 

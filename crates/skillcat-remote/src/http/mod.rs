@@ -60,7 +60,7 @@ use futures_util::stream::{self, StreamExt};
 use reqwest::Url;
 use tokio::sync::OnceCell;
 
-use self::artifact::{Files, check_extra, open_archive};
+use self::artifact::{Held, check_extra};
 use self::cache::{Cache, Record};
 pub use self::client::redact;
 use self::client::{Counters, Fetched, Fetcher, HttpError, Validators};
@@ -102,10 +102,9 @@ struct Remote {
     warnings: Vec<String>,
 }
 
-/// One skill's files, verified and held in memory.
+/// One skill, verified and held by the core's archive source, and where it came from.
 struct Loaded {
-    files: Vec<FileEntry>,
-    bytes: HashMap<String, Bytes>,
+    held: Held,
     origin: FetchStatus,
 }
 
@@ -595,16 +594,19 @@ impl HttpSource {
         &self,
         entry: &IndexEntry,
         lookup: Lookup,
-    ) -> Result<(Option<Files>, FetchStatus)> {
+    ) -> Result<(Option<Held>, FetchStatus)> {
         let what = self.location(&entry.name);
         let extra = entry.extra.clone();
         match &entry.artifact {
             Ok(Artifact::Archive { url, sha256 }) => {
-                let (url2, limits) = (url.clone(), self.opts.limits);
+                let (url2, limits, hash) = (url.clone(), self.opts.limits, *sha256);
+                // The blob is checked against its sha256 before this runs (and a cache hit is
+                // hashed again): the archive source is built from bytes known to be the ones
+                // the index promised.
                 let check = move |bytes: Bytes, ctype: Option<String>| {
-                    let files = open_archive(&bytes, ctype.as_deref(), &url2, limits)?;
-                    check_extra(&what, &files, extra.as_ref())?;
-                    Ok(files)
+                    let held = Held::archive(&bytes, hash, ctype.as_deref(), &url2, limits)?;
+                    check_extra(&what, &held, extra.as_ref())?;
+                    Ok(held)
                 };
                 self.blob(url, *sha256, None, check, lookup).await
             }
@@ -614,9 +616,9 @@ impl HttpSource {
                     .and_then(|x| x.files.iter().find(|f| f.path == "SKILL.md"))
                     .map(|f| f.size);
                 let check = move |bytes: Bytes, _: Option<String>| {
-                    let files = vec![("SKILL.md".to_string(), bytes, false)];
-                    check_extra(&what, &files, extra.as_ref())?;
-                    Ok(files)
+                    let held = Held::files(&what, vec![("SKILL.md".to_string(), bytes, false)])?;
+                    check_extra(&what, &held, extra.as_ref())?;
+                    Ok(held)
                 };
                 self.blob(url, *sha256, size, check, lookup).await
             }
@@ -631,27 +633,14 @@ impl HttpSource {
             .artifact
             .as_ref()
             .map_err(|why| Error::Invalid(format!("{what}: {why}")))?;
-        let (files, origin) = match artifact {
+        let (held, origin) = match artifact {
             Artifact::Files(list) => self.files_v0_1(&what, list, entry.extra.as_ref()).await?,
             _ => match self.fetch_artifact(entry, Lookup::Open).await? {
-                (Some(files), origin) => (files, origin),
+                (Some(held), origin) => (held, origin),
                 (None, _) => unreachable!("opened when asked to"),
             },
         };
-        let mut files = files;
-        files.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        Ok(Loaded {
-            files: files
-                .iter()
-                .map(|(path, bytes, executable)| FileEntry {
-                    path: path.clone(),
-                    size: bytes.len() as u64,
-                    executable: *executable,
-                })
-                .collect(),
-            bytes: files.into_iter().map(|(p, b, _)| (p, b)).collect(),
-            origin,
-        })
+        Ok(Loaded { held, origin })
     }
 
     /// A v0.1 entry: every file, by digest when skillcat's extra field gives one, else
@@ -661,7 +650,7 @@ impl HttpSource {
         what: &str,
         list: &[(String, Url)],
         extra: Option<&Extra>,
-    ) -> Result<(Files, FetchStatus)> {
+    ) -> Result<(Held, FetchStatus)> {
         let results: Vec<Result<(String, Bytes, bool, FetchStatus)>> = stream::iter(0..list.len())
             .map(|i| async move {
                 let (path, url) = &list[i];
@@ -703,8 +692,9 @@ impl HttpSource {
             }
             files.push((path, bytes, exec));
         }
-        check_extra(what, &files, extra)?;
-        Ok((files, origin))
+        let held = Held::files(what, files)?;
+        check_extra(what, &held, extra)?;
+        Ok((held, origin))
     }
 }
 
@@ -763,7 +753,7 @@ impl Source for HttpSource {
     }
 
     async fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
-        Ok(self.loaded(root).await?.files.clone())
+        self.loaded(root).await?.held.list().await
     }
 
     async fn read(&self, path: &str) -> Result<Bytes> {
@@ -773,9 +763,9 @@ impl Source for HttpSource {
         };
         let loaded = self.loaded(root).await?;
         loaded
-            .bytes
-            .get(rel)
-            .cloned()
+            .held
+            .read(rel)
+            .await?
             .ok_or_else(|| Error::NotFound(self.location(path)))
     }
 

@@ -23,7 +23,6 @@ pub mod client;
 pub mod layout;
 pub mod reference;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -35,9 +34,10 @@ use tokio::sync::OnceCell;
 use self::client::{Client, ClientOptions};
 use self::layout::{Annotated, Document, Layout, Manifest};
 pub use self::reference::Reference;
+use super::http::artifact::Held;
 use super::http::cache::{self, Cache, Read, Record};
 use super::http::{HttpOptions, blocking, default_cache_dir};
-use crate::digest::{parse_digest, sha256, tree_digest};
+use crate::digest::{parse_digest, sha256};
 use crate::error::{Error, Result};
 use crate::path::FileEntry;
 use crate::source::{RootRecord, Source, SourceId};
@@ -84,8 +84,8 @@ struct Loaded {
     top_digest: String,
     layout: Layout,
     annotated: Annotated,
-    files: Vec<FileEntry>,
-    bytes: HashMap<String, Bytes>,
+    /// The layer's files, held by the core's archive source.
+    held: Held,
 }
 
 impl fmt::Debug for OciSource {
@@ -384,9 +384,18 @@ impl OciSource {
             .map_err(|e| Error::other(format!("{}: not a URL", self.shown), e))?;
         let limits = self.opts.http.limits;
         let layer_bytes = layer.clone();
-        let files = blocking(move || {
-            super::http::artifact::open_archive(
+        // The layer was checked against its digest (fetched, or read back from the cache) by
+        // `content`: the archive source is built from the bytes the manifest names.
+        let layer_hash = parse_digest(&skill.layer.digest).ok_or_else(|| {
+            Error::Invalid(format!(
+                "{}: {:?} is not a sha256 digest",
+                self.shown, skill.layer.digest
+            ))
+        })?;
+        let held = blocking(move || {
+            Held::archive(
                 &layer_bytes,
+                layer_hash,
                 Some("application/gzip"),
                 &url,
                 limits,
@@ -395,7 +404,7 @@ impl OciSource {
         .await?;
         let annotated = layout::annotated(&manifest);
         if let Some(want) = &annotated.skill_digest {
-            let got = tree_digest(files.iter().map(|(p, b, _)| (p.as_str(), sha256(b))));
+            let got = held.skill_digest();
             if &got != want {
                 return Err(Error::DigestMismatch {
                     what: format!("{}: the skill digest of the layer's files", self.shown),
@@ -419,15 +428,7 @@ impl OciSource {
             top_digest,
             layout: skill.layout,
             annotated,
-            files: files
-                .iter()
-                .map(|(path, bytes, executable)| FileEntry {
-                    path: path.clone(),
-                    size: bytes.len() as u64,
-                    executable: *executable,
-                })
-                .collect(),
-            bytes: files.into_iter().map(|(p, b, _)| (p, b)).collect(),
+            held,
         })
     }
 
@@ -570,16 +571,16 @@ impl Source for OciSource {
         if !root.is_empty() {
             return Err(Error::NotFound(self.location(root)));
         }
-        Ok(self.loaded().await?.files.clone())
+        self.loaded().await?.held.list().await
     }
 
     async fn read(&self, path: &str) -> Result<Bytes> {
         crate::source::check_path(path)?;
         self.loaded()
             .await?
-            .bytes
-            .get(path)
-            .cloned()
+            .held
+            .read(path)
+            .await?
             .ok_or_else(|| Error::NotFound(self.location(path)))
     }
 
