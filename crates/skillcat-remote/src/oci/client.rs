@@ -300,8 +300,10 @@ impl Client {
         Ok(resp)
     }
 
-    /// [`send_once`](Self::send_once), again after a transport error or a 5xx, 408 or 429
-    /// answer when the request may be repeated (GET and HEAD), with the one client's backoff.
+    /// Sends one request, again after a transport failure or a 5xx, 408 or 429 answer when
+    /// the request may be repeated (GET and HEAD), with the one client's backoff. A request that
+    /// cannot be built (credentials no header can carry) was never sent: that is returned at
+    /// once, never retried.
     async fn send_retrying(
         &self,
         method: Method,
@@ -313,14 +315,14 @@ impl Client {
         let repeatable = method == Method::GET || method == Method::HEAD;
         let mut attempt = 0;
         loop {
-            let sent = self
-                .send_once(method.clone(), url, headers.clone(), body.clone(), auth)
-                .await;
+            let req = self.request(method.clone(), url, headers.clone(), body.clone(), auth)?;
+            let sent = self.transmit(url, req).await;
             let retry_after = match &sent {
                 Ok(r) if crate::client::is_retryable_status(r.status().as_u16()) => {
                     crate::client::retry_after(r.headers())
                 }
                 Ok(_) => return sent,
+                // `transmit` fails only in transport: the request went out (or tried to).
                 Err(_) => None,
             };
             if !repeatable || attempt >= self.retries {
@@ -333,15 +335,15 @@ impl Client {
         }
     }
 
-    async fn send_once(
+    /// Builds one request with the authorization in use. Fails only before anything is sent.
+    fn request(
         &self,
         method: Method,
         url: &Url,
         headers: HeaderMap,
         body: Option<Bytes>,
         auth: Option<&str>,
-    ) -> Result<reqwest::Response> {
-        self.requests.fetch_add(1, Ordering::Relaxed);
+    ) -> Result<reqwest::RequestBuilder> {
         let mut req = self
             .http
             .request(method, url.clone())
@@ -356,6 +358,12 @@ impl Client {
         if let Some(b) = body {
             req = req.body(b);
         }
+        Ok(req)
+    }
+
+    /// Sends a built request within the deadline; every error is a transport failure.
+    async fn transmit(&self, url: &Url, req: reqwest::RequestBuilder) -> Result<reqwest::Response> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
         match tokio::time::timeout(self.deadline, req.send()).await {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => Err(transport(url, &describe(e))),
@@ -408,9 +416,8 @@ impl Client {
                 let mut headers = HeaderMap::new();
                 headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
                 let basic = self.creds.as_ref().map(Credentials::basic);
-                let resp = self
-                    .send_once(Method::GET, &url, headers, None, basic.as_deref())
-                    .await?;
+                let req = self.request(Method::GET, &url, headers, None, basic.as_deref())?;
+                let resp = self.transmit(&url, req).await?;
                 match resp.status() {
                     StatusCode::OK => {}
                     StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if self.creds.is_some() => {
@@ -565,5 +572,41 @@ mod tests {
         } else {
             assert!(client("oci://ghcr.io/a", false).is_err());
         }
+    }
+
+    #[tokio::test]
+    async fn a_request_that_cannot_be_built_is_not_retried() {
+        // Port 9 on this machine: nothing is sent anyway, and a retry would wait the backoff.
+        let opts = ClientOptions {
+            http: HttpOptions {
+                retries: 5,
+                backoff: Duration::from_secs(30),
+                ..HttpOptions::default()
+            },
+            allow_insecure: false,
+            push: false,
+        };
+        let client = Client::new(&Reference::parse("oci://127.0.0.1:9/a").unwrap(), &opts).unwrap();
+        let url = Url::parse("http://127.0.0.1:9/v2/").unwrap();
+        let started = std::time::Instant::now();
+        let err = client
+            .send_retrying(
+                Method::GET,
+                &url,
+                HeaderMap::new(),
+                None,
+                Some("Basic a\nb"),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("hold characters a header cannot"),
+            "{err}"
+        );
+        assert_eq!(client.requests(), 0, "nothing was sent");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "no backoff was waited"
+        );
     }
 }
