@@ -1005,3 +1005,25 @@ fn usage_errors_and_empty_states() {
     std::fs::write(p.lockfile(), r#"{"version": 2, "skills": {}}"#).unwrap();
     p.run(&["install"]).code(2).says(&["newer"]);
 }
+
+/// One spelling, one kind: a repository URL is read by the reading commands as the git
+/// repository `add` installs from, not as an HTTP index.
+#[test]
+fn reading_commands_open_a_git_source_as_add_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    crate::support::project::skill(&repo.join("skills"), "pdf", "1.0.0", "Use it.");
+    let commit = crate::support::project::commit_all(&repo, "one");
+    let typed = format!("git+file://{}:skills", repo.display());
+    let out = crate::support::bin::run(&["list", &typed, "--format", "json"]);
+    out.code(0);
+    assert!(out.out().contains("\"pdf\""), "{}", out.out());
+    let out = crate::support::bin::run(&["show", &typed, "pdf"]);
+    out.code(0);
+    assert!(out.out().contains("Use it."), "{}", out.out());
+    // And the library names what it resolved to: the commit.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let src = skillcat::source::open(typed.as_str()).unwrap();
+    let id = rt.block_on(src.id()).unwrap();
+    assert_eq!(id.commit(), Some(commit.as_str()));
+}

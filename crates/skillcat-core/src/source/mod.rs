@@ -1,5 +1,5 @@
-//! Where skill bytes live: the [`Source`] trait and its extension trait (`skillcat-sources` opens
-//! every kind of source from one string).
+//! Where skill bytes live: the [`Source`] trait and its extension trait, and [`SourceSpec`], the
+//! one parser of SOURCE spellings (`skillcat-sources` opens every kind of source from one spec).
 //!
 //! ```text
 //! Source ── list()           → skill roots ("pdf-tools", "team/deploy", "" for a lone skill)
