@@ -10,7 +10,7 @@ use skillcat::prompt::{PromptFormat, PromptOptions, PromptSkill};
 use skillcat::source::validate::{Report, Target, join_shown};
 use skillcat::source::{
     self, Detail, DirOptions, DirSource, Discovery, NamedError, RootFault, SkillRef, Source,
-    SourceExt,
+    SourceExt, SourceSpec,
 };
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals, PromptFormatArg};
@@ -35,8 +35,9 @@ fn display_path(arg: &str) -> String {
 /// A PATH argument naming a `SKILL.md` (any case) stands for its directory, as in the reference.
 /// Returns the path as printed (see [`display_path`]) and as opened.
 fn skill_dir_of(arg: &str) -> (String, PathBuf) {
-    // URLs and `sqlite:` specs are not file paths: keep them exactly as given.
-    if arg.contains("://") || arg.starts_with("sqlite:") {
+    // URLs, `sqlite:`, `oci://`, `git+` and `github:` specs are not file paths: keep them
+    // exactly as given.
+    if !SourceSpec::is_path_spelling(arg) {
         return (arg.to_string(), PathBuf::from(arg));
     }
     let shown = display_path(arg);
@@ -262,8 +263,9 @@ pub async fn validate(
             Target {
                 shown,
                 path,
-                // A URL or `sqlite:` spec is opened as given; a path is looked at first.
-                spec: arg.contains("://") || arg.starts_with("sqlite:"),
+                // A spec (a URL, `sqlite:`, a git repository) is opened as given; a path is looked at
+                // first.
+                spec: !SourceSpec::is_path_spelling(arg),
             }
         })
         .collect();
@@ -301,7 +303,7 @@ fn refusal_message(location: &str, fault: &Fault) -> String {
 /// `skillcat properties PATH`
 pub async fn properties(arg: &str, g: &Globals) -> CliResult {
     let (shown, path) = skill_dir_of(arg);
-    let is_url = arg.contains("://") || arg.starts_with("sqlite:");
+    let is_url = !SourceSpec::is_path_spelling(arg);
     match std::fs::metadata(&path) {
         _ if is_url => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -9,7 +9,7 @@ use skillcat::document::{Skill, ValidateOptions};
 use skillcat::path::base_name;
 use skillcat::sign::pack_signed::{PackError, PackNote, PackRequest};
 use skillcat::sign::{self, Keyring, SignError, Statement};
-use skillcat::source::{Detail, RootRecord, Source, SourceExt};
+use skillcat::source::{Detail, RootRecord, Source, SourceExt, SourceSpec};
 
 use super::read::{Opened, open_maybe_for, print_fault};
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
@@ -404,13 +404,13 @@ pub(super) struct Found {
 }
 
 /// The file beside a source that `pack --sign` and `sign` write for one of its skills
-/// ([`signature_path`]), read when it exists. URLs and `sqlite:` specs have no file beside them.
+/// ([`signature_path`]), read when it exists. A spec that is not a path (a URL, `sqlite:`, a git repository) has no file beside it.
 pub(super) fn beside_signature(
     spec: &str,
     name: &str,
     single: bool,
 ) -> Result<Option<Found>, String> {
-    if spec.contains("://") || spec.starts_with("sqlite:") {
+    if !SourceSpec::is_path_spelling(spec) {
         return Ok(None);
     }
     let path = sign::skill_signature_path(spec, name, single);
@@ -567,7 +567,7 @@ pub async fn verify(
 
 /// Why a skill has no signature to check: where one was looked for.
 fn no_signature(spec: &str, name: &str, single: bool) -> String {
-    if spec.contains("://") || spec.starts_with("sqlite:") {
+    if !SourceSpec::is_path_spelling(spec) {
         format!("no signature: {spec} keeps none for {name}")
     } else {
         format!(
