@@ -17,7 +17,7 @@
 //! | `skillcat-registry` | [`registry`], [`publish`], the SQLite store ([`source::RegistrySource`]) |
 //! | `skillcat-remote` | [`client`] (the one HTTP client), the HTTP and OCI stores ([`source::http`], [`source::oci`]) and [`push`] |
 //! | `skillcat-sources` | [`source::open`]: every kind of store from one [`source::SourceSpec`], git included ([`source::GitSource`]); [`source::validate_paths`]: one report for each skill root a list of paths names |
-//! | `skillcat-sandbox` | [`script`] (confined runs) and [`guest`] (QuickJS tools) |
+//! | `skillcat-sandbox` | [`script`] (confined runs), [`guest`] (QuickJS tools) and [`tool`] (what every kind of tool shares: its names, its common failures) |
 //! | `skillcat-runtime` | [`config`], [`catalog`], [`matching`], [`runtime`], [`mcp`] |
 //! | `skillcat-install` | [`install`]: skills placed into agents' folders, pinned by `skills-lock.json` |
 //! | `skillcat-serve` | [`serve`]: a catalog as static files and a central registry over HTTP |
@@ -50,7 +50,7 @@ pub use skillcat_registry as registry;
 pub use skillcat_registry::prepare as publish;
 pub use skillcat_remote::{client, push};
 
-pub use skillcat_sandbox::{guest, script};
+pub use skillcat_sandbox::{guest, script, tool};
 
 pub use skillcat_runtime as runtime;
 pub use skillcat_runtime::{catalog, config, matching, mcp};

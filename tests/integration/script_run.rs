@@ -14,7 +14,7 @@ use serde_json::{Value as Json, json};
 use skillcat::capability::{Grant, Trust};
 use skillcat::script::{
     AllowAll, Confinement, DenyAll, Gate, GateDecision, GateError, GateRequest, LoadedSkill,
-    Runner, RunnerConfig, ScriptError, ToolRegistry,
+    Runner, RunnerConfig, ScriptError,
 };
 use skillcat::source::{self, DirOptions, DirSource, SourceExt};
 
@@ -592,14 +592,8 @@ async fn bad_tool_sets_are_refused_before_registration() {
     let dir = env.skill("longname", "", &[(long.as_str(), HELLO, true)]);
     let e = load_dir(&runner, &dir, grant(30)).await.unwrap_err();
     assert_eq!(e.code(), "E_SKILL_SCRIPT_INVALID");
-    // A name a host already uses.
-    let dir = env.skill("host", "", &[("scripts/tool.sh", HELLO, true)]);
-    let skill = load_dir(&runner, &dir, grant(30)).await.unwrap();
-    let mut registry = ToolRegistry::new();
-    registry.reserve("run_host_tool");
-    let e = registry.register(skill.tools()).unwrap_err();
-    assert_eq!(e.code(), "E_SKILL_SCRIPT_INVALID");
-    assert!(e.to_string().contains("collides"), "{e}");
+    // A name a host already uses is refused where names are owned, when the skill enters a
+    // session (`tool::names::ToolNames`; `runtime::a_reserved_host_tool_name_is_never_given_to_a_skill`).
 }
 
 #[tokio::test]

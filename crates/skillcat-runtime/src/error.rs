@@ -1,11 +1,13 @@
 //! [`ToolError`] (host module tools) and [`RuntimeError`] (sessions and runs): every failure
 //! with a stable `E_SKILL_*` code and a text form for a model, like
-//! [`ScriptError`](crate::script::ScriptError).
+//! [`ScriptError`](crate::script::ScriptError). The failures every kind of tool shares are one
+//! [`ToolFailure`] whichever kind they come from ([`RuntimeError::failure`]).
 
 use std::fmt;
-use std::time::Duration;
 
 use crate::script::ScriptError;
+use crate::tool::ToolFailure;
+use crate::tool::names::ToolClaim;
 
 /// Why a host module tool was refused or did not give a result. Codes never change; messages
 /// may improve.
@@ -28,34 +30,12 @@ pub enum ToolError {
         /// What is wrong with the answer.
         reason: String,
     },
-    /// The tool did not answer in time; its future was dropped.
-    Timeout {
-        /// The tool.
-        tool: String,
-        /// The limit that applied.
-        after: Duration,
-    },
-    /// The host gate refused the call.
-    Denied {
-        /// The tool.
-        tool: String,
-        /// The gate's reason.
-        reason: String,
-    },
-    /// The host gate could not decide (it failed or panicked): never reported as a refusal.
-    GateUnavailable {
-        /// The tool.
-        tool: String,
-        /// What went wrong.
-        reason: String,
-    },
-    /// The arguments are not a JSON object.
-    InvalidArgs {
-        /// The tool.
-        tool: String,
-        /// What is wrong with them.
-        reason: String,
-    },
+    /// A failure every kind of tool shares, with the module codes: the gate refused the call
+    /// (`E_SKILL_TOOL_DENIED`) or could not decide (`E_SKILL_TOOL_GATE_UNAVAILABLE`: never
+    /// reported as a refusal), the arguments are not a JSON object
+    /// (`E_SKILL_TOOL_INVALID_ARGS`), or the tool did not answer in time and its future was
+    /// dropped (`E_SKILL_TOOL_TIMEOUT`).
+    Call(ToolFailure),
     /// The name is already taken by another tool (a script tool, another skill's module tool,
     /// or one of the host's own).
     Collision {
@@ -67,13 +47,13 @@ pub enum ToolError {
         taken_by: String,
     },
     /// The name is contested: two or more tools claim names that are one to a model
-    /// ([`tool_name_key`](crate::script::tool_name_key): case and `-`/`_` aside), so none of
+    /// ([`tool_name_key`](crate::tool::names::tool_name_key): case and `-`/`_` aside), so none of
     /// them is offered under it, whatever order they were loaded in.
     Contested {
         /// The name called.
         tool: String,
         /// Every claim on it (skill and spelling), sorted.
-        claims: Vec<crate::script::ToolClaim>,
+        claims: Vec<ToolClaim>,
     },
     /// The name lies in the script tools' namespace (`run_…`, case and `-`/`_` aside), which a
     /// module or guest tool may not take: it could stand in for a skill's script tool.
@@ -114,10 +94,7 @@ impl ToolError {
         match self {
             ToolError::Failed { .. } => "E_SKILL_TOOL_FAILED",
             ToolError::BadResponse { .. } => "E_SKILL_TOOL_BAD_RESPONSE",
-            ToolError::Timeout { .. } => "E_SKILL_TOOL_TIMEOUT",
-            ToolError::Denied { .. } => "E_SKILL_TOOL_DENIED",
-            ToolError::GateUnavailable { .. } => "E_SKILL_TOOL_GATE_UNAVAILABLE",
-            ToolError::InvalidArgs { .. } => "E_SKILL_TOOL_INVALID_ARGS",
+            ToolError::Call(f) => f.code(),
             ToolError::Collision { .. } | ToolError::Contested { .. } => "E_SKILL_TOOL_COLLISION",
             ToolError::ScriptNamespace { .. } => "E_SKILL_TOOL_INVALID_NAME",
             ToolError::Duplicate { .. } => "E_SKILL_TOOL_DUPLICATE",
@@ -129,6 +106,14 @@ impl ToolError {
     /// The text a model reads: `Error (<code>): <message>`.
     pub fn to_model_text(&self) -> String {
         format!("Error ({}): {self}", self.code())
+    }
+
+    /// The failure every kind of tool shares, when it is one.
+    pub fn failure(&self) -> Option<&ToolFailure> {
+        match self {
+            ToolError::Call(f) => Some(f),
+            _ => None,
+        }
     }
 }
 
@@ -144,18 +129,7 @@ impl fmt::Display for ToolError {
             ToolError::BadResponse { tool, reason } => {
                 write!(f, "tool '{tool}' gave an unusable response: {reason}")
             }
-            ToolError::Timeout { tool, after } => write!(
-                f,
-                "tool '{tool}' did not answer within {} s",
-                after.as_secs_f64()
-            ),
-            ToolError::Denied { tool, reason } => write!(f, "call of '{tool}' denied: {reason}"),
-            ToolError::GateUnavailable { tool, reason } => {
-                write!(f, "the tool gate is unavailable for '{tool}': {reason}")
-            }
-            ToolError::InvalidArgs { tool, reason } => {
-                write!(f, "invalid arguments for '{tool}': {reason}")
-            }
+            ToolError::Call(failure) => failure.fmt(f),
             ToolError::Collision {
                 tool,
                 skill,
@@ -198,8 +172,14 @@ impl fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
+impl From<ToolFailure> for ToolError {
+    fn from(f: ToolFailure) -> Self {
+        ToolError::Call(f)
+    }
+}
+
 /// `skill 'foo' offers 'run_foo_bar_baz', skill 'foo-bar' offers 'run_foo_bar_baz'`.
-pub(super) fn describe_claims(claims: &[crate::script::ToolClaim]) -> String {
+pub(super) fn describe_claims(claims: &[ToolClaim]) -> String {
     claims
         .iter()
         .map(|c| format!("skill '{}' offers '{}'", c.skill, c.name))
@@ -282,6 +262,18 @@ impl RuntimeError {
             RuntimeError::Tool(e) => e.code(),
             #[cfg(feature = "guest")]
             RuntimeError::Guest(e) => e.code(),
+        }
+    }
+
+    /// The failure every kind of tool shares (denied, gate unavailable, invalid arguments,
+    /// timeout), whichever kind of tool it came from.
+    pub fn failure(&self) -> Option<&ToolFailure> {
+        match self {
+            RuntimeError::Script(e) => e.failure(),
+            RuntimeError::Tool(e) => e.failure(),
+            #[cfg(feature = "guest")]
+            RuntimeError::Guest(e) => e.failure(),
+            _ => None,
         }
     }
 

@@ -69,7 +69,7 @@ mod module;
 mod resource;
 mod run;
 mod session;
-mod tool;
+mod spec;
 
 // The layers below, under the names this crate's code uses.
 pub(crate) use skillcat_core::Error;
@@ -77,6 +77,7 @@ pub(crate) use skillcat_core::{capability, digest, document, path, prompt};
 #[cfg(feature = "guest")]
 pub(crate) use skillcat_sandbox::guest;
 pub(crate) use skillcat_sandbox::script;
+pub(crate) use skillcat_sandbox::tool;
 
 /// The core's source module and the opener of every kind, as the code names them.
 pub(crate) mod source {
@@ -94,4 +95,5 @@ pub use session::{
     Activation, Candidate, DEFAULT_MODULE_TIMEOUT, MatcherFactory, Session, SessionBuilder,
     runner_config,
 };
-pub use tool::{Content, ToolKind, ToolOutput, ToolSpec};
+pub use skillcat_sandbox::tool::{FailureKind, ToolFailure, ToolKind};
+pub use spec::{Content, ToolOutput, ToolSpec};

@@ -2,15 +2,16 @@
 //! map their tools make up. [`Session`](super::Session) owns one; [`Run`](super::Run)s take and
 //! give back references through it, and find tools through it, never touching its parts.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::error::ToolError;
 use super::module::WrappedTool;
 use super::session::Activation;
-use super::tool::ToolKind;
-use crate::script::{Claimed, Contested, LoadedSkill, ToolClaim, ToolRegistry};
+use crate::script::LoadedSkill;
+use crate::tool::ToolKind;
+use crate::tool::names::{Contested, Refused, ToolClaim, ToolNames};
 
 /// A skill about to enter the loaded set: what activation gave, its loaded scripts and its
 /// wrapped module tools.
@@ -36,16 +37,15 @@ pub(super) enum Target {
 }
 
 /// The loaded set and the tool map, behind one lock.
-#[derive(Default)]
 pub(super) struct LoadedSet {
     state: Mutex<State>,
 }
 
-#[derive(Default)]
 struct State {
     /// Who owns each tool name: one owner per name; a name two skills' tools fold to is
-    /// contested and offered by neither, whatever order they came in.
-    names: ToolRegistry,
+    /// contested and offered by neither, whatever order they came in; the host's reserved
+    /// names are no skill's.
+    names: ToolNames,
     /// Lookup key of the skill → the skill.
     skills: HashMap<String, Live>,
 }
@@ -71,6 +71,17 @@ pub(super) enum Lookup {
 }
 
 impl LoadedSet {
+    /// An empty set; no skill's tool may take one of the `reserved` names (the host's own
+    /// tools', as [`tool_name_key`](crate::tool::names::tool_name_key) reads them).
+    pub(super) fn new<'a>(reserved: impl IntoIterator<Item = &'a str>) -> Self {
+        LoadedSet {
+            state: Mutex::new(State {
+                names: ToolNames::with_reserved(reserved),
+                skills: HashMap::new(),
+            }),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -84,8 +95,7 @@ impl LoadedSet {
     }
 
     /// Puts a prepared skill into the set with one reference and its tools into the tool map,
-    /// or refuses a tool name that is the host's (`reserved` says which names the host keeps)
-    /// or given twice by the skill (nothing of the skill enters then). A name that another
+    /// or refuses a tool name that is the host's or given twice by the skill (nothing of the skill enters then). A name that another
     /// tool's name folds to (case and `-`/`_` aside) is contested: neither tool is offered under
     /// it, now or later, and the skill's activation says so in its notes. When another run put
     /// the skill in meanwhile, takes a reference on that one instead.
@@ -93,7 +103,6 @@ impl LoadedSet {
         &self,
         key: String,
         mut prepared: Prepared,
-        reserved: &dyn Fn(&str) -> bool,
     ) -> Result<Activation, ToolError> {
         let mut state = self.lock();
         if let Some(existing) = state.skills.get_mut(&key) {
@@ -101,23 +110,6 @@ impl LoadedSet {
             return Ok(existing.activation.clone());
         }
         let skill = prepared.activation.name.clone();
-        let mut fresh: BTreeSet<&str> = BTreeSet::new();
-        for spec in &prepared.activation.tools {
-            let taken_by = if !fresh.insert(&spec.name) {
-                Some(format!("another tool of skill '{skill}'"))
-            } else if reserved(&spec.name) {
-                Some("a reserved host tool".to_string())
-            } else {
-                None
-            };
-            if let Some(taken_by) = taken_by {
-                return Err(ToolError::Collision {
-                    tool: spec.name.clone(),
-                    skill: skill.clone(),
-                    taken_by,
-                });
-            }
-        }
         let modules: HashMap<&str, &Arc<WrappedTool>> = prepared
             .modules
             .iter()
@@ -142,15 +134,28 @@ impl LoadedSet {
             };
             targets.insert(spec.name.clone(), target);
         }
-        let mut contested = Vec::new();
-        for spec in &prepared.activation.tools {
-            if !targets.contains_key(&spec.name) {
-                continue;
-            }
-            if let Claimed::Contested(claims) = state.names.claim(&key, &skill, &spec.name) {
-                contested.push((spec.name.clone(), claims));
-            }
-        }
+        let names = prepared
+            .activation
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .filter(|n| targets.contains_key(*n));
+        let contested =
+            state
+                .names
+                .admit(&key, &skill, names)
+                .map_err(|refused| match refused {
+                    Refused::Repeated { tool } => ToolError::Collision {
+                        tool,
+                        skill: skill.clone(),
+                        taken_by: format!("another tool of skill '{skill}'"),
+                    },
+                    Refused::Reserved { tool } => ToolError::Collision {
+                        tool,
+                        skill: skill.clone(),
+                        taken_by: "a reserved host tool".to_string(),
+                    },
+                })?;
         for (name, claims) in contested {
             let e = ToolError::Contested {
                 tool: name.clone(),

@@ -25,11 +25,13 @@ use futures_util::FutureExt;
 use serde_json::Value as Json;
 
 use super::error::ToolError;
-use super::tool::{Content, ToolKind, ToolOutput, ToolSpec};
+use super::spec::{Content, ToolOutput, ToolSpec};
 use crate::document::name_key;
 use crate::script::Provenance;
-use crate::script::gate::{Refusal, ask, panic_message};
-use crate::script::{Gate, GateKind, GateRequest, in_script_namespace};
+use crate::script::gate::{ask, panic_message};
+use crate::script::{Gate, GateKind, GateRequest};
+use crate::tool::names::in_script_namespace;
+use crate::tool::{FailureKind, ToolFailure, ToolKind};
 
 /// An error a module tool returns: reported as [`ToolError::Failed`].
 pub type ModuleError = Box<dyn std::error::Error + Send + Sync>;
@@ -166,12 +168,12 @@ struct Registered {
 ///
 /// Registration checks names before anything is kept, all or nothing: a name that is not
 /// provider-safe or that lies in the script tools' `run_` namespace (`E_SKILL_TOOL_INVALID_NAME`;
-/// see [`in_script_namespace`](crate::script::in_script_namespace)), parameters that are not an object schema
+/// see [`in_script_namespace`](crate::tool::names::in_script_namespace)), parameters that are not an object schema
 /// (`E_SKILL_TOOL_INVALID_SCHEMA`), two tools of one skill with one name
 /// (`E_SKILL_TOOL_DUPLICATE`), a name held by another skill's tool or a reserved host tool
 /// (`E_SKILL_TOOL_COLLISION`). Names that differ from other skills' tools only in case or
 /// `-`/`_` are contested when the skills are activated: neither is offered (see
-/// [`ToolRegistry`](crate::script::ToolRegistry)).
+/// [`ToolNames`](crate::tool::names::ToolNames)).
 #[derive(Clone, Default)]
 pub struct ModuleRegistry {
     /// Lookup key of the skill → (the skill as named at registration, its tools).
@@ -381,10 +383,14 @@ impl WrappedTool {
             Json::Null => Json::Object(Default::default()),
             Json::Object(_) => args.clone(),
             other => {
-                return Err(ToolError::InvalidArgs {
-                    tool: tool.clone(),
-                    reason: format!("expected a JSON object, got a JSON {}", json_kind(other)),
-                });
+                return Err(ToolFailure::new(
+                    ToolKind::Module,
+                    tool,
+                    FailureKind::InvalidArgs {
+                        reason: format!("expected a JSON object, got a JSON {}", json_kind(other)),
+                    },
+                )
+                .into());
             }
         };
         let request = GateRequest {
@@ -395,21 +401,9 @@ impl WrappedTool {
                 args: &args,
             },
         };
-        match ask(&*self.gate, &request).await {
-            Ok(()) => {}
-            Err(Refusal::Denied(reason)) => {
-                return Err(ToolError::Denied {
-                    tool: tool.clone(),
-                    reason,
-                });
-            }
-            Err(Refusal::Unavailable(reason)) => {
-                return Err(ToolError::GateUnavailable {
-                    tool: tool.clone(),
-                    reason,
-                });
-            }
-        }
+        ask(&*self.gate, &request)
+            .await
+            .map_err(|r| r.into_failure(ToolKind::Module, tool))?;
 
         let failed = |reason: String, panicked: bool| ToolError::Failed {
             tool: tool.clone(),
@@ -421,9 +415,14 @@ impl WrappedTool {
             .map_err(|p| failed(panic_message(&*p), true))?;
         let answer = tokio::time::timeout(self.timeout, AssertUnwindSafe(future).catch_unwind())
             .await
-            .map_err(|_| ToolError::Timeout {
-                tool: tool.clone(),
-                after: self.timeout,
+            .map_err(|_| {
+                ToolFailure::new(
+                    ToolKind::Module,
+                    tool,
+                    FailureKind::Timeout {
+                        after: self.timeout,
+                    },
+                )
             })?;
         let response = match answer {
             Ok(Ok(response)) => response,

@@ -10,10 +10,11 @@ use super::error::{RuntimeError, ToolError};
 use super::loaded::{Lookup, Target};
 use super::resource::Resource;
 use super::session::{Activation, Candidate, Session, read_entry_resource};
-use super::tool::{Content, ToolKind, ToolOutput, ToolSpec};
+use super::spec::{Content, ToolOutput, ToolSpec};
 use crate::catalog::Entry;
 use crate::document::name_key;
 use crate::script::{LoadedSkill, ScriptError};
+use crate::tool::ToolKind;
 
 /// One agent turn: the skills active for it and the tools they bring.
 ///

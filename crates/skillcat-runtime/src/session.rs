@@ -10,7 +10,7 @@ use super::loaded::{LoadedSet, Prepared};
 use super::module::{ModuleRegistry, WrappedTool};
 use super::resource::Resource;
 use super::run::Run;
-use super::tool::{ToolKind, ToolSpec};
+use super::spec::ToolSpec;
 use crate::capability::{Capabilities, Ceiling, Context, Grant};
 use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::config::{Config, Environment};
@@ -18,9 +18,11 @@ use crate::matching::{Bm25Index, Matcher, SkillDoc};
 use crate::path::join_path;
 use crate::script::Provenance;
 use crate::script::{
-    AllowAll, Contested, Gate, Interpreters, Runner, RunnerConfig, ScriptError, ScriptLimits,
-    SkillTools, policy,
+    AllowAll, Gate, Interpreters, Runner, RunnerConfig, ScriptError, ScriptLimits, SkillTools,
+    policy,
 };
+use crate::tool::ToolKind;
+use crate::tool::names::Contested;
 
 /// Builds the matcher of a catalog snapshot: hits index [`Snapshot::entries`].
 pub type MatcherFactory = Arc<dyn Fn(&Snapshot) -> Arc<dyn Matcher> + Send + Sync>;
@@ -208,6 +210,7 @@ impl SessionBuilder {
             })
         });
         let matcher = self.matcher.unwrap_or_else(|| Arc::new(bm25_matcher));
+        let loaded = LoadedSet::new(self.modules.reserved());
         Session {
             inner: Arc::new(Inner {
                 catalog: self.catalog,
@@ -224,7 +227,7 @@ impl SessionBuilder {
                 #[cfg(feature = "guest")]
                 guests: self.guests,
                 ranker: Mutex::new(None),
-                loaded: LoadedSet::default(),
+                loaded,
             }),
         }
     }
@@ -684,9 +687,7 @@ impl Inner {
     /// meanwhile); a tool name that is taken, by the tool set or a reserved host tool, is
     /// refused and nothing of the skill enters.
     pub(super) fn install(&self, key: String, prepared: Prepared) -> Result<Activation, ToolError> {
-        use crate::script::tool_name_key as fold;
-        let reserved = |name: &str| self.modules.reserved().any(|r| fold(r) == fold(name));
-        self.loaded.acquire_prepared(key, prepared, &reserved)
+        self.loaded.acquire_prepared(key, prepared)
     }
 }
 

@@ -22,7 +22,7 @@ use serde_json::{Map as JsonMap, Value as Json, json};
 use super::error::GuestError;
 use crate::document::{Map, Value};
 use crate::script::argv::{check_skill_path, is_tool_name};
-use crate::script::in_script_namespace;
+use crate::tool::names::in_script_namespace;
 
 /// The metadata key listing a skill's guest tools.
 pub const TOOLS_KEY: &str = "skillcat.guest_tools";

@@ -2,9 +2,10 @@
 //! limits an evaluation can exceed, by name.
 
 use std::fmt;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::tool::ToolFailure;
 
 /// A limit of one evaluation, with the value that applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,14 +66,12 @@ impl Quota {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum GuestError {
-    /// The evaluation did not end by its deadline (`E_SANDBOX_FAILED`, "Evaluation timed out
-    /// after N seconds", as the reference words it).
-    Timeout {
-        /// The tool.
-        tool: String,
-        /// The deadline that applied.
-        after: Duration,
-    },
+    /// A failure every kind of tool shares, with the guest codes: the gate refused the call
+    /// (`E_SKILL_GUEST_DENIED`) or could not decide (`E_SKILL_GUEST_GATE_UNAVAILABLE`: never
+    /// reported as a refusal), the arguments were refused before anything ran
+    /// (`E_SKILL_GUEST_INVALID_ARGS`), or the evaluation did not end by its deadline
+    /// (`E_SANDBOX_FAILED`, "Evaluation timed out after N seconds", as the reference words it).
+    Call(ToolFailure),
     /// The confined child could not be started, died, or broke the protocol
     /// (`E_SANDBOX_FAILED`).
     SandboxFailed {
@@ -93,34 +92,12 @@ pub enum GuestError {
         /// What is wrong.
         reason: String,
     },
-    /// The arguments were refused before anything ran (`E_SKILL_GUEST_INVALID_ARGS`).
-    InvalidArgs {
-        /// The tool.
-        tool: String,
-        /// What is wrong with them.
-        reason: String,
-    },
     /// A quota of the evaluation was exceeded (`E_SKILL_GUEST_QUOTA_EXCEEDED`).
     Quota {
         /// The tool.
         tool: String,
         /// Which quota, and its limit.
         quota: Quota,
-    },
-    /// The host gate refused the call (`E_SKILL_GUEST_DENIED`).
-    Denied {
-        /// The tool.
-        tool: String,
-        /// The gate's reason.
-        reason: String,
-    },
-    /// The host gate could not decide (`E_SKILL_GUEST_GATE_UNAVAILABLE`): never reported as a
-    /// refusal.
-    GateUnavailable {
-        /// The tool.
-        tool: String,
-        /// What went wrong.
-        reason: String,
     },
     /// A guest tool's declaration in SKILL.md is not acceptable
     /// (`E_SKILL_GUEST_INVALID_DECLARATION`): the tool is not offered.
@@ -136,13 +113,11 @@ impl GuestError {
     /// The stable code for programs.
     pub fn code(&self) -> &'static str {
         match self {
-            GuestError::Timeout { .. } | GuestError::SandboxFailed { .. } => "E_SANDBOX_FAILED",
+            GuestError::Call(f) => f.code(),
+            GuestError::SandboxFailed { .. } => "E_SANDBOX_FAILED",
             GuestError::NotLoaded { .. } => "E_SKILL_NOT_LOADED",
             GuestError::InvalidConfig { .. } => "E_INVALID_SKILLS_CONFIG",
-            GuestError::InvalidArgs { .. } => "E_SKILL_GUEST_INVALID_ARGS",
             GuestError::Quota { .. } => "E_SKILL_GUEST_QUOTA_EXCEEDED",
-            GuestError::Denied { .. } => "E_SKILL_GUEST_DENIED",
-            GuestError::GateUnavailable { .. } => "E_SKILL_GUEST_GATE_UNAVAILABLE",
             GuestError::InvalidDeclaration { .. } => "E_SKILL_GUEST_INVALID_DECLARATION",
         }
     }
@@ -150,6 +125,14 @@ impl GuestError {
     /// The text a model reads: `Error (<code>): <message>`.
     pub fn to_model_text(&self) -> String {
         format!("Error ({}): {self}", self.code())
+    }
+
+    /// The failure every kind of tool shares, when it is one.
+    pub fn failure(&self) -> Option<&ToolFailure> {
+        match self {
+            GuestError::Call(f) => Some(f),
+            _ => None,
+        }
     }
 
     pub(crate) fn config(reason: impl Into<String>) -> Self {
@@ -162,11 +145,7 @@ impl GuestError {
 impl fmt::Display for GuestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            GuestError::Timeout { tool, after } => write!(
-                f,
-                "Evaluation timed out after {} seconds (kind: timed-out; guest tool '{tool}')",
-                after.as_secs()
-            ),
+            GuestError::Call(failure) => failure.fmt(f),
             GuestError::SandboxFailed { tool, reason } => {
                 write!(f, "guest tool '{tool}' failed in its sandbox: {reason}")
             }
@@ -177,21 +156,11 @@ impl fmt::Display for GuestError {
             GuestError::InvalidConfig { reason } => {
                 write!(f, "invalid guest configuration: {reason}")
             }
-            GuestError::InvalidArgs { tool, reason } => {
-                write!(f, "invalid arguments for guest tool '{tool}': {reason}")
-            }
             GuestError::Quota { tool, quota } => write!(
                 f,
                 "guest tool '{tool}' exceeded a quota: {} [{}]",
                 quota.describe(),
                 quota.name()
-            ),
-            GuestError::Denied { tool, reason } => {
-                write!(f, "call of guest tool '{tool}' denied: {reason}")
-            }
-            GuestError::GateUnavailable { tool, reason } => write!(
-                f,
-                "call of guest tool '{tool}' not possible: the gate is unavailable: {reason}"
             ),
             GuestError::InvalidDeclaration { tool, reason } => {
                 write!(f, "guest tool '{tool}' is not declared right: {reason}")
@@ -201,3 +170,9 @@ impl fmt::Display for GuestError {
 }
 
 impl std::error::Error for GuestError {}
+
+impl From<ToolFailure> for GuestError {
+    fn from(f: ToolFailure) -> Self {
+        GuestError::Call(f)
+    }
+}

@@ -17,6 +17,7 @@ use tokio::task::JoinSet;
 use super::declare::is_js_name;
 use super::engine::{self, ChildMsg, EngineLimits, HostReply, Job};
 use super::error::{GuestError, Quota};
+use crate::tool::{FailureKind, ToolFailure, ToolKind};
 
 /// A function of the host a guest may call by name: it takes the guest's argument as JSON and
 /// answers JSON, or a message the guest's promise rejects with.
@@ -491,10 +492,16 @@ impl Driver<'_> {
     }
 
     fn timed_out(&self) -> Stop {
-        Stop::Error(GuestError::Timeout {
-            tool: self.tool.to_string(),
-            after: self.timeout,
-        })
+        Stop::Error(
+            ToolFailure::new(
+                ToolKind::Guest,
+                self.tool,
+                FailureKind::Timeout {
+                    after: self.timeout,
+                },
+            )
+            .into(),
+        )
     }
 
     /// The longest line the child may send: the final message with the result and the logs.

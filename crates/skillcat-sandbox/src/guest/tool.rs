@@ -12,9 +12,10 @@ use super::error::GuestError;
 use super::host::{Globals, GuestHost, HostFunction, Outcome};
 use crate::document::Skill;
 use crate::path::join_path;
-use crate::script::gate::{Refusal, ask};
+use crate::script::gate::ask;
 use crate::script::{Gate, GateKind, GateRequest, Provenance};
 use crate::source::Source;
+use crate::tool::{FailureKind, ToolFailure, ToolKind};
 
 /// The largest tool source read (1 MiB).
 pub const SOURCE_MAX: usize = 1 << 20;
@@ -86,28 +87,19 @@ impl GuestTool {
                 args,
             },
         };
-        match ask(self.gate.as_ref(), &request).await {
-            Ok(()) => {}
-            Err(Refusal::Denied(reason)) => {
-                return Err(GuestError::Denied {
-                    tool: self.decl.name.clone(),
-                    reason,
-                });
-            }
-            Err(Refusal::Unavailable(reason)) => {
-                return Err(GuestError::GateUnavailable {
-                    tool: self.decl.name.clone(),
-                    reason,
-                });
-            }
-        }
+        ask(self.gate.as_ref(), &request)
+            .await
+            .map_err(|r| r.into_failure(ToolKind::Guest, &self.decl.name))?;
         let l = self.host.current_limits();
         let (guest_args, timeout) = self
             .decl
             .check_args(args, l.default_timeout, l.max_timeout)
-            .map_err(|reason| GuestError::InvalidArgs {
-                tool: self.decl.name.clone(),
-                reason,
+            .map_err(|reason| {
+                ToolFailure::new(
+                    ToolKind::Guest,
+                    &self.decl.name,
+                    FailureKind::InvalidArgs { reason },
+                )
             })?;
         self.host
             .evaluate(

@@ -1,43 +1,9 @@
 //! [`ScriptError`]: every way a script tool can fail, each with a stable `E_SKILL_*` code and a
-//! text form for a model.
+//! text form for a model; the failures every kind of tool shares are one [`ToolFailure`].
 
 use std::fmt;
-use std::time::Duration;
 
-/// What a script printed (stdout and stderr through one pipe, in order), up to the output cap.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Captured {
-    /// The bytes kept, as text (invalid UTF-8 replaced).
-    pub text: String,
-    /// Bytes kept (at most the cap).
-    pub kept: u64,
-    /// Bytes the script wrote in all (the pipe keeps draining past the cap).
-    pub total: u64,
-}
-
-impl Captured {
-    /// Whether output was cut at the cap.
-    pub fn truncated(&self) -> bool {
-        self.total > self.kept
-    }
-
-    /// The text, followed by a truncation note when output was cut.
-    pub fn render(&self) -> String {
-        if self.truncated() {
-            let mut s = self.text.clone();
-            if !s.is_empty() && !s.ends_with('\n') {
-                s.push('\n');
-            }
-            s.push_str(&format!(
-                "[output truncated: kept {} of {} bytes]",
-                self.kept, self.total
-            ));
-            s
-        } else {
-            self.text.clone()
-        }
-    }
-}
+use crate::tool::{Captured, FailureKind, ToolFailure, ToolKind};
 
 /// Why a script tool did not give a result. Codes never change; messages may improve.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,23 +19,12 @@ pub enum ScriptError {
         /// What it printed.
         output: Captured,
     },
-    /// The script ran past its timeout; its whole process group / PID namespace was killed.
-    Timeout {
-        /// The timeout that applied.
-        after: Duration,
-        /// What it printed before it was killed.
-        output: Captured,
-    },
-    /// The host gate refused the run.
-    Denied {
-        /// The gate's reason.
-        reason: String,
-    },
-    /// The host gate could not decide (it failed or panicked): never reported as a refusal.
-    GateUnavailable {
-        /// What went wrong.
-        reason: String,
-    },
+    /// A failure every kind of tool shares, with the script codes: the gate refused the run
+    /// (`E_SKILL_SCRIPT_DENIED`) or could not decide (`E_SKILL_SCRIPT_GATE_UNAVAILABLE`), the
+    /// arguments do not match the tool's parameters (`E_SKILL_SCRIPT_INVALID_ARGS`), or the
+    /// script ran past its timeout and its whole process group / PID namespace was killed
+    /// (`E_SKILL_SCRIPT_TIMEOUT`, with what it printed before).
+    Call(ToolFailure),
     /// The effective grant asks for more than the session policy allows.
     PolicyWidened {
         /// What exceeds the policy.
@@ -95,11 +50,6 @@ pub enum ScriptError {
         reason: String,
         /// What the script printed.
         output: Captured,
-    },
-    /// Arguments do not match the tool's parameters.
-    InvalidArgs {
-        /// What is wrong with them.
-        reason: String,
     },
     /// A script declaration (or the set of a skill's tools) is not acceptable: bad `scripts:`
     /// entry, bad tool name, duplicate or colliding name.
@@ -136,15 +86,12 @@ impl ScriptError {
     pub fn code(&self) -> &'static str {
         match self {
             ScriptError::Failed { .. } => "E_SKILL_SCRIPT_FAILED",
-            ScriptError::Timeout { .. } => "E_SKILL_SCRIPT_TIMEOUT",
-            ScriptError::Denied { .. } => "E_SKILL_SCRIPT_DENIED",
-            ScriptError::GateUnavailable { .. } => "E_SKILL_SCRIPT_GATE_UNAVAILABLE",
+            ScriptError::Call(f) => f.code(),
             ScriptError::PolicyWidened { .. } => "E_SKILL_SCRIPT_POLICY_WIDENED",
             ScriptError::PathRejected { .. } => "E_SKILL_SOURCE_PATH_REJECTED",
             ScriptError::Workspace { .. } | ScriptError::WorkspaceFull { .. } => {
                 "E_SKILL_WORKSPACE_FAILED"
             }
-            ScriptError::InvalidArgs { .. } => "E_SKILL_SCRIPT_INVALID_ARGS",
             ScriptError::InvalidDeclaration { .. } => "E_SKILL_SCRIPT_INVALID",
             ScriptError::InterpreterRefused { .. } => "E_SKILL_SCRIPT_INTERPRETER_REFUSED",
             ScriptError::NotFound { .. } => "E_SKILL_SCRIPT_NOT_FOUND",
@@ -161,9 +108,7 @@ impl ScriptError {
             ScriptError::Failed { code, output, .. } => {
                 format!("Error (exit {code}):\n{}", output.render())
             }
-            ScriptError::Timeout { output, .. } => {
-                format!("Error (timed out):\n{}", output.render())
-            }
+            ScriptError::Call(f) => f.to_model_text(),
             ScriptError::WorkspaceFull { output, .. } => {
                 format!("Error ({}): {self}\n{}", self.code(), output.render())
             }
@@ -174,9 +119,10 @@ impl ScriptError {
     /// The output captured before the failure, for the errors of a run that started.
     pub fn output(&self) -> Option<&Captured> {
         match self {
-            ScriptError::Failed { output, .. }
-            | ScriptError::Timeout { output, .. }
-            | ScriptError::WorkspaceFull { output, .. } => Some(output),
+            ScriptError::Failed { output, .. } | ScriptError::WorkspaceFull { output, .. } => {
+                Some(output)
+            }
+            ScriptError::Call(f) => f.output.as_ref(),
             _ => None,
         }
     }
@@ -193,10 +139,34 @@ impl ScriptError {
         }
     }
 
-    pub(crate) fn args(what: impl fmt::Display) -> Self {
-        ScriptError::InvalidArgs {
-            reason: what.to_string(),
+    /// The failure every kind of tool shares, when it is one.
+    pub fn failure(&self) -> Option<&ToolFailure> {
+        match self {
+            ScriptError::Call(f) => Some(f),
+            _ => None,
         }
+    }
+
+    /// The same error, naming the tool when it is a shared failure found before the tool was
+    /// named (the text a model reads does not change).
+    pub(crate) fn of_tool(mut self, tool: &str) -> Self {
+        if let ScriptError::Call(f) = &mut self
+            && f.tool.is_empty()
+        {
+            f.tool = tool.to_string();
+        }
+        self
+    }
+
+    /// Arguments that do not match the tool's parameters (found before the tool is named).
+    pub(crate) fn args(what: impl fmt::Display) -> Self {
+        ScriptError::Call(ToolFailure::new(
+            ToolKind::Script,
+            "",
+            FailureKind::InvalidArgs {
+                reason: what.to_string(),
+            },
+        ))
     }
 }
 
@@ -211,17 +181,7 @@ impl fmt::Display for ScriptError {
                 write!(f, "script killed by signal {sig} (exit {code})")
             }
             ScriptError::Failed { code, .. } => write!(f, "script exited with status {code}"),
-            ScriptError::Timeout { after, .. } => {
-                write!(
-                    f,
-                    "script timed out after {} s and was killed",
-                    after.as_secs_f64()
-                )
-            }
-            ScriptError::Denied { reason } => write!(f, "script run denied: {reason}"),
-            ScriptError::GateUnavailable { reason } => {
-                write!(f, "the script gate is unavailable: {reason}")
-            }
+            ScriptError::Call(failure) => failure.fmt(f),
             ScriptError::PolicyWidened { reason } => {
                 write!(f, "the grant exceeds the session policy: {reason}")
             }
@@ -231,7 +191,6 @@ impl fmt::Display for ScriptError {
             ScriptError::Workspace { reason } | ScriptError::WorkspaceFull { reason, .. } => {
                 write!(f, "workspace: {reason}")
             }
-            ScriptError::InvalidArgs { reason } => write!(f, "invalid arguments: {reason}"),
             ScriptError::InvalidDeclaration { reason } => {
                 write!(f, "invalid script tool: {reason}")
             }
@@ -265,6 +224,12 @@ impl fmt::Display for ScriptError {
 
 impl std::error::Error for ScriptError {}
 
+impl From<ToolFailure> for ScriptError {
+    fn from(f: ToolFailure) -> Self {
+        ScriptError::Call(f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,14 +251,26 @@ mod tests {
         };
         assert_eq!(e.to_model_text(), "Error (exit 3):\nboom\n");
         assert_eq!(e.code(), "E_SKILL_SCRIPT_FAILED");
-        let e = ScriptError::Timeout {
-            after: Duration::from_secs(1),
-            output: out("tick", 4),
-        };
+        let e = ScriptError::Call(
+            ToolFailure::new(
+                ToolKind::Script,
+                "run_x_tick",
+                FailureKind::Timeout {
+                    after: std::time::Duration::from_secs(1),
+                },
+            )
+            .with_output(out("tick", 4)),
+        );
         assert_eq!(e.to_model_text(), "Error (timed out):\ntick");
-        let e = ScriptError::Denied {
-            reason: "no".into(),
-        };
+        assert_eq!(e.code(), "E_SKILL_SCRIPT_TIMEOUT");
+        assert_eq!(e.output().map(|o| o.text.as_str()), Some("tick"));
+        let e = ScriptError::Call(ToolFailure::new(
+            ToolKind::Script,
+            "run_x_tick",
+            FailureKind::Denied {
+                reason: "no".into(),
+            },
+        ));
         assert_eq!(
             e.to_model_text(),
             "Error (E_SKILL_SCRIPT_DENIED): script run denied: no"
@@ -306,12 +283,5 @@ mod tests {
             e.to_model_text(),
             "Error (E_SKILL_WORKSPACE_FAILED): workspace: full\nNo space left on device\n"
         );
-    }
-
-    #[test]
-    fn truncation_is_reported() {
-        let c = out("abc", 10);
-        assert_eq!(c.render(), "abc\n[output truncated: kept 3 of 10 bytes]");
-        assert!(!out("abc", 3).truncated());
     }
 }

@@ -7,9 +7,11 @@
 //!
 //! A gate answers [`GateDecision::Allow`], [`GateDecision::Deny`] (a refusal) or
 //! [`GateDecision::Unavailable`]. A gate that returns an error or panics is unavailable too: a
-//! broken gate is never reported as a refusal, and never as a permission. Each kind keeps its
-//! own codes: `E_SKILL_SCRIPT_DENIED` / `E_SKILL_SCRIPT_GATE_UNAVAILABLE` for scripts,
-//! `E_SKILL_TOOL_DENIED` / `E_SKILL_TOOL_GATE_UNAVAILABLE` for module tools.
+//! broken gate is never reported as a refusal, and never as a permission. A refusal becomes one
+//! [`ToolFailure`](crate::tool::ToolFailure) ([`Refusal::into_failure`]) with its kind's codes:
+//! `E_SKILL_SCRIPT_DENIED` / `E_SKILL_SCRIPT_GATE_UNAVAILABLE` for scripts,
+//! `E_SKILL_TOOL_DENIED` / `E_SKILL_TOOL_GATE_UNAVAILABLE` for module tools,
+//! `E_SKILL_GUEST_DENIED` / `E_SKILL_GUEST_GATE_UNAVAILABLE` for guest tools.
 
 use std::fmt;
 use std::panic::AssertUnwindSafe;
@@ -19,6 +21,7 @@ use futures_util::FutureExt;
 use serde_json::Value as Json;
 
 use crate::capability::Grant;
+use crate::tool::{FailureKind, ToolFailure, ToolKind};
 
 /// What a gate is asked about: a tool of a skill, and what calling it would do.
 #[derive(Debug, Clone, Copy)]
@@ -140,6 +143,18 @@ pub enum Refusal {
     Denied(String),
     /// The gate could not decide, failed or panicked.
     Unavailable(String),
+}
+
+impl Refusal {
+    /// The refusal as the failure of a call of `tool`, a tool of kind `kind` (its codes:
+    /// [`ToolFailure::code`](crate::tool::ToolFailure::code)).
+    pub fn into_failure(self, kind: ToolKind, tool: &str) -> ToolFailure {
+        let failure = match self {
+            Refusal::Denied(reason) => FailureKind::Denied { reason },
+            Refusal::Unavailable(reason) => FailureKind::GateUnavailable { reason },
+        };
+        ToolFailure::new(kind, tool, failure)
+    }
 }
 
 /// Asks `gate`, turning an error or a panic of the gate into [`Refusal::Unavailable`].

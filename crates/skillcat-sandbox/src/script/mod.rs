@@ -1,8 +1,8 @@
 //! Script tools, per-skill workspaces and confined execution (see `docs/architecture.md`).
 //!
 //! ```text
-//! Skill ──tools::discover──▶ SkillTools ──ToolRegistry::claim──▶ names a model can call (one
-//!   │                                                            owner each; folded ones contested)
+//! Skill ──tools::discover──▶ SkillTools ──(tool::names::ToolNames, in the runtime)──▶ names a
+//!   │                                                      model can call (one owner each)
 //!   │                          (implicit scripts/*, declared `scripts:`; JSON Schemas)
 //!   └──Runner::load──▶ LoadedSkill ──Runner::run(tool, JSON args)──▶ ScriptOutput | ScriptError
 //!                        │              │
@@ -16,7 +16,9 @@
 //! ```
 //!
 //! Every failure is a [`ScriptError`] with a stable `E_SKILL_*` code and a text form for a model
-//! (`Error (exit N):\n…`, `Error (timed out):\n…`). See `docs/sandbox.md` for the security model
+//! (`Error (exit N):\n…`, `Error (timed out):\n…`); the failures every kind of tool shares
+//! (denied, gate unavailable, invalid arguments, timeout) are one
+//! [`ToolFailure`](crate::tool::ToolFailure) in [`ScriptError::Call`]. See `docs/sandbox.md` for the security model
 //! and the `scripts:` declaration format.
 
 pub mod argv;
@@ -32,7 +34,8 @@ pub mod sandbox;
 mod tools;
 mod workspace;
 
-pub use error::{Captured, ScriptError};
+pub use crate::tool::Captured;
+pub use error::ScriptError;
 pub use gate::{
     AllowAll, DenyAll, Gate, GateDecision, GateError, GateKind, GateRequest, Provenance,
 };
@@ -41,8 +44,7 @@ pub use run::{
     start_dir,
 };
 pub use tools::{
-    Claimed, Contested, Declared, Interpreter, Interpreters, SCRIPT_TOOL_PREFIX, SYSTEM_PATH,
-    ScriptTool, SkillTools, Skipped, ToolClaim, ToolRegistry, discover, in_script_namespace,
-    parse_declared, tool_name_key,
+    Declared, Interpreter, Interpreters, SYSTEM_PATH, ScriptTool, SkillTools, Skipped, discover,
+    parse_declared,
 };
 pub use workspace::{Quota, Workspace, WorkspaceBase};

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use super::gate::{Gate, GateKind, GateRequest, Refusal, ask};
+use super::gate::{Gate, GateKind, GateRequest, ask};
 use super::policy::{check_within, lexical_normalize};
 use super::process::{receive_work, supervise};
 use super::sandbox::{
@@ -21,6 +21,7 @@ use super::{Captured, ScriptError};
 use crate::capability::{Grant, Trust};
 use crate::document::Skill;
 use crate::source::Source;
+use crate::tool::{FailureKind, ToolFailure, ToolKind};
 
 #[cfg(target_os = "linux")]
 use super::sandbox::linux::cgroup::{GroupLimits, RunGroup};
@@ -364,7 +365,7 @@ impl Runner {
                 interpreter: t.interpreter.path.display().to_string(),
             });
         }
-        let script_args = t.argv(args)?;
+        let script_args = t.argv(args).map_err(|e| e.of_tool(&t.name))?;
         let grant = canonical_grant(&skill.grant)?;
         check_within(&grant, &canonical_policy(&self.config.policy))?;
         self.check_workspaces_apart(&grant)?;
@@ -385,13 +386,9 @@ impl Runner {
                 confined: mode == Mode::Confined,
             },
         };
-        match ask(&*self.gate, &request).await {
-            Ok(()) => {}
-            Err(Refusal::Denied(reason)) => return Err(ScriptError::Denied { reason }),
-            Err(Refusal::Unavailable(reason)) => {
-                return Err(ScriptError::GateUnavailable { reason });
-            }
-        }
+        ask(&*self.gate, &request)
+            .await
+            .map_err(|r| r.into_failure(ToolKind::Script, &t.name))?;
 
         let ws = skill.ensure_workspace().await?;
         // The first confined run makes the workspace's bounded work directory in its own
@@ -512,10 +509,13 @@ impl Runner {
         }
         let duration = started.elapsed();
         if raw.timed_out {
-            return Err(ScriptError::Timeout {
-                after: timeout,
-                output: raw.output,
-            });
+            return Err(ToolFailure::new(
+                ToolKind::Script,
+                &t.name,
+                FailureKind::Timeout { after: timeout },
+            )
+            .with_output(raw.output)
+            .into());
         }
         let (code, signal) = raw.exit;
         let confinement = match mode {

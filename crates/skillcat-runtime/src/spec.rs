@@ -4,28 +4,7 @@
 use serde_json::{Value as Json, json};
 
 use crate::script::{Provenance, ScriptOutput};
-
-/// What kind of tool it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ToolKind {
-    /// A script of the skill, run confined by the [`Runner`](crate::script::Runner).
-    Script,
-    /// Native code of the host, registered for the skill, called through a wrapper.
-    Module,
-    /// JavaScript of the skill, evaluated in a fresh engine in a confined child (tier 2).
-    Guest,
-}
-
-impl ToolKind {
-    /// `script`, `module` or `guest`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolKind::Script => "script",
-            ToolKind::Module => "module",
-            ToolKind::Guest => "guest",
-        }
-    }
-}
+use crate::tool::ToolKind;
 
 /// A tool as a model is offered it.
 #[derive(Debug, Clone, PartialEq)]
