@@ -10,14 +10,16 @@
 //!   │                                   │      script tools   (trusted sources only;
 //!   │                                   │                      Entry::grant_with, Runner::load)
 //!   │                                   │      module tools   (wrapped; trusted sources only)
+//!   │                                   │      (each kind a ToolProvider: prepare, then call)
 //!   │                                   │      LoadedSet::acquire: one owner per name
-//!   │                                   │      (ToolRegistry: case and -/_ folded; a shared
-//!   │                                   │      name is contested, offered by neither); a
-//!   │                                   │      skill two runs use is loaded once
+//!   │                                   │      (tool::names::ToolNames: case and -/_ folded;
+//!   │                                   │      a shared name is contested, offered by
+//!   │                                   │      neither); a skill two runs use is loaded once
 //!   │                                   │
-//!   │                                   ├─ call(tool, args) ─▶ LoadedSet::tool(name)
+//!   │                                   ├─ call(tool, args) ─▶ LoadedSet::lookup(name) ─▶ its ToolCall
 //!   │                                   │      script: Gate (Script) ─▶ Runner::run (confined)
 //!   │                                   │      module: Gate (Module) ─▶ WrappedTool::call
+//!   │                                   │      guest:  Gate (Guest)  ─▶ GuestTool::call (confined)
 //!   │                                   ├─ read_resource(skill, path)   (tier 3, no escapes)
 //!   │                                   └─ finish() / error / panic / drop: LoadedSet::release
 //!   │                                        tools leave the tool map; a skill no run holds
@@ -31,7 +33,9 @@
 //! Tool results are data, never instructions: every [`ToolSpec`] and [`ToolOutput`] says
 //! `trusted: false` and carries its [`Provenance`](crate::script::Provenance) (skill, version, source). Every failure is a
 //! [`RuntimeError`] with a stable `E_SKILL_*` code and a text for a model; module-tool failures
-//! are [`ToolError`]s, script failures [`ScriptError`](crate::script::ScriptError)s.
+//! are [`ToolError`]s, script failures [`ScriptError`](crate::script::ScriptError)s, guest
+//! failures `GuestError`s, and what every kind shares — denied, gate unavailable, invalid
+//! arguments, timeout — is one [`ToolFailure`] inside them ([`RuntimeError::failure`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -59,6 +63,7 @@
 //!
 //! See `docs/runtime.md` for plugging skillcat into an agent.
 
+mod activation;
 pub mod catalog;
 pub mod config;
 mod error;
@@ -66,6 +71,7 @@ mod loaded;
 pub mod matching;
 pub mod mcp;
 mod module;
+mod provider;
 mod resource;
 mod run;
 mod session;
@@ -85,6 +91,7 @@ pub(crate) mod source {
     pub(crate) use skillcat_sources::open_with;
 }
 
+pub use activation::Activation;
 pub use error::{RuntimeError, ToolError};
 pub use module::{
     ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, WrappedTool, is_provider_safe_name,
@@ -92,8 +99,7 @@ pub use module::{
 pub use resource::Resource;
 pub use run::Run;
 pub use session::{
-    Activation, Candidate, DEFAULT_MODULE_TIMEOUT, MatcherFactory, Session, SessionBuilder,
-    runner_config,
+    Candidate, DEFAULT_MODULE_TIMEOUT, MatcherFactory, Session, SessionBuilder, runner_config,
 };
 pub use skillcat_sandbox::tool::{FailureKind, ToolFailure, ToolKind};
 pub use spec::{Content, ToolOutput, ToolSpec};

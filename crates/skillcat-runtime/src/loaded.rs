@@ -1,40 +1,29 @@
 //! [`LoadedSet`]: the skills every run in progress holds, with reference counts, and the tool
 //! map their tools make up. [`Session`](super::Session) owns one; [`Run`](super::Run)s take and
-//! give back references through it, and find tools through it, never touching its parts.
+//! give back references through it, and find tools through it, never touching its parts. It
+//! imports neither `session.rs` nor `run.rs`: it lies below both.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::activation::Activation;
 use super::error::ToolError;
-use super::module::WrappedTool;
-use super::session::Activation;
+use super::provider::ToolCall;
 use crate::script::LoadedSkill;
-use crate::tool::ToolKind;
 use crate::tool::names::{Contested, Refused, ToolClaim, ToolNames};
 
-/// A skill about to enter the loaded set: what activation gave, its loaded scripts and its
-/// wrapped module tools.
+/// A skill about to enter the loaded set: what activation gave, its loaded scripts, and how each
+/// of its tools is called (by name).
 pub(super) struct Prepared {
     pub(super) activation: Activation,
     pub(super) script: Option<Arc<LoadedSkill>>,
-    pub(super) modules: Vec<Arc<WrappedTool>>,
-    /// Its guest tools.
-    #[cfg(feature = "guest")]
-    pub(super) guests: Vec<Arc<crate::guest::GuestTool>>,
+    /// One for each of `activation.tools`, in the same order.
+    pub(super) calls: Vec<Arc<dyn ToolCall>>,
 }
 
-/// How a tool of the tool set is called.
-#[derive(Clone)]
-pub(super) enum Target {
-    /// A script of this loaded skill, run by the session's runner.
-    Script(Arc<LoadedSkill>),
-    /// A wrapped host module tool.
-    Module(Arc<WrappedTool>),
-    /// A guest tool of this loaded skill.
-    #[cfg(feature = "guest")]
-    Guest(Arc<crate::guest::GuestTool>),
-}
+/// How a tool of the tool set is called: what its kind prepared.
+pub(super) type Target = Arc<dyn ToolCall>;
 
 /// The loaded set and the tool map, behind one lock.
 pub(super) struct LoadedSet {
@@ -110,36 +99,11 @@ impl LoadedSet {
             return Ok(existing.activation.clone());
         }
         let skill = prepared.activation.name.clone();
-        let modules: HashMap<&str, &Arc<WrappedTool>> = prepared
-            .modules
-            .iter()
-            .map(|m| (m.spec().name.as_str(), m))
-            .collect();
-        let mut targets = HashMap::new();
-        for spec in &prepared.activation.tools {
-            let target = match (spec.kind, &prepared.script) {
-                (ToolKind::Module, _) => Target::Module(modules[spec.name.as_str()].clone()),
-                (ToolKind::Script, Some(script)) => Target::Script(script.clone()),
-                // Script tools come only from loaded scripts.
-                (ToolKind::Script, None) => continue,
-                #[cfg(feature = "guest")]
-                (ToolKind::Guest, _) => {
-                    match prepared.guests.iter().find(|g| g.name() == spec.name) {
-                        Some(g) => Target::Guest(g.clone()),
-                        None => continue,
-                    }
-                }
-                #[cfg(not(feature = "guest"))]
-                (ToolKind::Guest, _) => continue,
-            };
-            targets.insert(spec.name.clone(), target);
+        let mut targets: HashMap<String, Target> = HashMap::new();
+        for (spec, call) in prepared.activation.tools.iter().zip(&prepared.calls) {
+            targets.insert(spec.name.clone(), call.clone());
         }
-        let names = prepared
-            .activation
-            .tools
-            .iter()
-            .map(|t| t.name.as_str())
-            .filter(|n| targets.contains_key(*n));
+        let names = prepared.activation.tools.iter().map(|t| t.name.as_str());
         let contested =
             state
                 .names
@@ -200,11 +164,8 @@ impl LoadedSet {
                 if let Some(live) = state.skills.remove(key) {
                     gone.extend(live.script);
                     // A call still holding the tool finds its skill unloaded.
-                    #[cfg(feature = "guest")]
                     for target in live.targets.values() {
-                        if let Target::Guest(g) = target {
-                            g.unload();
-                        }
+                        target.unload();
                     }
                 }
                 state.names.release(key);

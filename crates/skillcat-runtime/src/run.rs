@@ -1,20 +1,21 @@
 //! [`Run`]: the skills active for one agent turn and the tools they bring, put away when the run
-//! ends however it ends.
+//! ends however it ends; and how a [`Session`] starts one. The top of the three: it imports
+//! `session.rs` and `loaded.rs`, neither of which imports it (nor `loaded.rs` `session.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value as Json;
 
+use super::activation::Activation;
 use super::error::{RuntimeError, ToolError};
-use super::loaded::{Lookup, Target};
-use super::resource::Resource;
-use super::session::{Activation, Candidate, Session, read_entry_resource};
-use super::spec::{Content, ToolOutput, ToolSpec};
+use super::loaded::Lookup;
+use super::resource::{Resource, read_entry_resource};
+use super::session::{Candidate, Session};
+use super::spec::{ToolOutput, ToolSpec};
 use crate::catalog::Entry;
 use crate::document::name_key;
 use crate::script::{LoadedSkill, ScriptError};
-use crate::tool::ToolKind;
 
 /// One agent turn: the skills active for it and the tools they bring.
 ///
@@ -34,14 +35,39 @@ impl std::fmt::Debug for Run {
     }
 }
 
-impl Run {
-    pub(super) fn new(session: Session) -> Run {
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<Run>();
+};
+
+impl Session {
+    /// A run with nothing active yet.
+    pub fn start(&self) -> Run {
         Run {
-            session,
+            session: self.clone(),
             active: Vec::new(),
         }
     }
 
+    /// A run with the best-matching skills for `message` active (at most
+    /// [`top_k`](super::SessionBuilder::top_k); none when nothing matches).
+    pub async fn begin(&self, message: &str) -> Result<Run, RuntimeError> {
+        let mut run = self.start();
+        run.activate_matching(message).await?;
+        Ok(run)
+    }
+
+    /// A run with the skills of these names active (`-` and `_` alike).
+    pub async fn begin_with(&self, names: &[&str]) -> Result<Run, RuntimeError> {
+        let mut run = self.start();
+        for name in names {
+            run.activate(name).await?;
+        }
+        Ok(run)
+    }
+}
+
+impl Run {
     /// The session it belongs to.
     pub fn session(&self) -> &Session {
         &self.session
@@ -152,8 +178,9 @@ impl Run {
         offered.into_iter()
     }
 
-    /// Calls a tool of this run: a script tool runs confined through the runner, a module tool
-    /// through its wrapper.
+    /// Calls a tool of this run, whatever its kind, through what its kind prepared at
+    /// activation: a script tool runs confined through the runner, a module tool through its
+    /// wrapper, a guest tool in its confined engine.
     pub async fn call(&self, tool: &str, args: &Json) -> Result<ToolOutput, RuntimeError> {
         let not_found = || RuntimeError::ToolNotFound {
             tool: tool.to_string(),
@@ -180,37 +207,7 @@ impl Run {
             .iter()
             .find(|t| t.name == tool)
             .ok_or_else(not_found)?;
-        match target {
-            Target::Module(wrapped) => Ok(wrapped.call(args).await?),
-            #[cfg(feature = "guest")]
-            Target::Guest(guest) => {
-                let outcome = guest.call(args).await?;
-                Ok(ToolOutput {
-                    tool: tool.to_string(),
-                    kind: ToolKind::Guest,
-                    content: Content::Text(outcome.to_json().to_string()),
-                    trusted: false,
-                    provenance: spec.provenance.clone(),
-                    script: None,
-                })
-            }
-            Target::Script(loaded) => {
-                let Some(runner) = &self.session.inner.runner else {
-                    return Err(RuntimeError::ToolNotFound {
-                        tool: tool.to_string(),
-                    });
-                };
-                let out = runner.run(&loaded, tool, args).await?;
-                Ok(ToolOutput {
-                    tool: out.tool.clone(),
-                    kind: ToolKind::Script,
-                    content: Content::Text(out.to_model_text()),
-                    trusted: false,
-                    provenance: spec.provenance.clone(),
-                    script: Some(out),
-                })
-            }
-        }
+        target.call(spec, args).await
     }
 
     /// Tier 3: a file of a skill active in this run, by a path as its body writes it.

@@ -1,27 +1,27 @@
 //! [`Session`]: a catalog, a matcher, a runner and the host's module tools, and the tool set and
-//! loaded set that its [`Run`]s share.
+//! loaded set that its runs share. It knows nothing of a run: [`Run`](super::Run) (`run.rs`,
+//! above it) starts runs from a session and reaches into its loaded set (`loaded.rs`, below it).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::activation::{Activation, Scripts};
 use super::error::{RuntimeError, ToolError};
 use super::loaded::{LoadedSet, Prepared};
-use super::module::{ModuleRegistry, WrappedTool};
-use super::resource::Resource;
-use super::run::Run;
-use super::spec::ToolSpec;
-use crate::capability::{Capabilities, Ceiling, Context, Grant};
+use super::module::ModuleRegistry;
+#[cfg(feature = "guest")]
+use super::provider::GuestProvider;
+use super::provider::{ModuleProvider, ScriptProvider, SkillContext, ToolProvider, provide};
+use super::resource::{Resource, read_entry_resource};
+use crate::capability::{Capabilities, Ceiling, Context};
 use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::config::{Config, Environment};
 use crate::matching::{Bm25Index, Matcher, SkillDoc};
-use crate::path::join_path;
 use crate::script::Provenance;
 use crate::script::{
-    AllowAll, Gate, Interpreters, Runner, RunnerConfig, ScriptError, ScriptLimits, SkillTools,
-    policy,
+    AllowAll, Gate, Interpreters, Runner, RunnerConfig, ScriptError, ScriptLimits, policy,
 };
-use crate::tool::ToolKind;
 use crate::tool::names::Contested;
 
 /// Builds the matcher of a catalog snapshot: hits index [`Snapshot::entries`].
@@ -279,7 +279,6 @@ type Ranker = (Arc<Snapshot>, Arc<dyn Matcher>);
 const _: () = {
     const fn shared<T: Send + Sync>() {}
     shared::<Session>();
-    shared::<Run>();
 };
 
 impl std::fmt::Debug for Session {
@@ -301,67 +300,6 @@ pub struct Candidate {
     pub entry: Entry,
     /// Its score (for ranking only).
     pub score: f32,
-}
-
-/// What activating a skill gave a run: its instructions (tier 2) and its tools.
-#[derive(Debug, Clone)]
-pub struct Activation {
-    /// The skill's name.
-    pub name: String,
-    /// Name, version and source.
-    pub provenance: Provenance,
-    /// The body of its SKILL.md: instructions for the model.
-    pub body: String,
-    /// The tools it brings: script tools (trusted sources only), then module tools.
-    pub tools: Vec<ToolSpec>,
-    /// Why tools were withheld or scripts skipped; never silent.
-    pub notes: Vec<String>,
-    pub(super) entry: Entry,
-    pub(super) scripts: Scripts,
-}
-
-/// What became of a skill's scripts at activation.
-#[derive(Debug, Clone)]
-pub(super) enum Scripts {
-    /// Not loaded: none, an untrusted source, or a session without a runner (see the notes).
-    None,
-    /// Loaded: what discovery found, and the grant the runs get.
-    Loaded(Arc<SkillTools>, Grant),
-    /// Loading failed.
-    Failed(ScriptError),
-}
-
-impl Activation {
-    /// The catalog entry activated.
-    pub fn entry(&self) -> &Entry {
-        &self.entry
-    }
-
-    /// The skill's script tools as found when its scripts were loaded: those offered (also in
-    /// [`tools`](Self::tools)) and those skipped, with why. `None` when its scripts were not
-    /// loaded (see [`notes`](Self::notes) and [`script_error`](Self::script_error)).
-    pub fn script_tools(&self) -> Option<&SkillTools> {
-        match &self.scripts {
-            Scripts::Loaded(tools, _) => Some(tools),
-            _ => None,
-        }
-    }
-
-    /// The effective grant of the skill's scripts (declared ∩ ceiling), when they were loaded.
-    pub fn script_grant(&self) -> Option<&Grant> {
-        match &self.scripts {
-            Scripts::Loaded(_, grant) => Some(grant),
-            _ => None,
-        }
-    }
-
-    /// Why the skill's scripts could not be loaded (also in the notes).
-    pub fn script_error(&self) -> Option<&ScriptError> {
-        match &self.scripts {
-            Scripts::Failed(e) => Some(e),
-            _ => None,
-        }
-    }
 }
 
 impl Session {
@@ -414,28 +352,6 @@ impl Session {
             .collect())
     }
 
-    /// A run with nothing active yet.
-    pub fn start(&self) -> Run {
-        Run::new(self.clone())
-    }
-
-    /// A run with the best-matching skills for `message` active (at most
-    /// [`top_k`](SessionBuilder::top_k); none when nothing matches).
-    pub async fn begin(&self, message: &str) -> Result<Run, RuntimeError> {
-        let mut run = self.start();
-        run.activate_matching(message).await?;
-        Ok(run)
-    }
-
-    /// A run with the skills of these names active (`-` and `_` alike).
-    pub async fn begin_with(&self, names: &[&str]) -> Result<Run, RuntimeError> {
-        let mut run = self.start();
-        for name in names {
-            run.activate(name).await?;
-        }
-        Ok(run)
-    }
-
     /// The names of the session's tool set (every run in progress), sorted.
     pub fn tool_names(&self) -> Vec<String> {
         self.inner.loaded.tool_names()
@@ -467,36 +383,6 @@ impl Session {
     }
 }
 
-pub(super) async fn read_entry_resource(
-    entry: &Entry,
-    reference: &str,
-) -> Result<Resource, RuntimeError> {
-    let skill = entry.name().to_string();
-    let path: String = crate::path::resolve_reference(reference)
-        .map_err(|bad| RuntimeError::PathRejected {
-            skill: skill.clone(),
-            path: reference.to_string(),
-            reason: bad.to_string(),
-        })?
-        .into();
-    if !entry.skill().files().iter().any(|f| f.path == path) {
-        return Err(RuntimeError::ResourceNotFound { skill, path });
-    }
-    match entry.source().read(&join_path(entry.root(), &path)).await {
-        Ok(data) => Ok(Resource { skill, path, data }),
-        Err(crate::Error::PathRejected { reason, .. }) => Err(RuntimeError::PathRejected {
-            skill,
-            path: reference.to_string(),
-            reason,
-        }),
-        Err(e) => Err(RuntimeError::ResourceUnreadable {
-            skill,
-            path,
-            reason: e.to_string(),
-        }),
-    }
-}
-
 impl Inner {
     async fn matcher(&self) -> (Arc<Snapshot>, Arc<dyn Matcher>) {
         let snapshot = self.catalog.snapshot().await;
@@ -511,176 +397,61 @@ impl Inner {
         (snapshot, matcher)
     }
 
-    /// Everything activating `entry` takes, before its tools enter the tool set.
+    /// Everything activating `entry` takes, before its tools enter the tool set: each kind of
+    /// tool asked in turn ([`provide`]), in the order a model is offered them.
     pub(super) async fn prepare(&self, entry: &Entry) -> Prepared {
         let provenance = Provenance {
             skill: entry.name().to_string(),
             version: entry.skill().version().map(str::to_string),
             source: entry.source_name().to_string(),
         };
-        let mut tools = Vec::new();
-        let mut notes = Vec::new();
-        let trusted = entry.scripts_allowed();
-        let has_scripts = entry.skill().frontmatter().get("scripts").is_some()
-            || entry
-                .skill()
-                .files()
-                .iter()
-                .any(|f| f.path.starts_with("scripts/"));
-        let mut scripts = Scripts::None;
-        let script = match (&self.runner, trusted) {
-            _ if !has_scripts => None,
-            (_, false) => {
-                notes.push(format!(
-                    "script tools withheld: source '{}' is not trusted",
-                    entry.source_name()
-                ));
-                None
-            }
-            (None, true) => {
-                notes.push("script tools withheld: this session runs no scripts".to_string());
-                None
-            }
-            (Some(runner), true) => {
-                // The one place a skill's grant is computed.
-                let grant = entry.grant_with(
-                    &self.granted,
-                    &self.ceiling,
-                    &self.env.cwd,
-                    self.env.home.as_deref(),
-                );
-                match runner
-                    .load(entry.source().clone(), entry.skill().clone(), grant)
-                    .await
-                {
-                    Ok(loaded) => {
-                        for s in &loaded.tools().skipped {
-                            notes.push(format!(
-                                "script {} not offered: {} ({})",
-                                s.path,
-                                s.error,
-                                s.error.code()
-                            ));
-                        }
-                        tools.extend(loaded.tools().tools.iter().map(|t| ToolSpec {
-                            name: t.name.clone(),
-                            description: t.description.clone(),
-                            parameters: t.schema(),
-                            kind: ToolKind::Script,
-                            provenance: provenance.clone(),
-                            trusted: false,
-                        }));
-                        scripts = Scripts::Loaded(
-                            Arc::new(loaded.tools().clone()),
-                            loaded.grant().clone(),
-                        );
-                        Some(Arc::new(loaded))
-                    }
-                    Err(e) => {
-                        notes.push(format!("script tools withheld: {e} ({})", e.code()));
-                        scripts = Scripts::Failed(e);
-                        None
-                    }
-                }
-            }
+        let skill = SkillContext {
+            entry,
+            provenance: &provenance,
+            trusted: entry.scripts_allowed(),
+            granted: &self.granted,
+            ceiling: &self.ceiling,
+            env: &self.env,
         };
-        let modules: Vec<Arc<WrappedTool>> = if trusted || self.modules_for_untrusted {
-            self.modules
-                .wrap(&provenance, self.gate.clone(), self.module_timeout)
-                .into_iter()
-                .map(Arc::new)
-                .collect()
-        } else {
-            if !self.modules.names_of(entry.name()).is_empty() {
-                notes.push(format!(
-                    "module tools withheld: source '{}' is not trusted",
-                    entry.source_name()
-                ));
-            }
-            Vec::new()
+        let scripts = ScriptProvider {
+            runner: self.runner.as_ref(),
         };
-        tools.extend(modules.iter().map(|m| m.spec().clone()));
+        let modules = ModuleProvider {
+            modules: &self.modules,
+            gate: &self.gate,
+            timeout: self.module_timeout,
+            for_untrusted: self.modules_for_untrusted,
+        };
         #[cfg(feature = "guest")]
-        let guests = self
-            .prepare_guests(entry, trusted, &provenance, &mut tools, &mut notes)
-            .await;
+        let guests = GuestProvider {
+            host: self.guests.as_ref(),
+            gate: &self.gate,
+        };
+        let providers: &[&dyn ToolProvider] = &[
+            &scripts,
+            &modules,
+            #[cfg(feature = "guest")]
+            &guests,
+        ];
+        let provision = provide(providers, &skill).await;
+        let (tools, calls) = provision
+            .tools
+            .into_iter()
+            .map(|p| (p.spec, p.call))
+            .unzip();
         Prepared {
             activation: Activation {
                 name: entry.name().to_string(),
                 provenance,
                 body: entry.skill().body().to_string(),
                 tools,
-                notes,
+                notes: provision.notes,
                 entry: entry.clone(),
-                scripts,
+                scripts: provision.scripts.unwrap_or(Scripts::None),
             },
-            script,
-            modules,
-            #[cfg(feature = "guest")]
-            guests,
+            script: provision.script,
+            calls,
         }
-    }
-
-    /// A skill's guest tools (trusted sources only, like scripts), with `readSkillFile` (a file
-    /// of the skill itself, as tier 3 reads it) among the host functions they may declare.
-    #[cfg(feature = "guest")]
-    async fn prepare_guests(
-        &self,
-        entry: &Entry,
-        trusted: bool,
-        provenance: &Provenance,
-        tools: &mut Vec<ToolSpec>,
-        notes: &mut Vec<String>,
-    ) -> Vec<Arc<crate::guest::GuestTool>> {
-        use crate::guest::{Globals, declare::TOOLS_KEY};
-        let declares = entry
-            .skill()
-            .frontmatter()
-            .get("metadata")
-            .and_then(crate::document::Value::as_map)
-            .is_some_and(|m| m.contains_key(TOOLS_KEY));
-        let host = match (&self.guests, trusted) {
-            _ if !declares => return Vec::new(),
-            (_, false) => {
-                notes.push(format!(
-                    "guest tools withheld: source '{}' is not trusted",
-                    entry.source_name()
-                ));
-                return Vec::new();
-            }
-            (None, true) => {
-                notes.push("guest tools withheld: this session runs no guest code".to_string());
-                return Vec::new();
-            }
-            (Some(host), true) => host,
-        };
-        let mut extra = Globals::new();
-        extra.insert(
-            "readSkillFile".to_string(),
-            Arc::new(SkillFile(entry.clone())),
-        );
-        let (guests, faults) = crate::guest::load(
-            host,
-            &self.gate,
-            entry.source(),
-            entry.root(),
-            entry.skill(),
-            provenance,
-            &extra,
-        )
-        .await;
-        for f in faults {
-            notes.push(format!("guest tool not offered: {f} ({})", f.code()));
-        }
-        tools.extend(guests.iter().map(|g| ToolSpec {
-            name: g.name().to_string(),
-            description: g.declaration().description.clone(),
-            parameters: g.schema(),
-            kind: ToolKind::Guest,
-            provenance: provenance.clone(),
-            trusted: false,
-        }));
-        guests
     }
 
     /// Puts a prepared skill into the loaded set (or joins the one another run put there
@@ -688,30 +459,5 @@ impl Inner {
     /// refused and nothing of the skill enters.
     pub(super) fn install(&self, key: String, prepared: Prepared) -> Result<Activation, ToolError> {
         self.loaded.acquire_prepared(key, prepared)
-    }
-}
-
-/// `readSkillFile(path)`: a guest reads a file of its own skill (text), by a path as the
-/// skill's body writes it; nothing outside the skill.
-#[cfg(feature = "guest")]
-struct SkillFile(Entry);
-
-#[cfg(feature = "guest")]
-#[async_trait::async_trait]
-impl crate::guest::HostFunction for SkillFile {
-    async fn call(&self, args: serde_json::Value) -> Result<serde_json::Value, String> {
-        let path = match &args {
-            serde_json::Value::String(p) => p.as_str(),
-            other => other
-                .get("path")
-                .and_then(serde_json::Value::as_str)
-                .ok_or("readSkillFile takes a path (a string)")?,
-        };
-        let r = read_entry_resource(&self.0, path)
-            .await
-            .map_err(|e| e.to_string())?;
-        String::from_utf8(r.data.to_vec())
-            .map(serde_json::Value::String)
-            .map_err(|_| format!("{path} is not UTF-8 text"))
     }
 }
