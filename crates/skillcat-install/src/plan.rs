@@ -1133,12 +1133,7 @@ impl Opened {
                 if self.spec.subpath.is_none() && pin.is_some_and(|e| e.skill_path.is_some()) =>
             {
                 let path = pin.and_then(|e| e.skill_path.as_deref()).unwrap_or("");
-                let folder = path
-                    .strip_suffix("SKILL.md")
-                    .or_else(|| path.strip_suffix("skill.md"))
-                    .unwrap_or(path)
-                    .trim_end_matches('/');
-                Ok(folder.to_string())
+                Ok(crate::path::document_folder(path).to_string())
             }
             _ => {
                 let roots = self.select(&[name.to_string()], false, warnings).await?;
@@ -1284,11 +1279,11 @@ impl Opened {
         }
         let lock_dir = lock_dir(&opts.scope);
         let skill_path = (self.spec.kind == SourceKind::Git).then(|| {
-            let doc = if files.iter().any(|(p, _, _)| p == "SKILL.md") {
-                "SKILL.md"
-            } else {
-                "skill.md"
-            };
+            // The document the skill has, in the order of preference.
+            let doc = crate::path::DOCUMENT_NAMES
+                .into_iter()
+                .find(|n| files.iter().any(|(p, _, _)| p == n))
+                .unwrap_or(crate::path::DOCUMENT_NAMES[1]);
             join_path(
                 &join_path(self.spec.subpath.as_deref().unwrap_or(""), root),
                 doc,

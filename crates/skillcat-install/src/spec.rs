@@ -85,11 +85,7 @@ impl LockSpec for SourceSpec {
                 spec.github = entry.source_type == source_type::GITHUB;
                 spec.git_ref = entry.git_ref.clone();
                 if let Some(skill_path) = &entry.skill_path {
-                    let folder = skill_path
-                        .strip_suffix("SKILL.md")
-                        .or_else(|| skill_path.strip_suffix("skill.md"))
-                        .unwrap_or(skill_path)
-                        .trim_end_matches('/');
+                    let folder = crate::path::document_folder(skill_path);
                     spec.subpath = crate::source::clean_subpath(folder).map_err(bad)?;
                 }
                 spec

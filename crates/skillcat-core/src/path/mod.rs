@@ -25,6 +25,16 @@ pub use rules::{
 /// The names a skill's document may have, in order of preference: `SKILL.md`, else `skill.md`.
 pub const DOCUMENT_NAMES: [&str; 2] = ["SKILL.md", "skill.md"];
 
+/// The folder a document path names (`a/b/SKILL.md` → `a/b`, `skill.md` → ``), or the path
+/// itself, without a trailing `/`, when it does not end in one of the [`DOCUMENT_NAMES`].
+pub fn document_folder(path: &str) -> &str {
+    DOCUMENT_NAMES
+        .iter()
+        .find_map(|n| path.strip_suffix(n))
+        .unwrap_or(path)
+        .trim_end_matches('/')
+}
+
 /// Whether a file name is one of the [`DOCUMENT_NAMES`].
 pub fn is_document_name(name: &str) -> bool {
     DOCUMENT_NAMES.contains(&name)
@@ -380,5 +390,10 @@ mod tests {
         assert_eq!(p.under(""), "scripts/run.sh");
         assert!(!p.is_document());
         assert!(RelPath::new("skill.md").unwrap().is_document());
+        assert_eq!(document_folder("skills/pdf/SKILL.md"), "skills/pdf");
+        assert_eq!(document_folder("skills/pdf/skill.md"), "skills/pdf");
+        assert_eq!(document_folder("SKILL.md"), "");
+        assert_eq!(document_folder("skills/pdf/"), "skills/pdf");
+        assert_eq!(document_folder("skills/README.md"), "skills/README.md");
     }
 }
