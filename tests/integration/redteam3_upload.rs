@@ -371,7 +371,9 @@ async fn a_token_over_its_byte_rate_gets_429_with_retry_after() {
 /// Finding 3: while eight large versions are published at once, and after, the WAL stays
 /// small: each publish checkpoints and truncates it, so it never holds much more than the one
 /// version being written (before: readers and writers overlapping kept any checkpoint from
-/// resetting it, and it grew by every version).
+/// resetting it, and it grew by every version). The server writes one version at a time, each
+/// with its checkpoint, so a checkpoint never waits behind the next upload's transaction: on a
+/// busy machine that wait ran out and the WAL held two to four versions (30–40 MiB).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_wal_stays_bounded_while_large_versions_are_published() {
     let tmp = registry_dir();
@@ -412,7 +414,8 @@ async fn the_wal_stays_bounded_while_large_versions_are_published() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let most = watcher.join().unwrap();
     eprintln!("WAL: at most {most} bytes while publishing, {after} after");
-    let bound = 24 * MIB as u64;
+    // One version of 10 MiB and SQLite's pages around it; two would be over.
+    let bound = 16 * MIB as u64;
     assert!(
         most <= bound,
         "the WAL reached {} MiB (bound {} MiB)",

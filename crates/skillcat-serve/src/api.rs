@@ -220,16 +220,19 @@ impl UploadSlot {
         }
     }
 
-    /// Commits `prepared` into the registry at `path` on behalf of `actor`, off the runtime;
-    /// the slot is given back when the write has ended, whatever became of the request.
+    /// Commits `prepared` into the registry at `path` on behalf of `actor`, off the runtime,
+    /// holding the server's writer lock `writer`; the slot is given back when the write has ended,
+    /// whatever became of the request.
     async fn commit(
         self,
         path: PathBuf,
+        writer: Arc<Mutex<()>>,
         prepared: Prepared,
         actor: Actor,
     ) -> Result<Published, Refusal> {
         in_registry(move || {
             let _slot = self;
+            let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
             let published = Registry::open(&path)?.commit_as(&prepared, Some(&actor));
             drop(prepared);
             published
@@ -252,6 +255,10 @@ struct Api {
     token_uploads: Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>,
     /// One site update at a time, so that each starts from the one swapped in before it.
     updating: tokio::sync::Mutex<()>,
+    /// This server's writes to the registry, one at a time, each with its checkpoint: a
+    /// write's `wal_checkpoint(TRUNCATE)` never waits behind the next write's transaction, so
+    /// the WAL holds at most the one version being written, however busy the machine.
+    writer: Arc<Mutex<()>>,
 }
 
 /// A refusal: status, a short code and a sentence.
@@ -712,7 +719,12 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
         client,
     };
     let published = slot
-        .commit(api.opts.registry.clone(), prepared, actor)
+        .commit(
+            api.opts.registry.clone(),
+            api.writer.clone(),
+            prepared,
+            actor,
+        )
         .await?;
     let changed = published.outcome == Outcome::Published || published.signature_added;
     if changed {
@@ -746,11 +758,13 @@ async fn set_yanked(
         token: entry.name().to_string(),
         client,
     };
-    let path = api.opts.registry.clone();
+    let (path, writer) = (api.opts.registry.clone(), api.writer.clone());
     let (name, version) = (p.name.clone(), p.version.clone());
-    let changed =
-        in_registry(move || Registry::open(&path)?.set_yanked_as(&name, &version, yanked, &actor))
-            .await?;
+    let changed = in_registry(move || {
+        let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
+        Registry::open(&path)?.set_yanked_as(&name, &version, yanked, &actor)
+    })
+    .await?;
     if changed {
         api.refresh_site(&p.name).await;
     }
@@ -840,6 +854,7 @@ pub fn publishing_router(site: Arc<RwLock<Arc<Site>>>, opts: ApiOptions) -> Resu
     let api = Arc::new(Api {
         uploads: Arc::new(tokio::sync::Semaphore::new(opts.max_uploads.max(1))),
         token_uploads: Mutex::new(HashMap::new()),
+        writer: Arc::new(Mutex::new(())),
         byte_buckets: Mutex::new(HashMap::new()),
         opts,
         tokens,
