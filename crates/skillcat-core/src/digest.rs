@@ -18,6 +18,7 @@ pub fn sha256_digest(bytes: &[u8]) -> String {
 }
 
 /// The raw sha256 of some bytes.
+#[inline]
 pub fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
@@ -85,6 +86,7 @@ fn tree_digest_sorted<'a>(files: impl Iterator<Item = (&'a str, &'a [u8; 32])>) 
 }
 
 /// `sha256:<64 lowercase hex>` in one allocation.
+#[inline]
 fn prefixed_hex(hash: &[u8; 32]) -> String {
     let mut out = [0u8; 71];
     out[..7].copy_from_slice(b"sha256:");
