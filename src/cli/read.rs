@@ -91,10 +91,13 @@ pub(super) async fn open_and_discover_with(
 }
 
 /// A discovery that failed: read, but nothing in it usable, is a fault of what was read (1),
-/// not of reading it (2).
-fn discover_error(e: skillcat::Error) -> CliError {
+/// not of reading it (2); so is a server whose certificate does not verify (it answered, and
+/// what it is cannot be trusted).
+pub(super) fn discover_error(e: skillcat::Error) -> CliError {
     match e {
-        skillcat::Error::NothingUsable { .. } => failed!("{e}"),
+        skillcat::Error::NothingUsable { .. } | skillcat::Error::Certificate { .. } => {
+            failed!("{e}")
+        }
         _ => usage!("{e}"),
     }
 }

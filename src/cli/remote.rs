@@ -311,9 +311,7 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
     };
     let skills = match src.skills().await {
         Ok(s) => s,
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
+        Err(e) => return Err(super::read::discover_error(e)),
     };
     let bar = progress(skills.len());
     let reports = src
@@ -328,9 +326,7 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
     }
     let reports = match reports {
         Ok(r) => r,
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
+        Err(e) => return Err(super::read::discover_error(e)),
     };
     let stats = src.stats();
     let count = |s: FetchStatus| reports.iter().filter(|r| r.status == s).count();

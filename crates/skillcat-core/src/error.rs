@@ -40,6 +40,19 @@ pub enum Error {
         /// What was denied.
         reason: String,
     },
+    /// A server's TLS certificate does not verify. Not a network that cannot be reached: no
+    /// cached copy stands in for the server's answer.
+    #[error(
+        "{location}: the server's TLS certificate does not verify: {reason}. If a private \
+         certificate authority issued it, trust that authority's PEM certificate with \
+         --cacert FILE (skillcat's command line) or SSL_CERT_FILE=FILE"
+    )]
+    Certificate {
+        /// The server (or its URL), for people: never with credentials in it.
+        location: String,
+        /// What is wrong with the certificate, in plain words.
+        reason: String,
+    },
     /// A server answered a request with an error status that has no kind of its own (not
     /// 404/410, which are [`NotFound`](Error::NotFound); not 401 or 403).
     #[error("{url}: HTTP {status}")]

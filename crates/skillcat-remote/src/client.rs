@@ -73,6 +73,9 @@ pub enum ClientError {
     /// A CA certificate given to trust is not PEM that holds a certificate.
     #[error("a CA certificate to trust is not a PEM certificate: {0}")]
     Certificate(#[source] reqwest::Error),
+    /// A CA certificate given to trust holds no `BEGIN CERTIFICATE` block at all.
+    #[error("a CA certificate to trust holds no PEM certificate (-----BEGIN CERTIFICATE-----)")]
+    NoCertificate,
     /// CA certificates were given to a build without TLS.
     #[error("CA certificates need a skillcat built with the `tls` feature")]
     NoTls,
@@ -112,7 +115,11 @@ fn add_roots(
     pems: &[Vec<u8>],
 ) -> Result<reqwest::ClientBuilder, ClientError> {
     for pem in pems {
-        for cert in reqwest::Certificate::from_pem_bundle(pem).map_err(ClientError::Certificate)? {
+        let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(ClientError::Certificate)?;
+        if certs.is_empty() {
+            return Err(ClientError::NoCertificate);
+        }
+        for cert in certs {
             builder = builder.add_root_certificate(cert);
         }
     }
@@ -129,6 +136,63 @@ fn add_roots(
     } else {
         Err(ClientError::NoTls)
     }
+}
+
+/// Why TLS refused the server, in plain words, when `e` (or one of its causes) is a failure to
+/// verify the server's certificate: a server whose certificate does not verify is not "offline",
+/// and no cached copy stands in for it. `None` for every other failure.
+pub fn certificate_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        #[cfg(feature = "tls")]
+        if let Some(why) = rustls_failure(c) {
+            return Some(why);
+        }
+        // An `io::Error`'s `source()` skips the error it wraps (which may be another
+        // `io::Error`, as the TLS stream's is inside the connector's): step into it instead.
+        cause = match c
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => c.source(),
+        };
+    }
+    None
+}
+
+#[cfg(feature = "tls")]
+fn rustls_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use rustls::{CertificateError as C, Error as E};
+    let cert = match e.downcast_ref::<E>()? {
+        E::InvalidCertificate(c) => c,
+        E::NoCertificatesPresented => return Some("the server presented no certificate".into()),
+        _ => return None,
+    };
+    Some(
+        match cert {
+            C::UnknownIssuer => {
+                "it is issued by a certificate authority this machine does not trust"
+            }
+            C::Expired | C::ExpiredContext { .. } => "it has expired",
+            C::NotValidYet | C::NotValidYetContext { .. } => "it is not valid yet",
+            C::NotValidForName | C::NotValidForNameContext { .. } => {
+                "it is not valid for this host name"
+            }
+            C::Revoked => "it has been revoked",
+            C::BadSignature
+            | C::UnsupportedSignatureAlgorithmContext { .. }
+            | C::UnsupportedSignatureAlgorithmForPublicKeyContext { .. } => {
+                "its signature does not verify (an unsupported algorithm, or signed by another key)"
+            }
+            C::BadEncoding => "it is not a well-formed certificate",
+            C::InvalidPurpose | C::InvalidPurposeContext { .. } => {
+                "it is not issued for serving TLS"
+            }
+            other => return Some(format!("it does not verify ({other:?})")),
+        }
+        .to_string(),
+    )
 }
 
 /// A URL as it may be shown: no credentials, no query string.
@@ -317,6 +381,14 @@ mod tests {
             assert!(matches!(err, ClientError::Certificate(_)), "{err}");
         } else {
             assert!(matches!(err, ClientError::NoTls), "{err}");
+        }
+        let empty = Policy {
+            ca_certificates: vec![b"not a certificate\n".to_vec()],
+            ..Policy::default()
+        };
+        let err = build(&empty).unwrap_err();
+        if cfg!(feature = "tls") {
+            assert!(matches!(err, ClientError::NoCertificate), "{err}");
         }
     }
 }

@@ -38,6 +38,9 @@ pub(super) enum HttpError {
     Status { url: String, status: u16 },
     #[error("{url}: {detail}")]
     Transport { url: String, detail: String },
+    /// The server's certificate does not verify: never retried, never answered from the cache.
+    #[error("{url}: the server's TLS certificate does not verify: {reason}")]
+    Certificate { url: String, reason: String },
     #[error("{url}: larger than the limit of {limit} bytes")]
     TooLarge { url: String, size: u64, limit: u64 },
     #[error("{url}: size mismatch (expected {expected} bytes, got {actual})")]
@@ -79,6 +82,10 @@ impl From<HttpError> for Error {
             },
             HttpError::Status { url, status } => Error::Remote { url, status },
             HttpError::Transport { url, detail } => Error::io(url, IoError::other(detail)),
+            HttpError::Certificate { url, reason } => Error::Certificate {
+                location: url,
+                reason,
+            },
             HttpError::TooLarge { url, size, limit } => Error::TooLarge {
                 path: url,
                 size,
@@ -292,14 +299,28 @@ impl Fetcher {
                 req = req.header(header::IF_MODIFIED_SINCE, lm);
             }
         }
-        let mut resp = req.send().await.map_err(|e| Failure {
-            retry: !e.is_redirect() && !e.is_builder(),
-            error: HttpError::Transport {
-                url: shown.clone(),
-                detail: describe(e),
-            },
-            retry_after: None,
-        })?;
+        let mut resp = req
+            .send()
+            .await
+            .map_err(|e| match client::certificate_failure(&e) {
+                // Asking again gets the same certificate.
+                Some(reason) => Failure {
+                    retry: false,
+                    error: HttpError::Certificate {
+                        url: shown.clone(),
+                        reason,
+                    },
+                    retry_after: None,
+                },
+                None => Failure {
+                    retry: !e.is_redirect() && !e.is_builder(),
+                    error: HttpError::Transport {
+                        url: shown.clone(),
+                        detail: describe(e),
+                    },
+                    retry_after: None,
+                },
+            })?;
         let status = resp.status();
         let headers = resp.headers().clone();
         let final_url = resp.url().clone();

@@ -366,7 +366,13 @@ impl Client {
         self.requests.fetch_add(1, Ordering::Relaxed);
         match tokio::time::timeout(self.deadline, req.send()).await {
             Ok(Ok(r)) => Ok(r),
-            Ok(Err(e)) => Err(transport(url, &describe(e))),
+            Ok(Err(e)) => Err(match crate::client::certificate_failure(&e) {
+                Some(reason) => Error::Certificate {
+                    location: redact(url),
+                    reason,
+                },
+                None => transport(url, &describe(e)),
+            }),
             Err(_) => Err(transport(
                 url,
                 &format!(
