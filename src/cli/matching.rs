@@ -24,6 +24,7 @@ use skillcat::matching::eval::LabelledSet;
 use skillcat::matching::{
     Bm25Index, CacheStats, Cached, EmbedError, EmbedProvider, Embedder, EmbeddingMatcher, Hit,
     MatchMode, Matcher, MatcherConfig, OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible, SkillDoc,
+    provider_client,
 };
 use skillcat::source::Detail;
 
@@ -131,6 +132,8 @@ struct Settings {
     format: Format,
     /// The cache directory: --cache, else the configuration's cache_dir, else the user's.
     cache_dir: Option<PathBuf>,
+    /// The CA certificates of --cacert, trusted for an embedding provider.
+    ca_certificates: Vec<Vec<u8>>,
 }
 
 impl Settings {
@@ -168,6 +171,7 @@ impl Settings {
             matcher: m,
             format: a.format,
             cache_dir,
+            ca_certificates: g.open.ca_certificates.clone(),
         })
     }
 }
@@ -413,7 +417,7 @@ async fn build(
     let embedder: Box<dyn Embedder> = match m.mode {
         MatchMode::Bm25 => return Ok((Box::new(Bm25Index::build_with(docs, m.bm25)), None)),
         MatchMode::Neural => neural()?,
-        MatchMode::Embed => http_embedder(m)?,
+        MatchMode::Embed => http_embedder(m, &s.ca_certificates)?,
     };
     let (embedder, cache): (Arc<dyn Embedder>, Option<CacheHandle>) = match cache_root(s) {
         Some(root) => {
@@ -440,12 +444,19 @@ fn neural() -> Result<Box<dyn Embedder>, CliError> {
 fn neural() -> Result<Box<dyn Embedder>, CliError> {
     Err(usage!(
         "--mode neural needs a skillcat built with the `neural` feature \
-         (cargo install skillcat --features neural); or use --mode embed with a provider"
+         (from a checkout of skillcat: cargo install --locked --path . --features neural); or \
+         use --mode embed with a provider"
     ))
 }
 
-fn http_embedder(m: &MatcherConfig) -> Result<Box<dyn Embedder>, CliError> {
+fn http_embedder(m: &MatcherConfig, ca: &[Vec<u8>]) -> Result<Box<dyn Embedder>, CliError> {
     let e = &m.embedder;
+    // The providers' own client unless --cacert names authorities to trust.
+    let client = if ca.is_empty() {
+        None
+    } else {
+        Some(provider_client(ca.to_vec()).map_err(|e| usage!("--cacert: {e}"))?)
+    };
     let Some(model) = e.model.as_deref() else {
         return Err(usage!(
             "--mode embed needs --embed-model (or [matcher.embedder] model)"
@@ -468,12 +479,22 @@ fn http_embedder(m: &MatcherConfig) -> Result<Box<dyn Embedder>, CliError> {
                     Some(d) => p.with_dimensions(d),
                     None => p,
                 };
+                let p = match client {
+                    Some(c) => p.with_client(c),
+                    None => p,
+                };
                 Box::new(p) as Box<dyn Embedder>
             })
         }
         EmbedProvider::Ollama => {
             let url = e.url.as_deref().unwrap_or(OLLAMA_DEFAULT_URL);
-            Ollama::new(url, model).map(|p| Box::new(p) as Box<dyn Embedder>)
+            Ollama::new(url, model).map(|p| {
+                let p = match client {
+                    Some(c) => p.with_client(c),
+                    None => p,
+                };
+                Box::new(p) as Box<dyn Embedder>
+            })
         }
     };
     made.map_err(|e| usage!("{e}"))

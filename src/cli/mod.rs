@@ -195,13 +195,20 @@ pub struct Cli {
     /// in a warning).
     #[arg(long, global = true, value_name = "N")]
     max_index_entries: Option<std::num::NonZeroUsize>,
-    /// Configuration file (default: ./skillcat.toml when it exists).
+    /// Configuration file [default: ./skillcat.toml when it exists (a project's: it counts only
+    /// as far as your own allows until `skillcat trust project`), else
+    /// ~/.config/skillcat/skillcat.toml (your own), else the built-in defaults].
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
     /// Speak plain HTTP to an OCI registry that is not on this machine (a registry on
     /// localhost or 127.0.0.1 is always reached over plain HTTP).
     #[arg(long, global = true)]
     allow_insecure: bool,
+    /// Trust this CA certificate (PEM) for https, besides the system's, in every request to a
+    /// server: remote sources, OCI registries, a central registry, embedding providers
+    /// (repeatable; SSL_CERT_FILE=FILE instead replaces the system's certificates).
+    #[arg(long, global = true, value_name = "PEM")]
+    cacert: Vec<std::path::PathBuf>,
 }
 
 /// Options every command shares, built once by [`run`] from the command line's global flags
@@ -215,9 +222,17 @@ pub struct Globals {
 }
 
 impl Globals {
-    /// The shared options of a command line's global flags.
-    fn of(cli: &Cli) -> Globals {
-        Globals {
+    /// The shared options of a command line's global flags; a `--cacert` file that cannot be
+    /// read is a usage error.
+    fn of(cli: &Cli) -> Result<Globals, CliError> {
+        let mut ca_certificates = Vec::with_capacity(cli.cacert.len());
+        for pem in &cli.cacert {
+            ca_certificates
+                .push(std::fs::read(pem).map_err(|e| {
+                    usage!("cannot read the CA certificate {}: {e}", pem.display())
+                })?);
+        }
+        Ok(Globals {
             open: skillcat::source::OpenOptions {
                 cache_dir: cli.cache.clone(),
                 offline: cli.offline,
@@ -227,11 +242,11 @@ impl Globals {
                 slow_notice: std::io::IsTerminal::is_terminal(&std::io::stderr())
                     .then(|| std::time::Duration::from_secs(5)),
                 allow_insecure: cli.allow_insecure,
-                ca_certificates: Vec::new(),
+                ca_certificates,
                 git_timeout: None,
             },
             config: cli.config.clone(),
-        }
+        })
     }
 
     /// How a catalog built from `config` opens its sources: the global `--cache` (else the
@@ -536,7 +551,7 @@ enum Command {
 
 /// Runs one command: how it went, or the error `main` prints.
 pub async fn run(cli: Cli) -> CliResult {
-    let g = Globals::of(&cli);
+    let g = Globals::of(&cli)?;
     let g = &g;
     match cli.command {
         Command::Validate {

@@ -26,9 +26,6 @@ pub struct Remote {
     /// Send the token over plain http to a host that is not loopback.
     #[arg(long)]
     allow_insecure: bool,
-    /// Trust this CA certificate (PEM) for https, besides the system's.
-    #[arg(long, value_name = "PEM")]
-    cacert: Option<PathBuf>,
 }
 
 /// `skillcat publish` arguments.
@@ -119,26 +116,17 @@ impl Remote {
             .open
             .timeout
             .unwrap_or(std::time::Duration::from_secs(120));
-        let mut ca_certificates = Vec::new();
-        if let Some(pem) = &self.cacert {
-            ca_certificates
-                .push(std::fs::read(pem).map_err(|e| {
-                    usage!("cannot read the CA certificate {}: {e}", pem.display())
-                })?);
-        }
         // A redirect could carry the token elsewhere: the API never redirects.
         let policy = client::Policy {
             timeout: Some(timeout),
             read_timeout: None,
             redirects: client::Redirects::Never,
-            ca_certificates,
+            ca_certificates: g.open.ca_certificates.clone(),
             ..client::Policy::default()
         };
-        let http = client::build(&policy).map_err(|e| match &self.cacert {
-            Some(pem) if !matches!(e, client::ClientError::Build(_)) => {
-                usage!("cannot use the CA certificate {}: {e}", pem.display())
-            }
-            _ => usage!("{e}"),
+        let http = client::build(&policy).map_err(|e| match e {
+            client::ClientError::Build(_) => usage!("{e}"),
+            _ => usage!("cannot use the CA certificates of --cacert: {e}"),
         })?;
         Ok(Client { api, token, http })
     }

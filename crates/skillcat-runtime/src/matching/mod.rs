@@ -54,7 +54,7 @@ use async_trait::async_trait;
 pub use bm25::{Bm25Index, Bm25Params, IndexBuilder};
 pub use dense::DenseIndex;
 pub use embed::{COMPACT_ABOVE, CacheStats, Cached, EmbedError, Embedder, MAX_BATCH};
-pub use embed::{OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible};
+pub use embed::{OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible, provider_client};
 pub use fusion::{FUSION_DEPTH, fuse};
 pub use hybrid::{DEFAULT_WEIGHT, EmbeddingMatcher};
 #[cfg(feature = "neural")]

@@ -14,9 +14,17 @@ const MAX_RESPONSE: usize = 256 << 20;
 /// The client every provider uses unless given one: the one client's policy with a total
 /// timeout of 5 minutes (a large batch on a slow model), no limit between reads.
 pub(super) fn client() -> Result<reqwest::Client, EmbedError> {
+    provider_client(Vec::new())
+}
+
+/// The providers' client, trusting these CA certificates (PEM) besides the system's: for
+/// [`with_client`](super::OpenAiCompatible::with_client) when a provider's certificate is
+/// issued by a private authority.
+pub fn provider_client(ca_certificates: Vec<Vec<u8>>) -> Result<reqwest::Client, EmbedError> {
     skillcat_remote::client::build(&Policy {
         timeout: Some(Duration::from_secs(300)),
         read_timeout: None,
+        ca_certificates,
         ..Policy::default()
     })
     .map_err(|e| EmbedError::Invalid(format!("HTTP client: {e}")))

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use cache::{COMPACT_ABOVE, CacheStats, Cached};
+pub use http::provider_client;
 pub use ollama::{OLLAMA_DEFAULT_URL, Ollama};
 pub use openai::OpenAiCompatible;
 
