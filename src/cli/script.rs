@@ -65,6 +65,11 @@ pub struct RunArgs {
     /// ceiling wins: refused unless `[sandbox] network = true`.
     #[arg(long = "allow-net")]
     allow_net: bool,
+    /// Keep what the script leaves in its work directory (its working directory and HOME,
+    /// removed after the run): copied into DIR, made when missing, refused when not empty.
+    /// Without it, files left there are named after the run, and go.
+    #[arg(long = "keep-work", value_name = "DIR")]
+    keep_work: Option<std::path::PathBuf>,
 }
 
 impl RunArgs {
@@ -333,7 +338,7 @@ fn ceiling_advice(config: &Config, env: &Environment, access: Access, path: &Pat
 }
 
 /// The configuration file to edit: the one read, else the user's own.
-fn config_file(config: &Config, env: &Environment) -> String {
+pub(super) fn config_file(config: &Config, env: &Environment) -> String {
     match (&config.origin, Config::user_file(env)) {
         (Some(f), _) => f.display().to_string(),
         (None, Some(f)) => format!("{} (or a file named with --config)", f.display()),
@@ -637,6 +642,15 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
         },
         (None, None) => Json::Null,
     };
+    if let Some(dir) = &a.keep_work {
+        super::output_dir_exists(dir)?;
+        if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+            return Err(usage!(
+                "--keep-work {}: the directory is not empty (name a new or empty one)",
+                dir.display()
+            ));
+        }
+    }
     let Activated { run, config, env } = activate(&a.source, &a.name, a.granted(), g).await?;
     // A guest tool (tier 2) of the skill runs by its name, with --json arguments.
     let guest = run
@@ -701,10 +715,90 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
             status
         }
     };
+    let skill = run.activations()[0].name.clone();
+    let status = match &a.keep_work {
+        Some(dir) => match run.keep_work(&skill, dir).await {
+            Ok(Some(kept)) => {
+                say_kept(&kept, dir);
+                status
+            }
+            Ok(None) => status,
+            Err(e) => status.max(report_runtime(&e).print()),
+        },
+        None => {
+            match run.left_files(&skill).await {
+                Ok(left) => say_left(&left),
+                Err(e) => err!("warning: {e}"),
+            }
+            status
+        }
+    };
     if let Err(e) = run.finish().await {
         err!("warning: {e}");
     }
     Ok(status)
+}
+
+/// How many of the files a script left are named on stderr; the rest are counted.
+const LEFT_SHOWN: usize = 10;
+
+/// After a run without `--keep-work`: the files the script left in its work directory, which
+/// go with it, and how to keep them.
+fn say_left(left: &[skillcat::script::LeftFile]) {
+    if left.is_empty() {
+        return;
+    }
+    let mut names: Vec<String> = left
+        .iter()
+        .take(LEFT_SHOWN)
+        .map(|f| {
+            let name = escape_controls(&f.path.to_string_lossy()).into_owned();
+            if f.regular {
+                format!("{name} ({} bytes)", f.size)
+            } else {
+                format!("{name} (not a regular file)")
+            }
+        })
+        .collect();
+    if left.len() > LEFT_SHOWN {
+        names.push(format!("and {} more", left.len() - LEFT_SHOWN));
+    }
+    err!(
+        "note: the script left {} in its work directory, which is removed with the run: {}. \
+         Run with --keep-work DIR to keep what it leaves, or grant a directory with \
+         --allow-write DIR and have the script write there.",
+        plural(left.len(), "file"),
+        names.join(", ")
+    );
+}
+
+/// After a run with `--keep-work DIR`: what was kept, and what was not.
+fn say_kept(kept: &skillcat::script::Kept, dir: &std::path::Path) {
+    err!(
+        "kept {} ({} bytes) of the script's work directory in {}",
+        plural(kept.files.len(), "file"),
+        kept.bytes,
+        dir.display()
+    );
+    if !kept.skipped.is_empty() {
+        let names: Vec<String> = kept
+            .skipped
+            .iter()
+            .map(|p| escape_controls(&p.to_string_lossy()).into_owned())
+            .collect();
+        err!(
+            "note: not kept (links and special files are never copied): {}",
+            names.join(", ")
+        );
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 /// `text` as stdout should show it: escaped ([`escape_controls`]) when stdout is a terminal,

@@ -211,6 +211,12 @@ impl LoadedSet {
         loaded.workspace().map(|w| w.root().to_path_buf())
     }
 
+    /// A loaded skill's scripts, to reach its workspace outside the lock (a reference held
+    /// keeps the workspace: drop it before the run ends).
+    pub(super) fn script(&self, key: &str) -> Option<Arc<LoadedSkill>> {
+        self.lock().skills.get(key)?.script.clone()
+    }
+
     /// The names of the tool map, sorted.
     pub(super) fn tool_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.owners().into_keys().collect();

@@ -2,7 +2,7 @@
 //! ends however it ends; and how a [`Session`] starts one. The top of the three: it imports
 //! `session.rs` and `loaded.rs`, neither of which imports it (nor `loaded.rs` `session.rs`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value as Json;
@@ -15,7 +15,7 @@ use super::session::{Candidate, Session};
 use super::spec::{ToolOutput, ToolSpec};
 use crate::catalog::Entry;
 use crate::document::name_key;
-use crate::script::{LoadedSkill, ScriptError};
+use crate::script::{Kept, LeftFile, LoadedSkill, ScriptError};
 
 /// One agent turn: the skills active for it and the tools they bring.
 ///
@@ -225,6 +225,47 @@ impl Run {
         let key = name_key(skill);
         self.position(&key)?;
         self.session.inner.loaded.workspace(&key)
+    }
+
+    /// What an active skill's scripts left in its work directory (but its `tmp/`), which is
+    /// removed with the workspace when the run ends; empty when none of its scripts has run.
+    pub async fn left_files(&self, skill: &str) -> Result<Vec<LeftFile>, RuntimeError> {
+        self.with_workspace(skill, |ws| ws.left_files().map_err(|e| format!("{e}")))
+            .await
+            .map(Option::unwrap_or_default)
+    }
+
+    /// Copies what an active skill's scripts left in its work directory into `dest` (made when
+    /// missing, refused when not empty): regular files and their directories, no links. `None`
+    /// when none of its scripts has run.
+    pub async fn keep_work(&self, skill: &str, dest: &Path) -> Result<Option<Kept>, RuntimeError> {
+        let dest = dest.to_path_buf();
+        self.with_workspace(skill, move |ws| {
+            ws.keep_work(&dest)
+                .map_err(|e| format!("keeping the work directory in {}: {e}", dest.display()))
+        })
+        .await
+    }
+
+    /// Runs `f` off the async runtime on an active skill's workspace, if it has one.
+    async fn with_workspace<T: Send + 'static>(
+        &self,
+        skill: &str,
+        f: impl FnOnce(&crate::script::Workspace) -> Result<T, String> + Send + 'static,
+    ) -> Result<Option<T>, RuntimeError> {
+        let key = name_key(skill);
+        self.position(&key).ok_or_else(|| RuntimeError::NotActive {
+            name: skill.to_string(),
+        })?;
+        let Some(script) = self.session.inner.loaded.script(&key) else {
+            return Ok(None);
+        };
+        tokio::task::spawn_blocking(move || script.workspace().map(f).transpose())
+            .await
+            .map_err(|e| ScriptError::Workspace {
+                reason: format!("reading the work directory: {e}"),
+            })?
+            .map_err(|reason| RuntimeError::Script(ScriptError::Workspace { reason }))
     }
 
     /// Ends the run: its tools leave the tool set and the workspaces of skills that leave the

@@ -27,6 +27,7 @@ mod error;
 #[doc(hidden)]
 pub mod gate;
 pub mod home;
+mod left;
 pub mod policy;
 pub(crate) mod process;
 mod run;
@@ -39,6 +40,7 @@ pub use error::ScriptError;
 pub use gate::{
     AllowAll, DenyAll, Gate, GateDecision, GateError, GateKind, GateRequest, Provenance,
 };
+pub use left::{Kept, LeftFile};
 pub use run::{
     Confinement, LoadedSkill, Runner, RunnerConfig, ScriptLimits, ScriptOutput, cgroup_status,
     start_dir,
