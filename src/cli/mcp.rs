@@ -23,6 +23,7 @@ pub struct McpArgs {
 /// `skillcat mcp [SOURCE]`
 pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     let (config, env) = super::script::configuration(g)?;
+    let env_shown = env.clone();
     let options = g.catalog_options(&config);
     let sources = match &a.source {
         Some(arg) => {
@@ -56,6 +57,9 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     if !tools.is_empty() {
         super::script::warn_if_no_cgroup();
     }
+    if a.source.is_none() {
+        explain_untrusted(&config, &env_shown, tools.is_empty());
+    }
     err!(
         "skillcat mcp: serving {} tool(s) over stdio{}",
         tools.len(),
@@ -69,6 +73,48 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
         Ok(()) => Ok(ExitStatus::Success),
         Err(e @ skillcat::mcp::ServeError::Initialize(_)) => Err(usage!("{e}")),
         Err(e) => Err(failed!("{e}")),
+    }
+}
+
+/// For the configured catalog: which sources offer no tools because they are not trusted, and
+/// how to trust them (or that no source is configured at all).
+fn explain_untrusted(
+    config: &skillcat::config::Config,
+    env: &skillcat::config::Environment,
+    none: bool,
+) {
+    let file = super::script::config_file(config, env);
+    if config.sources.is_empty() {
+        err!(
+            "note: no skill sources are configured, so no skill is served: name one \
+             (`skillcat mcp DIR`), or add a [[sources]] entry to {file}"
+        );
+        return;
+    }
+    let untrusted: Vec<&str> = config
+        .sources
+        .iter()
+        .filter(|s| !s.trusted && !s.core)
+        .map(|s| s.name.as_deref().unwrap_or(&s.path))
+        .collect();
+    if untrusted.is_empty() && !none {
+        return;
+    }
+    if let Some(project) = &config.untrusted_project {
+        err!(
+            "note: this project's skillcat.toml is not trusted, so its sources are trusted only \
+             where your own configuration trusts them: run `skillcat trust project` in {} to \
+             let it apply in full",
+            project.display()
+        );
+    }
+    if !untrusted.is_empty() {
+        err!(
+            "note: skills of untrusted sources offer no tools (their instructions are still \
+             served): {}. Trust one with `trusted = true` in its [[sources]] entry in {file}, \
+             or name it on the command line (`skillcat mcp DIR` trusts DIR for this server)",
+            untrusted.join(", ")
+        );
     }
 }
 

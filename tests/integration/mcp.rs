@@ -474,6 +474,80 @@ async fn untrusted_skills_are_resources_without_tools() {
         let (status, stderr, _) = s.close().await;
         assert!(status.success(), "{stderr}");
         assert!(stderr.contains("serving 0 tool(s)"), "{stderr}");
+        // Why none, and how to change it: the untrusted source by name, the key, the file.
+        assert!(
+            stderr.contains("skills of untrusted sources offer no tools")
+                && stderr.contains(": untrusted.")
+                && stderr.contains("`trusted = true`")
+                && stderr.contains("fixtures/mcp/untrusted.toml"),
+            "{stderr}"
+        );
+    })
+    .await;
+}
+
+/// The `mcpServers` block of docs/mcp.md, run as a client runs it: from `/`, with a home
+/// directory holding the skills and the user's own configuration, and no other file named.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_documented_client_configuration_works_as_written() {
+    bounded(async {
+        let docs = std::fs::read_to_string(manifest().join("docs/mcp.md")).unwrap();
+        let block = docs
+            .split("```json\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("a json block in docs/mcp.md");
+        let config: Json = serde_json::from_str(block).unwrap();
+        let server = &config["mcpServers"]["skills"];
+        // The one thing that differs here: where the binary is installed.
+        assert_eq!(server["command"], "/home/me/.cargo/bin/skillcat");
+        let home = crate::support::sandbox_tempdir("skillcat-home-");
+        let h = home.path().to_str().unwrap();
+        let args: Vec<String> = server["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().replace("/home/me", h))
+            .collect();
+        std::fs::create_dir_all(home.path().join(".agents")).unwrap();
+        crate::support::copy_dir(
+            &manifest().join("fixtures/mcp/skills"),
+            &home.path().join(".agents/skills"),
+        );
+        // The user's own configuration: read only if the default location is the one
+        // documented (without `extension_fields` the fixtures' scripts are not tools).
+        std::fs::create_dir_all(home.path().join(".config/skillcat")).unwrap();
+        std::fs::write(
+            home.path().join(".config/skillcat/skillcat.toml"),
+            "[sandbox]\ntimeout = 2\n\n[scripts]\nextension_fields = true\n",
+        )
+        .unwrap();
+        let tmp = crate::support::sandbox_tempdir("skillcat-mcp-");
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillcat"))
+            .args(&args)
+            .current_dir("/")
+            .env("HOME", home.path())
+            .env_remove("SKILLCAT_CONFIG")
+            .env("TMPDIR", tmp.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+        let client = ().serve((stdout, stdin)).await.expect("MCP initialisation");
+        let tools = client.list_all_tools().await.unwrap();
+        assert!(
+            tools.iter().any(|t| t.name == "run_echo_greet"),
+            "{tools:?}"
+        );
+        let mut params = CallToolRequestParams::new("run_echo_greet");
+        params = params.with_arguments(json!({"who": "docs"}).as_object().unwrap().clone());
+        let result = serde_json::to_value(client.call_tool(params).await.unwrap()).unwrap();
+        assert!(text_of(&result).contains("docs"), "{result}");
+        client.cancel().await.unwrap();
+        assert!(child.wait().await.unwrap().success());
     })
     .await;
 }
