@@ -12,34 +12,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value as J;
 
 use crate::support::bin::Skillcat;
-use crate::support::central::{doc, registry_dir, token};
+use crate::support::central::{certificates, doc, registry_dir, token};
 use crate::support::serve::{bin, spawn_serve};
 use crate::support::write_skill;
-
-/// A throwaway CA, and a certificate it issued for `localhost` and 127.0.0.1, written as
-/// `ca.pem`, `cert.pem` and `key.pem` in `dir`; a second CA's pair too, as `other-cert.pem` and
-/// `other-key.pem` (a key that is not `cert.pem`'s).
-fn certificates(dir: &Path) {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "skillcat test CA");
-    let ca_key = KeyPair::generate().unwrap();
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
-    std::fs::write(dir.join("cert.pem"), cert.pem()).unwrap();
-    std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
-    let other = KeyPair::generate().unwrap();
-    std::fs::write(dir.join("other-key.pem"), other.serialize_pem()).unwrap();
-}
 
 fn path(dir: &Path, name: &str) -> String {
     dir.join(name).to_str().unwrap().to_string()
