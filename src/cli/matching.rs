@@ -506,7 +506,7 @@ fn cache_root(s: &Settings) -> Option<PathBuf> {
         return None;
     }
     if s.cache_dir.is_none() {
-        err!("Note: no cache directory (set --cache or HOME); vectors are not kept.");
+        note!("Note: no cache directory (set --cache or HOME); vectors are not kept.");
     }
     s.cache_dir.as_ref().map(|r| r.join("embeddings"))
 }

@@ -51,7 +51,7 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     };
     let server = McpServer::new(&session, config.prompt_options(PromptFormat::Xml)).await;
     for w in server.warnings() {
-        err!("warning: {}", super::script::on_stderr(w));
+        note!("warning: {}", super::script::on_stderr(w));
     }
     let tools = server.tool_names();
     if !tools.is_empty() {
@@ -85,7 +85,7 @@ fn explain_untrusted(
 ) {
     let file = super::script::config_file(config, env);
     if config.sources.is_empty() {
-        err!(
+        note!(
             "note: no skill sources are configured, so no skill is served: name one \
              (`skillcat mcp DIR`), or add a [[sources]] entry to {file}"
         );
@@ -101,7 +101,7 @@ fn explain_untrusted(
         return;
     }
     if let Some(project) = &config.untrusted_project {
-        err!(
+        note!(
             "note: this project's skillcat.toml is not trusted, so its sources are trusted only \
              where your own configuration trusts them: run `skillcat trust project` in {} to \
              let it apply in full",
@@ -109,7 +109,7 @@ fn explain_untrusted(
         );
     }
     if !untrusted.is_empty() {
-        err!(
+        note!(
             "note: skills of untrusted sources offer no tools (their instructions are still \
              served): {}. Trust one with `trusted = true` in its [[sources]] entry in {file}, \
              or name it on the command line (`skillcat mcp DIR` trusts DIR for this server)",

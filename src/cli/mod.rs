@@ -14,6 +14,16 @@ macro_rules! err {
     }};
 }
 
+/// A warning or a note on stderr, as `err!` writes it, unless `-q` asked for results and
+/// errors only.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        if !$crate::cli::quiet() {
+            let _ = writeln!($crate::cli::Stream::Err, $($arg)*);
+        }
+    }};
+}
+
 /// A [`CliError::Usage`] (exit 2) of a formatted message.
 macro_rules! usage {
     ($($arg:tt)*) => {
@@ -26,6 +36,16 @@ macro_rules! failed {
     ($($arg:tt)*) => {
         $crate::cli::CliError::Failed(format!($($arg)*))
     };
+}
+
+/// `-q`: stderr carries errors only. Set once, by [`run`], before any command starts: a
+/// property of the output streams (as ripgrep keeps its message switches), not an option a
+/// command reads.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `-q` was given: warnings, notes and progress are not shown.
+pub(crate) fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Where `out!` and `err!` write: stdout or stderr, each line whole under the stream's lock.
@@ -182,51 +202,114 @@ pub type CliResult = Result<ExitStatus, CliError>;
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Cache directory for remote (http/https) sources.
-    #[arg(long, global = true, value_name = "DIR")]
-    cache: Option<std::path::PathBuf>,
-    /// Use only what is cached for remote sources; never touch the network.
-    #[arg(long, global = true)]
-    offline: bool,
-    /// Deadline of one request to a remote source, retries included: `60s`, `500ms`, `2m`.
-    #[arg(long, global = true, value_name = "TIME", value_parser = remote::parse_duration)]
-    timeout: Option<std::time::Duration>,
-    /// The most entries of a remote index that are read (default 10000; the rest are counted
-    /// in a warning).
-    #[arg(long, global = true, value_name = "N")]
-    max_index_entries: Option<std::num::NonZeroUsize>,
     /// Configuration file [default: ./skillcat.toml when it exists (a project's: it counts only
     /// as far as your own allows until `skillcat trust project`), else
     /// ~/.config/skillcat/skillcat.toml (your own), else the built-in defaults].
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
+    /// Print only results and errors: no warnings, notes or progress on stderr.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Say more where a command has more to say (`prompt`: every description shortened and
+    /// skill omitted; `serve`: every request).
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    /// Remote-source options given before the command (each command that reads remote sources
+    /// takes them after it too, and lists them in its help).
+    #[command(flatten)]
+    remote: RemoteArgs,
+}
+
+/// How remote sources and servers are reached: the options of every command that reads a
+/// remote source (http(s) indexes, `oci://`, `git+…`) or talks to a server.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Remote sources")]
+pub struct RemoteArgs {
+    /// Cache directory for remote (http/https, OCI) sources.
+    #[arg(long, value_name = "DIR")]
+    cache: Option<std::path::PathBuf>,
+    /// Use only what is cached for remote sources; never touch the network.
+    #[arg(long)]
+    offline: bool,
+    /// The most entries of a remote index that are read (default 10000; the rest are counted
+    /// in a warning).
+    #[arg(long, value_name = "N")]
+    max_index_entries: Option<std::num::NonZeroUsize>,
     /// Speak plain HTTP to an OCI registry that is not on this machine (a registry on
     /// localhost or 127.0.0.1 is always reached over plain HTTP).
-    #[arg(long, global = true)]
+    #[arg(long)]
     allow_insecure: bool,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+/// How a server is reached: for every command that talks to one.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Remote sources")]
+pub struct ServerArgs {
+    /// Deadline of one request to a server, retries included: `60s`, `500ms`, `2m`.
+    #[arg(long, value_name = "TIME", value_parser = remote::parse_duration)]
+    timeout: Option<std::time::Duration>,
     /// Trust this CA certificate (PEM) for https, besides the system's, in every request to a
     /// server: remote sources, OCI registries, a central registry, embedding providers
     /// (repeatable; SSL_CERT_FILE=FILE instead replaces the system's certificates).
-    #[arg(long, global = true, value_name = "PEM")]
+    #[arg(long, value_name = "PEM")]
     cacert: Vec<std::path::PathBuf>,
 }
 
-/// Options every command shares, built once by [`run`] from the command line's global flags
-/// and lent to the commands that need them.
+impl RemoteArgs {
+    /// These options with `after`'s (given after the command) on top.
+    fn merged(&self, after: &RemoteArgs) -> RemoteArgs {
+        RemoteArgs {
+            cache: after.cache.clone().or_else(|| self.cache.clone()),
+            offline: self.offline || after.offline,
+            max_index_entries: after.max_index_entries.or(self.max_index_entries),
+            allow_insecure: self.allow_insecure || after.allow_insecure,
+            server: ServerArgs {
+                timeout: after.server.timeout.or(self.server.timeout),
+                cacert: self
+                    .server
+                    .cacert
+                    .iter()
+                    .chain(&after.server.cacert)
+                    .cloned()
+                    .collect(),
+            },
+        }
+    }
+
+    /// Only the server options, given after a command that talks to a server but reads no
+    /// source.
+    fn of_server(server: ServerArgs) -> RemoteArgs {
+        RemoteArgs {
+            server,
+            ..RemoteArgs::default()
+        }
+    }
+}
+
+/// Options every command shares, built once by [`run`] from the command line's options and
+/// lent to the commands that need them.
 #[derive(Debug, Clone, Default)]
 pub struct Globals {
     /// How sources are opened (cache directory, offline, timeout, index bound, …).
     pub open: skillcat::source::OpenOptions,
     /// The configuration file named with `--config`.
     pub config: Option<std::path::PathBuf>,
+    /// `-v`: say more where a command has more to say.
+    pub verbose: bool,
 }
 
 impl Globals {
-    /// The shared options of a command line's global flags; a `--cacert` file that cannot be
-    /// read is a usage error.
-    fn of(cli: &Cli) -> Result<Globals, CliError> {
-        let mut ca_certificates = Vec::with_capacity(cli.cacert.len());
-        for pem in &cli.cacert {
+    /// The shared options of the remote options given and the configuration file; a
+    /// `--cacert` file that cannot be read is a usage error.
+    fn of(
+        remote: &RemoteArgs,
+        config: Option<std::path::PathBuf>,
+        verbose: bool,
+    ) -> Result<Globals, CliError> {
+        let mut ca_certificates = Vec::with_capacity(remote.server.cacert.len());
+        for pem in &remote.server.cacert {
             ca_certificates
                 .push(std::fs::read(pem).map_err(|e| {
                     usage!("cannot read the CA certificate {}: {e}", pem.display())
@@ -234,18 +317,19 @@ impl Globals {
         }
         Ok(Globals {
             open: skillcat::source::OpenOptions {
-                cache_dir: cli.cache.clone(),
-                offline: cli.offline,
-                timeout: cli.timeout,
-                max_index_entries: cli.max_index_entries.map(std::num::NonZeroUsize::get),
+                cache_dir: remote.cache.clone(),
+                offline: remote.offline,
+                timeout: remote.server.timeout,
+                max_index_entries: remote.max_index_entries.map(std::num::NonZeroUsize::get),
                 // On a terminal, a slow server is named while it is waited for.
-                slow_notice: std::io::IsTerminal::is_terminal(&std::io::stderr())
+                slow_notice: (std::io::IsTerminal::is_terminal(&std::io::stderr()) && !quiet())
                     .then(|| std::time::Duration::from_secs(5)),
-                allow_insecure: cli.allow_insecure,
+                allow_insecure: remote.allow_insecure,
                 ca_certificates,
                 git_timeout: None,
             },
-            config: cli.config.clone(),
+            config,
+            verbose,
         })
     }
 
@@ -306,6 +390,8 @@ enum Command {
         /// Admit an extension field in the frontmatter (repeatable).
         #[arg(long = "allow-field", value_name = "NAME")]
         allow_field: Vec<String>,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// Print a skill's frontmatter properties as JSON (like the reference's read-properties).
     #[command(after_help = "Example: skillcat properties fixtures/skills/pdf-forms")]
@@ -328,9 +414,8 @@ enum Command {
         /// summary goes to stderr.
         #[arg(long, value_name = "CHARS")]
         budget: Option<usize>,
-        /// Report every shortened description and omitted skill, not only the summary.
-        #[arg(long)]
-        verbose: bool,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// List each skill of a source: name, description, location, digest. Faults are reported.
     #[command(after_help = "Example: skillcat list fixtures/skills --format json")]
@@ -342,6 +427,8 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// Print a skill's instructions (the Markdown body, tier 2).
     #[command(after_help = "Example: skillcat show fixtures/skills pdf-forms")]
@@ -350,6 +437,8 @@ enum Command {
         source: String,
         /// The skill's name (`-` and `_` alike; `NAME@VERSION`: that version, in a registry).
         name: String,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// Print one file of a skill (tier 3); paths that climb out of the skill are refused.
     #[command(
@@ -363,6 +452,8 @@ enum Command {
         /// A path relative to the skill (`./` and an inner `..` that stays inside are
         /// normalised).
         path: String,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// Print the skill digest of each skill (`sha256:<hex>  <name>`), or its manifest as JSON.
     #[command(after_help = "Example: skillcat digest fixtures/skills pdf-forms")]
@@ -374,6 +465,8 @@ enum Command {
         /// Output format (json prints each manifest).
         #[arg(long, value_enum, default_value_t)]
         format: Format,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// Write a reproducible .tar.gz or .zip of a skill or a directory of skills.
     #[command(
@@ -425,6 +518,8 @@ enum Command {
         /// Sign a skill that fails validation (its faults are printed).
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// Verify each skill's signature against a keyring, wherever the source keeps it (beside an
     /// archive, in a registry, in a served index or its cache); exit 1 on any failure, saying why.
@@ -445,6 +540,8 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// Create a SQLite registry, publish skills into it, yank, search and list versions.
     #[command(after_help = "Example: skillcat registry publish skills.db pdf-forms.tar.gz")]
@@ -454,18 +551,36 @@ enum Command {
     },
     /// Serve a source over HTTP: the well-known indexes and content-addressed blobs.
     #[command(after_help = "Example: skillcat serve fixtures/skills --addr 127.0.0.1:8080")]
-    Serve(remote::ServeArgs),
+    Serve {
+        #[command(flatten)]
+        args: remote::ServeArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// Write the same tree `serve` answers with as static files, for any static host or CDN.
     #[command(after_help = "Example: skillcat export fixtures/skills public/")]
-    Export(remote::ExportArgs),
+    Export {
+        #[command(flatten)]
+        args: remote::ExportArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// Fill the local cache from a remote index and print what it holds.
     #[command(after_help = "Example: skillcat fetch https://skills.example.com/")]
-    Fetch(remote::FetchArgs),
+    Fetch {
+        #[command(flatten)]
+        args: remote::FetchArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// Show what the cache of remote sources holds, or clean it (`--cache DIR` picks it).
     #[command(after_help = "Example: skillcat cache clean")]
     Cache {
         #[command(subcommand)]
         cmd: remote::CacheCommand,
+        /// The cache directory [default: $XDG_CACHE_HOME/skillcat, else ~/.cache/skillcat].
+        #[arg(long, value_name = "DIR", global = true)]
+        cache: Option<std::path::PathBuf>,
     },
     /// Rank skills for a message: one source's, or the configured catalog's (or evaluate on a
     /// labelled set).
@@ -473,20 +588,40 @@ enum Command {
         name = "match",
         after_help = "Examples:\n  skillcat match fixtures/skills \"clean up this csv export\"\n  skillcat match \"clean up this csv export\"   (the configured catalog)"
     )]
-    Match(matching::MatchArgs),
+    Match {
+        #[command(flatten)]
+        args: matching::MatchArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// List the script tools a skill offers, with JSON Schema parameters.
     #[command(after_help = "Example: skillcat tools fixtures/skills csv-cleaner --format json")]
-    Tools(script::ToolsArgs),
+    Tools {
+        #[command(flatten)]
+        args: script::ToolsArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// Run one script of a skill, confined.
     #[command(
         after_help = "Example: skillcat run fixtures/skills csv-cleaner csv_profile --allow-read fixtures/data/orders.csv --args fixtures/data/orders.csv"
     )]
-    Run(script::RunArgs),
+    Run {
+        #[command(flatten)]
+        args: script::RunArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// Serve skills, the prompt block and confined script tools over MCP (stdio).
     #[command(
         after_help = "Example: skillcat mcp fixtures/mcp/skills --config fixtures/mcp/skillcat.toml"
     )]
-    Mcp(mcp::McpArgs),
+    Mcp {
+        #[command(flatten)]
+        args: mcp::McpArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish) on stdout.
     #[command(
         after_help = "Example: skillcat completions bash > ~/.local/share/bash-completion/completions/skillcat"
@@ -506,13 +641,28 @@ enum Command {
     #[command(
         after_help = "Examples:\n  skillcat add fixtures/skills pdf-forms --agent claude-code\n  skillcat add git+https://github.com/owner/repo#v1.0:skills --agent all"
     )]
-    Add(install::AddArgs),
+    Add {
+        #[command(flatten)]
+        args: install::AddArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// Install every skill of skills-lock.json exactly as pinned (CI: --frozen).
     #[command(after_help = "Example: skillcat install --frozen")]
-    Install(install::InstallArgs),
+    Install {
+        #[command(flatten)]
+        args: install::InstallArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// Update installed skills from their sources (a lower version or another signer is refused).
     #[command(after_help = "Example: skillcat update --dry-run")]
-    Update(install::UpdateArgs),
+    Update {
+        #[command(flatten)]
+        args: install::UpdateArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// Remove installed skills, their links in agents' folders and their lockfile entries.
     #[command(after_help = "Example: skillcat remove pdf-forms")]
     Remove(install::RemoveArgs),
@@ -529,18 +679,33 @@ enum Command {
     #[command(
         after_help = "Example: skillcat push fixtures/skills pdf-forms oci://127.0.0.1:5000/skills/pdf-forms --sign release.key"
     )]
-    Push(oci::PushArgs),
+    Push {
+        #[command(flatten)]
+        args: oci::PushArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// Publish skills to a central registry (`serve REGISTRY.db --publish`): each directory or
     /// archive packed reproducibly, sent with its signature; prints name@version and digest.
     #[command(
         after_help = "Example: SKILLCAT_TOKEN=\"$(cat ci.token)\" skillcat publish https://skills.example.com/ fixtures/skills/pdf-forms"
     )]
-    Publish(publish::PublishArgs),
+    Publish {
+        #[command(flatten)]
+        args: publish::PublishArgs,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
     /// Yank a version from a central registry (`--undo`: unyank it).
     #[command(
         after_help = "Example: skillcat yank https://skills.example.com/ pdf-forms@0.4.1 --token-file ci.token"
     )]
-    Yank(publish::YankArgs),
+    Yank {
+        #[command(flatten)]
+        args: publish::YankArgs,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
     /// Publish tokens of a central registry (create, list, revoke); only their hashes are kept.
     #[command(after_help = "Example: skillcat token list --tokens tokens.toml")]
     Token {
@@ -551,33 +716,65 @@ enum Command {
 
 /// Runs one command: how it went, or the error `main` prints.
 pub async fn run(cli: Cli) -> CliResult {
-    let g = Globals::of(&cli)?;
-    let g = &g;
-    match cli.command {
+    QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
+    let Cli {
+        command,
+        config,
+        quiet: _,
+        verbose,
+        remote: before,
+    } = cli;
+    // The remote options given before the command, with those given after it on top.
+    let globals = |after: &RemoteArgs| Globals::of(&before.merged(after), config.clone(), verbose);
+    let none = RemoteArgs::default();
+    match command {
         Command::Validate {
             paths,
             format,
             allow_field,
-        } => read::validate(&paths, format, allow_field, g).await,
-        Command::Properties { path } => read::properties(&path, g).await,
+            remote,
+        } => read::validate(&paths, format, allow_field, &globals(&remote)?).await,
+        Command::Properties { path } => read::properties(&path, &globals(&none)?).await,
         Command::Prompt {
             paths,
             format,
             budget,
-            verbose,
-        } => read::prompt(&paths, format, budget, verbose, g).await,
+            remote,
+        } => {
+            let g = &globals(&remote)?;
+            read::prompt(&paths, format, budget, g.verbose, g).await
+        }
         Command::List {
             source,
             name,
             format,
-        } => read::list(source.as_deref(), name.as_deref(), format, g).await,
-        Command::Show { source, name } => read::show(&source, &name, g).await,
-        Command::Read { source, name, path } => read::read(&source, &name, &path, g).await,
+            remote,
+        } => {
+            read::list(
+                source.as_deref(),
+                name.as_deref(),
+                format,
+                &globals(&remote)?,
+            )
+            .await
+        }
+        Command::Show {
+            source,
+            name,
+            remote,
+        } => read::show(&source, &name, &globals(&remote)?).await,
+        Command::Read {
+            source,
+            name,
+            path,
+            remote,
+        } => read::read(&source, &name, &path, &globals(&remote)?).await,
         Command::Digest {
             source,
             name,
             format,
-        } => trust::digest(&source, name.as_deref(), format, g).await,
+            remote,
+        } => trust::digest(&source, name.as_deref(), format, &globals(&remote)?).await,
         Command::Pack {
             dir,
             output,
@@ -596,6 +793,7 @@ pub async fn run(cli: Cli) -> CliResult {
             output,
             statement,
             force,
+            remote,
         } => {
             trust::sign_cmd(
                 trust::SignArgs {
@@ -606,37 +804,52 @@ pub async fn run(cli: Cli) -> CliResult {
                     statement: statement.as_deref(),
                     force,
                 },
-                g,
+                &globals(&remote)?,
             )
             .await
         }
         Command::Registry { cmd } => registry::run(cmd).await,
-        Command::Serve(a) => remote::serve(a, g).await,
-        Command::Export(a) => remote::export(a, g).await,
-        Command::Fetch(a) => remote::fetch(a, g).await,
-        Command::Cache { cmd } => remote::cache(cmd, g).await,
-        Command::Match(a) => matching::run(a, g).await,
-        Command::Tools(a) => script::tools(a, g).await,
-        Command::Run(a) => script::run(a, g).await,
-        Command::Mcp(a) => mcp::run(a, g).await,
+        Command::Serve { mut args, remote } => {
+            let g = &globals(&remote)?;
+            args.verbose |= g.verbose;
+            remote::serve(args, g).await
+        }
+        Command::Export { args, remote } => remote::export(args, &globals(&remote)?).await,
+        Command::Fetch { args, remote } => remote::fetch(args, &globals(&remote)?).await,
+        Command::Cache { cmd, cache } => {
+            let remote = RemoteArgs {
+                cache,
+                ..RemoteArgs::default()
+            };
+            remote::cache(cmd, &globals(&remote)?).await
+        }
+        Command::Match { args, remote } => matching::run(args, &globals(&remote)?).await,
+        Command::Tools { args, remote } => script::tools(args, &globals(&remote)?).await,
+        Command::Run { args, remote } => script::run(args, &globals(&remote)?).await,
+        Command::Mcp { args, remote } => mcp::run(args, &globals(&remote)?).await,
         Command::Completions { shell } => shell::completions(shell),
         Command::Man { dir } => shell::man(&dir),
-        Command::Trust { cmd } => project::run(cmd, g),
-        Command::Add(a) => install::add(a, g).await,
-        Command::Install(a) => install::install(a, g).await,
-        Command::Update(a) => install::update(a, g).await,
+        Command::Trust { cmd } => project::run(cmd, &globals(&none)?),
+        Command::Add { args, remote } => install::add(args, &globals(&remote)?).await,
+        Command::Install { args, remote } => install::install(args, &globals(&remote)?).await,
+        Command::Update { args, remote } => install::update(args, &globals(&remote)?).await,
         Command::Remove(a) => install::remove(a).await,
         Command::Status(a) => install::status(a).await,
         Command::Token { cmd } => token::run(cmd),
-        Command::Push(a) => oci::push(a, g).await,
-        Command::Publish(a) => publish::publish(a, g).await,
-        Command::Yank(a) => publish::yank(a, g).await,
+        Command::Push { args, remote } => oci::push(args, &globals(&remote)?).await,
+        Command::Publish { args, server } => {
+            publish::publish(args, &globals(&RemoteArgs::of_server(server))?).await
+        }
+        Command::Yank { args, server } => {
+            publish::yank(args, &globals(&RemoteArgs::of_server(server))?).await
+        }
         Command::Verify {
             source,
             name,
             keyring,
             sig,
             format,
+            remote,
         } => {
             trust::verify(
                 &source,
@@ -644,7 +857,7 @@ pub async fn run(cli: Cli) -> CliResult {
                 keyring.as_deref(),
                 sig.as_deref(),
                 format,
-                g,
+                &globals(&remote)?,
             )
             .await
         }

@@ -217,7 +217,7 @@ pub(super) async fn open_for<'a>(
 /// control characters escaped (the text may come from a server).
 pub(super) fn print_warnings(found: &Discovery) {
     for w in &found.warnings {
-        err!("warning: {}", shown(w));
+        note!("warning: {}", shown(w));
     }
 }
 
@@ -274,7 +274,7 @@ pub async fn validate(
         .collect();
     let v = source::validate_paths(&targets, &opts, &g.open).await;
     for w in &v.warnings {
-        err!("warning: {}", shown(w));
+        note!("warning: {}", shown(w));
     }
     match format {
         Format::Text => print_text_reports(&v.reports),
@@ -371,10 +371,10 @@ fn print_rendered(rendered: &skillcat::prompt::Rendered, verbose: bool) {
         return;
     }
     if verbose {
-        err!("{}", rendered.report.details());
+        note!("{}", rendered.report.details());
     } else {
-        err!("{}", rendered.report);
-        err!("(--verbose lists every skill omitted and description shortened)");
+        note!("{}", rendered.report);
+        note!("(--verbose lists every skill omitted and description shortened)");
     }
 }
 
@@ -499,7 +499,7 @@ pub(super) fn print_diagnostics(snapshot: &skillcat::catalog::Snapshot) -> bool 
     use skillcat::catalog::DiagnosticKind;
     let mut faults = false;
     for d in snapshot.diagnostics() {
-        err!("warning: {}", shown(&d.to_string()));
+        note!("warning: {}", shown(&d.to_string()));
         faults |= !matches!(d.kind, DiagnosticKind::Shadowed | DiagnosticKind::Warning);
     }
     faults

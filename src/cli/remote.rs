@@ -126,6 +126,9 @@ pub struct FetchArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum CacheCommand {
     /// Where the cache is and what it holds: index records, blobs, bytes, what `clean` removes.
+    #[command(
+        after_help = "Examples:\n  skillcat cache info\n  skillcat cache info --cache .skillcat-cache --format json"
+    )]
     Info {
         /// Output format.
         #[arg(long, value_enum, default_value_t)]
@@ -133,6 +136,9 @@ pub enum CacheCommand {
     },
     /// Remove blobs no cached index refers to, left-over temp files and older cache layouts;
     /// waits for other skillcat processes using the cache to finish.
+    #[command(
+        after_help = "Examples:\n  skillcat cache clean\n  skillcat cache clean --all --cache .skillcat-cache"
+    )]
     Clean {
         /// Remove everything: every index record and blob (the next run fetches afresh).
         #[arg(long)]
@@ -289,7 +295,7 @@ fn status_word(s: FetchStatus) -> &'static str {
 
 /// A progress bar on a terminal, nothing otherwise.
 fn progress(len: usize) -> indicatif::ProgressBar {
-    if !std::io::stderr().is_terminal() {
+    if !std::io::stderr().is_terminal() || super::quiet() {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(len as u64);

@@ -499,7 +499,7 @@ fn script_tools(a: &Activation) -> Result<SkillTools, ScriptError> {
 pub(super) fn warn_if_no_cgroup() {
     static SAID: std::sync::Once = std::sync::Once::new();
     if let Err(w) = skillcat::script::cgroup_status() {
-        SAID.call_once(|| err!("warning: {w}"));
+        SAID.call_once(|| note!("warning: {w}"));
     }
 }
 
@@ -667,7 +667,7 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
             Err(e) => report_runtime(&e).print(),
         };
         if let Err(e) = run.finish().await {
-            err!("warning: {e}");
+            note!("warning: {e}");
         }
         return Ok(status);
     }
@@ -728,13 +728,13 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
         None => {
             match run.left_files(&skill).await {
                 Ok(left) => say_left(&left),
-                Err(e) => err!("warning: {e}"),
+                Err(e) => note!("warning: {e}"),
             }
             status
         }
     };
     if let Err(e) = run.finish().await {
-        err!("warning: {e}");
+        note!("warning: {e}");
     }
     Ok(status)
 }
@@ -763,7 +763,7 @@ fn say_left(left: &[skillcat::script::LeftFile]) {
     if left.len() > LEFT_SHOWN {
         names.push(format!("and {} more", left.len() - LEFT_SHOWN));
     }
-    err!(
+    note!(
         "note: the script left {} in its work directory, which is removed with the run: {}. \
          Run with --keep-work DIR to keep what it leaves, or grant a directory with \
          --allow-write DIR and have the script write there.",
@@ -786,7 +786,7 @@ fn say_kept(kept: &skillcat::script::Kept, dir: &std::path::Path) {
             .iter()
             .map(|p| escape_controls(&p.to_string_lossy()).into_owned())
             .collect();
-        err!(
+        note!(
             "note: not kept (links and special files are never copied): {}",
             names.join(", ")
         );

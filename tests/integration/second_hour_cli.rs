@@ -229,3 +229,136 @@ fn the_config_help_names_every_default_location() {
         assert!(help.contains(want), "--help lacks {want:?}:\n{help}");
     }
 }
+
+#[test]
+fn remote_options_are_in_the_help_of_the_commands_that_read_remote_sources_only() {
+    for cmd in [
+        "list", "show", "fetch", "add", "install", "run", "mcp", "push", "validate",
+    ] {
+        let help = Skillcat::new(&[cmd, "--help"]).run();
+        let text = help.code(0).out();
+        for want in [
+            "Remote sources:",
+            "--cache <DIR>",
+            "--offline",
+            "--cacert <PEM>",
+        ] {
+            assert!(text.contains(want), "{cmd} --help lacks {want}:\n{text}");
+        }
+    }
+    // publish and yank talk to a server but read no source: its timeout and CA only.
+    for cmd in ["publish", "yank"] {
+        let help = Skillcat::new(&[cmd, "--help"]).run();
+        let text = help.code(0).out();
+        assert!(
+            text.contains("--cacert <PEM>") && text.contains("--timeout"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("--offline") && !text.contains("--max-index-entries"),
+            "{text}"
+        );
+    }
+    for cmd in [
+        "pack",
+        "keygen",
+        "properties",
+        "remove",
+        "status",
+        "completions",
+        "man",
+    ] {
+        let help = Skillcat::new(&[cmd, "--help"]).run();
+        let text = help.code(0).out();
+        for lacking in [
+            "--cache",
+            "--offline",
+            "--max-index-entries",
+            "--allow-insecure",
+            "--cacert",
+        ] {
+            assert!(
+                !text.contains(lacking),
+                "{cmd} --help has {lacking}:\n{text}"
+            );
+        }
+        // …and none of them takes them after the command.
+        assert!(
+            text.contains("-q, --quiet") && text.contains("-v, --verbose"),
+            "{cmd} --help lacks -q/-v:\n{text}"
+        );
+    }
+    Skillcat::new(&[
+        "pack",
+        "fixtures/skills/pdf-forms",
+        "-o",
+        "x.tar.gz",
+        "--offline",
+    ])
+    .run()
+    .code(2)
+    .says(&["unexpected argument '--offline'"]);
+    // Before the command, as before this change, they are still taken by every command.
+    Skillcat::new(&["--offline", "list", "fixtures/skills"])
+        .run()
+        .code(0);
+}
+
+#[test]
+fn the_cache_commands_have_examples_that_run_as_printed() {
+    let home = tempfile::tempdir().unwrap();
+    for sub in ["info", "clean"] {
+        let help = Skillcat::new(&["cache", sub, "--help"]).run();
+        let text = help.code(0).out().to_string();
+        let examples: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("skillcat cache "))
+            .collect();
+        assert!(examples.len() >= 2, "cache {sub} --help:\n{text}");
+        for example in examples {
+            let args: Vec<&str> = example.split_whitespace().skip(1).collect();
+            Skillcat::new(&args)
+                .cwd(home.path())
+                .env("HOME", home.path())
+                .env_remove("XDG_CACHE_HOME")
+                .run()
+                .code(0);
+        }
+    }
+}
+
+#[test]
+fn quiet_keeps_results_and_errors_and_drops_warnings_and_notes() {
+    let tmp = writer();
+    let dir = tmp.path();
+    let loud = in_dir(dir, &["run", "skills", "writer", "write"]);
+    assert!(loud.code(0).stderr.contains("note:"), "{}", loud.stderr);
+    let quiet = in_dir(dir, &["-q", "run", "skills", "writer", "write"]);
+    assert_eq!(quiet.code(0).out(), "wrote out.txt\n\n");
+    assert_eq!(quiet.stderr, "", "-q printed on stderr");
+    // Errors stay.
+    let failed = in_dir(dir, &["run", "skills", "writer", "nope", "-q"]);
+    assert_ne!(failed.code, 0);
+    assert!(!failed.stderr.is_empty());
+    // -v says more: prompt lists every omission instead of the summary.
+    let budget = ["prompt", "fixtures/skills", "--budget", "300"];
+    let summary = Skillcat::new(&budget).run();
+    let mut verbose_args = budget.to_vec();
+    verbose_args.push("-v");
+    let detailed = Skillcat::new(&verbose_args).run();
+    assert!(
+        summary.stderr.contains("--verbose lists"),
+        "{}",
+        summary.stderr
+    );
+    assert!(
+        detailed.stderr.contains("omitted: it does not fit")
+            && !detailed.stderr.contains("--verbose lists"),
+        "{}",
+        detailed.stderr
+    );
+    let mut quiet_args = budget.to_vec();
+    quiet_args.push("-q");
+    assert_eq!(Skillcat::new(&quiet_args).run().code(0).stderr, "");
+}
