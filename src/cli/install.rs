@@ -539,5 +539,6 @@ fn status_json(s: &SkillStatus) -> serde_json::Value {
             "changed": d.changed, "added": d.added, "removed": d.removed, "unknown": d.unknown,
         })),
         "brokenTargets": s.broken_targets,
+        "leftTargets": s.left_targets,
     })
 }

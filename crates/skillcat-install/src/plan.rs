@@ -221,8 +221,13 @@ pub struct SkillStatus {
     pub digest: Option<String>,
     /// How it differs from what was installed (`None`: it does not).
     pub drift: Option<FileDrift>,
-    /// Agents' folders that are missing or no longer point at the skill.
+    /// Agents' folders that are missing or no longer point at the skill (with the canonical
+    /// folder gone: those holding something skillcat did not put there).
     pub broken_targets: Vec<String>,
+    /// With the canonical folder gone: the agents' folders skillcat made that are still there
+    /// (links into the folder that is gone, copies the lockfile records), which `remove`
+    /// removes and `install` links again.
+    pub left_targets: Vec<String>,
 }
 
 impl SkillStatus {
@@ -615,7 +620,9 @@ impl Plan {
                     continue;
                 }
                 let ours = match std::fs::symlink_metadata(&p) {
-                    Ok(m) if m.file_type().is_symlink() => points_to(&p, &canonical),
+                    // A link into the canonical folder, even one left dangling by a folder
+                    // deleted by hand; never a link of the user's that leads elsewhere.
+                    Ok(m) if m.file_type().is_symlink() => links_to(&p, &canonical),
                     Ok(m) if m.is_dir() => {
                         entry.copy && recorded.contains(opts.scope.shown(&p).as_str())
                     }
@@ -686,24 +693,30 @@ pub async fn status(scope: &Scope) -> Result<Vec<SkillStatus>, InstallError> {
             (Some(inst), None) => (true, Some(inst.digest.clone()), None),
             (None, _) => (false, None, None),
         };
-        let broken_targets = match &entry {
-            Some(e) => {
-                let agents = agents_of(e);
-                let t = Targets::of(scope, &name, &agents);
-                t.agents
-                    .iter()
-                    .filter(|p| {
-                        if e.copy {
-                            !p.is_dir()
-                        } else {
-                            !points_to(p, &t.canonical)
-                        }
-                    })
-                    .map(|p| scope.shown(p))
-                    .collect()
+        let mut broken_targets = Vec::new();
+        let mut left_targets = Vec::new();
+        if let Some(e) = &entry {
+            let t = Targets::of(scope, &name, &agents_of(e));
+            for p in &t.agents {
+                let shown = scope.shown(p);
+                if present {
+                    let fine = if e.copy {
+                        p.is_dir()
+                    } else {
+                        points_to(p, &t.canonical)
+                    };
+                    if !fine {
+                        broken_targets.push(shown);
+                    }
+                } else if std::fs::symlink_metadata(p).is_err() {
+                    // Nothing there: `install` makes it with the canonical folder.
+                } else if made_by_us(scope, e, p, &t.canonical) {
+                    left_targets.push(shown);
+                } else {
+                    broken_targets.push(shown);
+                }
             }
-            None => Vec::new(),
-        };
+        }
         out.push(SkillStatus {
             name,
             entry,
@@ -711,6 +724,7 @@ pub async fn status(scope: &Scope) -> Result<Vec<SkillStatus>, InstallError> {
             digest,
             drift,
             broken_targets,
+            left_targets,
         });
     }
     Ok(out)
@@ -783,6 +797,55 @@ fn points_to(link: &Path, target: &Path) -> bool {
     }
     match (std::fs::canonicalize(link), std::fs::canonicalize(target)) {
         (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Whether `link` is a symbolic link into `target` as skillcat makes them: its text, read
+/// against the link's folder with `..` taken as written, names `target` — so a link left
+/// dangling by a canonical folder deleted by hand still counts — or it resolves to the same
+/// folder. A link that leads anywhere else is not one of skillcat's.
+fn links_to(link: &Path, target: &Path) -> bool {
+    let Ok(text) = std::fs::read_link(link) else {
+        return false;
+    };
+    let base = link.parent().unwrap_or(Path::new("/"));
+    let written = if text.is_absolute() {
+        text
+    } else {
+        base.join(text)
+    };
+    lexical(&written) == lexical(target) || points_to(link, target)
+}
+
+/// `path` with `.` dropped and each `..` taking off the component before it, without reading
+/// the file system.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Whether what is at `p`, an agent's folder of the skill of `entry` whose canonical folder is
+/// `canonical`, is something skillcat put there: a link into the canonical folder, or a copy
+/// the lockfile records.
+fn made_by_us(scope: &Scope, entry: &Entry, p: &Path, canonical: &Path) -> bool {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.file_type().is_symlink() => links_to(p, canonical),
+        Ok(m) if m.is_dir() => entry.copy && entry.targets.iter().any(|t| *t == scope.shown(p)),
         _ => false,
     }
 }
@@ -1565,7 +1628,7 @@ impl<'a> Builder<'a> {
             let old_t = Targets::of(scope, &c.name, &agents_of(e));
             for p in old_t.agents.iter().filter(|p| !t.agents.contains(p)) {
                 let ours = match std::fs::symlink_metadata(p) {
-                    Ok(m) if m.file_type().is_symlink() => points_to(p, &t.canonical),
+                    Ok(m) if m.file_type().is_symlink() => links_to(p, &t.canonical),
                     Ok(m) if m.is_dir() => e.copy,
                     _ => false,
                 };
