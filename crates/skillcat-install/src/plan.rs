@@ -1068,7 +1068,10 @@ impl Opened {
                     Some((a, b)) => (a.to_string(), Some(b.to_string())),
                     None => (n.clone(), None),
                 };
-                out.push((self.registry_root(&name, version.as_deref())?, Some(name)));
+                out.push((
+                    self.registry_root(&name, version.as_deref()).await?,
+                    Some(name),
+                ));
             }
             return Ok(out);
         }
@@ -1080,9 +1083,7 @@ impl Opened {
             for n in names {
                 match roots.iter().find(|r| name_key(r) == name_key(n)) {
                     Some(r) => out.push((r.clone(), Some(n.clone()))),
-                    None => {
-                        missing.push(format!("{n}: no skill of that name in {}", self.spec.typed))
-                    }
+                    None => missing.push(no_such_skill(n, &self.spec.typed, roots.clone(), 0)),
                 }
             }
             refuse_if_any(missing)?;
@@ -1117,7 +1118,7 @@ impl Opened {
             }
             let mut out = Vec::new();
             for s in &found.skills {
-                out.push((self.root_for(s)?, None));
+                out.push((self.root_for(s).await?, None));
             }
             return Ok(out);
         }
@@ -1125,15 +1126,12 @@ impl Opened {
         for n in names {
             let key = name_key(n);
             match found.skills.iter().find(|s| name_key(&s.name()) == key) {
-                Some(s) => out.push((self.root_for(s)?, Some(n.clone()))),
-                None => refusals.push(format!(
-                    "{n}: no skill of that name in {}{}",
-                    self.spec.typed,
-                    if found.faults.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({} root(s) could not be read)", found.faults.len())
-                    }
+                Some(s) => out.push((self.root_for(s).await?, Some(n.clone()))),
+                None => refusals.push(no_such_skill(
+                    n,
+                    &self.spec.typed,
+                    found.skills.iter().map(Skill::name).collect(),
+                    found.faults.len(),
                 )),
             }
         }
@@ -1142,41 +1140,67 @@ impl Opened {
     }
 
     /// A discovered skill's root; in a registry, pinned to its version now.
-    fn root_for(&self, s: &Skill) -> Result<String, InstallError> {
+    async fn root_for(&self, s: &Skill) -> Result<String, InstallError> {
         if self.spec.kind == SourceKind::Registry {
-            return self.registry_root(s.root(), None);
+            return self.registry_root(s.root(), None).await;
         }
         Ok(s.root().to_string())
     }
 
-    /// `NAME@VERSION` in the registry: `version`, else the latest now.
-    fn registry_root(&self, name: &str, version: Option<&str>) -> Result<String, InstallError> {
-        {
-            let path = self.spec.path.as_ref().expect("a registry has a path");
-            let reg = crate::registry::Registry::open_read_only(path)
-                .map_err(|e| InstallError::Source(e.into()))?;
-            let v = match version {
-                Some(v) => reg
-                    .get(name, v)
-                    .map_err(|e| InstallError::Source(e.into()))?
-                    .map(|r| r.info.version),
-                None => reg
-                    .latest(name)
-                    .map_err(|e| InstallError::Source(e.into()))?
-                    .map(|i| i.version),
-            };
-            match v {
-                Some(v) => Ok(format!("{name}@{v}")),
-                None => Err(InstallError::Refused(vec![format!(
-                    "{}: {} is not in the registry",
-                    self.spec.typed,
-                    match version {
-                        Some(v) => format!("{name}@{v}"),
-                        None => format!("{name} (no version that is not yanked)"),
-                    }
-                )])),
-            }
+    /// `NAME@VERSION` in the registry: `version`, else the latest now. A miss names what the
+    /// registry has: its skills when it has none of that name, else that skill's versions.
+    async fn registry_root(
+        &self,
+        name: &str,
+        version: Option<&str>,
+    ) -> Result<String, InstallError> {
+        let path = self.spec.path.as_ref().expect("a registry has a path");
+        let reg = crate::registry::Registry::open_read_only(path)
+            .map_err(|e| InstallError::Source(e.into()))?;
+        let found = match version {
+            Some(v) => reg
+                .get(name, v)
+                .map_err(|e| InstallError::Source(e.into()))?
+                .map(|r| r.info.version),
+            None => reg
+                .latest(name)
+                .map_err(|e| InstallError::Source(e.into()))?
+                .map(|i| i.version),
+        };
+        if let Some(v) = found {
+            return Ok(format!("{name}@{v}"));
         }
+        let versions = reg
+            .versions(name)
+            .map_err(|e| InstallError::Source(e.into()))?;
+        drop(reg);
+        let typed = &self.spec.typed;
+        if versions.is_empty() {
+            let names = self.src.list().await.map_err(from_source)?;
+            return Err(InstallError::Refused(vec![no_such_skill(
+                name, typed, names, 0,
+            )]));
+        }
+        let held: Vec<String> = versions
+            .iter()
+            .map(|i| {
+                if i.yanked {
+                    format!("{} (yanked)", i.version)
+                } else {
+                    i.version.clone()
+                }
+            })
+            .collect();
+        Err(InstallError::Refused(vec![match version {
+            Some(v) => format!(
+                "{typed}: {name}@{v} is not in the registry (it holds {name} {})",
+                held.join(", ")
+            ),
+            None => format!(
+                "{typed}: every version of {name} is yanked ({}); ask for one as {name}@VERSION to install it anyway",
+                held.join(", ")
+            ),
+        }]))
     }
 
     /// The root of the skill a lockfile entry names: its pinned registry version; the root a
@@ -1190,6 +1214,7 @@ impl Opened {
         match self.spec.kind {
             SourceKind::Registry => {
                 self.registry_root(name, pin.and_then(|e| e.version.as_deref()))
+                    .await
             }
             SourceKind::WellKnown => Ok(name.to_string()),
             SourceKind::Git
@@ -1225,9 +1250,10 @@ impl Opened {
         if self.spec.kind == SourceKind::WellKnown {
             let roots = self.src.list().await?;
             if !roots.iter().any(|r| r == root) {
-                return Err(refuse(format!(
-                    "{root}: {} no longer lists it",
-                    self.spec.typed
+                return Err(refuse(no_longer_listed(
+                    root,
+                    &self.spec.typed,
+                    pin.and_then(|e| e.version.as_deref()),
                 )));
             }
             let record = self.src.record(root).await?;
@@ -1236,9 +1262,13 @@ impl Opened {
                 &record.artifact,
             ) && want != got
             {
-                return Err(refuse(format!(
-                    "{root}: {} now serves the archive {got}, the lockfile pins {want}",
-                    self.spec.typed
+                return Err(refuse(index_moved_on(
+                    root,
+                    &self.spec.typed,
+                    pin.and_then(|e| e.version.as_deref()),
+                    record.version.as_deref(),
+                    got,
+                    want,
                 )));
             }
             archive_sha256 = record.artifact;
@@ -1473,6 +1503,73 @@ impl Opened {
         }
         Ok(None)
     }
+}
+
+/// Why an index no longer gives the pinned skill `name`: the skill is gone from it. A served
+/// registry drops a skill from its index when its last version is yanked.
+fn no_longer_listed(name: &str, typed: &str, pinned: Option<&str>) -> String {
+    let what = match pinned {
+        Some(v) => format!("{name}@{v}"),
+        None => name.to_string(),
+    };
+    format!(
+        "{what}: {typed} no longer lists {name} (every version of it was yanked or removed from the server); \
+         `skillcat remove {name}` takes it out of the lockfile, or add it from a source that has it"
+    )
+}
+
+/// Why an index entry no longer gives the pinned archive. A registry's versions never change
+/// content, so an index that offers another version than the pinned one no longer serves the
+/// pinned version: below it, the pinned version was yanked (the index offers the highest one
+/// left); above it, the index offers only its newest. The same version with another archive is
+/// content replaced on the server.
+fn index_moved_on(
+    name: &str,
+    typed: &str,
+    pinned: Option<&str>,
+    offered: Option<&str>,
+    got: &str,
+    want: &str,
+) -> String {
+    match (pinned, offered) {
+        (Some(p), Some(o)) if p != o && is_lower(o, p) => format!(
+            "{name}@{p} was yanked from {typed}: its index now offers {name}@{o}, the highest version left, \
+             and no longer serves the pinned archive {want}; run `skillcat update {name} --allow-downgrade` \
+             to move to {o}, or pin another version"
+        ),
+        (Some(p), Some(o)) if p != o => format!(
+            "{name}@{p} is no longer served by {typed}: its index now offers {name}@{o} and not the pinned \
+             archive {want} (the pinned version was yanked, or the index lists only the newest); \
+             run `skillcat update {name}` to move to {o}, or pin another version"
+        ),
+        _ => format!("{name}: {typed} now serves the archive {got}, the lockfile pins {want}"),
+    }
+}
+
+/// What `show` says of a name a source does not have — `no skill named 'NAME' in SOURCE
+/// (skills: a, b)` — with how many of its roots could not be read. The first 50 names are
+/// listed (an index may hold thousands; `skillcat list` shows them all).
+fn no_such_skill(name: &str, typed: &str, mut names: Vec<String>, unreadable: usize) -> String {
+    const SHOWN: usize = 50;
+    names.sort();
+    names.dedup();
+    let mut why = if names.is_empty() {
+        "it holds no readable skill".to_string()
+    } else {
+        let more = names.len().saturating_sub(SHOWN);
+        let mut list = names.into_iter().take(SHOWN).collect::<Vec<_>>().join(", ");
+        if more > 0 {
+            list.push_str(&format!(" and {more} more: `skillcat list {typed}`"));
+        }
+        format!("skills: {list}")
+    };
+    if unreadable > 0 {
+        why.push_str(&format!(
+            "; {unreadable} root{} could not be read",
+            if unreadable == 1 { "" } else { "s" }
+        ));
+    }
+    format!("no skill named '{name}' in {typed} ({why})")
 }
 
 /// A warning for each name of `added` that renders like another installed name (the same
