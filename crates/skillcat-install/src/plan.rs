@@ -38,6 +38,10 @@ pub struct Options {
     pub git_timeout: Duration,
     /// Called as each skill is resolved (for a progress bar).
     pub progress: Option<Arc<dyn Fn(Progress) + Send + Sync>>,
+    /// Make a plan to be shown, never applied: the scope is only read (no `.agents` folder is
+    /// created, no journal recovered: one waiting is refused) and [`Plan::apply`] refuses it.
+    /// Sources are still fetched and verified (into the cache, outside the scope).
+    pub dry_run: bool,
 }
 
 impl std::fmt::Debug for Options {
@@ -46,6 +50,7 @@ impl std::fmt::Debug for Options {
             .field("scope", &self.scope)
             .field("require_signature", &self.require_signature)
             .field("force", &self.force)
+            .field("dry_run", &self.dry_run)
             .finish_non_exhaustive()
     }
 }
@@ -62,6 +67,7 @@ impl Options {
             validate: ValidateOptions::default(),
             git_timeout: Duration::from_secs(300),
             progress: None,
+            dry_run: false,
         }
     }
 
@@ -253,6 +259,7 @@ pub struct Plan {
     changes: Vec<Change>,
     warnings: Vec<String>,
     notes: Vec<String>,
+    dry_run: bool,
 }
 
 impl Plan {
@@ -281,12 +288,29 @@ impl Plan {
         !self.changes.is_empty() || self.lockfile_changes()
     }
 
+    /// Whether applying would write the lockfile (its bytes would change). What changes in it
+    /// is each action's [`old`](Action::old) and [`new`](Action::new) entry.
+    pub fn writes_lockfile(&self) -> bool {
+        self.lockfile_changes()
+    }
+
+    /// Whether the plan was made with [`Options::dry_run`] (to be shown, not applied).
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run
+    }
+
     fn lockfile_changes(&self) -> bool {
         self.write_lockfile && self.before.as_deref() != Some(self.lockfile.to_json().as_bytes())
     }
 
-    /// Applies the plan: every folder and the lockfile, or nothing.
+    /// Applies the plan: every folder and the lockfile, or nothing. A dry run's plan is
+    /// refused (it was made without the scope's exclusive lock).
     pub async fn apply(self) -> Result<Report, InstallError> {
+        if self.dry_run {
+            return Err(InstallError::Usage(
+                "a plan made for a dry run is not applied".into(),
+            ));
+        }
         let write = self.lockfile_changes();
         let bytes = write.then(|| self.lockfile.to_json().into_bytes());
         let Plan {
@@ -321,7 +345,7 @@ impl Plan {
         check_keyring(opts)?;
         let cwd = std::env::current_dir().map_err(|e| InstallError::io(Path::new("."), e))?;
         let spec = spec::parse(source, &cwd)?;
-        let lock = ScopeLock::acquire(&opts.scope).await?;
+        let lock = ScopeLock::acquire_for(&opts.scope, opts.dry_run).await?;
         let (lockfile, before) = read_lockfile(&opts.scope)?;
         let mut warnings = Vec::new();
         let opened = Opened::open(opts, &spec, None, &mut warnings).await?;
@@ -375,7 +399,7 @@ impl Plan {
                 opts.scope.lockfile().display()
             )));
         }
-        let lock = ScopeLock::acquire(&opts.scope).await?;
+        let lock = ScopeLock::acquire_for(&opts.scope, opts.dry_run).await?;
         let (lockfile, before) = read_lockfile(&opts.scope)?;
         if before.is_none() {
             return Err(InstallError::Usage(format!(
@@ -505,7 +529,7 @@ impl Plan {
         allow_signer_change: bool,
     ) -> Result<Plan, InstallError> {
         check_keyring(opts)?;
-        let lock = ScopeLock::acquire(&opts.scope).await?;
+        let lock = ScopeLock::acquire_for(&opts.scope, opts.dry_run).await?;
         let (lockfile, before) = read_lockfile(&opts.scope)?;
         let lock_dir = lock_dir(&opts.scope);
         let chosen = choose(&lockfile, names)?;
@@ -593,7 +617,7 @@ impl Plan {
                 "remove needs the names of skills".into(),
             ));
         }
-        let lock = ScopeLock::acquire(&opts.scope).await?;
+        let lock = ScopeLock::acquire_for(&opts.scope, opts.dry_run).await?;
         let (mut lockfile, before) = read_lockfile(&opts.scope)?;
         let chosen = choose(&lockfile, names)?;
         let mut actions = Vec::new();
@@ -654,6 +678,7 @@ impl Plan {
             changes,
             warnings: Vec::new(),
             notes: Vec::new(),
+            dry_run: opts.dry_run,
         })
     }
 }
@@ -1791,6 +1816,7 @@ impl<'a> Builder<'a> {
             changes: self.changes,
             warnings: self.warnings,
             notes: Vec::new(),
+            dry_run: self.opts.dry_run,
         })
     }
 }
