@@ -552,9 +552,8 @@ pub async fn status(a: StatusArgs) -> CliResult {
         Format::Text => {
             if all.is_empty() {
                 out!("no skills installed ({})", scope.describe());
-            }
-            for s in &all {
-                print_status(s);
+            } else {
+                print_status_table(&all, &scope);
             }
         }
     }
@@ -573,15 +572,21 @@ pub async fn status(a: StatusArgs) -> CliResult {
     Ok(ExitStatus::Success)
 }
 
-fn print_status(s: &SkillStatus) {
-    let state = state_of(s);
+/// The columns of `status`, after a header row.
+const STATUS_HEADER: [&str; 6] = ["NAME", "STATE", "VERSION", "DIGEST", "SOURCE", "SIGNER"];
+
+/// One row of `status`: the skill, its state, and what the lockfile pins.
+fn status_row(s: &SkillStatus) -> [String; 6] {
+    let state = state_of(s).to_string();
     let Some(e) = &s.entry else {
-        out!(
-            "{}  {state}  {}  (a folder skills-lock.json does not list)",
-            s.name,
-            s.digest.as_deref().map(short).unwrap_or_default()
-        );
-        return;
+        return [
+            s.name.clone(),
+            state,
+            "-".into(),
+            s.digest.as_deref().map(short).unwrap_or_default(),
+            "(a folder skills-lock.json does not list)".into(),
+            "-".into(),
+        ];
     };
     let mut pin = String::new();
     if let Some(c) = &e.commit {
@@ -589,15 +594,78 @@ fn print_status(s: &SkillStatus) {
     } else if let Some(a) = &e.archive_sha256 {
         pin = format!(" ({})", short(a));
     }
-    out!(
-        "{}  {state}  {}  {}  {} {}{pin}  {}",
-        s.name,
-        version_of(e),
+    [
+        s.name.clone(),
+        state,
+        version_of(e).to_string(),
         pin_of(e),
-        e.source_type,
-        e.source,
-        signer_of(e)
-    );
+        format!("{} {}{pin}", e.source_type, e.source),
+        signer_of(e),
+    ]
+}
+
+/// Every skill's row under the header, the columns aligned, each followed by what is wrong
+/// with it.
+fn print_status_table(all: &[SkillStatus], scope: &Scope) {
+    let rows: Vec<[String; 6]> = all.iter().map(status_row).collect();
+    let mut widths = STATUS_HEADER.map(|h| h.chars().count());
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[&str]| {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == cells.len() {
+                text.push_str(cell);
+            } else {
+                let pad = w - cell.chars().count();
+                text.push_str(cell);
+                text.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        out!("{text}");
+    };
+    line(&STATUS_HEADER);
+    for (s, row) in all.iter().zip(&rows) {
+        line(&row.each_ref().map(String::as_str));
+        print_status_details(s, scope);
+    }
+}
+
+/// What is wrong with one skill, a line each under its row.
+fn print_status_details(s: &SkillStatus, scope: &Scope) {
+    let Some(e) = &s.entry else {
+        return;
+    };
+    if !s.present {
+        let canonical = scope.shown(&scope.skills_dir().join(&s.name));
+        if s.left_targets.is_empty() {
+            out!("  missing: the folder {canonical} is gone (`skillcat install` puts it back)");
+        } else {
+            let mut folders: Vec<String> = s
+                .left_targets
+                .iter()
+                .map(|t| {
+                    std::path::Path::new(t)
+                        .parent()
+                        .map_or_else(|| t.clone(), |p| p.display().to_string())
+                })
+                .collect();
+            folders.dedup();
+            out!(
+                "  missing: the folder {canonical} is gone; {} left in {} (`skillcat install` puts it back, `skillcat remove {}` removes what is left)",
+                if e.copy { "copies" } else { "links" },
+                folders.join(", "),
+                s.name
+            );
+        }
+        for t in &s.broken_targets {
+            out!("  not skillcat's: {t} (left as it is)");
+        }
+        return;
+    }
     if let Some(d) = &s.drift {
         if d.unknown {
             out!("  files differ from the pinned hash (the lockfile lists no files)");
