@@ -1897,6 +1897,66 @@ mod tests {
     }
 
     #[test]
+    fn links_are_read_as_written() {
+        assert_eq!(
+            lexical(Path::new("/p/.claude/skills/../../.agents/skills/a")),
+            Path::new("/p/.agents/skills/a")
+        );
+        assert_eq!(lexical(Path::new("/../a/./b")), Path::new("/a/b"));
+        assert_eq!(lexical(Path::new("../a/..")), Path::new(".."));
+        let dir = tempfile::tempdir().unwrap();
+        let canonical = dir.path().join(".agents/skills/a");
+        let claude = dir.path().join(".claude/skills");
+        std::fs::create_dir_all(&claude).unwrap();
+        let link = claude.join("a");
+        // Dangling (the canonical folder is gone), still one of skillcat's.
+        std::os::unix::fs::symlink("../../.agents/skills/a", &link).unwrap();
+        assert!(links_to(&link, &canonical));
+        assert!(!points_to(&link, &canonical));
+        // A link of the user's to a folder of the same name elsewhere is not.
+        let other = claude.join("b");
+        std::os::unix::fs::symlink("../../mine/a", &other).unwrap();
+        assert!(!links_to(&other, &canonical));
+        assert!(!links_to(&claude, &canonical), "a folder is not a link");
+    }
+
+    #[test]
+    fn an_unknown_name_names_what_the_source_has() {
+        assert_eq!(
+            no_such_skill("g", "../src", vec!["b".into(), "a".into(), "a".into()], 0),
+            "no skill named 'g' in ../src (skills: a, b)"
+        );
+        assert_eq!(
+            no_such_skill("g", "x.db", Vec::new(), 2),
+            "no skill named 'g' in x.db (it holds no readable skill; 2 roots could not be read)"
+        );
+        let many: Vec<String> = (0..60).map(|i| format!("s{i:02}")).collect();
+        let text = no_such_skill("g", "http://h/", many, 0);
+        assert!(
+            text.contains("s49 and 10 more: `skillcat list http://h/`"),
+            "{text}"
+        );
+        assert!(!text.contains("s50"), "{text}");
+    }
+
+    #[test]
+    fn an_index_that_moved_on_says_whether_the_pin_was_yanked() {
+        let yanked = index_moved_on("ls", "http://h/", Some("1.2.0"), Some("1.1.0"), "g", "w");
+        assert!(
+            yanked.starts_with("ls@1.2.0 was yanked from http://h/"),
+            "{yanked}"
+        );
+        assert!(yanked.contains("--allow-downgrade"), "{yanked}");
+        let newer = index_moved_on("ls", "http://h/", Some("1.2.0"), Some("1.3.0"), "g", "w");
+        assert!(newer.contains("no longer served") && newer.contains("`skillcat update ls`"));
+        let replaced = index_moved_on("ls", "http://h/", Some("1.2.0"), Some("1.2.0"), "g", "w");
+        assert_eq!(
+            replaced,
+            "ls: http://h/ now serves the archive g, the lockfile pins w"
+        );
+    }
+
+    #[test]
     fn versions() {
         assert!(is_lower("1.0.0", "1.1.0"));
         assert!(!is_lower("1.2.0", "1.1.0"));
