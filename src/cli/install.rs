@@ -64,6 +64,10 @@ pub struct AddArgs {
     /// that the lockfile does not list.
     #[arg(long)]
     force: bool,
+    /// Fetch and verify, then print what would be installed and linked and how skills-lock.json
+    /// would change; change nothing in the project.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 /// `skillcat install`.
@@ -85,7 +89,8 @@ pub struct InstallArgs {
 pub struct UpdateArgs {
     /// The skills to update (default: all of the lockfile).
     names: Vec<String>,
-    /// Print the plan (old → new version and digest, signer) and change nothing.
+    /// Print the plan (old → new version and digest, signer, the folders replaced and how
+    /// skills-lock.json would change) and change nothing.
     #[arg(long)]
     dry_run: bool,
     /// Accept a lower version than the one installed.
@@ -109,6 +114,10 @@ pub struct RemoveArgs {
     names: Vec<String>,
     #[command(flatten)]
     scope: ScopeArgs,
+    /// Print the folders and links that would be removed and how skills-lock.json would
+    /// change; change nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 /// `skillcat status`.
@@ -141,11 +150,13 @@ fn scope(args: &ScopeArgs) -> Result<Scope, CliError> {
 fn prepare(
     common: &CommonArgs,
     force: bool,
+    dry_run: bool,
     g: &Globals,
 ) -> Result<(Scope, Options, Bar), CliError> {
     let scope = scope(&common.scope)?;
     let bar = Bar::default();
-    let opts = options(scope.clone(), &common.verify, force, &bar, g)?;
+    let mut opts = options(scope.clone(), &common.verify, force, &bar, g)?;
+    opts.dry_run = dry_run;
     Ok((scope, opts, bar))
 }
 
@@ -268,17 +279,19 @@ fn pin_of(e: &Entry) -> String {
     short(&e.pin_shown())
 }
 
-/// One line per action that changed something.
-fn print_report(report: &Report, scope: &Scope) {
+/// One line per action that changes something: what was done or, in a dry run, what would be.
+fn print_actions(actions: &[Action], scope: &Scope, dry: bool) {
+    let verb = |done: &'static str, planned: &'static str| if dry { planned } else { done };
     let mut unchanged = 0;
-    for a in &report.actions {
+    for a in actions {
         let new = a.new.as_ref();
         match a.kind {
             ActionKind::Unchanged => unchanged += 1,
             ActionKind::Install => {
                 let e = new.expect("an install has an entry");
                 out!(
-                    "installed {} {} {} ({}) → {}",
+                    "{} {} {} {} ({}) → {}",
+                    verb("installed", "would install"),
                     a.name,
                     version_of(e),
                     pin_of(e),
@@ -291,7 +304,8 @@ fn print_report(report: &Report, scope: &Scope) {
             {
                 let e = new.expect("a replacement has an entry");
                 out!(
-                    "restored {} {} {} in {}",
+                    "{} {} {} {} in {}",
+                    verb("restored", "would restore"),
                     a.name,
                     version_of(e),
                     pin_of(e),
@@ -306,7 +320,8 @@ fn print_report(report: &Report, scope: &Scope) {
                     .map(|o| format!("{} {}", version_of(o), pin_of(o)))
                     .unwrap_or_default();
                 out!(
-                    "replaced {} {from} → {} {} ({}) in {}",
+                    "{} {} {from} → {} {} ({}) in {}",
+                    verb("replaced", "would replace"),
                     a.name,
                     version_of(e),
                     pin_of(e),
@@ -314,15 +329,29 @@ fn print_report(report: &Report, scope: &Scope) {
                     a.paths.join(", ")
                 );
             }
-            ActionKind::Relink => out!("linked {} → {}", a.name, a.paths.join(", ")),
+            ActionKind::Relink => out!(
+                "{} {} → {}",
+                verb("linked", "would link"),
+                a.name,
+                a.paths.join(", ")
+            ),
             ActionKind::Remove => {
+                let verb = verb("removed", "would remove");
+                let canonical = scope.shown(&scope.skills_dir().join(&a.name));
                 if a.paths.is_empty() {
                     out!(
-                        "removed {} (from the lockfile; no folder was installed)",
+                        "{verb} {} (from the lockfile; none of its folders was there)",
                         a.name
                     );
+                } else if !a.paths.contains(&canonical) {
+                    // The canonical folder was deleted by hand: what is left goes.
+                    out!(
+                        "{verb} {} ({}; {canonical} was already gone)",
+                        a.name,
+                        a.paths.join(", ")
+                    );
                 } else {
-                    out!("removed {} ({})", a.name, a.paths.join(", "));
+                    out!("{verb} {} ({})", a.name, a.paths.join(", "));
                 }
             }
         }
@@ -333,9 +362,59 @@ fn print_report(report: &Report, scope: &Scope) {
             if unchanged == 1 { "" } else { "s" }
         );
     }
+}
+
+/// What an applied plan did.
+fn print_report(report: &Report, scope: &Scope) {
+    print_actions(&report.actions, scope, false);
     if report.lockfile_written {
         out!("wrote {}", scope.shown(&scope.lockfile()));
     }
+}
+
+/// How the lockfile would change, entry by entry: `+` added, `-` removed, `~` changed (old →
+/// new version and pin, or the fields that change).
+fn print_lockfile_change(plan: &Plan, scope: &Scope) {
+    let file = scope.shown(&scope.lockfile());
+    if !plan.writes_lockfile() {
+        out!("{file} would not change");
+        return;
+    }
+    out!("{file} would change:");
+    let mut any = false;
+    for a in plan.actions() {
+        match (&a.old, &a.new) {
+            (None, Some(n)) => out!("  + {} {} {}", a.name, version_of(n), pin_of(n)),
+            (Some(o), None) => out!("  - {} {} {}", a.name, version_of(o), pin_of(o)),
+            (Some(o), Some(n)) if o != n => {
+                if o.pin_shown() != n.pin_shown() || o.version != n.version {
+                    out!(
+                        "  ~ {} {} {} → {} {}",
+                        a.name,
+                        version_of(o),
+                        pin_of(o),
+                        version_of(n),
+                        pin_of(n)
+                    );
+                } else {
+                    out!("  ~ {} ({})", a.name, o.differences(n).join(", "));
+                }
+            }
+            _ => continue,
+        }
+        any = true;
+    }
+    if !any {
+        out!("  (the same entries, rewritten as skillcat writes the file)");
+    }
+}
+
+/// A dry run's plan: its warnings, what it would do, the lockfile's change; nothing applied.
+fn print_dry_run(plan: &Plan, scope: &Scope, actions: impl FnOnce(&[Action])) {
+    print_warnings(plan);
+    actions(plan.actions());
+    print_lockfile_change(plan, scope);
+    out!("dry run: nothing was changed");
 }
 
 async fn run_plan(plan: Result<Plan, InstallError>, bar: &Bar, scope: &Scope) -> CliResult {
@@ -354,40 +433,48 @@ async fn run_plan(plan: Result<Plan, InstallError>, bar: &Bar, scope: &Scope) ->
     }
 }
 
-/// `skillcat add SOURCE [NAME...]`
+/// `skillcat add SOURCE [NAME...] [--dry-run]`
 pub async fn add(a: AddArgs, g: &Globals) -> CliResult {
     let agents = match a.agent.as_deref().map(parse_agents).transpose() {
         Ok(x) => x,
         Err(e) => return Err(fail(e)),
     };
-    let (scope, opts, bar) = prepare(&a.common, a.force, g)?;
+    let (scope, opts, bar) = prepare(&a.common, a.force, a.dry_run, g)?;
     let plan = Plan::add(&opts, &a.source, &a.names, agents.as_deref(), a.copy).await;
-    run_plan(plan, &bar, &scope).await
+    if !a.dry_run {
+        return run_plan(plan, &bar, &scope).await;
+    }
+    bar.done();
+    let plan = plan.map_err(fail)?;
+    print_dry_run(&plan, &scope, |actions| {
+        print_actions(actions, &scope, true)
+    });
+    Ok(ExitStatus::Success)
 }
 
 /// `skillcat install [--frozen]`
 pub async fn install(a: InstallArgs, g: &Globals) -> CliResult {
-    let (scope, opts, bar) = prepare(&a.common, a.force, g)?;
+    let (scope, opts, bar) = prepare(&a.common, a.force, false, g)?;
     run_plan(Plan::install(&opts, a.frozen).await, &bar, &scope).await
 }
 
 /// `skillcat update [NAME...] [--dry-run]`
 pub async fn update(a: UpdateArgs, g: &Globals) -> CliResult {
-    let (scope, opts, bar) = prepare(&a.common, a.force, g)?;
+    let (scope, opts, bar) = prepare(&a.common, a.force, a.dry_run, g)?;
     let plan = Plan::update(&opts, &a.names, a.allow_downgrade, a.allow_signer_change).await;
     if !a.dry_run {
         return run_plan(plan, &bar, &scope).await;
     }
     bar.done();
-    let plan = match plan {
-        Ok(p) => p,
-        Err(e) => return Err(fail(e)),
-    };
-    print_warnings(&plan);
-    for a in plan.actions() {
-        print_update_line(a);
-    }
-    out!("dry run: nothing was changed");
+    let plan = plan.map_err(fail)?;
+    print_dry_run(&plan, &scope, |actions| {
+        for a in actions {
+            print_update_line(a);
+            if a.kind != ActionKind::Unchanged && !a.paths.is_empty() {
+                out!("  would change {}", a.paths.join(", "));
+            }
+        }
+    });
     Ok(ExitStatus::Success)
 }
 
@@ -420,11 +507,20 @@ fn print_update_line(a: &Action) {
     );
 }
 
-/// `skillcat remove NAME...`
+/// `skillcat remove NAME... [--dry-run]`
 pub async fn remove(a: RemoveArgs) -> CliResult {
     let scope = scope(&a.scope)?;
-    let opts = Options::new(scope.clone());
-    run_plan(Plan::remove(&opts, &a.names).await, &Bar::default(), &scope).await
+    let mut opts = Options::new(scope.clone());
+    opts.dry_run = a.dry_run;
+    let plan = Plan::remove(&opts, &a.names).await;
+    if !a.dry_run {
+        return run_plan(plan, &Bar::default(), &scope).await;
+    }
+    let plan = plan.map_err(fail)?;
+    print_dry_run(&plan, &scope, |actions| {
+        print_actions(actions, &scope, true)
+    });
+    Ok(ExitStatus::Success)
 }
 
 fn state_of(s: &SkillStatus) -> &'static str {
@@ -456,9 +552,8 @@ pub async fn status(a: StatusArgs) -> CliResult {
         Format::Text => {
             if all.is_empty() {
                 out!("no skills installed ({})", scope.describe());
-            }
-            for s in &all {
-                print_status(s);
+            } else {
+                print_status_table(&all, &scope);
             }
         }
     }
@@ -477,15 +572,21 @@ pub async fn status(a: StatusArgs) -> CliResult {
     Ok(ExitStatus::Success)
 }
 
-fn print_status(s: &SkillStatus) {
-    let state = state_of(s);
+/// The columns of `status`, after a header row.
+const STATUS_HEADER: [&str; 6] = ["NAME", "STATE", "VERSION", "DIGEST", "SOURCE", "SIGNER"];
+
+/// One row of `status`: the skill, its state, and what the lockfile pins.
+fn status_row(s: &SkillStatus) -> [String; 6] {
+    let state = state_of(s).to_string();
     let Some(e) = &s.entry else {
-        out!(
-            "{}  {state}  {}  (a folder skills-lock.json does not list)",
-            s.name,
-            s.digest.as_deref().map(short).unwrap_or_default()
-        );
-        return;
+        return [
+            s.name.clone(),
+            state,
+            "-".into(),
+            s.digest.as_deref().map(short).unwrap_or_default(),
+            "(a folder skills-lock.json does not list)".into(),
+            "-".into(),
+        ];
     };
     let mut pin = String::new();
     if let Some(c) = &e.commit {
@@ -493,15 +594,78 @@ fn print_status(s: &SkillStatus) {
     } else if let Some(a) = &e.archive_sha256 {
         pin = format!(" ({})", short(a));
     }
-    out!(
-        "{}  {state}  {}  {}  {} {}{pin}  {}",
-        s.name,
-        version_of(e),
+    [
+        s.name.clone(),
+        state,
+        version_of(e).to_string(),
         pin_of(e),
-        e.source_type,
-        e.source,
-        signer_of(e)
-    );
+        format!("{} {}{pin}", e.source_type, e.source),
+        signer_of(e),
+    ]
+}
+
+/// Every skill's row under the header, the columns aligned, each followed by what is wrong
+/// with it.
+fn print_status_table(all: &[SkillStatus], scope: &Scope) {
+    let rows: Vec<[String; 6]> = all.iter().map(status_row).collect();
+    let mut widths = STATUS_HEADER.map(|h| h.chars().count());
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[&str]| {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == cells.len() {
+                text.push_str(cell);
+            } else {
+                let pad = w - cell.chars().count();
+                text.push_str(cell);
+                text.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        out!("{text}");
+    };
+    line(&STATUS_HEADER);
+    for (s, row) in all.iter().zip(&rows) {
+        line(&row.each_ref().map(String::as_str));
+        print_status_details(s, scope);
+    }
+}
+
+/// What is wrong with one skill, a line each under its row.
+fn print_status_details(s: &SkillStatus, scope: &Scope) {
+    let Some(e) = &s.entry else {
+        return;
+    };
+    if !s.present {
+        let canonical = scope.shown(&scope.skills_dir().join(&s.name));
+        if s.left_targets.is_empty() {
+            out!("  missing: the folder {canonical} is gone (`skillcat install` puts it back)");
+        } else {
+            let mut folders: Vec<String> = s
+                .left_targets
+                .iter()
+                .map(|t| {
+                    std::path::Path::new(t)
+                        .parent()
+                        .map_or_else(|| t.clone(), |p| p.display().to_string())
+                })
+                .collect();
+            folders.dedup();
+            out!(
+                "  missing: the folder {canonical} is gone; {} left in {} (`skillcat install` puts it back, `skillcat remove {}` removes what is left)",
+                if e.copy { "copies" } else { "links" },
+                folders.join(", "),
+                s.name
+            );
+        }
+        for t in &s.broken_targets {
+            out!("  not skillcat's: {t} (left as it is)");
+        }
+        return;
+    }
     if let Some(d) = &s.drift {
         if d.unknown {
             out!("  files differ from the pinned hash (the lockfile lists no files)");
@@ -539,5 +703,6 @@ fn status_json(s: &SkillStatus) -> serde_json::Value {
             "changed": d.changed, "added": d.added, "removed": d.removed, "unknown": d.unknown,
         })),
         "brokenTargets": s.broken_targets,
+        "leftTargets": s.left_targets,
     })
 }

@@ -965,7 +965,7 @@ fn names_and_links_that_escape_are_refused() {
     skill(&p.path("src"), "alpha", "1.0.0", "a");
     p.run(&["add", "../src", "gamma"])
         .code(1)
-        .says(&["gamma", "no skill of that name"]);
+        .says(&["no skill named 'gamma' in ../src (skills: alpha)"]);
     // A skill with a link out of its source.
     let p = Project::new();
     let s = skill(&p.path("src"), "alpha", "1.0.0", "a");

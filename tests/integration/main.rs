@@ -51,6 +51,7 @@ mod runtime;
 mod script_cli;
 mod script_run;
 mod second_hour_cli;
+mod second_hour_install;
 mod signature_chain;
 mod source_paths;
 mod store_equivalence;

@@ -140,6 +140,23 @@ impl Entry {
         self.digest.is_some() || self.computed_hash.is_some()
     }
 
+    /// The lockfile's names of the fields whose values differ between `self` and `other`
+    /// (`version`, `digest`, `agents`, …, and fields another tool wrote), in the order written.
+    pub fn differences(&self, other: &Entry) -> Vec<String> {
+        let as_map = |e: &Entry| match serde_json::to_value(e) {
+            Ok(Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        let (a, b) = (as_map(self), as_map(other));
+        let mut out: Vec<String> = a
+            .iter()
+            .filter(|(k, v)| b.get(*k) != Some(*v))
+            .map(|(k, _)| k.clone())
+            .collect();
+        out.extend(b.keys().filter(|k| !a.contains_key(*k)).cloned());
+        out
+    }
+
     /// The pin as it is shown: the skill digest, else `computedHash:<hex>`.
     pub fn pin_shown(&self) -> String {
         match (&self.digest, &self.computed_hash) {

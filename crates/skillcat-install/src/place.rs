@@ -29,10 +29,12 @@ const JOURNAL: &str = ".skillcat-journal.json";
 /// The journal while it is written (renamed to [`JOURNAL`] once whole).
 const JOURNAL_TEMP: &str = ".skillcat-journal.json.tmp";
 
-/// The scope's exclusive lock, held while it lives.
+/// The scope's lock, held while it lives: exclusive for an operation that writes, shared for a
+/// dry run (none at all when the scope has no `.agents` folder yet, which a dry run does not
+/// create).
 #[derive(Debug)]
 pub(crate) struct ScopeLock {
-    _file: std::fs::File,
+    _file: Option<std::fs::File>,
 }
 
 impl ScopeLock {
@@ -46,9 +48,43 @@ impl ScopeLock {
             let file = std::fs::File::open(&dir).map_err(|e| InstallError::io(&dir, e))?;
             rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
                 .map_err(|e| InstallError::io(&dir, e.into()))?;
-            let lock = ScopeLock { _file: file };
+            let lock = ScopeLock { _file: Some(file) };
             recover_locked(&scope)?;
             Ok(lock)
+        })
+        .await
+        .map_err(|e| InstallError::Source(crate::Error::task("locking the scope", e)))?
+    }
+
+    /// The lock of an operation that writes ([`acquire`](Self::acquire)), or with `dry_run`
+    /// the lock of a plan that is only shown: shared, taken only when the `.agents` folder
+    /// exists (nothing is created), and refused while a journal waits to be recovered
+    /// (recovering moves folders, which a dry run must not).
+    pub(crate) async fn acquire_for(
+        scope: &Scope,
+        dry_run: bool,
+    ) -> Result<ScopeLock, InstallError> {
+        if !dry_run {
+            return ScopeLock::acquire(scope).await;
+        }
+        let scope = scope.clone();
+        tokio::task::spawn_blocking(move || {
+            let dir = scope.state_dir();
+            if !dir.is_dir() {
+                return Ok(ScopeLock { _file: None });
+            }
+            let file = std::fs::File::open(&dir).map_err(|e| InstallError::io(&dir, e))?;
+            rustix::fs::flock(&file, rustix::fs::FlockOperation::LockShared)
+                .map_err(|e| InstallError::io(&dir, e.into()))?;
+            for name in [JOURNAL, JOURNAL_TEMP] {
+                if std::fs::symlink_metadata(dir.join(name)).is_ok() {
+                    return Err(InstallError::Refused(vec![format!(
+                        "an interrupted operation left {}; a dry run does not recover it: run `skillcat status` to complete or undo it, then the dry run again",
+                        scope.shown(&dir.join(name))
+                    )]));
+                }
+            }
+            Ok(ScopeLock { _file: Some(file) })
         })
         .await
         .map_err(|e| InstallError::Source(crate::Error::task("locking the scope", e)))?

@@ -38,6 +38,10 @@ pub struct Options {
     pub git_timeout: Duration,
     /// Called as each skill is resolved (for a progress bar).
     pub progress: Option<Arc<dyn Fn(Progress) + Send + Sync>>,
+    /// Make a plan to be shown, never applied: the scope is only read (no `.agents` folder is
+    /// created, no journal recovered: one waiting is refused) and [`Plan::apply`] refuses it.
+    /// Sources are still fetched and verified (into the cache, outside the scope).
+    pub dry_run: bool,
 }
 
 impl std::fmt::Debug for Options {
@@ -46,6 +50,7 @@ impl std::fmt::Debug for Options {
             .field("scope", &self.scope)
             .field("require_signature", &self.require_signature)
             .field("force", &self.force)
+            .field("dry_run", &self.dry_run)
             .finish_non_exhaustive()
     }
 }
@@ -62,6 +67,7 @@ impl Options {
             validate: ValidateOptions::default(),
             git_timeout: Duration::from_secs(300),
             progress: None,
+            dry_run: false,
         }
     }
 
@@ -221,8 +227,13 @@ pub struct SkillStatus {
     pub digest: Option<String>,
     /// How it differs from what was installed (`None`: it does not).
     pub drift: Option<FileDrift>,
-    /// Agents' folders that are missing or no longer point at the skill.
+    /// Agents' folders that are missing or no longer point at the skill (with the canonical
+    /// folder gone: those holding something skillcat did not put there).
     pub broken_targets: Vec<String>,
+    /// With the canonical folder gone: the agents' folders skillcat made that are still there
+    /// (links into the folder that is gone, copies the lockfile records), which `remove`
+    /// removes and `install` links again.
+    pub left_targets: Vec<String>,
 }
 
 impl SkillStatus {
@@ -248,6 +259,7 @@ pub struct Plan {
     changes: Vec<Change>,
     warnings: Vec<String>,
     notes: Vec<String>,
+    dry_run: bool,
 }
 
 impl Plan {
@@ -276,12 +288,29 @@ impl Plan {
         !self.changes.is_empty() || self.lockfile_changes()
     }
 
+    /// Whether applying would write the lockfile (its bytes would change). What changes in it
+    /// is each action's [`old`](Action::old) and [`new`](Action::new) entry.
+    pub fn writes_lockfile(&self) -> bool {
+        self.lockfile_changes()
+    }
+
+    /// Whether the plan was made with [`Options::dry_run`] (to be shown, not applied).
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run
+    }
+
     fn lockfile_changes(&self) -> bool {
         self.write_lockfile && self.before.as_deref() != Some(self.lockfile.to_json().as_bytes())
     }
 
-    /// Applies the plan: every folder and the lockfile, or nothing.
+    /// Applies the plan: every folder and the lockfile, or nothing. A dry run's plan is
+    /// refused (it was made without the scope's exclusive lock).
     pub async fn apply(self) -> Result<Report, InstallError> {
+        if self.dry_run {
+            return Err(InstallError::Usage(
+                "a plan made for a dry run is not applied".into(),
+            ));
+        }
         let write = self.lockfile_changes();
         let bytes = write.then(|| self.lockfile.to_json().into_bytes());
         let Plan {
@@ -316,7 +345,7 @@ impl Plan {
         check_keyring(opts)?;
         let cwd = std::env::current_dir().map_err(|e| InstallError::io(Path::new("."), e))?;
         let spec = spec::parse(source, &cwd)?;
-        let lock = ScopeLock::acquire(&opts.scope).await?;
+        let lock = ScopeLock::acquire_for(&opts.scope, opts.dry_run).await?;
         let (lockfile, before) = read_lockfile(&opts.scope)?;
         let mut warnings = Vec::new();
         let opened = Opened::open(opts, &spec, None, &mut warnings).await?;
@@ -370,7 +399,7 @@ impl Plan {
                 opts.scope.lockfile().display()
             )));
         }
-        let lock = ScopeLock::acquire(&opts.scope).await?;
+        let lock = ScopeLock::acquire_for(&opts.scope, opts.dry_run).await?;
         let (lockfile, before) = read_lockfile(&opts.scope)?;
         if before.is_none() {
             return Err(InstallError::Usage(format!(
@@ -500,7 +529,7 @@ impl Plan {
         allow_signer_change: bool,
     ) -> Result<Plan, InstallError> {
         check_keyring(opts)?;
-        let lock = ScopeLock::acquire(&opts.scope).await?;
+        let lock = ScopeLock::acquire_for(&opts.scope, opts.dry_run).await?;
         let (lockfile, before) = read_lockfile(&opts.scope)?;
         let lock_dir = lock_dir(&opts.scope);
         let chosen = choose(&lockfile, names)?;
@@ -588,7 +617,7 @@ impl Plan {
                 "remove needs the names of skills".into(),
             ));
         }
-        let lock = ScopeLock::acquire(&opts.scope).await?;
+        let lock = ScopeLock::acquire_for(&opts.scope, opts.dry_run).await?;
         let (mut lockfile, before) = read_lockfile(&opts.scope)?;
         let chosen = choose(&lockfile, names)?;
         let mut actions = Vec::new();
@@ -615,7 +644,9 @@ impl Plan {
                     continue;
                 }
                 let ours = match std::fs::symlink_metadata(&p) {
-                    Ok(m) if m.file_type().is_symlink() => points_to(&p, &canonical),
+                    // A link into the canonical folder, even one left dangling by a folder
+                    // deleted by hand; never a link of the user's that leads elsewhere.
+                    Ok(m) if m.file_type().is_symlink() => links_to(&p, &canonical),
                     Ok(m) if m.is_dir() => {
                         entry.copy && recorded.contains(opts.scope.shown(&p).as_str())
                     }
@@ -647,6 +678,7 @@ impl Plan {
             changes,
             warnings: Vec::new(),
             notes: Vec::new(),
+            dry_run: opts.dry_run,
         })
     }
 }
@@ -686,24 +718,30 @@ pub async fn status(scope: &Scope) -> Result<Vec<SkillStatus>, InstallError> {
             (Some(inst), None) => (true, Some(inst.digest.clone()), None),
             (None, _) => (false, None, None),
         };
-        let broken_targets = match &entry {
-            Some(e) => {
-                let agents = agents_of(e);
-                let t = Targets::of(scope, &name, &agents);
-                t.agents
-                    .iter()
-                    .filter(|p| {
-                        if e.copy {
-                            !p.is_dir()
-                        } else {
-                            !points_to(p, &t.canonical)
-                        }
-                    })
-                    .map(|p| scope.shown(p))
-                    .collect()
+        let mut broken_targets = Vec::new();
+        let mut left_targets = Vec::new();
+        if let Some(e) = &entry {
+            let t = Targets::of(scope, &name, &agents_of(e));
+            for p in &t.agents {
+                let shown = scope.shown(p);
+                if present {
+                    let fine = if e.copy {
+                        p.is_dir()
+                    } else {
+                        points_to(p, &t.canonical)
+                    };
+                    if !fine {
+                        broken_targets.push(shown);
+                    }
+                } else if std::fs::symlink_metadata(p).is_err() {
+                    // Nothing there: `install` makes it with the canonical folder.
+                } else if made_by_us(scope, e, p, &t.canonical) {
+                    left_targets.push(shown);
+                } else {
+                    broken_targets.push(shown);
+                }
             }
-            None => Vec::new(),
-        };
+        }
         out.push(SkillStatus {
             name,
             entry,
@@ -711,6 +749,7 @@ pub async fn status(scope: &Scope) -> Result<Vec<SkillStatus>, InstallError> {
             digest,
             drift,
             broken_targets,
+            left_targets,
         });
     }
     Ok(out)
@@ -783,6 +822,55 @@ fn points_to(link: &Path, target: &Path) -> bool {
     }
     match (std::fs::canonicalize(link), std::fs::canonicalize(target)) {
         (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Whether `link` is a symbolic link into `target` as skillcat makes them: its text, read
+/// against the link's folder with `..` taken as written, names `target` — so a link left
+/// dangling by a canonical folder deleted by hand still counts — or it resolves to the same
+/// folder. A link that leads anywhere else is not one of skillcat's.
+fn links_to(link: &Path, target: &Path) -> bool {
+    let Ok(text) = std::fs::read_link(link) else {
+        return false;
+    };
+    let base = link.parent().unwrap_or(Path::new("/"));
+    let written = if text.is_absolute() {
+        text
+    } else {
+        base.join(text)
+    };
+    lexical(&written) == lexical(target) || points_to(link, target)
+}
+
+/// `path` with `.` dropped and each `..` taking off the component before it, without reading
+/// the file system.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Whether what is at `p`, an agent's folder of the skill of `entry` whose canonical folder is
+/// `canonical`, is something skillcat put there: a link into the canonical folder, or a copy
+/// the lockfile records.
+fn made_by_us(scope: &Scope, entry: &Entry, p: &Path, canonical: &Path) -> bool {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.file_type().is_symlink() => links_to(p, canonical),
+        Ok(m) if m.is_dir() => entry.copy && entry.targets.iter().any(|t| *t == scope.shown(p)),
         _ => false,
     }
 }
@@ -1005,7 +1093,10 @@ impl Opened {
                     Some((a, b)) => (a.to_string(), Some(b.to_string())),
                     None => (n.clone(), None),
                 };
-                out.push((self.registry_root(&name, version.as_deref())?, Some(name)));
+                out.push((
+                    self.registry_root(&name, version.as_deref()).await?,
+                    Some(name),
+                ));
             }
             return Ok(out);
         }
@@ -1017,9 +1108,7 @@ impl Opened {
             for n in names {
                 match roots.iter().find(|r| name_key(r) == name_key(n)) {
                     Some(r) => out.push((r.clone(), Some(n.clone()))),
-                    None => {
-                        missing.push(format!("{n}: no skill of that name in {}", self.spec.typed))
-                    }
+                    None => missing.push(no_such_skill(n, &self.spec.typed, roots.clone(), 0)),
                 }
             }
             refuse_if_any(missing)?;
@@ -1054,7 +1143,7 @@ impl Opened {
             }
             let mut out = Vec::new();
             for s in &found.skills {
-                out.push((self.root_for(s)?, None));
+                out.push((self.root_for(s).await?, None));
             }
             return Ok(out);
         }
@@ -1062,15 +1151,12 @@ impl Opened {
         for n in names {
             let key = name_key(n);
             match found.skills.iter().find(|s| name_key(&s.name()) == key) {
-                Some(s) => out.push((self.root_for(s)?, Some(n.clone()))),
-                None => refusals.push(format!(
-                    "{n}: no skill of that name in {}{}",
-                    self.spec.typed,
-                    if found.faults.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({} root(s) could not be read)", found.faults.len())
-                    }
+                Some(s) => out.push((self.root_for(s).await?, Some(n.clone()))),
+                None => refusals.push(no_such_skill(
+                    n,
+                    &self.spec.typed,
+                    found.skills.iter().map(Skill::name).collect(),
+                    found.faults.len(),
                 )),
             }
         }
@@ -1079,41 +1165,67 @@ impl Opened {
     }
 
     /// A discovered skill's root; in a registry, pinned to its version now.
-    fn root_for(&self, s: &Skill) -> Result<String, InstallError> {
+    async fn root_for(&self, s: &Skill) -> Result<String, InstallError> {
         if self.spec.kind == SourceKind::Registry {
-            return self.registry_root(s.root(), None);
+            return self.registry_root(s.root(), None).await;
         }
         Ok(s.root().to_string())
     }
 
-    /// `NAME@VERSION` in the registry: `version`, else the latest now.
-    fn registry_root(&self, name: &str, version: Option<&str>) -> Result<String, InstallError> {
-        {
-            let path = self.spec.path.as_ref().expect("a registry has a path");
-            let reg = crate::registry::Registry::open_read_only(path)
-                .map_err(|e| InstallError::Source(e.into()))?;
-            let v = match version {
-                Some(v) => reg
-                    .get(name, v)
-                    .map_err(|e| InstallError::Source(e.into()))?
-                    .map(|r| r.info.version),
-                None => reg
-                    .latest(name)
-                    .map_err(|e| InstallError::Source(e.into()))?
-                    .map(|i| i.version),
-            };
-            match v {
-                Some(v) => Ok(format!("{name}@{v}")),
-                None => Err(InstallError::Refused(vec![format!(
-                    "{}: {} is not in the registry",
-                    self.spec.typed,
-                    match version {
-                        Some(v) => format!("{name}@{v}"),
-                        None => format!("{name} (no version that is not yanked)"),
-                    }
-                )])),
-            }
+    /// `NAME@VERSION` in the registry: `version`, else the latest now. A miss names what the
+    /// registry has: its skills when it has none of that name, else that skill's versions.
+    async fn registry_root(
+        &self,
+        name: &str,
+        version: Option<&str>,
+    ) -> Result<String, InstallError> {
+        let path = self.spec.path.as_ref().expect("a registry has a path");
+        let reg = crate::registry::Registry::open_read_only(path)
+            .map_err(|e| InstallError::Source(e.into()))?;
+        let found = match version {
+            Some(v) => reg
+                .get(name, v)
+                .map_err(|e| InstallError::Source(e.into()))?
+                .map(|r| r.info.version),
+            None => reg
+                .latest(name)
+                .map_err(|e| InstallError::Source(e.into()))?
+                .map(|i| i.version),
+        };
+        if let Some(v) = found {
+            return Ok(format!("{name}@{v}"));
         }
+        let versions = reg
+            .versions(name)
+            .map_err(|e| InstallError::Source(e.into()))?;
+        drop(reg);
+        let typed = &self.spec.typed;
+        if versions.is_empty() {
+            let names = self.src.list().await.map_err(from_source)?;
+            return Err(InstallError::Refused(vec![no_such_skill(
+                name, typed, names, 0,
+            )]));
+        }
+        let held: Vec<String> = versions
+            .iter()
+            .map(|i| {
+                if i.yanked {
+                    format!("{} (yanked)", i.version)
+                } else {
+                    i.version.clone()
+                }
+            })
+            .collect();
+        Err(InstallError::Refused(vec![match version {
+            Some(v) => format!(
+                "{typed}: {name}@{v} is not in the registry (it holds {name} {})",
+                held.join(", ")
+            ),
+            None => format!(
+                "{typed}: every version of {name} is yanked ({}); ask for one as {name}@VERSION to install it anyway",
+                held.join(", ")
+            ),
+        }]))
     }
 
     /// The root of the skill a lockfile entry names: its pinned registry version; the root a
@@ -1127,6 +1239,7 @@ impl Opened {
         match self.spec.kind {
             SourceKind::Registry => {
                 self.registry_root(name, pin.and_then(|e| e.version.as_deref()))
+                    .await
             }
             SourceKind::WellKnown => Ok(name.to_string()),
             SourceKind::Git
@@ -1162,9 +1275,10 @@ impl Opened {
         if self.spec.kind == SourceKind::WellKnown {
             let roots = self.src.list().await?;
             if !roots.iter().any(|r| r == root) {
-                return Err(refuse(format!(
-                    "{root}: {} no longer lists it",
-                    self.spec.typed
+                return Err(refuse(no_longer_listed(
+                    root,
+                    &self.spec.typed,
+                    pin.and_then(|e| e.version.as_deref()),
                 )));
             }
             let record = self.src.record(root).await?;
@@ -1173,9 +1287,13 @@ impl Opened {
                 &record.artifact,
             ) && want != got
             {
-                return Err(refuse(format!(
-                    "{root}: {} now serves the archive {got}, the lockfile pins {want}",
-                    self.spec.typed
+                return Err(refuse(index_moved_on(
+                    root,
+                    &self.spec.typed,
+                    pin.and_then(|e| e.version.as_deref()),
+                    record.version.as_deref(),
+                    got,
+                    want,
                 )));
             }
             archive_sha256 = record.artifact;
@@ -1412,6 +1530,73 @@ impl Opened {
     }
 }
 
+/// Why an index no longer gives the pinned skill `name`: the skill is gone from it. A served
+/// registry drops a skill from its index when its last version is yanked.
+fn no_longer_listed(name: &str, typed: &str, pinned: Option<&str>) -> String {
+    let what = match pinned {
+        Some(v) => format!("{name}@{v}"),
+        None => name.to_string(),
+    };
+    format!(
+        "{what}: {typed} no longer lists {name} (every version of it was yanked or removed from the server); \
+         `skillcat remove {name}` takes it out of the lockfile, or add it from a source that has it"
+    )
+}
+
+/// Why an index entry no longer gives the pinned archive. A registry's versions never change
+/// content, so an index that offers another version than the pinned one no longer serves the
+/// pinned version: below it, the pinned version was yanked (the index offers the highest one
+/// left); above it, the index offers only its newest. The same version with another archive is
+/// content replaced on the server.
+fn index_moved_on(
+    name: &str,
+    typed: &str,
+    pinned: Option<&str>,
+    offered: Option<&str>,
+    got: &str,
+    want: &str,
+) -> String {
+    match (pinned, offered) {
+        (Some(p), Some(o)) if p != o && is_lower(o, p) => format!(
+            "{name}@{p} was yanked from {typed}: its index now offers {name}@{o}, the highest version left, \
+             and no longer serves the pinned archive {want}; run `skillcat update {name} --allow-downgrade` \
+             to move to {o}, or pin another version"
+        ),
+        (Some(p), Some(o)) if p != o => format!(
+            "{name}@{p} is no longer served by {typed}: its index now offers {name}@{o} and not the pinned \
+             archive {want} (the pinned version was yanked, or the index lists only the newest); \
+             run `skillcat update {name}` to move to {o}, or pin another version"
+        ),
+        _ => format!("{name}: {typed} now serves the archive {got}, the lockfile pins {want}"),
+    }
+}
+
+/// What `show` says of a name a source does not have — `no skill named 'NAME' in SOURCE
+/// (skills: a, b)` — with how many of its roots could not be read. The first 50 names are
+/// listed (an index may hold thousands; `skillcat list` shows them all).
+fn no_such_skill(name: &str, typed: &str, mut names: Vec<String>, unreadable: usize) -> String {
+    const SHOWN: usize = 50;
+    names.sort();
+    names.dedup();
+    let mut why = if names.is_empty() {
+        "it holds no readable skill".to_string()
+    } else {
+        let more = names.len().saturating_sub(SHOWN);
+        let mut list = names.into_iter().take(SHOWN).collect::<Vec<_>>().join(", ");
+        if more > 0 {
+            list.push_str(&format!(" and {more} more: `skillcat list {typed}`"));
+        }
+        format!("skills: {list}")
+    };
+    if unreadable > 0 {
+        why.push_str(&format!(
+            "; {unreadable} root{} could not be read",
+            if unreadable == 1 { "" } else { "s" }
+        ));
+    }
+    format!("no skill named '{name}' in {typed} ({why})")
+}
+
 /// A warning for each name of `added` that renders like another installed name (the same
 /// UTS #39 confusable skeleton): `pdf-fоrms`, with a Cyrillic `о`, beside `pdf-forms`.
 fn look_alikes<'a>(added: &[String], installed: impl Iterator<Item = &'a String>) -> Vec<String> {
@@ -1565,7 +1750,7 @@ impl<'a> Builder<'a> {
             let old_t = Targets::of(scope, &c.name, &agents_of(e));
             for p in old_t.agents.iter().filter(|p| !t.agents.contains(p)) {
                 let ours = match std::fs::symlink_metadata(p) {
-                    Ok(m) if m.file_type().is_symlink() => points_to(p, &t.canonical),
+                    Ok(m) if m.file_type().is_symlink() => links_to(p, &t.canonical),
                     Ok(m) if m.is_dir() => e.copy,
                     _ => false,
                 };
@@ -1631,6 +1816,7 @@ impl<'a> Builder<'a> {
             changes: self.changes,
             warnings: self.warnings,
             notes: Vec::new(),
+            dry_run: self.opts.dry_run,
         })
     }
 }
@@ -1707,6 +1893,66 @@ mod tests {
         assert_eq!(
             link_text(Path::new("/c/skills/a"), Path::new("/h/.agents/skills/a")),
             Path::new("/h/.agents/skills/a")
+        );
+    }
+
+    #[test]
+    fn links_are_read_as_written() {
+        assert_eq!(
+            lexical(Path::new("/p/.claude/skills/../../.agents/skills/a")),
+            Path::new("/p/.agents/skills/a")
+        );
+        assert_eq!(lexical(Path::new("/../a/./b")), Path::new("/a/b"));
+        assert_eq!(lexical(Path::new("../a/..")), Path::new(".."));
+        let dir = tempfile::tempdir().unwrap();
+        let canonical = dir.path().join(".agents/skills/a");
+        let claude = dir.path().join(".claude/skills");
+        std::fs::create_dir_all(&claude).unwrap();
+        let link = claude.join("a");
+        // Dangling (the canonical folder is gone), still one of skillcat's.
+        std::os::unix::fs::symlink("../../.agents/skills/a", &link).unwrap();
+        assert!(links_to(&link, &canonical));
+        assert!(!points_to(&link, &canonical));
+        // A link of the user's to a folder of the same name elsewhere is not.
+        let other = claude.join("b");
+        std::os::unix::fs::symlink("../../mine/a", &other).unwrap();
+        assert!(!links_to(&other, &canonical));
+        assert!(!links_to(&claude, &canonical), "a folder is not a link");
+    }
+
+    #[test]
+    fn an_unknown_name_names_what_the_source_has() {
+        assert_eq!(
+            no_such_skill("g", "../src", vec!["b".into(), "a".into(), "a".into()], 0),
+            "no skill named 'g' in ../src (skills: a, b)"
+        );
+        assert_eq!(
+            no_such_skill("g", "x.db", Vec::new(), 2),
+            "no skill named 'g' in x.db (it holds no readable skill; 2 roots could not be read)"
+        );
+        let many: Vec<String> = (0..60).map(|i| format!("s{i:02}")).collect();
+        let text = no_such_skill("g", "http://h/", many, 0);
+        assert!(
+            text.contains("s49 and 10 more: `skillcat list http://h/`"),
+            "{text}"
+        );
+        assert!(!text.contains("s50"), "{text}");
+    }
+
+    #[test]
+    fn an_index_that_moved_on_says_whether_the_pin_was_yanked() {
+        let yanked = index_moved_on("ls", "http://h/", Some("1.2.0"), Some("1.1.0"), "g", "w");
+        assert!(
+            yanked.starts_with("ls@1.2.0 was yanked from http://h/"),
+            "{yanked}"
+        );
+        assert!(yanked.contains("--allow-downgrade"), "{yanked}");
+        let newer = index_moved_on("ls", "http://h/", Some("1.2.0"), Some("1.3.0"), "g", "w");
+        assert!(newer.contains("no longer served") && newer.contains("`skillcat update ls`"));
+        let replaced = index_moved_on("ls", "http://h/", Some("1.2.0"), Some("1.2.0"), "g", "w");
+        assert_eq!(
+            replaced,
+            "ls: http://h/ now serves the archive g, the lockfile pins w"
         );
     }
 
