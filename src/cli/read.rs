@@ -807,18 +807,10 @@ pub(super) fn find_in(shown: &str, d: &Discovery, name: &str) -> Result<Skill, C
         })
         .collect();
     if broken.is_empty() {
-        let mut names: Vec<String> = d.skills.iter().map(Skill::name).collect();
-        names.sort();
-        if names.is_empty() {
-            Err(failed!(
-                "no skill named '{name}' in {shown} (it holds no readable skill)"
-            ))
-        } else {
-            Err(failed!(
-                "no skill named '{name}' in {shown} (skills: {})",
-                names.join(", ")
-            ))
-        }
+        let names: Vec<String> = d.skills.iter().map(Skill::name).collect();
+        Err(CliError::Failed(skillcat::source::no_such_skill(
+            name, shown, names, 0,
+        )))
     } else {
         for f in broken {
             print_fault(f);

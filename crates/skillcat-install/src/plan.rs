@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use skillcat_core::source::no_such_skill;
 
 use super::agents::{AGENTS, Agent, agent};
 use super::lockfile::{Entry, Lockfile, computed_hash};
@@ -1569,32 +1570,6 @@ fn index_moved_on(
         ),
         _ => format!("{name}: {typed} now serves the archive {got}, the lockfile pins {want}"),
     }
-}
-
-/// What `show` says of a name a source does not have — `no skill named 'NAME' in SOURCE
-/// (skills: a, b)` — with how many of its roots could not be read. The first 50 names are
-/// listed (an index may hold thousands; `skillcat list` shows them all).
-fn no_such_skill(name: &str, typed: &str, mut names: Vec<String>, unreadable: usize) -> String {
-    const SHOWN: usize = 50;
-    names.sort();
-    names.dedup();
-    let mut why = if names.is_empty() {
-        "it holds no readable skill".to_string()
-    } else {
-        let more = names.len().saturating_sub(SHOWN);
-        let mut list = names.into_iter().take(SHOWN).collect::<Vec<_>>().join(", ");
-        if more > 0 {
-            list.push_str(&format!(" and {more} more: `skillcat list {typed}`"));
-        }
-        format!("skills: {list}")
-    };
-    if unreadable > 0 {
-        why.push_str(&format!(
-            "; {unreadable} root{} could not be read",
-            if unreadable == 1 { "" } else { "s" }
-        ));
-    }
-    format!("no skill named '{name}' in {typed} ({why})")
 }
 
 /// A warning for each name of `added` that renders like another installed name (the same
