@@ -147,6 +147,9 @@ pub(super) fn refuse_invalid(
     }
     for f in &faults {
         err!("  - {} [{}]", f.message(), f.kind());
+        if let Some(hint) = super::read::hint_lines(f) {
+            err!("{}", hint.trim_end());
+        }
     }
     if force {
         return Ok(());
@@ -273,6 +276,9 @@ fn print_pack_note(note: PackNote<'_>) {
             );
             for f in faults {
                 err!("  - {}", f.message());
+                if let Some(hint) = super::read::hint_lines(f) {
+                    err!("{}", hint.trim_end());
+                }
             }
         }
     }
