@@ -239,6 +239,21 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
             out!("signed {} → {}", at_version(m), sig_path.display());
         }
     }
+    for p in &packed.kept_signatures {
+        err!(
+            "Kept {}: it still signs what was packed (the same files make the same archive)",
+            p.display()
+        );
+    }
+    for p in &packed.removed_signatures {
+        err!(
+            "Removed {}: it signed what {} held before, not what it holds now (sign again: \
+             skillcat pack {dir} -o {} --sign KEY)",
+            p.display(),
+            output.display(),
+            output.display()
+        );
+    }
     Ok(ExitStatus::Success)
 }
 
