@@ -410,6 +410,10 @@ enum Command {
         /// Sign a skill that fails validation (its faults are printed).
         #[arg(long)]
         force: bool,
+        /// Sign it as this version: for a skill without `metadata.version`, published with
+        /// `registry publish … --version V` (a skill without a version is signed with a warning).
+        #[arg(long, value_name = "V")]
+        version: Option<String>,
     },
     /// Verify each skill's signature against a keyring, wherever the source keeps it (beside an
     /// archive, in a registry, in a served index or its cache); exit 1 on any failure, saying why.
@@ -581,6 +585,7 @@ pub async fn run(cli: Cli) -> CliResult {
             output,
             statement,
             force,
+            version,
         } => {
             trust::sign_cmd(
                 trust::SignArgs {
@@ -590,6 +595,7 @@ pub async fn run(cli: Cli) -> CliResult {
                     output: output.as_deref(),
                     statement: statement.as_deref(),
                     force,
+                    version: version.as_deref(),
                 },
                 g,
             )
