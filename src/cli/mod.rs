@@ -73,6 +73,7 @@ impl std::io::Write for Stream {
 }
 
 mod central;
+mod init;
 mod install;
 mod keyring;
 mod matching;
@@ -530,6 +531,9 @@ enum Command {
         after_help = "Example: skillcat yank https://skills.example.com/ pdf-forms@0.4.1 --token-file ci.token"
     )]
     Yank(publish::YankArgs),
+    /// Make a new skill folder: SKILL.md, an example script and a reference, valid as written.
+    #[command(long_about = init::INIT_ABOUT, after_help = init::INIT_AFTER)]
+    Init(init::InitArgs),
     /// Publish tokens of a central registry (create, list, revoke); only their hashes are kept.
     #[command(after_help = "Example: skillcat token list --tokens tokens.toml")]
     Token {
@@ -619,6 +623,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Remove(a) => install::remove(a).await,
         Command::Status(a) => install::status(a).await,
         Command::Token { cmd } => token::run(cmd),
+        Command::Init(a) => init::init(a),
         Command::Push(a) => oci::push(a, g).await,
         Command::Publish(a) => publish::publish(a, g).await,
         Command::Yank(a) => publish::yank(a, g).await,
