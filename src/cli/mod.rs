@@ -76,6 +76,7 @@ mod central;
 mod init;
 mod install;
 mod keyring;
+mod login;
 mod matching;
 mod mcp;
 mod oci;
@@ -521,7 +522,8 @@ enum Command {
     )]
     Push(oci::PushArgs),
     /// Publish skills to a central registry (`serve REGISTRY.db --publish`): each directory or
-    /// archive packed reproducibly, sent with its signature; prints name@version and digest.
+    /// archive packed reproducibly, sent with its signature (checked first to name that very
+    /// version); prints name@version and the skill digest. `--dry-run`: send nothing.
     #[command(
         after_help = "Example: SKILLCAT_TOKEN=\"$(cat ci.token)\" skillcat publish https://skills.example.com/ fixtures/skills/pdf-forms"
     )]
@@ -531,6 +533,16 @@ enum Command {
         after_help = "Example: skillcat yank https://skills.example.com/ pdf-forms@0.4.1 --token-file ci.token"
     )]
     Yank(publish::YankArgs),
+    /// Keep a publish token for a central registry (read on stdin), used by `publish` and
+    /// `yank` when no token is given.
+    #[command(
+        long_about = login::LOGIN_ABOUT,
+        after_help = "Example: skillcat login https://skills.example.com/ < alice.token"
+    )]
+    Login(login::LoginArgs),
+    /// Forget the token kept for a central registry by `skillcat login`.
+    #[command(after_help = "Example: skillcat logout https://skills.example.com/")]
+    Logout(login::LogoutArgs),
     /// Make a new skill folder: SKILL.md, an example script and a reference, valid as written.
     #[command(long_about = init::INIT_ABOUT, after_help = init::INIT_AFTER)]
     Init(init::InitArgs),
@@ -623,6 +635,8 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Remove(a) => install::remove(a).await,
         Command::Status(a) => install::status(a).await,
         Command::Token { cmd } => token::run(cmd),
+        Command::Login(a) => login::login(a),
+        Command::Logout(a) => login::logout(a),
         Command::Init(a) => init::init(a),
         Command::Push(a) => oci::push(a, g).await,
         Command::Publish(a) => publish::publish(a, g).await,
