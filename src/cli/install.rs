@@ -210,7 +210,7 @@ struct Bar {
 
 impl Bar {
     fn callback(&self) -> Option<Arc<dyn Fn(Progress) + Send + Sync>> {
-        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) || super::quiet() {
             return None;
         }
         let slot = Arc::clone(&self.bar);
@@ -249,7 +249,7 @@ impl Bar {
 /// Prints a plan's warnings and notes.
 fn print_warnings(plan: &Plan) {
     for w in plan.warnings() {
-        err!("warning: {w}");
+        note!("warning: {w}");
     }
     for n in plan.notes() {
         err!("{n}");

@@ -93,8 +93,10 @@ impl std::io::Write for Stream {
 }
 
 mod central;
+mod init;
 mod install;
 mod keyring;
+mod login;
 mod matching;
 mod mcp;
 mod oci;
@@ -518,6 +520,10 @@ enum Command {
         /// Sign a skill that fails validation (its faults are printed).
         #[arg(long)]
         force: bool,
+        /// Sign it as this version: for a skill without `metadata.version`, published with
+        /// `registry publish … --version V` (a skill without a version is signed with a warning).
+        #[arg(long, value_name = "V")]
+        version: Option<String>,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -686,7 +692,8 @@ enum Command {
         remote: RemoteArgs,
     },
     /// Publish skills to a central registry (`serve REGISTRY.db --publish`): each directory or
-    /// archive packed reproducibly, sent with its signature; prints name@version and digest.
+    /// archive packed reproducibly, sent with its signature (checked first to name that very
+    /// version); prints name@version and the skill digest. `--dry-run`: send nothing.
     #[command(
         after_help = "Example: SKILLCAT_TOKEN=\"$(cat ci.token)\" skillcat publish https://skills.example.com/ fixtures/skills/pdf-forms"
     )]
@@ -706,6 +713,19 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Keep a publish token for a central registry (read on stdin), used by `publish` and
+    /// `yank` when no token is given.
+    #[command(
+        long_about = login::LOGIN_ABOUT,
+        after_help = "Example: skillcat login https://skills.example.com/ < alice.token"
+    )]
+    Login(login::LoginArgs),
+    /// Forget the token kept for a central registry by `skillcat login`.
+    #[command(after_help = "Example: skillcat logout https://skills.example.com/")]
+    Logout(login::LogoutArgs),
+    /// Make a new skill folder: SKILL.md, an example script and a reference, valid as written.
+    #[command(long_about = init::INIT_ABOUT, after_help = init::INIT_AFTER)]
+    Init(init::InitArgs),
     /// Publish tokens of a central registry (create, list, revoke); only their hashes are kept.
     #[command(after_help = "Example: skillcat token list --tokens tokens.toml")]
     Token {
@@ -793,6 +813,7 @@ pub async fn run(cli: Cli) -> CliResult {
             output,
             statement,
             force,
+            version,
             remote,
         } => {
             trust::sign_cmd(
@@ -803,6 +824,7 @@ pub async fn run(cli: Cli) -> CliResult {
                     output: output.as_deref(),
                     statement: statement.as_deref(),
                     force,
+                    version: version.as_deref(),
                 },
                 &globals(&remote)?,
             )
@@ -836,6 +858,9 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Remove(a) => install::remove(a).await,
         Command::Status(a) => install::status(a).await,
         Command::Token { cmd } => token::run(cmd),
+        Command::Login(a) => login::login(a),
+        Command::Logout(a) => login::logout(a),
+        Command::Init(a) => init::init(a),
         Command::Push { args, remote } => oci::push(args, &globals(&remote)?).await,
         Command::Publish { args, server } => {
             publish::publish(args, &globals(&RemoteArgs::of_server(server))?).await

@@ -241,6 +241,9 @@ fn print_text_reports(reports: &[Report]) {
             let _ = writeln!(err, "Validation failed for {}:", r.path);
             for f in &r.faults {
                 let _ = writeln!(err, "  - {}", f.message());
+                if let Some(hint) = hint_lines(f) {
+                    let _ = write!(err, "{hint}");
+                }
             }
         }
     }
@@ -547,6 +550,18 @@ pub(super) fn print_fault(f: &RootFault) {
         shown(f.fault.message()),
         f.fault.kind()
     );
+}
+
+/// A fault's hint as printed under its `  - message` line: `    hint: …`, its further lines
+/// aligned under the first, each ending with a newline.
+pub(super) fn hint_lines(f: &Fault) -> Option<String> {
+    let hint = f.hint()?;
+    let mut text = String::new();
+    for (i, line) in hint.lines().enumerate() {
+        let lead = if i == 0 { "    hint: " } else { "          " };
+        text.push_str(&format!("{lead}{}\n", shown(line)));
+    }
+    Some(text)
 }
 
 /// Text from a skill or a store as it may be printed for people: control characters escaped

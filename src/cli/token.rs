@@ -1,7 +1,9 @@
 //! `skillcat token create|list|revoke`: the publish tokens of a central registry.
 //!
 //! The token file (`--tokens FILE`) holds only hashes; `create` prints the new token once, on
-//! stdout and alone on its line, so `skillcat token create … > ci.token` captures exactly it.
+//! stdout and alone on its line, so `skillcat token create … > ci.token` captures exactly it (and
+//! `skillcat login URL < ci.token` keeps it for a publisher). These commands edit the server's
+//! token file and send nothing, so a token kept by `login` has no part in them.
 //! Every write goes through a temporary file renamed into place, mode 0600.
 
 use std::io::Write;
@@ -131,7 +133,8 @@ fn create(a: CreateArgs) -> CliResult {
     let entry = tokens.find(&a.name).expect("just created");
     let rights: Vec<&str> = entry.rights().iter().map(|r| r.as_str()).collect();
     err!(
-        "Created token {} ({} on {}) in {}; it is printed once, below: keep it secret",
+        "Created token {} ({} on {}) in {}; it is printed once, below: keep it secret (a \
+         publisher keeps it for the registry with `skillcat login URL < FILE`)",
         a.name,
         rights.join(", "),
         entry.scopes().join(" "),

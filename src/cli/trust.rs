@@ -147,6 +147,9 @@ pub(super) fn refuse_invalid(
     }
     for f in &faults {
         err!("  - {} [{}]", f.message(), f.kind());
+        if let Some(hint) = super::read::hint_lines(f) {
+            err!("{}", hint.trim_end());
+        }
     }
     if force {
         return Ok(());
@@ -236,6 +239,21 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
             out!("signed {} → {}", at_version(m), sig_path.display());
         }
     }
+    for p in &packed.kept_signatures {
+        err!(
+            "Kept {}: it still signs what was packed (the same files make the same archive)",
+            p.display()
+        );
+    }
+    for p in &packed.removed_signatures {
+        err!(
+            "Removed {}: it signed what {} held before, not what it holds now (sign again: \
+             skillcat pack {dir} -o {} --sign KEY)",
+            p.display(),
+            output.display(),
+            output.display()
+        );
+    }
     Ok(ExitStatus::Success)
 }
 
@@ -273,6 +291,9 @@ fn print_pack_note(note: PackNote<'_>) {
             );
             for f in faults {
                 err!("  - {}", f.message());
+                if let Some(hint) = super::read::hint_lines(f) {
+                    err!("{}", hint.trim_end());
+                }
             }
         }
     }
@@ -350,9 +371,12 @@ pub struct SignArgs<'a> {
     pub statement: Option<&'a Path>,
     /// Sign a skill that fails validation.
     pub force: bool,
+    /// The version to sign it as (for a skill without `metadata.version`, published with
+    /// `registry publish --version`).
+    pub version: Option<&'a str>,
 }
 
-/// `skillcat sign SOURCE NAME --key KEY [-o SIG] [--force]`
+/// `skillcat sign SOURCE NAME --key KEY [-o SIG] [--version V] [--force]`
 ///
 /// A skill that fails validation is refused as `pack` refuses it (with `--force`, signed with a
 /// warning): a signature vouches for what a skill is, and a broken one is not worth vouching for.
@@ -360,12 +384,32 @@ pub async fn sign_cmd(a: SignArgs<'_>, g: &Globals) -> CliResult {
     let (src, skill) = super::read::find_skill(a.source, a.name, g).await?;
     refuse_invalid(&skill, a.force, ("Signing", "sign", "signed"))?;
     let many = src.list().await.map(|r| r.len() > 1).unwrap_or(false);
-    let m = match manifest_of(&*src, &skill).await {
+    let mut m = match manifest_of(&*src, &skill).await {
         Ok((m, _)) => m,
         Err(e) => {
             return Err(failed!("{e}"));
         }
     };
+    match (a.version, m.version.is_empty()) {
+        (Some(v), true) => m.version = v.to_string(),
+        (Some(v), false) if v != m.version => {
+            note!(
+                "warning: signing {} as version {v}, though it is {} (metadata.version): only a \
+                 publish as {v} (`registry publish … --version {v}`) matches this signature",
+                m.name,
+                m.version
+            );
+            m.version = v.to_string();
+        }
+        (Some(_), false) => {}
+        (None, true) => note!(
+            "warning: {} has no version: the signature names none, and a registry refuses it \
+             for any version it publishes. Set metadata.version in its SKILL.md and sign again, \
+             or sign with --version V to publish it with `registry publish … --version V`",
+            m.name
+        ),
+        (None, false) => {}
+    }
     let path = a
         .output
         .map(Path::to_path_buf)

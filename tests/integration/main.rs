@@ -50,6 +50,7 @@ mod run_flags;
 mod runtime;
 mod script_cli;
 mod script_run;
+mod second_hour_authoring;
 mod second_hour_cli;
 mod second_hour_install;
 mod signature_chain;

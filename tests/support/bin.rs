@@ -81,7 +81,8 @@ impl Out {
 /// [`spawn`](Skillcat::spawn)ed.
 ///
 /// Defaults: the crate directory as working directory, the test process's environment plus
-/// `RUST_BACKTRACE=0`, stdin from /dev/null, and [`DEADLINE`].
+/// `RUST_BACKTRACE=0`, stdin from /dev/null (or [`stdin`](Skillcat::stdin)'s bytes), and
+/// [`DEADLINE`].
 #[must_use]
 pub struct Skillcat {
     args: Vec<String>,
@@ -89,6 +90,8 @@ pub struct Skillcat {
     /// Environment changes in the order given: `Some` sets, `None` removes.
     env: Vec<(OsString, Option<OsString>)>,
     deadline: Duration,
+    /// What the child reads on stdin (a pipe closed after it), instead of /dev/null.
+    stdin: Option<Vec<u8>>,
 }
 
 impl Skillcat {
@@ -98,7 +101,14 @@ impl Skillcat {
             cwd: manifest_dir().to_path_buf(),
             env: Vec::new(),
             deadline: DEADLINE,
+            stdin: None,
         }
+    }
+
+    /// Feeds `bytes` on stdin through a pipe, closed once they are written.
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Some(bytes.into());
+        self
     }
 
     /// Runs in `dir`.
@@ -149,7 +159,11 @@ impl Skillcat {
         cmd.args(&self.args)
             .current_dir(&self.cwd)
             .env("RUST_BACKTRACE", "0")
-            .stdin(Stdio::null())
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for (k, v) in &self.env {
@@ -161,6 +175,13 @@ impl Skillcat {
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("spawn skillcat {:?}: {e}", self.args));
+        if let (Some(bytes), Some(mut pipe)) = (self.stdin, child.stdin.take()) {
+            // On a thread: a child that reads nothing must not block the test on a full pipe.
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = pipe.write_all(&bytes);
+            });
+        }
         let mut so = child.stdout.take().unwrap();
         let mut se = child.stderr.take().unwrap();
         Running {

@@ -364,7 +364,7 @@ pub use keyring::{KeyEntry, Keyring, glob_match};
 pub use keys::{generate_keypair, key_id_of_public_key, public_key_base64, sign, signature_path};
 pub use pack_signed::{pack_dir, skill_signature_path};
 pub use statement::Statement;
-pub use verify::{Verified, verify};
+pub use verify::{Claim, Verified, claim, verify};
 
 impl From<SignError> for skillcat_core::Error {
     /// A signature, key or keyring problem, kept whole as

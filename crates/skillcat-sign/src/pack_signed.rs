@@ -3,7 +3,10 @@
 //!
 //! Nothing is written unless everything succeeds: the skills are read, checked, digested and
 //! signed first; then the archive is written (through a temporary file renamed into place), then
-//! the signatures. A signature is made over the manifest of exactly the bytes packed (read
+//! the signatures. A signature an earlier pack left beside the same archive name is kept when
+//! it still signs exactly what was packed now (the archive is reproducible: the same files give
+//! the same archive), and removed when it does not, so no stale `.minisig` sits beside an archive
+//! it does not sign. A signature is made over the manifest of exactly the bytes packed (read
 //! once), so it matches the archive even when a file changes on disk meanwhile. How the secret
 //! key is unlocked (a password asked on a terminal) is the caller's: it signs each statement.
 
@@ -87,6 +90,13 @@ pub struct PackedRoot {
 pub struct Packed {
     /// The roots packed.
     pub roots: Vec<PackedRoot>,
+    /// Signatures an earlier pack left beside the archive that still sign what was packed now
+    /// (kept as they were).
+    pub kept_signatures: Vec<PathBuf>,
+    /// Signatures an earlier pack left beside the archive that do not sign what was packed now
+    /// (another version, other content, or a file a reader of this archive no longer looks
+    /// for): removed.
+    pub removed_signatures: Vec<PathBuf>,
 }
 
 /// Why nothing was written. `E` is the signer's own error, passed through.
@@ -149,6 +159,19 @@ pub enum PackError<E> {
     #[error("cannot write {}: {error}", path.display())]
     WriteSignature {
         /// The signature file.
+        path: PathBuf,
+        /// What failed.
+        error: std::io::Error,
+    },
+    /// The archive was written, but a signature an earlier pack left beside it, which does not
+    /// sign it, could not be removed.
+    #[error(
+        "the archive is written, but the old signature {} beside it does not sign it and could \
+         not be removed ({error}); remove it by hand",
+        path.display()
+    )]
+    RemoveStaleSignature {
+        /// The old signature file.
         path: PathBuf,
         /// What failed.
         error: std::io::Error,
@@ -325,7 +348,63 @@ pub async fn pack_dir<E>(
             });
         }
     }
-    Ok(Packed { roots: packed })
+    let (kept_signatures, removed_signatures) =
+        settle_old_signatures(&out_spec, &packed, &signatures)?;
+    Ok(Packed {
+        roots: packed,
+        kept_signatures,
+        removed_signatures,
+    })
+}
+
+/// The signatures an earlier pack may have left beside the archive `out_spec` (its
+/// `OUT.minisig`, and each packed skill's `OUT.NAME.minisig`), other than those just written:
+/// each one that still signs exactly the statement of what was packed now, where a reader of the
+/// archive looks for it, is kept; each other skillcat signature is removed. A file that is not a
+/// skillcat signature is left alone.
+fn settle_old_signatures<E>(
+    out_spec: &str,
+    packed: &[PackedRoot],
+    written: &[(PathBuf, String)],
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), PackError<E>> {
+    let one_root = packed.len() == 1;
+    // Where a reader of this archive looks for each skill's signature, and what it must sign.
+    let mut expected: Vec<(PathBuf, Option<Statement>)> = packed
+        .iter()
+        .filter(|r| !r.manifest.name.is_empty())
+        .map(|r| {
+            (
+                skill_signature_path(out_spec, &r.manifest.name, one_root),
+                Statement::from_manifest(&r.manifest).ok(),
+            )
+        })
+        .collect();
+    // A one-skill archive's name, which nothing reads beside an archive of several.
+    if !one_root {
+        expected.push((skill_signature_path(out_spec, "", true), None));
+    }
+    let (mut kept, mut removed) = (Vec::new(), Vec::new());
+    for (path, statement) in expected {
+        if written.iter().any(|(p, _)| *p == path) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let Ok(claimed) = Statement::claimed_by(&text) else {
+            continue;
+        };
+        if statement.as_ref() == Some(&claimed) {
+            kept.push(path);
+            continue;
+        }
+        match std::fs::remove_file(&path) {
+            Ok(()) => removed.push(path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(PackError::RemoveStaleSignature { path, error }),
+        }
+    }
+    Ok((kept, removed))
 }
 
 #[cfg(test)]
@@ -496,6 +575,50 @@ mod tests {
         assert!(matches!(&err, PackError::Sign(e) if e == "no key"), "{err}");
         assert!(!out.exists());
         assert!(!crate::signature_path(&out).exists());
+    }
+
+    /// Packing over an archive: its old signature is kept while it still signs what is packed
+    /// (the same files give the same archive), removed once the skill changed.
+    #[tokio::test]
+    async fn an_old_signature_beside_the_archive_is_kept_or_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let skill = tmp.path().join("alpha");
+        write_skill(
+            &skill,
+            "name: alpha\ndescription: d\nmetadata:\n  version: \"1.0.0\"\n",
+        );
+        let out = tmp.path().join("alpha.tar.gz");
+        let sig = crate::signature_path(&out);
+        let (_, secret) = crate::generate_keypair(None).unwrap();
+        let mut signer = |st: &Statement| -> Result<String, String> {
+            crate::sign(st, &secret, None).map_err(|e| e.to_string())
+        };
+        let request = PackRequest {
+            dir: &skill,
+            output: &out,
+            force: false,
+        };
+        pack_dir(request, Some(&mut signer), |_| {}).await.unwrap();
+        assert!(sig.exists());
+        // The same files again, unsigned: the signature still signs the archive.
+        let packed = pack_dir(request, NoSigner::None, |_| {}).await.unwrap();
+        assert_eq!(packed.kept_signatures, std::slice::from_ref(&sig));
+        assert!(packed.removed_signatures.is_empty());
+        assert!(sig.exists());
+        // A new version: the old signature no longer signs the archive, and goes.
+        write_skill(
+            &skill,
+            "name: alpha\ndescription: d\nmetadata:\n  version: \"1.1.0\"\n",
+        );
+        let packed = pack_dir(request, NoSigner::None, |_| {}).await.unwrap();
+        assert!(packed.kept_signatures.is_empty());
+        assert_eq!(packed.removed_signatures, std::slice::from_ref(&sig));
+        assert!(!sig.exists());
+        // A file of that name that is not a signature is left alone.
+        std::fs::write(&sig, "notes\n").unwrap();
+        let packed = pack_dir(request, NoSigner::None, |_| {}).await.unwrap();
+        assert!(packed.removed_signatures.is_empty());
+        assert!(sig.exists());
     }
 
     /// The archive may not land inside a skill it packs; an empty directory is no skill.

@@ -163,7 +163,7 @@ impl Statement {
     }
 
     /// The fields in which `other` differs from `self`, as `field: expected X, signed Y`.
-    pub(super) fn differences(&self, other: &Statement) -> String {
+    pub fn differences(&self, other: &Statement) -> String {
         let mut out = Vec::new();
         for (field, mine, theirs) in [
             ("name", &self.name, &other.name),

@@ -12,6 +12,34 @@ pub struct Verified {
     pub statement: Statement,
 }
 
+/// What a signature file says of itself before any key checks it: the key that made it and
+/// the statement its trusted comment names. Nothing here is authenticated; it says which
+/// statement a signature was made for (to tell an author their signature is for another
+/// version before a registry refuses it), never whether it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Claim {
+    /// The id of the key the signature says made it (16 uppercase hex).
+    pub key_id: String,
+    /// The statement its trusted comment names.
+    pub statement: Statement,
+}
+
+/// Reads a `.minisig` file strictly (as [`verify`] does) and returns what it claims; a legacy
+/// signature, which [`verify`] refuses, is refused here too.
+pub fn claim(minisig_text: &str) -> Result<Claim, SignError> {
+    let parsed = parse_minisig(minisig_text)?;
+    if !parsed.prehashed {
+        return Err(SignError::LegacySignature {
+            key_id: parsed.key_id,
+        });
+    }
+    Ok(Claim {
+        statement: Statement::from_trusted_comment(&parsed.trusted_comment)?,
+        key_id: parsed.key_id,
+    })
+}
+
 /// Verifies a detached signature of a skill.
 ///
 /// `manifest` must be **recomputed** by the caller from the bytes it holds (never read from

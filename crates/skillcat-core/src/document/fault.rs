@@ -115,11 +115,13 @@ impl fmt::Display for FaultKind {
 }
 
 /// One thing wrong with a skill: a stable [`kind`](Fault::kind) and a [`message`](Fault::message)
-/// worded as the reference validator words it.
+/// worded as the reference validator words it, and sometimes a [`hint`](Fault::hint) of
+/// skillcat's own on how to fix it (kept apart, so the message stays the reference's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fault {
     kind: FaultKind,
     message: String,
+    hint: Option<String>,
 }
 
 impl Fault {
@@ -128,7 +130,20 @@ impl Fault {
         Fault {
             kind,
             message: message.into(),
+            hint: None,
         }
+    }
+
+    /// The same fault with a hint on how to fix it.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// How to fix it, when skillcat knows more than the reference's message says (lines
+    /// separated by `\n`); never part of [`message`](Fault::message).
+    pub fn hint(&self) -> Option<&str> {
+        self.hint.as_deref()
     }
 
     /// The stable tag.
@@ -188,9 +203,12 @@ impl fmt::Display for Fault {
 impl serde::Serialize for Fault {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Fault", 2)?;
+        let mut st = s.serialize_struct("Fault", 2 + usize::from(self.hint.is_some()))?;
         st.serialize_field("kind", self.kind.as_str())?;
         st.serialize_field("message", &self.message)?;
+        if let Some(hint) = &self.hint {
+            st.serialize_field("hint", hint)?;
+        }
         st.end()
     }
 }

@@ -124,13 +124,17 @@ pub fn validate_frontmatter(
             .map(|k| format!("'{k}'"))
             .collect::<Vec<_>>()
             .join(", ");
-        faults.push(Fault::new(
+        let mut fault = Fault::new(
             FaultKind::UnexpectedFields,
             format!(
                 "Unexpected fields in frontmatter: {}. Only [{allowed}] are allowed.",
                 unexpected.join(", ")
             ),
-        ));
+        );
+        if unexpected.contains(&"version") {
+            fault = fault.with_hint(version_hint(fm));
+        }
+        faults.push(fault);
     }
 
     match fm.get("name") {
@@ -185,6 +189,40 @@ pub fn validate_frontmatter(
     }
 
     faults
+}
+
+/// What to do with a top-level `version:` (a fault: the specification has no such field): the
+/// version goes under `metadata`, where `publish`, `sign` and registries read it.
+fn version_hint(fm: &Map) -> String {
+    // A version shown back only when it is plain: short, no quote, backslash or control.
+    let plain = |v: &&str| {
+        !v.is_empty()
+            && v.chars().count() <= 64
+            && !v.chars().any(|c| c == '"' || c == '\\' || c.is_control())
+    };
+    let held = fm
+        .get("metadata")
+        .and_then(Value::as_map)
+        .and_then(|m| m.get("version"))
+        .and_then(Value::as_str)
+        .map(str::trim);
+    if let Some(held) = held {
+        let shown = Some(held).filter(plain).map(|v| format!(" ({v})"));
+        return format!(
+            "the version is metadata.version{}: remove the top-level `version`",
+            shown.unwrap_or_default()
+        );
+    }
+    let written = fm
+        .get("version")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(plain)
+        .unwrap_or("1.0.0");
+    format!(
+        "a skill's version goes under `metadata`, where publish, sign and registries read \
+         it:\nmetadata:\n  version: \"{written}\""
+    )
 }
 
 fn validate_name(value: &Value, dir_name: Option<&str>, limit: usize, faults: &mut Vec<Fault>) {
@@ -269,6 +307,28 @@ mod tests {
             .iter()
             .map(|f| f.kind().as_str())
             .collect()
+    }
+
+    /// A top-level `version` is the reference's unexpected-fields fault, word for word, with a
+    /// hint of its own that points at `metadata.version`.
+    #[test]
+    fn a_top_level_version_is_a_fault_with_a_hint() {
+        let m = fm(&[("name", "x"), ("description", "d"), ("version", "2.1.0")]);
+        let f = validate_frontmatter(&m, None, &ValidateOptions::default());
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].message(),
+            "Unexpected fields in frontmatter: version. Only ['allowed-tools', 'compatibility', \
+             'description', 'license', 'metadata', 'name'] are allowed."
+        );
+        let hint = f[0].hint().unwrap();
+        assert!(hint.ends_with("metadata:\n  version: \"2.1.0\""), "{hint}");
+        // Another unexpected field has no hint.
+        let m = fm(&[("name", "x"), ("description", "d"), ("zz", "1")]);
+        let f = validate_frontmatter(&m, None, &ValidateOptions::default());
+        assert_eq!(f[0].hint(), None);
+        let json = serde_json::to_value(&f[0]).unwrap();
+        assert!(json.get("hint").is_none(), "{json}");
     }
 
     #[test]
