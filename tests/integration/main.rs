@@ -50,6 +50,7 @@ mod run_flags;
 mod runtime;
 mod script_cli;
 mod script_run;
+mod second_hour_registry;
 mod signature_chain;
 mod source_paths;
 mod store_equivalence;

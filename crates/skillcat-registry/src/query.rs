@@ -273,9 +273,35 @@ impl Registry {
             .optional()
             .map_err(sql)?;
         let Some((id, skill_id, was, digest)) = found else {
-            return Err(RegistryError::NotFound(format!(
-                "{name}@{version} in {shown}"
-            )));
+            let mut held: Vec<(String, bool)> = tx
+                .prepare(
+                    "SELECT v.version, v.yanked FROM version v JOIN skill s ON s.id = v.skill_id \
+                     WHERE s.name = ?1",
+                )
+                .and_then(|mut stmt| {
+                    stmt.query_map([name], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .and_then(Iterator::collect)
+                })
+                .map_err(sql)?;
+            held.sort_by(|a, b| order::compare(&a.0, &b.0));
+            return Err(RegistryError::NotFound(if held.is_empty() {
+                format!("{name}@{version}: {shown} holds no skill named {name}")
+            } else {
+                let shown_versions: Vec<String> = held
+                    .iter()
+                    .map(|(v, y)| {
+                        if *y {
+                            format!("{v} (yanked)")
+                        } else {
+                            v.clone()
+                        }
+                    })
+                    .collect();
+                format!(
+                    "{name}@{version}: no such version; the versions of {name} in {shown} are {}",
+                    shown_versions.join(", ")
+                )
+            }));
         };
         if was == yanked {
             return Ok(false);

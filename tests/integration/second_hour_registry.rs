@@ -1,0 +1,377 @@
+//! The second hour of a user running a registry (issue 35), through the real binary on
+//! 127.0.0.1: what a central registry answers names skills and versions, never the server's
+//! files; yanked versions stay readable through a served registry; a registry whose every
+//! version is yanked says so; `serve --publish` of a directory and `verify` of a registry file
+//! say what to do; the server logs yanks; `fetch` says which digest it prints; and one rule for
+//! OCI's `latest` (push moves it, a read without a tag finds it, else the highest version tag).
+
+use std::path::Path;
+
+use crate::support::bin::{Out, Skillcat};
+use crate::support::central::{doc, registry_dir, token};
+use crate::support::project::key;
+use crate::support::publish::{Answer, Server, send};
+use crate::support::write_skill;
+
+/// `skillcat ARGS…` in `dir`, with no token or CA from the environment.
+fn run(dir: &Path, args: &[&str]) -> Out {
+    Skillcat::new(args)
+        .cwd(dir)
+        .env_remove("SKILLCAT_TOKEN")
+        .env_remove("SSL_CERT_FILE")
+        .run()
+}
+
+/// Writes `dir/NAME-VERSION/` (the skill at that version) and publishes it to `url` with the
+/// token in `dir/ci.token`.
+fn publish(dir: &Path, url: &str, name: &str, version: &str) {
+    let folder = format!("{name}-{version}");
+    write_skill(
+        &dir.join(&folder).join(name),
+        &doc(name, version, &format!("Version {version}.")),
+        &[("references/notes.md", "Notes.\n", false)],
+    );
+    let skill = dir.join(&folder).join(name);
+    run(
+        dir,
+        &[
+            "publish",
+            url,
+            skill.to_str().unwrap(),
+            "--token-file",
+            "ci.token",
+        ],
+    )
+    .code(0);
+}
+
+/// A registry folder with a token `ci` (every right) in `ci.token`.
+fn registry_with_token() -> (tempfile::TempDir, String) {
+    let tmp = registry_dir();
+    let ci = token(tmp.path(), "ci", "*", "publish,yank,audit");
+    std::fs::write(tmp.path().join("ci.token"), format!("{ci}\n")).unwrap();
+    (tmp, ci)
+}
+
+/// Every refusal the publishing API can give, each checked for the server's files: the
+/// registry's folder (which holds the registry, the token file and the keyring) never appears
+/// in an answer; the server logs the full error instead. `yank URL NAME@VERSION` of a version
+/// that does not exist names the version, not the registry file.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_refusal_of_the_api_names_skills_and_versions_never_server_files() {
+    let (tmp, ci) = registry_with_token();
+    let dir = tmp.path();
+    let folder = dir.to_str().unwrap().to_string();
+    let real = std::fs::canonicalize(dir).unwrap();
+    let real = real.to_str().unwrap().to_string();
+    let reader = token(dir, "reader", "*", "audit");
+    let narrow = token(dir, "narrow", "pdf-*", "publish,yank");
+    let gone = token(dir, "gone", "*", "publish");
+    run(dir, &["token", "revoke", "--tokens", "tokens.toml", "gone"]).code(0);
+    let ring = key(dir, "signer", "signed-*");
+    let keyring = ring.keyring.to_str().unwrap().to_string();
+    let s = Server::start(
+        dir,
+        &[
+            "--max-upload",
+            "64KiB",
+            "--max-version-files",
+            "3",
+            "--writes-per-minute",
+            "1000",
+        ],
+    );
+    publish(dir, &s.url, "tool-a", "1.0.0");
+
+    let api = |url: &str, rest: &str| format!("{url}api/v1/{rest}");
+    let archive = |name: &str, version: &str, body: &str| -> Vec<u8> {
+        let d = doc(name, version, body);
+        crate::support::registry::tar_gz(&[("SKILL.md", &d, false)])
+    };
+    let put = reqwest::Method::PUT;
+    let del = reqwest::Method::DELETE;
+    let get = reqwest::Method::GET;
+    let u = s.url.clone();
+    let mut answers: Vec<(&str, Answer)> = Vec::new();
+    let a = send(
+        del.clone(),
+        api(&u, "skills/tool-a/9.9.9/yank"),
+        Some(&ci),
+        vec![],
+        &[],
+    )
+    .await;
+    a.is(404, Some("not_found"));
+    assert!(a.detail().contains("tool-a@9.9.9"), "{}", a.text);
+    answers.push(("yank of a missing version", a));
+    let a = send(
+        put.clone(),
+        api(&u, "skills/tool-a/9.9.9/unyank"),
+        Some(&ci),
+        vec![],
+        &[],
+    )
+    .await;
+    a.is(404, Some("not_found"));
+    answers.push(("unyank of a missing version", a));
+    let a = send(
+        del.clone(),
+        api(&u, "skills/nobody/1.0.0/yank"),
+        Some(&ci),
+        vec![],
+        &[],
+    )
+    .await;
+    a.is(404, Some("not_found"));
+    answers.push(("yank of a missing skill", a));
+    let a = send(get.clone(), api(&u, "nothing-here"), Some(&ci), vec![], &[]).await;
+    a.is(404, Some("not_found"));
+    answers.push(("an unknown route", a));
+    let a = send(
+        del.clone(),
+        api(&u, "skills/tool-a/1.0.0/yank"),
+        None,
+        vec![],
+        &[],
+    )
+    .await;
+    a.is(401, Some("unauthorized"));
+    answers.push(("no token", a));
+    let a = send(
+        del.clone(),
+        api(&u, "skills/tool-a/1.0.0/yank"),
+        Some("sk_x"),
+        vec![],
+        &[],
+    )
+    .await;
+    a.is(401, Some("unauthorized"));
+    answers.push(("an unknown token", a));
+    let a = send(
+        put.clone(),
+        api(&u, "skills/tool-a/1.0.1"),
+        Some(&gone),
+        vec![],
+        &[],
+    )
+    .await;
+    a.is(401, Some("unauthorized"));
+    answers.push(("a revoked token", a));
+    let a = send(
+        del.clone(),
+        api(&u, "skills/tool-a/1.0.0/yank"),
+        Some(&reader),
+        vec![],
+        &[],
+    )
+    .await;
+    a.is(403, Some("forbidden"));
+    answers.push(("no right", a));
+    let a = send(
+        del.clone(),
+        api(&u, "skills/tool-a/1.0.0/yank"),
+        Some(&narrow),
+        vec![],
+        &[],
+    )
+    .await;
+    a.is(403, Some("forbidden"));
+    answers.push(("out of scope", a));
+    let body = archive("tool-a", "1.0.0", "Other content.");
+    let a = send(
+        put.clone(),
+        api(&u, "skills/tool-a/1.0.0"),
+        Some(&ci),
+        body,
+        &[],
+    )
+    .await;
+    a.is(409, Some("immutable"));
+    answers.push(("other content under a published version", a));
+    let body = archive("tооl-a", "1.0.0", "");
+    let a = send(
+        put.clone(),
+        api(&u, "skills/t%D0%BE%D0%BEl-a/1.0.0"),
+        Some(&ci),
+        body,
+        &[],
+    )
+    .await;
+    assert!(a.status.is_client_error(), "{}", a.text);
+    answers.push(("a look-alike name", a));
+    let a = send(
+        get.clone(),
+        api(&u, "audit?limit=x"),
+        Some(&ci),
+        vec![],
+        &[],
+    )
+    .await;
+    a.is(400, Some("bad_query"));
+    answers.push(("a bad audit query", a));
+    let sig = [("Skillcat-Signature", "%%%".to_string())];
+    let body = archive("tool-b", "1.0.0", "");
+    let a = send(
+        put.clone(),
+        api(&u, "skills/tool-b/1.0.0"),
+        Some(&ci),
+        body,
+        &sig,
+    )
+    .await;
+    a.is(400, Some("bad_signature_header"));
+    answers.push(("a bad signature header", a));
+    let a = send(
+        put.clone(),
+        api(&u, "skills/tool-b/1.0.0"),
+        Some(&ci),
+        vec![],
+        &[],
+    )
+    .await;
+    a.is(422, Some("invalid_archive"));
+    answers.push(("an empty body", a));
+    let a = send(
+        put.clone(),
+        api(&u, "skills/tool-b/1.0.0"),
+        Some(&ci),
+        b"junk".to_vec(),
+        &[],
+    )
+    .await;
+    a.is(422, Some("invalid_archive"));
+    answers.push(("not an archive", a));
+    let big = crate::support::incompressible(100 << 10);
+    let a = send(
+        put.clone(),
+        api(&u, "skills/tool-b/1.0.0"),
+        Some(&ci),
+        big,
+        &[],
+    )
+    .await;
+    a.is(413, Some("too_large"));
+    answers.push(("over --max-upload", a));
+    let d = doc("tool-b", "1.0.0", "");
+    let many = crate::support::registry::tar_gz(&[
+        ("SKILL.md", &d, false),
+        ("a.md", "a", false),
+        ("b.md", "b", false),
+        ("c.md", "c", false),
+    ]);
+    let a = send(
+        put.clone(),
+        api(&u, "skills/tool-b/1.0.0"),
+        Some(&ci),
+        many,
+        &[],
+    )
+    .await;
+    a.is(413, Some("too_large"));
+    answers.push(("over --max-version-files", a));
+    let bad = crate::support::registry::tar_gz(&[("SKILL.md", "---\nname: tool-b\n---\n", false)]);
+    let a = send(
+        put.clone(),
+        api(&u, "skills/tool-b/1.0.0"),
+        Some(&ci),
+        bad,
+        &[],
+    )
+    .await;
+    a.is(422, Some("invalid_skill"));
+    answers.push(("an invalid skill", a));
+    let body = archive("tool-b", "1.0.0", "");
+    let a = send(
+        put.clone(),
+        api(&u, "skills/tool-c/1.0.0"),
+        Some(&ci),
+        body,
+        &[],
+    )
+    .await;
+    a.is(422, None);
+    answers.push(("another name than the URL's", a));
+
+    // Through the command line: the version, never the file.
+    let out = run(
+        dir,
+        &["yank", &s.url, "tool-a@9.9.9", "--token-file", "ci.token"],
+    );
+    out.code(1).says(&["tool-a@9.9.9"]);
+    assert!(
+        !out.stderr.contains(&folder) && !out.stderr.contains(&real),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("r.db"), "{}", out.stderr);
+    // The server's log keeps the whole story, the file included.
+    let log = s.stop();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("tool-a@9.9.9") && l.contains(&format!("{folder}/r.db"))),
+        "the server logs the full error:\n{log}"
+    );
+
+    // A server with a keyring, and a rate of one request a minute.
+    let s = Server::start(dir, &["--keyring", &keyring, "--writes-per-minute", "1"]);
+    let u = s.url.clone();
+    let body = archive("tool-d", "1.0.0", "");
+    let a = send(
+        put.clone(),
+        api(&u, "skills/tool-d/1.0.0"),
+        Some(&ci),
+        body.clone(),
+        &[],
+    )
+    .await;
+    a.is(422, Some("signature"));
+    answers.push(("unsigned under a keyring", a));
+    let a = send(
+        put.clone(),
+        api(&u, "skills/tool-d/1.0.0"),
+        Some(&ci),
+        body,
+        &[],
+    )
+    .await;
+    a.is(429, Some("rate_limited"));
+    answers.push(("over --writes-per-minute", a));
+    s.stop();
+
+    for (what, a) in &answers {
+        assert!(a.status.as_u16() >= 400, "{what}: {}", a.text);
+        for secret in [
+            folder.as_str(),
+            real.as_str(),
+            "r.db",
+            "tokens.toml",
+            "keyring.toml",
+        ] {
+            assert!(
+                !a.text.contains(secret),
+                "{what}: the answer names the server's file {secret:?}: {}",
+                a.text
+            );
+        }
+    }
+}
+
+/// The server logs yanks and unyanks as it logs publishes: who, what, and the version.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_logs_yanks_and_unyanks_as_it_logs_publishes() {
+    let (tmp, _) = registry_with_token();
+    let dir = tmp.path();
+    let s = Server::start(dir, &[]);
+    publish(dir, &s.url, "tool-a", "1.0.0");
+    let yank = |extra: &[&str]| {
+        let mut args = vec!["yank", &s.url, "tool-a@1.0.0", "--token-file", "ci.token"];
+        args.extend_from_slice(extra);
+        run(dir, &args).code(0);
+    };
+    yank(&[]);
+    yank(&["--undo"]);
+    let log = s.stop();
+    assert!(log.contains("ci published tool-a@1.0.0 sha256:"), "{log}");
+    assert!(log.contains("ci yanked tool-a@1.0.0"), "{log}");
+    assert!(log.contains("ci unyanked tool-a@1.0.0"), "{log}");
+}
