@@ -89,7 +89,7 @@ fn return_large_buffers() {
 }
 
 /// The registry file a `--publish` SOURCE names (`x.db`, `sqlite:x.db`).
-fn registry_path(source: &str) -> PathBuf {
+pub(super) fn registry_path(source: &str) -> PathBuf {
     PathBuf::from(source.strip_prefix("sqlite:").unwrap_or(source))
 }
 

@@ -7,11 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use skillcat::serve::{self, ServeLimits, SignatureLookup, Signed, Site, SiteOptions};
+use skillcat::serve::{
+    self, RegistryYanked, ServeLimits, SignatureLookup, Signed, Site, SiteOptions, YankedLookup,
+};
 use skillcat::sign::Statement;
 use skillcat::source::http::{
     FetchStatus, HttpOptions, HttpSource, cache_info, clean_cache, default_cache_dir,
 };
+use skillcat::source::{SourceKind, SourceSpec};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
@@ -165,12 +168,17 @@ impl SignatureLookup for SpecSignatures {
 /// Opens and reads a source, builds the site from its valid skills and reports the others.
 pub(super) async fn build_site(arg: &str, g: &Globals) -> Result<(Site, usize), CliError> {
     let o = super::read::open_and_discover(arg, g).await?;
+    // A registry keeps its yanked versions: served apart, marked, readable by NAME@VERSION.
+    let registry = SourceSpec::parse(arg).is_ok_and(|s| s.kind == SourceKind::Registry);
     let opts = SiteOptions {
         signatures: Some(Arc::new(SpecSignatures {
             spec: arg.to_string(),
             // As `pack --sign` names them: SOURCE.minisig for a source of one skill.
             single: o.found.skills.len() + o.found.faults.len() == 1,
         })),
+        yanked: registry.then(|| {
+            Arc::new(RegistryYanked(super::central::registry_path(arg))) as Arc<dyn YankedLookup>
+        }),
         ..SiteOptions::default()
     };
     let (site, problems) = Site::from_discovery(&*o.src, &o.found, &opts)

@@ -7,10 +7,13 @@
 
 use std::path::Path;
 
+use serde_json::Value as J;
+
 use crate::support::bin::{Out, Skillcat};
 use crate::support::central::{doc, registry_dir, token};
 use crate::support::project::key;
 use crate::support::publish::{Answer, Server, send};
+use crate::support::serve::spawn_serve;
 use crate::support::write_skill;
 
 /// `skillcat ARGS…` in `dir`, with no token or CA from the environment.
@@ -51,6 +54,17 @@ fn registry_with_token() -> (tempfile::TempDir, String) {
     let ci = token(tmp.path(), "ci", "*", "publish,yank,audit");
     std::fs::write(tmp.path().join("ci.token"), format!("{ci}\n")).unwrap();
     (tmp, ci)
+}
+
+/// The served v0.2.0 index.
+async fn index_of(url: &str) -> J {
+    let text = reqwest::get(format!("{url}.well-known/agent-skills/index.json"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    serde_json::from_str(&text).unwrap()
 }
 
 /// Every refusal the publishing API can give, each checked for the server's files: the
@@ -374,4 +388,106 @@ async fn the_server_logs_yanks_and_unyanks_as_it_logs_publishes() {
     assert!(log.contains("ci published tool-a@1.0.0 sha256:"), "{log}");
     assert!(log.contains("ci yanked tool-a@1.0.0"), "{log}");
     assert!(log.contains("ci unyanked tool-a@1.0.0"), "{log}");
+}
+
+/// README: yanked versions stay readable by their exact `NAME@VERSION`. Through a served
+/// registry too: its index lists them marked yanked, `NAME@VERSION` reads one with a warning,
+/// and a bare `NAME` never picks one — after a yank over the API, and from a registry served
+/// afresh.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_yanked_version_stays_readable_by_name_at_version_through_a_served_registry() {
+    let (tmp, _) = registry_with_token();
+    let dir = tmp.path();
+    let s = Server::start(dir, &[]);
+    publish(dir, &s.url, "tool-a", "1.0.0");
+    publish(dir, &s.url, "tool-a", "1.1.0");
+    run(
+        dir,
+        &["yank", &s.url, "tool-a@1.1.0", "--token-file", "ci.token"],
+    )
+    .code(0);
+
+    let check = |url: &str, cache: &str| {
+        let sc = |args: &[&str]| {
+            let mut all = vec!["--cache", cache];
+            all.extend_from_slice(args);
+            run(dir, &all)
+        };
+        // A bare name is the highest version that is not yanked.
+        let shown = sc(&["show", url, "tool-a"]);
+        assert!(
+            shown.code(0).out().contains("Version 1.0.0."),
+            "{}",
+            shown.out()
+        );
+        let listed = sc(&["list", url]);
+        assert!(!listed.code(0).out().contains("1.1.0"), "{}", listed.out());
+        // The yanked version by its exact name: read, with a warning.
+        let yanked = sc(&["show", url, "tool-a@1.1.0"]);
+        yanked
+            .code(0)
+            .says(&["warning: ", "tool-a@1.1.0", "yanked"]);
+        assert!(yanked.out().contains("Version 1.1.0."), "{}", yanked.out());
+        let read = sc(&["read", url, "tool-a@1.1.0", "references/notes.md"]);
+        assert_eq!(read.code(0).out(), "Notes.\n");
+        sc(&["digest", url, "tool-a@1.1.0"])
+            .code(0)
+            .says(&["yanked"]);
+        // A version neither live nor yanked: exit 1 naming the versions served.
+        sc(&["show", url, "tool-a@9.9.9"]).code(1).says(&[
+            "tool-a@9.9.9",
+            "1.0.0",
+            "1.1.0 (yanked)",
+        ]);
+    };
+    check(&s.url, "c1");
+    let index = index_of(&s.url).await;
+    let live: Vec<&J> = index["skills"].as_array().unwrap().iter().collect();
+    assert_eq!(live.len(), 1, "{index}");
+    assert_eq!(live[0]["version"], "1.0.0");
+    let yanked = index["skillcat"]["yanked"]
+        .as_array()
+        .expect("a yanked list");
+    assert_eq!(yanked.len(), 1, "{index}");
+    assert_eq!(yanked[0]["name"], "tool-a");
+    assert_eq!(yanked[0]["version"], "1.1.0");
+    assert_eq!(yanked[0]["yanked"], true);
+    s.stop();
+
+    // The same registry served afresh (no --publish) serves the same.
+    let (mut child, _, url) = spawn_serve(&dir.join("r.db"), &[], std::process::Stdio::null());
+    check(&url, "c2");
+    let again = index_of(&url).await;
+    assert_eq!(again["skillcat"], index["skillcat"]);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // And the registry file itself says the same of the yanked version.
+    run(dir, &["show", "r.db", "tool-a@1.1.0"])
+        .code(0)
+        .says(&["tool-a@1.1.0", "yanked"]);
+}
+
+/// `list` of a registry whose every version is yanked says so on stderr (exit 0: nothing is
+/// wrong), served or as a file, and names how to read one.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registry_whose_every_version_is_yanked_says_so() {
+    let (tmp, _) = registry_with_token();
+    let dir = tmp.path();
+    let s = Server::start(dir, &[]);
+    publish(dir, &s.url, "tool-a", "1.0.0");
+    run(
+        dir,
+        &["yank", &s.url, "tool-a@1.0.0", "--token-file", "ci.token"],
+    )
+    .code(0);
+    let served = run(dir, &["--cache", "c", "list", &s.url]);
+    served
+        .code(0)
+        .says(&["tool-a: every version is yanked", "tool-a@1.0.0"]);
+    assert_eq!(served.out(), "", "nothing is listed");
+    s.stop();
+    let file = run(dir, &["list", "r.db"]);
+    file.code(0)
+        .says(&["tool-a: every version is yanked", "tool-a@1.0.0"]);
 }

@@ -52,7 +52,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::limits::Conn;
-use super::site::{Site, SiteOptions};
+use super::site::{RegistryYanked, Site, SiteOptions};
 use crate::archive::{ArchiveError, ArchiveLimits, sniff};
 use crate::registry::RegistrySource;
 use crate::registry::tokens::{AuthError, Right, TokenEntry, Tokens};
@@ -527,7 +527,13 @@ impl Api {
         let _one = self.updating.lock().await;
         let old = self.site.read().expect("site lock").clone();
         let updated = match RegistrySource::open(&self.opts.registry) {
-            Ok(source) => old.updated(&source, name, &SiteOptions::default()).await,
+            Ok(source) => {
+                let opts = SiteOptions {
+                    yanked: Some(Arc::new(RegistryYanked(self.opts.registry.clone()))),
+                    ..SiteOptions::default()
+                };
+                old.updated(&source, name, &opts).await
+            }
             Err(e) => Err(e),
         };
         match updated {
