@@ -13,6 +13,7 @@ use crate::support::bin::{Out, Skillcat};
 use crate::support::central::{doc, registry_dir, token};
 use crate::support::project::key;
 use crate::support::publish::{Answer, Server, send};
+use crate::support::registry::Registry as OciRegistry;
 use crate::support::serve::spawn_serve;
 use crate::support::write_skill;
 
@@ -490,4 +491,99 @@ async fn a_registry_whose_every_version_is_yanked_says_so() {
     let file = run(dir, &["list", "r.db"]);
     file.code(0)
         .says(&["tool-a: every version is yanked", "tool-a@1.0.0"]);
+}
+
+/// One `oci://` home: its own cache and no credentials from the environment.
+fn oci(home: &Path, args: &[&str]) -> Out {
+    Skillcat::new(args)
+        .env("HOME", home)
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("SKILLCAT_OCI_USERNAME")
+        .env_remove("SKILLCAT_OCI_PASSWORD")
+        .run()
+}
+
+/// The tags a CNCF registry lists for `repo` (plain HTTP, no skillcat code).
+fn tags(reg: &OciRegistry, repo: &str) -> Vec<String> {
+    let out = std::process::Command::new("curl")
+        .args(["-sS", &format!("http://{}/v2/{repo}/tags/list", reg.addr)])
+        .output()
+        .expect("curl");
+    let doc: J = serde_json::from_slice(&out.stdout).unwrap();
+    let mut tags: Vec<String> = doc["tags"]
+        .as_array()
+        .map(|a| a.iter().map(|t| t.as_str().unwrap().to_string()).collect())
+        .unwrap_or_default();
+    tags.sort();
+    tags
+}
+
+/// The version of the skill a reference reads (`digest --format json`).
+fn version_read(home: &Path, reference: &str) -> String {
+    let out = oci(home, &["digest", reference, "--format", "json"]);
+    out.code(0).json()[0]["version"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", out.out()))
+        .to_string()
+}
+
+/// OCI's `latest`: `push … oci://HOST/REPO` tags the version and moves `latest` (not past a
+/// higher version, not with `--no-latest`); `list oci://HOST/REPO` reads `latest`, and a
+/// repository without one reads its highest version tag.
+#[test]
+fn oci_push_moves_latest_and_a_read_without_a_tag_finds_the_highest_version() {
+    let reg = OciRegistry::start();
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let skill = |version: &str| {
+        let dir = h.join(format!("src-{version}/tool-a"));
+        write_skill(
+            &dir,
+            &doc("tool-a", version, &format!("Version {version}.")),
+            &[],
+        );
+        dir.to_str().unwrap().to_string()
+    };
+    let repo = reg.oci("team/tool-a");
+    let first = oci(h, &["push", &skill("1.0.0"), "tool-a", &repo]);
+    assert!(first.code(0).out().contains("latest"), "{}", first.out());
+    assert_eq!(tags(&reg, "team/tool-a"), ["1.0.0", "latest"]);
+    assert_eq!(version_read(h, &repo), "1.0.0");
+    oci(h, &["list", &repo]).code(0);
+
+    // A higher version moves latest; an older one pushed after it does not.
+    oci(h, &["push", &skill("2.0.0"), "tool-a", &repo]).code(0);
+    let older = oci(h, &["push", &skill("1.5.0"), "tool-a", &repo]);
+    assert!(
+        older.code(0).out().contains("2.0.0"),
+        "says why latest stays: {}",
+        older.out()
+    );
+    assert_eq!(version_read(h, &repo), "2.0.0");
+    // --no-latest leaves it where it is.
+    oci(
+        h,
+        &["push", &skill("3.0.0"), "tool-a", &repo, "--no-latest"],
+    )
+    .code(0);
+    assert_eq!(version_read(h, &repo), "2.0.0");
+    assert_eq!(
+        tags(&reg, "team/tool-a"),
+        ["1.0.0", "1.5.0", "2.0.0", "3.0.0", "latest"]
+    );
+
+    // A repository with version tags and no latest: the highest version is read, and said.
+    let bare = reg.oci("team/bare");
+    for v in ["1.2.0", "1.10.0", "1.9.0"] {
+        oci(h, &["push", &skill(v), "tool-a", &bare, "--no-latest"]).code(0);
+    }
+    assert_eq!(tags(&reg, "team/bare"), ["1.10.0", "1.2.0", "1.9.0"]);
+    let listed = oci(h, &["list", &bare]);
+    listed.code(0).says(&["latest", "1.10.0"]);
+    assert_eq!(version_read(h, &bare), "1.10.0");
+    // A repository that does not exist says so.
+    let none = oci(h, &["list", &reg.oci("team/none")]);
+    assert_ne!(none.code, 0, "{}", none.out());
+    none.says(&["team/none"]);
 }
