@@ -295,6 +295,14 @@ fn status_word(s: FetchStatus) -> &'static str {
     }
 }
 
+/// What an index entry's digest is the digest of: its archive, or its lone SKILL.md.
+fn artifact_word(kind: &str) -> &'static str {
+    match kind {
+        "skill-md" => "SKILL.md",
+        _ => "archive",
+    }
+}
+
 /// A progress bar on a terminal, nothing otherwise.
 fn progress(len: usize) -> indicatif::ProgressBar {
     if !std::io::stderr().is_terminal() {
@@ -356,15 +364,18 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
             let mut out = std::io::stdout().lock();
             for r in &reports {
                 let s = &r.skill;
+                // Which digest: the artifact's (what the index promises and the cache keys),
+                // else the skill's (a v0.1 entry's files have no one artifact).
+                let digest = match (&s.digest, &s.skill_digest) {
+                    (Some(d), _) => format!("{d} ({})", artifact_word(s.kind)),
+                    (None, Some(d)) => format!("{d} (skill)"),
+                    (None, None) => "-".to_string(),
+                };
                 let _ = writeln!(
                     out,
-                    "{}  {}  {}  {}",
+                    "{}  {}  {digest}  {}",
                     s.name,
                     skillcat::prompt::escape_controls(s.version.as_deref().unwrap_or("-")),
-                    s.digest
-                        .as_deref()
-                        .or(s.skill_digest.as_deref())
-                        .unwrap_or("-"),
                     status_word(r.status)
                 );
             }

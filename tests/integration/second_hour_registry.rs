@@ -493,6 +493,117 @@ async fn a_registry_whose_every_version_is_yanked_says_so() {
         .says(&["tool-a: every version is yanked", "tool-a@1.0.0"]);
 }
 
+/// `serve DIR --publish` says a registry file is needed and how to make one, not to run
+/// `registry init` on the directory.
+#[test]
+fn serve_publish_of_a_directory_says_to_create_a_registry_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_skill(
+        &tmp.path().join("skills/tool-a"),
+        &doc("tool-a", "1.0.0", ""),
+        &[],
+    );
+    std::fs::write(tmp.path().join("tokens.toml"), "").unwrap();
+    let out = run(
+        tmp.path(),
+        &[
+            "serve",
+            "skills",
+            "--publish",
+            "--tokens",
+            "tokens.toml",
+            "--addr",
+            "127.0.0.1:0",
+        ],
+    );
+    out.code(2).says(&[
+        "--publish needs a registry file",
+        "skillcat registry init team.db",
+    ]);
+    assert!(
+        !out.stderr.contains("registry init skills"),
+        "{}",
+        out.stderr
+    );
+    // A registry file that is not there yet: that one is the file to create.
+    let out = run(
+        tmp.path(),
+        &[
+            "serve",
+            "new.db",
+            "--publish",
+            "--tokens",
+            "tokens.toml",
+            "--addr",
+            "127.0.0.1:0",
+        ],
+    );
+    out.code(2).says(&["skillcat registry init new.db"]);
+}
+
+/// `verify REGISTRY.db` checks the signatures the registry keeps, and when it keeps none says
+/// so as a registry's: no `REGISTRY.db.minisig` is looked for.
+#[test]
+fn verify_of_a_registry_file_looks_inside_it_not_beside_it() {
+    let tmp = registry_dir();
+    let dir = tmp.path();
+    let ring = key(dir, "signer", "*");
+    write_skill(&dir.join("tool-a"), &doc("tool-a", "1.0.0", ""), &[]);
+    run(dir, &["registry", "publish", "r.db", "tool-a"]).code(0);
+    let keyring = ring.keyring.to_str().unwrap();
+    let out = run(dir, &["verify", "r.db", "--keyring", keyring]);
+    out.code(1).says(&["tool-a@1.0.0", "keeps no signature"]);
+    assert!(!out.stderr.contains("beside it"), "{}", out.stderr);
+    assert!(!out.stderr.contains("r.db.minisig"), "{}", out.stderr);
+    // Signed, then published with its signature: verified from inside the registry.
+    write_skill(&dir.join("tool-b"), &doc("tool-b", "1.0.0", ""), &[]);
+    let secret = ring.secret.to_str().unwrap();
+    run(dir, &["sign", "tool-b", "tool-b", "--key", secret]).code(0);
+    run(
+        dir,
+        &[
+            "registry",
+            "publish",
+            "r.db",
+            "tool-b",
+            "--sig",
+            "tool-b.minisig",
+        ],
+    )
+    .code(0);
+    let out = run(dir, &["verify", "r.db", "tool-b", "--keyring", keyring]);
+    assert!(
+        out.code(0).out().starts_with("Verified tool-b@1.0.0"),
+        "{}",
+        out.out()
+    );
+}
+
+/// `fetch` says which digest each line prints: the archive's (what the index promises), or
+/// the skill's when the index gives no archive.
+#[tokio::test(flavor = "multi_thread")]
+async fn fetch_says_which_digest_it_prints() {
+    let (tmp, _) = registry_with_token();
+    let dir = tmp.path();
+    let s = Server::start(dir, &[]);
+    publish(dir, &s.url, "tool-a", "1.0.0");
+    let index = index_of(&s.url).await;
+    let archive = index["skills"][0]["digest"].as_str().unwrap().to_string();
+    let out = run(dir, &["--cache", "c", "fetch", &s.url]);
+    let line = out
+        .code(0)
+        .out()
+        .lines()
+        .find(|l| l.starts_with("tool-a  "))
+        .unwrap_or_else(|| panic!("{}", out.out()))
+        .to_string();
+    assert!(
+        line.contains(&format!("{archive} (archive)")),
+        "the digest is named as the archive's: {line}"
+    );
+    s.stop();
+}
+
 /// One `oci://` home: its own cache and no credentials from the environment.
 fn oci(home: &Path, args: &[&str]) -> Out {
     Skillcat::new(args)
