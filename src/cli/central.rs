@@ -89,21 +89,60 @@ fn return_large_buffers() {
 }
 
 /// The registry file a `--publish` SOURCE names (`x.db`, `sqlite:x.db`).
-fn registry_path(source: &str) -> PathBuf {
+pub(super) fn registry_path(source: &str) -> PathBuf {
     PathBuf::from(source.strip_prefix("sqlite:").unwrap_or(source))
 }
 
 /// Before the site is built: the SOURCE of `--publish` must be a registry, opened read-write
-/// once so that it is migrated (the audit log) before anything reads it.
+/// once so that it is migrated (the audit log) before anything reads it. Anything else (a
+/// directory of skills, an archive, a URL) is refused saying to create a registry file and serve
+/// that; a registry file not made yet is named as the file to create.
 pub(super) fn prepare(source: &str) -> Result<(), CliError> {
     let path = registry_path(source);
+    let named_as_registry = source.starts_with("sqlite:")
+        || path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("db") || e.eq_ignore_ascii_case("sqlite"));
+    let what = if path.is_dir() {
+        Some("is a directory")
+    } else if !path.exists() {
+        if named_as_registry {
+            return Err(usage!(
+                "--publish serves a registry file, and {} does not exist: create it with \
+                 `skillcat registry init {}`",
+                path.display(),
+                path.display()
+            ));
+        }
+        Some("does not exist")
+    } else if is_registry(&path) {
+        None
+    } else {
+        Some("is not a registry file")
+    };
+    if let Some(what) = what {
+        return Err(usage!(
+            "--publish needs a registry file; create one with `skillcat registry init team.db` \
+             and serve that (`skillcat serve team.db --publish --tokens FILE`); {source} {what}. \
+             Skills go into it with `skillcat registry publish team.db DIR` or, once served, \
+             `skillcat publish URL DIR`"
+        ));
+    }
     match Registry::open(&path) {
         Ok(_) => Ok(()),
-        Err(e) => Err(usage!(
-            "--publish serves a registry file (skillcat registry init {}): {e}",
-            path.display()
-        )),
+        Err(e) => Err(usage!("--publish: {e}")),
     }
+}
+
+/// Whether `path` is a file a registry opens (the SQLite magic, or a `.db`/`.sqlite` name).
+fn is_registry(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    skillcat::registry::is_registry_file(path, &head[..n])
 }
 
 /// The read side of `site` and the publishing API, as `args` says.
@@ -123,7 +162,7 @@ pub(super) fn router(
     }
     return_large_buffers();
     if !tls && !local.ip().is_loopback() {
-        err!(
+        note!(
             "warning: serving the publishing API over plain HTTP on {local}: tokens cross the \
              network unencrypted. Give --tls-cert and --tls-key, put a TLS-terminating proxy in \
              front, or bind to 127.0.0.1"

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use skillcat::push::{self, Attached};
+use skillcat::push::{self, Attached, Latest};
 use skillcat::sign::Statement;
 use skillcat::source::http::HttpOptions;
 use skillcat::source::oci::Reference;
@@ -17,8 +17,12 @@ pub struct PushArgs {
     pub source: String,
     /// The skill to push.
     pub name: String,
-    /// Where: `oci://HOST[:PORT]/REPO[:TAG]` (the tag defaults to the skill's version).
+    /// Where: `oci://HOST[:PORT]/REPO[:TAG]` (the tag defaults to the skill's version, and then
+    /// `latest` moves to it too, unless the repository holds a higher version).
     pub target: String,
+    /// Leave the tag `latest` where it is (a push tagged with the version moves it otherwise).
+    #[arg(long)]
+    pub no_latest: bool,
     /// Sign the skill with this minisign secret key and attach the signature as a referrer.
     #[arg(long, value_name = "KEY")]
     pub sign: Option<String>,
@@ -91,7 +95,7 @@ pub async fn push(a: PushArgs, g: &Globals) -> CliResult {
         }
         None => None,
     };
-    let pushed = match push::push(&*src, &skill, &target, &opts).await {
+    let pushed = match push::push(&*src, &skill, &target, &opts, !a.no_latest).await {
         Ok(p) => p,
         Err(e) => {
             return Err(failed!("{e}"));
@@ -105,6 +109,18 @@ pub async fn push(a: PushArgs, g: &Globals) -> CliResult {
         pushed.reference,
         pushed.uploaded
     );
+    match &pushed.latest {
+        Latest::Moved => out!(
+            "Tagged latest: {}@{}",
+            pushed.skill.name,
+            pushed.skill.version
+        ),
+        Latest::Higher(h) => out!(
+            "latest stays at {h}, a higher version than {} (a tag without a version reads it)",
+            pushed.skill.version
+        ),
+        Latest::Untouched => {}
+    }
     if let Some(sig) = signature {
         let title = format!("{}{}", pushed.skill.name, skillcat::sign::SIGNATURE_SUFFIX);
         match push::attach_signature(&pushed.reference, &pushed.descriptor, &sig, &title, &opts)

@@ -403,7 +403,7 @@ fn print_published(p: &Published) {
 
 /// A progress bar on a terminal for more than one skill; nothing when stderr is piped.
 fn progress_bar(total: usize) -> indicatif::ProgressBar {
-    if total < 2 || !std::io::stderr().is_terminal() {
+    if total < 2 || !std::io::stderr().is_terminal() || super::quiet() {
         return indicatif::ProgressBar::hidden();
     }
     let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {wide_msg}")

@@ -7,11 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use skillcat::serve::{self, ServeLimits, SignatureLookup, Signed, Site, SiteOptions};
+use skillcat::serve::{
+    self, RegistryYanked, ServeLimits, SignatureLookup, Signed, Site, SiteOptions, YankedLookup,
+};
 use skillcat::sign::Statement;
 use skillcat::source::http::{
     FetchStatus, HttpOptions, HttpSource, cache_info, clean_cache, default_cache_dir,
 };
+use skillcat::source::{SourceKind, SourceSpec};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
@@ -23,8 +26,8 @@ pub struct ServeArgs {
     /// Address to listen on (`127.0.0.1:0` picks a free port).
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT")]
     pub addr: SocketAddr,
-    /// Log one line per request on stderr.
-    #[arg(long)]
+    /// Log one line per request on stderr: the global `-v`/`--verbose`.
+    #[arg(skip)]
     pub verbose: bool,
     /// Time a client has to send a request head (from connecting, or from the first byte of a
     /// later request): `10s`, `500ms`, `2m`.
@@ -171,19 +174,24 @@ impl SignatureLookup for SpecSignatures {
 /// Opens and reads a source, builds the site from its valid skills and reports the others.
 pub(super) async fn build_site(arg: &str, g: &Globals) -> Result<(Site, usize), CliError> {
     let o = super::read::open_and_discover(arg, g).await?;
+    // A registry keeps its yanked versions: served apart, marked, readable by NAME@VERSION.
+    let registry = SourceSpec::parse(arg).is_ok_and(|s| s.kind == SourceKind::Registry);
     let opts = SiteOptions {
         signatures: Some(Arc::new(SpecSignatures {
             spec: arg.to_string(),
             // As `pack --sign` names them: SOURCE.minisig for a source of one skill.
             single: o.found.skills.len() + o.found.faults.len() == 1,
         })),
+        yanked: registry.then(|| {
+            Arc::new(RegistryYanked(super::central::registry_path(arg))) as Arc<dyn YankedLookup>
+        }),
         ..SiteOptions::default()
     };
     let (site, problems) = Site::from_discovery(&*o.src, &o.found, &opts)
         .await
         .map_err(|e| usage!("{e}"))?;
     for p in &problems {
-        err!(
+        note!(
             "warning: {}",
             skillcat::prompt::escape_controls(&p.to_string())
         );
@@ -225,7 +233,7 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
         drain_timeout: a.drain_timeout,
     };
     if let Some(said) = limits.fit_open_files() {
-        err!("warning: {said}");
+        note!("warning: {said}");
     }
     let listener = match tokio::net::TcpListener::bind(a.addr).await {
         Ok(l) => l,
@@ -293,6 +301,14 @@ fn status_word(s: FetchStatus) -> &'static str {
     }
 }
 
+/// What an index entry's digest is the digest of: its archive, or its lone SKILL.md.
+fn artifact_word(kind: &str) -> &'static str {
+    match kind {
+        "skill-md" => "SKILL.md",
+        _ => "archive",
+    }
+}
+
 /// A progress bar on a terminal, nothing otherwise.
 fn progress(len: usize) -> indicatif::ProgressBar {
     if !std::io::stderr().is_terminal() || super::quiet() {
@@ -328,7 +344,7 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
         .await;
     bar.finish_and_clear();
     for w in src.warnings() {
-        err!("warning: {}", skillcat::prompt::escape_controls(&w));
+        note!("warning: {}", skillcat::prompt::escape_controls(&w));
     }
     let reports = match reports {
         Ok(r) => r,
@@ -350,15 +366,18 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
             let mut out = std::io::stdout().lock();
             for r in &reports {
                 let s = &r.skill;
+                // Which digest: the artifact's (what the index promises and the cache keys),
+                // else the skill's (a v0.1 entry's files have no one artifact).
+                let digest = match (&s.digest, &s.skill_digest) {
+                    (Some(d), _) => format!("{d} ({})", artifact_word(s.kind)),
+                    (None, Some(d)) => format!("{d} (skill)"),
+                    (None, None) => "-".to_string(),
+                };
                 let _ = writeln!(
                     out,
-                    "{}  {}  {}  {}",
+                    "{}  {}  {digest}  {}",
                     s.name,
                     skillcat::prompt::escape_controls(s.version.as_deref().unwrap_or("-")),
-                    s.digest
-                        .as_deref()
-                        .or(s.skill_digest.as_deref())
-                        .unwrap_or("-"),
                     status_word(r.status)
                 );
             }

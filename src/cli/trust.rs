@@ -454,7 +454,7 @@ pub(super) fn beside_signature(
     name: &str,
     single: bool,
 ) -> Result<Option<Found>, String> {
-    if !SourceSpec::is_path_spelling(spec) {
+    if !SourceSpec::is_path_spelling(spec) || is_registry_spec(spec) {
         return Ok(None);
     }
     let path = sign::skill_signature_path(spec, name, single);
@@ -569,7 +569,7 @@ pub async fn verify(
                 None => signatures_of(arg, &*src, skill, &record, single)?,
             };
             if candidates.is_empty() {
-                return Err(no_signature(arg, &name, single));
+                return Err(no_signature(arg, &at_version(&m), single));
             }
             let mut failures = Vec::new();
             for c in &candidates {
@@ -609,8 +609,24 @@ pub async fn verify(
     ))
 }
 
-/// Why a skill has no signature to check: where one was looked for.
-fn no_signature(spec: &str, name: &str, single: bool) -> String {
+/// Whether a SOURCE is a registry file (`x.db`, `sqlite:x.db`): it keeps its signatures inside,
+/// with the versions they sign; none is looked for beside it.
+fn is_registry_spec(spec: &str) -> bool {
+    SourceSpec::parse(spec).is_ok_and(|s| s.kind == skillcat::source::SourceKind::Registry)
+}
+
+/// Why a skill (`NAME@VERSION` when it has one) has no signature to check: where one was
+/// looked for.
+fn no_signature(spec: &str, skill: &str, single: bool) -> String {
+    let name = skill.split_once('@').map_or(skill, |(n, _)| n);
+    if is_registry_spec(spec) {
+        return format!(
+            "no signature: the registry {spec} keeps no signature for {skill}; a registry keeps \
+             the signatures published with a version (`skillcat registry publish {spec} DIR \
+             --sig FILE`, or `skillcat publish URL DIR` with the .minisig beside the skill); \
+             --sig FILE checks another"
+        );
+    }
     if !SourceSpec::is_path_spelling(spec) {
         format!("no signature: {spec} keeps none for {name}")
     } else {

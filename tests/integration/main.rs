@@ -53,6 +53,7 @@ mod script_run;
 mod second_hour_authoring;
 mod second_hour_cli;
 mod second_hour_install;
+mod second_hour_registry;
 mod signature_chain;
 mod source_paths;
 mod store_equivalence;

@@ -18,6 +18,8 @@ pub(crate) struct Pin {
     pub(crate) version_id: i64,
     pub(crate) name: String,
     pub(crate) version: String,
+    /// Whether that version is yanked (only a `NAME@VERSION` root resolves to one).
+    pub(crate) yanked: bool,
 }
 
 impl Registry {
@@ -26,7 +28,7 @@ impl Registry {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT v.id, s.name, v.version FROM tag t JOIN skill s ON s.id = t.skill_id \
+                "SELECT v.id, s.name, v.version, v.yanked FROM tag t JOIN skill s ON s.id = t.skill_id \
                  JOIN version v ON v.id = t.version_id WHERE t.tag = 'latest' ORDER BY s.name",
             )
             .map_err(|e| self.sql(e))?;
@@ -35,6 +37,7 @@ impl Registry {
                 version_id: r.get(0)?,
                 name: r.get(1)?,
                 version: r.get(2)?,
+                yanked: r.get(3)?,
             })
         })
         .and_then(Iterator::collect)
@@ -45,13 +48,14 @@ impl Registry {
     pub(crate) fn resolve(&self, name: &str, version: Option<&str>) -> Result<Option<Pin>> {
         let (sql, args): (&str, Vec<&str>) = match version {
             None => (
-                "SELECT v.id, s.name, v.version FROM skill s \
+                "SELECT v.id, s.name, v.version, v.yanked FROM skill s \
                  JOIN tag t ON t.skill_id = s.id AND t.tag = 'latest' \
                  JOIN version v ON v.id = t.version_id WHERE s.name = ?1",
                 vec![name],
             ),
             Some(version) => (
-                "SELECT v.id, s.name, v.version FROM skill s JOIN version v ON v.skill_id = s.id \
+                "SELECT v.id, s.name, v.version, v.yanked FROM skill s \
+                 JOIN version v ON v.skill_id = s.id \
                  WHERE s.name = ?1 AND v.version = ?2",
                 vec![name, version],
             ),
@@ -62,6 +66,7 @@ impl Registry {
                 version_id: r.get(0)?,
                 name: r.get(1)?,
                 version: r.get(2)?,
+                yanked: r.get(3)?,
             })
         })
         .optional()

@@ -120,6 +120,55 @@ impl Registry {
         Ok(out)
     }
 
+    /// Every yanked version, of the skill `name` alone when given: by name (bytes), then semver
+    /// order. What a served registry lists apart, marked yanked.
+    pub fn yanked(&self, name: Option<&str>) -> Result<Vec<VersionInfo>> {
+        let sql = format!(
+            "SELECT {INFO_COLUMNS} FROM version v JOIN skill s ON s.id = v.skill_id \
+             WHERE v.yanked = 1 AND (?1 IS NULL OR s.name = ?1)"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.sql(e))?;
+        let mut out: Vec<VersionInfo> = stmt
+            .query_map([name], |r| info_of(r).map(|(info, _)| info))
+            .and_then(Iterator::collect)
+            .map_err(|e| self.sql(e))?;
+        out.sort_by(|a, b| {
+            a.name
+                .as_bytes()
+                .cmp(b.name.as_bytes())
+                .then_with(|| order::compare(&a.version, &b.version))
+        });
+        Ok(out)
+    }
+
+    /// The skills every version of which is yanked (so none has a `latest`), by name, each with
+    /// its versions in semver order.
+    pub fn all_yanked(&self) -> Result<Vec<(String, Vec<String>)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT s.name, v.version FROM skill s JOIN version v ON v.skill_id = s.id \
+                 WHERE NOT EXISTS (SELECT 1 FROM tag t WHERE t.skill_id = s.id AND t.tag = ?1) \
+                 ORDER BY s.name",
+            )
+            .map_err(|e| self.sql(e))?;
+        let rows: Vec<(String, String)> = stmt
+            .query_map([LATEST], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(Iterator::collect)
+            .map_err(|e| self.sql(e))?;
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for (name, version) in rows {
+            match out.last_mut() {
+                Some((n, versions)) if *n == name => versions.push(version),
+                _ => out.push((name, vec![version])),
+            }
+        }
+        for (_, versions) in &mut out {
+            versions.sort_by(|a, b| order::compare(a, b));
+        }
+        Ok(out)
+    }
+
     /// The skill's highest non-yanked version, if any.
     pub fn latest(&self, name: &str) -> Result<Option<VersionInfo>> {
         let sql = format!(
@@ -273,9 +322,35 @@ impl Registry {
             .optional()
             .map_err(sql)?;
         let Some((id, skill_id, was, digest)) = found else {
-            return Err(RegistryError::NotFound(format!(
-                "{name}@{version} in {shown}"
-            )));
+            let mut held: Vec<(String, bool)> = tx
+                .prepare(
+                    "SELECT v.version, v.yanked FROM version v JOIN skill s ON s.id = v.skill_id \
+                     WHERE s.name = ?1",
+                )
+                .and_then(|mut stmt| {
+                    stmt.query_map([name], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .and_then(Iterator::collect)
+                })
+                .map_err(sql)?;
+            held.sort_by(|a, b| order::compare(&a.0, &b.0));
+            return Err(RegistryError::NotFound(if held.is_empty() {
+                format!("{name}@{version}: {shown} holds no skill named {name}")
+            } else {
+                let shown_versions: Vec<String> = held
+                    .iter()
+                    .map(|(v, y)| {
+                        if *y {
+                            format!("{v} (yanked)")
+                        } else {
+                            v.clone()
+                        }
+                    })
+                    .collect();
+                format!(
+                    "{name}@{version}: no such version; the versions of {name} in {shown} are {}",
+                    shown_versions.join(", ")
+                )
+            }));
         };
         if was == yanked {
             return Ok(false);

@@ -50,6 +50,8 @@ pub struct RegistrySource {
     shown: String,
     pool: Arc<Pool>,
     pins: Mutex<HashMap<String, Pin>>,
+    /// What listing found to say: skills every version of which is yanked (never listed).
+    warnings: Mutex<Vec<String>>,
 }
 
 impl fmt::Debug for RegistrySource {
@@ -79,6 +81,7 @@ impl RegistrySource {
                 next: AtomicUsize::new(0),
             }),
             pins: Mutex::new(HashMap::new()),
+            warnings: Mutex::new(Vec::new()),
         })
     }
 
@@ -157,7 +160,16 @@ impl RegistrySource {
 #[async_trait]
 impl Source for RegistrySource {
     async fn list(&self) -> Result<Vec<String>> {
-        let pins = self.blocking(|r| r.pins()).await?;
+        let (pins, all_yanked) = self.blocking(|r| Ok((r.pins()?, r.all_yanked()?))).await?;
+        {
+            let mut warnings = self.warnings.lock().unwrap_or_else(PoisonError::into_inner);
+            for (name, versions) in &all_yanked {
+                let w = all_yanked_warning(name, versions);
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
+        }
         let mut map = self.pins.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(pins
             .into_iter()
@@ -213,6 +225,26 @@ impl Source for RegistrySource {
         }
     }
 
+    /// Skills every version of which is yanked, as listing found them.
+    fn warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The default per-root reads; the warnings are listing's (skills every version of which
+    /// is yanked, which are not listed).
+    async fn read_documents(
+        &self,
+        roots: &[String],
+        detail: crate::source::Detail,
+        each: crate::source::DocumentSink,
+    ) -> Result<Vec<String>> {
+        crate::source::read_each(self, roots, detail, &each).await;
+        Ok(Source::warnings(self))
+    }
+
     fn root_dir_name(&self, root: &str) -> Option<String> {
         let name = root.split_once('@').map_or(root, |(name, _)| name);
         (!name.is_empty()).then(|| name.to_string())
@@ -233,7 +265,16 @@ impl Source for RegistrySource {
     async fn version_root(&self, name: &str, version: &str) -> Result<Option<String>> {
         let root = format!("{name}@{version}");
         match self.pin(&root).await {
-            Ok(_) => Ok(Some(root)),
+            Ok(pin) => {
+                if pin.yanked {
+                    let w = yanked_warning(&pin.name, &pin.version);
+                    let mut warnings = self.warnings.lock().unwrap_or_else(PoisonError::into_inner);
+                    if !warnings.contains(&w) {
+                        warnings.push(w);
+                    }
+                }
+                Ok(Some(root))
+            }
             Err(Error::NotFound(_)) => {
                 let n = name.to_string();
                 let versions = self.blocking(move |r| r.versions(&n)).await?;
@@ -260,6 +301,25 @@ impl Source for RegistrySource {
             Err(e) => Err(e),
         }
     }
+}
+
+/// What a source says of a skill every version of which is yanked (`versions` in semver
+/// order): it is not listed, and how to read one.
+pub(crate) fn all_yanked_warning(name: &str, versions: &[String]) -> String {
+    let newest = versions.last().map_or("VERSION", String::as_str);
+    format!(
+        "{name}: every version is yanked ({}), so it is not listed; read one by its version: \
+         {name}@{newest}",
+        versions.join(", ")
+    )
+}
+
+/// What a source says when a yanked version is read by its exact `NAME@VERSION`.
+pub(crate) fn yanked_warning(name: &str, version: &str) -> String {
+    format!(
+        "{name}@{version} is yanked: read because it was named by its version; {name} alone \
+         never picks it"
+    )
 }
 
 /// `NAME` or `NAME@VERSION`: one path component, both parts non-empty.

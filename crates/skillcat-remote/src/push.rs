@@ -9,6 +9,8 @@
 //!              (ToolHive's, org.opencontainers.image.created fixed, dev.skillcat.skill.digest,
 //!              dev.skillcat.manifest.digest)        → the same skill gives the same digest
 //!   blobs: HEAD, else POST + PUT;  manifest: PUT /v2/<repo>/manifests/<tag>
+//!   latest: when the tag is the version, the same manifest under `latest` too, unless the
+//!   repository holds a higher version tag (GET …/tags/list) or the caller said not to
 //! attach_signature(…, minisig)
 //!   referrer = artifactType application/vnd.skillcat.signature.v1, empty config,
 //!              [the .minisig text], subject = the skill's manifest  → PUT by digest
@@ -21,9 +23,11 @@ use bytes::Bytes;
 use crate::digest::{Manifest as SkillManifest, sha256, sha256_digest, to_hex};
 use crate::document::Skill;
 use crate::error::{Error, Result};
+use crate::http::index::compare_versions;
 use crate::oci::Reference;
 use crate::oci::client::{Client, ClientOptions};
 use crate::oci::layout::{self, Descriptor, Document, Index, SkillInfo};
+use crate::oci::reference::{DEFAULT_TAG, highest_version};
 use crate::pack::{PackEntry, write_tar_gz};
 use crate::source::{Source, SourceExt};
 
@@ -46,6 +50,20 @@ pub struct Pushed {
     pub skill: SkillManifest,
     /// Blobs the registry did not hold yet (of the config and the layer).
     pub uploaded: usize,
+    /// What became of the tag `latest`.
+    pub latest: Latest,
+}
+
+/// What a push did with the tag `latest` ([`DEFAULT_TAG`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Latest {
+    /// `latest` names what was pushed now.
+    Moved,
+    /// Left where it was: the repository holds a higher version tag (this one).
+    Higher(String),
+    /// Not touched: the caller said not to (`--no-latest`), or the push named a tag other than
+    /// the skill's version (a tag of its own, such as `beta`, or `latest` itself).
+    Untouched,
 }
 
 /// How [`attach_signature`] made the signature findable.
@@ -66,12 +84,16 @@ pub fn version_of(skill: &Skill, target: &Reference) -> Option<String> {
 }
 
 /// Pushes `skill` (discovered with its files) from `src` to `target`'s repository under its
-/// tag — which defaults to the skill's version — in ToolHive's layout.
+/// tag — which defaults to the skill's version — in ToolHive's layout. When that tag is the
+/// version and `move_latest`, the same manifest also goes under `latest`, unless the repository
+/// holds a higher version tag: `latest` is the highest version pushed, which is what a
+/// reference without a tag reads ([`OciSource`](crate::oci::OciSource)).
 pub async fn push(
     src: &dyn Source,
     skill: &Skill,
     target: &Reference,
     opts: &ClientOptions,
+    move_latest: bool,
 ) -> Result<Pushed> {
     if target.digest.is_some() {
         return Err(Error::Invalid(format!(
@@ -140,9 +162,27 @@ pub async fn push(
             uploaded += 1;
         }
     }
+    let manifest = Bytes::from(manifest);
     let digest = client
-        .push_manifest(&tag, layout::MANIFEST_V1, Bytes::from(manifest))
+        .push_manifest(&tag, layout::MANIFEST_V1, manifest.clone())
         .await?;
+    let latest = if !move_latest || tag != skill_manifest.version || tag == DEFAULT_TAG {
+        Latest::Untouched
+    } else {
+        // A repository whose tags cannot be listed gets `latest` moved: the push's own rule.
+        let tags = client.tags().await.unwrap_or_default();
+        match highest_version(tags.iter().map(String::as_str)) {
+            Some(h) if compare_versions(h, &tag) == std::cmp::Ordering::Greater => {
+                Latest::Higher(h.to_string())
+            }
+            _ => {
+                client
+                    .push_manifest(DEFAULT_TAG, layout::MANIFEST_V1, manifest)
+                    .await?;
+                Latest::Moved
+            }
+        }
+    };
     Ok(Pushed {
         reference: target.with_digest(&digest),
         digest,
@@ -150,6 +190,7 @@ pub async fn push(
         layer: layer_desc,
         skill: skill_manifest,
         uploaded,
+        latest,
     })
 }
 

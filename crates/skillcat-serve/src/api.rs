@@ -14,8 +14,12 @@
 //! per-version limits), 422 (the archive is not the skill and version named, is hostile,
 //! invalid, its metadata is not what a registry keeps, or its signature is refused), 429 (the
 //! token's request or byte rate, with `Retry-After`), 503 (the registry is busy). Which status a
-//! registry error is, is decided in one place ([`registry_refusal`]): a refusal of the input is
+//! registry error is, is decided in one place ([`registry_status`]): a refusal of the input is
 //! always a 4xx, a constraint of the schema included; only a failure of the server is a 500.
+//! Every refusal becomes its answer in one place too ([`Api::refused`]): answers name skills,
+//! versions and limits, never the server's files (the registry, the token file, the keyring:
+//! each is named by what it is), and the whole error behind a registry's refusal goes to the
+//! server's log.
 //!
 //! **Budgets.** An upload takes one of `max_uploads` slots before its body is read and keeps it
 //! until its version is committed or refused: the slot moves with the prepared version into the
@@ -48,7 +52,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::limits::Conn;
-use super::site::{Site, SiteOptions};
+use super::site::{RegistryYanked, Site, SiteOptions};
 use crate::archive::{ArchiveError, ArchiveLimits, sniff};
 use crate::registry::RegistrySource;
 use crate::registry::tokens::{AuthError, Right, TokenEntry, Tokens};
@@ -259,6 +263,8 @@ struct Api {
     /// write's `wal_checkpoint(TRUNCATE)` never waits behind the next write's transaction, so
     /// the WAL holds at most the one version being written, however busy the machine.
     writer: Arc<Mutex<()>>,
+    /// The server's files, which no answer names.
+    files: ServerFiles,
 }
 
 /// A refusal: status, a short code and a sentence.
@@ -267,6 +273,9 @@ struct Refusal {
     code: &'static str,
     detail: String,
     retry_after: Option<u64>,
+    /// The whole error behind it, for the server's log (a registry error names the server's
+    /// files; the answer never does: [`Api::refused`]).
+    cause: Option<String>,
 }
 
 fn refuse(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Refusal {
@@ -275,6 +284,62 @@ fn refuse(status: StatusCode, code: &'static str, detail: impl Into<String>) -> 
         code,
         detail: detail.into(),
         retry_after: None,
+        cause: None,
+    }
+}
+
+/// The server's own files as its messages may name them (absolute, as the registry shows its
+/// path), each with the words an answer says instead.
+struct ServerFiles {
+    /// Longest first, so that a path is replaced before a path it starts with.
+    names: Vec<(String, &'static str)>,
+    /// The registry's folder: an answer that still names it after the replacements says only
+    /// what was refused.
+    folder: Option<String>,
+}
+
+impl ServerFiles {
+    fn new(opts: &ApiOptions) -> ServerFiles {
+        let mut names = Vec::new();
+        let mut add = |path: &Path, said: &'static str| {
+            for p in [
+                std::path::absolute(path).ok(),
+                std::fs::canonicalize(path).ok(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let text = p.display().to_string();
+                if !text.is_empty() && !names.iter().any(|(n, _)| *n == text) {
+                    names.push((text, said));
+                }
+            }
+        };
+        add(&opts.registry, "the registry");
+        add(&opts.tokens, "the token file");
+        if let Some(k) = &opts.keyring {
+            add(k, "the keyring");
+        }
+        names.sort_by_key(|(n, _)| std::cmp::Reverse(n.len()));
+        let folder = std::path::absolute(&opts.registry)
+            .ok()
+            .and_then(|p| p.parent().map(|d| d.display().to_string()))
+            .filter(|d| d.len() > 1);
+        ServerFiles { names, folder }
+    }
+
+    /// `text` with every server file named by what it is, never by its path.
+    fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for (name, said) in &self.names {
+            out = out.replace(name.as_str(), said);
+        }
+        match &self.folder {
+            Some(folder) if out.contains(folder.as_str()) => {
+                "refused by the registry (the server's log says why)".to_string()
+            }
+            _ => out,
+        }
     }
 }
 
@@ -323,6 +388,22 @@ fn stamp_of(path: &std::path::Path) -> Option<(SystemTime, u64, u64)> {
 }
 
 impl Api {
+    /// The answer to a refused request `what` (`DELETE /api/v1/…`): the one place a refusal
+    /// becomes an answer. Its text names skills, versions and limits, never the server's files
+    /// (each is named by what it is: "the registry"); the whole error behind a refusal of the
+    /// registry goes to the server's log.
+    fn refused(&self, what: &str, mut r: Refusal) -> Response {
+        if let Some(cause) = r.cause.take() {
+            log(format_args!(
+                "refused {what}: {} {}: {cause}",
+                r.status.as_u16(),
+                r.code
+            ));
+        }
+        r.detail = self.files.scrub(&r.detail);
+        r.into_response()
+    }
+
     /// Re-reads the token file and the keyring (on `SIGHUP`).
     fn reload(&self) {
         self.tokens.current(true);
@@ -446,7 +527,13 @@ impl Api {
         let _one = self.updating.lock().await;
         let old = self.site.read().expect("site lock").clone();
         let updated = match RegistrySource::open(&self.opts.registry) {
-            Ok(source) => old.updated(&source, name, &SiteOptions::default()).await,
+            Ok(source) => {
+                let opts = SiteOptions {
+                    yanked: Some(Arc::new(RegistryYanked(self.opts.registry.clone()))),
+                    ..SiteOptions::default()
+                };
+                old.updated(&source, name, &opts).await
+            }
             Err(e) => Err(e),
         };
         match updated {
@@ -463,10 +550,20 @@ impl Api {
     }
 }
 
+/// A registry error as the refusal it stands for ([`registry_status`]), the whole error kept for
+/// the server's log.
+fn registry_refusal(e: RegistryError) -> Refusal {
+    let cause = e.to_string();
+    Refusal {
+        cause: Some(cause),
+        ..registry_status(e)
+    }
+}
+
 /// The status of a registry error: the one place that decides it. A refusal of what was sent
 /// is always a 4xx — a constraint of the schema that a check before the write missed included
 /// (422) — and only a failure of the server itself (I/O, a damaged registry) is a 500.
-fn registry_refusal(e: RegistryError) -> Refusal {
+fn registry_status(e: RegistryError) -> Refusal {
     use RegistryError as E;
     let detail = e.to_string();
     match e {
@@ -489,16 +586,11 @@ fn registry_refusal(e: RegistryError) -> Refusal {
         | E::BadSpec { .. }
         | E::MixedScripts { .. }
         | E::Read { .. } => refuse(StatusCode::UNPROCESSABLE_ENTITY, "invalid_skill", detail),
-        ref c if c.is_constraint() => {
-            log(format_args!(
-                "refused by a constraint of the schema: {detail}"
-            ));
-            refuse(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_metadata",
-                format!("the registry cannot keep this version's metadata: {detail}"),
-            )
-        }
+        E::Sqlite { ref source, .. } if e.is_constraint() => refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_metadata",
+            format!("the registry cannot keep this version's metadata: {source}"),
+        ),
         E::Sqlite { ref source, .. }
             if matches!(
                 source.sqlite_error_code(),
@@ -516,14 +608,14 @@ fn registry_refusal(e: RegistryError) -> Refusal {
         }
         // A damaged registry is the server's problem, though the command line counts it a
         // refusal.
-        E::Corrupt { .. } => internal(&e),
+        E::Corrupt { .. } => internal(),
         ref r if r.is_refusal() => refuse(StatusCode::UNPROCESSABLE_ENTITY, "refused", detail),
-        other => internal(&other),
+        _ => internal(),
     }
 }
 
-fn internal(e: &RegistryError) -> Refusal {
-    log(format_args!("error: {e}"));
+/// A failure of the server itself: the answer says only that (the cause goes to the log).
+fn internal() -> Refusal {
     refuse(
         StatusCode::INTERNAL_SERVER_ERROR,
         "internal",
@@ -643,14 +735,24 @@ struct SkillPath {
     version: String,
 }
 
+/// Where the API is nested ([`publishing_router`]).
+const API_PREFIX: &str = "/api/v1";
+
+/// `METHOD /path` of a request as the client sent it (the nested router sees the path without
+/// [`API_PREFIX`]), for the log.
+fn request_line(req: &Request) -> String {
+    format!("{} {API_PREFIX}{}", req.method(), req.uri().path())
+}
+
 async fn publish(
     State(api): State<Arc<Api>>,
     UrlPath(p): UrlPath<SkillPath>,
     req: Request,
 ) -> Response {
+    let what = request_line(&req);
     match publish_inner(&api, p, req).await {
         Ok(r) => r,
-        Err(refusal) => refusal.into_response(),
+        Err(refusal) => api.refused(&what, refusal),
     }
 }
 
@@ -767,6 +869,13 @@ async fn set_yanked(
     .await?;
     if changed {
         api.refresh_site(&p.name).await;
+        log(format_args!(
+            "{} {} {}@{}",
+            entry.name(),
+            if yanked { "yanked" } else { "unyanked" },
+            p.name,
+            p.version
+        ));
     }
     Ok(json_response(
         StatusCode::OK,
@@ -779,9 +888,10 @@ async fn yank(
     UrlPath(p): UrlPath<SkillPath>,
     req: Request,
 ) -> Response {
-    set_yanked(api, p, req, true)
+    let what = request_line(&req);
+    set_yanked(api.clone(), p, req, true)
         .await
-        .unwrap_or_else(Refusal::into_response)
+        .unwrap_or_else(|r| api.refused(&what, r))
 }
 
 async fn unyank(
@@ -789,9 +899,10 @@ async fn unyank(
     UrlPath(p): UrlPath<SkillPath>,
     req: Request,
 ) -> Response {
-    set_yanked(api, p, req, false)
+    let what = request_line(&req);
+    set_yanked(api.clone(), p, req, false)
         .await
-        .unwrap_or_else(Refusal::into_response)
+        .unwrap_or_else(|r| api.refused(&what, r))
 }
 
 #[derive(Deserialize)]
@@ -801,6 +912,7 @@ struct AuditQuery {
 }
 
 async fn audit(State(api): State<Arc<Api>>, req: Request) -> Response {
+    let what = request_line(&req);
     let (parts, _) = req.into_parts();
     let run = async {
         let entry = api.authenticate(&parts.headers)?;
@@ -826,7 +938,7 @@ async fn audit(State(api): State<Arc<Api>>, req: Request) -> Response {
         .await?;
         Ok::<_, Refusal>(json_response(StatusCode::OK, &json!({"entries": rows})))
     };
-    run.await.unwrap_or_else(Refusal::into_response)
+    run.await.unwrap_or_else(|r| api.refused(&what, r))
 }
 
 async fn api_fallback() -> Response {
@@ -855,6 +967,7 @@ pub fn publishing_router(site: Arc<RwLock<Arc<Site>>>, opts: ApiOptions) -> Resu
         uploads: Arc::new(tokio::sync::Semaphore::new(opts.max_uploads.max(1))),
         token_uploads: Mutex::new(HashMap::new()),
         writer: Arc::new(Mutex::new(())),
+        files: ServerFiles::new(&opts),
         byte_buckets: Mutex::new(HashMap::new()),
         opts,
         tokens,
@@ -887,7 +1000,7 @@ pub fn publishing_router(site: Arc<RwLock<Arc<Site>>>, opts: ApiOptions) -> Resu
         .fallback(api_fallback)
         .with_state(api);
     Ok(Router::new()
-        .nest("/api/v1", v1)
+        .nest(API_PREFIX, v1)
         .fallback(read_side)
         // The API reads bodies itself under its own limit.
         .layer(axum::extract::DefaultBodyLimit::disable()))

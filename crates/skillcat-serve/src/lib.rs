@@ -19,6 +19,11 @@
 //!               "signature": "untrusted comment: …" }}
 //! ```
 //!
+//! A registry served (with [`SiteOptions::yanked`]) also lists its yanked versions, apart from
+//! `skills` so that no client takes one for a skill to use: `"skillcat": {"yanked": [entry…]}`
+//! at the top of the v0.2.0 index, each entry as above with `"yanked": true`, its archive served
+//! as a blob. skillcat reads one only when asked for it by `NAME@VERSION`.
+//!
 //! - `url` is relative to the index and names the content-addressed blob of the skill's
 //!   reproducible `.tar.gz` ([`crate::pack::write_tar_gz`], the skill at the archive root), so
 //!   an index and the archives it names can never disagree on a CDN: a new version is a new
@@ -62,8 +67,8 @@ pub use server::{
     shutdown_signal, with_layers,
 };
 pub use site::{
-    AGENT_SKILLS_INDEX, IMMUTABLE, REVALIDATE, SKILLS_INDEX, SignatureLookup, Signed, Site,
-    SiteFile, SiteOptions, SiteProblem, SiteSkill, content_type,
+    AGENT_SKILLS_INDEX, IMMUTABLE, REVALIDATE, RegistryYanked, SKILLS_INDEX, SignatureLookup,
+    Signed, Site, SiteFile, SiteOptions, SiteProblem, SiteSkill, YankedLookup, content_type,
 };
 #[cfg(feature = "tls")]
 pub use tls::{TlsError, TlsIo, TlsListener, server_config};

@@ -66,6 +66,29 @@ pub trait SignatureLookup: Send + Sync {
     fn lookup(&self, name: &str, skill_digest: &str) -> Option<Signed>;
 }
 
+/// Finds the yanked versions a source keeps (a registry's): a served registry lists them
+/// apart, marked yanked, so that `NAME@VERSION` still reads one; a bare name never does.
+pub trait YankedLookup: Send + Sync {
+    /// The roots (`NAME@VERSION`) of the yanked versions, of the skill `name` alone when given,
+    /// by name and then version. Blocking.
+    fn yanked(&self, name: Option<&str>) -> Result<Vec<String>>;
+}
+
+/// The yanked versions of a registry file.
+#[derive(Debug, Clone)]
+pub struct RegistryYanked(pub std::path::PathBuf);
+
+impl YankedLookup for RegistryYanked {
+    fn yanked(&self, name: Option<&str>) -> Result<Vec<String>> {
+        let registry = crate::registry::Registry::open_read_only(&self.0)?;
+        Ok(registry
+            .yanked(name)?
+            .into_iter()
+            .map(|v| format!("{}@{}", v.name, v.version))
+            .collect())
+    }
+}
+
 /// How a site is built.
 #[derive(Clone, Default)]
 pub struct SiteOptions {
@@ -73,6 +96,9 @@ pub struct SiteOptions {
     pub validate: ValidateOptions,
     /// Where signatures come from (none by default).
     pub signatures: Option<Arc<dyn SignatureLookup>>,
+    /// Where the source's yanked versions come from (none by default: a source that keeps one
+    /// version of each skill has none).
+    pub yanked: Option<Arc<dyn YankedLookup>>,
 }
 
 impl fmt::Debug for SiteOptions {
@@ -80,6 +106,7 @@ impl fmt::Debug for SiteOptions {
         f.debug_struct("SiteOptions")
             .field("validate", &self.validate)
             .field("signatures", &self.signatures.is_some())
+            .field("yanked", &self.yanked.is_some())
             .finish()
     }
 }
@@ -129,6 +156,11 @@ pub struct Site {
     skills: Vec<SiteSkill>,
     /// Each skill's entry in the v0.2.0 and in the v0.1 index, in the order of `skills`.
     entries: Vec<(Value, Value)>,
+    /// The yanked versions served (a registry's), by name and then version: each only as its
+    /// archive, listed under the v0.2.0 index's `skillcat.yanked`.
+    yanked: Vec<SiteSkill>,
+    /// Their v0.2.0 index entries (`"yanked": true`), in the order of `yanked`.
+    yanked_entries: Vec<Value>,
 }
 
 /// Why `skill` is not served, when it does not validate.
@@ -149,6 +181,16 @@ fn invalid(skill: &Skill, opts: &SiteOptions) -> Option<SiteProblem> {
 
 /// Where each file of a skill is served by name.
 const BY_NAME: [&str; 2] = [".well-known/skills", ".well-known/agent-skills"];
+
+/// A yanked version's entry: its v0.2.0 entry, marked.
+fn yanked_entry(s: &SiteSkill) -> Value {
+    let mut entry = index_entries(s).0;
+    entry
+        .as_object_mut()
+        .expect("an object")
+        .insert("yanked".into(), Value::Bool(true));
+    entry
+}
 
 /// A skill's entries in the v0.2.0 and the v0.1 index.
 fn index_entries(s: &SiteSkill) -> (Value, Value) {
@@ -240,17 +282,32 @@ impl Site {
                 }),
             }
         }
-        Ok((Site::from_skills(skills), problems))
+        let yanked = pack_yanked(source, None, opts, &mut problems).await?;
+        Ok((Site::from_parts(skills, yanked), problems))
     }
 
     /// Assembles the site from packed skills (pure: no I/O).
     pub fn from_skills(skills: Vec<SiteSkill>) -> Site {
+        Self::from_parts(skills, Vec::new())
+    }
+
+    /// Assembles the site from packed skills and yanked versions (by name, then version; pure).
+    pub fn from_parts(skills: Vec<SiteSkill>, yanked: Vec<SiteSkill>) -> Site {
         let mut site = Site::default();
         for s in &skills {
             site.add_files(s);
         }
+        for y in &yanked {
+            site.put_blob(
+                y.archive_digest.trim_start_matches("sha256:"),
+                y.archive.clone(),
+                "application/gzip",
+            );
+        }
         site.entries = skills.iter().map(index_entries).collect();
         site.skills = skills;
+        site.yanked_entries = yanked.iter().map(yanked_entry).collect();
+        site.yanked = yanked;
         site.write_indexes();
         site
     }
@@ -267,16 +324,48 @@ impl Site {
         name: &str,
         opts: &SiteOptions,
     ) -> Result<(Site, Vec<SiteProblem>)> {
-        let skill = match crate::source::load(source, name).await {
-            Ok(skill) => skill,
-            Err(Error::NotFound(_)) => return Ok((self.with_skill(name, None), Vec::new())),
+        let mut problems = Vec::new();
+        let yanked = pack_yanked(source, Some(name), opts, &mut problems).await?;
+        let live = match crate::source::load(source, name).await {
+            Ok(skill) => match invalid(&skill, opts) {
+                Some(problem) => {
+                    problems.push(problem);
+                    None
+                }
+                None => Some(pack_skill(source, &skill, opts.signatures.clone()).await?),
+            },
+            Err(Error::NotFound(_)) => None,
             Err(e) => return Err(e),
         };
-        if let Some(problem) = invalid(&skill, opts) {
-            return Ok((self.with_skill(name, None), vec![problem]));
+        let site = self.with_skill(name, live).with_yanked(name, yanked);
+        Ok((site, problems))
+    }
+
+    /// This site with the yanked versions of `name` replaced by `yanked` (by version); pure.
+    pub fn with_yanked(&self, name: &str, yanked: Vec<SiteSkill>) -> Site {
+        let mut site = self.clone();
+        let all = std::mem::take(&mut site.yanked)
+            .into_iter()
+            .zip(std::mem::take(&mut site.yanked_entries));
+        let (old, kept): (Vec<_>, Vec<_>) = all.partition(|(y, _)| y.name == name);
+        (site.yanked, site.yanked_entries) = kept.into_iter().unzip();
+        for (y, _) in &old {
+            site.remove_blob(&y.archive_digest);
         }
-        let packed = pack_skill(source, &skill, opts.signatures.clone()).await?;
-        Ok((self.with_skill(name, Some(packed)), Vec::new()))
+        let i = site
+            .yanked
+            .partition_point(|y| y.name.as_bytes() < name.as_bytes());
+        for (k, y) in yanked.into_iter().enumerate() {
+            site.put_blob(
+                y.archive_digest.trim_start_matches("sha256:"),
+                y.archive.clone(),
+                "application/gzip",
+            );
+            site.yanked_entries.insert(i + k, yanked_entry(&y));
+            site.yanked.insert(i + k, y);
+        }
+        site.write_indexes();
+        site
     }
 
     /// This site with the skill `name` replaced by `skill` (`None`: removed); pure. A new name
@@ -331,43 +420,66 @@ impl Site {
                     .remove(&format!("{dir}/{}/{}", old.name, f.path));
             }
         }
-        let hexes = std::iter::once(&old.archive_digest)
-            .chain(old.manifest.files.iter().map(|f| &f.digest))
-            .map(|d| d.trim_start_matches("sha256:"));
-        for hex in hexes {
-            self.resources.remove(&format!("blobs/sha256/{hex}"));
-            let mut again = Vec::new();
-            for s in &self.skills {
-                if s.archive_digest.trim_start_matches("sha256:") == hex {
-                    again.push((s.archive.clone(), "application/gzip"));
-                }
-                for (f, bytes) in s.manifest.files.iter().zip(&s.files) {
-                    if f.digest.trim_start_matches("sha256:") == hex {
-                        again.push((bytes.clone(), content_type(&f.path, bytes)));
-                    }
+        for digest in
+            std::iter::once(&old.archive_digest).chain(old.manifest.files.iter().map(|f| &f.digest))
+        {
+            self.remove_blob(digest);
+        }
+    }
+
+    /// Takes out the blob `digest` unless a skill left (or a yanked version's archive) holds
+    /// it; one still held is put again from what holds it, so that its type is the one a fresh
+    /// build gives it.
+    fn remove_blob(&mut self, digest: &str) {
+        let hex = digest.trim_start_matches("sha256:");
+        self.resources.remove(&format!("blobs/sha256/{hex}"));
+        let mut again = Vec::new();
+        for s in &self.skills {
+            if s.archive_digest.trim_start_matches("sha256:") == hex {
+                again.push((s.archive.clone(), "application/gzip"));
+            }
+            for (f, bytes) in s.manifest.files.iter().zip(&s.files) {
+                if f.digest.trim_start_matches("sha256:") == hex {
+                    again.push((bytes.clone(), content_type(&f.path, bytes)));
                 }
             }
-            for (bytes, ctype) in again {
-                self.put_blob(hex, bytes, ctype);
+        }
+        for y in &self.yanked {
+            if y.archive_digest.trim_start_matches("sha256:") == hex {
+                again.push((y.archive.clone(), "application/gzip"));
             }
+        }
+        for (bytes, ctype) in again {
+            self.put_blob(hex, bytes, ctype);
         }
     }
 
     /// Writes both indexes from the skills' entries.
     fn write_indexes(&mut self) {
         #[derive(serde::Serialize)]
+        struct Extra<'a> {
+            yanked: Vec<&'a Value>,
+        }
+        #[derive(serde::Serialize)]
         struct Index<'a> {
             #[serde(rename = "$schema", skip_serializing_if = "Option::is_none")]
             schema: Option<&'static str>,
             skills: Vec<&'a Value>,
+            /// skillcat's own key (other clients ignore it): the yanked versions, when any.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            skillcat: Option<Extra<'a>>,
         }
         let v2 = Index {
             schema: Some(SCHEMA_V0_2),
             skills: self.entries.iter().map(|e| &e.0).collect(),
+            skillcat: (!self.yanked_entries.is_empty()).then(|| Extra {
+                yanked: self.yanked_entries.iter().collect(),
+            }),
         };
         let v1 = Index {
             schema: None,
             skills: self.entries.iter().map(|e| &e.1).collect(),
+            skillcat: None,
         };
         let bodies = [(AGENT_SKILLS_INDEX, &v2), (SKILLS_INDEX, &v1)].map(|(path, doc)| {
             let mut body = serde_json::to_vec_pretty(doc).expect("an index always serialises");
@@ -437,6 +549,11 @@ impl Site {
     pub fn skills(&self) -> &[SiteSkill] {
         &self.skills
     }
+
+    /// The yanked versions served (by name, then version).
+    pub fn yanked(&self) -> &[SiteSkill] {
+        &self.yanked
+    }
 }
 
 fn type_rank(ctype: &str) -> u8 {
@@ -472,6 +589,43 @@ pub fn content_type(path: &str, bytes: &[u8]) -> &'static str {
         _ if std::str::from_utf8(bytes).is_ok() => "text/plain; charset=utf-8",
         _ => "application/octet-stream",
     }
+}
+
+/// The yanked versions of the source (of `name` alone when given) that `opts.yanked` names,
+/// each read and packed; one that does not load or validate is a problem, not served.
+async fn pack_yanked(
+    source: &dyn Source,
+    name: Option<&str>,
+    opts: &SiteOptions,
+    problems: &mut Vec<SiteProblem>,
+) -> Result<Vec<SiteSkill>> {
+    let Some(lookup) = opts.yanked.clone() else {
+        return Ok(Vec::new());
+    };
+    let name = name.map(str::to_string);
+    let roots = tokio::task::spawn_blocking(move || lookup.yanked(name.as_deref()))
+        .await
+        .map_err(|e| Error::task("listing yanked versions", e))??;
+    let mut out = Vec::with_capacity(roots.len());
+    for root in roots {
+        let skill = match crate::source::load(source, &root).await {
+            Ok(skill) => skill,
+            Err(e) => {
+                problems.push(SiteProblem {
+                    location: source.location(&root),
+                    message: format!("yanked version not served: {e}"),
+                });
+                continue;
+            }
+        };
+        if let Some(mut problem) = invalid(&skill, opts) {
+            problem.message = format!("yanked version {}", problem.message);
+            problems.push(problem);
+            continue;
+        }
+        out.push(pack_skill(source, &skill, opts.signatures.clone()).await?);
+    }
+    Ok(out)
 }
 
 /// Reads one skill's files and packs them: archive, manifest, signature.
@@ -669,6 +823,40 @@ mod tests {
         same(&removed, &Site::from_skills(vec![a2(), b()]));
         // The old site is untouched: readers holding it keep a whole, consistent view.
         same(&site, &Site::from_skills(vec![a(), c()]));
+    }
+
+    /// Yanked versions are listed apart (only their archives served), and replacing those of
+    /// one name gives the site a build of the new list gives.
+    #[test]
+    fn yanked_versions_are_listed_apart_and_replaced_by_name() {
+        let same = |x: &Site, y: &Site| {
+            let x: Vec<_> = x.resources().collect();
+            let y: Vec<_> = y.resources().collect();
+            assert_eq!(x, y);
+        };
+        let live = || skill("alpha", &[("SKILL.md", b"# A\n", false)]);
+        let mut old = skill("alpha", &[("SKILL.md", b"# A0\n", false)]);
+        old.version = Some("0.9.0".into());
+        let site = Site::from_parts(vec![live()], vec![old.clone()]);
+        let index: Value =
+            serde_json::from_slice(&site.get(AGENT_SKILLS_INDEX).unwrap().body).unwrap();
+        assert_eq!(index["skills"].as_array().unwrap().len(), 1);
+        let y = &index["skillcat"]["yanked"][0];
+        assert_eq!(
+            (&y["name"], &y["version"], &y["yanked"]),
+            (&json!("alpha"), &json!("0.9.0"), &json!(true))
+        );
+        let hex = old.archive_digest.trim_start_matches("sha256:");
+        assert!(site.get(&format!("blobs/sha256/{hex}")).is_some());
+        let v1: Value = serde_json::from_slice(&site.get(SKILLS_INDEX).unwrap().body).unwrap();
+        assert!(
+            v1.get("skillcat").is_none(),
+            "the v0.1 index lists no yanked version"
+        );
+        let none = site.with_yanked("alpha", Vec::new());
+        same(&none, &Site::from_skills(vec![live()]));
+        assert!(none.get(&format!("blobs/sha256/{hex}")).is_none());
+        same(&none.with_yanked("alpha", vec![old]), &site);
     }
 
     #[test]

@@ -114,6 +114,8 @@ pub async fn discover_named(
         }),
         Err(e) => return Err(NamedError::Load(e)),
     }
+    // What the source had to say on the way (that version is yanked, a stale index used).
+    found.warnings = source.warnings();
     Ok(found)
 }
 

@@ -10,6 +10,8 @@
 //! any other $schema                                                        → refused
 //! either: "skillcat": {"skill_digest", "files": [{path, digest, size, executable}],
 //!                      "signature"}   optional; other clients ignore it
+//! v0.2.0, at the top: "skillcat": {"yanked": [entry…]}   a served registry's yanked versions,
+//!                      each a v0.2.0 entry with a version; read only by NAME@VERSION
 //! ```
 //!
 //! One broken entry never hides the others: an entry whose name is usable but whose artifact
@@ -133,6 +135,10 @@ pub struct DiscoveryIndex {
     /// Its usable entries, in the index's order, names unique (also under [`name_key`]
     /// folded to lower case).
     pub entries: Vec<IndexEntry>,
+    /// The yanked versions a served registry lists apart (`"skillcat": {"yanked": […]}`), in
+    /// the index's order: each has a version, and a name and version are listed once. Never
+    /// roots of the index; a client reads one only when asked for it by `NAME@VERSION`.
+    pub yanked: Vec<IndexEntry>,
     /// Entries skipped or fields ignored, one sentence each: at most
     /// [`IndexLimits::max_warnings`], then one saying how many more there were.
     pub warnings: Vec<String>,
@@ -255,6 +261,28 @@ pub fn parse_index_with(
             warnings.push(format!("skills[{i}]: skillcat field ignored: {w}"));
         }
     }
+    let mut yanked: Vec<IndexEntry> = Vec::new();
+    if let (IndexVersion::V0_2, Some(list)) = (version, top.yanked) {
+        let mut seen: HashSet<(String, String)> = HashSet::with_capacity(list.kept.len());
+        for (i, item) in list.kept.into_iter().enumerate() {
+            match parse_entry(item, version, index_url) {
+                Ok(entry) => match &entry.version {
+                    None => warnings.push(format!(
+                        "skillcat.yanked[{i}]: skipped: {:?} has no version",
+                        entry.name
+                    )),
+                    Some(v) if !seen.insert((name_key(&entry.name).to_lowercase(), v.clone())) => {
+                        warnings.push(format!(
+                            "skillcat.yanked[{i}]: skipped: {}@{v} is listed twice",
+                            entry.name
+                        ))
+                    }
+                    Some(_) => yanked.push(entry),
+                },
+                Err(why) => warnings.push(format!("skillcat.yanked[{i}]: skipped: {why}")),
+            }
+        }
+    }
     let listed = skills.total;
     if listed > limits.max_entries {
         warnings.push_always(format!(
@@ -262,7 +290,7 @@ pub fn parse_index_with(
             limits.max_entries
         ));
     }
-    if entries.is_empty() && listed > 0 {
+    if entries.is_empty() && yanked.is_empty() && listed > 0 {
         let shown = warnings.finish();
         return Err(IndexError::NothingUsable(format!(
             "none of the index's {listed} entries is usable: {}",
@@ -272,6 +300,7 @@ pub fn parse_index_with(
     Ok(DiscoveryIndex {
         version,
         entries,
+        yanked,
         warnings: warnings.finish(),
     })
 }
@@ -319,6 +348,18 @@ impl Warnings {
         }
         self.kept.append(&mut self.always);
         self.kept
+    }
+}
+
+/// Version order: semver precedence (`1.10.0` after `1.9.0`, a pre-release before its
+/// release), then the text; a version that is not semver sorts before every one that is.
+pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (semver::Version::parse(a), semver::Version::parse(b)) {
+        (Ok(x), Ok(y)) => x.cmp(&y).then_with(|| a.cmp(b)),
+        (Err(_), Ok(_)) => Ordering::Less,
+        (Ok(_), Err(_)) => Ordering::Greater,
+        (Err(_), Err(_)) => a.cmp(b),
     }
 }
 
@@ -597,6 +638,41 @@ mod tests {
         assert!(idx.entries[1].extra.is_none());
         assert_eq!(idx.warnings.len(), 1);
     }
+    #[test]
+    fn reads_the_yanked_versions_a_registry_lists_apart() {
+        let mut y = entry("a");
+        y["version"] = "1.0.0".into();
+        y["yanked"] = true.into();
+        let mut again = y.clone();
+        again["name"] = "A".into();
+        let body = serde_json::json!({"$schema": SCHEMA_V0_2, "skills": [],
+            "skillcat": {"yanked": [y, entry("b"), again, 7], "other": 1}});
+        let idx = parse_index(body.to_string().as_bytes(), &url()).unwrap();
+        assert!(idx.entries.is_empty());
+        let yanked: Vec<_> = idx
+            .yanked
+            .iter()
+            .map(|e| (e.name.as_str(), e.version.as_deref()))
+            .collect();
+        assert_eq!(yanked, [("a", Some("1.0.0"))]);
+        assert_eq!(idx.warnings.len(), 3, "{:?}", idx.warnings);
+        // Not in a v0.1 index, and a field of the wrong shape is no list.
+        let body = serde_json::json!({"skills": [], "skillcat": {"yanked": [entry("a")]}});
+        assert!(
+            parse_index(body.to_string().as_bytes(), &url())
+                .unwrap()
+                .yanked
+                .is_empty()
+        );
+        let body = serde_json::json!({"$schema": SCHEMA_V0_2, "skills": [], "skillcat": [1]});
+        assert!(
+            parse_index(body.to_string().as_bytes(), &url())
+                .unwrap()
+                .yanked
+                .is_empty()
+        );
+    }
+
     fn entry(name: &str) -> serde_json::Value {
         serde_json::json!({"name": name, "type": "archive", "description": "d",
                            "url": format!("{name}.tgz"), "digest": digest('1')})

@@ -72,6 +72,7 @@ pub use self::options::{
 use crate::source::{Detail, DocumentSink, RootRecord, Source, SourceId};
 
 use crate::digest::sha256;
+use crate::document::name_key;
 use crate::error::{Error, Result};
 use crate::path::FileEntry;
 
@@ -97,6 +98,9 @@ struct Remote {
     index: DiscoveryIndex,
     /// Entry position by name.
     by_name: HashMap<String, usize>,
+    /// Position in `index.yanked` by root (`NAME@VERSION`): a yanked version is a root only
+    /// when asked for by its version ([`Source::version_root`]), never listed.
+    yanked_by_root: HashMap<String, usize>,
     /// What reading it warned about (a stale copy used, entries skipped, no cache directory):
     /// true of every discovery over this index, so each one reports them.
     warnings: Vec<String>,
@@ -341,17 +345,29 @@ impl HttpSource {
                     for w in &index.warnings {
                         self.warn(format!("{}: {w}", redact(url)));
                     }
-                    let by_name = index
+                    let by_name: HashMap<String, usize> = index
                         .entries
                         .iter()
                         .enumerate()
                         .map(|(i, e)| (e.name.clone(), i))
                         .collect();
+                    let yanked_by_root = index
+                        .yanked
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, e)| {
+                            Some((format!("{}@{}", e.name, e.version.as_ref()?), i))
+                        })
+                        .collect();
+                    for w in all_yanked(&index) {
+                        self.warn(w);
+                    }
                     let warnings = self.warnings().split_off(first_warning);
                     return Ok(Remote {
                         index_url: url.clone(),
                         index,
                         by_name,
+                        yanked_by_root,
                         warnings,
                     });
                 }
@@ -575,7 +591,7 @@ impl HttpSource {
     /// The files of one root, loaded once.
     async fn loaded(&self, root: &str) -> Result<Arc<Loaded>> {
         let remote = self.remote().await?;
-        let Some(entry) = remote.by_name.get(root).map(|&i| &remote.index.entries[i]) else {
+        let Some(entry) = remote.entry(root) else {
             return Err(Error::NotFound(self.location(root)));
         };
         let cell = {
@@ -773,11 +789,77 @@ impl Source for HttpSource {
         format!("{}#{path}", self.shown)
     }
 
+    /// A root's own name; a yanked version's root (`NAME@VERSION`) stands for its `NAME`.
+    fn root_dir_name(&self, root: &str) -> Option<String> {
+        if let Some(entry) = self
+            .remote
+            .get()
+            .and_then(|r| r.yanked_by_root.get(root).map(|&i| &r.index.yanked[i]))
+        {
+            return Some(entry.name.clone());
+        }
+        (!root.is_empty()).then(|| crate::path::base_name(root).to_string())
+    }
+
+    /// `NAME@VERSION` through an index that lists yanked versions (a served registry's): the
+    /// live entry when it is at that version, else that yanked version (with a warning saying
+    /// it is yanked), else not found naming the versions the index lists. An index without
+    /// yanked versions of the skill keeps one version of it: `Ok(None)`, as any such source.
+    async fn version_root(&self, name: &str, version: &str) -> Result<Option<String>> {
+        let remote = self.remote().await?;
+        let key = name_key(name).to_lowercase();
+        let same = |e: &&IndexEntry| name_key(&e.name).to_lowercase() == key;
+        let yanked: Vec<&IndexEntry> = remote.index.yanked.iter().filter(same).collect();
+        if yanked.is_empty() {
+            return Ok(None);
+        }
+        let live = remote.index.entries.iter().find(same);
+        if let Some(live) = live
+            && live.version.as_deref() == Some(version)
+        {
+            return Ok(Some(live.name.clone()));
+        }
+        if let Some(y) = yanked
+            .iter()
+            .find(|e| e.version.as_deref() == Some(version))
+        {
+            self.warn(yanked_warning(&y.name, version));
+            return Ok(Some(format!("{}@{version}", y.name)));
+        }
+        let shown_name = live.map_or(&yanked[0].name, |e| &e.name);
+        let mut held: Vec<(&str, bool)> = live
+            .and_then(|e| e.version.as_deref())
+            .map(|v| (v, false))
+            .into_iter()
+            .chain(
+                yanked
+                    .iter()
+                    .filter_map(|e| Some((e.version.as_deref()?, true))),
+            )
+            .collect();
+        held.sort_by(|a, b| index::compare_versions(a.0, b.0));
+        let held: Vec<String> = held
+            .into_iter()
+            .map(|(v, y)| {
+                if y {
+                    format!("{v} (yanked)")
+                } else {
+                    v.to_string()
+                }
+            })
+            .collect();
+        Err(Error::NotFound(format!(
+            "{shown_name}@{version}: no such version; the versions of {shown_name} at {} are {}",
+            self.shown,
+            held.join(", ")
+        )))
+    }
+
     /// The index entry's `version` and its `skillcat.signature`, as the index (fresh, or the
     /// cached copy offline) gives them.
     async fn record(&self, root: &str) -> Result<RootRecord> {
         let remote = self.remote().await?;
-        let Some(entry) = remote.by_name.get(root).map(|&i| &remote.index.entries[i]) else {
+        let Some(entry) = remote.entry(root) else {
             return Err(Error::NotFound(self.location(root)));
         };
         let signature = entry.extra.as_ref().and_then(|x| x.signature.clone());
@@ -834,6 +916,65 @@ impl Source for HttpSource {
         out.extend(new);
         Ok(out)
     }
+}
+
+impl Remote {
+    /// The entry a root stands for: a listed skill by name, or a yanked version by
+    /// `NAME@VERSION`.
+    fn entry(&self, root: &str) -> Option<&IndexEntry> {
+        self.by_name
+            .get(root)
+            .map(|&i| &self.index.entries[i])
+            .or_else(|| {
+                self.yanked_by_root
+                    .get(root)
+                    .map(|&i| &self.index.yanked[i])
+            })
+    }
+}
+
+/// What reading an index says of each skill it lists only as yanked versions: it is not
+/// listed, and how to read one.
+fn all_yanked(index: &DiscoveryIndex) -> Vec<String> {
+    let live: HashSet<String> = index
+        .entries
+        .iter()
+        .map(|e| name_key(&e.name).to_lowercase())
+        .collect();
+    let mut out: Vec<(String, Vec<&str>)> = Vec::new();
+    for e in &index.yanked {
+        let key = name_key(&e.name).to_lowercase();
+        if live.contains(&key) {
+            continue;
+        }
+        let v = e.version.as_deref().unwrap_or_default();
+        match out
+            .iter_mut()
+            .find(|(n, _)| name_key(n).to_lowercase() == key)
+        {
+            Some((_, versions)) => versions.push(v),
+            None => out.push((e.name.clone(), vec![v])),
+        }
+    }
+    out.into_iter()
+        .map(|(name, mut versions)| {
+            versions.sort_by(|a, b| index::compare_versions(a, b));
+            let newest = versions.last().copied().unwrap_or("VERSION");
+            format!(
+                "{name}: every version is yanked ({}), so it is not listed; read one by its \
+                 version: {name}@{newest}",
+                versions.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// What a source says when a yanked version is read by its exact `NAME@VERSION`.
+fn yanked_warning(name: &str, version: &str) -> String {
+    format!(
+        "{name}@{version} is yanked: read because it was named by its version; {name} alone \
+         never picks it"
+    )
 }
 
 /// `url` without user name and password.

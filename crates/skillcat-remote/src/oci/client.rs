@@ -235,6 +235,37 @@ impl Client {
         Ok(digest)
     }
 
+    /// Every tag of the repository (`GET /v2/<repo>/tags/list`, following `Link: <…>;
+    /// rel="next"` for at most [`MAX_TAG_PAGES`] pages, each page at most [`MAX_MANIFEST`]
+    /// bytes). A repository the registry does not know is [`Error::NotFound`].
+    pub async fn tags(&self) -> Result<Vec<String>> {
+        let mut url = self.url("tags/list");
+        let mut out = Vec::new();
+        for _ in 0..MAX_TAG_PAGES {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+            let resp = self.send(Method::GET, &url, headers, None).await?;
+            let resp = expect(resp, &url, &[StatusCode::OK])?;
+            let next = text(resp.headers(), "link").and_then(|l| next_link(&l));
+            let body = self.body(resp, &url, MAX_MANIFEST).await?;
+            let doc: serde_json::Value = serde_json::from_slice(&body.bytes).map_err(|e| {
+                Error::Invalid(format!("{}: the tag list is not JSON: {e}", redact(&url)))
+            })?;
+            if let Some(tags) = doc.get("tags").and_then(|t| t.as_array()) {
+                out.extend(tags.iter().filter_map(|t| t.as_str()).map(str::to_string));
+            }
+            match next {
+                Some(link) => {
+                    url = url.join(&link).map_err(|e| {
+                        Error::other(format!("{}: a bad Link to the next tags", redact(&url)), e)
+                    })?;
+                }
+                None => return Ok(out),
+            }
+        }
+        Ok(out)
+    }
+
     /// The referrers of a manifest through the referrers API: `None` when the registry has no
     /// such API (it answers 404, as `distribution` 2.8 does, or another refusal that is not about
     /// credentials).
@@ -515,6 +546,21 @@ impl Client {
     }
 }
 
+/// Pages of a tag list read at most (a registry pages by its own `n`, often 100 or 1,000).
+pub const MAX_TAG_PAGES: usize = 100;
+
+/// The target of a `Link: <URL>; rel="next"` header (distribution's tag list pagination).
+fn next_link(header: &str) -> Option<String> {
+    header.split(',').find_map(|part| {
+        let (target, params) = part.split_once(';')?;
+        let next = params
+            .split(';')
+            .any(|p| p.trim().eq_ignore_ascii_case("rel=\"next\"") || p.trim() == "rel=next");
+        let target = target.trim().strip_prefix('<')?.strip_suffix('>')?;
+        next.then(|| target.to_string())
+    })
+}
+
 /// The response when its status is one of `ok`, else an error naming the status and the
 /// registry's own error code when it sent one (the body is not read further).
 fn expect(resp: reqwest::Response, url: &Url, ok: &[StatusCode]) -> Result<reqwest::Response> {
@@ -578,6 +624,16 @@ mod tests {
         } else {
             assert!(client("oci://ghcr.io/a", false).is_err());
         }
+    }
+
+    #[test]
+    fn the_next_page_of_tags_is_the_link_marked_next() {
+        assert_eq!(
+            next_link("</v2/a/tags/list?last=b&n=2>; rel=\"next\"").as_deref(),
+            Some("/v2/a/tags/list?last=b&n=2")
+        );
+        assert_eq!(next_link("</x>; rel=\"prev\""), None);
+        assert_eq!(next_link("nonsense"), None);
     }
 
     #[tokio::test]

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! OciSource::new("oci://ghcr.io/org/skills/pdf:1.2.0", opts)      sync, no I/O
-//!   list()   GET /v2/org/skills/pdf/manifests/1.2.0 (an index: the manifest it lists)
+//!   list()   GET /v2/org/skills/pdf/manifests/1.2.0 (an index: the manifest it lists); no
+//!            tag: `latest`, and without one the highest version tag (GET …/tags/list)
 //!            → the layout (ToolHive, Skillet, Agent Skills) → its one tar+gzip layer
 //!            → blob by digest: cache hit (hashed again), else GET, verify, open, then cache
 //!            roots = [""] (a repository holds one skill; tag = version)
@@ -175,6 +176,8 @@ impl OciSource {
     }
 
     /// The record key of the tag: the reference without credentials (it has none) or digest.
+    /// A reference without a tag keeps what it resolved to under `latest` (the highest version
+    /// tag when the repository has no `latest`).
     fn tag_key(&self) -> String {
         format!(
             "oci://{}/{}:{}",
@@ -304,6 +307,50 @@ impl OciSource {
         ))
     }
 
+    /// What the reference names now, online: its tag; without one, `latest`, and when the
+    /// repository has no `latest`, its highest version tag (said in a warning).
+    async fn resolve_online(&self) -> Result<client::Received> {
+        let client = self.client()?;
+        let wanted = self.reference.manifest_ref();
+        let missing = match client.manifest(wanted).await {
+            Err(Error::NotFound(m)) if self.reference.tag.is_none() => m,
+            other => return other,
+        };
+        let tags = match client.tags().await {
+            Ok(tags) => tags,
+            Err(Error::NotFound(_)) => {
+                return Err(Error::NotFound(format!(
+                    "{}: the registry has no such repository, or it holds no tag {}: {missing}",
+                    self.shown,
+                    reference::DEFAULT_TAG
+                )));
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(highest) = reference::highest_version(tags.iter().map(String::as_str)) else {
+            return Err(Error::NotFound(format!(
+                "{}: no tag {} and no version tag to read instead ({}); name a tag \
+                 (oci://HOST/REPO:TAG)",
+                self.shown,
+                reference::DEFAULT_TAG,
+                if tags.is_empty() {
+                    "the repository lists no tags".to_string()
+                } else {
+                    format!("its tags: {}", tags.join(", "))
+                }
+            )));
+        };
+        let got = client.manifest(highest).await?;
+        self.warn(format!(
+            "{}: no tag {}; reading {highest}, its highest version tag (`skillcat push` moves \
+             {} to each version it pushes)",
+            self.shown,
+            reference::DEFAULT_TAG,
+            reference::DEFAULT_TAG
+        ));
+        Ok(got)
+    }
+
     /// Resolves the reference, reads the layout, fetches and checks the layer, and stores what
     /// was fetched only once all of it checked out.
     async fn load(&self, mode: Mode) -> Result<Loaded> {
@@ -322,10 +369,7 @@ impl OciSource {
                 rec.body
             }
             (None, Mode::Online) => {
-                let got = self
-                    .client()?
-                    .manifest(self.reference.manifest_ref())
-                    .await?;
+                let got = self.resolve_online().await?;
                 let d = got.digest.clone();
                 fetched.push(got.bytes);
                 d

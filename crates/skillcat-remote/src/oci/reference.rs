@@ -168,6 +168,15 @@ fn check_repository(repo: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// The highest of `tags` that is a semantic version (`1.10.0` above `1.9.0`, a pre-release
+/// below its release): what a reference without a tag reads when the repository has no
+/// [`DEFAULT_TAG`], and what `push` will not move `latest` below.
+pub fn highest_version<'a>(tags: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    tags.into_iter()
+        .filter(|t| semver::Version::parse(t).is_ok())
+        .max_by(|a, b| crate::http::index::compare_versions(a, b))
+}
+
 /// `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`.
 pub fn check_tag(tag: &str) -> std::result::Result<(), String> {
     let b = tag.as_bytes();
@@ -248,6 +257,20 @@ mod tests {
             Reference::parse("oci://h/a").unwrap().manifest_ref(),
             "latest"
         );
+    }
+
+    #[test]
+    fn the_highest_version_tag_in_semver_order() {
+        let tags = [
+            "latest",
+            "1.9.0",
+            "1.10.0",
+            "1.10.0-rc.1",
+            "v2.0.0",
+            "sha256-abc",
+        ];
+        assert_eq!(highest_version(tags), Some("1.10.0"));
+        assert_eq!(highest_version(["latest", "main"]), None);
     }
 
     #[test]

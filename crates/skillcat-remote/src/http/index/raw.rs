@@ -484,6 +484,47 @@ pub(super) struct Top {
     pub schema: Str,
     /// `None`: absent or not an array.
     pub skills: Option<Skills>,
+    /// skillcat's top-level `"skillcat": {"yanked": [...]}`: a served registry's yanked
+    /// versions (`None`: absent or not an array).
+    pub yanked: Option<Skills>,
+}
+
+/// The top-level `skillcat` object: its `yanked` array, the first `max` items kept.
+struct TopExtraSeed {
+    max: usize,
+}
+
+impl<'de> de::DeserializeSeed<'de> for TopExtraSeed {
+    type Value = Option<Skills>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Skills>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TopExtraSeed {
+    type Value = Option<Skills>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    lenient_scalars!(None, None);
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        skip_seq(seq).map(|()| None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut yanked = None;
+        while let Some(key) = map.next_key::<Key>()? {
+            match key.0.as_str() {
+                "yanked" => yanked = map.next_value_seed(SkillsSeed { max: self.max })?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(yanked)
+    }
 }
 
 struct TopVisitor {
@@ -511,6 +552,7 @@ impl<'de> Visitor<'de> for TopVisitor {
             match key.0.as_str() {
                 "$schema" => top.schema = map.next_value()?,
                 "skills" => top.skills = map.next_value_seed(SkillsSeed { max: self.max })?,
+                "skillcat" => top.yanked = map.next_value_seed(TopExtraSeed { max: self.max })?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
