@@ -1896,25 +1896,6 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_name_names_what_the_source_has() {
-        assert_eq!(
-            no_such_skill("g", "../src", vec!["b".into(), "a".into(), "a".into()], 0),
-            "no skill named 'g' in ../src (skills: a, b)"
-        );
-        assert_eq!(
-            no_such_skill("g", "x.db", Vec::new(), 2),
-            "no skill named 'g' in x.db (it holds no readable skill; 2 roots could not be read)"
-        );
-        let many: Vec<String> = (0..60).map(|i| format!("s{i:02}")).collect();
-        let text = no_such_skill("g", "http://h/", many, 0);
-        assert!(
-            text.contains("s49 and 10 more: `skillcat list http://h/`"),
-            "{text}"
-        );
-        assert!(!text.contains("s50"), "{text}");
-    }
-
-    #[test]
     fn an_index_that_moved_on_says_whether_the_pin_was_yanked() {
         let yanked = index_moved_on("ls", "http://h/", Some("1.2.0"), Some("1.1.0"), "g", "w");
         assert!(

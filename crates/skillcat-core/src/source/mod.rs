@@ -778,6 +778,32 @@ pub struct OpenOptions {
     pub git_timeout: Option<std::time::Duration>,
 }
 
+/// What every command says of a name a source does not have — `no skill named 'NAME' in SOURCE
+/// (skills: a, b)` — with how many of its roots could not be read. The first 50 names are
+/// listed (an index may hold thousands; `skillcat list` shows them all).
+pub fn no_such_skill(name: &str, typed: &str, mut names: Vec<String>, unreadable: usize) -> String {
+    const SHOWN: usize = 50;
+    names.sort();
+    names.dedup();
+    let mut why = if names.is_empty() {
+        "it holds no readable skill".to_string()
+    } else {
+        let more = names.len().saturating_sub(SHOWN);
+        let mut list = names.into_iter().take(SHOWN).collect::<Vec<_>>().join(", ");
+        if more > 0 {
+            list.push_str(&format!(" and {more} more: `skillcat list {typed}`"));
+        }
+        format!("skills: {list}")
+    };
+    if unreadable > 0 {
+        why.push_str(&format!(
+            "; {unreadable} root{} could not be read",
+            if unreadable == 1 { "" } else { "s" }
+        ));
+    }
+    format!("no skill named '{name}' in {typed} ({why})")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -809,30 +835,23 @@ mod tests {
         });
         assert!(caught.is_err());
     }
-}
 
-/// What every command says of a name a source does not have — `no skill named 'NAME' in SOURCE
-/// (skills: a, b)` — with how many of its roots could not be read. The first 50 names are
-/// listed (an index may hold thousands; `skillcat list` shows them all).
-pub fn no_such_skill(name: &str, typed: &str, mut names: Vec<String>, unreadable: usize) -> String {
-    const SHOWN: usize = 50;
-    names.sort();
-    names.dedup();
-    let mut why = if names.is_empty() {
-        "it holds no readable skill".to_string()
-    } else {
-        let more = names.len().saturating_sub(SHOWN);
-        let mut list = names.into_iter().take(SHOWN).collect::<Vec<_>>().join(", ");
-        if more > 0 {
-            list.push_str(&format!(" and {more} more: `skillcat list {typed}`"));
-        }
-        format!("skills: {list}")
-    };
-    if unreadable > 0 {
-        why.push_str(&format!(
-            "; {unreadable} root{} could not be read",
-            if unreadable == 1 { "" } else { "s" }
-        ));
+    #[test]
+    fn an_unknown_name_names_what_the_source_has() {
+        assert_eq!(
+            no_such_skill("g", "../src", vec!["b".into(), "a".into(), "a".into()], 0),
+            "no skill named 'g' in ../src (skills: a, b)"
+        );
+        assert_eq!(
+            no_such_skill("g", "x.db", Vec::new(), 2),
+            "no skill named 'g' in x.db (it holds no readable skill; 2 roots could not be read)"
+        );
+        let many: Vec<String> = (0..60).map(|i| format!("s{i:02}")).collect();
+        let text = no_such_skill("g", "http://h/", many, 0);
+        assert!(
+            text.contains("s49 and 10 more: `skillcat list http://h/`"),
+            "{text}"
+        );
+        assert!(!text.contains("s50"), "{text}");
     }
-    format!("no skill named '{name}' in {typed} ({why})")
 }
