@@ -239,7 +239,17 @@ impl Client {
         }
         // reqwest's errors name the URL, never the headers: the token stays out of them. Their
         // causes say what failed (a certificate not trusted, a refused connection).
-        let resp = req.send().await.map_err(|e| with_causes(&e))?;
+        let resp = req.send().await.map_err(|e| {
+            // A certificate that does not verify is said as every command says it.
+            match client::certificate_failure(&e) {
+                Some(reason) => skillcat::Error::Certificate {
+                    location: client::redact(&self.api),
+                    reason,
+                }
+                .to_string(),
+                None => with_causes(&e),
+            }
+        })?;
         let status = resp.status();
         let text = resp.text().await.map_err(|e| e.to_string())?;
         let json: Option<Value> = serde_json::from_str(&text).ok();
