@@ -178,6 +178,13 @@ const PATTERNS: &[Pattern] = &[
     },
 ];
 
+/// The example credentials AWS's own documentation prints: quoted in many READMEs, valid
+/// nowhere.
+const DOCUMENTED_EXAMPLES: &[&str] = &[
+    "AKIAIOSFODNN7EXAMPLE",
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+];
+
 /// Whether `c` continues a word a token could be part of.
 fn word_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '/' || c == '+'
@@ -258,6 +265,7 @@ fn tokens(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
             })
             .flatten();
         match found {
+            Some((_, len)) if DOCUMENTED_EXAMPLES.contains(&&text[at..at + len]) => at += len,
             Some((p, len)) => {
                 let token = &text[at..at + len];
                 hits.push(Hit::at(
@@ -305,6 +313,7 @@ fn aws_secret_beside(text: &str, id_at: usize, lines: &Lines<'_>) -> Option<Hit>
             .unwrap_or(window.len() - start);
         let run = &window[start..start + len];
         if len == 40
+            && !DOCUMENTED_EXAMPLES.contains(&run)
             && run.chars().any(|c| c.is_ascii_digit())
             && run.chars().any(|c| c.is_ascii_lowercase())
             && run.chars().any(|c| c.is_ascii_uppercase())
@@ -408,7 +417,7 @@ mod tests {
 
     #[test]
     fn an_aws_secret_beside_its_key_id() {
-        let text = "aws_access_key_id = AKIAIOSFODNN7EXAMPL3\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n";
+        let text = "aws_access_key_id = AKIAIOSFODNN7EXAMPL3\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKE1\n";
         let hits = found(text);
         assert_eq!(hits.len(), 2, "{hits:?}");
         assert_eq!((hits[1].1, hits[1].2), (2, 25));
@@ -416,6 +425,10 @@ mod tests {
             hits[1]
                 .3
                 .contains("AWS secret access key wJal… (40 characters)")
+        );
+        // AWS's documented examples are not secrets.
+        assert!(
+            found("AKIAIOSFODNN7EXAMPLE\nwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n").is_empty()
         );
         // A 40-character run with no key id nearby is nothing.
         assert!(found("sha = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n").is_empty());
