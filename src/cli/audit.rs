@@ -151,9 +151,13 @@ fn line_safe(s: &str) -> std::borrow::Cow<'_, str> {
 
 /// Each skill with findings under its name, one line a finding; a summary on stderr.
 fn print_text(skills: &[Skill], findings: &[Finding]) {
-    let mut audited_names: Vec<String> = skills.iter().map(Skill::name).collect();
-    audited_names.dedup();
-    for name in &audited_names {
+    let mut names: Vec<String> = Vec::new();
+    for name in skills.iter().map(Skill::name) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    for name in &names {
         let mine: Vec<&Finding> = findings.iter().filter(|f| &f.skill == name).collect();
         if mine.is_empty() {
             continue;
