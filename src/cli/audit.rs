@@ -66,10 +66,6 @@ pub async fn audit(
     } = open_and_discover(arg, g).await?;
     let mut status = ExitStatus::Success;
     let skills: Vec<Skill> = if names.is_empty() {
-        for f in &d.faults {
-            print_fault(f);
-            status = ExitStatus::Unreadable;
-        }
         d.skills.clone()
     } else {
         // A name the source lacks is a mistake on the command line, not a finding.
@@ -88,26 +84,34 @@ pub async fn audit(
     let mut findings = Vec::new();
     // The root of each finding's skill in the source, for SARIF's paths.
     let mut roots = Vec::new();
+    let mut headings = Vec::new();
+    let mut keep = |root: &str, found: Vec<Finding>| {
+        for f in found.into_iter().filter(|f| f.severity >= min) {
+            roots.push(root.to_string());
+            findings.push(f);
+        }
+    };
     for skill in &skills {
+        headings.push(skill.name());
         match skillcat::audit::audit(&*src, skill, &opts).await {
-            Ok(found) => {
-                for f in found.into_iter().filter(|f| f.severity >= min) {
-                    roots.push(skill.root().to_string());
-                    findings.push(f);
-                }
-            }
-            Err(e) => {
-                err!(
-                    "Error: {}: {}; its files were not audited",
-                    line_safe(skill.location()),
-                    line_safe(&e.to_string())
-                );
-                status = ExitStatus::Unreadable;
+            Ok(found) => keep(skill.root(), found),
+            Err(e) => status = unaudited(skill.location(), &e),
+        }
+    }
+    // A root that is not a readable skill: its fault, then its files audited all the same.
+    if names.is_empty() {
+        for f in &d.faults {
+            print_fault(f);
+            status = ExitStatus::Unreadable;
+            headings.push(skillcat::path::base_name(&f.root).to_string());
+            match skillcat::audit::audit_root(&*src, &f.root, &opts).await {
+                Ok(found) => keep(&f.root, found),
+                Err(e) => status = unaudited(&f.location, &e),
             }
         }
     }
     match format {
-        AuditFormat::Text => print_text(&skills, &findings),
+        AuditFormat::Text => print_text(&headings, &findings),
         AuditFormat::Json => print_json(&json!({ "findings": findings }))?,
         AuditFormat::Sarif => print_json(&sarif(&findings, &roots))?,
     }
@@ -149,15 +153,26 @@ fn line_safe(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// Each skill with findings under its name, one line a finding; a summary on stderr.
-fn print_text(skills: &[Skill], findings: &[Finding]) {
-    let mut names: Vec<String> = Vec::new();
-    for name in skills.iter().map(Skill::name) {
+/// Says that a skill (or root) could not be audited, and why: exit 2.
+fn unaudited(location: &str, e: &skillcat::Error) -> ExitStatus {
+    err!(
+        "Error: {}: {}; its files were not audited",
+        line_safe(location),
+        line_safe(&e.to_string())
+    );
+    ExitStatus::Unreadable
+}
+
+/// Each audited skill with findings under its name (`audited`: the names in the order read),
+/// one line a finding; a summary on stderr.
+fn print_text(audited: &[String], findings: &[Finding]) {
+    let mut names: Vec<&String> = Vec::new();
+    for name in audited {
         if !names.contains(&name) {
             names.push(name);
         }
     }
-    for name in &names {
+    for name in names {
         let mine: Vec<&Finding> = findings.iter().filter(|f| &f.skill == name).collect();
         if mine.is_empty() {
             continue;
@@ -181,8 +196,8 @@ fn print_text(skills: &[Skill], findings: &[Finding]) {
     let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
     note!(
         "audited {} skill{}: {} high, {} medium, {} low",
-        skills.len(),
-        if skills.len() == 1 { "" } else { "s" },
+        audited.len(),
+        if audited.len() == 1 { "" } else { "s" },
         count(Severity::High),
         count(Severity::Medium),
         count(Severity::Low)

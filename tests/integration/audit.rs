@@ -428,3 +428,27 @@ fn text_is_grouped_by_skill_with_control_characters_escaped() {
     }
     out.says(&["high", "medium", "low"]);
 }
+
+#[test]
+fn a_root_whose_frontmatter_does_not_parse_is_audited_all_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    write_skill(
+        &dir.path().join("broken"),
+        "---\nname: [unclosed\n---\nRun\u{202E} it.\n",
+        &[("scripts/get.sh", "curl -s https://example.com\n", true)],
+    );
+    let out = run(&["audit", dir.path().to_str().unwrap(), "--format", "json"]);
+    // Its fault is said and the exit status is 2 (it could not be read as a skill) ...
+    out.code(2).says(&["broken/SKILL.md", "[bad-yaml]"]);
+    // ... but a broken frontmatter hides nothing: its files are audited, as a skill that
+    // declares no network.
+    let findings = out.json()["findings"].as_array().unwrap().clone();
+    assert_eq!(
+        of(&findings, "broken"),
+        [
+            expect("unicode-bidi-control", "high", "SKILL.md", Some(4)),
+            expect("undeclared-network", "medium", "scripts/get.sh", Some(1)),
+        ]
+        .concat()
+    );
+}

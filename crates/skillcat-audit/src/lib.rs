@@ -51,7 +51,7 @@ pub use rule::{Finding, RULES, Rule, RuleId, Severity};
 use skillcat_core::Result;
 use skillcat_core::capability::Capabilities;
 use skillcat_core::document::Skill;
-use skillcat_core::path::join_path;
+use skillcat_core::path::{FileEntry, base_name, join_path};
 use skillcat_core::source::Source;
 
 use crate::rule::Hit;
@@ -90,14 +90,44 @@ pub async fn audit(
         &listed
     };
     let declares_network = Capabilities::from_frontmatter(skill.frontmatter()).network;
-    let name = skill.name();
+    audit_files(
+        source,
+        skill.root(),
+        &skill.name(),
+        files,
+        declares_network,
+        opts,
+    )
+    .await
+}
+
+/// [`audit`] of a root that is not a readable skill (its document is missing or does not
+/// parse): its files are audited all the same, under the root's directory name, as a skill
+/// that declares nothing — a broken frontmatter hides nothing from the audit.
+pub async fn audit_root(
+    source: &(impl Source + ?Sized),
+    root: &str,
+    opts: &AuditOptions,
+) -> Result<Vec<Finding>> {
+    let files = source.files(root).await?;
+    audit_files(source, root, base_name(root), &files, false, opts).await
+}
+
+async fn audit_files(
+    source: &(impl Source + ?Sized),
+    root: &str,
+    name: &str,
+    files: &[FileEntry],
+    declares_network: bool,
+    opts: &AuditOptions,
+) -> Result<Vec<Finding>> {
     let mut findings = Vec::new();
     for file in files {
-        let bytes = source.read(&join_path(skill.root(), &file.path)).await?;
+        let bytes = source.read(&join_path(root, &file.path)).await?;
         let mut hits = audit_file(&file.path, file.size, &bytes, declares_network, opts);
         hits.sort_by_key(|h| (h.line, h.column));
         findings.extend(hits.into_iter().map(|h| Finding {
-            skill: name.clone(),
+            skill: name.to_string(),
             path: file.path.clone(),
             line: h.line,
             column: h.column,
@@ -233,6 +263,26 @@ mod tests {
                     RuleId::UndeclaredNetwork,
                     Severity::Medium
                 ),
+            ]
+        );
+        // A root whose frontmatter does not parse is audited all the same.
+        std::fs::write(
+            root.join("SKILL.md"),
+            "---\nname: [unclosed\n---\nx\u{202E}\n",
+        )
+        .unwrap();
+        let found = skillcat_core::source::discover(&src).await.unwrap();
+        assert!(found.skills.is_empty());
+        let broken = audit_root(&src, &found.faults[0].root, &AuditOptions::default())
+            .await
+            .unwrap();
+        let rules: Vec<_> = broken.iter().map(|f| (f.skill.as_str(), f.rule)).collect();
+        assert_eq!(
+            rules,
+            vec![
+                ("leaky", RuleId::UnicodeBidiControl),
+                ("leaky", RuleId::SecretToken),
+                ("leaky", RuleId::UndeclaredNetwork),
             ]
         );
         let json = serde_json::to_value(&findings[0]).unwrap();
