@@ -7,7 +7,7 @@ use std::io::Write;
 use clap::ValueEnum;
 use serde_json::{Value, json};
 use skillcat::audit::{AuditOptions, Finding, RULES, Severity};
-use skillcat::document::Skill;
+use skillcat::document::{FaultKind, Skill};
 
 use super::read::{Opened, find_in, open_and_discover, print_fault};
 use super::{CliError, CliResult, ExitStatus, Globals};
@@ -98,9 +98,17 @@ pub async fn audit(
             Err(e) => status = unaudited(skill.location(), &e),
         }
     }
-    // A root that is not a readable skill: its fault, then its files audited all the same.
+    // A root that is not a readable skill: its fault, then its files audited all the same. A
+    // directory without a document is no skill at all (a catalog's `docs/`): said, not audited.
     if names.is_empty() {
         for f in &d.faults {
+            if f.fault.kind() == FaultKind::MissingDocument {
+                note!(
+                    "warning: {}: no SKILL.md, not a skill: not audited",
+                    line_safe(&f.location)
+                );
+                continue;
+            }
             print_fault(f);
             status = ExitStatus::Unreadable;
             headings.push(skillcat::path::base_name(&f.root).to_string());

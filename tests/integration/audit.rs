@@ -452,3 +452,15 @@ fn a_root_whose_frontmatter_does_not_parse_is_audited_all_the_same() {
         .concat()
     );
 }
+
+#[test]
+fn a_directory_without_a_document_is_no_skill_and_not_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    write_skill(&dir.path().join("fine"), &doc("fine", "", "Body.\n"), &[]);
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    std::fs::write(dir.path().join("docs/notes.md"), "a\u{202E}b\n").unwrap();
+    let out = run(&["audit", dir.path().to_str().unwrap(), "--format", "json"]);
+    out.code(0)
+        .says(&["docs: no SKILL.md, not a skill: not audited"]);
+    assert_eq!(out.json()["findings"], serde_json::json!([]));
+}
