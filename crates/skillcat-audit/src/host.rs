@@ -30,11 +30,13 @@ fn is(word: &str, set: &[&str]) -> bool {
     set.contains(&word)
 }
 
+/// The verbs an ignore-phrase starts with.
+const IGNORE_VERBS: &[&str] = &["ignore", "disregard", "forget", "override"];
+
 /// Where (a word index) a phrase telling the model to ignore earlier instructions starts:
 /// `ignore|disregard|forget|override`, within four words a time word (`previous`, `prior`,
 /// `earlier`, `above`, …), within two more an instruction word.
 fn ignore_phrase(w: &[(usize, String)]) -> Option<usize> {
-    const VERBS: &[&str] = &["ignore", "disregard", "forget", "override"];
     const WHEN: &[&str] = &[
         "previous",
         "prior",
@@ -58,7 +60,7 @@ fn ignore_phrase(w: &[(usize, String)]) -> Option<usize> {
         "context",
     ];
     (0..w.len()).find(|&i| {
-        is(&w[i].1, VERBS)
+        is(&w[i].1, IGNORE_VERBS)
             && (i + 1..(i + 5).min(w.len())).any(|j| {
                 is(&w[j].1, WHEN) && (j + 1..(j + 3).min(w.len())).any(|k| is(&w[k].1, WHAT))
             })
@@ -191,6 +193,12 @@ pub(crate) fn scan_ignore(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
     let mut hits = Vec::new();
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
+        // Most lines have none of the verbs: no need to split them into words.
+        let lower = line.to_lowercase();
+        if !IGNORE_VERBS.iter().any(|v| lower.contains(v)) {
+            offset += line.len();
+            continue;
+        }
         let w = words(line);
         if let Some(i) = ignore_phrase(&w) {
             hits.push(Hit::at(

@@ -256,8 +256,11 @@ fn tokens(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
     let bytes = text.as_bytes();
     let mut at = 0;
     while at < bytes.len() {
-        let starts_word = at == 0 || !word_char(text[..at].chars().next_back().unwrap_or(' '));
-        let found = starts_word
+        // Every prefix is ASCII: only an ASCII byte that starts one, at the start of a word, is
+        // worth trying (a byte of a multi-byte character never is, nor ends a word).
+        let b = bytes[at];
+        let starts_word = at == 0 || !word_char(char::from(bytes[at - 1]));
+        let found = (starts_word && PATTERNS.iter().any(|p| p.prefix.as_bytes()[0] == b))
             .then(|| {
                 PATTERNS
                     .iter()
@@ -278,7 +281,7 @@ fn tokens(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
                 }
                 at += len;
             }
-            None => at += text[at..].chars().next().map_or(1, char::len_utf8),
+            None => at += 1,
         }
     }
     hits
@@ -411,6 +414,9 @@ mod tests {
             );
             assert!(!message.contains(token), "{message}");
         }
+        // After a non-ASCII character, a token still starts a word; its column counts characters.
+        let after = found("é→ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5");
+        assert_eq!((after.len(), after[0].2), (1, 3));
         let anthropic = &found("k=sk-ant-api03-aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5zA7")[0].3;
         assert!(anthropic.contains("Anthropic"), "{anthropic}");
     }

@@ -52,6 +52,9 @@ fn joins(before: Option<char>, after: Option<char>) -> bool {
 /// The hits of one text: one for each run of characters of one rule on a line.
 pub(crate) fn scan(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
     let mut hits = Vec::new();
+    if text.is_ascii() {
+        return hits;
+    }
     // The open run: its rule, where it starts and the characters in it.
     let mut run: Option<(RuleId, usize, Vec<char>)> = None;
     let mut prev: Option<char> = None;
