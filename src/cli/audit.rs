@@ -61,12 +61,12 @@ pub async fn audit(
     let Opened {
         shown,
         src,
-        found: d,
+        found: mut d,
         ..
     } = open_and_discover(arg, g).await?;
     let mut status = ExitStatus::Success;
     let skills: Vec<Skill> = if names.is_empty() {
-        d.skills.clone()
+        std::mem::take(&mut d.skills)
     } else {
         // A name the source lacks is a mistake on the command line, not a finding.
         names
@@ -84,7 +84,9 @@ pub async fn audit(
     let mut findings = Vec::new();
     // The root of each finding's skill in the source, for SARIF's paths.
     let mut roots = Vec::new();
+    // The skills' names in the order audited, and how many were.
     let mut headings = Vec::new();
+    let mut audited = 0;
     let mut keep = |root: &str, found: Vec<Finding>| {
         for f in found.into_iter().filter(|f| f.severity >= min) {
             roots.push(root.to_string());
@@ -94,7 +96,10 @@ pub async fn audit(
     for skill in &skills {
         headings.push(skill.name());
         match skillcat::audit::audit(&*src, skill, &opts).await {
-            Ok(found) => keep(skill.root(), found),
+            Ok(found) => {
+                audited += 1;
+                keep(skill.root(), found);
+            }
             Err(e) => status = unaudited(skill.location(), &e),
         }
     }
@@ -111,15 +116,18 @@ pub async fn audit(
             }
             print_fault(f);
             status = ExitStatus::Unreadable;
-            headings.push(skillcat::path::base_name(&f.root).to_string());
             match skillcat::audit::audit_root(&*src, &f.root, &opts).await {
-                Ok(found) => keep(&f.root, found),
+                Ok(found) => {
+                    audited += 1;
+                    headings.extend(found.first().map(|f| f.skill.clone()));
+                    keep(&f.root, found);
+                }
                 Err(e) => status = unaudited(&f.location, &e),
             }
         }
     }
     match format {
-        AuditFormat::Text => print_text(&headings, &findings),
+        AuditFormat::Text => print_text(&headings, audited, &findings),
         AuditFormat::Json => print_json(&json!({ "findings": findings }))?,
         AuditFormat::Sarif => print_json(&sarif(&findings, &roots))?,
     }
@@ -171,11 +179,11 @@ fn unaudited(location: &str, e: &skillcat::Error) -> ExitStatus {
     ExitStatus::Unreadable
 }
 
-/// Each audited skill with findings under its name (`audited`: the names in the order read),
-/// one line a finding; a summary on stderr.
-fn print_text(audited: &[String], findings: &[Finding]) {
+/// Each skill with findings under its name (`headings`: the names in the order audited), one
+/// line a finding; a summary of the `audited` skills on stderr.
+fn print_text(headings: &[String], audited: usize, findings: &[Finding]) {
     let mut names: Vec<&String> = Vec::new();
-    for name in audited {
+    for name in headings {
         if !names.contains(&name) {
             names.push(name);
         }
@@ -204,8 +212,8 @@ fn print_text(audited: &[String], findings: &[Finding]) {
     let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
     note!(
         "audited {} skill{}: {} high, {} medium, {} low",
-        audited.len(),
-        if audited.len() == 1 { "" } else { "s" },
+        audited,
+        if audited == 1 { "" } else { "s" },
         count(Severity::High),
         count(Severity::Medium),
         count(Severity::Low)

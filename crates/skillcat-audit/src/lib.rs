@@ -102,15 +102,19 @@ pub async fn audit(
 }
 
 /// [`audit`] of a root that is not a readable skill (its document is missing or does not
-/// parse): its files are audited all the same, under the root's directory name, as a skill
-/// that declares nothing — a broken frontmatter hides nothing from the audit.
+/// parse): its files are audited all the same, under the name of the root's directory
+/// ([`Source::root_dir_name`], else its last component), as a skill that declares nothing — a
+/// broken frontmatter hides nothing from the audit.
 pub async fn audit_root(
     source: &(impl Source + ?Sized),
     root: &str,
     opts: &AuditOptions,
 ) -> Result<Vec<Finding>> {
     let files = source.files(root).await?;
-    audit_files(source, root, base_name(root), &files, false, opts).await
+    let name = source
+        .root_dir_name(root)
+        .unwrap_or_else(|| base_name(root).to_string());
+    audit_files(source, root, &name, &files, false, opts).await
 }
 
 async fn audit_files(
