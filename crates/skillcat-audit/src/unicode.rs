@@ -114,17 +114,17 @@ fn hit((rule, at, found): (RuleId, usize, Vec<char>), lines: &Lines<'_>) -> Hit 
         RuleId::UnicodeBidiControl => (
             "bidirectional control",
             "bidirectional controls",
-            "they reorder what is displayed, so the text read differs from the text shown (Trojan Source)",
+            "bidirectional controls reorder what is displayed, so the text read differs from the text shown (Trojan Source)",
         ),
         RuleId::UnicodeTagCharacter => (
             "Unicode tag character",
             "Unicode tag characters",
-            "invisible text a model reads and a person does not see",
+            "tag characters are invisible text that a model reads and a person does not see",
         ),
         _ => (
             "invisible character",
             "invisible characters",
-            "they hide or split text unseen",
+            "invisible characters hide or split text unseen",
         ),
     };
     let decoded = (rule == RuleId::UnicodeTagCharacter)
@@ -136,7 +136,11 @@ fn hit((rule, at, found): (RuleId, usize, Vec<char>), lines: &Lines<'_>) -> Hit 
     Hit::at(
         rule,
         lines.position(at),
-        format!("{count} {noun} {shown}{decoded}: {why}; remove them unless the text needs them"),
+        format!(
+            "{count} {noun} {shown}{decoded}: {why}; remove {} unless the text needs {}",
+            if count == 1 { "it" } else { "them" },
+            if count == 1 { "it" } else { "them" }
+        ),
     )
 }
 
