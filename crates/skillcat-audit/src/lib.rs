@@ -218,6 +218,67 @@ mod tests {
         );
     }
 
+    #[test]
+    fn no_input_makes_a_rule_panic() {
+        // Fragments at which the rules look, cut and joined in every order a small generator
+        // makes: unclosed comments, prefixes at the end, lone tags, joiners at the edges.
+        const PARTS: &[&str] = &[
+            "<!--",
+            "-->",
+            "ignore",
+            " previous ",
+            "instructions",
+            "-----BEGIN ",
+            "PRIVATE KEY-----",
+            "\n",
+            "AKIA",
+            "ghp_",
+            "sk-ant-",
+            "xoxb-",
+            "0123456789abcdefABCDEF",
+            "\u{202E}",
+            "\u{E0041}",
+            "\u{1F3F4}",
+            "\u{E007F}",
+            "\u{200D}",
+            "\u{FE0F}",
+            "\u{FEFF}",
+            "é",
+            "curl ",
+            "nc ",
+            "fetch(",
+            "QmFzZTY0",
+            "MZ",
+            "\u{7f}ELF",
+            "PK\u{3}\u{4}",
+        ];
+        let mut state = 0x2545_f491_u32;
+        for _ in 0..2000 {
+            let mut text = String::new();
+            for _ in 0..12 {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                text.push_str(PARTS[state as usize % PARTS.len()]);
+            }
+            for path in ["SKILL.md", "references/a.md", "scripts/a.sh", "assets/a"] {
+                for cut in [text.len(), text.len() / 2] {
+                    let Some(part) = text.get(..cut) else {
+                        continue;
+                    };
+                    let hits = audit_file(
+                        path,
+                        part.len() as u64,
+                        part.as_bytes(),
+                        false,
+                        &AuditOptions::default(),
+                    );
+                    assert!(hits.iter().all(|h| h.line.is_none_or(|l| l >= 1)));
+                }
+            }
+        }
+    }
+
     #[tokio::test]
     async fn audit_reads_a_skill_through_its_source() {
         let dir = tempfile::tempdir().unwrap();
