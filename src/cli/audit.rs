@@ -45,7 +45,8 @@ impl From<SeverityArg> for Severity {
     }
 }
 
-/// Where the SARIF report says the tool is documented.
+/// Where the SARIF report says the tool is documented: the crate's page on crates.io, the one
+/// address skillcat is to have (it is not published yet and has no other home page).
 const INFORMATION_URI: &str = "https://crates.io/crates/skillcat";
 
 /// `skillcat audit SOURCE [NAME...]`: exit 0 when no finding is at or above `fail_on`, 1 when
