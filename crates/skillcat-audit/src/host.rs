@@ -98,7 +98,8 @@ fn secrecy_phrase(w: &[(usize, String)]) -> Option<usize> {
 }
 
 /// Where a phrase sending credentials or files somewhere starts: `send`, `upload`, `post`,
-/// `exfiltrate`, … then within six words a word for secrets or files.
+/// `exfiltrate`, … then within six words a word for secrets or files (plural: "post key results"
+/// or "send the file" in a note to editors is no exfiltration).
 fn exfiltration_phrase(w: &[(usize, String)]) -> Option<usize> {
     const SEND: &[&str] = &[
         "send",
@@ -109,7 +110,6 @@ fn exfiltration_phrase(w: &[(usize, String)]) -> Option<usize> {
         "forward",
         "email",
         "leak",
-        "copy",
     ];
     const LOOT: &[&str] = &[
         "credentials",
@@ -121,12 +121,10 @@ fn exfiltration_phrase(w: &[(usize, String)]) -> Option<usize> {
         "token",
         "tokens",
         "keys",
-        "key",
         "ssh",
         "env",
         "cookies",
         "files",
-        "file",
     ];
     (0..w.len())
         .find(|&i| is(&w[i].1, SEND) && (i + 1..(i + 7).min(w.len())).any(|j| is(&w[j].1, LOOT)))
@@ -278,6 +276,9 @@ mod tests {
             vec![(RuleId::HostHiddenInstruction, 1, 6)]
         );
         // Comments for people editing the file are not instructions to the model.
+        assert!(
+            found("<!-- copy this file from the template; post key results below -->").is_empty()
+        );
         assert!(
             found("<!-- TODO: add an example for tables -->\n<!-- markdownlint-disable -->")
                 .is_empty()
