@@ -21,6 +21,7 @@
 //! | `skillcat-runtime` | [`config`], [`catalog`], [`matching`], [`runtime`], [`mcp`] |
 //! | `skillcat-install` | [`install`]: skills placed into agents' folders, pinned by `skills-lock.json` |
 //! | `skillcat-serve` | [`serve`]: a catalog as static files and a central registry over HTTP |
+//! | `skillcat-audit` | [`audit`] (feature `audit`, on by default): a skill's files checked for hidden Unicode, secrets, content that does not belong, undeclared network use and instructions aimed at the host |
 //!
 //! Feature `cli` (on by default) builds the `skillcat` binary; `tls` (on by default) adds HTTPS;
 //! `neural` adds the offline neural ranker.
@@ -57,6 +58,9 @@ pub use skillcat_runtime::{catalog, config, matching, mcp};
 
 pub use skillcat_install as install;
 pub use skillcat_serve as serve;
+
+#[cfg(feature = "audit")]
+pub use skillcat_audit as audit;
 
 // The README's examples are compiled and run as doctests.
 #[cfg(doctest)]

@@ -92,6 +92,7 @@ impl std::io::Write for Stream {
     }
 }
 
+mod audit;
 mod central;
 mod init;
 mod install;
@@ -416,6 +417,28 @@ enum Command {
         /// summary goes to stderr.
         #[arg(long, value_name = "CHARS")]
         budget: Option<usize>,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
+    /// Audit each skill of a source before trusting it: hidden Unicode, secrets, content that
+    /// does not belong, undeclared network use, instructions aimed at the host (docs/audit.md).
+    /// Exit 0 when no finding is at or above --fail-on, 1 when one is, 2 when the source cannot
+    /// be read.
+    #[command(after_help = "Example: skillcat audit fixtures/skills --format sarif")]
+    Audit {
+        /// Any source.
+        source: String,
+        /// Only these skills.
+        names: Vec<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t)]
+        format: audit::AuditFormat,
+        /// Report findings of this severity and above.
+        #[arg(long, value_enum, default_value = "low")]
+        min_severity: audit::SeverityArg,
+        /// Exit 1 when a finding of this severity or above is reported.
+        #[arg(long, value_enum, default_value = "high")]
+        fail_on: audit::SeverityArg,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -763,6 +786,24 @@ pub async fn run(cli: Cli) -> CliResult {
         } => {
             let g = &globals(&remote)?;
             read::prompt(&paths, format, budget, g.verbose, g).await
+        }
+        Command::Audit {
+            source,
+            names,
+            format,
+            min_severity,
+            fail_on,
+            remote,
+        } => {
+            audit::audit(
+                &source,
+                &names,
+                format,
+                min_severity,
+                fail_on,
+                &globals(&remote)?,
+            )
+            .await
         }
         Command::List {
             source,

@@ -10,6 +10,7 @@ mod support;
 
 mod archive_hostile;
 mod archive_sources;
+mod audit;
 mod capability;
 mod catalog;
 mod central_operations;

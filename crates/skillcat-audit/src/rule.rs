@@ -1,0 +1,254 @@
+//! The rules: their stable ids, severities and rationales, and the finding each reports.
+
+use serde::{Deserialize, Serialize};
+
+/// How much a finding matters. Ordered: `Low < Medium < High`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth a look; often harmless.
+    Low,
+    /// Likely unwanted; review before trusting the skill.
+    Medium,
+    /// Refuse the skill until it is explained or fixed.
+    High,
+}
+
+impl Severity {
+    /// `low`, `medium` or `high`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A rule's stable id: its kebab-case spelling is what JSON, SARIF and the docs name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuleId {
+    /// Bidirectional controls (Trojan Source).
+    UnicodeBidiControl,
+    /// Unicode tag characters.
+    UnicodeTagCharacter,
+    /// Zero-width and invisible characters, stray variation selectors.
+    UnicodeInvisible,
+    /// PEM and OpenSSH private key blocks.
+    SecretPrivateKey,
+    /// Cloud and forge tokens of a known shape.
+    SecretToken,
+    /// An executable or shared object outside `scripts/`.
+    ContentBinary,
+    /// An archive inside a skill.
+    ContentArchive,
+    /// A file over the size limit.
+    ContentLarge,
+    /// Instructions to the model inside an HTML comment of SKILL.md.
+    HostHiddenInstruction,
+    /// Text telling the model to ignore earlier instructions.
+    HostIgnoreInstructions,
+    /// A long base64 run in SKILL.md.
+    HostBase64Blob,
+    /// A script that uses the network while the skill declares none.
+    UndeclaredNetwork,
+}
+
+impl RuleId {
+    /// The kebab-case id (`unicode-bidi-control`).
+    pub fn as_str(self) -> &'static str {
+        self.rule().id_str
+    }
+
+    /// This rule's entry in [`RULES`].
+    pub fn rule(self) -> &'static Rule {
+        RULES
+            .iter()
+            .find(|r| r.id == self)
+            .expect("every rule id has an entry in RULES")
+    }
+}
+
+impl std::fmt::Display for RuleId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One rule: what docs and SARIF rule metadata say of it.
+#[derive(Debug)]
+pub struct Rule {
+    /// Its id.
+    pub id: RuleId,
+    /// Its id as text (what [`RuleId`] serialises to).
+    pub id_str: &'static str,
+    /// The severity of every finding of this rule.
+    pub severity: Severity,
+    /// One line: what it finds.
+    pub summary: &'static str,
+    /// Why it matters.
+    pub rationale: &'static str,
+}
+
+/// Every rule, in the order the docs list them.
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: RuleId::UnicodeBidiControl,
+        id_str: "unicode-bidi-control",
+        severity: Severity::High,
+        summary: "A bidirectional control character (U+202A-U+202E, U+2066-U+2069) in a text file.",
+        rationale: "Bidirectional controls reorder how text is displayed, so what a reviewer reads differs from what a model or an interpreter reads (Trojan Source, CVE-2021-42574). A skill's text has no need of them.",
+    },
+    Rule {
+        id: RuleId::UnicodeTagCharacter,
+        id_str: "unicode-tag-character",
+        severity: Severity::High,
+        summary: "A Unicode tag character (U+E0000-U+E007F) in a text file, outside an emoji flag sequence.",
+        rationale: "Tag characters mirror ASCII but render as nothing: they carry instructions a model reads and a person never sees (ASCII smuggling). Their one ordinary use, the subdivision flags after U+1F3F4, is not reported.",
+    },
+    Rule {
+        id: RuleId::UnicodeInvisible,
+        id_str: "unicode-invisible",
+        severity: Severity::Medium,
+        summary: "A zero-width or invisible character (U+200B-U+200D, U+2060, U+FEFF past the start, U+180E) or a variation selector that follows no character it can modify.",
+        rationale: "Invisible characters hide text from a reviewer, split words so that filters miss them, and strings of variation selectors can encode a hidden message. Joiners between two non-ASCII characters (emoji sequences, Indic and Persian text) are not reported.",
+    },
+    Rule {
+        id: RuleId::SecretPrivateKey,
+        id_str: "secret-private-key",
+        severity: Severity::High,
+        summary: "A PEM or OpenSSH private key block.",
+        rationale: "A private key in a skill is published to everyone who installs it; whoever holds it can sign, decrypt or log in as its owner.",
+    },
+    Rule {
+        id: RuleId::SecretToken,
+        id_str: "secret-token",
+        severity: Severity::High,
+        summary: "A token of a known shape: AWS access key id and secret, GitHub, GitLab, Slack, OpenAI or Anthropic key.",
+        rationale: "A live token in a skill is readable by every user and every model that loads it; it must be revoked and removed, and the skill should read credentials from the environment instead.",
+    },
+    Rule {
+        id: RuleId::ContentBinary,
+        id_str: "content-binary",
+        severity: Severity::Medium,
+        summary: "An executable or shared object (ELF, Mach-O, PE) outside scripts/.",
+        rationale: "Compiled code cannot be reviewed, and outside scripts/ it is not a tool the skill offers: nothing explains why it is there.",
+    },
+    Rule {
+        id: RuleId::ContentArchive,
+        id_str: "content-archive",
+        severity: Severity::Medium,
+        summary: "An archive (zip, gzip, tar, 7z) inside a skill, by its magic bytes or its extension.",
+        rationale: "An archive hides its contents from review and from this audit; a skill should ship its files unpacked. Zip-based documents (.docx, .xlsx, .jar) are zip archives too.",
+    },
+    Rule {
+        id: RuleId::ContentLarge,
+        id_str: "content-large",
+        severity: Severity::Low,
+        summary: "A file over 1 MiB.",
+        rationale: "Large files are hard to review, cost context when read, and are where data or binaries get hidden.",
+    },
+    Rule {
+        id: RuleId::HostHiddenInstruction,
+        id_str: "host-hidden-instruction",
+        severity: Severity::Medium,
+        summary: "Heuristic: an HTML comment in SKILL.md that addresses the model (ignore earlier instructions, keep something from the user, send credentials or files).",
+        rationale: "A rendered SKILL.md does not show HTML comments, but a model reads them: instructions there are aimed at the host, out of the user's sight.",
+    },
+    Rule {
+        id: RuleId::HostIgnoreInstructions,
+        id_str: "host-ignore-instructions",
+        severity: Severity::Low,
+        summary: "Heuristic: text in SKILL.md or references/ telling the model to ignore, disregard or forget earlier instructions.",
+        rationale: "The classic prompt-injection phrase: a skill adds instructions, it has no reason to cancel the host's or the user's.",
+    },
+    Rule {
+        id: RuleId::HostBase64Blob,
+        id_str: "host-base64-blob",
+        severity: Severity::Low,
+        summary: "Heuristic: a base64 run of 200 characters or more in SKILL.md.",
+        rationale: "A model can decode base64 that a reviewer cannot read at a glance: a long blob in the instructions can carry hidden text or a payload.",
+    },
+    Rule {
+        id: RuleId::UndeclaredNetwork,
+        id_str: "undeclared-network",
+        severity: Severity::Medium,
+        summary: "Heuristic: a script under scripts/ that uses the network (curl, wget, nc, urllib, requests, http.client, fetch(, sockets) while the skill declares no network.",
+        rationale: "A skill declares `network: true` (or `metadata.skillcat.network`) when its scripts need the network; one that does not declare it but reaches out either will fail confined or is doing what it does not say.",
+    },
+];
+
+/// One thing the audit found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The skill's name.
+    pub skill: String,
+    /// The file, relative to the skill's root, `/`-separated.
+    pub path: String,
+    /// The line, 1-based, when the finding has one.
+    pub line: Option<u32>,
+    /// The column in characters, 1-based, when the finding has one.
+    pub column: Option<u32>,
+    /// The rule that found it.
+    pub rule: RuleId,
+    /// The rule's severity.
+    pub severity: Severity,
+    /// What was found, why it matters and what to do. Never a whole secret, never a raw
+    /// invisible or control character.
+    pub message: String,
+}
+
+/// A finding before it knows its skill and file: what a detector returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Hit {
+    pub(crate) rule: RuleId,
+    pub(crate) line: Option<u32>,
+    pub(crate) column: Option<u32>,
+    pub(crate) message: String,
+}
+
+impl Hit {
+    /// A hit at a 1-based line and column.
+    pub(crate) fn at(rule: RuleId, (line, column): (u32, u32), message: String) -> Hit {
+        Hit {
+            rule,
+            line: Some(line),
+            column: Some(column),
+            message,
+        }
+    }
+
+    /// A hit of a whole file.
+    pub(crate) fn file(rule: RuleId, message: String) -> Hit {
+        Hit {
+            rule,
+            line: None,
+            column: None,
+            message,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_kebab_and_agree_with_serde() {
+        for r in RULES {
+            let json = serde_json::to_string(&r.id).unwrap();
+            assert_eq!(json, format!("\"{}\"", r.id_str));
+            assert_eq!(r.id.as_str(), r.id_str);
+            assert!(r.summary.ends_with('.') && r.rationale.ends_with('.'));
+        }
+        assert!(Severity::Low < Severity::Medium && Severity::Medium < Severity::High);
+        assert_eq!(serde_json::to_string(&Severity::High).unwrap(), "\"high\"");
+    }
+}

@@ -1,0 +1,330 @@
+//! `skillcat audit SOURCE [NAME...]`: every finding of the audit in each skill of a source, as
+//! text grouped by skill, JSON or SARIF 2.1.0; the exit status says whether one is at or above
+//! `--fail-on`.
+
+use std::io::Write;
+
+use clap::ValueEnum;
+use serde_json::{Value, json};
+use skillcat::audit::{AuditOptions, Finding, RULES, Severity};
+use skillcat::document::{FaultKind, Skill};
+
+use super::read::{Opened, find_in, open_and_discover, print_fault};
+use super::{CliError, CliResult, ExitStatus, Globals};
+
+/// The output of `skillcat audit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum AuditFormat {
+    /// `path:line:col: severity rule: message`, grouped by skill.
+    #[default]
+    Text,
+    /// `{"findings":[…]}`.
+    Json,
+    /// SARIF 2.1.0, for code scanning.
+    Sarif,
+}
+
+/// A severity on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SeverityArg {
+    /// Low, medium and high.
+    Low,
+    /// Medium and high.
+    Medium,
+    /// High only.
+    High,
+}
+
+impl From<SeverityArg> for Severity {
+    fn from(s: SeverityArg) -> Severity {
+        match s {
+            SeverityArg::Low => Severity::Low,
+            SeverityArg::Medium => Severity::Medium,
+            SeverityArg::High => Severity::High,
+        }
+    }
+}
+
+/// Where the SARIF report says the tool is documented: the crate's page on crates.io, the one
+/// address skillcat is to have (it is not published yet and has no other home page).
+const INFORMATION_URI: &str = "https://crates.io/crates/skillcat";
+
+/// `skillcat audit SOURCE [NAME...]`: exit 0 when no finding is at or above `fail_on`, 1 when
+/// one is, 2 when the source (or a root of it) cannot be read or a name is not in it.
+pub async fn audit(
+    arg: &str,
+    names: &[String],
+    format: AuditFormat,
+    min_severity: SeverityArg,
+    fail_on: SeverityArg,
+    g: &Globals,
+) -> CliResult {
+    let Opened {
+        shown,
+        src,
+        found: mut d,
+        ..
+    } = open_and_discover(arg, g).await?;
+    let mut status = ExitStatus::Success;
+    let skills: Vec<Skill> = if names.is_empty() {
+        std::mem::take(&mut d.skills)
+    } else {
+        // A name the source lacks is a mistake on the command line, not a finding.
+        names
+            .iter()
+            .map(|n| {
+                find_in(&shown, &d, n).map_err(|e| match e {
+                    CliError::Failed(m) => CliError::Usage(m),
+                    e => e,
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let opts = AuditOptions::default();
+    let min = Severity::from(min_severity);
+    let mut findings = Vec::new();
+    // The root of each finding's skill in the source, for SARIF's paths.
+    let mut roots = Vec::new();
+    // The skills' names in the order audited, and how many were.
+    let mut headings = Vec::new();
+    let mut audited = 0;
+    let mut keep = |root: &str, found: Vec<Finding>| {
+        for f in found.into_iter().filter(|f| f.severity >= min) {
+            roots.push(root.to_string());
+            findings.push(f);
+        }
+    };
+    for skill in &skills {
+        headings.push(skill.name());
+        match skillcat::audit::audit(&*src, skill, &opts).await {
+            Ok(found) => {
+                audited += 1;
+                keep(skill.root(), found);
+            }
+            Err(e) => status = unaudited(skill.location(), &e),
+        }
+    }
+    // A root that is not a readable skill: its fault, then its files audited all the same. A
+    // directory without a document is no skill at all (a catalog's `docs/`): said, not audited.
+    if names.is_empty() {
+        for f in &d.faults {
+            if f.fault.kind() == FaultKind::MissingDocument {
+                note!(
+                    "warning: {}: no SKILL.md, not a skill: not audited",
+                    line_safe(&f.location)
+                );
+                continue;
+            }
+            print_fault(f);
+            status = ExitStatus::Unreadable;
+            match skillcat::audit::audit_root(&*src, &f.root, &opts).await {
+                Ok(found) => {
+                    audited += 1;
+                    headings.extend(found.first().map(|f| f.skill.clone()));
+                    keep(&f.root, found);
+                }
+                Err(e) => status = unaudited(&f.location, &e),
+            }
+        }
+    }
+    match format {
+        AuditFormat::Text => print_text(&headings, audited, &findings),
+        AuditFormat::Json => print_json(&json!({ "findings": findings }))?,
+        AuditFormat::Sarif => print_json(&sarif(&findings, &roots))?,
+    }
+    let fail_on = Severity::from(fail_on);
+    if status == ExitStatus::Success {
+        status = ExitStatus::faults_if(findings.iter().any(|f| f.severity >= fail_on));
+    }
+    Ok(status)
+}
+
+/// `s` safe on one line of a terminal: control characters (line feeds and tabs too), the
+/// bidirectional controls, invisible characters and tag characters written `\u001b` (or
+/// `\u{e0041}` past U+FFFF), so that a report of hidden text does not hide anything itself.
+fn line_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c,
+                '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{FEFF}'
+                | '\u{180E}'
+                | '\u{E0000}'..='\u{E007F}')
+    };
+    if !s.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        let n = c as u32;
+        if !hidden(c) {
+            out.push(c);
+        } else if n <= 0xFFFF {
+            out.push_str(&format!("\\u{n:04x}"));
+        } else {
+            out.push_str(&format!("\\u{{{n:x}}}"));
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Says that a skill (or root) could not be audited, and why: exit 2.
+fn unaudited(location: &str, e: &skillcat::Error) -> ExitStatus {
+    err!(
+        "Error: {}: {}; its files were not audited",
+        line_safe(location),
+        line_safe(&e.to_string())
+    );
+    ExitStatus::Unreadable
+}
+
+/// Each skill with findings under its name (`headings`: the names in the order audited), one
+/// line a finding; a summary of the `audited` skills on stderr.
+fn print_text(headings: &[String], audited: usize, findings: &[Finding]) {
+    let mut names: Vec<&String> = Vec::new();
+    for name in headings {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    for name in names {
+        let mine: Vec<&Finding> = findings.iter().filter(|f| &f.skill == name).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        out!("{}", line_safe(name));
+        for f in mine {
+            let at = match (f.line, f.column) {
+                (Some(l), Some(c)) => format!(":{l}:{c}"),
+                (Some(l), None) => format!(":{l}"),
+                _ => String::new(),
+            };
+            out!(
+                "  {}{at}: {} {}: {}",
+                line_safe(&f.path),
+                f.severity,
+                f.rule,
+                line_safe(&f.message)
+            );
+        }
+    }
+    let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
+    note!(
+        "audited {} skill{}: {} high, {} medium, {} low",
+        audited,
+        if audited == 1 { "" } else { "s" },
+        count(Severity::High),
+        count(Severity::Medium),
+        count(Severity::Low)
+    );
+}
+
+fn print_json(value: &Value) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| failed!("{e}"))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(|_| CliError::Output)
+}
+
+/// A severity as a SARIF level.
+fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::High => "error",
+        Severity::Medium => "warning",
+        Severity::Low => "note",
+    }
+}
+
+/// The SARIF 2.1.0 log of `findings` (`roots[i]` the root of finding `i`'s skill): one run,
+/// every rule's metadata, one result a finding located at its file (relative to the source)
+/// and, where it has one, its line and column.
+fn sarif(findings: &[Finding], roots: &[String]) -> Value {
+    let rules: Vec<Value> = RULES
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id_str,
+                "shortDescription": { "text": r.summary },
+                "fullDescription": { "text": r.rationale },
+                "defaultConfiguration": { "level": level(r.severity) },
+                "properties": { "severity": r.severity },
+            })
+        })
+        .collect();
+    let results: Vec<Value> = findings
+        .iter()
+        .zip(roots)
+        .map(|(f, root)| {
+            let path = skillcat::path::join_path(root, &f.path);
+            let mut location = json!({
+                "physicalLocation": {
+                    "artifactLocation": { "uri": artifact_uri(&path) },
+                }
+            });
+            if let Some(line) = f.line {
+                let mut region = json!({ "startLine": line });
+                if let Some(column) = f.column {
+                    region["startColumn"] = json!(column);
+                }
+                location["physicalLocation"]["region"] = region;
+            }
+            json!({
+                "ruleId": f.rule,
+                "ruleIndex": RULES.iter().position(|r| r.id == f.rule),
+                "level": level(f.severity),
+                "message": { "text": f.message },
+                "locations": [location],
+            })
+        })
+        .collect();
+    json!({
+        "version": "2.1.0",
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "runs": [{
+            "tool": {
+                "driver": {
+                    "name": "skillcat",
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "informationUri": INFORMATION_URI,
+                    "rules": rules,
+                }
+            },
+            "results": results,
+        }]
+    })
+}
+
+/// A relative URI reference for a `/`-separated path: every byte outside the unreserved set
+/// and `/` percent-encoded (a path may hold spaces, `#`, `?` or hidden characters).
+fn artifact_uri(path: &str) -> String {
+    let mut out = String::new();
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_characters_and_line_breaks_are_escaped() {
+        assert_eq!(line_safe("a\nb\u{1b}[2J"), "a\\u000ab\\u001b[2J");
+        assert_eq!(line_safe("x\u{202E}y\u{E0041}"), "x\\u202ey\\u{e0041}");
+        assert_eq!(line_safe("plain é"), "plain é");
+    }
+
+    #[test]
+    fn artifact_uris_are_percent_encoded() {
+        assert_eq!(artifact_uri("s/a b/#c.md"), "s/a%20b/%23c.md");
+        assert_eq!(artifact_uri("é"), "%C3%A9");
+    }
+}
