@@ -801,7 +801,9 @@ pub fn no_such_skill(name: &str, typed: &str, mut names: Vec<String>, unreadable
             if unreadable == 1 { "" } else { "s" }
         ));
     }
-    format!("no skill named '{name}' in {typed} ({why})")
+    // The names come from the source: a control character in one is shown, never obeyed.
+    crate::prompt::escape_controls(&format!("no skill named '{name}' in {typed} ({why})"))
+        .into_owned()
 }
 
 #[cfg(test)]
@@ -853,5 +855,10 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("s50"), "{text}");
+        let hostile = no_such_skill("g", "d", vec!["a\u{1b}]0;x\u{7}".into()], 0);
+        assert!(
+            !hostile.contains('\u{1b}') && !hostile.contains('\u{7}'),
+            "{hostile:?}"
+        );
     }
 }
