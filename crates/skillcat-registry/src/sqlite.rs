@@ -233,18 +233,6 @@ impl Source for RegistrySource {
             .clone()
     }
 
-    /// The default per-root reads; the warnings are listing's (skills every version of which
-    /// is yanked, which are not listed).
-    async fn read_documents(
-        &self,
-        roots: &[String],
-        detail: crate::source::Detail,
-        each: crate::source::DocumentSink,
-    ) -> Result<Vec<String>> {
-        crate::source::read_each(self, roots, detail, &each).await;
-        Ok(Source::warnings(self))
-    }
-
     fn root_dir_name(&self, root: &str) -> Option<String> {
         let name = root.split_once('@').map_or(root, |(name, _)| name);
         (!name.is_empty()).then(|| name.to_string())

@@ -80,9 +80,10 @@ pub trait Source: Debug + Send + Sync {
     /// for people about what was read (a stale cached index, say): sources never print them.
     ///
     /// The default reads each root with [`files`](Source::files) and [`read`](Source::read),
-    /// several at once; a backend that can do better from what it listed (a directory, an
-    /// archive in memory) overrides it, and must lend exactly what the default lends — the
-    /// conformance suite checks every source through both.
+    /// several at once, and returns the source's [`warnings`](Source::warnings); a backend
+    /// that can do better from what it listed (a directory, an archive in memory) overrides it,
+    /// and must lend exactly what the default lends — the conformance suite checks every source
+    /// through both.
     async fn read_documents(
         &self,
         roots: &[String],
@@ -90,7 +91,7 @@ pub trait Source: Debug + Send + Sync {
         each: DocumentSink,
     ) -> Result<Vec<String>> {
         read_each(self, roots, detail, &each).await;
-        Ok(Vec::new())
+        Ok(self.warnings())
     }
     /// What the source keeps about a root besides its files ([`RootRecord`]): the version it
     /// holds the skill as and the detached signatures it keeps for it — a registry's published

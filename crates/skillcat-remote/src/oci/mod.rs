@@ -655,18 +655,4 @@ impl Source for OciSource {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
-
-    async fn read_documents(
-        &self,
-        roots: &[String],
-        detail: crate::source::Detail,
-        each: crate::source::DocumentSink,
-    ) -> Result<Vec<String>> {
-        crate::source::read_each(self, roots, detail, &each).await;
-        Ok(self
-            .warnings
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone())
-    }
 }
