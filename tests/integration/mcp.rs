@@ -522,19 +522,11 @@ async fn the_documented_client_configuration_works_as_written() {
             "[sandbox]\ntimeout = 2\n\n[scripts]\nextension_fields = true\n",
         )
         .unwrap();
-        let tmp = crate::support::sandbox_tempdir("skillcat-mcp-");
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillcat"))
-            .args(&args)
-            .current_dir("/")
-            .env("HOME", home.path())
-            .env_remove("SKILLCAT_CONFIG")
-            .env("TMPDIR", tmp.path())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
+        // The block's args start with the command; the rest is what the client passes it.
+        assert_eq!(args[0], "mcp", "{args:?}");
+        let rest: Vec<&str> = args[1..].iter().map(String::as_str).collect();
+        let (mut child, _tmp) =
+            crate::support::spawn_mcp_in(Path::new("/"), Some(home.path()), &rest);
         let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
         let client = ().serve((stdout, stdin)).await.expect("MCP initialisation");
         let tools = client.list_all_tools().await.unwrap();

@@ -50,17 +50,31 @@ pub async fn read_request_head(stream: &mut tokio::net::TcpStream) -> Option<Str
 /// `skillcat mcp ARGS…` from the crate directory, stdio piped, without `SKILLCAT_CONFIG`, with
 /// its own TMPDIR (searchable by the sandbox uid), killed when dropped.
 pub fn spawn_mcp(args: &[&str]) -> (tokio::process::Child, tempfile::TempDir) {
+    spawn_mcp_in(Path::new(env!("CARGO_MANIFEST_DIR")), None, args)
+}
+
+/// [`spawn_mcp`] started in `cwd`, with `HOME` set to `home` when given (a client starts its
+/// server from its own working directory, as the user it runs as).
+pub fn spawn_mcp_in(
+    cwd: &Path,
+    home: Option<&Path>,
+    args: &[&str],
+) -> (tokio::process::Child, tempfile::TempDir) {
     let tmp = tempfile::Builder::new()
         .prefix("skillcat-mcp-")
         .tempdir()
         .unwrap();
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillcat"))
-        .arg("mcp")
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillcat"));
+    cmd.arg("mcp")
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(cwd)
         .env_remove("SKILLCAT_CONFIG")
-        .env("TMPDIR", tmp.path())
+        .env("TMPDIR", tmp.path());
+    if let Some(home) = home {
+        cmd.env("HOME", home);
+    }
+    let child = cmd
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
