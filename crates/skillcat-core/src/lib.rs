@@ -28,6 +28,7 @@ pub mod pack;
 pub mod path;
 pub mod prompt;
 pub mod source;
+pub mod version;
 
 pub use error::{Error, Result};
 

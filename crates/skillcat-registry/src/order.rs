@@ -41,16 +41,8 @@ fn shorten(text: &str) -> String {
     }
 }
 
-/// Total order for listing: semver precedence, then build metadata, then the text (a
-/// version that does not parse, which a registry never stores, sorts first).
-pub(super) fn compare(a: &str, b: &str) -> Ordering {
-    match (semver::Version::parse(a), semver::Version::parse(b)) {
-        (Ok(x), Ok(y)) => x.cmp(&y).then_with(|| a.cmp(b)),
-        (Err(_), Ok(_)) => Ordering::Less,
-        (Ok(_), Err(_)) => Ordering::Greater,
-        (Err(_), Err(_)) => a.cmp(b),
-    }
-}
+/// Total order for listing: the one order of versions ([`skillcat_core::version::compare`]).
+pub(super) use skillcat_core::version::compare;
 
 /// The key of the highest version among `(key, version text)` pairs.
 pub(super) fn highest<K: Copy>(versions: impl IntoIterator<Item = (K, String)>) -> Option<K> {

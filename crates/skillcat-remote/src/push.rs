@@ -23,7 +23,6 @@ use bytes::Bytes;
 use crate::digest::{Manifest as SkillManifest, sha256, sha256_digest, to_hex};
 use crate::document::Skill;
 use crate::error::{Error, Result};
-use crate::http::index::compare_versions;
 use crate::oci::Reference;
 use crate::oci::client::{Client, ClientOptions};
 use crate::oci::layout::{self, Descriptor, Document, Index, SkillInfo};
@@ -172,7 +171,7 @@ pub async fn push(
         // A repository whose tags cannot be listed gets `latest` moved: the push's own rule.
         let tags = client.tags().await.unwrap_or_default();
         match highest_version(tags.iter().map(String::as_str)) {
-            Some(h) if compare_versions(h, &tag) == std::cmp::Ordering::Greater => {
+            Some(h) if skillcat_core::version::compare(h, &tag) == std::cmp::Ordering::Greater => {
                 Latest::Higher(h.to_string())
             }
             _ => {

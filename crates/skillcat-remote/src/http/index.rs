@@ -351,18 +351,6 @@ impl Warnings {
     }
 }
 
-/// Version order: semver precedence (`1.10.0` after `1.9.0`, a pre-release before its
-/// release), then the text; a version that is not semver sorts before every one that is.
-pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    match (semver::Version::parse(a), semver::Version::parse(b)) {
-        (Ok(x), Ok(y)) => x.cmp(&y).then_with(|| a.cmp(b)),
-        (Err(_), Ok(_)) => Ordering::Less,
-        (Ok(_), Err(_)) => Ordering::Greater,
-        (Err(_), Err(_)) => a.cmp(b),
-    }
-}
-
 /// A name usable as a root: one canonical path component.
 fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.contains('/') {

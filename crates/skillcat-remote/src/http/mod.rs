@@ -837,7 +837,7 @@ impl Source for HttpSource {
                     .filter_map(|e| Some((e.version.as_deref()?, true))),
             )
             .collect();
-        held.sort_by(|a, b| index::compare_versions(a.0, b.0));
+        held.sort_by(|a, b| skillcat_core::version::compare(a.0, b.0));
         let held: Vec<String> = held
             .into_iter()
             .map(|(v, y)| {
@@ -958,7 +958,7 @@ fn all_yanked(index: &DiscoveryIndex) -> Vec<String> {
     }
     out.into_iter()
         .map(|(name, mut versions)| {
-            versions.sort_by(|a, b| index::compare_versions(a, b));
+            versions.sort_by(|a, b| skillcat_core::version::compare(a, b));
             let newest = versions.last().copied().unwrap_or("VERSION");
             format!(
                 "{name}: every version is yanked ({}), so it is not listed; read one by its \

@@ -174,7 +174,7 @@ fn check_repository(repo: &str) -> std::result::Result<(), String> {
 pub fn highest_version<'a>(tags: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     tags.into_iter()
         .filter(|t| semver::Version::parse(t).is_ok())
-        .max_by(|a, b| crate::http::index::compare_versions(a, b))
+        .max_by(|a, b| skillcat_core::version::compare(a, b))
 }
 
 /// `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`.
