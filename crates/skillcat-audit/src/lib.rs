@@ -8,11 +8,11 @@
 //!
 //! | rules | what |
 //! | --- | --- |
-//! | `unicode-*` | bidirectional controls, tag characters, invisible characters in any text file |
-//! | `secret-*` | private key blocks and tokens of a known shape (a reviewed pattern table) |
-//! | `content-*` | executables outside `scripts/`, archives, files over a size limit |
+//! | `unicode-*` | bidirectional controls, tag characters, invisible characters in any text file; mixed-script and confusable words in names, file names and headings |
+//! | `secret-*` | private key blocks, tokens of a known shape (a reviewed pattern table), high-entropy values assigned to secret names |
+//! | `content-*` | executables outside `scripts/`, archives, symbolic links, files over a size limit, scripts not offered as tools |
 //! | `host-*` | heuristics: instructions in HTML comments of SKILL.md, ignore-earlier-instructions phrases, long base64 blobs |
-//! | `undeclared-network` | heuristic: scripts that use the network while the skill declares none |
+//! | `undeclared-*` | heuristics: scripts that use the network, or write outside the skill, while the skill declares neither |
 //!
 //! `docs/audit.md` gives every rule's rationale and its known false positives.
 //!
@@ -37,6 +37,7 @@
 //! # });
 //! ```
 
+mod confusable;
 mod content;
 mod host;
 mod network;
@@ -44,6 +45,7 @@ mod rule;
 mod secret;
 mod text;
 mod unicode;
+mod write;
 
 pub use content::LARGE_FILE;
 pub use rule::{Finding, RULES, Rule, RuleId, Severity};
@@ -53,24 +55,37 @@ use skillcat_core::capability::Capabilities;
 use skillcat_core::document::Skill;
 use skillcat_core::path::{FileEntry, base_name, join_path};
 use skillcat_core::source::Source;
+use skillcat_sandbox::script::Interpreters;
 
 use crate::rule::Hit;
 use crate::text::Lines;
 
 /// What an audit may be told.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditOptions {
     /// The size in bytes over which a file is reported (`content-large`); [`LARGE_FILE`] (1 MiB)
     /// by default.
     pub large_file: u64,
+    /// The interpreters scripts may run with, to tell which scripts are offered as tools
+    /// (`content-script-not-tool`): the host default ([`Interpreters::host_default`]) unless
+    /// the configuration names its own.
+    pub interpreters: Interpreters,
 }
 
 impl Default for AuditOptions {
     fn default() -> Self {
         AuditOptions {
             large_file: LARGE_FILE,
+            interpreters: Interpreters::host_default(),
         }
     }
+}
+
+/// What a skill declares that the rules of behaviour compare a script with.
+#[derive(Debug, Clone, Copy, Default)]
+struct Declared {
+    network: bool,
+    fs_write: bool,
 }
 
 /// Every finding in one skill of `source`, file by file in path order, each file's findings by
@@ -78,7 +93,7 @@ impl Default for AuditOptions {
 /// list the skill was discovered with, else the source's); a file that cannot be read is the
 /// error.
 pub async fn audit(
-    source: &(impl Source + ?Sized),
+    source: &dyn Source,
     skill: &Skill,
     opts: &AuditOptions,
 ) -> Result<Vec<Finding>> {
@@ -89,16 +104,83 @@ pub async fn audit(
         listed = source.files(skill.root()).await?;
         &listed
     };
-    let declares_network = Capabilities::from_frontmatter(skill.frontmatter()).network;
-    audit_files(
-        source,
-        skill.root(),
-        &skill.name(),
-        files,
-        declares_network,
-        opts,
-    )
-    .await
+    let caps = Capabilities::from_frontmatter(skill.frontmatter());
+    let declared = Declared {
+        network: caps.network,
+        fs_write: !caps.fs_write.is_empty(),
+    };
+    let name = skill.name();
+    let mut findings = audit_files(source, skill.root(), &name, files, declared, opts).await?;
+    findings.extend(not_offered(source, skill, files, opts).await);
+    sort(&mut findings);
+    Ok(findings)
+}
+
+/// The scripts of `scripts/` that are not offered as tools, each with the reason the script
+/// provider gives (the same discovery `tools` and `mcp` run); when the skill's declarations
+/// refuse all its scripts, one finding on its document saying why.
+async fn not_offered(
+    source: &dyn Source,
+    skill: &Skill,
+    files: &[FileEntry],
+    opts: &AuditOptions,
+) -> Vec<Finding> {
+    let finding = |path: &str, message: String| Finding {
+        skill: skill.name(),
+        path: path.to_string(),
+        line: None,
+        column: None,
+        rule: RuleId::ContentScriptNotTool,
+        severity: RuleId::ContentScriptNotTool.rule().severity,
+        message,
+    };
+    let has_scripts = files.iter().any(|f| f.path.starts_with("scripts/"));
+    if !has_scripts && skill.frontmatter().get("scripts").is_none() {
+        return Vec::new();
+    }
+    // Discovery reads the file list the skill carries; a skill discovered without one is
+    // loaded with it (an unreadable one fails the audit's own reads first).
+    let loaded;
+    let skill = if skill.has_files() {
+        skill
+    } else {
+        match skillcat_core::source::load(source, skill.root()).await {
+            Ok(s) => {
+                loaded = s;
+                &loaded
+            }
+            Err(_) => return Vec::new(),
+        }
+    };
+    match skillcat_sandbox::script::discover(source, skill, &opts.interpreters).await {
+        Ok(tools) => tools
+            .skipped
+            .iter()
+            .map(|s| {
+                finding(
+                    &s.path,
+                    format!(
+                        "not offered as a tool: {} ({}); make it executable with a `#!` line naming an allowed interpreter, declare it under `scripts:`, or name it with a leading `_` if it is a helper",
+                        s.error,
+                        s.error.code()
+                    ),
+                )
+            })
+            .collect(),
+        Err(e) => vec![finding(
+            skillcat_core::source::document_name(files).unwrap_or("SKILL.md"),
+            format!(
+                "no script of the skill is offered as a tool: {e} ({}); fix the `scripts:` declaration",
+                e.code()
+            ),
+        )],
+    }
+}
+
+/// Findings file by file in path order, each file's by line and column (whole-file findings
+/// first); the order of rules within one place is the order they were found in.
+fn sort(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
 }
 
 /// [`audit`] of a root that is not a readable skill (its document is missing or does not
@@ -106,7 +188,7 @@ pub async fn audit(
 /// ([`Source::root_dir_name`], else its last component), as a skill that declares nothing — a
 /// broken frontmatter hides nothing from the audit.
 pub async fn audit_root(
-    source: &(impl Source + ?Sized),
+    source: &dyn Source,
     root: &str,
     opts: &AuditOptions,
 ) -> Result<Vec<Finding>> {
@@ -114,31 +196,44 @@ pub async fn audit_root(
     let name = source
         .root_dir_name(root)
         .unwrap_or_else(|| base_name(root).to_string());
-    audit_files(source, root, &name, &files, false, opts).await
+    let mut findings = audit_files(source, root, &name, &files, Declared::default(), opts).await?;
+    sort(&mut findings);
+    Ok(findings)
 }
 
 async fn audit_files(
-    source: &(impl Source + ?Sized),
+    source: &dyn Source,
     root: &str,
     name: &str,
     files: &[FileEntry],
-    declares_network: bool,
+    declared: Declared,
     opts: &AuditOptions,
 ) -> Result<Vec<Finding>> {
+    let finding = |path: &str, h: Hit| Finding {
+        skill: name.to_string(),
+        path: path.to_string(),
+        line: h.line,
+        column: h.column,
+        severity: h.rule.rule().severity,
+        rule: h.rule,
+        message: h.message,
+    };
     let mut findings = Vec::new();
     for file in files {
         let bytes = source.read(&join_path(root, &file.path)).await?;
-        let mut hits = audit_file(&file.path, file.size, &bytes, declares_network, opts);
+        let mut hits = audit_file(&file.path, file.size, &bytes, declared, opts);
         hits.sort_by_key(|h| (h.line, h.column));
-        findings.extend(hits.into_iter().map(|h| Finding {
-            skill: name.to_string(),
-            path: file.path.clone(),
-            line: h.line,
-            column: h.column,
-            severity: h.rule.rule().severity,
-            rule: h.rule,
-            message: h.message,
-        }));
+        findings.extend(hits.into_iter().map(|h| finding(&file.path, h)));
+    }
+    for link in source.symlinks(root).await? {
+        let hit = Hit::file(
+            RuleId::ContentSymlink,
+            format!(
+                "a symbolic link to {}: it serves another file than it shows, can point out of the skill once copied, and no archive or registry keeps it; put the file itself in the skill",
+                link.target
+            ),
+        );
+        findings.push(finding(&link.path, hit));
     }
     Ok(findings)
 }
@@ -148,23 +243,33 @@ fn audit_file(
     path: &str,
     size: u64,
     bytes: &[u8],
-    declares_network: bool,
+    declared: Declared,
     opts: &AuditOptions,
 ) -> Vec<Hit> {
     let mut hits = content::scan(path, size, bytes, opts.large_file);
+    hits.extend(confusable::scan_path(path));
     let Ok(text) = std::str::from_utf8(bytes) else {
         return hits;
     };
     let lines = Lines::new(text);
     hits.extend(unicode::scan(text, &lines));
     hits.extend(secret::scan(text, &lines));
-    if path == "SKILL.md" || path == "skill.md" {
+    let document = path == "SKILL.md" || path == "skill.md";
+    if document {
         hits.extend(host::scan_document(text, &lines));
     } else if path.starts_with("references/") {
         hits.extend(host::scan_ignore(text, &lines));
     }
-    if path.starts_with("scripts/") && !declares_network {
-        hits.extend(network::scan(text, &lines));
+    if document || path.ends_with(".md") {
+        hits.extend(confusable::scan_text(text, &lines, document));
+    }
+    if path.starts_with("scripts/") {
+        if !declared.network {
+            hits.extend(network::scan(text, &lines));
+        }
+        if !declared.fs_write {
+            hits.extend(write::scan(text, &lines));
+        }
     }
     hits
 }
@@ -178,7 +283,10 @@ mod tests {
             path,
             text.len() as u64,
             text.as_bytes(),
-            network,
+            Declared {
+                network,
+                fs_write: false,
+            },
             &AuditOptions::default(),
         )
         .into_iter()
@@ -211,7 +319,13 @@ mod tests {
             vec![RuleId::UnicodeInvisible]
         );
         let binary = b"\x7fELF\xff\xfe\xe2\x80\xae";
-        let hits = audit_file("bin/x", 9, binary, false, &AuditOptions::default());
+        let hits = audit_file(
+            "bin/x",
+            9,
+            binary,
+            Declared::default(),
+            &AuditOptions::default(),
+        );
         assert_eq!(
             hits.iter().map(|h| h.rule).collect::<Vec<_>>(),
             vec![RuleId::ContentBinary]
@@ -270,7 +384,7 @@ mod tests {
                         path,
                         part.len() as u64,
                         part.as_bytes(),
-                        false,
+                        Declared::default(),
                         &AuditOptions::default(),
                     );
                     assert!(hits.iter().all(|h| h.line.is_none_or(|l| l >= 1)));
@@ -294,6 +408,16 @@ mod tests {
             "#!/bin/sh\nexport GH=ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5\ncurl -s https://example.com\n",
         )
         .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            root.join("scripts/run.sh"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        // Not executable, no `#!` line: not offered, and said why.
+        std::fs::write(root.join("scripts/helper.py"), "print(1)\n").unwrap();
+        std::fs::create_dir(root.join("references")).unwrap();
+        std::os::unix::fs::symlink("../SKILL.md", root.join("references/link.md")).unwrap();
         let src = skillcat_core::source::DirSource::open(dir.path(), Default::default()).unwrap();
         let found = skillcat_core::source::discover(&src).await.unwrap();
         let findings = audit(&src, &found.skills[0], &AuditOptions::default())
@@ -314,6 +438,20 @@ mod tests {
         assert_eq!(
             got,
             vec![
+                (
+                    "leaky",
+                    "references/link.md",
+                    None,
+                    RuleId::ContentSymlink,
+                    Severity::Medium
+                ),
+                (
+                    "leaky",
+                    "scripts/helper.py",
+                    None,
+                    RuleId::ContentScriptNotTool,
+                    Severity::Low
+                ),
                 (
                     "leaky",
                     "scripts/run.sh",
@@ -346,11 +484,14 @@ mod tests {
             rules,
             vec![
                 ("leaky", RuleId::UnicodeBidiControl),
+                // The link is reported, and what it serves is audited as the file it shows.
+                ("leaky", RuleId::ContentSymlink),
+                ("leaky", RuleId::UnicodeBidiControl),
                 ("leaky", RuleId::SecretToken),
                 ("leaky", RuleId::UndeclaredNetwork),
             ]
         );
-        let json = serde_json::to_value(&findings[0]).unwrap();
+        let json = serde_json::to_value(&findings[2]).unwrap();
         assert_eq!(json["rule"], "secret-token");
         assert_eq!(json["severity"], "high");
         assert_eq!(json["column"], 11);

@@ -41,16 +41,24 @@ pub enum RuleId {
     UnicodeTagCharacter,
     /// Zero-width and invisible characters, stray variation selectors.
     UnicodeInvisible,
+    /// Mixed-script or confusable words in a name, a file name or a heading.
+    UnicodeConfusable,
     /// PEM and OpenSSH private key blocks.
     SecretPrivateKey,
     /// Cloud and forge tokens of a known shape.
     SecretToken,
+    /// A high-entropy value assigned to a name that says it is secret.
+    SecretAssignment,
     /// An executable or shared object outside `scripts/`.
     ContentBinary,
     /// An archive inside a skill.
     ContentArchive,
     /// A file over the size limit.
     ContentLarge,
+    /// A symbolic link inside a skill.
+    ContentSymlink,
+    /// A file under `scripts/` that is not offered as a tool.
+    ContentScriptNotTool,
     /// Instructions to the model inside an HTML comment of SKILL.md.
     HostHiddenInstruction,
     /// Text telling the model to ignore earlier instructions.
@@ -59,6 +67,9 @@ pub enum RuleId {
     HostBase64Blob,
     /// A script that uses the network while the skill declares none.
     UndeclaredNetwork,
+    /// A script that writes outside the skill and the working directory while the skill
+    /// declares no `fs_write`.
+    UndeclaredWrite,
 }
 
 impl RuleId {
@@ -121,6 +132,13 @@ pub const RULES: &[Rule] = &[
         rationale: "Invisible characters hide text from a reviewer, split words so that filters miss them, and strings of variation selectors can encode a hidden message. Joiners between two non-ASCII characters (emoji sequences, Indic and Persian text) are not reported.",
     },
     Rule {
+        id: RuleId::UnicodeConfusable,
+        id_str: "unicode-confusable",
+        severity: Severity::Medium,
+        summary: "A word in the skill's name, a declared name, a file name or a Markdown heading that mixes Latin, Greek and Cyrillic letters, is written wholly in Greek or Cyrillic letters that pass for Latin ones, or uses fullwidth or mathematical letters.",
+        rationale: "A name or heading that looks like another is how a skill passes for a trusted one (`pаypal` with a Cyrillic a) or hides a word from a filter; the places a reader takes at a glance are where it matters. Words wholly in another script (a Russian heading) are not reported.",
+    },
+    Rule {
         id: RuleId::SecretPrivateKey,
         id_str: "secret-private-key",
         severity: Severity::High,
@@ -133,6 +151,13 @@ pub const RULES: &[Rule] = &[
         severity: Severity::High,
         summary: "A token of a known shape: AWS access key id and secret, GitHub, GitLab, Slack, OpenAI or Anthropic key.",
         rationale: "A live token in a skill is readable by every user and every model that loads it; it must be revoked and removed, and the skill should read credentials from the environment instead.",
+    },
+    Rule {
+        id: RuleId::SecretAssignment,
+        id_str: "secret-assignment",
+        severity: Severity::High,
+        summary: "A high-entropy literal (20+ characters of the base64 or hex alphabet, letters and digits, mixed case or 32+ hex digits, 3.5+ bits per character) assigned to a name that says it is secret (API_KEY, client_secret, password, token).",
+        rationale: "Secrets of no known shape are still assigned to names that say what they are; a generated-looking literal there is a credential published with the skill. References to the environment and placeholders are not literals and are not reported.",
     },
     Rule {
         id: RuleId::ContentBinary,
@@ -154,6 +179,20 @@ pub const RULES: &[Rule] = &[
         severity: Severity::Low,
         summary: "A file over 1 MiB.",
         rationale: "Large files are hard to review, cost context when read, and are where data or binaries get hidden.",
+    },
+    Rule {
+        id: RuleId::ContentSymlink,
+        id_str: "content-symlink",
+        severity: Severity::Medium,
+        summary: "A symbolic link inside a skill's directory.",
+        rationale: "A link shows one file and serves another, can point out of the skill when it is copied or installed, and is refused by every archive and registry skillcat writes: a skill should hold the file itself.",
+    },
+    Rule {
+        id: RuleId::ContentScriptNotTool,
+        id_str: "content-script-not-tool",
+        severity: Severity::Low,
+        summary: "A file under scripts/ that is not offered as a tool, with the reason (not executable, no #! line, an interpreter not allowed, a bad declaration).",
+        rationale: "A script that is never offered is either a helper (say so: a name starting with `_`, or a subfolder) or a tool that silently does not work; a reviewer should know which code a skill brings but does not expose.",
     },
     Rule {
         id: RuleId::HostHiddenInstruction,
@@ -182,6 +221,13 @@ pub const RULES: &[Rule] = &[
         severity: Severity::Medium,
         summary: "Heuristic: a script under scripts/ that uses the network (curl, wget, nc, urllib, requests, http.client, fetch(, sockets) while the skill declares no network.",
         rationale: "A skill declares `network: true` (or `metadata.skillcat.network`) when its scripts need the network; one that does not declare it but reaches out either will fail confined or is doing what it does not say.",
+    },
+    Rule {
+        id: RuleId::UndeclaredWrite,
+        id_str: "undeclared-write",
+        severity: Severity::Medium,
+        summary: "Heuristic: a script under scripts/ that writes, moves or deletes an absolute path or one under the home directory (outside /tmp and /dev) while the skill declares no fs_write.",
+        rationale: "A confined run writes only its workspace and the paths the skill declares in `fs_write`; a script that writes elsewhere without the declaration either fails confined or reaches for files the skill does not say it touches.",
     },
 ];
 

@@ -1,4 +1,5 @@
-//! Secrets in a text file: private key blocks and tokens of a known shape.
+//! Secrets in a text file: private key blocks, tokens of a known shape, and high-entropy
+//! values assigned to names that say they are secret.
 //!
 //! A hand matcher over a reviewed table: each pattern is a literal prefix, the characters its
 //! body may hold and the body's length bounds. A match must start at a word boundary, and its
@@ -206,11 +207,192 @@ fn redacted(secret: &str) -> String {
 
 const ADVICE: &str = "a secret in a skill is readable by everyone who installs it: revoke it, remove it, and have the skill read credentials from the environment";
 
-/// The hits of one text: private key blocks and known token shapes.
+/// The hits of one text: private key blocks, known token shapes, and secret assignments not
+/// already reported as a token.
 pub(crate) fn scan(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
     let mut hits = private_keys(text, lines);
     hits.extend(tokens(text, lines));
+    let known: Vec<u32> = hits.iter().filter_map(|h| h.line).collect();
+    hits.extend(
+        assignments(text, lines)
+            .into_iter()
+            .filter(|h| !h.line.is_some_and(|l| known.contains(&l))),
+    );
     hits
+}
+
+/// The words that make an assigned name a secret's (matched in the lower-cased name, `-` and
+/// `_` removed): what `.env` files, configuration and code call credentials.
+const SECRET_NAMES: &[&str] = &[
+    "secret",
+    "token",
+    "password",
+    "passwd",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "credential",
+    "authkey",
+    "signingkey",
+    "encryptionkey",
+];
+
+/// Names that hold something about a secret, not the secret itself: where it is, how long,
+/// what kind (`TOKEN_URL`, `password_length`, `secret_name`), and public keys.
+const NOT_SECRET_NAMES: &[&str] = &[
+    "public", "url", "uri", "path", "file", "dir", "name", "env", "var", "length", "len", "size",
+    "type", "count", "limit", "header", "endpoint", "field", "format", "prefix", "expires",
+    "expiry", "ttl", "id",
+];
+
+/// Words in a value that mark it as a placeholder.
+const PLACEHOLDERS: &[&str] = &[
+    "example",
+    "your",
+    "xxxx",
+    "changeme",
+    "placeholder",
+    "dummy",
+    "redacted",
+    "sample",
+    "fake",
+    "replace",
+];
+
+/// The shortest value the assignment rule considers: shorter random strings are ids and
+/// nonces more often than keys.
+const MIN_ASSIGNED: usize = 20;
+
+/// Shannon entropy of `s` in bits per character.
+fn entropy(s: &str) -> f64 {
+    let mut counts = [0u32; 128];
+    let mut n = 0u32;
+    for b in s.bytes().filter(u8::is_ascii) {
+        counts[usize::from(b)] += 1;
+        n += 1;
+    }
+    let n = f64::from(n.max(1));
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+/// Whether `value` looks like a generated secret rather than a word, a path or a placeholder:
+/// long enough, of the base64/hex/URL-safe alphabet, with letters and digits, mixed case (or
+/// 32+ hex digits), and at least 3.5 bits of entropy per character.
+fn secret_value(value: &str) -> bool {
+    let len = value.len();
+    if len < MIN_ASSIGNED || len > 512 {
+        return false;
+    }
+    let lower = value.to_ascii_lowercase();
+    if PLACEHOLDERS.iter().any(|p| lower.contains(p)) {
+        return false;
+    }
+    let digits = value.bytes().any(|b| b.is_ascii_digit());
+    let upper = value.bytes().any(|b| b.is_ascii_uppercase());
+    let lower_case = value.bytes().any(|b| b.is_ascii_lowercase());
+    let hex = len >= 32 && value.bytes().all(|b| b.is_ascii_hexdigit());
+    digits && (hex || (upper && lower_case)) && entropy(value) >= 3.5
+}
+
+fn value_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '_' | '-' | '.' | '~')
+}
+
+/// `NAME = "value"`, `NAME: value`, `"name": "value"`, `export NAME=value`, `--name value`
+/// is not (a flag is no assignment): a name that says it is a secret, given a literal that
+/// looks generated ([`secret_value`]). References (`$TOKEN`, `${{ secrets.X }}`,
+/// `os.environ[...]`) are not literals and are never reported.
+fn assignments(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some((at, name, value)) = assignment(line) {
+            hits.push(Hit::at(
+                RuleId::SecretAssignment,
+                lines.position(offset + at),
+                format!(
+                    "a high-entropy value {} assigned to `{name}` looks like a live secret: {ADVICE}",
+                    redacted(value)
+                ),
+            ));
+        }
+        offset += line.len();
+    }
+    hits
+}
+
+/// The first secret assignment of one line: the value's byte offset, the name and the value.
+fn assignment(line: &str) -> Option<(usize, &str, &str)> {
+    let bytes = line.as_bytes();
+    for (op, _) in line.match_indices(['=', ':']) {
+        // Comparisons (`==`, `!=`, `<=`), arrows (`=>`), paths (`::`), a URL's scheme, and the
+        // `:` of `:=` (its `=` is the operator) are no assignment.
+        let next = bytes.get(op + 1).copied();
+        let prev = op.checked_sub(1).map(|i| bytes[i]);
+        let compares = bytes[op] == b'=' && matches!(prev, Some(b'=' | b'!' | b'<' | b'>'));
+        let path = bytes[op] == b':' && prev == Some(b':');
+        if matches!(next, Some(b'=' | b'>' | b':' | b'/')) || compares || path {
+            continue;
+        }
+        let left = line[..op].trim_end();
+        let left = left.strip_suffix(':').unwrap_or(left);
+        let left = left.trim_end_matches(['"', '\'', '`', ']']).trim_end();
+        let start = left
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
+            .map_or(0, |i| i + 1);
+        let name = &left[start..];
+        if name.is_empty() || !secret_name(name) {
+            continue;
+        }
+        let rest = &line[op + 1..];
+        let trimmed = rest.trim_start();
+        let (quote, body) = match trimmed.chars().next() {
+            Some(q @ ('"' | '\'' | '`')) => (Some(q), &trimmed[1..]),
+            _ => (None, trimmed),
+        };
+        let len = body.find(|c: char| !value_char(c)).unwrap_or(body.len());
+        let value = &body[..len];
+        let ended = match quote {
+            Some(q) => body[len..].starts_with(q),
+            None => body[len..]
+                .chars()
+                .next()
+                .is_none_or(|c| c.is_whitespace() || matches!(c, ',' | ';' | '#')),
+        };
+        if ended && secret_value(value) && !DOCUMENTED_EXAMPLES.contains(&value) {
+            let at = op + 1 + (rest.len() - trimmed.len()) + usize::from(quote.is_some());
+            return Some((at, name, value));
+        }
+    }
+    None
+}
+
+/// Whether an assigned name says it holds a secret (`API_KEY`, `client-secret`,
+/// `github.token`), and not something about one (`TOKEN_URL`, `public_key`).
+fn secret_name(name: &str) -> bool {
+    let last = name.rsplit('.').next().unwrap_or(name);
+    let squashed: String = last
+        .chars()
+        .filter(|c| !matches!(c, '_' | '-'))
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    let words: Vec<String> = last
+        .split(['_', '-'])
+        .map(str::to_ascii_lowercase)
+        .collect();
+    (SECRET_NAMES.iter().any(|w| squashed.contains(w)) || words.iter().any(|w| w == "key"))
+        && !words.iter().any(|w| {
+            NOT_SECRET_NAMES
+                .iter()
+                .any(|n| w == n || (n.len() >= 5 && w.starts_with(n)))
+        })
 }
 
 /// `-----BEGIN … PRIVATE KEY-----` followed by a line of key material (base64, or the
@@ -452,5 +634,74 @@ mod tests {
         ] {
             assert!(found(text).is_empty(), "{text}: {:?}", found(text));
         }
+    }
+
+    #[test]
+    fn high_entropy_values_assigned_to_secret_names() {
+        let value = "q8Z2vR7kLm4XpT9wNc3bHs6Yd1Fa";
+        for (line, column) in [
+            (format!("API_KEY={value}\n"), 9),
+            (format!("export CLIENT_SECRET=\"{value}\"\n"), 23),
+            (format!("  \"password\": \"{value}\",\n"), 16),
+            (format!("db_password: '{value}'\n"), 15),
+            (format!("config.auth_token = `{value}`;\n"), 22),
+            (format!("SIGNING_KEY := {value} # generated\n"), 16),
+        ] {
+            let hits = found(&line);
+            assert_eq!(hits.len(), 1, "{line}: {hits:?}");
+            assert_eq!(
+                (hits[0].0, hits[0].1, hits[0].2),
+                (RuleId::SecretAssignment, 1, column),
+                "{line}"
+            );
+            assert!(
+                !hits[0].3.contains(value),
+                "the value is shown whole: {}",
+                hits[0].3
+            );
+            assert!(hits[0].3.contains("q8Z2… (28 characters)"), "{}", hits[0].3);
+        }
+        // 32 hex digits count, whatever their case.
+        assert_eq!(
+            found("secret = \"9f86d081884c7d659a2feaa0c55ad015\"\n").len(),
+            1
+        );
+    }
+
+    #[test]
+    fn names_values_and_references_that_are_not_secrets() {
+        let value = "q8Z2vR7kLm4XpT9wNc3bHs6Yd1Fa";
+        for text in [
+            // Not a secret's name, or something about a secret.
+            format!("checksum = \"{value}\"\n"),
+            format!("TOKEN_URL={value}\n"),
+            format!("public_key: {value}\n"),
+            format!("password_length = {value}\n"),
+            format!("monkey = {value}\n"),
+            // A reference, a call, an interpolation: not a literal.
+            "API_KEY=$API_KEY\n".to_string(),
+            "token: ${{ secrets.GITHUB_TOKEN }}\n".to_string(),
+            "password = os.environ[\"DB_PASSWORD\"]\n".to_string(),
+            format!("api_key = getenv(\"{value}\")\n"),
+            // Placeholders, words, short values, one case only, a URL.
+            "API_KEY=your-api-key-goes-here-1234\n".to_string(),
+            "SECRET=ExampleSecretValue12345678\n".to_string(),
+            "password = \"correct_horse_battery_staple_2\"\n".to_string(),
+            "token = \"a1B2c3D4e5\"\n".to_string(),
+            "TOKEN=abcdefghij0123456789klmnop\n".to_string(),
+            "token: https://example.org/q8Z2vR7kLm4XpT9wNc3bHs6Yd1Fa\n".to_string(),
+            // Comparisons and arrows.
+            format!("if token == \"{value}\":\n"),
+            format!("token => \"{value}\"\n"),
+        ] {
+            assert!(found(&text).is_empty(), "{text}: {:?}", found(&text));
+        }
+    }
+
+    #[test]
+    fn a_known_token_is_reported_once_not_again_as_an_assignment() {
+        let hits = found("GITHUB_TOKEN=ghp_q8Z2vR7kLm4XpT9wNc3bHs6Yd1FaQ8Z2vR7kLm4X\n");
+        let rules: Vec<RuleId> = hits.iter().map(|h| h.0).collect();
+        assert_eq!(rules, vec![RuleId::SecretToken]);
     }
 }

@@ -99,7 +99,8 @@ pub use module::{
 pub use resource::Resource;
 pub use run::Run;
 pub use session::{
-    Candidate, DEFAULT_MODULE_TIMEOUT, MatcherFactory, Session, SessionBuilder, runner_config,
+    Candidate, DEFAULT_MODULE_TIMEOUT, MatcherFactory, Session, SessionBuilder, interpreters,
+    runner_config,
 };
 pub use skillcat_sandbox::tool::{FailureKind, ToolFailure, ToolKind};
 pub use spec::{Content, ToolOutput, ToolSpec};

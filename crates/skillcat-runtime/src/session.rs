@@ -16,7 +16,7 @@ use super::provider::{ModuleProvider, ScriptProvider, SkillContext, ToolProvider
 use super::resource::{Resource, read_entry_resource};
 use crate::capability::{Capabilities, Ceiling, Context};
 use crate::catalog::{Catalog, Entry, Snapshot};
-use crate::config::{Config, Environment};
+use crate::config::{Config, Environment, ScriptsConfig};
 use crate::matching::{Bm25Index, Matcher, SkillDoc};
 use crate::script::Provenance;
 use crate::script::{
@@ -53,18 +53,28 @@ pub fn runner_config(
     };
     let mut rc = RunnerConfig::new(policy::policy_from_ceiling(config.ceiling(), &ctx));
     rc.limits = ScriptLimits::from_ceiling(config.ceiling());
-    if !config.scripts.interpreters.is_empty() {
-        let mut interpreters = Interpreters::new();
-        for (name, path) in &config.scripts.interpreters {
-            interpreters.insert(name, path.clone())?;
-        }
-        rc.interpreters = interpreters;
-    }
-    for (extension, name) in &config.scripts.by_extension {
-        rc.interpreters.map_extension(extension, name)?;
-    }
+    rc.interpreters = interpreters(&config.scripts)?;
     rc.caller_dir = std::fs::canonicalize(&env.cwd).ok();
     Ok(rc)
+}
+
+/// The interpreter allow-list a configuration's `[scripts]` section gives: the host default
+/// ([`Interpreters::host_default`]) when it names none, with its `by_extension` map. What
+/// [`runner_config`] runs scripts with and what the audit judges scripts by.
+pub fn interpreters(scripts: &ScriptsConfig) -> Result<Interpreters, ScriptError> {
+    let mut out = if scripts.interpreters.is_empty() {
+        Interpreters::host_default()
+    } else {
+        let mut out = Interpreters::new();
+        for (name, path) in &scripts.interpreters {
+            out.insert(name, path.clone())?;
+        }
+        out
+    };
+    for (extension, name) in &scripts.by_extension {
+        out.map_extension(extension, name)?;
+    }
+    Ok(out)
 }
 
 /// Configures a [`Session`]; see [`Session::builder`].

@@ -29,7 +29,7 @@ use tokio::sync::OnceCell;
 use crate::error::{Error, Result};
 use crate::path::{FileEntry, RelPath};
 use crate::source::{
-    Detail, DirOptions, DirSource, DocumentSink, RootRecord, Source, SourceId, SourceSpec,
+    Detail, DirOptions, DirSource, DocumentSink, RootRecord, Source, SourceId, SourceSpec, Symlink,
 };
 
 /// Why a git source could not be read, inside [`Error::Layer`] (reach it with
@@ -651,6 +651,10 @@ impl Source for GitSource {
 
     async fn read(&self, path: &str) -> Result<Bytes> {
         self.fetched().await?.dir.read(path).await
+    }
+
+    async fn symlinks(&self, root: &str) -> Result<Vec<Symlink>> {
+        self.fetched().await?.dir.symlinks(root).await
     }
 
     /// Where the file is in the scratch tree once fetched (the tree is named after the

@@ -512,6 +512,47 @@ impl Inner {
         super::lend(each, i, detail, read);
     }
 
+    /// The links under a root: its directory walked without following any link (the names
+    /// [`files`](Inner::files) skips are skipped), at most [`MAX_LINKS_LISTED`] of them.
+    fn symlinks(&self, root: &str) -> Result<Vec<super::Symlink>> {
+        check_rel(root, true)?;
+        let (base, meta) = self.resolve_inside(&self.root.join(root), root)?;
+        if !meta.is_dir() {
+            return Err(not_a_directory(self.shown(root)));
+        }
+        let mut out = Vec::new();
+        let mut pending = vec![(base, String::new())];
+        while let Some((dir, rel)) = pending.pop() {
+            let shown = |rel: &str| self.shown(&super::join_path(root, rel));
+            let entries = fs::read_dir(&dir).map_err(|e| Error::io(shown(&rel), e))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| Error::io(shown(&rel), e))?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let child = super::join_path(&rel, &name);
+                if crate::path::is_ignored(&child) {
+                    continue;
+                }
+                let kind = entry.file_type().map_err(|e| Error::io(shown(&child), e))?;
+                if kind.is_symlink() {
+                    let target =
+                        fs::read_link(entry.path()).map_err(|e| Error::io(shown(&child), e))?;
+                    out.push(super::Symlink {
+                        path: child,
+                        target: target.to_string_lossy().into_owned(),
+                    });
+                    if out.len() >= MAX_LINKS_LISTED {
+                        pending.clear();
+                        break;
+                    }
+                } else if kind.is_dir() {
+                    pending.push((entry.path(), child));
+                }
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
     fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
         check_rel(root, true)?;
         let (base, meta) = self.resolve_inside(&self.root.join(root), root)?;
@@ -828,6 +869,10 @@ fn not_regular(path: String) -> Error {
 
 /// How directories are opened: never through a link in the last component (links are
 /// resolved and checked by [`Inner::resolve_inside`] first).
+/// The most links [`Source::symlinks`] lists of one root: enough to report, bounded for a
+/// hostile tree.
+const MAX_LINKS_LISTED: usize = 1024;
+
 const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::CLOEXEC)
@@ -1146,6 +1191,11 @@ impl Source for DirSource {
 
     fn location(&self, path: &str) -> String {
         self.inner.shown(path)
+    }
+
+    async fn symlinks(&self, root: &str) -> Result<Vec<super::Symlink>> {
+        let root = root.to_string();
+        self.blocking(move |i| i.symlinks(&root)).await
     }
 
     /// Every root in one blocking task, on every core, from what [`list`](Source::list) kept:

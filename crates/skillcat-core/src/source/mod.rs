@@ -120,6 +120,15 @@ pub trait Source: Debug + Send + Sync {
     async fn id(&self) -> Result<SourceId> {
         Ok(SourceId::Location(self.location("")))
     }
+    /// The symbolic links under one skill root, relative to it and sorted, each with its
+    /// target as written, for a source that keeps links: a directory, whose other methods
+    /// follow the links that stay inside it (the audit reports them, `content-symlink`). The
+    /// default is none: an archive refuses links, a registry or an index stores files.
+    async fn symlinks(&self, root: &str) -> Result<Vec<Symlink>> {
+        let _ = root;
+        Ok(Vec::new())
+    }
+
     /// Every warning for people this source has given so far (entries skipped, a stale copy
     /// used, a submodule left out), including those [`read_documents`](Source::read_documents)
     /// returned. The default: none.
@@ -131,6 +140,15 @@ pub trait Source: Debug + Send + Sync {
     fn summary(&self) -> Option<String> {
         None
     }
+}
+
+/// A symbolic link in a skill ([`Source::symlinks`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symlink {
+    /// The link, relative to the skill root, `/`-separated.
+    pub path: String,
+    /// Its target as written (relative or absolute), lossily UTF-8.
+    pub target: String,
 }
 
 /// What a [`Source`] resolved to ([`Source::id`]): the identity a lockfile pins.
