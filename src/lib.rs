@@ -21,7 +21,7 @@
 //! | `skillcat-runtime` | [`config`], [`catalog`], [`matching`], [`runtime`], [`mcp`] |
 //! | `skillcat-install` | [`install`]: skills placed into agents' folders, pinned by `skills-lock.json` |
 //! | `skillcat-serve` | [`serve`]: a catalog as static files and a central registry over HTTP |
-//! | `skillcat-audit` | [`audit`] (feature `audit`, on by default): a skill's files checked for hidden Unicode, secrets, content that does not belong, undeclared network use and instructions aimed at the host |
+//! | `skillcat-audit` | [`audit`]: a skill's files checked for hidden Unicode, secrets, content that does not belong, undeclared behaviour and instructions aimed at the host, before `add`, `install`, `update`, a publish or `mcp` trusts it |
 //!
 //! Feature `cli` (on by default) builds the `skillcat` binary; `tls` (on by default) adds HTTPS;
 //! `neural` adds the offline neural ranker.
@@ -29,10 +29,10 @@
 pub use skillcat_core::{Error, Result};
 pub use skillcat_core::{archive, capability, compat, digest, error, pack, path, prompt};
 
-/// The SKILL.md document (`skillcat-core`), and look-alike names (`skillcat-registry`).
+/// The SKILL.md document, and look-alike names (`skillcat-core`).
 pub mod document {
     pub use skillcat_core::document::*;
-    pub use skillcat_registry::lookalike;
+    pub use skillcat_core::lookalike;
 }
 
 /// Where skill bytes live: the [`Source`](source::Source) trait and every store.
@@ -59,7 +59,6 @@ pub use skillcat_runtime::{catalog, config, matching, mcp};
 pub use skillcat_install as install;
 pub use skillcat_serve as serve;
 
-#[cfg(feature = "audit")]
 pub use skillcat_audit as audit;
 
 // The README's examples are compiled and run as doctests.

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use clap::ValueEnum;
 use serde_json::{Value, json};
-use skillcat::audit::{AuditOptions, Finding, RULES, Severity};
+use skillcat::audit::{AuditOptions, Finding, RULES, Severity, line_safe};
 use skillcat::document::{FaultKind, Skill};
 
 use super::read::{Opened, find_in, open_and_discover, print_fault};
@@ -80,7 +80,13 @@ pub async fn audit(
             })
             .collect::<Result<_, _>>()?
     };
-    let opts = AuditOptions::default();
+    // Scripts are judged offered or not by the interpreters this host's runs would allow.
+    let (config, _) = super::script::configuration(g)?;
+    let opts = AuditOptions {
+        interpreters: skillcat::runtime::interpreters(&config.scripts)
+            .map_err(|e| usage!("[scripts]: {e}"))?,
+        ..AuditOptions::default()
+    };
     let min = Severity::from(min_severity);
     let mut findings = Vec::new();
     // The root of each finding's skill in the source, for SARIF's paths.
@@ -139,37 +145,6 @@ pub async fn audit(
     Ok(status)
 }
 
-/// `s` safe on one line of a terminal: control characters (line feeds and tabs too), the
-/// bidirectional controls, invisible characters and tag characters written `\u001b` (or
-/// `\u{e0041}` past U+FFFF), so that a report of hidden text does not hide anything itself.
-fn line_safe(s: &str) -> std::borrow::Cow<'_, str> {
-    let hidden = |c: char| {
-        c.is_control()
-            || matches!(c,
-                '\u{200B}'..='\u{200F}'
-                | '\u{2028}'..='\u{202E}'
-                | '\u{2060}'..='\u{2069}'
-                | '\u{FEFF}'
-                | '\u{180E}'
-                | '\u{E0000}'..='\u{E007F}')
-    };
-    if !s.chars().any(hidden) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 16);
-    for c in s.chars() {
-        let n = c as u32;
-        if !hidden(c) {
-            out.push(c);
-        } else if n <= 0xFFFF {
-            out.push_str(&format!("\\u{n:04x}"));
-        } else {
-            out.push_str(&format!("\\u{{{n:x}}}"));
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
 /// Says that a skill (or root) could not be audited, and why: exit 2.
 fn unaudited(location: &str, e: &skillcat::Error) -> ExitStatus {
     err!(
@@ -196,14 +171,9 @@ fn print_text(headings: &[String], audited: usize, findings: &[Finding]) {
         }
         out!("{}", line_safe(name));
         for f in mine {
-            let at = match (f.line, f.column) {
-                (Some(l), Some(c)) => format!(":{l}:{c}"),
-                (Some(l), None) => format!(":{l}"),
-                _ => String::new(),
-            };
             out!(
-                "  {}{at}: {} {}: {}",
-                line_safe(&f.path),
+                "  {}: {} {}: {}",
+                f.place(),
                 f.severity,
                 f.rule,
                 line_safe(&f.message)
@@ -314,13 +284,6 @@ fn artifact_uri(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hidden_characters_and_line_breaks_are_escaped() {
-        assert_eq!(line_safe("a\nb\u{1b}[2J"), "a\\u000ab\\u001b[2J");
-        assert_eq!(line_safe("x\u{202E}y\u{E0041}"), "x\\u202ey\\u{e0041}");
-        assert_eq!(line_safe("plain é"), "plain é");
-    }
 
     #[test]
     fn artifact_uris_are_percent_encoded() {

@@ -47,6 +47,15 @@ pub struct PublishArgs {
     /// whichever is larger); more are 429.
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
     pub bytes_per_minute: u64,
+    /// What a publish the audit finds a high finding in gets: `refuse` (422 audit_findings)
+    /// or `warn` (accepted). Either way each version's findings are recorded and served at
+    /// /api/v1/skills/NAME/VERSION/findings.
+    #[arg(long, value_name = "POLICY", default_value = "refuse", requires = "publish", value_parser = parse_policy)]
+    pub audit: skillcat::audit::Policy,
+}
+
+fn parse_policy(s: &str) -> Result<skillcat::audit::Policy, String> {
+    s.parse()
 }
 
 /// A size on the command line: `16MiB`, `512KiB`, `1GiB`, `2MB`, or bytes.
@@ -180,6 +189,7 @@ pub(super) fn router(
             max_files: args.max_version_files as usize,
         },
         bytes_per_minute: args.bytes_per_minute,
+        audit: args.audit,
     };
     serve::publishing_router(Arc::new(RwLock::new(Arc::new(site))), opts).map_err(|e| usage!("{e}"))
 }

@@ -31,6 +31,11 @@ pub struct VerifyArgs {
     /// Refuse a skill no key of the keyring signed (also `[install] require_signatures`).
     #[arg(long)]
     require_signature: bool,
+    /// Install a skill the audit finds a high finding in (hidden Unicode, a secret, …),
+    /// warning instead of refusing (also `[install] audit = "warn"`; `skillcat audit` lists
+    /// the findings).
+    #[arg(long)]
+    allow_findings: bool,
 }
 
 /// The scope and the verification, for the commands that fetch.
@@ -179,6 +184,13 @@ fn options(
     opts.open = g.catalog_options(&config).open;
     opts.keyring = keyring;
     opts.require_signature = verify.require_signature || config.install.require_signatures;
+    opts.audit = if verify.allow_findings {
+        skillcat::audit::Policy::Warn
+    } else {
+        config.install.audit
+    };
+    opts.audit_options.interpreters =
+        skillcat::runtime::interpreters(&config.scripts).map_err(|e| usage!("[scripts]: {e}"))?;
     opts.force = force;
     opts.validate = config.validate_options();
     if let Some(t) = g.open.timeout {

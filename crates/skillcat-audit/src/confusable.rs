@@ -2,190 +2,67 @@
 //! `name:` and every other `name:` of its frontmatter (declared scripts, parameters), its file
 //! names, and the headings of its Markdown files.
 //!
-//! Three shapes, each of Latin, Greek and Cyrillic (the scripts whose letters pass for one
-//! another):
-//! - a word that mixes letters of two of them (`pаypal` with a Cyrillic `а`);
-//! - a word of two or more letters, wholly Greek or Cyrillic, every letter of which passes for
-//!   a Latin one, among Latin words (`Sеt uр`, a Cyrillic `ор` in an English heading);
-//! - a fullwidth or mathematical letter (`ｐａｙ`, `𝐩𝐚𝐲`), which passes for ASCII.
+//! Two shapes, judged by Unicode Technical Standard #39 as the registry judges new names
+//! ([`skillcat_core::lookalike`]):
+//! - a word that mixes scripts (`pаypal` with a Cyrillic `а`), except the mixes UTS #39 calls
+//!   highly restrictive (Latin with Han and Kana, `ocr-日本語`);
+//! - a word of two or more letters, not ASCII, whose confusable skeleton is ASCII: it passes
+//!   for an ASCII word (`ｐａｙ`, `𝐩𝐚𝐲`, or a Cyrillic `ур` among Latin words). A word wholly
+//!   in another script that only happens to be made of lookalikes (a Russian `Сор`) is reported
+//!   only among Latin words, where it deceives.
 //!
 //! Words wholly in another script (a Russian or Greek heading) are ordinary text.
 
+use skillcat_core::lookalike::{mixed_scripts, skeleton};
+use unicode_normalization::UnicodeNormalization;
+
 use crate::rule::{Hit, RuleId};
 use crate::text::Lines;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Script {
-    Latin,
-    Greek,
-    Cyrillic,
-}
-
-impl Script {
-    fn name(self) -> &'static str {
-        match self {
-            Script::Latin => "Latin",
-            Script::Greek => "Greek",
-            Script::Cyrillic => "Cyrillic",
-        }
-    }
-}
-
-/// The script of a letter, when it is one of the three.
-fn script(c: char) -> Option<Script> {
-    match c {
-        'A'..='Z' | 'a'..='z' => Some(Script::Latin),
-        '\u{00C0}'..='\u{024F}' | '\u{1E00}'..='\u{1EFF}' if c.is_alphabetic() => {
-            Some(Script::Latin)
-        }
-        '\u{0370}'..='\u{03FF}' | '\u{1F00}'..='\u{1FFF}' if c.is_alphabetic() => {
-            Some(Script::Greek)
-        }
-        '\u{0400}'..='\u{052F}' | '\u{1C80}'..='\u{1C8F}' | '\u{A640}'..='\u{A69F}'
-            if c.is_alphabetic() =>
-        {
-            Some(Script::Cyrillic)
-        }
-        _ => None,
-    }
-}
-
-/// The Greek and Cyrillic letters that pass for a Latin one, with the letter they pass for.
-const LOOKALIKES: &[(char, char)] = &[
-    // Cyrillic.
-    ('а', 'a'),
-    ('в', 'B'),
-    ('е', 'e'),
-    ('к', 'k'),
-    ('м', 'm'),
-    ('н', 'H'),
-    ('о', 'o'),
-    ('р', 'p'),
-    ('с', 'c'),
-    ('т', 'T'),
-    ('у', 'y'),
-    ('х', 'x'),
-    ('ѕ', 's'),
-    ('і', 'i'),
-    ('ј', 'j'),
-    ('һ', 'h'),
-    ('ԁ', 'd'),
-    ('ԛ', 'q'),
-    ('ԝ', 'w'),
-    ('ӏ', 'l'),
-    ('А', 'A'),
-    ('В', 'B'),
-    ('Е', 'E'),
-    ('К', 'K'),
-    ('М', 'M'),
-    ('Н', 'H'),
-    ('О', 'O'),
-    ('Р', 'P'),
-    ('С', 'C'),
-    ('Т', 'T'),
-    ('У', 'Y'),
-    ('Х', 'X'),
-    ('Ѕ', 'S'),
-    ('І', 'I'),
-    ('Ј', 'J'),
-    // Greek.
-    ('α', 'a'),
-    ('ι', 'i'),
-    ('κ', 'k'),
-    ('ν', 'v'),
-    ('ο', 'o'),
-    ('ρ', 'p'),
-    ('υ', 'u'),
-    ('Α', 'A'),
-    ('Β', 'B'),
-    ('Ε', 'E'),
-    ('Ζ', 'Z'),
-    ('Η', 'H'),
-    ('Ι', 'I'),
-    ('Κ', 'K'),
-    ('Μ', 'M'),
-    ('Ν', 'N'),
-    ('Ο', 'O'),
-    ('Ρ', 'P'),
-    ('Τ', 'T'),
-    ('Υ', 'Y'),
-    ('Χ', 'X'),
-];
-
-fn lookalike(c: char) -> Option<char> {
-    LOOKALIKES.iter().find(|&&(l, _)| l == c).map(|&(_, a)| a)
-}
-
-/// The ASCII letter or digit a fullwidth form stands for; `None` for a mathematical
-/// alphanumeric symbol (U+1D400–U+1D7FF), which passes for one too.
-fn compatibility_form(c: char) -> Option<Option<char>> {
-    match c {
-        '\u{FF10}'..='\u{FF19}' | '\u{FF21}'..='\u{FF3A}' | '\u{FF41}'..='\u{FF5A}' => {
-            Some(char::from_u32(u32::from(c) - 0xFEE0))
-        }
-        '\u{1D400}'..='\u{1D7FF}' => Some(None),
-        _ => None,
-    }
-}
 
 fn code(c: char) -> String {
     format!("U+{:04X}", u32::from(c))
 }
 
+/// The ASCII a character passes for, when it passes for some.
+fn passes_for(c: char) -> Option<String> {
+    let s = skeleton(&c.to_string());
+    (s.is_ascii() && !s.is_empty()).then_some(s)
+}
+
 /// What is deceptive in one word, if anything: the character offset in the word to point at,
-/// and the message. `latin_context`: whether Latin words stand beside it (a whole-script
-/// lookalike only deceives among them).
+/// and the message. `latin_context`: whether Latin words stand beside it.
 fn judge(word: &str, latin_context: bool) -> Option<(usize, String)> {
-    if let Some((i, c)) = word
-        .chars()
-        .enumerate()
-        .find(|&(_, c)| compatibility_form(c).is_some())
-    {
-        let passes = match compatibility_form(c).flatten() {
-            Some(a) => format!("passes for '{a}'"),
-            None => "is a mathematical letter that passes for an ordinary one".to_string(),
-        };
+    if let Some(scripts) = mixed_scripts(word) {
+        // Point at the first character that is not of the word's first script: the first
+        // non-ASCII one when the word starts in ASCII, else the first ASCII one.
+        let first_ascii = word.starts_with(|c: char| c.is_ascii());
+        let (i, c) = word
+            .chars()
+            .enumerate()
+            .find(|&(_, c)| c.is_alphabetic() && c.is_ascii() != first_ascii)
+            .unwrap_or((0, word.chars().next()?));
+        let passes = passes_for(c)
+            .filter(|_| !c.is_ascii())
+            .map_or(String::new(), |a| format!(", which passes for '{a}'"));
         return Some((
             i,
             format!(
-                "the word '{word}' uses {} which {passes}: write it in ordinary letters",
+                "the word '{word}' mixes {} letters ({}{passes}): a name that looks like another is how a skill passes for a trusted one; write it in one script",
+                scripts.join(" and "),
                 code(c)
             ),
         ));
     }
-    let scripts: Vec<(usize, char, Script)> = word
-        .chars()
-        .enumerate()
-        .filter_map(|(i, c)| script(c).map(|s| (i, c, s)))
-        .collect();
-    let mut kinds: Vec<Script> = scripts.iter().map(|&(_, _, s)| s).collect();
-    kinds.sort_unstable();
-    kinds.dedup();
-    if kinds.len() >= 2 {
-        // Point at the first letter of a script other than the word's first one.
-        let first = scripts[0].2;
-        let &(i, c, s) = scripts.iter().find(|&&(_, _, s)| s != first)?;
-        let passes = lookalike(c).map_or(String::new(), |a| format!(", which passes for '{a}'"));
-        let names: Vec<&str> = kinds.iter().map(|s| s.name()).collect();
-        return Some((
-            i,
-            format!(
-                "the word '{word}' mixes {} letters ({} is {}{passes}): a name that looks like another is how a skill passes for a trusted one; write it in one script",
-                names.join(" and "),
-                code(c),
-                s.name()
-            ),
-        ));
-    }
     let letters = word.chars().filter(|c| c.is_alphabetic()).count();
-    let foreign = matches!(kinds.as_slice(), [Script::Greek] | [Script::Cyrillic]);
-    if latin_context && foreign && letters >= 2 && word.chars().all(|c| lookalike(c).is_some()) {
-        let as_latin: String = word.chars().filter_map(lookalike).collect();
+    let as_ascii = skeleton(word);
+    let compatibility = word.nfkc().ne(word.chars());
+    if letters >= 2 && as_ascii.is_ascii() && (latin_context || compatibility) {
+        let c = word.chars().find(|c| !c.is_ascii())?;
         return Some((
             0,
             format!(
-                "the word '{word}' is written in {} letters that all pass for Latin ones ('{as_latin}'): write it in Latin letters if that is what it means",
-                kinds[0].name()
+                "the word '{word}' is made of letters that pass for the ASCII '{as_ascii}' ({} first): write it in ordinary letters if that is what it means",
+                code(c)
             ),
         ));
     }
@@ -207,10 +84,9 @@ fn is_mark(c: char) -> bool {
 /// The findings of one phrase (a heading, a name) at byte `offset` of a text: one per
 /// deceptive word.
 fn phrase(text: &str, offset: usize, lines: &Lines<'_>, hits: &mut Vec<Hit>) {
-    let latin_context = words(text).any(|(_, w)| {
-        w.chars().filter_map(script).all(|s| s == Script::Latin)
-            && w.chars().any(|c| script(c).is_some())
-    });
+    // A word with an ASCII letter in one script: Latin.
+    let latin_context = words(text)
+        .any(|(_, w)| w.chars().any(|c| c.is_ascii_alphabetic()) && mixed_scripts(w).is_none());
     for (at, word) in words(text) {
         if word.is_ascii() {
             continue;
@@ -310,9 +186,9 @@ mod tests {
         assert_eq!(hits.len(), 2, "{hits:?}");
         assert_eq!((hits[0].0, hits[0].1), (2, 8));
         assert!(
-            hits[0].2.contains(
-                "mixes Latin and Cyrillic letters (U+0430 is Cyrillic, which passes for 'a')"
-            ),
+            hits[0]
+                .2
+                .contains("mixes Latin and Cyrillic letters (U+0430, which passes for 'a')"),
             "{}",
             hits[0].2
         );
@@ -334,7 +210,11 @@ mod tests {
         let hits = found("# Set \u{443}\u{440} the project\n");
         assert_eq!(hits.len(), 1, "{hits:?}");
         assert_eq!((hits[0].0, hits[0].1), (1, 7));
-        assert!(hits[0].2.contains("('yp')"), "{}", hits[0].2);
+        assert!(
+            hits[0].2.contains("pass for the ASCII 'yp' (U+0443 first)"),
+            "{}",
+            hits[0].2
+        );
     }
 
     #[test]
@@ -342,7 +222,9 @@ mod tests {
         let hits = found("## \u{FF50}\u{FF41}\u{FF59} now\n");
         assert_eq!(hits.len(), 1, "{hits:?}");
         assert!(
-            hits[0].2.contains("U+FF50 which passes for 'p'"),
+            hits[0]
+                .2
+                .contains("pass for the ASCII 'pay' (U+FF50 first)"),
             "{}",
             hits[0].2
         );

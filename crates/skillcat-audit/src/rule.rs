@@ -251,6 +251,19 @@ pub struct Finding {
     pub message: String,
 }
 
+impl Finding {
+    /// `path:line:col` (or `path:line`, or the path alone), the path made
+    /// [`line_safe`](crate::text::line_safe).
+    pub fn place(&self) -> String {
+        let path = crate::text::line_safe(&self.path);
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => format!("{path}:{l}:{c}"),
+            (Some(l), None) => format!("{path}:{l}"),
+            _ => path.into_owned(),
+        }
+    }
+}
+
 /// A finding before it knows its skill and file: what a detector returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Hit {

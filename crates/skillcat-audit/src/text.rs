@@ -21,6 +21,37 @@ impl<'a> Lines<'a> {
     }
 }
 
+/// `s` safe on one line of a terminal or a log: control characters (line feeds and tabs too),
+/// the bidirectional controls, invisible characters and tag characters written `\u001b` (or
+/// `\u{e0041}` past U+FFFF), so that a report of hidden text does not hide anything itself.
+pub fn line_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c,
+                '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{FEFF}'
+                | '\u{180E}'
+                | '\u{E0000}'..='\u{E007F}')
+    };
+    if !s.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        let n = u32::from(c);
+        if !hidden(c) {
+            out.push(c);
+        } else if n <= 0xFFFF {
+            out.push_str(&format!("\\u{n:04x}"));
+        } else {
+            out.push_str(&format!("\\u{{{n:x}}}"));
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// A count as `u32`, saturating (no text the audit reads has four billion lines).
 pub(crate) fn to_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
@@ -29,6 +60,13 @@ pub(crate) fn to_u32(n: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hidden_characters_and_line_breaks_are_escaped() {
+        assert_eq!(line_safe("a\nb\u{1b}[2J"), "a\\u000ab\\u001b[2J");
+        assert_eq!(line_safe("x\u{202E}y\u{E0041}"), "x\\u202ey\\u{e0041}");
+        assert_eq!(line_safe("plain é"), "plain é");
+    }
 
     #[test]
     fn lines_and_character_columns() {

@@ -8,6 +8,7 @@
 //! | --- | --- |
 //! | [`path`] | relative paths a skill may hold, and the rules they keep |
 //! | [`document`] | SKILL.md: frontmatter, the [`document::Skill`] value, validation and faults |
+//! | [`lookalike`] | names that render alike: UTS #39 skeletons and mixed scripts |
 //! | [`digest`] | the skill digest and file manifests |
 //! | [`archive`] | reading and writing tar and zip archives under safety limits |
 //! | [`prompt`] | the catalog as prompt text, under a budget |
@@ -24,6 +25,7 @@ pub mod compat;
 pub mod digest;
 pub mod document;
 pub mod error;
+pub mod lookalike;
 pub mod pack;
 pub mod path;
 pub mod prompt;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use skillcat_audit::{AuditOptions, Policy, Severity, summary_at};
 use skillcat_core::source::no_such_skill;
 
 use super::agents::{AGENTS, Agent, agent};
@@ -31,6 +32,12 @@ pub struct Options {
     pub keyring: Option<Keyring>,
     /// Refuse a skill no key of the keyring signed.
     pub require_signature: bool,
+    /// What to do with a skill the audit finds a high finding in ([`Policy::Refuse`] by
+    /// default: refused, the findings named; `Warn`: placed, and a warning names them;
+    /// `--allow-findings` or `[install] audit = "warn"`).
+    pub audit: Policy,
+    /// How the audit reads a skill (the interpreters that tell which scripts are tools).
+    pub audit_options: AuditOptions,
     /// Install skills that fail validation, and overwrite locally modified or unmanaged folders.
     pub force: bool,
     /// How skills are validated.
@@ -50,6 +57,7 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field("scope", &self.scope)
             .field("require_signature", &self.require_signature)
+            .field("audit", &self.audit)
             .field("force", &self.force)
             .field("dry_run", &self.dry_run)
             .finish_non_exhaustive()
@@ -64,6 +72,8 @@ impl Options {
             open: OpenOptions::default(),
             keyring: None,
             require_signature: false,
+            audit: Policy::Refuse,
+            audit_options: AuditOptions::default(),
             force: false,
             validate: ValidateOptions::default(),
             git_timeout: Duration::from_secs(300),
@@ -1396,6 +1406,25 @@ impl Opened {
                 faults.join("; ")
             )));
         }
+        // 5. The audit: what neither a signature vouches for nor a sandbox contains.
+        let findings = skillcat_audit::audit(&*self.src, &skill, &opts.audit_options)
+            .await
+            .map_err(from_source)?;
+        let audit_hint = format!("`skillcat audit {} {name}` lists them", self.spec.typed);
+        if let Some(high) = summary_at(&findings, Severity::High) {
+            match opts.audit {
+                Policy::Refuse => {
+                    return Err(refuse(format!(
+                        "{name}: the audit found {high}; {audit_hint}; pass --allow-findings (or set [install] audit = \"warn\") to install it anyway"
+                    )));
+                }
+                Policy::Warn => warnings.push(format!(
+                    "{name}: installed with {high}, as --allow-findings or [install] audit = \"warn\" allows; {audit_hint}"
+                )),
+            }
+        } else if let Some(medium) = summary_at(&findings, Severity::Medium) {
+            warnings.push(format!("{name}: the audit found {medium}; {audit_hint}"));
+        }
         let lock_dir = lock_dir(&opts.scope);
         let skill_path = (self.spec.kind == SourceKind::Git).then(|| {
             // The document the skill has, in the order of preference.
@@ -1575,7 +1604,7 @@ fn index_moved_on(
 /// A warning for each name of `added` that renders like another installed name (the same
 /// UTS #39 confusable skeleton): `pdf-fоrms`, with a Cyrillic `о`, beside `pdf-forms`.
 fn look_alikes<'a>(added: &[String], installed: impl Iterator<Item = &'a String>) -> Vec<String> {
-    use crate::registry::lookalike::skeleton;
+    use skillcat_core::lookalike::skeleton;
     let installed: Vec<(&String, String)> = installed.map(|n| (n, skeleton(n))).collect();
     let mut out = Vec::new();
     for name in added {

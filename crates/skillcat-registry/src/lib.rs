@@ -70,7 +70,6 @@ mod error;
 mod files;
 mod fts;
 mod guard;
-pub mod lookalike;
 mod order;
 pub mod prepare;
 mod publish;

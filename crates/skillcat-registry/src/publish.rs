@@ -12,10 +12,10 @@ use serde::Serialize;
 use super::{Actor, AuditAction, Registry, RegistryError, Result, audit, order, query};
 use crate::digest::{self, Manifest};
 use crate::document::{Skill, ValidateOptions};
-use crate::lookalike;
 use crate::path::FileEntry;
 use crate::path::{check_canonical, fold_key};
 use crate::sign::{self, Keyring, SignError, Statement};
+use skillcat_core::lookalike;
 
 /// What one version may hold, counted on the files it lists and again on the bytes read: a
 /// version over either is [`RegistryError::TooLarge`] and nothing is written. The defaults are
@@ -160,6 +160,8 @@ pub struct Prepared {
     body: String,
     files: Vec<PreparedFile>,
     signature: Option<PreparedSignature>,
+    /// The audit's findings as a JSON array, recorded with a new version when set.
+    findings: Option<String>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -174,6 +176,22 @@ impl std::fmt::Debug for Prepared {
 }
 
 impl Prepared {
+    /// Records what an audit found in the skill (a JSON array of findings, as the
+    /// `skillcat-audit` crate writes them) with the version, when the commit writes a new one;
+    /// [`Registry::findings`] reads it back. Refused when it is not a JSON array.
+    pub fn with_findings(mut self, findings_json: String) -> Result<Prepared> {
+        match serde_json::from_str::<serde_json::Value>(&findings_json) {
+            Ok(serde_json::Value::Array(_)) => {
+                self.findings = Some(findings_json);
+                Ok(self)
+            }
+            _ => Err(RegistryError::BadMetadata {
+                name: self.manifest.name.clone(),
+                reason: "the audit's findings must be a JSON array".into(),
+            }),
+        }
+    }
+
     /// The skill's name.
     pub fn name(&self) -> &str {
         &self.manifest.name
@@ -401,6 +419,7 @@ impl Draft {
             body,
             files,
             signature,
+            findings: None,
         })
     }
 }
@@ -688,6 +707,13 @@ impl Registry {
             )
             .map_err(sql)?;
             published.signature_added = true;
+        }
+        if let Some(findings) = &p.findings {
+            tx.execute(
+                "INSERT INTO version_findings (version_id, findings) VALUES (?1, ?2)",
+                params![version_id, findings],
+            )
+            .map_err(sql)?;
         }
         query::refresh_latest(&tx, skill_id).map_err(sql)?;
         published.latest = is_latest(&tx, skill_id, version_id).map_err(sql)?;

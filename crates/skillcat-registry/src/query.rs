@@ -181,6 +181,23 @@ impl Registry {
             .map_err(|e| self.sql(e))
     }
 
+    /// What the audit found in `name@version` when it was published through the central
+    /// registry: the JSON array of its findings, `Ok(Some("[]"))` for none; `Ok(None)` when
+    /// the version was not audited (published before audits were recorded, or to the file
+    /// directly). A version the registry does not hold is [`RegistryError::NotFound`].
+    pub fn findings(&self, name: &str, version: &str) -> Result<Option<String>> {
+        let row: Option<Option<String>> = self
+            .conn
+            .prepare_cached(
+                "SELECT f.findings FROM version v JOIN skill s ON s.id = v.skill_id \
+                 LEFT JOIN version_findings f ON f.version_id = v.id \
+                 WHERE s.name = ?1 AND v.version = ?2",
+            )
+            .and_then(|mut stmt| stmt.query_row([name, version], |r| r.get(0)).optional())
+            .map_err(|e| self.sql(e))?;
+        row.ok_or_else(|| RegistryError::NotFound(format!("{name}@{version}")))
+    }
+
     /// One version (yanked or not): its listing, manifest, body and signatures.
     pub fn get(&self, name: &str, version: &str) -> Result<Option<Release>> {
         let sql = format!(

@@ -54,6 +54,10 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0003_skeleton.sql",
         sql: include_str!("../migrations/0003_skeleton.sql"),
     },
+    Migration {
+        name: "0004_findings.sql",
+        sql: include_str!("../migrations/0004_findings.sql"),
+    },
 ];
 
 /// The schema version this build writes and reads: the number of migrations.
@@ -359,7 +363,7 @@ fn migrate(conn: &mut Connection, shown: &str, create: bool) -> Result<(), Regis
 }
 
 /// The step of `0003_skeleton.sql` SQL cannot do: each skill's confusable skeleton
-/// ([`crate::lookalike::skeleton`]), filled in where it is missing.
+/// ([`skillcat_core::lookalike::skeleton`]), filled in where it is missing.
 fn fill_skeletons(conn: &Connection) -> rusqlite::Result<()> {
     let missing: Vec<(i64, String)> = {
         let mut stmt = conn.prepare("SELECT id, name FROM skill WHERE skeleton IS NULL")?;
@@ -368,7 +372,10 @@ fn fill_skeletons(conn: &Connection) -> rusqlite::Result<()> {
     };
     let mut update = conn.prepare("UPDATE skill SET skeleton = ?2 WHERE id = ?1")?;
     for (id, name) in missing {
-        update.execute(rusqlite::params![id, crate::lookalike::skeleton(&name)])?;
+        update.execute(rusqlite::params![
+            id,
+            skillcat_core::lookalike::skeleton(&name)
+        ])?;
     }
     Ok(())
 }

@@ -9,7 +9,8 @@
 //! ├── keyring, cache_dir paths
 //! ├── [prompt]           budget (characters of the tier-1 block)
 //! ├── [matcher]          mode, top, weight, cache, [matcher.bm25], [matcher.embedder]
-//! └── [install]          require_signatures (skillcat add / install / update)
+//! ├── [install]          require_signatures, audit = "refuse" | "warn" (add / install / update)
+//! └── [runtime]          audit = "off" | "withhold" (the tools `mcp` offers)
 //!                        → matching::MatcherConfig
 //! ```
 //!
@@ -58,6 +59,7 @@ use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
+use skillcat_audit::Policy;
 use toml::Spanned;
 
 use crate::capability::{Ceiling, EXTENSION_FIELDS};
@@ -165,6 +167,30 @@ pub struct PromptConfig {
 pub struct InstallConfig {
     /// Refuse skills that no key of the keyring signed (as `--require-signature`).
     pub require_signatures: bool,
+    /// What to do with a skill the audit finds a high finding in: `"refuse"` (the default) or
+    /// `"warn"` (as `--allow-findings`).
+    pub audit: Policy,
+}
+
+/// The `[runtime]` section: how `skillcat mcp` (and a session built from this configuration)
+/// treats what it serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RuntimeConfig {
+    /// Whether the tools of a skill the audit finds a high finding in are withheld.
+    pub audit: RuntimeAudit,
+}
+
+/// `[runtime] audit`: `"off"` (the default: every skill's tools are offered, as they were
+/// installed after an audit) or `"withhold"` (each skill is audited when the server starts;
+/// one with a high finding keeps its instructions and files but offers no tool, and a
+/// diagnostic says why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RuntimeAudit {
+    /// Offer every skill's tools.
+    #[default]
+    Off,
+    /// Withhold the tools of a skill with a high finding.
+    Withhold,
 }
 
 /// The whole configuration. Fields are public; the `with_*` methods build one in code.
@@ -189,6 +215,8 @@ pub struct Config {
     pub matcher: MatcherConfig,
     /// The `[install]` section.
     pub install: InstallConfig,
+    /// The `[runtime]` section.
+    pub runtime: RuntimeConfig,
     /// Projects whose own `skillcat.toml` the user trusts (`trusted_projects`, written by
     /// `skillcat trust project`): canonical directories. Read from the user's configuration
     /// only; a project's file cannot trust itself.
@@ -366,6 +394,12 @@ impl Config {
         self.cache_dir = user.cache_dir.clone();
         // A project may ask for signatures; it cannot waive the user's demand for them.
         self.install.require_signatures |= user.install.require_signatures;
+        // Nor can it accept what the user's audit policy refuses, or offer tools the user's
+        // configuration withholds.
+        self.install.audit = self.install.audit.stricter(user.install.audit);
+        if user.runtime.audit == RuntimeAudit::Withhold {
+            self.runtime.audit = RuntimeAudit::Withhold;
+        }
         self.trusted_projects = Vec::new();
         self.untrusted_project = Some(project.to_path_buf());
         self
@@ -634,10 +668,31 @@ impl Config {
             .map(|p| PathBuf::from(resolve_spec(p, &base, home)))
             .collect();
         config.prompt.budget = raw.prompt.and_then(|p| p.budget);
-        config.install.require_signatures = raw
-            .install
-            .and_then(|i| i.require_signatures)
-            .unwrap_or(false);
+        if let Some(install) = raw.install {
+            config.install.require_signatures = install.require_signatures.unwrap_or(false);
+            if let Some(audit) = install.audit {
+                config.install.audit = audit.get_ref().parse().map_err(|e: String| {
+                    fail(
+                        Some(audit.span()),
+                        Some("install.audit".into()),
+                        format!("install.audit: {e}"),
+                    )
+                })?;
+            }
+        }
+        if let Some(audit) = raw.runtime.and_then(|r| r.audit) {
+            config.runtime.audit = match audit.get_ref().as_str() {
+                "off" => RuntimeAudit::Off,
+                "withhold" => RuntimeAudit::Withhold,
+                other => {
+                    return Err(fail(
+                        Some(audit.span()),
+                        Some("runtime.audit".into()),
+                        format!("runtime.audit: {other:?}: expected \"off\" or \"withhold\""),
+                    ));
+                }
+            };
+        }
         if let Some(m) = raw.matcher {
             config.matcher = m
                 .resolve()
@@ -867,6 +922,7 @@ struct RawConfig {
     matcher: Option<RawMatcher>,
     trusted_projects: Option<Vec<String>>,
     install: Option<RawInstall>,
+    runtime: Option<RawRuntime>,
 }
 
 #[derive(Deserialize)]
@@ -911,6 +967,13 @@ struct RawPrompt {
 #[serde(deny_unknown_fields)]
 struct RawInstall {
     require_signatures: Option<bool>,
+    audit: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRuntime {
+    audit: Option<Spanned<String>>,
 }
 
 #[cfg(test)]

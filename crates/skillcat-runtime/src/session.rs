@@ -12,17 +12,20 @@ use super::loaded::{LoadedSet, Prepared};
 use super::module::ModuleRegistry;
 #[cfg(feature = "guest")]
 use super::provider::GuestProvider;
-use super::provider::{ModuleProvider, ScriptProvider, SkillContext, ToolProvider, provide};
+use super::provider::{
+    ModuleProvider, Provision, ScriptProvider, SkillContext, ToolProvider, provide,
+};
 use super::resource::{Resource, read_entry_resource};
 use crate::capability::{Capabilities, Ceiling, Context};
 use crate::catalog::{Catalog, Entry, Snapshot};
-use crate::config::{Config, Environment, ScriptsConfig};
+use crate::config::{Config, Environment, RuntimeAudit, ScriptsConfig};
 use crate::matching::{Bm25Index, Matcher, SkillDoc};
 use crate::script::Provenance;
 use crate::script::{
     AllowAll, Gate, Interpreters, Runner, RunnerConfig, ScriptError, ScriptLimits, policy,
 };
 use crate::tool::names::Contested;
+use skillcat_audit::{AuditOptions, Severity, summary_at};
 
 /// Builds the matcher of a catalog snapshot: hits index [`Snapshot::entries`].
 pub type MatcherFactory = Arc<dyn Fn(&Snapshot) -> Arc<dyn Matcher> + Send + Sync>;
@@ -90,6 +93,7 @@ pub struct SessionBuilder {
     top_k: usize,
     modules_for_untrusted: bool,
     matcher: Option<MatcherFactory>,
+    audit: Option<AuditOptions>,
     #[cfg(feature = "guest")]
     guests: Option<Arc<crate::guest::GuestHost>>,
 }
@@ -121,11 +125,27 @@ impl SessionBuilder {
         };
         #[cfg(not(feature = "guest"))]
         let this = self;
+        let audit = match config.runtime.audit {
+            RuntimeAudit::Off => None,
+            RuntimeAudit::Withhold => Some(AuditOptions {
+                interpreters: interpreters(&config.scripts)?,
+                ..AuditOptions::default()
+            }),
+        };
         Ok(this
             .config(config)
             .environment(env)
             .runner(Arc::new(runner))
-            .gate(gate))
+            .gate(gate)
+            .audit_tools(audit))
+    }
+
+    /// Audit each skill as it is activated and withhold every tool of one with a high finding
+    /// (`[runtime] audit = "withhold"`; default `None`: no audit). Its instructions and files
+    /// are still given; a note says what was found.
+    pub fn audit_tools(mut self, opts: Option<AuditOptions>) -> Self {
+        self.audit = opts;
+        self
     }
 
     /// The runner of script tools (it has its own gate). Without one, no script tool is offered.
@@ -234,6 +254,7 @@ impl SessionBuilder {
                 top_k: self.top_k,
                 modules_for_untrusted: self.modules_for_untrusted,
                 matcher,
+                audit: self.audit,
                 #[cfg(feature = "guest")]
                 guests: self.guests,
                 ranker: Mutex::new(None),
@@ -275,6 +296,8 @@ pub(super) struct Inner {
     pub(super) top_k: usize,
     modules_for_untrusted: bool,
     matcher: MatcherFactory,
+    /// How skills are audited before their tools are offered; `None`: they are not.
+    audit: Option<AuditOptions>,
     #[cfg(feature = "guest")]
     guests: Option<Arc<crate::guest::GuestHost>>,
     /// The matcher of the last snapshot ranked against.
@@ -327,6 +350,7 @@ impl Session {
             top_k: 1,
             modules_for_untrusted: false,
             matcher: None,
+            audit: None,
             #[cfg(feature = "guest")]
             guests: None,
         }
@@ -443,7 +467,13 @@ impl Inner {
             #[cfg(feature = "guest")]
             &guests,
         ];
-        let provision = provide(providers, &skill).await;
+        let provision = match self.withheld_by_audit(entry).await {
+            Some(note) => Provision {
+                notes: vec![note],
+                ..Provision::default()
+            },
+            None => provide(providers, &skill).await,
+        };
         let (tools, calls) = provision
             .tools
             .into_iter()
@@ -461,6 +491,22 @@ impl Inner {
             },
             script: provision.script,
             calls,
+        }
+    }
+
+    /// Why the audit withholds `entry`'s tools, when the session audits and it does: a high
+    /// finding, or a skill that could not be read to be audited.
+    async fn withheld_by_audit(&self, entry: &Entry) -> Option<String> {
+        let opts = self.audit.as_ref()?;
+        match skillcat_audit::audit(&**entry.source(), entry.skill(), opts).await {
+            Ok(findings) => summary_at(&findings, Severity::High).map(|high| {
+                format!(
+                    "tools withheld: the audit found {high} ([runtime] audit = \"withhold\"; `skillcat audit` lists them)"
+                )
+            }),
+            Err(e) => Some(format!(
+                "tools withheld: the skill could not be audited ({e}; [runtime] audit = \"withhold\")"
+            )),
         }
     }
 

@@ -50,6 +50,7 @@ use axum::routing::{delete, get, put};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use skillcat_audit::{AuditOptions, Policy, Severity, summary_at};
 
 use super::limits::Conn;
 use super::site::{RegistryYanked, Site, SiteOptions};
@@ -85,6 +86,10 @@ pub struct ApiOptions {
     /// Unpacked bytes a token may publish per minute; the burst is this or one version's byte
     /// limit, whichever is larger.
     pub bytes_per_minute: u64,
+    /// What a publish the audit finds a high finding in gets: refused (422 `audit_findings`,
+    /// the default) or accepted. Either way every published version's findings are recorded
+    /// and served at `GET /api/v1/skills/NAME/VERSION/findings`.
+    pub audit: Policy,
 }
 
 impl std::fmt::Debug for ApiOptions {
@@ -98,6 +103,7 @@ impl std::fmt::Debug for ApiOptions {
             .field("writes_per_minute", &self.writes_per_minute)
             .field("version_limits", &self.version_limits)
             .field("bytes_per_minute", &self.bytes_per_minute)
+            .field("audit", &self.audit)
             .finish()
     }
 }
@@ -276,6 +282,8 @@ struct Refusal {
     /// The whole error behind it, for the server's log (a registry error names the server's
     /// files; the answer never does: [`Api::refused`]).
     cause: Option<String>,
+    /// The audit's findings, for a publish refused for them.
+    findings: Option<Value>,
 }
 
 fn refuse(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Refusal {
@@ -285,6 +293,7 @@ fn refuse(status: StatusCode, code: &'static str, detail: impl Into<String>) -> 
         detail: detail.into(),
         retry_after: None,
         cause: None,
+        findings: None,
     }
 }
 
@@ -357,10 +366,11 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
 
 impl Refusal {
     fn into_response(self) -> Response {
-        let mut r = json_response(
-            self.status,
-            &json!({"errors": [{"code": self.code, "detail": self.detail}]}),
-        );
+        let mut error = json!({"code": self.code, "detail": self.detail});
+        if let Some(findings) = self.findings {
+            error["findings"] = findings;
+        }
+        let mut r = json_response(self.status, &json!({ "errors": [error] }));
         if self.status == StatusCode::UNAUTHORIZED {
             r.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
@@ -801,7 +811,29 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
     let prepared = crate::publish::prepare(&source, root, &opts)
         .await
         .map_err(registry_refusal)?;
+    // The audit of what was uploaded, recorded with the version; a high finding refuses the
+    // publish unless the server accepts and records (`--audit warn`).
+    let findings = audit_upload(&source, root).await?;
     drop(source);
+    if let Some(high) = summary_at(&findings, Severity::High)
+        && api.opts.audit == Policy::Refuse
+    {
+        let mut r = refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "audit_findings",
+            format!(
+                "{}@{}: the audit found {high}; this server refuses skills with high findings (fix them and publish again)",
+                prepared.name(),
+                prepared.version()
+            ),
+        );
+        r.findings = Some(json!(findings));
+        return Err(r);
+    }
+    let findings_json = serde_json::to_string(&findings).expect("findings serialise");
+    let prepared = prepared
+        .with_findings(findings_json)
+        .map_err(registry_refusal)?;
     if prepared.name() != p.name || prepared.version() != p.version {
         return Err(refuse(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -844,7 +876,57 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
     } else {
         StatusCode::OK
     };
-    Ok(json_response(status, &json!(published)))
+    let mut answer = json!(published);
+    answer["findings"] = json!(findings);
+    Ok(json_response(status, &answer))
+}
+
+/// The audit of an uploaded skill (the archive's one root), with the host's default
+/// interpreters to tell which scripts are tools. A root that does not load was refused by
+/// `prepare` already.
+async fn audit_upload(
+    source: &ArchiveSource,
+    root: &str,
+) -> Result<Vec<skillcat_audit::Finding>, Refusal> {
+    let skill = crate::source::load(source, root)
+        .await
+        .map_err(archive_refusal)?;
+    skillcat_audit::audit(source, &skill, &AuditOptions::default())
+        .await
+        .map_err(archive_refusal)
+}
+
+/// `GET /api/v1/skills/NAME/VERSION/findings`: what the audit found in a version when it was
+/// published, `{"name", "version", "audited", "findings"}`; `audited: false` (and no findings)
+/// for a version published before audits were recorded or written to the file directly. Needs
+/// no token: it says no more than the published files do.
+async fn findings(
+    State(api): State<Arc<Api>>,
+    UrlPath(p): UrlPath<SkillPath>,
+    req: Request,
+) -> Response {
+    let what = request_line(&req);
+    let path = api.opts.registry.clone();
+    let (name, version) = (p.name.clone(), p.version.clone());
+    let found = in_registry(move || Registry::open_read_only(&path)?.findings(&name, &version));
+    match found.await {
+        Ok(stored) => {
+            let findings: Value = stored.as_deref().map_or(Value::Null, |s| {
+                serde_json::from_str(s).unwrap_or(Value::Null)
+            });
+            let audited = findings.is_array();
+            json_response(
+                StatusCode::OK,
+                &json!({
+                    "name": p.name,
+                    "version": p.version,
+                    "audited": audited,
+                    "findings": if audited { findings } else { json!([]) },
+                }),
+            )
+        }
+        Err(r) => api.refused(&what, r),
+    }
 }
 
 async fn set_yanked(
@@ -996,6 +1078,7 @@ pub fn publishing_router(site: Arc<RwLock<Arc<Site>>>, opts: ApiOptions) -> Resu
         .route("/skills/{name}/{version}", put(publish))
         .route("/skills/{name}/{version}/yank", delete(yank))
         .route("/skills/{name}/{version}/unyank", put(unyank))
+        .route("/skills/{name}/{version}/findings", get(findings))
         .route("/audit", get(audit))
         .fallback(api_fallback)
         .with_state(api);

@@ -7,7 +7,7 @@
 //! `pdf-forms`.
 //!
 //! ```
-//! use skillcat_registry::lookalike::{mixed_scripts, skeleton};
+//! use skillcat_core::lookalike::{mixed_scripts, skeleton};
 //! assert_eq!(skeleton("pdf-f\u{43e}rms"), skeleton("pdf-forms"));
 //! assert_eq!(skeleton("tool-1"), skeleton("tool-l"));
 //! assert_ne!(skeleton("pdf-forms"), skeleton("pdf-form"));
