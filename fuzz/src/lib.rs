@@ -44,6 +44,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("oci_manifest", oci_manifest),
     ("tool_declarations", tool_declarations),
     ("publish_metadata", publish_metadata),
+    ("audit", audit),
 ];
 
 /// The SKILL.md reader: any bytes give a document or a fault; a document's frontmatter
@@ -832,4 +833,56 @@ pub fn publish_metadata(data: &[u8]) {
     skeletons.sort();
     skeletons.dedup();
     assert_eq!(skeletons.len(), names.len(), "look-alikes held: {names:?}");
+}
+
+/// The audit over an archive of any bytes (a zip by its magic, else a `.tar.gz`), every skill
+/// and every root that is not one: no rule panics, and every finding is well formed — its path
+/// a file of the skill, its line and column 1-based, its severity the rule's, its message
+/// non-empty and line-safe (no raw control, bidirectional or invisible character).
+pub fn audit(data: &[u8]) {
+    use skillcat::audit::{AuditOptions, audit_all, audit_root, line_safe};
+    let kind = if data.starts_with(b"PK") {
+        ArchiveKind::Zip
+    } else {
+        ArchiveKind::TarGz
+    };
+    let Ok(source) = ArchiveSource::from_bytes(kind, "fuzz", data, ArchiveLimits::default()) else {
+        return;
+    };
+    let Ok(found) = block_on(skillcat::source::discover_with(
+        &source,
+        skillcat::source::Detail::Files,
+    )) else {
+        return;
+    };
+    let opts = AuditOptions::default();
+    let mut all = Vec::new();
+    for (skill, result) in
+        found
+            .skills
+            .iter()
+            .zip(block_on(audit_all(&source, &found.skills, &opts)))
+    {
+        let Ok(findings) = result else { continue };
+        all.push((skill.root().to_string(), findings));
+    }
+    for fault in &found.faults {
+        if let Ok(findings) = block_on(audit_root(&source, &fault.root, &opts)) {
+            all.push((fault.root.clone(), findings));
+        }
+    }
+    for (root, findings) in all {
+        let files = block_on(source.files(&root)).unwrap_or_default();
+        for f in findings {
+            assert!(
+                files.iter().any(|e| e.path == f.path) || f.path == "SKILL.md",
+                "a finding on a file the skill does not have: {f:?}"
+            );
+            assert!(f.line.is_none_or(|l| l >= 1) && f.column.is_none_or(|c| c >= 1));
+            assert!(f.column.is_none() || f.line.is_some());
+            assert_eq!(f.severity, f.rule.rule().severity);
+            assert!(!f.message.is_empty());
+            assert_eq!(line_safe(&f.message), f.message.as_str(), "{f:?}");
+        }
+    }
 }

@@ -100,9 +100,10 @@ pub async fn audit(
             findings.push(f);
         }
     };
-    for skill in &skills {
+    let results = skillcat::audit::audit_all(&*src, &skills, &opts).await;
+    for (skill, result) in skills.iter().zip(results) {
         headings.push(skill.name());
-        match skillcat::audit::audit(&*src, skill, &opts).await {
+        match result {
             Ok(found) => {
                 audited += 1;
                 keep(skill.root(), found);
@@ -158,17 +159,16 @@ fn unaudited(location: &str, e: &skillcat::Error) -> ExitStatus {
 /// Each skill with findings under its name (`headings`: the names in the order audited), one
 /// line a finding; a summary of the `audited` skills on stderr.
 fn print_text(headings: &[String], audited: usize, findings: &[Finding]) {
-    let mut names: Vec<&String> = Vec::new();
-    for name in headings {
-        if !names.contains(&name) {
-            names.push(name);
-        }
+    // Each skill's findings, grouped once (a catalog has thousands of skills, few findings).
+    let mut by_skill: std::collections::HashMap<&str, Vec<&Finding>> = Default::default();
+    for f in findings {
+        by_skill.entry(f.skill.as_str()).or_default().push(f);
     }
-    for name in names {
-        let mine: Vec<&Finding> = findings.iter().filter(|f| &f.skill == name).collect();
-        if mine.is_empty() {
+    for name in headings {
+        // A name printed once, where it first comes.
+        let Some(mine) = by_skill.remove(name.as_str()) else {
             continue;
-        }
+        };
         out!("{}", line_safe(name));
         for f in mine {
             out!(

@@ -170,6 +170,77 @@ pub async fn audit(
     skill: &Skill,
     opts: &AuditOptions,
 ) -> Result<Vec<Finding>> {
+    let read = gather(source, skill, opts).await?;
+    Ok(read.scan(opts.large_file))
+}
+
+/// [`audit`] of a root that is not a readable skill (its document is missing or does not
+/// parse): its files are audited all the same, under the name of the root's directory
+/// ([`Source::root_dir_name`], else its last component), as a skill that declares nothing — a
+/// broken frontmatter hides nothing from the audit.
+pub async fn audit_root(
+    source: &dyn Source,
+    root: &str,
+    opts: &AuditOptions,
+) -> Result<Vec<Finding>> {
+    let files = source.files(root).await?;
+    let name = source
+        .root_dir_name(root)
+        .unwrap_or_else(|| base_name(root).to_string());
+    let read = gather_files(source, root, name, &files, Declared::default()).await?;
+    Ok(read.scan(opts.large_file))
+}
+
+/// What the rules read of one skill: every file's bytes, its links, and the findings that
+/// need the source (scripts not offered as tools). Gathered by I/O, then scanned by CPU alone.
+struct Gathered {
+    name: String,
+    /// Each file: its path, its size and its bytes.
+    files: Vec<(String, u64, bytes::Bytes)>,
+    declared: Declared,
+    links: Vec<skillcat_core::source::Symlink>,
+    /// Findings already made (scripts not offered).
+    found: Vec<Finding>,
+}
+
+impl Gathered {
+    /// Every finding, sorted (see [`audit`]).
+    fn scan(&self, large_file: u64) -> Vec<Finding> {
+        // A message quotes what it found (a path a script writes, a link's target, a word):
+        // made line-safe here, once for every rule, so that no message carries a raw control,
+        // bidirectional or invisible character into JSON, SARIF or a log.
+        let finding = |path: &str, h: Hit| Finding {
+            skill: self.name.clone(),
+            path: path.to_string(),
+            line: h.line,
+            column: h.column,
+            severity: h.rule.rule().severity,
+            rule: h.rule,
+            message: line_safe(&h.message).into_owned(),
+        };
+        let mut findings = self.found.clone();
+        for (path, size, bytes) in &self.files {
+            let mut hits = audit_file(path, *size, bytes, self.declared, large_file);
+            hits.sort_by_key(|h| (h.line, h.column));
+            findings.extend(hits.into_iter().map(|h| finding(path, h)));
+        }
+        for link in &self.links {
+            let hit = Hit::file(
+                RuleId::ContentSymlink,
+                format!(
+                    "a symbolic link to {}: it serves another file than it shows, can point out of the skill once copied, and no archive or registry keeps it; put the file itself in the skill",
+                    link.target
+                ),
+            );
+            findings.push(finding(&link.path, hit));
+        }
+        sort(&mut findings);
+        findings
+    }
+}
+
+/// Reads what the rules need of one skill.
+async fn gather(source: &dyn Source, skill: &Skill, opts: &AuditOptions) -> Result<Gathered> {
     let listed;
     let files = if skill.has_files() {
         skill.files()
@@ -182,11 +253,125 @@ pub async fn audit(
         network: caps.network,
         fs_write: !caps.fs_write.is_empty(),
     };
-    let name = skill.name();
-    let mut findings = audit_files(source, skill.root(), &name, files, declared, opts).await?;
-    findings.extend(not_offered(source, skill, files, opts).await);
-    sort(&mut findings);
-    Ok(findings)
+    let mut read = gather_files(source, skill.root(), skill.name(), files, declared).await?;
+    read.found = not_offered(source, skill, files, opts).await;
+    Ok(read)
+}
+
+/// [`gather`] of a chunk of skills that have their file lists, every file of the chunk read in
+/// one [`Source::read_many`] (one blocking task for a directory, where a read a file would
+/// cost a thread's wake-up each); `None` when a read fails (the caller then reads skill by
+/// skill, to tell whose file it was) or a skill has no file list.
+async fn gather_chunk(
+    source: &dyn Source,
+    skills: &[Skill],
+    opts: &AuditOptions,
+) -> Option<Vec<Result<Gathered>>> {
+    if !skills.iter().all(Skill::has_files) {
+        return None;
+    }
+    let paths: Vec<String> = skills
+        .iter()
+        .flat_map(|s| s.files().iter().map(|f| join_path(s.root(), &f.path)))
+        .collect();
+    let mut bytes = source.read_many(&paths).await.ok()?.into_iter();
+    let mut out = Vec::with_capacity(skills.len());
+    for skill in skills {
+        let caps = Capabilities::from_frontmatter(skill.frontmatter());
+        let files = skill
+            .files()
+            .iter()
+            .map(|f| Some((f.path.clone(), f.size, bytes.next()?)))
+            .collect::<Option<Vec<_>>>()?;
+        let links = match source.symlinks(skill.root()).await {
+            Ok(links) => links,
+            Err(e) => {
+                out.push(Err(e));
+                continue;
+            }
+        };
+        out.push(Ok(Gathered {
+            name: skill.name(),
+            files,
+            declared: Declared {
+                network: caps.network,
+                fs_write: !caps.fs_write.is_empty(),
+            },
+            links,
+            found: not_offered(source, skill, skill.files(), opts).await,
+        }));
+    }
+    Some(out)
+}
+
+/// Reads the files and links of a root.
+async fn gather_files(
+    source: &dyn Source,
+    root: &str,
+    name: String,
+    files: &[FileEntry],
+    declared: Declared,
+) -> Result<Gathered> {
+    let paths: Vec<String> = files.iter().map(|f| join_path(root, &f.path)).collect();
+    let bytes = source.read_many(&paths).await?;
+    Ok(Gathered {
+        name,
+        files: files
+            .iter()
+            .zip(bytes)
+            .map(|(f, b)| (f.path.clone(), f.size, b))
+            .collect(),
+        declared,
+        links: source.symlinks(root).await?,
+        found: Vec::new(),
+    })
+}
+
+/// How many skills [`audit_all`] reads at once.
+const AT_ONCE: usize = 16;
+
+/// How many skills [`audit_all`] holds read before it scans them: bounds the memory their
+/// bytes take.
+const CHUNK: usize = 256;
+
+/// [`audit`] of each of `skills`, each result in the place of its skill: a chunk of skills is
+/// read, several at once (their reads overlap), then its rules run on every core in one
+/// blocking task, then the next chunk.
+pub async fn audit_all(
+    source: &dyn Source,
+    skills: &[Skill],
+    opts: &AuditOptions,
+) -> Vec<Result<Vec<Finding>>> {
+    use futures_util::StreamExt;
+    let mut out = Vec::with_capacity(skills.len());
+    for chunk in skills.chunks(CHUNK) {
+        let read = match gather_chunk(source, chunk, opts).await {
+            Some(read) => read,
+            // A file of the chunk could not be read: skill by skill, so that the error is the
+            // one skill's whose file it is.
+            None => {
+                futures_util::stream::iter(chunk)
+                    .map(|skill| gather(source, skill, opts))
+                    .buffered(AT_ONCE)
+                    .collect()
+                    .await
+            }
+        };
+        let large_file = opts.large_file;
+        let scanned = tokio::task::spawn_blocking(move || {
+            let findings = skillcat_core::source::par_map(&read, |r| {
+                r.as_ref().ok().map(|g| g.scan(large_file))
+            });
+            read.into_iter()
+                .zip(findings)
+                .map(|(r, f)| r.map(|_| f.unwrap_or_default()))
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        out.extend(scanned);
+    }
+    out
 }
 
 /// The scripts of `scripts/` that are not offered as tools, each with the reason the script
@@ -229,6 +414,7 @@ async fn not_offered(
         Ok(tools) => tools
             .skipped
             .iter()
+            .filter(|s| is_code(files, &s.path))
             .map(|s| {
                 finding(
                     &s.path,
@@ -250,65 +436,28 @@ async fn not_offered(
     }
 }
 
+/// The extensions of the languages skills' scripts are written in.
+const CODE_EXTENSIONS: &[&str] = &[
+    "sh", "bash", "zsh", "py", "js", "mjs", "cjs", "ts", "rb", "pl", "ps1", "php", "lua",
+];
+
+/// Whether a file of `scripts/` is code a reader would expect to be a tool: executable, or of
+/// a script language — not data beside the scripts (`requirements.txt`, a `.json` example)
+/// nor a package marker (`__init__.py`).
+fn is_code(files: &[FileEntry], path: &str) -> bool {
+    let name = base_name(path);
+    if name == "__init__.py" {
+        return false;
+    }
+    let executable = files.iter().any(|f| f.path == path && f.executable);
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    executable || ext.is_some_and(|e| CODE_EXTENSIONS.contains(&e.as_str()))
+}
+
 /// Findings file by file in path order, each file's by line and column (whole-file findings
 /// first); the order of rules within one place is the order they were found in.
 fn sort(findings: &mut [Finding]) {
     findings.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
-}
-
-/// [`audit`] of a root that is not a readable skill (its document is missing or does not
-/// parse): its files are audited all the same, under the name of the root's directory
-/// ([`Source::root_dir_name`], else its last component), as a skill that declares nothing — a
-/// broken frontmatter hides nothing from the audit.
-pub async fn audit_root(
-    source: &dyn Source,
-    root: &str,
-    opts: &AuditOptions,
-) -> Result<Vec<Finding>> {
-    let files = source.files(root).await?;
-    let name = source
-        .root_dir_name(root)
-        .unwrap_or_else(|| base_name(root).to_string());
-    let mut findings = audit_files(source, root, &name, &files, Declared::default(), opts).await?;
-    sort(&mut findings);
-    Ok(findings)
-}
-
-async fn audit_files(
-    source: &dyn Source,
-    root: &str,
-    name: &str,
-    files: &[FileEntry],
-    declared: Declared,
-    opts: &AuditOptions,
-) -> Result<Vec<Finding>> {
-    let finding = |path: &str, h: Hit| Finding {
-        skill: name.to_string(),
-        path: path.to_string(),
-        line: h.line,
-        column: h.column,
-        severity: h.rule.rule().severity,
-        rule: h.rule,
-        message: h.message,
-    };
-    let mut findings = Vec::new();
-    for file in files {
-        let bytes = source.read(&join_path(root, &file.path)).await?;
-        let mut hits = audit_file(&file.path, file.size, &bytes, declared, opts);
-        hits.sort_by_key(|h| (h.line, h.column));
-        findings.extend(hits.into_iter().map(|h| finding(&file.path, h)));
-    }
-    for link in source.symlinks(root).await? {
-        let hit = Hit::file(
-            RuleId::ContentSymlink,
-            format!(
-                "a symbolic link to {}: it serves another file than it shows, can point out of the skill once copied, and no archive or registry keeps it; put the file itself in the skill",
-                link.target
-            ),
-        );
-        findings.push(finding(&link.path, hit));
-    }
-    Ok(findings)
 }
 
 /// The hits of one file: its content and size, and, for a UTF-8 text, the rules of text.
@@ -317,9 +466,9 @@ fn audit_file(
     size: u64,
     bytes: &[u8],
     declared: Declared,
-    opts: &AuditOptions,
+    large_file: u64,
 ) -> Vec<Hit> {
-    let mut hits = content::scan(path, size, bytes, opts.large_file);
+    let mut hits = content::scan(path, size, bytes, large_file);
     hits.extend(confusable::scan_path(path));
     let Ok(text) = std::str::from_utf8(bytes) else {
         return hits;
@@ -341,7 +490,7 @@ fn audit_file(
             hits.extend(network::scan(text, &lines));
         }
         if !declared.fs_write {
-            hits.extend(write::scan(text, &lines));
+            hits.extend(write::scan(path, text, &lines));
         }
     }
     hits
@@ -360,7 +509,7 @@ mod tests {
                 network,
                 fs_write: false,
             },
-            &AuditOptions::default(),
+            LARGE_FILE,
         )
         .into_iter()
         .map(|h| h.rule)
@@ -392,13 +541,7 @@ mod tests {
             vec![RuleId::UnicodeInvisible]
         );
         let binary = b"\x7fELF\xff\xfe\xe2\x80\xae";
-        let hits = audit_file(
-            "bin/x",
-            9,
-            binary,
-            Declared::default(),
-            &AuditOptions::default(),
-        );
+        let hits = audit_file("bin/x", 9, binary, Declared::default(), LARGE_FILE);
         assert_eq!(
             hits.iter().map(|h| h.rule).collect::<Vec<_>>(),
             vec![RuleId::ContentBinary]
@@ -438,9 +581,36 @@ mod tests {
             "MZ",
             "\u{7f}ELF",
             "PK\u{3}\u{4}",
+            // Assignments, writes and names: operators, quotes and multi-byte characters
+            // beside them (a byte offset is never a character's middle).
+            "API_KEY",
+            "=",
+            ":",
+            "\"",
+            "'",
+            "`",
+            "\u{2705}",
+            "> ",
+            "/etc/x",
+            "~/",
+            "open(",
+            "'w')",
+            "Path(",
+            ".write_text(",
+            "cp ",
+            "# ",
+            "---\n",
+            "- name: ",
+            "\u{440}",
+            "\u{FF50}",
+            "\u{1D429}",
+            "\u{301}",
+            ")",
+            "|",
+            "q8Z2vR7kLm4XpT9wNc3bHs6Yd1Fa",
         ];
         let mut state = 0x2545_f491_u32;
-        for _ in 0..2000 {
+        for _ in 0..4000 {
             let mut text = String::new();
             for _ in 0..12 {
                 state ^= state << 13;
@@ -458,7 +628,7 @@ mod tests {
                         part.len() as u64,
                         part.as_bytes(),
                         Declared::default(),
-                        &AuditOptions::default(),
+                        LARGE_FILE,
                     );
                     assert!(hits.iter().all(|h| h.line.is_none_or(|l| l >= 1)));
                 }
@@ -568,5 +738,55 @@ mod tests {
         assert_eq!(json["rule"], "secret-token");
         assert_eq!(json["severity"], "high");
         assert_eq!(json["column"], 11);
+    }
+
+    #[tokio::test]
+    async fn audit_all_gives_what_audit_gives_and_an_unreadable_file_fails_its_skill_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..(CHUNK + 3) {
+            let root = dir.path().join(format!("s{i:03}"));
+            std::fs::create_dir_all(root.join("references")).unwrap();
+            let body = if i % 7 == 0 {
+                "Run it\u{202E} now.\n"
+            } else {
+                "Plain.\n"
+            };
+            std::fs::write(
+                root.join("SKILL.md"),
+                format!("---\nname: s{i:03}\ndescription: d\n---\n{body}"),
+            )
+            .unwrap();
+            std::fs::write(root.join("references/a.md"), format!("# Notes {i}\n")).unwrap();
+        }
+        let src = skillcat_core::source::DirSource::open(dir.path(), Default::default()).unwrap();
+        // With their file lists, as the command line discovers them: the chunked reads.
+        let found =
+            skillcat_core::source::discover_with(&src, skillcat_core::source::Detail::Files)
+                .await
+                .unwrap();
+        assert!(found.skills.iter().all(Skill::has_files));
+        let opts = AuditOptions::default();
+        let all = audit_all(&src, &found.skills, &opts).await;
+        assert_eq!(all.len(), found.skills.len());
+        for (skill, got) in found.skills.iter().zip(&all) {
+            let one = audit(&src, skill, &opts).await.unwrap();
+            assert_eq!(got.as_ref().unwrap(), &one, "{}", skill.name());
+        }
+        let flagged = all
+            .iter()
+            .filter(|r| !r.as_ref().unwrap().is_empty())
+            .count();
+        assert_eq!(flagged, (CHUNK + 3).div_ceil(7));
+        // A file gone since discovery: its skill's audit fails, every other one is made.
+        std::fs::remove_file(dir.path().join("s005/references/a.md")).unwrap();
+        let all = audit_all(&src, &found.skills, &opts).await;
+        let failed: Vec<String> = found
+            .skills
+            .iter()
+            .zip(&all)
+            .filter(|(_, r)| r.is_err())
+            .map(|(s, _)| s.name())
+            .collect();
+        assert_eq!(failed, ["s005"]);
     }
 }

@@ -298,7 +298,17 @@ fn secret_value(value: &str) -> bool {
     let upper = value.bytes().any(|b| b.is_ascii_uppercase());
     let lower_case = value.bytes().any(|b| b.is_ascii_lowercase());
     let hex = len >= 32 && value.bytes().all(|b| b.is_ascii_hexdigit());
-    digits && (hex || (upper && lower_case)) && entropy(value) >= 3.5
+    digits && (hex || (upper && lower_case)) && entropy(value) >= 3.5 && !repeats(value)
+}
+
+/// Whether a run of four characters occurs twice in `value`: the mark of a structured value
+/// (`TestRPA.process.TestRPA_1_0_0`, a versioned name), rare in a generated one.
+fn repeats(value: &str) -> bool {
+    let b = value.as_bytes();
+    (0..b.len().saturating_sub(3)).any(|i| {
+        let gram = &b[i..i + 4];
+        b[i + 1..].windows(4).any(|w| w == gram)
+    })
 }
 
 fn value_char(c: char) -> bool {
@@ -344,10 +354,13 @@ fn assignment(line: &str) -> Option<(usize, &str, &str)> {
         let left = line[..op].trim_end();
         let left = left.strip_suffix(':').unwrap_or(left);
         let left = left.trim_end_matches(['"', '\'', '`', ']']).trim_end();
-        let start = left
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
-            .map_or(0, |i| i + 1);
-        let name = &left[start..];
+        // The name is the run of name characters (all ASCII) that ends the left side.
+        let name_len = left
+            .bytes()
+            .rev()
+            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+            .count();
+        let name = &left[left.len() - name_len..];
         if name.is_empty() || !secret_name(name) {
             continue;
         }
@@ -433,6 +446,17 @@ fn private_keys(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
     hits
 }
 
+/// The bytes a pattern's prefix starts with: every other byte is passed over at once.
+static STARTS: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < PATTERNS.len() {
+        table[PATTERNS[i].prefix.as_bytes()[0] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 fn tokens(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
     let mut hits = Vec::new();
     let bytes = text.as_bytes();
@@ -441,8 +465,12 @@ fn tokens(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
         // Every prefix is ASCII: only an ASCII byte that starts one, at the start of a word, is
         // worth trying (a byte of a multi-byte character never is, nor ends a word).
         let b = bytes[at];
+        if !STARTS[usize::from(b)] {
+            at += 1;
+            continue;
+        }
         let starts_word = at == 0 || !word_char(char::from(bytes[at - 1]));
-        let found = (starts_word && PATTERNS.iter().any(|p| p.prefix.as_bytes()[0] == b))
+        let found = starts_word
             .then(|| {
                 PATTERNS
                     .iter()
@@ -683,7 +711,9 @@ mod tests {
             "token: ${{ secrets.GITHUB_TOKEN }}\n".to_string(),
             "password = os.environ[\"DB_PASSWORD\"]\n".to_string(),
             format!("api_key = getenv(\"{value}\")\n"),
-            // Placeholders, words, short values, one case only, a URL.
+            // A structured value (a name repeated in it), placeholders, words, short values,
+            // one case only, a URL.
+            "\"key\": \"TestRPA.process.TestRPA_1_0_0\"\n".to_string(),
             "API_KEY=your-api-key-goes-here-1234\n".to_string(),
             "SECRET=ExampleSecretValue12345678\n".to_string(),
             "password = \"correct_horse_battery_staple_2\"\n".to_string(),

@@ -1,22 +1,29 @@
 //! Positions in a text: byte offsets to 1-based lines and character columns.
 
-/// The line starts of a text, to turn byte offsets into lines and columns.
+/// The line starts of a text, to turn byte offsets into lines and columns: found on the first
+/// [`position`](Lines::position) asked (most files have no finding, and need none).
 pub(crate) struct Lines<'a> {
     text: &'a str,
-    starts: Vec<usize>,
+    starts: std::cell::OnceCell<Vec<usize>>,
 }
 
 impl<'a> Lines<'a> {
     pub(crate) fn new(text: &'a str) -> Self {
-        let mut starts = vec![0];
-        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        Lines { text, starts }
+        Lines {
+            text,
+            starts: std::cell::OnceCell::new(),
+        }
     }
 
     /// The 1-based line and character column of the byte offset `at`.
     pub(crate) fn position(&self, at: usize) -> (u32, u32) {
-        let line = self.starts.partition_point(|&s| s <= at) - 1;
-        let column = self.text[self.starts[line]..at].chars().count() + 1;
+        let starts = self.starts.get_or_init(|| {
+            let mut starts = vec![0];
+            starts.extend(self.text.match_indices('\n').map(|(i, _)| i + 1));
+            starts
+        });
+        let line = starts.partition_point(|&s| s <= at) - 1;
+        let column = self.text[starts[line]..at].chars().count() + 1;
         (to_u32(line + 1), to_u32(column))
     }
 }

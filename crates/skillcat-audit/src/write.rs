@@ -141,12 +141,55 @@ fn call_write(line: &str) -> Option<(usize, String)> {
     found.into_iter().min_by_key(|(at, _)| *at)
 }
 
+/// Whether a script is a shell script: by its extension, or its `#!` line naming a shell.
+/// Only shell scripts are read for redirections and commands (`>` in Python is a comparison,
+/// in a string a character).
+fn is_shell(path: &str, text: &str) -> bool {
+    const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh"];
+    let ext = path.rsplit_once('.').map(|(_, e)| e);
+    if ext.is_some_and(|e| SHELLS.contains(&e)) {
+        return true;
+    }
+    let Some(shebang) = text.lines().next().and_then(|l| l.strip_prefix("#!")) else {
+        return false;
+    };
+    let mut words = shebang.split_whitespace();
+    let program = words.next().map(|p| p.rsplit('/').next().unwrap_or(p));
+    let program = match program {
+        Some("env") => words.find(|w| !w.starts_with('-')),
+        other => other,
+    };
+    program.is_some_and(|p| SHELLS.contains(&p))
+}
+
+/// For each byte of a shell line, whether it is outside quotes (`'…'`, `"…"`, a character
+/// escaped with `\`).
+fn unquoted(line: &str) -> Vec<bool> {
+    let mut out = Vec::with_capacity(line.len());
+    let (mut single, mut double, mut escaped) = (false, false, false);
+    for b in line.bytes() {
+        let free = !single && !double && !escaped;
+        out.push(free && b != b'\'' && b != b'"' && b != b'\\');
+        if escaped {
+            escaped = false;
+        } else if b == b'\\' && !single {
+            escaped = true;
+        } else if b == b'\'' && !double {
+            single = !single;
+        } else if b == b'"' && !single {
+            double = !double;
+        }
+    }
+    out
+}
+
 /// The first write outside in one line of shell: a redirection or a writing command.
 fn shell_write(line: &str) -> Option<(usize, String)> {
     let bytes = line.as_bytes();
+    let free = unquoted(line);
     for (at, _) in line.match_indices('>') {
         let prev = at.checked_sub(1).map(|i| bytes[i]);
-        if matches!(prev, Some(b'-' | b'=' | b'>' | b'<')) {
+        if !free[at] || matches!(prev, Some(b'-' | b'=' | b'>' | b'<')) {
             continue;
         }
         let rest = line[at + 1..].trim_start_matches('>').trim_start();
@@ -193,7 +236,8 @@ fn shell_write(line: &str) -> Option<(usize, String)> {
 }
 
 /// The hit of one script of a skill that declares no `fs_write`: its first write outside.
-pub(crate) fn scan(text: &str, lines: &Lines<'_>) -> Option<Hit> {
+pub(crate) fn scan(path: &str, text: &str, lines: &Lines<'_>) -> Option<Hit> {
+    let shell = is_shell(path, text);
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let start = offset;
@@ -203,7 +247,7 @@ pub(crate) fn scan(text: &str, lines: &Lines<'_>) -> Option<Hit> {
             continue;
         }
         let indent = line.len() - code.len();
-        let found = call_write(code).or_else(|| shell_write(code));
+        let found = call_write(code).or_else(|| shell.then(|| shell_write(code)).flatten());
         if let Some((at, path)) = found {
             return Some(Hit::at(
                 RuleId::UndeclaredWrite,
@@ -221,8 +265,29 @@ pub(crate) fn scan(text: &str, lines: &Lines<'_>) -> Option<Hit> {
 mod tests {
     use super::*;
 
+    /// The write found in a shell script (`scripts/x.sh`).
     fn at(text: &str) -> Option<(u32, u32, String)> {
-        scan(text, &Lines::new(text)).map(|h| (h.line.unwrap(), h.column.unwrap(), h.message))
+        at_in("scripts/x.sh", text)
+    }
+
+    fn at_in(path: &str, text: &str) -> Option<(u32, u32, String)> {
+        scan(path, text, &Lines::new(text)).map(|h| (h.line.unwrap(), h.column.unwrap(), h.message))
+    }
+
+    #[test]
+    fn shell_rules_read_only_shell_and_only_outside_quotes() {
+        // `>` in Python or in a string is no redirection.
+        let py = "print(\"see <dir>/ppt/layouts/\", file=sys.stderr)\nif a > /x:\n";
+        assert!(at_in("scripts/x.py", py).is_none());
+        assert!(at("sed -i 's/<title>.*<\\/title>/<title>x<\\/title>/' index.html\n").is_none());
+        assert!(at("echo \"a > /etc/x\"\n").is_none());
+        assert!(at("echo a\\> /etc/x\n").is_none());
+        // A shell script by its `#!` line, whatever its name.
+        let sh = "#!/usr/bin/env bash\necho x > /etc/motd\n";
+        assert!(at_in("scripts/setup", sh).is_some());
+        assert!(at_in("scripts/setup", "#!/usr/bin/python3\necho x > /etc/motd\n").is_none());
+        // Calls are read in every script.
+        assert!(at_in("scripts/x.py", "open('/etc/hosts', 'w')\n").is_some());
     }
 
     #[test]

@@ -81,6 +81,9 @@ struct Inner {
     /// What the last [`list`](Inner::list) found of each root: its canonical path, and its
     /// document when a `stat` saw a regular file.
     listed: Mutex<Arc<Vec<Found>>>,
+    /// The roots whose last walk met no symbolic link (walked by handles alone): their
+    /// [`symlinks`](Inner::symlinks) are none without another walk.
+    link_free: Mutex<HashSet<String>>,
 }
 
 /// Whether `dir` holds a `SKILL.md` or `skill.md` entry of any type (a directory named so is
@@ -136,6 +139,7 @@ impl DirSource {
                 single,
                 opts,
                 listed: Mutex::new(Arc::new(Vec::new())),
+                link_free: Mutex::new(HashSet::new()),
             }),
         })
     }
@@ -512,6 +516,24 @@ impl Inner {
         super::lend(each, i, detail, read);
     }
 
+    /// Records whether the walk of `root` just made met no link.
+    fn link_free_now(&self, root: &str, free: bool) {
+        let mut set = self.link_free.lock().unwrap_or_else(|p| p.into_inner());
+        if free {
+            set.insert(root.to_string());
+        } else {
+            set.remove(root);
+        }
+    }
+
+    /// Whether the last walk of `root` met no link.
+    fn known_link_free(&self, root: &str) -> bool {
+        self.link_free
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(root)
+    }
+
     /// The links under a root: its directory walked without following any link (the names
     /// [`files`](Inner::files) skips are skipped), at most [`MAX_LINKS_LISTED`] of them.
     fn symlinks(&self, root: &str) -> Result<Vec<super::Symlink>> {
@@ -582,8 +604,12 @@ impl Inner {
             out: Vec::new(),
         };
         let mut out = match self.walk_dir(&mut walk, fd, None, "", 0, children) {
-            Ok(()) => walk.out,
+            Ok(()) => {
+                self.link_free_now(root, true);
+                walk.out
+            }
             Err(WalkStop::Link) => {
+                self.link_free_now(root, false);
                 let base = base();
                 let mut walk = Walk {
                     root,
@@ -1189,11 +1215,22 @@ impl Source for DirSource {
         self.blocking(move |i| i.read(&path)).await
     }
 
+    async fn read_many(&self, paths: &[String]) -> Result<Vec<Bytes>> {
+        let paths = paths.to_vec();
+        self.blocking(move |i| paths.iter().map(|p| i.read(p)).collect())
+            .await
+    }
+
     fn location(&self, path: &str) -> String {
         self.inner.shown(path)
     }
 
+    /// None, without another walk, for a root whose file list was just walked and met no link
+    /// (what the files listed are, the links are); else a walk of its directory.
     async fn symlinks(&self, root: &str) -> Result<Vec<super::Symlink>> {
+        if self.inner.known_link_free(root) {
+            return Ok(Vec::new());
+        }
         let root = root.to_string();
         self.blocking(move |i| i.symlinks(&root)).await
     }
@@ -1264,5 +1301,59 @@ impl Source for DirSource {
         } else {
             Some(base_name(root).to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skill(dir: &Path, name: &str) {
+        fs::create_dir_all(dir.join(name).join("references")).unwrap();
+        fs::write(
+            dir.join(name).join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: d\n---\nbody\n"),
+        )
+        .unwrap();
+    }
+
+    #[tokio::test]
+    async fn symlinks_are_listed_with_their_targets_and_none_where_a_walk_met_none() {
+        let tmp = tempfile::tempdir().unwrap();
+        skill(tmp.path(), "linked");
+        skill(tmp.path(), "plain");
+        let refs = tmp.path().join("linked/references");
+        std::os::unix::fs::symlink("../SKILL.md", refs.join("doc.md")).unwrap();
+        // A dangling link and one out of the source are links all the same.
+        std::os::unix::fs::symlink("/etc/hostname", refs.join("host")).unwrap();
+        std::os::unix::fs::symlink("missing", refs.join("gone")).unwrap();
+        let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
+        for root in ["linked", "plain"] {
+            // Before and after a walk of the root's files, the same answer.
+            let before = src.symlinks(root).await.unwrap();
+            let _ = src.files(root).await;
+            assert_eq!(src.symlinks(root).await.unwrap(), before, "{root}");
+        }
+        let links = src.symlinks("linked").await.unwrap();
+        let got: Vec<(&str, &str)> = links
+            .iter()
+            .map(|l| (l.path.as_str(), l.target.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("references/doc.md", "../SKILL.md"),
+                ("references/gone", "missing"),
+                ("references/host", "/etc/hostname"),
+            ]
+        );
+        assert!(src.symlinks("plain").await.unwrap().is_empty());
+        // A link made after a walk that met none is found once the root is walked again.
+        std::os::unix::fs::symlink("../SKILL.md", tmp.path().join("plain/references/late.md"))
+            .unwrap();
+        let _ = src.files("plain").await;
+        assert_eq!(src.symlinks("plain").await.unwrap().len(), 1);
+        // A root that climbs out is refused.
+        assert!(src.symlinks("../x").await.is_err());
     }
 }

@@ -64,6 +64,16 @@ pub trait Source: Debug + Send + Sync {
     async fn files(&self, root: &str) -> Result<Vec<FileEntry>>;
     /// The bytes of one file: a root joined with a relative path.
     async fn read(&self, path: &str) -> Result<Bytes>;
+    /// The bytes of each of `paths`, in their order, as [`read`](Source::read) gives them; the
+    /// first that cannot be read is the error. The default reads them one by one; a directory
+    /// reads them all in one blocking task (what the audit reads of a skill).
+    async fn read_many(&self, paths: &[String]) -> Result<Vec<Bytes>> {
+        let mut out = Vec::with_capacity(paths.len());
+        for p in paths {
+            out.push(self.read(p).await?);
+        }
+        Ok(out)
+    }
     /// A human-readable location for `path` (an absolute file path for a directory,
     /// `archive.tar.gz!/root/SKILL.md` for an archive). Used in reports and the prompt block.
     fn location(&self, path: &str) -> String;
