@@ -159,15 +159,21 @@ fn root_digest(tree: &ArchiveTree, root: &str) -> String {
     )
 }
 
-/// An archive source over any bytes (its kind told by the first byte's magic), and discovery
-/// over it: every root is a skill or a fault, never both and never dropped.
-pub fn archive_source(data: &[u8]) {
+/// An archive source over any bytes: a zip by its magic, else a `.tar.gz`; `None` when the
+/// archive reader refuses them.
+fn sniffed_archive(data: &[u8]) -> Option<ArchiveSource> {
     let kind = if data.starts_with(b"PK") {
         ArchiveKind::Zip
     } else {
         ArchiveKind::TarGz
     };
-    let Ok(source) = ArchiveSource::from_bytes(kind, "fuzz", data, ArchiveLimits::default()) else {
+    ArchiveSource::from_bytes(kind, "fuzz", data, ArchiveLimits::default()).ok()
+}
+
+/// An archive source over any bytes (its kind told by the first byte's magic), and discovery
+/// over it: every root is a skill or a fault, never both and never dropped.
+pub fn archive_source(data: &[u8]) {
+    let Some(source) = sniffed_archive(data) else {
         return;
     };
     let roots = source.tree().roots().len();
@@ -841,12 +847,7 @@ pub fn publish_metadata(data: &[u8]) {
 /// non-empty and line-safe (no raw control, bidirectional or invisible character).
 pub fn audit(data: &[u8]) {
     use skillcat::audit::{AuditOptions, audit_all, audit_root, line_safe};
-    let kind = if data.starts_with(b"PK") {
-        ArchiveKind::Zip
-    } else {
-        ArchiveKind::TarGz
-    };
-    let Ok(source) = ArchiveSource::from_bytes(kind, "fuzz", data, ArchiveLimits::default()) else {
+    let Some(source) = sniffed_archive(data) else {
         return;
     };
     let Ok(found) = block_on(skillcat::source::discover_with(

@@ -640,6 +640,12 @@ async fn stdout_carries_only_protocol_messages() {
     .await;
 }
 
+/// The names of the tools a server offers.
+async fn tool_names(s: &Server) -> Vec<String> {
+    let tools = s.client.list_all_tools().await.unwrap();
+    tools.iter().map(|t| t.name.to_string()).collect()
+}
+
 /// `[runtime] audit = "withhold"`: a skill with a high finding keeps its resources but offers
 /// no tool, and the server says why; the other skills' tools are offered as before. Without
 /// the key, the same skill's tools are offered.
@@ -667,26 +673,12 @@ async fn the_audit_withholds_the_tools_of_a_skill_with_a_high_finding() {
         let dir = skills.to_str().unwrap();
 
         let s = start(&[dir, "--config", open.to_str().unwrap()]).await;
-        let names: Vec<String> = s
-            .client
-            .list_all_tools()
-            .await
-            .unwrap()
-            .iter()
-            .map(|t| t.name.to_string())
-            .collect();
+        let names = tool_names(&s).await;
         assert!(names.contains(&"run_leaky_run".to_string()), "{names:?}");
         s.close().await;
 
         let s = start(&[dir, "--config", withhold.to_str().unwrap()]).await;
-        let names: Vec<String> = s
-            .client
-            .list_all_tools()
-            .await
-            .unwrap()
-            .iter()
-            .map(|t| t.name.to_string())
-            .collect();
+        let names = tool_names(&s).await;
         assert!(!names.iter().any(|n| n.starts_with("run_leaky")), "{names:?}");
         assert!(names.contains(&"run_echo_greet".to_string()), "{names:?}");
         let resources = s.client.list_all_resources().await.unwrap();
