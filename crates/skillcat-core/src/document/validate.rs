@@ -188,6 +188,16 @@ pub fn validate_frontmatter(
         )),
     }
 
+    // skillcat's own: a network declaration that is not one is read as no network; say so.
+    if let Some(Err(e)) = crate::capability::network_declaration(fm) {
+        faults.push(
+            Fault::new(FaultKind::NetworkInvalid, format!("skillcat.network: {e}")).with_hint(
+                "write `true`, `false` or host patterns separated by blanks \
+                 (`api.github.com uploads.github.com:443 *.example.com`)",
+            ),
+        );
+    }
+
     faults
 }
 
