@@ -89,7 +89,9 @@ pub async fn audit(
         listed = source.files(skill.root()).await?;
         &listed
     };
-    let declares_network = Capabilities::from_frontmatter(skill.frontmatter()).network;
+    let declares_network = Capabilities::from_frontmatter(skill.frontmatter())
+        .network
+        .any();
     audit_files(
         source,
         skill.root(),

@@ -64,6 +64,7 @@ pub fn runner_config(
         rc.interpreters.map_extension(extension, name)?;
     }
     rc.caller_dir = std::fs::canonicalize(&env.cwd).ok();
+    rc.pins = config.ceiling().resolve.clone();
     Ok(rc)
 }
 

@@ -34,8 +34,17 @@ pub fn check_within(grant: &Grant, policy: &Grant) -> Result<(), ScriptError> {
             ));
         }
     }
-    if grant.network && !policy.network {
-        return widened("network access is not allowed by the policy".into());
+    if !grant.network.within(&policy.network) {
+        return widened(match (&grant.network, &policy.network) {
+            (capability::Network::Hosts(_), capability::Network::Hosts(_)) => format!(
+                "network access to {} is not allowed by the policy",
+                capability::Network::hosts(grant.network.outside(&policy.network))
+            ),
+            _ => format!(
+                "network access ({}) is not allowed by the policy ({})",
+                grant.network, policy.network
+            ),
+        });
     }
     if grant.timeout > policy.timeout {
         return widened(format!(
@@ -71,7 +80,7 @@ pub fn policy_from_ceiling(ceiling: &Ceiling, ctx: &Context) -> Grant {
     Grant {
         fs_read: expand(&ceiling.fs_read),
         fs_write: expand(&ceiling.fs_write),
-        network: ceiling.network,
+        network: ceiling.network.clone(),
         timeout: ceiling.clamp_timeout(ceiling.max_timeout.max(ceiling.timeout)),
         trust: if ctx.core_trusted_source {
             Trust::Core
@@ -106,7 +115,7 @@ mod tests {
         Grant {
             fs_read: read.iter().map(PathBuf::from).collect(),
             fs_write: write.iter().map(PathBuf::from).collect(),
-            network,
+            network: capability::Network::from_bool(network),
             timeout: Duration::from_secs(secs),
             trust,
         }
@@ -158,7 +167,7 @@ mod tests {
         let caps = Capabilities {
             fs_read: vec![".".into(), "sub/x".into(), "/etc".into()],
             fs_write: vec!["out/y".into(), ".".into()],
-            network: true,
+            network: capability::Network::All,
             timeout: Some(9999),
             trust: Trust::Core,
         };
@@ -169,7 +178,7 @@ mod tests {
             "{grant:?} ⊄ {policy:?}"
         );
         assert_eq!(policy.trust, Trust::External);
-        assert!(!policy.network);
+        assert!(policy.network.is_off());
         assert_eq!(policy.timeout, Duration::from_secs(60));
         assert_eq!(policy.fs_read[0], std::fs::canonicalize(&dir).unwrap());
     }
