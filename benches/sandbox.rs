@@ -53,7 +53,7 @@ async fn bench(runs: usize) {
     let mut config = RunnerConfig::new(Grant {
         fs_read: vec!["/".into()],
         fs_write: vec!["/".into()],
-        network: true,
+        network: skillcat::capability::Network::All,
         timeout: Duration::from_secs(60),
         trust: Trust::External,
     });

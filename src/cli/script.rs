@@ -700,8 +700,7 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
         }
     }
     let granted = a.granted()?;
-    let Activated { run, config, env } =
-        activate(&a.source, &a.name, granted.clone(), g).await?;
+    let Activated { run, config, env } = activate(&a.source, &a.name, granted.clone(), g).await?;
     warn_network_declaration(&run.activations()[0]);
     // A guest tool (tier 2) of the skill runs by its name, with --json arguments.
     let guest = run

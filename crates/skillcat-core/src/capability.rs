@@ -200,7 +200,9 @@ impl Capabilities {
         Capabilities {
             fs_read: paths("fs_read"),
             fs_write: paths("fs_write"),
-            network: network_declaration(fm).and_then(Result::ok).unwrap_or_default(),
+            network: network_declaration(fm)
+                .and_then(Result::ok)
+                .unwrap_or_default(),
             timeout: text("timeout").and_then(parse_timeout),
             trust: match text("trust").map(str::trim) {
                 Some("core") => Trust::Core,

@@ -251,9 +251,11 @@ impl HostPattern {
 fn host_within(host: &str, m: &HostMatch) -> bool {
     match m {
         HostMatch::Exact(h) => h == host,
-        HostMatch::Below(d) => host.len() > d.len() + 1 && host.ends_with(d.as_str()) && {
-            host.as_bytes()[host.len() - d.len() - 1] == b'.'
-        },
+        HostMatch::Below(d) => {
+            host.len() > d.len() + 1 && host.ends_with(d.as_str()) && {
+                host.as_bytes()[host.len() - d.len() - 1] == b'.'
+            }
+        }
     }
 }
 
@@ -512,14 +514,18 @@ impl Pin {
     /// `"api.internal:443" = "10.0.0.5:443"`: both sides need a port; the key is a name, the
     /// value an address (`[::1]:443` for IPv6).
     pub fn parse(key: &str, value: &str) -> Result<Pin, String> {
-        let (host, port) = key
-            .rsplit_once(':')
-            .ok_or_else(|| format!("`{}`: write the name with its port (`name:443`)", key.escape_debug()))?;
-        let port = port
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| format!("`{}`: the port must be a number from 1 to 65535", key.escape_debug()))?;
+        let (host, port) = key.rsplit_once(':').ok_or_else(|| {
+            format!(
+                "`{}`: write the name with its port (`name:443`)",
+                key.escape_debug()
+            )
+        })?;
+        let port = port.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
+            format!(
+                "`{}`: the port must be a number from 1 to 65535",
+                key.escape_debug()
+            )
+        })?;
         let host = normalize_host(host).map_err(|e| e.to_string())?;
         let addr = value.parse::<SocketAddr>().map_err(|_| {
             format!(
@@ -624,7 +630,12 @@ mod tests {
             ("a.com:22", "a.com:22", "a.com:22", ""),
             ("a.com:22", "a.com:23", "false", "a.com:22"),
             ("api.github.com", "*.github.com", "api.github.com", ""),
-            ("*.github.com", "api.github.com:443", "api.github.com:443", ""),
+            (
+                "*.github.com",
+                "api.github.com:443",
+                "api.github.com:443",
+                "",
+            ),
             ("*.github.com", "*.github.com", "*.github.com", ""),
             ("*.a.github.com", "*.github.com", "*.a.github.com", ""),
             ("*.github.com", "*.a.github.com", "*.a.github.com", ""),
@@ -643,7 +654,10 @@ mod tests {
             let d: Vec<String> = d.iter().map(ToString::to_string).collect();
             assert_eq!(d.join(" "), dropped, "{asked} ∩ {ceiling} dropped");
             // The grant never allows more than either side.
-            assert!(g.within(&n(ceiling)) && g.within(&n(asked)), "{asked} ∩ {ceiling}");
+            assert!(
+                g.within(&n(ceiling)) && g.within(&n(asked)),
+                "{asked} ∩ {ceiling}"
+            );
         }
     }
 
@@ -656,7 +670,10 @@ mod tests {
         assert!(!n("true").within(&n("a.com")));
         assert!(n("false").within(&n("false")));
         assert!(!n("a.com").within(&n("false")));
-        assert_eq!(n("a.com").union(&n("b.com a.com")).to_string(), "a.com b.com");
+        assert_eq!(
+            n("a.com").union(&n("b.com a.com")).to_string(),
+            "a.com b.com"
+        );
         assert_eq!(n("a.com").union(&n("true")), Network::All);
         assert_eq!(n("false").union(&n("b.com")).to_string(), "b.com");
         let out: Vec<String> = n("a.com b.com:22")
@@ -672,7 +689,10 @@ mod tests {
         let j = |s: &str| serde_json::from_str::<Network>(s);
         assert_eq!(j("true").unwrap(), Network::All);
         assert_eq!(j("false").unwrap(), Network::Off);
-        assert_eq!(j(r#"["a.com", "b.com:22"]"#).unwrap().to_string(), "a.com b.com:22");
+        assert_eq!(
+            j(r#"["a.com", "b.com:22"]"#).unwrap().to_string(),
+            "a.com b.com:22"
+        );
         assert!(j(r#"["10.0.0.1"]"#).is_err());
         assert_eq!(serde_json::to_string(&n("a.com")).unwrap(), r#"["a.com"]"#);
         assert_eq!(serde_json::to_string(&Network::Off).unwrap(), "false");

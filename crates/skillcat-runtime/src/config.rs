@@ -518,28 +518,29 @@ impl Config {
                 let span = v.span();
                 c.network = match v.into_inner() {
                     RawNetwork::Bool(b) => crate::capability::Network::from_bool(b),
-                    RawNetwork::List(l) => crate::capability::Network::from_patterns(
-                        l.iter().map(String::as_str),
-                    )
-                    .map_err(|e| {
-                        fail(
-                            Some(span.clone()),
-                            Some("sandbox.network".to_string()),
-                            format!("sandbox.network: {e}"),
-                        )
-                    })?,
+                    RawNetwork::List(l) => {
+                        crate::capability::Network::from_patterns(l.iter().map(String::as_str))
+                            .map_err(|e| {
+                                fail(
+                                    Some(span.clone()),
+                                    Some("sandbox.network".to_string()),
+                                    format!("sandbox.network: {e}"),
+                                )
+                            })?
+                    }
                 };
             }
             if let Some(pins) = sb.resolve {
                 for (key, value) in pins {
                     let span = value.span();
-                    let pin = crate::capability::Pin::parse(&key, value.get_ref()).map_err(|e| {
-                        fail(
-                            Some(span),
-                            Some(format!("sandbox.resolve.{key}")),
-                            format!("sandbox.resolve: {e}"),
-                        )
-                    })?;
+                    let pin =
+                        crate::capability::Pin::parse(&key, value.get_ref()).map_err(|e| {
+                            fail(
+                                Some(span),
+                                Some(format!("sandbox.resolve.{key}")),
+                                format!("sandbox.resolve: {e}"),
+                            )
+                        })?;
                     c.resolve.push(pin);
                 }
             }

@@ -371,7 +371,8 @@ pub(crate) fn receive_work(
     ours: &OwnedFd,
 ) -> Result<Option<super::workspace::BoundedWork>, String> {
     let mut text = [0u8; 4096];
-    let (n, mut fds) = recv_with_fds(ours, &mut text, 3).map_err(|e| format!("the sandbox helper's answer: {e}"))?;
+    let (n, mut fds) = recv_with_fds(ours, &mut text, 3)
+        .map_err(|e| format!("the sandbox helper's answer: {e}"))?;
     if n == 0 {
         return Ok(None);
     }
@@ -408,7 +409,11 @@ pub(crate) fn receive_work(
 /// Blocking: one message on `ours` into `text`, and the descriptors (at most `max`) it carries
 /// as `SCM_RIGHTS`, each taken exactly once (close-on-exec). 0 bytes: every peer is gone.
 #[cfg(target_os = "linux")]
-fn recv_with_fds(ours: &OwnedFd, text: &mut [u8], max: u32) -> std::io::Result<(usize, Vec<OwnedFd>)> {
+fn recv_with_fds(
+    ours: &OwnedFd,
+    text: &mut [u8],
+    max: u32,
+) -> std::io::Result<(usize, Vec<OwnedFd>)> {
     let fd_size = std::mem::size_of::<libc::c_int>() as libc::c_uint;
     // SAFETY: CMSG_SPACE is a size computation.
     let mut control = vec![0u8; unsafe { libc::CMSG_SPACE(max * fd_size) } as usize];

@@ -315,7 +315,10 @@ pub(crate) struct RunProxy {
 impl RunProxy {
     /// Serves `listener` (a listening TCP socket, wherever it was made) under `cfg`. Must be
     /// called within a tokio runtime.
-    pub(crate) fn start(listener: std::net::TcpListener, cfg: ProxyConfig) -> std::io::Result<Self> {
+    pub(crate) fn start(
+        listener: std::net::TcpListener,
+        cfg: ProxyConfig,
+    ) -> std::io::Result<Self> {
         listener.set_nonblocking(true)?;
         let listener = TcpListener::from_std(listener)?;
         let shared = Arc::new(Shared {
@@ -372,7 +375,14 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) {
 
 /// A `503` written without waiting (a client that does not read gets nothing), then closed.
 fn turn_away(stream: &TcpStream, why: &str) {
-    let _ = stream.try_write(response(503, "Service Unavailable", &format!("skillcat proxy: {why}\n")).as_bytes());
+    let _ = stream.try_write(
+        response(
+            503,
+            "Service Unavailable",
+            &format!("skillcat proxy: {why}\n"),
+        )
+        .as_bytes(),
+    );
 }
 
 fn response(status: u16, reason: &str, body: &str) -> String {
@@ -456,14 +466,28 @@ async fn open(
 ) -> Result<Option<(TcpStream, (String, u16))>, Refusal> {
     let limits = shared.cfg.limits;
     let mut buf: Vec<u8> = Vec::with_capacity(1024);
-    let end = match tokio::time::timeout(limits.head_time, read_head(client, &mut buf, limits.head_bytes)).await {
-        Err(_) => return Err(Refusal::new(400, "(no request)", "the request head did not arrive in time")),
+    let end = match tokio::time::timeout(
+        limits.head_time,
+        read_head(client, &mut buf, limits.head_bytes),
+    )
+    .await
+    {
+        Err(_) => {
+            return Err(Refusal::new(
+                400,
+                "(no request)",
+                "the request head did not arrive in time",
+            ));
+        }
         Ok(Err(HeadError::Closed)) => return Ok(None),
         Ok(Err(HeadError::TooLarge)) => {
             return Err(Refusal::new(
                 431,
                 "(request)",
-                format!("the request head is larger than {} bytes", limits.head_bytes),
+                format!(
+                    "the request head is larger than {} bytes",
+                    limits.head_bytes
+                ),
             ));
         }
         Ok(Ok(end)) => end,
@@ -505,10 +529,18 @@ async fn open(
     };
     // Plain HTTP: the Host header must name the host checked (no fronting another host
     // behind an allowed address).
-    if let Some((_, h)) = head.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("host")) {
+    if let Some((_, h)) = head
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("host"))
+    {
         let named = h.trim();
         let named_host = named.rsplit_once(':').map_or(named, |(h, p)| {
-            if p.chars().all(|c| c.is_ascii_digit()) { h } else { named }
+            if p.chars().all(|c| c.is_ascii_digit()) {
+                h
+            } else {
+                named
+            }
         });
         if !named_host.eq_ignore_ascii_case(&host)
             && !named_host.trim_end_matches('.').eq_ignore_ascii_case(&host)
@@ -541,10 +573,13 @@ async fn open(
     let mut bytes = out.into_bytes();
     bytes.extend_from_slice(&rest);
     count(shared, &key, bytes.len() as u64, true)?;
-    upstream
-        .write_all(&bytes)
-        .await
-        .map_err(|e| Refusal::new(502, &format!("{}:{}", key.0, key.1), format!("writing upstream: {e}")))?;
+    upstream.write_all(&bytes).await.map_err(|e| {
+        Refusal::new(
+            502,
+            &format!("{}:{}", key.0, key.1),
+            format!("writing upstream: {e}"),
+        )
+    })?;
     Ok(Some((upstream, key)))
 }
 
@@ -559,7 +594,11 @@ enum HeadError {
 }
 
 /// Reads until the blank line that ends the head; the offset just past it.
-async fn read_head(client: &mut TcpStream, buf: &mut Vec<u8>, max: usize) -> Result<usize, HeadError> {
+async fn read_head(
+    client: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> Result<usize, HeadError> {
     let mut chunk = [0u8; 4096];
     loop {
         if let Some(i) = memchr_crlfcrlf(buf) {
@@ -581,7 +620,8 @@ fn memchr_crlfcrlf(b: &[u8]) -> Option<usize> {
 }
 
 fn parse_head(bytes: &[u8]) -> Result<Head, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "the request head is not UTF-8".to_string())?;
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| "the request head is not UTF-8".to_string())?;
     let text = text.strip_suffix("\r\n\r\n").unwrap_or(text);
     let mut lines = text.split("\r\n");
     let first = lines.next().unwrap_or("");
@@ -604,7 +644,11 @@ fn parse_head(bytes: &[u8]) -> Result<Head, String> {
         let Some((k, v)) = line.split_once(':') else {
             return Err("a header line without `:`".into());
         };
-        if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_!#$%&'*+.^`|~".contains(&b)) {
+        if k.is_empty()
+            || !k
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_!#$%&'*+.^`|~".contains(&b))
+        {
             return Err("a malformed header name".into());
         }
         headers.push((k.to_string(), v.trim().to_string()));
@@ -647,7 +691,9 @@ fn authority(text: &str, default: Option<u16>) -> Result<(String, u16), Refusal>
                 .into(),
         ));
     }
-    let port = port.or(default).ok_or_else(|| bad("CONNECT needs host:port"))?;
+    let port = port
+        .or(default)
+        .ok_or_else(|| bad("CONNECT needs host:port"))?;
     let name = normalize_host(host).map_err(|e| {
         let why = e.why;
         Refusal::new(
@@ -661,7 +707,11 @@ fn authority(text: &str, default: Option<u16>) -> Result<(String, u16), Refusal>
 
 /// Checks `host:port` against the grant, resolves it once, checks every address, and connects
 /// to a checked one.
-async fn connect(shared: &Shared, host: &str, port: u16) -> Result<(TcpStream, (String, u16)), Refusal> {
+async fn connect(
+    shared: &Shared,
+    host: &str,
+    port: u16,
+) -> Result<(TcpStream, (String, u16)), Refusal> {
     let target = format!("{host}:{port}");
     let cfg = &shared.cfg;
     if !cfg.allowed.iter().any(|p| p.matches(host, port)) {
@@ -678,10 +728,26 @@ async fn connect(shared: &Shared, host: &str, port: u16) -> Result<(TcpStream, (
             (vec![SocketAddr::from((Ipv4Addr::LOCALHOST, port))], false)
         }
         None => {
-            let looked = tokio::time::timeout(cfg.limits.connect_time, tokio::net::lookup_host((host, port))).await;
+            let looked = tokio::time::timeout(
+                cfg.limits.connect_time,
+                tokio::net::lookup_host((host, port)),
+            )
+            .await;
             match looked {
-                Err(_) => return Err(Refusal::new(504, &target, "the name did not resolve in time")),
-                Ok(Err(e)) => return Err(Refusal::new(502, &target, format!("the name does not resolve: {e}"))),
+                Err(_) => {
+                    return Err(Refusal::new(
+                        504,
+                        &target,
+                        "the name did not resolve in time",
+                    ));
+                }
+                Ok(Err(e)) => {
+                    return Err(Refusal::new(
+                        502,
+                        &target,
+                        format!("the name does not resolve: {e}"),
+                    ));
+                }
                 Ok(Ok(a)) => (a.collect(), false),
             }
         }
@@ -689,11 +755,17 @@ async fn connect(shared: &Shared, host: &str, port: u16) -> Result<(TcpStream, (
     let (ok, bad): (Vec<SocketAddr>, Vec<SocketAddr>) = if pinned {
         (addrs, Vec::new())
     } else {
-        addrs.into_iter().partition(|a| refused_class(a.ip()).is_none())
+        addrs
+            .into_iter()
+            .partition(|a| refused_class(a.ip()).is_none())
     };
     if ok.is_empty() {
         let Some(first) = bad.first() else {
-            return Err(Refusal::new(502, &target, "the name resolves to no address"));
+            return Err(Refusal::new(
+                502,
+                &target,
+                "the name resolves to no address",
+            ));
         };
         let class = refused_class(first.ip()).unwrap_or("refused");
         return Err(Refusal::new(
@@ -734,16 +806,31 @@ async fn connect(shared: &Shared, host: &str, port: u16) -> Result<(TcpStream, (
             Err(_) => last = format!("{addr}: timed out"),
         }
     }
-    Err(Refusal::new(502, &target, format!("could not connect ({last})")))
+    Err(Refusal::new(
+        502,
+        &target,
+        format!("could not connect ({last})"),
+    ))
 }
 
 /// Counts `n` bytes against the run's budget and the host's report.
 fn count(shared: &Shared, key: &(String, u16), n: u64, out: bool) -> Result<(), Refusal> {
-    let left = shared.bytes_left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(n));
+    let left = shared
+        .bytes_left
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+            left.checked_sub(n)
+        });
     if left.is_err() {
         shared.bytes_left.store(0, Ordering::Relaxed);
-        shared.limit(format!("bytes relayed in one run ({})", shared.cfg.limits.bytes));
-        return Err(Refusal::new(503, &format!("{}:{}", key.0, key.1), "the run's byte limit is reached"));
+        shared.limit(format!(
+            "bytes relayed in one run ({})",
+            shared.cfg.limits.bytes
+        ));
+        return Err(Refusal::new(
+            503,
+            &format!("{}:{}", key.0, key.1),
+            "the run's byte limit is reached",
+        ));
     }
     shared.with(|b| {
         if let Some(r) = b.reached.get_mut(key) {
@@ -806,11 +893,17 @@ mod tests {
             ("255.255.255.255", Some("reserved or broadcast")),
             ("::1", Some("loopback")),
             ("::", Some("unspecified")),
-            ("fd00:ec2::254", Some("private (unique local; cloud metadata)")),
+            (
+                "fd00:ec2::254",
+                Some("private (unique local; cloud metadata)"),
+            ),
             ("fe80::1", Some("link-local")),
             ("ff02::1", Some("multicast")),
             ("::ffff:127.0.0.1", Some("loopback")),
-            ("::ffff:169.254.169.254", Some("link-local (cloud metadata)")),
+            (
+                "::ffff:169.254.169.254",
+                Some("link-local (cloud metadata)"),
+            ),
             ("64:ff9b::a9fe:a9fe", Some("link-local (cloud metadata)")),
             ("2002:7f00:1::", Some("loopback")),
             ("::127.0.0.1", Some("reserved")),
@@ -830,7 +923,10 @@ mod tests {
     #[test]
     fn heads_and_authorities() {
         let h = parse_head(b"GET http://a.com/x HTTP/1.1\r\nHost: a.com\r\nX: y\r\n\r\n").unwrap();
-        assert_eq!((h.method.as_str(), h.target.as_str()), ("GET", "http://a.com/x"));
+        assert_eq!(
+            (h.method.as_str(), h.target.as_str()),
+            ("GET", "http://a.com/x")
+        );
         assert_eq!(h.headers.len(), 2);
         for bad in [
             &b"GET http://a.com/x\r\n\r\n"[..],
@@ -842,8 +938,14 @@ mod tests {
         ] {
             assert!(parse_head(bad).is_err(), "{}", String::from_utf8_lossy(bad));
         }
-        assert_eq!(authority("A.com:443", None).ok().unwrap(), ("a.com".into(), 443));
-        assert_eq!(authority("a.com", Some(80)).ok().unwrap(), ("a.com".into(), 80));
+        assert_eq!(
+            authority("A.com:443", None).ok().unwrap(),
+            ("a.com".into(), 443)
+        );
+        assert_eq!(
+            authority("a.com", Some(80)).ok().unwrap(),
+            ("a.com".into(), 80)
+        );
         for (bad, status) in [
             ("a.com", 400),
             ("a.com:0", 400),
@@ -854,7 +956,9 @@ mod tests {
             ("2130706433:80", 403),
             ("u@a.com:443", 400),
         ] {
-            let r = authority(bad, None).err().unwrap_or_else(|| panic!("{bad}"));
+            let r = authority(bad, None)
+                .err()
+                .unwrap_or_else(|| panic!("{bad}"));
             assert_eq!(r.status, status, "{bad}: {}", r.why);
         }
     }

@@ -481,11 +481,10 @@ impl Runner {
         #[cfg(target_os = "linux")]
         let (proxy_ours, proxy_theirs) = match &hosts {
             Some(_) => {
-                let (o, t) = super::process::work_socket().map_err(|e| {
-                    ScriptError::SandboxFailed {
+                let (o, t) =
+                    super::process::work_socket().map_err(|e| ScriptError::SandboxFailed {
                         reason: format!("the run's proxy: socket: {e}"),
-                    }
-                })?;
+                    })?;
                 (Some(o), Some(t))
             }
             None => (None, None),

@@ -12,9 +12,9 @@
 use std::os::unix::io::{AsFd, AsRawFd, OwnedFd};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd,
-    RestrictionStatus, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus,
-    Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+    PathFd, RestrictionStatus, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr,
+    RulesetStatus, Scope,
 };
 
 use crate::script::sandbox::{FsAccess, FsRule, HelperPolicy, NetMode};
@@ -71,7 +71,10 @@ pub(super) fn build(policy: &HelperPolicy, kernel_abi: u32) -> Result<Prepared, 
     if tcp && policy.network == NetMode::Proxied {
         // The proxy's port is the one TCP connection a proxied script may make (no bind).
         created = created
-            .add_rule(NetPort::new(crate::script::sandbox::PROXY_PORT, AccessNet::ConnectTcp))
+            .add_rule(NetPort::new(
+                crate::script::sandbox::PROXY_PORT,
+                AccessNet::ConnectTcp,
+            ))
             .map_err(e)?;
     }
     let summary = format!(
