@@ -159,7 +159,7 @@ fn wrong_types_name_the_key_and_line() {
             2,
             11,
             "sandbox.network",
-            "a boolean",
+            "true, false or a list of host patterns",
         ),
         (
             "[sandbox]\ntimeout = \"abc\"\n",

@@ -19,7 +19,7 @@ pub enum ScriptError {
         /// What it printed.
         output: Captured,
         /// What it did on the network, for a run granted a host list (its proxy's report).
-        network: Option<super::proxy::NetworkReport>,
+        network: Option<Box<super::proxy::NetworkReport>>,
     },
     /// A failure every kind of tool shares, with the script codes: the gate refused the run
     /// (`E_SKILL_SCRIPT_DENIED`) or could not decide (`E_SKILL_SCRIPT_GATE_UNAVAILABLE`), the
@@ -114,7 +114,7 @@ impl ScriptError {
                 ..
             } => {
                 let mut s = output.render();
-                super::run::append_network(&mut s, network.as_ref());
+                super::run::append_network(&mut s, network.as_deref());
                 format!("Error (exit {code}):\n{s}")
             }
             ScriptError::Call(f) => f.to_model_text(),
@@ -128,7 +128,7 @@ impl ScriptError {
     /// What a failed run did on the network, for a run granted a host list.
     pub fn network(&self) -> Option<&super::proxy::NetworkReport> {
         match self {
-            ScriptError::Failed { network, .. } => network.as_ref(),
+            ScriptError::Failed { network, .. } => network.as_deref(),
             _ => None,
         }
     }

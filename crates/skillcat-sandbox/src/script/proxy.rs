@@ -683,7 +683,7 @@ fn authority(text: &str, default: Option<u16>) -> Result<(String, u16), Refusal>
             None => (text, None),
         }
     };
-    let host_only = host.trim_start_matches('[').trim_end_matches(|c| c == ']');
+    let host_only = host.trim_start_matches('[').trim_end_matches(']');
     if host_only.parse::<IpAddr>().is_ok() || host.starts_with('[') {
         return Err(Refusal::new(403, text, "an IP address; the proxy connects to names only").hint(
             "list the host's name in the grant; to reach this address on purpose, pin a name to it \
@@ -918,6 +918,72 @@ mod tests {
             let ip: IpAddr = ip.parse().unwrap();
             assert_eq!(refused_class(ip), want, "{ip}");
         }
+    }
+
+    /// A proxy on a local listener whose only host is `big.test:80`, pinned to a server that
+    /// sends 4 MiB; the run's byte budget is 256 KiB.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_byte_budget_closes_the_run_and_is_reported() {
+        let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let up = upstream.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in upstream.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let mut s = s;
+                    let chunk = vec![b'x'; 64 * 1024];
+                    for _ in 0..64 {
+                        if std::io::Write::write_all(&mut s, &chunk).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = listener.local_addr().unwrap();
+        let proxy = RunProxy::start(
+            listener,
+            ProxyConfig {
+                allowed: vec![HostPattern::parse("big.test:80").unwrap()],
+                pins: vec![Pin::parse("big.test:80", &up.to_string()).unwrap()],
+                limits: ProxyLimits {
+                    bytes: 256 * 1024,
+                    ..ProxyLimits::default()
+                },
+            },
+        )
+        .unwrap();
+        let mut c = TcpStream::connect(at).await.unwrap();
+        c.write_all(b"CONNECT big.test:80 HTTP/1.1\r\n\r\n")
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(20), c.read_to_end(&mut got)).await;
+        assert!(read.is_ok(), "the tunnel is closed at the budget");
+        assert!(got.starts_with(b"HTTP/1.1 200"));
+        assert!(
+            got.len() < 256 * 1024 + 64 * 1024,
+            "{} bytes came through",
+            got.len()
+        );
+        // A second connection after the budget is spent gets nothing through.
+        let mut c = TcpStream::connect(at).await.unwrap();
+        c.write_all(b"CONNECT big.test:80 HTTP/1.1\r\n\r\n")
+            .await
+            .unwrap();
+        let mut again = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(20), c.read_to_end(&mut again)).await;
+        assert!(again.len() < 1024, "{}", String::from_utf8_lossy(&again));
+        let report = proxy.finish();
+        assert!(
+            report
+                .limits
+                .iter()
+                .any(|l| l.starts_with("bytes relayed in one run (262144)")),
+            "{report:?}"
+        );
+        assert_eq!(report.reached[0].host, "big.test");
+        assert!(report.reached[0].bytes_in <= 256 * 1024);
     }
 
     #[test]

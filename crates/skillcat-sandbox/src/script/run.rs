@@ -452,10 +452,17 @@ impl Runner {
                 .port(),
             None => 0,
         };
-        #[cfg(target_os = "linux")]
-        let proxy_port = 0;
-        let mut policy =
-            self.helper_policy(t, ws, &grant, script_args, timeout, mode, proxy_port)?;
+        let mut policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode)?;
+        if policy.network == NetMode::Proxied {
+            #[cfg(target_os = "linux")]
+            let port = sandbox::PROXY_PORT;
+            #[cfg(not(target_os = "linux"))]
+            let port = {
+                policy.proxy_port = proxy_port;
+                proxy_port
+            };
+            policy.env.extend(proxy_env(port));
+        }
         let making = match making {
             Some(guard) => Some((guard, self.make_work(ws, &mut policy)?)),
             None => None,
@@ -644,7 +651,7 @@ impl Runner {
                 code,
                 signal,
                 output: raw.output,
-                network,
+                network: network.map(Box::new),
             });
         }
         Ok(ScriptOutput {
@@ -776,7 +783,6 @@ impl Runner {
         script_args: Vec<String>,
         timeout: Duration,
         mode: Mode,
-        proxy_port: u16,
     ) -> Result<HelperPolicy, ScriptError> {
         let work = ws.work_dir();
         let skill_dir = ws.skill_dir();
@@ -791,7 +797,7 @@ impl Runner {
             // Unconfined (trust: core without Landlock): no namespace, the host's network.
             (Network::Hosts(_), Mode::Unconfined) | (Network::All, _) => NetMode::All,
         };
-        let mut env = vec![
+        let env = vec![
             ("PATH".to_string(), SYSTEM_PATH.to_string()),
             ("HOME".to_string(), work.to_string_lossy().into_owned()),
             (
@@ -800,22 +806,7 @@ impl Runner {
             ),
             ("LANG".to_string(), "C.UTF-8".to_string()),
         ];
-        if network == NetMode::Proxied {
-            let port = if proxy_port == 0 {
-                sandbox::PROXY_PORT
-            } else {
-                proxy_port
-            };
-            let url = format!("http://127.0.0.1:{port}");
-            for key in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
-                env.push((key.to_string(), url.clone()));
-                env.push((key.to_ascii_lowercase(), url.clone()));
-            }
-            // The namespace's own loopback is the script's; nothing of the host's is there.
-            let local = "localhost,127.0.0.1,::1".to_string();
-            env.push(("NO_PROXY".to_string(), local.clone()));
-            env.push(("no_proxy".to_string(), local));
-        }
+
         let system = if cfg!(target_os = "macos") {
             sandbox::macos::system_read_paths(grant.network.any())
         } else {
@@ -937,7 +928,7 @@ impl Runner {
             env,
             rules,
             network,
-            proxy_port,
+            proxy_port: 0,
             limits: RunLimits {
                 // Above the wall-clock timeout, so a spinning script ends with the timeout error.
                 cpu_seconds: secs + 2,
@@ -956,6 +947,23 @@ impl Runner {
             granted,
         })
     }
+}
+
+/// The environment that points a proxied run's clients at its proxy: `HTTP_PROXY`,
+/// `HTTPS_PROXY`, `ALL_PROXY` (and their lowercase forms) at `http://127.0.0.1:PORT`, and
+/// `NO_PROXY` for loopback names (the namespace's loopback is the script's own; nothing of the
+/// host's is there).
+fn proxy_env(port: u16) -> Vec<(String, String)> {
+    let url = format!("http://127.0.0.1:{port}");
+    let mut env = Vec::new();
+    for key in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+        env.push((key.to_string(), url.clone()));
+        env.push((key.to_ascii_lowercase(), url.clone()));
+    }
+    let local = "localhost,127.0.0.1,::1".to_string();
+    env.push(("NO_PROXY".to_string(), local.clone()));
+    env.push(("no_proxy".to_string(), local));
+    env
 }
 
 /// The topmost directories above any of `paths` (existing ones) that uid/gid 65534 may not

@@ -663,11 +663,6 @@ mod tests {
                 assert!(f.main.len() > 40);
             }
         }
-        for (network, shared) in [(NetMode::Off, false)] {
-            let f = build(network, shared).unwrap();
-            assert_eq!(f.guard.len(), 7 + 3 * ranges(&reviewed()).len());
-            assert!(f.main.len() > 40);
-        }
     }
 
     #[test]
