@@ -328,8 +328,10 @@ fn no_way_out_but_the_proxy() {
     udp.set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
     let udp_port = udp.local_addr().unwrap().port();
+    // `api.localhost` resolves to loopback (RFC 6761), on the port of the test's server: without
+    // the proxy's address check, the server would get the connection.
     let w = World::new(
-        "api.test:80 api.localhost:80",
+        &format!("api.test:80 api.localhost:{}", http.port),
         "true",
         &[("api.test:80", format!("127.0.0.1:{}", http.port))],
     );
@@ -427,11 +429,17 @@ fn no_way_out_but_the_proxy() {
     assert!(o.out().contains("GET -> HTTP/1.1 403"), "{}", o.out());
 
     // A listed name that resolves to loopback, without a pin: refused, with the pin to add.
-    let o = w.run(&[], "connect api.localhost:80");
+    let o = w.run(&[], &format!("connect api.localhost:{port}"));
     assert!(o.out().contains("-> HTTP/1.1 403 Forbidden"), "{}", o.out());
     o.says(&[
-        "network: refused api.localhost:80: api.localhost resolves to 127.0.0.1, a loopback address",
-        "hint: if that address is meant, pin it in skillcat.toml: [sandbox.resolve] \"api.localhost:80\"",
+        &format!(
+            "network: refused api.localhost:{port}: api.localhost resolves to 127.0.0.1, a \
+             loopback address"
+        ),
+        &format!(
+            "hint: if that address is meant, pin it in skillcat.toml: [sandbox.resolve] \
+             \"api.localhost:{port}\""
+        ),
     ]);
     assert_eq!(
         http.connections.load(Ordering::SeqCst),

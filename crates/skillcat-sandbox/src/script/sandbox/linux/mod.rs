@@ -765,7 +765,11 @@ fn child(
             names.extend(["pid", "ipc"]);
         }
         if ns.net {
-            names.push("net");
+            names.push(if policy.network == NetMode::Proxied {
+                "net (out only through the run's proxy)"
+            } else {
+                "net"
+            });
         }
         let namespaces = if names.is_empty() {
             "none".to_string()
