@@ -440,6 +440,26 @@ mod tests {
     }
 
     #[test]
+    fn a_network_declaration_that_is_not_one_is_a_fault() {
+        let with = |net: &str| {
+            let mut m = fm(&[("name", "a"), ("description", "d")]);
+            let mut meta = Map::new();
+            meta.insert("skillcat.network".into(), Value::Text(net.into()));
+            m.insert("metadata".into(), Value::Map(meta));
+            validate_frontmatter(&m, None, &ValidateOptions::default())
+        };
+        for ok in ["true", "false", "api.github.com *.example.com:8443"] {
+            assert!(with(ok).is_empty(), "{ok}");
+        }
+        let f = with("api.github.com 10.0.0.1");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].kind(), FaultKind::NetworkInvalid);
+        assert_eq!(f[0].kind().as_str(), "network-invalid");
+        assert!(f[0].message().contains("`10.0.0.1` is not a host pattern: an IP address"));
+        assert!(f[0].hint().is_some());
+    }
+
+    #[test]
     fn missing_everything() {
         assert_eq!(
             kinds(&Map::new(), None),
