@@ -242,30 +242,7 @@ impl Capabilities {
     }
 }
 
-/// The network a frontmatter declares (`skillcat.network` under `metadata:`, else a top-level
-/// `network`), or why it is not a valid declaration; `None` when it declares none. One text
-/// (`true`, `false`, host patterns separated by blanks) or a list of patterns.
-pub fn network_declaration(fm: &Map) -> Option<Result<Network, PatternError>> {
-    let metadata = fm.get("metadata").and_then(Value::as_map);
-    let (v, _) = declared(fm, metadata, "network")?;
-    Some(match v {
-        Value::Text(t) => Network::parse(t),
-        Value::List(items) => {
-            let words: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
-            match words {
-                Some(w) => Network::from_patterns(w.into_iter().map(str::trim)),
-                None => Err(PatternError {
-                    text: "network".into(),
-                    why: "a list of host patterns holds something other than text".into(),
-                }),
-            }
-        }
-        _ => Err(PatternError {
-            text: "network".into(),
-            why: "`true`, `false` or host patterns separated by blanks".into(),
-        }),
-    })
-}
+pub use crate::document::network_declaration;
 
 /// A positive whole number of seconds.
 fn parse_timeout(s: &str) -> Option<u64> {
