@@ -99,7 +99,7 @@ try:
     elif mode == "http":
         # An absolute-form request, as HTTP_PROXY clients send, with the Host header given.
         s = socket.create_connection(proxy, timeout=5)
-        s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (sys.argv[2], sys.argv[3])).encode())
+        s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\n\r\n" % (sys.argv[2], sys.argv[3])).encode())
         print("GET ->", s.recv(200).split(b"\r\n")[0].decode())
 except Exception as e:
     print("%s failed: %s: %s" % (mode, type(e).__name__, e))
@@ -112,7 +112,8 @@ struct HttpServer {
     port: u16,
     connections: Arc<AtomicUsize>,
     most_at_once: Arc<AtomicUsize>,
-    hosts: Arc<Mutex<Vec<String>>>,
+    /// The request heads it received.
+    heads: Arc<Mutex<Vec<String>>>,
 }
 
 fn http_server() -> HttpServer {
@@ -121,8 +122,8 @@ fn http_server() -> HttpServer {
     let connections = Arc::new(AtomicUsize::new(0));
     let most_at_once = Arc::new(AtomicUsize::new(0));
     let now = Arc::new(AtomicUsize::new(0));
-    let hosts = Arc::new(Mutex::new(Vec::new()));
-    let (c, m, h) = (connections.clone(), most_at_once.clone(), hosts.clone());
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let (c, m, h) = (connections.clone(), most_at_once.clone(), heads.clone());
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {
             c.fetch_add(1, Ordering::SeqCst);
@@ -141,13 +142,9 @@ fn http_server() -> HttpServer {
                     }
                 }
                 if !got.is_empty() {
-                    let text = String::from_utf8_lossy(&got).to_string();
-                    if let Some(host) = text
-                        .lines()
-                        .find_map(|l| l.strip_prefix("Host: ").map(str::to_string))
-                    {
-                        h.lock().unwrap().push(host);
-                    }
+                    h.lock()
+                        .unwrap()
+                        .push(String::from_utf8_lossy(&got).to_string());
                     let _ = s.write_all(&http_response(200, &[], b"hello from http\n"));
                 } else {
                     // A tunnel that sends nothing: held until the client goes.
@@ -161,7 +158,7 @@ fn http_server() -> HttpServer {
         port,
         connections,
         most_at_once,
-        hosts,
+        heads,
     }
 }
 
@@ -269,10 +266,13 @@ fn an_allowed_name_is_reached_over_http_and_connect_and_the_run_reports_it() {
         "network: reached api.test:80 at 127.0.0.1:{} (pinned) (1 connection",
         http.port
     )]);
-    assert_eq!(
-        http.hosts.lock().unwrap().last().map(String::as_str),
-        Some("api.test")
-    );
+    // What reached the server: the path in origin form, the Host header, no Proxy-* header,
+    // one request per connection.
+    let head = http.heads.lock().unwrap().last().cloned().unwrap();
+    assert!(head.starts_with("GET /hello HTTP/1.1\r\n"), "{head}");
+    assert!(head.contains("\r\nHost: api.test\r\n"), "{head}");
+    assert!(head.contains("\r\nConnection: close\r\n"), "{head}");
+    assert!(!head.to_ascii_lowercase().contains("proxy-"), "{head}");
 
     // TLS through CONNECT to the HTTPS server.
     let o = w.run(&[], "connect secure.test:443 tls");
@@ -456,11 +456,11 @@ fn the_proxys_limits_hold_under_a_flood() {
         "true",
         &[("api.test:80", format!("127.0.0.1:{}", http.port))],
     );
-    // 60 tunnels held open at once: 32 are served, the rest turned away, and the run says so.
-    let o = w.run(&[], "flood api.test:80 60");
+    // 40 tunnels (the run may hold 64 tasks, the probe's threads among them) held open at once: 32 are served, the rest turned away, and the run says so.
+    let o = w.run(&[], "flood api.test:80 40");
     o.code(0);
     assert!(
-        o.out().contains("flood: 200=32 503=28"),
+        o.out().contains("flood: 200=32 503=8"),
         "{}\n{}",
         o.out(),
         o.stderr
@@ -578,4 +578,77 @@ async fn mcp_results_carry_the_network_report_in_meta() {
     assert!(text.contains("[network: refused evil.test:443"), "{text}");
     client.cancel().await.unwrap();
     let _ = child.wait().await;
+}
+
+#[test]
+fn pins_are_the_users_and_a_bad_one_is_refused_with_its_place() {
+    let http = http_server();
+    // The user's own file: the whole network allowed, no pin.
+    let w = World::new("api.test:80", "true", &[]);
+    // A checkout's skillcat.toml (not trusted) pins the name to the host's loopback: it may only
+    // narrow the user's configuration, so its pin does not count.
+    let project = w.home.join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(
+        project.join("skillcat.toml"),
+        format!(
+            "[sandbox]\nnetwork = [\"api.test:80\"]\n\n[sandbox.resolve]\n\"api.test:80\" = \"127.0.0.1:{}\"\n",
+            http.port
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(w.home.join(".config/skillcat")).unwrap();
+    std::fs::copy(&w.config, w.home.join(".config/skillcat/skillcat.toml")).unwrap();
+    let skills = w.skills.to_string_lossy().into_owned();
+    let o = Skillcat::new(&[
+        "run",
+        &skills,
+        "probe",
+        "probe",
+        "--args",
+        "connect api.test:80",
+    ])
+    .cwd(&project)
+    .env("HOME", &w.home)
+    .env_remove("SKILLCAT_CONFIG")
+    .env_remove("XDG_CONFIG_HOME")
+    .deadline(Duration::from_secs(60))
+    .run();
+    assert!(
+        !o.out().contains("-> HTTP/1.1 200"),
+        "{}\n{}",
+        o.out(),
+        o.stderr
+    );
+    o.says(&["network: refused api.test:80"]);
+    assert_eq!(
+        http.connections.load(Ordering::SeqCst),
+        0,
+        "the project's pin did not count"
+    );
+    // In the user's own file, the same pin counts.
+    std::fs::write(
+        &w.config,
+        format!(
+            "[sandbox]\nnetwork = true\n\n[sandbox.resolve]\n\"api.test:80\" = \"127.0.0.1:{}\"\n",
+            http.port
+        ),
+    )
+    .unwrap();
+    let o = w.run(&[], "connect api.test:80");
+    assert!(
+        o.out().contains("-> HTTP/1.1 200"),
+        "{}\n{}",
+        o.out(),
+        o.stderr
+    );
+    // A pin that is not one names its key and place.
+    std::fs::write(
+        &w.config,
+        "[sandbox]\nnetwork = true\n\n[sandbox.resolve]\n\"api.test\" = \"127.0.0.1:80\"\n",
+    )
+    .unwrap();
+    let o = w.run(&[], "env");
+    o.code(2);
+    o.says(&["sandbox.resolve: `api.test`: write the name with its port"]);
 }

@@ -1130,6 +1130,33 @@ mod tests {
             out(0, Confinement::Unconfined("trust: core".into())).to_model_text(),
             "hi\n[ran without confinement: trust: core]"
         );
+        // A host-list run: the model reads each refusal and its hint, not the hosts reached.
+        let mut o = out(0, Confinement::Confined("x".into()));
+        o.network = Some(NetworkReport {
+            reached: vec![super::super::proxy::Reached {
+                host: "a.test".into(),
+                port: 443,
+                address: "192.0.2.1:443".into(),
+                pinned: false,
+                connections: 1,
+                bytes_out: 1,
+                bytes_in: 2,
+            }],
+            refused: vec![super::super::proxy::Refused {
+                target: "b.test:443".into(),
+                why: "not in this run's network grant".into(),
+                hint: Some("grant it".into()),
+                count: 2,
+            }],
+            limits: vec![],
+        });
+        assert_eq!(
+            o.to_model_text(),
+            "hi\n[network: refused b.test:443: not in this run's network grant (2 times)]\n\
+             [hint: grant it]"
+        );
+        let lines = o.network.as_ref().unwrap().lines();
+        assert!(lines[0].starts_with("network: reached a.test:443 at 192.0.2.1:443 (1 connection"));
     }
 
     #[test]
