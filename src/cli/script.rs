@@ -786,7 +786,7 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
         Ok(out) => {
             out!("{}", on_stdout(&out.to_model_text()));
             if let Some(n) = out.script.as_ref().and_then(|s| s.network.as_ref()) {
-                say_network(n);
+                say_network(n, &config, &env);
             }
             ExitStatus::Success
         }
@@ -795,7 +795,7 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
             if let RuntimeError::Script(e @ ScriptError::Failed { .. }) = &e {
                 print_hints(e, &run.activations()[0], &config, &env);
                 if let Some(n) = e.network() {
-                    say_network(n);
+                    say_network(n, &config, &env);
                 }
             }
             status
@@ -827,12 +827,37 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
 
 /// What a proxied run did on the network, on stderr: each host reached, each refusal with the
 /// grant that would allow it (`hint:`), each limit reached.
-fn say_network(n: &skillcat::script::NetworkReport) {
+fn say_network(n: &skillcat::script::NetworkReport, config: &Config, env: &Environment) {
     for line in n.lines() {
         // Escaped always: a refused target is the script's text.
         err!("{}", escape_controls(&line));
     }
+    // A name outside the grant that the ceiling does not allow either: the flag alone would be
+    // refused, so say which file to widen.
+    let ceiling = &config.ceiling().network;
+    for r in n.refused.iter().filter(|r| r.why == NOT_GRANTED) {
+        let Some((host, port)) = r
+            .target
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+        else {
+            continue;
+        };
+        if !ceiling.allows(host, port) {
+            err!(
+                "hint: the configured ceiling does not allow {} either ([sandbox] network = {}): \
+                 add \"{}\" to it in {}",
+                escape_controls(&r.target),
+                ceiling,
+                escape_controls(&r.target),
+                config_file(config, env)
+            );
+        }
+    }
 }
+
+/// The reason the proxy gives for a name and port outside the run's grant.
+const NOT_GRANTED: &str = skillcat::script::proxy::NOT_GRANTED;
 
 /// A skill whose network declaration is not one: said, as it is read as no network.
 fn warn_network_declaration(a: &Activation) {

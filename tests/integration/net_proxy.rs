@@ -498,6 +498,14 @@ fn the_ceiling_and_the_flags_bound_the_host_list() {
         "{}",
         o.out()
     );
+    // A refused name the ceiling does not allow either: the hint names the file to widen.
+    let o = w.run(&[], "connect evil.example:443");
+    o.code(0);
+    o.says(&[
+        "network: refused evil.example:443: not in this run's network grant",
+        "hint: the configured ceiling does not allow evil.example:443 either ([sandbox] network = \
+         *.corp.test): add \"evil.example:443\" to it in",
+    ]);
     // A flag outside the ceiling, bare --allow-net under a list, and a bad pattern: usage errors.
     let o = w.run(&["--allow-net", "api.github.com"], "env");
     o.code(2);

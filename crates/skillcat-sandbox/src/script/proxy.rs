@@ -31,6 +31,9 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::capability::{HostPattern, Pin};
 use skillcat_core::network::normalize_host;
 
+/// Why the proxy refuses a name and port outside the run's grant ([`Refused::why`]).
+pub const NOT_GRANTED: &str = "not in this run's network grant";
+
 /// The bounds of one run's proxy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProxyLimits {
@@ -715,7 +718,7 @@ async fn connect(
     let target = format!("{host}:{port}");
     let cfg = &shared.cfg;
     if !cfg.allowed.iter().any(|p| p.matches(host, port)) {
-        return Err(Refusal::new(403, &target, "not in this run's network grant").hint(format!(
+        return Err(Refusal::new(403, &target, NOT_GRANTED).hint(format!(
             "grant it for one run with `--allow-net {target}`, or add `{target}` to the skill's \
              `skillcat.network` (the `[sandbox] network` ceiling must allow it too)"
         )));
