@@ -12,8 +12,10 @@ use super::ScriptError;
 use crate::capability::{self, Ceiling, Context, Grant, Trust};
 
 /// Checks that `grant` asks for nothing `policy` does not allow: every read path under a policy
-/// read or write root, every write path under a policy write root, network only if the policy
-/// has it, a timeout no longer than the policy's, `core` trust only under a `core` policy.
+/// read or write root, every write path under a policy write root, network only as far as the
+/// policy has it (the whole network only under the whole network, each host and port of a list
+/// within the policy's), a timeout no longer than the policy's, `core` trust only under a
+/// `core` policy.
 /// Paths must be absolute and free of `.`/`..` (the runner canonicalises them first).
 pub fn check_within(grant: &Grant, policy: &Grant) -> Result<(), ScriptError> {
     let widened = |reason: String| Err(ScriptError::PolicyWidened { reason });
