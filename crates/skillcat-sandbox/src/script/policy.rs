@@ -154,6 +154,34 @@ mod tests {
     }
 
     #[test]
+    fn host_lists_within_the_policy() {
+        use crate::capability::Network;
+        let with = |n: &str| Grant {
+            network: Network::parse(n).unwrap(),
+            ..g(&[], &[], false, 60, Trust::External)
+        };
+        for (grant, policy, ok) in [
+            ("api.x.com", "true", true),
+            ("api.x.com", "*.x.com", true),
+            ("api.x.com:443", "api.x.com", true),
+            ("api.x.com:22", "api.x.com", false),
+            ("api.x.com", "api.x.com:443", false),
+            ("api.x.com", "false", false),
+            ("true", "*.x.com", false),
+            ("false", "false", true),
+        ] {
+            let r = check_within(&with(grant), &with(policy));
+            assert_eq!(r.is_ok(), ok, "{grant} within {policy}: {r:?}");
+        }
+        let e = check_within(&with("a.x.com b.y.com:22"), &with("*.x.com")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("network access to b.y.com:22 is not allowed"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_grant_from_a_ceiling_lies_within_its_policy() {
         use crate::capability::{Capabilities, intersect};
         let dir = std::env::temp_dir();
