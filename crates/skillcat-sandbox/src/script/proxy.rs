@@ -378,6 +378,15 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) {
 
 /// A `503` written without waiting (a client that does not read gets nothing), then closed.
 fn turn_away(stream: &TcpStream, why: &str) {
+    // What the client already sent is read first: closing a socket with unread data resets the
+    // connection, and the client could lose the answer.
+    let mut sink = [0u8; 4096];
+    // (At most 64 KiB: the accept loop must not be held by a client that keeps sending.)
+    for _ in 0..16 {
+        if !matches!(stream.try_read(&mut sink), Ok(n) if n > 0) {
+            break;
+        }
+    }
     let _ = stream.try_write(
         response(
             503,
@@ -987,6 +996,55 @@ mod tests {
         );
         assert_eq!(report.reached[0].host, "big.test");
         assert!(report.reached[0].bytes_in <= 256 * 1024);
+    }
+
+    /// Three connections a run: the fourth and fifth are turned away, and the report says so.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_connection_count_is_bounded() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = listener.local_addr().unwrap();
+        let proxy = RunProxy::start(
+            listener,
+            ProxyConfig {
+                allowed: vec![HostPattern::parse("a.test").unwrap()],
+                pins: Vec::new(),
+                limits: ProxyLimits {
+                    connections: 3,
+                    ..ProxyLimits::default()
+                },
+            },
+        )
+        .unwrap();
+        let mut answers = Vec::new();
+        for _ in 0..5 {
+            let mut c = TcpStream::connect(at).await.unwrap();
+            // Not granted: each served connection is answered 403 at once.
+            c.write_all(b"CONNECT b.test:443 HTTP/1.1\r\n\r\n")
+                .await
+                .unwrap();
+            let mut got = Vec::new();
+            let _ = tokio::time::timeout(Duration::from_secs(10), c.read_to_end(&mut got)).await;
+            answers.push(
+                String::from_utf8_lossy(&got)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+            );
+        }
+        assert_eq!(
+            answers,
+            [
+                "HTTP/1.1 403 Forbidden",
+                "HTTP/1.1 403 Forbidden",
+                "HTTP/1.1 403 Forbidden",
+                "HTTP/1.1 503 Service Unavailable",
+                "HTTP/1.1 503 Service Unavailable"
+            ]
+        );
+        let report = proxy.finish();
+        assert_eq!(report.refused[0].count, 3);
+        assert_eq!(report.limits, ["connections in one run (3) (2 times)"]);
     }
 
     #[test]
