@@ -455,6 +455,15 @@ async fn handle(mut client: TcpStream, shared: &Shared) {
             let _ = tokio::time::timeout(Duration::from_secs(1), async {
                 let _ = client.write_all(answer.as_bytes()).await;
                 let _ = client.shutdown().await;
+                // Whatever else the client sends is read (up to 64 KiB, within the second)
+                // before the close, which would otherwise reset the connection and could lose
+                // the answer (a head too large was read only in part).
+                let mut sink = [0u8; 4096];
+                for _ in 0..16 {
+                    if !matches!(client.read(&mut sink).await, Ok(n) if n > 0) {
+                        break;
+                    }
+                }
             })
             .await;
         }
