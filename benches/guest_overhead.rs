@@ -85,7 +85,7 @@ async fn bench(calls: usize) {
     let mut rc = RunnerConfig::new(Grant {
         fs_read: vec![],
         fs_write: vec![],
-        network: false,
+        network: skillcat::capability::Network::Off,
         timeout: Duration::from_secs(60),
         trust: Trust::External,
     });

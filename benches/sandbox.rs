@@ -1,6 +1,10 @@
 //! Cost of confinement: a confined run of a trivial `/bin/sh` script against a bare spawn of the
 //! same script (same output capture), median of many runs. Target: confined ≤ bare + 5 ms.
 //!
+//! A run granted a host list also starts its proxy (loopback brought up in its namespace, the
+//! listener handed over, the proxy task): its line against the no-network one is the proxy's
+//! start cost (target ≤ +3 ms; `cargo bench --bench proxy` measures a request through it).
+//!
 //! `cargo bench --bench sandbox` (add `-- 200` for 200 runs of each).
 
 use std::os::unix::fs::PermissionsExt;
@@ -9,12 +13,12 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use skillcat::capability::{Grant, Trust};
+use skillcat::capability::{Grant, Network, Trust};
 use skillcat::script::{AllowAll, Runner, RunnerConfig};
 use skillcat::source::{DirOptions, DirSource, SourceExt};
 use tokio::io::AsyncReadExt;
 
-fn grant(network: bool) -> Grant {
+fn grant(network: Network) -> Grant {
     Grant {
         fs_read: vec![],
         fs_write: vec![],
@@ -53,7 +57,7 @@ async fn bench(runs: usize) {
     let mut config = RunnerConfig::new(Grant {
         fs_read: vec!["/".into()],
         fs_write: vec!["/".into()],
-        network: true,
+        network: skillcat::capability::Network::All,
         timeout: Duration::from_secs(60),
         trust: Trust::External,
     });
@@ -62,11 +66,16 @@ async fn bench(runs: usize) {
     let runner = Runner::new(config, Arc::new(AllowAll)).unwrap();
 
     let mut results = Vec::new();
-    for network in [false, true] {
+    let modes = [
+        Network::Off,
+        Network::All,
+        Network::parse("bench.test:443").unwrap(),
+    ];
+    for network in modes {
         let src = DirSource::open_skill(&skill_dir, DirOptions::default()).unwrap();
         let skill = src.load("").await.unwrap();
         let loaded = runner
-            .load(Arc::new(src), skill, grant(network))
+            .load(Arc::new(src), skill, grant(network.clone()))
             .await
             .unwrap();
         // The first run materialises the workspace; it is not measured.
@@ -121,18 +130,28 @@ async fn bench(runs: usize) {
         ms(bare_med),
         ms(bare_p90)
     );
-    for (network, (med, p90)) in results {
-        let label = if network {
-            "confined, network granted"
-        } else {
-            "confined, no network (net ns)"
+    let off = results
+        .iter()
+        .find(|(n, _)| n.is_off())
+        .map(|(_, (med, _))| *med);
+    for (network, (med, p90)) in &results {
+        let label = match network {
+            Network::Off => "confined, no network (net ns)",
+            Network::All => "confined, network granted",
+            Network::Hosts(_) => "confined, host list (proxy)",
         };
         println!(
             "  {label:<30} median {:7.2} ms   p90 {:7.2} ms   overhead {:+.2} ms (target ≤ +5 ms)",
-            ms(med),
-            ms(p90),
-            ms(med) - ms(bare_med)
+            ms(*med),
+            ms(*p90),
+            ms(*med) - ms(bare_med)
         );
+        if let (Network::Hosts(_), Some(off)) = (network, off) {
+            println!(
+                "  proxy start over no network    {:+.2} ms (target ≤ +3 ms)",
+                ms(*med) - ms(off)
+            );
+        }
     }
 }
 

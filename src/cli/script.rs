@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value as Json, json};
-use skillcat::capability::{self, Access, Capabilities, Context};
+use skillcat::capability::{self, Access, Capabilities, Context, Grant, Network};
 use skillcat::catalog::{Catalog, CatalogSource};
 use skillcat::config::{Config, Environment};
 use skillcat::runtime::{Activation, Run, RuntimeError, Session, ToolKind, ToolSpec};
@@ -61,10 +61,22 @@ pub struct RunArgs {
     /// (by default nothing is writable).
     #[arg(long = "allow-write", value_name = "PATH")]
     allow_write: Vec<String>,
-    /// Let the script use the network in this run, whatever the skill declares. The configured
-    /// ceiling wins: refused unless `[sandbox] network = true`.
-    #[arg(long = "allow-net")]
-    allow_net: bool,
+    /// Let the script reach HOST (`api.github.com`, `uploads.github.com:443`, `*.example.com`;
+    /// without a port, 80 and 443) in this run, through the run's proxy; repeatable. Bare
+    /// `--allow-net` grants the whole network, whatever the skill declares. The configured
+    /// ceiling wins: refused unless `[sandbox] network` allows it (`true`, or a list holding it).
+    #[arg(
+        long = "allow-net",
+        value_name = "HOST",
+        num_args = 0..=1,
+        default_missing_value = "",
+        action = clap::ArgAction::Append
+    )]
+    allow_net: Vec<String>,
+    /// Say what the run would be (the tool, its script and interpreter, and the grant: paths,
+    /// network, timeout, trust) without running it.
+    #[arg(long = "dry-run")]
+    dry_run: bool,
     /// Keep what the script leaves in its work directory (its working directory and HOME,
     /// removed after the run): copied into DIR, made when missing, refused when not empty.
     /// Without it, files left there are named after the run, and go.
@@ -73,14 +85,25 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// What the flags grant on top of the skill's declaration.
-    fn granted(&self) -> Capabilities {
-        Capabilities {
+    /// What the flags grant on top of the skill's declaration; a `--allow-net` that is not a
+    /// host pattern is a usage error.
+    fn granted(&self) -> Result<Capabilities, CliError> {
+        let mut network = Network::Off;
+        for h in &self.allow_net {
+            let n = if h.is_empty() {
+                Network::All
+            } else {
+                Network::from_patterns([h.as_str()])
+                    .map_err(|e| usage!("--allow-net {}: {}", on_stderr(h), e.why))?
+            };
+            network = network.union(&n);
+        }
+        Ok(Capabilities {
             fs_read: self.allow_read.clone(),
             fs_write: self.allow_write.clone(),
-            network: self.allow_net,
+            network,
             ..Capabilities::default()
-        }
+        })
     }
 }
 
@@ -219,12 +242,31 @@ fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Re
             }
         }
     }
-    if extra.network && !config.ceiling().network {
-        faults.push(format!(
-            "--allow-net: the configured ceiling allows no network, and it wins over the flags; \
-             set `network = true` under [sandbox] in {}",
+    let ceiling = &config.ceiling().network;
+    match &extra.network {
+        Network::All if !ceiling.is_all() => faults.push(format!(
+            "--allow-net: the configured ceiling allows {}, and it wins over the flags; set \
+             `network = true` under [sandbox] in {} (or name the hosts: --allow-net HOST)",
+            match ceiling {
+                Network::Off => "no network".to_string(),
+                n => format!("only {n}"),
+            },
             config_file(config, env)
-        ));
+        )),
+        hosts @ Network::Hosts(_) => {
+            for p in hosts.outside(ceiling) {
+                faults.push(format!(
+                    "--allow-net {p}: outside the configured ceiling ({}), which wins over the \
+                     flags; add \"{p}\" to `network` under [sandbox] in {}",
+                    match ceiling {
+                        Network::Off => "no network".to_string(),
+                        n => format!("network = {n}"),
+                    },
+                    config_file(config, env)
+                ));
+            }
+        }
+        _ => {}
     }
     if faults.is_empty() {
         Ok(())
@@ -356,7 +398,7 @@ fn print_hints(e: &ScriptError, a: &Activation, config: &Config, env: &Environme
     let caller = std::fs::canonicalize(&env.cwd).ok();
     let workspaces = WorkspaceBase::default_dir();
     let workspaces = std::fs::canonicalize(&workspaces).unwrap_or(workspaces);
-    let system = skillcat::script::sandbox::system_read_paths(grant.network);
+    let system = skillcat::script::sandbox::system_read_paths(grant.network.any());
     let place = RunPlace {
         grant,
         caller: caller.as_deref(),
@@ -567,7 +609,8 @@ pub async fn tools(a: ToolsArgs, g: &Globals) -> CliResult {
                 })
                 .collect();
             let doc = json!({"skill": found.skill, "tools": tools, "skipped": skipped,
-                             "guest_tools": guest_tools, "guest_notes": guest_notes.collect::<Vec<_>>()});
+                             "guest_tools": guest_tools, "guest_notes": guest_notes.collect::<Vec<_>>(),
+                             "grant": activation.script_grant().map(grant_json)});
             out!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         }
         Format::Text => {
@@ -613,6 +656,11 @@ pub async fn tools(a: ToolsArgs, g: &Globals) -> CliResult {
                     t.interpreter.name
                 );
             }
+            if let Some(g) = activation.script_grant() {
+                for line in grant_lines(g) {
+                    out!("{line}");
+                }
+            }
             for s in &found.skipped {
                 err!(
                     "skipped {}: {} ({})",
@@ -651,7 +699,9 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
             ));
         }
     }
-    let Activated { run, config, env } = activate(&a.source, &a.name, a.granted(), g).await?;
+    let granted = a.granted()?;
+    let Activated { run, config, env } = activate(&a.source, &a.name, granted.clone(), g).await?;
+    warn_network_declaration(&run.activations()[0]);
     // A guest tool (tier 2) of the skill runs by its name, with --json arguments.
     let guest = run
         .tools()
@@ -700,17 +750,53 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
             t.schema()
         ));
     }
+    if a.dry_run {
+        let activation = &run.activations()[0];
+        out!(
+            "{} would run {} via {} ({})",
+            activation.name,
+            t.path,
+            t.interpreter.name,
+            t.name
+        );
+        if let Some(g) = activation.script_grant() {
+            for line in grant_lines(g) {
+                out!("{line}");
+            }
+        }
+        let asked = Capabilities::from_frontmatter(activation.entry().skill().frontmatter())
+            .with(&granted)
+            .network;
+        for p in asked.intersect(&config.ceiling().network).1 {
+            err!(
+                "note: {p} is asked for but outside the configured ceiling ([sandbox] network = \
+                 {}); not granted",
+                config.ceiling().network
+            );
+        }
+        out!("Nothing run (--dry-run).");
+        if let Err(e) = run.finish().await {
+            note!("warning: {e}");
+        }
+        return Ok(ExitStatus::Success);
+    }
     warn_if_no_cgroup();
     // A failure is said before its hints and the run's own warnings.
     let status = match run.call(&t.name, &args).await {
         Ok(out) => {
             out!("{}", on_stdout(&out.to_model_text()));
+            if let Some(n) = out.script.as_ref().and_then(|s| s.network.as_ref()) {
+                say_network(n, &config, &env);
+            }
             ExitStatus::Success
         }
         Err(e) => {
             let status = report_runtime(&e).print();
             if let RuntimeError::Script(e @ ScriptError::Failed { .. }) = &e {
                 print_hints(e, &run.activations()[0], &config, &env);
+                if let Some(n) = e.network() {
+                    say_network(n, &config, &env);
+                }
             }
             status
         }
@@ -737,6 +823,90 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
         note!("warning: {e}");
     }
     Ok(status)
+}
+
+/// What a proxied run did on the network, on stderr: each host reached, each refusal with the
+/// grant that would allow it (`hint:`), each limit reached.
+fn say_network(n: &skillcat::script::NetworkReport, config: &Config, env: &Environment) {
+    for line in n.lines() {
+        // Escaped always: a refused target is the script's text.
+        err!("{}", escape_controls(&line));
+    }
+    // A name outside the grant that the ceiling does not allow either: the flag alone would be
+    // refused, so say which file to widen.
+    let ceiling = &config.ceiling().network;
+    for r in n.refused.iter().filter(|r| r.why == NOT_GRANTED) {
+        let Some((host, port)) = r
+            .target
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+        else {
+            continue;
+        };
+        if !ceiling.allows(host, port) {
+            err!(
+                "hint: the configured ceiling does not allow {} either ([sandbox] network = {}): \
+                 add \"{}\" to it in {}",
+                escape_controls(&r.target),
+                ceiling,
+                escape_controls(&r.target),
+                config_file(config, env)
+            );
+        }
+    }
+}
+
+/// The reason the proxy gives for a name and port outside the run's grant.
+const NOT_GRANTED: &str = skillcat::script::proxy::NOT_GRANTED;
+
+/// A skill whose network declaration is not one: said, as it is read as no network.
+fn warn_network_declaration(a: &Activation) {
+    if let Some(Err(e)) = capability::network_declaration(a.entry().skill().frontmatter()) {
+        note!(
+            "warning: {}: skillcat.network: {}; read as no network",
+            a.name,
+            escape_controls(&e.to_string())
+        );
+    }
+}
+
+/// The grant of a skill's scripts, one line per part, for `tools` and `run --dry-run`.
+fn grant_lines(g: &Grant) -> Vec<String> {
+    let paths = |p: &[std::path::PathBuf]| {
+        if p.is_empty() {
+            "nothing".to_string()
+        } else {
+            p.iter()
+                .map(|p| escape_controls(&p.display().to_string()).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    };
+    vec![
+        format!("grant: read {}", paths(&g.fs_read)),
+        format!("grant: write {}", paths(&g.fs_write)),
+        format!(
+            "grant: network {}",
+            match &g.network {
+                Network::Off => "none".to_string(),
+                Network::All => "all (no proxy)".to_string(),
+                n @ Network::Hosts(_) =>
+                    format!("{n} (through the run's proxy; no port means 80 and 443)"),
+            }
+        ),
+        format!(
+            "grant: timeout {} s, trust {}",
+            g.timeout.as_secs(),
+            g.trust.as_str()
+        ),
+    ]
+}
+
+fn grant_json(g: &Grant) -> Json {
+    json!({
+        "fs_read": g.fs_read, "fs_write": g.fs_write, "network": g.network,
+        "timeout_seconds": g.timeout.as_secs(), "trust": g.trust.as_str(),
+    })
 }
 
 /// How many of the files a script left are named on stderr; the rest are counted.

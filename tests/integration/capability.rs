@@ -348,7 +348,7 @@ fn declared_in_a_skill_md() {
         let c = caps_of(frontmatter);
         assert_eq!(c.fs_read, read, "{frontmatter:?}");
         assert_eq!(c.fs_write, write, "{frontmatter:?}");
-        assert_eq!(c.network, network, "{frontmatter:?}");
+        assert_eq!(c.network.is_all(), network, "{frontmatter:?}");
         assert_eq!(c.timeout_secs(), timeout, "{frontmatter:?}");
         assert_eq!(c.trust, trust, "{frontmatter:?}");
     }
@@ -393,7 +393,7 @@ fn no_configuration_grants_little() {
     let g = intersect(&caps, &Ceiling::default(), &ctx);
     assert_eq!(g.fs_read, [PathBuf::from("/nonexistent/p")]);
     assert!(g.fs_write.is_empty());
-    assert!(!g.network);
+    assert!(g.network.is_off());
     assert_eq!(g.timeout.as_secs(), 60);
     // Core only because the source is core-trusted.
     assert!(g.is_core());

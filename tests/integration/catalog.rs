@@ -402,13 +402,13 @@ async fn trust_flags() {
 
     // Every one declares `trust: core`; it counts only from the core-trusted source.
     let ceiling = Ceiling {
-        network: true,
+        network: skillcat::capability::Network::All,
         ..Ceiling::default()
     };
     let cwd = tmp.path();
     assert_eq!(core.capabilities().trust, Trust::Core);
     let g = core.grant(&ceiling, cwd, None);
-    assert!(g.is_core() && g.network);
+    assert!(g.is_core() && g.network.is_all());
     assert_eq!(g.fs_read, [cwd.canonicalize().unwrap()]);
     assert!(!trusted.grant(&ceiling, cwd, None).is_core());
     assert!(!untrusted.grant(&ceiling, cwd, None).is_core());

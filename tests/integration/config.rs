@@ -64,7 +64,7 @@ fn full_example_parses() {
     let sb = &config.sandbox;
     assert_eq!(sb.fs_read, [".", "~/.config/skillcat"]);
     assert_eq!(sb.fs_write, ["./out"]);
-    assert!(!sb.network);
+    assert!(sb.network.is_off());
     assert_eq!((sb.timeout, sb.max_timeout), (30, 120));
     assert_eq!((sb.memory, sb.processes, sb.output), (512 << 20, 32, 65536));
 
@@ -159,7 +159,7 @@ fn wrong_types_name_the_key_and_line() {
             2,
             11,
             "sandbox.network",
-            "a boolean",
+            "true, false or a list of host patterns",
         ),
         (
             "[sandbox]\ntimeout = \"abc\"\n",
@@ -394,7 +394,7 @@ fn sandbox_defaults() {
     let c = parse("").unwrap();
     assert_eq!(c.sandbox, Ceiling::default());
     assert_eq!(c.sandbox.fs_read, ["."]);
-    assert!(c.sandbox.fs_write.is_empty() && !c.sandbox.network);
+    assert!(c.sandbox.fs_write.is_empty() && c.sandbox.network.is_off());
     assert_eq!((c.sandbox.timeout, c.sandbox.max_timeout), (60, 60));
     assert_eq!(
         (c.sandbox.memory, c.sandbox.processes, c.sandbox.output),
@@ -403,7 +403,7 @@ fn sandbox_defaults() {
 
     // Keys left out of [sandbox] keep their defaults.
     let c = parse("[sandbox]\nnetwork = true\n").unwrap();
-    assert!(c.sandbox.network);
+    assert!(c.sandbox.network.is_all());
     assert_eq!(c.sandbox.fs_read, ["."]);
     // `timeout` alone is also the hard limit; `max_timeout` alone lowers a larger default.
     let c = parse("[sandbox]\ntimeout = 300\n").unwrap();
@@ -524,7 +524,7 @@ fn discover_prefers_explicit_then_local_then_defaults() {
     std::fs::write(repo.join("skillcat.toml"), "[sandbox]\nnetwork = true\n").unwrap();
     let c = Config::discover(None, &env).unwrap();
     assert_eq!(c.origin, Some(repo.join("skillcat.toml")));
-    assert!(!c.sandbox.network);
+    assert!(c.sandbox.network.is_off());
     assert_eq!(c.untrusted_project, Some(repo.canonicalize().unwrap()));
     assert_eq!(c.sources.len(), 2);
     // Trusted in the user's own file (`skillcat trust project`), it applies in full.
@@ -536,7 +536,7 @@ fn discover_prefers_explicit_then_local_then_defaults() {
     )
     .unwrap();
     let c = Config::discover(None, &env).unwrap();
-    assert!(c.sandbox.network);
+    assert!(c.sandbox.network.is_all());
     assert_eq!(c.untrusted_project, None);
     assert_eq!(c.sources.len(), 2);
     // An explicit file wins; `sources = []` means no sources at all.
@@ -551,7 +551,7 @@ fn builder() {
         .with_source(SourceConfig::new("/a").named("a").core(true))
         .with_source(SourceConfig::new("/b"))
         .with_sandbox(Ceiling {
-            network: true,
+            network: skillcat::capability::Network::All,
             ..Ceiling::default()
         })
         .with_interpreter("sh", "/bin/sh")
@@ -561,7 +561,7 @@ fn builder() {
         .with_prompt_budget(Some(100));
     assert!(c.sources[0].trusted && c.sources[0].core);
     assert_eq!(c.sources[1].display_name(), "/b");
-    assert!(c.ceiling().network);
+    assert!(c.ceiling().network.is_all());
     assert_eq!(c.prompt_options(Default::default()).budget, Some(100));
     assert_eq!(c.validate_options().allowed_fields.len(), 6);
 }

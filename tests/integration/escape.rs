@@ -75,7 +75,7 @@ fn wide_policy() -> Grant {
     Grant {
         fs_read: vec!["/".into()],
         fs_write: vec!["/".into()],
-        network: true,
+        network: skillcat::capability::Network::All,
         timeout: Duration::from_secs(120),
         trust: Trust::Core,
     }
@@ -86,7 +86,7 @@ fn nothing(timeout_secs: u64) -> Grant {
     Grant {
         fs_read: vec![],
         fs_write: vec![],
-        network: false,
+        network: skillcat::capability::Network::Off,
         timeout: Duration::from_secs(timeout_secs),
         trust: Trust::External,
     }
@@ -603,7 +603,7 @@ async fn control_a_granted_network_connects() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let mut grant = nothing(30);
-    grant.network = true;
+    grant.network = skillcat::capability::Network::All;
     let a = attack_with(&env, "attack-tcp", &port.to_string(), grant).await;
     assert!(a.text().contains("ESCAPED 127.0.0.1"), "{}", a.text());
     listener.set_nonblocking(true).unwrap();

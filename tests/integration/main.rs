@@ -38,6 +38,7 @@ mod layers;
 mod matching;
 mod mcp;
 mod minisign_interop;
+mod net_proxy;
 mod oci;
 mod prompt_budget;
 mod redteam3_names;

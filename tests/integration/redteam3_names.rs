@@ -327,7 +327,7 @@ fn runner(dir: &Path) -> Arc<Runner> {
     let mut config = RunnerConfig::new(Grant {
         fs_read: vec!["/".into()],
         fs_write: vec![],
-        network: false,
+        network: skillcat::capability::Network::Off,
         timeout: Duration::from_secs(60),
         trust: Trust::Core,
     });

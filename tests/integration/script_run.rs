@@ -57,7 +57,7 @@ fn policy() -> Grant {
     Grant {
         fs_read: vec!["/".into()],
         fs_write: vec!["/".into()],
-        network: false,
+        network: skillcat::capability::Network::Off,
         timeout: Duration::from_secs(60),
         trust: Trust::Core,
     }
@@ -67,7 +67,7 @@ fn grant(timeout: u64) -> Grant {
     Grant {
         fs_read: vec![],
         fs_write: vec![],
-        network: false,
+        network: skillcat::capability::Network::Off,
         timeout: Duration::from_secs(timeout),
         trust: Trust::External,
     }
@@ -342,7 +342,7 @@ async fn a_grant_wider_than_the_session_policy_is_refused() {
     narrow.trust = Trust::External;
     let runner = Runner::new(env.config(narrow), gate.clone()).unwrap();
     let mut network = grant(30);
-    network.network = true;
+    network.network = skillcat::capability::Network::All;
     let mut write = grant(30);
     write.fs_write = vec![env.dir.path().to_path_buf()];
     let mut read = grant(30);

@@ -250,7 +250,7 @@ async fn gather(source: &dyn Source, skill: &Skill, opts: &AuditOptions) -> Resu
     };
     let caps = Capabilities::from_frontmatter(skill.frontmatter());
     let declared = Declared {
-        network: caps.network,
+        network: caps.network.any(),
         fs_write: !caps.fs_write.is_empty(),
     };
     let mut read = gather_files(source, skill.root(), skill.name(), files, declared).await?;
@@ -294,7 +294,7 @@ async fn gather_chunk(
             name: skill.name(),
             files,
             declared: Declared {
-                network: caps.network,
+                network: caps.network.any(),
                 fs_write: !caps.fs_write.is_empty(),
             },
             links,

@@ -28,7 +28,7 @@
 //! | key | accepted | anything else |
 //! |---|---|---|
 //! | `fs_read`, `fs_write` | one path (`fs_read: data`) or a list of paths | non-text items and empty strings are ignored |
-//! | `network` | `true`, `True`, `TRUE` | `false` |
+//! | `network` | `true`, `True`, `TRUE` (the whole network); `false`; host patterns separated by blanks (`api.github.com *.example.com:8443`, see [`crate::network`]) | `false` (and [`network_declaration`] says why, for validation) |
 //! | `timeout` | a whole number of seconds ≥ 1 | absent, `0`, negative, fractional, overflowing, text: [`DEFAULT_TIMEOUT`] (60) |
 //! | `trust` | `core`, `external` | `external` |
 //!
@@ -42,7 +42,7 @@
 //! .unwrap();
 //! let caps = Capabilities::from_frontmatter(&doc.frontmatter);
 //! assert_eq!(caps.fs_read, ["logs", "My Notes"]);
-//! assert!(caps.network);
+//! assert!(caps.network.is_all());
 //! ```
 //!
 //! A host may add to what a skill declares for a session ([`Capabilities::with`]: `skillcat run
@@ -72,7 +72,10 @@
 //!   requested read may lie under a read or a write root (writable implies readable); a
 //!   requested write only under a write root. The grant holds the *expanded* paths, never the
 //!   text the skill wrote: what is confined is exactly what was checked.
-//! - **Network** only when the skill asks for it and the ceiling allows it.
+//! - **Network**: the set intersection of what the skill asks for and what the ceiling allows
+//!   ([`Network::intersect`]): a host and port are granted when both allow them; `true` is
+//!   every host. Requested patterns the ceiling allows nothing of are reported in
+//!   [`Intersection::dropped_hosts`].
 //! - **Timeout**: the smaller of the declared one and the ceiling's, clamped to
 //!   `1..=max_timeout`.
 //! - **Trust**: [`Trust::Core`] only when the skill declares `trust: core` *and* its source is
@@ -85,18 +88,18 @@
 //! and [`Context::from_env`] reads the real ones.
 //!
 //! ```
-//! use skillcat_core::capability::{Capabilities, Ceiling, Context, intersect};
+//! use skillcat_core::capability::{Capabilities, Ceiling, Context, Network, intersect};
 //!
 //! let caps = Capabilities {
 //!     fs_read: vec!["/etc".into(), "./data".into()],
-//!     network: true,
+//!     network: Network::All,
 //!     timeout: Some(999),
 //!     ..Capabilities::default()
 //! };
 //! let ctx = Context { cwd: "/nonexistent/project".into(), home: None, core_trusted_source: false };
 //! let grant = intersect(&caps, &Ceiling::default(), &ctx);
 //! assert_eq!(grant.fs_read, [std::path::PathBuf::from("/nonexistent/project/data")]);
-//! assert!(!grant.network);
+//! assert!(grant.network.is_off());
 //! assert_eq!(grant.timeout.as_secs(), 60);
 //! assert!(!grant.is_core());
 //! ```
@@ -107,6 +110,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::document::{Map, Value};
+pub use crate::network::{HostPattern, Network, PatternError, Pin};
 
 /// The frontmatter keys this module reads, plus `scripts` (typed script declarations): the
 /// extension fields validation admits when the configuration enables them.
@@ -150,8 +154,8 @@ pub struct Grant {
     pub fs_read: Vec<PathBuf>,
     /// Paths (absolute, canonical where they exist) the scripts may write.
     pub fs_write: Vec<PathBuf>,
-    /// Whether the scripts may use the network.
-    pub network: bool,
+    /// What network the scripts may use: none, some hosts (through the run's proxy), or all.
+    pub network: Network,
     /// Wall-clock limit of one run.
     pub timeout: Duration,
     /// The trust the skill is given.
@@ -172,8 +176,8 @@ pub struct Capabilities {
     pub fs_read: Vec<String>,
     /// Paths the scripts want to write, as written.
     pub fs_write: Vec<String>,
-    /// Whether the scripts want the network.
-    pub network: bool,
+    /// What network the scripts want (a malformed declaration is [`Network::Off`]).
+    pub network: Network,
     /// The declared timeout in seconds; `None` when absent or malformed (then
     /// [`DEFAULT_TIMEOUT`] applies, see [`timeout_secs`](Capabilities::timeout_secs)).
     pub timeout: Option<u64>,
@@ -196,7 +200,9 @@ impl Capabilities {
         Capabilities {
             fs_read: paths("fs_read"),
             fs_write: paths("fs_write"),
-            network: text("network").is_some_and(is_true),
+            network: network_declaration(fm)
+                .and_then(Result::ok)
+                .unwrap_or_default(),
             timeout: text("timeout").and_then(parse_timeout),
             trust: match text("trust").map(str::trim) {
                 Some("core") => Trust::Core,
@@ -219,7 +225,7 @@ impl Capabilities {
         Capabilities {
             fs_read: union(&self.fs_read, &extra.fs_read),
             fs_write: union(&self.fs_write, &extra.fs_write),
-            network: self.network || extra.network,
+            network: self.network.union(&extra.network),
             timeout: self.timeout,
             trust: self.trust,
         }
@@ -236,10 +242,7 @@ impl Capabilities {
     }
 }
 
-/// YAML 1.2 core schema's spellings of true; everything else is false.
-fn is_true(s: &str) -> bool {
-    matches!(s.trim(), "true" | "True" | "TRUE")
-}
+pub use crate::document::network_declaration;
 
 /// A positive whole number of seconds.
 fn parse_timeout(s: &str) -> Option<u64> {
@@ -308,8 +311,11 @@ pub struct Ceiling {
     pub fs_read: Vec<String>,
     /// Roots under which writes (and reads) may be granted (default none).
     pub fs_write: Vec<String>,
-    /// Whether any skill may use the network (default false).
-    pub network: bool,
+    /// What network any skill may use (default none): `true`, `false` or host patterns.
+    pub network: Network,
+    /// `[sandbox.resolve]`: names (and ports) the run's proxy connects to fixed addresses,
+    /// which may then be private or loopback ones (default none).
+    pub resolve: Vec<Pin>,
     /// The longest declared timeout honoured, in seconds (default 60).
     pub timeout: u64,
     /// The hard limit of any run, in seconds, whatever asks for more (a skill, a command-line
@@ -333,7 +339,8 @@ impl Default for Ceiling {
         Ceiling {
             fs_read: vec![".".to_string()],
             fs_write: Vec::new(),
-            network: false,
+            network: Network::Off,
+            resolve: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
             max_timeout: DEFAULT_TIMEOUT,
             memory: 1 << 30,
@@ -403,6 +410,8 @@ pub struct Intersection {
     pub grant: Grant,
     /// Requested paths outside the ceiling, or that could not be expanded.
     pub dropped: Vec<Dropped>,
+    /// Requested host patterns the ceiling allows nothing of.
+    pub dropped_hosts: Vec<HostPattern>,
 }
 
 /// Resolves the symbolic links of a path for the intersection: the one place it meets a file
@@ -488,15 +497,17 @@ pub fn intersect_with(
     } else {
         Trust::External
     };
+    let (network, dropped_hosts) = caps.network.intersect(&ceiling.network);
     Intersection {
         grant: Grant {
             fs_read,
             fs_write,
-            network: caps.network && ceiling.network,
+            network,
             timeout: ceiling.clamp_timeout(secs),
             trust,
         },
         dropped,
+        dropped_hosts,
     }
 }
 
@@ -716,7 +727,7 @@ mod tests {
             Capabilities {
                 fs_read: vec![],
                 fs_write: vec![],
-                network: true,
+                network: Network::All,
                 timeout: Some(30),
                 trust: Trust::Core,
             }
@@ -732,7 +743,7 @@ mod tests {
         both.insert("timeout".into(), text("9"));
         let caps = Capabilities::from_frontmatter(&both);
         assert_eq!(caps.fs_read, ["a", "b"]);
-        assert!(!caps.network);
+        assert!(caps.network.is_off());
         assert_eq!(caps.timeout, Some(9));
         // A top-level text is one path, blanks and all; `metadata` that is not a map is ignored.
         let caps = Capabilities::from_frontmatter(&fm(&[
@@ -740,7 +751,7 @@ mod tests {
             ("metadata", text("skillcat.network: true")),
         ]));
         assert_eq!(caps.fs_read, ["My Notes"]);
-        assert!(!caps.network);
+        assert!(caps.network.is_off());
     }
 
     #[test]
@@ -748,21 +759,21 @@ mod tests {
         let declared = Capabilities {
             fs_read: vec!["a".into(), "b".into()],
             fs_write: vec![],
-            network: false,
+            network: Network::Off,
             timeout: Some(5),
             trust: Trust::External,
         };
         let extra = Capabilities {
             fs_read: vec!["b".into(), "c".into()],
             fs_write: vec!["out".into()],
-            network: true,
+            network: Network::All,
             timeout: Some(600),
             trust: Trust::Core,
         };
         let sum = declared.with(&extra);
         assert_eq!(sum.fs_read, ["a", "b", "c"]);
         assert_eq!(sum.fs_write, ["out"]);
-        assert!(sum.network);
+        assert!(sum.network.is_all());
         assert_eq!(sum.timeout, Some(5));
         assert_eq!(sum.trust, Trust::External);
         assert_eq!(declared.with(&Capabilities::default()), declared);
@@ -783,13 +794,15 @@ mod tests {
             (Some(text("")), false),
             (Some(list(&["true"])), false),
             (None, false),
+            (Some(text("api.github.com")), false),
+            (Some(list(&["api.github.com"])), false),
         ] {
             let m = match &value {
                 Some(v) => fm(&[("network", v.clone())]),
                 None => Map::new(),
             };
             assert_eq!(
-                Capabilities::from_frontmatter(&m).network,
+                Capabilities::from_frontmatter(&m).network.is_all(),
                 want,
                 "{value:?}"
             );
@@ -889,11 +902,11 @@ mod tests {
             (false, false, false),
         ] {
             let caps = Capabilities {
-                network: asks,
+                network: Network::from_bool(asks),
                 ..Capabilities::default()
             };
             let c = Ceiling {
-                network: allows,
+                network: Network::from_bool(allows),
                 ..Ceiling::default()
             };
             let ctx = Context {
@@ -901,7 +914,34 @@ mod tests {
                 home: None,
                 core_trusted_source: false,
             };
-            assert_eq!(intersect(&caps, &c, &ctx).network, want, "{asks} {allows}");
+            assert_eq!(
+                intersect(&caps, &c, &ctx).network,
+                Network::from_bool(want),
+                "{asks} {allows}"
+            );
+        }
+        // Host lists: the set intersection (the table is `network::tests::intersection_table`).
+        for (asks, allows, want) in [
+            ("api.github.com", "true", "api.github.com"),
+            ("api.github.com", "false", "false"),
+            ("true", "*.github.com", "*.github.com"),
+            ("*.github.com", "api.github.com:443", "api.github.com:443"),
+        ] {
+            let caps = Capabilities {
+                network: Network::parse(asks).unwrap(),
+                ..Capabilities::default()
+            };
+            let c = Ceiling {
+                network: Network::parse(allows).unwrap(),
+                ..Ceiling::default()
+            };
+            let ctx = Context {
+                cwd: "/p".into(),
+                home: None,
+                core_trusted_source: false,
+            };
+            let i = intersect_detailed(&caps, &c, &ctx);
+            assert_eq!(i.grant.network.to_string(), want, "{asks} ∩ {allows}");
         }
         for (declared, core_source, want) in [
             (Trust::Core, true, Trust::Core),

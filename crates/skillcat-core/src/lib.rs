@@ -13,6 +13,7 @@
 //! | [`archive`] | reading and writing tar and zip archives under safety limits |
 //! | [`prompt`] | the catalog as prompt text, under a budget |
 //! | [`capability`] | what a skill declares it may do (files, network, time) |
+//! | [`network`] | network grants by host name: patterns, intersection, pins |
 //! | [`source`] | the [`source::Source`] trait; directory and archive sources |
 //! | [`pack`] | reproducible archives of a skill |
 //! | [`compat`] | the reference validator's (`skills-ref`) API |
@@ -26,6 +27,7 @@ pub mod digest;
 pub mod document;
 pub mod error;
 pub mod lookalike;
+pub mod network;
 pub mod pack;
 pub mod path;
 pub mod prompt;

@@ -48,7 +48,7 @@
 //! "#;
 //! let config = Config::parse(text, None, &env).unwrap();
 //! assert_eq!(config.sources[0].path, "/work/proj/skills");
-//! assert!(config.sandbox.network);
+//! assert!(config.sandbox.network.is_all());
 //!
 //! let err = Config::parse("[sandbox]\nnetwork = \"yes\"\n", None, &env).unwrap_err();
 //! assert!(err.to_string().contains("2:11: sandbox.network"), "{err}");
@@ -371,7 +371,10 @@ impl Config {
         let (u, p) = (&user.sandbox, &mut self.sandbox);
         p.fs_read = within(&p.fs_read, &user_read);
         p.fs_write = within(&p.fs_write, &user_write);
-        p.network &= u.network;
+        // Hosts both allow; and only the pins the user's own file has (a pin lets a name reach
+        // a private address, which a checkout may not decide).
+        p.network = p.network.intersect(&u.network).0;
+        p.resolve.retain(|pin| u.resolve.contains(pin));
         p.max_timeout = p.max_timeout.min(u.max_timeout);
         p.timeout = p.timeout.min(u.timeout).min(p.max_timeout);
         p.memory = p.memory.min(u.memory);
@@ -546,7 +549,34 @@ impl Config {
                 c.fs_write = v;
             }
             if let Some(v) = sb.network {
-                c.network = v;
+                let span = v.span();
+                c.network = match v.into_inner() {
+                    RawNetwork::Bool(b) => crate::capability::Network::from_bool(b),
+                    RawNetwork::List(l) => {
+                        crate::capability::Network::from_patterns(l.iter().map(String::as_str))
+                            .map_err(|e| {
+                                fail(
+                                    Some(span.clone()),
+                                    Some("sandbox.network".to_string()),
+                                    format!("sandbox.network: {e}"),
+                                )
+                            })?
+                    }
+                };
+            }
+            if let Some(pins) = sb.resolve {
+                for (key, value) in pins {
+                    let span = value.span();
+                    let pin =
+                        crate::capability::Pin::parse(&key, value.get_ref()).map_err(|e| {
+                            fail(
+                                Some(span),
+                                Some(format!("sandbox.resolve.{key}")),
+                                format!("sandbox.resolve: {e}"),
+                            )
+                        })?;
+                    c.resolve.push(pin);
+                }
             }
             for (name, field, target) in [
                 ("timeout", &sb.timeout, &mut c.timeout),
@@ -939,7 +969,8 @@ struct RawSource {
 struct RawSandbox {
     fs_read: Option<Vec<String>>,
     fs_write: Option<Vec<String>>,
-    network: Option<bool>,
+    network: Option<Spanned<RawNetwork>>,
+    resolve: Option<BTreeMap<String, Spanned<String>>>,
     timeout: Option<Spanned<u64>>,
     max_timeout: Option<Spanned<u64>>,
     memory: Option<Spanned<u64>>,
@@ -947,6 +978,14 @@ struct RawSandbox {
     output: Option<u64>,
     workspace_bytes: Option<Spanned<u64>>,
     workspace_files: Option<Spanned<u64>>,
+}
+
+/// `network = true | false | ["host", …]`.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "true, false or a list of host patterns")]
+enum RawNetwork {
+    Bool(bool),
+    List(Vec<String>),
 }
 
 #[derive(Deserialize)]

@@ -58,6 +58,7 @@ pub fn runner_config(
     rc.limits = ScriptLimits::from_ceiling(config.ceiling());
     rc.interpreters = interpreters(&config.scripts)?;
     rc.caller_dir = std::fs::canonicalize(&env.cwd).ok();
+    rc.pins = config.ceiling().resolve.clone();
     Ok(rc)
 }
 

@@ -54,6 +54,9 @@ pub enum FaultKind {
     CompatibilityNotText,
     /// `compatibility` is longer than the limit.
     CompatibilityTooLong,
+    /// `skillcat.network` (or a top-level `network`) is neither `true`, `false` nor a list of
+    /// valid host patterns (skillcat's own check; the reference validator does not read it).
+    NetworkInvalid,
 }
 
 impl FaultKind {
@@ -85,6 +88,7 @@ impl FaultKind {
             DescriptionTooLong => "description-too-long",
             CompatibilityNotText => "compatibility-not-text",
             CompatibilityTooLong => "compatibility-too-long",
+            NetworkInvalid => "network-invalid",
         }
     }
 

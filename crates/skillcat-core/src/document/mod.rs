@@ -15,7 +15,8 @@ pub use fault::{Fault, FaultKind};
 pub use frontmatter::{Document, parse_document, parse_frontmatter};
 pub use skill::Skill;
 pub use validate::{
-    LengthLimits, SPEC_FIELDS, ValidateOptions, name_key, normalize_name, validate_frontmatter,
+    LengthLimits, SPEC_FIELDS, ValidateOptions, name_key, network_declaration, normalize_name,
+    validate_frontmatter,
 };
 pub use value::{Map, Value};
 

@@ -10,6 +10,7 @@ use unicode_general_category::{GeneralCategory, get_general_category};
 use unicode_normalization::UnicodeNormalization;
 
 use super::{Fault, FaultKind, Map, Value};
+use crate::network::{Network, PatternError};
 
 /// The frontmatter keys the specification defines, sorted by code point.
 pub const SPEC_FIELDS: [&str; 6] = [
@@ -188,7 +189,46 @@ pub fn validate_frontmatter(
         )),
     }
 
+    // skillcat's own: a network declaration that is not one is read as no network; say so.
+    if let Some(Err(e)) = network_declaration(fm) {
+        faults.push(
+            Fault::new(FaultKind::NetworkInvalid, format!("skillcat.network: {e}")).with_hint(
+                "write `true`, `false` or host patterns separated by blanks \
+                 (`api.github.com uploads.github.com:443 *.example.com`)",
+            ),
+        );
+    }
+
     faults
+}
+
+/// The network a frontmatter declares (`skillcat.network` under `metadata:`, else a top-level
+/// `network`), or why it is not a valid declaration; `None` when it declares none. One text
+/// (`true`, `false`, host patterns separated by blanks) or a list of patterns. (Read here, below
+/// the capability module, so validation can say what the capabilities read.)
+pub fn network_declaration(fm: &Map) -> Option<Result<Network, PatternError>> {
+    let v = fm
+        .get("metadata")
+        .and_then(Value::as_map)
+        .and_then(|m| m.get("skillcat.network"))
+        .or_else(|| fm.get("network"))?;
+    Some(match v {
+        Value::Text(t) => Network::parse(t),
+        Value::List(items) => {
+            let words: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
+            match words {
+                Some(w) => Network::from_patterns(w.into_iter().map(str::trim)),
+                None => Err(PatternError {
+                    text: "network".into(),
+                    why: "a list of host patterns holds something other than text".into(),
+                }),
+            }
+        }
+        _ => Err(PatternError {
+            text: "network".into(),
+            why: "`true`, `false` or host patterns separated by blanks".into(),
+        }),
+    })
 }
 
 /// What to do with a top-level `version:` (a fault: the specification has no such field): the
@@ -427,6 +467,29 @@ mod tests {
             f[0].message(),
             "Unexpected fields in frontmatter: zz. Only ['allowed-tools', 'compatibility', 'description', 'license', 'metadata', 'name', 'timeout'] are allowed."
         );
+    }
+
+    #[test]
+    fn a_network_declaration_that_is_not_one_is_a_fault() {
+        let with = |net: &str| {
+            let mut m = fm(&[("name", "a"), ("description", "d")]);
+            let mut meta = Map::new();
+            meta.insert("skillcat.network".into(), Value::Text(net.into()));
+            m.insert("metadata".into(), Value::Map(meta));
+            validate_frontmatter(&m, None, &ValidateOptions::default())
+        };
+        for ok in ["true", "false", "api.github.com *.example.com:8443"] {
+            assert!(with(ok).is_empty(), "{ok}");
+        }
+        let f = with("api.github.com 10.0.0.1");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].kind(), FaultKind::NetworkInvalid);
+        assert_eq!(f[0].kind().as_str(), "network-invalid");
+        assert!(
+            f[0].message()
+                .contains("`10.0.0.1` is not a host pattern: an IP address")
+        );
+        assert!(f[0].hint().is_some());
     }
 
     #[test]

@@ -161,6 +161,12 @@ impl ToolSet {
                             .unwrap_or(u64::MAX)
                             .into(),
                     );
+                    if let Some(n) = &script.network {
+                        meta.0.insert(
+                            "network".into(),
+                            serde_json::to_value(n).unwrap_or(Json::Null),
+                        );
+                    }
                 }
                 CallToolResult::success(vec![content_block(&out.content)]).with_meta(Some(meta))
             }
@@ -190,6 +196,14 @@ fn error_result(e: &RuntimeError) -> CallToolResult {
     let mut meta = MetaObject::new();
     meta.0.insert("code".into(), e.code().into());
     meta.0.insert("message".into(), e.to_string().into());
+    if let RuntimeError::Script(s) = e
+        && let Some(n) = s.network()
+    {
+        meta.0.insert(
+            "network".into(),
+            serde_json::to_value(n).unwrap_or(Json::Null),
+        );
+    }
     CallToolResult::error(vec![ContentBlock::text(e.to_model_text())]).with_meta(Some(meta))
 }
 
@@ -220,8 +234,15 @@ fn mcp_tool(activation: &Activation, spec: &ToolSpec) -> Tool {
             meta.0
                 .insert("interpreter".into(), t.interpreter.name.clone().into());
         }
-        let network = activation.script_grant().is_some_and(|g| g.network);
-        annotations = annotations.open_world(network);
+        let network = activation.script_grant().map(|g| g.network.clone());
+        if let Some(n) = &network {
+            // What the tool may reach: `true`, `false`, or the hosts of its grant.
+            meta.0.insert(
+                "network".into(),
+                serde_json::to_value(n).unwrap_or(Json::Null),
+            );
+        }
+        annotations = annotations.open_world(network.is_some_and(|n| n.any()));
     } else if spec.kind == ToolKind::Guest {
         // JavaScript evaluated confined, no network: it reaches only what the host gives.
         meta.0.insert("kind".into(), "guest".into());

@@ -728,7 +728,8 @@ impl Driver<'_> {
             argv: vec![helper.to_string_lossy().into_owned()],
             env: Vec::new(),
             rules: Vec::new(),
-            network: false,
+            network: crate::script::sandbox::NetMode::Off,
+            proxy_port: 0,
             limits: RunLimits {
                 cpu_seconds: wall.as_secs() + 2,
                 // The engine's heap is bounded by its own limit; this is the backstop for

@@ -320,7 +320,7 @@ mod tests {
         Grant {
             fs_read: read.iter().map(PathBuf::from).collect(),
             fs_write: write.iter().map(PathBuf::from).collect(),
-            network: false,
+            network: crate::capability::Network::Off,
             timeout: Duration::from_secs(1),
             trust: Trust::External,
         }

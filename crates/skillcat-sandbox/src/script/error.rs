@@ -18,6 +18,8 @@ pub enum ScriptError {
         signal: Option<i32>,
         /// What it printed.
         output: Captured,
+        /// What it did on the network, for a run granted a host list (its proxy's report).
+        network: Option<Box<super::proxy::NetworkReport>>,
     },
     /// A failure every kind of tool shares, with the script codes: the gate refused the run
     /// (`E_SKILL_SCRIPT_DENIED`) or could not decide (`E_SKILL_SCRIPT_GATE_UNAVAILABLE`), the
@@ -105,14 +107,29 @@ impl ScriptError {
     /// `Error (<code>): <message>`.
     pub fn to_model_text(&self) -> String {
         match self {
-            ScriptError::Failed { code, output, .. } => {
-                format!("Error (exit {code}):\n{}", output.render())
+            ScriptError::Failed {
+                code,
+                output,
+                network,
+                ..
+            } => {
+                let mut s = output.render();
+                super::run::append_network(&mut s, network.as_deref());
+                format!("Error (exit {code}):\n{s}")
             }
             ScriptError::Call(f) => f.to_model_text(),
             ScriptError::WorkspaceFull { output, .. } => {
                 format!("Error ({}): {self}\n{}", self.code(), output.render())
             }
             other => format!("Error ({}): {other}", other.code()),
+        }
+    }
+
+    /// What a failed run did on the network, for a run granted a host list.
+    pub fn network(&self) -> Option<&super::proxy::NetworkReport> {
+        match self {
+            ScriptError::Failed { network, .. } => network.as_deref(),
+            _ => None,
         }
     }
 
@@ -248,6 +265,7 @@ mod tests {
             code: 3,
             signal: None,
             output: out("boom\n", 5),
+            network: None,
         };
         assert_eq!(e.to_model_text(), "Error (exit 3):\nboom\n");
         assert_eq!(e.code(), "E_SKILL_SCRIPT_FAILED");

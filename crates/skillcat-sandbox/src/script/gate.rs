@@ -230,7 +230,7 @@ mod tests {
         Grant {
             fs_read: vec![],
             fs_write: vec![],
-            network: false,
+            network: crate::capability::Network::Off,
             timeout: Duration::from_secs(1),
             trust: crate::capability::Trust::External,
         }

@@ -30,6 +30,7 @@ pub mod home;
 mod left;
 pub mod policy;
 pub(crate) mod process;
+pub mod proxy;
 mod run;
 pub mod sandbox;
 mod tools;
@@ -41,6 +42,7 @@ pub use gate::{
     AllowAll, DenyAll, Gate, GateDecision, GateError, GateKind, GateRequest, Provenance,
 };
 pub use left::{Kept, LeftFile};
+pub use proxy::{NetworkReport, ProxyLimits};
 pub use run::{
     Confinement, LoadedSkill, Runner, RunnerConfig, ScriptLimits, ScriptOutput, cgroup_status,
     start_dir,

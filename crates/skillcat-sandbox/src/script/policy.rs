@@ -12,8 +12,10 @@ use super::ScriptError;
 use crate::capability::{self, Ceiling, Context, Grant, Trust};
 
 /// Checks that `grant` asks for nothing `policy` does not allow: every read path under a policy
-/// read or write root, every write path under a policy write root, network only if the policy
-/// has it, a timeout no longer than the policy's, `core` trust only under a `core` policy.
+/// read or write root, every write path under a policy write root, network only as far as the
+/// policy has it (the whole network only under the whole network, each host and port of a list
+/// within the policy's), a timeout no longer than the policy's, `core` trust only under a
+/// `core` policy.
 /// Paths must be absolute and free of `.`/`..` (the runner canonicalises them first).
 pub fn check_within(grant: &Grant, policy: &Grant) -> Result<(), ScriptError> {
     let widened = |reason: String| Err(ScriptError::PolicyWidened { reason });
@@ -34,8 +36,17 @@ pub fn check_within(grant: &Grant, policy: &Grant) -> Result<(), ScriptError> {
             ));
         }
     }
-    if grant.network && !policy.network {
-        return widened("network access is not allowed by the policy".into());
+    if !grant.network.within(&policy.network) {
+        return widened(match (&grant.network, &policy.network) {
+            (capability::Network::Hosts(_), capability::Network::Hosts(_)) => format!(
+                "network access to {} is not allowed by the policy",
+                capability::Network::hosts(grant.network.outside(&policy.network))
+            ),
+            _ => format!(
+                "network access ({}) is not allowed by the policy ({})",
+                grant.network, policy.network
+            ),
+        });
     }
     if grant.timeout > policy.timeout {
         return widened(format!(
@@ -71,7 +82,7 @@ pub fn policy_from_ceiling(ceiling: &Ceiling, ctx: &Context) -> Grant {
     Grant {
         fs_read: expand(&ceiling.fs_read),
         fs_write: expand(&ceiling.fs_write),
-        network: ceiling.network,
+        network: ceiling.network.clone(),
         timeout: ceiling.clamp_timeout(ceiling.max_timeout.max(ceiling.timeout)),
         trust: if ctx.core_trusted_source {
             Trust::Core
@@ -106,7 +117,7 @@ mod tests {
         Grant {
             fs_read: read.iter().map(PathBuf::from).collect(),
             fs_write: write.iter().map(PathBuf::from).collect(),
-            network,
+            network: capability::Network::from_bool(network),
             timeout: Duration::from_secs(secs),
             trust,
         }
@@ -143,6 +154,34 @@ mod tests {
     }
 
     #[test]
+    fn host_lists_within_the_policy() {
+        use crate::capability::Network;
+        let with = |n: &str| Grant {
+            network: Network::parse(n).unwrap(),
+            ..g(&[], &[], false, 60, Trust::External)
+        };
+        for (grant, policy, ok) in [
+            ("api.x.com", "true", true),
+            ("api.x.com", "*.x.com", true),
+            ("api.x.com:443", "api.x.com", true),
+            ("api.x.com:22", "api.x.com", false),
+            ("api.x.com", "api.x.com:443", false),
+            ("api.x.com", "false", false),
+            ("true", "*.x.com", false),
+            ("false", "false", true),
+        ] {
+            let r = check_within(&with(grant), &with(policy));
+            assert_eq!(r.is_ok(), ok, "{grant} within {policy}: {r:?}");
+        }
+        let e = check_within(&with("a.x.com b.y.com:22"), &with("*.x.com")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("network access to b.y.com:22 is not allowed"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_grant_from_a_ceiling_lies_within_its_policy() {
         use crate::capability::{Capabilities, intersect};
         let dir = std::env::temp_dir();
@@ -158,7 +197,7 @@ mod tests {
         let caps = Capabilities {
             fs_read: vec![".".into(), "sub/x".into(), "/etc".into()],
             fs_write: vec!["out/y".into(), ".".into()],
-            network: true,
+            network: capability::Network::All,
             timeout: Some(9999),
             trust: Trust::Core,
         };
@@ -169,7 +208,7 @@ mod tests {
             "{grant:?} ⊄ {policy:?}"
         );
         assert_eq!(policy.trust, Trust::External);
-        assert!(!policy.network);
+        assert!(policy.network.is_off());
         assert_eq!(policy.timeout, Duration::from_secs(60));
         assert_eq!(policy.fs_read[0], std::fs::canonicalize(&dir).unwrap());
     }

@@ -371,9 +371,52 @@ pub(crate) fn receive_work(
     ours: &OwnedFd,
 ) -> Result<Option<super::workspace::BoundedWork>, String> {
     let mut text = [0u8; 4096];
+    let (n, mut fds) = recv_with_fds(ours, &mut text, 3)
+        .map_err(|e| format!("the sandbox helper's answer: {e}"))?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let line = String::from_utf8_lossy(&text[..n]).into_owned();
+    if let Some(why) = line.strip_prefix("error ") {
+        return Err(why.to_string());
+    }
+    let bad = || format!("unexpected answer from the sandbox helper: {line:?}");
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let num =
+        |i: usize| -> Result<u64, String> { f.get(i).and_then(|v| v.parse().ok()).ok_or_else(bad) };
+    if f.first() != Some(&"work") || f.len() != 5 {
+        return Err(bad());
+    }
+    let (dev, ino, mnt_ns, user) = (num(1)?, num(2)?, num(3)?, num(4)? == 1);
+    if fds.len() != 2 + usize::from(user) {
+        return Err(bad());
+    }
+    let root = fds.pop().ok_or_else(bad)?;
+    let user = if user { fds.pop() } else { None };
+    let mnt = fds.pop().ok_or_else(bad)?;
+    let ident = |fd: &OwnedFd| sandbox::linux::identity(fd).map_err(|e| e.to_string());
+    if ident(&mnt)?.1 != mnt_ns || ident(&root)? != (dev, ino) {
+        return Err(bad());
+    }
+    Ok(Some(super::workspace::BoundedWork {
+        mnt,
+        user,
+        root,
+        inode: (dev, ino),
+    }))
+}
+
+/// Blocking: one message on `ours` into `text`, and the descriptors (at most `max`) it carries
+/// as `SCM_RIGHTS`, each taken exactly once (close-on-exec). 0 bytes: every peer is gone.
+#[cfg(target_os = "linux")]
+fn recv_with_fds(
+    ours: &OwnedFd,
+    text: &mut [u8],
+    max: u32,
+) -> std::io::Result<(usize, Vec<OwnedFd>)> {
     let fd_size = std::mem::size_of::<libc::c_int>() as libc::c_uint;
     // SAFETY: CMSG_SPACE is a size computation.
-    let mut control = vec![0u8; unsafe { libc::CMSG_SPACE(3 * fd_size) } as usize];
+    let mut control = vec![0u8; unsafe { libc::CMSG_SPACE(max * fd_size) } as usize];
     let mut fds: Vec<OwnedFd> = Vec::new();
     // SAFETY: recvmsg into live local buffers described by the header; every descriptor the
     // control message carries is taken into an OwnedFd exactly once (MSG_CMSG_CLOEXEC).
@@ -408,42 +451,35 @@ pub(crate) fn receive_work(
         n
     };
     if n < 0 {
-        return Err(format!(
-            "the sandbox helper's answer: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(std::io::Error::last_os_error());
     }
-    if n == 0 {
-        return Ok(None);
+    Ok((n as usize, fds))
+}
+
+/// Blocking: the listening socket a proxied run's first process made inside its network
+/// namespace ([`sandbox::PROXY_SOCKET_FD`]), checked to be a listening TCP socket. `None`: the
+/// run ended (or failed) before it sent one.
+#[cfg(target_os = "linux")]
+pub(crate) fn receive_listener(ours: &OwnedFd) -> Option<std::net::TcpListener> {
+    let mut text = [0u8; 16];
+    let (n, mut fds) = recv_with_fds(ours, &mut text, 1).ok()?;
+    if n != 1 || text[0] != b'l' || fds.len() != 1 {
+        return None;
     }
-    let line = String::from_utf8_lossy(&text[..n as usize]).into_owned();
-    if let Some(why) = line.strip_prefix("error ") {
-        return Err(why.to_string());
-    }
-    let bad = || format!("unexpected answer from the sandbox helper: {line:?}");
-    let f: Vec<&str> = line.split_whitespace().collect();
-    let num =
-        |i: usize| -> Result<u64, String> { f.get(i).and_then(|v| v.parse().ok()).ok_or_else(bad) };
-    if f.first() != Some(&"work") || f.len() != 5 {
-        return Err(bad());
-    }
-    let (dev, ino, mnt_ns, user) = (num(1)?, num(2)?, num(3)?, num(4)? == 1);
-    if fds.len() != 2 + usize::from(user) {
-        return Err(bad());
-    }
-    let root = fds.pop().ok_or_else(bad)?;
-    let user = if user { fds.pop() } else { None };
-    let mnt = fds.pop().ok_or_else(bad)?;
-    let ident = |fd: &OwnedFd| sandbox::linux::identity(fd).map_err(|e| e.to_string());
-    if ident(&mnt)?.1 != mnt_ns || ident(&root)? != (dev, ino) {
-        return Err(bad());
-    }
-    Ok(Some(super::workspace::BoundedWork {
-        mnt,
-        user,
-        root,
-        inode: (dev, ino),
-    }))
+    let fd = fds.pop()?;
+    let mut listening: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt on a live descriptor into a local of the size given.
+    let ok = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ACCEPTCONN,
+            (&mut listening as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    } == 0;
+    (ok && listening == 1).then(|| std::net::TcpListener::from(fd))
 }
 
 /// Off Linux no helper makes a work directory.

@@ -11,14 +11,15 @@ use serde_json::Value as Json;
 use super::gate::{Gate, GateKind, GateRequest, ask};
 use super::policy::{check_within, lexical_normalize};
 use super::process::{receive_work, supervise};
+use super::proxy::{NetworkReport, ProxyConfig, ProxyLimits, RunProxy};
 use super::sandbox::{
-    self, DEVICES, FsAccess, FsRule, GrantedTree, HelperPolicy, JoinWorkspace, Mode, RunLimits,
-    SANDBOX_ID, WORKSPACE_MNT_FD, WORKSPACE_USER_FD,
+    self, DEVICES, FsAccess, FsRule, GrantedTree, HelperPolicy, JoinWorkspace, Mode, NetMode,
+    RunLimits, SANDBOX_ID, WORKSPACE_MNT_FD, WORKSPACE_USER_FD,
 };
 use super::tools::{Interpreters, SYSTEM_PATH, ScriptTool, SkillTools};
 use super::workspace::{Quota, Workspace, WorkspaceBase, enforce_bounded_quota, enforce_quota};
 use super::{Captured, ScriptError};
-use crate::capability::{Grant, Trust};
+use crate::capability::{Grant, Network, Pin, Trust};
 use crate::document::Skill;
 use crate::source::Source;
 use crate::tool::{FailureKind, ToolFailure, ToolKind};
@@ -136,6 +137,11 @@ pub struct RunnerConfig {
     /// argument names what the caller meant ([`start_dir`]). Otherwise scripts start in their
     /// work directory.
     pub caller_dir: Option<PathBuf>,
+    /// `[sandbox.resolve]`: names (and ports) the proxy of a run granted a host list connects
+    /// to fixed addresses, which may then be private or loopback ones (default none).
+    pub pins: Vec<Pin>,
+    /// The bounds of each run's proxy.
+    pub proxy: ProxyLimits,
 }
 
 impl RunnerConfig {
@@ -150,6 +156,8 @@ impl RunnerConfig {
             workspace_base: WorkspaceBase::default_dir(),
             fail_on_nonzero: true,
             caller_dir: None,
+            pins: Vec::new(),
+            proxy: ProxyLimits::default(),
         }
     }
 }
@@ -176,13 +184,28 @@ pub struct ScriptOutput {
     pub duration: Duration,
     /// How it was confined.
     pub confinement: Confinement,
+    /// What it did on the network, for a run granted a host list (its proxy's report).
+    pub network: Option<NetworkReport>,
+}
+
+/// `[line]` for each refusal and limit of a run's network report (with the hints), after what
+/// the script printed.
+pub(crate) fn append_network(s: &mut String, report: Option<&NetworkReport>) {
+    for line in report.map(NetworkReport::refusal_lines).unwrap_or_default() {
+        if !s.is_empty() && !s.ends_with('\n') {
+            s.push('\n');
+        }
+        s.push_str(&format!("[{line}]"));
+    }
 }
 
 impl ScriptOutput {
     /// The text a model reads: the output (with a truncation note), the exit status when it is
-    /// not 0, and a note when the run was not confined.
+    /// not 0, a note when the run was not confined, and what it did on the network (hosts
+    /// reached and refused, with hints) when it was granted a host list.
     pub fn to_model_text(&self) -> String {
         let mut s = self.output.render();
+        append_network(&mut s, self.network.as_ref());
         if self.exit_code != 0 {
             if !s.is_empty() && !s.ends_with('\n') {
                 s.push('\n');
@@ -401,7 +424,45 @@ impl Runner {
             } else {
                 None
             };
+        // A host list: the script's only way out is a proxy this run starts (Linux: listening
+        // inside the run's own network namespace; macOS: on the host's loopback, the one
+        // address the profile lets it reach).
+        let hosts = match (&grant.network, mode) {
+            (Network::Hosts(h), Mode::Confined) => Some(h.clone()),
+            _ => None,
+        };
+        #[cfg(not(target_os = "linux"))]
+        let host_listener = match &hosts {
+            Some(_) => Some(
+                std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).map_err(|e| {
+                    ScriptError::SandboxFailed {
+                        reason: format!("the run's proxy: {e}"),
+                    }
+                })?,
+            ),
+            None => None,
+        };
+        #[cfg(not(target_os = "linux"))]
+        let proxy_port = match &host_listener {
+            Some(l) => l
+                .local_addr()
+                .map_err(|e| ScriptError::SandboxFailed {
+                    reason: format!("the run's proxy: {e}"),
+                })?
+                .port(),
+            None => 0,
+        };
         let mut policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode)?;
+        if policy.network == NetMode::Proxied {
+            #[cfg(target_os = "linux")]
+            let port = sandbox::PROXY_PORT;
+            #[cfg(not(target_os = "linux"))]
+            let port = {
+                policy.proxy_port = proxy_port;
+                proxy_port
+            };
+            policy.env.extend(proxy_env(port));
+        }
         let making = match making {
             Some(guard) => Some((guard, self.make_work(ws, &mut policy)?)),
             None => None,
@@ -424,6 +485,22 @@ impl Runner {
             Some((guard, (ours, theirs))) => (Some((guard, ours)), Some(theirs)),
             None => (None, None),
         };
+        #[cfg(target_os = "linux")]
+        let (proxy_ours, proxy_theirs) = match &hosts {
+            Some(_) => {
+                let (o, t) =
+                    super::process::work_socket().map_err(|e| ScriptError::SandboxFailed {
+                        reason: format!("the run's proxy: socket: {e}"),
+                    })?;
+                (Some(o), Some(t))
+            }
+            None => (None, None),
+        };
+        let proxy_config = hosts.map(|allowed| ProxyConfig {
+            allowed,
+            pins: self.config.pins.clone(),
+            limits: self.config.proxy,
+        });
         let run = async {
             let mut inherit = Vec::new();
             if let Some(b) = ws.bounded() {
@@ -434,6 +511,10 @@ impl Runner {
             }
             if let Some(s) = &theirs {
                 inherit.push((s, sandbox::WORKSPACE_SOCKET_FD));
+            }
+            #[cfg(target_os = "linux")]
+            if let Some(s) = &proxy_theirs {
+                inherit.push((s, sandbox::PROXY_SOCKET_FD));
             }
             let raw = supervise(
                 &self.config.helper,
@@ -447,7 +528,29 @@ impl Runner {
             // The helper is gone: a socket it never answered on now reads as closed.
             drop(inherit);
             drop(theirs);
+            #[cfg(target_os = "linux")]
+            drop(proxy_theirs);
             raw
+        };
+        // The proxy starts as soon as the run's first process hands over its listener (the
+        // script's connections wait in its backlog until then), and serves until the run ends.
+        let proxy = async {
+            let cfg = proxy_config?;
+            #[cfg(target_os = "linux")]
+            let listener = {
+                let ours = proxy_ours?;
+                tokio::task::spawn_blocking(move || super::process::receive_listener(&ours))
+                    .await
+                    .ok()
+                    .flatten()
+            };
+            #[cfg(not(target_os = "linux"))]
+            let listener = host_listener;
+            let listener = listener?;
+            match RunProxy::start(listener, cfg) {
+                Ok(p) => Some(Ok(p)),
+                Err(e) => Some(Err(e.to_string())),
+            }
         };
         // What the helper made is taken as soon as it says so, not when the run ends: runs
         // waiting for the lock go on.
@@ -463,7 +566,17 @@ impl Runner {
                 drop(guard);
             }
         };
-        let (raw, ()) = tokio::join!(run, handover);
+        let (raw, (), proxy) = tokio::join!(run, handover, proxy);
+        let network = match proxy {
+            Some(Ok(p)) => Some(p.finish()),
+            Some(Err(e)) => Some(NetworkReport {
+                limits: vec![format!("the run's proxy could not start: {e}")],
+                ..NetworkReport::default()
+            }),
+            // A proxied run whose first process never handed over its listener: it failed
+            // before that, and says so itself.
+            None => None,
+        };
         let out_of_memory = match group {
             Some(g) => tokio::task::spawn_blocking(move || {
                 let oom = g.out_of_memory();
@@ -500,7 +613,10 @@ impl Runner {
         .await
         .map_err(|e| ScriptError::workspace(format!("measuring the work directory: {e}")))
         .and_then(|r| r);
-        let raw = raw?;
+        let mut raw = raw?;
+        if network.is_some() && raw.timed_out {
+            append_network(&mut raw.output.text, network.as_ref());
+        }
         if let Some(reason) = quota? {
             return Err(ScriptError::WorkspaceFull {
                 reason,
@@ -535,6 +651,7 @@ impl Runner {
                 code,
                 signal,
                 output: raw.output,
+                network: network.map(Box::new),
             });
         }
         Ok(ScriptOutput {
@@ -543,6 +660,7 @@ impl Runner {
             output: raw.output,
             duration,
             confinement,
+            network,
         })
     }
 
@@ -673,6 +791,12 @@ impl Runner {
         argv.extend(t.interpreter.args.iter().cloned());
         argv.push(script.to_string_lossy().into_owned());
         argv.extend(script_args);
+        let network = match (&grant.network, mode) {
+            (Network::Off, _) => NetMode::Off,
+            (Network::Hosts(_), Mode::Confined) => NetMode::Proxied,
+            // Unconfined (trust: core without Landlock): no namespace, the host's network.
+            (Network::Hosts(_), Mode::Unconfined) | (Network::All, _) => NetMode::All,
+        };
         let env = vec![
             ("PATH".to_string(), SYSTEM_PATH.to_string()),
             ("HOME".to_string(), work.to_string_lossy().into_owned()),
@@ -682,10 +806,11 @@ impl Runner {
             ),
             ("LANG".to_string(), "C.UTF-8".to_string()),
         ];
+
         let system = if cfg!(target_os = "macos") {
-            sandbox::macos::system_read_paths(grant.network)
+            sandbox::macos::system_read_paths(grant.network.any())
         } else {
-            sandbox::system_read_paths(grant.network)
+            sandbox::system_read_paths(grant.network.any())
         };
         let mut rules: Vec<FsRule> = system.into_iter().map(FsRule::system).collect();
         if let Some(prefix) = interpreter_prefix(&t.interpreter.path, &rules) {
@@ -802,7 +927,8 @@ impl Runner {
             argv,
             env,
             rules,
-            network: grant.network,
+            network,
+            proxy_port: 0,
             limits: RunLimits {
                 // Above the wall-clock timeout, so a spinning script ends with the timeout error.
                 cpu_seconds: secs + 2,
@@ -821,6 +947,23 @@ impl Runner {
             granted,
         })
     }
+}
+
+/// The environment that points a proxied run's clients at its proxy: `HTTP_PROXY`,
+/// `HTTPS_PROXY`, `ALL_PROXY` (and their lowercase forms) at `http://127.0.0.1:PORT`, and
+/// `NO_PROXY` for loopback names (the namespace's loopback is the script's own; nothing of the
+/// host's is there).
+fn proxy_env(port: u16) -> Vec<(String, String)> {
+    let url = format!("http://127.0.0.1:{port}");
+    let mut env = Vec::new();
+    for key in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+        env.push((key.to_string(), url.clone()));
+        env.push((key.to_ascii_lowercase(), url.clone()));
+    }
+    let local = "localhost,127.0.0.1,::1".to_string();
+    env.push(("NO_PROXY".to_string(), local.clone()));
+    env.push(("no_proxy".to_string(), local));
+    env
 }
 
 /// The topmost directories above any of `paths` (existing ones) that uid/gid 65534 may not
@@ -913,7 +1056,7 @@ fn canonical_grant(g: &Grant) -> Result<Grant, ScriptError> {
     Ok(Grant {
         fs_read: g.fs_read.iter().map(canon).collect::<Result<_, _>>()?,
         fs_write: g.fs_write.iter().map(canon).collect::<Result<_, _>>()?,
-        network: g.network,
+        network: g.network.clone(),
         timeout: g.timeout,
         trust: g.trust,
     })
@@ -925,7 +1068,7 @@ fn canonical_policy(g: &Grant) -> Grant {
     Grant {
         fs_read: g.fs_read.iter().map(canon).collect(),
         fs_write: g.fs_write.iter().map(canon).collect(),
-        network: g.network,
+        network: g.network.clone(),
         timeout: g.timeout,
         trust: g.trust,
     }
@@ -973,6 +1116,7 @@ mod tests {
             },
             duration: Duration::ZERO,
             confinement,
+            network: None,
         };
         assert_eq!(
             out(0, Confinement::Confined("x".into())).to_model_text(),
@@ -986,6 +1130,33 @@ mod tests {
             out(0, Confinement::Unconfined("trust: core".into())).to_model_text(),
             "hi\n[ran without confinement: trust: core]"
         );
+        // A host-list run: the model reads each refusal and its hint, not the hosts reached.
+        let mut o = out(0, Confinement::Confined("x".into()));
+        o.network = Some(NetworkReport {
+            reached: vec![super::super::proxy::Reached {
+                host: "a.test".into(),
+                port: 443,
+                address: "192.0.2.1:443".into(),
+                pinned: false,
+                connections: 1,
+                bytes_out: 1,
+                bytes_in: 2,
+            }],
+            refused: vec![super::super::proxy::Refused {
+                target: "b.test:443".into(),
+                why: "not in this run's network grant".into(),
+                hint: Some("grant it".into()),
+                count: 2,
+            }],
+            limits: vec![],
+        });
+        assert_eq!(
+            o.to_model_text(),
+            "hi\n[network: refused b.test:443: not in this run's network grant (2 times)]\n\
+             [hint: grant it]"
+        );
+        let lines = o.network.as_ref().unwrap().lines();
+        assert!(lines[0].starts_with("network: reached a.test:443 at 192.0.2.1:443 (1 connection"));
     }
 
     #[test]
@@ -993,7 +1164,7 @@ mod tests {
         let grant = |read: &[&str], write: &[&str]| Grant {
             fs_read: read.iter().map(PathBuf::from).collect(),
             fs_write: write.iter().map(PathBuf::from).collect(),
-            network: false,
+            network: Network::Off,
             timeout: Duration::from_secs(1),
             trust: Trust::External,
         };

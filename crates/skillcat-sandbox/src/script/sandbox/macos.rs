@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use super::{FsAccess, HelperPolicy};
+use super::{FsAccess, HelperPolicy, NetMode};
 
 /// The `sandbox-exec` binary (deprecated but shipped with every macOS).
 pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
@@ -85,8 +85,16 @@ pub fn profile(policy: &HelperPolicy) -> SeatbeltProfile {
             "(allow file-read* file-write* (subpath (param \"{key}\")))\n"
         ));
     }
-    if policy.network {
-        p.push_str("(allow network*)\n(allow system-socket)\n");
+    match policy.network {
+        NetMode::All => p.push_str("(allow network*)\n(allow system-socket)\n"),
+        // The run's proxy listens on the host's loopback (Seatbelt has no network namespace):
+        // outbound TCP to its port is the only network the profile allows. The port is a
+        // number the supervisor chose, never text from the policy's sender.
+        NetMode::Proxied => p.push_str(&format!(
+            "(allow network-outbound (remote ip \"localhost:{}\"))\n",
+            policy.proxy_port
+        )),
+        NetMode::Off => {}
     }
     SeatbeltProfile { profile: p, params }
 }
@@ -112,6 +120,7 @@ mod tests {
     use super::*;
 
     fn policy(network: bool) -> HelperPolicy {
+        let network = if network { NetMode::All } else { NetMode::Off };
         HelperPolicy {
             mode: Mode::Confined,
             program: "/bin/sh".into(),
@@ -148,6 +157,7 @@ mod tests {
                 },
             ],
             network,
+            proxy_port: 0,
             limits: RunLimits {
                 cpu_seconds: 2,
                 address_space: 1,
@@ -196,6 +206,16 @@ mod tests {
             !p.profile.contains("(allow file-read*)\n"),
             "no blanket read (so $HOME stays closed)"
         );
+    }
+
+    #[test]
+    fn a_proxied_run_reaches_only_the_proxys_port() {
+        let mut p = policy(false);
+        p.network = NetMode::Proxied;
+        p.proxy_port = 40123;
+        let prof = profile(&p).profile;
+        assert!(prof.contains("(allow network-outbound (remote ip \"localhost:40123\"))"));
+        assert!(!prof.contains("(allow network*)"));
     }
 
     #[test]

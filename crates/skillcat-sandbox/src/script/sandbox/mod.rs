@@ -55,6 +55,33 @@ pub const WORKSPACE_USER_FD: i32 = 6;
 /// tmpfs's root as `SCM_RIGHTS`, or `error <why>` when it could not be made.
 pub const WORKSPACE_SOCKET_FD: i32 = 7;
 
+/// In a run whose network goes through the run's proxy ([`NetMode::Proxied`]), the helper's
+/// end of a `SOCK_SEQPACKET` socket: the script's first process sends on it, as `SCM_RIGHTS`,
+/// the TCP socket it listens on at `127.0.0.1:`[`PROXY_PORT`] inside its own network namespace,
+/// which the supervisor's proxy then accepts on.
+pub const PROXY_SOCKET_FD: i32 = 8;
+
+/// The port the run's proxy listens on inside a proxied run's network namespace (the only
+/// place the script can connect to: nothing else is there).
+pub const PROXY_PORT: u16 = 3128;
+
+/// The network of a run, as the helper sets it up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetMode {
+    /// None: a network namespace of its own with loopback down, `AF_UNIX` stream sockets only,
+    /// no `connect`.
+    #[default]
+    Off,
+    /// Only through the run's proxy: a network namespace of its own with loopback up and the
+    /// proxy's socket at `127.0.0.1:`[`PROXY_PORT`]; only IPv4/IPv6 stream sockets (no
+    /// `AF_UNIX`, `AF_NETLINK`, `AF_PACKET`, datagram or raw ones); Landlock (ABI ≥ 4) allows
+    /// TCP `connect` to the proxy's port only, and no `bind`.
+    Proxied,
+    /// The host's network (no network namespace).
+    All,
+}
+
 /// The most policy bytes the helper reads.
 pub const POLICY_MAX: usize = 16 << 20;
 
@@ -160,8 +187,14 @@ pub struct HelperPolicy {
     pub env: Vec<(String, String)>,
     /// File-system rules.
     pub rules: Vec<FsRule>,
-    /// Whether the script may use the network.
-    pub network: bool,
+    /// The script's network.
+    pub network: NetMode,
+    /// Where the run's proxy listens on the host's loopback, for a proxied run where the
+    /// script cannot have a network namespace of its own (macOS: the Seatbelt profile allows
+    /// outbound TCP to this port of localhost only). 0 on Linux, where the proxy listens inside
+    /// the run's namespace at [`PROXY_PORT`].
+    #[serde(default)]
+    pub proxy_port: u16,
     /// Resource limits.
     pub limits: RunLimits,
     /// The wall-clock timeout the supervisor enforces, seconds; the helper arms a backstop
@@ -377,7 +410,8 @@ mod tests {
                 required: false,
                 inode: Some((1, 2)),
             }],
-            network: false,
+            network: NetMode::Off,
+            proxy_port: 0,
             limits: RunLimits {
                 cpu_seconds: 2,
                 address_space: 1 << 30,

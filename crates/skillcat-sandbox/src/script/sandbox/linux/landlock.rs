@@ -12,12 +12,12 @@
 use std::os::unix::io::{AsFd, AsRawFd, OwnedFd};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    RestrictionStatus, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus,
-    Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+    PathFd, RestrictionStatus, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr,
+    RulesetStatus, Scope,
 };
 
-use crate::script::sandbox::{FsAccess, FsRule, HelperPolicy};
+use crate::script::sandbox::{FsAccess, FsRule, HelperPolicy, NetMode};
 
 /// A ruleset ready to enforce, and what it covers.
 pub(super) struct Prepared {
@@ -51,7 +51,7 @@ fn read_write(abi: ABI) -> BitFlags<AccessFs> {
 /// Builds the ruleset for `policy` on a kernel with Landlock ABI `kernel_abi`.
 pub(super) fn build(policy: &HelperPolicy, kernel_abi: u32) -> Result<Prepared, String> {
     let abi = fs_abi(kernel_abi);
-    let tcp = !policy.network && kernel_abi >= 4;
+    let tcp = policy.network != NetMode::All && kernel_abi >= 4;
     let scopes = kernel_abi >= 6;
     let e = |e: landlock::RulesetError| e.to_string();
     let mut rs = Ruleset::default()
@@ -68,13 +68,23 @@ pub(super) fn build(policy: &HelperPolicy, kernel_abi: u32) -> Result<Prepared, 
     for rule in &policy.rules {
         created = add_rule(created, abi, rule)?;
     }
+    if tcp && policy.network == NetMode::Proxied {
+        // The proxy's port is the one TCP connection a proxied script may make (no bind).
+        created = created
+            .add_rule(NetPort::new(
+                crate::script::sandbox::PROXY_PORT,
+                AccessNet::ConnectTcp,
+            ))
+            .map_err(e)?;
+    }
     let summary = format!(
         "landlock (kernel ABI {kernel_abi}, file system at ABI {}, TCP {}, scopes {})",
         abi as u32,
         match (policy.network, tcp) {
-            (true, _) => "allowed",
-            (false, true) => "denied",
-            (false, false) => "not handled by this kernel",
+            (NetMode::All, _) => "allowed",
+            (NetMode::Proxied, true) => "to the proxy's port only",
+            (NetMode::Off, true) => "denied",
+            (_, false) => "not handled by this kernel",
         },
         if scopes { "on" } else { "unavailable" },
     );

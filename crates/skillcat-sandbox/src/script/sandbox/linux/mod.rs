@@ -37,8 +37,8 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 
 use super::{
-    FsAccess, FsRule, HelperPolicy, HelperRequest, JoinWorkspace, Mode, POLICY_FD, POLICY_MAX,
-    SANDBOX_ID, SETUP_FAILED, STATUS_FD,
+    FsAccess, FsRule, HelperPolicy, HelperRequest, JoinWorkspace, Mode, NetMode, POLICY_FD,
+    POLICY_MAX, PROXY_PORT, PROXY_SOCKET_FD, SANDBOX_ID, SETUP_FAILED, STATUS_FD,
 };
 
 /// The Landlock ABI of the running kernel (`None`: not built in or disabled).
@@ -374,7 +374,7 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         Err(e) => return status.error("failed", &format!("pipe: {e}")),
     };
 
-    let net_flag = if policy.network {
+    let net_flag = if policy.network == NetMode::All {
         0
     } else {
         libc::CLONE_NEWNET
@@ -388,7 +388,7 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     let ns = |user, pid| Ns {
         user,
         pid,
-        net: pid && !policy.network,
+        net: pid && policy.network != NetMode::All,
     };
     // (flags, namespaces, whether this helper writes the id maps of a new user namespace)
     let mut attempts = Vec::new();
@@ -402,8 +402,10 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             }
         }
     }
-    // A plain fork has no mount namespace of its own for the views or the granted trees.
-    if views.is_empty() && trees.is_empty() {
+    // A plain fork has no mount namespace of its own for the views or the granted trees, and
+    // no network namespace for a proxied run (whose only way out must be the proxy).
+    let proxied = policy.network == NetMode::Proxied;
+    if views.is_empty() && trees.is_empty() && !proxied {
         attempts.push((0, ns(joined_user, false), false));
     }
     let mut spawned = None;
@@ -432,6 +434,14 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         }
     }
     let Some((pid, ns, maps)) = spawned else {
+        if proxied {
+            return status.error(
+                "unavailable",
+                "network by host name needs a network namespace of the run's own, which this \
+                 host does not allow (no user namespaces for this user: Docker's default \
+                 profile, user.max_user_namespaces=0, or Ubuntu's AppArmor restriction)",
+            );
+        }
         return status.error(
             "failed",
             if views.is_empty() && trees.is_empty() {
@@ -465,6 +475,12 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         unsafe { libc::_exit(code as i32) };
     }
 
+    if proxied {
+        // The child holds the proxy's socket now; once it has sent the listener (or failed),
+        // the supervisor sees the socket close.
+        // SAFETY: closing our own copy of an inherited descriptor.
+        unsafe { libc::close(PROXY_SOCKET_FD) };
+    }
     if let Err(e) = release(pid, (sync_r, sync_w), maps) {
         return status.error("failed", &e);
     }
@@ -643,6 +659,13 @@ fn child(
             // The helper is gone (or failed to map ids): nothing to run.
             return SETUP_FAILED;
         }
+        // Still holding every capability in the new namespaces (the credential change below
+        // drops them): loopback up, and the proxy's listener handed to the supervisor.
+        if policy.network == NetMode::Proxied
+            && let Err(e) = proxy_listener()
+        {
+            return status.error("failed", &format!("the run's proxy: {e}"));
+        }
 
         if !views.is_empty()
             && let Err(e) = mount_views(views)
@@ -742,7 +765,11 @@ fn child(
             names.extend(["pid", "ipc"]);
         }
         if ns.net {
-            names.push("net");
+            names.push(if policy.network == NetMode::Proxied {
+                "net (out only through the run's proxy)"
+            } else {
+                "net"
+            });
         }
         let namespaces = if names.is_empty() {
             "none".to_string()
@@ -788,6 +815,91 @@ fn child(
             &format!("cannot execute {}: {e}", policy.program.display()),
         )
     }
+}
+
+/// In a proxied run's new network namespace (the child, before it drops its capabilities):
+/// brings loopback up (`SIOCSIFFLAGS`, an ioctl, not the netlink `RTM_NEWADDR` some kernels
+/// refuse in user namespaces; the kernel gives `lo` 127.0.0.1 and ::1 when it comes up),
+/// listens on `127.0.0.1:`[`PROXY_PORT`], and sends that socket to the supervisor on
+/// [`PROXY_SOCKET_FD`], closing both here: the script holds neither.
+fn proxy_listener() -> Result<(), String> {
+    let os = |what: &str| format!("{what}: {}", io::Error::last_os_error());
+    // SAFETY (whole function): system calls on integers and local, initialised structs; every
+    // descriptor made here is closed here.
+    unsafe {
+        let ctl = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if ctl < 0 {
+            return Err(os("socket"));
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (i, b) in b"lo".iter().enumerate() {
+            req.ifr_name[i] = *b as libc::c_char;
+        }
+        let up = if libc::ioctl(ctl, libc::SIOCGIFFLAGS, &mut req) != 0 {
+            Err(os("reading the flags of lo"))
+        } else {
+            req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            if libc::ioctl(ctl, libc::SIOCSIFFLAGS, &req) != 0 {
+                Err(os("bringing lo up"))
+            } else {
+                Ok(())
+            }
+        };
+        libc::close(ctl);
+        up?;
+        let l = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if l < 0 {
+            return Err(os("socket"));
+        }
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_port = PROXY_PORT.to_be();
+        addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let result = if libc::bind(
+            l,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        ) != 0
+        {
+            Err(os("bind 127.0.0.1"))
+        } else if libc::listen(l, 128) != 0 {
+            Err(os("listen"))
+        } else {
+            send_fd(PROXY_SOCKET_FD, l).map_err(|e| format!("handing the listener over: {e}"))
+        };
+        libc::close(l);
+        libc::close(PROXY_SOCKET_FD);
+        result
+    }
+}
+
+/// Sends `fd` on the socket `over` (`SCM_RIGHTS`, one byte of data).
+fn send_fd(over: libc::c_int, fd: libc::c_int) -> io::Result<()> {
+    let fd_size = std::mem::size_of::<libc::c_int>() as libc::c_uint;
+    // SAFETY: CMSG_SPACE is a size computation; sendmsg reads live local buffers the header
+    // describes, the control buffer sized by CMSG_SPACE for one descriptor.
+    unsafe {
+        let mut control = vec![0u8; libc::CMSG_SPACE(fd_size) as usize];
+        let mut byte = *b"l";
+        let mut iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = control.len() as _;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(fd_size) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), fd);
+        if libc::sendmsg(over, &msg, libc::MSG_NOSIGNAL) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// A directory closed to the script's uid, covered in the run's mount namespace by a tmpfs

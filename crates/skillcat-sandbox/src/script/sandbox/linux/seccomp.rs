@@ -44,6 +44,7 @@
 use std::collections::BTreeMap;
 use std::io;
 
+use super::super::NetMode;
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
@@ -343,7 +344,7 @@ const TIOCLINUX: u64 = 0x541C;
 const PLAIN_PERSONAS: [u64; 5] = [0, 0x0008, 0x0002_0000, 0x0002_0008, 0xffff_ffff];
 
 /// Compiles both filters. `shared_uid`: the script keeps the host user's uid (a non-root host).
-pub(super) fn build(network: bool, shared_uid: bool) -> Result<Filters, String> {
+pub(super) fn build(network: NetMode, shared_uid: bool) -> Result<Filters, String> {
     let arch: TargetArch = std::env::consts::ARCH
         .try_into()
         .map_err(|_| format!("no seccomp support for {}", std::env::consts::ARCH))?;
@@ -378,7 +379,68 @@ pub(super) fn build(network: bool, shared_uid: bool) -> Result<Filters, String> 
         .map(|p| (SeccompCmpOp::Ne, *p))
         .collect();
     rules.insert(libc::SYS_personality, vec![all_of(0, &plain)?]);
-    if !network {
+    if network == NetMode::Proxied {
+        // Only IPv4 and IPv6 stream sockets: in the run's own network namespace, where loopback
+        // is the only interface and the proxy the only listener, they reach the proxy and
+        // nothing else. No AF_UNIX socket (a host daemon's pathname socket, the abstract
+        // namespace), no AF_NETLINK (routes, addresses), no AF_PACKET, no datagram (UDP, DNS)
+        // or raw socket of any family.
+        let mut chain = vec![
+            SeccompRule::new(vec![
+                SeccompCondition::new(
+                    0,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Ne,
+                    libc::AF_INET as u64,
+                )
+                .map_err(e)?,
+                SeccompCondition::new(
+                    0,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Ne,
+                    libc::AF_INET6 as u64,
+                )
+                .map_err(e)?,
+            ])
+            .map_err(e)?,
+        ];
+        for ty in (0..=SOCK_TYPE_MASK).filter(|t| *t != libc::SOCK_STREAM as u64) {
+            let c = SeccompCondition::new(
+                1,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                ty,
+            )
+            .map_err(e)?;
+            chain.push(SeccompRule::new(vec![c]).map_err(e)?);
+        }
+        rules.insert(libc::SYS_socket, chain);
+        // A stream socketpair stays (it reaches nothing); others as without network.
+        let mut pair = vec![
+            SeccompRule::new(vec![
+                SeccompCondition::new(
+                    0,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Ne,
+                    libc::AF_UNIX as u64,
+                )
+                .map_err(e)?,
+            ])
+            .map_err(e)?,
+        ];
+        for ty in (0..=SOCK_TYPE_MASK).filter(|t| *t != libc::SOCK_STREAM as u64) {
+            let c = SeccompCondition::new(
+                1,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                ty,
+            )
+            .map_err(e)?;
+            pair.push(SeccompRule::new(vec![c]).map_err(e)?);
+        }
+        rules.insert(libc::SYS_socketpair, pair);
+    }
+    if network == NetMode::Off {
         // Any family but AF_UNIX; and AF_UNIX sockets of any type but SOCK_STREAM (datagram
         // and seqpacket sockets reach a named socket with `sendto`/`sendmsg` and an address,
         // no `connect` needed; AF_UNIX makes SOCK_RAW a datagram socket).
@@ -594,10 +656,12 @@ mod tests {
 
     #[test]
     fn filters_compile_with_and_without_network() {
-        for (network, shared) in [(false, false), (true, false), (false, true), (true, true)] {
-            let f = build(network, shared).unwrap();
-            assert_eq!(f.guard.len(), 7 + 3 * ranges(&reviewed()).len());
-            assert!(f.main.len() > 40);
+        for network in [NetMode::Off, NetMode::Proxied, NetMode::All] {
+            for shared in [false, true] {
+                let f = build(network, shared).unwrap();
+                assert_eq!(f.guard.len(), 7 + 3 * ranges(&reviewed()).len());
+                assert!(f.main.len() > 40);
+            }
         }
     }
 
