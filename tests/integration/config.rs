@@ -100,6 +100,11 @@ fn full_example_parses() {
     assert_eq!(m.embedder.url.as_deref(), Some("http://127.0.0.1:11434"));
     assert_eq!(m.embedder.model.as_deref(), Some("nomic-embed-text"));
     assert!(config.install.require_signatures);
+    assert_eq!(config.install.audit, skillcat::audit::Policy::Refuse);
+    assert_eq!(
+        config.runtime.audit,
+        skillcat::config::RuntimeAudit::Withhold
+    );
 
     let opts = config.validate_options();
     for f in [
@@ -608,4 +613,63 @@ fn the_readme_example_is_the_tested_fixture() {
         + "```toml\n".len();
     let len = readme[start..].find("```").unwrap();
     assert_eq!(&readme[start..start + len], fixture);
+}
+
+/// `[install] audit` and `[runtime] audit`: their values, their errors naming the key, and a
+/// project's file that may tighten the user's policy but never loosen it.
+#[test]
+fn the_audit_keys_read_and_narrow() {
+    use skillcat::audit::Policy;
+    use skillcat::config::RuntimeAudit;
+    let tmp = tempfile::tempdir().unwrap();
+    let env = Environment {
+        cwd: tmp.path().to_path_buf(),
+        home: Some(tmp.path().to_path_buf()),
+    };
+    let load = |text: &str| {
+        let p = tmp.path().join("c.toml");
+        std::fs::write(&p, text).unwrap();
+        Config::load(&p, &env)
+    };
+    let c = load("[install]\naudit = \"warn\"\n[runtime]\naudit = \"withhold\"\n").unwrap();
+    assert_eq!(
+        (c.install.audit, c.runtime.audit),
+        (Policy::Warn, RuntimeAudit::Withhold)
+    );
+    let c = load("").unwrap();
+    assert_eq!(
+        (c.install.audit, c.runtime.audit),
+        (Policy::Refuse, RuntimeAudit::Off)
+    );
+    let e = load("[install]\naudit = \"ignore\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("install.audit") && e.contains("\"refuse\" or \"warn\""),
+        "{e}"
+    );
+    let e = load("[runtime]\naudit = \"on\"\n").unwrap_err().to_string();
+    assert!(
+        e.contains("runtime.audit") && e.contains("\"off\" or \"withhold\""),
+        "{e}"
+    );
+    // A project may ask for more than the user; it cannot waive what the user asks.
+    let user_strict = load("[runtime]\naudit = \"withhold\"\n").unwrap();
+    let user_lax = load("[install]\naudit = \"warn\"\n").unwrap();
+    let project_lax = load("[install]\naudit = \"warn\"\n[runtime]\naudit = \"off\"\n").unwrap();
+    let n = project_lax
+        .clone()
+        .narrowed_by(&user_strict, &env, tmp.path());
+    assert_eq!(
+        (n.install.audit, n.runtime.audit),
+        (Policy::Refuse, RuntimeAudit::Withhold)
+    );
+    let project_strict = load("[runtime]\naudit = \"withhold\"\n").unwrap();
+    let n = project_strict.narrowed_by(&user_lax, &env, tmp.path());
+    assert_eq!(
+        (n.install.audit, n.runtime.audit),
+        (Policy::Refuse, RuntimeAudit::Withhold)
+    );
+    let n = project_lax.narrowed_by(&user_lax, &env, tmp.path());
+    assert_eq!(n.install.audit, Policy::Warn);
 }
