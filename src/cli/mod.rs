@@ -421,7 +421,8 @@ enum Command {
         remote: RemoteArgs,
     },
     /// Audit each skill of a source before trusting it: hidden Unicode, secrets, content that
-    /// does not belong, undeclared network use, instructions aimed at the host (docs/audit.md).
+    /// does not belong, undeclared network use or writes, instructions aimed at the host
+    /// (docs/audit.md; add, install and update run the same audit and refuse a high finding).
     /// Exit 0 when no finding is at or above --fail-on, 1 when one is, 2 when the source cannot
     /// be read.
     #[command(after_help = "Example: skillcat audit fixtures/skills --format sarif")]
