@@ -767,10 +767,23 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
         let asked = Capabilities::from_frontmatter(activation.entry().skill().frontmatter())
             .with(&granted)
             .network;
+        // Where the ceiling is widened: a project's file the user has not trusted counts only
+        // as far as the user's own allows.
+        let widen = match (&config.untrusted_project, &config.origin) {
+            (Some(_), Some(file)) => format!(
+                "the project's {} counts only as far as your own configuration allows until \
+                 you run `skillcat trust project`",
+                file.display()
+            ),
+            _ => format!(
+                "widen `[sandbox] network` in {}",
+                config_file(&config, &env)
+            ),
+        };
         for p in asked.intersect(&config.ceiling().network).1 {
             err!(
                 "note: {p} is asked for but outside the configured ceiling ([sandbox] network = \
-                 {}); not granted",
+                 {}); not granted: {widen}",
                 config.ceiling().network
             );
         }

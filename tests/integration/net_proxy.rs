@@ -522,6 +522,34 @@ fn the_ceiling_and_the_flags_bound_the_host_list() {
     let o = w.run(&[], "env");
     o.code(2);
     o.says(&["2:11: sandbox.network", "too broad"]);
+    // A project's own file that the user has not trusted: the note says why its list does not
+    // count, and how to let it.
+    let project = w.home.join("proj");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::write(
+        project.join("skillcat.toml"),
+        "[sandbox]\nnetwork = [\"*.corp.test\"]\n",
+    )
+    .unwrap();
+    let o = Skillcat::new(&[
+        "run",
+        &skills,
+        "probe",
+        "probe",
+        "--dry-run",
+        "--args",
+        "env",
+    ])
+    .cwd(&project)
+    .env("HOME", &w.home)
+    .env("XDG_CONFIG_HOME", w.home.join(".config"))
+    .env_remove("SKILLCAT_CONFIG")
+    .run();
+    o.code(0);
+    o.says(&[
+        "note: api.corp.test:80 is asked for but outside the configured ceiling ([sandbox] network = false); not granted: the project's",
+        "counts only as far as your own configuration allows until you run `skillcat trust project`",
+    ]);
     // A bad declaration is read as no network, and said.
     let w = World::new("api.test:99999", "true", &[]);
     let o = w.run(&["--dry-run"], "env");

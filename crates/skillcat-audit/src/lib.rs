@@ -161,6 +161,18 @@ struct Declared {
     fs_write: bool,
 }
 
+impl Declared {
+    /// As the sandbox reads the skill's frontmatter: any network (a host list too), any
+    /// `fs_write` path.
+    fn of(skill: &Skill) -> Declared {
+        let caps = Capabilities::from_frontmatter(skill.frontmatter());
+        Declared {
+            network: caps.network.any(),
+            fs_write: !caps.fs_write.is_empty(),
+        }
+    }
+}
+
 /// Every finding in one skill of `source`, file by file in path order, each file's findings by
 /// line and column (whole-file findings first). Reads each file of the skill once (the file
 /// list the skill was discovered with, else the source's); a file that cannot be read is the
@@ -248,12 +260,14 @@ async fn gather(source: &dyn Source, skill: &Skill, opts: &AuditOptions) -> Resu
         listed = source.files(skill.root()).await?;
         &listed
     };
-    let caps = Capabilities::from_frontmatter(skill.frontmatter());
-    let declared = Declared {
-        network: caps.network.any(),
-        fs_write: !caps.fs_write.is_empty(),
-    };
-    let mut read = gather_files(source, skill.root(), skill.name(), files, declared).await?;
+    let mut read = gather_files(
+        source,
+        skill.root(),
+        skill.name(),
+        files,
+        Declared::of(skill),
+    )
+    .await?;
     read.found = not_offered(source, skill, files, opts).await;
     Ok(read)
 }
@@ -277,7 +291,6 @@ async fn gather_chunk(
     let mut bytes = source.read_many(&paths).await.ok()?.into_iter();
     let mut out = Vec::with_capacity(skills.len());
     for skill in skills {
-        let caps = Capabilities::from_frontmatter(skill.frontmatter());
         let files = skill
             .files()
             .iter()
@@ -293,10 +306,7 @@ async fn gather_chunk(
         out.push(Ok(Gathered {
             name: skill.name(),
             files,
-            declared: Declared {
-                network: caps.network.any(),
-                fs_write: !caps.fs_write.is_empty(),
-            },
+            declared: Declared::of(skill),
             links,
             found: not_offered(source, skill, skill.files(), opts).await,
         }));
