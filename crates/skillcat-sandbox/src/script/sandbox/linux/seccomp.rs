@@ -385,6 +385,23 @@ pub(super) fn build(network: NetMode, shared_uid: bool) -> Result<Filters, Strin
         // nothing else. No AF_UNIX socket (a host daemon's pathname socket, the abstract
         // namespace), no AF_NETLINK (routes, addresses), no AF_PACKET, no datagram (UDP, DNS)
         // or raw socket of any family.
+        //
+        // A socket of any type but SOCK_STREAM (the type's low bits, its flags masked off).
+        let non_stream = || -> Result<Vec<SeccompRule>, String> {
+            (0..=SOCK_TYPE_MASK)
+                .filter(|t| *t != libc::SOCK_STREAM as u64)
+                .map(|ty| {
+                    let c = SeccompCondition::new(
+                        1,
+                        SeccompCmpArgLen::Dword,
+                        SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                        ty,
+                    )
+                    .map_err(e)?;
+                    SeccompRule::new(vec![c]).map_err(e)
+                })
+                .collect()
+        };
         let mut chain = vec![
             SeccompRule::new(vec![
                 SeccompCondition::new(
@@ -404,16 +421,7 @@ pub(super) fn build(network: NetMode, shared_uid: bool) -> Result<Filters, Strin
             ])
             .map_err(e)?,
         ];
-        for ty in (0..=SOCK_TYPE_MASK).filter(|t| *t != libc::SOCK_STREAM as u64) {
-            let c = SeccompCondition::new(
-                1,
-                SeccompCmpArgLen::Dword,
-                SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
-                ty,
-            )
-            .map_err(e)?;
-            chain.push(SeccompRule::new(vec![c]).map_err(e)?);
-        }
+        chain.extend(non_stream()?);
         rules.insert(libc::SYS_socket, chain);
         // A stream socketpair stays (it reaches nothing); others as without network.
         let mut pair = vec![
@@ -428,16 +436,7 @@ pub(super) fn build(network: NetMode, shared_uid: bool) -> Result<Filters, Strin
             ])
             .map_err(e)?,
         ];
-        for ty in (0..=SOCK_TYPE_MASK).filter(|t| *t != libc::SOCK_STREAM as u64) {
-            let c = SeccompCondition::new(
-                1,
-                SeccompCmpArgLen::Dword,
-                SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
-                ty,
-            )
-            .map_err(e)?;
-            pair.push(SeccompRule::new(vec![c]).map_err(e)?);
-        }
+        pair.extend(non_stream()?);
         rules.insert(libc::SYS_socketpair, pair);
     }
     if network == NetMode::Off {
