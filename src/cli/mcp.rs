@@ -62,7 +62,8 @@ pub struct McpArgs {
     /// The largest HTTP request body, in bytes; a larger one is answered 413.
     #[arg(long, default_value_t = 4 << 20, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..), requires = "http")]
     max_body: u64,
-    /// How long one HTTP event stream stays open; the client then reconnects.
+    /// How long the event stream an HTTP GET opens stays open; the client then reconnects (a
+    /// POST's stream ends with its answer).
     #[arg(long, default_value = "60m", value_name = "TIME", value_parser = parse_duration, requires = "http")]
     max_stream_duration: Duration,
     /// On SIGTERM or Ctrl-C, how long the tool calls running are given before their
@@ -145,11 +146,12 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     if let Some(addr) = a.http {
         return serve_http(&a, addr, server, tools.len(), &listed).await;
     }
+    let stop = stop_signal();
     err!(
         "skillcat mcp: serving {} tool(s) over stdio{listed}",
         tools.len()
     );
-    match server.serve_stdio_until(stop_signal()).await {
+    match server.serve_stdio_until(stop).await {
         Ok(()) => Ok(ExitStatus::Success),
         Err(e @ skillcat::mcp::ServeError::Initialize(_)) => Err(usage!("{e}")),
         Err(e) => Err(failed!("{e}")),
@@ -175,9 +177,7 @@ fn local_paths(typed: &[String]) -> (Vec<PathBuf>, bool) {
 
 /// The TLS configuration `--tls-cert/--tls-key` give, read before anything is served.
 #[cfg(feature = "tls")]
-fn tls_config(
-    a: &McpArgs,
-) -> Result<Option<Arc<tokio_rustls::rustls::ServerConfig>>, CliError> {
+fn tls_config(a: &McpArgs) -> Result<Option<Arc<tokio_rustls::rustls::ServerConfig>>, CliError> {
     let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) else {
         return Ok(None);
     };
@@ -232,15 +232,20 @@ async fn serve_http(
         note!("warning: {said}");
     }
     let scheme = if tls.is_some() { "https" } else { "http" };
+    let stop = stop_signal();
     err!(
         "skillcat mcp: serving {tools} tool(s) over Streamable HTTP at {scheme}://{local}/mcp{}{listed}",
-        if a.tokens.is_some() { " (bearer tokens)" } else { "" }
+        if a.tokens.is_some() {
+            " (bearer tokens)"
+        } else {
+            ""
+        }
     );
     let app = skillcat::serve::with_layers(http.router(), false);
     let drain = {
         let (http, server, timeout) = (http.clone(), server.clone(), a.drain_timeout);
         async move {
-            stop_signal().await;
+            stop.await;
             // New sessions are refused; the calls running get the drain timeout; then every
             // session and stream ends, which lets the listener stop.
             http.drain();
@@ -260,10 +265,7 @@ async fn serve_http(
     let failures = server.shutdown().await;
     served.map_err(|e| failed!("{e}"))?;
     if !failures.is_empty() {
-        return Err(failed!(
-            "{}",
-            skillcat::mcp::ServeError::Cleanup(failures)
-        ));
+        return Err(failed!("{}", skillcat::mcp::ServeError::Cleanup(failures)));
     }
     err!("skillcat mcp: stopped; every workspace removed");
     Ok(ExitStatus::Success)
@@ -311,26 +313,33 @@ fn explain_untrusted(
     }
 }
 
-/// Completes on SIGINT or SIGTERM (never, if neither can be listened for).
-async fn stop_signal() {
+/// Completes on SIGINT or SIGTERM (never, if neither can be listened for). The handlers are
+/// installed when it is called, not when it is first polled: a signal that comes as soon as the
+/// server says it is serving is not the default action's (death) but a stop.
+fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match (
+        let signals = (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
-        ) {
-            (Ok(mut int), Ok(mut term)) => {
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
+        );
+        async move {
+            match signals {
+                (Ok(mut int), Ok(mut term)) => {
+                    tokio::select! {
+                        _ = int.recv() => {}
+                        _ = term.recv() => {}
+                    }
                 }
+                _ => std::future::pending().await,
             }
-            _ => std::future::pending().await,
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

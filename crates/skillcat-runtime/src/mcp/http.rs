@@ -6,9 +6,9 @@
 //!         ─▶ Origin: absent, the server's own, or --allow-origin'd?    else 403
 //!         ─▶ Authorization: Bearer <token with the mcp right>?         else 401 (403: no mcp right)
 //!         ─▶ an initialize while --max-sessions are open?              503 (Retry-After)
-//!         ─▶ rmcp: POST (413 over --max-body) · GET event stream · DELETE ends the session;
+//!         ─▶ rmcp: POST (413 over --max-body) · GET event stream · DELETE ends the session (204);
 //!            Mcp-Session-Id; a Host that is not loopback, for a loopback server: 403
-//!         ─▶ an event stream ends after --max-stream-duration (the client reconnects)
+//!         ─▶ a GET's event stream ends after --max-stream-duration (the client reconnects)
 //! ```
 //!
 //! Each `Mcp-Session-Id` is one client session of the server ([`McpServer::client_session`]):
@@ -63,8 +63,8 @@ pub struct HttpOptions {
     pub session_idle: Duration,
     /// The largest request body (default 4 MiB); a larger one is answered 413.
     pub max_body: usize,
-    /// How long one event stream (a GET, or a POST answered as a stream) stays open (default
-    /// 1 h); the client reconnects after.
+    /// How long the event stream a GET opens stays open (default 1 h); the client reconnects
+    /// after. (A POST's stream ends with its answer.)
     pub max_stream: Duration,
 }
 
@@ -319,13 +319,26 @@ async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Res
                     ),
                 );
             }
-            Err(AuthError::Revoked(_)) => return unauthorized("Unauthorized: the token is revoked"),
+            Err(AuthError::Revoked(_)) => {
+                return unauthorized("Unauthorized: the token is revoked");
+            }
             Err(AuthError::Unknown) => {
                 return unauthorized("Unauthorized: the token is not known to this server");
             }
         }
     }
-    let opens_session = req.method() == Method::POST && !req.headers().contains_key("mcp-session-id");
+    if req.method() == Method::DELETE {
+        // rmcp accepts a session's end with 202; clients (the Python SDK) expect 200 or 204.
+        let mut response = next.run(req).await;
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            *response.body_mut() = Body::empty();
+        }
+        return response;
+    }
+    let listens = req.method() == Method::GET;
+    let opens_session =
+        req.method() == Method::POST && !req.headers().contains_key("mcp-session-id");
     let response = if opens_session {
         // Read the body (within the limit rmcp would apply) to tell an initialize, which opens
         // a session, from a stateless request.
@@ -359,12 +372,13 @@ async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Res
     } else {
         next.run(req).await
     };
+    // The event stream a GET opens is the one that lasts (a POST's ends with its answer).
     let is_stream = response
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
-    if !is_stream {
+    if !(listens && is_stream) {
         return response;
     }
     let (parts, body) = response.into_parts();
@@ -453,11 +467,21 @@ mod tests {
             normalize_origin("http://[::1]:9").as_deref(),
             Some("http://[::1]:9")
         );
-        for bad in ["null", "file:///x", "http://", "http://a/b", "http://a:99999", "a.com"] {
+        for bad in [
+            "null",
+            "file:///x",
+            "http://",
+            "http://a/b",
+            "http://a:99999",
+            "a.com",
+        ] {
             assert_eq!(normalize_origin(bad), None, "{bad}");
         }
         let own = own_origins("127.0.0.1:7000".parse().unwrap(), false);
-        assert!(own.contains(&"http://localhost:7000".to_string()), "{own:?}");
+        assert!(
+            own.contains(&"http://localhost:7000".to_string()),
+            "{own:?}"
+        );
         assert!(own_origins("0.0.0.0:7000".parse().unwrap(), true).is_empty());
         assert_eq!(
             own_origins("10.1.2.3:7000".parse().unwrap(), true),
@@ -470,7 +494,9 @@ mod tests {
         assert!(is_initialize(
             br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#
         ));
-        assert!(!is_initialize(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#));
+        assert!(!is_initialize(
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
+        ));
         assert!(!is_initialize(b"[not json"));
     }
 }

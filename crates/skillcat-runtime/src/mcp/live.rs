@@ -128,7 +128,11 @@ impl View {
 
     /// The prompt block with `skill://` URIs as locations, in `format`; and the budget's
     /// report.
-    pub(crate) fn prompt_text(&self, opts: &PromptOptions, format: PromptFormat) -> (String, String) {
+    pub(crate) fn prompt_text(
+        &self,
+        opts: &PromptOptions,
+        format: PromptFormat,
+    ) -> (String, String) {
         let uris: Vec<String> = self.skills.iter().map(|s| s.document_uri()).collect();
         let skills: Vec<PromptSkill<'_>> = self
             .skills
@@ -281,11 +285,9 @@ fn relevant(event: &notify::Event, dirs: &[PathBuf], files: &[PathBuf]) -> bool 
         dirs.iter().any(|d| p.starts_with(d))
             || files.iter().any(|f| {
                 p.parent() == f.parent()
-                    && p.file_name()
-                        .zip(f.file_name())
-                        .is_some_and(|(pn, fname)| {
-                            pn.as_encoded_bytes().starts_with(fname.as_encoded_bytes())
-                        })
+                    && p.file_name().zip(f.file_name()).is_some_and(|(pn, fname)| {
+                        pn.as_encoded_bytes().starts_with(fname.as_encoded_bytes())
+                    })
             })
     })
 }

@@ -73,8 +73,8 @@ use rmcp::transport::IntoTransport;
 use crate::Session;
 use crate::prompt::PromptOptions;
 pub use http::{HttpError, HttpOptions, McpHttp};
-pub use live::{LiveOptions, Watching};
 use live::{Changed, View};
+pub use live::{LiveOptions, Watching};
 use tools::ToolSet;
 
 /// The name of the one prompt the server offers: the `<available_skills>` block.
@@ -238,7 +238,11 @@ impl McpServer {
 
     /// The names of the tools offered now, in catalog order.
     pub fn tool_names(&self) -> Vec<String> {
-        self.view().tools.iter().map(|t| t.name.to_string()).collect()
+        self.view()
+            .tools
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect()
     }
 
     /// The current view.

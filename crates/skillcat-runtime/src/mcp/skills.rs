@@ -231,7 +231,11 @@ impl SkillView {
                     if let Some(d) = &f.digest {
                         meta.0.insert("digest".into(), d.clone().into());
                     }
-                    let shown = if f.path == self.document { DOCUMENT } else { rest };
+                    let shown = if f.path == self.document {
+                        DOCUMENT
+                    } else {
+                        rest
+                    };
                     out.push(
                         Resource::new(f.uri.clone(), shown)
                             .with_mime_type(f.media_type)
