@@ -393,3 +393,159 @@ impl Local {
         Some(set)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{Catalog, CatalogSource};
+    use crate::{ModuleError, ModuleRegistry, ModuleResponse, ModuleTool};
+    use serde_json::Value as Json;
+
+    struct Lookup;
+
+    #[async_trait::async_trait]
+    impl ModuleTool for Lookup {
+        fn name(&self) -> &str {
+            "lookup_order"
+        }
+        fn description(&self) -> &str {
+            "Look up an order."
+        }
+        fn parameters(&self) -> Json {
+            serde_json::json!({"type": "object"})
+        }
+        async fn call(&self, _args: Json) -> Result<ModuleResponse, ModuleError> {
+            Ok("order 42: shipped".into())
+        }
+    }
+
+    async fn server() -> (Session, McpServer) {
+        let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/runtime/skills");
+        let catalog = Catalog::new(vec![CatalogSource::spec(skills).trusted(true)]);
+        let mut modules = ModuleRegistry::new();
+        modules
+            .register("order-lookup", [Arc::new(Lookup) as Arc<dyn ModuleTool>])
+            .unwrap();
+        let session = Session::builder(catalog).modules(modules).build();
+        let server = McpServer::new(&session, PromptOptions::default()).await;
+        (session, server)
+    }
+
+    #[tokio::test]
+    async fn each_client_session_has_a_tool_set_of_its_own() {
+        let (session, server) = server().await;
+        assert_eq!(server.tool_names(), ["lookup_order"]);
+        // Knowing the tools activated nothing in the session itself, nor left anything.
+        assert!(session.loaded_skills().is_empty());
+        let other = server.client_session();
+        let view = server.view();
+        let a = server.local.tools_for(&server.shared, &view).await.unwrap();
+        let again = server.local.tools_for(&server.shared, &view).await.unwrap();
+        assert!(Arc::ptr_eq(&a, &again), "one set per session and view");
+        let b = other.local.tools_for(&other.shared, &view).await.unwrap();
+        assert!(!Arc::ptr_eq(&a, &b), "another session, another set");
+        assert!(session.loaded_skills().is_empty(), "each set is in a fork");
+        assert!(matches!(
+            a.call("lookup_order", None).await,
+            tools::Call::Done(_)
+        ));
+        // Shutdown ends every session's set; later calls find no tool set.
+        assert!(server.shutdown().await.is_empty());
+        assert!(
+            server
+                .local
+                .tools_for(&server.shared, &view)
+                .await
+                .is_none()
+        );
+    }
+
+    #[tokio::test]
+    async fn directories_list_their_children_and_skills_list_keeps_the_limits() {
+        let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/mcp/skills");
+        let session = Session::builder(Catalog::new(vec![CatalogSource::spec(skills)])).build();
+        let server = McpServer::new(&session, PromptOptions::default()).await;
+        let view = server.view();
+        let echo = view.skill("echo").unwrap();
+        let uris = |list: Vec<rmcp::model::Resource>| -> Vec<(String, Option<String>)> {
+            list.into_iter()
+                .map(|r| (r.uri.clone(), r.mime_type.clone()))
+                .collect()
+        };
+        let root = uris(echo.directory("").await.unwrap());
+        assert_eq!(
+            root,
+            [
+                ("skill://echo/SKILL.md".into(), Some("text/markdown".into())),
+                ("skill://echo/assets".into(), Some("inode/directory".into())),
+                (
+                    "skill://echo/references".into(),
+                    Some("inode/directory".into())
+                ),
+                (
+                    "skill://echo/scripts".into(),
+                    Some("inode/directory".into())
+                ),
+            ]
+        );
+        let scripts = uris(echo.directory("scripts").await.unwrap());
+        assert_eq!(scripts.len(), 3, "{scripts:?}");
+        assert!(echo.directory("nope").await.is_none());
+        assert!(echo.directory("scripts/greet.sh").await.is_none());
+
+        assert_eq!(
+            live::over_host_limit(SKILL_FILE_LIMIT, SKILL_BYTE_LIMIT),
+            None
+        );
+        let files = live::over_host_limit(SKILL_FILE_LIMIT + 1, 0).unwrap();
+        assert!(
+            files.contains("513 files") && files.contains("512"),
+            "{files}"
+        );
+        let bytes = live::over_host_limit(1, SKILL_BYTE_LIMIT + 1).unwrap();
+        assert!(bytes.contains("16 MiB"), "{bytes}");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_view_follows_the_directory_and_tells_what_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, description: &str| {
+            let root = dir.path().join(name);
+            std::fs::create_dir_all(&root).unwrap();
+            std::fs::write(
+                root.join("SKILL.md"),
+                format!("---\nname: {name}\ndescription: {description}\n---\n# {name}\n"),
+            )
+            .unwrap();
+        };
+        write("first", "The first skill.");
+        let catalog = Catalog::new(vec![CatalogSource::spec(dir.path().to_str().unwrap())]);
+        let session = Session::builder(catalog).build();
+        let server = McpServer::new(&session, PromptOptions::default()).await;
+        let mut changes = server.shared.changes.subscribe();
+        let watching = server.watch(LiveOptions::new(vec![dir.path().to_path_buf()], None));
+        assert!(watching.problems().is_empty(), "{:?}", watching.problems());
+        let before = server.view();
+        // After the first check the watch sees the change (not the check made as it starts).
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        write("second", "Added while watched.");
+        let changed = tokio::time::timeout(std::time::Duration::from_secs(10), changes.recv())
+            .await
+            .expect("a change within seconds")
+            .unwrap();
+        assert_eq!(
+            changed,
+            Changed {
+                resources: true,
+                tools: false,
+                prompts: true
+            }
+        );
+        let after = server.view();
+        assert!(after.version > before.version);
+        assert!(after.skill("second").is_some());
+        // The old view is unchanged for whoever still holds it.
+        assert!(before.skill("second").is_none());
+        drop(watching);
+    }
+}
