@@ -15,7 +15,7 @@ use std::time::Duration;
 use skillcat::catalog::{Catalog, CatalogSource};
 use skillcat::mcp::{HttpOptions, LiveOptions, McpServer, ServerOptions};
 use skillcat::prompt::PromptFormat;
-use skillcat::source::SourceSpec;
+use skillcat::source::{SourceKind, SourceSpec};
 
 use super::remote::parse_duration;
 use super::{CliError, CliResult, ExitStatus, Globals};
@@ -88,12 +88,16 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
         Some(arg) => {
             // Opened as `run` opens it (a skill directory is one skill), errors printed.
             let opened = super::read::open_and_discover(arg, g).await?;
-            // The discovery made here seeds the catalog: the source is read once.
-            vec![super::script::named_source(
-                &config,
-                arg,
-                CatalogSource::discovered(opened.shown, opened.src, opened.found),
-            )]
+            // The discovery made here seeds the catalog: the source is read once. An archive
+            // is held in memory as it was read, so one the live catalog follows is opened
+            // again from its path at each reload.
+            let archive = SourceSpec::parse(arg).is_ok_and(|s| s.kind == SourceKind::Archive);
+            let src = if archive && !a.no_watch {
+                CatalogSource::spec(arg.clone()).named(opened.shown)
+            } else {
+                CatalogSource::discovered(opened.shown, opened.src, opened.found)
+            };
+            vec![super::script::named_source(&config, arg, src)]
         }
         None => config.sources.iter().map(CatalogSource::from).collect(),
     };

@@ -839,3 +839,60 @@ async fn a_skill_over_the_host_limits_is_left_out_of_skills_list() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stateless_client_hears_changes_through_subscriptions_listen() {
+    use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    bounded(async {
+        let skills = skills_copy();
+        let http = HttpServer::start(skills.path(), &[]).await;
+        let client = ()
+            .serve_with_lifecycle(
+                StreamableHttpClientTransport::from_config(
+                    StreamableHttpClientTransportConfig::with_uri(http.url.clone()),
+                ),
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await
+            .expect("server/discover");
+        // The same answers without a session: each request is a client session of its own.
+        let greet = call(&client, "run_echo_greet", json!({"who": "z"})).await;
+        assert_eq!(text_of(&greet), "hello z\n", "{greet}");
+        let mut sub = client
+            .listen(
+                SubscriptionFilter::builder()
+                    .resources_list_changed()
+                    .build(),
+            )
+            .await
+            .expect("subscriptions/listen");
+        crate::support::write_skill(
+            &skills.path().join("later"),
+            "---\nname: later\ndescription: Added while a listener waited.\n---\n# Later\n",
+            &[],
+        );
+        let got = tokio::time::timeout(Duration::from_secs(20), sub.next())
+            .await
+            .expect("a notification within seconds")
+            .unwrap();
+        assert!(
+            matches!(
+                got,
+                Some(ServerNotification::ResourceListChangedNotification(_))
+            ),
+            "{got:?}"
+        );
+        drop(sub);
+        let _ = client.cancel().await;
+        eventually("the stateless requests' workspaces are removed", || {
+            http.workspaces().is_empty()
+        })
+        .await;
+        let (status, log, _) = http.terminate().await;
+        assert!(status.success(), "{log}");
+    })
+    .await;
+}

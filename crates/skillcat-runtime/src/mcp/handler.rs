@@ -2,6 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ErrorCode, GetPromptRequestParams, GetPromptResponse,
     GetPromptResult, GetSkillRequestParams, GetSkillResult, Implementation, ListPromptsResult,
@@ -10,7 +11,9 @@ use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Role, ServerCapabilities,
     ServerConfig, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{
+    NotificationContext, RequestContext, SubscriptionContext, SubscriptionSendError,
+};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value as Json, json};
 
@@ -119,6 +122,49 @@ impl ServerHandler for McpServer {
                 .with_description("Agent Skills (SKILL.md bundles) as resources, a prompt and confined script tools"),
         )
         .with_instructions(INSTRUCTIONS)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // 2026-07-28's subscriptions/listen: the list changes (rmcp keeps what was asked).
+        Some(
+            SubscriptionFilter::builder()
+                .resources_list_changed()
+                .tools_list_changed()
+                .prompts_list_changed()
+                .build(),
+        )
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut changes = self.shared.changes.subscribe();
+        loop {
+            let changed = tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                r = changes.recv() => match r {
+                    Ok(c) => c,
+                    Err(RecvError::Lagged(_)) => Changed::ALL,
+                    Err(RecvError::Closed) => return Ok(()),
+                },
+            };
+            let sink = context.sink();
+            // A kind the listener did not ask for is not sent; any other failure ends it.
+            let open = |r: Result<(), SubscriptionSendError>| {
+                matches!(
+                    r,
+                    Ok(()) | Err(SubscriptionSendError::NotificationNotAccepted(_))
+                )
+            };
+            if (changed.resources && !open(sink.notify_resource_list_changed().await))
+                || (changed.tools && !open(sink.notify_tool_list_changed().await))
+                || (changed.prompts && !open(sink.notify_prompt_list_changed().await))
+            {
+                return Ok(());
+            }
+        }
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

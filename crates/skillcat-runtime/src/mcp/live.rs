@@ -198,6 +198,9 @@ pub(crate) fn over_host_limit(files: usize, bytes: u64) -> Option<String> {
     }
 }
 
+/// Where the live catalog tells what it followed: one line at a time.
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// How the live catalog notices a change.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -212,7 +215,7 @@ pub struct LiveOptions {
     /// a copy of many files is one change.
     pub debounce: Duration,
     /// Told one line for each change the server follows, and for each warning of a new view.
-    pub log: Option<Arc<dyn Fn(&str) + Send + Sync>>,
+    pub log: Option<Log>,
 }
 
 impl std::fmt::Debug for LiveOptions {
@@ -247,7 +250,7 @@ impl LiveOptions {
     }
 
     /// With a log of the changes followed.
-    pub fn with_log(mut self, log: Arc<dyn Fn(&str) + Send + Sync>) -> Self {
+    pub fn with_log(mut self, log: Log) -> Self {
         self.log = Some(log);
         self
     }

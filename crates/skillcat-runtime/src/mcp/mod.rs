@@ -25,7 +25,7 @@
 //! (or in a source re-checked on an interval) makes a new view, and every client session is
 //! told what changed. Every skill is a resource whatever its source's trust; its tools are
 //! what the session gives a run that activates it: script tools only for skills of a trusted
-//! source ([`Entry::scripts_allowed`]) and only when the session has a runner. A tool's
+//! source ([`Entry::scripts_allowed`](crate::catalog::Entry::scripts_allowed)) and only when the session has a runner. A tool's
 //! failure is a tool result with `isError: true`, the model text of the error and its stable
 //! code in `_meta.code`; an unknown tool is a protocol error (`-32602`).
 //!
@@ -74,7 +74,7 @@ use crate::Session;
 use crate::prompt::PromptOptions;
 pub use http::{HttpError, HttpOptions, McpHttp};
 use live::{Changed, View};
-pub use live::{LiveOptions, Watching};
+pub use live::{LiveOptions, Log, Watching};
 use tools::ToolSet;
 
 /// The name of the one prompt the server offers: the `<available_skills>` block.
