@@ -128,13 +128,13 @@ impl HttpServer {
             let mut tx = Some(tx);
             let mut lines = tokio::io::BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(at) = line.find(" at http://")
+                if let Some(at) = line.find(" at http")
                     && let Some(tx) = tx.take()
                 {
                     let url = line[at + 4..].split([':', ' ']).collect::<Vec<_>>();
-                    // "http" "//127.0.0.1" "PORT/mcp…"
+                    // "http(s)" "//127.0.0.1" "PORT/mcp…"
                     let port = url[2].split('/').next().unwrap().to_string();
-                    let _ = tx.send(format!("http://127.0.0.1:{port}/mcp"));
+                    let _ = tx.send(format!("{}://127.0.0.1:{port}/mcp", url[0]));
                 }
                 let mut log = kept.lock().unwrap();
                 log.push_str(&line);
@@ -891,6 +891,60 @@ async fn a_stateless_client_hears_changes_through_subscriptions_listen() {
             http.workspaces().is_empty()
         })
         .await;
+        let (status, log, _) = http.terminate().await;
+        assert!(status.success(), "{log}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn https_with_the_certificate_and_key_serve_uses() {
+    bounded(async {
+        let skills = skills_copy();
+        let certs = tempfile::tempdir().unwrap();
+        crate::support::central::certificates(certs.path());
+        let (cert, key) = (certs.path().join("cert.pem"), certs.path().join("key.pem"));
+        let http = HttpServer::start(
+            skills.path(),
+            &[
+                "--tls-cert",
+                cert.to_str().unwrap(),
+                "--tls-key",
+                key.to_str().unwrap(),
+            ],
+        )
+        .await;
+        assert!(http.url.starts_with("https://127.0.0.1:"), "{}", http.url);
+        let ca =
+            reqwest::Certificate::from_pem(&std::fs::read(certs.path().join("ca.pem")).unwrap())
+                .unwrap();
+        let client = reqwest::Client::builder()
+            .add_root_certificate(ca)
+            .build()
+            .unwrap();
+        let r = client
+            .post(&http.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INITIALIZE)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(r.headers().contains_key("mcp-session-id"));
+        assert!(r.text().await.unwrap().contains("\"serverInfo\""));
+        // The server's own origin is its https one.
+        let own = http.url.trim_end_matches("/mcp").to_string();
+        let r = client
+            .post(&http.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("origin", own.replace("https", "http"))
+            .body(INITIALIZE)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403);
         let (status, log, _) = http.terminate().await;
         assert!(status.success(), "{log}");
     })
