@@ -369,6 +369,8 @@ async fn follow(shared: Arc<Shared>, opts: LiveOptions, rx: &mut tokio::sync::mp
     let mut current = shared.view().fingerprint(&shared.prompt).await;
     // A change between the first snapshot and the watch is not lost: read once now.
     let mut first = true;
+    // Whether a watcher still sends (none, or one gone: only the poll is left).
+    let mut watched = true;
     loop {
         if !first {
             let tick = async {
@@ -377,13 +379,21 @@ async fn follow(shared: Arc<Shared>, opts: LiveOptions, rx: &mut tokio::sync::mp
                     None => std::future::pending().await,
                 }
             };
+            let event = async {
+                if watched {
+                    rx.recv().await
+                } else {
+                    std::future::pending().await
+                }
+            };
             tokio::select! {
-                got = rx.recv() => {
+                got = event => {
                     if got.is_none() {
-                        // The watcher is gone: only the poll is left.
+                        watched = false;
                         if opts.poll.is_none() {
                             return;
                         }
+                        continue;
                     }
                 }
                 () = tick => {}
