@@ -395,8 +395,11 @@ fn busy(text: &str) -> Response {
 }
 
 impl McpServer {
-    /// The Streamable HTTP transport of this server (see the [module docs](self)): a router
-    /// whose `/mcp` makes a client session for each `Mcp-Session-Id`. Fails on an address
+    /// The Streamable HTTP transport of this server: a router whose `/mcp` makes a client
+    /// session for each `Mcp-Session-Id` (its own tool set and workspaces, removed when the
+    /// client ends it with `DELETE`, after `session_idle`, or at shutdown), behind the Origin
+    /// check (403), the bearer token (401; 403 without the `mcp` right), the session limit
+    /// (503) and the body limit (413). Fails on an address
     /// beyond loopback without tokens (unless allowed), a token file that does not read, or
     /// an allowed origin that is not one.
     pub fn http(&self, opts: HttpOptions) -> Result<McpHttp, HttpError> {
