@@ -94,7 +94,7 @@ async fn stdio_client(tmp: &Path) -> (tokio::process::Child, Client) {
 
 /// One tool call; its time. Panics on anything but a successful run.
 async fn call(c: &Client) -> Duration {
-    let args = json!({"args": ["a", "b"]});
+    let args = json!({"args": "a b"});
     let params = CallToolRequestParams::new("run_echo_echo_args")
         .with_arguments(args.as_object().unwrap().clone());
     let t = Instant::now();
