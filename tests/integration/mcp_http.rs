@@ -950,3 +950,46 @@ async fn https_with_the_certificate_and_key_serve_uses() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_stdio_server_follows_the_catalog_too() {
+    bounded(async {
+        let skills = skills_copy();
+        let (mut child, _tmp) = crate::support::spawn_mcp(&[
+            skills.path().to_str().unwrap(),
+            "--config",
+            "fixtures/mcp/skillcat.toml",
+        ]);
+        let heard = Heard::default();
+        let client = heard
+            .clone()
+            .serve((child.stdout.take().unwrap(), child.stdin.take().unwrap()))
+            .await
+            .unwrap();
+        // Past the check the watch makes as it starts: this change is one the watch sees.
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        std::fs::write(
+            skills.path().join("echo/references/notes.md"),
+            "Changed while a client was connected.\n",
+        )
+        .unwrap();
+        eventually("resources/list_changed over stdio", || {
+            heard.got().contains(&"resources")
+        })
+        .await;
+        // A file's new digest, not a new tool or prompt.
+        assert!(!heard.got().contains(&"tools"), "{:?}", heard.got());
+        let listed = client.list_all_resources().await.unwrap();
+        let notes = listed
+            .iter()
+            .find(|r| r.uri == "skill://echo/references/notes.md")
+            .unwrap();
+        assert_eq!(
+            notes.size,
+            Some("Changed while a client was connected.\n".len() as u64)
+        );
+        client.cancel().await.unwrap();
+        assert!(child.wait().await.unwrap().success());
+    })
+    .await;
+}
