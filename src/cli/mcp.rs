@@ -112,6 +112,19 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
             return Err(failed!("{e} ({})", e.code()));
         }
     };
+    // A server lives long and may be killed mid-call: a watcher removes its workspaces when it
+    // exits, however it exits (the runner's workspaces are under the default base).
+    let _reaper = match skillcat::script::reap_on_exit(
+        &skillcat::script::WorkspaceBase::default_dir(),
+    ) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            note!(
+                "warning: no watcher removes the workspaces if this server is killed ({e}); the next start removes them"
+            );
+            None
+        }
+    };
     let options = ServerOptions::default()
         .with_max_calls_per_session(a.max_calls_per_session as usize)
         .with_drain_timeout(a.drain_timeout);

@@ -106,6 +106,17 @@ impl HttpServer {
         tmp: tempfile::TempDir,
         extra: &[&str],
     ) -> HttpServer {
+        let dir = tmp.path().to_path_buf();
+        Self::start_with_tmpdir(skills, tmp, &dir, extra).await
+    }
+
+    /// With `tmpdir` as its TMPDIR (a folder another server uses too); `tmp` is only kept.
+    pub(crate) async fn start_with_tmpdir(
+        skills: &Path,
+        tmp: tempfile::TempDir,
+        tmpdir: &Path,
+        extra: &[&str],
+    ) -> HttpServer {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillcat"));
         cmd.arg("mcp")
             .arg(skills)
@@ -114,7 +125,7 @@ impl HttpServer {
             .args(extra)
             .current_dir(manifest())
             .env_remove("SKILLCAT_CONFIG")
-            .env("TMPDIR", tmp.path())
+            .env("TMPDIR", tmpdir)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
@@ -761,7 +772,7 @@ async fn sigterm_mid_call_drains_and_removes_every_workspace() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn sigkill_mid_call_leaves_a_workspace_the_next_start_removes() {
+async fn sigkill_mid_call_leaves_no_workspace() {
     bounded(async {
         let skills = skills_copy();
         let mut http = HttpServer::start(skills.path(), &[]).await;
@@ -777,17 +788,64 @@ async fn sigkill_mid_call_leaves_a_workspace_the_next_start_removes() {
             http.workspaces().len() == 1
         })
         .await;
-        let left = http.workspaces();
+        // SIGKILL runs nothing in the server: its watcher, told by the kernel closing the
+        // server's end of a pipe, removes the workspace.
         http.signal(libc::SIGKILL);
         http.child.wait().await.unwrap();
-        // Nothing can run in a killed process: the workspace stays, its lock free…
-        assert_eq!(http.workspaces(), left);
-        // …and the next server over the same TMPDIR removes it as it starts.
+        eventually("the killed server's workspace is removed", || {
+            http.workspaces().is_empty()
+        })
+        .await;
+        // A server started over the same TMPDIR finds nothing to clean and serves.
         let tmp = http.tmp;
         let again = HttpServer::start_in(skills.path(), tmp, &[]).await;
         assert_eq!(again.workspaces(), Vec::<PathBuf>::new());
         let (status, log, _) = again.terminate().await;
         assert!(status.success(), "{log}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_servers_watcher_leaves_a_live_servers_workspace_alone() {
+    bounded(async {
+        let skills = skills_copy();
+        let tmp = tempfile::tempdir().unwrap();
+        let shared = tmp.path().to_path_buf();
+        let live = HttpServer::start_in(skills.path(), tmp, &[]).await;
+        let a = connect(&live.url).await;
+        let _napping = {
+            let peer = a.peer().clone();
+            tokio::spawn(async move {
+                peer.call_tool(CallToolRequestParams::new("run_sleepy_nap"))
+                    .await
+            })
+        };
+        eventually("the live server's workspace exists", || {
+            live.workspaces().len() == 1
+        })
+        .await;
+        let held = live.workspaces();
+        // A second server over the same base, killed: its watcher cleans the base and must
+        // take only what nobody holds.
+        let mut doomed = HttpServer::start_with_tmpdir(
+            skills.path(),
+            tempfile::tempdir().unwrap(),
+            &shared,
+            &[],
+        )
+        .await;
+        doomed.signal(libc::SIGKILL);
+        doomed.child.wait().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(
+            live.workspaces(),
+            held,
+            "a live server's workspace was taken"
+        );
+        let (status, log, _) = live.terminate().await;
+        assert!(status.success(), "{log}");
+        assert_eq!(workspaces_in(&shared), Vec::<PathBuf>::new());
     })
     .await;
 }
