@@ -488,6 +488,64 @@ async fn a_skill_added_during_a_session_is_announced_and_offered() {
     .await;
 }
 
+/// `skillcat registry ARGS…`, which must succeed.
+fn registry(args: &[&std::ffi::OsStr]) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_skillcat"))
+        .arg("registry")
+        .args(args)
+        .env_remove("SKILLCAT_CONFIG")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "registry {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_skill_published_into_a_served_registry_is_announced() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("r.db");
+        let first = dir.path().join("first");
+        crate::support::write_skill(
+            &first,
+            "---\nname: first\ndescription: In the registry from the start.\nmetadata:\n  version: 1.0.0\n---\n# First\n",
+            &[],
+        );
+        registry(&["init".as_ref(), db.as_os_str()]);
+        registry(&["publish".as_ref(), db.as_os_str(), first.as_os_str()]);
+        let http = HttpServer::start(&db, &[]).await;
+        let heard = Heard::default();
+        let client = connect_with(&http.url, None, heard.clone()).await;
+        let uris = |list: Vec<rmcp::model::Resource>| -> Vec<String> {
+            list.iter().map(|r| r.uri.clone()).collect()
+        };
+        let before = uris(client.list_all_resources().await.unwrap());
+        assert!(before.contains(&"skill://first/SKILL.md".to_string()), "{before:?}");
+        // Published by another process while the session is open: the registry file changes.
+        let second = dir.path().join("second");
+        crate::support::write_skill(
+            &second,
+            "---\nname: second\ndescription: Published while a client was connected.\nmetadata:\n  version: 1.0.0\n---\n# Second\n",
+            &[],
+        );
+        registry(&["publish".as_ref(), db.as_os_str(), second.as_os_str()]);
+        eventually("resources/list_changed after the publish", || {
+            heard.got().contains(&"resources")
+        })
+        .await;
+        let after = uris(client.list_all_resources().await.unwrap());
+        assert!(after.contains(&"skill://second/SKILL.md".to_string()), "{after:?}");
+        assert!(after.contains(&"skill://first/SKILL.md".to_string()), "{after:?}");
+        client.cancel().await.unwrap();
+        let (status, log, _) = http.terminate().await;
+        assert!(status.success(), "{log}");
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn two_sessions_have_their_own_workspaces_removed_when_each_ends() {
     bounded(async {
