@@ -1,15 +1,24 @@
-//! `skillcat mcp`: a Model Context Protocol server over stdio.
+//! `skillcat mcp`: a Model Context Protocol server over stdio, or over Streamable HTTP with
+//! `--http ADDR`.
 //!
-//! stdout carries only protocol messages; warnings and errors go to stderr. The server stops
-//! when the client closes stdin (or on SIGINT/SIGTERM) and removes its workspaces.
+//! Over stdio, stdout carries only protocol messages; warnings and errors go to stderr. The
+//! server stops when the client closes stdin (or on SIGINT/SIGTERM) and removes its
+//! workspaces. Over HTTP it serves until SIGINT/SIGTERM: it then refuses new sessions, gives
+//! the calls running `--drain-timeout`, ends every session and removes every workspace.
 
 use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use skillcat::catalog::{Catalog, CatalogSource};
-use skillcat::mcp::McpServer;
+use skillcat::mcp::{HttpOptions, LiveOptions, McpServer, ServerOptions};
 use skillcat::prompt::PromptFormat;
+use skillcat::source::{SourceKind, SourceSpec};
 
-use super::{CliResult, ExitStatus, Globals};
+use super::remote::parse_duration;
+use super::{CliError, CliResult, ExitStatus, Globals};
 
 /// `skillcat mcp` arguments.
 #[derive(Debug, clap::Args)]
@@ -18,6 +27,56 @@ pub struct McpArgs {
     /// named on the command line. None: the configured catalog (--config, ./skillcat.toml or the
     /// defaults), where only skills of sources marked `trusted` offer tools.
     source: Option<String>,
+    /// Serve MCP's Streamable HTTP transport at http://ADDR/mcp instead of stdio
+    /// (`127.0.0.1:8765`; port 0 picks a free one, printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Every HTTP request needs `Authorization: Bearer TOKEN` of this token file (the central
+    /// registry's; `skillcat token create --tokens FILE --name NAME --scope '*' --can mcp`).
+    /// Read again when it changes.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    tokens: Option<PathBuf>,
+    /// Serve without --tokens on an address beyond loopback (refused otherwise).
+    #[arg(long, requires = "http")]
+    allow_anonymous: bool,
+    /// An Origin besides the server's own that browsers may call it from
+    /// (`https://app.example.com`), repeatable. A request from any other Origin is 403.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<String>,
+    /// Serve HTTPS with this PEM certificate chain (the server's certificate first).
+    #[arg(long, value_name = "PEM", requires_all = ["tls_key", "http"])]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// HTTP sessions open at once; an `initialize` beyond is answered 503.
+    #[arg(long, default_value_t = 64, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), requires = "http")]
+    max_sessions: u32,
+    /// An HTTP session with no request for this long is ended and its workspaces removed.
+    #[arg(long, default_value = "10m", value_name = "TIME", value_parser = parse_duration, requires = "http")]
+    session_idle: Duration,
+    /// Tool calls one session may have running at once; one more is refused (-32000,
+    /// E_SKILL_MCP_BUSY).
+    #[arg(long, default_value_t = 8, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_calls_per_session: u32,
+    /// The largest HTTP request body, in bytes; a larger one is answered 413.
+    #[arg(long, default_value_t = 4 << 20, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..), requires = "http")]
+    max_body: u64,
+    /// How long the event stream an HTTP GET opens stays open; the client then reconnects (a
+    /// POST's stream ends with its answer).
+    #[arg(long, default_value = "60m", value_name = "TIME", value_parser = parse_duration, requires = "http")]
+    max_stream_duration: Duration,
+    /// On SIGTERM or Ctrl-C, how long the tool calls running are given before their
+    /// workspaces are removed.
+    #[arg(long, default_value = "10s", value_name = "TIME", value_parser = parse_duration)]
+    drain_timeout: Duration,
+    /// Serve the catalog as it was at start: do not follow changes to the skills.
+    #[arg(long)]
+    no_watch: bool,
+    /// How often sources that are not watched on disk (HTTP, OCI, git, a path that does not
+    /// exist yet) are read again; 0: never.
+    #[arg(long, default_value = "10s", value_name = "TIME", value_parser = parse_duration)]
+    poll_interval: Duration,
 }
 
 /// `skillcat mcp [SOURCE]`
@@ -29,12 +88,16 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
         Some(arg) => {
             // Opened as `run` opens it (a skill directory is one skill), errors printed.
             let opened = super::read::open_and_discover(arg, g).await?;
-            // The discovery made here seeds the catalog: the source is read once.
-            vec![super::script::named_source(
-                &config,
-                arg,
-                CatalogSource::discovered(opened.shown, opened.src, opened.found),
-            )]
+            // The discovery made here seeds the catalog: the source is read once. An archive
+            // is held in memory as it was read, so one the live catalog follows is opened
+            // again from its path at each reload.
+            let archive = SourceSpec::parse(arg).is_ok_and(|s| s.kind == SourceKind::Archive);
+            let src = if archive && !a.no_watch {
+                CatalogSource::spec(arg.clone()).named(opened.shown)
+            } else {
+                CatalogSource::discovered(opened.shown, opened.src, opened.found)
+            };
+            vec![super::script::named_source(&config, arg, src)]
         }
         None => config.sources.iter().map(CatalogSource::from).collect(),
     };
@@ -49,7 +112,24 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
             return Err(failed!("{e} ({})", e.code()));
         }
     };
-    let server = McpServer::new(&session, config.prompt_options(PromptFormat::Xml)).await;
+    // A server lives long and may be killed mid-call: a watcher removes its workspaces when it
+    // exits, however it exits (the runner's workspaces are under the default base).
+    let _reaper = match skillcat::script::reap_on_exit(
+        &skillcat::script::WorkspaceBase::default_dir(),
+    ) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            note!(
+                "warning: no watcher removes the workspaces if this server is killed ({e}); the next start removes them"
+            );
+            None
+        }
+    };
+    let options = ServerOptions::default()
+        .with_max_calls_per_session(a.max_calls_per_session as usize)
+        .with_drain_timeout(a.drain_timeout);
+    let server =
+        McpServer::with_options(&session, config.prompt_options(PromptFormat::Xml), options).await;
     for w in server.warnings() {
         note!("warning: {}", super::script::on_stderr(w));
     }
@@ -60,20 +140,152 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     if a.source.is_none() {
         explain_untrusted(&config, &env_shown, tools.is_empty());
     }
-    err!(
-        "skillcat mcp: serving {} tool(s) over stdio{}",
-        tools.len(),
-        if tools.is_empty() {
-            String::new()
-        } else {
-            format!(": {}", tools.join(", "))
+    let _watching = (!a.no_watch).then(|| {
+        let typed: Vec<String> = match &a.source {
+            Some(s) => vec![s.clone()],
+            None => config.sources.iter().map(|s| s.path.clone()).collect(),
+        };
+        let (paths, unwatched) = local_paths(&typed);
+        let poll = (unwatched && !a.poll_interval.is_zero()).then_some(a.poll_interval);
+        let log: Arc<dyn Fn(&str) + Send + Sync> =
+            Arc::new(|line: &str| note!("skillcat mcp: {}", super::script::on_stderr(line)));
+        let watching = server.watch(LiveOptions::new(paths, poll).with_log(log));
+        for p in watching.problems() {
+            note!("warning: not watched (read again every --poll-interval only): {p}");
         }
+        watching
+    });
+    let listed = if tools.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", tools.join(", "))
+    };
+    if let Some(addr) = a.http {
+        return serve_http(&a, addr, server, tools.len(), &listed).await;
+    }
+    let stop = stop_signal();
+    err!(
+        "skillcat mcp: serving {} tool(s) over stdio{listed}",
+        tools.len()
     );
-    match server.serve_stdio_until(stop_signal()).await {
+    match server.serve_stdio_until(stop).await {
         Ok(()) => Ok(ExitStatus::Success),
         Err(e @ skillcat::mcp::ServeError::Initialize(_)) => Err(usage!("{e}")),
         Err(e) => Err(failed!("{e}")),
     }
+}
+
+/// The local paths of sources as typed (directories, archives, registry files), to watch;
+/// and whether some source is not one (or does not exist yet), so that only a poll follows it.
+fn local_paths(typed: &[String]) -> (Vec<PathBuf>, bool) {
+    let mut paths = Vec::new();
+    let mut unwatched = false;
+    for t in typed {
+        match SourceSpec::parse(t) {
+            Ok(spec) if spec.is_local() => match spec.path {
+                Some(p) if p.exists() => paths.push(p),
+                _ => unwatched = true,
+            },
+            _ => unwatched = true,
+        }
+    }
+    (paths, unwatched)
+}
+
+/// The TLS configuration `--tls-cert/--tls-key` give, read before anything is served.
+#[cfg(feature = "tls")]
+fn tls_config(a: &McpArgs) -> Result<Option<Arc<tokio_rustls::rustls::ServerConfig>>, CliError> {
+    let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) else {
+        return Ok(None);
+    };
+    skillcat::serve::server_config(cert, key)
+        .map(Some)
+        .map_err(|e| usage!("{e}"))
+}
+
+/// Without the `tls` feature, `--tls-cert` is refused.
+#[cfg(not(feature = "tls"))]
+fn tls_config(a: &McpArgs) -> Result<Option<()>, CliError> {
+    if a.tls_cert.is_some() {
+        return Err(usage!(
+            "--tls-cert needs a skillcat built with the `tls` feature"
+        ));
+    }
+    Ok(None)
+}
+
+/// `skillcat mcp … --http ADDR`: serves until SIGINT/SIGTERM, then drains.
+async fn serve_http(
+    a: &McpArgs,
+    addr: SocketAddr,
+    server: McpServer,
+    tools: usize,
+    listed: &str,
+) -> CliResult {
+    let tls = tls_config(a)?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| usage!("cannot listen on {addr}: {e}"))?;
+    let local = listener.local_addr().unwrap_or(addr);
+    let mut opts = HttpOptions::new(local);
+    opts.tls = tls.is_some();
+    opts.tokens = a.tokens.clone();
+    opts.allow_anonymous = a.allow_anonymous;
+    opts.allow_origins = a.allow_origins.clone();
+    opts.max_sessions = a.max_sessions as usize;
+    opts.session_idle = a.session_idle;
+    opts.max_body = usize::try_from(a.max_body).unwrap_or(usize::MAX);
+    opts.max_stream = a.max_stream_duration;
+    let http = server.http(opts).map_err(|e| usage!("{e}"))?;
+    // The connection limits of `serve`, with room for an event stream beside each session's
+    // requests, and the request timeout of an event stream (ended by the transport first).
+    let mut limits = skillcat::serve::ServeLimits {
+        request_timeout: a.max_stream_duration + Duration::from_secs(30),
+        max_connections_per_address: 1024,
+        drain_timeout: a.drain_timeout,
+        ..skillcat::serve::ServeLimits::default()
+    };
+    if let Some(said) = limits.fit_open_files() {
+        note!("warning: {said}");
+    }
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let stop = stop_signal();
+    err!(
+        "skillcat mcp: serving {tools} tool(s) over Streamable HTTP at {scheme}://{local}/mcp{}{listed}",
+        if a.tokens.is_some() {
+            " (bearer tokens)"
+        } else {
+            ""
+        }
+    );
+    let app = skillcat::serve::with_layers(http.router(), false);
+    let drain = {
+        let (http, server, timeout) = (http.clone(), server.clone(), a.drain_timeout);
+        async move {
+            stop.await;
+            // New sessions are refused; the calls running get the drain timeout; then every
+            // session and stream ends, which lets the listener stop.
+            http.drain();
+            let deadline = tokio::time::Instant::now() + timeout;
+            while server.calls_in_flight() > 0 && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            http.close();
+        }
+    };
+    let served = match tls {
+        #[cfg(feature = "tls")]
+        Some(config) => skillcat::serve::run_app_tls(app, listener, limits, config, drain).await,
+        _ => skillcat::serve::run_app(app, listener, limits, drain).await,
+    };
+    http.close();
+    let failures = server.shutdown().await;
+    served.map_err(|e| failed!("{e}"))?;
+    if !failures.is_empty() {
+        return Err(failed!("{}", skillcat::mcp::ServeError::Cleanup(failures)));
+    }
+    err!("skillcat mcp: stopped; every workspace removed");
+    Ok(ExitStatus::Success)
 }
 
 /// For the configured catalog: which sources offer no tools because they are not trusted, and
@@ -118,26 +330,33 @@ fn explain_untrusted(
     }
 }
 
-/// Completes on SIGINT or SIGTERM (never, if neither can be listened for).
-async fn stop_signal() {
+/// Completes on SIGINT or SIGTERM (never, if neither can be listened for). The handlers are
+/// installed when it is called, not when it is first polled: a signal that comes as soon as the
+/// server says it is serving is not the default action's (death) but a stop.
+fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match (
+        let signals = (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
-        ) {
-            (Ok(mut int), Ok(mut term)) => {
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
+        );
+        async move {
+            match signals {
+                (Ok(mut int), Ok(mut term)) => {
+                    tokio::select! {
+                        _ = int.recv() => {}
+                        _ = term.recv() => {}
+                    }
                 }
+                _ => std::future::pending().await,
             }
-            _ => std::future::pending().await,
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

@@ -642,7 +642,8 @@ enum Command {
         #[command(flatten)]
         remote: RemoteArgs,
     },
-    /// Serve skills, the prompt block and confined script tools over MCP (stdio).
+    /// Serve skills, the prompt block and confined script tools over MCP (stdio, or Streamable
+    /// HTTP with --http ADDR), following changes to the skills.
     #[command(
         after_help = "Example: skillcat mcp fixtures/mcp/skills --config fixtures/mcp/skillcat.toml"
     )]

@@ -45,7 +45,8 @@ pub struct CreateArgs {
     #[arg(long = "scope", value_name = "PATTERN", required = true)]
     scopes: Vec<String>,
     /// What the token may do: `publish`, `yank`, `audit` (read the audit log of the names its
-    /// scopes match), comma-separated or repeated.
+    /// scopes match), `mcp` (use `skillcat mcp --http --tokens`: every skill that server
+    /// serves, whatever the scopes), comma-separated or repeated.
     #[arg(
         long,
         value_name = "RIGHTS",

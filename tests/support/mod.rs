@@ -84,6 +84,25 @@ pub fn spawn_mcp_in(
     (child, tmp)
 }
 
+/// The Python of the venv `scripts/test` makes with the Python MCP SDK (`SKILLCAT_PY_MCP`);
+/// `None` (the test skips) only with `SKILLCAT_SKIP_PY_MCP=1` outside CI.
+pub fn python_mcp() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("SKILLCAT_PY_MCP") {
+        return Some(p.into());
+    }
+    if std::env::var_os("SKILLCAT_SKIP_PY_MCP").is_some_and(|v| v == "1")
+        && std::env::var_os("CI").is_none()
+    {
+        eprintln!("skipped: SKILLCAT_SKIP_PY_MCP=1");
+        return None;
+    }
+    panic!(
+        "SKILLCAT_PY_MCP is not set: run the tests with scripts/test, which makes a venv with \
+         the Python MCP SDK (pip install mcp==2.3.0) and sets it to its python \
+         (SKILLCAT_SKIP_PY_MCP=1 skips these tests on a machine without Python, never in CI)"
+    );
+}
+
 /// A temporary directory confined scripts can reach: when the tests run as root the sandbox
 /// runs scripts as an unprivileged uid, so the directory must be traversable by others (0711).
 pub fn sandbox_tempdir(prefix: &str) -> tempfile::TempDir {

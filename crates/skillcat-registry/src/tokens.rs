@@ -46,11 +46,13 @@ pub enum Right {
     Yank,
     /// Read the audit log (the entries of the names its scopes match).
     Audit,
+    /// Use the MCP server over HTTP (`skillcat mcp --http --tokens`): every skill it serves.
+    Mcp,
 }
 
 impl Right {
     /// Every right, in order.
-    pub const ALL: [Right; 3] = [Right::Publish, Right::Yank, Right::Audit];
+    pub const ALL: [Right; 4] = [Right::Publish, Right::Yank, Right::Audit, Right::Mcp];
 
     /// The right's name in the token file and on the command line.
     pub fn as_str(self) -> &'static str {
@@ -58,6 +60,7 @@ impl Right {
             Right::Publish => "publish",
             Right::Yank => "yank",
             Right::Audit => "audit",
+            Right::Mcp => "mcp",
         }
     }
 }
@@ -112,7 +115,7 @@ pub enum TokenError {
     #[error("a token needs at least one {0}")]
     Missing(&'static str),
     /// An unknown right.
-    #[error("unknown right {0:?}: the rights are publish, yank and audit")]
+    #[error("unknown right {0:?}: the rights are publish, yank, audit and mcp")]
     UnknownRight(String),
     /// The name is taken (revoked names stay taken, so the audit log stays unambiguous).
     #[error("a token named {0:?} already exists{1}")]
@@ -408,7 +411,7 @@ fn check_entry(entry: &TokenEntry) -> Result<(), TokenError> {
         return Err(TokenError::InvalidScope(bad.clone()));
     }
     if entry.rights.is_empty() {
-        return Err(TokenError::Missing("right (publish, yank or audit)"));
+        return Err(TokenError::Missing("right (publish, yank, audit or mcp)"));
     }
     Ok(())
 }

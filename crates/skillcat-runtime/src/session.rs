@@ -361,6 +361,34 @@ impl Session {
         }
     }
 
+    /// A session over the same catalog and configuration (runner, ceiling, grants, gate, module
+    /// and guest tools, audit, matcher) with a loaded set of its own: its runs share no skill,
+    /// tool name or workspace with this session's. The MCP server gives each client session
+    /// one, so two clients never see each other's files.
+    pub fn fork(&self) -> Session {
+        let inner = &self.inner;
+        Session {
+            inner: Arc::new(Inner {
+                catalog: inner.catalog.clone(),
+                runner: inner.runner.clone(),
+                ceiling: inner.ceiling.clone(),
+                granted: inner.granted.clone(),
+                env: inner.env.clone(),
+                modules: inner.modules.clone(),
+                gate: inner.gate.clone(),
+                module_timeout: inner.module_timeout,
+                top_k: inner.top_k,
+                modules_for_untrusted: inner.modules_for_untrusted,
+                matcher: inner.matcher.clone(),
+                audit: inner.audit.clone(),
+                #[cfg(feature = "guest")]
+                guests: inner.guests.clone(),
+                ranker: Mutex::new(None),
+                loaded: LoadedSet::new(inner.modules.reserved()),
+            }),
+        }
+    }
+
     /// The catalog.
     pub fn catalog(&self) -> &Catalog {
         &self.inner.catalog

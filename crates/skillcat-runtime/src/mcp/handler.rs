@@ -1,45 +1,84 @@
 //! The rmcp [`ServerHandler`]: each MCP method answered from the server's state.
 
+use std::sync::atomic::Ordering;
+
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+    CallToolRequestParams, CallToolResponse, ErrorCode, GetPromptRequestParams, GetPromptResponse,
     GetPromptResult, GetSkillRequestParams, GetSkillResult, Implementation, ListPromptsResult,
     ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams, Prompt,
-    PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Role, ServerCapabilities, ServerConfig, Tool,
+    PromptArgument, PromptMessage, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Role, ServerCapabilities,
+    ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{
+    NotificationContext, RequestContext, SubscriptionContext, SubscriptionSendError,
+};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value as Json, json};
 
+use super::live::Changed;
 use super::tools::Call;
 use super::uri::{self, DOCUMENT};
 use super::{McpServer, PROMPT_NAME};
-use crate::prompt::{PromptFormat, PromptSkill, render};
+use crate::prompt::PromptFormat;
 
 const INSTRUCTIONS: &str = "Agent Skills served by skillcat. Read the `available_skills` prompt \
 (or resources/list) to see which skills exist; read a skill's skill://<name>/SKILL.md resource \
 before using it, and the files it references through the same skill:// URIs. Tools named \
 run_<skill>_<script> run that skill's scripts in a sandbox.";
 
-impl McpServer {
-    /// The prompt block with `skill://` URIs as locations, in `format`.
-    fn prompt_text(&self, format: PromptFormat) -> (String, String) {
-        let uris: Vec<String> = self.inner.skills.iter().map(|s| s.document_uri()).collect();
-        let skills: Vec<PromptSkill<'_>> = self
-            .inner
-            .skills
-            .iter()
-            .zip(&uris)
-            .map(|(s, uri)| PromptSkill {
-                name: s.entry().name(),
-                description: s.entry().skill().description(),
-                location: uri,
-            })
-            .collect();
-        let mut opts = self.inner.prompt;
-        opts.format = format;
-        let rendered = render(&skills, &opts);
-        (rendered.text, rendered.report.to_string())
+/// The JSON-RPC error of a call refused because the client session has as many running as it
+/// may (an implementation-defined server error).
+const BUSY: ErrorCode = ErrorCode(-32000);
+
+/// Counts a running call in the server's total for as long as it lives.
+struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(count: &'a std::sync::atomic::AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        InFlight(count)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Sends a client session what changed, until the session is gone or the peer is.
+async fn notify(
+    peer: rmcp::Peer<RoleServer>,
+    mut changes: tokio::sync::broadcast::Receiver<Changed>,
+    gone: tokio_util::sync::CancellationToken,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let changed = tokio::select! {
+            () = gone.cancelled() => return,
+            r = changes.recv() => match r {
+                Ok(c) => c,
+                Err(RecvError::Lagged(_)) => Changed::ALL,
+                Err(RecvError::Closed) => return,
+            },
+        };
+        let sent = async {
+            if changed.resources {
+                peer.notify_resource_list_changed().await?;
+            }
+            if changed.tools {
+                peer.notify_tool_list_changed().await?;
+            }
+            if changed.prompts {
+                peer.notify_prompt_list_changed().await?;
+            }
+            Ok::<(), rmcp::ServiceError>(())
+        };
+        if sent.await.is_err() {
+            return;
+        }
     }
 }
 
@@ -68,10 +107,13 @@ impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
-                .enable_resources()
                 .enable_prompts()
+                .enable_resources()
                 .enable_tools()
-                .enable_skills()
+                .enable_tool_list_changed()
+                .enable_prompts_list_changed()
+                .enable_resources_list_changed()
+                .enable_skills_with_directory_read()
                 .build(),
         )
         .with_server_info(
@@ -82,13 +124,65 @@ impl ServerHandler for McpServer {
         .with_instructions(INSTRUCTIONS)
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // 2026-07-28's subscriptions/listen: the list changes (rmcp keeps what was asked).
+        Some(
+            SubscriptionFilter::builder()
+                .resources_list_changed()
+                .tools_list_changed()
+                .prompts_list_changed()
+                .build(),
+        )
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut changes = self.shared.changes.subscribe();
+        loop {
+            let changed = tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                r = changes.recv() => match r {
+                    Ok(c) => c,
+                    Err(RecvError::Lagged(_)) => Changed::ALL,
+                    Err(RecvError::Closed) => return Ok(()),
+                },
+            };
+            let sink = context.sink();
+            // A kind the listener did not ask for is not sent; any other failure ends it.
+            let open = |r: Result<(), SubscriptionSendError>| {
+                matches!(
+                    r,
+                    Ok(()) | Err(SubscriptionSendError::NotificationNotAccepted(_))
+                )
+            };
+            if (changed.resources && !open(sink.notify_resource_list_changed().await))
+                || (changed.tools && !open(sink.notify_tool_list_changed().await))
+                || (changed.prompts && !open(sink.notify_prompt_list_changed().await))
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // The session hears every change of the view from now on.
+        tokio::spawn(notify(
+            context.peer.clone(),
+            self.shared.changes.subscribe(),
+            self.local.gone.clone(),
+        ));
+    }
+
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let lists =
-            futures_util::future::join_all(self.inner.skills.iter().map(|s| s.resources())).await;
+        let view = self.view();
+        let lists = futures_util::future::join_all(view.skills.iter().map(|s| s.resources())).await;
         Ok(ListResourcesResult::with_all_items(
             lists.into_iter().flatten().collect(),
         ))
@@ -108,7 +202,8 @@ impl ServerHandler for McpServer {
         let Some((name, path)) = uri::parse(&request.uri) else {
             return Err(not_found());
         };
-        let Some(view) = self.inner.skills.iter().find(|s| s.entry().name() == name) else {
+        let snapshot = self.view();
+        let Some(view) = snapshot.skill(&name) else {
             return Err(not_found());
         };
         match view.read(&path).await {
@@ -126,8 +221,9 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
+        let view = self.view();
         let entries =
-            futures_util::future::join_all(self.inner.skills.iter().map(|s| s.sep_entry())).await;
+            futures_util::future::join_all(view.skills.iter().map(|s| s.sep_entry())).await;
         // A skill the extension cannot carry (unreadable file, name it refuses) is still a
         // resource; it is only left out of this listing.
         Ok(ListSkillsResult::with_all_items(
@@ -142,10 +238,9 @@ impl ServerHandler for McpServer {
     ) -> Result<GetSkillResult, ErrorData> {
         let unknown =
             |why: String| ErrorData::invalid_params(why, Some(json!({ "uri": request.uri })));
+        let snapshot = self.view();
         let view = match uri::parse(&request.uri) {
-            Some((name, path)) if path == DOCUMENT => {
-                self.inner.skills.iter().find(|s| s.entry().name() == name)
-            }
+            Some((name, path)) if path == DOCUMENT => snapshot.skill(&name),
             _ => None,
         };
         let Some(view) = view.filter(|v| v.document_uri() == request.uri) else {
@@ -190,8 +285,9 @@ impl ServerHandler for McpServer {
                 None,
             ));
         }
-        let format = prompt_format(request.arguments.as_ref())?.unwrap_or(self.inner.prompt.format);
-        let (text, report) = self.prompt_text(format);
+        let format =
+            prompt_format(request.arguments.as_ref())?.unwrap_or(self.shared.prompt.format);
+        let (text, report) = self.view().prompt_text(&self.shared.prompt, format);
         let description = if report.is_empty() {
             "The skills this server offers".to_string()
         } else {
@@ -209,11 +305,31 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.inner.tools.list()))
+        // What the view offers: the session's own tool set, made at its first call, offers
+        // the same tools.
+        Ok(ListToolsResult::with_all_items(self.view().tools.clone()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.inner.tools.get(name).cloned()
+        self.view().tool(name).cloned()
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        let not_dir = || {
+            ErrorData::invalid_params(
+                format!("not a directory: {}", request.uri),
+                Some(json!({ "uri": request.uri })),
+            )
+        };
+        let snapshot = self.view();
+        let (name, dir) = uri::parse_directory(&request.uri).ok_or_else(not_dir)?;
+        let view = snapshot.skill(&name).ok_or_else(not_dir)?;
+        let children = view.directory(&dir).await.ok_or_else(not_dir)?;
+        Ok(ReadResourceDirectoryResult::with_all_items(children))
     }
 
     async fn call_tool(
@@ -221,7 +337,34 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let call = self.inner.tools.call(&request.name, request.arguments);
+        let unknown = || {
+            ErrorData::invalid_params(
+                format!("unknown tool: {}", request.name),
+                Some(json!({ "code": "E_SKILL_SCRIPT_NOT_FOUND", "tool": request.name })),
+            )
+        };
+        // The view the call starts under, and the session's tool set for it: both kept to
+        // the end of the call, whatever changes meanwhile.
+        let view = self.view();
+        if view.tool(&request.name).is_none() {
+            return Err(unknown());
+        }
+        let Ok(_permit) = self.local.calls.clone().try_acquire_owned() else {
+            let limit = self.shared.options.max_calls_per_session;
+            return Err(ErrorData::new(
+                BUSY,
+                format!(
+                    "this session already has {limit} tool call(s) running, as many as it may \
+                     (skillcat mcp --max-calls-per-session); try again when one has finished"
+                ),
+                Some(json!({ "code": "E_SKILL_MCP_BUSY", "limit": limit })),
+            ));
+        };
+        let _counted = InFlight::enter(&self.shared.calls);
+        let Some(tools) = self.local.tools_for(&self.shared, &view).await else {
+            return Err(unknown());
+        };
+        let call = tools.call(&request.name, request.arguments);
         let call = tokio::select! {
             c = call => c,
             // Dropping the run kills the sandboxed process.
@@ -231,10 +374,7 @@ impl ServerHandler for McpServer {
         };
         match call {
             Call::Done(result) => Ok(result.into()),
-            Call::Unknown => Err(ErrorData::invalid_params(
-                format!("unknown tool: {}", request.name),
-                Some(json!({ "code": "E_SKILL_SCRIPT_NOT_FOUND", "tool": request.name })),
-            )),
+            Call::Unknown => Err(unknown()),
         }
     }
 }

@@ -162,6 +162,11 @@ impl SkillView {
     pub(crate) async fn sep_entry(&self) -> Result<SepSkill, String> {
         let e = &self.entry;
         let files = self.files().await;
+        if let Some(why) =
+            super::live::over_host_limit(files.len(), files.iter().map(|f| f.size).sum())
+        {
+            return Err(why);
+        }
         let mut resources = Vec::with_capacity(files.len());
         let mut hashes = Vec::with_capacity(files.len());
         for f in files.iter() {
@@ -194,6 +199,64 @@ impl SkillView {
         .with_meta(meta);
         skill.validate().map_err(|e| e.to_string())?;
         Ok(skill)
+    }
+
+    /// The direct children of a folder of the skill (`""`: its root) as resources: each file
+    /// with its media type, size and digest, each folder as an `inode/directory` resource.
+    /// `None` when the skill has no such folder.
+    pub(crate) async fn directory(&self, dir: &str) -> Option<Vec<Resource>> {
+        let name = self.entry.name();
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        let files = self.files().await;
+        let mut out = Vec::new();
+        let mut folders: Vec<&str> = Vec::new();
+        let mut found = dir.is_empty();
+        for f in files.iter() {
+            let Some(rest) = f.path.strip_prefix(&prefix) else {
+                continue;
+            };
+            found = true;
+            match rest.split_once('/') {
+                Some((folder, _)) => {
+                    if !folders.contains(&folder) {
+                        folders.push(folder);
+                    }
+                }
+                None => {
+                    let mut meta = MetaObject::new();
+                    if let Some(d) = &f.digest {
+                        meta.0.insert("digest".into(), d.clone().into());
+                    }
+                    let shown = if f.path == self.document {
+                        DOCUMENT
+                    } else {
+                        rest
+                    };
+                    out.push(
+                        Resource::new(f.uri.clone(), shown)
+                            .with_mime_type(f.media_type)
+                            .with_size(f.size)
+                            .with_meta(meta),
+                    );
+                }
+            }
+        }
+        if !found {
+            return None;
+        }
+        folders.sort_unstable();
+        for folder in folders {
+            let path = format!("{prefix}{folder}");
+            out.push(
+                Resource::new(uri::file_uri(name, &path), folder)
+                    .with_mime_type(rmcp::model::DIRECTORY_MIME_TYPE),
+            );
+        }
+        Some(out)
     }
 
     /// Reads one file named by its URI path: text for a textual type holding UTF-8, base64 otherwise;

@@ -26,9 +26,12 @@ use crate::catalog::Entry;
 use crate::script::{Confinement, ScriptError};
 use crate::{Activation, Content, Run, RuntimeError, Session, ToolKind, ToolSpec};
 
-/// The tools of the server: fixed at start; the run is ended at shutdown.
+/// The tools of one client session for one view; the run is ended at shutdown, or when the
+/// last holder drops it (a client session gone, a newer view's set in its place).
 #[derive(Debug, Default)]
 pub(crate) struct ToolSet {
+    /// The view it was made for.
+    version: u64,
     offered: Vec<Tool>,
     by_name: HashMap<String, usize>,
     /// Shared with calls in progress; `None` once shut down.
@@ -46,9 +49,16 @@ pub(crate) enum Call {
 impl ToolSet {
     /// Activates every entry in one run of the session. Returns the set and a warning per skill
     /// or script left out.
-    pub(crate) async fn load(session: &Session, entries: &[Entry]) -> (Self, Vec<String>) {
+    pub(crate) async fn load(
+        session: &Session,
+        entries: &[Entry],
+        version: u64,
+    ) -> (Self, Vec<String>) {
         let mut warnings = Vec::new();
-        let mut set = ToolSet::default();
+        let mut set = ToolSet {
+            version,
+            ..ToolSet::default()
+        };
         let mut run = session.start();
         for e in entries {
             let activation = match run.activate_entry(e.clone()).await {
@@ -122,7 +132,13 @@ impl ToolSet {
         self.offered.clone()
     }
 
+    /// The view the set was made for.
+    pub(crate) fn version(&self) -> u64 {
+        self.version
+    }
+
     /// A tool by its exact name.
+    #[cfg(test)]
     pub(crate) fn get(&self, name: &str) -> Option<&Tool> {
         self.by_name.get(name).map(|&i| &self.offered[i])
     }
@@ -186,6 +202,31 @@ impl ToolSet {
             Some(Ok(run)) => run.close().await,
             // A call still running holds the run; its workspaces go when that call ends.
             Some(Err(_)) | None => Vec::new(),
+        }
+    }
+
+    /// [`shutdown`](Self::shutdown), first waiting until `deadline` for the calls still
+    /// running to end. A call running past it keeps the run, whose workspaces go when it ends
+    /// (or, should the process exit first, at the next start: see the sandbox's workspaces).
+    pub(crate) async fn shutdown_by(&self, deadline: tokio::time::Instant) -> Vec<ScriptError> {
+        let mut run = self
+            .run
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        loop {
+            match run.map(Arc::try_unwrap) {
+                None => return Vec::new(),
+                Some(Ok(run)) => return run.close().await,
+                Some(Err(shared)) if tokio::time::Instant::now() >= deadline => {
+                    drop(shared);
+                    return Vec::new();
+                }
+                Some(Err(shared)) => {
+                    run = Some(shared);
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+            }
         }
     }
 }
@@ -294,7 +335,7 @@ mod tests {
             builder = builder.gate(gate);
         }
         let session = builder.build();
-        let (set, warnings) = ToolSet::load(&session, &catalog.all().await).await;
+        let (set, warnings) = ToolSet::load(&session, &catalog.all().await, 0).await;
         (session, set, warnings)
     }
 

@@ -59,6 +59,29 @@ pub fn parse(uri: &str) -> Option<(String, String)> {
     Some((name, path.join("/")))
 }
 
+/// Splits a directory URI — `skill://<name>` (the skill's root, also with a `/` after it) or
+/// `skill://<name>/<folder>` — into the decoded name and folder path (`""` for the root), by
+/// the same rules as [`parse`].
+///
+/// ```
+/// use skillcat_runtime::mcp::uri::parse_directory;
+/// assert_eq!(parse_directory("skill://pdf"), Some(("pdf".into(), "".into())));
+/// assert_eq!(parse_directory("skill://pdf/scripts/"), Some(("pdf".into(), "scripts".into())));
+/// assert_eq!(parse_directory("skill://pdf/../x"), None);
+/// ```
+pub fn parse_directory(uri: &str) -> Option<(String, String)> {
+    let rest = uri.strip_prefix(SCHEME)?;
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    if !rest.contains('/') {
+        if rest.contains(['?', '#']) {
+            return None;
+        }
+        let name = percent_decode(rest)?;
+        return (!name.is_empty() && !name.contains(['/', '\0'])).then_some((name, String::new()));
+    }
+    parse(&format!("{SCHEME}{rest}"))
+}
+
 /// The media type of a file, from its extension; for an unknown extension, `text/plain` when the
 /// bytes are text ([`is_text`]) and `application/octet-stream` otherwise (or when they are not
 /// known).

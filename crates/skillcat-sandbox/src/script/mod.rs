@@ -31,6 +31,7 @@ mod left;
 pub mod policy;
 pub(crate) mod process;
 pub mod proxy;
+mod reaper;
 mod run;
 pub mod sandbox;
 mod tools;
@@ -43,6 +44,7 @@ pub use gate::{
 };
 pub use left::{Kept, LeftFile};
 pub use proxy::{NetworkReport, ProxyLimits};
+pub use reaper::{REAPER_ARG, Reaper, reap_on_exit};
 pub use run::{
     Confinement, LoadedSkill, Runner, RunnerConfig, ScriptLimits, ScriptOutput, cgroup_status,
     start_dir,

@@ -299,7 +299,7 @@ impl std::fmt::Debug for Runner {
 }
 
 /// The uid/gid scripts run as on the host when that differs from ours (a root host).
-fn script_owner() -> Option<(u32, u32)> {
+pub(crate) fn script_owner() -> Option<(u32, u32)> {
     // SAFETY: geteuid has no preconditions.
     (unsafe { libc::geteuid() } == 0 && cfg!(target_os = "linux"))
         .then_some((SANDBOX_ID, SANDBOX_ID))

@@ -361,6 +361,10 @@ fn builtin() -> Option<fn() -> u8> {
 ///
 /// Call it first thing in `main`, before any runtime or thread starts.
 pub fn helper_main() -> Option<ExitCode> {
+    // The workspace watcher of a long-lived process (`reap_on_exit`) is this binary too.
+    if let Some(code) = super::reaper::reaper_main() {
+        return Some(ExitCode::from(code));
+    }
     let mut args = std::env::args_os();
     let _exe = args.next();
     if args.next().as_deref() != Some(std::ffi::OsStr::new(HELPER_ARG)) {

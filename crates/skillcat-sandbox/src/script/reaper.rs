@@ -1,0 +1,136 @@
+//! Removing a long-lived process's workspaces when it dies, however it dies.
+//!
+//! A workspace is removed when its skill leaves the loaded set, and a drained server removes
+//! every one; a process that is killed (SIGKILL, the OOM killer, a crash) runs none of that.
+//! Its workspaces' locks are freed by the kernel as it dies, so the next start over the same
+//! base removes them ([`WorkspaceBase::clean_stale`]), but until then they stay on disk.
+//!
+//! [`reap_on_exit`] closes that gap by construction: it starts this binary again as a small
+//! watcher whose standard input is a pipe only the caller holds (the write end is close-on-exec,
+//! so no script inherits it). The kernel closes that end when the caller exits, for any reason;
+//! the watcher then reads end-of-file and cleans the base as a new start would: every workspace
+//! whose lock is free (the caller's, and any other dead process's) is removed, and a live
+//! process's workspaces, whose locks are held, are left alone. The watcher ignores the signals a
+//! terminal or a service manager sends to the whole group, so it outlives the caller long
+//! enough to do its work.
+
+use std::ffi::OsStr;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::Duration;
+
+use super::workspace::WorkspaceBase;
+
+/// The argument that starts this binary as the watcher (after the program name; the base
+/// directory follows).
+pub const REAPER_ARG: &str = "__skillcat-workspace-reaper";
+
+/// How often, and how far apart, the watcher cleans after its caller is gone: the caller's
+/// confined processes die with it (their parent-death signal), and a lock one of them still
+/// held a moment ago is free at the next try.
+const ATTEMPTS: u32 = 10;
+const PAUSE: Duration = Duration::from_millis(100);
+
+/// The watcher of one caller ([`reap_on_exit`]); dropping it (or the caller exiting) lets the
+/// watcher clean and exit.
+#[derive(Debug)]
+pub struct Reaper {
+    // Held for its close: the watcher's end-of-file.
+    _pipe: ChildStdin,
+    child: Child,
+}
+
+impl Reaper {
+    /// The watcher's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+/// Starts the watcher for the workspaces under `base` (a [`WorkspaceBase`] directory,
+/// [`WorkspaceBase::default_dir`] for the runner's default): when this process exits, by any
+/// means, every workspace under `base` whose owner is gone is removed. The binary must call
+/// [`helper_main`](super::sandbox::helper_main) first thing in `main`, as it must for scripts.
+pub fn reap_on_exit(base: &Path) -> io::Result<Reaper> {
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(exe)
+        .arg(REAPER_ARG)
+        .arg(base)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .current_dir("/")
+        .spawn()?;
+    let pipe = child.stdin.take().expect("stdin was piped");
+    Ok(Reaper { _pipe: pipe, child })
+}
+
+/// The watcher itself, when this process was started as one: `Some(exit code)`, else `None`.
+pub(crate) fn reaper_main() -> Option<u8> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() != Some(OsStr::new(REAPER_ARG)) {
+        return None;
+    }
+    let Some(base) = args.next().map(PathBuf::from) else {
+        return Some(2);
+    };
+    // A Ctrl-C, a hang-up or a service manager's SIGTERM goes to the whole group: the caller
+    // handles it (or dies of it), and the watcher must still be here when it is gone.
+    // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+    unsafe {
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
+    wait_for_eof();
+    for attempt in 0..ATTEMPTS {
+        if attempt > 0 {
+            std::thread::sleep(PAUSE);
+        }
+        // Opening the base is what a new start does: it removes every workspace whose lock is
+        // free. Nothing held by a dead process is left after the last attempt.
+        match WorkspaceBase::open(&base, super::run::script_owner()) {
+            Ok(b) if b.clean_stale().is_ok() && !holds_workspaces(&base) => break,
+            Ok(_) => {}
+            // The base is gone (or was never made): nothing to remove.
+            Err(_) if !base.exists() => break,
+            Err(_) => {}
+        }
+    }
+    #[cfg(target_os = "linux")]
+    if let Ok(groups) = super::sandbox::linux::cgroup::status() {
+        groups.clean_stale();
+    }
+    Some(0)
+}
+
+/// Reads standard input until end-of-file (or an error that means the same: nobody writes).
+fn wait_for_eof() {
+    let mut stdin = io::stdin().lock();
+    let mut buf = [0u8; 64];
+    loop {
+        match stdin.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        }
+    }
+}
+
+/// Whether any workspace is still under `base` (a live process's, whose lock is held, or one a
+/// dying process still locked a moment ago).
+fn holds_workspaces(base: &Path) -> bool {
+    std::fs::read_dir(base).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("ws-"))
+    })
+}
