@@ -185,7 +185,8 @@ pub fn children_below(root: u32) -> Vec<String> {
 }
 
 /// `PID comm: command line` of a live sandbox helper or guest child (`__skillcat-…` on its
-/// command line, or `skillcat-guest` as its name); `None` for anything else.
+/// command line, or `skillcat-guest` as its name); `None` for anything else — the server's
+/// workspace watcher too (`REAPER_ARG`: it lives as long as the server and runs no skill code).
 fn describe(pid: u32) -> Option<String> {
     // A zombie runs nothing (and init reaps it): only live processes count.
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -195,6 +196,9 @@ fn describe(pid: u32) -> Option<String> {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
     let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+    if cmd.contains(skillcat::script::REAPER_ARG) {
+        return None;
+    }
     (cmd.contains("__skillcat") || comm.trim() == "skillcat-guest")
         .then(|| format!("{pid} {}: {cmd}", comm.trim()))
 }
