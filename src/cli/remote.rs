@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
+use skillcat::serve::web::{RegistrySearch, SiteSearch};
 use skillcat::serve::{
-    self, RegistryYanked, ServeLimits, SignatureLookup, Signed, Site, SiteOptions, YankedLookup,
+    self, RegistryVersions, RegistryYanked, ServeLimits, SignatureLookup, Signed, Site,
+    SiteOptions, VersionLookup, WebOptions, YankedLookup,
 };
 use skillcat::sign::Statement;
 use skillcat::source::http::{
@@ -54,6 +56,10 @@ pub struct ServeArgs {
     /// The PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// The address people reach this catalog at, shown in its pages' install commands
+    /// [default: http://ADDR/, the address listened on].
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
     /// The publishing API (`--publish`).
     #[command(flatten)]
     pub publish: super::central::PublishArgs,
@@ -113,6 +119,13 @@ pub struct ExportArgs {
     /// Write into a folder that is not empty (files are replaced, nothing is deleted).
     #[arg(long)]
     pub force: bool,
+    /// The address the exported site will be served at, shown in its pages' install commands
+    /// (without it they say `URL`).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Check each signature shown on the pages against this keyring (its key and scope).
+    #[arg(long, value_name = "FILE")]
+    pub keyring: Option<PathBuf>,
 }
 
 /// `skillcat fetch` arguments.
@@ -171,12 +184,86 @@ impl SignatureLookup for SpecSignatures {
     }
 }
 
+/// What ranks a catalog search of a source that is not a registry: the runtime's matcher
+/// (BM25F over name, description and body, as `skillcat match` ranks).
+struct MatcherSearch {
+    index: skillcat::matching::Bm25Index,
+    names: Vec<String>,
+}
+
+impl SiteSearch for MatcherSearch {
+    fn search(
+        &self,
+        _: &Site,
+        query: &str,
+        offset: usize,
+        limit: usize,
+    ) -> skillcat::Result<(Vec<String>, usize)> {
+        let hits = self.index.search(query, self.names.len());
+        let total = hits.len();
+        let names = hits
+            .iter()
+            .skip(offset)
+            .take(limit)
+            .map(|h| self.names[h.index].clone())
+            .collect();
+        Ok((names, total))
+    }
+
+    fn describe(&self) -> &'static str {
+        "the matcher (BM25F)"
+    }
+}
+
+/// How the catalog's pages are made: the address shown in install commands, the keyring
+/// signatures are checked against (read here, so a bad file is said before anything is
+/// served).
+pub(super) struct WebArgs<'a> {
+    pub url: Option<String>,
+    pub keyring: Option<&'a Path>,
+}
+
 /// Opens and reads a source, builds the site from its valid skills and reports the others.
-pub(super) async fn build_site(arg: &str, g: &Globals) -> Result<(Site, usize), CliError> {
+pub(super) async fn build_site(
+    arg: &str,
+    web: WebArgs<'_>,
+    g: &Globals,
+) -> Result<(Site, usize), CliError> {
     let o = super::read::open_and_discover(arg, g).await?;
     // A registry keeps its yanked versions: served apart, marked, readable by NAME@VERSION.
     let registry = SourceSpec::parse(arg).is_ok_and(|s| s.kind == SourceKind::Registry);
+    let keyring = match web.keyring {
+        Some(path) => Some(Arc::new(
+            skillcat::sign::Keyring::load(path)
+                .map_err(|e| super::keyring::keyring_error(path, &e))?,
+        )),
+        None => None,
+    };
+    // A registry ranks by its own full-text search; anything else by the matcher.
+    let search: Arc<dyn SiteSearch> = if registry {
+        Arc::new(RegistrySearch::new(super::central::registry_path(arg)))
+    } else {
+        let docs: Vec<skillcat::matching::SkillDoc<'_>> = o
+            .found
+            .skills
+            .iter()
+            .map(skillcat::matching::SkillDoc::from_skill)
+            .collect();
+        Arc::new(MatcherSearch {
+            index: skillcat::matching::Bm25Index::build(&docs),
+            names: o.found.skills.iter().map(|s| s.name()).collect(),
+        })
+    };
     let opts = SiteOptions {
+        versions: registry.then(|| {
+            Arc::new(RegistryVersions(super::central::registry_path(arg))) as Arc<dyn VersionLookup>
+        }),
+        web: WebOptions {
+            base_url: web.url,
+            keyring,
+            search: Some(search),
+        },
+        audit: true,
         signatures: Some(Arc::new(SpecSignatures {
             spec: arg.to_string(),
             // As `pack --sign` names them: SOURCE.minisig for a source of one skill.
@@ -222,7 +309,19 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
         return Err(e);
     }
     let tls = tls_config(&a)?;
-    let (site, _) = build_site(&a.source, g).await?;
+    let listener = match tokio::net::TcpListener::bind(a.addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            return Err(usage!("cannot listen on {}: {e}", a.addr));
+        }
+    };
+    let local = listener.local_addr().unwrap_or(a.addr);
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let web = WebArgs {
+        url: Some(a.url.clone().unwrap_or_else(|| format!("{scheme}://{local}/"))),
+        keyring: a.publish.keyring.as_deref(),
+    };
+    let (site, _) = build_site(&a.source, web, g).await?;
     release_freed_memory();
     let mut limits = ServeLimits {
         header_timeout: a.header_timeout,
@@ -235,15 +334,7 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
     if let Some(said) = limits.fit_open_files() {
         note!("warning: {said}");
     }
-    let listener = match tokio::net::TcpListener::bind(a.addr).await {
-        Ok(l) => l,
-        Err(e) => {
-            return Err(usage!("cannot listen on {}: {e}", a.addr));
-        }
-    };
-    let local = listener.local_addr().unwrap_or(a.addr);
     let n = site.skills().len();
-    let scheme = if tls.is_some() { "https" } else { "http" };
     let app = if a.publish.publish {
         let app = super::central::router(&a.source, &a.publish, site, &local, tls.is_some())?;
         out!(
@@ -272,7 +363,11 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
 
 /// `skillcat export SOURCE DIR [--force]`
 pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
-    let (site, problems) = build_site(&a.source, g).await?;
+    let web = WebArgs {
+        url: a.url.clone(),
+        keyring: a.keyring.as_deref(),
+    };
+    let (site, problems) = build_site(&a.source, web, g).await?;
     let n = site.skills().len();
     let (dir, force) = (a.dir.clone(), a.force);
     let result = tokio::task::spawn_blocking(move || serve::export(&site, &dir, force)).await;
