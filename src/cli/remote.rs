@@ -138,6 +138,78 @@ pub struct FetchArgs {
     pub format: Format,
 }
 
+/// `skillcat search` arguments.
+#[derive(Debug, clap::Args)]
+pub struct SearchArgs {
+    /// The address of a catalog served by `skillcat serve` (`https://skills.example.com/`).
+    pub url: String,
+    /// What to look for: words of a task, a file format, a tool.
+    pub query: String,
+    /// Results to show (1 to 100).
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub limit: u16,
+    /// Which page of results (from 1).
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub page: u16,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `skillcat search URL QUERY [--limit N] [--page N] [--format json]`: the catalog's own
+/// ranking (a registry's full-text search, else the matcher). Exit 0 with results, 1 with
+/// none.
+pub async fn search(a: SearchArgs, g: &Globals) -> CliResult {
+    let policy = skillcat::client::Policy {
+        timeout: Some(g.open.timeout.unwrap_or(Duration::from_secs(60))),
+        ca_certificates: g.open.ca_certificates.clone(),
+        ..skillcat::client::Policy::default()
+    };
+    let found = skillcat::search::search(
+        &a.url,
+        &a.query,
+        usize::from(a.page),
+        usize::from(a.limit),
+        &policy,
+    )
+    .await
+    .map_err(|e| match e {
+        skillcat::Error::Certificate { .. } => failed!("{e}"),
+        _ => usage!("{e}"),
+    })?;
+    let safe = |t: &str| skillcat::prompt::escape_controls(t).into_owned();
+    match a.format {
+        Format::Json => out!(
+            "{}",
+            serde_json::to_string_pretty(&found).unwrap_or_default()
+        ),
+        Format::Text => {
+            for r in &found.results {
+                out!(
+                    "{}  {}  {}  {}",
+                    safe(&r.name),
+                    safe(r.version.as_deref().unwrap_or("-")),
+                    if r.signed { "signed" } else { "unsigned" },
+                    safe(&r.description)
+                );
+            }
+            let first = (usize::from(a.page) - 1) * usize::from(a.limit);
+            if found.results.is_empty() {
+                err!("no skill matches {:?} ({} in all)", a.query, found.total);
+            } else {
+                err!(
+                    "{}–{} of {} (skillcat add {} NAME installs one)",
+                    first + 1,
+                    first + found.results.len(),
+                    found.total,
+                    safe(&a.url)
+                );
+            }
+        }
+    }
+    Ok(ExitStatus::faults_if(found.results.is_empty()))
+}
+
 /// `skillcat cache` subcommands (the folder: the global `--cache DIR`, else the default).
 #[derive(Debug, clap::Subcommand)]
 pub enum CacheCommand {
