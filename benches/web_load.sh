@@ -62,7 +62,7 @@ start_nginx "$work" "$work/site"
 nginx_pid=$nginx_master
 pids+=("$nginx_pid")
 
-page=/skills/skill-05000/
+page=/skills/skill-$(printf '%05d' $((n / 2)))/
 home_bytes=$(wc -c <"$work/site/index.html")
 page_bytes=$(wc -c <"$work/site$page/index.html")
 echo "catalog: $n skills; home page $home_bytes bytes (50 skills a page), skill page $page_bytes bytes"

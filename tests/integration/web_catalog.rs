@@ -729,3 +729,51 @@ fn skillcat_search_end_to_end() {
     out.code(0);
     assert_eq!(out.json()["results"][0]["name"], "pdf-forms");
 }
+
+/// A signed skill's page names its key; with the keyring given, whether the signature
+/// verifies and in which scope; the API says the same; the listing marks it signed.
+#[test]
+fn signatures_with_and_without_a_keyring() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let run = |args: &[&str]| Skillcat::new(args).cwd(t).run();
+    run(&["keygen", "-o", "me", "--unencrypted"]).code(0);
+    let pdf = fixtures().join("pdf-forms");
+    run(&["pack", pdf.to_str().unwrap(), "-o", "pdf.tar.gz", "--sign", "me.key"]).code(0);
+    run(&["trust", "add", "me.pub", "--scope", "pdf-*", "--keyring", "k.toml"]).code(0);
+    // Another key, trusted for other names only.
+    run(&["keygen", "-o", "other", "--unencrypted"]).code(0);
+    run(&["trust", "add", "other.pub", "--scope", "docs-*", "--keyring", "narrow.toml"]).code(0);
+    run(&["registry", "init", "r.db"]).code(0);
+    run(&["registry", "publish", "r.db", "pdf.tar.gz"]).code(0);
+    let db = t.join("r.db");
+
+    let unchecked = Served::start(&db, &[]);
+    let (_, _, home) = get(&unchecked.url);
+    assert!(home.contains(r#"<span class="badge signed">signed</span>"#), "{home}");
+    let (_, j) = get_json(&format!("{}api/v1/skills/pdf-forms", unchecked.url));
+    let sig = &j["versions"][0]["signatures"][0];
+    let key = sig["key_id"].as_str().unwrap().to_string();
+    assert_eq!(key.len(), 16, "{sig}");
+    assert_eq!(sig["status"], "not checked", "{sig}");
+    let (_, _, page) = get(&format!("{}skills/pdf-forms/", unchecked.url));
+    assert!(page.contains(&format!("key <code>{key}</code>")), "{page}");
+    assert!(page.contains("no keyring to check it against"));
+
+    let keyring = t.join("k.toml");
+    let checked = Served::start(&db, &["--keyring", keyring.to_str().unwrap()]);
+    let (_, j) = get_json(&format!("{}api/v1/skills/pdf-forms", checked.url));
+    let sig = &j["versions"][0]["signatures"][0];
+    assert_eq!((&sig["status"], &sig["key_id"]), (&J::from("verified"), &J::from(key.as_str())));
+    assert_eq!(sig["detail"], "keyring scope: pdf-*");
+    let (_, _, page) = get(&format!("{}skills/pdf-forms/0.4.1/", checked.url));
+    assert!(page.contains(r#"<span class="badge signed">verified</span>"#), "{page}");
+    assert!(page.contains("keyring scope: pdf-*"));
+
+    let narrow = t.join("narrow.toml");
+    let refused = Served::start(&db, &["--keyring", narrow.to_str().unwrap()]);
+    let (_, j) = get_json(&format!("{}api/v1/skills/pdf-forms", refused.url));
+    let sig = &j["versions"][0]["signatures"][0];
+    assert_eq!(sig["status"], "not verified", "{sig}");
+    assert!(sig["detail"].as_str().unwrap().contains("not in the keyring"), "{sig}");
+}

@@ -307,13 +307,19 @@ pub(crate) fn write_skill(site: &mut Site, name: &str) {
         .skill(name)
         .cloned()
         .unwrap_or_else(|| versions[0].clone());
+    // Each version's body is rendered once, for its page and (the latest's) the skill's.
+    let mut main_body = None;
     for s in &versions {
         let dir = version_dir(s);
+        let body = Body::of(s);
         out.push((
             format!("{dir}index.html"),
-            Bytes::from(skill_page(&web, s, &versions, &dir)),
+            Bytes::from(skill_page(&web, s, &body, &versions, &dir)),
             HTML,
         ));
+        if s.version == main_one.version {
+            main_body = Some(body);
+        }
         for (f, bytes) in s.manifest.files.iter().zip(&s.files) {
             if std::str::from_utf8(bytes).is_ok() {
                 out.push((format!("{dir}files/{}.txt", f.path), bytes.clone(), TEXT));
@@ -322,9 +328,10 @@ pub(crate) fn write_skill(site: &mut Site, name: &str) {
     }
     let dir = skill_dir(name);
     if version_dir(&main_one) != dir {
+        let body = main_body.unwrap_or_else(|| Body::of(&main_one));
         out.push((
             format!("{dir}index.html"),
-            Bytes::from(skill_page(&web, &main_one, &versions, &dir)),
+            Bytes::from(skill_page(&web, &main_one, &body, &versions, &dir)),
             HTML,
         ));
     }
@@ -343,12 +350,41 @@ fn document(s: &SiteSkill) -> Option<crate::document::Document> {
     parse_document(&s.files[i]).ok()
 }
 
+/// A version's document and its body rendered, the links of the body relative to the site's
+/// root (`ROOT/` stands for it until a page puts its own `../…` there).
+struct Body {
+    doc: Option<crate::document::Document>,
+    html: Option<String>,
+}
+
+/// What stands for the page's way to the site's root in a rendered body. A body that holds
+/// the same text gets `../` in its place, which can only make a relative link of its own.
+const ROOT_MARK: &str = "{{skillcat-root}}/";
+
+impl Body {
+    fn of(s: &SiteSkill) -> Body {
+        let doc = document(s);
+        let paths: HashSet<String> = s.manifest.files.iter().map(|f| f.path.clone()).collect();
+        let files_base = format!("{ROOT_MARK}{}files/", version_dir(s));
+        let html = doc
+            .as_ref()
+            .filter(|d| !d.body.trim().is_empty())
+            .map(|d| super::markdown::render(&d.body, &files_base, &paths));
+        Body { doc, html }
+    }
+}
+
 /// The page of one version `s` of a skill whose versions are `versions`, at folder `dir`.
-fn skill_page(web: &WebOptions, s: &SiteSkill, versions: &[SiteSkill], dir: &str) -> String {
+fn skill_page(
+    web: &WebOptions,
+    s: &SiteSkill,
+    body: &Body,
+    versions: &[SiteSkill],
+    dir: &str,
+) -> String {
     let root = root_of(dir);
-    let doc = document(s);
+    let doc = &body.doc;
     let files_base = format!("{root}{}files/", version_dir(s));
-    let paths: HashSet<String> = s.manifest.files.iter().map(|f| f.path.clone()).collect();
     let name = esc(&s.name);
     let mut m = String::with_capacity(16 * 1024);
     let _ = write!(
@@ -374,11 +410,9 @@ fn skill_page(web: &WebOptions, s: &SiteSkill, versions: &[SiteSkill], dir: &str
         m.push_str(r#"<p class="warn" role="note">This version is yanked: a bare name never installs it; it stays readable by its exact version.</p>"#);
     }
     m.push_str(r#"<div class="cols"><article class="doc" aria-labelledby="doc-h"><h2 id="doc-h" class="sr">SKILL.md</h2>"#);
-    match &doc {
-        Some(d) if !d.body.trim().is_empty() => {
-            m.push_str(&super::markdown::render(&d.body, &files_base, &paths))
-        }
-        _ => m.push_str(r#"<p class="muted">This skill's SKILL.md has no body.</p>"#),
+    match &body.html {
+        Some(html) => m.push_str(&html.replace(ROOT_MARK, &root)),
+        None => m.push_str(r#"<p class="muted">This skill's SKILL.md has no body.</p>"#),
     }
     m.push_str("</article>\n<aside class=\"side\">");
     install(&mut m, web, s, dir != skill_dir(&s.name));
