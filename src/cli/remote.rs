@@ -390,7 +390,11 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
     let local = listener.local_addr().unwrap_or(a.addr);
     let scheme = if tls.is_some() { "https" } else { "http" };
     let web = WebArgs {
-        url: Some(a.url.clone().unwrap_or_else(|| format!("{scheme}://{local}/"))),
+        url: Some(
+            a.url
+                .clone()
+                .unwrap_or_else(|| format!("{scheme}://{local}/")),
+        ),
         keyring: a.publish.keyring.as_deref(),
     };
     let (site, _) = build_site(&a.source, web, g).await?;

@@ -294,7 +294,9 @@ async fn an_export_holds_exactly_what_serve_answers() {
     assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
     assert_eq!(
-        run(&["export", src, d, "--force", "--url", url]).status.code(),
+        run(&["export", src, d, "--force", "--url", url])
+            .status
+            .code(),
         Some(1)
     );
 

@@ -250,8 +250,14 @@ fn web_pages_in_a_real_browser() {
     assert!(home.contains("7 skills in this catalog"));
 
     let search = chrome.dom(&format!("{}search/?q=fill+a+pdf+form", s.url));
-    assert_eq!(card_names(&search).first().map(String::as_str), Some("pdf-forms"));
-    assert!(search.contains(r#"value="fill a pdf form""#), "the box keeps the query");
+    assert_eq!(
+        card_names(&search).first().map(String::as_str),
+        Some("pdf-forms")
+    );
+    assert!(
+        search.contains(r#"value="fill a pdf form""#),
+        "the box keeps the query"
+    );
 
     let page = chrome.dom(&format!("{}skills/pdf-forms/", s.url));
     for want in [
@@ -284,18 +290,30 @@ fn web_pages_in_a_real_browser() {
     let (_, headers, _) = get(&format!("{}skills/pdf-forms/", s.url));
     assert_eq!(headers["content-type"], "text/html; charset=utf-8");
     let csp = headers["content-security-policy"].to_str().unwrap();
-    assert!(csp.contains("default-src 'none'") && !csp.contains("script-src"), "{csp}");
+    assert!(
+        csp.contains("default-src 'none'") && !csp.contains("script-src"),
+        "{csp}"
+    );
     assert_eq!(headers["x-content-type-options"], "nosniff");
     assert_eq!(headers["referrer-policy"], "no-referrer");
     // Without its slash, a folder's page is a redirect to it (as a static host does).
     let (status, headers, _) = get(&format!("{}skills/pdf-forms", s.url));
-    assert_eq!((status, &headers["location"]), (308, &"/skills/pdf-forms/".parse().unwrap()));
+    assert_eq!(
+        (status, &headers["location"]),
+        (308, &"/skills/pdf-forms/".parse().unwrap())
+    );
 
     for (name, path, w, h, dark) in [
         ("home-desktop-light", "", 1280, 1000, false),
         ("home-phone-dark", "", 390, 1400, true),
         ("search-desktop-dark", "search/?q=csv", 1280, 800, true),
-        ("skill-desktop-light", "skills/pdf-forms/", 1280, 2400, false),
+        (
+            "skill-desktop-light",
+            "skills/pdf-forms/",
+            1280,
+            2400,
+            false,
+        ),
         ("skill-desktop-dark", "skills/pdf-forms/", 1280, 2400, true),
         ("skill-phone-light", "skills/csv-cleaner/", 390, 2400, false),
         ("skill-phone-dark", "skills/csv-cleaner/", 390, 2400, true),
@@ -453,7 +471,13 @@ fn a_hostile_skill_causes_no_request() {
     for path in &pages {
         doms.push((path, chrome.dom(&format!("{base}{path}"))));
     }
-    chrome.shot(&format!("{base}skills/hostile/"), "hostile-skill", 1280, 2400, false);
+    chrome.shot(
+        &format!("{base}skills/hostile/"),
+        "hostile-skill",
+        1280,
+        2400,
+        false,
+    );
     // Give anything deferred its chance to fire.
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(
@@ -465,16 +489,38 @@ fn a_hostile_skill_causes_no_request() {
     let skill_dom = &doms[2].1;
     assert!(skill_dom.contains("<h1>hostile</h1>"), "{skill_dom}");
     assert!(skill_dom.contains("Audit findings"));
-    assert!(skill_dom.contains("recorded when it was published"), "{skill_dom}");
+    assert!(
+        skill_dom.contains("recorded when it was published"),
+        "{skill_dom}"
+    );
     let doc = skill_dom
         .split_once(r#"<article class="doc""#)
         .and_then(|(_, rest)| rest.split_once("</article>"))
         .map(|(doc, _)| doc)
         .expect("the body's article");
     for bad in [
-        "<script", "<iframe", "<svg", "<img", "<style", "<link", "<meta", "<object", "<embed",
-        "<video", "<audio", "<form", "<input", "<button", "<base", "onerror", "onload",
-        "onmouseover", "ontoggle", "javascript:", "data:", "style=",
+        "<script",
+        "<iframe",
+        "<svg",
+        "<img",
+        "<style",
+        "<link",
+        "<meta",
+        "<object",
+        "<embed",
+        "<video",
+        "<audio",
+        "<form",
+        "<input",
+        "<button",
+        "<base",
+        "onerror",
+        "onload",
+        "onmouseover",
+        "ontoggle",
+        "javascript:",
+        "data:",
+        "style=",
     ] {
         assert!(!doc.contains(bad), "{bad} in the rendered body:\n{doc}");
     }
@@ -485,7 +531,10 @@ fn a_hostile_skill_causes_no_request() {
             "{path}: {dom}"
         );
     }
-    assert!(skill_dom.contains("A hostile skill &lt;script&gt;"), "{skill_dom}");
+    assert!(
+        skill_dom.contains("A hostile skill &lt;script&gt;"),
+        "{skill_dom}"
+    );
     // The file named .html is text wherever it is served.
     for path in [
         "skills/hostile/1.0.0/files/files/x.html.txt",
@@ -496,10 +545,12 @@ fn a_hostile_skill_causes_no_request() {
         assert_eq!(status, 200, "{path}");
         let ctype = headers["content-type"].to_str().unwrap();
         assert!(ctype.starts_with("text/plain"), "{path}: {ctype}");
-        assert!(headers["content-security-policy"]
-            .to_str()
-            .unwrap()
-            .contains("sandbox"));
+        assert!(
+            headers["content-security-policy"]
+                .to_str()
+                .unwrap()
+                .contains("sandbox")
+        );
     }
     server.stop();
 }
@@ -532,15 +583,26 @@ fn the_search_api_ranks_and_refuses() {
     }
     // Paging: one a page, the second page is the second best.
     let (_, all) = get_json(&format!("{}api/v1/search?q=csv+pdf+logs", s.url));
-    let (_, second) = get_json(&format!("{}api/v1/search?q=csv+pdf+logs&limit=1&page=2", s.url));
+    let (_, second) = get_json(&format!(
+        "{}api/v1/search?q=csv+pdf+logs&limit=1&page=2",
+        s.url
+    ));
     assert_eq!(second["results"].as_array().unwrap().len(), 1);
     assert_eq!(second["results"][0], all["results"][1]);
     assert_eq!(second["total"], all["total"]);
     // Bad input: a 400 that says which parameter and why; unknown skills are 404.
     for (query, code, says) in [
-        ("q=x&page=0", "bad_parameter", "page must be a whole number from 1 to 1000"),
+        (
+            "q=x&page=0",
+            "bad_parameter",
+            "page must be a whole number from 1 to 1000",
+        ),
         ("q=x&page=two", "bad_parameter", "page must be"),
-        ("q=x&limit=0", "bad_parameter", "limit must be a whole number from 1 to 100"),
+        (
+            "q=x&limit=0",
+            "bad_parameter",
+            "limit must be a whole number from 1 to 100",
+        ),
         ("q=x&limit=101", "bad_parameter", "limit must be"),
         ("q=x&limit=-3", "bad_parameter", "limit must be"),
         ("", "missing_query", "q must hold something"),
@@ -555,7 +617,10 @@ fn the_search_api_ranks_and_refuses() {
         );
     }
     let (status, j) = get_json(&format!("{}api/v1/skills/no-such-skill", s.url));
-    assert_eq!((status, &j["errors"][0]["code"]), (404, &J::from("not_found")));
+    assert_eq!(
+        (status, &j["errors"][0]["code"]),
+        (404, &J::from("not_found"))
+    );
     let (status, _, _) = get(&format!("{}skills/no-such-skill/", s.url));
     assert_eq!(status, 404);
     let (status, j) = get_json(&format!("{}api/v1/nothing-here", s.url));
@@ -577,7 +642,11 @@ fn versioned(dir: &Path, name: &str, version: &str) -> PathBuf {
         ),
     )
     .unwrap();
-    std::fs::write(d.join("scripts/report.sh"), format!("#!/bin/sh\n# Print the report.\necho {version}\n")).unwrap();
+    std::fs::write(
+        d.join("scripts/report.sh"),
+        format!("#!/bin/sh\n# Print the report.\necho {version}\n"),
+    )
+    .unwrap();
     d
 }
 
@@ -624,19 +693,32 @@ fn pages_and_api_for_registry_directory_and_http() {
     ] {
         let (status, _, home) = get(&s.url);
         assert_eq!(status, 200, "{what}");
-        assert!(home.contains(r#"href="./skills/pdf-forms/""#), "{what}: {home}");
+        assert!(
+            home.contains(r#"href="./skills/pdf-forms/""#),
+            "{what}: {home}"
+        );
         let (status, _, page) = get(&format!("{}skills/pdf-forms/", s.url));
         assert_eq!(status, 200, "{what}");
         assert!(page.contains("<h1>PDF forms</h1>"), "{what}");
         assert!(page.contains("run_pdf_forms_make_fdf"), "{what}");
         let (status, j) = get_json(&format!("{}api/v1/search?q=fill+a+pdf+form", s.url));
-        assert_eq!((status, &j["results"][0]["name"]), (200, &J::from("pdf-forms")), "{what}: {j}");
+        assert_eq!(
+            (status, &j["results"][0]["name"]),
+            (200, &J::from("pdf-forms")),
+            "{what}: {j}"
+        );
         let (status, j) = get_json(&format!("{}api/v1/skills/pdf-forms", s.url));
         assert_eq!(status, 200, "{what}: {j}");
         assert_eq!(j["latest"], "0.4.1", "{what}: {j}");
         let v = &j["versions"][0];
-        assert!(v["skill_digest"].as_str().unwrap().starts_with("sha256:"), "{what}");
-        assert!(v["archive_digest"].as_str().unwrap().starts_with("sha256:"), "{what}");
+        assert!(
+            v["skill_digest"].as_str().unwrap().starts_with("sha256:"),
+            "{what}"
+        );
+        assert!(
+            v["archive_digest"].as_str().unwrap().starts_with("sha256:"),
+            "{what}"
+        );
         assert_eq!(v["signed"], false, "{what}");
     }
     // The registry's versions: dates, the yanked one marked, a page each.
@@ -646,11 +728,25 @@ fn pages_and_api_for_registry_directory_and_http() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|v| (v["version"].as_str().unwrap(), v["yanked"].as_bool().unwrap()))
+        .map(|v| {
+            (
+                v["version"].as_str().unwrap(),
+                v["yanked"].as_bool().unwrap(),
+            )
+        })
         .collect();
-    assert_eq!(versions, [("2.0.0", true), ("1.1.0", false), ("1.0.0", false)], "{j}");
+    assert_eq!(
+        versions,
+        [("2.0.0", true), ("1.1.0", false), ("1.0.0", false)],
+        "{j}"
+    );
     assert_eq!(j["latest"], "1.1.0");
-    assert!(j["versions"][1]["published"].as_str().unwrap().ends_with('Z'));
+    assert!(
+        j["versions"][1]["published"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
     let (_, _, page) = get(&format!("{}skills/weather-report/", s.url));
     assert!(page.contains(r#"<span class="ver">1.1.0</span>"#), "{page}");
     assert!(page.contains(r#"<span class="badge yanked">yanked</span>"#));
@@ -661,15 +757,24 @@ fn pages_and_api_for_registry_directory_and_http() {
         assert!(page.contains(&format!("skillcat add {} weather-report@{v}", s.url)));
     }
     let (_, j) = get_json(&format!("{}api/v1/search?q=weather", s.url));
-    assert_eq!(j["results"][0]["version"], "1.1.0", "a yanked version is never a result");
+    assert_eq!(
+        j["results"][0]["version"], "1.1.0",
+        "a yanked version is never a result"
+    );
 
     // export writes the pages serve answers, byte for byte (the same address given to both).
     let out = tempfile::tempdir().unwrap();
     let public = out.path().join("public");
     let url = "https://skills.example.com/";
-    Skillcat::new(&["export", fixtures().to_str().unwrap(), public.to_str().unwrap(), "--url", url])
-        .run()
-        .code(0);
+    Skillcat::new(&[
+        "export",
+        fixtures().to_str().unwrap(),
+        public.to_str().unwrap(),
+        "--url",
+        url,
+    ])
+    .run()
+    .code(0);
     let same = Served::start(&fixtures(), &["--url", url]);
     for path in [
         "index.html",
@@ -689,7 +794,10 @@ fn pages_and_api_for_registry_directory_and_http() {
     assert!(page.contains("skillcat add https://skills.example.com/ pdf-forms"));
     // Search is the server's: the static copy's search page says so (the live one searches).
     let search = std::fs::read_to_string(public.join("search/index.html")).unwrap();
-    assert!(search.contains("This is a static copy of the catalog"), "{search}");
+    assert!(
+        search.contains("This is a static copy of the catalog"),
+        "{search}"
+    );
 }
 
 /// `skillcat search URL QUERY`, its text and JSON, no match, and the example its `--help`
@@ -709,7 +817,10 @@ fn skillcat_search_end_to_end() {
     let out = Skillcat::new(&["search", &s.url, "clean csv", "--limit", "1"]).run();
     out.code(0);
     let first = out.out().lines().next().unwrap_or_default().to_string();
-    assert!(first.starts_with("csv-cleaner  1.2.0  unsigned  "), "{first}");
+    assert!(
+        first.starts_with("csv-cleaner  1.2.0  unsigned  "),
+        "{first}"
+    );
     assert_eq!(out.out().lines().count(), 1);
     Skillcat::new(&["search", &s.url, "zzzqqq"]).run().code(1);
     // Bad input is the server's own sentence, exit 2.
@@ -739,18 +850,47 @@ fn signatures_with_and_without_a_keyring() {
     let run = |args: &[&str]| Skillcat::new(args).cwd(t).run();
     run(&["keygen", "-o", "me", "--unencrypted"]).code(0);
     let pdf = fixtures().join("pdf-forms");
-    run(&["pack", pdf.to_str().unwrap(), "-o", "pdf.tar.gz", "--sign", "me.key"]).code(0);
-    run(&["trust", "add", "me.pub", "--scope", "pdf-*", "--keyring", "k.toml"]).code(0);
+    run(&[
+        "pack",
+        pdf.to_str().unwrap(),
+        "-o",
+        "pdf.tar.gz",
+        "--sign",
+        "me.key",
+    ])
+    .code(0);
+    run(&[
+        "trust",
+        "add",
+        "me.pub",
+        "--scope",
+        "pdf-*",
+        "--keyring",
+        "k.toml",
+    ])
+    .code(0);
     // Another key, trusted for other names only.
     run(&["keygen", "-o", "other", "--unencrypted"]).code(0);
-    run(&["trust", "add", "other.pub", "--scope", "docs-*", "--keyring", "narrow.toml"]).code(0);
+    run(&[
+        "trust",
+        "add",
+        "other.pub",
+        "--scope",
+        "docs-*",
+        "--keyring",
+        "narrow.toml",
+    ])
+    .code(0);
     run(&["registry", "init", "r.db"]).code(0);
     run(&["registry", "publish", "r.db", "pdf.tar.gz"]).code(0);
     let db = t.join("r.db");
 
     let unchecked = Served::start(&db, &[]);
     let (_, _, home) = get(&unchecked.url);
-    assert!(home.contains(r#"<span class="badge signed">signed</span>"#), "{home}");
+    assert!(
+        home.contains(r#"<span class="badge signed">signed</span>"#),
+        "{home}"
+    );
     let (_, j) = get_json(&format!("{}api/v1/skills/pdf-forms", unchecked.url));
     let sig = &j["versions"][0]["signatures"][0];
     let key = sig["key_id"].as_str().unwrap().to_string();
@@ -764,10 +904,16 @@ fn signatures_with_and_without_a_keyring() {
     let checked = Served::start(&db, &["--keyring", keyring.to_str().unwrap()]);
     let (_, j) = get_json(&format!("{}api/v1/skills/pdf-forms", checked.url));
     let sig = &j["versions"][0]["signatures"][0];
-    assert_eq!((&sig["status"], &sig["key_id"]), (&J::from("verified"), &J::from(key.as_str())));
+    assert_eq!(
+        (&sig["status"], &sig["key_id"]),
+        (&J::from("verified"), &J::from(key.as_str()))
+    );
     assert_eq!(sig["detail"], "keyring scope: pdf-*");
     let (_, _, page) = get(&format!("{}skills/pdf-forms/0.4.1/", checked.url));
-    assert!(page.contains(r#"<span class="badge signed">verified</span>"#), "{page}");
+    assert!(
+        page.contains(r#"<span class="badge signed">verified</span>"#),
+        "{page}"
+    );
     assert!(page.contains("keyring scope: pdf-*"));
 
     let narrow = t.join("narrow.toml");
@@ -775,5 +921,11 @@ fn signatures_with_and_without_a_keyring() {
     let (_, j) = get_json(&format!("{}api/v1/skills/pdf-forms", refused.url));
     let sig = &j["versions"][0]["signatures"][0];
     assert_eq!(sig["status"], "not verified", "{sig}");
-    assert!(sig["detail"].as_str().unwrap().contains("not in the keyring"), "{sig}");
+    assert!(
+        sig["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not in the keyring"),
+        "{sig}"
+    );
 }

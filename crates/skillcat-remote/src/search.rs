@@ -79,10 +79,15 @@ pub async fn search(
         })?;
     let status = resp.status();
     let body = resp.bytes().await.map_err(|e| {
-        Error::Invalid(format!("{shown}: the search's answer broke off: {}", causes(&e)))
+        Error::Invalid(format!(
+            "{shown}: the search's answer broke off: {}",
+            causes(&e)
+        ))
     })?;
     if body.len() > 4 << 20 {
-        return Err(Error::Invalid(format!("{shown}: the search's answer is over 4 MiB")));
+        return Err(Error::Invalid(format!(
+            "{shown}: the search's answer is over 4 MiB"
+        )));
     }
     let json: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
     if !status.is_success() {

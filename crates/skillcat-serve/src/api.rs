@@ -1081,16 +1081,16 @@ pub fn publishing_router(site: Arc<RwLock<Arc<Site>>>, opts: ApiOptions) -> Resu
         async move { super::server::answer(&site, &req) }
     };
     let (pages, catalog) = crate::web::catalog_routes(Router::new(), Router::new(), current);
-    let v1 = catalog
-        .with_state(())
-        .merge(Router::new()
-        .route("/skills/{name}/{version}", put(publish))
-        .route("/skills/{name}/{version}/yank", delete(yank))
-        .route("/skills/{name}/{version}/unyank", put(unyank))
-        .route("/skills/{name}/{version}/findings", get(findings))
-        .route("/audit", get(audit))
-        .fallback(api_fallback)
-        .with_state(api));
+    let v1 = catalog.with_state(()).merge(
+        Router::new()
+            .route("/skills/{name}/{version}", put(publish))
+            .route("/skills/{name}/{version}/yank", delete(yank))
+            .route("/skills/{name}/{version}/unyank", put(unyank))
+            .route("/skills/{name}/{version}/findings", get(findings))
+            .route("/audit", get(audit))
+            .fallback(api_fallback)
+            .with_state(api),
+    );
     Ok(pages
         .nest(API_PREFIX, v1)
         .fallback(read_side)

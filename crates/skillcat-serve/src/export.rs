@@ -61,7 +61,13 @@ pub fn export(site: &Site, dir: &Path, force: bool) -> Result<Exported> {
             .tempfile_in(parent)
             .map_err(|e| Error::io(parent.display().to_string(), e))?;
         tmp.write_all(&res.body)
-            .and_then(|()| if index { tmp.as_file().sync_all() } else { Ok(()) })
+            .and_then(|()| {
+                if index {
+                    tmp.as_file().sync_all()
+                } else {
+                    Ok(())
+                }
+            })
             .map_err(|e| Error::io(&dest_shown, e))?;
         #[cfg(unix)]
         {

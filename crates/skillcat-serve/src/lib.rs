@@ -74,6 +74,6 @@ pub use site::{
     SKILLS_INDEX, SignatureLookup, Signed, Site, SiteFile, SiteOptions, SiteProblem, SiteSkill,
     VersionLookup, VersionMeta, YankedLookup, content_type,
 };
-pub use web::WebOptions;
 #[cfg(feature = "tls")]
 pub use tls::{TlsError, TlsIo, TlsListener, server_config};
+pub use web::WebOptions;

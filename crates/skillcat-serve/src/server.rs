@@ -308,10 +308,7 @@ pub fn router(site: Arc<Site>, verbose: bool) -> Router {
     };
     let (pages, api) = crate::web::catalog_routes(Router::new(), Router::new(), current);
     let api = api.fallback(crate::web::api_not_found);
-    let app = pages
-        .nest("/api/v1", api)
-        .fallback(handle)
-        .with_state(site);
+    let app = pages.nest("/api/v1", api).fallback(handle).with_state(site);
     with_layers(app, verbose)
 }
 

@@ -387,7 +387,8 @@ impl Site {
             }
         }
         let mut yanked = pack_yanked(source, None, opts, &mut problems).await?;
-        let older = with_versions(source, None, opts, &mut skills, &mut yanked, &mut problems).await?;
+        let older =
+            with_versions(source, None, opts, &mut skills, &mut yanked, &mut problems).await?;
         Ok((
             Site::from_versions(skills, yanked, older, opts.web.clone()),
             problems,
@@ -1007,7 +1008,8 @@ async fn with_versions(
     };
     let mut older = Vec::new();
     for m in &metas {
-        let same = |s: &&mut SiteSkill| s.name == m.name && s.version.as_deref() == Some(&m.version);
+        let same =
+            |s: &&mut SiteSkill| s.name == m.name && s.version.as_deref() == Some(&m.version);
         if let Some(s) = live.iter_mut().find(same) {
             apply(s, m);
             continue;

@@ -31,7 +31,11 @@ pub const MAX_QUERY: usize = 500;
 /// `router` with the catalog's live routes: `GET /search` (and `/search/`) and, under
 /// `/api/v1`, `GET /search` and `GET /skills/{name}`. `api` is the router nested at
 /// `/api/v1` (where the publishing API may already be); both are returned, `api` to nest.
-pub fn catalog_routes<S>(router: Router<S>, api: Router<S>, current: CurrentSite) -> (Router<S>, Router<S>)
+pub fn catalog_routes<S>(
+    router: Router<S>,
+    api: Router<S>,
+    current: CurrentSite,
+) -> (Router<S>, Router<S>)
 where
     S: Clone + Send + Sync + 'static,
 {
@@ -87,7 +91,10 @@ pub async fn api_not_found() -> Response {
 }
 
 fn error(status: StatusCode, code: &str, detail: String) -> Response {
-    json_answer(status, &json!({"errors": [{"code": code, "detail": detail}]}))
+    json_answer(
+        status,
+        &json!({"errors": [{"code": code, "detail": detail}]}),
+    )
 }
 
 /// An HTML answer with the pages' headers.
@@ -115,9 +122,19 @@ struct Asked {
 
 /// Reads `q`, `page` and `limit` of a query string; a bad value is a sentence saying why.
 fn asked(raw: &str) -> Result<Asked, (&'static str, String)> {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw)
-        .map_err(|e| ("bad_query", format!("the query string is not form-encoded: {e}")))?;
-    let get = |k: &str| pairs.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw).map_err(|e| {
+        (
+            "bad_query",
+            format!("the query string is not form-encoded: {e}"),
+        )
+    })?;
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    };
     let number = |k: &str, default: usize, max: usize| -> Result<usize, (&'static str, String)> {
         match get(k) {
             None => Ok(default),
@@ -292,11 +309,17 @@ pub async fn search_page(site: Arc<Site>, raw: &str) -> Response {
             let _ = write!(
                 main,
                 r#"<section class="hero"><h1>Search</h1><p class="lead" role="status">{total} {} for “{}”</p></section>"#,
-                if total == 1 { "skill matches" } else { "skills match" },
+                if total == 1 {
+                    "skill matches"
+                } else {
+                    "skills match"
+                },
                 super::html::esc(&a.q)
             );
             if found.is_empty() {
-                main.push_str(r#"<p class="empty">No skill matches. Try fewer or other words.</p>"#);
+                main.push_str(
+                    r#"<p class="empty">No skill matches. Try fewer or other words.</p>"#,
+                );
             }
             main.push_str(r#"<ol class="cards">"#);
             for s in &found {
@@ -330,13 +353,20 @@ mod tests {
     fn parameters_are_checked() {
         assert_eq!(
             asked("q=pdf+forms&limit=5&page=2"),
-            Ok(Asked { q: "pdf forms".into(), page: 2, limit: 5 })
+            Ok(Asked {
+                q: "pdf forms".into(),
+                page: 2,
+                limit: 5
+            })
         );
         assert_eq!(asked("").unwrap().limit, DEFAULT_LIMIT);
         assert!(asked("q=x&page=0").unwrap_err().1.contains("page must be"));
         assert!(asked("q=x&page=abc").is_err());
         assert!(asked("q=x&limit=101").unwrap_err().1.contains("1 to 100"));
         assert!(asked("q=x&limit=-1").is_err());
-        assert_eq!(asked(&format!("q={}", "a".repeat(2000))).unwrap().q.len(), MAX_QUERY);
+        assert_eq!(
+            asked(&format!("q={}", "a".repeat(2000))).unwrap().q.len(),
+            MAX_QUERY
+        );
     }
 }

@@ -105,10 +105,17 @@ mod tests {
 
     #[test]
     fn markdown_renders() {
-        let out = html("# Title\n\nSome *text* and a [link](https://example.com/x).\n\n| a | b |\n|---|---|\n| 1 | 2 |\n");
+        let out = html(
+            "# Title\n\nSome *text* and a [link](https://example.com/x).\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
+        );
         assert!(out.contains("<h1>Title</h1>"), "{out}");
         assert!(out.contains("<em>text</em>"), "{out}");
-        assert!(out.contains(r#"<a href="https://example.com/x" rel="noopener noreferrer nofollow ugc">link</a>"#), "{out}");
+        assert!(
+            out.contains(
+                r#"<a href="https://example.com/x" rel="noopener noreferrer nofollow ugc">link</a>"#
+            ),
+            "{out}"
+        );
         assert!(out.contains("<table>"), "{out}");
     }
 
@@ -127,8 +134,23 @@ mod tests {
             "<link rel=stylesheet href=\"http://x/11\">",
         ));
         for bad in [
-            "<script", "onerror", "javascript:", "data:", "<svg", "onload", "<iframe", "<style",
-            "style=", "onclick", "<img", "<form", "<input", "<object", "<base", "<meta", "<link",
+            "<script",
+            "onerror",
+            "javascript:",
+            "data:",
+            "<svg",
+            "onload",
+            "<iframe",
+            "<style",
+            "style=",
+            "onclick",
+            "<img",
+            "<form",
+            "<input",
+            "<object",
+            "<base",
+            "<meta",
+            "<link",
         ] {
             assert!(!out.contains(bad), "{bad} in {out}");
         }
@@ -139,7 +161,10 @@ mod tests {
     #[test]
     fn relative_links_go_to_file_views_or_nowhere() {
         let out = html("[a](refs/a%20b.md#top) [b](./SKILL.md) [c](../../etc/passwd) [d](#sec)");
-        assert!(out.contains(r#"href="files/refs/a%20b.md.txt#top""#), "{out}");
+        assert!(
+            out.contains(r#"href="files/refs/a%20b.md.txt#top""#),
+            "{out}"
+        );
         assert!(out.contains(r#"href="files/SKILL.md.txt""#), "{out}");
         assert!(!out.contains("passwd\""), "{out}");
         assert!(out.contains(r##"href="#sec""##), "{out}");

@@ -60,8 +60,7 @@ pub(crate) fn version_dir_ok(v: &str) -> bool {
         && v != "."
         && v != ".."
         && v.len() <= 128
-        && v
-            .bytes()
+        && v.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'+' | b'_'))
 }
 
@@ -165,7 +164,8 @@ pub(crate) fn sorted(site: &Site, sort: Sort) -> Vec<&SiteSkill> {
         Sort::Name => all.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes())),
         Sort::Updated => all.sort_by(|a, b| {
             let at = |s: &SiteSkill| s.page.published.as_ref().map(|p| p.0);
-            at(b).cmp(&at(a))
+            at(b)
+                .cmp(&at(a))
                 .then_with(|| a.name.as_bytes().cmp(b.name.as_bytes()))
         }),
     }
@@ -183,12 +183,22 @@ fn listing(site: &Site, all: &[&SiteSkill], sort: Sort, page: usize, pages: usiz
         r#"<section class="hero"><h1>Skills</h1><p class="lead">{n} {} in this catalog. Each one is a folder of instructions and scripts an agent can load; every version is content-addressed and its signature shown.</p></section>"#,
         if n == 1 { "skill" } else { "skills" }
     );
-    main.push_str(r#"<nav class="sort" aria-label="Sort the skills"><span class="muted">Sort by</span> "#);
+    main.push_str(
+        r#"<nav class="sort" aria-label="Sort the skills"><span class="muted">Sort by</span> "#,
+    );
     for (s, word) in [(Sort::Name, "Name"), (Sort::Updated, "Recently updated")] {
         if s == sort {
-            let _ = write!(main, r#"<a aria-current="page" class="on" href="{root}{}">{word}</a> "#, listing_path(s, 1));
+            let _ = write!(
+                main,
+                r#"<a aria-current="page" class="on" href="{root}{}">{word}</a> "#,
+                listing_path(s, 1)
+            );
         } else {
-            let _ = write!(main, r#"<a href="{root}{}">{word}</a> "#, listing_path(s, 1));
+            let _ = write!(
+                main,
+                r#"<a href="{root}{}">{word}</a> "#,
+                listing_path(s, 1)
+            );
         }
     }
     main.push_str("</nav>\n");
@@ -200,7 +210,9 @@ fn listing(site: &Site, all: &[&SiteSkill], sort: Sort, page: usize, pages: usiz
         skill_row(&mut main, &root, s);
     }
     main.push_str("</ol>\n");
-    pager(&mut main, pages, page, |p| format!("{root}{}", listing_path(sort, p)));
+    pager(&mut main, pages, page, |p| {
+        format!("{root}{}", listing_path(sort, p))
+    });
     let _ = site;
     layout(
         if page == 1 { "Skills" } else { "Skills, page" },
@@ -217,7 +229,11 @@ pub(crate) fn pager(out: &mut String, pages: usize, page: usize, href: impl Fn(u
     }
     out.push_str(r#"<nav class="pager" aria-label="Pages">"#);
     if page > 1 {
-        let _ = write!(out, r#"<a rel="prev" href="{}">← Previous</a>"#, href(page - 1));
+        let _ = write!(
+            out,
+            r#"<a rel="prev" href="{}">← Previous</a>"#,
+            href(page - 1)
+        );
     }
     let mut shown: Vec<usize> = vec![1, pages];
     shown.extend((page.saturating_sub(2)..=page + 2).filter(|p| *p >= 1 && *p <= pages));
@@ -229,7 +245,11 @@ pub(crate) fn pager(out: &mut String, pages: usize, page: usize, href: impl Fn(u
             out.push_str(r#"<span class="gap">…</span>"#);
         }
         if p == page {
-            let _ = write!(out, r#"<a aria-current="page" class="on" href="{}">{p}</a>"#, href(p));
+            let _ = write!(
+                out,
+                r#"<a aria-current="page" class="on" href="{}">{p}</a>"#,
+                href(p)
+            );
         } else {
             let _ = write!(out, r#"<a href="{}">{p}</a>"#, href(p));
         }
@@ -393,7 +413,11 @@ fn skill_page(
         href = crate::path::percent_encode(&s.name)
     );
     if let Some(v) = &s.version {
-        let _ = write!(m, r#" <span aria-hidden="true">/</span> <span>{}</span>"#, esc(v));
+        let _ = write!(
+            m,
+            r#" <span aria-hidden="true">/</span> <span>{}</span>"#,
+            esc(v)
+        );
     }
     m.push_str("</nav>\n");
     let _ = write!(m, r#"<div class="title"><h1>{name}</h1>"#);
@@ -466,13 +490,21 @@ fn install(m: &mut String, web: &WebOptions, s: &SiteSkill, this_version: bool) 
 }
 
 /// What a signature says, checked against the site's keyring when it has one.
-pub(crate) fn signature_status(web: &WebOptions, s: &SiteSkill, text: &str) -> (String, String, Option<String>) {
+pub(crate) fn signature_status(
+    web: &WebOptions,
+    s: &SiteSkill,
+    text: &str,
+) -> (String, String, Option<String>) {
     let key = match crate::sign::claim(text) {
         Ok(c) => c.key_id,
         Err(e) => return ("unreadable".into(), String::new(), Some(e.to_string())),
     };
     let Some(keyring) = &web.keyring else {
-        return ("not checked".into(), key, Some("this catalog has no keyring to check it against".into()));
+        return (
+            "not checked".into(),
+            key,
+            Some("this catalog has no keyring to check it against".into()),
+        );
     };
     match crate::sign::verify(&s.manifest, text, keyring, &s.name) {
         Ok(v) => {
@@ -480,7 +512,11 @@ pub(crate) fn signature_status(web: &WebOptions, s: &SiteSkill, text: &str) -> (
                 .get(&v.key_id)
                 .map(|k| k.scopes().join(", "))
                 .unwrap_or_default();
-            ("verified".into(), v.key_id, Some(format!("keyring scope: {scope}")))
+            (
+                "verified".into(),
+                v.key_id,
+                Some(format!("keyring scope: {scope}")),
+            )
         }
         Err(e) => ("not verified".into(), key, Some(e.to_string())),
     }
@@ -501,7 +537,11 @@ fn integrity(m: &mut String, web: &WebOptions, s: &SiteSkill) {
         m.push_str(r#"<ul class="sigs">"#);
         for text in &s.page.signatures {
             let (status, key, note) = signature_status(web, s, text);
-            let class = if status == "verified" { "signed" } else { "unsigned" };
+            let class = if status == "verified" {
+                "signed"
+            } else {
+                "unsigned"
+            };
             let _ = write!(
                 m,
                 r#"<li><span class="badge {class}">{}</span> key <code>{}</code>"#,
@@ -541,13 +581,13 @@ fn version_table(m: &mut String, root: &str, shown: &SiteSkill, versions: &[Site
         } else {
             ""
         };
-        let date = v
-            .page
-            .published
-            .as_ref()
-            .map_or("—".to_string(), |(_, d)| {
-                format!(r#"<time datetime="{0}">{1}</time>"#, esc(d), esc(d.get(..10).unwrap_or(d)))
-            });
+        let date = v.page.published.as_ref().map_or("—".to_string(), |(_, d)| {
+            format!(
+                r#"<time datetime="{0}">{1}</time>"#,
+                esc(d),
+                esc(d.get(..10).unwrap_or(d))
+            )
+        });
         let status = if v.page.yanked {
             r#"<span class="badge yanked">yanked</span>"#
         } else if versions.first().is_some_and(|f| f.version == v.version) {
@@ -588,7 +628,10 @@ fn params_table(m: &mut String, schema: &Value) {
             m.push_str(r#"<table class="params"><thead><tr><th scope="col">Parameter</th><th scope="col">Type</th><th scope="col">Required</th><th scope="col">Description</th></tr></thead><tbody>"#);
             for (k, v) in p {
                 let ty = v.get("type").map_or_else(
-                    || v.get("enum").map_or(String::new(), |e| format!("one of {e}")),
+                    || {
+                        v.get("enum")
+                            .map_or(String::new(), |e| format!("one of {e}"))
+                    },
                     |t| t.as_str().map_or_else(|| t.to_string(), str::to_string),
                 );
                 let _ = write!(
@@ -596,7 +639,11 @@ fn params_table(m: &mut String, schema: &Value) {
                     "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     esc(k),
                     esc(&ty),
-                    if required.contains(&k.as_str()) { "yes" } else { "no" },
+                    if required.contains(&k.as_str()) {
+                        "yes"
+                    } else {
+                        "no"
+                    },
                     esc(v.get("description").and_then(Value::as_str).unwrap_or("")),
                 );
             }
@@ -612,7 +659,11 @@ fn tools(m: &mut String, s: &SiteSkill) {
         m.push_str(r#"<p class="muted">This skill offers no tools: it is instructions only.</p>"#);
     }
     if let Some(e) = &s.page.tools_error {
-        let _ = write!(m, r#"<p class="warn">Its scripts are not offered as tools: {}</p>"#, esc(e));
+        let _ = write!(
+            m,
+            r#"<p class="warn">Its scripts are not offered as tools: {}</p>"#,
+            esc(e)
+        );
     }
     for t in &s.page.tools {
         let text = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("");
@@ -629,7 +680,11 @@ fn tools(m: &mut String, s: &SiteSkill) {
     }
     for t in &s.page.guest_tools {
         if let Some(e) = t.get("error").and_then(Value::as_str) {
-            let _ = write!(m, r#"<p class="warn">A guest tool is not offered: {}</p>"#, esc(e));
+            let _ = write!(
+                m,
+                r#"<p class="warn">A guest tool is not offered: {}</p>"#,
+                esc(e)
+            );
             continue;
         }
         let text = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("");
@@ -651,7 +706,11 @@ fn tools(m: &mut String, s: &SiteSkill) {
                         "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
                         esc(t("name")),
                         esc(t("type")),
-                        if p.get("required").and_then(Value::as_bool) == Some(true) { "yes" } else { "no" },
+                        if p.get("required").and_then(Value::as_bool) == Some(true) {
+                            "yes"
+                        } else {
+                            "no"
+                        },
                         esc(t("description")),
                     );
                 }
@@ -688,7 +747,11 @@ fn capabilities(m: &mut String, fm: &crate::document::Map) {
         list(&caps.fs_read),
         list(&caps.fs_write),
         caps.timeout_secs(),
-        if caps.timeout.is_none() { " (the default)" } else { "" },
+        if caps.timeout.is_none() {
+            " (the default)"
+        } else {
+            ""
+        },
     );
     m.push('\n');
 }
@@ -704,7 +767,11 @@ fn frontmatter(m: &mut String, fm: &crate::document::Map) {
                 esc(&serde_json::to_string_pretty(&other.to_json()).unwrap_or_default())
             ),
         };
-        let _ = write!(m, r#"<tr><th scope="row"><code>{}</code></th><td>{shown}</td></tr>"#, esc(k));
+        let _ = write!(
+            m,
+            r#"<tr><th scope="row"><code>{}</code></th><td>{shown}</td></tr>"#,
+            esc(k)
+        );
     }
     m.push_str("</tbody></table></div></section>\n");
 }
@@ -722,13 +789,20 @@ fn file_table(m: &mut String, root: &str, files_base: &str, s: &SiteSkill) {
         let href = if std::str::from_utf8(bytes).is_ok() {
             format!("{files_base}{}.txt", url_path(&f.path))
         } else {
-            format!("{root}blobs/sha256/{}", f.digest.trim_start_matches("sha256:"))
+            format!(
+                "{root}blobs/sha256/{}",
+                f.digest.trim_start_matches("sha256:")
+            )
         };
         let _ = write!(
             m,
             r#"<tr><td><a href="{href}"><code>{}</code></a>{}</td><td class="num">{}</td><td><code class="digest" title="{d}">{short}</code></td></tr>"#,
             esc(&f.path),
-            if f.executable { r#" <span class="badge exec">executable</span>"# } else { "" },
+            if f.executable {
+                r#" <span class="badge exec">executable</span>"#
+            } else {
+                ""
+            },
             size(f.size),
             d = esc(&f.digest),
             short = esc(f.digest.get(..19).unwrap_or(&f.digest)),
@@ -749,7 +823,10 @@ fn findings(m: &mut String, s: &SiteSkill) {
         "found when this catalog was built"
     };
     if found.is_empty() {
-        let _ = write!(m, r#"<p><span class="badge signed">clean</span> The audit found nothing ({when}).</p></section>"#);
+        let _ = write!(
+            m,
+            r#"<p><span class="badge signed">clean</span> The audit found nothing ({when}).</p></section>"#
+        );
         return;
     }
     let _ = write!(
@@ -771,7 +848,11 @@ fn findings(m: &mut String, s: &SiteSkill) {
             esc(t("rule")),
             esc(&place),
             esc(t("message")),
-            c = if matches!(sev, "high" | "medium" | "low" | "info") { sev } else { "info" },
+            c = if matches!(sev, "high" | "medium" | "low" | "info") {
+                sev
+            } else {
+                "info"
+            },
         );
     }
     m.push_str("</tbody></table></div></section>\n");

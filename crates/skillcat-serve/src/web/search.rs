@@ -13,8 +13,13 @@ pub trait SiteSearch: Send + Sync {
     /// The names of the skills matching `query`, best first: at most `limit` from the
     /// `offset`-th, and how many match in all. Names the site does not serve are skipped by the
     /// caller. Blocking.
-    fn search(&self, site: &Site, query: &str, offset: usize, limit: usize)
-    -> Result<(Vec<String>, usize)>;
+    fn search(
+        &self,
+        site: &Site,
+        query: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<String>, usize)>;
 
     /// What ranks, for logs and debugging (`registry full-text search`).
     fn describe(&self) -> &'static str;
