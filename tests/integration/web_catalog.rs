@@ -929,3 +929,20 @@ fn signatures_with_and_without_a_keyring() {
         "{sig}"
     );
 }
+
+/// A skill's guest (JavaScript) tools are on its page with their parameters, beside its
+/// script tools.
+#[test]
+fn guest_tools_are_listed_with_their_parameters() {
+    let s = Served::start(&manifest_dir().join("fixtures/runtime/skills"), &[]);
+    let (status, _, page) = get(&format!("{}skills/lead-scoring/", s.url));
+    assert_eq!(status, 200);
+    for want in [
+        "<code>score_lead</code>",
+        "guest tool (JavaScript, confined) · tools/score.js",
+        "<code>quote_discount</code>",
+        "<th scope=\"col\">Parameter</th>",
+    ] {
+        assert!(page.contains(want), "{want} in {page}");
+    }
+}
