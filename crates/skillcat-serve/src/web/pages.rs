@@ -173,7 +173,7 @@ pub(crate) fn sorted(site: &Site, sort: Sort) -> Vec<&SiteSkill> {
 }
 
 /// A page of the home listing.
-fn listing(site: &Site, all: &[&SiteSkill], sort: Sort, page: usize, pages: usize) -> String {
+fn listing(all: &[&SiteSkill], sort: Sort, page: usize, pages: usize) -> String {
     let path = listing_path(sort, page);
     let root = root_of(&path);
     let n = all.len();
@@ -213,13 +213,12 @@ fn listing(site: &Site, all: &[&SiteSkill], sort: Sort, page: usize, pages: usiz
     pager(&mut main, pages, page, |p| {
         format!("{root}{}", listing_path(sort, p))
     });
-    let _ = site;
-    layout(
-        if page == 1 { "Skills" } else { "Skills, page" },
-        &root,
-        "",
-        &main,
-    )
+    let title = if page == 1 {
+        "Skills".to_string()
+    } else {
+        format!("Skills, page {page} of {pages}")
+    };
+    layout(&title, &root, "", &main)
 }
 
 /// Previous / next links and the page numbers around this one.
@@ -271,7 +270,7 @@ pub(crate) fn write_listings(site: &mut Site) {
         for page in 1..=pages {
             pages_out.push((
                 format!("{}index.html", listing_path(sort, page)),
-                listing(site, &all, sort, page, pages),
+                listing(&all, sort, page, pages),
             ));
         }
     }
@@ -856,4 +855,129 @@ fn findings(m: &mut String, s: &SiteSkill) {
         );
     }
     m.push_str("</tbody></table></div></section>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::site::{AGENT_SKILLS_INDEX, PageInfo};
+
+    fn skill(name: &str, description: &str, version: Option<&str>) -> SiteSkill {
+        let body = format!(
+            "---\nname: {name}\ndescription: x\n---\n# {name}\n\n<script>x()</script>[a](refs/a.md)\n"
+        );
+        let files = [
+            ("SKILL.md", body.as_bytes()),
+            ("refs/a.md", b"# A\n".as_slice()),
+        ];
+        let manifest = crate::digest::Manifest::build(
+            name,
+            version.unwrap_or(""),
+            files.iter().map(|(p, b)| (*p, *b, false)),
+        );
+        SiteSkill {
+            name: name.into(),
+            description: description.into(),
+            version: version.map(str::to_string),
+            location: name.into(),
+            archive: Bytes::new(),
+            archive_digest: "sha256:00".into(),
+            files: manifest
+                .files
+                .iter()
+                .map(|f| Bytes::copy_from_slice(files.iter().find(|x| x.0 == f.path).unwrap().1))
+                .collect(),
+            manifest,
+            signature: None,
+            page: PageInfo::default(),
+        }
+    }
+
+    #[test]
+    fn paths_and_roots() {
+        assert_eq!(listing_path(Sort::Name, 1), "");
+        assert_eq!(listing_path(Sort::Name, 2), "browse/name/2/");
+        assert_eq!(listing_path(Sort::Updated, 1), "browse/updated/1/");
+        assert_eq!(root_of(""), "./");
+        assert_eq!(root_of("skills/a/"), "../../");
+        assert!(version_dir_ok("1.2.0-rc.1+build.5"));
+        for bad in ["", ".", "..", "1/2", "1 2", "a%2f", "1.0?x"] {
+            assert!(!version_dir_ok(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_site_has_its_pages_and_they_escape_what_skills_say() {
+        let site = Site::from_skills(vec![
+            skill(
+                "alpha",
+                "<img src=x onerror=alert(1)> & more",
+                Some("1.0.0"),
+            ),
+            skill("beta", "plain", None),
+        ]);
+        let text = |p: &str| String::from_utf8(site.get(p).unwrap().body.to_vec()).unwrap();
+        let home = text("index.html");
+        assert!(
+            home.contains("&lt;img src=x onerror=alert(1)&gt; &amp; more"),
+            "{home}"
+        );
+        assert!(!home.contains("<img"));
+        assert_eq!(site.get("index.html").unwrap().content_type, HTML);
+        for page in [
+            "skills/alpha/index.html",
+            "skills/alpha/1.0.0/index.html",
+            "skills/beta/index.html",
+            "browse/updated/1/index.html",
+            "search/index.html",
+            "assets/style.css",
+        ] {
+            assert!(site.get(page).is_some(), "{page}");
+        }
+        let view = site.get("skills/alpha/1.0.0/files/refs/a.md.txt").unwrap();
+        assert_eq!(view.content_type, TEXT);
+        assert!(site.get("skills/beta/files/SKILL.md.txt").is_some());
+        let page = text("skills/alpha/1.0.0/index.html");
+        assert!(!page.contains("<script>x()"), "{page}");
+        assert!(
+            page.contains(r#"href="../../../skills/alpha/1.0.0/files/refs/a.md.txt""#),
+            "{page}"
+        );
+        let main = text("skills/alpha/index.html");
+        assert!(
+            main.contains(r#"href="../../skills/alpha/1.0.0/files/refs/a.md.txt""#),
+            "{main}"
+        );
+        assert!(site.get(AGENT_SKILLS_INDEX).is_some());
+        // Removing a skill takes its pages away, and the listing follows.
+        let without = site.with_skill("alpha", None);
+        assert!(without.get("skills/alpha/index.html").is_none());
+        assert!(
+            without
+                .get("skills/alpha/1.0.0/files/refs/a.md.txt")
+                .is_none()
+        );
+        let home = String::from_utf8(without.get("index.html").unwrap().body.to_vec()).unwrap();
+        assert!(!home.contains("alpha") && home.contains("beta"));
+    }
+
+    #[test]
+    fn the_listing_is_paged() {
+        let skills: Vec<SiteSkill> = (0..(PAGE * 2 + 1))
+            .map(|i| skill(&format!("s{i:03}"), "d", None))
+            .collect();
+        let site = Site::from_skills(skills);
+        let text = |p: &str| String::from_utf8(site.get(p).unwrap().body.to_vec()).unwrap();
+        let home = text("index.html");
+        assert_eq!(home.matches(r#"<li class="card">"#).count(), PAGE);
+        assert!(
+            home.contains(r#"<a rel="next" href="./browse/name/2/">"#),
+            "{home}"
+        );
+        let last = text("browse/name/3/index.html");
+        assert_eq!(last.matches(r#"<li class="card">"#).count(), 1);
+        assert!(last.contains("s100"));
+        assert!(site.get("browse/name/4/index.html").is_none());
+        assert!(site.get("browse/updated/3/index.html").is_some());
+    }
 }

@@ -127,3 +127,38 @@ impl SiteSearch for RegistrySearch {
         "registry full-text search"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn term_search_wants_every_word_and_weighs_names() {
+        let mk = |name: &str, description: &str| crate::site::SiteSkill {
+            name: name.into(),
+            description: description.into(),
+            version: None,
+            location: name.into(),
+            archive: bytes::Bytes::new(),
+            archive_digest: String::new(),
+            manifest: crate::digest::Manifest::build(name, "", std::iter::empty()),
+            files: Vec::new(),
+            signature: None,
+            page: Default::default(),
+        };
+        let site = Site::from_skills(vec![
+            mk("pdf-forms", "Fill forms."),
+            mk("csv-cleaner", "Clean CSV files, also from PDF exports."),
+        ]);
+        let (names, total) = TermSearch.search(&site, "PDF", 0, 10).unwrap();
+        assert_eq!(
+            (names, total),
+            (vec!["pdf-forms".to_string(), "csv-cleaner".into()], 2)
+        );
+        let (names, _) = TermSearch.search(&site, "pdf clean", 0, 10).unwrap();
+        assert_eq!(names, ["csv-cleaner"]);
+        assert_eq!(TermSearch.search(&site, " -- ", 0, 10).unwrap().1, 0);
+        let (names, total) = TermSearch.search(&site, "pdf", 1, 10).unwrap();
+        assert_eq!((names.len(), total), (1, 2));
+    }
+}
