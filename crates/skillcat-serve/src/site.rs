@@ -105,6 +105,11 @@ pub struct VersionMeta {
     pub latest: bool,
     /// What the audit found when it was published (a JSON array), when that was recorded.
     pub findings: Option<Value>,
+    /// Its manifest as the source keeps it, for a version that is neither the latest nor
+    /// yanked (its page lists its files from it; none of them is read or served).
+    pub manifest: Option<Manifest>,
+    /// The detached signatures kept for it (the same versions as `manifest`).
+    pub signatures: Vec<String>,
 }
 
 /// Finds every version a source keeps (a registry's), for the catalog pages: each version has
@@ -128,7 +133,20 @@ impl VersionLookup for RegistryVersions {
                 .findings(&v.name, &v.version)?
                 .and_then(|text| serde_json::from_str::<Value>(&text).ok())
                 .filter(Value::is_array);
+            let (manifest, signatures) = if v.latest || v.yanked {
+                (None, Vec::new())
+            } else {
+                match registry.get(&v.name, &v.version)? {
+                    Some(r) => (
+                        Some(r.manifest),
+                        r.signatures.into_iter().map(|s| s.text).collect(),
+                    ),
+                    None => (None, Vec::new()),
+                }
+            };
             out.push(VersionMeta {
+                manifest,
+                signatures,
                 published: Some((v.published_at, v.published)),
                 yanked: v.yanked,
                 latest: v.latest,
@@ -246,6 +264,9 @@ pub struct PageInfo {
     pub tools_error: Option<String>,
     /// The guest (JavaScript) tools it declares: name, description, parameters.
     pub guest_tools: Vec<Value>,
+    /// Whether its files are not held (an older version: only its document is, read for its
+    /// page; the others are listed from its manifest, without views).
+    pub files_withheld: bool,
 }
 
 /// Everything a site serves, by path (no leading `/`, not percent-encoded).
@@ -417,9 +438,6 @@ impl Site {
             web,
             ..Site::default()
         };
-        for o in &older {
-            site.add_version_blobs(o);
-        }
         site.older = older;
         for s in &skills {
             site.add_files(s);
@@ -518,36 +536,15 @@ impl Site {
             .into_iter()
             .partition(|o| o.name == name);
         site.older = kept;
-        for o in &old {
-            site.remove_version_blobs(o);
-        }
+        drop(old);
         let i = site
             .older
             .partition_point(|o| o.name.as_bytes() < name.as_bytes());
         for (k, o) in older.into_iter().enumerate() {
-            site.add_version_blobs(&o);
             site.older.insert(i + k, o);
         }
         crate::web::write_pages_of(&mut site, name);
         site
-    }
-
-    /// Puts the blobs of a version served only for its page: its archive and its files.
-    fn add_version_blobs(&mut self, s: &SiteSkill) {
-        let archive_hex = s.archive_digest.trim_start_matches("sha256:");
-        self.put_blob(archive_hex, s.archive.clone(), "application/gzip");
-        for (f, bytes) in s.manifest.files.iter().zip(&s.files) {
-            let hex = f.digest.trim_start_matches("sha256:");
-            self.put_blob(hex, bytes.clone(), content_type(&f.path, bytes));
-        }
-    }
-
-    fn remove_version_blobs(&mut self, s: &SiteSkill) {
-        for digest in
-            std::iter::once(&s.archive_digest).chain(s.manifest.files.iter().map(|f| &f.digest))
-        {
-            self.remove_blob(digest);
-        }
     }
 
     /// This site with the skill `name` replaced by `skill` (`None`: removed); pure. A new name
@@ -630,16 +627,6 @@ impl Site {
         for y in &self.yanked {
             if y.archive_digest.trim_start_matches("sha256:") == hex {
                 again.push((y.archive.clone(), "application/gzip"));
-            }
-        }
-        for o in &self.older {
-            if o.archive_digest.trim_start_matches("sha256:") == hex {
-                again.push((o.archive.clone(), "application/gzip"));
-            }
-            for (f, bytes) in o.manifest.files.iter().zip(&o.files) {
-                if f.digest.trim_start_matches("sha256:") == hex {
-                    again.push((bytes.clone(), content_type(&f.path, bytes)));
-                }
             }
         }
         for (bytes, ctype) in again {
@@ -1022,21 +1009,58 @@ async fn with_versions(
             continue;
         }
         let root = format!("{}@{}", m.name, m.version);
-        let skill = match crate::source::load(source, &root).await {
-            Ok(skill) => skill,
-            Err(e) => {
-                problems.push(SiteProblem {
-                    location: source.location(&root),
-                    message: format!("older version has no page: {e}"),
-                });
-                continue;
+        match older_version(source, &root, m).await {
+            Ok(mut light) => {
+                apply(&mut light, m);
+                older.push(light);
             }
-        };
-        let mut packed = pack_skill(source, &skill, opts).await?;
-        apply(&mut packed, m);
-        older.push(packed);
+            Err(e) => problems.push(SiteProblem {
+                location: source.location(&root),
+                message: format!("older version has no page: {e}"),
+            }),
+        }
     }
     Ok(older)
+}
+
+/// An older version (neither latest nor yanked) as its page needs it: its manifest as the
+/// source keeps it and its document alone, read; its other files are not (a registry may hold
+/// many versions of a large skill), nor are they served.
+async fn older_version(source: &dyn Source, root: &str, m: &VersionMeta) -> Result<SiteSkill> {
+    let manifest = m
+        .manifest
+        .clone()
+        .ok_or_else(|| Error::NotFound(format!("{root}: its manifest")))?;
+    let skill = crate::source::load(source, root).await?;
+    let mut files = vec![Bytes::new(); manifest.files.len()];
+    if let Some(i) = manifest
+        .files
+        .iter()
+        .position(|f| crate::path::DOCUMENT_NAMES.contains(&f.path.as_str()))
+    {
+        files[i] = source
+            .read(&join_path(root, &manifest.files[i].path))
+            .await?;
+    }
+    Ok(SiteSkill {
+        name: m.name.clone(),
+        description: skill.description().to_string(),
+        version: Some(m.version.clone()),
+        location: skill.location().to_string(),
+        archive: Bytes::new(),
+        archive_digest: String::new(),
+        manifest,
+        files,
+        signature: m.signatures.first().cloned(),
+        page: PageInfo {
+            signatures: m.signatures.clone(),
+            tools_error: Some(
+                "this catalog lists the tools of the latest and yanked versions only".into(),
+            ),
+            files_withheld: true,
+            ..PageInfo::default()
+        },
+    })
 }
 
 #[cfg(test)]

@@ -264,8 +264,12 @@ fn skill_api(site: &Site, name: &str) -> Response {
                 "yanked": s.page.yanked,
                 "latest": live.is_some_and(|l| l.version == s.version),
                 "skill_digest": s.manifest.digest,
-                "archive_digest": s.archive_digest,
-                "archive_url": format!("/blobs/sha256/{}", s.archive_digest.trim_start_matches("sha256:")),
+                // An older version's archive is not served: null.
+                "archive_digest": (!s.archive_digest.is_empty()).then_some(&s.archive_digest),
+                "archive_url": (!s.archive_digest.is_empty()).then(|| format!(
+                    "/blobs/sha256/{}",
+                    s.archive_digest.trim_start_matches("sha256:")
+                )),
                 "signed": signed(s),
                 "signatures": signatures,
                 "url": url,

@@ -340,7 +340,7 @@ pub(crate) fn write_skill(site: &mut Site, name: &str) {
             main_body = Some(body);
         }
         for (f, bytes) in s.manifest.files.iter().zip(&s.files) {
-            if std::str::from_utf8(bytes).is_ok() {
+            if !s.page.files_withheld && std::str::from_utf8(bytes).is_ok() {
                 out.push((format!("{dir}files/{}.txt", f.path), bytes.clone(), TEXT));
             }
         }
@@ -527,7 +527,11 @@ fn integrity(m: &mut String, web: &WebOptions, s: &SiteSkill) {
         m,
         r#"<dl class="kv"><dt>Skill digest</dt><dd><code class="digest">{}</code></dd><dt>Archive digest</dt><dd><code class="digest">{}</code></dd></dl>"#,
         esc(&s.manifest.digest),
-        esc(&s.archive_digest),
+        if s.archive_digest.is_empty() {
+            "not served (an older version)"
+        } else {
+            &s.archive_digest
+        },
     );
     m.push_str("<h3>Signatures</h3>");
     if s.page.signatures.is_empty() {
@@ -784,19 +788,26 @@ fn file_table(m: &mut String, root: &str, files_base: &str, s: &SiteSkill) {
         s.manifest.files.len(),
         size(total)
     );
+    if s.page.files_withheld {
+        m.push_str(r#"<p class="muted small">This catalog serves the files of the latest and yanked versions only; this one's are listed from its manifest.</p>"#);
+    }
     for (f, bytes) in s.manifest.files.iter().zip(&s.files) {
-        let href = if std::str::from_utf8(bytes).is_ok() {
-            format!("{files_base}{}.txt", url_path(&f.path))
+        let path = if s.page.files_withheld {
+            format!("<code>{}</code>", esc(&f.path))
         } else {
-            format!(
-                "{root}blobs/sha256/{}",
-                f.digest.trim_start_matches("sha256:")
-            )
+            let href = if std::str::from_utf8(bytes).is_ok() {
+                format!("{files_base}{}.txt", url_path(&f.path))
+            } else {
+                format!(
+                    "{root}blobs/sha256/{}",
+                    f.digest.trim_start_matches("sha256:")
+                )
+            };
+            format!(r#"<a href="{href}"><code>{}</code></a>"#, esc(&f.path))
         };
         let _ = write!(
             m,
-            r#"<tr><td><a href="{href}"><code>{}</code></a>{}</td><td class="num">{}</td><td><code class="digest" title="{d}">{short}</code></td></tr>"#,
-            esc(&f.path),
+            r#"<tr><td>{path}{}</td><td class="num">{}</td><td><code class="digest" title="{d}">{short}</code></td></tr>"#,
             if f.executable {
                 r#" <span class="badge exec">executable</span>"#
             } else {
