@@ -113,7 +113,8 @@ pub struct VersionMeta {
 }
 
 /// Finds every version a source keeps (a registry's), for the catalog pages: each version has
-/// a page, and versions that are neither the latest nor yanked are packed for theirs.
+/// a page; one that is neither the latest nor yanked gets it from its manifest and document
+/// alone (its files are not read).
 pub trait VersionLookup: Send + Sync {
     /// Every version (of the skill `name` alone when given), by name and then version.
     /// Blocking.
@@ -282,7 +283,7 @@ pub struct Site {
     /// Their v0.2.0 index entries (`"yanked": true`), in the order of `yanked`.
     yanked_entries: Vec<Value>,
     /// The versions that are neither a skill's latest nor yanked (a registry's older ones),
-    /// by name and then version: packed for their pages only.
+    /// by name and then version: their manifest and document alone, for their pages.
     older: Vec<SiteSkill>,
     /// How the pages are made.
     web: WebOptions,
@@ -735,7 +736,8 @@ impl Site {
         &self.yanked
     }
 
-    /// The older versions packed for their pages (by name, then version).
+    /// The older versions held for their pages (by name, then version; manifest and document
+    /// alone).
     pub fn older(&self) -> &[SiteSkill] {
         &self.older
     }
@@ -968,8 +970,8 @@ fn guest_tools(_: &Skill) -> Vec<Value> {
 }
 
 /// With `opts.versions`: each packed version gets its date, yanked mark and recorded
-/// findings, and the versions that are neither latest nor yanked are packed for their pages
-/// (returned, by name and then version).
+/// findings, and the versions that are neither latest nor yanked are read for their pages
+/// (manifest and document alone; returned, by name and then version).
 async fn with_versions(
     source: &dyn Source,
     name: Option<&str>,
