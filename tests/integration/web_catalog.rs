@@ -750,6 +750,20 @@ fn pages_and_api_for_registry_directory_and_http() {
     let (_, _, page) = get(&format!("{}skills/weather-report/", s.url));
     assert!(page.contains(r#"<span class="ver">1.1.0</span>"#), "{page}");
     assert!(page.contains(r#"<span class="badge yanked">yanked</span>"#));
+    // The latest is the highest version not yanked.
+    assert!(
+        page.contains(r#"<a href="../../skills/weather-report/1.1.0/">1.1.0</a></td><td><time"#),
+        "{page}"
+    );
+    let latest_row = page.split("1.1.0</a></td>").nth(1).unwrap_or_default();
+    assert!(
+        latest_row
+            .split("</tr>")
+            .next()
+            .unwrap_or_default()
+            .contains("badge latest"),
+        "{page}"
+    );
     for v in ["1.0.0", "1.1.0", "2.0.0"] {
         let (status, _, page) = get(&format!("{}skills/weather-report/{v}/", s.url));
         assert_eq!(status, 200, "{v}");

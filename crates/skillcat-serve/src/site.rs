@@ -1057,7 +1057,9 @@ async fn older_version(source: &dyn Source, root: &str, m: &VersionMeta) -> Resu
         page: PageInfo {
             signatures: m.signatures.clone(),
             tools_error: Some(
-                "this catalog lists the tools of the latest and yanked versions only".into(),
+                "this catalog lists the tools of the latest and yanked versions only (install \
+                 this version to see its tools)"
+                    .into(),
             ),
             files_withheld: true,
             ..PageInfo::default()

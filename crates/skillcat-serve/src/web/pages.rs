@@ -320,6 +320,11 @@ pub(crate) fn write_skill(site: &mut Site, name: &str) {
         return;
     }
     let web = site.web().clone();
+    // The version a bare name reads, marked `latest` in the versions table.
+    let latest = site.skill(name).and_then(|s| s.version.clone());
+    let page = |s: &SiteSkill, body: &Body, dir: &str| {
+        skill_page(&web, s, body, &versions, latest.as_deref(), dir)
+    };
     let mut out: Vec<(String, Bytes, &'static str)> = Vec::new();
     // The skill's own page shows its latest (or, when every version is yanked, the highest).
     let main_one = site
@@ -333,7 +338,7 @@ pub(crate) fn write_skill(site: &mut Site, name: &str) {
         let body = Body::of(s);
         out.push((
             format!("{dir}index.html"),
-            Bytes::from(skill_page(&web, s, &body, &versions, &dir)),
+            Bytes::from(page(s, &body, &dir)),
             HTML,
         ));
         if s.version == main_one.version {
@@ -350,7 +355,7 @@ pub(crate) fn write_skill(site: &mut Site, name: &str) {
         let body = main_body.unwrap_or_else(|| Body::of(&main_one));
         out.push((
             format!("{dir}index.html"),
-            Bytes::from(skill_page(&web, &main_one, &body, &versions, &dir)),
+            Bytes::from(page(&main_one, &body, &dir)),
             HTML,
         ));
     }
@@ -399,6 +404,7 @@ fn skill_page(
     s: &SiteSkill,
     body: &Body,
     versions: &[SiteSkill],
+    latest: Option<&str>,
     dir: &str,
 ) -> String {
     let root = root_of(dir);
@@ -441,7 +447,7 @@ fn skill_page(
     install(&mut m, web, s, dir != skill_dir(&s.name));
     integrity(&mut m, web, s);
     m.push_str("</aside></div>\n");
-    version_table(&mut m, &root, s, versions);
+    version_table(&mut m, latest, &root, s, versions);
     tools(&mut m, s);
     if let Some(d) = &doc {
         capabilities(&mut m, &d.frontmatter);
@@ -561,7 +567,13 @@ fn integrity(m: &mut String, web: &WebOptions, s: &SiteSkill) {
     m.push_str("</section>\n");
 }
 
-fn version_table(m: &mut String, root: &str, shown: &SiteSkill, versions: &[SiteSkill]) {
+fn version_table(
+    m: &mut String,
+    latest: Option<&str>,
+    root: &str,
+    shown: &SiteSkill,
+    versions: &[SiteSkill],
+) {
     section(m, "versions", "Versions");
     if versions.iter().all(|v| v.version.is_none()) {
         m.push_str(r#"<p class="muted">This source keeps one version of the skill, with no version number.</p></section>"#);
@@ -593,7 +605,7 @@ fn version_table(m: &mut String, root: &str, shown: &SiteSkill, versions: &[Site
         });
         let status = if v.page.yanked {
             r#"<span class="badge yanked">yanked</span>"#
-        } else if versions.first().is_some_and(|f| f.version == v.version) {
+        } else if v.version.is_some() && v.version.as_deref() == latest {
             r#"<span class="badge latest">latest</span>"#
         } else {
             ""
@@ -658,7 +670,7 @@ fn params_table(m: &mut String, schema: &Value) {
 
 fn tools(m: &mut String, s: &SiteSkill) {
     section(m, "tools", "Tools");
-    if s.page.tools.is_empty() && s.page.guest_tools.is_empty() {
+    if s.page.tools.is_empty() && s.page.guest_tools.is_empty() && s.page.tools_error.is_none() {
         m.push_str(r#"<p class="muted">This skill offers no tools: it is instructions only.</p>"#);
     }
     if let Some(e) = &s.page.tools_error {
