@@ -14,8 +14,8 @@
 //!
 //! The pages are rendered once, when the site is built or a skill of it changes, into the
 //! site's resources: `serve` answers them with the same headers as every file and `export`
-//! writes them. Every string a skill supplies is escaped ([`html::esc`]); its SKILL.md body
-//! is rendered from Markdown and sanitized by an allow-list ([`markdown`]). HTML answers carry
+//! writes them. Every string a skill supplies is escaped (`html::esc`); its SKILL.md body
+//! is rendered from Markdown and sanitized by an allow-list (`markdown.rs`). HTML answers carry
 //! a strict Content-Security-Policy ([`PAGE_CSP`]): no script runs on any page, inline or not.
 
 mod api;
