@@ -49,7 +49,7 @@ pub use skillcat_sign as sign;
 
 pub use skillcat_registry as registry;
 pub use skillcat_registry::prepare as publish;
-pub use skillcat_remote::{client, push};
+pub use skillcat_remote::{client, push, search};
 
 pub use skillcat_sandbox::{guest, script, tool};
 

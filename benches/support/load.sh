@@ -28,12 +28,17 @@ error_log $work/nginx.err;
 events { worker_connections 4096; }
 http {
     access_log off;
-    types { application/json json; text/markdown md; }
+    # No html type: only the catalog's own pages (each folder's index.html) are HTML; a
+    # skill's files keep their names under .well-known/ and are never served as pages.
+    types { application/json json; text/markdown md; text/css css; text/plain txt; }
     default_type application/octet-stream;
+    index index.html;
     server {
         listen 127.0.0.1:$port;
         root $site;
-        location /blobs/ { add_header Cache-Control "public, max-age=31536000, immutable"; }
+        location ^~ /blobs/ { add_header Cache-Control "public, max-age=31536000, immutable"; }
+        location ^~ /.well-known/ { }
+        location ~ /index\.html\$ { default_type "text/html; charset=utf-8"; }
     }
 }
 CONF

@@ -22,8 +22,9 @@ pub struct PublishArgs {
     /// The token file (`skillcat token create`); re-read when it changes and on SIGHUP.
     #[arg(long, value_name = "FILE", requires = "publish")]
     pub tokens: Option<PathBuf>,
-    /// Refuse a publish unless its signature verifies against this keyring.
-    #[arg(long, value_name = "FILE", requires = "publish")]
+    /// Refuse a publish unless its signature verifies against this keyring (with --publish);
+    /// the catalog's pages check each signature against it too, naming its key and scope.
+    #[arg(long, value_name = "FILE")]
     pub keyring: Option<PathBuf>,
     /// The largest upload: bytes, or with a unit (`16MiB`, `512KiB`).
     #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = parse_size)]

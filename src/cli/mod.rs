@@ -595,6 +595,17 @@ enum Command {
         #[command(flatten)]
         remote: RemoteArgs,
     },
+    /// Search a catalog served by `skillcat serve`: its skills best first, as its search API
+    /// ranks them (a registry's full-text search, else the matcher); exit 1 when none match.
+    #[command(
+        after_help = "Example: skillcat search https://skills.example.com/ \"fill a pdf form\" --format json"
+    )]
+    Search {
+        #[command(flatten)]
+        args: remote::SearchArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// Fill the local cache from a remote index and print what it holds.
     #[command(after_help = "Example: skillcat fetch https://skills.example.com/")]
     Fetch {
@@ -881,6 +892,7 @@ pub async fn run(cli: Cli) -> CliResult {
         }
         Command::Export { args, remote } => remote::export(args, &globals(&remote)?).await,
         Command::Fetch { args, remote } => remote::fetch(args, &globals(&remote)?).await,
+        Command::Search { args, remote } => remote::search(args, &globals(&remote)?).await,
         Command::Cache { cmd, cache } => {
             let remote = RemoteArgs {
                 cache,

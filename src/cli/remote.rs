@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
+use skillcat::serve::web::{RegistrySearch, SiteSearch};
 use skillcat::serve::{
-    self, RegistryYanked, ServeLimits, SignatureLookup, Signed, Site, SiteOptions, YankedLookup,
+    self, RegistryVersions, RegistryYanked, ServeLimits, SignatureLookup, Signed, Site,
+    SiteOptions, VersionLookup, WebOptions, YankedLookup,
 };
 use skillcat::sign::Statement;
 use skillcat::source::http::{
@@ -54,6 +56,10 @@ pub struct ServeArgs {
     /// The PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// The address people reach this catalog at, shown in its pages' install commands
+    /// [default: http://ADDR/, the address listened on].
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
     /// The publishing API (`--publish`).
     #[command(flatten)]
     pub publish: super::central::PublishArgs,
@@ -113,6 +119,13 @@ pub struct ExportArgs {
     /// Write into a folder that is not empty (files are replaced, nothing is deleted).
     #[arg(long)]
     pub force: bool,
+    /// The address the exported site will be served at, shown in its pages' install commands
+    /// (without it they say `URL`).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Check each signature shown on the pages against this keyring (its key and scope).
+    #[arg(long, value_name = "FILE")]
+    pub keyring: Option<PathBuf>,
 }
 
 /// `skillcat fetch` arguments.
@@ -123,6 +136,78 @@ pub struct FetchArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+}
+
+/// `skillcat search` arguments.
+#[derive(Debug, clap::Args)]
+pub struct SearchArgs {
+    /// The address of a catalog served by `skillcat serve` (`https://skills.example.com/`).
+    pub url: String,
+    /// What to look for: words of a task, a file format, a tool.
+    pub query: String,
+    /// Results to show (1 to 100).
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub limit: u16,
+    /// Which page of results (from 1).
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub page: u16,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `skillcat search URL QUERY [--limit N] [--page N] [--format json]`: the catalog's own
+/// ranking (a registry's full-text search, else the matcher). Exit 0 with results, 1 with
+/// none.
+pub async fn search(a: SearchArgs, g: &Globals) -> CliResult {
+    let policy = skillcat::client::Policy {
+        timeout: Some(g.open.timeout.unwrap_or(Duration::from_secs(60))),
+        ca_certificates: g.open.ca_certificates.clone(),
+        ..skillcat::client::Policy::default()
+    };
+    let found = skillcat::search::search(
+        &a.url,
+        &a.query,
+        usize::from(a.page),
+        usize::from(a.limit),
+        &policy,
+    )
+    .await
+    .map_err(|e| match e {
+        skillcat::Error::Certificate { .. } => failed!("{e}"),
+        _ => usage!("{e}"),
+    })?;
+    let safe = |t: &str| skillcat::prompt::escape_controls(t).into_owned();
+    match a.format {
+        Format::Json => out!(
+            "{}",
+            serde_json::to_string_pretty(&found).unwrap_or_default()
+        ),
+        Format::Text => {
+            for r in &found.results {
+                out!(
+                    "{}  {}  {}  {}",
+                    safe(&r.name),
+                    safe(r.version.as_deref().unwrap_or("-")),
+                    if r.signed { "signed" } else { "unsigned" },
+                    safe(&r.description)
+                );
+            }
+            let first = (usize::from(a.page) - 1) * usize::from(a.limit);
+            if found.results.is_empty() {
+                err!("no skill matches {:?} ({} in all)", a.query, found.total);
+            } else {
+                err!(
+                    "{}–{} of {} (skillcat add {} NAME installs one)",
+                    first + 1,
+                    first + found.results.len(),
+                    found.total,
+                    safe(&a.url)
+                );
+            }
+        }
+    }
+    Ok(ExitStatus::faults_if(found.results.is_empty()))
 }
 
 /// `skillcat cache` subcommands (the folder: the global `--cache DIR`, else the default).
@@ -171,12 +256,86 @@ impl SignatureLookup for SpecSignatures {
     }
 }
 
+/// What ranks a catalog search of a source that is not a registry: the runtime's matcher
+/// (BM25F over name, description and body, as `skillcat match` ranks).
+struct MatcherSearch {
+    index: skillcat::matching::Bm25Index,
+    names: Vec<String>,
+}
+
+impl SiteSearch for MatcherSearch {
+    fn search(
+        &self,
+        _: &Site,
+        query: &str,
+        offset: usize,
+        limit: usize,
+    ) -> skillcat::Result<(Vec<String>, usize)> {
+        let hits = self.index.search(query, self.names.len());
+        let total = hits.len();
+        let names = hits
+            .iter()
+            .skip(offset)
+            .take(limit)
+            .map(|h| self.names[h.index].clone())
+            .collect();
+        Ok((names, total))
+    }
+
+    fn describe(&self) -> &'static str {
+        "the matcher (BM25F)"
+    }
+}
+
+/// How the catalog's pages are made: the address shown in install commands, the keyring
+/// signatures are checked against (read here, so a bad file is said before anything is
+/// served).
+pub(super) struct WebArgs<'a> {
+    pub url: Option<String>,
+    pub keyring: Option<&'a Path>,
+}
+
 /// Opens and reads a source, builds the site from its valid skills and reports the others.
-pub(super) async fn build_site(arg: &str, g: &Globals) -> Result<(Site, usize), CliError> {
+pub(super) async fn build_site(
+    arg: &str,
+    web: WebArgs<'_>,
+    g: &Globals,
+) -> Result<(Site, usize), CliError> {
     let o = super::read::open_and_discover(arg, g).await?;
     // A registry keeps its yanked versions: served apart, marked, readable by NAME@VERSION.
     let registry = SourceSpec::parse(arg).is_ok_and(|s| s.kind == SourceKind::Registry);
+    let keyring = match web.keyring {
+        Some(path) => Some(Arc::new(
+            skillcat::sign::Keyring::load(path)
+                .map_err(|e| super::keyring::keyring_error(path, &e))?,
+        )),
+        None => None,
+    };
+    // A registry ranks by its own full-text search; anything else by the matcher.
+    let search: Arc<dyn SiteSearch> = if registry {
+        Arc::new(RegistrySearch::new(super::central::registry_path(arg)))
+    } else {
+        let docs: Vec<skillcat::matching::SkillDoc<'_>> = o
+            .found
+            .skills
+            .iter()
+            .map(skillcat::matching::SkillDoc::from_skill)
+            .collect();
+        Arc::new(MatcherSearch {
+            index: skillcat::matching::Bm25Index::build(&docs),
+            names: o.found.skills.iter().map(|s| s.name()).collect(),
+        })
+    };
     let opts = SiteOptions {
+        versions: registry.then(|| {
+            Arc::new(RegistryVersions(super::central::registry_path(arg))) as Arc<dyn VersionLookup>
+        }),
+        web: WebOptions {
+            base_url: web.url,
+            keyring,
+            search: Some(search),
+        },
+        audit: true,
         signatures: Some(Arc::new(SpecSignatures {
             spec: arg.to_string(),
             // As `pack --sign` names them: SOURCE.minisig for a source of one skill.
@@ -222,7 +381,23 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
         return Err(e);
     }
     let tls = tls_config(&a)?;
-    let (site, _) = build_site(&a.source, g).await?;
+    let listener = match tokio::net::TcpListener::bind(a.addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            return Err(usage!("cannot listen on {}: {e}", a.addr));
+        }
+    };
+    let local = listener.local_addr().unwrap_or(a.addr);
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let web = WebArgs {
+        url: Some(
+            a.url
+                .clone()
+                .unwrap_or_else(|| format!("{scheme}://{local}/")),
+        ),
+        keyring: a.publish.keyring.as_deref(),
+    };
+    let (site, _) = build_site(&a.source, web, g).await?;
     release_freed_memory();
     let mut limits = ServeLimits {
         header_timeout: a.header_timeout,
@@ -235,15 +410,7 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
     if let Some(said) = limits.fit_open_files() {
         note!("warning: {said}");
     }
-    let listener = match tokio::net::TcpListener::bind(a.addr).await {
-        Ok(l) => l,
-        Err(e) => {
-            return Err(usage!("cannot listen on {}: {e}", a.addr));
-        }
-    };
-    let local = listener.local_addr().unwrap_or(a.addr);
     let n = site.skills().len();
-    let scheme = if tls.is_some() { "https" } else { "http" };
     let app = if a.publish.publish {
         let app = super::central::router(&a.source, &a.publish, site, &local, tls.is_some())?;
         out!(
@@ -272,7 +439,11 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
 
 /// `skillcat export SOURCE DIR [--force]`
 pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
-    let (site, problems) = build_site(&a.source, g).await?;
+    let web = WebArgs {
+        url: a.url.clone(),
+        keyring: a.keyring.as_deref(),
+    };
+    let (site, problems) = build_site(&a.source, web, g).await?;
     let n = site.skills().len();
     let (dir, force) = (a.dir.clone(), a.force);
     let result = tokio::task::spawn_blocking(move || serve::export(&site, &dir, force)).await;

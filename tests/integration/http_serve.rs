@@ -245,7 +245,7 @@ async fn indexes_blobs_ranges_and_errors() {
         "/.well-known/skills/name-mismatch/SKILL.md",
         "/.well-known/skills/alpha/scripts",
         "/blobs/sha256/00",
-        "/",
+        "/skills/name-mismatch/",
         "/nope",
     ] {
         let (status, _, _) = get(&c, &format!("{base}{path}"), &[]).await;
@@ -280,7 +280,9 @@ async fn an_export_holds_exactly_what_serve_answers() {
     let d = dir.to_str().unwrap();
     let c = catalog();
     let src = c.to_str().unwrap();
-    let first = run(&["export", src, d]);
+    // The pages name the address they are served at: the same one for both.
+    let url = "https://skills.example.com/";
+    let first = run(&["export", src, d, "--url", url]);
     assert_eq!(
         first.status.code(),
         Some(1),
@@ -291,9 +293,14 @@ async fn an_export_holds_exactly_what_serve_answers() {
     let again = run(&["export", src, d]);
     assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
-    assert_eq!(run(&["export", src, d, "--force"]).status.code(), Some(1));
+    assert_eq!(
+        run(&["export", src, d, "--force", "--url", url])
+            .status
+            .code(),
+        Some(1)
+    );
 
-    let served = Served::start(&[]);
+    let served = Served::start(&["--url", url]);
     let c = client();
     let mut files = Vec::new();
     let mut stack = vec![dir.clone()];
@@ -314,7 +321,18 @@ async fn an_export_holds_exactly_what_serve_answers() {
             .starts_with(".skillcat-")),
         "no temp files"
     );
-    assert_eq!(files.len(), 42);
+    // 42 files of the wire layout, and the catalog's pages: a listing page by name and one by
+    // update, a page per skill (and per version), each file's text view, the stylesheet and
+    // the static search page.
+    let pages = files
+        .iter()
+        .filter(|f| {
+            let rel = f.strip_prefix(&dir).unwrap();
+            !rel.starts_with(".well-known") && !rel.starts_with("blobs")
+        })
+        .count();
+    assert_eq!(files.len() - pages, 42);
+    assert!(dir.join("index.html").is_file() && dir.join("assets/style.css").is_file());
     for f in &files {
         let rel = f.strip_prefix(&dir).unwrap().to_str().unwrap();
         let url = reqwest::Url::parse(&format!("{}/", served.base))

@@ -62,4 +62,5 @@ mod source_paths;
 mod store_equivalence;
 mod vectors;
 mod versions;
+mod web_catalog;
 mod workspace_race;

@@ -285,6 +285,55 @@ impl Registry {
         .map_err(|e| self.sql(e))
     }
 
+    /// One page of [`search`](Self::search): at most `limit` hits from the `offset`-th, best
+    /// first, and how many skills match in all (what a paged search API says as its total).
+    pub fn search_page(
+        &self,
+        query: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<SearchHit>, usize)> {
+        let Some(expr) = fts::fts_query(query) else {
+            return Ok((Vec::new(), 0));
+        };
+        let total: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM skill_search hit \
+                 JOIN tag t ON t.skill_id = hit.rowid AND t.tag = 'latest' \
+                 WHERE skill_search MATCH ?1",
+            )
+            .and_then(|mut stmt| stmt.query_row([&expr], |r| r.get(0)))
+            .map_err(|e| self.sql(e))?;
+        let hits = self.search(query, offset.saturating_add(limit))?;
+        Ok((
+            hits.into_iter().skip(offset).collect(),
+            usize::try_from(total).unwrap_or(0),
+        ))
+    }
+
+    /// Every version of every skill (of `name` alone when given), yanked ones included and
+    /// flagged: by name (bytes), then semver order. One query, for a listing of the whole
+    /// registry (a served catalog's pages).
+    pub fn all_versions(&self, name: Option<&str>) -> Result<Vec<VersionInfo>> {
+        let sql = format!(
+            "SELECT {INFO_COLUMNS} FROM version v JOIN skill s ON s.id = v.skill_id \
+             WHERE ?1 IS NULL OR s.name = ?1"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.sql(e))?;
+        let mut out: Vec<VersionInfo> = stmt
+            .query_map([name], |r| info_of(r).map(|(info, _)| info))
+            .and_then(Iterator::collect)
+            .map_err(|e| self.sql(e))?;
+        out.sort_by(|a, b| {
+            a.name
+                .as_bytes()
+                .cmp(b.name.as_bytes())
+                .then_with(|| order::compare(&a.version, &b.version))
+        });
+        Ok(out)
+    }
+
     /// Yanks `name@version`: it leaves `latest` and search but stays readable by version.
     /// Returns whether anything changed (`false` when it was already yanked).
     pub fn yank(&mut self, name: &str, version: &str) -> Result<bool> {

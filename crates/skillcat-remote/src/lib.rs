@@ -7,11 +7,13 @@
 //! | [`http`] | an Agent Skills discovery index over HTTP(S), and the content-addressed cache |
 //! | [`oci`] | `oci://HOST/REPO[:TAG|@sha256:…]`: skills stored as OCI artifacts |
 //! | [`push`] | a skill into an OCI registry, signature as a referrer |
+//! | [`search`] | a served catalog's search API (`skillcat search URL QUERY`) |
 
 pub mod client;
 pub mod http;
 pub mod oci;
 pub mod push;
+pub mod search;
 
 // The core's modules, under the names this crate's code uses.
 pub(crate) use skillcat_core::source;

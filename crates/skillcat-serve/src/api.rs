@@ -53,7 +53,7 @@ use serde_json::{Value, json};
 use skillcat_audit::{AuditOptions, Policy, Severity, summary_at};
 
 use super::limits::Conn;
-use super::site::{RegistryYanked, Site, SiteOptions};
+use super::site::{RegistryVersions, RegistryYanked, Site, SiteOptions};
 use crate::archive::{ArchiveError, ArchiveLimits, sniff};
 use crate::registry::RegistrySource;
 use crate::registry::tokens::{AuthError, Right, TokenEntry, Tokens};
@@ -538,8 +538,10 @@ impl Api {
         let old = self.site.read().expect("site lock").clone();
         let updated = match RegistrySource::open(&self.opts.registry) {
             Ok(source) => {
+                // The findings of what was published are recorded with it: read, not re-run.
                 let opts = SiteOptions {
                     yanked: Some(Arc::new(RegistryYanked(self.opts.registry.clone()))),
+                    versions: Some(Arc::new(RegistryVersions(self.opts.registry.clone()))),
                     ..SiteOptions::default()
                 };
                 old.updated(&source, name, &opts).await
@@ -1070,19 +1072,26 @@ pub fn publishing_router(site: Arc<RwLock<Arc<Site>>>, opts: ApiOptions) -> Resu
             });
         }
     }
+    let current: crate::web::CurrentSite = {
+        let site = site.clone();
+        Arc::new(move || site.read().expect("site lock").clone())
+    };
     let read_side = move |req: Request| {
         let site = site.read().expect("site lock").clone();
         async move { super::server::answer(&site, &req) }
     };
-    let v1 = Router::new()
-        .route("/skills/{name}/{version}", put(publish))
-        .route("/skills/{name}/{version}/yank", delete(yank))
-        .route("/skills/{name}/{version}/unyank", put(unyank))
-        .route("/skills/{name}/{version}/findings", get(findings))
-        .route("/audit", get(audit))
-        .fallback(api_fallback)
-        .with_state(api);
-    Ok(Router::new()
+    let (pages, catalog) = crate::web::catalog_routes(Router::new(), Router::new(), current);
+    let v1 = catalog.with_state(()).merge(
+        Router::new()
+            .route("/skills/{name}/{version}", put(publish))
+            .route("/skills/{name}/{version}/yank", delete(yank))
+            .route("/skills/{name}/{version}/unyank", put(unyank))
+            .route("/skills/{name}/{version}/findings", get(findings))
+            .route("/audit", get(audit))
+            .fallback(api_fallback)
+            .with_state(api),
+    );
+    Ok(pages
         .nest(API_PREFIX, v1)
         .fallback(read_side)
         // The API reads bodies itself under its own limit.

@@ -18,7 +18,10 @@ pub struct Exported {
 
 /// Writes every path of `site` under `dir`: content first, the indexes last, so a host that
 /// serves the folder while it is written never lists a skill whose files are missing. Each file
-/// is written to a temporary file beside it and renamed into place. A `dir` that exists and is
+/// is written to a temporary file beside it and renamed into place; the content is flushed to
+/// disk once, with the file system's `syncfs`, before the indexes are written (each of them
+/// synced), so that after a crash an index never names a file that was lost (a sync per file
+/// cost ~3 ms each: most of an export of thousands of pages). A `dir` that exists and is
 /// not empty is refused unless `force` (then files are replaced; nothing is deleted).
 /// Blocking: call it from `spawn_blocking` in async code.
 pub fn export(site: &Site, dir: &Path, force: bool) -> Result<Exported> {
@@ -42,7 +45,13 @@ pub fn export(site: &Site, dir: &Path, force: bool) -> Result<Exported> {
         .filter(|(p, _)| !is_index(p))
         .chain(site.resources().filter(|(p, _)| is_index(p)));
     let mut done = Exported::default();
+    let mut content_synced = false;
     for (path, res) in ordered {
+        let index = is_index(path);
+        if index && !content_synced {
+            sync_all_content(dir).map_err(|e| Error::io(&shown, e))?;
+            content_synced = true;
+        }
         let dest = dir.join(path);
         let dest_shown = dest.display().to_string();
         let parent = dest.parent().expect("a path under dir has a parent");
@@ -52,7 +61,13 @@ pub fn export(site: &Site, dir: &Path, force: bool) -> Result<Exported> {
             .tempfile_in(parent)
             .map_err(|e| Error::io(parent.display().to_string(), e))?;
         tmp.write_all(&res.body)
-            .and_then(|()| tmp.as_file().sync_all())
+            .and_then(|()| {
+                if index {
+                    tmp.as_file().sync_all()
+                } else {
+                    Ok(())
+                }
+            })
             .map_err(|e| Error::io(&dest_shown, e))?;
         #[cfg(unix)]
         {
@@ -67,4 +82,20 @@ pub fn export(site: &Site, dir: &Path, force: bool) -> Result<Exported> {
         done.bytes += res.body.len() as u64;
     }
     Ok(done)
+}
+
+/// Flushes everything written so far under `dir` to disk: `syncfs` of its file system on
+/// Linux, `sync` elsewhere.
+fn sync_all_content(dir: &Path) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let folder = fs::File::open(dir)?;
+        rustix::fs::syncfs(&folder).map_err(std::io::Error::from)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        rustix::fs::sync();
+        Ok(())
+    }
 }

@@ -46,7 +46,9 @@
 mod api;
 
 // The layers below, under the names this crate's code uses.
-pub(crate) use skillcat_core::{Error, archive, digest, document, error, pack, path, source};
+pub(crate) use skillcat_core::{
+    Error, archive, capability, digest, document, error, network, pack, path, source, version,
+};
 pub(crate) use skillcat_registry as registry;
 pub(crate) use skillcat_registry::prepare as publish;
 pub(crate) use skillcat_sign as sign;
@@ -56,6 +58,7 @@ mod server;
 mod site;
 #[cfg(feature = "tls")]
 mod tls;
+pub mod web;
 
 pub use api::{ApiOptions, DEFAULT_BYTES_PER_MINUTE, DEFAULT_MAX_UPLOAD, publishing_router};
 pub use export::{Exported, export};
@@ -67,8 +70,10 @@ pub use server::{
     shutdown_signal, with_layers,
 };
 pub use site::{
-    AGENT_SKILLS_INDEX, IMMUTABLE, REVALIDATE, RegistryYanked, SKILLS_INDEX, SignatureLookup,
-    Signed, Site, SiteFile, SiteOptions, SiteProblem, SiteSkill, YankedLookup, content_type,
+    AGENT_SKILLS_INDEX, IMMUTABLE, PageInfo, REVALIDATE, RegistryVersions, RegistryYanked,
+    SKILLS_INDEX, SignatureLookup, Signed, Site, SiteFile, SiteOptions, SiteProblem, SiteSkill,
+    VersionLookup, VersionMeta, YankedLookup, content_type,
 };
 #[cfg(feature = "tls")]
 pub use tls::{TlsError, TlsIo, TlsListener, server_config};
+pub use web::WebOptions;

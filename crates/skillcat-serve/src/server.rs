@@ -117,7 +117,26 @@ pub fn respond(res: Option<&SiteFile>, head: bool, req: &HeaderMap) -> Response 
         .header(
             header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),
+        )
+        .header(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
         );
+    // A page may load its stylesheet and nothing else, and runs no script; anything else
+    // opened as a document (a file, an index) runs sandboxed and loads nothing.
+    builder = if res.content_type == crate::web::HTML {
+        builder
+            .header(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(crate::web::PAGE_CSP),
+            )
+            .header(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"))
+    } else {
+        builder.header(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(crate::web::FILE_CSP),
+        )
+    };
     if header_str(req, header::IF_NONE_MATCH).is_some_and(|v| etag_matches(v, &res.etag)) {
         return builder
             .status(StatusCode::NOT_MODIFIED)
@@ -170,6 +189,7 @@ fn plain(status: StatusCode, text: &'static str, head: bool) -> Response {
         .header(header::CONTENT_LENGTH, text.len())
         .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
         .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
+        .header(header::CONTENT_SECURITY_POLICY, crate::web::FILE_CSP)
         .body(if head {
             Body::empty()
         } else {
@@ -228,8 +248,34 @@ pub fn answer(site: &Site, req: &Request) -> Response {
     } else {
         Some(raw)
     };
-    let found = path.and_then(|p| site.get(p.strip_prefix('/').unwrap_or(p)));
-    respond(found, head, req.headers())
+    let Some(path) = path.map(|p| p.strip_prefix('/').unwrap_or(p)) else {
+        return respond(None, head, req.headers());
+    };
+    // A folder's page is its `index.html`, as a static host serves it.
+    if path.is_empty() || path.ends_with('/') {
+        let page = site.get(&format!("{path}index.html"));
+        return respond(page, head, req.headers());
+    }
+    match site.get(path) {
+        Some(found) => respond(Some(found), head, req.headers()),
+        // A folder named without its `/` is sent to it (relative links then resolve as on a
+        // static host, which redirects the same way).
+        None if site.get(&format!("{path}/index.html")).is_some() => {
+            let mut to = format!("{raw}/");
+            if let Some(q) = req.uri().query() {
+                to.push('?');
+                to.push_str(q);
+            }
+            Response::builder()
+                .status(StatusCode::PERMANENT_REDIRECT)
+                .header(header::LOCATION, to)
+                .header(header::CONTENT_LENGTH, 0)
+                .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
+                .body(Body::empty())
+                .expect("valid response")
+        }
+        None => respond(None, head, req.headers()),
+    }
 }
 
 /// One access-log line per request on stderr: peer, request line, status, bytes, time.
@@ -256,7 +302,14 @@ async fn access_log(req: Request, next: Next) -> Response {
 /// Served by [`run`], each request also moves its connection's deadline (the request timeout
 /// while it is answered, the idle timeout after); a router served otherwise ignores that.
 pub fn router(site: Arc<Site>, verbose: bool) -> Router {
-    with_layers(Router::new().fallback(handle).with_state(site), verbose)
+    let current: crate::web::CurrentSite = {
+        let site = site.clone();
+        Arc::new(move || site.clone())
+    };
+    let (pages, api) = crate::web::catalog_routes(Router::new(), Router::new(), current);
+    let api = api.fallback(crate::web::api_not_found);
+    let app = pages.nest("/api/v1", api).fallback(handle).with_state(site);
+    with_layers(app, verbose)
 }
 
 /// `app` with what every route of the server gets: the connection deadlines moved by each

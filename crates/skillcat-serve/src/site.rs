@@ -15,6 +15,7 @@ use crate::pack::{PackEntry, write_tar_gz};
 use crate::path::join_path;
 use crate::source::DISCOVERY_SCHEMA_V0_2 as SCHEMA_V0_2;
 use crate::source::{Discovery, Source, discover};
+use crate::web::WebOptions;
 
 /// Path of the RFC v0.2.0 index.
 pub const AGENT_SKILLS_INDEX: &str = ".well-known/agent-skills/index.json";
@@ -89,6 +90,76 @@ impl YankedLookup for RegistryYanked {
     }
 }
 
+/// One version a source keeps of a skill, as its catalog pages list it (a registry's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionMeta {
+    /// The skill's name.
+    pub name: String,
+    /// The version.
+    pub version: String,
+    /// When it was published: Unix seconds and RFC 3339 UTC.
+    pub published: Option<(i64, String)>,
+    /// Whether it is yanked.
+    pub yanked: bool,
+    /// Whether it is the skill's latest (what a bare name reads).
+    pub latest: bool,
+    /// What the audit found when it was published (a JSON array), when that was recorded.
+    pub findings: Option<Value>,
+    /// Its manifest as the source keeps it, for a version that is neither the latest nor
+    /// yanked (its page lists its files from it; none of them is read or served).
+    pub manifest: Option<Manifest>,
+    /// The detached signatures kept for it (the same versions as `manifest`).
+    pub signatures: Vec<String>,
+}
+
+/// Finds every version a source keeps (a registry's), for the catalog pages: each version has
+/// a page; one that is neither the latest nor yanked gets it from its manifest and document
+/// alone (its files are not read).
+pub trait VersionLookup: Send + Sync {
+    /// Every version (of the skill `name` alone when given), by name and then version.
+    /// Blocking.
+    fn versions(&self, name: Option<&str>) -> Result<Vec<VersionMeta>>;
+}
+
+/// The versions of a registry file: dates, yanked marks and recorded audit findings.
+#[derive(Debug, Clone)]
+pub struct RegistryVersions(pub std::path::PathBuf);
+
+impl VersionLookup for RegistryVersions {
+    fn versions(&self, name: Option<&str>) -> Result<Vec<VersionMeta>> {
+        let registry = crate::registry::Registry::open_read_only(&self.0)?;
+        let mut out = Vec::new();
+        for v in registry.all_versions(name)? {
+            let findings = registry
+                .findings(&v.name, &v.version)?
+                .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+                .filter(Value::is_array);
+            let (manifest, signatures) = if v.latest || v.yanked {
+                (None, Vec::new())
+            } else {
+                match registry.get(&v.name, &v.version)? {
+                    Some(r) => (
+                        Some(r.manifest),
+                        r.signatures.into_iter().map(|s| s.text).collect(),
+                    ),
+                    None => (None, Vec::new()),
+                }
+            };
+            out.push(VersionMeta {
+                manifest,
+                signatures,
+                published: Some((v.published_at, v.published)),
+                yanked: v.yanked,
+                latest: v.latest,
+                findings,
+                name: v.name,
+                version: v.version,
+            });
+        }
+        Ok(out)
+    }
+}
+
 /// How a site is built.
 #[derive(Clone, Default)]
 pub struct SiteOptions {
@@ -99,6 +170,25 @@ pub struct SiteOptions {
     /// Where the source's yanked versions come from (none by default: a source that keeps one
     /// version of each skill has none).
     pub yanked: Option<Arc<dyn YankedLookup>>,
+    /// Where the source's versions come from, with their dates and audit findings (none by
+    /// default: a page then shows the one version served).
+    pub versions: Option<Arc<dyn VersionLookup>>,
+    /// How the catalog's pages are made: the site's address, the keyring signatures are
+    /// checked against, the search.
+    pub web: WebOptions,
+    /// Audit each skill for its page (`true` by default in [`SiteOptions::new`]); a version
+    /// whose findings were recorded at publishing shows those instead.
+    pub audit: bool,
+}
+
+impl SiteOptions {
+    /// The defaults, with the audit of every skill for its page on.
+    pub fn new() -> SiteOptions {
+        SiteOptions {
+            audit: true,
+            ..SiteOptions::default()
+        }
+    }
 }
 
 impl fmt::Debug for SiteOptions {
@@ -107,6 +197,9 @@ impl fmt::Debug for SiteOptions {
             .field("validate", &self.validate)
             .field("signatures", &self.signatures.is_some())
             .field("yanked", &self.yanked.is_some())
+            .field("versions", &self.versions.is_some())
+            .field("web", &self.web)
+            .field("audit", &self.audit)
             .finish()
     }
 }
@@ -147,6 +240,34 @@ pub struct SiteSkill {
     pub files: Vec<Bytes>,
     /// Its detached signature, when one was found.
     pub signature: Option<String>,
+    /// What its catalog page shows beyond its files.
+    pub page: PageInfo,
+}
+
+/// What a version's catalog page shows beyond its files and document: filled in as the site
+/// is built.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageInfo {
+    /// When it was published (Unix seconds, RFC 3339 UTC), where the source keeps that.
+    pub published: Option<(i64, String)>,
+    /// Whether it is yanked.
+    pub yanked: bool,
+    /// The audit's findings (a JSON array of `Finding`s): recorded at publishing, else the
+    /// audit run as the site was built; `None` when neither.
+    pub findings: Option<Value>,
+    /// Whether [`findings`](Self::findings) were recorded when the version was published.
+    pub findings_recorded: bool,
+    /// Every detached signature the source keeps for it (the first is [`SiteSkill::signature`]).
+    pub signatures: Vec<String>,
+    /// Its script tools, as `skillcat tools --format json` lists them.
+    pub tools: Vec<Value>,
+    /// Why its scripts are not tools, when their declaration is refused.
+    pub tools_error: Option<String>,
+    /// The guest (JavaScript) tools it declares: name, description, parameters.
+    pub guest_tools: Vec<Value>,
+    /// Whether its files are not held (an older version: only its document is, read for its
+    /// page; the others are listed from its manifest, without views).
+    pub files_withheld: bool,
 }
 
 /// Everything a site serves, by path (no leading `/`, not percent-encoded).
@@ -161,6 +282,11 @@ pub struct Site {
     yanked: Vec<SiteSkill>,
     /// Their v0.2.0 index entries (`"yanked": true`), in the order of `yanked`.
     yanked_entries: Vec<Value>,
+    /// The versions that are neither a skill's latest nor yanked (a registry's older ones),
+    /// by name and then version: their manifest and document alone, for their pages.
+    older: Vec<SiteSkill>,
+    /// How the pages are made.
+    web: WebOptions,
 }
 
 /// Why `skill` is not served, when it does not validate.
@@ -268,7 +394,7 @@ impl Site {
         }
         let chosen = &chosen;
         let built: Vec<Result<SiteSkill>> = stream::iter(0..chosen.len())
-            .map(|i| pack_skill(source, chosen[i], opts.signatures.clone()))
+            .map(|i| pack_skill(source, chosen[i], opts))
             .buffered(CONCURRENCY)
             .collect()
             .await;
@@ -282,8 +408,13 @@ impl Site {
                 }),
             }
         }
-        let yanked = pack_yanked(source, None, opts, &mut problems).await?;
-        Ok((Site::from_parts(skills, yanked), problems))
+        let mut yanked = pack_yanked(source, None, opts, &mut problems).await?;
+        let older =
+            with_versions(source, None, opts, &mut skills, &mut yanked, &mut problems).await?;
+        Ok((
+            Site::from_versions(skills, yanked, older, opts.web.clone()),
+            problems,
+        ))
     }
 
     /// Assembles the site from packed skills (pure: no I/O).
@@ -293,7 +424,22 @@ impl Site {
 
     /// Assembles the site from packed skills and yanked versions (by name, then version; pure).
     pub fn from_parts(skills: Vec<SiteSkill>, yanked: Vec<SiteSkill>) -> Site {
-        let mut site = Site::default();
+        Self::from_versions(skills, yanked, Vec::new(), WebOptions::default())
+    }
+
+    /// Assembles the site from packed skills, yanked versions and older versions (each by name,
+    /// then version), its pages made as `web` says (pure).
+    pub fn from_versions(
+        skills: Vec<SiteSkill>,
+        yanked: Vec<SiteSkill>,
+        older: Vec<SiteSkill>,
+        web: WebOptions,
+    ) -> Site {
+        let mut site = Site {
+            web,
+            ..Site::default()
+        };
+        site.older = older;
         for s in &skills {
             site.add_files(s);
         }
@@ -309,6 +455,7 @@ impl Site {
         site.yanked_entries = yanked.iter().map(yanked_entry).collect();
         site.yanked = yanked;
         site.write_indexes();
+        crate::web::write_all_pages(&mut site);
         site
     }
 
@@ -325,19 +472,32 @@ impl Site {
         opts: &SiteOptions,
     ) -> Result<(Site, Vec<SiteProblem>)> {
         let mut problems = Vec::new();
-        let yanked = pack_yanked(source, Some(name), opts, &mut problems).await?;
+        let mut yanked = pack_yanked(source, Some(name), opts, &mut problems).await?;
         let live = match crate::source::load(source, name).await {
             Ok(skill) => match invalid(&skill, opts) {
                 Some(problem) => {
                     problems.push(problem);
                     None
                 }
-                None => Some(pack_skill(source, &skill, opts.signatures.clone()).await?),
+                None => Some(pack_skill(source, &skill, opts).await?),
             },
             Err(Error::NotFound(_)) => None,
             Err(e) => return Err(e),
         };
-        let site = self.with_skill(name, live).with_yanked(name, yanked);
+        let mut live: Vec<SiteSkill> = live.into_iter().collect();
+        let older = with_versions(
+            source,
+            Some(name),
+            opts,
+            &mut live,
+            &mut yanked,
+            &mut problems,
+        )
+        .await?;
+        let site = self
+            .with_skill(name, live.pop())
+            .with_yanked(name, yanked)
+            .with_older(name, older);
         Ok((site, problems))
     }
 
@@ -365,6 +525,26 @@ impl Site {
             site.yanked.insert(i + k, y);
         }
         site.write_indexes();
+        crate::web::write_pages_of(&mut site, name);
+        site
+    }
+
+    /// This site with the older versions of `name` (neither latest nor yanked) replaced by
+    /// `older` (by version); pure.
+    pub fn with_older(&self, name: &str, older: Vec<SiteSkill>) -> Site {
+        let mut site = self.clone();
+        let (old, kept): (Vec<SiteSkill>, Vec<SiteSkill>) = std::mem::take(&mut site.older)
+            .into_iter()
+            .partition(|o| o.name == name);
+        site.older = kept;
+        drop(old);
+        let i = site
+            .older
+            .partition_point(|o| o.name.as_bytes() < name.as_bytes());
+        for (k, o) in older.into_iter().enumerate() {
+            site.older.insert(i + k, o);
+        }
+        crate::web::write_pages_of(&mut site, name);
         site
     }
 
@@ -388,6 +568,7 @@ impl Site {
             site.skills.insert(i, skill);
         }
         site.write_indexes();
+        crate::web::write_pages_of(&mut site, name);
         site
     }
 
@@ -496,7 +677,7 @@ impl Site {
         }
     }
 
-    fn put(
+    pub(crate) fn put(
         &mut self,
         path: String,
         body: Bytes,
@@ -553,6 +734,35 @@ impl Site {
     /// The yanked versions served (by name, then version).
     pub fn yanked(&self) -> &[SiteSkill] {
         &self.yanked
+    }
+
+    /// The older versions held for their pages (by name, then version; manifest and document
+    /// alone).
+    pub fn older(&self) -> &[SiteSkill] {
+        &self.older
+    }
+
+    /// How the site's pages are made.
+    pub fn web(&self) -> &WebOptions {
+        &self.web
+    }
+
+    /// The skill served as `name`, if any.
+    pub fn skill(&self, name: &str) -> Option<&SiteSkill> {
+        self.skills.iter().find(|s| s.name == name)
+    }
+
+    /// Takes out every resource whose path starts with `prefix`.
+    pub(crate) fn remove_prefix(&mut self, prefix: &str) {
+        let doomed: Vec<String> = self
+            .resources
+            .range(prefix.to_string()..)
+            .take_while(|(p, _)| p.starts_with(prefix))
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in doomed {
+            self.resources.remove(&p);
+        }
     }
 }
 
@@ -623,17 +833,17 @@ async fn pack_yanked(
             problems.push(problem);
             continue;
         }
-        out.push(pack_skill(source, &skill, opts.signatures.clone()).await?);
+        let mut packed = pack_skill(source, &skill, opts).await?;
+        packed.page.yanked = true;
+        out.push(packed);
     }
     Ok(out)
 }
 
 /// Reads one skill's files and packs them: archive, manifest, signature.
-async fn pack_skill(
-    source: &dyn Source,
-    skill: &Skill,
-    signatures: Option<Arc<dyn SignatureLookup>>,
-) -> Result<SiteSkill> {
+async fn pack_skill(source: &dyn Source, skill: &Skill, opts: &SiteOptions) -> Result<SiteSkill> {
+    let signatures = opts.signatures.clone();
+    let page = page_info(source, skill, opts).await;
     let mut entries = Vec::with_capacity(skill.files().len());
     for f in skill.files() {
         let bytes = source.read(&join_path(skill.root(), &f.path)).await?;
@@ -648,6 +858,8 @@ async fn pack_skill(
     let location = skill.location().to_string();
     // The version the source keeps the skill as (a registry's), else `metadata.version`.
     let record = source.record(skill.root()).await?;
+    let mut page = page;
+    page.signatures = record.signatures.clone();
     let mut version = record.version.clone().or_else(|| {
         skill
             .version()
@@ -680,6 +892,11 @@ async fn pack_skill(
                 signature,
             });
         let signed = kept.or_else(|| signatures.and_then(|s| s.lookup(&name, &manifest.digest)));
+        if page.signatures.is_empty()
+            && let Some(s) = &signed
+        {
+            page.signatures.push(s.signature.clone());
+        }
         if let Some(signed) = &signed
             && version.as_deref() != Some(signed.version.as_str())
         {
@@ -699,10 +916,155 @@ async fn pack_skill(
             manifest,
             files: contents,
             signature: signed.map(|s| s.signature),
+            page,
         })
     })
     .await
     .map_err(|e| Error::task("packing a skill", e))?
+}
+
+/// What a skill's page shows that is read from the skill: its tools, and (when `opts.audit`)
+/// the audit's findings. Whatever fails here is said on the page, never a reason to leave the
+/// skill out.
+async fn page_info(source: &dyn Source, skill: &Skill, opts: &SiteOptions) -> PageInfo {
+    use skillcat_sandbox::script::{Interpreters, discover as script_tools};
+    let mut page = PageInfo::default();
+    match script_tools(source, skill, &Interpreters::host_default()).await {
+        Ok(found) => page.tools = found.tools.iter().map(|t| t.to_json()).collect(),
+        Err(e) => page.tools_error = Some(e.to_string()),
+    }
+    page.guest_tools = guest_tools(skill);
+    if opts.audit {
+        let audit = skillcat_audit::AuditOptions::default();
+        if let Ok(found) = skillcat_audit::audit(source, skill, &audit).await {
+            page.findings = Some(serde_json::to_value(found).unwrap_or(Value::Null));
+        }
+    }
+    page
+}
+
+#[cfg(feature = "guest")]
+fn guest_tools(skill: &Skill) -> Vec<Value> {
+    skillcat_sandbox::guest::declare::declarations(skill.frontmatter())
+        .into_iter()
+        .map(|d| match d {
+            Ok(d) => json!({
+                "name": d.name,
+                "description": d.description,
+                "source": d.source,
+                "parameters": d.params.iter().map(|p| json!({
+                    "name": p.name,
+                    "type": format!("{:?}", p.ty).to_lowercase(),
+                    "required": p.required,
+                    "description": p.description,
+                })).collect::<Vec<_>>(),
+            }),
+            Err(e) => json!({"error": e.to_string()}),
+        })
+        .collect()
+}
+
+#[cfg(not(feature = "guest"))]
+fn guest_tools(_: &Skill) -> Vec<Value> {
+    Vec::new()
+}
+
+/// With `opts.versions`: each packed version gets its date, yanked mark and recorded
+/// findings, and the versions that are neither latest nor yanked are read for their pages
+/// (manifest and document alone; returned, by name and then version).
+async fn with_versions(
+    source: &dyn Source,
+    name: Option<&str>,
+    opts: &SiteOptions,
+    live: &mut [SiteSkill],
+    yanked: &mut [SiteSkill],
+    problems: &mut Vec<SiteProblem>,
+) -> Result<Vec<SiteSkill>> {
+    let Some(lookup) = opts.versions.clone() else {
+        return Ok(Vec::new());
+    };
+    let name = name.map(str::to_string);
+    let metas = tokio::task::spawn_blocking(move || lookup.versions(name.as_deref()))
+        .await
+        .map_err(|e| Error::task("listing versions", e))??;
+    let apply = |s: &mut SiteSkill, m: &VersionMeta| {
+        s.page.published = m.published.clone();
+        s.page.yanked = m.yanked;
+        if m.findings.is_some() {
+            s.page.findings = m.findings.clone();
+            s.page.findings_recorded = true;
+        }
+    };
+    let mut older = Vec::new();
+    for m in &metas {
+        let same =
+            |s: &&mut SiteSkill| s.name == m.name && s.version.as_deref() == Some(&m.version);
+        if let Some(s) = live.iter_mut().find(same) {
+            apply(s, m);
+            continue;
+        }
+        if let Some(s) = yanked.iter_mut().find(same) {
+            apply(s, m);
+            continue;
+        }
+        if m.yanked {
+            continue;
+        }
+        let root = format!("{}@{}", m.name, m.version);
+        match older_version(source, &root, m).await {
+            Ok(mut light) => {
+                apply(&mut light, m);
+                older.push(light);
+            }
+            Err(e) => problems.push(SiteProblem {
+                location: source.location(&root),
+                message: format!("older version has no page: {e}"),
+            }),
+        }
+    }
+    Ok(older)
+}
+
+/// An older version (neither latest nor yanked) as its page needs it: its manifest as the
+/// source keeps it and its document alone, read; its other files are not (a registry may hold
+/// many versions of a large skill), nor are they served.
+async fn older_version(source: &dyn Source, root: &str, m: &VersionMeta) -> Result<SiteSkill> {
+    let manifest = m
+        .manifest
+        .clone()
+        .ok_or_else(|| Error::NotFound(format!("{root}: its manifest")))?;
+    let skill = crate::source::load(source, root).await?;
+    let mut files = vec![Bytes::new(); manifest.files.len()];
+    if let Some(i) = manifest
+        .files
+        .iter()
+        .position(|f| crate::path::DOCUMENT_NAMES.contains(&f.path.as_str()))
+    {
+        files[i] = source
+            .read(&join_path(root, &manifest.files[i].path))
+            .await?;
+    }
+    Ok(SiteSkill {
+        name: m.name.clone(),
+        description: skill.description().to_string(),
+        version: Some(m.version.clone()),
+        location: skill.location().to_string(),
+        archive: Bytes::new(),
+        archive_digest: String::new(),
+        manifest,
+        files,
+        signature: m.signatures.first().cloned(),
+        page: PageInfo {
+            signatures: m.signatures.clone(),
+            tools_error: Some(
+                "this catalog lists the tools of the latest and yanked versions only (install \
+                 this version to see its tools)"
+                    .into(),
+            ),
+            files_withheld: true,
+            ..PageInfo::default()
+        },
+    })
 }
 
 #[cfg(test)]
@@ -736,6 +1098,7 @@ mod tests {
             manifest,
             files: contents,
             signature: None,
+            page: PageInfo::default(),
         }
     }
 

@@ -1,0 +1,133 @@
+//! Searching a served catalog: `GET /api/v1/search?q=…&limit=&page=` of `skillcat serve`,
+//! through the one HTTP client ([`crate::client`]).
+
+use reqwest::Url;
+use serde::{Deserialize, Serialize};
+
+use crate::client::{self, Policy};
+use crate::error::{Error, Result};
+
+/// One skill a search found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchResult {
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its latest version, when the catalog knows one.
+    pub version: Option<String>,
+    /// The sha256 of its archive (`sha256:…`, the index's `digest`).
+    pub digest: String,
+    /// Whether a signature is kept for it.
+    pub signed: bool,
+    /// Its page, absolute (resolved against the catalog's address).
+    pub url: String,
+}
+
+/// One page of results, best first, and how many skills match in all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchPage {
+    /// The results of this page.
+    pub results: Vec<SearchResult>,
+    /// How many skills match in all.
+    pub total: usize,
+}
+
+/// Searches the catalog served at `base` (a site root, `https://skills.example.com/`) for
+/// `query`: `limit` results (1 to 100) of page `page` (from 1). A refusal (400, 404, …) is
+/// [`Error::Invalid`] with the server's own sentence, and so is a server that cannot be
+/// reached (saying why); a certificate that does not verify is
+/// [`Error::Certificate`].
+pub async fn search(
+    base: &str,
+    query: &str,
+    page: usize,
+    limit: usize,
+    policy: &Policy,
+) -> Result<SearchPage> {
+    let mut root = Url::parse(base)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .ok_or_else(|| Error::Invalid(format!("{base}: not an http:// or https:// URL")))?;
+    if !root.path().ends_with('/') {
+        let path = format!("{}/", root.path());
+        root.set_path(&path);
+    }
+    root.set_query(None);
+    root.set_fragment(None);
+    let shown = client::redact(&root);
+    let mut url = root.join("api/v1/search").expect("a relative path joins");
+    url.query_pairs_mut()
+        .append_pair("q", query)
+        .append_pair("limit", &limit.to_string())
+        .append_pair("page", &page.to_string());
+    let http = client::build(policy).map_err(|e| Error::Invalid(e.to_string()))?;
+    let resp = http
+        .get(url)
+        .header(reqwest::header::ACCEPT, "application/json")
+        .send()
+        .await
+        .map_err(|e| match client::certificate_failure(&e) {
+            Some(reason) => Error::Certificate {
+                location: shown.clone(),
+                reason,
+            },
+            None => Error::Invalid(format!(
+                "{shown}: the search could not be sent: {}",
+                causes(&e)
+            )),
+        })?;
+    let status = resp.status();
+    let body = resp.bytes().await.map_err(|e| {
+        Error::Invalid(format!(
+            "{shown}: the search's answer broke off: {}",
+            causes(&e)
+        ))
+    })?;
+    if body.len() > 4 << 20 {
+        return Err(Error::Invalid(format!(
+            "{shown}: the search's answer is over 4 MiB"
+        )));
+    }
+    let json: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
+    if !status.is_success() {
+        let detail = json
+            .as_ref()
+            .and_then(|j| j["errors"][0]["detail"].as_str())
+            .map(str::to_string);
+        return Err(match (status.as_u16(), detail) {
+            (404, None) => Error::Invalid(format!(
+                "{shown} has no search API (GET /api/v1/search answered 404): is it a catalog \
+                 served by `skillcat serve`? A static export cannot be searched"
+            )),
+            (_, Some(d)) => Error::Invalid(format!("{shown}: {status}: {d}")),
+            (_, None) => Error::Remote {
+                url: shown,
+                status: status.as_u16(),
+            },
+        });
+    }
+    let mut page: SearchPage = json
+        .and_then(|j| serde_json::from_value(j).ok())
+        .ok_or_else(|| Error::Invalid(format!("{shown}: the search's answer is not its JSON")))?;
+    for r in &mut page.results {
+        if let Ok(abs) = root.join(&r.url) {
+            r.url = abs.to_string();
+        }
+    }
+    Ok(page)
+}
+
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let said = c.to_string();
+        if !text.ends_with(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = c.source();
+    }
+    text
+}
