@@ -656,7 +656,9 @@ enum Command {
     /// Serve skills, the prompt block and confined script tools over MCP (stdio, or Streamable
     /// HTTP with --http ADDR), following changes to the skills.
     #[command(
-        after_help = "Example: skillcat mcp fixtures/mcp/skills --config fixtures/mcp/skillcat.toml"
+        after_help = "Example: skillcat mcp fixtures/mcp/skills --config fixtures/mcp/skillcat.toml\n\
+                      Over HTTP: skillcat mcp fixtures/mcp/skills --config fixtures/mcp/skillcat.toml --http 127.0.0.1:8765\n\
+                      (a client then connects to http://127.0.0.1:8765/mcp; --tokens FILE before listening beyond loopback)"
     )]
     Mcp {
         #[command(flatten)]
