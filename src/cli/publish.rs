@@ -247,7 +247,7 @@ impl Client {
                     reason,
                 }
                 .to_string(),
-                None => with_causes(&e),
+                None => skillcat::client::with_causes(&e),
             }
         })?;
         let status = resp.status();
@@ -274,22 +274,6 @@ impl Client {
             _ => e.to_string(),
         }
     }
-}
-
-/// An error and each of its causes, `: `-separated (a cause that repeats the one before it is
-/// said once).
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let said = c.to_string();
-        if !text.ends_with(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        cause = c.source();
-    }
-    text
 }
 
 fn escape(s: &str) -> String {

@@ -123,9 +123,15 @@ impl Registry {
     /// Every yanked version, of the skill `name` alone when given: by name (bytes), then semver
     /// order. What a served registry lists apart, marked yanked.
     pub fn yanked(&self, name: Option<&str>) -> Result<Vec<VersionInfo>> {
+        self.versions_where("v.yanked = 1", name)
+    }
+
+    /// The versions that `filter` (SQL over `v`, the version, and `s`, its skill) keeps, of
+    /// the skill `name` or of all: sorted by name, then by the one order of versions.
+    fn versions_where(&self, filter: &str, name: Option<&str>) -> Result<Vec<VersionInfo>> {
         let sql = format!(
             "SELECT {INFO_COLUMNS} FROM version v JOIN skill s ON s.id = v.skill_id \
-             WHERE v.yanked = 1 AND (?1 IS NULL OR s.name = ?1)"
+             WHERE {filter} AND (?1 IS NULL OR s.name = ?1)"
         );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.sql(e))?;
         let mut out: Vec<VersionInfo> = stmt
@@ -316,22 +322,7 @@ impl Registry {
     /// flagged: by name (bytes), then semver order. One query, for a listing of the whole
     /// registry (a served catalog's pages).
     pub fn all_versions(&self, name: Option<&str>) -> Result<Vec<VersionInfo>> {
-        let sql = format!(
-            "SELECT {INFO_COLUMNS} FROM version v JOIN skill s ON s.id = v.skill_id \
-             WHERE ?1 IS NULL OR s.name = ?1"
-        );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.sql(e))?;
-        let mut out: Vec<VersionInfo> = stmt
-            .query_map([name], |r| info_of(r).map(|(info, _)| info))
-            .and_then(Iterator::collect)
-            .map_err(|e| self.sql(e))?;
-        out.sort_by(|a, b| {
-            a.name
-                .as_bytes()
-                .cmp(b.name.as_bytes())
-                .then_with(|| order::compare(&a.version, &b.version))
-        });
-        Ok(out)
+        self.versions_where("1", name)
     }
 
     /// Yanks `name@version`: it leaves `latest` and search but stays readable by version.

@@ -74,14 +74,14 @@ pub async fn search(
             },
             None => Error::Invalid(format!(
                 "{shown}: the search could not be sent: {}",
-                causes(&e)
+                crate::client::with_causes(&e)
             )),
         })?;
     let status = resp.status();
     let body = resp.bytes().await.map_err(|e| {
         Error::Invalid(format!(
             "{shown}: the search's answer broke off: {}",
-            causes(&e)
+            crate::client::with_causes(&e)
         ))
     })?;
     if body.len() > 4 << 20 {
@@ -116,18 +116,4 @@ pub async fn search(
         }
     }
     Ok(page)
-}
-
-fn causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let said = c.to_string();
-        if !text.ends_with(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        cause = c.source();
-    }
-    text
 }

@@ -401,7 +401,8 @@ mod tests {
     use crate::{ModuleError, ModuleRegistry, ModuleResponse, ModuleTool};
     use serde_json::Value as Json;
 
-    struct Lookup;
+    /// A host module tool, for the tests of this module and of its children (`tools`).
+    pub(super) struct Lookup;
 
     #[async_trait::async_trait]
     impl ModuleTool for Lookup {

@@ -303,25 +303,9 @@ mod tests {
     use super::*;
     use crate::catalog::{Catalog, CatalogSource};
     use crate::script::{DenyAll, Gate};
-    use crate::{ModuleError, ModuleRegistry, ModuleResponse, ModuleTool};
+    use crate::{ModuleRegistry, ModuleTool};
 
-    struct Lookup;
-
-    #[async_trait::async_trait]
-    impl ModuleTool for Lookup {
-        fn name(&self) -> &str {
-            "lookup_order"
-        }
-        fn description(&self) -> &str {
-            "Look up an order."
-        }
-        fn parameters(&self) -> Json {
-            serde_json::json!({"type": "object"})
-        }
-        async fn call(&self, _args: Json) -> Result<ModuleResponse, ModuleError> {
-            Ok("order 42: shipped".into())
-        }
-    }
+    use super::super::tests::Lookup;
 
     async fn tool_set(gate: Option<Arc<dyn Gate>>) -> (Session, ToolSet, Vec<String>) {
         let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/runtime/skills");
