@@ -80,6 +80,8 @@ mod spec;
 // The layers below, under the names this crate's code uses.
 pub(crate) use skillcat_core::Error;
 pub(crate) use skillcat_core::{capability, digest, document, path, prompt};
+// The token file of the HTTP transport.
+#[cfg(feature = "http")]
 pub(crate) use skillcat_registry as registry;
 #[cfg(feature = "guest")]
 pub(crate) use skillcat_sandbox::guest;

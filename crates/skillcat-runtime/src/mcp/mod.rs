@@ -54,6 +54,7 @@
 //! ```
 
 mod handler;
+#[cfg(feature = "http")]
 mod http;
 mod live;
 mod skills;
@@ -72,6 +73,7 @@ use rmcp::transport::IntoTransport;
 
 use crate::Session;
 use crate::prompt::PromptOptions;
+#[cfg(feature = "http")]
 pub use http::{HttpError, HttpOptions, McpHttp};
 use live::{Changed, View};
 pub use live::{LiveOptions, Log, Watching};
