@@ -458,7 +458,7 @@ pub fn serve_request(data: &[u8]) {
     let res = answer(site, &req);
     let status = res.status();
     assert!(
-        [200, 204, 206, 304, 404, 405, 416].contains(&status.as_u16()),
+        [200, 204, 206, 304, 308, 404, 405, 416].contains(&status.as_u16()),
         "unexpected status {status}"
     );
     let length: Option<u64> = res
@@ -469,15 +469,33 @@ pub fn serve_request(data: &[u8]) {
         .headers()
         .get(header::CONTENT_RANGE)
         .map(|v| v.to_str().unwrap().to_string());
+    if status == StatusCode::PERMANENT_REDIRECT {
+        // Only a folder named without its `/` is redirected, to itself with the `/`.
+        let to = res
+            .headers()
+            .get(header::LOCATION)
+            .expect("a 308 says where");
+        let to = to.to_str().expect("an ASCII location");
+        assert!(
+            to.starts_with(&format!("{}/", req.uri().path())),
+            "{to} is not the folder of {}",
+            req.uri()
+        );
+    }
     let body = block_on(axum::body::to_bytes(res.into_body(), usize::MAX)).unwrap();
     if !head && let Some(length) = length {
         assert_eq!(body.len() as u64, length);
     }
     if status == StatusCode::OK || status == StatusCode::PARTIAL_CONTENT {
         let path = skillcat::serve::decode_path(req.uri().path()).expect("a found path decodes");
-        let file = site
-            .get(path.strip_prefix('/').unwrap_or(&path))
-            .expect("a found path is a file of the site");
+        let path = path.strip_prefix('/').unwrap_or(&path);
+        // A folder's page is its `index.html`, as a static host serves it.
+        let file = if path.is_empty() || path.ends_with('/') {
+            site.get(&format!("{path}index.html"))
+        } else {
+            site.get(path)
+        }
+        .expect("a found path is a file of the site");
         if status == StatusCode::PARTIAL_CONTENT {
             let range = range.expect("a 206 says its range");
             let (span, total) = range
