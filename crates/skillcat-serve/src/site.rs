@@ -494,82 +494,98 @@ impl Site {
             &mut problems,
         )
         .await?;
-        let site = self
-            .with_skill(name, live.pop())
-            .with_yanked(name, yanked)
-            .with_older(name, older);
+        // One copy of the site, its indexes and the skill's pages (with the listings) written
+        // once, after all three parts of the skill are in.
+        let mut site = self.clone();
+        site.replace_skill(name, live.pop());
+        site.replace_yanked(name, yanked);
+        site.replace_older(name, older);
+        site.write_indexes();
+        crate::web::write_pages_of(&mut site, name);
         Ok((site, problems))
     }
 
     /// This site with the yanked versions of `name` replaced by `yanked` (by version); pure.
     pub fn with_yanked(&self, name: &str, yanked: Vec<SiteSkill>) -> Site {
         let mut site = self.clone();
-        let all = std::mem::take(&mut site.yanked)
+        site.replace_yanked(name, yanked);
+        site.write_indexes();
+        crate::web::write_pages_of(&mut site, name);
+        site
+    }
+
+    /// [`with_yanked`](Self::with_yanked) in place, the indexes and pages not yet written.
+    fn replace_yanked(&mut self, name: &str, yanked: Vec<SiteSkill>) {
+        let all = std::mem::take(&mut self.yanked)
             .into_iter()
-            .zip(std::mem::take(&mut site.yanked_entries));
+            .zip(std::mem::take(&mut self.yanked_entries));
         let (old, kept): (Vec<_>, Vec<_>) = all.partition(|(y, _)| y.name == name);
-        (site.yanked, site.yanked_entries) = kept.into_iter().unzip();
+        (self.yanked, self.yanked_entries) = kept.into_iter().unzip();
         for (y, _) in &old {
-            site.remove_blob(&y.archive_digest);
+            self.remove_blob(&y.archive_digest);
         }
-        let i = site
+        let i = self
             .yanked
             .partition_point(|y| y.name.as_bytes() < name.as_bytes());
         for (k, y) in yanked.into_iter().enumerate() {
-            site.put_blob(
+            self.put_blob(
                 y.archive_digest.trim_start_matches("sha256:"),
                 y.archive.clone(),
                 "application/gzip",
             );
-            site.yanked_entries.insert(i + k, yanked_entry(&y));
-            site.yanked.insert(i + k, y);
+            self.yanked_entries.insert(i + k, yanked_entry(&y));
+            self.yanked.insert(i + k, y);
         }
-        site.write_indexes();
-        crate::web::write_pages_of(&mut site, name);
-        site
     }
 
     /// This site with the older versions of `name` (neither latest nor yanked) replaced by
     /// `older` (by version); pure.
     pub fn with_older(&self, name: &str, older: Vec<SiteSkill>) -> Site {
         let mut site = self.clone();
-        let (old, kept): (Vec<SiteSkill>, Vec<SiteSkill>) = std::mem::take(&mut site.older)
-            .into_iter()
-            .partition(|o| o.name == name);
-        site.older = kept;
-        drop(old);
-        let i = site
+        site.replace_older(name, older);
+        crate::web::write_pages_of(&mut site, name);
+        site
+    }
+
+    /// [`with_older`](Self::with_older) in place, the pages not yet written (older versions
+    /// are in no index).
+    fn replace_older(&mut self, name: &str, older: Vec<SiteSkill>) {
+        self.older.retain(|o| o.name != name);
+        let i = self
             .older
             .partition_point(|o| o.name.as_bytes() < name.as_bytes());
         for (k, o) in older.into_iter().enumerate() {
-            site.older.insert(i + k, o);
+            self.older.insert(i + k, o);
         }
-        crate::web::write_pages_of(&mut site, name);
-        site
     }
 
     /// This site with the skill `name` replaced by `skill` (`None`: removed); pure. A new name
     /// goes in byte order of names.
     pub fn with_skill(&self, name: &str, skill: Option<SiteSkill>) -> Site {
         let mut site = self.clone();
-        let at = site.skills.iter().position(|s| s.name == name);
-        if let Some(i) = at {
-            let old = site.skills.remove(i);
-            site.entries.remove(i);
-            site.remove_files(&old);
-        }
-        if let Some(skill) = skill {
-            let i = at.unwrap_or_else(|| {
-                site.skills
-                    .partition_point(|s| s.name.as_bytes() < skill.name.as_bytes())
-            });
-            site.add_files(&skill);
-            site.entries.insert(i, index_entries(&skill));
-            site.skills.insert(i, skill);
-        }
+        site.replace_skill(name, skill);
         site.write_indexes();
         crate::web::write_pages_of(&mut site, name);
         site
+    }
+
+    /// [`with_skill`](Self::with_skill) in place, the indexes and pages not yet written.
+    fn replace_skill(&mut self, name: &str, skill: Option<SiteSkill>) {
+        let at = self.skills.iter().position(|s| s.name == name);
+        if let Some(i) = at {
+            let old = self.skills.remove(i);
+            self.entries.remove(i);
+            self.remove_files(&old);
+        }
+        if let Some(skill) = skill {
+            let i = at.unwrap_or_else(|| {
+                self.skills
+                    .partition_point(|s| s.name.as_bytes() < skill.name.as_bytes())
+            });
+            self.add_files(&skill);
+            self.entries.insert(i, index_entries(&skill));
+            self.skills.insert(i, skill);
+        }
     }
 
     /// Puts a skill's blobs (archive and files) and its files by name.
