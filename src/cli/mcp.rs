@@ -259,14 +259,18 @@ async fn serve_http(
         }
     );
     let app = skillcat::serve::with_layers(http.router(), false);
+    // When the stop came plus --drain-timeout: the one deadline of the calls running, for the
+    // drain below and the shutdown after it.
+    let deadline = Arc::new(std::sync::OnceLock::new());
     let drain = {
         let (http, server, timeout) = (http.clone(), server.clone(), a.drain_timeout);
+        let deadline = deadline.clone();
         async move {
             stop.await;
             // New sessions are refused; the calls running get the drain timeout; then every
             // session and stream ends, which lets the listener stop.
             http.drain();
-            let deadline = tokio::time::Instant::now() + timeout;
+            let deadline = *deadline.get_or_init(|| tokio::time::Instant::now() + timeout);
             while server.calls_in_flight() > 0 && tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
@@ -279,7 +283,8 @@ async fn serve_http(
         _ => skillcat::serve::run_app(app, listener, limits, drain).await,
     };
     http.close();
-    let failures = server.shutdown().await;
+    let deadline = *deadline.get_or_init(|| tokio::time::Instant::now() + a.drain_timeout);
+    let failures = server.shutdown_by(deadline).await;
     served.map_err(|e| failed!("{e}"))?;
     if !failures.is_empty() {
         return Err(failed!("{}", skillcat::mcp::ServeError::Cleanup(failures)));

@@ -76,12 +76,7 @@ struct Fingerprint {
 impl View {
     /// The view of `snapshot`: its skills, and the tools a fork of `session` gives them (the
     /// probe activates every skill and ends at once: nothing runs, no workspace is made).
-    pub(crate) async fn make(
-        session: &Session,
-        snapshot: &Snapshot,
-        _prompt: &PromptOptions,
-        version: u64,
-    ) -> View {
+    pub(crate) async fn make(session: &Session, snapshot: &Snapshot, version: u64) -> View {
         let entries: Vec<Entry> = snapshot.entries().to_vec();
         let mut warnings: Vec<String> = snapshot
             .diagnostics()
@@ -406,7 +401,7 @@ async fn follow(shared: Arc<Shared>, opts: LiveOptions, rx: &mut tokio::sync::mp
         catalog.reload().await;
         let snapshot = catalog.snapshot().await;
         let version = shared.view().version + 1;
-        let view = View::make(&shared.session, &snapshot, &shared.prompt, version).await;
+        let view = View::make(&shared.session, &snapshot, version).await;
         let fresh = view.fingerprint(&shared.prompt).await;
         if fresh == current {
             continue;

@@ -206,7 +206,7 @@ impl McpServer {
         options: ServerOptions,
     ) -> McpServer {
         let snapshot = session.catalog().snapshot().await;
-        let view = View::make(session, &snapshot, &prompt, 0).await;
+        let view = View::make(session, &snapshot, 0).await;
         let warnings = view.warnings.clone();
         let (changes, _) = tokio::sync::broadcast::channel(16);
         let shared = Arc::new(Shared {
@@ -329,6 +329,16 @@ impl McpServer {
     /// no tool. A call still running is given [`ServerOptions::drain_timeout`] to end first.
     /// Returns the workspaces that could not be removed. Serving calls it on exit.
     pub async fn shutdown(&self) -> Vec<crate::script::ScriptError> {
+        let deadline = tokio::time::Instant::now() + self.shared.options.drain_timeout;
+        self.shutdown_by(deadline).await
+    }
+
+    /// [`shutdown`](Self::shutdown), a call still running given until `deadline` (what a
+    /// transport that drained first passes on, so the drain timeout is spent once).
+    pub async fn shutdown_by(
+        &self,
+        deadline: tokio::time::Instant,
+    ) -> Vec<crate::script::ScriptError> {
         self.shared
             .closed
             .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -340,7 +350,6 @@ impl McpServer {
             .iter()
             .filter_map(Weak::upgrade)
             .collect();
-        let deadline = tokio::time::Instant::now() + self.shared.options.drain_timeout;
         let mut failures = Vec::new();
         for local in locals {
             let set = local.tools.lock().await.take();
