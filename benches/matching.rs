@@ -4,6 +4,14 @@
 //! Run: `cargo bench --bench matching`. The memory figures come from a child process (this
 //! binary again, with `SKILLCAT_BENCH_RSS` set) so that criterion's own allocations do not count;
 //! they are printed before the timings, read from `/proc/self/status` (Linux).
+//!
+//! With the model: `scripts/vendor-model target/models/all-MiniLM-L6-v2`, then
+//! `cargo bench --features neural --bench matching` (`SKILLCAT_BENCH_MODEL=DIR` for another
+//! directory). It adds the model's load time, a query ranked by BM25 and the model over the
+//! 10,000 skills (the message embedded, BM25, the cosine scan, the fusion), and the memory of
+//! the catalog with both indexes and the model loaded. The skills' vectors are random unit
+//! vectors: embedding 10,000 descriptions takes minutes, and a scan costs the same whatever the
+//! vectors hold.
 
 #[path = "support/corpus.rs"]
 mod corpus;
@@ -120,9 +128,67 @@ fn rss_child(root: &Path, index: bool) {
     black_box((&tier1, &index));
 }
 
+/// The model directory of the model figures, when there is one.
+#[cfg(feature = "neural")]
+fn model_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("SKILLCAT_BENCH_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/models/all-MiniLM-L6-v2")
+        });
+    dir.join("model.safetensors").is_file().then_some(dir)
+}
+
+/// `n` random unit vectors of `dims` coordinates (a fixed xorshift stream).
+#[cfg(feature = "neural")]
+fn unit_vectors(n: usize, dims: usize) -> Vec<Vec<f32>> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    (0..n)
+        .map(|_| {
+            let mut v: Vec<f32> = (0..dims)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                })
+                .collect();
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.iter_mut().for_each(|x| *x /= norm);
+            v
+        })
+        .collect()
+}
+
+/// The blended matcher over `docs`: the BM25 index, the model, random skill vectors.
+#[cfg(feature = "neural")]
+fn model_matcher(
+    docs: &[SkillDoc<'_>],
+    dir: &Path,
+) -> skillcat::matching::EmbeddingMatcher<skillcat::matching::SentenceEncoder> {
+    use skillcat::matching::{DEFAULT_WEIGHT, DenseIndex, EmbeddingMatcher, SentenceEncoder};
+    let started = std::time::Instant::now();
+    let encoder = SentenceEncoder::load(dir).unwrap();
+    let loaded = started.elapsed();
+    let dense = DenseIndex::new(unit_vectors(docs.len(), 384)).unwrap();
+    println!(
+        "model: all-MiniLM-L6-v2 loaded in {:.0} ms",
+        loaded.as_secs_f64() * 1e3
+    );
+    EmbeddingMatcher::from_parts(encoder, Bm25Index::build(docs), dense, DEFAULT_WEIGHT).unwrap()
+}
+
 fn rss_report(root: &Path) {
     let exe = std::env::current_exe().unwrap();
-    for mode in ["tier1", "index"] {
+    #[cfg(feature = "neural")]
+    let modes: &[&str] = if model_dir().is_some() {
+        &["tier1", "index", "model"]
+    } else {
+        &["tier1", "index"]
+    };
+    #[cfg(not(feature = "neural"))]
+    let modes: &[&str] = &["tier1", "index"];
+    for &mode in modes {
         let out = std::process::Command::new(&exe)
             .env(RSS_CHILD, root)
             .env("SKILLCAT_BENCH_RSS_MODE", mode)
@@ -158,12 +224,66 @@ fn bench(c: &mut Criterion, root: &Path) {
         });
     }
     group.finish();
+
+    #[cfg(feature = "neural")]
+    if let Some(dir) = model_dir() {
+        use skillcat::matching::Matcher;
+        let matcher = model_matcher(&docs, &dir);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut group = c.benchmark_group("matching_10000_model_query");
+        group.sample_size(20);
+        for (i, message) in MESSAGES.iter().enumerate() {
+            let words = message.split_whitespace().count();
+            group.bench_function(format!("q{i}_{words}_words"), |b| {
+                b.iter(|| black_box(rt.block_on(matcher.rank(black_box(message), 5)).unwrap()))
+            });
+        }
+        group.finish();
+    }
+}
+
+/// The model child: the catalog at tier 1 with its BM25 index (bodies streamed through the
+/// builder, as the `index` child does), the model and 10,000 skill vectors.
+#[cfg(feature = "neural")]
+fn rss_model_child(root: &Path) {
+    use skillcat::matching::{DEFAULT_WEIGHT, DenseIndex, EmbeddingMatcher, SentenceEncoder};
+    let mut tier1: Vec<(String, String, String)> = Vec::with_capacity(SKILLS);
+    let mut builder = IndexBuilder::new(Bm25Params::default());
+    for d in &skill_dirs(root) {
+        let (name, description, body) = read_skill(d);
+        builder.add(&SkillDoc::new(
+            name.as_str(),
+            description.as_str(),
+            body.as_str(),
+        ));
+        tier1.push((name, description, d.join("SKILL.md").display().to_string()));
+    }
+    let encoder = SentenceEncoder::load(&model_dir().expect("a model")).unwrap();
+    let dense = DenseIndex::new(unit_vectors(tier1.len(), 384)).unwrap();
+    let matcher =
+        EmbeddingMatcher::from_parts(encoder, builder.finish(), dense, DEFAULT_WEIGHT).unwrap();
+    let (rss, peak) = rss_kib();
+    println!(
+        "rss: {} skills, tier 1 + BM25 index + all-MiniLM-L6-v2 + 384-d vectors: \
+         VmRSS {:.1} MiB, peak (VmHWM) {:.1} MiB",
+        tier1.len(),
+        rss as f64 / 1024.0,
+        peak as f64 / 1024.0
+    );
+    black_box((&tier1, &matcher));
 }
 
 fn main() {
     if let Some(root) = std::env::var_os(RSS_CHILD) {
-        let index = std::env::var("SKILLCAT_BENCH_RSS_MODE").is_ok_and(|m| m == "index");
-        rss_child(Path::new(&root), index);
+        let mode = std::env::var("SKILLCAT_BENCH_RSS_MODE").unwrap_or_default();
+        #[cfg(feature = "neural")]
+        if mode == "model" {
+            rss_model_child(Path::new(&root));
+            return;
+        }
+        rss_child(Path::new(&root), mode == "index");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

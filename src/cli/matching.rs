@@ -20,7 +20,7 @@ use clap::ValueEnum;
 use serde_json::json;
 use skillcat::config::Config;
 use skillcat::document::Skill;
-use skillcat::matching::eval::LabelledSet;
+use skillcat::matching::eval::{LabelledSet, Split};
 use skillcat::matching::{
     Bm25Index, CacheStats, Cached, EmbedError, EmbedProvider, Embedder, EmbeddingMatcher, Hit,
     MatchMode, Matcher, MatcherConfig, OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible, SkillDoc,
@@ -101,6 +101,16 @@ pub struct MatchArgs {
     /// its own skills: no source is read.
     #[arg(long, value_name = "FILE", conflicts_with = "source")]
     eval: Option<PathBuf>,
+    /// With --eval, score only part of the queries: `tune` (the even-numbered ones, which every
+    /// choice of the ranker looked at) or `held-out` (the odd-numbered ones, which none did).
+    #[arg(
+        long,
+        value_enum,
+        default_value_t,
+        value_name = "PART",
+        requires = "eval"
+    )]
+    eval_split: EvalSplit,
     /// Ranker [config: matcher.mode; default: bm25].
     #[arg(long, value_enum)]
     mode: Option<Mode>,
@@ -116,13 +126,40 @@ pub struct MatchArgs {
     #[arg(long, value_name = "MODEL")]
     embed_model: Option<String>,
     /// The BM25 share of a blend (--mode neural|embed), from 0 (dense only) to 1 (BM25 only)
-    /// [config: matcher.weight; default: 0.45].
+    /// [config: matcher.weight; default: 0.4].
     #[arg(long, value_name = "W")]
     weight: Option<f32>,
+    /// The model of --mode neural: a sentence-transformers directory (all-MiniLM-L6-v2, as
+    /// scripts/vendor-model unpacks it from PyPI) [config: matcher.model_dir; default: the
+    /// MiniLM-L3 built in].
+    #[arg(long, value_name = "DIR")]
+    model_dir: Option<PathBuf>,
     /// Do not keep vectors on disk [config: matcher.cache = false]; by default they are kept
     /// under CACHE/embeddings.
     #[arg(long)]
     no_cache: bool,
+}
+
+/// `--eval-split`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+enum EvalSplit {
+    /// Every query.
+    #[default]
+    All,
+    /// The even-numbered queries (the tuning half).
+    Tune,
+    /// The odd-numbered queries (the held-out half).
+    HeldOut,
+}
+
+impl From<EvalSplit> for Split {
+    fn from(s: EvalSplit) -> Self {
+        match s {
+            EvalSplit::All => Split::All,
+            EvalSplit::Tune => Split::Tune,
+            EvalSplit::HeldOut => Split::HeldOut,
+        }
+    }
 }
 
 /// The settings of one run: the flags over `[matcher]`.
@@ -160,6 +197,9 @@ impl Settings {
         if let Some(model) = &a.embed_model {
             m.embedder.model = Some(model.clone());
         }
+        if let Some(dir) = &a.model_dir {
+            m.model_dir = Some(dir.clone());
+        }
         m.cache &= !a.no_cache;
         let cache_dir = g
             .open
@@ -191,7 +231,7 @@ pub async fn run(a: MatchArgs, g: &Globals) -> CliResult {
         }
     };
     if let Some(file) = &a.eval {
-        return evaluate(&settings, file).await;
+        return evaluate(&settings, file, a.eval_split).await;
     }
     let (source, message) = match (a.source.as_deref(), a.args.as_slice()) {
         (Some(_), [_, _]) => {
@@ -301,7 +341,10 @@ async fn rank_and_print(
 ) -> Result<usize, CliError> {
     let docs: Vec<SkillDoc<'_>> = candidates
         .iter()
-        .map(|c| SkillDoc::new(c.name.as_str(), c.skill.description(), c.skill.body()))
+        .map(|c| SkillDoc {
+            name: c.name.as_str().into(),
+            ..SkillDoc::from_skill(c.skill)
+        })
         .collect();
     let (matcher, cache) = build(s, &docs).await?;
     let hits = match matcher.rank(message, s.matcher.top).await {
@@ -356,7 +399,7 @@ async fn rank_and_print(
 }
 
 /// `match --eval FILE`: the set's own skills, ranked with the settings; figures on stdout.
-async fn evaluate(s: &Settings, file: &Path) -> CliResult {
+async fn evaluate(s: &Settings, file: &Path, split: EvalSplit) -> CliResult {
     let bytes = match std::fs::read(file) {
         Ok(b) => b,
         Err(e) => {
@@ -364,7 +407,7 @@ async fn evaluate(s: &Settings, file: &Path) -> CliResult {
         }
     };
     let set = match LabelledSet::from_json(&bytes) {
-        Ok(s) => s,
+        Ok(set) => set.split(split.into()),
         Err(e) => {
             return Err(usage!("{}: {e}", file.display()));
         }
@@ -385,6 +428,7 @@ async fn evaluate(s: &Settings, file: &Path) -> CliResult {
             "{}",
             json!({
                 "mode": mode,
+                "split": split.to_possible_value().map(|v| v.get_name().to_string()),
                 "skills": set.skills.len(),
                 "queries": scores.queries,
                 "top1": scores.top1,
@@ -393,9 +437,11 @@ async fn evaluate(s: &Settings, file: &Path) -> CliResult {
             })
         ),
         Format::Text => {
+            let split = split.to_possible_value();
             out!(
-                "mode={} skills={} queries={} mrr10={:.3}",
+                "mode={} split={} skills={} queries={} mrr10={:.3}",
                 mode,
+                split.as_ref().map_or("all", |v| v.get_name()),
                 set.skills.len(),
                 scores.queries,
                 scores.mrr10
@@ -416,7 +462,7 @@ async fn build(
     let m = &s.matcher;
     let embedder: Box<dyn Embedder> = match m.mode {
         MatchMode::Bm25 => return Ok((Box::new(Bm25Index::build_with(docs, m.bm25)), None)),
-        MatchMode::Neural => neural()?,
+        MatchMode::Neural => neural(m.model_dir.as_deref())?,
         MatchMode::Embed => http_embedder(m, &s.ca_certificates)?,
     };
     let (embedder, cache): (Arc<dyn Embedder>, Option<CacheHandle>) = match cache_root(s) {
@@ -433,15 +479,16 @@ async fn build(
 }
 
 #[cfg(feature = "neural")]
-fn neural() -> Result<Box<dyn Embedder>, CliError> {
-    match skillcat::matching::PocketEncoder::new() {
-        Ok(e) => Ok(Box::new(e)),
-        Err(e) => Err(usage!("{e}")),
-    }
+fn neural(model: Option<&Path>) -> Result<Box<dyn Embedder>, CliError> {
+    let loaded: Result<Box<dyn Embedder>, EmbedError> = match model {
+        Some(dir) => skillcat::matching::SentenceEncoder::load(dir).map(|e| Box::new(e) as _),
+        None => skillcat::matching::PocketEncoder::new().map(|e| Box::new(e) as _),
+    };
+    loaded.map_err(|e| usage!("{e}"))
 }
 
 #[cfg(not(feature = "neural"))]
-fn neural() -> Result<Box<dyn Embedder>, CliError> {
+fn neural(_model: Option<&Path>) -> Result<Box<dyn Embedder>, CliError> {
     Err(usage!(
         "--mode neural needs a skillcat built with the `neural` feature \
          (from a checkout of skillcat: cargo install --locked --path . --features neural); or \

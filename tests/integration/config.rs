@@ -93,8 +93,9 @@ fn full_example_parses() {
     let m = &config.matcher;
     assert_eq!(
         (m.mode, m.top, m.weight, m.cache),
-        (MatchMode::Bm25, 5, 0.5, true)
+        (MatchMode::Bm25, 5, 0.4, true)
     );
+    assert_eq!(m.model_dir, Some(dir.join("models/all-MiniLM-L6-v2")));
     assert_eq!(m.bm25, Bm25Params::default());
     assert_eq!(m.embedder.provider, EmbedProvider::Ollama);
     assert_eq!(m.embedder.url.as_deref(), Some("http://127.0.0.1:11434"));
@@ -583,6 +584,44 @@ fn the_matcher_section_is_typed() {
     assert_eq!(
         (m.mode, m.top, m.weight, m.cache),
         (MatchMode::Neural, 3, 1.0, false)
+    );
+    assert_eq!(m.model_dir, None);
+    // The fields added for bodies and tools, and the synonyms' weight, are keys too.
+    let fields =
+        parse("[matcher.bm25]\nheading_weight = 0.7\ntools_weight = 0\nconcept_weight = 0.2\n")
+            .unwrap()
+            .matcher
+            .bm25;
+    assert_eq!(
+        (
+            fields.heading_weight,
+            fields.tools_weight,
+            fields.concept_weight
+        ),
+        (0.7, 0.0, 0.2)
+    );
+    // A model directory is read against the file's directory, `~` against the home.
+    let at = |text: &str| {
+        Config::parse(
+            text,
+            Some(Path::new("/etc/sk/skillcat.toml")),
+            &env_at(Path::new("/work/proj")),
+        )
+        .unwrap()
+        .matcher
+        .model_dir
+    };
+    assert_eq!(
+        at("[matcher]\nmodel_dir = \"models/all-MiniLM-L6-v2\"\n"),
+        Some("/etc/sk/models/all-MiniLM-L6-v2".into())
+    );
+    assert_eq!(
+        at("[matcher]\nmodel_dir = \"/opt/m\"\n"),
+        Some("/opt/m".into())
+    );
+    assert_eq!(
+        at("[matcher]\nmodel_dir = \"~/m\"\n"),
+        Some("/home/tester/m".into())
     );
     assert_eq!((m.bm25.name_weight, m.bm25.b), (2.0, 0.5));
     assert_eq!(m.bm25.k1, Bm25Params::default().k1);

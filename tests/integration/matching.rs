@@ -197,6 +197,141 @@ fn eval_prints_top1_and_top5_last_with_a_floor() {
     assert_eq!(parse_eval(&again.stdout), (top1, top5));
 }
 
+#[test]
+fn eval_split_scores_the_tuning_or_the_held_out_half() {
+    let whole = run(&["match", "--eval", METATOOL]);
+    let tune = run(&["match", "--eval", METATOOL, "--eval-split", "tune"]);
+    let held = run(&["match", "--eval", METATOOL, "--eval-split", "held-out"]);
+    for out in [&whole, &tune, &held] {
+        assert_eq!(out.code, 0, "{out:?}");
+    }
+    assert!(
+        whole.stdout.contains("split=all skills=199 queries=1990"),
+        "{whole:?}"
+    );
+    assert!(
+        tune.stdout.contains("split=tune skills=199 queries=995"),
+        "{tune:?}"
+    );
+    assert!(
+        held.stdout
+            .contains("split=held-out skills=199 queries=995"),
+        "{held:?}"
+    );
+    // The halves partition the queries: the whole's top-1 is their mean (to the rounding of
+    // three printed digits).
+    let (all1, _) = parse_eval(&whole.stdout);
+    let (t1, _) = parse_eval(&tune.stdout);
+    let (h1, _) = parse_eval(&held.stdout);
+    assert!(((t1 + h1) / 2.0 - all1).abs() <= 0.001, "{t1} {h1} {all1}");
+    assert!(t1 >= BM25_TOP1_FLOOR && h1 >= 0.53, "{t1} {h1}");
+    // JSON names the split too.
+    let json = run(&[
+        "match",
+        "--eval",
+        METATOOL,
+        "--eval-split",
+        "held-out",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(json.stdout.trim()).unwrap();
+    assert_eq!(
+        (v["split"].as_str(), v["queries"].as_u64()),
+        (Some("held-out"), Some(995))
+    );
+    // A split without --eval, or a split that does not exist, is a usage error.
+    let alone = run(&["match", "fixtures/skills", "csv", "--eval-split", "tune"]);
+    assert_eq!(alone.code, 2, "{alone:?}");
+    assert!(alone.stderr.contains("--eval"), "{alone:?}");
+    let bad = run(&["match", "--eval", METATOOL, "--eval-split", "odd"]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(bad.stderr.contains("held-out"), "{bad:?}");
+}
+
+#[test]
+fn eval_reads_tools_and_ranks_by_them() {
+    // Two skills alike but for their tools' parameters: the query names a parameter.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("set.json");
+    std::fs::write(
+        &file,
+        r#"{"skills": [
+            {"name": "a", "description": "Look things up.",
+             "tools": [{"name": "lookup_a", "parameters": {"isbn": "The book's ISBN"}}]},
+            {"name": "b", "description": "Look things up.",
+             "tools": [{"name": "lookup_b", "parameters": {"ticker": "A stock ticker symbol"}}]}],
+          "queries": [{"text": "what is the price of ticker MSFT", "relevant": ["b"]},
+                      {"text": "find the title for ISBN 0-306-40615-2", "relevant": ["a"]}]}"#,
+    )
+    .unwrap();
+    let out = run(&["match", "--eval", &file.display().to_string()]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(parse_eval(&out.stdout), (1.0, 1.0), "{out:?}");
+    // A tool that is not a map is refused with the file's name.
+    std::fs::write(
+        &file,
+        r#"{"skills": [{"name": "a", "description": "", "tools": [3]}],
+        "queries": [{"text": "q", "relevant": ["a"]}]}"#,
+    )
+    .unwrap();
+    let out = run(&["match", "--eval", &file.display().to_string()]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("set.json"), "{out:?}");
+}
+
+#[test]
+fn a_skill_is_found_by_its_script_tools_and_headings() {
+    let root = tempfile::tempdir().unwrap();
+    let write = |rel: &str, text: &str| {
+        let p = root.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write(
+        "geo/SKILL.md",
+        "---\nname: geo\ndescription: Answers questions about places.\nscripts:\n  - name: lookup\n    \
+         path: scripts/lookup.py\n    description: Look up a place.\n    params:\n      - name: postcode\n        \
+         type: string\n        description: A postal code\n---\nSee the script.\n",
+    );
+    write(
+        "geo/scripts/lookup.py",
+        "#!/usr/bin/env python3\nprint('x')\n",
+    );
+    write(
+        "notes/SKILL.md",
+        "---\nname: notes\ndescription: Answers questions about places.\n---\n# Timezones\nText.\n",
+    );
+    let dir = root.path().display().to_string();
+    let first = |out: &Out| out.stdout.split_whitespace().nth(1).map(str::to_string);
+    let out = run(&["match", &dir, "which town has postcode 75001", "--top", "1"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(first(&out).as_deref(), Some("geo"), "{out:?}");
+    let out = run(&["match", &dir, "timezones of places", "--top", "1"]);
+    assert_eq!(first(&out).as_deref(), Some("notes"), "{out:?}");
+}
+
+#[cfg(feature = "neural")]
+#[test]
+fn a_model_directory_that_is_not_a_model_is_a_clear_error() {
+    let empty = tempfile::tempdir().unwrap();
+    let dir = empty.path().display().to_string();
+    let out = run(&[
+        "match",
+        "fixtures/skills",
+        "csv",
+        "--mode",
+        "neural",
+        "--model-dir",
+        &dir,
+    ]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains(&dir) && out.stderr.contains("config.json"),
+        "{out:?}"
+    );
+}
+
 /// The neural floor (run by hand: the model takes about 25 s in a release build, far longer in a
 /// debug one): `cargo test --release --features neural --test matching -- --ignored neural`.
 #[cfg(feature = "neural")]
@@ -381,8 +516,9 @@ fn the_matcher_section_is_read_and_checked() {
     assert!(out.stderr.contains(":11:10: matcher.weight:"), "{out:?}");
     // --eval reads it too (its own skills, the file's ranker): every field weighed zero
     // ranks nothing.
-    let (_dir, config) =
-        configured("[matcher.bm25]\nname_weight = 0\ndescription_weight = 0\ngram_weight = 0\n");
+    let (_dir, config) = configured(
+        "[matcher.bm25]\nname_weight = 0\ndescription_weight = 0\ngram_weight = 0\nconcept_weight = 0\n",
+    );
     let out = run(&["match", "--config", &config, "--eval", METATOOL]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(parse_eval(&out.stdout), (0.0, 0.0), "{out:?}");

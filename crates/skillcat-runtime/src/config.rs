@@ -8,7 +8,7 @@
 //! │                      extension_fields
 //! ├── keyring, cache_dir paths
 //! ├── [prompt]           budget (characters of the tier-1 block)
-//! ├── [matcher]          mode, top, weight, cache, [matcher.bm25], [matcher.embedder]
+//! ├── [matcher]          mode, top, weight, cache, model_dir, [matcher.bm25], [matcher.embedder]
 //! ├── [install]          require_signatures, audit = "refuse" | "warn" (add / install / update)
 //! └── [runtime]          audit = "off" | "withhold" (the tools `mcp` offers)
 //!                        → matching::MatcherConfig
@@ -727,6 +727,10 @@ impl Config {
             config.matcher = m
                 .resolve()
                 .map_err(|e| fail(Some(e.span), Some(e.key), e.message))?;
+            if let Some(dir) = &config.matcher.model_dir {
+                let resolved = resolve_spec(&dir.display().to_string(), &base, home);
+                config.matcher.model_dir = Some(PathBuf::from(resolved));
+            }
         }
         Ok(config)
     }

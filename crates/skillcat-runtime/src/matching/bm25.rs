@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 
-use super::tokenize::{for_each_gram, for_each_term};
+use super::tokenize::{for_each_concept, for_each_gram, for_each_term};
 use super::{Hit, SkillDoc, top_k};
 
 /// The ranker's parameters. `k1`, `b` and the field weights are the usual constants or priors
@@ -41,10 +41,21 @@ pub struct Bm25Params {
     pub name_weight: f32,
     /// Weight of the description (1.0): what the skill does and when to use it.
     pub description_weight: f32,
-    /// Weight of the body (0.3): instructions mention many things a skill is not about.
+    /// Weight of the body's Markdown headings (0.6): the outline of the instructions, what
+    /// each part is for; between the description and the rest of the body.
+    pub heading_weight: f32,
+    /// Weight of the body outside its headings (0.3): instructions mention many things a skill
+    /// is not about.
     pub body_weight: f32,
+    /// Weight of the tools' names, descriptions and parameters (0.5): what the skill can be
+    /// asked to do, often in the words of a request ("file", "sheet", "city").
+    pub tools_weight: f32,
     /// Weight of the character grams of name and description (0.1): a tie-breaker, not a match.
     pub gram_weight: f32,
+    /// Weight of the synonym concepts of name, description and headings (see the
+    /// tokeniser's lexicon): a word of the same group as one of the message's counts this much
+    /// of a shared word. 0 turns synonyms off.
+    pub concept_weight: f32,
     /// Power of the IDF (1.3): above 1, a rare word shared with the message counts for more
     /// against several common ones (a short description sharing "detailed" and "various" with a
     /// long message should not beat one sharing its subject). 1 is plain BM25.
@@ -61,8 +72,11 @@ impl Default for Bm25Params {
             b: 0.75,
             name_weight: 3.0,
             description_weight: 1.0,
+            heading_weight: 0.6,
             body_weight: 0.3,
+            tools_weight: 0.5,
             gram_weight: 0.1,
+            concept_weight: 0.3,
             idf_exponent: 1.3,
             query_k3: 1.0,
         }
@@ -70,11 +84,14 @@ impl Default for Bm25Params {
 }
 
 /// Fields, in the order of the per-field arrays below.
-const FIELDS: usize = 4;
+const FIELDS: usize = 7;
 const NAME: usize = 0;
 const DESCRIPTION: usize = 1;
-const BODY: usize = 2;
-const GRAMS: usize = 3;
+const HEADINGS: usize = 2;
+const BODY: usize = 3;
+const TOOLS: usize = 4;
+const GRAMS: usize = 5;
+const CONCEPTS: usize = 6;
 
 #[derive(Debug, Clone, Copy)]
 struct Posting {
@@ -96,7 +113,10 @@ pub struct Bm25Index {
 #[derive(Debug, Clone, Copy)]
 struct RawPosting {
     skill: u32,
-    tf: [u16; FIELDS],
+    /// Occurrences per field, saturating at 255: BM25 saturates long before (at k1 = 1.2, the
+    /// 255th occurrence adds under 0.1% to a term's weight), and one byte a field keeps a
+    /// posting at 12 bytes, the builder's memory on a large catalog.
+    tf: [u8; FIELDS],
 }
 
 impl Bm25Index {
@@ -170,6 +190,7 @@ impl Bm25Index {
         };
         for_each_term(message, &mut look);
         for_each_gram(message, &mut look);
+        for_each_concept(message, &mut look);
         ids.sort_unstable();
         let k3 = self.params.query_k3.max(0.0);
         for run in ids.chunk_by(|a, b| a == b) {
@@ -182,6 +203,45 @@ impl Bm25Index {
                 scores[p.skill as usize] += weight * p.impact;
             }
         }
+    }
+}
+
+/// Calls `each(heading, text)` for every line of a Markdown body: `heading` for an ATX heading
+/// (`#` to `######` then a space or the end; the text is what follows the marks), outside fenced
+/// code blocks (`` ``` `` or `~~~`). Setext headings (underlined) read as text.
+fn for_each_line(body: &str, mut each: impl FnMut(bool, &str)) {
+    let mut fence: Option<(u8, usize)> = None;
+    for line in body.lines() {
+        let trimmed = line.trim_start_matches(' ');
+        let indent = line.len() - trimmed.len();
+        let marker = trimmed.bytes().next().filter(|c| *c == b'`' || *c == b'~');
+        if let Some(c) = marker
+            && indent < 4
+        {
+            let run = trimmed.bytes().take_while(|b| *b == c).count();
+            if run >= 3 {
+                match fence {
+                    None => fence = Some((c, run)),
+                    Some((open, len))
+                        if open == c && run >= len && trimmed[run..].trim().is_empty() =>
+                    {
+                        fence = None
+                    }
+                    Some(_) => {}
+                }
+                each(false, line);
+                continue;
+            }
+        }
+        if fence.is_none() && indent < 4 && trimmed.starts_with('#') {
+            let marks = trimmed.bytes().take_while(|b| *b == b'#').count();
+            let rest = &trimmed[marks..];
+            if marks <= 6 && (rest.is_empty() || rest.starts_with([' ', '\t'])) {
+                each(true, rest);
+                continue;
+            }
+        }
+        each(false, line);
     }
 }
 
@@ -238,9 +298,20 @@ impl IndexBuilder {
         };
         for_each_term(&doc.name, |t| add(NAME, t));
         for_each_term(&doc.description, |t| add(DESCRIPTION, t));
-        for_each_term(&doc.body, |t| add(BODY, t));
+        for_each_line(&doc.body, |heading, line| {
+            for_each_term(line, |t| add(if heading { HEADINGS } else { BODY }, t));
+        });
+        for_each_term(&doc.tools, |t| add(TOOLS, t));
         for_each_gram(&doc.name, |g| add(GRAMS, g));
         for_each_gram(&doc.description, |g| add(GRAMS, g));
+        for_each_concept(&doc.name, |c| add(CONCEPTS, c));
+        for_each_concept(&doc.description, |c| add(CONCEPTS, c));
+        for_each_line(&doc.body, |heading, line| {
+            if heading {
+                for_each_concept(line, |c| add(CONCEPTS, c));
+            }
+        });
+
         self.lengths.push(len);
         skill as usize
     }
@@ -276,8 +347,11 @@ impl IndexBuilder {
         let weights = [
             params.name_weight,
             params.description_weight,
+            params.heading_weight,
             params.body_weight,
+            params.tools_weight,
             params.gram_weight,
+            params.concept_weight,
         ];
         let b = f64::from(params.b);
         let k1 = f64::from(params.k1);
@@ -463,5 +537,112 @@ mod tests {
         let hits = index.search("deploy", 2);
         assert_eq!(hits.iter().map(|h| h.index).collect::<Vec<_>>(), [0, 1]);
         assert_eq!(hits[0].score, hits[1].score);
+    }
+
+    fn lines(body: &str) -> Vec<(bool, String)> {
+        let mut out = Vec::new();
+        for_each_line(body, |heading, text| {
+            out.push((heading, text.trim().to_string()))
+        });
+        out
+    }
+
+    #[test]
+    fn headings_are_atx_lines_outside_fences() {
+        let body = "# Clean CSV\ntext\n##No space is text\n####### seven is text\n\
+                    ```sh\n# a shell comment\n```\n   ### indented three\n    # code block\n\
+                    ~~~~\n# in tilde fence\n~~~\nstill fenced\n~~~~\n## After\n#\n";
+        let got = lines(body);
+        let headings: Vec<&str> = got
+            .iter()
+            .filter(|(h, _)| *h)
+            .map(|(_, t)| t.as_str())
+            .collect();
+        assert_eq!(headings, ["Clean CSV", "indented three", "After", ""]);
+        // Every line is given once, heading or not: nothing of the body is lost.
+        assert_eq!(got.len(), body.lines().count());
+    }
+
+    #[test]
+    fn headings_weigh_more_than_the_rest_of_the_body() {
+        let docs = vec![
+            SkillDoc::new(
+                "a",
+                "Reports.",
+                "Mentions invoices once in passing, among other words.",
+            ),
+            SkillDoc::new(
+                "b",
+                "Reports.",
+                "## Invoices\nOther words here, as many as in a.",
+            ),
+        ];
+        let index = Bm25Index::build(&docs);
+        assert_eq!(index.search("invoices", 2)[0].index, 1);
+        let flat = Bm25Index::build_with(
+            &docs,
+            Bm25Params {
+                heading_weight: 0.0,
+                ..Bm25Params::default()
+            },
+        );
+        // Without the heading field, b's heading counts as nothing at all.
+        assert_eq!(flat.search("invoices", 2).len(), 1);
+        assert_eq!(flat.search("invoices", 2)[0].index, 0);
+    }
+
+    #[test]
+    fn tools_and_their_parameters_are_matched() {
+        let docs = vec![
+            SkillDoc::new("weather", "Forecasts.", ""),
+            SkillDoc::new("geo", "Places.", "")
+                .with_tools("run_geo_lookup\nFind a place.\ncity: The city to look up\n"),
+        ];
+        let index = Bm25Index::build(&docs);
+        let hits = index.search("which city is it", 2);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].index, 1);
+        let off = Bm25Index::build_with(
+            &docs,
+            Bm25Params {
+                tools_weight: 0.0,
+                ..Bm25Params::default()
+            },
+        );
+        assert!(off.search("which city is it", 2).is_empty());
+    }
+
+    #[test]
+    fn synonyms_meet_through_their_concept_below_a_shared_word() {
+        let docs = vec![
+            SkillDoc::new("cinema-guide", "Showtimes for films nearby.", ""),
+            SkillDoc::new("weather", "Forecasts by city.", ""),
+        ];
+        let index = Bm25Index::build(&docs);
+        let by_synonym = index.search("a good movie tonight", 2);
+        assert_eq!(by_synonym.len(), 1);
+        assert_eq!(by_synonym[0].index, 0);
+        // The shared word itself scores higher than its synonym.
+        assert!(index.search("a good film tonight", 1)[0].score > by_synonym[0].score);
+        let off = Bm25Index::build_with(
+            &docs,
+            Bm25Params {
+                concept_weight: 0.0,
+                ..Bm25Params::default()
+            },
+        );
+        assert!(off.search("a good movie tonight", 2).is_empty());
+    }
+
+    #[test]
+    fn british_and_irregular_forms_meet_their_base() {
+        let docs = vec![
+            SkillDoc::new("palette", "Pick a color scheme and organize swatches.", ""),
+            SkillDoc::new("kids", "Games for a child.", ""),
+        ];
+        let index = Bm25Index::build(&docs);
+        assert_eq!(index.search("colour", 1)[0].index, 0);
+        assert_eq!(index.search("organising my swatches", 1)[0].index, 0);
+        assert_eq!(index.search("for my children", 1)[0].index, 1);
     }
 }

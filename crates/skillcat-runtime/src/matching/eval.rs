@@ -3,7 +3,8 @@
 //! The set is JSON in the MetaTool shape (the format of `fixtures/matching/metatool-skills.json`):
 //!
 //! ```text
-//! {"skills":  [{"name": "abcmouse", "title": "ABCmouse", "description": "…", "body"?: "…"}],
+//! {"skills":  [{"name": "abcmouse", "title": "ABCmouse", "description": "…", "body"?: "…",
+//!               "tools"?: [{"name": "…", "description"?: "…", "parameters"?: {"city": "…"}}]}],
 //!  "queries": [{"text": "My 4-year-old …", "relevant": ["abcmouse"]}]}
 //! ```
 //!
@@ -14,7 +15,7 @@
 
 use serde::Deserialize;
 
-use super::{Hit, SkillDoc};
+use super::{Hit, SkillDoc, tools_text};
 
 /// A labelled set: skills and queries with the skills relevant to each.
 #[derive(Debug, Clone, Deserialize)]
@@ -38,6 +39,46 @@ pub struct LabelledSkill {
     /// Instructions, when the set has them.
     #[serde(default)]
     pub body: String,
+    /// The tools the skill offers, when the set has them.
+    #[serde(default)]
+    pub tools: Vec<LabelledTool>,
+}
+
+/// One tool of a labelled skill.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LabelledTool {
+    /// The tool's name.
+    pub name: String,
+    /// What it does.
+    #[serde(default)]
+    pub description: String,
+    /// Its parameters: name → description, in the set's order.
+    #[serde(default)]
+    pub parameters: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Which queries of a set to score: the split that `docs/matching.md` tunes on, or the one it
+/// holds out. Queries alternate: even positions (0, 2, 4, …) tune, odd positions are held out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Split {
+    /// Every query.
+    #[default]
+    All,
+    /// The even-numbered queries: every choice of the matcher was made looking at these only.
+    Tune,
+    /// The odd-numbered queries: looked at only to report.
+    HeldOut,
+}
+
+impl Split {
+    /// Whether the query at `position` belongs to the split.
+    pub fn holds(self, position: usize) -> bool {
+        match self {
+            Split::All => true,
+            Split::Tune => position.is_multiple_of(2),
+            Split::HeldOut => !position.is_multiple_of(2),
+        }
+    }
 }
 
 /// One query of a labelled set.
@@ -92,18 +133,39 @@ impl LabelledSet {
         Ok(set)
     }
 
-    /// The skills as matcher documents (title as name when present), in the set's order.
+    /// The skills as matcher documents (title as name when present, tools as
+    /// [`tools_text`]), in the set's order.
     pub fn docs(&self) -> Vec<SkillDoc<'_>> {
         self.skills
             .iter()
             .map(|s| {
-                SkillDoc::new(
+                let doc = SkillDoc::new(
                     s.title.as_deref().unwrap_or(&s.name),
                     s.description.as_str(),
                     s.body.as_str(),
-                )
+                );
+                if s.tools.is_empty() {
+                    return doc;
+                }
+                doc.with_tools(tools_text(s.tools.iter().map(|t| {
+                    let params = t
+                        .parameters
+                        .iter()
+                        .map(|(name, d)| (name.as_str(), d.as_str().unwrap_or("")));
+                    (t.name.as_str(), t.description.as_str(), params)
+                })))
             })
             .collect()
+    }
+
+    /// The same set with only the queries of `split`.
+    pub fn split(mut self, split: Split) -> Self {
+        let mut position = 0;
+        self.queries.retain(|_| {
+            position += 1;
+            split.holds(position - 1)
+        });
+        self
     }
 
     /// The query texts, in order.
@@ -164,10 +226,29 @@ mod tests {
         assert_eq!(set.docs()[0].name, "Alpha");
         assert_eq!(set.docs()[1].name, "b");
         assert_eq!(set.docs()[1].body, "more");
+        assert_eq!(set.docs()[1].tools, "");
         let s = set.score(&[hits(&[0, 1]), hits(&[0, 1])]);
         assert_eq!((s.top1, s.top5, s.mrr10), (0.5, 1.0, 0.75));
         let s = set.score(&[hits(&[]), hits(&[1])]);
         assert_eq!((s.top1, s.top5, s.mrr10), (0.5, 0.5, 0.5));
+    }
+
+    #[test]
+    fn tools_become_text_and_splits_alternate() {
+        let json = r#"{"skills": [{"name": "w", "description": "weather",
+            "tools": [{"name": "get_weather", "parameters": {"city": "The city", "days": 3}}]}],
+          "queries": [{"text": "q0", "relevant": ["w"]}, {"text": "q1", "relevant": ["w"]},
+                      {"text": "q2", "relevant": ["w"]}]}"#;
+        let set = LabelledSet::from_json(json.as_bytes()).unwrap();
+        // A description that is not text counts as none.
+        assert_eq!(
+            set.docs()[0].tools,
+            "get_weather\n\ncity: The city\ndays: \n"
+        );
+        let texts = |s: LabelledSet| s.texts().join(",");
+        assert_eq!(texts(set.clone().split(Split::All)), "q0,q1,q2");
+        assert_eq!(texts(set.clone().split(Split::Tune)), "q0,q2");
+        assert_eq!(texts(set.split(Split::HeldOut)), "q1");
     }
 
     #[test]

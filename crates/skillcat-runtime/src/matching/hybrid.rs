@@ -5,9 +5,10 @@ use async_trait::async_trait;
 use super::embed::{EmbedError, Embedder};
 use super::{Bm25Index, Bm25Params, DenseIndex, FUSION_DEPTH, Hit, Matcher, SkillDoc, fuse};
 
-/// The BM25 share of a blend when none is given (0.45: chosen with the bundled MiniLM-L3 on
-/// one half of the MetaTool queries; 0.3 suited the larger MiniLM-L6, see `docs/matching.md`).
-pub const DEFAULT_WEIGHT: f32 = 0.45;
+/// The BM25 share of a blend when none is given (0.4: chosen on one half of the MetaTool
+/// queries, with all-MiniLM-L6-v2 and with the built-in MiniLM-L3 alike; see
+/// `docs/matching.md`).
+pub const DEFAULT_WEIGHT: f32 = 0.4;
 
 /// Ranks skills by BM25 and by an embedder's cosine similarity, fused per query (see
 /// [`fuse`]): `weight · bm25 + (1 − weight) · dense` over each ranking's best

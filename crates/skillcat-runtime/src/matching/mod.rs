@@ -1,17 +1,19 @@
 //! Matching a user message to skills: which skills should an agent look at for this request?
 //!
 //! ```text
-//! message ──▶ tokenize ──▶ Index (BM25F: name, description, body, grams) ──▶ top 50 ─┐
-//!    │                                                                               ├▶ fuse ▶ top k
-//!    └─────▶ Embedder (HTTP provider, or the bundled model) ─▶ DenseIndex ▶ top 50 ──┘
-//!                 └─ Cached: vectors on disk by sha256(space_id \0 text)
+//! message ─▶ tokenize ─▶ Index (BM25F: name, description, headings, body, tools,
+//!    │                         grams, synonym concepts) ──────────────────▶ top 50 ─┐
+//!    │                                                                            ├▶ fuse ▶ top k
+//!    └─▶ Embedder (a model in the process, or an HTTP provider) ─▶ DenseIndex ▶ top 50 ┘
+//!             └─ Cached: vectors on disk by sha256(space_id \0 text)
 //! ```
 //!
 //! - [`Bm25Index`] is the default: an embedded, offline BM25F ranker. It needs no model and answers
 //!   a query over 10,000 skills in well under a millisecond once built.
 //! - An [`Embedder`] turns text into vectors: [`OpenAiCompatible`] (`POST /v1/embeddings`),
-//!   [`Ollama`] (`POST /api/embed`), and with the `neural` feature the bundled
-//!   `PocketEncoder`. [`Cached`] keeps every vector on disk so that each text is sent to a
+//!   [`Ollama`] (`POST /api/embed`), and with the `neural` feature the built-in
+//!   `PocketEncoder` (MiniLM-L3) and `SentenceEncoder` (a sentence-transformers directory such
+//!   as all-MiniLM-L6-v2). [`Cached`] keeps every vector on disk so that each text is sent to a
 //!   provider once.
 //! - [`EmbeddingMatcher`] blends the two rankings by normalised score fusion ([`fuse`]).
 //! - [`eval`] scores any [`Matcher`] on a labelled set of queries.
@@ -39,6 +41,7 @@ mod embed;
 pub mod eval;
 mod fusion;
 mod hybrid;
+mod lexicon;
 #[cfg(feature = "neural")]
 mod neural;
 mod settings;
@@ -58,12 +61,16 @@ pub use embed::{OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible, provider_client};
 pub use fusion::{FUSION_DEPTH, fuse};
 pub use hybrid::{DEFAULT_WEIGHT, EmbeddingMatcher};
 #[cfg(feature = "neural")]
-pub use neural::PocketEncoder;
+pub use neural::{PocketEncoder, SentenceEncoder};
 pub(crate) use settings::RawMatcher;
 pub use settings::{EmbedProvider, EmbedderConfig, MatchMode, MatcherConfig};
 pub use stem::stem;
 
-/// One skill as the matcher sees it: name, description and body, borrowed or owned.
+/// One skill as the matcher sees it: name, description, body and the tools it offers, borrowed
+/// or owned.
+///
+/// The lexical ranker reads the body's Markdown headings (`# …` to `###### …`, outside code
+/// fences) as a field of their own, weighted above the rest of the body.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SkillDoc<'a> {
     /// The skill's name (`csv-cleaner`), or a title for people (`CSV Cleaner`).
@@ -72,6 +79,9 @@ pub struct SkillDoc<'a> {
     pub description: Cow<'a, str>,
     /// The instructions (may be empty).
     pub body: Cow<'a, str>,
+    /// The skill's tools as text: their names, descriptions, parameter names and parameter
+    /// descriptions, in any order (may be empty; see [`tools_text`]).
+    pub tools: Cow<'a, str>,
 }
 
 impl<'a> SkillDoc<'a> {
@@ -85,12 +95,21 @@ impl<'a> SkillDoc<'a> {
             name: name.into(),
             description: description.into(),
             body: body.into(),
+            tools: Cow::Borrowed(""),
         }
     }
 
-    /// The document of a parsed skill: its catalog name, description and body.
+    /// The same document with the text of its tools (see [`tools_text`]).
+    pub fn with_tools(mut self, tools: impl Into<Cow<'a, str>>) -> Self {
+        self.tools = tools.into();
+        self
+    }
+
+    /// The document of a parsed skill: its catalog name, description, body and tools (see
+    /// [`skill_tools_text`]).
     pub fn from_skill(skill: &'a crate::document::Skill) -> Self {
         SkillDoc::new(skill.name(), skill.description(), skill.body())
+            .with_tools(skill_tools_text(skill))
     }
 
     /// The text an embedding model sees: the description, or the name (with `-` and `_` as
@@ -109,6 +128,63 @@ impl<'a> SkillDoc<'a> {
             .trim()
             .to_string()
     }
+}
+
+/// The text of a skill's tools for [`SkillDoc::tools`]: each tool's name and description, then
+/// each parameter's name and description, one per line. The names are indexed as words
+/// (`run_csv-cleaner_profile` gives `csv`, `cleaner`, `profil`, …).
+pub fn tools_text<'t, P>(tools: impl IntoIterator<Item = (&'t str, &'t str, P)>) -> String
+where
+    P: IntoIterator<Item = (&'t str, &'t str)>,
+{
+    let mut out = String::new();
+    for (name, description, params) in tools {
+        for part in [name, description] {
+            out.push_str(part);
+            out.push('\n');
+        }
+        for (pname, pdescription) in params {
+            out.push_str(pname);
+            out.push_str(": ");
+            out.push_str(pdescription);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The tools of a skill as the matcher reads them, without reading a file: each script that
+/// the frontmatter's `scripts:` declares (its name, description, and its parameters' names and
+/// descriptions), then the name of every other file under `scripts/` (`scripts/level_counts.sh`
+/// gives `level_counts`), which the sandbox offers as a tool of its own. A `scripts:` value that
+/// does not parse adds nothing (validation reports it).
+pub fn skill_tools_text(skill: &crate::document::Skill) -> String {
+    let declared = skill
+        .frontmatter()
+        .get("scripts")
+        .and_then(|v| crate::script::parse_declared(v).ok())
+        .unwrap_or_default();
+    let mut out = tools_text(declared.iter().map(|d| {
+        let params = d
+            .params
+            .iter()
+            .map(|p| (p.name.as_str(), p.description.as_str()));
+        (d.name.as_str(), d.description.as_str(), params)
+    }));
+    for file in skill.files() {
+        let Some(rest) = file.path.strip_prefix("scripts/") else {
+            continue;
+        };
+        if rest.contains('/') || declared.iter().any(|d| d.path == file.path) {
+            continue;
+        }
+        let stem = rest.rsplit_once('.').map_or(rest, |(stem, _)| stem);
+        if !stem.is_empty() {
+            out.push_str(stem);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// A ranked skill: its position in the list the matcher was built from, and its score (higher is
@@ -227,5 +303,37 @@ mod tests {
             SkillDoc::new("csv_cleaner", " ", "body").dense_text(),
             "csv cleaner"
         );
+    }
+
+    #[test]
+    fn a_skill_s_tools_are_its_declared_scripts_and_its_other_scripts() {
+        let text = "---\nname: geo\ndescription: Places.\nscripts:\n  - name: lookup\n    \
+                    path: scripts/lookup.py\n    description: Find a place by name.\n    params:\n      \
+                    - name: city\n        type: string\n        description: The city to find\n---\nBody\n";
+        let file = |path: &str| crate::path::FileEntry {
+            path: path.into(),
+            size: 10,
+            executable: path.starts_with("scripts/"),
+        };
+        let doc = crate::document::parse_document(text.as_bytes()).unwrap();
+        let files = [
+            "SKILL.md",
+            "scripts/lookup.py",
+            "scripts/level_counts.sh",
+            "scripts/lib/helper.py",
+            "references/guide.md",
+        ];
+        let skill = crate::document::Skill::new(
+            String::new(),
+            "geo/SKILL.md".into(),
+            Some("geo".into()),
+            doc,
+            files.into_iter().map(file).collect(),
+        );
+        assert_eq!(
+            skill_tools_text(&skill),
+            "lookup\nFind a place by name.\ncity: The city to find\nlevel_counts\n"
+        );
+        assert_eq!(SkillDoc::from_skill(&skill).tools, skill_tools_text(&skill));
     }
 }

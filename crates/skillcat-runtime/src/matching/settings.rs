@@ -5,8 +5,9 @@
 //! [matcher]
 //! mode = "bm25"          # bm25 | neural | embed   (flag: --mode)
 //! top = 5                # skills printed          (flag: --top)
-//! weight = 0.45          # BM25 share of a blend   (flag: --weight)
+//! weight = 0.4           # BM25 share of a blend   (flag: --weight)
 //! cache = true           # keep vectors on disk    (flag: --no-cache)
+//! model_dir = "models/all-MiniLM-L6-v2"  # neural: a model directory (flag: --model-dir)
 //!
 //! [matcher.embedder]     # --mode embed
 //! provider = "ollama"    # openai | ollama         (flag: --embed-provider)
@@ -103,6 +104,10 @@ pub struct MatcherConfig {
     pub bm25: Bm25Params,
     /// The embedding provider (`[matcher.embedder]`).
     pub embedder: EmbedderConfig,
+    /// The model directory of `neural` mode (a sentence-transformers BERT model such as
+    /// all-MiniLM-L6-v2); `None`: the MiniLM-L3 compiled into the binary. A relative path in the
+    /// file is resolved against the file's directory.
+    pub model_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for MatcherConfig {
@@ -114,6 +119,7 @@ impl Default for MatcherConfig {
             cache: true,
             bm25: Bm25Params::default(),
             embedder: EmbedderConfig::default(),
+            model_dir: None,
         }
     }
 }
@@ -163,6 +169,7 @@ pub(crate) struct RawMatcher {
     top: Option<Spanned<usize>>,
     weight: Option<Spanned<Number>>,
     cache: Option<bool>,
+    model_dir: Option<Spanned<String>>,
     bm25: Option<RawBm25>,
     embedder: Option<RawEmbedder>,
 }
@@ -174,8 +181,11 @@ struct RawBm25 {
     b: Option<Spanned<Number>>,
     name_weight: Option<Spanned<Number>>,
     description_weight: Option<Spanned<Number>>,
+    heading_weight: Option<Spanned<Number>>,
     body_weight: Option<Spanned<Number>>,
+    tools_weight: Option<Spanned<Number>>,
     gram_weight: Option<Spanned<Number>>,
+    concept_weight: Option<Spanned<Number>>,
     idf_exponent: Option<Spanned<Number>>,
     query_k3: Option<Spanned<Number>>,
 }
@@ -244,6 +254,9 @@ impl RawMatcher {
         if let Some(cache) = self.cache {
             c.cache = cache;
         }
+        if let Some(dir) = &self.model_dir {
+            c.model_dir = Some(text(dir, "matcher.model_dir")?.into());
+        }
         if let Some(b) = &self.bm25 {
             let p = &mut c.bm25;
             let positive = (0.0, f64::from(f32::MAX));
@@ -265,6 +278,13 @@ impl RawMatcher {
                     "a number ≥ 0",
                 ),
                 (
+                    "heading_weight",
+                    &b.heading_weight,
+                    &mut p.heading_weight,
+                    positive,
+                    "a number ≥ 0",
+                ),
+                (
                     "body_weight",
                     &b.body_weight,
                     &mut p.body_weight,
@@ -272,9 +292,23 @@ impl RawMatcher {
                     "a number ≥ 0",
                 ),
                 (
+                    "tools_weight",
+                    &b.tools_weight,
+                    &mut p.tools_weight,
+                    positive,
+                    "a number ≥ 0",
+                ),
+                (
                     "gram_weight",
                     &b.gram_weight,
                     &mut p.gram_weight,
+                    positive,
+                    "a number ≥ 0",
+                ),
+                (
+                    "concept_weight",
+                    &b.concept_weight,
+                    &mut p.concept_weight,
                     positive,
                     "a number ≥ 0",
                 ),

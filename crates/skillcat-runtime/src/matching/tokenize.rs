@@ -5,12 +5,16 @@
 //!   NFKC                           (full-width letters and digits become ASCII, ligatures split)
 //!   chunks (letters, digits, marks joined by - or _)
 //!                                  Clean · up · my · CSV-exports · it · s · urgent
-//!   words:  parts lowercased, stop words out, Porter stem       clean · csv · export · urgent
+//!   words:  parts lowercased, stop words out, base form, stem   clean · csv · export · urgent
 //!   wholes: a joined chunk, kept whole ("_" → "-")              csv-exports
 //!   sub-words: a part split where case or letter/digit change  SEOTool → seotool · seo · tool
 //!   CJK:    runs of Han, kana or Hangul → character bigrams    数据清洗 → 数据 · 据清 · 清洗
 //!   grams:  4-grams of each unstemmed word                      ^cle clea lean ean$ ^csv csv$ …
 //! ```
+//!
+//! A word's base form comes first when it is an irregular form or a British spelling
+//! (`children` → `child`, `colour` → `color`, `organising` → `organizing`), and
+//! [`for_each_concept`] gives the synonym-group terms of a text (see the lexicon's tables).
 //!
 //! Wholes let a message that names a skill (`deploy_checker`, `csv-cleaner`) match its name
 //! exactly, on top of matching its parts. Sub-words do the same for names written in camel case
@@ -32,6 +36,7 @@ use std::sync::LazyLock;
 use unicode_general_category::{GeneralCategory, get_general_category};
 use unicode_normalization::UnicodeNormalization;
 
+use super::lexicon::{base_form, concept};
 use super::stem::stem_into;
 
 /// Length of the character n-grams (boundaries `^` and `$` included).
@@ -202,16 +207,56 @@ struct Scratch {
 /// unless a stop word, then its sub-words the same way.
 fn word_terms(word: &str, s: &mut Scratch, each: &mut impl FnMut(&str)) {
     fold_into(word, &mut s.lower);
-    if !is_stop_word(&s.lower) {
-        each(stem_into(&s.lower, &mut s.stem));
-    }
+    stem_word(&s.lower, &mut s.stem, each);
     let (piece, stem) = (&mut s.piece, &mut s.stem);
     for_each_sub_word(word, |sub| {
         fold_into(sub, piece);
-        if !is_stop_word(piece) {
-            each(stem_into(piece, stem));
+        stem_word(piece, stem, each);
+    });
+}
+
+/// The stem of a lowercase word unless it is a stop word, after its base form (an irregular
+/// form or a British spelling, from the tokeniser's lexicon).
+fn stem_word(lower: &str, stem: &mut Vec<u8>, each: &mut impl FnMut(&str)) {
+    if is_stop_word(lower) {
+        return;
+    }
+    match base_form(lower) {
+        Some(base) if !is_stop_word(&base) => each(stem_into(&base, stem)),
+        Some(_) => {}
+        None => each(stem_into(lower, stem)),
+    }
+}
+
+/// Calls `each` with the concept term of every word of `text` that belongs to a synonym group
+/// (the 113 groups of `docs/matching.md`): `~` and the group's number, a term space of its own.
+pub fn for_each_concept(text: &str, mut each: impl FnMut(&str)) {
+    let mut term = String::new();
+    for_each_term(text, |t| {
+        if let Some(id) = concept(t) {
+            term.clear();
+            term.push(CONCEPT_PREFIX);
+            term.push_str(itoa(id, &mut [0; 5]));
+            each(&term);
         }
     });
+}
+
+/// Marks a concept term (words hold no `~`).
+const CONCEPT_PREFIX: char = '~';
+
+/// The decimal digits of `n`, without allocating.
+fn itoa(mut n: u16, buf: &mut [u8; 5]) -> &str {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&buf[at..]).expect("ASCII digits")
 }
 
 /// Calls `each` with every word term of `text`, in order: the whole of a joined chunk (its
