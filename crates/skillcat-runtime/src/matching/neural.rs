@@ -37,17 +37,10 @@ impl Embedder for PocketEncoder {
     }
 
     async fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        // The model refuses blank text: blank inputs get a zero vector (similar to nothing).
-        // The model reads 128 tokens; it refuses inputs over 64 KiB. Keep the first 8 KiB.
-        let owned: Vec<String> = texts.iter().map(|t| head(t, 8 << 10).to_string()).collect();
+        // The model refuses blank text and inputs over 64 KiB; it reads 128 tokens.
         let encoder = self.encoder.clone();
-        tokio::task::spawn_blocking(move || {
-            let dims = pocket_encoder::model_info().dimensions;
-            let filled: Vec<&str> = owned
-                .iter()
-                .map(String::as_str)
-                .filter(|t| !t.trim().is_empty())
-                .collect();
+        let dims = pocket_encoder::model_info().dimensions;
+        embed_blocking(texts, dims, move |filled| {
             // The encoder takes at most 4,096 texts a call.
             let mut done = Vec::with_capacity(filled.len());
             for chunk in filled.chunks(MAX_BATCH) {
@@ -57,21 +50,50 @@ impl Embedder for PocketEncoder {
                         .map_err(|e| EmbedError::Model(e.to_string()))?,
                 );
             }
-            let mut vectors = done.into_iter();
-            Ok(owned
-                .iter()
-                .map(|t| {
-                    if t.trim().is_empty() {
-                        vec![0.0; dims]
-                    } else {
-                        vectors.next().unwrap_or_else(|| vec![0.0; dims])
-                    }
-                })
-                .collect())
+            Ok(done)
         })
         .await
-        .map_err(|e| EmbedError::Model(e.to_string()))?
     }
+}
+
+/// Runs `encode` on the blocking thread pool over the texts that are not blank, each cut to its
+/// first 8 KiB (more than any of these models reads), and gives every text its vector in order:
+/// a blank text gets a zero vector of `dims` (similar to nothing). An encoder that returns
+/// another number of vectors than it was given texts is an error.
+async fn embed_blocking(
+    texts: &[&str],
+    dims: usize,
+    encode: impl FnOnce(&[&str]) -> Result<Vec<Vec<f32>>, EmbedError> + Send + 'static,
+) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let owned: Vec<String> = texts.iter().map(|t| head(t, 8 << 10).to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let filled: Vec<&str> = owned
+            .iter()
+            .map(String::as_str)
+            .filter(|t| !t.trim().is_empty())
+            .collect();
+        let vectors = encode(&filled)?;
+        if vectors.len() != filled.len() {
+            return Err(EmbedError::Model(format!(
+                "the model gave {} vectors for {} texts",
+                vectors.len(),
+                filled.len()
+            )));
+        }
+        let mut vectors = vectors.into_iter();
+        Ok(owned
+            .iter()
+            .map(|t| {
+                if t.trim().is_empty() {
+                    vec![0.0; dims]
+                } else {
+                    vectors.next().unwrap_or_default()
+                }
+            })
+            .collect())
+    })
+    .await
+    .map_err(|e| EmbedError::Model(e.to_string()))?
 }
 
 /// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
@@ -219,31 +241,11 @@ impl Embedder for SentenceEncoder {
     }
 
     async fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        // Blank texts get a zero vector (similar to nothing); the tokeniser reads at most the
-        // model's input length, so the first 8 KiB of a text are plenty.
-        let owned: Vec<String> = texts.iter().map(|t| head(t, 8 << 10).to_string()).collect();
         let this = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let dims = this.inner.dims;
-            let filled: Vec<&str> = owned
-                .iter()
-                .map(String::as_str)
-                .filter(|t| !t.trim().is_empty())
-                .collect();
-            let mut vectors = this.encode(&filled).map_err(EmbedError::Model)?.into_iter();
-            Ok(owned
-                .iter()
-                .map(|t| {
-                    if t.trim().is_empty() {
-                        vec![0.0; dims]
-                    } else {
-                        vectors.next().unwrap_or_else(|| vec![0.0; dims])
-                    }
-                })
-                .collect())
+        embed_blocking(texts, self.inner.dims, move |filled| {
+            this.encode(filled).map_err(EmbedError::Model)
         })
         .await
-        .map_err(|e| EmbedError::Model(e.to_string()))?
     }
 }
 
@@ -312,6 +314,38 @@ mod tests {
             .await
             .unwrap();
         assert!(cosine(&alone[0], &v[1]) > 0.9999);
+    }
+
+    #[tokio::test]
+    async fn blank_texts_get_zero_vectors_and_a_short_answer_is_an_error() {
+        let got = embed_blocking(&["a", "  ", "bb"], 2, |filled| {
+            assert_eq!(filled, ["a", "bb"], "blank texts never reach the model");
+            Ok(filled.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+        })
+        .await
+        .unwrap();
+        assert_eq!(got, [vec![1.0, 1.0], vec![0.0, 0.0], vec![2.0, 1.0]]);
+        let e = embed_blocking(&["a", "b"], 2, |_| Ok(vec![vec![1.0, 0.0]]))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("1 vectors for 2 texts"), "{e}");
+        // A long text reaches the model cut at 8 KiB, on a character boundary.
+        let long = "é".repeat(5000);
+        embed_blocking(&[long.as_str()], 1, |filled| {
+            assert_eq!(filled[0].len(), 8 << 10);
+            Ok(vec![vec![1.0]])
+        })
+        .await
+        .unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_built_in_model_embeds_and_zeroes_blanks() {
+        let encoder = PocketEncoder::new().unwrap();
+        let v = encoder.embed(&["clean a csv export", ""]).await.unwrap();
+        assert_eq!((v[0].len(), v[1].len()), (384, 384));
+        assert!((cosine(&v[0], &v[0]) - 1.0).abs() < 1e-3);
+        assert!(v[1].iter().all(|x| *x == 0.0));
     }
 
     #[test]
