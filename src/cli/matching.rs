@@ -3,9 +3,10 @@
 //! ```text
 //! skillcat match "message"                          the configured catalog (skillcat.toml)
 //! skillcat match SOURCE "message"                   one source (or --source SOURCE "message")
-//! skillcat match --eval FILE                        last line: top1=0.xxx top5=0.yyy
+//! skillcat match --eval FILE [--eval-split PART]    last line: top1=0.xxx top5=0.yyy
 //!   [--top K] [--format text|json]
 //!   --mode bm25 | neural | embed                    (neural: built with --features neural)
+//!   --model-dir DIR                                 (neural: all-MiniLM-L6-v2, not the built-in)
 //!   --embed-provider openai|ollama --embed-url URL --embed-model M   (embed)
 //! ```
 //!

@@ -6,8 +6,10 @@
 //! postings [(skill: u32, impact: f32)]              sorted by skill within a term
 //! ```
 //!
-//! A skill's fields are its name, description and body, plus the character grams of its name
-//! and description (see [`tokenize`](super::tokenize)). For a term t and skill d,
+//! A skill's fields are its name, its description, the headings of its body, the rest of its
+//! body and its tools, plus the character grams of its name and description and the synonym
+//! concepts of its name, description and headings (see [`tokenize`](super::tokenize)). For a
+//! term t and skill d,
 //!
 //! ```text
 //! tf~(t, d)  = Σ_field  weight_f · tf_f(t, d) / (1 − b + b · len_f(d) / avg_len_f)

@@ -52,7 +52,7 @@ pub struct LabelledTool {
     /// What it does.
     #[serde(default)]
     pub description: String,
-    /// Its parameters: name → description, in the set's order.
+    /// Its parameters: name → description (a description that is not text counts as none).
     #[serde(default)]
     pub parameters: serde_json::Map<String, serde_json::Value>,
 }
