@@ -134,12 +134,12 @@ impl std::fmt::Debug for SentenceEncoder {
     }
 }
 
-/// Texts per forward pass: padding is to the longest of a batch, so batches of similar lengths
-/// waste little; 32 keeps the activations of a 256-token batch near 100 MB.
+/// Texts per forward pass (each padded to the longest of its batch): 32 keeps the attention
+/// scores of a batch of 256-token texts near 100 MB.
 const SENTENCE_BATCH: usize = 32;
 
 impl SentenceEncoder {
-    /// Loads the model in `dir` (all-MiniLM-L6-v2: 87 MiB of weights, about 0.3 s).
+    /// Loads the model in `dir` (all-MiniLM-L6-v2: 87 MiB of weights, about 0.2 s).
     pub fn load(dir: &std::path::Path) -> Result<Self, EmbedError> {
         use candle_core::{DType, Device};
         use sha2::Digest;
