@@ -5,7 +5,7 @@ The set comes from the Berkeley Function-Calling Leaderboard (BFCL v4, Apache-2.
 its PyPI wheel `bfcl-eval` (pinned below, checked by hash): every function of the `simple_python`,
 `multiple`, `live_simple` and `live_multiple` subsets is a skill (its name, its description, and
 its parameters as the skill's one tool), and every question is a query whose relevant skills are
-the functions of its ground truth.
+those bearing the name of a function of its ground truth.
 
 Nothing of the matcher was tuned on this set (see docs/matching.md): it is only reported.
 The set is written to target/heldout/bfcl-skills.json; the data is not committed.
@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import zipfile
 
 WHEEL = "bfcl_eval-2026.3.23-py3-none-any.whl"
@@ -48,11 +47,14 @@ def lines(z, name):
 
 def params_of(function):
     props = (function.get("parameters") or {}).get("properties") or {}
-    return {name: (spec or {}).get("description", "") for name, spec in props.items()}
+    return {
+        name: spec.get("description", "") if isinstance(spec, dict) else ""
+        for name, spec in props.items()
+    }
 
 
 def build(wheel):
-    """Every distinct function (name, description and parameters) is a skill; the same name
+    """Every distinct function (name and description) is a skill; the same name
     with another description is another skill (`name#2`, …), and a query's relevant skills are
     all those bearing a ground-truth name."""
     skills, ids_of, queries = [], {}, []
