@@ -25,7 +25,7 @@
 
 use std::collections::HashMap;
 
-use super::tokenize::{for_each_concept, for_each_gram, for_each_term};
+use super::tokenize::{concept_term, for_each_gram, for_each_term};
 use super::{Hit, SkillDoc, top_k};
 
 /// The ranker's parameters. `k1`, `b` and the field weights are the usual constants or priors
@@ -190,9 +190,15 @@ impl Bm25Index {
                 ids.push(id);
             }
         };
-        for_each_term(message, &mut look);
+        // One pass over the words: each word, then its synonym concept when it has one.
+        let mut concept = String::new();
+        for_each_term(message, |t| {
+            look(t);
+            if let Some(c) = concept_term(t, &mut concept) {
+                look(c);
+            }
+        });
         for_each_gram(message, &mut look);
-        for_each_concept(message, &mut look);
         ids.sort_unstable();
         let k3 = self.params.query_k3.max(0.0);
         for run in ids.chunk_by(|a, b| a == b) {
@@ -298,21 +304,25 @@ impl IndexBuilder {
                 }
             }
         };
-        for_each_term(&doc.name, |t| add(NAME, t));
-        for_each_term(&doc.description, |t| add(DESCRIPTION, t));
+        // Each text is tokenised once: a word of the name, the description or a heading also
+        // gives its synonym concept, in the same pass.
+        let mut concept = String::new();
+        let mut words = |field: usize, text: &str, concepts: bool| {
+            for_each_term(text, |t| {
+                add(field, t);
+                if concepts && let Some(c) = concept_term(t, &mut concept) {
+                    add(CONCEPTS, c);
+                }
+            });
+        };
+        words(NAME, &doc.name, true);
+        words(DESCRIPTION, &doc.description, true);
         for_each_line(&doc.body, |heading, line| {
-            for_each_term(line, |t| add(if heading { HEADINGS } else { BODY }, t));
+            words(if heading { HEADINGS } else { BODY }, line, heading);
         });
-        for_each_term(&doc.tools, |t| add(TOOLS, t));
+        words(TOOLS, &doc.tools, false);
         for_each_gram(&doc.name, |g| add(GRAMS, g));
         for_each_gram(&doc.description, |g| add(GRAMS, g));
-        for_each_concept(&doc.name, |c| add(CONCEPTS, c));
-        for_each_concept(&doc.description, |c| add(CONCEPTS, c));
-        for_each_line(&doc.body, |heading, line| {
-            if heading {
-                for_each_concept(line, |c| add(CONCEPTS, c));
-            }
-        });
 
         self.lengths.push(len);
         skill as usize

@@ -233,13 +233,20 @@ fn stem_word(lower: &str, stem: &mut Vec<u8>, each: &mut impl FnMut(&str)) {
 pub fn for_each_concept(text: &str, mut each: impl FnMut(&str)) {
     let mut term = String::new();
     for_each_term(text, |t| {
-        if let Some(id) = concept(t) {
-            term.clear();
-            term.push(CONCEPT_PREFIX);
-            term.push_str(itoa(id, &mut [0; 5]));
-            each(&term);
+        if let Some(c) = concept_term(t, &mut term) {
+            each(c);
         }
     });
+}
+
+/// The concept term of one word term of [`for_each_term`], written into `buf`, when the word
+/// belongs to a synonym group.
+pub fn concept_term<'b>(term: &str, buf: &'b mut String) -> Option<&'b str> {
+    let id = concept(term)?;
+    buf.clear();
+    buf.push(CONCEPT_PREFIX);
+    buf.push_str(itoa(id, &mut [0; 5]));
+    Some(buf)
 }
 
 /// Marks a concept term (words hold no `~`).
