@@ -37,6 +37,7 @@
 //! # });
 //! ```
 
+mod chars;
 mod confusable;
 mod content;
 mod host;
@@ -50,6 +51,7 @@ mod write;
 pub use content::LARGE_FILE;
 pub use rule::{Finding, RULES, Rule, RuleId, Severity};
 pub use text::line_safe;
+pub use unicode::escape_hidden;
 
 use serde::{Deserialize, Serialize};
 use skillcat_core::Result;
