@@ -82,7 +82,7 @@ fn on_pty(args: &[&str]) -> String {
     String::from_utf8(got).unwrap().replace("\r\n", "\n")
 }
 
-/// Issue 49, item 2: `list`, `show` and `prompt` show a person every hidden character escaped
+/// Issue 49, item 2: `list`, `match`, `show` and `prompt` show a person every hidden character escaped
 /// (`\u{202e}`): a bidi override, a zero-width space, tags smuggled after a black flag; the
 /// flag of England and a red heart, sequences Unicode defines, are shown as they are. `list`'s
 /// text is for people and always escaped; `show` and `prompt` escape on a terminal and give a
@@ -124,6 +124,16 @@ fn list_show_and_prompt_show_hidden_characters_escaped_to_people() {
     // JSON is exact.
     let json = run(&["list", dir, "--format", "json"]).json();
     assert_eq!(json["skills"][0]["description"], description.as_str());
+
+    // `match` prints a ranking for people: the same.
+    let out = run(&["match", dir, "fill forms"]);
+    out.code(0);
+    assert!(
+        out.out().contains("as\\u{200b}txt\\u{202e}fdp.exe"),
+        "{}",
+        out.out()
+    );
+    assert!(!hidden(out.out()), "{:?}", out.out());
 
     // `show` and `prompt`: escaped on a terminal, exact into a pipe.
     let tty = on_pty(&["show", dir, "hider"]);
