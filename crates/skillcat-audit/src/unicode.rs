@@ -13,14 +13,15 @@
 //!   CJK compatibility variant (from the `unicode-normalization` crate's copy of
 //!   `StandardizedVariants.txt`), and the small tables below; one selector per base, never a
 //!   run;
-//! - a zero-width joiner inside an emoji ZWJ sequence, and a joiner or non-joiner between two
-//!   letters of one script that shapes with them (Arabic, the Indic scripts, …);
+//! - a zero-width joiner inside an emoji ZWJ sequence, and a joiner or non-joiner where it
+//!   changes how two letters of one script are drawn (beside a virama; between letters that
+//!   join cursively);
 //! - a byte-order mark at the very start of a file.
 //!
 //! The same classing serves [`escape_hidden`]: what would be reported is what a terminal is
 //! shown escaped.
 
-use icu_properties::props::{Emoji, EmojiModifier, ExtendedPictographic, GeneralCategory, Script};
+use icu_properties::props::{Emoji, EmojiModifier, ExtendedPictographic, Script};
 use icu_properties::{CodePointMapData, CodePointSetData};
 
 use crate::chars::{Kind, kind};
@@ -126,44 +127,42 @@ fn joins_emoji(before: Option<char>, after: Option<char>) -> bool {
         && after.is_some_and(|c| pictographic(c) || CodePointSetData::new::<Emoji>().contains(c))
 }
 
-/// Whether a joiner or non-joiner sits between two letters or marks of one script that shapes
-/// with them: not Latin, Greek, Cyrillic, nor the scripts of East Asia, where a joiner changes
-/// nothing drawn and only carries bits.
-fn joins_letters(before: Option<char>, after: Option<char>) -> bool {
-    let (Some(a), Some(b)) = (before, after) else {
+/// Whether a joiner (`zwnj` false) or a non-joiner sits where it changes what is drawn, between
+/// two letters of one script: in a script of conjuncts, beside a virama (a Devanagari half
+/// form, the eyelash ra: `Indic_Syllabic_Category` Virama or Invisible_Stacker); in a script
+/// that joins cursively (`Joining_Type`, Arabic, Syriac, Mongolian, …), a non-joiner between
+/// two letters that would join (the one before joins on its left, the one after on its right)
+/// and a joiner beside one that joins. `base` is the last character before that is not a
+/// transparent mark (a vowel sign sits between a letter and its joiner). Anywhere else (Latin,
+/// Cyrillic, Han, …) it changes nothing drawn and only carries bits.
+fn shapes(before: Option<char>, base: Option<char>, after: Option<char>, zwnj: bool) -> bool {
+    use icu_properties::props::{IndicSyllabicCategory as Insc, JoiningType as Jt};
+    let (Some(before), Some(base), Some(after)) = (before, base, after) else {
         return false;
     };
-    let letter = |c: char| {
-        use GeneralCategory as G;
-        matches!(
-            CodePointMapData::<GeneralCategory>::new().get(c),
-            G::UppercaseLetter
-                | G::LowercaseLetter
-                | G::TitlecaseLetter
-                | G::ModifierLetter
-                | G::OtherLetter
-                | G::NonspacingMark
-                | G::SpacingMark
-                | G::EnclosingMark
-        )
-    };
     let scripts = CodePointMapData::<Script>::new();
-    let (sa, sb) = (scripts.get(a), scripts.get(b));
-    let inert = [
-        Script::Latin,
-        Script::Greek,
-        Script::Cyrillic,
-        Script::Han,
-        Script::Hiragana,
-        Script::Katakana,
-        Script::Hangul,
-        Script::Bopomofo,
-        Script::Yi,
-        Script::Common,
-        Script::Inherited,
-        Script::Unknown,
-    ];
-    !a.is_ascii() && letter(a) && letter(b) && sa == sb && !inert.contains(&sa)
+    if before.is_ascii() || scripts.get(base) != scripts.get(after) {
+        return false;
+    }
+    let insc = CodePointMapData::<Insc>::new();
+    let virama = |c: char| matches!(insc.get(c), Insc::Virama | Insc::InvisibleStacker);
+    if virama(before) || virama(after) {
+        return true;
+    }
+    let jt = CodePointMapData::<Jt>::new();
+    let joins_left = matches!(
+        jt.get(base),
+        Jt::DualJoining | Jt::LeftJoining | Jt::JoinCausing
+    );
+    let joins_right = matches!(
+        jt.get(after),
+        Jt::DualJoining | Jt::RightJoining | Jt::JoinCausing
+    );
+    if zwnj {
+        joins_left && joins_right
+    } else {
+        joins_left || joins_right
+    }
 }
 
 /// Each reported character: its byte offset, itself and its rule, in order.
@@ -173,6 +172,8 @@ fn reported(text: &str) -> Vec<(usize, char, RuleId)> {
         return out;
     }
     let mut prev: Option<char> = None;
+    // The last character before that is not a transparent mark: what a joiner joins.
+    let mut base: Option<char> = None;
     // Characters still to pass as part of an RGI tag sequence.
     let mut flag_left = 0usize;
     let mut chars = text.char_indices().peekable();
@@ -189,7 +190,7 @@ fn reported(text: &str) -> Vec<(usize, char, RuleId)> {
             Kind::Invisible if c == '\u{FEFF}' && at == 0 => None,
             Kind::Invisible | Kind::BidiMark => Some(RuleId::UnicodeInvisible),
             Kind::Joiner if c == '\u{200D}' && joins_emoji(prev, next) => None,
-            Kind::Joiner if joins_letters(prev, next) => None,
+            Kind::Joiner if shapes(prev, base, next, c == '\u{200C}') => None,
             Kind::Joiner => Some(RuleId::UnicodeInvisible),
             // The base is the character before, itself visible: a selector after a selector
             // (a run) has none.
@@ -212,6 +213,11 @@ fn reported(text: &str) -> Vec<(usize, char, RuleId)> {
         // A selector that made a sequence is part of its base: a joiner after it sees the
         // emoji's VS16.
         prev = Some(c);
+        if CodePointMapData::<icu_properties::props::JoiningType>::new().get(c)
+            != icu_properties::props::JoiningType::Transparent
+        {
+            base = Some(c);
+        }
     }
     out
 }

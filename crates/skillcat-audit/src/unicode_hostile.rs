@@ -93,6 +93,23 @@ fn every_hidden_class_is_reported() {
             "می\u{200C}\u{200C}خواهم".into(),
             INVISIBLE,
         ),
+        // Where a joiner changes nothing drawn in a joining script: after a letter that joins
+        // on no left side (alef), between Devanagari letters with no virama.
+        (
+            "ZWNJ after alef",
+            "\u{0627}\u{200C}\u{0628}".into(),
+            INVISIBLE,
+        ),
+        (
+            "ZWJ between Devanagari letters",
+            "\u{0915}\u{200D}\u{0937}".into(),
+            INVISIBLE,
+        ),
+        (
+            "ZWNJ between Arabic and Latin",
+            "\u{0628}\u{200C}b".into(),
+            INVISIBLE,
+        ),
         ("word joiner", "a\u{2060}b".into(), INVISIBLE),
         ("BOM mid-text", "a\u{FEFF}b".into(), INVISIBLE),
         ("Hangul filler", "a\u{3164}b".into(), INVISIBLE),
@@ -237,6 +254,14 @@ fn sequences_unicode_defines_pass() {
         (
             "Devanagari half form",
             "\u{0915}\u{094D}\u{200D}\u{0937}".into(),
+        ),
+        (
+            "Devanagari eyelash ra",
+            "\u{0930}\u{200D}\u{094D}\u{092F}".into(),
+        ),
+        (
+            "ZWNJ after a vowel sign",
+            "\u{0628}\u{064E}\u{200C}\u{0628}".into(),
         ),
         ("CJK compatibility variant", "\u{8C48}\u{FE00}".into()),
         ("math with serifs", "A \u{2229}\u{FE00} B".into()),
