@@ -16,6 +16,7 @@ pub(crate) enum Kind {
     Bidi,
     /// A bidirectional mark (LRM, RLM, ALM): invisible, reorders neutral characters only.
     BidiMark,
+    /// A tag character (U+E0000–U+E007F).
     Tag,
     /// A variation selector: invisible unless it makes a standardized sequence with its base.
     Selector,
@@ -23,9 +24,11 @@ pub(crate) enum Kind {
     Joiner,
     /// Any other default-ignorable or format character, a line or paragraph separator.
     Invisible,
+    /// Anything else: drawn, or a control (the printers escape those).
     Other,
 }
 
+/// The class of `c`, from its Unicode properties.
 pub(crate) fn kind(c: char) -> Kind {
     // Control characters are the printers' business (escaped on every terminal): in a text
     // file they are rare and shown by any editor, and in a binary one they are its bytes.

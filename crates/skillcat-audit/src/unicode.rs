@@ -1,9 +1,9 @@
 //! Hidden and deceptive Unicode in a text file, by Unicode property rather than by list.
 //!
 //! Every character is classed from the Unicode Character Database (the `icu_properties`
-//! crate's compiled copy): `Bidi_Control`, the tag block, `Variation_Selector`,
-//! `Default_Ignorable_Code_Point`, general category `Cf`, `Zl`, `Zp` and the controls. What is
-//! invisible is reported unless Unicode itself defines the sequence it stands in:
+//! crate's compiled copy; [`crate::chars`]): `Bidi_Control`, the tag block,
+//! `Variation_Selector`, `Default_Ignorable_Code_Point`, general category `Cf`, `Zl`, `Zp`.
+//! What is invisible is reported unless Unicode itself defines the sequence it stands in:
 //!
 //! - an RGI emoji tag sequence (U+1F3F4, the tags of `gbeng`, `gbsct` or `gbwls`, U+E007F): the
 //!   only three in `emoji-sequences.txt`; any other run of tags, after U+1F3F4 or not, is
