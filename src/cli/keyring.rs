@@ -277,7 +277,8 @@ pub fn revoke(a: RevokeArgs, g: &Globals) -> CliResult {
 }
 
 /// Writes `text` to `path` through a temporary file in the same folder renamed into place;
-/// `create_dir` makes the folder first (the default keyring's `~/.config/skillcat`); `mode`, when
+/// `create_dir` makes the folder first, private ([`create_private_dir`](super::create_private_dir):
+/// the default keyring's `~/.config/skillcat`); `mode`, when
 /// given, is the new file's permission bits whatever the old file had.
 pub(super) fn write_atomically(
     path: &Path,
@@ -290,7 +291,7 @@ pub(super) fn write_atomically(
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     if create_dir {
-        std::fs::create_dir_all(dir)?;
+        super::create_private_dir(dir)?;
     }
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     // Readable by others as a keyring is (it holds public keys), or as the file was.

@@ -386,11 +386,13 @@ async fn rank_and_print(
                 .max();
             for h in &hits {
                 let c = &candidates[h.index];
+                // A name and a description are the skill author's text: shown as a person may
+                // read them (controls and hidden characters escaped).
                 out!(
                     "{:>8.3}  {:<w$}  {}",
                     h.score,
-                    c.name,
-                    shorten(c.skill.description(), 72),
+                    super::shown(&c.name),
+                    super::shown(&shorten(c.skill.description(), 72)),
                     w = width.unwrap_or(0)
                 );
             }

@@ -126,6 +126,57 @@ pub(crate) fn output_dir_exists(path: &std::path::Path) -> Result<(), CliError> 
     }
 }
 
+/// Text from a skill or a store as it is printed for people (`list`, `show` and `prompt` on a
+/// terminal, warnings, faults, hints): control characters written `\u001b` (none can drive the
+/// terminal), and every character the audit classes as hidden by its Unicode properties
+/// (bidirectional controls and marks, zero-width and other default-ignorable characters, tags
+/// outside the RGI flags, variation selectors outside a standardized sequence) written
+/// `\u{202e}`, so that what a person reads is what a model reads. JSON output is left exact.
+pub(crate) fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+    match skillcat::prompt::escape_controls(s) {
+        std::borrow::Cow::Borrowed(s) => skillcat::audit::escape_hidden(s),
+        std::borrow::Cow::Owned(s) => {
+            std::borrow::Cow::Owned(skillcat::audit::escape_hidden(&s).into_owned())
+        }
+    }
+}
+
+/// Text a program may consume on stdout (`show`'s body, `prompt`'s block): [`shown`] when
+/// stdout is a terminal, where a person reads it; byte for byte into a pipe or a file, where a
+/// program gets exactly what the skill says (the audit, not the printer, is what refuses a
+/// skill hiding text).
+pub(crate) fn shown_on_stdout(s: &str) -> std::borrow::Cow<'_, str> {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        shown(s)
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
+/// Makes `dir` and any missing parent as folders only their owner can enter (0700), whatever
+/// the process umask: where skillcat keeps its configuration, keyring and credentials, so that
+/// no other user can plant a file there (a `keyring.toml`). Folders that already exist keep
+/// their mode; every command that creates such a folder does it here.
+pub(crate) fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let missing: Vec<&std::path::Path> = dir
+        .ancestors()
+        .filter(|p| !p.as_os_str().is_empty())
+        .take_while(|p| std::fs::symlink_metadata(p).is_err())
+        .collect();
+    // Created 0700 less the umask (never wider), then set to exactly 0700: a umask that takes
+    // the owner's bits too would leave a folder its owner cannot use.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    for p in missing {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
 /// How a command that ran to its end went; what it found was printed as it went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ExitStatus {

@@ -121,14 +121,11 @@ fn with_trusted(text: &str, dir: &str) -> Result<String, String> {
 
 /// Writes the file (0600, its directory 0700 when created), replacing it in one step.
 fn write_private(file: &Path, text: &str) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = file
         .parent()
         .ok_or_else(|| std::io::Error::other("no directory"))?;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
+    super::create_private_dir(dir)?;
     let tmp = dir.join(format!(".skillcat.toml.{}", std::process::id()));
     let mut f = std::fs::OpenOptions::new()
         .write(true)

@@ -277,7 +277,7 @@ impl Client {
 }
 
 fn escape(s: &str) -> String {
-    skillcat::prompt::escape_controls(s).into_owned()
+    super::shown(s).into_owned()
 }
 
 /// One skill to publish: packed, its version known, its signature checked.

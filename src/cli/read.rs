@@ -369,7 +369,7 @@ fn prompt_format(format: PromptFormatArg) -> PromptFormat {
 /// Prints the block and, on stderr, what the budget did: the summary, or with `verbose` every
 /// shortened description and omitted skill.
 fn print_rendered(rendered: &skillcat::prompt::Rendered, verbose: bool) {
-    out!("{}", rendered.text);
+    out!("{}", super::shown_on_stdout(&rendered.text));
     if rendered.report.is_clean() {
         return;
     }
@@ -564,10 +564,9 @@ pub(super) fn hint_lines(f: &Fault) -> Option<String> {
     Some(text)
 }
 
-/// Text from a skill or a store as it may be printed for people: control characters escaped
-/// (`\u001b`), so none of it can drive the terminal. JSON output is left exact.
+/// Text from a skill or a store as it is printed for people: [`super::shown`].
 fn shown(s: &str) -> std::borrow::Cow<'_, str> {
-    skillcat::prompt::escape_controls(s)
+    super::shown(s)
 }
 
 /// `skillcat list SOURCE [NAME]`; without SOURCE, the configured catalog. Every fault goes to
@@ -837,7 +836,7 @@ pub(super) fn find_in(shown: &str, d: &Discovery, name: &str) -> Result<Skill, C
 /// `skillcat show SOURCE NAME`
 pub async fn show(arg: &str, name: &str, g: &Globals) -> CliResult {
     let (_, skill) = find_skill_with(arg, name, Detail::Document, g).await?;
-    out!("{}", skill.body());
+    out!("{}", super::shown_on_stdout(skill.body()));
     Ok(ExitStatus::Success)
 }
 

@@ -177,7 +177,7 @@ pub async fn search(a: SearchArgs, g: &Globals) -> CliResult {
         skillcat::Error::Certificate { .. } => failed!("{e}"),
         _ => usage!("{e}"),
     })?;
-    let safe = |t: &str| skillcat::prompt::escape_controls(t).into_owned();
+    let safe = |t: &str| super::shown(t).into_owned();
     match a.format {
         Format::Json => out!(
             "{}",
@@ -515,7 +515,7 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
         .await;
     bar.finish_and_clear();
     for w in src.warnings() {
-        note!("warning: {}", skillcat::prompt::escape_controls(&w));
+        note!("warning: {}", super::shown(&w));
     }
     let reports = match reports {
         Ok(r) => r,
@@ -547,8 +547,8 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
                 let _ = writeln!(
                     out,
                     "{}  {}  {digest}  {}",
-                    s.name,
-                    skillcat::prompt::escape_controls(s.version.as_deref().unwrap_or("-")),
+                    super::shown(&s.name),
+                    super::shown(s.version.as_deref().unwrap_or("-")),
                     status_word(r.status)
                 );
             }
@@ -587,8 +587,8 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
         if let Some(m) = &r.message {
             err!(
                 "Error: {}: {}",
-                r.skill.name,
-                skillcat::prompt::escape_controls(m)
+                super::shown(&r.skill.name),
+                super::shown(m)
             );
         }
     }

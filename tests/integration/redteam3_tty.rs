@@ -106,7 +106,7 @@ impl World {
 }
 
 /// A pty pair: (master as a file, slave).
-fn openpty() -> (std::fs::File, OwnedFd) {
+pub(crate) fn openpty() -> (std::fs::File, OwnedFd) {
     let (mut master, mut slave) = (-1, -1);
     // SAFETY: two out-pointers to ints; no name, default termios and size.
     let rc = unsafe {

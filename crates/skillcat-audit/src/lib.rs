@@ -37,6 +37,7 @@
 //! # });
 //! ```
 
+mod chars;
 mod confusable;
 mod content;
 mod host;
@@ -50,6 +51,7 @@ mod write;
 pub use content::LARGE_FILE;
 pub use rule::{Finding, RULES, Rule, RuleId, Severity};
 pub use text::line_safe;
+pub use unicode::escape_hidden;
 
 use serde::{Deserialize, Serialize};
 use skillcat_core::Result;
@@ -583,6 +585,17 @@ mod tests {
             "\u{200D}",
             "\u{FE0F}",
             "\u{FEFF}",
+            // Hidden classes by property and the sequences that make them ordinary.
+            "\u{E0067}",
+            "\u{E0062}",
+            "\u{034F}",
+            "\u{E0100}",
+            "\u{200C}",
+            "\u{180B}",
+            "\u{2028}",
+            "\u{1820}",
+            "\u{FE00}",
+            "漢",
             "é",
             "curl ",
             "nc ",

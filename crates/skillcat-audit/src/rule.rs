@@ -39,7 +39,7 @@ pub enum RuleId {
     UnicodeBidiControl,
     /// Unicode tag characters.
     UnicodeTagCharacter,
-    /// Zero-width and invisible characters, stray variation selectors.
+    /// Invisible characters by Unicode property, stray joiners and variation selectors.
     UnicodeInvisible,
     /// Mixed-script or confusable words in a name, a file name or a heading.
     UnicodeConfusable,
@@ -121,15 +121,15 @@ pub const RULES: &[Rule] = &[
         id: RuleId::UnicodeTagCharacter,
         id_str: "unicode-tag-character",
         severity: Severity::High,
-        summary: "A Unicode tag character (U+E0000-U+E007F) in a text file, outside an emoji flag sequence.",
-        rationale: "Tag characters mirror ASCII but render as nothing: they carry instructions a model reads and a person never sees (ASCII smuggling). Their one ordinary use, the subdivision flags after U+1F3F4, is not reported.",
+        summary: "A Unicode tag character (U+E0000-U+E007F) in a text file, outside the three RGI emoji tag sequences (the flags of England, Scotland and Wales).",
+        rationale: "Tag characters mirror ASCII but render as nothing: they carry instructions a model reads and a person never sees (ASCII smuggling). Their one ordinary use, the subdivision flags U+1F3F4 + gbeng, gbsct or gbwls + cancel tag, is not reported; any other run of tags, after U+1F3F4 or not, is.",
     },
     Rule {
         id: RuleId::UnicodeInvisible,
         id_str: "unicode-invisible",
         severity: Severity::Medium,
-        summary: "A zero-width or invisible character (U+200B-U+200D, U+2060, U+FEFF past the start, U+180E) or a variation selector that follows no character it can modify.",
-        rationale: "Invisible characters hide text from a reviewer, split words so that filters miss them, and strings of variation selectors can encode a hidden message. Joiners between two non-ASCII characters (emoji sequences, Indic and Persian text) are not reported.",
+        summary: "An invisible character by its Unicode properties (Default_Ignorable_Code_Point, format characters, line and paragraph separators, bidirectional marks, Hangul fillers, U+FEFF past the start), a joiner outside an emoji or shaping sequence, or a variation selector that makes no standardized variation sequence with the character before it.",
+        rationale: "Invisible characters hide text from a reviewer, split words so that filters miss them, and variation selectors, one per character, can encode a hidden message. Sequences Unicode defines are not reported: emoji ZWJ sequences, joiners in scripts that shape with them (Arabic, Indic), emoji and text presentation selectors, standardized variants.",
     },
     Rule {
         id: RuleId::UnicodeConfusable,

@@ -29,19 +29,12 @@ impl<'a> Lines<'a> {
 }
 
 /// `s` safe on one line of a terminal or a log: control characters (line feeds and tabs too),
-/// the bidirectional controls, invisible characters and tag characters written `\u001b` (or
-/// `\u{e0041}` past U+FFFF), so that a report of hidden text does not hide anything itself.
+/// and every character the audit classes as hidden by its Unicode properties (bidirectional
+/// controls and marks, tags, variation selectors, joiners, default-ignorable and format
+/// characters, line and paragraph separators) written `\u001b` (or `\u{e0041}` past U+FFFF),
+/// so that a report of hidden text does not hide anything itself.
 pub fn line_safe(s: &str) -> std::borrow::Cow<'_, str> {
-    let hidden = |c: char| {
-        c.is_control()
-            || matches!(c,
-                '\u{200B}'..='\u{200F}'
-                | '\u{2028}'..='\u{202E}'
-                | '\u{2060}'..='\u{2069}'
-                | '\u{FEFF}'
-                | '\u{180E}'
-                | '\u{E0000}'..='\u{E007F}')
-    };
+    let hidden = crate::chars::is_hidden;
     if !s.chars().any(hidden) {
         return std::borrow::Cow::Borrowed(s);
     }

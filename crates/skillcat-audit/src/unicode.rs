@@ -1,101 +1,279 @@
-//! Hidden and deceptive Unicode in a text file: bidirectional controls, tag characters,
-//! invisible characters and stray variation selectors.
+//! Hidden and deceptive Unicode in a text file, by Unicode property rather than by list.
+//!
+//! Every character is classed from the Unicode Character Database (the `icu_properties`
+//! crate's compiled copy; [`crate::chars`]): `Bidi_Control`, the tag block,
+//! `Variation_Selector`, `Default_Ignorable_Code_Point`, general category `Cf`, `Zl`, `Zp`.
+//! What is invisible is reported unless Unicode itself defines the sequence it stands in:
+//!
+//! - an RGI emoji tag sequence (U+1F3F4, the tags of `gbeng`, `gbsct` or `gbwls`, U+E007F): the
+//!   only three in `emoji-sequences.txt`; any other run of tags, after U+1F3F4 or not, is
+//!   smuggled text;
+//! - a standardized variation sequence: VS15/VS16 after a character with the `Emoji` property
+//!   (emoji and text presentation), U+FE00–U+FE02 after the CJK unified ideographs that have a
+//!   CJK compatibility variant (from the `unicode-normalization` crate's copy of
+//!   `StandardizedVariants.txt`), and the small tables below; one selector per base, never a
+//!   run;
+//! - a zero-width joiner inside an emoji ZWJ sequence, and a joiner or non-joiner where it
+//!   changes how two letters of one script are drawn (beside a virama; between letters that
+//!   join cursively);
+//! - a byte-order mark at the very start of a file.
+//!
+//! The same classing serves [`escape_hidden`]: what would be reported is what a terminal is
+//! shown escaped.
 
+use icu_properties::props::{Emoji, EmojiModifier, ExtendedPictographic, Script};
+use icu_properties::{CodePointMapData, CodePointSetData};
+
+use crate::chars::{Kind, kind};
 use crate::rule::{Hit, RuleId};
 use crate::text::Lines;
 
-/// What one character is to these rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Bidi,
-    Tag,
-    Invisible,
-    /// A variation selector: invisible unless it modifies the character before it.
-    Selector,
-    /// A zero-width (non-)joiner: ordinary between two non-ASCII characters.
-    Joiner,
-    Other,
-}
+/// The RGI emoji tag sequences: U+1F3F4, these tags spelled in U+E0020–U+E007E, U+E007F.
+/// Source: Unicode emoji data `emoji-sequences.txt` (UTS #51), `RGI_Emoji_Tag_Sequence`, the
+/// same three since Emoji 5.0 and through 16.0.
+const RGI_TAG_SEQUENCES: &[&str] = &["gbeng", "gbsct", "gbwls"];
 
-fn kind(c: char) -> Kind {
-    match c {
-        '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' => Kind::Bidi,
-        '\u{E0000}'..='\u{E007F}' => Kind::Tag,
-        '\u{200B}' | '\u{2060}' | '\u{FEFF}' | '\u{180E}' => Kind::Invisible,
-        '\u{200C}' | '\u{200D}' => Kind::Joiner,
-        '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}' => Kind::Selector,
-        _ => Kind::Other,
+/// How many characters after `text[at..]`'s U+1F3F4 make an RGI tag sequence with it (the tags
+/// and the cancel tag), or 0.
+fn rgi_flag_tags(rest: &str) -> usize {
+    for spec in RGI_TAG_SEQUENCES {
+        let mut chars = rest.chars();
+        let spelled = spec
+            .chars()
+            .all(|s| chars.next() == char::from_u32(0xE0000 + u32::from(s)));
+        if spelled && chars.next() == Some('\u{E007F}') {
+            return spec.len() + 1;
+        }
     }
+    0
 }
 
-/// Whether a variation selector after `base` modifies it: any visible non-ASCII character
-/// (emoji, CJK ideographs, the math symbols with standardized variants) and the keycap bases
-/// `0-9 # *`. Never after ASCII text, whitespace, or another selector: a run of selectors is
-/// the shape of a message encoded in them.
-fn takes_selector(base: Option<char>) -> bool {
-    match base {
-        Some(c) if c.is_ascii() => c.is_ascii_digit() || c == '#' || c == '*',
-        Some(c) => !c.is_whitespace() && !c.is_control() && kind(c) == Kind::Other,
-        None => false,
+/// Standardized variation sequences other than the emoji and CJK compatibility ones: (first
+/// base, last base, first selector, last selector). Source: `StandardizedVariants.txt`
+/// (Unicode 16.0), by hand and by range: the bases of each script's sequences lie in these
+/// ranges and use these selectors; a base of a range that has no sequence of its own is
+/// accepted too (the file lists, for Mongolian and Myanmar, most letters of the block).
+const STANDARDIZED: &[(u32, u32, u32, u32)] = &[
+    // DIGIT ZERO, short diagonal stroke form.
+    (0x0030, 0x0030, 0xFE00, 0xFE00),
+    // Mathematical operators with serifs, strokes, slants: FE00 only.
+    (0x2205, 0x2205, 0xFE00, 0xFE00),
+    (0x2229, 0x222A, 0xFE00, 0xFE00),
+    (0x2268, 0x2273, 0xFE00, 0xFE00),
+    (0x228A, 0x228B, 0xFE00, 0xFE00),
+    (0x2293, 0x2297, 0xFE00, 0xFE00),
+    (0x229C, 0x229C, 0xFE00, 0xFE00),
+    (0x22DA, 0x22DB, 0xFE00, 0xFE00),
+    (0x22EF, 0x22EF, 0xFE00, 0xFE00),
+    (0x2A3C, 0x2A3D, 0xFE00, 0xFE00),
+    (0x2A9D, 0x2A9E, 0xFE00, 0xFE00),
+    (0x2AAC, 0x2AAD, 0xFE00, 0xFE00),
+    (0x2ACB, 0x2ACC, 0xFE00, 0xFE00),
+    // Mongolian letters with the free variation selectors FVS1–FVS4.
+    (0x1820, 0x18AA, 0x180B, 0x180D),
+    (0x1820, 0x18AA, 0x180F, 0x180F),
+    // Myanmar (and its extensions): dotted forms.
+    (0x1000, 0x109F, 0xFE00, 0xFE00),
+    (0xA9E0, 0xA9FF, 0xFE00, 0xFE00),
+    (0xAA60, 0xAA7F, 0xFE00, 0xFE00),
+    // Phags-pa reversed and shaped forms.
+    (0xA840, 0xA877, 0xFE00, 0xFE01),
+    // Manichaean letters.
+    (0x10AC0, 0x10AF6, 0xFE00, 0xFE00),
+];
+
+/// The CJK unified ideographs that have a compatibility variant, with its selector: every CJK
+/// compatibility ideograph's standardized variation sequence, computed once.
+fn cjk_variants() -> &'static std::collections::BTreeSet<(char, char)> {
+    use unicode_normalization::char::decompose_cjk_compat_variants;
+    static SET: std::sync::OnceLock<std::collections::BTreeSet<(char, char)>> =
+        std::sync::OnceLock::new();
+    SET.get_or_init(|| {
+        let mut set = std::collections::BTreeSet::new();
+        for c in (0xF900..=0xFAFF).chain(0x2F800..=0x2FA1F) {
+            let Some(c) = char::from_u32(c) else { continue };
+            let mut parts = Vec::new();
+            decompose_cjk_compat_variants(c, |p| parts.push(p));
+            if let [base, vs] = parts[..]
+                && ('\u{FE00}'..='\u{FE0F}').contains(&vs)
+            {
+                set.insert((base, vs));
+            }
+        }
+        set
+    })
+}
+
+/// Whether `base` then `vs` is a standardized variation sequence.
+fn standardized(base: char, vs: char) -> bool {
+    if matches!(vs, '\u{FE0E}' | '\u{FE0F}') {
+        return CodePointSetData::new::<Emoji>().contains(base);
     }
+    let (b, v) = (u32::from(base), u32::from(vs));
+    STANDARDIZED
+        .iter()
+        .any(|&(b0, b1, v0, v1)| (b0..=b1).contains(&b) && (v0..=v1).contains(&v))
+        || cjk_variants().contains(&(base, vs))
 }
 
-/// Whether a joiner sits between two non-ASCII visible characters (an emoji sequence, a
-/// conjunct in an Indic script, a Persian word).
-fn joins(before: Option<char>, after: Option<char>) -> bool {
-    let visible = |c: Option<char>| {
-        c.is_some_and(|c| !c.is_ascii() && !c.is_whitespace() && kind(c) == Kind::Other)
+/// Whether a zero-width joiner at this place joins an emoji ZWJ sequence: after an emoji (or
+/// its modifier, or its VS16), before an emoji.
+fn joins_emoji(before: Option<char>, after: Option<char>) -> bool {
+    let pictographic = |c: char| {
+        CodePointSetData::new::<ExtendedPictographic>().contains(c)
+            || CodePointSetData::new::<EmojiModifier>().contains(c)
     };
-    visible(before) && visible(after)
+    before.is_some_and(|c| c == '\u{FE0F}' || pictographic(c))
+        && after.is_some_and(|c| pictographic(c) || CodePointSetData::new::<Emoji>().contains(c))
 }
 
-/// The hits of one text: one for each run of characters of one rule on a line.
-pub(crate) fn scan(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
-    let mut hits = Vec::new();
-    if text.is_ascii() {
-        return hits;
+/// Whether a joiner (`zwnj` false) or a non-joiner sits where it changes what is drawn, between
+/// two letters of one script: in a script of conjuncts, beside a virama (a Devanagari half
+/// form, the eyelash ra: `Indic_Syllabic_Category` Virama or Invisible_Stacker); in a script
+/// that joins cursively (`Joining_Type`, Arabic, Syriac, Mongolian, …), a non-joiner between
+/// two letters that would join (the one before joins on its left, the one after on its right)
+/// and a joiner beside one that joins. `base` is the last character before that is not a
+/// transparent mark (a vowel sign sits between a letter and its joiner). Anywhere else (Latin,
+/// Cyrillic, Han, …) it changes nothing drawn and only carries bits.
+fn shapes(before: Option<char>, base: Option<char>, after: Option<char>, zwnj: bool) -> bool {
+    use icu_properties::props::{IndicSyllabicCategory as Insc, JoiningType as Jt};
+    let (Some(before), Some(base), Some(after)) = (before, base, after) else {
+        return false;
+    };
+    let scripts = CodePointMapData::<Script>::new();
+    if before.is_ascii() || scripts.get(base) != scripts.get(after) {
+        return false;
     }
-    // The open run: its rule, where it starts and the characters in it.
-    let mut run: Option<(RuleId, usize, Vec<char>)> = None;
+    let insc = CodePointMapData::<Insc>::new();
+    let virama = |c: char| matches!(insc.get(c), Insc::Virama | Insc::InvisibleStacker);
+    if virama(before) || virama(after) {
+        return true;
+    }
+    let jt = CodePointMapData::<Jt>::new();
+    let joins_left = matches!(
+        jt.get(base),
+        Jt::DualJoining | Jt::LeftJoining | Jt::JoinCausing
+    );
+    let joins_right = matches!(
+        jt.get(after),
+        Jt::DualJoining | Jt::RightJoining | Jt::JoinCausing
+    );
+    if zwnj {
+        joins_left && joins_right
+    } else {
+        joins_left || joins_right
+    }
+}
+
+/// Each reported character: its byte offset, itself and its rule, in order.
+fn reported(text: &str) -> Vec<(usize, char, RuleId)> {
+    let mut out = Vec::new();
+    if text.is_ascii() {
+        return out;
+    }
     let mut prev: Option<char> = None;
-    // Inside an emoji tag sequence (U+1F3F4 then tags up to U+E007F): the subdivision flags.
-    let mut in_flag = false;
+    // The last character before that is not a transparent mark: what a joiner joins.
+    let mut base: Option<char> = None;
+    // Characters still to pass as part of an RGI tag sequence.
+    let mut flag_left = 0usize;
     let mut chars = text.char_indices().peekable();
     while let Some((at, c)) = chars.next() {
         let next = chars.peek().map(|&(_, n)| n);
-        let rule = match kind(c) {
-            Kind::Bidi => Some(RuleId::UnicodeBidiControl),
-            Kind::Tag if in_flag || prev == Some('\u{1F3F4}') => {
-                in_flag = c != '\u{E007F}';
+        let k = kind(c);
+        let rule = match k {
+            Kind::Tag if flag_left > 0 => {
+                flag_left -= 1;
                 None
             }
             Kind::Tag => Some(RuleId::UnicodeTagCharacter),
+            Kind::Bidi => Some(RuleId::UnicodeBidiControl),
             Kind::Invisible if c == '\u{FEFF}' && at == 0 => None,
-            Kind::Invisible => Some(RuleId::UnicodeInvisible),
-            Kind::Joiner if joins(prev, next) => None,
+            Kind::Invisible | Kind::BidiMark => Some(RuleId::UnicodeInvisible),
+            Kind::Joiner if c == '\u{200D}' && joins_emoji(prev, next) => None,
+            Kind::Joiner if shapes(prev, base, next, c == '\u{200C}') => None,
             Kind::Joiner => Some(RuleId::UnicodeInvisible),
-            Kind::Selector if takes_selector(prev) => None,
+            // The base is the character before, itself visible: a selector after a selector
+            // (a run) has none.
+            Kind::Selector
+                if prev.is_some_and(|p| kind(p) == Kind::Other && standardized(p, c)) =>
+            {
+                None
+            }
             Kind::Selector => Some(RuleId::UnicodeInvisible),
             Kind::Other => None,
         };
-        if kind(c) != Kind::Tag {
-            in_flag = false;
+        if c == '\u{1F3F4}' {
+            flag_left = rgi_flag_tags(&text[at + c.len_utf8()..]);
+        } else if k != Kind::Tag {
+            flag_left = 0;
         }
-        match (&mut run, rule) {
-            (Some((open, _, found)), Some(r)) if *open == r => found.push(c),
-            (_, rule) => {
-                if let Some(done) = run.take() {
-                    hits.push(hit(done, lines));
+        if let Some(rule) = rule {
+            out.push((at, c, rule));
+        }
+        // A selector that made a sequence is part of its base: a joiner after it sees the
+        // emoji's VS16.
+        prev = Some(c);
+        if CodePointMapData::<icu_properties::props::JoiningType>::new().get(c)
+            != icu_properties::props::JoiningType::Transparent
+        {
+            base = Some(c);
+        }
+    }
+    out
+}
+
+/// The hits of one text: one for each run of adjacent characters of one rule.
+pub(crate) fn scan(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    // The open run: its rule, where it starts, where it ends and the characters in it.
+    let mut run: Option<(RuleId, usize, usize, Vec<char>)> = None;
+    for (at, c, rule) in reported(text) {
+        match &mut run {
+            Some((open, _, end, found)) if *open == rule && *end == at => {
+                found.push(c);
+                *end = at + c.len_utf8();
+            }
+            _ => {
+                if let Some((r, start, _, found)) = run.take() {
+                    hits.push(hit((r, start, found), lines));
                 }
-                run = rule.map(|r| (r, at, vec![c]));
+                run = Some((rule, at, at + c.len_utf8(), vec![c]));
             }
         }
-        prev = Some(c);
     }
-    if let Some(done) = run {
-        hits.push(hit(done, lines));
+    if let Some((r, start, _, found)) = run {
+        hits.push(hit((r, start, found), lines));
     }
     hits
+}
+
+/// `text` with every character the rules above would report written `\u{202e}` (so an
+/// allowed emoji, flag or joined word is shown as it is, and nothing hidden is), and every
+/// other control character but line feed, tab and the carriage return of a CRLF written
+/// `\u{1b}`: the text of a skill as a terminal may be shown it.
+pub fn escape_hidden(text: &str) -> std::borrow::Cow<'_, str> {
+    let hidden = reported(text);
+    let bytes = text.as_bytes();
+    let control = |at: usize, c: char| {
+        c.is_control()
+            && c != '\n'
+            && c != '\t'
+            && !(c == '\r' && bytes.get(at + 1) == Some(&b'\n'))
+    };
+    if hidden.is_empty() && !text.char_indices().any(|(at, c)| control(at, c)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16 * hidden.len());
+    let mut hidden = hidden.into_iter().peekable();
+    for (at, c) in text.char_indices() {
+        let is_hidden = hidden.next_if(|&(h, _, _)| h == at).is_some();
+        if is_hidden || control(at, c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn hit((rule, at, found): (RuleId, usize, Vec<char>), lines: &Lines<'_>) -> Hit {
@@ -119,7 +297,12 @@ fn hit((rule, at, found): (RuleId, usize, Vec<char>), lines: &Lines<'_>) -> Hit 
         RuleId::UnicodeTagCharacter => (
             "Unicode tag character",
             "Unicode tag characters",
-            "tag characters are invisible text that a model reads and a person does not see",
+            "tag characters are invisible text that a model reads and a person does not see; only the flags of England, Scotland and Wales are tag sequences",
+        ),
+        _ if found.iter().all(|&c| kind(c) == Kind::Selector) => (
+            "variation selector",
+            "variation selectors",
+            "a variation selector that makes no standardized sequence with the character before it changes nothing shown and can carry hidden bytes",
         ),
         _ => (
             "invisible character",
@@ -154,6 +337,10 @@ fn decode_tags(found: &[char]) -> String {
         .take(80)
         .collect()
 }
+
+#[cfg(test)]
+#[path = "unicode_hostile.rs"]
+mod hostile;
 
 #[cfg(test)]
 mod tests {
@@ -237,6 +424,6 @@ mod tests {
         // After ASCII text, or a run of them after an emoji (a hidden message): reported.
         assert_eq!(rules("a\u{FE0F}"), vec![(RuleId::UnicodeInvisible, 1, 2)]);
         let channel = "\u{1F600}\u{E0100}\u{E0101}\u{E0102}";
-        assert_eq!(rules(channel), vec![(RuleId::UnicodeInvisible, 1, 3)]);
+        assert_eq!(rules(channel), vec![(RuleId::UnicodeInvisible, 1, 2)]);
     }
 }
