@@ -1149,6 +1149,7 @@ mod tests {
                 count: 2,
             }],
             limits: vec![],
+            ..NetworkReport::default()
         });
         assert_eq!(
             o.to_model_text(),
