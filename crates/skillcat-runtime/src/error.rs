@@ -278,7 +278,7 @@ impl RuntimeError {
     }
 
     /// Fits what a model reads of this error within `cap` bytes: a script's output gives way
-    /// (see [`ToolOutput::fit`](crate::spec::ToolOutput::fit)); every other error is a message
+    /// (see [`ToolOutput::fit`](crate::ToolOutput::fit)); every other error is a message
     /// of the host's, bounded where it is made.
     pub fn fit(&mut self, cap: usize) {
         if let RuntimeError::Script(e) = self {
