@@ -36,6 +36,10 @@ if mode in ("refused", "both"):
 if mode in ("print", "both"):
     sys.stdout.write("o" * int(sys.argv[4 if mode == "both" else 2]) + "\n")
 print("done")
+if len(sys.argv) > 5 and sys.argv[5] == "then-hang":
+    sys.stdout.flush()
+    import time
+    time.sleep(60)
 "#;
 
 /// A home with a configuration that allows the network by name, and the flood skill
@@ -55,7 +59,7 @@ impl World {
         std::fs::create_dir(&home).unwrap();
         write_skill(
             &skills.join("flood"),
-            "---\nname: flood\ndescription: Floods its output.\nmetadata:\n  skillcat.network: \"api.test:443\"\n---\nFlood.\n",
+            "---\nname: flood\ndescription: Floods its output.\nmetadata:\n  skillcat.network: \"api.test:443\"\n  skillcat.timeout: \"5\"\n---\nFlood.\n",
             &[("scripts/flood.py", FLOOD, true)],
         );
         let config = home.join("skillcat.toml");
@@ -138,6 +142,30 @@ fn output_and_report_share_one_cap() {
         ),
         "{}",
         &out[out.len().saturating_sub(3000)..]
+    );
+    no_forged_line(out);
+}
+
+/// The same when the run times out: the report is part of the failure's output, and kept.
+#[test]
+fn a_timeout_keeps_its_report_within_the_cap() {
+    let w = World::new();
+    let o = w.run("both 100 1000 70000 then-hang");
+    o.code(1);
+    let out = o.out();
+    o.says(&["E_SKILL_SCRIPT_TIMEOUT"]);
+    assert!(out.len() <= CAP, "{} bytes", out.len());
+    assert!(
+        out.contains(
+            "[network: and 92 more refused connections to 24 more targets and others not kept]"
+        ),
+        "{}",
+        &out[out.len().saturating_sub(3000)..]
+    );
+    assert!(
+        out.contains("[output truncated: kept"),
+        "{}",
+        &out[out.len().saturating_sub(300)..]
     );
     no_forged_line(out);
 }

@@ -639,6 +639,12 @@ impl Runner {
         .and_then(|r| r);
         let mut raw = raw?;
         if network.is_some() && raw.timed_out {
+            // A timeout's output carries the report in its text: the report is the host's and
+            // is kept, the output gives way to it within the cap.
+            let mut report = String::new();
+            append_network(&mut report, network.as_ref());
+            let room = self.config.limits.output.saturating_sub(report.len() + 96);
+            raw.output.keep_at_most(room);
             append_network(&mut raw.output.text, network.as_ref());
         }
         if let Some(reason) = quota? {
