@@ -498,6 +498,17 @@ async fn io_uring_is_refused() {
     );
 }
 
+/// `sync()` and `syncfs()` make the host write back every dirty page of every file system (or
+/// of the one under the workspace): work outside the run's limits, for others' files.
+#[tokio::test]
+async fn host_wide_writeback_is_refused() {
+    let env = Env::new();
+    let a = attack(&env, "attack-sync", "").await;
+    let text = a.text();
+    assert!(text.contains("sync -1 Operation not permitted"), "{text}");
+    assert!(text.contains("syncfs -1 Operation not permitted"), "{text}");
+}
+
 #[tokio::test]
 async fn new_namespaces_are_refused() {
     let env = Env::new();

@@ -434,8 +434,8 @@ fn no_way_out_but_the_proxy() {
     assert!(o.out().contains("-> HTTP/1.1 403 Forbidden"), "{}", o.out());
     o.says(&[
         &format!(
-            "network: refused api.localhost:{port}: api.localhost resolves to 127.0.0.1, a \
-             loopback address"
+            "network: refused api.localhost:{port}: api.localhost resolves to a loopback \
+             address"
         ),
         &format!(
             "hint: if that address is meant, pin it in skillcat.toml: [sandbox.resolve] \
@@ -688,4 +688,163 @@ fn pins_are_the_users_and_a_bad_one_is_refused_with_its_place() {
     let o = w.run(&[], "env");
     o.code(2);
     o.says(&["sandbox.resolve: `api.test`: write the name with its port"]);
+}
+
+/// A service bound to every address of the host (`0.0.0.0`, `[::]`) — an admin port a cloud
+/// security group hides from the world — is reachable at each of the host's own addresses,
+/// public ones included. A granted name that resolves to one of them must not reach it: the
+/// proxy refuses the host's interface addresses and its `local` routes (an AnyIP /24 here), as
+/// it refuses loopback, unless the operator pinned that name to that address.
+///
+/// The test makes a network and mount namespace of its own (no other host is ever contacted):
+/// `lo` carries a public IPv4 and IPv6 address and a local route, a listener on `[::]`
+/// (dual-stack) counts connections, and the namespace's `/etc/hosts` names the addresses.
+#[test]
+fn a_granted_name_at_one_of_the_hosts_own_addresses_is_refused() {
+    const PORT: u16 = 8080;
+    let w = World::new(
+        &format!("admin.test:{PORT} anyip.test:{PORT} admin6.test:{PORT} pinned.test:{PORT}"),
+        "true",
+        &[("pinned.test:8080", format!("11.22.33.44:{PORT}"))],
+    );
+    let root = w.home.parent().unwrap().to_path_buf();
+    let hosts = root.join("hosts");
+    std::fs::write(
+        &hosts,
+        "127.0.0.1 localhost\n11.22.33.44 admin.test\n11.22.40.9 anyip.test\n2a10::7 admin6.test\n",
+    )
+    .unwrap();
+    let hits = root.join("hits");
+    let listener = root.join("listener.py");
+    std::fs::write(
+        &listener,
+        format!(
+            "import socket\n\
+             s = socket.create_server(('::', {PORT}), family=socket.AF_INET6, dualstack_ipv6=True)\n\
+             open({ready:?}, 'w').close()\n\
+             while True:\n\
+             \x20   c, peer = s.accept()\n\
+             \x20   open({hits:?}, 'a').write('hit %s\\n' % peer[0])\n\
+             \x20   c.sendall(b'admin port\\n')\n\
+             \x20   c.close()\n",
+            ready = root.join("ready").to_string_lossy(),
+            hits = hits.to_string_lossy(),
+        ),
+    )
+    .unwrap();
+    let run = |target: &str| {
+        format!(
+            "echo '== {target}'\n{bin} --config {config} run {skills} probe probe --args 'connect {target}:{PORT}' 2>&1 || true\n",
+            bin = crate::support::bin::BIN,
+            config = w.config.display(),
+            skills = w.skills.display(),
+        )
+    };
+    let script = format!(
+        "set -e\n\
+         ip link set lo up\n\
+         ip addr add 11.22.33.44/32 dev lo\n\
+         ip addr add 2a10::7/128 dev lo\n\
+         ip route add local 11.22.40.0/24 dev lo\n\
+         mount --bind {hosts} /etc/hosts\n\
+         python3 {listener} & pid=$!\n\
+         while [ ! -e {ready} ]; do sleep 0.05; done\n\
+         set +e\n\
+         {runs}\
+         echo '== hits'\n\
+         cat {hits} 2>/dev/null\n\
+         kill $pid\n",
+        hosts = hosts.display(),
+        listener = listener.display(),
+        ready = root.join("ready").display(),
+        hits = hits.display(),
+        runs = ["admin.test", "anyip.test", "admin6.test", "pinned.test"]
+            .map(run)
+            .concat(),
+    );
+    let mut cmd = std::process::Command::new("timeout");
+    cmd.args(["-k", "5", "240", "unshare", "--net", "--mount"]);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        cmd.arg("--map-root-user");
+    }
+    let out = cmd
+        .args(["--", "sh", "-c", &script])
+        .current_dir(&w.home)
+        .env("HOME", &w.home)
+        .env_remove("SKILLCAT_CONFIG")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let part = |name: &str| {
+        text.split(&format!("== {name}\n"))
+            .nth(1)
+            .and_then(|s| s.split("\n== ").next())
+            .unwrap_or_else(|| panic!("no {name} part:\n{text}"))
+            .to_string()
+    };
+    for (name, address) in [
+        ("admin.test", "11.22.33.44"),
+        ("anyip.test", "11.22.40.9"),
+        ("admin6.test", "2a10::7"),
+    ] {
+        let p = part(name);
+        assert!(
+            p.contains(&format!("CONNECT {name}:{PORT} -> HTTP/1.1 403 Forbidden")),
+            "{name} reached the host's own address:\n{text}"
+        );
+        assert!(
+            p.contains(&format!(
+                "network: refused {name}:{PORT}: {name} resolves to an address of this host"
+            )),
+            "{name}:\n{text}"
+        );
+        // The script (and the model, and the report) are told the host, never the address.
+        assert!(!p.contains(address), "{name}: {address} was told:\n{p}");
+    }
+    // The operator's own pin reaches it: the check is the default, not a wall.
+    assert!(
+        part("pinned.test").contains(&format!("CONNECT pinned.test:{PORT} -> HTTP/1.1 200")),
+        "{text}"
+    );
+    let hits = part("hits");
+    assert_eq!(
+        hits.lines().filter(|l| l.starts_with("hit ")).count(),
+        1,
+        "only the pinned name arrived:\n{text}"
+    );
+}
+
+/// What a name resolves to on the host's side — an internal name's address, the operator's
+/// pin — is not the script's to learn: a refusal, and the report a model reads, name the host.
+#[test]
+fn refusals_name_the_host_never_the_address() {
+    // A port nothing listens on (bound, then closed).
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let w = World::new(
+        "internal.test:80 api.localhost:80",
+        "true",
+        &[("internal.test:80", format!("127.0.0.1:{closed}"))],
+    );
+    // A pinned name whose address does not answer.
+    let o = w.run(&[], "connect internal.test:80");
+    assert!(o.out().contains("-> HTTP/1.1 502"), "{}", o.out());
+    o.says(&["network: refused internal.test:80: could not connect"]);
+    // A name that resolves to loopback.
+    let p = w.run(&[], "connect api.localhost:80");
+    assert!(p.out().contains("-> HTTP/1.1 403"), "{}", p.out());
+    p.says(&["network: refused api.localhost:80: api.localhost resolves to a loopback address"]);
+    for o in [o, p] {
+        assert!(
+            !o.out().contains("127.0.0.1"),
+            "the script was told:\n{}",
+            o.out()
+        );
+        assert!(!o.stderr.contains("127.0.0.1"), "{}", o.stderr);
+    }
 }

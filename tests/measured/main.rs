@@ -7,4 +7,5 @@ mod support;
 
 mod redteam3_registry_file;
 mod redteam3_sandbox;
+mod run_output;
 mod sandbox_redteam;

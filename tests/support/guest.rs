@@ -120,13 +120,17 @@ pub fn hostile_cases(never_answers: bool) -> Vec<(&'static str, Json, Answer)> {
     cases
 }
 
-/// The log flood's outcome: its result, 1,000 entries of at most 8 KiB, capped.
+/// The log flood's outcome as a model reads it: its result, and the first of the 1,000
+/// entries of at most 8 KiB the guest kept, as many as the output cap (64 KiB) holds, capped.
 pub fn check_log_flood(out: &Json) {
     assert_eq!(out["result"], json!("flooded"));
     let logs = out["logs"].as_array().unwrap();
-    assert_eq!(logs.len(), 1000);
+    assert!((1..1000).contains(&logs.len()), "{} entries", logs.len());
     assert!(logs.iter().all(|l| l.as_str().unwrap().len() <= 8192));
-    assert!(logs[999].as_str().unwrap().starts_with("line 999 yyy"));
+    for (i, l) in logs.iter().enumerate() {
+        assert!(l.as_str().unwrap().starts_with(&format!("line {i} yyy")));
+    }
+    assert!(out.to_string().len() <= 64 * 1024);
     assert_eq!(out["logsCapped"], json!(true));
 }
 

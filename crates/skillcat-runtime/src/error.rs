@@ -277,6 +277,15 @@ impl RuntimeError {
         }
     }
 
+    /// Fits what a model reads of this error within `cap` bytes: a script's output gives way
+    /// (see [`ToolOutput::fit`](crate::ToolOutput::fit)); every other error is a message
+    /// of the host's, bounded where it is made.
+    pub fn fit(&mut self, cap: usize) {
+        if let RuntimeError::Script(e) = self {
+            e.fit(cap);
+        }
+    }
+
     /// The text a model reads: a script error's own form (`Error (exit N):\n…`), otherwise
     /// `Error (<code>): <message>`.
     pub fn to_model_text(&self) -> String {

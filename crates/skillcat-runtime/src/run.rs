@@ -181,7 +181,33 @@ impl Run {
     /// Calls a tool of this run, whatever its kind, through what its kind prepared at
     /// activation: a script tool runs confined through the runner, a module tool through its
     /// wrapper, a guest tool in its confined engine.
+    ///
+    /// Everything a model reads of the call — a script's output, its network report, exit
+    /// status and notes, a guest's result and logs, a module tool's answer, an error's output —
+    /// shares one budget: the session's output cap (`[sandbox] output`, 64 KiB by default),
+    /// enforced here for every kind ([`ToolOutput::fit`], [`RuntimeError::fit`]).
     pub async fn call(&self, tool: &str, args: &Json) -> Result<ToolOutput, RuntimeError> {
+        let cap = self.output_cap();
+        let mut result = self.call_unbounded(tool, args).await;
+        match &mut result {
+            Ok(out) => out.fit(cap),
+            Err(e) => e.fit(cap),
+        }
+        result
+    }
+
+    /// The bytes a model may read of one call: the runner's output cap.
+    fn output_cap(&self) -> usize {
+        self.session
+            .inner
+            .runner
+            .as_ref()
+            .map_or(crate::script::ScriptLimits::default().output, |r| {
+                r.config().limits.output
+            })
+    }
+
+    async fn call_unbounded(&self, tool: &str, args: &Json) -> Result<ToolOutput, RuntimeError> {
         let not_found = || RuntimeError::ToolNotFound {
             tool: tool.to_string(),
         };

@@ -46,6 +46,8 @@ pub(crate) struct EngineLimits {
     pub nodes: usize,
     pub log_entries: usize,
     pub log_entry_bytes: usize,
+    /// Bytes of all log entries together ([`LOG_BYTES`](super::host::LOG_BYTES) at most).
+    pub log_bytes: usize,
     pub result: usize,
 }
 
@@ -152,6 +154,8 @@ struct State {
     next_id: u64,
     outbox: Vec<ChildMsg>,
     logs: Vec<String>,
+    /// Bytes of `logs` together.
+    log_bytes: usize,
     logs_capped: bool,
     fatal: Option<Quota>,
 }
@@ -379,6 +383,13 @@ fn install<'js>(
                     }
                 }
                 truncate(&mut line, l.log_entry_bytes);
+                // What a model can read of a call is far less: entries past the total are
+                // dropped here, not carried to the host.
+                if s.log_bytes + line.len() > l.log_bytes {
+                    s.logs_capped = true;
+                    return;
+                }
+                s.log_bytes += line.len();
                 s.logs.push(line);
             },
         )?

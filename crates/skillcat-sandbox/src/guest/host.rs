@@ -72,8 +72,8 @@ pub struct GuestLimits {
     pub depth: usize,
     /// Values in one value sent or returned (default 10,000).
     pub nodes: usize,
-    /// `console.log` entries kept (default 1,000); later ones are dropped and the outcome says
-    /// `logsCapped`.
+    /// `console.log` entries kept (default 1,000), and at most [`LOG_BYTES`] of them in all;
+    /// later ones are dropped and the outcome says `logsCapped`.
     pub log_entries: usize,
     /// Bytes of one log entry (default 8 KiB; longer ones are cut).
     pub log_entry_bytes: usize,
@@ -176,10 +176,22 @@ impl GuestLimits {
             nodes: self.nodes,
             log_entries: self.log_entries,
             log_entry_bytes: self.log_entry_bytes,
+            log_bytes: self.log_bytes(),
             result: self.result,
         }
     }
+
+    /// Bytes of all log entries of one evaluation together.
+    fn log_bytes(&self) -> usize {
+        LOG_BYTES.min(self.log_entries.saturating_mul(self.log_entry_bytes))
+    }
 }
+
+/// Bytes of all log entries of one evaluation together (256 KiB): more than a model reads of
+/// one call (the output cap, 64 KiB by default), and what keeps the final message — and the
+/// host's memory for it — small whatever the guest logs (1,000 entries of 8 KiB of control
+/// characters were 48 MB of JSON).
+pub const LOG_BYTES: usize = 256 << 10;
 
 /// What the guest threw, by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -507,7 +519,10 @@ impl Driver<'_> {
     /// The longest line the child may send: the final message with the result and the logs.
     fn line_max(&self) -> usize {
         let l = self.limits;
-        l.result.max(l.payload) + l.log_entries * (6 * l.log_entry_bytes + 4) + (64 << 10)
+        // JSON writes a control character in six bytes.
+        let logs = (l.log_entries * (6 * l.log_entry_bytes + 4))
+            .min(6 * l.log_bytes() + 4 * l.log_entries);
+        l.result.max(l.payload) + logs + (64 << 10)
     }
 
     /// Answers the child's host calls and waits for its final message, checking every quota
@@ -600,13 +615,19 @@ impl Driver<'_> {
                         ChildMsg::Returned { result, logs, logs_capped } => {
                             within(&result, l.depth, l.nodes, l.result, Quota::Result)
                                 .map_err(|q| self.quota(q))?;
-                            let capped = logs_capped || logs.len() > l.log_entries;
+                            let mut capped = logs_capped || logs.len() > l.log_entries;
+                            let mut total = 0usize;
                             let logs = logs
                                 .into_iter()
                                 .take(l.log_entries)
                                 .map(|mut s| {
                                     engine::truncate(&mut s, l.log_entry_bytes);
                                     s
+                                })
+                                .take_while(|s| {
+                                    total += s.len();
+                                    capped |= total > l.log_bytes();
+                                    total <= l.log_bytes()
                                 })
                                 .collect();
                             return Ok(Outcome::Returned {

@@ -30,5 +30,7 @@ mod tool;
 pub use child::{PROCESS_NAME, helper_main};
 pub use declare::{GuestDecl, GuestParam, GuestType};
 pub use error::{GuestError, Quota};
-pub use host::{FnHost, Globals, GuestHost, GuestLimits, HostFunction, Outcome, ThrownKind};
+pub use host::{
+    FnHost, Globals, GuestHost, GuestLimits, HostFunction, LOG_BYTES, Outcome, ThrownKind,
+};
 pub use tool::{GuestTool, SOURCE_MAX, load};

@@ -125,6 +125,33 @@ impl ScriptError {
         }
     }
 
+    /// Cuts what the script printed so that [`to_model_text`](Self::to_model_text) is at most
+    /// `cap` bytes (see [`ScriptOutput::fit`](super::ScriptOutput::fit)); an error without
+    /// output is a message of the host's, left as it is.
+    pub fn fit(&mut self, cap: usize) {
+        let mut probe = self.clone();
+        let output = match self {
+            ScriptError::Failed { output, .. } | ScriptError::WorkspaceFull { output, .. } => {
+                output
+            }
+            ScriptError::Call(f) => match &mut f.output {
+                Some(o) => o,
+                None => return,
+            },
+            _ => return,
+        };
+        output.fit_within(cap, |o| {
+            match &mut probe {
+                ScriptError::Failed { output, .. } | ScriptError::WorkspaceFull { output, .. } => {
+                    *output = o.clone();
+                }
+                ScriptError::Call(f) => f.output = Some(o.clone()),
+                _ => {}
+            }
+            probe.to_model_text().len()
+        });
+    }
+
     /// What a failed run did on the network, for a run granted a host list.
     pub fn network(&self) -> Option<&super::proxy::NetworkReport> {
         match self {

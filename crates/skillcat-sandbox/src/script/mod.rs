@@ -27,6 +27,7 @@ mod error;
 #[doc(hidden)]
 pub mod gate;
 pub mod home;
+mod host_addrs;
 mod left;
 pub mod policy;
 pub(crate) mod process;

@@ -8,9 +8,12 @@
 //!                                            ├─ host:port in the grant?        else 403 + hint
 //!                                            ├─ resolve once ([sandbox.resolve] pin, else DNS)
 //!                                            ├─ every address checked: loopback, private,
-//!                                            │  link-local (metadata), multicast… refused
+//!                                            │  link-local (metadata), multicast… refused, and
+//!                                            │  the host's own (interfaces, local routes, read
+//!                                            │  now); a pin is the operator's and not checked
 //!                                            └─ connect to the address checked (never again by
-//!                                               name), relay both ways within the byte budget
+//!                                               name; the peer must be it), relay both ways
+//!                                               within the byte budget
 //! ```
 //!
 //! The proxy is an HTTP/1.1 forward proxy (absolute-form `http://` requests, one request per
@@ -24,15 +27,26 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use super::host_addrs::HostAddrs;
 use crate::capability::{HostPattern, Pin};
 use skillcat_core::network::normalize_host;
 
+mod report;
+
+pub use report::{
+    MODEL_REFUSALS, NetworkReport, REPORT_KEPT, Reached, Refused, TARGET_KEPT, one_line,
+};
+use report::{kept, kept_hint};
+
 /// Why the proxy refuses a name and port outside the run's grant ([`Refused::why`]).
 pub const NOT_GRANTED: &str = "not in this run's network grant";
+
+/// What the proxy calls an address the host itself owns (an interface address, or one of the
+/// kernel's local routes): refused like loopback.
+const OWN_ADDRESS: &str = "an address of this host";
 
 /// The bounds of one run's proxy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,111 +88,6 @@ pub struct ProxyConfig {
     pub pins: Vec<Pin>,
     /// Bounds.
     pub limits: ProxyLimits,
-}
-
-/// A host and port a run reached through its proxy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Reached {
-    /// The name asked for.
-    pub host: String,
-    /// The port.
-    pub port: u16,
-    /// The address connected to (the one checked).
-    pub address: String,
-    /// Whether the address came from `[sandbox.resolve]`.
-    pub pinned: bool,
-    /// Connections made.
-    pub connections: u64,
-    /// Bytes sent to it.
-    pub bytes_out: u64,
-    /// Bytes received from it.
-    pub bytes_in: u64,
-}
-
-/// A connection the proxy refused (or could not make).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Refused {
-    /// What the script asked for (`host:port`, or the request's target when it was not one).
-    pub target: String,
-    /// Why.
-    pub why: String,
-    /// The grant (or pin) that would allow it, when one would.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hint: Option<String>,
-    /// How many times.
-    pub count: u64,
-}
-
-/// What a run did on the network through its proxy.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct NetworkReport {
-    /// Hosts reached, in order of name.
-    pub reached: Vec<Reached>,
-    /// Connections refused, in order of target.
-    pub refused: Vec<Refused>,
-    /// Limits the run reached, each with how often.
-    pub limits: Vec<String>,
-}
-
-impl NetworkReport {
-    /// Whether nothing happened.
-    pub fn is_empty(&self) -> bool {
-        self.reached.is_empty() && self.refused.is_empty() && self.limits.is_empty()
-    }
-
-    /// One line for each host reached, each refusal (with its hint on the next line) and each
-    /// limit: what `skillcat run` prints on stderr.
-    pub fn lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        self.reached_lines(&mut out);
-        out.extend(self.refusal_lines());
-        out
-    }
-
-    /// The refusals (each with its hint) and limits alone: what a model reads after a run's
-    /// output, so it can say which grant would help.
-    pub fn refusal_lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        self.refused_lines(&mut out);
-        out
-    }
-
-    fn reached_lines(&self, out: &mut Vec<String>) {
-        for r in &self.reached {
-            out.push(format!(
-                "network: reached {}:{} at {}{} ({} connection{}, {} bytes out, {} in)",
-                r.host,
-                r.port,
-                r.address,
-                if r.pinned { " (pinned)" } else { "" },
-                r.connections,
-                if r.connections == 1 { "" } else { "s" },
-                r.bytes_out,
-                r.bytes_in
-            ));
-        }
-    }
-
-    fn refused_lines(&self, out: &mut Vec<String>) {
-        for r in &self.refused {
-            out.push(format!(
-                "network: refused {}: {}{}",
-                r.target,
-                r.why,
-                if r.count > 1 {
-                    format!(" ({} times)", r.count)
-                } else {
-                    String::new()
-                }
-            ));
-            if let Some(h) = &r.hint {
-                out.push(format!("hint: {h}"));
-            }
-        }
-        for l in &self.limits {
-            out.push(format!("network: limit reached: {l}"));
-        }
-    }
 }
 
 /// Why an address is not one a run may reach by name: `Some(class)` for loopback, private,
@@ -261,6 +170,9 @@ struct Building {
     reached: BTreeMap<(String, u16), Reached>,
     refused: BTreeMap<(String, String), Refused>,
     limits: BTreeMap<String, u64>,
+    /// Connections past the hosts and targets kept ([`REPORT_KEPT`]).
+    reached_more: u64,
+    refused_more: u64,
 }
 
 impl Shared {
@@ -272,17 +184,26 @@ impl Shared {
         f(&mut b)
     }
 
+    /// Records a refusal: at most [`REPORT_KEPT`] targets, each cut at [`TARGET_KEPT`] bytes;
+    /// past that, only counted.
     fn refuse(&self, target: &str, why: &str, hint: Option<String>) {
+        let key = (kept(target), kept(why));
         self.with(|b| {
-            b.refused
-                .entry((target.to_string(), why.to_string()))
-                .and_modify(|r| r.count += 1)
-                .or_insert_with(|| Refused {
-                    target: target.to_string(),
-                    why: why.to_string(),
-                    hint,
-                    count: 1,
-                });
+            if let Some(r) = b.refused.get_mut(&key) {
+                r.count += 1;
+            } else if b.refused.len() < REPORT_KEPT {
+                b.refused.insert(
+                    key.clone(),
+                    Refused {
+                        target: key.0,
+                        why: key.1,
+                        hint: hint.map(|h| kept_hint(&h)),
+                        count: 1,
+                    },
+                );
+            } else {
+                b.refused_more += 1;
+            }
         });
     }
 
@@ -305,6 +226,8 @@ impl Shared {
                     }
                 })
                 .collect(),
+            reached_more: b.reached_more,
+            refused_more: b.refused_more,
         })
     }
 }
@@ -773,13 +696,35 @@ async fn connect(
             }
         }
     };
-    let (ok, bad): (Vec<SocketAddr>, Vec<SocketAddr>) = if pinned {
-        (addrs, Vec::new())
+    // The host's own addresses, read now (they change with interfaces and routes): a
+    // service bound to every address of the host is no more the world's than loopback is.
+    let own = if pinned {
+        None
     } else {
-        addrs
-            .into_iter()
-            .partition(|a| refused_class(a.ip()).is_none())
+        match tokio::task::spawn_blocking(HostAddrs::read).await {
+            Ok(Ok(own)) => Some(own),
+            Ok(Err(e)) => {
+                return Err(Refusal::new(
+                    502,
+                    &target,
+                    format!("the host's own addresses could not be read ({e})"),
+                ));
+            }
+            Err(_) => {
+                return Err(Refusal::new(
+                    502,
+                    &target,
+                    "the host's own addresses could not be read",
+                ));
+            }
+        }
     };
+    let why_not = |ip: IpAddr| -> Option<&'static str> {
+        let own = own.as_ref()?;
+        refused_class(ip).or_else(|| own.contains(ip).then_some(OWN_ADDRESS))
+    };
+    let (ok, bad): (Vec<SocketAddr>, Vec<SocketAddr>) =
+        addrs.into_iter().partition(|a| why_not(a.ip()).is_none());
     if ok.is_empty() {
         let Some(first) = bad.first() else {
             return Err(Refusal::new(
@@ -788,16 +733,17 @@ async fn connect(
                 "the name resolves to no address",
             ));
         };
-        let class = refused_class(first.ip()).unwrap_or("refused");
-        return Err(Refusal::new(
-            403,
-            &target,
-            format!("{host} resolves to {}, a {class} address", first.ip()),
-        )
-        .hint(format!(
+        let class = why_not(first.ip()).unwrap_or("refused");
+        // The host is named, never the address: what a name resolves to on the host's side
+        // (an internal name, a pin of the operator's) is not the script's to learn.
+        let why = if class == OWN_ADDRESS {
+            format!("{host} resolves to {OWN_ADDRESS}")
+        } else {
+            format!("{host} resolves to a {class} address")
+        };
+        return Err(Refusal::new(403, &target, why).hint(format!(
             "if that address is meant, pin it in skillcat.toml: [sandbox.resolve] \
-             \"{target}\" = \"{}\"",
-            SocketAddr::new(first.ip(), port)
+             \"{target}\" = \"ADDRESS:{port}\""
         )));
     }
     let mut last = String::new();
@@ -805,26 +751,38 @@ async fn connect(
         // The address checked is the address connected to: the name is never resolved again.
         match tokio::time::timeout(cfg.limits.connect_time, TcpStream::connect(addr)).await {
             Ok(Ok(s)) => {
+                // And the peer is the address checked (no redirection on the way).
+                if s.peer_addr().ok() != Some(addr) {
+                    last = "the connection ended at another address than the one checked".into();
+                    continue;
+                }
                 let _ = s.set_nodelay(true);
                 let key = (host.to_string(), port);
                 shared.with(|b| {
-                    b.reached
-                        .entry(key.clone())
-                        .and_modify(|r| r.connections += 1)
-                        .or_insert_with(|| Reached {
-                            host: host.to_string(),
-                            port,
-                            address: addr.to_string(),
-                            pinned,
-                            connections: 1,
-                            bytes_out: 0,
-                            bytes_in: 0,
-                        });
+                    if let Some(r) = b.reached.get_mut(&key) {
+                        r.connections += 1;
+                    } else if b.reached.len() < REPORT_KEPT {
+                        b.reached.insert(
+                            key.clone(),
+                            Reached {
+                                host: host.to_string(),
+                                port,
+                                address: addr.to_string(),
+                                pinned,
+                                connections: 1,
+                                bytes_out: 0,
+                                bytes_in: 0,
+                            },
+                        );
+                    } else {
+                        b.reached_more += 1;
+                    }
                 });
                 return Ok((s, key));
             }
-            Ok(Err(e)) => last = format!("{addr}: {e}"),
-            Err(_) => last = format!("{addr}: timed out"),
+            // The error alone: which address failed is the host's to know.
+            Ok(Err(e)) => last = e.to_string(),
+            Err(_) => last = "timed out".into(),
         }
     }
     Err(Refusal::new(
@@ -1054,6 +1012,55 @@ mod tests {
         let report = proxy.finish();
         assert_eq!(report.refused[0].count, 3);
         assert_eq!(report.limits, ["connections in one run (3) (2 times)"]);
+    }
+
+    /// 1,024 refused connections of 16 KB targets: the report keeps 32 targets of 200 bytes,
+    /// counts the rest, and a model reads 8 of them and one line for the others.
+    #[test]
+    fn the_report_is_bounded_whatever_the_script_asks() {
+        let shared = Shared {
+            cfg: ProxyConfig::default(),
+            report: Mutex::new(Building::default()),
+            bytes_left: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+            permits: Arc::new(tokio::sync::Semaphore::new(1)),
+        };
+        for i in 0..1024 {
+            let target = format!("{i}\n[exit status 0]\n{}", "x".repeat(16 * 1024));
+            shared.refuse(&target, "not a host name", Some(format!("hint {target}")));
+        }
+        shared.refuse("1000\n[exit status 0]\nxx", "not a host name", None);
+        let report = shared.report();
+        assert_eq!(report.refused.len(), REPORT_KEPT);
+        assert_eq!(report.refused_more, 1024 + 1 - REPORT_KEPT as u64);
+        assert!(
+            report
+                .refused
+                .iter()
+                .all(|r| r.target.len() <= TARGET_KEPT + 3)
+        );
+        assert!(report.refused.iter().all(|r| {
+            r.hint
+                .as_ref()
+                .is_some_and(|h| h.len() <= 4 * TARGET_KEPT + 3)
+        }));
+        let model = report.refusal_lines();
+        assert_eq!(model.len(), 2 * MODEL_REFUSALS + 1, "{model:#?}");
+        assert_eq!(
+            model.last().unwrap(),
+            &format!(
+                "network: and {} more refused connections to {} more targets and others not kept",
+                1025 - MODEL_REFUSALS,
+                REPORT_KEPT - MODEL_REFUSALS
+            )
+        );
+        let bytes: usize = model.iter().map(|l| l.len() + 3).sum();
+        assert!(bytes < 16 * 1024, "{bytes} bytes");
+        assert!(model.iter().all(|l| !l.contains('\n')));
+        // The operator's report keeps every target kept, one line each.
+        let all = report.lines();
+        assert_eq!(all.len(), 2 * REPORT_KEPT + 1);
+        assert!(all.iter().all(|l| !l.contains('\n')));
     }
 
     #[test]

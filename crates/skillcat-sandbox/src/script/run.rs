@@ -200,6 +200,30 @@ pub(crate) fn append_network(s: &mut String, report: Option<&NetworkReport>) {
 }
 
 impl ScriptOutput {
+    /// Cuts the script's own output so that [`to_model_text`](Self::to_model_text) — output,
+    /// network report, exit status and notes — is at most `cap` bytes (the host's lines are
+    /// bounded and kept; the output gives way and says so).
+    pub fn fit(&mut self, cap: usize) {
+        let mut output = std::mem::take(&mut self.output);
+        output.fit_within(cap, |o| {
+            let mut probe = self.clone_without_output();
+            probe.output = o.clone();
+            probe.to_model_text().len()
+        });
+        self.output = output;
+    }
+
+    fn clone_without_output(&self) -> ScriptOutput {
+        ScriptOutput {
+            tool: String::new(),
+            exit_code: self.exit_code,
+            output: Captured::default(),
+            duration: self.duration,
+            confinement: self.confinement.clone(),
+            network: self.network.clone(),
+        }
+    }
+
     /// The text a model reads: the output (with a truncation note), the exit status when it is
     /// not 0, a note when the run was not confined, and what it did on the network (hosts
     /// reached and refused, with hints) when it was granted a host list.
@@ -615,6 +639,12 @@ impl Runner {
         .and_then(|r| r);
         let mut raw = raw?;
         if network.is_some() && raw.timed_out {
+            // A timeout's output carries the report in its text: the report is the host's and
+            // is kept, the output gives way to it within the cap.
+            let mut report = String::new();
+            append_network(&mut report, network.as_ref());
+            let room = self.config.limits.output.saturating_sub(report.len() + 96);
+            raw.output.keep_at_most(room);
             append_network(&mut raw.output.text, network.as_ref());
         }
         if let Some(reason) = quota? {
@@ -1104,6 +1134,56 @@ mod tests {
         assert!(closed_ancestors(&[Path::new("relative/x"), &closed.join("nope")]).is_empty());
     }
 
+    /// Output at the cap, a report, an exit status and a note: all within the cap, the host's
+    /// lines whole, the output cut and saying so.
+    #[test]
+    fn output_and_host_lines_share_the_cap() {
+        let refused = |i: usize| super::super::proxy::Refused {
+            target: format!("t{i}.test:443"),
+            why: "not in this run's network grant".into(),
+            hint: Some("grant it".into()),
+            count: 1,
+        };
+        let mut o = ScriptOutput {
+            tool: "t".into(),
+            exit_code: 3,
+            output: Captured {
+                text: "o".repeat(65_536),
+                kept: 65_536,
+                total: 70_000,
+            },
+            duration: Duration::ZERO,
+            confinement: Confinement::Unconfined("no Landlock".into()),
+            network: Some(NetworkReport {
+                refused: (0..20).map(refused).collect(),
+                ..NetworkReport::default()
+            }),
+        };
+        for cap in [65_536, 4096, 1000] {
+            o.fit(cap);
+            let text = o.to_model_text();
+            assert!(text.len() <= cap, "{} > {cap}", text.len());
+            assert!(text.contains("[output truncated: kept"), "{text}");
+            assert!(
+                text.ends_with(
+                    "[network: and 12 more refused connections to 12 more targets]\n\
+                     [exit status 3]\n[ran without confinement: no Landlock]"
+                ),
+                "{text}"
+            );
+        }
+        // The same for a failure's output.
+        let mut e = ScriptError::Failed {
+            code: 3,
+            signal: None,
+            output: o.output.clone(),
+            network: o.network.clone().map(Box::new),
+        };
+        e.output().unwrap();
+        e.fit(800);
+        assert!(e.to_model_text().len() <= 800, "{}", e.to_model_text());
+    }
+
     #[test]
     fn model_text_of_results() {
         let out = |exit_code, confinement| ScriptOutput {
@@ -1149,6 +1229,7 @@ mod tests {
                 count: 2,
             }],
             limits: vec![],
+            ..NetworkReport::default()
         });
         assert_eq!(
             o.to_model_text(),

@@ -18,10 +18,45 @@ pub struct Captured {
     pub total: u64,
 }
 
+/// Room for the note [`Captured::render`] adds when output was cut.
+const NOTE_ROOM: usize = 64;
+
 impl Captured {
     /// Whether output was cut at the cap.
     pub fn truncated(&self) -> bool {
         self.total > self.kept
+    }
+
+    /// Keeps at most `bytes` of the text (cut at a character); what is dropped counts as not
+    /// kept, so [`render`](Self::render) says the output was cut.
+    pub fn keep_at_most(&mut self, bytes: usize) {
+        if self.text.len() <= bytes {
+            return;
+        }
+        let mut end = bytes;
+        while !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.text.truncate(end);
+        // (A lossy text can be longer than the bytes it came from: the note is said all the
+        // same.)
+        self.kept = self.kept.min(end as u64).min(self.total.saturating_sub(1));
+    }
+
+    /// Cuts the text so that `render` (the text a model reads of it, with whatever is around
+    /// it) is at most `cap` bytes: `render` gives the whole model text for the current text.
+    /// What the host adds around the output is kept; the output gives way.
+    pub fn fit_within(&mut self, cap: usize, mut render: impl FnMut(&Self) -> usize) {
+        // Twice at most: the note that says the output was cut appears (or grows by a digit)
+        // with the first cut.
+        for _ in 0..2 {
+            let over = render(self).saturating_sub(cap);
+            if over == 0 {
+                return;
+            }
+            let keep = self.text.len().saturating_sub(over + NOTE_ROOM);
+            self.keep_at_most(keep);
+        }
     }
 
     /// The text, followed by a truncation note when output was cut.

@@ -11,7 +11,8 @@
 //!     main filter, which checks arguments where an argument decides;
 //!   - *refused* (EPERM): calls reviewed and refused, because they reach outside the sandbox or
 //!     hold resources outside its limits (`ptrace`, `io_uring`, `bpf`, the mount API,
-//!     namespaces, keyrings, `memfd_create`, SysV and POSIX message IPC, `statmount`, …);
+//!     namespaces, keyrings, `memfd_create`, SysV and POSIX message IPC, `statmount`, `sync`
+//!     and `syncfs`, …);
 //!   - everything else (ENOSYS): calls nobody reviewed (any number added to the kernel later,
 //!     such as `getxattrat` or `file_getattr`), privileged or obsolete ones (`reboot`,
 //!     `init_module`, `syslog`, `acct`, `modify_ldt`, `uselib`, …), and `clone3` and `openat2`,
@@ -117,8 +118,8 @@ pub fn reviewed() -> Vec<(&'static str, u32, Verdict)> {
         SYS_openat, SYS_fstat, SYS_newfstatat, SYS_statx, SYS_statfs, SYS_fstatfs, SYS_faccessat,
         SYS_readlinkat, SYS_getcwd, SYS_chdir, SYS_fchdir, SYS_getdents64, SYS_mkdirat,
         SYS_unlinkat, SYS_renameat2, SYS_linkat, SYS_symlinkat, SYS_mknodat, SYS_truncate,
-        SYS_ftruncate, SYS_fallocate, SYS_fsync, SYS_fdatasync, SYS_sync, SYS_syncfs, SYS_fadvise64,
-        SYS_readahead, SYS_umask,
+        SYS_ftruncate, SYS_fallocate, SYS_fsync, SYS_fdatasync, SYS_fadvise64, SYS_readahead,
+        SYS_umask,
         // Metadata (set-id bits checked; path forms refused when the script shares the host
         // user's uid).
         SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat, SYS_utimensat, SYS_getxattr,
@@ -186,6 +187,10 @@ pub fn reviewed() -> Vec<(&'static str, u32, Verdict)> {
         SYS_setsid, SYS_setpgid,
         // Watching host directories the script may name but not list.
         SYS_inotify_init1, SYS_fanotify_init,
+        // Writeback of every file system of the host (`sync`), or of the whole one under the
+        // workspace (`syncfs`): I/O for others' files, outside the run's limits. A script's own
+        // files have `fsync` and `fdatasync`.
+        SYS_sync, SYS_syncfs,
         // Memory files: held outside RLIMIT_AS, and executable with `execveat` although
         // nothing the script writes may be executed.
         SYS_memfd_create,
