@@ -8,3 +8,4 @@ mod support;
 mod redteam3_registry_file;
 mod redteam3_sandbox;
 mod sandbox_redteam;
+mod sandbox_view;

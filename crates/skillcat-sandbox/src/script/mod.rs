@@ -30,6 +30,7 @@ pub mod home;
 mod left;
 pub mod policy;
 pub(crate) mod process;
+pub mod protect;
 pub mod proxy;
 mod reaper;
 mod run;
