@@ -129,10 +129,16 @@ pub fn grantable(
     }
     let mut protected = Vec::new();
     for h in homes.iter().filter(|h| h.path.starts_with(root)) {
-        for (name, _) in list(&h.path)? {
-            if name.as_encoded_bytes().starts_with(b".") {
-                protected.push(h.path.join(name));
-            }
+        match list(&h.path) {
+            Ok(entries) => protected.extend(
+                entries
+                    .into_iter()
+                    .filter(|(name, _)| name.as_encoded_bytes().starts_with(b"."))
+                    .map(|(name, _)| h.path.join(name)),
+            ),
+            // A home this process cannot list (another account's, 0700): left out whole.
+            Err(_) if h.path != root => protected.push(h.path.clone()),
+            Err(e) => return Err(e),
         }
     }
     carve(root, &protected, list)
@@ -315,6 +321,18 @@ mod tests {
                 "{case}"
             );
         }
+        // A home that cannot be listed (another account's, closed): left out whole.
+        let closed = |d: &Path| -> io::Result<Entries> {
+            if d == Path::new("/home/v") {
+                Err(io::Error::from(io::ErrorKind::PermissionDenied))
+            } else {
+                list(d)
+            }
+        };
+        assert_eq!(
+            grantable(Path::new("/home"), &homes, &closed).unwrap(),
+            paths(&["/home/u/notes", "/home/u/project"])
+        );
         for refused in ["/home/v", "/home/v/shared", "/root/work"] {
             let e = grantable(Path::new(refused), &homes, &list).unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{refused}");
