@@ -246,7 +246,11 @@ pub(super) fn build(plan: &Plan, trees: &[idmap::Tree], fs_id: u32) -> Result<bo
                 Source::Fd { fd, dir } => {
                     let clone = open_tree(fd.as_raw_fd(), c"", libc::AT_EMPTY_PATH as u32)
                         .map_err(|err| format!("binding {}: {err}", e.path.display()))?;
-                    let device = e.path.starts_with("/dev");
+                    // Only the devices every run has keep working as devices; any other
+                    // path (a granted one under /dev included) is bound `nodev`.
+                    let device = crate::script::sandbox::DEVICES
+                        .iter()
+                        .any(|d| e.path == Path::new(d));
                     let mut attr = MOUNT_ATTR_NOSUID as u64;
                     if !device {
                         attr |= MOUNT_ATTR_NODEV as u64;
