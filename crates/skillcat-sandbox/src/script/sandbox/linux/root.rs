@@ -451,6 +451,71 @@ mod tests {
     }
 
     #[test]
+    fn the_plan_holds_every_rule_once_and_the_bounded_work_directory_for_the_one_on_disk() {
+        use crate::script::sandbox::{FsRule, Mode, NetMode, RunLimits};
+        let rule = |p: &str, access, inode: Option<(u64, u64)>| FsRule {
+            path: p.into(),
+            access,
+            required: inode.is_some(),
+            inode,
+        };
+        let policy = HelperPolicy {
+            mode: Mode::Confined,
+            program: "/bin/sh".into(),
+            argv: vec!["sh".into()],
+            env: Vec::new(),
+            rules: vec![
+                rule("/usr", FsAccess::ReadExec, None),
+                rule("/data", FsAccess::ReadExec, Some((1, 2))),
+                rule("/data", FsAccess::ReadWrite, Some((1, 2))),
+                rule("/ws/work", FsAccess::ReadWrite, Some((3, 4))),
+                rule("relative", FsAccess::ReadExec, None),
+                rule("/", FsAccess::ReadExec, None),
+            ],
+            network: NetMode::Off,
+            proxy_port: 0,
+            limits: RunLimits {
+                cpu_seconds: 1,
+                address_space: 1,
+                file_size: 1,
+                open_files: 1,
+                processes: 1,
+            },
+            timeout_seconds: 1,
+            supervisor: 0,
+            workspace: None,
+            make_work: None,
+            builtin: false,
+            cgroup: Vec::new(),
+            protect: vec!["/data/.git".into()],
+            granted: Vec::new(),
+        };
+        let joined = JoinWorkspace {
+            user: true,
+            work: "/ws/work".into(),
+            inode: (5, 6),
+        };
+        let p = plan(&policy, Some(&joined));
+        type Bound<'a> = (&'a str, bool, Option<(u64, u64)>);
+        let got: Vec<Bound> = p
+            .entries
+            .iter()
+            .map(|e| (e.path.to_str().unwrap(), e.write, e.inode))
+            .collect();
+        // `/` and relative paths are never bound whole; a path granted both ways is bound
+        // writable once; the tmpfs's root stands for the work directory on disk.
+        assert_eq!(
+            got,
+            vec![
+                ("/data", true, Some((1, 2))),
+                ("/usr", false, None),
+                ("/ws/work", true, Some((5, 6))),
+            ]
+        );
+        assert_eq!(p.protected, vec![PathBuf::from("/data/.git")]);
+    }
+
+    #[test]
     fn a_path_inside_one_bound_with_enough_access_needs_no_bind() {
         /// (case, kept, entry, has a tree of its own, covered)
         type Case<'a> = (&'a str, &'a [(&'a str, bool)], Entry, bool, bool);
