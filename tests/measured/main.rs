@@ -9,3 +9,4 @@ mod redteam3_registry_file;
 mod redteam3_sandbox;
 mod run_output;
 mod sandbox_redteam;
+mod sandbox_view;

@@ -538,8 +538,9 @@ fn a_grant_under_a_closed_directory_works_on_a_root_host() {
     chmod(&closed, 0o700);
     chmod(&closed.join("project"), 0o755);
     chmod(&closed.join("project/data"), 0o755);
-    // The script writes as uid 65534 on a root host: the directory lets it.
-    std::os::unix::fs::chown(closed.join("project/out"), Some(65534), Some(65534)).unwrap();
+    // The directory is root's, as the user's files are on a root host: the granted tree's
+    // idmapping makes it the script's (scripts no longer run as host uid 65534, whose
+    // directory this was).
     std::fs::write(closed.join("project/data/in.txt"), "granted words\n").unwrap();
     chmod(&closed.join("project/data/in.txt"), 0o644);
     std::fs::write(closed.join("other/secret.txt"), "not granted\n").unwrap();

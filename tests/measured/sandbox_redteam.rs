@@ -982,10 +982,17 @@ fn item5_the_workspace_is_bounded_within_an_mcp_session() {
         "contained msg 1",
         "contained sem 1",
         "contained memfd 1",
-        "contained posix-shm 13",
-        "contained shared_memory 13",
     ] {
         assert!(text.contains(line), "no {line:?}: {r}");
+    }
+    // POSIX shared memory: refused by Landlock (13, EACCES) where the run sees the host's
+    // /dev/shm, absent from the run's own root (2, ENOENT) where it has one.
+    for what in ["posix-shm", "shared_memory"] {
+        assert!(
+            text.contains(&format!("contained {what} 13"))
+                || text.contains(&format!("contained {what} 2")),
+            "no {what}: {r}"
+        );
     }
     assert!(!text.contains("ESCAPED"), "{r}");
     let out = m.close();

@@ -332,6 +332,9 @@ pub struct Ceiling {
     pub workspace_bytes: u64,
     /// Files and directories a skill's workspace may hold, the same way (default 10,000).
     pub workspace_files: u64,
+    /// Names (or paths relative to a write grant) kept read-only inside every write grant,
+    /// beside the built-in protected set (`.git`, `.env*`, `skillcat.toml`, …); it only adds.
+    pub protect: Vec<String>,
 }
 
 impl Default for Ceiling {
@@ -348,6 +351,7 @@ impl Default for Ceiling {
             output: 65_536,
             workspace_bytes: 256 << 20,
             workspace_files: 10_000,
+            protect: Vec::new(),
         }
     }
 }

@@ -371,6 +371,10 @@ impl Config {
         let (u, p) = (&user.sandbox, &mut self.sandbox);
         p.fs_read = within(&p.fs_read, &user_read);
         p.fs_write = within(&p.fs_write, &user_write);
+        // A project may protect more, never less.
+        let mut protect = u.protect.clone();
+        protect.extend(p.protect.drain(..).filter(|x| !u.protect.contains(x)));
+        p.protect = protect;
         // Hosts both allow; and only the pins the user's own file has (a pin lets a name reach
         // a private address, which a checkout may not decide).
         p.network = p.network.intersect(&u.network).0;
@@ -547,6 +551,9 @@ impl Config {
             }
             if let Some(v) = sb.fs_write {
                 c.fs_write = v;
+            }
+            if let Some(v) = sb.protect {
+                c.protect = v;
             }
             if let Some(v) = sb.network {
                 let span = v.span();
@@ -982,6 +989,7 @@ struct RawSandbox {
     output: Option<u64>,
     workspace_bytes: Option<Spanned<u64>>,
     workspace_files: Option<Spanned<u64>>,
+    protect: Option<Vec<String>>,
 }
 
 /// `network = true | false | ["host", …]`.

@@ -59,6 +59,14 @@ pub fn runner_config(
     rc.interpreters = interpreters(&config.scripts)?;
     rc.caller_dir = std::fs::canonicalize(&env.cwd).ok();
     rc.pins = config.ceiling().resolve.clone();
+    rc.protect = config.ceiling().protect.clone();
+    // The catalog's directories of skills: nothing a run writes may change a skill.
+    rc.skill_dirs = config
+        .sources
+        .iter()
+        .filter_map(|s| std::fs::canonicalize(&s.path).ok())
+        .filter(|p| p.is_dir())
+        .collect();
     Ok(rc)
 }
 

@@ -766,7 +766,7 @@ impl Driver<'_> {
             make_work: None,
             builtin: true,
             cgroup: Vec::new(),
-            views: Vec::new(),
+            protect: Vec::new(),
             granted: Vec::new(),
         };
         let json = HelperRequest::Run(policy)

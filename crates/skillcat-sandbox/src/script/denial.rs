@@ -143,13 +143,37 @@ fn denied_path(written: &str, place: &RunPlace<'_>, read_only: bool) -> Option<D
     })
 }
 
-/// A relative path reported missing that exists in the caller's directory, where the script
-/// did not start.
+/// A path reported missing: a relative one that exists in the caller's directory, where the
+/// script did not start; or one that exists on the host outside the grant (the run's own root
+/// holds only what it was granted, so there such a path is not found rather than refused).
 fn missing_path(written: &str, place: &RunPlace<'_>) -> Option<Denial> {
-    let caller = place.caller?;
-    if place.started_in_caller || Path::new(written).is_absolute() {
-        return None;
+    if Path::new(written).is_absolute() || place.started_in_caller {
+        let base = if Path::new(written).is_absolute() {
+            Path::new("/")
+        } else {
+            place.caller?
+        };
+        let path = lexical_normalize(&base.join(written));
+        let under = |roots: &[PathBuf]| roots.iter().any(|r| path.starts_with(r));
+        let grant = place.grant;
+        if !path.is_absolute()
+            || path.starts_with(place.workspaces)
+            || path.parent().is_none()
+            || under(&grant.fs_read)
+            || under(&grant.fs_write)
+            || under(place.system)
+            || std::fs::symlink_metadata(&path).is_err()
+        {
+            return None;
+        }
+        return Some(Denial {
+            written: written.to_string(),
+            grant: path.clone(),
+            path,
+            reach: Reach::NotGranted,
+        });
     }
+    let caller = place.caller?;
     let path = lexical_normalize(&caller.join(written));
     if !path.starts_with(caller) || !path.exists() {
         return None;

@@ -1,68 +1,38 @@
-//! Home containment: a grant that holds a home directory (`.` run from `/home`, `/`, a link to
-//! either) never reaches the secrets kept there.
+//! Homes by allow-list: a grant that holds a home directory (`.` run from `/home`, `/`, a link
+//! to either, the home itself) reaches that home's dot-files and dot-directories — where every
+//! program keeps its keys, tokens, credentials, settings and histories — only where a grant
+//! names them explicitly (`--allow-read ~/.config/app`); everything else in the home is
+//! reached as granted. A grant inside another account's home is refused.
+//!
+//! There is no list of secrets to keep up to date: whatever starts with `.` directly in a
+//! home is left out, whatever its name (a tool's token file that did not exist when this was
+//! written included). The homes are this process's own (`$HOME` and its user's home in the
+//! password database) and every account's of the password database that has one: root's
+//! `/root`, and each regular account's (uid 1000 and above, not `nobody`).
 //!
 //! Landlock cannot say "everything beneath this directory but that one", so a granted path
-//! that holds a protected path is granted **entry by entry** instead: each directory on the
-//! way from the granted path down to a protected path is replaced by rules for its other
-//! entries, and the protected path gets no rule at all. The directories on the way themselves
-//! get none either, so they cannot be listed (a listing would name what is protected), and
-//! nothing can be created in them; everything else in the grant is reached as before.
-//! Symbolic links among those entries get no rule: a link is followed to its target, whose
-//! own place decides (a link to `~/.ssh/id_rsa` reaches nothing).
-//!
-//! The protected set ([`SECRETS`]) is kept under every home directory this process can name:
-//! `$HOME` and the home of its user in the password database, whoever runs skillcat (root's
-//! `/root` included).
+//! that holds a home is granted **entry by entry** instead: each directory on the way from the
+//! granted path down to a home is replaced by rules for its other entries, and the home by
+//! rules for its entries that do not start with `.`. The directories on the way and the home
+//! itself get no rule, so they cannot be listed (a listing would name what is left out) and
+//! nothing can be created in them. Symbolic links among those entries get no rule: a link is
+//! followed to its target, whose own place decides. The run's own root (`sandbox::linux`)
+//! holds only the rules' paths, so what is left out does not exist for the script at all.
 
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// What is protected under a home directory: keys, tokens, credentials, the configuration of
-/// every program (`~/.config`, skillcat's own keyring and tokens among them), shell histories
-/// and browser profiles. Relative to the home directory.
-pub const SECRETS: &[&str] = &[
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".gcloud",
-    ".config",
-    ".kube",
-    ".docker",
-    ".netrc",
-    ".git-credentials",
-    ".gitconfig",
-    ".npmrc",
-    ".yarnrc",
-    ".pypirc",
-    ".pgpass",
-    ".my.cnf",
-    ".boto",
-    ".s3cfg",
-    ".oci",
-    ".vault-token",
-    ".terraform.d",
-    ".password-store",
-    ".local/share/keyrings",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".m2/settings.xml",
-    ".gradle/gradle.properties",
-    ".pki",
-    ".mozilla",
-    ".thunderbird",
-    ".claude",
-    ".codex",
-    ".bash_history",
-    ".zsh_history",
-    ".python_history",
-    ".psql_history",
-    ".mysql_history",
-    ".node_repl_history",
-    ".lesshst",
-    ".viminfo",
-];
+/// A home directory (canonical) and whether it is this process's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    /// The directory.
+    pub path: PathBuf,
+    /// This process's own (`$HOME`, its user's home); else another account's.
+    pub own: bool,
+    /// The account's uid (`None` for `$HOME`).
+    pub uid: Option<u32>,
+}
 
 /// A directory's entries, each with whether it is a symbolic link.
 pub type Entries = Vec<(OsString, bool)>;
@@ -71,55 +41,107 @@ pub type Entries = Vec<(OsString, bool)>;
 /// rule).
 pub const MAX_ENTRIES: usize = 4096;
 
-/// The home directories of this process, canonical: `$HOME` and its user's home in the
-/// password database (either may be missing, or both the same).
-pub fn homes() -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        v.push(PathBuf::from(h));
+/// Every home directory this module protects, canonical, each once (own ones first): `$HOME`
+/// and the home of this process's user (own), then the homes of the password database's root
+/// and regular accounts (uid 0, or 1000 and above but `nobody`).
+pub fn homes() -> Vec<Home> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    homes_from(
+        std::env::var_os("HOME").map(PathBuf::from),
+        me,
+        &passwd,
+        &|p: &Path| std::fs::canonicalize(p).ok().filter(|c| c.is_dir()),
+    )
+}
+
+/// [`homes`] from `$HOME`, this process's uid and the password database's text; `canonical`
+/// resolves a directory (`None`: missing, not a directory).
+pub fn homes_from(
+    env_home: Option<PathBuf>,
+    me: u32,
+    passwd: &str,
+    canonical: &dyn Fn(&Path) -> Option<PathBuf>,
+) -> Vec<Home> {
+    let mut out: Vec<Home> = Vec::new();
+    let mut add = |path: &Path, own: bool, uid: Option<u32>| {
+        if !path.is_absolute() {
+            return;
+        }
+        let Some(path) = canonical(path).filter(|p| p.parent().is_some()) else {
+            return;
+        };
+        if !out.iter().any(|h| h.path == path) {
+            out.push(Home { path, own, uid });
+        }
+    };
+    if let Some(h) = env_home.filter(|h| !h.as_os_str().is_empty()) {
+        add(&h, true, None);
     }
-    if let Some(h) = passwd_home() {
-        v.push(h);
-    }
-    let mut out: Vec<PathBuf> = v
-        .into_iter()
-        .filter(|h| h.is_absolute() && h.parent().is_some())
-        .filter_map(|h| std::fs::canonicalize(h).ok())
-        .filter(|h| h.parent().is_some())
+    let accounts: Vec<(u32, PathBuf)> = passwd
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            Some((f.get(2)?.parse().ok()?, PathBuf::from(f.get(5)?)))
+        })
         .collect();
-    out.sort();
-    out.dedup();
+    for (uid, dir) in &accounts {
+        if *uid == me {
+            add(dir, true, Some(*uid));
+        }
+    }
+    for (uid, dir) in &accounts {
+        if *uid != me && (*uid == 0 || (*uid >= 1000 && *uid != 65534)) {
+            add(dir, false, Some(*uid));
+        }
+    }
     out
 }
 
-fn passwd_home() -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut buf = vec![0u8; 16 * 1024];
-    // SAFETY: a zeroed plain-data struct and a live buffer; getpwuid_r fills them.
-    unsafe {
-        let mut pw: libc::passwd = std::mem::zeroed();
-        let mut out: *mut libc::passwd = std::ptr::null_mut();
-        let r = libc::getpwuid_r(
-            libc::geteuid(),
-            &mut pw,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &mut out,
-        );
-        if r != 0 || out.is_null() || pw.pw_dir.is_null() {
-            return None;
-        }
-        let dir = std::ffi::CStr::from_ptr(pw.pw_dir);
-        Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
+/// What granting `root` (absolute, canonical) amounts to among `homes`: refused
+/// (`PermissionDenied`) when it lies in another account's home and in none of this process's
+/// own; otherwise [`carve`]d around the dot-entries of every home it holds (`list` names a
+/// directory's entries).
+pub fn grantable(
+    root: &Path,
+    homes: &[Home],
+    list: &dyn Fn(&Path) -> io::Result<Entries>,
+) -> io::Result<Vec<PathBuf>> {
+    let inside = |own: bool| {
+        homes
+            .iter()
+            .filter(|h| h.own == own)
+            .find(|h| root.starts_with(&h.path))
+    };
+    if let (Some(other), None) = (inside(false), inside(true)) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is in {}, the home directory of another account{}; a grant never reaches \
+                 another user's home",
+                root.display(),
+                other.path.display(),
+                other.uid.map(|u| format!(" (uid {u})")).unwrap_or_default()
+            ),
+        ));
     }
-}
-
-/// The protected paths under `homes`.
-pub fn protected(homes: &[PathBuf]) -> Vec<PathBuf> {
-    homes
-        .iter()
-        .flat_map(|h| SECRETS.iter().map(move |s| h.join(s)))
-        .collect()
+    let mut protected = Vec::new();
+    for h in homes.iter().filter(|h| h.path.starts_with(root)) {
+        match list(&h.path) {
+            Ok(entries) => protected.extend(
+                entries
+                    .into_iter()
+                    .filter(|(name, _)| name.as_encoded_bytes().starts_with(b"."))
+                    .map(|(name, _)| h.path.join(name)),
+            ),
+            // A home this process cannot list (another account's, 0700): left out whole.
+            Err(_) if h.path != root => protected.push(h.path.clone()),
+            Err(e) => return Err(e),
+        }
+    }
+    carve(root, &protected, list)
 }
 
 /// What granting `root` (absolute, canonical) amounts to once the `protected` paths beneath it
@@ -146,8 +168,8 @@ pub fn carve(
         let entries = list(&dir)?;
         if entries.len() > MAX_ENTRIES {
             return Err(io::Error::other(format!(
-                "{} holds a home directory's secrets and has {} entries, more than the {} a \
-                 grant carved entry by entry may have; grant a narrower path",
+                "{} holds a home directory and has {} entries, more than the {} a grant \
+                 carved entry by entry may have; grant a narrower path",
                 dir.display(),
                 entries.len(),
                 MAX_ENTRIES
@@ -207,6 +229,148 @@ mod tests {
 
     fn paths(v: &[&str]) -> Vec<PathBuf> {
         v.iter().map(PathBuf::from).collect()
+    }
+
+    /// Protected paths under `/home/u` for [`carve`]'s own tests (one of them deeper than an
+    /// entry of the home: carve descends to any depth).
+    fn protected(_homes: &[PathBuf]) -> Vec<PathBuf> {
+        paths(&[
+            "/home/u/.ssh",
+            "/home/u/.config",
+            "/home/u/.netrc",
+            "/home/u/.local/share/keyrings",
+        ])
+    }
+
+    fn own(p: &str) -> Home {
+        Home {
+            path: p.into(),
+            own: true,
+            uid: None,
+        }
+    }
+
+    fn other(p: &str, uid: u32) -> Home {
+        Home {
+            path: p.into(),
+            own: false,
+            uid: Some(uid),
+        }
+    }
+
+    #[test]
+    fn every_dot_entry_of_a_held_home_is_left_out_unless_named() {
+        let list = table(&[
+            ("/", &[("home", false), ("root", false), ("etc", false)]),
+            ("/home", &[("u", false), ("v", false)]),
+            (
+                "/home/u",
+                &[
+                    (".cache", false),
+                    (".gemini", false),
+                    (".terraformrc", false),
+                    (".kaggle", false),
+                    (".claude.json", false),
+                    (".bash_history", false),
+                    (".subversion", false),
+                    (".config", false),
+                    ("notes", false),
+                    ("project", false),
+                    ("dot-link", true),
+                ],
+            ),
+            ("/home/v", &[(".netrc", false), ("shared", false)]),
+            ("/root", &[(".ssh", false), ("work", false)]),
+        ]);
+        let homes = [own("/home/u"), other("/home/v", 1001), other("/root", 0)];
+        // (case, granted, what the grant amounts to)
+        let cases: &[(&str, &str, &[&str])] = &[
+            (
+                "the home itself",
+                "/home/u",
+                &["/home/u/notes", "/home/u/project"],
+            ),
+            (
+                "the homes' parent",
+                "/home",
+                &["/home/u/notes", "/home/u/project", "/home/v/shared"],
+            ),
+            (
+                "the whole tree",
+                "/",
+                &[
+                    "/etc",
+                    "/home/u/notes",
+                    "/home/u/project",
+                    "/home/v/shared",
+                    "/root/work",
+                ],
+            ),
+            ("inside the home", "/home/u/project", &["/home/u/project"]),
+            (
+                "a dot path named",
+                "/home/u/.config/foo",
+                &["/home/u/.config/foo"],
+            ),
+            ("beside the homes", "/srv", &["/srv"]),
+        ];
+        for (case, root, want) in cases {
+            assert_eq!(
+                grantable(Path::new(root), &homes, &list).unwrap(),
+                paths(want),
+                "{case}"
+            );
+        }
+        // A home that cannot be listed (another account's, closed): left out whole.
+        let closed = |d: &Path| -> io::Result<Entries> {
+            if d == Path::new("/home/v") {
+                Err(io::Error::from(io::ErrorKind::PermissionDenied))
+            } else {
+                list(d)
+            }
+        };
+        assert_eq!(
+            grantable(Path::new("/home"), &homes, &closed).unwrap(),
+            paths(&["/home/u/notes", "/home/u/project"])
+        );
+        for refused in ["/home/v", "/home/v/shared", "/root/work"] {
+            let e = grantable(Path::new(refused), &homes, &list).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{refused}");
+            assert!(e.to_string().contains("another account"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_homes_are_own_first_then_root_and_regular_accounts() {
+        let passwd = "root:x:0:0:root:/root:/bin/bash\n\
+                      daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n\
+                      www-data:x:33:33:www-data:/var/www:/usr/sbin/nologin\n\
+                      nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n\
+                      u:x:1000:1000::/home/u:/bin/bash\n\
+                      v:x:1001:1001::/home/v:/bin/bash\n\
+                      gone:x:1002:1002::/home/gone:/bin/bash\n\
+                      rel:x:1003:1003::home/rel:/bin/bash\n";
+        let exists = |p: &Path| {
+            (!p.starts_with("/home/gone") && !p.starts_with("/nonexistent"))
+                .then(|| p.to_path_buf())
+        };
+        let got = homes_from(Some("/work/me".into()), 1000, passwd, &exists);
+        assert_eq!(
+            got,
+            vec![
+                own("/work/me"),
+                Home {
+                    path: "/home/u".into(),
+                    own: true,
+                    uid: Some(1000)
+                },
+                other("/root", 0),
+                other("/home/v", 1001),
+            ]
+        );
+        // Root's own home is its own.
+        let got = homes_from(None, 0, passwd, &exists);
+        assert!(got[0].own && got[0].path == Path::new("/root"), "{got:?}");
     }
 
     #[test]
@@ -300,19 +464,5 @@ mod tests {
         };
         let e = carve(Path::new("/home"), &p, &list).unwrap_err();
         assert!(e.to_string().contains("more than the 4096"), "{e}");
-    }
-
-    #[test]
-    fn the_secret_set_covers_keys_tokens_and_configuration() {
-        for s in [
-            ".ssh", ".gnupg", ".aws", ".config", ".netrc", ".docker", ".kube",
-        ] {
-            assert!(SECRETS.contains(&s), "{s}");
-        }
-        assert!(
-            SECRETS
-                .iter()
-                .all(|s| !s.starts_with('/') && !s.contains(".."))
-        );
     }
 }

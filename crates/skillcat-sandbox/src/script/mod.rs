@@ -31,6 +31,7 @@ mod host_addrs;
 mod left;
 pub mod policy;
 pub(crate) mod process;
+pub mod protect;
 pub mod proxy;
 mod reaper;
 mod run;

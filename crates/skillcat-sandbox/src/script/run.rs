@@ -14,7 +14,7 @@ use super::process::{receive_work, supervise};
 use super::proxy::{NetworkReport, ProxyConfig, ProxyLimits, RunProxy};
 use super::sandbox::{
     self, DEVICES, FsAccess, FsRule, GrantedTree, HelperPolicy, JoinWorkspace, Mode, NetMode,
-    RunLimits, SANDBOX_ID, WORKSPACE_MNT_FD, WORKSPACE_USER_FD,
+    RUN_HOST_ID, RunLimits, WORKSPACE_MNT_FD, WORKSPACE_USER_FD,
 };
 use super::tools::{Interpreters, SYSTEM_PATH, ScriptTool, SkillTools};
 use super::workspace::{Quota, Workspace, WorkspaceBase, enforce_bounded_quota, enforce_quota};
@@ -142,6 +142,12 @@ pub struct RunnerConfig {
     pub pins: Vec<Pin>,
     /// The bounds of each run's proxy.
     pub proxy: ProxyLimits,
+    /// `[sandbox] protect`: names (or paths relative to a write grant) kept read-only inside
+    /// every write grant, beside the built-in set ([`protect::PROTECTED`](super::protect)).
+    pub protect: Vec<String>,
+    /// The catalog's own skill directories: read-only inside every write grant, and a write
+    /// grant inside one is read-only.
+    pub skill_dirs: Vec<PathBuf>,
 }
 
 impl RunnerConfig {
@@ -158,6 +164,8 @@ impl RunnerConfig {
             caller_dir: None,
             pins: Vec::new(),
             proxy: ProxyLimits::default(),
+            protect: Vec::new(),
+            skill_dirs: Vec::new(),
         }
     }
 }
@@ -326,7 +334,7 @@ impl std::fmt::Debug for Runner {
 pub(crate) fn script_owner() -> Option<(u32, u32)> {
     // SAFETY: geteuid has no preconditions.
     (unsafe { libc::geteuid() } == 0 && cfg!(target_os = "linux"))
-        .then_some((SANDBOX_ID, SANDBOX_ID))
+        .then_some((RUN_HOST_ID, RUN_HOST_ID))
 }
 
 impl Runner {
@@ -857,13 +865,19 @@ impl Runner {
             required: true,
             inode: None,
         });
-        // A granted path that holds a home directory is granted less the secrets kept there
-        // (`home::carve`): Landlock then has no rule that reaches them.
-        let protected = super::home::protected(&super::home::homes());
+        // A granted path that holds a home directory is granted less the home's dot-entries
+        // (`home::grantable`); one in another account's home is refused.
+        let homes = super::home::homes();
         let carved = |p: &PathBuf| {
-            super::home::carve(p, &protected, &super::home::list_dir).map_err(|e| {
-                ScriptError::SandboxFailed {
-                    reason: format!("granting {}: {e}", p.display()),
+            super::home::grantable(p, &homes, &super::home::list_dir).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::PermissionDenied {
+                    ScriptError::PolicyWidened {
+                        reason: e.to_string(),
+                    }
+                } else {
+                    ScriptError::SandboxFailed {
+                        reason: format!("granting {}: {e}", p.display()),
+                    }
                 }
             })
         };
@@ -923,19 +937,16 @@ impl Runner {
                     reason: format!("{}: {e}", r.path.display()),
                 })?;
         }
-        // On a root host the script's uid (65534) may be closed out of a directory above a
-        // rule's path: the helper covers each such directory with a view of just those paths.
-        // And root's files in a granted tree would be closed to it: the helper maps them to it.
+        // Root's files in a granted tree would be closed to the script on a root host: the
+        // helper maps them to it.
         let root_host = script_owner().is_some() && mode == Mode::Confined;
-        let views = if root_host {
-            let mut paths: Vec<&Path> = rules.iter().map(|r| r.path.as_path()).collect();
-            if let Some(w) = &workspace {
-                paths.push(&w.work);
-            }
-            closed_ancestors(&paths)
-        } else {
-            Vec::new()
-        };
+        // What runs code outside the sandbox stays read-only inside every write grant.
+        let protect = super::protect::protected_paths(
+            &grant.fs_write,
+            &self.config.protect,
+            &self.config.skill_dirs,
+            &super::protect::list_names,
+        );
         let granted = if root_host {
             granted
                 .into_iter()
@@ -973,7 +984,7 @@ impl Runner {
             make_work: None,
             builtin: false,
             cgroup: Vec::new(),
-            views,
+            protect,
             granted,
         })
     }
@@ -994,43 +1005,6 @@ fn proxy_env(port: u16) -> Vec<(String, String)> {
     env.push(("NO_PROXY".to_string(), local.clone()));
     env.push(("no_proxy".to_string(), local));
     env
-}
-
-/// The topmost directories above any of `paths` (existing ones) that uid/gid 65534 may not
-/// search, none inside another: what a root host's helper covers with a view
-/// ([`HelperPolicy::views`]).
-pub fn closed_ancestors(paths: &[&Path]) -> Vec<PathBuf> {
-    use std::os::unix::fs::MetadataExt;
-    let searchable = |m: &std::fs::Metadata| {
-        let mode = m.mode();
-        mode & 0o001 != 0
-            || (m.uid() == SANDBOX_ID && mode & 0o100 != 0)
-            || (m.gid() == SANDBOX_ID && mode & 0o010 != 0)
-    };
-    let mut out: Vec<PathBuf> = Vec::new();
-    for p in paths {
-        if !p.is_absolute() || std::fs::symlink_metadata(p).is_err() {
-            continue;
-        }
-        // From the top down: the first closed directory strictly above the path.
-        let mut above: Vec<&Path> = p.ancestors().skip(1).collect();
-        above.reverse();
-        for dir in above.into_iter().skip(1) {
-            match std::fs::metadata(dir) {
-                Ok(m) if searchable(&m) => continue,
-                Ok(_) => {
-                    out.push(dir.to_path_buf());
-                    break;
-                }
-                Err(_) => break,
-            }
-        }
-    }
-    out.sort();
-    out.dedup();
-    let all = out.clone();
-    out.retain(|d| !all.iter().any(|o| o != d && d.starts_with(o)));
-    out
 }
 
 /// Where a script starts when its caller works in `caller` (absolute, canonical): there, when
@@ -1107,32 +1081,6 @@ fn canonical_policy(g: &Grant) -> Grant {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn closed_ancestors_are_the_topmost_directories_65534_cannot_search() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let mode = |p: &Path, m: u32| {
-            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
-        };
-        mode(dir.path(), 0o755);
-        let closed = dir.path().join("closed");
-        let inner = closed.join("a/inner");
-        let deep = inner.join("b/c");
-        std::fs::create_dir_all(&deep).unwrap();
-        let open = dir.path().join("open/x");
-        std::fs::create_dir_all(&open).unwrap();
-        mode(&closed, 0o700);
-        mode(&inner, 0o700);
-        let p1 = deep.as_path();
-        let p2 = open.as_path();
-        // Only the topmost closed directory above a path counts (never the path itself).
-        assert_eq!(closed_ancestors(&[p1, p2]), vec![closed.clone()]);
-        assert_eq!(closed_ancestors(&[p2]), Vec::<PathBuf>::new());
-        assert_eq!(closed_ancestors(&[closed.as_path()]), Vec::<PathBuf>::new());
-        // A missing or relative path names nothing.
-        assert!(closed_ancestors(&[Path::new("relative/x"), &closed.join("nope")]).is_empty());
-    }
 
     /// Output at the cap, a report, an exit status and a note: all within the cap, the host's
     /// lines whole, the output cut and saying so.

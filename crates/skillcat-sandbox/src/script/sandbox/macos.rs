@@ -171,7 +171,7 @@ mod tests {
             make_work: None,
             builtin: false,
             cgroup: Vec::new(),
-            views: Vec::new(),
+            protect: Vec::new(),
             granted: Vec::new(),
         }
     }

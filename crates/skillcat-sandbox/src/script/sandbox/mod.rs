@@ -12,8 +12,9 @@
 //! supervisor (tokio host)                 helper (single thread)            script (PID 1)
 //! spawn helper ─ env cleared, cwd=work,   parse policy, build Landlock
 //!   stdin null, stdout+stderr one pipe,   ruleset + seccomp BPF, clone ────▶ wait for id maps
-//!   own process group, fd 3 = status      into new user/PID/IPC[/net] ns    uid 65534, rlimits,
-//!                                         write uid/gid maps, release ────▶ drop caps, Landlock,
+//!   own process group, fd 3 = status      into new user/PID/IPC/mnt[/net]   own root, uid 65534,
+//!                                         write uid/gid maps, release ────▶ rlimits, drop caps,
+//!                                                                           Landlock,
 //!                                         wait, relay exit on fd 3          seccomp, execve
 //! timeout → killpg(SIGKILL)               (PID 1 gone → namespace killed)
 //! ```
@@ -85,9 +86,17 @@ pub enum NetMode {
 /// The most policy bytes the helper reads.
 pub const POLICY_MAX: usize = 16 << 20;
 
-/// The uid and gid scripts run as: inside their user namespace always, and on the host too when
-/// the host is root (`nobody`).
+/// The uid and gid scripts run as inside their user namespace (`nobody`'s number there).
 pub const SANDBOX_ID: u32 = 65534;
+
+/// On a root host, the host uid and gid of every run: [`SANDBOX_ID`] inside a user namespace
+/// maps to it, and without one the script runs as it. No account has it and no host process
+/// runs as it (`nobody` included), so no host process can signal, trace or reach into a run
+/// through `/proc/PID/root`, and no host file is the script's by ownership. It lies above the
+/// ranges distributions and systemd hand out (accounts below 60,000, dynamic users 61184–65519,
+/// containers 524288–1879048191) and below both systemd's foreign range (2147352576–) and
+/// 2^31, where some tools misread an id as negative.
+pub const RUN_HOST_ID: u32 = 0x7F53_4B00;
 
 /// Exit code of the helper when setup fails (the status pipe says why).
 pub const SETUP_FAILED: u8 = 125;
@@ -224,16 +233,13 @@ pub struct HelperPolicy {
     /// the run. Empty: no cgroup could be made (the rlimits still hold).
     #[serde(default)]
     pub cgroup: Vec<PathBuf>,
-    /// Directories closed to the script's uid that hold the path of a rule (a root host's
-    /// `/root`, mode 0700, above a granted `/root/project`): in the run's own mount namespace
-    /// each is covered by a small tmpfs holding only those paths, bound there from the real
-    /// ones, so a granted path is reachable whatever the modes of the directories above it.
-    /// Nothing else under them is there to be reached. Empty: no view is needed.
+    /// The protected paths inside the write grants (`script::protect`): in the run's root each
+    /// is re-bound read-only over itself, whatever the grant says.
     #[serde(default)]
-    pub views: Vec<PathBuf>,
+    pub protect: Vec<PathBuf>,
     /// On a root host, the paths the user granted (each rule of `fs_read` and `fs_write`): the
     /// helper clones each tree owned by root with an idmapping under which root's files are the
-    /// script's (uid/gid 65534), so a granted root-owned directory can be written and a 0600
+    /// script's ([`RUN_HOST_ID`]), so a granted root-owned directory can be written and a 0600
     /// file read, and mounts the clone over the path in the run's mount namespace: read-only
     /// for a read grant (no write, mode, time or xattr change reaches it), `nosuid,nodev`
     /// always. Empty: no mapping (any other host, or nothing granted).
@@ -319,6 +325,9 @@ pub fn system_read_paths(network: bool) -> Vec<PathBuf> {
         "/etc/nsswitch.conf",
         "/etc/passwd",
         "/etc/group",
+        // Debian's alternatives: `/usr/bin/awk` is a link to `/etc/alternatives/awk`, a link
+        // to `/usr/bin/mawk` (links only; the run's root must hold the way).
+        "/etc/alternatives",
     ];
     if network {
         v.extend([
@@ -433,7 +442,7 @@ mod tests {
             make_work: None,
             builtin: false,
             cgroup: vec!["/sys/fs/cgroup/x/cgroup.procs".into()],
-            views: vec!["/root".into()],
+            protect: vec!["/root/project/.git".into()],
             granted: vec![GrantedTree {
                 path: "/root/project".into(),
                 write: true,

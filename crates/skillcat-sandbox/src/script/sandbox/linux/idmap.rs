@@ -4,12 +4,12 @@
 //!
 //! The helper, still root in the initial user namespace, clones each such tree
 //! (`open_tree(OPEN_TREE_CLONE | AT_RECURSIVE)`) and gives the clone an idmapping
-//! (`mount_setattr(MOUNT_ATTR_IDMAP)`) under which the file system's uid/gid 0 is the script's
-//! 65534 and 65534 is 0 (every other id unchanged): root's files are the script's, what it
+//! (`mount_setattr(MOUNT_ATTR_IDMAP)`) under which the file system's uid/gid 0 is the run's
+//! host id ([`RUN_HOST_ID`], the script's) and that id is 0 (every other id unchanged): root's files are the script's, what it
 //! creates there is root's on disk, and a file of uid 65534 shows as root's (the script does not
 //! own it). A read grant's clone is read-only (no write, mode, time or xattr change gets through it, whoever owns the file);
-//! every clone is `nosuid,nodev`. The run's child then mounts each clone over its path in its
-//! own mount namespace, after checking the path is still the inode the rule was pinned to.
+//! every clone is `nosuid,nodev`. The run's child then mounts each clone at its path in the
+//! run's own root (`root.rs`), in place of a plain bind of the pinned path.
 //!
 //! What stays as it was: Landlock's rules bind the same inodes (a clone shows the same files), so
 //! nothing outside a grant is reached; the script has no capability, so it cannot change an
@@ -23,15 +23,11 @@
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::work::{
-    MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOVE_MOUNT_F_EMPTY_PATH, MOVE_MOUNT_T_EMPTY_PATH,
-    SYS_MOVE_MOUNT, owned,
-};
-use super::{clone_process, fstat, identity, open_no_symlinks, pipe, reap};
-use crate::script::sandbox::{FsAccess, HelperPolicy, SANDBOX_ID};
+use super::work::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, owned};
+use super::{clone_process, fstat, open_no_symlinks, pipe, reap};
+use crate::script::sandbox::{FsAccess, HelperPolicy, RUN_HOST_ID};
 
 const SYS_OPEN_TREE: libc::c_long = 428;
 const SYS_MOUNT_SETATTR: libc::c_long = 442;
@@ -48,11 +44,10 @@ struct MountAttr {
     userns_fd: u64,
 }
 
-/// A granted tree's clone, ready to be mounted over its path.
+/// A granted tree's clone, ready to be mounted at its path in the run's root.
 pub(super) struct Tree {
-    path: CString,
-    /// The device and inode the path must still have where the child mounts the clone.
-    inode: (u64, u64),
+    path: std::path::PathBuf,
+    dir: bool,
     clone: OwnedFd,
     /// Whether the clone maps root's files to the script (else a plain read-write clone over a
     /// read-only one above it).
@@ -173,9 +168,8 @@ pub(super) fn prepare(policy: &HelperPolicy) -> Result<Vec<Tree>, String> {
         }
         kept.push((g.path, g.write, mapped));
         out.push(Tree {
-            path: CString::new(g.path.as_os_str().as_bytes())
-                .map_err(|_| format!("a NUL byte in {}", g.path.display()))?,
-            inode: (dev, ino),
+            path: g.path.to_path_buf(),
+            dir: st.st_mode & libc::S_IFMT == libc::S_IFDIR,
             clone,
             mapped,
         });
@@ -183,36 +177,21 @@ pub(super) fn prepare(policy: &HelperPolicy) -> Result<Vec<Tree>, String> {
     Ok(out)
 }
 
-/// The child's side, in its own mount namespace (made a slave of its parent's already, so
-/// nothing propagates back): each clone mounted over its path, parents first, the path checked
-/// against the inode first.
-pub(super) fn attach(trees: &[Tree]) -> Result<(), String> {
-    for t in trees {
-        let p = Path::new(std::ffi::OsStr::from_bytes(t.path.as_bytes()));
-        let target = open_no_symlinks(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        if identity(&target).map_err(|e| e.to_string())? != t.inode {
-            return Err(format!("{} changed after it was checked", p.display()));
-        }
-        // SAFETY: two live descriptors and an empty C string.
-        let r = unsafe {
-            libc::syscall(
-                SYS_MOVE_MOUNT,
-                t.clone.as_raw_fd(),
-                c"".as_ptr(),
-                target.as_raw_fd(),
-                c"".as_ptr(),
-                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
-            )
-        };
-        if r != 0 {
-            return Err(format!(
-                "mounting the granted {}: {}",
-                p.display(),
-                io::Error::last_os_error()
-            ));
-        }
+impl Tree {
+    /// The granted path (where the run's root has the clone).
+    pub(super) fn path(&self) -> &Path {
+        &self.path
     }
-    Ok(())
+
+    /// Whether it is a directory (else a file).
+    pub(super) fn is_dir(&self) -> bool {
+        self.dir
+    }
+
+    /// The detached clone, to be moved into the run's root.
+    pub(super) fn clone_fd(&self) -> libc::c_int {
+        self.clone.as_raw_fd()
+    }
 }
 
 fn open_tree(fd: &OwnedFd) -> io::Result<OwnedFd> {
@@ -255,10 +234,11 @@ fn set_attr(tree: &OwnedFd, attr_set: u64, userns: Option<libc::c_int>) -> io::R
     Ok(())
 }
 
-/// The id maps of the clones' user namespace, uid and gid alike: 0 and 65534 swapped, every
-/// other id itself ("inside outside count"; the file system's id is the inside one).
+/// The id maps of the clones' user namespace, uid and gid alike: 0 and the run's host id
+/// swapped, every other id itself ("inside outside count"; the file system's id is the inside
+/// one).
 fn swapped_maps() -> String {
-    let id = SANDBOX_ID;
+    let id = RUN_HOST_ID;
     let after = id + 1;
     format!(
         "0 {id} 1\n1 1 {}\n{id} 0 1\n{after} {after} {}\n",
@@ -338,7 +318,8 @@ mod tests {
             }
             assert_eq!(ranges.last().unwrap().1, u64::from(u32::MAX), "{maps}");
         }
-        assert!(maps.starts_with("0 65534 1\n"), "{maps}");
-        assert!(maps.contains("\n65534 0 1\n"), "{maps}");
+        let id = RUN_HOST_ID;
+        assert!(maps.starts_with(&format!("0 {id} 1\n")), "{maps}");
+        assert!(maps.contains(&format!("\n{id} 0 1\n")), "{maps}");
     }
 }

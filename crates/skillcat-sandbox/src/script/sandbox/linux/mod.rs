@@ -6,14 +6,17 @@
 //! 1. **Prepare** (helper): parse the policy; check Landlock; open every rule's path and build
 //!    the Landlock ruleset; compile the seccomp filters; build argv/envp as C strings.
 //! 2. **Identity** (helper, root only): drop supplementary groups.
-//! 3. **Isolate**: `clone(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC [| CLONE_NEWNET])`, so the
+//! 3. **Isolate**: `clone(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS [|
+//!    CLONE_NEWNET])`, so the
 //!    child is PID 1 of a new PID namespace: when it exits the kernel kills everything left in it.
 //!    Where user namespaces are refused, a root helper retries without `CLONE_NEWUSER`, anyone
 //!    else falls back to a plain fork (the gap is reported in the `ready` summary).
 //! 4. **Id maps** (helper): `setgroups deny`, `uid_map`/`gid_map` mapping uid/gid 65534 inside to
-//!    an unprivileged host id (65534 for a root host, the host user otherwise); then release the
-//!    child through a pipe and wait for it.
-//! 5. **Child**: `PR_SET_PDEATHSIG(SIGKILL)`; wait for the release; a root helper's child
+//!    an unprivileged host id ([`RUN_HOST_ID`] for a root host, the host user otherwise); then
+//!    release the child through a pipe and wait for it.
+//! 5. **Child**: `PR_SET_PDEATHSIG(SIGKILL)`; wait for the release; the run's own root
+//!    ([`root`]: only the rules' paths, read rules read-only, its own procfs, the write grants'
+//!    protected paths read-only, `pivot_root`); a root helper's child
 //!    `setresgid`/`setresuid` to 65534 (never root, not even inside the namespace; a non-root
 //!    helper's child is 65534 inside already); rlimits (CPU above the wall timeout, AS,
 //!    FSIZE, NOFILE, CORE 0, NPROC counted in the user namespace, or on top of the user's own
@@ -27,6 +30,7 @@
 pub mod cgroup;
 mod idmap;
 mod landlock;
+mod root;
 mod seccomp;
 mod work;
 
@@ -38,7 +42,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use super::{
     FsAccess, FsRule, HelperPolicy, HelperRequest, JoinWorkspace, Mode, NetMode, POLICY_FD,
-    POLICY_MAX, PROXY_PORT, PROXY_SOCKET_FD, SANDBOX_ID, SETUP_FAILED, STATUS_FD,
+    POLICY_MAX, PROXY_PORT, PROXY_SOCKET_FD, RUN_HOST_ID, SANDBOX_ID, SETUP_FAILED, STATUS_FD,
 };
 
 /// The Landlock ABI of the running kernel (`None`: not built in or disabled).
@@ -253,6 +257,8 @@ struct Ns {
     user: bool,
     pid: bool,
     net: bool,
+    /// A mount namespace of its own: the run's root is built ([`root::build`]).
+    mnt: bool,
 }
 
 /// Moves the helper into the run's control group (every hierarchy's `cgroup.procs`), before it
@@ -363,12 +369,9 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         }
     }
     let joined_user = joined.as_ref().is_some_and(|j| j.user);
-    // Views over directories closed to the script's uid (a root host's /root above a grant),
-    // prepared here, mounted by the child in its own mount namespace.
-    let views = match prepare_views(policy) {
-        Ok(v) => v,
-        Err(e) => return status.error("failed", &format!("views: {e}")),
-    };
+    // The run's own root: every rule's path (and the joined work directory), bound into a
+    // tmpfs by the child in its own mount namespace.
+    let plan = root::plan(policy, joined.as_ref());
     let (sync_r, sync_w) = match pipe() {
         Ok(p) => p,
         Err(e) => return status.error("failed", &format!("pipe: {e}")),
@@ -379,16 +382,12 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     } else {
         libc::CLONE_NEWNET
     };
-    let mnt_flag = if views.is_empty() && trees.is_empty() {
-        0
-    } else {
-        libc::CLONE_NEWNS
-    };
-    let base = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | net_flag | mnt_flag;
+    let base = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWNS | net_flag;
     let ns = |user, pid| Ns {
         user,
         pid,
         net: pid && policy.network != NetMode::All,
+        mnt: pid,
     };
     // (flags, namespaces, whether this helper writes the id maps of a new user namespace)
     let mut attempts = Vec::new();
@@ -402,10 +401,12 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             }
         }
     }
-    // A plain fork has no mount namespace of its own for the views or the granted trees, and
-    // no network namespace for a proxied run (whose only way out must be the proxy).
+    // A plain fork has no mount namespace of its own for the run's root (the documented
+    // fallback where the kernel refuses one: the modes and Landlock decide) nor for the
+    // granted trees, and no network namespace for a proxied run (whose only way out must be
+    // the proxy).
     let proxied = policy.network == NetMode::Proxied;
-    if views.is_empty() && trees.is_empty() && !proxied {
+    if trees.is_empty() && !proxied {
         attempts.push((0, ns(joined_user, false), false));
     }
     let mut spawned = None;
@@ -444,11 +445,11 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         }
         return status.error(
             "failed",
-            if views.is_empty() && trees.is_empty() {
+            if trees.is_empty() {
                 "clone: no way to start a process"
             } else {
                 "clone: the kernel refused the mount namespace the granted paths need (a \
-                 directory closed to the script's uid above one, or a tree owned by root)"
+                 tree owned by root)"
             },
         );
     };
@@ -467,7 +468,7 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             ns,
             root,
             tmp_dir.as_deref(),
-            &views,
+            &plan,
             &trees,
             sync_r,
         );
@@ -536,7 +537,7 @@ fn release(
         // SAFETY: plain id getters.
         let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
         let (uid, gid) = if euid == 0 {
-            (SANDBOX_ID, SANDBOX_ID)
+            (RUN_HOST_ID, RUN_HOST_ID)
         } else {
             (euid, egid)
         };
@@ -648,7 +649,7 @@ fn child(
     ns: Ns,
     root: bool,
     tmp_dir: Option<&std::ffi::CStr>,
-    views: &[View],
+    plan: &root::Plan,
     trees: &[idmap::Tree],
     sync_r: libc::c_int,
 ) -> u8 {
@@ -667,41 +668,28 @@ fn child(
             return status.error("failed", &format!("the run's proxy: {e}"));
         }
 
-        if !views.is_empty()
-            && let Err(e) = mount_views(views)
-        {
-            return status.error("failed", &format!("views: {e}"));
-        }
-        if !trees.is_empty() {
-            // Nothing mounted here may propagate back (mount_views made the tree a slave
-            // already when there are views).
-            if views.is_empty()
-                && let Err(e) = make_slave()
-            {
-                return status.error("failed", &format!("granted trees: making / a slave: {e}"));
-            }
-            if let Err(e) = idmap::attach(trees) {
-                return status.error("failed", &format!("granted trees: {e}"));
-            }
-        }
-        if !(views.is_empty() && trees.is_empty()) {
-            // The start directory was entered before these mounts: entered again by its path,
-            // it is the mounted one (a granted tree's clone, a view), not the one beneath.
-            let again = std::env::current_dir().and_then(std::env::set_current_dir);
-            if let Err(e) = again {
-                return status.error("failed", &format!("entering the start directory: {e}"));
+        // The run's own root (see `root`): as the helper's ids, before the credential change.
+        // The script's files are made as its own id: 65534 inside its user namespace, the
+        // run's host id without one.
+        let mut own_proc = false;
+        if ns.mnt {
+            let fs_id = if ns.user { SANDBOX_ID } else { RUN_HOST_ID };
+            match root::build(plan, trees, fs_id) {
+                Ok(proc) => own_proc = proc,
+                Err(e) => return status.error("failed", &format!("the run's root: {e}")),
             }
         }
         // The bounding set goes while we still hold CAP_SETPCAP (a root helper without a user
         // namespace loses every capability in setresuid below).
         drop_bounding_set();
-        // Never root. A root helper's child becomes uid/gid 65534: inside its user namespace
-        // (mapped to host 65534), or on the host when there is none. A non-root helper's child
-        // already is 65534 inside (its own uid is mapped there), and changing nothing needs no
-        // capability (a kernel that grants none in new namespaces, like Ubuntu's AppArmor
-        // restriction, still runs it).
+        // Never root. A root helper's child becomes uid/gid 65534 inside its user namespace
+        // (mapped to the run's host id, which no account and no host process has), or the
+        // run's host id itself when there is none. A non-root helper's child already is 65534
+        // inside (its own uid is mapped there), and changing nothing needs no capability (a
+        // kernel that grants none in new namespaces, like Ubuntu's AppArmor restriction, still
+        // runs it).
         if root {
-            let id = SANDBOX_ID as libc::c_long;
+            let id = if ns.user { SANDBOX_ID } else { RUN_HOST_ID } as libc::c_long;
             if libc::syscall(libc::SYS_setresgid, id, id, id) != 0
                 || libc::syscall(libc::SYS_setresuid, id, id, id) != 0
             {
@@ -778,7 +766,12 @@ fn child(
         };
         let mapped = trees.iter().filter(|t| t.mapped).count();
         status.line(&format!(
-            "ready {landlock_summary}; seccomp allow-list; namespaces {namespaces}{}{}{}; uid {}",
+            "ready {landlock_summary}; seccomp allow-list; namespaces {namespaces}{}{}{}{}; uid {}",
+            match (ns.mnt, own_proc) {
+                (false, _) => "",
+                (true, true) => "; a root of its own with its own /proc",
+                (true, false) => "; a root of its own (no /proc: the kernel refused one)",
+            },
             if policy.cgroup.is_empty() {
                 ""
             } else {
@@ -794,8 +787,10 @@ fn child(
             } else {
                 ""
             },
-            if ns.user || root {
+            if ns.user {
                 SANDBOX_ID
+            } else if root {
+                RUN_HOST_ID
             } else {
                 libc::getuid() // the host user's own
             }
@@ -902,95 +897,6 @@ fn send_fd(over: libc::c_int, fd: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
-/// A directory closed to the script's uid, covered in the run's mount namespace by a tmpfs
-/// holding only the rule paths beneath it, each bound from the real one.
-struct View {
-    at: CString,
-    /// Directories to make on the way, top first.
-    dirs: Vec<CString>,
-    /// Each rule path beneath.
-    binds: Vec<Bind>,
-}
-
-/// A rule path bound into a view.
-struct Bind {
-    /// The path (also its mount point in the view).
-    path: CString,
-    is_dir: bool,
-    /// The device and inode it must have (pinned rules).
-    inode: Option<(u64, u64)>,
-    /// Whether a missing one is an error.
-    required: bool,
-}
-
-/// A rule's path, its pinned identity and whether it is required.
-type RulePath<'a> = (&'a std::path::Path, Option<(u64, u64)>, bool);
-
-fn c_path(p: &std::path::Path) -> Result<CString, String> {
-    CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("a NUL byte in {}", p.display()))
-}
-
-/// Lists, for each of the policy's views, the rule paths beneath it and what the child makes
-/// on the way to them. (The child opens them itself: a bind mount's source must be in the
-/// mount namespace that mounts it.)
-fn prepare_views(policy: &HelperPolicy) -> Result<Vec<View>, String> {
-    let mut out = Vec::new();
-    for at in &policy.views {
-        let mut paths: Vec<RulePath> = policy
-            .rules
-            .iter()
-            .map(|r| (r.path.as_path(), r.inode, r.required))
-            .collect();
-        if let Some(j) = &policy.workspace {
-            paths.push((&j.work, Some(j.inode), true));
-        }
-        let mut under: Vec<_> = paths
-            .into_iter()
-            .filter(|(p, _, _)| p.starts_with(at) && *p != at.as_path())
-            .collect();
-        under.sort_by(|a, b| a.0.cmp(b.0));
-        let mut kept: Vec<&std::path::Path> = Vec::new();
-        let mut view = View {
-            at: c_path(at)?,
-            dirs: Vec::new(),
-            binds: Vec::new(),
-        };
-        for (p, inode, required) in under {
-            // A path inside one bound already is there with it.
-            if kept.iter().any(|k| p.starts_with(k)) {
-                continue;
-            }
-            let is_dir = match std::fs::metadata(p) {
-                Ok(m) => m.is_dir(),
-                Err(_) if !required => continue,
-                Err(e) => return Err(format!("{}: {e}", p.display())),
-            };
-            for d in p.ancestors().skip(1) {
-                if d == at.as_path() || !d.starts_with(at) {
-                    break;
-                }
-                let c = c_path(d)?;
-                if !view.dirs.contains(&c) {
-                    view.dirs.push(c);
-                }
-            }
-            view.binds.push(Bind {
-                path: c_path(p)?,
-                is_dir,
-                inode,
-                required,
-            });
-            kept.push(p);
-        }
-        // Parents before children.
-        view.dirs.sort_by_key(|d| d.as_bytes().len());
-        if !view.binds.is_empty() {
-            out.push(view);
-        }
-    }
-    Ok(out)
-}
-
 /// Makes the mount tree of this (new) mount namespace a slave of the one it was copied from:
 /// nothing mounted here propagates back.
 fn make_slave() -> io::Result<()> {
@@ -1006,120 +912,6 @@ fn make_slave() -> io::Result<()> {
     };
     if r != 0 {
         return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// The child's side of the views: its mount tree made a slave (nothing propagates back);
-/// every rule path opened (pinned ones without following a link, checked against their
-/// inode) before anything is covered; then each view mounted and its paths bound from those
-/// descriptors. Files made in a view are the script's (its uid may be all a user namespace
-/// maps).
-fn mount_views(views: &[View]) -> Result<(), String> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    let fail = |what: &str, p: &std::ffi::CStr| {
-        format!(
-            "{what} {}: {}",
-            p.to_string_lossy(),
-            io::Error::last_os_error()
-        )
-    };
-    // SAFETY (whole function): mount, mkdir, open and close on C strings and descriptors we
-    // own; the process is a copy of the single-threaded helper, so allocation is safe too.
-    unsafe {
-        make_slave().map_err(|e| format!("making a slave of /: {e}"))?;
-        let mut sources: Vec<Vec<Option<(OwnedFd, CString)>>> = Vec::new();
-        for v in views {
-            let mut opened = Vec::new();
-            for Bind {
-                path,
-                inode,
-                required,
-                ..
-            } in &v.binds
-            {
-                let fd = match inode {
-                    Some(want) => {
-                        let p = std::path::Path::new(std::ffi::OsStr::from_bytes(path.as_bytes()));
-                        let fd =
-                            open_no_symlinks(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                        if identity(&fd).map_err(|e| e.to_string())? != *want {
-                            return Err(format!("{} changed after it was checked", p.display()));
-                        }
-                        fd
-                    }
-                    None => {
-                        let fd = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
-                        if fd < 0 {
-                            if !required {
-                                opened.push(None);
-                                continue;
-                            }
-                            return Err(fail("opening", path));
-                        }
-                        OwnedFd::from_raw_fd(fd)
-                    }
-                };
-                let source = CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-                    .map_err(|e| e.to_string())?;
-                opened.push(Some((fd, source)));
-            }
-            sources.push(opened);
-        }
-        libc::setfsgid(SANDBOX_ID);
-        libc::setfsuid(SANDBOX_ID);
-        for (v, opened) in views.iter().zip(&sources) {
-            if libc::mount(
-                c"tmpfs".as_ptr(),
-                v.at.as_ptr(),
-                c"tmpfs".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                c"mode=0755,size=1m,nr_inodes=65536".as_ptr().cast(),
-            ) != 0
-            {
-                return Err(fail("covering", &v.at));
-            }
-            for d in &v.dirs {
-                if libc::mkdir(d.as_ptr(), 0o755) != 0
-                    && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
-                {
-                    return Err(fail("making", d));
-                }
-            }
-            for (bind, source) in v.binds.iter().zip(opened) {
-                let (point, is_dir) = (&bind.path, &bind.is_dir);
-                let Some((_fd, source)) = source else {
-                    continue;
-                };
-                if *is_dir {
-                    if libc::mkdir(point.as_ptr(), 0o755) != 0
-                        && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
-                    {
-                        return Err(fail("making", point));
-                    }
-                } else {
-                    let fd = libc::open(
-                        point.as_ptr(),
-                        libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
-                        0o644,
-                    );
-                    if fd < 0 {
-                        return Err(fail("making", point));
-                    }
-                    libc::close(fd);
-                }
-                if libc::mount(
-                    source.as_ptr(),
-                    point.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REC,
-                    std::ptr::null(),
-                ) != 0
-                {
-                    return Err(fail("binding", point));
-                }
-            }
-        }
     }
     Ok(())
 }

@@ -25,7 +25,8 @@ use std::os::unix::ffi::OsStrExt;
 
 use super::{clone_process, identity, open_no_symlinks, pipe, reap, release};
 use crate::script::sandbox::{
-    SANDBOX_ID, WORKSPACE_MNT_FD, WORKSPACE_SOCKET_FD, WORKSPACE_USER_FD, WorkspacePolicy,
+    RUN_HOST_ID, SANDBOX_ID, WORKSPACE_MNT_FD, WORKSPACE_SOCKET_FD, WORKSPACE_USER_FD,
+    WorkspacePolicy,
 };
 
 // The new mount API (Linux 5.2): the same numbers on every architecture, not all named by `libc`.
@@ -110,7 +111,7 @@ pub(super) fn make(w: &WorkspacePolicy) -> Result<Made, String> {
             // SAFETY: leaving the forked child.
             unsafe { libc::_exit(1) };
         } else {
-            match mount_tmpfs(w) {
+            match mount_tmpfs(w, user) {
                 Ok((dev, ino)) => format!("{dev} {ino}\n"),
                 Err(e) => format!("error {}\n", e.to_string().replace('\n', " ")),
             }
@@ -270,9 +271,10 @@ fn open_path(path: &str, flags: libc::c_int) -> io::Result<OwnedFd> {
 }
 
 /// Mounts the tmpfs on the work directory (after checking it is the directory the supervisor
-/// checked); returns the device and inode of its root. Its root belongs to uid/gid 65534 of
-/// the namespace: the uid scripts run as.
-fn mount_tmpfs(w: &WorkspacePolicy) -> io::Result<(u64, u64)> {
+/// checked); returns the device and inode of its root. Its root belongs to the uid scripts run
+/// as: 65534 of the namespace in a user namespace (`user`), the run's host id without one.
+fn mount_tmpfs(w: &WorkspacePolicy, user: bool) -> io::Result<(u64, u64)> {
+    let owner = if user { SANDBOX_ID } else { RUN_HOST_ID };
     // What is mounted here must never propagate to the host's mount namespace (a mount
     // namespace made without a user namespace copies shared mounts as shared); the host's
     // unmounts still reach this copy, so it pins no file system the host let go.
@@ -287,8 +289,8 @@ fn mount_tmpfs(w: &WorkspacePolicy) -> io::Result<(u64, u64)> {
         ("size", w.bytes.max(1).to_string()),
         ("nr_inodes", w.files.saturating_add(1).to_string()),
         ("mode", "0700".to_string()),
-        ("uid", SANDBOX_ID.to_string()),
-        ("gid", SANDBOX_ID.to_string()),
+        ("uid", owner.to_string()),
+        ("gid", owner.to_string()),
     ];
     for (key, value) in options {
         let k = CString::new(key).map_err(io::Error::other)?;
