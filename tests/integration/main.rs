@@ -41,6 +41,7 @@ mod mcp_http;
 mod minisign_interop;
 mod net_proxy;
 mod oci;
+mod oci_credentials;
 mod prompt_budget;
 mod redteam3_names;
 mod redteam3_tty;
