@@ -242,6 +242,11 @@ pub struct RemoteArgs {
     /// localhost or 127.0.0.1 is always reached over plain HTTP).
     #[arg(long)]
     allow_insecure: bool,
+    /// The longest a cached remote index is used without asking its server again, whatever
+    /// its Cache-Control says: `1h` (default), `10m`, `0` (always ask). add, install and update
+    /// always ask (a conditional request).
+    #[arg(long, value_name = "TIME", value_parser = remote::parse_age)]
+    max_index_age: Option<std::time::Duration>,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -268,6 +273,7 @@ impl RemoteArgs {
             offline: self.offline || after.offline,
             max_index_entries: after.max_index_entries.or(self.max_index_entries),
             allow_insecure: self.allow_insecure || after.allow_insecure,
+            max_index_age: after.max_index_age.or(self.max_index_age),
             server: ServerArgs {
                 timeout: after.server.timeout.or(self.server.timeout),
                 cacert: self
@@ -330,10 +336,19 @@ impl Globals {
                 allow_insecure: remote.allow_insecure,
                 ca_certificates,
                 git_timeout: None,
+                revalidate: false,
+                max_index_age: remote.max_index_age,
             },
             config,
             verbose,
         })
+    }
+
+    /// These options for a command that changes a project (`add`, `install`, `update`): every
+    /// index it resolves against is asked for again, whatever a cache header said.
+    fn changing_project(mut self) -> Globals {
+        self.open.revalidate = true;
+        self
     }
 
     /// How a catalog built from `config` opens its sources: the global `--cache` (else the
@@ -909,9 +924,15 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Completions { shell } => shell::completions(shell),
         Command::Man { dir } => shell::man(&dir),
         Command::Trust { cmd } => project::run(cmd, &globals(&none)?),
-        Command::Add { args, remote } => install::add(args, &globals(&remote)?).await,
-        Command::Install { args, remote } => install::install(args, &globals(&remote)?).await,
-        Command::Update { args, remote } => install::update(args, &globals(&remote)?).await,
+        Command::Add { args, remote } => {
+            install::add(args, &globals(&remote)?.changing_project()).await
+        }
+        Command::Install { args, remote } => {
+            install::install(args, &globals(&remote)?.changing_project()).await
+        }
+        Command::Update { args, remote } => {
+            install::update(args, &globals(&remote)?.changing_project()).await
+        }
         Command::Remove(a) => install::remove(a).await,
         Command::Status(a) => install::status(a).await,
         Command::Token { cmd } => token::run(cmd),

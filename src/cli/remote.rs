@@ -109,6 +109,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{s:?} is not a positive duration"))
 }
 
+/// An age for `--max-index-age`: `0` (always ask), `90s`, `10m`, `1h`.
+pub fn parse_age(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if t.trim_end_matches(['s', 'm', 'h']).parse::<f64>() == Ok(0.0) {
+        return Ok(Duration::ZERO);
+    }
+    match t.strip_suffix('h') {
+        Some(hours) => parse_duration(&format!("{hours}m")).map(|d| d * 60),
+        None => parse_duration(t),
+    }
+    .map_err(|_| format!("{s:?} is not an age (say 0, 90s, 10m or 1h)"))
+}
+
 /// `skillcat export` arguments.
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {

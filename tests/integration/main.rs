@@ -30,6 +30,7 @@ mod fuzz_findings;
 mod guest_mcp;
 mod http;
 mod http_client_abuse;
+mod http_freshness;
 mod http_serve;
 mod http_serve_abuse;
 mod install;
