@@ -352,7 +352,8 @@ impl Globals {
     }
 
     /// How a catalog built from `config` opens its sources: the global `--cache` (else the
-    /// configuration's `cache_dir`) and `--offline`, and the configuration's validation options.
+    /// configuration's `cache_dir`), `--max-index-age` (else its `max_index_age`) and
+    /// `--offline`, and the configuration's validation options.
     pub fn catalog_options(
         &self,
         config: &skillcat::config::Config,
@@ -364,6 +365,10 @@ impl Globals {
                     .cache_dir
                     .clone()
                     .or_else(|| config.cache_dir.clone()),
+                max_index_age: self
+                    .open
+                    .max_index_age
+                    .or(config.max_index_age.map(std::time::Duration::from_secs)),
                 ..self.open.clone()
             },
             validate: config.validate_options(),

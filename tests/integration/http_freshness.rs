@@ -210,6 +210,23 @@ fn read_only_commands_honour_max_age_only_up_to_the_cap() {
         .code(0)
         .says(&["offline", "out of date"]);
     assert_eq!(index_requests(&f.log), 2, "offline asks nothing");
+    // The configuration's `max_index_age` (seconds) sets the cap of a catalog's sources.
+    let conf = p.path("skillcat.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "max_index_age = 0\ncache_dir = {:?}\n\n[[sources]]\npath = {:?}\n",
+            f.cache, f.url
+        ),
+    )
+    .unwrap();
+    let conf = conf.to_string_lossy().to_string();
+    p.run(&["list", "--config", &conf]).code(0);
+    assert_eq!(
+        index_requests(&f.log),
+        3,
+        "the configured cap of 0 asked again"
+    );
     // A cap that is not a duration is a usage error.
     list(&["--max-index-age", "soon"]).code(2);
 }
