@@ -230,3 +230,76 @@ fn read_only_commands_honour_max_age_only_up_to_the_cap() {
     // A cap that is not a duration is a usage error.
     list(&["--max-index-age", "soon"]).code(2);
 }
+
+#[test]
+fn export_signs_an_index_statement_that_a_keyring_checks() {
+    let f = Frozen::new();
+    let k = crate::support::project::key(&f.p.path(""), "catalog", "*");
+    let site = f.site.to_string_lossy().to_string();
+    let secret = k.secret.to_string_lossy().to_string();
+    let catalog = f
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let sign = |expires: &str| {
+        run(&[
+            "export",
+            &f.db,
+            &site,
+            "--force",
+            "--url",
+            &f.url,
+            "--sign-index",
+            &secret,
+            "--index-expires",
+            expires,
+        ])
+        .code(0);
+        let index = std::fs::read(f.site.join(INDEX.trim_start_matches('/'))).unwrap();
+        let sig = std::fs::read_to_string(
+            f.site
+                .join(INDEX.trim_start_matches('/'))
+                .with_extension("json.minisig"),
+        )
+        .unwrap();
+        (index, sig)
+    };
+    let ring = skillcat::sign::Keyring::load(&k.keyring).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let (index, sig) = sign("1h");
+    let ok = skillcat::sign::verify_index(&index, &sig, &ring, &catalog, now, None).unwrap();
+    assert!(ok.statement.expires > now && ok.statement.expires <= now + 3_600 + 60);
+    // Hostile: a tampered index, an expired statement, a rollback, another catalog.
+    use skillcat::sign::IndexRefusal as R;
+    let mut tampered = index.clone();
+    tampered.extend_from_slice(b" ");
+    assert!(matches!(
+        skillcat::sign::verify_index(&tampered, &sig, &ring, &catalog, now, None),
+        Err(R::Tampered { .. })
+    ));
+    assert!(matches!(
+        skillcat::sign::verify_index(&index, &sig, &ring, &catalog, now + 7_200, None),
+        Err(R::Expired { .. })
+    ));
+    assert!(matches!(
+        skillcat::sign::verify_index(
+            &index,
+            &sig,
+            &ring,
+            &catalog,
+            now,
+            Some(ok.statement.version + 1)
+        ),
+        Err(R::RolledBack { .. })
+    ));
+    assert!(matches!(
+        skillcat::sign::verify_index(&index, &sig, &ring, "other.example", now, None),
+        Err(R::OtherCatalog { .. })
+    ));
+    // Signing needs --url (the catalog it names).
+    run(&["export", &f.db, &site, "--force", "--sign-index", &secret]).code(2);
+}
