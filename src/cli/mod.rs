@@ -293,6 +293,11 @@ pub struct RemoteArgs {
     /// localhost or 127.0.0.1 is always reached over plain HTTP).
     #[arg(long)]
     allow_insecure: bool,
+    /// The longest a cached remote index is used without asking its server again, whatever
+    /// its Cache-Control says: `1h` (default), `10m`, `0` (always ask). add, install and update
+    /// always ask (a conditional request).
+    #[arg(long, value_name = "TIME", value_parser = remote::parse_age)]
+    max_index_age: Option<std::time::Duration>,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -319,6 +324,7 @@ impl RemoteArgs {
             offline: self.offline || after.offline,
             max_index_entries: after.max_index_entries.or(self.max_index_entries),
             allow_insecure: self.allow_insecure || after.allow_insecure,
+            max_index_age: after.max_index_age.or(self.max_index_age),
             server: ServerArgs {
                 timeout: after.server.timeout.or(self.server.timeout),
                 cacert: self
@@ -381,14 +387,24 @@ impl Globals {
                 allow_insecure: remote.allow_insecure,
                 ca_certificates,
                 git_timeout: None,
+                revalidate: false,
+                max_index_age: remote.max_index_age,
             },
             config,
             verbose,
         })
     }
 
+    /// These options for a command that changes a project (`add`, `install`, `update`): every
+    /// index it resolves against is asked for again, whatever a cache header said.
+    fn changing_project(mut self) -> Globals {
+        self.open.revalidate = true;
+        self
+    }
+
     /// How a catalog built from `config` opens its sources: the global `--cache` (else the
-    /// configuration's `cache_dir`) and `--offline`, and the configuration's validation options.
+    /// configuration's `cache_dir`), `--max-index-age` (else its `max_index_age`) and
+    /// `--offline`, and the configuration's validation options.
     pub fn catalog_options(
         &self,
         config: &skillcat::config::Config,
@@ -400,6 +416,10 @@ impl Globals {
                     .cache_dir
                     .clone()
                     .or_else(|| config.cache_dir.clone()),
+                max_index_age: self
+                    .open
+                    .max_index_age
+                    .or(config.max_index_age.map(std::time::Duration::from_secs)),
                 ..self.open.clone()
             },
             validate: config.validate_options(),
@@ -960,9 +980,15 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Completions { shell } => shell::completions(shell),
         Command::Man { dir } => shell::man(&dir),
         Command::Trust { cmd } => project::run(cmd, &globals(&none)?),
-        Command::Add { args, remote } => install::add(args, &globals(&remote)?).await,
-        Command::Install { args, remote } => install::install(args, &globals(&remote)?).await,
-        Command::Update { args, remote } => install::update(args, &globals(&remote)?).await,
+        Command::Add { args, remote } => {
+            install::add(args, &globals(&remote)?.changing_project()).await
+        }
+        Command::Install { args, remote } => {
+            install::install(args, &globals(&remote)?.changing_project()).await
+        }
+        Command::Update { args, remote } => {
+            install::update(args, &globals(&remote)?.changing_project()).await
+        }
         Command::Remove(a) => install::remove(a).await,
         Command::Status(a) => install::status(a).await,
         Command::Token { cmd } => token::run(cmd),

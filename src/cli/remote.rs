@@ -109,6 +109,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{s:?} is not a positive duration"))
 }
 
+/// An age for `--max-index-age`: `0` (always ask), `90s`, `10m`, `1h`.
+pub fn parse_age(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if t.trim_end_matches(['s', 'm', 'h']).parse::<f64>() == Ok(0.0) {
+        return Ok(Duration::ZERO);
+    }
+    match t.strip_suffix('h') {
+        Some(hours) => parse_duration(&format!("{hours}m")).map(|d| d * 60),
+        None => parse_duration(t),
+    }
+    .map_err(|_| format!("{s:?} is not an age (say 0, 90s, 10m or 1h)"))
+}
+
 /// `skillcat export` arguments.
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
@@ -126,6 +139,14 @@ pub struct ExportArgs {
     /// Check each signature shown on the pages against this keyring (its key and scope).
     #[arg(long, value_name = "FILE")]
     pub keyring: Option<PathBuf>,
+    /// Sign an index statement with this minisign secret key (SKILLCAT_PASSWORD for an
+    /// encrypted one): `.well-known/agent-skills/index.json.minisig`, the index's digest, a
+    /// version that only grows and an expiry, for the host of --url.
+    #[arg(long, value_name = "KEY", requires = "url")]
+    pub sign_index: Option<PathBuf>,
+    /// How long the signed index statement holds: export again before then.
+    #[arg(long, value_name = "TIME", default_value = "168h", value_parser = parse_age, requires = "sign_index")]
+    pub index_expires: Duration,
 }
 
 /// `skillcat fetch` arguments.
@@ -443,10 +464,24 @@ pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
         url: a.url.clone(),
         keyring: a.keyring.as_deref(),
     };
+    let signing = match &a.sign_index {
+        Some(key) => Some(index_signing(key, a.url.as_deref(), a.index_expires)?),
+        None => None,
+    };
     let (site, problems) = build_site(&a.source, web, g).await?;
     let n = site.skills().len();
     let (dir, force) = (a.dir.clone(), a.force);
-    let result = tokio::task::spawn_blocking(move || serve::export(&site, &dir, force)).await;
+    let result = tokio::task::spawn_blocking(move || {
+        let done = serve::export(&site, &dir, force)?;
+        if let Some(signing) = &signing {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            serve::write_for_export(&dir, signing, now)?;
+        }
+        Ok::<_, skillcat::Error>(done)
+    })
+    .await;
     match result {
         Ok(Ok(done)) => {
             out!(
@@ -461,6 +496,33 @@ pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
         Ok(Err(e)) => Err(usage!("{e}")),
         Err(e) => Err(usage!("{e}")),
     }
+}
+
+/// How `--sign-index KEY` signs: the catalog is the host (and port) of `--url`.
+fn index_signing(
+    key: &Path,
+    url: Option<&str>,
+    valid_for: Duration,
+) -> Result<serve::IndexSigning, CliError> {
+    let url = url.ok_or_else(|| usage!("--sign-index needs --url (the catalog it names)"))?;
+    // The authority of the URL, as the client derives it from the URL it reads.
+    let catalog = url
+        .split_once("://")
+        .map(|(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or(rest))
+        .map(|auth| auth.rsplit('@').next().unwrap_or(auth).to_ascii_lowercase())
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| usage!("--url {url:?} is not a URL with a host"))?;
+    let secret_key = std::fs::read_to_string(key)
+        .map_err(|e| usage!("cannot read the secret key {}: {e}", key.display()))?;
+    if valid_for.is_zero() {
+        return Err(usage!("--index-expires must be more than 0"));
+    }
+    Ok(serve::IndexSigning {
+        catalog,
+        secret_key,
+        password: std::env::var(super::trust::PASSWORD_ENV).ok(),
+        valid_for,
+    })
 }
 
 fn status_word(s: FetchStatus) -> &'static str {

@@ -42,6 +42,8 @@ impl Home {
             .env_remove("DOCKER_CONFIG")
             .env_remove("SKILLCAT_OCI_USERNAME")
             .env_remove("SKILLCAT_OCI_PASSWORD")
+            .env_remove("SKILLCAT_OCI_REGISTRY")
+            .env_remove("SKILLCAT_OCI_REALM")
     }
 
     fn run(&self, args: &[&str]) -> Out {
@@ -581,6 +583,7 @@ fn htpasswd_auth_credentials_from_the_environment_or_docker_config_and_clear_ref
         .sc(&["push", &src, "locked", &target])
         .env("SKILLCAT_OCI_USERNAME", "alice")
         .env("SKILLCAT_OCI_PASSWORD", "not-the-password")
+        .env("SKILLCAT_OCI_REGISTRY", &reg.addr)
         .run();
     out.code(1)
         .says(&["refused the credentials of user \"alice\""]);
@@ -589,6 +592,7 @@ fn htpasswd_auth_credentials_from_the_environment_or_docker_config_and_clear_ref
     home.sc(&["push", &src, "locked", &target])
         .env("SKILLCAT_OCI_USERNAME", "alice")
         .env("SKILLCAT_OCI_PASSWORD", "wonder-land-42")
+        .env("SKILLCAT_OCI_REGISTRY", &reg.addr)
         .run()
         .code(0);
     // From ~/.docker/config.json (a plain `auths` entry), for reading.
@@ -827,6 +831,7 @@ fn bearer_token_challenge_is_answered_with_the_credentials_and_refused_without()
     home.sc(&["list", &src])
         .env("SKILLCAT_OCI_USERNAME", "alice")
         .env("SKILLCAT_OCI_PASSWORD", "wrong")
+        .env("SKILLCAT_OCI_REGISTRY", &addr)
         .run()
         .code(2)
         .says(&["refused the credentials of user \"alice\""]);
@@ -834,6 +839,7 @@ fn bearer_token_challenge_is_answered_with_the_credentials_and_refused_without()
         .sc(&["list", &src])
         .env("SKILLCAT_OCI_USERNAME", "alice")
         .env("SKILLCAT_OCI_PASSWORD", "pw")
+        .env("SKILLCAT_OCI_REGISTRY", &addr)
         .run();
     assert!(out.code(0).out().contains("hand-made"));
 }

@@ -209,6 +209,9 @@ pub struct Config {
     pub keyring: Option<PathBuf>,
     /// Where remote sources keep their cache.
     pub cache_dir: Option<PathBuf>,
+    /// `max_index_age`, in seconds: the longest a cached remote index is used without asking
+    /// its server, whatever its `max-age` says (`--max-index-age` overrides; `None`: 1 hour).
+    pub max_index_age: Option<u64>,
     /// The `[prompt]` section.
     pub prompt: PromptConfig,
     /// The `[matcher]` section: how `skillcat match` ranks skills.
@@ -399,6 +402,11 @@ impl Config {
         self.scripts.by_extension = user.scripts.by_extension.clone();
         self.keyring = user.keyring.clone();
         self.cache_dir = user.cache_dir.clone();
+        // A project may ask its index to be fresher than the user does, never staler.
+        self.max_index_age = match (self.max_index_age, user.max_index_age) {
+            (Some(p), Some(u)) => Some(p.min(u)),
+            (p, u) => p.or(u),
+        };
         // A project may ask for signatures; it cannot waive the user's demand for them.
         self.install.require_signatures |= user.install.require_signatures;
         // Nor can it accept what the user's audit policy refuses, or offer tools the user's
@@ -698,6 +706,7 @@ impl Config {
         config.cache_dir = raw
             .cache_dir
             .map(|k| PathBuf::from(resolve_spec(k.get_ref(), &base, home)));
+        config.max_index_age = raw.max_index_age;
         config.trusted_projects = raw
             .trusted_projects
             .unwrap_or_default()
@@ -959,6 +968,7 @@ struct RawConfig {
     scripts: Option<RawScripts>,
     keyring: Option<Spanned<String>>,
     cache_dir: Option<Spanned<String>>,
+    max_index_age: Option<u64>,
     prompt: Option<RawPrompt>,
     matcher: Option<RawMatcher>,
     trusted_projects: Option<Vec<String>>,
@@ -1030,6 +1040,28 @@ struct RawRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_project_can_lower_the_index_age_cap_never_raise_it() {
+        let env = Environment {
+            cwd: "/work/proj".into(),
+            home: Some("/home/me".into()),
+        };
+        let parse = |t: &str| Config::parse(t, None, &env).unwrap();
+        assert_eq!(parse("max_index_age = 600\n").max_index_age, Some(600));
+        assert_eq!(parse("").max_index_age, None);
+        assert!(Config::parse("max_index_age = \"1h\"\n", None, &env).is_err());
+        let user = parse("max_index_age = 600\n");
+        let dir = Path::new("/work/proj");
+        for (project, want) in [
+            ("max_index_age = 60\n", 60),
+            ("max_index_age = 999999\n", 600),
+            ("", 600),
+        ] {
+            let got = parse(project).narrowed_by(&user, &env, dir).max_index_age;
+            assert_eq!(got, Some(want), "{project:?}");
+        }
+    }
 
     #[test]
     fn line_col_counts_characters() {

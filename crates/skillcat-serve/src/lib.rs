@@ -53,6 +53,7 @@ pub(crate) use skillcat_registry as registry;
 pub(crate) use skillcat_registry::prepare as publish;
 pub(crate) use skillcat_sign as sign;
 mod export;
+mod index_statement;
 mod limits;
 mod server;
 mod site;
@@ -62,6 +63,7 @@ pub mod web;
 
 pub use api::{ApiOptions, DEFAULT_BYTES_PER_MINUTE, DEFAULT_MAX_UPLOAD, publishing_router};
 pub use export::{Exported, export};
+pub use index_statement::{INDEX_STATEMENT_PATH, IndexSigning, sign_index, write_for_export};
 pub use limits::{Conn, Guarded, LimitedListener, ServeLimits, track};
 #[cfg(feature = "tls")]
 pub use server::run_app_tls;

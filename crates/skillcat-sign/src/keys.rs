@@ -148,16 +148,29 @@ pub fn sign(
     password: Option<&str>,
 ) -> Result<String, SignError> {
     statement.check()?;
+    sign_text(
+        &statement.to_text(),
+        &statement.to_trusted_comment(),
+        secret_key_text,
+        password,
+    )
+}
+
+/// Signs `text` (prehashed) with `trusted` as the trusted comment: the `.minisig` text.
+pub(super) fn sign_text(
+    text: &str,
+    trusted: &str,
+    secret_key_text: &str,
+    password: Option<&str>,
+) -> Result<String, SignError> {
     let secret = load_secret_key(secret_key_text, password)?;
     let public = PublicKey::from_secret_key(&secret).map_err(crypto("signing"))?;
-    let text = statement.to_text();
-    let trusted = statement.to_trusted_comment();
     // Passing the public key makes minisign check the new signature before returning it.
     let signature = minisign::sign(
         Some(&public),
         &secret,
         Cursor::new(text.as_bytes()),
-        Some(&trusted),
+        Some(trusted),
         Some(UNTRUSTED_COMMENT),
     )
     .map_err(|e| match e.kind() {

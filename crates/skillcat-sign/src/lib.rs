@@ -351,6 +351,7 @@ fn crypto(operation: &'static str) -> impl FnOnce(minisign::PError) -> SignError
 }
 
 mod encoding;
+pub mod index_statement;
 mod keyring;
 mod keys;
 mod minisig;
@@ -360,6 +361,7 @@ mod statement;
 mod tests;
 mod verify;
 
+pub use index_statement::{IndexRefusal, IndexStatement, VerifiedIndex, verify_index};
 pub use keyring::{KeyEntry, Keyring, glob_match};
 pub use keys::{generate_keypair, key_id_of_public_key, public_key_base64, sign, signature_path};
 pub use pack_signed::{pack_dir, skill_signature_path};

@@ -805,6 +805,13 @@ pub struct OpenOptions {
     pub ca_certificates: Vec<Vec<u8>>,
     /// The longest one `git` command of a git source may take (`None`: 300 seconds).
     pub git_timeout: Option<std::time::Duration>,
+    /// Ask the server again for every mutable document (an index) whatever its `max-age`
+    /// says (a conditional request): set by the commands that change a project, which must
+    /// not resolve against a view a cache header froze.
+    pub revalidate: bool,
+    /// The longest a cached index is used without asking the server, whatever its `max-age`
+    /// says (`None`: the source's default, 1 hour).
+    pub max_index_age: Option<std::time::Duration>,
 }
 
 /// What every command says of a name a source does not have — `no skill named 'NAME' in SOURCE

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use super::options::Freshness;
 use crate::digest::sha256;
 use crate::error::{Error, Result};
 
@@ -94,12 +95,17 @@ pub(crate) fn parse_cache_control(value: &str) -> CacheControl {
     cc
 }
 
-/// Whether a record may be used without asking the server, at `now` (Unix seconds).
-pub(crate) fn is_fresh(rec: &Record, now: u64) -> bool {
-    !rec.no_cache
-        && rec
-            .max_age
-            .is_some_and(|max| now.saturating_sub(rec.fetched_at) < max)
+/// Whether a record may be used without asking the server, at `now` (Unix seconds), under
+/// `policy`: never when it asks to revalidate; else while younger than both the server's
+/// `max-age` and the policy's cap. A record from the future (the clock went back, or the record
+/// was written by hand) is not fresh: its age is unknown.
+pub(crate) fn is_fresh(rec: &Record, now: u64, policy: Freshness) -> bool {
+    if policy.revalidate || rec.no_cache || rec.fetched_at > now {
+        return false;
+    }
+    let cap = policy.max_age_cap.as_secs();
+    rec.max_age
+        .is_some_and(|max| now - rec.fetched_at < max.min(cap))
 }
 
 /// A duration in seconds for people: `45 s`, `12 min`, `5 h`, `3 days`.
@@ -406,13 +412,106 @@ mod tests {
             fetched_at: 1000,
             body: String::new(),
         };
-        assert!(is_fresh(&rec, 1059));
-        assert!(!is_fresh(&rec, 1060));
+        let read = Freshness::default();
+        assert!(is_fresh(&rec, 1059, read));
+        assert!(!is_fresh(&rec, 1060, read));
         rec.no_cache = true;
-        assert!(!is_fresh(&rec, 1000));
+        assert!(!is_fresh(&rec, 1000, read));
         rec.no_cache = false;
         rec.max_age = None;
-        assert!(!is_fresh(&rec, 1000));
+        assert!(!is_fresh(&rec, 1000, read));
+    }
+
+    #[test]
+    fn max_age_is_honoured_only_up_to_the_cap_and_never_when_revalidating() {
+        // Hostile table: what a server (or anyone on the path) can send, and the answer.
+        let rec = |max_age: Option<u64>, no_cache: bool, fetched_at: u64| Record {
+            final_url: None,
+            url: "u".into(),
+            etag: None,
+            last_modified: None,
+            max_age,
+            no_cache,
+            fetched_at,
+            body: String::new(),
+        };
+        let cap = |secs: u64| Freshness {
+            revalidate: false,
+            max_age_cap: std::time::Duration::from_secs(secs),
+        };
+        let mutating = Freshness {
+            revalidate: true,
+            ..Freshness::default()
+        };
+        let ten_years = Some(315_360_000);
+        let cases: &[(&str, Record, u64, Freshness, bool)] = &[
+            (
+                "ten years, just fetched, read-only",
+                rec(ten_years, false, 1_000),
+                1_000,
+                cap(3_600),
+                true,
+            ),
+            (
+                "ten years, 59 min later",
+                rec(ten_years, false, 1_000),
+                1_000 + 3_599,
+                cap(3_600),
+                true,
+            ),
+            (
+                "ten years, an hour later: the cap",
+                rec(ten_years, false, 1_000),
+                1_000 + 3_600,
+                cap(3_600),
+                false,
+            ),
+            (
+                "ten years, a cap of 0",
+                rec(ten_years, false, 1_000),
+                1_000,
+                cap(0),
+                false,
+            ),
+            (
+                "a short max-age under the cap",
+                rec(Some(60), false, 1_000),
+                1_060,
+                cap(3_600),
+                false,
+            ),
+            (
+                "ten years, a project-changing command",
+                rec(ten_years, false, 1_000),
+                1_000,
+                mutating,
+                false,
+            ),
+            (
+                "u64::MAX max-age",
+                rec(Some(u64::MAX), false, 0),
+                3_600,
+                cap(3_600),
+                false,
+            ),
+            (
+                "fetched in the future",
+                rec(ten_years, false, 5_000),
+                1_000,
+                cap(3_600),
+                false,
+            ),
+            (
+                "no-cache with ten years",
+                rec(ten_years, true, 1_000),
+                1_000,
+                cap(3_600),
+                false,
+            ),
+        ];
+        for (what, r, now, policy, want) in cases {
+            assert_eq!(is_fresh(r, *now, *policy), *want, "{what}");
+        }
     }
 
     #[test]

@@ -67,7 +67,8 @@ use self::client::{Counters, Fetched, Fetcher, HttpError, Validators};
 use self::index::{Artifact, DiscoveryIndex, Extra, IndexEntry};
 pub use self::maintain::{CacheInfo, CleanReport, cache_info, clean_cache};
 pub use self::options::{
-    FetchReport, FetchStatus, HttpOptions, HttpStats, RemoteSkill, default_cache_dir,
+    DEFAULT_MAX_INDEX_AGE, FetchReport, FetchStatus, Freshness, HttpOptions, HttpStats,
+    RemoteSkill, default_cache_dir,
 };
 use crate::source::{Detail, DocumentSink, RootRecord, Source, SourceId};
 
@@ -419,7 +420,7 @@ impl HttpSource {
             return match cached {
                 Some((rec, body)) => {
                     let now = cache::now();
-                    if warn_stale && !cache::is_fresh(&rec, now) {
+                    if warn_stale && !cache::is_fresh(&rec, now, self.opts.freshness) {
                         self.warn(format!(
                             "{}: offline, using the cached copy from {} ago, which may be out of date",
                             redact(url),
@@ -436,7 +437,7 @@ impl HttpSource {
             };
         }
         if let Some((rec, body)) = &cached
-            && cache::is_fresh(rec, cache::now())
+            && cache::is_fresh(rec, cache::now(), self.opts.freshness)
         {
             return Ok((parse(body, &answered_by(url, rec))?, FetchStatus::Cached));
         }

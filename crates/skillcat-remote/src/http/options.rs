@@ -42,6 +42,33 @@ pub struct HttpOptions {
     pub limits: ArchiveLimits,
     /// PEM certificates trusted as roots beside the platform's (feature `tls`).
     pub ca_certificates: Vec<Vec<u8>>,
+    /// How long a cached index may be used without asking the server.
+    pub freshness: Freshness,
+}
+
+/// How long a cached copy of a mutable document (an index, a v0.1 file) is used without
+/// asking the server. A `Cache-Control: max-age` comes from whoever answered (a mirror, a CDN,
+/// anyone on the path of `http://`): it is honoured only up to `max_age_cap`, and not at all
+/// when `revalidate` is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Freshness {
+    /// Ask again every time (a conditional request: a 304 costs no body). The commands that
+    /// change a project set it.
+    pub revalidate: bool,
+    /// The longest a copy is used without asking, whatever `max-age` says (default 1 hour).
+    pub max_age_cap: Duration,
+}
+
+/// The default [`Freshness::max_age_cap`].
+pub const DEFAULT_MAX_INDEX_AGE: Duration = Duration::from_secs(3_600);
+
+impl Default for Freshness {
+    fn default() -> Self {
+        Freshness {
+            revalidate: false,
+            max_age_cap: DEFAULT_MAX_INDEX_AGE,
+        }
+    }
 }
 
 impl Default for HttpOptions {
@@ -62,6 +89,7 @@ impl Default for HttpOptions {
             max_index_entries: IndexLimits::default().max_entries,
             limits,
             ca_certificates: Vec::new(),
+            freshness: Freshness::default(),
         }
     }
 }
@@ -100,6 +128,10 @@ impl From<&OpenOptions> for HttpOptions {
             slow_notice: o.slow_notice,
             max_index_entries: o.max_index_entries.unwrap_or(d.max_index_entries),
             ca_certificates: o.ca_certificates.clone(),
+            freshness: Freshness {
+                revalidate: o.revalidate,
+                max_age_cap: o.max_index_age.unwrap_or(d.freshness.max_age_cap),
+            },
             ..d
         }
     }

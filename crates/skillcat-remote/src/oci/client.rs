@@ -15,7 +15,10 @@ use bytes::{Bytes, BytesMut};
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 
-use super::auth::{Challenge, Credentials, PASSWORD_ENV, USERNAME_ENV, parse_challenge};
+use super::auth::{
+    Challenge, Credentials, EnvCredentials, PASSWORD_ENV, REALM_ENV, REGISTRY_ENV, USERNAME_ENV,
+    docker_lookup, parse_challenge,
+};
 use super::layout::{ACCEPT, INDEX_V1, MAX_MANIFEST};
 use super::reference::Reference;
 use crate::digest::sha256_digest;
@@ -40,7 +43,9 @@ pub struct Client {
     http: reqwest::Client,
     base: Url,
     repository: String,
+    registry: String,
     shown: String,
+    env: EnvCredentials,
     creds: Option<Credentials>,
     auth: Mutex<Option<String>>,
     push: bool,
@@ -73,7 +78,8 @@ pub struct Received {
 
 impl Client {
     /// A client for `reference`'s repository: https, or plain http for a loopback registry or
-    /// with `allow_insecure`. Credentials are looked up now ([`Credentials::lookup`]).
+    /// with `allow_insecure`. Credentials bound to the registry's host are looked up now
+    /// ([`Credentials::lookup`]).
     pub fn new(reference: &Reference, opts: &ClientOptions) -> Result<Client> {
         let insecure = reference.is_loopback() || opts.allow_insecure;
         let scheme = if insecure { "http" } else { "https" };
@@ -86,12 +92,18 @@ impl Client {
             .map_err(|e| Error::other(format!("{reference}: not a registry address"), e))?;
         let http = crate::client::build(&opts.http.policy())
             .map_err(|e| Error::other("cannot set up the HTTP client", e))?;
+        let env = EnvCredentials::read();
+        let creds = env
+            .for_registry(&reference.registry)
+            .or_else(|| docker_lookup(&reference.registry));
         Ok(Client {
             http,
             shown: format!("{scheme}://{}", reference.registry),
             base,
             repository: reference.repository.clone(),
-            creds: Credentials::lookup(&reference.registry),
+            registry: reference.registry.clone(),
+            env,
+            creds,
             auth: Mutex::new(None),
             push: opts.push,
             deadline: opts.http.timeout,
@@ -100,6 +112,16 @@ impl Client {
             requests: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
         })
+    }
+
+    /// When environment credentials are set but `SKILLCAT_OCI_REGISTRY` is not: why they are
+    /// sent nowhere (a misconfiguration worth a warning even if the registry never asks).
+    pub fn unbound_credentials(&self) -> Option<String> {
+        self.env
+            .registry
+            .is_none()
+            .then(|| self.env.unused(&self.registry))
+            .flatten()
     }
 
     /// Requests made so far (authentication round trips included).
@@ -452,16 +474,21 @@ impl Client {
                 }
                 let mut headers = HeaderMap::new();
                 headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-                let basic = self.creds.as_ref().map(Credentials::basic);
+                let realm_creds = self.realm_credentials(&url);
+                let basic = realm_creds.as_ref().map(Credentials::basic);
                 let req = self.request(Method::GET, &url, headers, None, basic.as_deref())?;
                 let resp = self.transmit(&url, req).await?;
                 match resp.status() {
                     StatusCode::OK => {}
-                    StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if self.creds.is_some() => {
-                        return Err(self.refused());
-                    }
                     StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-                        return Err(self.needs_credentials());
+                        return Err(match (&realm_creds, &self.creds) {
+                            (Some(c), _) => self.refused_by(c),
+                            (None, Some(_)) => self.auth_error(&format!(
+                                "its token service {} is on another host, which asks for credentials; the registry's are not sent there unless it is named in {REALM_ENV} (or has its own entry in ~/.docker/config.json)",
+                                redact(&url)
+                            )),
+                            (None, None) => self.needs_credentials(),
+                        });
                     }
                     s => {
                         return Err(self.auth_error(&format!(
@@ -487,6 +514,23 @@ impl Client {
         }
     }
 
+    /// The basic credentials a token realm at `realm` may receive: the registry's own when
+    /// the realm is on the registry's host (same scheme host and port); on another host, the
+    /// environment's only when that host is named in `SKILLCAT_OCI_REALM`, else what the
+    /// Docker configuration holds for that host itself.
+    fn realm_credentials(&self, realm: &Url) -> Option<Credentials> {
+        let same = realm.host_str().map(str::to_ascii_lowercase)
+            == self.base.host_str().map(str::to_ascii_lowercase)
+            && realm.port_or_known_default() == self.base.port_or_known_default();
+        if same {
+            return self.creds.clone();
+        }
+        let host = realm_host(realm)?;
+        self.env
+            .for_realm(&self.registry, &host)
+            .or_else(|| docker_lookup(&host))
+    }
+
     fn auth_error(&self, why: &str) -> Error {
         Error::Unauthenticated {
             location: self.shown.clone(),
@@ -495,19 +539,29 @@ impl Client {
     }
 
     fn needs_credentials(&self) -> Error {
+        if let Some(why) = self.env.unused(&self.registry) {
+            return self.auth_error(&format!(
+                "the registry asks for credentials and none are bound to it: {why}"
+            ));
+        }
         self.auth_error(&format!(
-            "the registry asks for credentials and none are set (set {USERNAME_ENV} and {PASSWORD_ENV}, or log in with `docker login`, which writes ~/.docker/config.json)"
+            "the registry asks for credentials and none are set (set {USERNAME_ENV}, {PASSWORD_ENV} and {REGISTRY_ENV}={}, or log in with `docker login`, which writes ~/.docker/config.json)",
+            self.registry
         ))
     }
 
     fn refused(&self) -> Error {
         match &self.creds {
-            Some(c) => self.auth_error(&format!(
-                "the registry refused the credentials of user {:?} from {}",
-                c.username, c.origin
-            )),
+            Some(c) => self.refused_by(c),
             None => self.needs_credentials(),
         }
+    }
+
+    fn refused_by(&self, c: &Credentials) -> Error {
+        self.auth_error(&format!(
+            "the registry refused the credentials of user {:?} from {}",
+            c.username, c.origin
+        ))
     }
 
     /// Reads a body of at most `limit` bytes (checked against Content-Length first, then on
@@ -544,6 +598,15 @@ impl Client {
             content_type,
         })
     }
+}
+
+/// `host[:port]` of a URL as written (the port only when it is not the scheme's default).
+fn realm_host(url: &Url) -> Option<String> {
+    let host = url.host_str()?.to_ascii_lowercase();
+    Some(match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host,
+    })
 }
 
 /// Pages of a tag list read at most (a registry pages by its own `n`, often 100 or 1,000).

@@ -163,6 +163,9 @@ impl OciSource {
                 push: false,
             },
         )?;
+        if let Some(why) = c.unbound_credentials() {
+            self.warn(format!("{}: {why}", self.shown));
+        }
         let _ = self.client.set(c);
         Ok(self.client.get().expect("just set"))
     }

@@ -129,7 +129,7 @@ fn check_registry(r: &str) -> std::result::Result<(), String> {
         return Err("no registry host".into());
     }
     if r.contains('@') {
-        return Err("credentials do not belong in the reference (use ~/.docker/config.json or SKILLCAT_OCI_USERNAME/SKILLCAT_OCI_PASSWORD)".into());
+        return Err("credentials do not belong in the reference (use ~/.docker/config.json or SKILLCAT_OCI_USERNAME/SKILLCAT_OCI_PASSWORD with SKILLCAT_OCI_REGISTRY)".into());
     }
     let ok = r
         .chars()
