@@ -58,6 +58,7 @@ mod second_hour_cli;
 mod second_hour_install;
 mod second_hour_registry;
 mod signature_chain;
+mod skill_tree;
 mod source_paths;
 mod store_equivalence;
 mod vectors;

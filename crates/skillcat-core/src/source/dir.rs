@@ -193,6 +193,17 @@ impl Inner {
 
     /// Follows `abs` if it is a symlink; refuses a target outside the root.
     fn resolve_inside(&self, abs: &Path, rel: &str) -> Result<(PathBuf, fs::Metadata)> {
+        self.resolve_within(abs, rel, &self.root)
+    }
+
+    /// Follows `abs` if it is a symlink; refuses a target outside `within` (a canonical
+    /// directory: the source's root, or a skill's, whose links may not leave it).
+    fn resolve_within(
+        &self,
+        abs: &Path,
+        rel: &str,
+        within: &Path,
+    ) -> Result<(PathBuf, fs::Metadata)> {
         let meta = fs::symlink_metadata(abs).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Error::NotFound(self.shown(rel)),
             _ => Error::io(self.shown(rel), e),
@@ -201,14 +212,64 @@ impl Inner {
             return Ok((abs.to_path_buf(), meta));
         }
         let target = fs::canonicalize(abs).map_err(|e| Error::io(self.shown(rel), e))?;
-        if !target.starts_with(&self.root) {
-            return Err(Error::PathRejected {
-                path: self.shown(rel),
-                reason: "a symbolic link that points outside the source".into(),
-            });
+        if !target.starts_with(within) {
+            return Err(self.outside(rel, within));
         }
         let meta = fs::metadata(&target).map_err(|e| Error::io(self.shown(rel), e))?;
         Ok((target, meta))
+    }
+
+    /// The refusal of a link out of `within`: out of the source, or out of a skill.
+    fn outside(&self, rel: &str, within: &Path) -> Error {
+        let what = if within == self.root && !self.single {
+            "the source"
+        } else {
+            "the skill"
+        };
+        Error::PathRejected {
+            path: self.shown(rel),
+            reason: format!("a symbolic link that points outside {what}"),
+        }
+    }
+
+    /// The canonical directory of the skill root `root` (relative to the source's root),
+    /// refused when it is not inside the source.
+    fn skill_dir(&self, root: &str) -> Result<PathBuf> {
+        let dir = fs::canonicalize(self.root.join(root)).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::NotFound(self.shown(root)),
+            _ => Error::io(self.shown(root), e),
+        })?;
+        if !dir.starts_with(&self.root) {
+            return Err(self.outside(root, &self.root));
+        }
+        Ok(dir)
+    }
+
+    /// The skill root that holds `path` (relative to the source's root): the source's own root
+    /// for a single skill; else the root the last listing found above it, else the shallowest
+    /// directory above it holding a document entry (what the search would take), else the
+    /// directory holding the file. Reads resolve beneath it: a skill sees its own tree only.
+    fn skill_of<'p>(&self, path: &'p str) -> &'p str {
+        if self.single {
+            return "";
+        }
+        let listed = Arc::clone(&self.listed.lock().unwrap_or_else(PoisonError::into_inner));
+        if let Some(found) = listed.iter().find(|f| {
+            !f.rel.is_empty()
+                && path.len() > f.rel.len()
+                && path.starts_with(&f.rel)
+                && path.as_bytes()[f.rel.len()] == b'/'
+        }) {
+            return &path[..found.rel.len()];
+        }
+        let parent = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+        for (i, _) in parent.match_indices('/').chain([(parent.len(), "")]) {
+            let prefix = &parent[..i];
+            if !prefix.is_empty() && has_document_entry(&self.root.join(prefix)) {
+                return prefix;
+            }
+        }
+        parent
     }
 
     /// The roots, found by [`search`](Self::search); what was found of each is kept for
@@ -493,7 +554,7 @@ impl Inner {
                         self.open_listed_known(Some(base), Path::new(canon), root, found.doc);
                     if let Ok((dir, children)) = opened {
                         let files =
-                            self.walk_from(dir.as_fd(), || self.root.join(canon), root, &children);
+                            self.walk_from(dir.as_fd(), || self.skill_dir(root), root, &children);
                         let read = files.and_then(|files| {
                             let doc = super::locate_document(source, root, &files)?;
                             let bytes = match read_listed(dir.as_fd(), doc.name, doc.size) {
@@ -582,7 +643,7 @@ impl Inner {
             return Err(not_a_directory(self.shown(root)));
         }
         let (dir, children) = self.open_listed(None, &base, root)?;
-        self.walk_from(dir.as_fd(), || base.clone(), root, &children)
+        self.walk_from(dir.as_fd(), || self.skill_dir(root), root, &children)
     }
 
     /// Every regular file under a directory of the root (already checked, open as `fd`, its
@@ -590,17 +651,20 @@ impl Inner {
     ///
     /// A skill without symbolic links is walked by handles alone. When the walk meets a link it
     /// starts again keeping the canonical path of every directory, so that a link to a
-    /// directory already walked (an alias or a loop) is followed at most once.
+    /// directory already walked (an alias or a loop) is followed at most once, and a link
+    /// whose target is outside the skill's directory (a sibling skill's file, the tree around
+    /// the skills) refuses the whole skill: a skill sees its own tree only.
     fn walk_from(
         &self,
         fd: BorrowedFd<'_>,
-        base: impl Fn() -> PathBuf,
+        base: impl Fn() -> Result<PathBuf>,
         root: &str,
         children: &[Child],
     ) -> Result<Vec<FileEntry>> {
         let mut walk = Walk {
             root,
             seen: None,
+            within: PathBuf::new(),
             out: Vec::new(),
         };
         let mut out = match self.walk_dir(&mut walk, fd, None, "", 0, children) {
@@ -610,10 +674,19 @@ impl Inner {
             }
             Err(WalkStop::Link) => {
                 self.link_free_now(root, false);
-                let base = base();
+                let base = base()?;
+                // A skill's links stay in the skill; a folder that is not one (listed to be
+                // reported as missing its document) keeps the source's bound, so that a link
+                // out of it does not turn that report into another fault.
+                let within = if has_document_entry(&base) {
+                    base.clone()
+                } else {
+                    self.root.clone()
+                };
                 let mut walk = Walk {
                     root,
                     seen: Some(HashSet::from([base.clone()])),
+                    within,
                     out: Vec::new(),
                 };
                 match self.walk_dir(&mut walk, fd, Some(&base), "", 0, children) {
@@ -653,6 +726,7 @@ impl Inner {
                         path: rel_child,
                         size: meta.size,
                         executable: meta.executable,
+                        private: meta.private,
                     });
                     continue;
                 }
@@ -677,12 +751,14 @@ impl Inner {
                         return Err(WalkStop::Link);
                     };
                     let shown = super::join_path(walk.root, &rel_child);
-                    let (target, meta) = self.resolve_inside(&abs.join(&child.name), &shown)?;
+                    let (target, meta) =
+                        self.resolve_within(&abs.join(&child.name), &shown, &walk.within)?;
                     if meta.is_file() {
                         walk.out.push(FileEntry {
                             path: rel_child,
                             size: meta.len(),
                             executable: is_executable(&meta),
+                            private: is_private(&meta),
                         });
                         continue;
                     }
@@ -729,9 +805,18 @@ impl Inner {
     fn read(&self, path: &str) -> Result<Bytes> {
         check_rel(path, false)?;
         let limit = self.opts.max_file_size;
-        let file = match self.open_beneath(path)? {
+        // Resolved beneath the skill's directory, not the source's: a skill's link to a
+        // sibling skill or to the tree around the skills is refused like one out of the source.
+        let skill = self.skill_of(path);
+        let within = self.skill_dir(skill)?;
+        let rest = if skill.is_empty() {
+            path
+        } else {
+            &path[skill.len() + 1..]
+        };
+        let file = match self.open_beneath(&within, path, rest)? {
             Some(file) => file,
-            None => self.open_checked(path)?,
+            None => self.open_checked(&within, path, rest)?,
         };
         let opened = file
             .metadata()
@@ -768,54 +853,62 @@ impl Inner {
         Ok(Bytes::from(buf))
     }
 
-    /// Opens `rel` for [`read`](Self::read) in one step that cannot leave the root:
-    /// `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` from the root, so a component
+    /// Opens `rest` beneath the skill directory `within` (canonical; `rel` is the whole path,
+    /// for messages) for [`read`](Self::read) in one step that cannot leave it: `openat2` with
+    /// `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` from the skill's directory, so a component
     /// swapped for a symbolic link between any check and the open is still resolved beneath
-    /// the root (or refused). A link the kernel will not follow beneath the root (an absolute
-    /// one, or one that leads out) is resolved as [`resolve_inside`](Self::resolve_inside)
-    /// does, and its target, when inside, opened beneath the root again. `None` when the
-    /// kernel has no `openat2` (before Linux 5.6, or a filter that refuses it): the caller
-    /// falls back to [`open_checked`](Self::open_checked).
+    /// the skill (or refused). A link the kernel will not follow beneath it (an absolute one,
+    /// or one that leads out) is resolved as [`resolve_within`](Self::resolve_within) does,
+    /// and its target, when inside, opened beneath the skill again. `None` when the kernel has
+    /// no `openat2` (before Linux 5.6, or a filter that refuses it): the caller falls back to
+    /// [`open_checked`](Self::open_checked).
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn open_beneath(&self, rel: &str) -> Result<Option<fs::File>> {
+    fn open_beneath(&self, within: &Path, rel: &str, rest: &str) -> Result<Option<fs::File>> {
         use rustix::fs::ResolveFlags;
         use rustix::io::Errno;
-        let root = match rustix::fs::open(
-            &self.root,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
+        let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        let root = match rustix::fs::open(&self.root, dir_flags, Mode::empty()) {
             Ok(fd) => fd,
             Err(e) => return Err(Error::io(self.root_shown.clone(), e.into())),
+        };
+        // The skill's directory, itself opened beneath the source's root: a component swapped
+        // for a link since it was made canonical cannot lead out of the source.
+        let base = match within.strip_prefix(&self.root) {
+            Ok(inside) if inside.as_os_str().is_empty() => root,
+            Ok(inside) => match rustix::fs::openat2(&root, inside, dir_flags, Mode::empty(), how) {
+                Ok(fd) => fd,
+                Err(Errno::NOSYS | Errno::PERM) => return Ok(None),
+                Err(Errno::XDEV) => return Err(self.outside(rel, &self.root)),
+                Err(e) => return Err(self.open_error(rel, e)),
+            },
+            Err(_) => return Err(self.outside(rel, &self.root)),
         };
         // Non-blocking, so a file swapped for a FIFO is opened (and refused as not a regular
         // file) instead of waiting for a writer.
         let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
-        let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
         let open = |at: &str| {
             let mut tries = 0;
             loop {
                 // EAGAIN: a rename elsewhere in the file system raced the lookup; try again.
-                match rustix::fs::openat2(&root, at, flags, Mode::empty(), how) {
+                match rustix::fs::openat2(&base, at, flags, Mode::empty(), how) {
                     Err(Errno::AGAIN) if tries < 16 => tries += 1,
                     other => return other,
                 }
             }
         };
-        let outside = || Error::PathRejected {
-            path: self.shown(rel),
-            reason: "a symbolic link that points outside the source".into(),
-        };
-        let fd = match open(rel) {
+        let fd = match open(rest) {
             Ok(fd) => fd,
             Err(Errno::NOSYS | Errno::PERM) => return Ok(None),
             Err(Errno::XDEV) => {
-                let target = fs::canonicalize(self.root.join(rel)).map_err(|e| match e.kind() {
-                    std::io::ErrorKind::NotFound => Error::NotFound(self.shown(rel)),
+                let target = fs::canonicalize(within.join(rest)).map_err(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => {
+                        Error::NotFound(self.shown(rel))
+                    }
                     _ => Error::io(self.shown(rel), e),
                 })?;
-                let Ok(inside) = target.strip_prefix(&self.root) else {
-                    return Err(outside());
+                let Ok(inside) = target.strip_prefix(within) else {
+                    return Err(self.outside(rel, within));
                 };
                 let Some(inside) = inside.to_str().filter(|s| !s.is_empty()) else {
                     return Err(Error::NotFound(self.shown(rel)));
@@ -823,7 +916,7 @@ impl Inner {
                 match open(inside) {
                     Ok(fd) => fd,
                     // Swapped again since it was resolved: refused, never followed out.
-                    Err(Errno::XDEV) => return Err(outside()),
+                    Err(Errno::XDEV) => return Err(self.outside(rel, within)),
                     Err(e) => return Err(self.open_error(rel, e)),
                 }
             }
@@ -833,7 +926,7 @@ impl Inner {
     }
 
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    fn open_beneath(&self, _rel: &str) -> Result<Option<fs::File>> {
+    fn open_beneath(&self, _within: &Path, _rel: &str, _rest: &str) -> Result<Option<fs::File>> {
         Ok(None)
     }
 
@@ -847,12 +940,13 @@ impl Inner {
         }
     }
 
-    /// Opens `rel` for [`read`](Self::read) where `openat2` is missing: the link at its end is
-    /// resolved and checked ([`resolve_inside`](Self::resolve_inside)), then the target opened
-    /// by path. A component swapped between the check and the open can redirect this open;
+    /// Opens `rest` beneath the skill directory `within` for [`read`](Self::read) where
+    /// `openat2` is missing: the link at its end is resolved and checked
+    /// ([`resolve_within`](Self::resolve_within)), then the target opened by path. A component
+    /// swapped between the check and the open can redirect this open;
     /// [`open_beneath`](Self::open_beneath) closes that where the kernel allows.
-    fn open_checked(&self, rel: &str) -> Result<fs::File> {
-        let (target, meta) = self.resolve_inside(&self.root.join(rel), rel)?;
+    fn open_checked(&self, within: &Path, rel: &str, rest: &str) -> Result<fs::File> {
+        let (target, meta) = self.resolve_within(&within.join(rest), rel, within)?;
         if !meta.is_file() {
             return Err(Error::NotFound(self.shown(rel)));
         }
@@ -915,6 +1009,18 @@ fn is_executable(_meta: &fs::Metadata) -> bool {
     false
 }
 
+/// Whether others may not read the file (see [`FileEntry::private`]).
+#[cfg(unix)]
+fn is_private(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o004 == 0
+}
+
+#[cfg(not(unix))]
+fn is_private(_meta: &fs::Metadata) -> bool {
+    false
+}
+
 /// Bytes a file has on disk (`st_blocks` × 512); `None` where the system does not say.
 #[cfg(unix)]
 fn allocated(meta: &fs::Metadata) -> Option<u64> {
@@ -947,13 +1053,15 @@ struct Child {
 struct FileMeta {
     size: u64,
     executable: bool,
+    private: bool,
 }
 
-/// The size and executable bit of a regular file's `stat`.
+/// The size, executable bit and privacy (no read bit for others) of a regular file's `stat`.
 fn file_meta(st: &rustix::fs::Stat) -> FileMeta {
     FileMeta {
         size: u64::try_from(st.st_size).unwrap_or(0),
         executable: st.st_mode & 0o111 != 0,
+        private: st.st_mode & 0o004 == 0,
     }
 }
 
@@ -1016,6 +1124,8 @@ struct Walk<'a> {
     /// Canonical directories already walked, when the walk tracks links: each target is
     /// followed at most once.
     seen: Option<HashSet<PathBuf>>,
+    /// The skill's canonical directory, when the walk tracks links: no link leads out of it.
+    within: PathBuf,
     out: Vec<FileEntry>,
 }
 
@@ -1315,6 +1425,79 @@ mod tests {
             format!("---\nname: {name}\ndescription: d\n---\nbody\n"),
         )
         .unwrap();
+    }
+
+    /// A skill sees its own tree only: each way a link can lead out of the skill but stay in
+    /// the source (a sibling skill's file, a file of the tree around the skills, a directory of
+    /// a sibling, an absolute link, a link retargeted after the listing) is refused by the
+    /// listing and by every read, and the error says so; links inside the skill still work.
+    #[tokio::test]
+    async fn a_link_out_of_the_skill_is_refused_even_inside_the_source() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path();
+        fs::create_dir_all(top.join(".ssh")).unwrap();
+        fs::write(top.join(".ssh/id_rsa"), "KEY").unwrap();
+        skill(&top.join("skills"), "evil");
+        skill(&top.join("skills"), "victim");
+        fs::write(top.join("skills/victim/.env"), "ENV").unwrap();
+        fs::write(top.join("skills/evil/inside.txt"), "inside").unwrap();
+        let evil = top.join("skills/evil");
+        let abs_victim = top.join("skills/victim/.env").canonicalize().unwrap();
+        let cases: [(&str, &Path); 5] = [
+            ("key", Path::new("../../.ssh/id_rsa")),
+            ("env", Path::new("../victim/.env")),
+            ("dir", Path::new("../victim")),
+            ("abs", &abs_victim),
+            ("via-dir/x", Path::new("../../victim/.env")),
+        ];
+        for (name, target) in cases {
+            let link = evil.join(name);
+            fs::create_dir_all(link.parent().unwrap()).unwrap();
+            symlink(target, &link).unwrap();
+            let src = DirSource::open(top, DirOptions::default()).unwrap();
+            let err = src.files("skills/evil").await.unwrap_err();
+            assert!(
+                err.to_string().contains("outside the skill"),
+                "{name}: {err}"
+            );
+            for path in [
+                format!("skills/evil/{name}"),
+                format!("skills/evil/{name}/.env"),
+            ] {
+                match src.read(&path).await {
+                    Ok(b) => panic!("{name}: {path} read {b:?}"),
+                    Err(e) => assert!(
+                        matches!(e, Error::PathRejected { .. } | Error::NotFound(_)),
+                        "{name}: {e}"
+                    ),
+                }
+            }
+            fs::remove_file(&link).unwrap();
+        }
+        // Inside the skill: followed.
+        symlink("inside.txt", evil.join("alias")).unwrap();
+        let src = DirSource::open(top, DirOptions::default()).unwrap();
+        assert!(
+            src.files("skills/evil")
+                .await
+                .unwrap()
+                .iter()
+                .any(|f| f.path == "alias")
+        );
+        assert_eq!(&src.read("skills/evil/alias").await.unwrap()[..], b"inside");
+        // Retargeted after the listing: the read is refused, never followed out.
+        fs::remove_file(evil.join("alias")).unwrap();
+        symlink("../victim/.env", evil.join("alias")).unwrap();
+        let err = src.read("skills/evil/alias").await.unwrap_err();
+        assert!(err.to_string().contains("outside the skill"), "{err}");
+        // A private file is listed as private (the workspace keeps its mode).
+        fs::remove_file(evil.join("alias")).unwrap();
+        fs::set_permissions(evil.join("inside.txt"), fs::Permissions::from_mode(0o600)).unwrap();
+        let files = src.files("skills/evil").await.unwrap();
+        let inside = files.iter().find(|f| f.path == "inside.txt").unwrap();
+        let doc = files.iter().find(|f| f.path == "SKILL.md").unwrap();
+        assert!(inside.private && !doc.private);
     }
 
     #[tokio::test]

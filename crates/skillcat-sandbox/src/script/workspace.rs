@@ -244,7 +244,7 @@ impl WorkspaceBase {
                     reason: "not a canonical relative path".into(),
                 });
             }
-            paths.push((rel, f.executable));
+            paths.push((rel, f.executable, f.private));
         }
         let base = self.clone();
         let ws = blocking(move || base.create()).await?;
@@ -266,7 +266,7 @@ impl WorkspaceBase {
         ws: &Workspace,
         source: &dyn Source,
         skill: &Skill,
-        paths: Vec<(String, bool)>,
+        paths: Vec<(String, bool, bool)>,
         too_many: &(dyn Fn(String) -> ScriptError + Sync),
     ) -> Result<(), ScriptError> {
         /// Bytes (or files) read before they are written.
@@ -279,10 +279,10 @@ impl WorkspaceBase {
             .and_then(|at| at.skill.clone())
             .ok_or_else(|| ScriptError::workspace(format!("{}: not open", skill_dir.display())))?;
         let mut total = 0u64;
-        let mut batch: Vec<(String, bytes::Bytes, bool)> = Vec::new();
+        let mut batch: Vec<(String, bytes::Bytes, bool, bool)> = Vec::new();
         let mut batch_bytes = 0u64;
         let count = paths.len();
-        for (i, (rel, executable)) in paths.into_iter().enumerate() {
+        for (i, (rel, executable, private)) in paths.into_iter().enumerate() {
             let bytes = source
                 .read(&join_path(skill.root(), &rel))
                 .await
@@ -297,7 +297,7 @@ impl WorkspaceBase {
                 return Err(too_many(format!("more than {total} bytes read")));
             }
             batch_bytes += bytes.len() as u64;
-            batch.push((rel, bytes, executable));
+            batch.push((rel, bytes, executable, private));
             if batch_bytes >= BATCH_BYTES || batch.len() >= BATCH_FILES || i + 1 == count {
                 let (fd, dir, files) = (
                     skill_fd.clone(),
@@ -385,17 +385,30 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ScriptError::workspace(format!("materialising: {e}")))?
 }
 
+/// The mode a materialised file gets: executable or not from the file list, and closed to
+/// others when the source's file is ([`FileEntry::private`](crate::path::FileEntry::private)):
+/// a 0600 file of the skill is never handed out as 0644.
+fn file_mode(executable: bool, private: bool) -> u32 {
+    match (executable, private) {
+        (true, false) => 0o755,
+        (false, false) => 0o644,
+        (true, true) => 0o700,
+        (false, true) => 0o600,
+    }
+}
+
 /// Writes files into a materialised skill directory (`skill`, a descriptor of it; `shown`, its
 /// path for messages): each directory opened or made component by component with `openat` /
-/// `mkdirat` and `O_NOFOLLOW`, each file created with `O_EXCL` (modes from the file list).
+/// `mkdirat` and `O_NOFOLLOW`, each file created with `O_EXCL` (modes from the file list: a
+/// private file stays closed to others, see [`file_mode`]).
 /// Nothing is resolved through a path, so whatever happens to the directories above the
 /// workspace meanwhile, the files land in it or nowhere.
 fn write_files(
     skill: &OwnedFd,
     shown: &Path,
-    files: &[(String, bytes::Bytes, bool)],
+    files: &[(String, bytes::Bytes, bool, bool)],
 ) -> Result<(), ScriptError> {
-    for (rel, bytes, exec) in files {
+    for (rel, bytes, exec, private) in files {
         let path = shown.join(rel);
         let fail = |e: io::Error| ScriptError::workspace(format!("{}: {e}", path.display()));
         let (dirs, name) = match rel.rsplit_once('/') {
@@ -406,7 +419,7 @@ fn write_files(
             Some(dirs) => Some(open_dirs(skill, dirs).map_err(fail)?),
             None => None,
         };
-        let mode = if *exec { 0o755 } else { 0o644 };
+        let mode = file_mode(*exec, *private);
         let mut f = create_file(
             parent.as_ref().unwrap_or(skill),
             &cstr(name.as_bytes()).map_err(fail)?,
