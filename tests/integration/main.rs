@@ -11,6 +11,7 @@ mod support;
 mod archive_hostile;
 mod archive_sources;
 mod audit;
+mod audited_run;
 mod capability;
 mod catalog;
 mod central_operations;

@@ -19,6 +19,7 @@
 
 mod archive;
 mod dir;
+mod held;
 mod join;
 mod named;
 mod spec;
@@ -31,6 +32,7 @@ use bytes::Bytes;
 
 pub use archive::ArchiveSource;
 pub use dir::{DirOptions, DirSource, check, has_document_entry};
+pub use held::HeldSource;
 pub use named::{NamedError, SkillRef, discover_named};
 pub use spec::{SQLITE_MAGIC, SourceKind, SourceSpec, absolute, clean_subpath, is_registry_file};
 
