@@ -65,4 +65,5 @@ mod store_equivalence;
 mod vectors;
 mod versions;
 mod web_catalog;
+mod workspace_base;
 mod workspace_race;

@@ -2,11 +2,13 @@
 //! directory, beside a writable work directory, removed when the skill is unloaded.
 //!
 //! ```text
-//! $TMPDIR/skillcat-ws-<uid>/          base (0700; 0711 when the host is root, see below)
+//! $XDG_RUNTIME_DIR/skillcat-ws/       base (0700; 0711 when the host is root, see below);
+//!                                     else $HOME/.cache/skillcat/ws, else /run/skillcat-ws
+//!                                     (root host); never a name in the shared /tmp
 //! └── ws-XXXXXX/                      one skill's workspace (0700 / 0711)
 //!     ├── .lock                       pid of the owner, flock-ed while the workspace lives
 //!     ├── skill/                      the materialised skill (read-only to the script)
-//!     │   ├── SKILL.md                0644
+//!     │   ├── SKILL.md                0644 (0600 when the source's file is closed to others)
 //!     │   └── scripts/run.sh          0755 (executable bit from the source's file list)
 //!     └── work/                       the script's cwd, HOME (0700, owned by the script's uid)
 //!         └── tmp/                    TMPDIR
@@ -69,11 +71,13 @@ pub struct WorkspaceBase {
 }
 
 impl WorkspaceBase {
-    /// `$TMPDIR/skillcat-ws-<uid>` (or `/tmp/…`).
+    /// The user's own base: `$XDG_RUNTIME_DIR/skillcat-ws`, else the cache directory's
+    /// `skillcat/ws` (`$XDG_CACHE_HOME`, else `$HOME/.cache`), else on a root host
+    /// `/run/skillcat-ws` — the first whose directory is the user's (or root's) and closed to
+    /// writes by others; never a name in the shared `/tmp`, which another local user could
+    /// create first.
     pub fn default_dir() -> PathBuf {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let uid = unsafe { libc::geteuid() };
-        std::env::temp_dir().join(format!("skillcat-ws-{uid}"))
+        super::base_dir::default_base(super::run::script_owner().is_some())
     }
 
     /// Opens (creating it when missing) a base directory and removes the workspaces left by
@@ -87,6 +91,20 @@ impl WorkspaceBase {
         let dir = dir.into();
         let shown = dir.display().to_string();
         let mode = if script_owner.is_some() { 0o711 } else { 0o700 };
+        // The directory holding the base (made when missing, as a cache directory may be)
+        // must be one only this user (or root) may write in: a name anyone may create is
+        // never used.
+        if let Some(holder) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let fail = |e: String| ScriptError::workspace(format!("{shown}: {e}"));
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(mode)
+                .create(holder)
+                .map_err(|e| fail(format!("{}: {e}", holder.display())))?;
+            let holder =
+                fs::canonicalize(holder).map_err(|e| fail(format!("{}: {e}", holder.display())))?;
+            super::base_dir::check_holder(&holder, script_owner.is_some()).map_err(fail)?;
+        }
         match fs::DirBuilder::new().mode(mode).create(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
