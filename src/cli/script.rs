@@ -112,6 +112,7 @@ pub(super) fn configuration(g: &Globals) -> Result<(Config, Environment), CliErr
     let env =
         Environment::current().map_err(|e| usage!("cannot read the working directory: {e}"))?;
     let config = Config::discover(g.config.as_deref(), &env).map_err(|e| usage!("{e}"))?;
+    super::project::note_changed(&config);
     Ok((config, env))
 }
 
