@@ -51,6 +51,7 @@ mod registry_audit;
 mod registry_tokens;
 mod rough_edges;
 mod run_flags;
+mod run_hints;
 mod runtime;
 mod script_cli;
 mod script_run;
