@@ -500,7 +500,7 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
                 // A root file in root's tree (or one not found among the grants).
                 (Some(0), _) => format!(
                     "root's files in a granted directory are the script's, but not in this one: \
-                     it holds skillcat's work directory (as all of /tmp does) or lies on a file \
+                     it holds skillcat's workspaces or lies on a file \
                      system without idmapped mounts. Grant a directory beneath it, or make it \
                      {able} by others."
                 ),
