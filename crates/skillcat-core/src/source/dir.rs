@@ -12,8 +12,11 @@
 //! ```
 //!
 //! A directory that holds a `SKILL.md` (or `skill.md`) entry is a skill root and is not searched
-//! further. Symbolic links are followed only when their target stays inside the source's root; a
-//! link out of it is refused ([`Error::PathRejected`]), never read.
+//! further. Symbolic links are followed only when their target stays inside the source's root,
+//! and, within a skill, inside that skill's own directory: a skill sees its own tree only. A
+//! link out of it (to a sibling skill's file, to the tree around the skills) is refused
+//! ([`Error::PathRejected`]), never read: a skill's walk makes it the skill's fault, and every
+//! read opens beneath the skill's directory (`openat2` with `RESOLVE_BENEATH`).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -803,12 +806,25 @@ impl Inner {
     }
 
     fn read(&self, path: &str) -> Result<Bytes> {
+        self.read_in(path, &mut None)
+    }
+
+    /// [`read`](Self::read), with the last skill directory resolved (its root and canonical
+    /// path) kept in `last` for the next read of a batch: a skill's files are read in a row.
+    fn read_in(&self, path: &str, last: &mut Option<(String, PathBuf)>) -> Result<Bytes> {
         check_rel(path, false)?;
         let limit = self.opts.max_file_size;
         // Resolved beneath the skill's directory, not the source's: a skill's link to a
         // sibling skill or to the tree around the skills is refused like one out of the source.
         let skill = self.skill_of(path);
-        let within = self.skill_dir(skill)?;
+        let within = match last {
+            Some((root, dir)) if root == skill => dir.clone(),
+            _ => {
+                let dir = self.skill_dir(skill)?;
+                *last = Some((skill.to_string(), dir.clone()));
+                dir
+            }
+        };
         let rest = if skill.is_empty() {
             path
         } else {
@@ -1327,8 +1343,11 @@ impl Source for DirSource {
 
     async fn read_many(&self, paths: &[String]) -> Result<Vec<Bytes>> {
         let paths = paths.to_vec();
-        self.blocking(move |i| paths.iter().map(|p| i.read(p)).collect())
-            .await
+        self.blocking(move |i| {
+            let mut last = None;
+            paths.iter().map(|p| i.read_in(p, &mut last)).collect()
+        })
+        .await
     }
 
     fn location(&self, path: &str) -> String {
