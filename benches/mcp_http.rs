@@ -40,6 +40,7 @@ fn command(tmp: &Path, extra: &[&str]) -> tokio::process::Command {
     .current_dir(manifest())
     .env_remove("SKILLCAT_CONFIG")
     .env("TMPDIR", tmp)
+    .env("XDG_RUNTIME_DIR", tmp)
     .kill_on_drop(true);
     cmd
 }

@@ -738,6 +738,7 @@ pub fn publish_metadata(data: &[u8]) {
         path: "SKILL.md".into(),
         size: doc.len() as u64,
         executable: false,
+        private: false,
     }];
     let mut contents = vec![bytes::Bytes::from(doc.clone().into_bytes())];
     while let (Some(path), Some(size)) = (fields.next(), fields.next()) {
@@ -750,6 +751,7 @@ pub fn publish_metadata(data: &[u8]) {
             path: path.to_string(),
             size: claimed,
             executable: claimed % 2 == 1,
+            private: false,
         });
         contents.push(bytes::Bytes::from(vec![b'x'; actual]));
     }
@@ -794,6 +796,7 @@ pub fn publish_metadata(data: &[u8]) {
                 path: "SKILL.md".into(),
                 size: 1,
                 executable: false,
+                private: false,
             }],
         );
         let with_version = PublishOptions {

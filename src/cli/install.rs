@@ -175,6 +175,7 @@ fn options(
 ) -> Result<Options, CliError> {
     let config = skillcat::config::Config::discover_from_env(g.config.as_deref())
         .map_err(|e| usage!("{e}"))?;
+    super::project::note_changed(&config);
     let keyring_path = verify.keyring.clone().or_else(|| config.keyring.clone());
     let keyring = match keyring_path {
         Some(p) => Some(skillcat::sign::Keyring::load(&p).map_err(|e| usage!("{e}"))?),

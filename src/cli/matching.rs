@@ -225,6 +225,7 @@ pub async fn run(a: MatchArgs, g: &Globals) -> CliResult {
             return Err(usage!("{e}"));
         }
     };
+    super::project::note_changed(&config);
     let settings = match Settings::new(&a, &config, g) {
         Ok(s) => s,
         Err(e) => {

@@ -2,8 +2,10 @@
 //!
 //! Until then a `skillcat.toml` found in the working directory is the project's word, not the
 //! user's: it is narrowed to what the user's configuration allows (`Config::discover`). Trusting
-//! records the project's canonical directory in the user's configuration
-//! (`~/.config/skillcat/skillcat.toml`, `trusted_projects`).
+//! records the project's canonical directory and the sha256 of its `skillcat.toml` in the
+//! user's configuration (`~/.config/skillcat/skillcat.toml`, `trusted_projects`): the trust is
+//! in that content, and a file changed since (by a script with a write grant, say) counts as
+//! untrusted until trusted again ([`note_changed`] says so).
 
 use std::io::Write;
 use std::path::Path;
@@ -79,14 +81,28 @@ fn trust_project(dir: Option<&Path>) -> CliResult {
             return Err(failed!("{e}"));
         }
     };
-    if current.trusted_projects.contains(&dir) {
+    let project_file = dir.join(skillcat::config::FILE_NAME);
+    let digest = match std::fs::read(&project_file) {
+        Ok(bytes) => skillcat::digest::sha256_digest(&bytes),
+        Err(e) => {
+            return Err(usage!(
+                "{}: {e} (a project is trusted by the content of its skillcat.toml)",
+                project_file.display()
+            ));
+        }
+    };
+    if current
+        .trusted_projects
+        .iter()
+        .any(|t| t.trusts(&dir, &digest))
+    {
         out!("{} is already trusted ({})", dir.display(), file.display());
         return Ok(ExitStatus::Success);
     }
     let Some(shown) = dir.to_str() else {
         return Err(usage!("{} is not valid UTF-8", dir.display()));
     };
-    let new_text = match with_trusted(&text, shown) {
+    let new_text = match with_trusted(&text, shown, &digest) {
         Ok(t) => t,
         Err(e) => {
             return Err(failed!("{}: {e}", file.display()));
@@ -96,23 +112,52 @@ fn trust_project(dir: Option<&Path>) -> CliResult {
         return Err(failed!("{}: {e}", file.display()));
     }
     out!(
-        "trusted {}: its skillcat.toml now applies in full (recorded in {})",
+        "trusted {}: its skillcat.toml ({digest}) now applies in full, until it changes \
+         (recorded in {})",
         dir.display(),
         file.display()
     );
     Ok(ExitStatus::Success)
 }
 
-/// The configuration text with `dir` added to `trusted_projects`. Without that key the line is
-/// put first (top-level keys precede tables) and the rest kept as written; with it the file is
+/// Says on stderr that the project's `skillcat.toml` is not the file the user trusted (changed
+/// since, or trusted before digests were recorded), so it counts as untrusted, and how to
+/// trust it again.
+pub(super) fn note_changed(config: &Config) {
+    if let (true, Some(dir)) = (config.changed_project, &config.untrusted_project) {
+        note!(
+            "note: {}/skillcat.toml changed since you trusted it (or was trusted before skillcat \
+             recorded the digest of its content): it counts only as far as your own \
+             configuration allows until you review it and run `skillcat trust project {}` again",
+            dir.display(),
+            dir.display()
+        );
+    }
+}
+
+/// The configuration text with `dir` trusted with the file of digest `sha256` in
+/// `trusted_projects` (an earlier entry for `dir` replaced). Without that key the line is put
+/// first (top-level keys precede tables) and the rest kept as written; with it the file is
 /// rewritten (comments are not kept).
-fn with_trusted(text: &str, dir: &str) -> Result<String, String> {
+fn with_trusted(text: &str, dir: &str, sha256: &str) -> Result<String, String> {
     let mut table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
-    let quoted = toml::Value::String(dir.to_string()).to_string();
+    let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let mut entry = toml::Table::new();
+    entry.insert("path".into(), toml::Value::String(dir.to_string()));
+    entry.insert("sha256".into(), toml::Value::String(sha256.to_string()));
     match table.get_mut("trusted_projects") {
-        None => Ok(format!("trusted_projects = [{quoted}]\n{text}")),
+        None => Ok(format!(
+            "trusted_projects = [{{ path = {}, sha256 = {} }}]\n{text}",
+            quote(dir),
+            quote(sha256)
+        )),
         Some(toml::Value::Array(a)) => {
-            a.push(toml::Value::String(dir.to_string()));
+            a.retain(|v| match v {
+                toml::Value::String(p) => p != dir,
+                toml::Value::Table(t) => t.get("path").and_then(toml::Value::as_str) != Some(dir),
+                _ => true,
+            });
+            a.push(toml::Value::Table(entry));
             toml::to_string(&table).map_err(|e| e.to_string())
         }
         Some(_) => Err("trusted_projects: not an array".into()),

@@ -683,6 +683,7 @@ fn configured_catalog(
     use skillcat::catalog::{Catalog, CatalogSource};
     let config = skillcat::config::Config::discover_from_env(g.config.as_deref())
         .map_err(|e| usage!("{e}"))?;
+    super::project::note_changed(&config);
     let options = skillcat::catalog::CatalogOptions {
         detail,
         ..g.catalog_options(&config)

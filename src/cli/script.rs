@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value as Json, json};
@@ -112,6 +112,7 @@ pub(super) fn configuration(g: &Globals) -> Result<(Config, Environment), CliErr
     let env =
         Environment::current().map_err(|e| usage!("cannot read the working directory: {e}"))?;
     let config = Config::discover(g.config.as_deref(), &env).map_err(|e| usage!("{e}"))?;
+    super::project::note_changed(&config);
     Ok((config, env))
 }
 
@@ -399,6 +400,9 @@ fn print_hints(e: &ScriptError, a: &Activation, config: &Config, env: &Environme
     let workspaces = WorkspaceBase::default_dir();
     let workspaces = std::fs::canonicalize(&workspaces).unwrap_or(workspaces);
     let system = skillcat::script::sandbox::system_read_paths(grant.network.any());
+    // The caller's home and root's: their hidden files are never suggested for a grant.
+    let mut homes: Vec<PathBuf> = env.home.iter().cloned().collect();
+    homes.push(PathBuf::from("/root"));
     let place = RunPlace {
         grant,
         caller: caller.as_deref(),
@@ -407,6 +411,7 @@ fn print_hints(e: &ScriptError, a: &Activation, config: &Config, env: &Environme
             .is_some_and(|c| skillcat::script::start_dir(grant, c).is_some()),
         system: &system,
         workspaces: &workspaces,
+        homes: &homes,
     };
     for d in denial::denials(&output.text, &place) {
         // Always escaped: a path in a hint comes from the script's output.
@@ -416,6 +421,15 @@ fn print_hints(e: &ScriptError, a: &Activation, config: &Config, env: &Environme
 
 fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) -> String {
     let (caller, ctx) = (place.caller, &context(env));
+    // A path the script named that is not on the allow-list of suggestions: named, no advice.
+    let Some(grant) = d.grant.as_deref() else {
+        return format!(
+            "hint: the sandbox kept the script from {}; skillcat suggests no change for it (only \
+             paths in your working directory or under what the run grants, other than hidden \
+             files and a project's configuration, are ever suggested)",
+            d.path.display()
+        );
+    };
     // A path in the working directory is shown as the user would type it.
     let shown = |p: &Path| -> String {
         match caller.and_then(|c| p.strip_prefix(c).ok()) {
@@ -425,19 +439,17 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
         }
     };
     let (flag, key, access) = match d.reach {
-        Reach::NotGranted if d.grant == d.path => {
-            ("--allow-read", "skillcat.fs_read", Access::Read)
-        }
+        Reach::NotGranted if grant == d.path => ("--allow-read", "skillcat.fs_read", Access::Read),
         Reach::InCallerDir => ("--allow-read", "skillcat.fs_read", Access::Read),
         _ => ("--allow-write", "skillcat.fs_write", Access::Write),
     };
-    let target = shown(&d.grant);
-    let also = if ceiling_reaches(config, ctx, access, &d.grant) {
+    let target = shown(grant);
+    let also = if ceiling_reaches(config, ctx, access, grant) {
         String::new()
     } else {
         format!(
             " The configured ceiling does not reach it either: {}.",
-            ceiling_advice(config, env, access, &d.grant)
+            ceiling_advice(config, env, access, grant)
         )
     };
     let path = d.path.display();
@@ -472,7 +484,7 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
                 .collect::<Vec<_>>();
             let root_tree = holding.iter().any(|(_, o)| *o == Some(0));
             let deepest = holding.iter().max_by_key(|(g, _)| g.components().count());
-            let why = match (owner(&d.grant), deepest) {
+            let why = match (owner(grant), deepest) {
                 // A root file in a tree the helper did not map because another user owns it.
                 (Some(0), Some((top, top_owner))) if !root_tree => {
                     let uid = top_owner.map_or("another user".to_string(), |u| format!("uid {u}"));
@@ -482,13 +494,13 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
                          stay root's and their permissions keep uid 65534 out: make {} {able} \
                          by others.",
                         top.display(),
-                        d.grant.display()
+                        grant.display()
                     )
                 }
                 // A root file in root's tree (or one not found among the grants).
                 (Some(0), _) => format!(
                     "root's files in a granted directory are the script's, but not in this one: \
-                     it holds skillcat's work directory (as all of /tmp does) or lies on a file \
+                     it holds skillcat's workspaces or lies on a file \
                      system without idmapped mounts. Grant a directory beneath it, or make it \
                      {able} by others."
                 ),
@@ -496,7 +508,7 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
                     "root's own files in a granted directory are the script's, but {} belongs \
                      to uid {uid} and its permissions keep uid 65534 out: make it {able} by \
                      others, or run skillcat as uid {uid}.",
-                    d.grant.display()
+                    grant.display()
                 ),
                 (None, _) => {
                     format!("its permissions keep that user out: make it {able} by others.")

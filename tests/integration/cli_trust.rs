@@ -1886,3 +1886,114 @@ fn minisign_keys_signatures_and_statements_work_both_ways() {
     .code(1)
     .says(&["not in the keyring"]);
 }
+
+// ───────────────────────────── trust project: by content ─────────────────────────────
+
+/// `skillcat run` of the `write` script in `cwd`, with `home` as the home, writing `out/x.txt`.
+fn trust_world_write(home: &Path, cwd: &Path, skills: &Path) -> Out {
+    Skillcat::new(&[
+        "run",
+        s(skills),
+        "writer",
+        "write",
+        "--allow-write",
+        "out",
+        "--args",
+        "out/x.txt hi",
+    ])
+    .cwd(cwd)
+    .env("HOME", home)
+    .env_remove("SKILLCAT_CONFIG")
+    .deadline(DEADLINE)
+    .run()
+}
+
+/// A home, a project whose own `skillcat.toml` lets `out` be written, and a skill that writes.
+fn trust_world() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let dir = crate::support::sandbox_tempdir("skillcat-trust-project-");
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let (home, cwd, skills) = (root.join("home"), root.join("cwd"), root.join("skills"));
+    for d in [&home, &cwd, &skills, &cwd.join("out")] {
+        std::fs::create_dir(d).unwrap();
+        std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    crate::support::write_skill(
+        &skills.join("writer"),
+        "---\nname: writer\ndescription: Writes a file.\n---\nBody\n",
+        &[(
+            "scripts/write.sh",
+            "#!/bin/sh\n# Write a file.\necho \"$2\" > \"$1\"\n",
+            true,
+        )],
+    );
+    std::fs::write(
+        cwd.join("skillcat.toml"),
+        "[sandbox]\nfs_write = [\"out\"]\n",
+    )
+    .unwrap();
+    (dir, home, cwd, skills)
+}
+
+/// Step 26, finding 1: a project is trusted by the sha256 of its `skillcat.toml`, not by its
+/// path. A script that rewrites a trusted project's file (here: anyone who changes it) gets
+/// nothing from the trust: the changed file is narrowed like any untrusted one, and stderr
+/// says it changed and how to trust it again; trusting again makes it apply in full.
+#[test]
+fn trust_project_trusts_the_files_content_not_its_path() {
+    let (_dir, home, cwd, skills) = trust_world();
+    let project_file = cwd.join("skillcat.toml");
+    let trust = || {
+        Skillcat::new(&["trust", "project"])
+            .cwd(&cwd)
+            .env("HOME", &home)
+            .env_remove("SKILLCAT_CONFIG")
+            .run()
+    };
+    trust().code(0);
+    let user_file = home.join(".config/skillcat/skillcat.toml");
+    let recorded = std::fs::read_to_string(&user_file).unwrap();
+    assert!(
+        recorded.contains("sha256"),
+        "the digest is recorded: {recorded}"
+    );
+    trust_world_write(&home, &cwd, &skills).code(0);
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("out/x.txt")).unwrap(),
+        "hi\n"
+    );
+    std::fs::remove_file(cwd.join("out/x.txt")).unwrap();
+
+    // Rewritten (as a script with a write grant on the project could): no longer trusted.
+    std::fs::write(
+        &project_file,
+        "[sandbox]\nfs_write = [\"out\"]\nnetwork = true\n",
+    )
+    .unwrap();
+    let o = trust_world_write(&home, &cwd, &skills);
+    o.code(2).says(&[
+        "changed since you trusted it",
+        &format!("skillcat trust project {}", cwd.display()),
+    ]);
+    assert!(!cwd.join("out/x.txt").exists());
+
+    // Trusted again: the new content applies in full.
+    trust().code(0);
+    trust_world_write(&home, &cwd, &skills).code(0);
+    std::fs::remove_file(cwd.join("out/x.txt")).unwrap();
+
+    // A configuration written before digests were recorded (a bare path) trusts no content:
+    // the project is treated as changed, and stderr says so.
+    std::fs::write(
+        &user_file,
+        format!("trusted_projects = [{:?}]\n", cwd.display().to_string()),
+    )
+    .unwrap();
+    let o = trust_world_write(&home, &cwd, &skills);
+    o.code(2).says(&[
+        "changed since you trusted it|no digest",
+        &format!("skillcat trust project {}", cwd.display()),
+    ]);
+    assert!(!cwd.join("out/x.txt").exists());
+    trust().code(0);
+    trust_world_write(&home, &cwd, &skills).code(0);
+}

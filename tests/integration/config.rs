@@ -533,7 +533,9 @@ fn discover_prefers_explicit_then_local_then_defaults() {
     assert!(c.sandbox.network.is_off());
     assert_eq!(c.untrusted_project, Some(repo.canonicalize().unwrap()));
     assert_eq!(c.sources.len(), 2);
-    // Trusted in the user's own file (`skillcat trust project`), it applies in full.
+    // Trusted in the user's own file (`skillcat trust project`), it applies in full: trusted
+    // by the digest of its content (step 26; a bare path, from before digests were recorded,
+    // trusts no content and counts as changed).
     let user = Config::user_file(&env).unwrap();
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
     std::fs::write(
@@ -542,9 +544,27 @@ fn discover_prefers_explicit_then_local_then_defaults() {
     )
     .unwrap();
     let c = Config::discover(None, &env).unwrap();
+    assert!(c.sandbox.network.is_off());
+    assert!(c.changed_project);
+    let digest = skillcat::digest::sha256_digest(b"[sandbox]\nnetwork = true\n");
+    std::fs::write(
+        &user,
+        format!(
+            "trusted_projects = [{{ path = {:?}, sha256 = {digest:?} }}]\n",
+            repo.canonicalize().unwrap()
+        ),
+    )
+    .unwrap();
+    let c = Config::discover(None, &env).unwrap();
     assert!(c.sandbox.network.is_all());
     assert_eq!(c.untrusted_project, None);
+    assert!(!c.changed_project);
     assert_eq!(c.sources.len(), 2);
+    // Changed since: untrusted again, and marked as changed.
+    std::fs::write(repo.join("skillcat.toml"), "[sandbox]\nnetwork = true\n\n").unwrap();
+    let c = Config::discover(None, &env).unwrap();
+    assert!(c.sandbox.network.is_off() && c.changed_project);
+    std::fs::write(repo.join("skillcat.toml"), "[sandbox]\nnetwork = true\n").unwrap();
     // An explicit file wins; `sources = []` means no sources at all.
     std::fs::write(root.join("other.toml"), "sources = []\n").unwrap();
     let c = Config::discover(Some(Path::new("../other.toml")), &env).unwrap();

@@ -80,9 +80,8 @@ impl Server {
 
     /// The workspaces under a TMPDIR.
     fn workspaces_in(tmp: &Path) -> Vec<PathBuf> {
-        // SAFETY: geteuid has no preconditions.
-        let uid = unsafe { libc::geteuid() };
-        let base = tmp.join(format!("skillcat-ws-{uid}"));
+        // The server's XDG_RUNTIME_DIR is its TMPDIR (`support::spawn_mcp`).
+        let base = tmp.join("skillcat-ws");
         match std::fs::read_dir(base) {
             Ok(entries) => entries
                 .flatten()

@@ -52,11 +52,9 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// The workspaces under a TMPDIR.
+/// The workspaces under a TMPDIR (also the server's `XDG_RUNTIME_DIR`, where they go).
 pub(crate) fn workspaces_in(tmp: &Path) -> Vec<PathBuf> {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    match std::fs::read_dir(tmp.join(format!("skillcat-ws-{uid}"))) {
+    match std::fs::read_dir(tmp.join("skillcat-ws")) {
         Ok(entries) => entries
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().starts_with("ws-"))
@@ -126,6 +124,7 @@ impl HttpServer {
             .current_dir(manifest())
             .env_remove("SKILLCAT_CONFIG")
             .env("TMPDIR", tmpdir)
+            .env("XDG_RUNTIME_DIR", tmpdir)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())

@@ -420,6 +420,7 @@ for what, call in [
         .current_dir(lab.path("out"))
         .env_remove("SKILLCAT_CONFIG")
         .env("TMPDIR", lab.path("tmp"))
+        .env("XDG_RUNTIME_DIR", lab.path("tmp"))
         .env("HOME", lab.path("home"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -1,5 +1,5 @@
 //! A lab for red-team tests of confined runs through the real binary: skills, a private
-//! `TMPDIR` and `HOME`, and the finished process with its output and peak memory.
+//! `TMPDIR` (also its `XDG_RUNTIME_DIR`, where workspaces go) and `HOME`, and the finished process with its output and peak memory.
 //!
 //! `SKILLCAT_BIN` names another binary to run instead of the one cargo built: pointing it at a
 //! build of an earlier commit shows which tests that build fails.
@@ -41,11 +41,9 @@ impl Lab {
         self.dir.path().join(rel)
     }
 
-    /// The workspace base `skillcat` uses under this lab's `TMPDIR`.
+    /// The workspace base `skillcat` uses under this lab's `tmp`, its `XDG_RUNTIME_DIR`.
     pub fn ws_base(&self) -> PathBuf {
-        // SAFETY: geteuid has no preconditions.
-        let uid = unsafe { libc::geteuid() };
-        self.path("tmp").join(format!("skillcat-ws-{uid}"))
+        self.path("tmp").join("skillcat-ws")
     }
 
     /// Workspaces left in the base.
@@ -84,6 +82,7 @@ impl Lab {
             .current_dir(cwd)
             .env_remove("SKILLCAT_CONFIG")
             .env("TMPDIR", self.path("tmp"))
+            .env("XDG_RUNTIME_DIR", self.path("tmp"))
             .env("HOME", self.path("home"))
             .env("RUST_BACKTRACE", "0")
             .stdin(Stdio::null())

@@ -48,7 +48,8 @@ pub async fn read_request_head(stream: &mut tokio::net::TcpStream) -> Option<Str
 }
 
 /// `skillcat mcp ARGS…` from the crate directory, stdio piped, without `SKILLCAT_CONFIG`, with
-/// its own TMPDIR (searchable by the sandbox uid), killed when dropped.
+/// its own TMPDIR, also its `XDG_RUNTIME_DIR` (where workspaces go; searchable by the sandbox
+/// uid), killed when dropped.
 pub fn spawn_mcp(args: &[&str]) -> (tokio::process::Child, tempfile::TempDir) {
     spawn_mcp_in(Path::new(env!("CARGO_MANIFEST_DIR")), None, args)
 }
@@ -70,7 +71,8 @@ pub fn spawn_mcp_in(
         .args(args)
         .current_dir(cwd)
         .env_remove("SKILLCAT_CONFIG")
-        .env("TMPDIR", tmp.path());
+        .env("TMPDIR", tmp.path())
+        .env("XDG_RUNTIME_DIR", tmp.path());
     if let Some(home) = home {
         cmd.env("HOME", home);
     }

@@ -87,6 +87,7 @@ impl Registry {
                 path: r.get(0)?,
                 size: r.get::<_, i64>(1)? as u64,
                 executable: r.get(2)?,
+                private: false,
             })
         })
         .and_then(Iterator::collect)

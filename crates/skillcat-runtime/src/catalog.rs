@@ -217,6 +217,20 @@ impl Entry {
         &self.0.source
     }
 
+    /// This entry with its files read from `source` instead (the same skill, name and trust):
+    /// a held copy of what the audit read ([`HeldSource`](crate::source::HeldSource)).
+    pub(crate) fn with_source(&self, source: Arc<dyn Source>) -> Entry {
+        let e = &self.0;
+        Entry(Arc::new(EntryInner {
+            name: e.name.clone(),
+            skill: e.skill.clone(),
+            source,
+            source_name: e.source_name.clone(),
+            trusted: e.trusted,
+            core_trusted: e.core_trusted,
+        }))
+    }
+
     /// The name of that source in the catalog.
     pub fn source_name(&self) -> &str {
         &self.0.source_name

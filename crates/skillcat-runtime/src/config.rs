@@ -221,13 +221,44 @@ pub struct Config {
     /// The `[runtime]` section.
     pub runtime: RuntimeConfig,
     /// Projects whose own `skillcat.toml` the user trusts (`trusted_projects`, written by
-    /// `skillcat trust project`): canonical directories. Read from the user's configuration
-    /// only; a project's file cannot trust itself.
-    pub trusted_projects: Vec<PathBuf>,
+    /// `skillcat trust project`): canonical directories, each with the digest of the file
+    /// trusted. Read from the user's configuration only; a project's file cannot trust itself.
+    pub trusted_projects: Vec<TrustedProject>,
     /// Set when this is a project's `skillcat.toml` the user has not trusted: the project's
     /// directory. Such a file was narrowed to what the user's own configuration allows
     /// ([`Config::narrowed_by`]).
     pub untrusted_project: Option<PathBuf>,
+    /// Set (with [`untrusted_project`](Self::untrusted_project)) when the user trusted the
+    /// project but its `skillcat.toml` is not the file trusted: changed since, or trusted
+    /// before digests were recorded. It counts as untrusted until trusted again.
+    pub changed_project: bool,
+}
+
+/// A project the user trusts (`trusted_projects`): its directory and the file it trusted.
+///
+/// A project is trusted by **content**: the sha256 of its `skillcat.toml` when it was trusted.
+/// A file that differs (rewritten by anyone, a script with a write grant included) is not
+/// trusted until `skillcat trust project` records it again. An entry written before digests
+/// were recorded (a bare path, `trusted_projects = ["/dir"]`) trusts no content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedProject {
+    /// The project's canonical directory.
+    pub dir: PathBuf,
+    /// `sha256:<hex>` of the project's `skillcat.toml` as trusted; `None` for an entry from
+    /// before digests were recorded.
+    pub sha256: Option<String>,
+}
+
+impl TrustedProject {
+    /// Whether this entry trusts `dir` (canonical) with a file of digest `sha256`.
+    pub fn trusts(&self, dir: &Path, sha256: &str) -> bool {
+        self.sha256.as_deref() == Some(sha256) && self.names(dir)
+    }
+
+    /// Whether this entry is about `dir` (canonical), whatever content it trusted.
+    pub fn names(&self, dir: &Path) -> bool {
+        std::fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone()) == dir
+    }
 }
 
 /// A configuration that could not be read.
@@ -320,16 +351,26 @@ impl Config {
         };
         let local = env.cwd.join(FILE_NAME);
         if local.is_file() {
-            let project = Self::load(&local, env)?;
+            // One read: the bytes hashed are the bytes parsed.
+            let bytes = std::fs::read(&local).map_err(|e| ConfigError::Io {
+                path: local.display().to_string(),
+                source: e,
+            })?;
+            let text = std::str::from_utf8(&bytes).map_err(|e| ConfigError::Io {
+                path: local.display().to_string(),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            })?;
+            let project = Self::parse(text, Some(&local), env)?;
             let dir = std::fs::canonicalize(&env.cwd).unwrap_or_else(|_| env.cwd.clone());
-            if user
-                .trusted_projects
-                .iter()
-                .any(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()) == dir)
-            {
+            let digest = skillcat_core::digest::sha256_digest(&bytes);
+            let trusted = &user.trusted_projects;
+            if trusted.iter().any(|p| p.trusts(&dir, &digest)) {
                 return Ok(project);
             }
-            return Ok(project.narrowed_by(&user, env, &dir));
+            let changed = trusted.iter().any(|p| p.names(&dir));
+            let mut narrowed = project.narrowed_by(&user, env, &dir);
+            narrowed.changed_project = changed;
+            return Ok(narrowed);
         }
         Ok(user)
     }
@@ -710,8 +751,17 @@ impl Config {
         config.trusted_projects = raw
             .trusted_projects
             .unwrap_or_default()
-            .iter()
-            .map(|p| PathBuf::from(resolve_spec(p, &base, home)))
+            .into_iter()
+            .map(|t| {
+                let (path, sha256) = match t {
+                    RawTrusted::Path(p) => (p, None),
+                    RawTrusted::Digest { path, sha256 } => (path, Some(sha256)),
+                };
+                TrustedProject {
+                    dir: PathBuf::from(resolve_spec(&path, &base, home)),
+                    sha256,
+                }
+            })
             .collect();
         config.prompt.budget = raw.prompt.and_then(|p| p.budget);
         if let Some(install) = raw.install {
@@ -971,9 +1021,18 @@ struct RawConfig {
     max_index_age: Option<u64>,
     prompt: Option<RawPrompt>,
     matcher: Option<RawMatcher>,
-    trusted_projects: Option<Vec<String>>,
+    trusted_projects: Option<Vec<RawTrusted>>,
     install: Option<RawInstall>,
     runtime: Option<RawRuntime>,
+}
+
+/// A `trusted_projects` entry: `{ path = "/dir", sha256 = "sha256:…" }`, or a bare path (from
+/// before digests were recorded: trusts no content).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawTrusted {
+    Path(String),
+    Digest { path: String, sha256: String },
 }
 
 #[derive(Deserialize)]
@@ -1040,6 +1099,50 @@ struct RawRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A project is trusted by its file's digest: each way an entry can fail to trust the file
+    /// at hand, one named case; and a bare path from before digests parses, trusting nothing.
+    #[test]
+    fn a_trusted_project_trusts_one_content_only() {
+        let dir = std::env::temp_dir().canonicalize().unwrap();
+        let now = "sha256:aa";
+        let entry = |d: &Path, sha: Option<&str>| TrustedProject {
+            dir: d.to_path_buf(),
+            sha256: sha.map(str::to_string),
+        };
+        for (name, e, trusts, names) in [
+            ("the file trusted", entry(&dir, Some(now)), true, true),
+            ("changed since", entry(&dir, Some("sha256:bb")), false, true),
+            (
+                "a bare path (before digests)",
+                entry(&dir, None),
+                false,
+                true,
+            ),
+            (
+                "another project",
+                entry(Path::new("/elsewhere"), Some(now)),
+                false,
+                false,
+            ),
+        ] {
+            assert_eq!(e.trusts(&dir, now), trusts, "{name}");
+            assert_eq!(e.names(&dir), names, "{name}");
+        }
+        let env = Environment {
+            cwd: dir.clone(),
+            home: None,
+        };
+        let text = "trusted_projects = [\"/p\", { path = \"/q\", sha256 = \"sha256:cc\" }]\n";
+        let c = Config::parse(text, None, &env).unwrap();
+        assert_eq!(
+            c.trusted_projects,
+            [
+                entry(Path::new("/p"), None),
+                entry(Path::new("/q"), Some("sha256:cc"))
+            ]
+        );
+    }
 
     #[test]
     fn a_project_can_lower_the_index_age_cap_never_raise_it() {

@@ -24,6 +24,7 @@ use crate::script::Provenance;
 use crate::script::{
     AllowAll, Gate, Interpreters, Runner, RunnerConfig, ScriptError, ScriptLimits, policy,
 };
+use crate::source::HeldSource;
 use crate::tool::names::Contested;
 use skillcat_audit::{AuditOptions, Severity, summary_at};
 
@@ -475,6 +476,9 @@ impl Inner {
     /// Everything activating `entry` takes, before its tools enter the tool set: each kind of
     /// tool asked in turn ([`provide`]), in the order a model is offered them.
     pub(super) async fn prepare(&self, entry: &Entry) -> Prepared {
+        // Audited: from here on the skill's files are the bytes the audit read.
+        let (entry, withheld) = self.audited(entry).await;
+        let entry = &entry;
         let provenance = Provenance {
             skill: entry.name().to_string(),
             version: entry.skill().version().map(str::to_string),
@@ -508,7 +512,7 @@ impl Inner {
             #[cfg(feature = "guest")]
             &guests,
         ];
-        let provision = match self.withheld_by_audit(entry).await {
+        let provision = match withheld {
             Some(note) => Provision {
                 notes: vec![note],
                 ..Provision::default()
@@ -535,20 +539,35 @@ impl Inner {
         }
     }
 
-    /// Why the audit withholds `entry`'s tools, when the session audits and it does: a high
-    /// finding, or a skill that could not be read to be audited.
-    async fn withheld_by_audit(&self, entry: &Entry) -> Option<String> {
-        let opts = self.audit.as_ref()?;
-        match skillcat_audit::audit(&**entry.source(), entry.skill(), opts).await {
+    /// `entry` as the session uses it, and why the audit withholds its tools, when the session
+    /// audits and it does: a high finding, or a skill that could not be read to be audited.
+    ///
+    /// When the session audits, the skill's files are read once ([`HeldSource`]) and the entry
+    /// returned reads them from there: the audit, the tools offered, the workspace a script
+    /// runs in and a guest's `readSkillFile` all take the bytes the audit read, so a file
+    /// changed in the source after the audit changes nothing that runs.
+    async fn audited(&self, entry: &Entry) -> (Entry, Option<String>) {
+        let Some(opts) = self.audit.as_ref() else {
+            return (entry.clone(), None);
+        };
+        let unreadable = |e: &dyn std::fmt::Display| {
+            format!(
+                "{AUDIT_WITHHELD}: the skill could not be audited ({e}; [runtime] audit = \"withhold\")"
+            )
+        };
+        let held = match HeldSource::read(entry.source().clone(), entry.skill()).await {
+            Ok(held) => entry.with_source(Arc::new(held)),
+            Err(e) => return (entry.clone(), Some(unreadable(&e))),
+        };
+        let withheld = match skillcat_audit::audit(&**held.source(), held.skill(), opts).await {
             Ok(findings) => summary_at(&findings, Severity::High).map(|high| {
                 format!(
                     "{AUDIT_WITHHELD}: it found {high} ([runtime] audit = \"withhold\"; `skillcat audit` lists them)"
                 )
             }),
-            Err(e) => Some(format!(
-                "{AUDIT_WITHHELD}: the skill could not be audited ({e}; [runtime] audit = \"withhold\")"
-            )),
-        }
+            Err(e) => Some(unreadable(&e)),
+        };
+        (held, withheld)
     }
 
     /// Puts a prepared skill into the loaded set (or joins the one another run put there

@@ -4,7 +4,7 @@
 //! source "team/pdf"  ── a skill root, relative to its source ("" for a lone skill)
 //!   └─ RelPath "scripts/fill.py"  ── a file of the skill, canonical (one check, rules.rs)
 //!        join_path(root, rel) = "team/pdf/scripts/fill.py"  ── what Source::read takes
-//! FileEntry { path, size, executable }  ── one listed file
+//! FileEntry { path, size, executable, private }  ── one listed file
 //! DOCUMENT_NAMES = ["SKILL.md", "skill.md"]  ── the document, in order of preference
 //! ```
 //!
@@ -49,6 +49,10 @@ pub struct FileEntry {
     pub size: u64,
     /// Whether the file is executable (a mode bit on disk, a flag in a manifest).
     pub executable: bool,
+    /// Whether the file is closed to others (no read bit for them on disk; `false` where the
+    /// source keeps no modes): a workspace keeps it so (0600, 0700 when executable), never
+    /// handing out as 0644 a file its owner kept private.
+    pub private: bool,
 }
 
 /// Joins a root and a relative path with `/` (either may be empty).

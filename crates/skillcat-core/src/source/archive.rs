@@ -133,6 +133,7 @@ impl ArchiveSource {
                 path: path.to_string(),
                 size: file.bytes.len() as u64,
                 executable: file.executable,
+                private: false,
             })
             .collect();
         if files.is_empty() && !self.tree.roots().iter().any(|r| r == root) {

@@ -12,8 +12,11 @@
 //! ```
 //!
 //! A directory that holds a `SKILL.md` (or `skill.md`) entry is a skill root and is not searched
-//! further. Symbolic links are followed only when their target stays inside the source's root; a
-//! link out of it is refused ([`Error::PathRejected`]), never read.
+//! further. Symbolic links are followed only when their target stays inside the source's root,
+//! and, within a skill, inside that skill's own directory: a skill sees its own tree only. A
+//! link out of it (to a sibling skill's file, to the tree around the skills) is refused
+//! ([`Error::PathRejected`]), never read: a skill's walk makes it the skill's fault, and every
+//! read opens beneath the skill's directory (`openat2` with `RESOLVE_BENEATH`).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -27,6 +30,8 @@ use bytes::Bytes;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::{Detail, DocumentRead, DocumentSink, Source};
+
+mod read;
 use crate::document::Fault;
 use crate::error::{Error, Result};
 use crate::path::{DOCUMENT_NAMES, FileEntry, base_name, is_document_name};
@@ -193,6 +198,17 @@ impl Inner {
 
     /// Follows `abs` if it is a symlink; refuses a target outside the root.
     fn resolve_inside(&self, abs: &Path, rel: &str) -> Result<(PathBuf, fs::Metadata)> {
+        self.resolve_within(abs, rel, &self.root)
+    }
+
+    /// Follows `abs` if it is a symlink; refuses a target outside `within` (a canonical
+    /// directory: the source's root, or a skill's, whose links may not leave it).
+    fn resolve_within(
+        &self,
+        abs: &Path,
+        rel: &str,
+        within: &Path,
+    ) -> Result<(PathBuf, fs::Metadata)> {
         let meta = fs::symlink_metadata(abs).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Error::NotFound(self.shown(rel)),
             _ => Error::io(self.shown(rel), e),
@@ -201,11 +217,8 @@ impl Inner {
             return Ok((abs.to_path_buf(), meta));
         }
         let target = fs::canonicalize(abs).map_err(|e| Error::io(self.shown(rel), e))?;
-        if !target.starts_with(&self.root) {
-            return Err(Error::PathRejected {
-                path: self.shown(rel),
-                reason: "a symbolic link that points outside the source".into(),
-            });
+        if !target.starts_with(within) {
+            return Err(self.outside(rel, within));
         }
         let meta = fs::metadata(&target).map_err(|e| Error::io(self.shown(rel), e))?;
         Ok((target, meta))
@@ -493,7 +506,7 @@ impl Inner {
                         self.open_listed_known(Some(base), Path::new(canon), root, found.doc);
                     if let Ok((dir, children)) = opened {
                         let files =
-                            self.walk_from(dir.as_fd(), || self.root.join(canon), root, &children);
+                            self.walk_from(dir.as_fd(), || self.skill_dir(root), root, &children);
                         let read = files.and_then(|files| {
                             let doc = super::locate_document(source, root, &files)?;
                             let bytes = match read_listed(dir.as_fd(), doc.name, doc.size) {
@@ -582,7 +595,7 @@ impl Inner {
             return Err(not_a_directory(self.shown(root)));
         }
         let (dir, children) = self.open_listed(None, &base, root)?;
-        self.walk_from(dir.as_fd(), || base.clone(), root, &children)
+        self.walk_from(dir.as_fd(), || self.skill_dir(root), root, &children)
     }
 
     /// Every regular file under a directory of the root (already checked, open as `fd`, its
@@ -590,17 +603,20 @@ impl Inner {
     ///
     /// A skill without symbolic links is walked by handles alone. When the walk meets a link it
     /// starts again keeping the canonical path of every directory, so that a link to a
-    /// directory already walked (an alias or a loop) is followed at most once.
+    /// directory already walked (an alias or a loop) is followed at most once, and a link
+    /// whose target is outside the skill's directory (a sibling skill's file, the tree around
+    /// the skills) refuses the whole skill: a skill sees its own tree only.
     fn walk_from(
         &self,
         fd: BorrowedFd<'_>,
-        base: impl Fn() -> PathBuf,
+        base: impl Fn() -> Result<PathBuf>,
         root: &str,
         children: &[Child],
     ) -> Result<Vec<FileEntry>> {
         let mut walk = Walk {
             root,
             seen: None,
+            within: PathBuf::new(),
             out: Vec::new(),
         };
         let mut out = match self.walk_dir(&mut walk, fd, None, "", 0, children) {
@@ -610,10 +626,19 @@ impl Inner {
             }
             Err(WalkStop::Link) => {
                 self.link_free_now(root, false);
-                let base = base();
+                let base = base()?;
+                // A skill's links stay in the skill; a folder that is not one (listed to be
+                // reported as missing its document) keeps the source's bound, so that a link
+                // out of it does not turn that report into another fault.
+                let within = if has_document_entry(&base) {
+                    base.clone()
+                } else {
+                    self.root.clone()
+                };
                 let mut walk = Walk {
                     root,
                     seen: Some(HashSet::from([base.clone()])),
+                    within,
                     out: Vec::new(),
                 };
                 match self.walk_dir(&mut walk, fd, Some(&base), "", 0, children) {
@@ -653,6 +678,7 @@ impl Inner {
                         path: rel_child,
                         size: meta.size,
                         executable: meta.executable,
+                        private: meta.private,
                     });
                     continue;
                 }
@@ -677,12 +703,14 @@ impl Inner {
                         return Err(WalkStop::Link);
                     };
                     let shown = super::join_path(walk.root, &rel_child);
-                    let (target, meta) = self.resolve_inside(&abs.join(&child.name), &shown)?;
+                    let (target, meta) =
+                        self.resolve_within(&abs.join(&child.name), &shown, &walk.within)?;
                     if meta.is_file() {
                         walk.out.push(FileEntry {
                             path: rel_child,
                             size: meta.len(),
                             executable: is_executable(&meta),
+                            private: is_private(&meta),
                         });
                         continue;
                     }
@@ -725,165 +753,6 @@ impl Inner {
         }
         Ok(())
     }
-
-    fn read(&self, path: &str) -> Result<Bytes> {
-        check_rel(path, false)?;
-        let limit = self.opts.max_file_size;
-        let file = match self.open_beneath(path)? {
-            Some(file) => file,
-            None => self.open_checked(path)?,
-        };
-        let opened = file
-            .metadata()
-            .map_err(|e| Error::io(self.shown(path), e))?;
-        if !opened.is_file() {
-            return Err(Error::NotFound(self.shown(path)));
-        }
-        if opened.len() > limit {
-            return Err(Error::TooLarge {
-                path: self.shown(path),
-                size: opened.len(),
-                limit,
-            });
-        }
-        // Refused from what the open file says it holds before a byte is read, and again from
-        // the bytes read.
-        self.check_sparse(path, opened.len(), &opened)?;
-        let mut buf = Vec::with_capacity(opened.len().min(limit) as usize);
-        (&file)
-            .take(limit + 1)
-            .read_to_end(&mut buf)
-            .map_err(|e| Error::io(self.shown(path), e))?;
-        if buf.len() as u64 > limit {
-            return Err(Error::TooLarge {
-                path: self.shown(path),
-                size: buf.len() as u64,
-                limit,
-            });
-        }
-        let after = file
-            .metadata()
-            .map_err(|e| Error::io(self.shown(path), e))?;
-        self.check_sparse(path, buf.len() as u64, &after)?;
-        Ok(Bytes::from(buf))
-    }
-
-    /// Opens `rel` for [`read`](Self::read) in one step that cannot leave the root:
-    /// `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` from the root, so a component
-    /// swapped for a symbolic link between any check and the open is still resolved beneath
-    /// the root (or refused). A link the kernel will not follow beneath the root (an absolute
-    /// one, or one that leads out) is resolved as [`resolve_inside`](Self::resolve_inside)
-    /// does, and its target, when inside, opened beneath the root again. `None` when the
-    /// kernel has no `openat2` (before Linux 5.6, or a filter that refuses it): the caller
-    /// falls back to [`open_checked`](Self::open_checked).
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn open_beneath(&self, rel: &str) -> Result<Option<fs::File>> {
-        use rustix::fs::ResolveFlags;
-        use rustix::io::Errno;
-        let root = match rustix::fs::open(
-            &self.root,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
-            Ok(fd) => fd,
-            Err(e) => return Err(Error::io(self.root_shown.clone(), e.into())),
-        };
-        // Non-blocking, so a file swapped for a FIFO is opened (and refused as not a regular
-        // file) instead of waiting for a writer.
-        let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
-        let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-        let open = |at: &str| {
-            let mut tries = 0;
-            loop {
-                // EAGAIN: a rename elsewhere in the file system raced the lookup; try again.
-                match rustix::fs::openat2(&root, at, flags, Mode::empty(), how) {
-                    Err(Errno::AGAIN) if tries < 16 => tries += 1,
-                    other => return other,
-                }
-            }
-        };
-        let outside = || Error::PathRejected {
-            path: self.shown(rel),
-            reason: "a symbolic link that points outside the source".into(),
-        };
-        let fd = match open(rel) {
-            Ok(fd) => fd,
-            Err(Errno::NOSYS | Errno::PERM) => return Ok(None),
-            Err(Errno::XDEV) => {
-                let target = fs::canonicalize(self.root.join(rel)).map_err(|e| match e.kind() {
-                    std::io::ErrorKind::NotFound => Error::NotFound(self.shown(rel)),
-                    _ => Error::io(self.shown(rel), e),
-                })?;
-                let Ok(inside) = target.strip_prefix(&self.root) else {
-                    return Err(outside());
-                };
-                let Some(inside) = inside.to_str().filter(|s| !s.is_empty()) else {
-                    return Err(Error::NotFound(self.shown(rel)));
-                };
-                match open(inside) {
-                    Ok(fd) => fd,
-                    // Swapped again since it was resolved: refused, never followed out.
-                    Err(Errno::XDEV) => return Err(outside()),
-                    Err(e) => return Err(self.open_error(rel, e)),
-                }
-            }
-            Err(e) => return Err(self.open_error(rel, e)),
-        };
-        Ok(Some(fs::File::from(fd)))
-    }
-
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    fn open_beneath(&self, _rel: &str) -> Result<Option<fs::File>> {
-        Ok(None)
-    }
-
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn open_error(&self, rel: &str, e: rustix::io::Errno) -> Error {
-        use rustix::io::Errno;
-        match e {
-            // ENXIO: a socket; ENOTDIR: a file where a folder was named.
-            Errno::NOENT | Errno::NXIO | Errno::NOTDIR => Error::NotFound(self.shown(rel)),
-            e => Error::io(self.shown(rel), e.into()),
-        }
-    }
-
-    /// Opens `rel` for [`read`](Self::read) where `openat2` is missing: the link at its end is
-    /// resolved and checked ([`resolve_inside`](Self::resolve_inside)), then the target opened
-    /// by path. A component swapped between the check and the open can redirect this open;
-    /// [`open_beneath`](Self::open_beneath) closes that where the kernel allows.
-    fn open_checked(&self, rel: &str) -> Result<fs::File> {
-        let (target, meta) = self.resolve_inside(&self.root.join(rel), rel)?;
-        if !meta.is_file() {
-            return Err(Error::NotFound(self.shown(rel)));
-        }
-        let limit = self.opts.max_file_size;
-        if meta.len() > limit {
-            return Err(Error::TooLarge {
-                path: self.shown(rel),
-                size: meta.len(),
-                limit,
-            });
-        }
-        fs::File::open(&target).map_err(|e| Error::io(self.shown(rel), e))
-    }
-
-    /// Refuses `bytes` of a file whose `meta` says it has far fewer on disk: a sparse file
-    /// (holes read as zeros) would otherwise turn a few KiB into as many bytes in memory and
-    /// in every copy made of it (a materialised workspace, a pack).
-    fn check_sparse(&self, path: &str, bytes: u64, meta: &fs::Metadata) -> Result<()> {
-        let Some(allocated) = allocated(meta) else {
-            return Ok(());
-        };
-        let ratio = self.opts.max_sparse_ratio;
-        if bytes > self.opts.sparse_floor && bytes > allocated.saturating_mul(ratio) {
-            return Err(Error::Invalid(format!(
-                "{}: a sparse file ({bytes} bytes over {allocated} bytes on disk, more than \
-                 {ratio} times as many): refused",
-                self.shown(path)
-            )));
-        }
-        Ok(())
-    }
 }
 
 fn not_regular(path: String) -> Error {
@@ -912,6 +781,18 @@ fn is_executable(meta: &fs::Metadata) -> bool {
 
 #[cfg(not(unix))]
 fn is_executable(_meta: &fs::Metadata) -> bool {
+    false
+}
+
+/// Whether others may not read the file (see [`FileEntry::private`]).
+#[cfg(unix)]
+fn is_private(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o004 == 0
+}
+
+#[cfg(not(unix))]
+fn is_private(_meta: &fs::Metadata) -> bool {
     false
 }
 
@@ -947,13 +828,15 @@ struct Child {
 struct FileMeta {
     size: u64,
     executable: bool,
+    private: bool,
 }
 
-/// The size and executable bit of a regular file's `stat`.
+/// The size, executable bit and privacy (no read bit for others) of a regular file's `stat`.
 fn file_meta(st: &rustix::fs::Stat) -> FileMeta {
     FileMeta {
         size: u64::try_from(st.st_size).unwrap_or(0),
         executable: st.st_mode & 0o111 != 0,
+        private: st.st_mode & 0o004 == 0,
     }
 }
 
@@ -1016,6 +899,8 @@ struct Walk<'a> {
     /// Canonical directories already walked, when the walk tracks links: each target is
     /// followed at most once.
     seen: Option<HashSet<PathBuf>>,
+    /// The skill's canonical directory, when the walk tracks links: no link leads out of it.
+    within: PathBuf,
     out: Vec<FileEntry>,
 }
 
@@ -1217,8 +1102,11 @@ impl Source for DirSource {
 
     async fn read_many(&self, paths: &[String]) -> Result<Vec<Bytes>> {
         let paths = paths.to_vec();
-        self.blocking(move |i| paths.iter().map(|p| i.read(p)).collect())
-            .await
+        self.blocking(move |i| {
+            let mut last = None;
+            paths.iter().map(|p| i.read_in(p, &mut last)).collect()
+        })
+        .await
     }
 
     fn location(&self, path: &str) -> String {
@@ -1315,6 +1203,79 @@ mod tests {
             format!("---\nname: {name}\ndescription: d\n---\nbody\n"),
         )
         .unwrap();
+    }
+
+    /// A skill sees its own tree only: each way a link can lead out of the skill but stay in
+    /// the source (a sibling skill's file, a file of the tree around the skills, a directory of
+    /// a sibling, an absolute link, a link retargeted after the listing) is refused by the
+    /// listing and by every read, and the error says so; links inside the skill still work.
+    #[tokio::test]
+    async fn a_link_out_of_the_skill_is_refused_even_inside_the_source() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path();
+        fs::create_dir_all(top.join(".ssh")).unwrap();
+        fs::write(top.join(".ssh/id_rsa"), "KEY").unwrap();
+        skill(&top.join("skills"), "evil");
+        skill(&top.join("skills"), "victim");
+        fs::write(top.join("skills/victim/.env"), "ENV").unwrap();
+        fs::write(top.join("skills/evil/inside.txt"), "inside").unwrap();
+        let evil = top.join("skills/evil");
+        let abs_victim = top.join("skills/victim/.env").canonicalize().unwrap();
+        let cases: [(&str, &Path); 5] = [
+            ("key", Path::new("../../.ssh/id_rsa")),
+            ("env", Path::new("../victim/.env")),
+            ("dir", Path::new("../victim")),
+            ("abs", &abs_victim),
+            ("via-dir/x", Path::new("../../victim/.env")),
+        ];
+        for (name, target) in cases {
+            let link = evil.join(name);
+            fs::create_dir_all(link.parent().unwrap()).unwrap();
+            symlink(target, &link).unwrap();
+            let src = DirSource::open(top, DirOptions::default()).unwrap();
+            let err = src.files("skills/evil").await.unwrap_err();
+            assert!(
+                err.to_string().contains("outside the skill"),
+                "{name}: {err}"
+            );
+            for path in [
+                format!("skills/evil/{name}"),
+                format!("skills/evil/{name}/.env"),
+            ] {
+                match src.read(&path).await {
+                    Ok(b) => panic!("{name}: {path} read {b:?}"),
+                    Err(e) => assert!(
+                        matches!(e, Error::PathRejected { .. } | Error::NotFound(_)),
+                        "{name}: {e}"
+                    ),
+                }
+            }
+            fs::remove_file(&link).unwrap();
+        }
+        // Inside the skill: followed.
+        symlink("inside.txt", evil.join("alias")).unwrap();
+        let src = DirSource::open(top, DirOptions::default()).unwrap();
+        assert!(
+            src.files("skills/evil")
+                .await
+                .unwrap()
+                .iter()
+                .any(|f| f.path == "alias")
+        );
+        assert_eq!(&src.read("skills/evil/alias").await.unwrap()[..], b"inside");
+        // Retargeted after the listing: the read is refused, never followed out.
+        fs::remove_file(evil.join("alias")).unwrap();
+        symlink("../victim/.env", evil.join("alias")).unwrap();
+        let err = src.read("skills/evil/alias").await.unwrap_err();
+        assert!(err.to_string().contains("outside the skill"), "{err}");
+        // A private file is listed as private (the workspace keeps its mode).
+        fs::remove_file(evil.join("alias")).unwrap();
+        fs::set_permissions(evil.join("inside.txt"), fs::Permissions::from_mode(0o600)).unwrap();
+        let files = src.files("skills/evil").await.unwrap();
+        let inside = files.iter().find(|f| f.path == "inside.txt").unwrap();
+        let doc = files.iter().find(|f| f.path == "SKILL.md").unwrap();
+        assert!(inside.private && !doc.private);
     }
 
     #[tokio::test]

@@ -19,6 +19,7 @@
 
 mod archive;
 mod dir;
+mod held;
 mod join;
 mod named;
 mod spec;
@@ -31,6 +32,7 @@ use bytes::Bytes;
 
 pub use archive::ArchiveSource;
 pub use dir::{DirOptions, DirSource, check, has_document_entry};
+pub use held::HeldSource;
 pub use named::{NamedError, SkillRef, discover_named};
 pub use spec::{SQLITE_MAGIC, SourceKind, SourceSpec, absolute, clean_subpath, is_registry_file};
 
@@ -53,7 +55,8 @@ use crate::error::{Error, Result};
 ///   relative paths. Ignored entries (`.git/`, `.DS_Store`) are the same for every source.
 /// - **Reads** take `join_path(root, relative)` and return exactly the bytes that were stored; a
 ///   path that climbs out (`..`, absolute) is [`Error::PathRejected`], a missing file
-///   [`Error::NotFound`]. A source never follows a link out of itself.
+///   [`Error::NotFound`]. A source never follows a link out of itself, nor a link in a skill
+///   out of that skill's own tree (a skill sees its own files only).
 /// - **Limits** are enforced on bytes actually read, never on a size someone claimed.
 /// - The methods are safe to call concurrently; blocking work runs off the async runtime.
 #[async_trait]

@@ -314,6 +314,7 @@ mod tests {
             path: path.into(),
             size: 10,
             executable: path.starts_with("scripts/"),
+            private: false,
         };
         let doc = crate::document::parse_document(text.as_bytes()).unwrap();
         let files = [

@@ -11,6 +11,11 @@
 //! ```
 //!
 //! The output is a script's own text: this reads it for hints only, never to decide anything.
+//! And since a script can name any path it likes, a grant is suggested by allow-list only
+//! ([`may_suggest`]): a path in the caller's directory or under a root the run already grants,
+//! never a hidden (dot) file or directory there or in a home (`.git`, `.env`, `.ssh`), nor a
+//! project's configuration (`skillcat.toml`, `skills-lock.json`). Any other reported path is
+//! still named, with no grant ([`Denial::grant`] is `None`).
 
 use std::path::{Path, PathBuf};
 
@@ -44,8 +49,8 @@ pub struct Denial {
     pub reach: Reach,
     /// What to grant: the path when it exists, else its nearest existing directory (a grant
     /// needs a file to bind; a file the script wanted to create is reached through its
-    /// directory).
-    pub grant: PathBuf,
+    /// directory). `None` when no grant may be suggested for it ([`may_suggest`]).
+    pub grant: Option<PathBuf>,
 }
 
 /// Where a run happened, for [`denials`].
@@ -62,10 +67,47 @@ pub struct RunPlace<'a> {
     pub system: &'a [PathBuf],
     /// The workspaces directory: what lies there is the script's own.
     pub workspaces: &'a Path,
+    /// Home directories (the caller's, root's): their hidden files and directories are never
+    /// suggested for a grant, whatever the run's grant holds.
+    pub homes: &'a [PathBuf],
 }
 
-/// At most this many denials are reported (the first ones in the output).
+/// At most this many denials with a grant to suggest are reported (the first ones in the
+/// output), and at most as many without one.
 const MAX_DENIALS: usize = 5;
+
+/// Names never suggested for a grant even where everything else is: a project's own
+/// configuration (hidden files and directories are refused by their leading dot).
+const PROJECT_FILES: [&str; 2] = ["skillcat.toml", "skills-lock.json"];
+
+/// Whether a grant of `path` (absolute, lexically clean) may be suggested: it lies in the
+/// caller's directory or under a root the run already grants — a base that is not `/` — and
+/// no part of it below that base, nor below a home holding it, is hidden (starts with `.`),
+/// nor is it a project's configuration. An allow-list: every other path is not suggested.
+pub fn may_suggest(path: &Path, place: &RunPlace<'_>) -> bool {
+    let plain = |rel: &Path| {
+        rel.components().all(|c| match c {
+            std::path::Component::Normal(n) => {
+                let n = n.to_string_lossy();
+                !n.starts_with('.') && !PROJECT_FILES.contains(&n.as_ref())
+            }
+            _ => false,
+        })
+    };
+    let in_base = place
+        .caller
+        .into_iter()
+        .chain(place.grant.fs_read.iter().map(PathBuf::as_path))
+        .chain(place.grant.fs_write.iter().map(PathBuf::as_path))
+        .filter(|b| b.parent().is_some())
+        .any(|b| path.strip_prefix(b).is_ok_and(plain));
+    let hidden_in_home = place
+        .homes
+        .iter()
+        .filter(|h| h.parent().is_some())
+        .any(|h| path.strip_prefix(h).is_ok_and(|rel| !plain(rel)));
+    in_base && !hidden_in_home
+}
 
 /// The paths `output` reports as `Permission denied` (or `Read-only file system`: a read grant
 /// is a read-only mount on a root host) outside what the run could reach, or as
@@ -74,6 +116,11 @@ const MAX_DENIALS: usize = 5;
 /// does not name recognisably, gives nothing.
 pub fn denials(output: &str, place: &RunPlace<'_>) -> Vec<Denial> {
     let mut out: Vec<Denial> = Vec::new();
+    let count = |out: &[Denial], suggested: bool| {
+        out.iter()
+            .filter(|d| d.grant.is_some() == suggested)
+            .count()
+    };
     for line in output.lines() {
         let lower = line.to_lowercase();
         // A read grant is a read-only mount on a root host: a write there is EROFS.
@@ -91,10 +138,11 @@ pub fn denials(output: &str, place: &RunPlace<'_>) -> Vec<Denial> {
             };
             if let Some(d) = found
                 && !out.iter().any(|o| o.path == d.path)
+                && count(&out, d.grant.is_some()) < MAX_DENIALS
             {
                 out.push(d);
             }
-            if out.len() == MAX_DENIALS {
+            if count(&out, true) == MAX_DENIALS && count(&out, false) == MAX_DENIALS {
                 return out;
             }
         }
@@ -134,10 +182,11 @@ fn denied_path(written: &str, place: &RunPlace<'_>, read_only: bool) -> Option<D
     } else {
         Reach::NotGranted
     };
+    // Never suggest granting the whole file system.
+    let grant = existing(&path).filter(|p| p.parent().is_some())?;
     Some(Denial {
         written: written.to_string(),
-        // Never suggest granting the whole file system.
-        grant: existing(&path).filter(|p| p.parent().is_some())?,
+        grant: (may_suggest(&path, place) && may_suggest(&grant, place)).then_some(grant),
         path,
         reach,
     })
@@ -180,7 +229,7 @@ fn missing_path(written: &str, place: &RunPlace<'_>) -> Option<Denial> {
     }
     Some(Denial {
         written: written.to_string(),
-        grant: path.clone(),
+        grant: may_suggest(&path, place).then(|| path.clone()),
         path,
         reach: Reach::InCallerDir,
     })
@@ -366,6 +415,7 @@ mod tests {
             started_in_caller,
             system: &system,
             workspaces: &ws,
+            homes: &[],
         };
         let c = caller.display();
         let output = format!(
@@ -378,7 +428,7 @@ mod tests {
              grep: {c}/app.log: Permission denied\n\
              cat: /no/such/dir/f: Permission denied\n"
         );
-        let got: Vec<(String, Reach, PathBuf)> = denials(&output, &place(true))
+        let got: Vec<(String, Reach, Option<PathBuf>)> = denials(&output, &place(true))
             .into_iter()
             .map(|d| (d.written, d.reach, d.grant))
             .collect();
@@ -388,18 +438,16 @@ mod tests {
                 (
                     format!("{c}/app.log"),
                     Reach::NotGranted,
-                    caller.join("app.log")
+                    Some(caller.join("app.log"))
                 ),
                 (
                     "granted/new.txt".into(),
                     Reach::ReadOnly,
-                    caller.join("granted")
+                    Some(caller.join("granted"))
                 ),
-                (
-                    "/usr/lib/x".into(),
-                    Reach::ReadOnly,
-                    PathBuf::from("/usr/lib")
-                ),
+                // Outside the caller's directory and the grant: named, never suggested
+                // (step 26: hints by allow-list).
+                ("/usr/lib/x".into(), Reach::ReadOnly, None),
             ]
         );
         // Started in the work directory: relative denials are the script's own; a missing
@@ -437,6 +485,7 @@ mod tests {
             started_in_caller: true,
             system: &[],
             workspaces: &ws,
+            homes: &[],
         };
         let got: Vec<(String, Reach)> = denials(
             "sh: 1: cannot create granted/closed.txt: Read-only file system\n\
@@ -453,5 +502,80 @@ mod tests {
                 ("granted/new.txt".to_string(), Reach::ReadOnly),
             ]
         );
+    }
+
+    /// A script names any path it likes: each case one that must never be suggested for a
+    /// grant, however its output words the denial; the ordinary file beside them still is.
+    #[test]
+    fn hostile_denials_never_suggest_a_dangerous_grant() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let (home, caller, data) = (root.join("home"), root.join("proj"), root.join("data"));
+        for d in [
+            home.join(".ssh"),
+            caller.join(".git/hooks"),
+            caller.join(".vscode"),
+            caller.join("src"),
+            data.join(".cache"),
+        ] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let ws = root.join("ws");
+        let g = grant(&[data.to_str().unwrap(), "/"], &[]);
+        let homes = [home.clone(), caller.clone()];
+        let place = RunPlace {
+            grant: &g,
+            caller: Some(&caller),
+            started_in_caller: true,
+            system: &[],
+            workspaces: &ws,
+            homes: &homes,
+        };
+        for (name, path) in [
+            ("a home's ssh key", home.join(".ssh/id_rsa")),
+            ("a home's shell rc", home.join(".bashrc")),
+            ("a repository's config", caller.join(".git/config")),
+            (
+                "a repository's hook",
+                caller.join(".git/hooks/post-checkout"),
+            ),
+            ("an env file", caller.join(".env.local")),
+            ("an editor's settings", caller.join(".vscode/settings.json")),
+            ("the project's configuration", caller.join("skillcat.toml")),
+            ("the skills lockfile", caller.join("skills-lock.json")),
+            (
+                "a hidden directory of a granted tree",
+                data.join(".cache/x"),
+            ),
+            ("a system secret", PathBuf::from("/etc/shadow")),
+            (
+                "another user's home",
+                PathBuf::from("/home/other/notes.txt"),
+            ),
+            ("root's home", PathBuf::from("/root/.ssh/authorized_keys")),
+            (
+                "a climb out of the caller",
+                caller.join("../home/.ssh/id_rsa"),
+            ),
+        ] {
+            let output = format!("cat: {}: Permission denied\n", path.display());
+            for d in denials(&output, &place) {
+                assert_eq!(d.grant, None, "{name}: {d:?}");
+            }
+        }
+        let ok = caller.join("src/main.rs");
+        let got = denials(
+            &format!("cat: {}: Permission denied\n", ok.display()),
+            &place,
+        );
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].grant.as_deref(), Some(caller.join("src").as_path()));
+        // Flooding the output with refused paths does not push out the one to suggest.
+        let mut flood = String::new();
+        for i in 0..20 {
+            flood.push_str(&format!("cat: /etc/x{i}: Permission denied\n"));
+        }
+        flood.push_str(&format!("cat: {}: Permission denied\n", ok.display()));
+        assert!(denials(&flood, &place).iter().any(|d| d.grant.is_some()));
     }
 }

@@ -22,6 +22,7 @@
 //! and the `scripts:` declaration format.
 
 pub mod argv;
+mod base_dir;
 pub mod denial;
 mod error;
 #[doc(hidden)]

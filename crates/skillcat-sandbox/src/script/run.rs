@@ -127,7 +127,9 @@ pub struct RunnerConfig {
     pub limits: ScriptLimits,
     /// The session policy: no grant may exceed it.
     pub policy: Grant,
-    /// Where workspaces live (default `$TMPDIR/skillcat-ws-<uid>`).
+    /// Where workspaces live (default [`WorkspaceBase::default_dir`]: the user's runtime
+    /// directory, else the cache directory — never a name in the shared `/tmp`). Its parent
+    /// must be a directory only this user (or root) may write in.
     pub workspace_base: PathBuf,
     /// Whether a non-zero exit is an error (default `true`); `false` returns it as a plain
     /// result.

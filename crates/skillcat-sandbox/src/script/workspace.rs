@@ -2,11 +2,13 @@
 //! directory, beside a writable work directory, removed when the skill is unloaded.
 //!
 //! ```text
-//! $TMPDIR/skillcat-ws-<uid>/          base (0700; 0711 when the host is root, see below)
+//! $XDG_RUNTIME_DIR/skillcat-ws/       base (0700; 0711 when the host is root, see below);
+//!                                     else $HOME/.cache/skillcat/ws, else /run/skillcat-ws
+//!                                     (root host); never a name in the shared /tmp
 //! └── ws-XXXXXX/                      one skill's workspace (0700 / 0711)
 //!     ├── .lock                       pid of the owner, flock-ed while the workspace lives
 //!     ├── skill/                      the materialised skill (read-only to the script)
-//!     │   ├── SKILL.md                0644
+//!     │   ├── SKILL.md                0644 (0600 when the source's file is closed to others)
 //!     │   └── scripts/run.sh          0755 (executable bit from the source's file list)
 //!     └── work/                       the script's cwd, HOME (0700, owned by the script's uid)
 //!         └── tmp/                    TMPDIR
@@ -69,11 +71,13 @@ pub struct WorkspaceBase {
 }
 
 impl WorkspaceBase {
-    /// `$TMPDIR/skillcat-ws-<uid>` (or `/tmp/…`).
+    /// The user's own base: `$XDG_RUNTIME_DIR/skillcat-ws`, else the cache directory's
+    /// `skillcat/ws` (`$XDG_CACHE_HOME`, else `$HOME/.cache`), else on a root host
+    /// `/run/skillcat-ws` — the first whose directory is the user's (or root's) and closed to
+    /// writes by others; never a name in the shared `/tmp`, which another local user could
+    /// create first.
     pub fn default_dir() -> PathBuf {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let uid = unsafe { libc::geteuid() };
-        std::env::temp_dir().join(format!("skillcat-ws-{uid}"))
+        super::base_dir::default_base(super::run::script_owner().is_some())
     }
 
     /// Opens (creating it when missing) a base directory and removes the workspaces left by
@@ -87,6 +91,20 @@ impl WorkspaceBase {
         let dir = dir.into();
         let shown = dir.display().to_string();
         let mode = if script_owner.is_some() { 0o711 } else { 0o700 };
+        // The directory holding the base (made when missing, as a cache directory may be)
+        // must be one only this user (or root) may write in: a name anyone may create is
+        // never used.
+        if let Some(holder) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let fail = |e: String| ScriptError::workspace(format!("{shown}: {e}"));
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(mode)
+                .create(holder)
+                .map_err(|e| fail(format!("{}: {e}", holder.display())))?;
+            let holder =
+                fs::canonicalize(holder).map_err(|e| fail(format!("{}: {e}", holder.display())))?;
+            super::base_dir::check_holder(&holder, script_owner.is_some()).map_err(fail)?;
+        }
         match fs::DirBuilder::new().mode(mode).create(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -244,7 +262,7 @@ impl WorkspaceBase {
                     reason: "not a canonical relative path".into(),
                 });
             }
-            paths.push((rel, f.executable));
+            paths.push((rel, f.executable, f.private));
         }
         let base = self.clone();
         let ws = blocking(move || base.create()).await?;
@@ -266,7 +284,7 @@ impl WorkspaceBase {
         ws: &Workspace,
         source: &dyn Source,
         skill: &Skill,
-        paths: Vec<(String, bool)>,
+        paths: Vec<(String, bool, bool)>,
         too_many: &(dyn Fn(String) -> ScriptError + Sync),
     ) -> Result<(), ScriptError> {
         /// Bytes (or files) read before they are written.
@@ -279,10 +297,10 @@ impl WorkspaceBase {
             .and_then(|at| at.skill.clone())
             .ok_or_else(|| ScriptError::workspace(format!("{}: not open", skill_dir.display())))?;
         let mut total = 0u64;
-        let mut batch: Vec<(String, bytes::Bytes, bool)> = Vec::new();
+        let mut batch: Vec<(String, bytes::Bytes, bool, bool)> = Vec::new();
         let mut batch_bytes = 0u64;
         let count = paths.len();
-        for (i, (rel, executable)) in paths.into_iter().enumerate() {
+        for (i, (rel, executable, private)) in paths.into_iter().enumerate() {
             let bytes = source
                 .read(&join_path(skill.root(), &rel))
                 .await
@@ -297,7 +315,7 @@ impl WorkspaceBase {
                 return Err(too_many(format!("more than {total} bytes read")));
             }
             batch_bytes += bytes.len() as u64;
-            batch.push((rel, bytes, executable));
+            batch.push((rel, bytes, executable, private));
             if batch_bytes >= BATCH_BYTES || batch.len() >= BATCH_FILES || i + 1 == count {
                 let (fd, dir, files) = (
                     skill_fd.clone(),
@@ -385,17 +403,30 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ScriptError::workspace(format!("materialising: {e}")))?
 }
 
+/// The mode a materialised file gets: executable or not from the file list, and closed to
+/// others when the source's file is ([`FileEntry::private`](crate::path::FileEntry::private)):
+/// a 0600 file of the skill is never handed out as 0644.
+fn file_mode(executable: bool, private: bool) -> u32 {
+    match (executable, private) {
+        (true, false) => 0o755,
+        (false, false) => 0o644,
+        (true, true) => 0o700,
+        (false, true) => 0o600,
+    }
+}
+
 /// Writes files into a materialised skill directory (`skill`, a descriptor of it; `shown`, its
 /// path for messages): each directory opened or made component by component with `openat` /
-/// `mkdirat` and `O_NOFOLLOW`, each file created with `O_EXCL` (modes from the file list).
+/// `mkdirat` and `O_NOFOLLOW`, each file created with `O_EXCL` (modes from the file list: a
+/// private file stays closed to others, see [`file_mode`]).
 /// Nothing is resolved through a path, so whatever happens to the directories above the
 /// workspace meanwhile, the files land in it or nowhere.
 fn write_files(
     skill: &OwnedFd,
     shown: &Path,
-    files: &[(String, bytes::Bytes, bool)],
+    files: &[(String, bytes::Bytes, bool, bool)],
 ) -> Result<(), ScriptError> {
-    for (rel, bytes, exec) in files {
+    for (rel, bytes, exec, private) in files {
         let path = shown.join(rel);
         let fail = |e: io::Error| ScriptError::workspace(format!("{}: {e}", path.display()));
         let (dirs, name) = match rel.rsplit_once('/') {
@@ -406,7 +437,7 @@ fn write_files(
             Some(dirs) => Some(open_dirs(skill, dirs).map_err(fail)?),
             None => None,
         };
-        let mode = if *exec { 0o755 } else { 0o644 };
+        let mode = file_mode(*exec, *private);
         let mut f = create_file(
             parent.as_ref().unwrap_or(skill),
             &cstr(name.as_bytes()).map_err(fail)?,
