@@ -599,8 +599,16 @@ impl Drop for AnswerSent {
     }
 }
 
+/// On an answer's extensions: the connection gets this long from when the answer is made to
+/// write it, instead of what is left of the request timeout. For the one kind of answer meant
+/// to last (an event stream), so the request timeout itself can stay short for the rest — a
+/// body sent slowly, an answer read slowly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerTimeout(pub Duration);
+
 /// Middleware moving the connection's deadline: a request head has arrived (the request
-/// timeout runs) and, once the body is written, the connection is idle (the idle timeout runs).
+/// timeout runs; an answer carrying an [`AnswerTimeout`] gets that instead from when it is
+/// made) and, once the body is written, the connection is idle (the idle timeout runs).
 pub async fn track(req: Request, next: Next) -> Response {
     let Some(conn) = req
         .extensions()
@@ -611,6 +619,9 @@ pub async fn track(req: Request, next: Next) -> Response {
     };
     conn.enter(Phase::Request, conn.limits.request_timeout);
     let resp = next.run(req).await;
+    if let Some(AnswerTimeout(long)) = resp.extensions().get::<AnswerTimeout>() {
+        conn.enter(Phase::Request, *long);
+    }
     let sent = AnswerSent(conn);
     let (parts, body) = resp.into_parts();
     let body = if axum::body::HttpBody::is_end_stream(&body) {
