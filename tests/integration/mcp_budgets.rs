@@ -7,8 +7,8 @@
 //! | attack | answer |
 //! | --- | --- |
 //! | `initialize` bursts past `--max-sessions` | the limit is counted where sessions are made: N succeed, the rest 503 |
-//! | `Mcp-Session-Id` not UTF-8, or not of the shape the server gives | 400, no session made |
-//! | stateless (2026-07-28) `tools/call`s, each a session of its own | each takes a slot of `--max-runs` and of its token's `--max-runs-per-token`: `-32000` beyond |
+//! | `Mcp-Session-Id` not UTF-8, not of the shape the server gives, or two of them | 400, no session made |
+//! | stateless (2026-07-28) `tools/call`s, each a session of its own; a token's calls spread over sessions | each takes a slot of `--max-runs` and of its token's `--max-runs-per-token`: `-32000` beyond |
 //! | a POST body sent slower than `--body-timeout` | 408, the connection closed; a GET event stream lives on |
 //! | another token's session id | 404, as an unknown session |
 //! | a revoked token's sessions | ended: its event stream closes, its place is free |
@@ -217,8 +217,25 @@ async fn malformed_session_ids_are_400_and_open_no_session() {
         )
         .await;
         assert!(flood.iter().all(|r| r.status() == 400));
-        open_session(url, None).await;
-        open_session(url, None).await;
+        let first = open_session(url, None).await;
+        let second = open_session(url, None).await;
+        // Two ids in one request, each a session's: which one rmcp would read is not for a
+        // client to find out.
+        let mut two = reqwest::header::HeaderMap::new();
+        for id in [&first, &second] {
+            two.append("mcp-session-id", id.parse().unwrap());
+        }
+        let r = reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .headers(two)
+            .body(TOOLS_LIST)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "two session ids");
         let third = post(url, &[], INITIALIZE.into()).await;
         assert_eq!(third.status(), 503);
         // An id of the right shape that the server never gave is an unknown session.
@@ -398,6 +415,11 @@ async fn stateless_tool_calls_take_the_run_slots_of_the_server_and_the_token() {
         let data = refused(&a, "run_echo_greet").await;
         assert_eq!(data["code"], "E_SKILL_MCP_BUSY", "{data}");
         assert_eq!(data["limit"], 2, "{data}");
+        // Spread over sessions, the token's calls are bounded the same way.
+        let session = crate::mcp_http::connect_with(url, Some(&alice), ()).await;
+        let data = refused(&session, "run_echo_greet").await;
+        assert_eq!(data["limit"], 2, "{data}");
+        let _ = session.cancel().await;
 
         // Bob has slots of his own, until the server's three are taken.
         let mut naps = naps;
