@@ -69,7 +69,7 @@ pub struct McpArgs {
     max_runs_per_token: u32,
     /// Requests one token may have in flight at once, event streams counted until they end;
     /// one more is answered 429.
-    #[arg(long, default_value_t = 64, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), requires = "tokens")]
+    #[arg(long, default_value_t = 256, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), requires = "tokens")]
     max_requests_per_token: u32,
     /// Connections one client address may hold open at once; one more is answered 503.
     #[arg(long, default_value_t = 256, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), requires = "http")]

@@ -78,7 +78,7 @@ pub struct HttpOptions {
     /// answered 408 and its connection closed.
     pub body_timeout: Duration,
     /// Requests of one token in flight at once, event streams counted until they end (default
-    /// 64); one more is answered 429. Without tokens, the listener's per-address cap is the
+    /// 256); one more is answered 429. Without tokens, the listener's per-address cap is the
     /// bound.
     pub max_requests_per_token: usize,
     /// Tool calls of one token running at once, whatever session or stateless request they
@@ -101,7 +101,7 @@ impl HttpOptions {
             max_body: 4 << 20,
             max_stream: Duration::from_secs(3600),
             body_timeout: Duration::from_secs(30),
-            max_requests_per_token: 64,
+            max_requests_per_token: 256,
             max_runs_per_token: 16,
         }
     }
