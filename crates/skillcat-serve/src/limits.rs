@@ -700,3 +700,69 @@ impl Closer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::routing::get;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// An answer that trickles out a chunk every 100 ms for about 3 s.
+    fn trickle() -> Body {
+        let chunks = futures_util::stream::unfold(0u32, |n| async move {
+            if n == 30 {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Some((Ok::<_, io::Error>(bytes::Bytes::from("x")), n + 1))
+        });
+        Body::from_stream(chunks)
+    }
+
+    /// The bytes of the answer to `GET path` until the server closes the connection.
+    async fn fetch(addr: SocketAddr, path: &str) -> String {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let head = format!("GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n");
+        s.write_all(head.as_bytes()).await.unwrap();
+        let mut got = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut got)).await;
+        String::from_utf8_lossy(&got).into_owned()
+    }
+
+    #[tokio::test]
+    async fn only_an_answer_given_an_answer_timeout_outlives_the_request_timeout() {
+        let app = Router::new()
+            .route("/plain", get(|| async { Response::new(trickle()) }))
+            .route(
+                "/stream",
+                get(|| async {
+                    let mut r = Response::new(trickle());
+                    r.extensions_mut()
+                        .insert(AnswerTimeout(Duration::from_secs(60)));
+                    r
+                }),
+            )
+            .layer(axum::middleware::from_fn(track));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let limits = ServeLimits {
+            request_timeout: Duration::from_millis(500),
+            ..ServeLimits::default()
+        };
+        tokio::spawn(super::super::server::run_app(
+            app,
+            listener,
+            limits,
+            std::future::pending(),
+        ));
+        // The stream is written whole; the plain answer is cut at the request timeout.
+        let chunks = |answer: &str| answer.matches("\r\nx\r\n").count();
+        let stream = fetch(addr, "/stream").await;
+        assert_eq!(chunks(&stream), 30, "{stream:?}");
+        assert!(stream.ends_with("\r\n0\r\n\r\n"), "{stream:?}");
+        let plain = fetch(addr, "/plain").await;
+        assert!(plain.starts_with("HTTP/1.1 200"), "{plain:?}");
+        assert!(chunks(&plain) < 30, "{plain:?}");
+    }
+}
