@@ -265,7 +265,7 @@ async fn serve_http(
     let http = server.http(opts).map_err(|e| usage!("{e}"))?;
     // The connection limits of `serve`, with room for an event stream beside each session's
     // requests. A request has until its answer is written as long as the longest run plus a
-    // minute; only a GET's event stream gets --max-stream-duration (ended by the transport
+    // minute; only a lasting event stream gets --max-stream-duration (ended by the transport
     // first), so a request sent or read slowly holds its connection no longer than that.
     let mut limits = skillcat::serve::ServeLimits {
         request_timeout: longest_run + Duration::from_secs(60),
@@ -327,21 +327,19 @@ async fn serve_http(
     Ok(ExitStatus::Success)
 }
 
-/// Gives a GET's event stream `timeout` on its connection (every other answer has the
-/// request timeout).
+/// Gives an event stream meant to last (a GET's, a `subscriptions/listen`'s) `timeout` on its
+/// connection; every other answer has the request timeout.
 async fn long_for_event_streams(
     req: axum::extract::Request,
     next: axum::middleware::Next,
     timeout: Duration,
 ) -> axum::response::Response {
-    let get = req.method() == axum::http::Method::GET;
     let mut response = next.run(req).await;
-    let stream = response
-        .headers()
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    if get && stream {
+    if response
+        .extensions()
+        .get::<skillcat::mcp::EventStream>()
+        .is_some()
+    {
         response
             .extensions_mut()
             .insert(skillcat::serve::AnswerTimeout(timeout));

@@ -10,6 +10,7 @@
 //! | `Mcp-Session-Id` not UTF-8, not of the shape the server gives, or two of them | 400, no session made |
 //! | stateless (2026-07-28) `tools/call`s, each a session of its own; a token's calls spread over sessions | each takes a slot of `--max-runs` and of its token's `--max-runs-per-token`: `-32000` beyond |
 //! | a POST body sent slower than `--body-timeout` | 408, the connection closed; a GET event stream lives on |
+//! | a stateless `subscriptions/listen`, a POST that lasts | an event stream like a GET's: ended after `--max-stream-duration` |
 //! | another token's session id | 404, as an unknown session |
 //! | a revoked token's sessions | ended: its event stream closes, its place is free |
 //! | more connections than `--max-connections-per-address` / requests than `--max-requests-per-token` | 503 from the listener / 429 |
@@ -579,6 +580,51 @@ async fn connections_are_capped_per_token_and_per_address() {
             .expect("a connection past the address's cap is answered");
         assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
         drop(held);
+        let (status, log, _) = http.terminate().await;
+        assert!(status.success(), "{log}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stateless_listen_is_an_event_stream_ended_by_the_transport() {
+    use rmcp::model::SubscriptionFilter;
+    bounded(async {
+        let skills = skills_copy();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens.toml");
+        let alice = make_token(&file, "alice", "mcp");
+        let http = HttpServer::start(
+            skills.path(),
+            &[
+                "--tokens",
+                file.to_str().unwrap(),
+                "--max-stream-duration",
+                "1s",
+            ],
+        )
+        .await;
+        let client = stateless(&http.url, &alice).await;
+        let mut sub = client
+            .listen(SubscriptionFilter::builder().tools_list_changed().build())
+            .await
+            .expect("subscriptions/listen");
+        // A POST that lasts, like a GET's stream: ended after --max-stream-duration, not held
+        // until the connection's request timeout.
+        let mut ended = false;
+        for _ in 0..8 {
+            match tokio::time::timeout(Duration::from_secs(20), sub.next()).await {
+                Ok(Ok(Some(_))) => continue,
+                Ok(_) => {
+                    ended = true;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        assert!(ended, "the listen's stream outlived --max-stream-duration");
+        drop(sub);
+        let _ = client.cancel().await;
         let (status, log, _) = http.terminate().await;
         assert!(status.success(), "{log}");
     })

@@ -12,7 +12,7 @@
 //!         ─▶ rmcp: POST · GET event stream · DELETE ends the session (204); a Host that is not
 //!            loopback, for a loopback server: 403; a session made (sessions.rs) only within
 //!            --max-sessions (else 503, Retry-After) and bound to the caller's token
-//!         ─▶ a GET's event stream ends after --max-stream-duration (the client reconnects)
+//!         ─▶ a GET's or a listen's event stream ends after --max-stream-duration (the client reconnects)
 //! ```
 //!
 //! Each `Mcp-Session-Id` is one client session of the server ([`McpServer::client_session`]):
@@ -128,6 +128,14 @@ pub enum HttpError {
     )]
     Origin(String),
 }
+
+/// On an answer of the router: this is an event stream meant to last (a GET's, or a
+/// `subscriptions/listen`'s), ended by the transport after `max_stream`. Every other answer
+/// ends with the request it answers, so a listener serving the router can keep its request
+/// timeout short and give these alone the long one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EventStream;
 
 /// The HTTP transport of a server: the router to serve, and its stop.
 #[derive(Debug, Clone)]
@@ -406,6 +414,16 @@ async fn read_body(body: Body, max: usize, deadline: Duration) -> Result<Vec<u8>
     }
 }
 
+/// The `method` of a request body (`None` for a batch, a response or what is not JSON).
+fn method_of(body: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Method<'_>>(body).ok()?.method
+}
+
 /// Who presents the request: the hash of its token (`None` when no tokens are asked for), or
 /// the answer that refuses it.
 fn caller(guard: &Arc<Guard>, req: &Request) -> Result<Owner, Box<Response>> {
@@ -512,13 +530,15 @@ async fn check(State(guard): State<Arc<Guard>>, mut req: Request, next: Next) ->
     if let Some(o) = &owner {
         req.extensions_mut().insert(guard.token_runs(o));
     }
-    let listens = req.method() == Method::GET;
+    let mut listens = req.method() == Method::GET;
     if !listens {
         let (parts, body) = req.into_parts();
         let bytes = match read_body(body, guard.max_body, guard.body_timeout).await {
             Ok(b) => b,
             Err(refused) => return refused,
         };
+        // The stateless revision's way to listen: a POST whose stream lasts.
+        listens = method_of(&bytes).is_some_and(|m| m == "subscriptions/listen");
         req = Request::from_parts(parts, Body::from(bytes));
     }
     let deleting = req.method() == Method::DELETE;
@@ -549,7 +569,8 @@ async fn check(State(guard): State<Arc<Guard>>, mut req: Request, next: Next) ->
         *response.status_mut() = StatusCode::NO_CONTENT;
         *response.body_mut() = Body::empty();
     }
-    // The event stream a GET opens is the one that lasts (a POST's ends with its answer).
+    // The event stream a GET or a listen opens is the one that lasts (another POST's ends
+    // with its answer).
     let is_stream = response
         .headers()
         .get(header::CONTENT_TYPE)
@@ -559,7 +580,10 @@ async fn check(State(guard): State<Arc<Guard>>, mut req: Request, next: Next) ->
     if ends.is_none() && in_flight.is_none() {
         return response;
     }
-    let (parts, body) = response.into_parts();
+    let (mut parts, body) = response.into_parts();
+    if ends.is_some() {
+        parts.extensions.insert(EventStream);
+    }
     let stream = body.into_data_stream();
     let stream = match ends {
         Some(ends) => stream.take_until(ends).left_stream(),
@@ -672,6 +696,16 @@ impl McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listen_is_told_from_other_requests() {
+        let listen = br#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}"#;
+        assert_eq!(method_of(listen).as_deref(), Some("subscriptions/listen"));
+        let escaped = br#"{"jsonrpc":"2.0","id":1,"method":"subscriptions\/listen"}"#;
+        assert_eq!(method_of(escaped).as_deref(), Some("subscriptions/listen"));
+        assert_eq!(method_of(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), None);
+        assert_eq!(method_of(b"[not json"), None);
+    }
 
     #[test]
     fn origins_are_compared_normalized() {

@@ -78,7 +78,7 @@ use rmcp::transport::IntoTransport;
 use crate::Session;
 use crate::prompt::PromptOptions;
 #[cfg(feature = "http")]
-pub use http::{HttpError, HttpOptions, McpHttp};
+pub use http::{EventStream, HttpError, HttpOptions, McpHttp};
 use live::{Changed, View};
 pub use live::{LiveOptions, Log, Watching};
 use tools::ToolSet;
