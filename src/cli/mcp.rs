@@ -59,6 +59,25 @@ pub struct McpArgs {
     /// E_SKILL_MCP_BUSY).
     #[arg(long, default_value_t = 8, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_calls_per_session: u32,
+    /// Tool calls the whole server may have running at once, every session and every
+    /// stateless request counted; one more is refused (-32000, E_SKILL_MCP_BUSY).
+    #[arg(long, default_value_t = 64, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_runs: u32,
+    /// Tool calls one token may have running at once, whatever session or stateless request
+    /// they come in; one more is refused (-32000, E_SKILL_MCP_BUSY).
+    #[arg(long, default_value_t = 16, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), requires = "tokens")]
+    max_runs_per_token: u32,
+    /// Requests one token may have in flight at once, event streams counted until they end;
+    /// one more is answered 429.
+    #[arg(long, default_value_t = 256, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), requires = "tokens")]
+    max_requests_per_token: u32,
+    /// Connections one client address may hold open at once; one more is answered 503.
+    #[arg(long, default_value_t = 256, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), requires = "http")]
+    max_connections_per_address: u32,
+    /// How long a request body may take to arrive, whole; a slower one is answered 408 and
+    /// its connection closed.
+    #[arg(long, default_value = "30s", value_name = "TIME", value_parser = parse_duration, requires = "http")]
+    body_timeout: Duration,
     /// The largest HTTP request body, in bytes; a larger one is answered 413.
     #[arg(long, default_value_t = 4 << 20, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..), requires = "http")]
     max_body: u64,
@@ -127,6 +146,7 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     };
     let options = ServerOptions::default()
         .with_max_calls_per_session(a.max_calls_per_session as usize)
+        .with_max_runs(a.max_runs as usize)
         .with_drain_timeout(a.drain_timeout);
     let server =
         McpServer::with_options(&session, config.prompt_options(PromptFormat::Xml), options).await;
@@ -161,7 +181,9 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
         format!(": {}", tools.join(", "))
     };
     if let Some(addr) = a.http {
-        return serve_http(&a, addr, server, tools.len(), &listed).await;
+        // An answer (a tool call's) may take as long as the longest run the sandbox allows.
+        let longest_run = Duration::from_secs(config.sandbox.max_timeout.min(86_400));
+        return serve_http(&a, addr, server, tools.len(), &listed, longest_run).await;
     }
     let stop = stop_signal();
     err!(
@@ -221,6 +243,7 @@ async fn serve_http(
     server: McpServer,
     tools: usize,
     listed: &str,
+    longest_run: Duration,
 ) -> CliResult {
     let tls = tls_config(a)?;
     let listener = tokio::net::TcpListener::bind(addr)
@@ -236,12 +259,17 @@ async fn serve_http(
     opts.session_idle = a.session_idle;
     opts.max_body = usize::try_from(a.max_body).unwrap_or(usize::MAX);
     opts.max_stream = a.max_stream_duration;
+    opts.body_timeout = a.body_timeout;
+    opts.max_requests_per_token = a.max_requests_per_token as usize;
+    opts.max_runs_per_token = a.max_runs_per_token as usize;
     let http = server.http(opts).map_err(|e| usage!("{e}"))?;
     // The connection limits of `serve`, with room for an event stream beside each session's
-    // requests, and the request timeout of an event stream (ended by the transport first).
+    // requests. A request has until its answer is written as long as the longest run plus a
+    // minute; only a lasting event stream gets --max-stream-duration (ended by the transport
+    // first), so a request sent or read slowly holds its connection no longer than that.
     let mut limits = skillcat::serve::ServeLimits {
-        request_timeout: a.max_stream_duration + Duration::from_secs(30),
-        max_connections_per_address: 1024,
+        request_timeout: longest_run + Duration::from_secs(60),
+        max_connections_per_address: a.max_connections_per_address as usize,
         drain_timeout: a.drain_timeout,
         ..skillcat::serve::ServeLimits::default()
     };
@@ -258,7 +286,13 @@ async fn serve_http(
             ""
         }
     );
-    let app = skillcat::serve::with_layers(http.router(), false);
+    let stream_timeout = a.max_stream_duration + Duration::from_secs(30);
+    let router = http
+        .router()
+        .layer(axum::middleware::from_fn(move |req, next| {
+            long_for_event_streams(req, next, stream_timeout)
+        }));
+    let app = skillcat::serve::with_layers(router, false);
     // When the stop came plus --drain-timeout: the one deadline of the calls running, for the
     // drain below and the shutdown after it.
     let deadline = Arc::new(std::sync::OnceLock::new());
@@ -291,6 +325,26 @@ async fn serve_http(
     }
     err!("skillcat mcp: stopped; every workspace removed");
     Ok(ExitStatus::Success)
+}
+
+/// Gives an event stream meant to last (a GET's, a `subscriptions/listen`'s) `timeout` on its
+/// connection; every other answer has the request timeout.
+async fn long_for_event_streams(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+    timeout: Duration,
+) -> axum::response::Response {
+    let mut response = next.run(req).await;
+    if response
+        .extensions()
+        .get::<skillcat::mcp::EventStream>()
+        .is_some()
+    {
+        response
+            .extensions_mut()
+            .insert(skillcat::serve::AnswerTimeout(timeout));
+    }
+    response
 }
 
 /// For the configured catalog: which sources offer no tools because they are not trusted, and

@@ -39,6 +39,7 @@ mod install_interop;
 mod layers;
 mod matching;
 mod mcp;
+mod mcp_budgets;
 mod mcp_http;
 mod minisign_interop;
 mod net_proxy;

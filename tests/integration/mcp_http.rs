@@ -23,7 +23,7 @@ use tokio::process::Child;
 
 const LIMIT: Duration = Duration::from_secs(120);
 
-async fn bounded<F: Future<Output = ()>>(test: F) {
+pub(crate) async fn bounded<F: Future<Output = ()>>(test: F) {
     tokio::time::timeout(LIMIT, test)
         .await
         .expect("the test did not finish in time (a hang?)");
@@ -65,7 +65,7 @@ pub(crate) fn workspaces_in(tmp: &Path) -> Vec<PathBuf> {
 }
 
 /// Waits (up to 10 s) until `f` holds.
-async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+pub(crate) async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
         assert!(
@@ -108,6 +108,25 @@ impl HttpServer {
         Self::start_with_tmpdir(skills, tmp, &dir, extra).await
     }
 
+    /// With another configuration file than `fixtures/mcp/skillcat.toml`.
+    pub(crate) async fn start_with_config(
+        skills: &Path,
+        config: &Path,
+        extra: &[&str],
+    ) -> HttpServer {
+        let tmp = tempfile::Builder::new()
+            .prefix("skillcat-mcp-")
+            .tempdir()
+            .unwrap();
+        std::fs::set_permissions(
+            tmp.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let dir = tmp.path().to_path_buf();
+        Self::spawn(skills, config, tmp, &dir, extra).await
+    }
+
     /// With `tmpdir` as its TMPDIR (a folder another server uses too); `tmp` is only kept.
     pub(crate) async fn start_with_tmpdir(
         skills: &Path,
@@ -115,10 +134,22 @@ impl HttpServer {
         tmpdir: &Path,
         extra: &[&str],
     ) -> HttpServer {
+        let config = manifest().join("fixtures/mcp/skillcat.toml");
+        Self::spawn(skills, &config, tmp, tmpdir, extra).await
+    }
+
+    async fn spawn(
+        skills: &Path,
+        config: &Path,
+        tmp: tempfile::TempDir,
+        tmpdir: &Path,
+        extra: &[&str],
+    ) -> HttpServer {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillcat"));
         cmd.arg("mcp")
             .arg(skills)
-            .args(["--config", "fixtures/mcp/skillcat.toml"])
+            .arg("--config")
+            .arg(config)
             .args(["--http", "127.0.0.1:0"])
             .args(extra)
             .current_dir(manifest())
@@ -184,7 +215,9 @@ impl HttpServer {
     }
 
     /// SIGTERM, and the exit status.
-    async fn terminate(mut self) -> (std::process::ExitStatus, String, tempfile::TempDir) {
+    pub(crate) async fn terminate(
+        mut self,
+    ) -> (std::process::ExitStatus, String, tempfile::TempDir) {
         self.signal(libc::SIGTERM);
         let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
             .await
@@ -250,16 +283,16 @@ pub(crate) async fn call<H: ClientHandler>(
     serde_json::to_value(result).unwrap()
 }
 
-fn text_of(result: &Json) -> &str {
+pub(crate) fn text_of(result: &Json) -> &str {
     result["content"][0]["text"]
         .as_str()
         .unwrap_or_else(|| panic!("no text content: {result}"))
 }
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+pub(crate) const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 
 /// A hand-made POST to the endpoint.
-async fn post(url: &str, headers: &[(&str, &str)], body: String) -> reqwest::Response {
+pub(crate) async fn post(url: &str, headers: &[(&str, &str)], body: String) -> reqwest::Response {
     let mut req = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
@@ -271,7 +304,7 @@ async fn post(url: &str, headers: &[(&str, &str)], body: String) -> reqwest::Res
 }
 
 /// `skillcat token create … --can RIGHTS`: the token.
-fn make_token(file: &Path, name: &str, can: &str) -> String {
+pub(crate) fn make_token(file: &Path, name: &str, can: &str) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_skillcat"))
         .args(["token", "create", "--tokens"])
         .arg(file)

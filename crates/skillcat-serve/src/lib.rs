@@ -64,7 +64,7 @@ pub mod web;
 pub use api::{ApiOptions, DEFAULT_BYTES_PER_MINUTE, DEFAULT_MAX_UPLOAD, publishing_router};
 pub use export::{Exported, export};
 pub use index_statement::{INDEX_STATEMENT_PATH, IndexSigning, sign_index, write_for_export};
-pub use limits::{Conn, Guarded, LimitedListener, ServeLimits, track};
+pub use limits::{AnswerTimeout, Conn, Guarded, LimitedListener, ServeLimits, track};
 #[cfg(feature = "tls")]
 pub use server::run_app_tls;
 pub use server::{

@@ -599,8 +599,16 @@ impl Drop for AnswerSent {
     }
 }
 
+/// On an answer's extensions: the connection gets this long from when the answer is made to
+/// write it, instead of what is left of the request timeout. For the one kind of answer meant
+/// to last (an event stream), so the request timeout itself can stay short for the rest — a
+/// body sent slowly, an answer read slowly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerTimeout(pub Duration);
+
 /// Middleware moving the connection's deadline: a request head has arrived (the request
-/// timeout runs) and, once the body is written, the connection is idle (the idle timeout runs).
+/// timeout runs; an answer carrying an [`AnswerTimeout`] gets that instead from when it is
+/// made) and, once the body is written, the connection is idle (the idle timeout runs).
 pub async fn track(req: Request, next: Next) -> Response {
     let Some(conn) = req
         .extensions()
@@ -611,6 +619,9 @@ pub async fn track(req: Request, next: Next) -> Response {
     };
     conn.enter(Phase::Request, conn.limits.request_timeout);
     let resp = next.run(req).await;
+    if let Some(AnswerTimeout(long)) = resp.extensions().get::<AnswerTimeout>() {
+        conn.enter(Phase::Request, *long);
+    }
     let sent = AnswerSent(conn);
     let (parts, body) = resp.into_parts();
     let body = if axum::body::HttpBody::is_end_stream(&body) {
@@ -687,5 +698,71 @@ impl Closer {
                 &format!("closing {n} connection(s) still open"),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::routing::get;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// An answer that trickles out a chunk every 100 ms for about 3 s.
+    fn trickle() -> Body {
+        let chunks = futures_util::stream::unfold(0u32, |n| async move {
+            if n == 30 {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Some((Ok::<_, io::Error>(bytes::Bytes::from("x")), n + 1))
+        });
+        Body::from_stream(chunks)
+    }
+
+    /// The bytes of the answer to `GET path` until the server closes the connection.
+    async fn fetch(addr: SocketAddr, path: &str) -> String {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let head = format!("GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n");
+        s.write_all(head.as_bytes()).await.unwrap();
+        let mut got = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut got)).await;
+        String::from_utf8_lossy(&got).into_owned()
+    }
+
+    #[tokio::test]
+    async fn only_an_answer_given_an_answer_timeout_outlives_the_request_timeout() {
+        let app = Router::new()
+            .route("/plain", get(|| async { Response::new(trickle()) }))
+            .route(
+                "/stream",
+                get(|| async {
+                    let mut r = Response::new(trickle());
+                    r.extensions_mut()
+                        .insert(AnswerTimeout(Duration::from_secs(60)));
+                    r
+                }),
+            )
+            .layer(axum::middleware::from_fn(track));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let limits = ServeLimits {
+            request_timeout: Duration::from_millis(500),
+            ..ServeLimits::default()
+        };
+        tokio::spawn(super::super::server::run_app(
+            app,
+            listener,
+            limits,
+            std::future::pending(),
+        ));
+        // The stream is written whole; the plain answer is cut at the request timeout.
+        let chunks = |answer: &str| answer.matches("\r\nx\r\n").count();
+        let stream = fetch(addr, "/stream").await;
+        assert_eq!(chunks(&stream), 30, "{stream:?}");
+        assert!(stream.ends_with("\r\n0\r\n\r\n"), "{stream:?}");
+        let plain = fetch(addr, "/plain").await;
+        assert!(plain.starts_with("HTTP/1.1 200"), "{plain:?}");
+        assert!(chunks(&plain) < 30, "{plain:?}");
     }
 }

@@ -32,6 +32,33 @@ run_<skill>_<script> run that skill's scripts in a sandbox.";
 /// may (an implementation-defined server error).
 const BUSY: ErrorCode = ErrorCode(-32000);
 
+/// The refusal of a call beyond one of its limits (`what` says which).
+fn busy(what: String, limit: usize) -> ErrorData {
+    ErrorData::new(
+        BUSY,
+        format!("{what}; try again when one has finished"),
+        Some(json!({ "code": "E_SKILL_MCP_BUSY", "limit": limit })),
+    )
+}
+
+/// The run slots of the token of the HTTP request a call came in (none over stdio, nor
+/// without tokens).
+fn token_runs(context: &RequestContext<RoleServer>) -> Option<super::TokenRuns> {
+    #[cfg(feature = "http")]
+    {
+        context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<super::TokenRuns>())
+            .cloned()
+    }
+    #[cfg(not(feature = "http"))]
+    {
+        let _ = context;
+        None
+    }
+}
+
 /// Counts a running call in the server's total for as long as it lives.
 struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
 
@@ -349,15 +376,40 @@ impl ServerHandler for McpServer {
         if view.tool(&request.name).is_none() {
             return Err(unknown());
         }
+        // Three slots, each refused at once when none is free: the client session's, its
+        // token's (a request of the stateless revision is a session of its own, so only these
+        // two bound it), and the server's.
         let Ok(_permit) = self.local.calls.clone().try_acquire_owned() else {
             let limit = self.shared.options.max_calls_per_session;
-            return Err(ErrorData::new(
-                BUSY,
+            return Err(busy(
                 format!(
-                    "this session already has {limit} tool call(s) running, as many as it may \
-                     (skillcat mcp --max-calls-per-session); try again when one has finished"
+                    "this session already has {limit} tool call(s) running, as many as it may (skillcat mcp --max-calls-per-session)"
                 ),
-                Some(json!({ "code": "E_SKILL_MCP_BUSY", "limit": limit })),
+                limit,
+            ));
+        };
+        let _token_slot = match token_runs(&context) {
+            Some(runs) => match runs.slots.try_acquire_owned() {
+                Ok(p) => Some(p),
+                Err(_) => {
+                    return Err(busy(
+                        format!(
+                            "this token already has {} tool call(s) running, as many as it may (skillcat mcp --max-runs-per-token)",
+                            runs.limit
+                        ),
+                        runs.limit,
+                    ));
+                }
+            },
+            None => None,
+        };
+        let Ok(_run) = self.shared.runs.clone().try_acquire_owned() else {
+            let limit = self.shared.options.max_runs;
+            return Err(busy(
+                format!(
+                    "the server already has {limit} tool call(s) running, as many as it may (skillcat mcp --max-runs)"
+                ),
+                limit,
             ));
         };
         let _counted = InFlight::enter(&self.shared.calls);

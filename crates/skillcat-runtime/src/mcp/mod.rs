@@ -4,7 +4,9 @@
 //! ```text
 //! MCP client ──stdio (JSON-RPC lines)──────┐
 //! MCP clients ─HTTP POST/GET/DELETE /mcp ──┤ (http.rs: Origin 403 · bearer token 401 ·
-//!                                          │  sessions 503 · body 413 · stream duration)
+//!                                          │  token's requests 429 · session id 400/404 ·
+//!                                          │  body 408/413 · stream duration; sessions.rs:
+//!                                          │  sessions 503, each bound to its token)
 //!                                          ▼
 //!            McpServer (rmcp ServerHandler; one per client session, sharing one View)
 //!              ├─ resources   skill://<name>/SKILL.md, skill://<name>/<path>; size + digest
@@ -57,6 +59,8 @@ mod handler;
 #[cfg(feature = "http")]
 mod http;
 mod live;
+#[cfg(feature = "http")]
+mod sessions;
 mod skills;
 mod tools;
 mod transport;
@@ -74,7 +78,7 @@ use rmcp::transport::IntoTransport;
 use crate::Session;
 use crate::prompt::PromptOptions;
 #[cfg(feature = "http")]
-pub use http::{HttpError, HttpOptions, McpHttp};
+pub use http::{EventStream, HttpError, HttpOptions, McpHttp};
 use live::{Changed, View};
 pub use live::{LiveOptions, Log, Watching};
 use tools::ToolSet;
@@ -96,6 +100,10 @@ pub struct ServerOptions {
     /// Tool calls one client session may have running at once (default 8); one more is
     /// refused with a protocol error (`-32000`, `data.code = "E_SKILL_MCP_BUSY"`).
     pub max_calls_per_session: usize,
+    /// Tool calls running at once in the whole server, every client session and every
+    /// request of the stateless revision counted (default 64); one more is refused as
+    /// `max_calls_per_session` refuses.
+    pub max_runs: usize,
     /// On [`shutdown`](McpServer::shutdown), how long calls still running are given to end
     /// before their workspaces are removed under them (default 10 s).
     pub drain_timeout: Duration,
@@ -105,6 +113,7 @@ impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
             max_calls_per_session: 8,
+            max_runs: 64,
             drain_timeout: Duration::from_secs(10),
         }
     }
@@ -114,6 +123,12 @@ impl ServerOptions {
     /// The defaults with `n` calls at once per client session (at least 1).
     pub fn with_max_calls_per_session(mut self, n: usize) -> Self {
         self.max_calls_per_session = n.max(1);
+        self
+    }
+
+    /// The defaults with `n` calls at once in the whole server (at least 1).
+    pub fn with_max_runs(mut self, n: usize) -> Self {
+        self.max_runs = n.max(1);
         self
     }
 
@@ -149,6 +164,8 @@ struct Shared {
     locals: Mutex<Vec<Weak<Local>>>,
     /// Tool calls running, in every client session.
     calls: AtomicUsize,
+    /// The server's run slots (`max_runs`).
+    runs: Arc<tokio::sync::Semaphore>,
     /// Set by [`McpServer::shutdown`]: no tool set is made after it.
     closed: std::sync::atomic::AtomicBool,
 }
@@ -166,6 +183,15 @@ impl Drop for Local {
     fn drop(&mut self) {
         self.gone.cancel();
     }
+}
+
+/// The run slots of the caller's token, which the HTTP transport puts on each request it
+/// passes on; a `tools/call` takes one for as long as it runs.
+#[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+pub(crate) struct TokenRuns {
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
+    pub(crate) limit: usize,
 }
 
 /// Why serving stopped with an error; the transport's or the service's own error is kept as
@@ -209,6 +235,7 @@ impl McpServer {
         let view = View::make(session, &snapshot, 0).await;
         let warnings = view.warnings.clone();
         let (changes, _) = tokio::sync::broadcast::channel(16);
+        let runs = Arc::new(tokio::sync::Semaphore::new(options.max_runs.max(1)));
         let shared = Arc::new(Shared {
             session: session.clone(),
             prompt,
@@ -218,6 +245,7 @@ impl McpServer {
             warnings,
             locals: Mutex::new(Vec::new()),
             calls: AtomicUsize::new(0),
+            runs,
             closed: std::sync::atomic::AtomicBool::new(false),
         });
         let local = Shared::local(&shared);
