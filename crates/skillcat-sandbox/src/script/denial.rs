@@ -217,7 +217,7 @@ fn missing_path(written: &str, place: &RunPlace<'_>) -> Option<Denial> {
         }
         return Some(Denial {
             written: written.to_string(),
-            grant: path.clone(),
+            grant: may_suggest(&path, place).then(|| path.clone()),
             path,
             reach: Reach::NotGranted,
         });
