@@ -86,6 +86,8 @@ fn config_directories_are_private_whatever_the_umask() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
     std::fs::create_dir(h.join("proj")).unwrap();
+    // A project is trusted by its skillcat.toml's content, so it has one.
+    std::fs::write(h.join("proj/skillcat.toml"), "sources = []\n").unwrap();
     under_umask_000(h, &["trust", "project", "proj"], "");
     assert!(h.join(".config/skillcat/skillcat.toml").is_file());
     assert_eq!(

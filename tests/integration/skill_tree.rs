@@ -92,7 +92,8 @@ fn home() -> tempfile::TempDir {
             (
                 "scripts/mode.sh",
                 "#!/bin/sh\n# Print the modes and the linked notes.\nd=$(dirname \"$0\")/..\n\
-                 stat -c '%n %a' \"$d/private.txt\" \"$d/notes.txt\"\ncat \"$d/alias.txt\"\n",
+                 stat -c '%n %a' \"$d/private.txt\" \"$d/notes.txt\"\ncat \"$d/alias.txt\"\n\
+                 echo; cat \"$d/private.txt\"\n",
                 true,
             ),
         ],
@@ -154,6 +155,11 @@ fn a_link_inside_the_skill_works_and_a_private_file_stays_private() {
     assert!(
         out.contains("own notes"),
         "a link inside the skill is followed: {out}"
+    );
+    // Closed to others, yet open to the skill's own script (which runs as a uid of its own).
+    assert!(
+        out.trim_end().ends_with("\nprivate"),
+        "the skill's own script reads its private file: {out}"
     );
 }
 

@@ -317,13 +317,14 @@ impl WorkspaceBase {
             batch_bytes += bytes.len() as u64;
             batch.push((rel, bytes, executable, private));
             if batch_bytes >= BATCH_BYTES || batch.len() >= BATCH_FILES || i + 1 == count {
-                let (fd, dir, files) = (
+                let (fd, dir, files, owner) = (
                     skill_fd.clone(),
                     skill_dir.clone(),
                     std::mem::take(&mut batch),
+                    self.script_owner,
                 );
                 batch_bytes = 0;
-                blocking(move || write_files(&fd, &dir, &files)).await?;
+                blocking(move || write_files(&fd, &dir, &files, owner)).await?;
             }
         }
         Ok(())
@@ -420,11 +421,14 @@ fn file_mode(executable: bool, private: bool) -> u32 {
 /// `mkdirat` and `O_NOFOLLOW`, each file created with `O_EXCL` (modes from the file list: a
 /// private file stays closed to others, see [`file_mode`]).
 /// Nothing is resolved through a path, so whatever happens to the directories above the
-/// workspace meanwhile, the files land in it or nowhere.
+/// workspace meanwhile, the files land in it or nowhere. A private file is given to
+/// `script_owner` (the uid scripts run as, when it is not this process's): closed to others,
+/// it must still be open to the skill's own scripts.
 fn write_files(
     skill: &OwnedFd,
     shown: &Path,
     files: &[(String, bytes::Bytes, bool, bool)],
+    script_owner: Option<(u32, u32)>,
 ) -> Result<(), ScriptError> {
     for (rel, bytes, exec, private) in files {
         let path = shown.join(rel);
@@ -448,6 +452,9 @@ fn write_files(
         // The umask may have cleared bits: set the mode the file list says.
         f.set_permissions(fs::Permissions::from_mode(mode))
             .map_err(fail)?;
+        if let (true, Some((uid, gid))) = (*private, script_owner) {
+            std::os::unix::fs::fchown(&f, Some(uid), Some(gid)).map_err(fail)?;
+        }
     }
     Ok(())
 }
