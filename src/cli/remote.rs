@@ -476,7 +476,7 @@ pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
         if let Some(signing) = &signing {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
             serve::write_for_export(&dir, signing, now)?;
         }
         Ok::<_, skillcat::Error>(done)
