@@ -427,3 +427,43 @@ fn a_keyring_refuses_an_unsigned_tampered_expired_or_rolled_back_index() {
     // A keyring that cannot be read is a usage error.
     list(Some("/nonexistent/keyring.toml"), &[]).code(2);
 }
+
+/// `serve --sign-index` publishes the statement of the index it serves: a client with the
+/// catalog's keyring lists it, a client with another keyring refuses it.
+#[test]
+fn serve_signs_the_index_it_serves() {
+    let f = Frozen::new();
+    let k = crate::support::project::key(&f.p.path(""), "catalog", "*");
+    let other = crate::support::project::key(&f.p.path(""), "stranger", "*");
+    let secret = k.secret.to_string_lossy().to_string();
+    let (mut child, _, url) = crate::support::serve::spawn_serve(
+        std::path::Path::new(&f.db),
+        &["--sign-index", &secret],
+        std::process::Stdio::null(),
+    );
+    let p = Project::new();
+    let list = |keyring: &std::path::Path| {
+        let ring = keyring.to_string_lossy().to_string();
+        p.run(&["list", &url, "--cache", &f.cache, "--index-keyring", &ring])
+    };
+    let out = list(&k.keyring);
+    out.code(0);
+    assert!(out.out().contains("alpha"), "{}", out.out());
+    let out = list(&other.keyring);
+    assert_ne!(out.code, 0, "{}", out.out());
+    out.says(&["refused", "signature"]);
+    let _ = child.kill();
+    let _ = child.wait();
+    // Not with the publishing API yet: said, not ignored.
+    run(&[
+        "serve",
+        &f.db,
+        "--addr",
+        "127.0.0.1:0",
+        "--sign-index",
+        &secret,
+        "--publish",
+    ])
+    .code(2)
+    .says(&["--sign-index", "--publish"]);
+}

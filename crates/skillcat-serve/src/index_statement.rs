@@ -75,6 +75,58 @@ pub fn write_for_export(dir: &Path, signing: &IndexSigning, now_ms: u64) -> Resu
     std::fs::write(&dest, text).map_err(|e| Error::io(dest.display().to_string(), e))
 }
 
+/// The statement a running server publishes for its index, signed when first asked for and
+/// again when the index changed or half its validity has passed: a server that runs for
+/// weeks never serves an expired one, and its versions only grow.
+#[derive(Debug)]
+pub struct LiveStatement {
+    signing: IndexSigning,
+    held: std::sync::Mutex<Option<Held>>,
+}
+
+/// The statement last signed.
+#[derive(Debug)]
+struct Held {
+    index: [u8; 32],
+    signed_ms: u64,
+    version: u64,
+    text: String,
+}
+
+impl LiveStatement {
+    /// A server's statement, signed as `signing` says.
+    pub fn new(signing: IndexSigning) -> LiveStatement {
+        LiveStatement {
+            signing,
+            held: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The statement of `index` at `now_ms` (Unix milliseconds).
+    pub fn text(&self, index: &[u8], now_ms: u64) -> Result<String> {
+        let digest = crate::digest::sha256(index);
+        let half = u64::try_from(self.signing.valid_for.as_millis() / 2).unwrap_or(u64::MAX);
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(h) = held.as_ref()
+            && h.index == digest
+            && now_ms >= h.signed_ms
+            && now_ms - h.signed_ms < half
+        {
+            return Ok(h.text.clone());
+        }
+        let previous = held.as_ref().map(|h| h.version);
+        let version = previous.map_or(now_ms, |p| now_ms.max(p.saturating_add(1)));
+        let text = sign_index(index, &self.signing, now_ms, previous)?;
+        *held = Some(Held {
+            index: digest,
+            signed_ms: now_ms,
+            version,
+            text: text.clone(),
+        });
+        Ok(text)
+    }
+}
+
 /// The version a statement already published says (unverified: it only raises the next one).
 fn published_version(minisig_text: &str) -> Option<u64> {
     let comment = minisig_text
@@ -134,5 +186,33 @@ mod tests {
         assert_eq!(version(1_000_000), 1_000_001);
         assert_eq!(version(5), 1_000_002);
         assert_eq!(version(2_000_000), 2_000_000);
+    }
+
+    #[test]
+    fn a_live_statement_is_signed_again_before_it_expires_or_when_the_index_changes() {
+        let (_, secret) = generate_keypair(None).unwrap();
+        let live = LiveStatement::new(IndexSigning {
+            catalog: "c".into(),
+            secret_key: secret,
+            password: None,
+            valid_for: Duration::from_secs(100),
+        });
+        let version = |text: String| {
+            IndexStatement::from_trusted_comment(
+                text.lines()
+                    .find_map(|l| l.strip_prefix("trusted comment: "))
+                    .unwrap(),
+            )
+            .unwrap()
+            .version
+        };
+        let first = live.text(b"a", 1_000_000).unwrap();
+        // Within half its validity, the same statement.
+        assert_eq!(live.text(b"a", 1_049_999).unwrap(), first);
+        // Past it, or another index, or a clock stepped back: signed again, a higher version.
+        let later = version(live.text(b"a", 1_050_000).unwrap());
+        assert_eq!(later, 1_050_000);
+        assert_eq!(version(live.text(b"b", 1_050_000).unwrap()), 1_050_001);
+        assert_eq!(version(live.text(b"b", 3).unwrap()), 1_050_002);
     }
 }
