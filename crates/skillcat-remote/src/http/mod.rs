@@ -405,11 +405,11 @@ impl HttpSource {
         let catalog = catalog_of(index_url);
         let mut statement_url = index_url.clone();
         statement_url.set_path(&format!("{}.minisig", index_url.path()));
-        let refuse = |why: String| {
-            Error::Invalid(format!(
-                "catalog {catalog}: the index {} is refused: {why}",
-                redact(index_url)
-            ))
+        // What was read cannot be trusted: a fault of the source (exit 1), as a certificate
+        // that does not verify is, not of the command line.
+        let refuse = |why: String| Error::NothingUsable {
+            location: format!("catalog {catalog}: the index {}", redact(index_url)),
+            reason: format!("refused: {why}"),
         };
         let read = self.mutable(&statement_url, "application/octet-stream", false, |b, _| {
             Ok(b.clone())
