@@ -298,6 +298,11 @@ pub struct RemoteArgs {
     /// always ask (a conditional request).
     #[arg(long, value_name = "TIME", value_parser = remote::parse_age)]
     max_index_age: Option<std::time::Duration>,
+    /// Use a remote index only with a valid signed statement beside it
+    /// (`index.json.minisig`, from `export --sign-index`) by a key of this keyring: refuse a
+    /// tampered, expired, rolled-back or unsigned index.
+    #[arg(long, value_name = "FILE")]
+    index_keyring: Option<std::path::PathBuf>,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -325,6 +330,10 @@ impl RemoteArgs {
             max_index_entries: after.max_index_entries.or(self.max_index_entries),
             allow_insecure: self.allow_insecure || after.allow_insecure,
             max_index_age: after.max_index_age.or(self.max_index_age),
+            index_keyring: after
+                .index_keyring
+                .clone()
+                .or_else(|| self.index_keyring.clone()),
             server: ServerArgs {
                 timeout: after.server.timeout.or(self.server.timeout),
                 cacert: self
@@ -375,6 +384,13 @@ impl Globals {
                     usage!("cannot read the CA certificate {}: {e}", pem.display())
                 })?);
         }
+        let index_verifier = match &remote.index_keyring {
+            Some(file) => Some(skillcat::source::index_verifier(
+                skillcat::sign::Keyring::load(file)
+                    .map_err(|e| usage!("cannot read the index keyring {}: {e}", file.display()))?,
+            )),
+            None => None,
+        };
         Ok(Globals {
             open: skillcat::source::OpenOptions {
                 cache_dir: remote.cache.clone(),
@@ -389,6 +405,7 @@ impl Globals {
                 git_timeout: None,
                 revalidate: false,
                 max_index_age: remote.max_index_age,
+                index_verifier,
             },
             config,
             verbose,

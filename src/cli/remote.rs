@@ -60,6 +60,14 @@ pub struct ServeArgs {
     /// [default: http://ADDR/, the address listened on].
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
+    /// Publish a signed index statement (`.well-known/agent-skills/index.json.minisig`) for
+    /// the host of --url, signed with this minisign secret key (SKILLCAT_PASSWORD for an
+    /// encrypted one) when asked for, and again before it expires.
+    #[arg(long, value_name = "KEY")]
+    pub sign_index: Option<PathBuf>,
+    /// How long each signed index statement holds.
+    #[arg(long, value_name = "TIME", default_value = "168h", value_parser = parse_age, requires = "sign_index")]
+    pub index_expires: Duration,
     /// The publishing API (`--publish`).
     #[command(flatten)]
     pub publish: super::central::PublishArgs,
@@ -396,6 +404,9 @@ fn skills_word(n: usize) -> &'static str {
 
 /// `skillcat serve SOURCE [--addr HOST:PORT] [--verbose] [limits…]`
 pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
+    if a.sign_index.is_some() && a.publish.publish {
+        return Err(usage!("--sign-index is not supported with --publish yet"));
+    }
     if a.publish.publish
         && let Err(e) = super::central::prepare(&a.source)
     {
@@ -417,6 +428,14 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
                 .unwrap_or_else(|| format!("{scheme}://{local}/")),
         ),
         keyring: a.publish.keyring.as_deref(),
+    };
+    let statement = match &a.sign_index {
+        Some(key) => Some(Arc::new(serve::LiveStatement::new(index_signing(
+            key,
+            web.url.as_deref(),
+            a.index_expires,
+        )?))),
+        None => None,
     };
     let (site, _) = build_site(&a.source, web, g).await?;
     release_freed_memory();
@@ -441,7 +460,7 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
         serve::with_layers(app, a.verbose)
     } else {
         out!("Serving {n} {} on {scheme}://{local}/", skills_word(n));
-        serve::router(Arc::new(site), a.verbose)
+        serve::signed_router(Arc::new(site), a.verbose, statement)
     };
     let shutdown = serve::shutdown_signal();
     let served = match tls {
@@ -476,7 +495,7 @@ pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
         if let Some(signing) = &signing {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
             serve::write_for_export(&dir, signing, now)?;
         }
         Ok::<_, skillcat::Error>(done)

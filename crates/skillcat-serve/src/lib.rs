@@ -63,13 +63,15 @@ pub mod web;
 
 pub use api::{ApiOptions, DEFAULT_BYTES_PER_MINUTE, DEFAULT_MAX_UPLOAD, publishing_router};
 pub use export::{Exported, export};
-pub use index_statement::{INDEX_STATEMENT_PATH, IndexSigning, sign_index, write_for_export};
+pub use index_statement::{
+    INDEX_STATEMENT_PATH, IndexSigning, LiveStatement, sign_index, write_for_export,
+};
 pub use limits::{AnswerTimeout, Conn, Guarded, LimitedListener, ServeLimits, track};
 #[cfg(feature = "tls")]
 pub use server::run_app_tls;
 pub use server::{
     RangeRequest, answer, decode_path, etag_matches, parse_range, respond, router, run, run_app,
-    shutdown_signal, with_layers,
+    shutdown_signal, signed_router, with_layers,
 };
 pub use site::{
     AGENT_SKILLS_INDEX, IMMUTABLE, PageInfo, REVALIDATE, RegistryVersions, RegistryYanked,

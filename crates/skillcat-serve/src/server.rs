@@ -302,14 +302,69 @@ async fn access_log(req: Request, next: Next) -> Response {
 /// Served by [`run`], each request also moves its connection's deadline (the request timeout
 /// while it is answered, the idle timeout after); a router served otherwise ignores that.
 pub fn router(site: Arc<Site>, verbose: bool) -> Router {
+    signed_router(site, verbose, None)
+}
+
+/// [`router`], and with `statement` the signed statement of the site's index at
+/// [`INDEX_STATEMENT_PATH`](crate::INDEX_STATEMENT_PATH), signed on demand (see
+/// [`LiveStatement`](crate::LiveStatement)).
+pub fn signed_router(
+    site: Arc<Site>,
+    verbose: bool,
+    statement: Option<Arc<crate::LiveStatement>>,
+) -> Router {
     let current: crate::web::CurrentSite = {
         let site = site.clone();
         Arc::new(move || site.clone())
     };
-    let (pages, api) = crate::web::catalog_routes(Router::new(), Router::new(), current);
+    let (mut pages, api) = crate::web::catalog_routes(Router::new(), Router::new(), current);
+    if let Some(live) = statement {
+        let site = site.clone();
+        let path = format!("/{}", crate::INDEX_STATEMENT_PATH);
+        pages = pages.route(
+            &path,
+            axum::routing::get(
+                move |req: Request| async move { statement_answer(&site, &live, &req) },
+            ),
+        );
+    }
     let api = api.fallback(crate::web::api_not_found);
     let app = pages.nest("/api/v1", api).fallback(handle).with_state(site);
     with_layers(app, verbose)
+}
+
+/// The statement of `site`'s index now, answered as any file of the site (conditional
+/// requests, HEAD); 500 when it cannot be signed.
+fn statement_answer(site: &Site, live: &crate::LiveStatement, req: &Request) -> Response {
+    let Some(index) = site.get(crate::AGENT_SKILLS_INDEX) else {
+        return plain(StatusCode::NOT_FOUND, "not found\n", false);
+    };
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    match live.text(&index.body, now_ms) {
+        Ok(text) => {
+            let body = bytes::Bytes::from(text);
+            let file = SiteFile {
+                etag: format!(
+                    "\"{}\"",
+                    crate::digest::to_hex(crate::digest::sha256(&body))
+                ),
+                body,
+                content_type: "text/plain; charset=utf-8",
+                cache_control: crate::REVALIDATE,
+            };
+            respond(Some(&file), req.method() == Method::HEAD, req.headers())
+        }
+        Err(e) => {
+            eprintln!("warning: {e}");
+            plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "cannot sign the index statement\n",
+                false,
+            )
+        }
+    }
 }
 
 /// `app` with what every route of the server gets: the connection deadlines moved by each

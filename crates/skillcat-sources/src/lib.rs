@@ -70,6 +70,21 @@ impl ToSpec for Cow<'_, str> {
     }
 }
 
+/// The [`OpenOptions::index_verifier`] of a keyring: an HTTP source then uses an index only
+/// with a statement beside it that [`skillcat_sign::verify_index`] accepts now (signed by a
+/// key of `keyring` that is not revoked, for the catalog read, of the bytes served, not
+/// expired, not lower than the highest version seen).
+pub fn index_verifier(keyring: sign::Keyring) -> skillcat_core::source::IndexVerifier {
+    skillcat_core::source::IndexVerifier::new(move |c| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        sign::verify_index(c.index, c.statement, &keyring, c.catalog, now, c.highest)
+            .map(|v| v.statement.version)
+            .map_err(|e| e.to_string())
+    })
+}
+
 /// Opens a source with default options (see [`open_with`]).
 pub fn open(spec: &(impl ToSpec + ?Sized)) -> Result<Arc<dyn Source>> {
     open_with(spec, &OpenOptions::default())

@@ -815,7 +815,61 @@ pub struct OpenOptions {
     /// The longest a cached index is used without asking the server, whatever its `max-age`
     /// says (`None`: the source's default, 1 hour).
     pub max_index_age: Option<std::time::Duration>,
+    /// When set, a remote index is used only with a signed statement that this checks (a
+    /// keyring's, built by `skillcat-sources`): not tampered, not expired, not rolled back.
+    pub index_verifier: Option<IndexVerifier>,
 }
+
+/// What an [`IndexVerifier`] is given: a catalog's index and the statement published beside it.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexCheck<'a> {
+    /// The catalog (the host, and port when there is one, of the index URL).
+    pub catalog: &'a str,
+    /// The index bytes, as served.
+    pub index: &'a [u8],
+    /// The statement's text (a minisign signature, `index.json.minisig`).
+    pub statement: &'a str,
+    /// The highest version this client has seen for the catalog.
+    pub highest: Option<u64>,
+}
+
+/// Checks a remote index against its signed statement: `Ok(version)` when it holds, else why
+/// not. A callback, so that the remote sources need not know the signing crate: whoever
+/// opens them (`skillcat-sources`, from a keyring) builds it.
+#[derive(Clone)]
+pub struct IndexVerifier(std::sync::Arc<IndexCheckFn>);
+
+/// The callback an [`IndexVerifier`] holds.
+type IndexCheckFn = dyn Fn(IndexCheck<'_>) -> std::result::Result<u64, String> + Send + Sync;
+
+impl IndexVerifier {
+    /// A verifier calling `check`.
+    pub fn new(
+        check: impl Fn(IndexCheck<'_>) -> std::result::Result<u64, String> + Send + Sync + 'static,
+    ) -> IndexVerifier {
+        IndexVerifier(std::sync::Arc::new(check))
+    }
+
+    /// Checks one index: its statement's version, or why it is refused.
+    pub fn check(&self, c: IndexCheck<'_>) -> std::result::Result<u64, String> {
+        (self.0)(c)
+    }
+}
+
+impl std::fmt::Debug for IndexVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IndexVerifier(..)")
+    }
+}
+
+/// Two verifiers are equal when they are the same one (options compare by identity here).
+impl PartialEq for IndexVerifier {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for IndexVerifier {}
 
 /// What every command says of a name a source does not have — `no skill named 'NAME' in SOURCE
 /// (skills: a, b)` — with how many of its roots could not be read. The first 50 names are

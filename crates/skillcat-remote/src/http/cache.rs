@@ -249,6 +249,32 @@ impl Cache {
             .map_err(|e| Error::io(path.display().to_string(), e))
     }
 
+    /// The highest index statement version seen for `catalog`, when one was stored.
+    pub(crate) fn read_highest(&self, catalog: &str) -> Option<u64> {
+        fs::read_to_string(self.highest_path(catalog))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Stores the highest index statement version seen for `catalog`.
+    pub(crate) fn write_highest(&self, catalog: &str, version: u64) -> Result<()> {
+        let path = self.highest_path(catalog);
+        write_atomic(&self.root, &path, version.to_string().as_bytes(), true)
+            .map_err(|e| Error::io(path.display().to_string(), e))
+    }
+
+    /// Beside the index records (not a `.json`: cleaning the cache keeps it, so forgetting the
+    /// index does not forget how far it had gone).
+    fn highest_path(&self, catalog: &str) -> PathBuf {
+        let key = format!("index-statement-version:{catalog}");
+        self.root.join("index-v1").join(format!(
+            "{}.version",
+            crate::digest::to_hex(sha256(key.as_bytes()))
+        ))
+    }
+
     fn record_path(&self, url: &str) -> PathBuf {
         self.root.join("index-v1").join(format!(
             "{}.json",

@@ -70,7 +70,9 @@ pub use self::options::{
     DEFAULT_MAX_INDEX_AGE, FetchReport, FetchStatus, Freshness, HttpOptions, HttpStats,
     RemoteSkill, default_cache_dir,
 };
-use crate::source::{Detail, DocumentSink, RootRecord, Source, SourceId};
+use crate::source::{
+    Detail, DocumentSink, IndexCheck, IndexVerifier, RootRecord, Source, SourceId,
+};
 
 use crate::digest::sha256;
 use crate::document::name_key;
@@ -331,18 +333,25 @@ impl HttpSource {
             let limits = self.opts.index_limits();
             // Parsed before it is cached: a body that is not an index never enters the cache.
             let parse = |body: &Bytes, base: &Url| {
-                index::parse_index_with(body, base, &limits).map_err(|why| match why {
-                    index::IndexError::NothingUsable(reason) => Error::NothingUsable {
-                        location: redact(url),
-                        reason,
-                    },
-                    index::IndexError::Unreadable(why) => {
-                        Error::Invalid(format!("{}: {why}", redact(url)))
-                    }
-                })
+                let parsed =
+                    index::parse_index_with(body, base, &limits).map_err(|why| match why {
+                        index::IndexError::NothingUsable(reason) => Error::NothingUsable {
+                            location: redact(url),
+                            reason,
+                        },
+                        index::IndexError::Unreadable(why) => {
+                            Error::Invalid(format!("{}: {why}", redact(url)))
+                        }
+                    })?;
+                Ok((parsed, body.clone()))
             };
             match self.mutable(url, "application/json", true, parse).await {
-                Ok((index, _)) => {
+                Ok(((index, body), _)) => {
+                    // Checked on every read, from the network or the cache: a copy whose
+                    // statement has expired since is refused offline too.
+                    if let Some(verifier) = &self.opts.index_verifier {
+                        self.check_statement(url, &body, verifier).await?;
+                    }
                     for w in &index.warnings {
                         self.warn(format!("{}: {w}", redact(url)));
                     }
@@ -381,6 +390,57 @@ impl HttpSource {
             self.shown,
             misses.join("; ")
         )))
+    }
+
+    /// Refuses the index read at `index_url` unless the statement published beside it
+    /// (`index.json.minisig`) holds for it: signed by a key of the keyring, for this catalog
+    /// (the URL's host and port), of these bytes, not expired, not lower than the highest
+    /// version seen (kept in the cache, raised here).
+    async fn check_statement(
+        &self,
+        index_url: &Url,
+        index: &Bytes,
+        verifier: &IndexVerifier,
+    ) -> Result<()> {
+        let catalog = catalog_of(index_url);
+        let mut statement_url = index_url.clone();
+        statement_url.set_path(&format!("{}.minisig", index_url.path()));
+        // What was read cannot be trusted: a fault of the source (exit 1), as a certificate
+        // that does not verify is, not of the command line.
+        let refuse = |why: String| Error::NothingUsable {
+            location: format!("catalog {catalog}: the index {}", redact(index_url)),
+            reason: format!("refused: {why}"),
+        };
+        let read = self.mutable(&statement_url, "application/octet-stream", false, |b, _| {
+            Ok(b.clone())
+        });
+        let statement = match read.await {
+            Ok((b, _)) => b,
+            Err(Error::NotFound(why)) => {
+                return Err(refuse(format!(
+                    "no signed statement: {why} (an index keyring is set: one is required)"
+                )));
+            }
+            Err(e) => return Err(refuse(format!("its signed statement is unreadable: {e}"))),
+        };
+        let text = std::str::from_utf8(&statement)
+            .map_err(|_| refuse("its signed statement is not text".into()))?;
+        let cache = self.cache().await?;
+        let highest = cache.as_ref().and_then(|c| c.read_highest(&catalog));
+        let version = verifier
+            .check(IndexCheck {
+                catalog: &catalog,
+                index,
+                statement: text,
+                highest,
+            })
+            .map_err(refuse)?;
+        if let Some(c) = cache
+            && highest.is_none_or(|h| version > h)
+        {
+            blocking(move || c.write_highest(&catalog, version)).await?;
+        }
+        Ok(())
     }
 
     /// A mutable URL (an index, a v0.1 file): the cached copy when fresh or confirmed by a
@@ -979,6 +1039,15 @@ fn yanked_warning(name: &str, version: &str) -> String {
 }
 
 /// `url` without user name and password.
+/// The catalog an index URL names in a statement: its host, and its port when it has one.
+fn catalog_of(url: &Url) -> String {
+    let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
+    match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host,
+    }
+}
+
 fn without_credentials(url: &Url) -> Url {
     let mut u = url.clone();
     let _ = u.set_username("");

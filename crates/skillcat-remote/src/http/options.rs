@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::index::IndexLimits;
 use crate::archive::ArchiveLimits;
 use crate::client::{Policy, Redirects};
-use crate::source::OpenOptions;
+use crate::source::{IndexVerifier, OpenOptions};
 
 /// How an [`HttpSource`](super::HttpSource) reaches the network and where it caches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +44,9 @@ pub struct HttpOptions {
     pub ca_certificates: Vec<Vec<u8>>,
     /// How long a cached index may be used without asking the server.
     pub freshness: Freshness,
+    /// When set, the index is used only with a signed statement (`index.json.minisig` beside
+    /// it) that this accepts; the highest version seen is kept in the cache.
+    pub index_verifier: Option<IndexVerifier>,
 }
 
 /// How long a cached copy of a mutable document (an index, a v0.1 file) is used without
@@ -90,6 +93,7 @@ impl Default for HttpOptions {
             limits,
             ca_certificates: Vec::new(),
             freshness: Freshness::default(),
+            index_verifier: None,
         }
     }
 }
@@ -132,6 +136,7 @@ impl From<&OpenOptions> for HttpOptions {
                 revalidate: o.revalidate,
                 max_age_cap: o.max_index_age.unwrap_or(d.freshness.max_age_cap),
             },
+            index_verifier: o.index_verifier.clone(),
             ..d
         }
     }
