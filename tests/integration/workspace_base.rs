@@ -110,3 +110,66 @@ fn a_runtime_directory_others_may_write_in_is_not_used() {
     assert!(o.stderr.contains("refusing to use it"), "{}", o.stderr);
     assert!(empty(&p.join("squat")));
 }
+
+/// With no runtime directory the base is in the home's cache directory (`~/.cache`), a
+/// dot-entry of the home: a grant of the whole home never reaches it (a grant holding a home
+/// is carved around the home's dot-entries), so the grant is not refused as holding the
+/// workspaces — while a grant naming the cache directory itself still is.
+#[test]
+fn a_grant_of_the_home_works_when_the_workspaces_are_in_its_cache() {
+    let w = world();
+    let p = w.path();
+    std::fs::write(p.join("home/notes.txt"), "my notes\n").unwrap();
+    crate::support::write_skill(
+        &p.join("skills/reader"),
+        "---\nname: reader\ndescription: Reads the user's notes.\n---\nBody\n",
+        &[(
+            "scripts/notes.sh",
+            "#!/bin/sh\n# Read the notes.\ncat \"$1\"\n",
+            true,
+        )],
+    );
+    let home = p.join("home");
+    std::fs::write(
+        p.join("config.toml"),
+        format!(
+            "sources = []\n[sandbox]\nfs_read = [\"{}\"]\n",
+            p.display()
+        ),
+    )
+    .unwrap();
+    let run = |grant: &Path| {
+        let notes = home.join("notes.txt");
+        Skillcat::new(&[
+            "run",
+            "skills",
+            "reader",
+            "notes",
+            "--config",
+            "config.toml",
+            "--allow-read",
+            grant.to_str().unwrap(),
+            "--args",
+            notes.to_str().unwrap(),
+        ])
+        .cwd(p)
+        .env_remove("SKILLCAT_CONFIG")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("HOME", &home)
+        .env("TMPDIR", p.join("tmp"))
+        .deadline(Duration::from_secs(60))
+        .run()
+    };
+    let o = run(&home);
+    o.code(0);
+    assert_eq!(o.out().trim(), "my notes");
+    assert!(
+        home.join(".cache/skillcat/ws").is_dir(),
+        "the workspaces are in the home's cache directory"
+    );
+    // The cache directory named by a grant is refused: that grant would reach the workspaces.
+    let o = run(&home.join(".cache"));
+    assert_ne!(o.code, 0, "{o:?}");
+    assert!(o.stderr.contains("skill workspaces"), "{}", o.stderr);
+}

@@ -445,6 +445,14 @@ mod tests {
                     Reach::ReadOnly,
                     Some(caller.join("granted"))
                 ),
+                // Missing where the script started (the caller's directory, not granted): the
+                // run's own root holds only its grants, so a file there is not found rather
+                // than refused; it is in the caller's directory, so it may be suggested.
+                (
+                    "orders.csv".into(),
+                    Reach::NotGranted,
+                    Some(caller.join("orders.csv"))
+                ),
                 // Outside the caller's directory and the grant: named, never suggested
                 // (step 26: hints by allow-list).
                 ("/usr/lib/x".into(), Reach::ReadOnly, None),

@@ -750,8 +750,26 @@ impl Runner {
         if let Ok(d) = std::fs::canonicalize(WorkspaceBase::default_dir()) {
             bases.push(d);
         }
+        // A grant holding a home reaches none of its dot-entries unless a grant names one
+        // (`home::grantable`): a base beneath one (`~/.cache/skillcat/ws`, the base without
+        // a runtime directory) is held only by what the grant reaches once carved.
+        let homes = super::home::homes();
+        let reaches = |p: &Path, base: &Path| {
+            if !base.starts_with(p) || base == p {
+                return true;
+            }
+            match super::home::grantable(p, &homes, &super::home::list_dir) {
+                Ok(carved) => carved
+                    .iter()
+                    .any(|c| base.starts_with(c) || c.starts_with(base)),
+                Err(_) => true,
+            }
+        };
         for p in grant.fs_read.iter().chain(&grant.fs_write) {
-            if let Some(base) = bases.iter().find(|b| b.starts_with(p) || p.starts_with(b)) {
+            if let Some(base) = bases
+                .iter()
+                .find(|b| (b.starts_with(p) || p.starts_with(b)) && reaches(p, b))
+            {
                 return Err(ScriptError::PolicyWidened {
                     reason: format!(
                         "granted path {} {} the skill workspaces in {}; a grant never reaches \
