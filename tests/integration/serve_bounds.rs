@@ -164,3 +164,56 @@ async fn nested_markdown_neither_stops_a_registry_nor_its_restart_nor_a_local_pu
     assert_eq!(status, 200);
     assert!(page.contains("not rendered as Markdown"));
 }
+
+/// Finding 4 of issue 49: a hyphen-joined query of repeated words was one FTS5 phrase of up
+/// to 250 terms; against 1 MB bodies it answered 500 after 31–43 s naming the registry's file
+/// (`registry /tmp/…/r.db: interrupted`), on the API and on the search page. The query is
+/// capped now (terms per query and per phrase) and a deadline interrupts SQLite from outside;
+/// whatever happens, an answer names no file of the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expensive_search_is_capped_and_its_answer_names_no_server_file() {
+    let tmp = registry_dir();
+    let dir = tmp.path();
+    let body = "word ".repeat(190_000);
+    for name in (b'a'..=b'l').map(|c| format!("big-{}", c as char)) {
+        let name = name.as_str();
+        let src = dir.join(format!("src-{name}"));
+        write_skill(&src.join(name), &doc(name, "1.0.0", &body), &[]);
+        Skillcat::new(&["registry", "publish", "r.db", src.to_str().unwrap()])
+            .cwd(dir)
+            .run()
+            .code(0);
+    }
+    let server = crate::support::serve::spawn_serve(&dir.join("r.db"), &[], Stdio::null());
+    let (mut child, _, url) = server;
+    let hostile = ["word"; 100].join("-");
+    let spaced = ["word"; 32].join(" ");
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    let shown = dir.to_str().unwrap().to_string();
+    for q in [&hostile, &spaced] {
+        for path in ["api/v1/search", "search/"] {
+            let resp = client
+                .get(format!("{url}{path}?q={}", q.replace(' ', "+")))
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            let text = resp.text().await.unwrap();
+            assert!(
+                !text.contains(&shown) && !text.contains("r.db") && !text.contains("/tmp"),
+                "{path}: {status} {}",
+                &text[..text.len().min(400)]
+            );
+            match status {
+                200 => assert!(text.contains("big-a"), "{path}: {text}"),
+                503 => assert!(text.contains("search_timeout"), "{path}: {text}"),
+                other => panic!("{path}: {other} {}", &text[..text.len().min(400)]),
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
