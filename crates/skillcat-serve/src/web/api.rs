@@ -13,7 +13,9 @@ use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Value, json};
 
-use super::pages::{layout, pager, signature_status, skill_row, version_dir_ok, versions_of};
+use super::pages::{
+    Trust, layout, pager, signature_status, skill_row, version_dir_ok, versions_of,
+};
 use super::{HTML, SiteSearch, TermSearch};
 use crate::site::{Site, SiteSkill};
 
@@ -224,6 +226,8 @@ async fn run_search(site: Arc<Site>, a: &Asked) -> Result<(Vec<SiteSkill>, usize
     .map_err(|e| SearchFailure::of(&e.to_string(), false))?
 }
 
+/// Whether a signature is kept (verified or not): the API's `signed`, kept for the clients
+/// that read it; `trust` says what the catalog checked.
 fn signed(s: &SiteSkill) -> bool {
     !s.page.signatures.is_empty() || s.signature.is_some()
 }
@@ -245,11 +249,14 @@ async fn search_api(site: Arc<Site>, raw: &str) -> Response {
             "q must hold something to search for (GET /api/v1/search?q=pdf+forms)".into(),
         );
     }
+    let web = site.web().clone();
+    let web = &web;
     match run_search(site, &a).await {
         Ok((found, total)) => {
             let results: Vec<Value> = found
                 .iter()
                 .map(|s| {
+                    let trust = Trust::of(web, s);
                     json!({
                         "name": s.name,
                         "description": s.description,
@@ -257,6 +264,8 @@ async fn search_api(site: Arc<Site>, raw: &str) -> Response {
                         "digest": s.archive_digest,
                         "skill_digest": s.manifest.digest,
                         "signed": signed(s),
+                        "trust": trust.word(),
+                        "key_id": trust.key(),
                         "url": skill_url(&s.name),
                     })
                 })
@@ -294,6 +303,7 @@ fn skill_api(site: &Site, name: &str) -> Response {
                     json!({"key_id": key, "status": status, "detail": detail, "signature": t})
                 })
                 .collect();
+            let trust = Trust::of(web, s);
             let url = match s.version.as_deref().filter(|v| version_dir_ok(v)) {
                 Some(v) => format!("{}{v}/", skill_url(name)),
                 None => skill_url(name),
@@ -311,6 +321,8 @@ fn skill_api(site: &Site, name: &str) -> Response {
                     s.archive_digest.trim_start_matches("sha256:")
                 )),
                 "signed": signed(s),
+                "trust": trust.word(),
+                "key_id": trust.key(),
                 "signatures": signatures,
                 "url": url,
             })
@@ -348,6 +360,8 @@ pub async fn search_page(site: Arc<Site>, raw: &str) -> Response {
         main.push_str(r#"<section class="hero"><h1>Search</h1><p class="lead">Type what you need done: a file format, a task, a tool.</p></section>"#);
         return html_answer(StatusCode::OK, layout("Search", root, "", &main));
     }
+    let web = site.web().clone();
+    let web = &web;
     match run_search(site, &a).await {
         Ok((found, total)) => {
             let _ = write!(
@@ -367,7 +381,7 @@ pub async fn search_page(site: Arc<Site>, raw: &str) -> Response {
             }
             main.push_str(r#"<ol class="cards">"#);
             for s in &found {
-                skill_row(&mut main, root, s);
+                skill_row(&mut main, web, root, s);
             }
             main.push_str("</ol>");
             let pages = total.div_ceil(a.limit).clamp(1, MAX_PAGE);

@@ -120,7 +120,7 @@ pub(crate) fn layout(title: &str, root: &str, query: &str, main: &str) -> String
 }
 
 /// One row of a listing (home or search).
-pub(crate) fn skill_row(out: &mut String, root: &str, s: &SiteSkill) {
+pub(crate) fn skill_row(out: &mut String, web: &WebOptions, root: &str, s: &SiteSkill) {
     let desc: String = s.description.chars().take(240).collect();
     let more = if s.description.chars().count() > 240 {
         "…"
@@ -136,7 +136,7 @@ pub(crate) fn skill_row(out: &mut String, root: &str, s: &SiteSkill) {
     if let Some(v) = &s.version {
         let _ = write!(out, r#" <span class="ver">{}</span>"#, esc(v));
     }
-    out.push_str(&signed_badge(s));
+    out.push_str(&Trust::of(web, s).badge());
     out.push_str("</div>");
     let _ = write!(out, r#"<p class="desc">{}{more}</p>"#, esc(&desc));
     if let Some((_, date)) = &s.page.published {
@@ -150,11 +150,71 @@ pub(crate) fn skill_row(out: &mut String, root: &str, s: &SiteSkill) {
     out.push_str("</li>\n");
 }
 
-fn signed_badge(s: &SiteSkill) -> String {
-    if s.page.signatures.is_empty() && s.signature.is_none() {
-        r#" <span class="badge unsigned">unsigned</span>"#.to_string()
-    } else {
-        r#" <span class="badge signed">signed</span>"#.to_string()
+/// What a catalog says of a version's signatures: the same word on every page, in the
+/// search results and in the API. Only a signature checked against the catalog's keyring
+/// (over the statement recomputed from the files, within the key's scopes) makes a version
+/// `verified`; one signed by a key the keyring does not hold, or with no keyring to check
+/// against, is `unverified`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Trust {
+    /// A signature verifies, by this key id.
+    Verified(String),
+    /// Signatures are kept, none verifies (or there is no keyring to check them against).
+    Unverified,
+    /// No signature is kept.
+    Unsigned,
+}
+
+impl Trust {
+    /// The trust of `s` under the keyring of `web`.
+    pub(crate) fn of(web: &WebOptions, s: &SiteSkill) -> Trust {
+        let texts: Vec<&String> = if s.page.signatures.is_empty() {
+            s.signature.iter().collect()
+        } else {
+            s.page.signatures.iter().collect()
+        };
+        if texts.is_empty() {
+            return Trust::Unsigned;
+        }
+        if web.keyring.is_none() {
+            return Trust::Unverified;
+        }
+        texts
+            .into_iter()
+            .find_map(|t| match signature_status(web, s, t) {
+                (status, key, _) if status == "verified" => Some(Trust::Verified(key)),
+                _ => None,
+            })
+            .unwrap_or(Trust::Unverified)
+    }
+
+    /// `verified`, `unverified` or `unsigned`.
+    pub(crate) fn word(&self) -> &'static str {
+        match self {
+            Trust::Verified(_) => "verified",
+            Trust::Unverified => "unverified",
+            Trust::Unsigned => "unsigned",
+        }
+    }
+
+    /// The key that verifies, when one does.
+    pub(crate) fn key(&self) -> Option<&str> {
+        match self {
+            Trust::Verified(k) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The badge of a listing row and a skill page (the key in its title when verified).
+    fn badge(&self) -> String {
+        let word = self.word();
+        match self.key() {
+            Some(key) => format!(
+                r#" <span class="badge {word}" title="signed by key {}">{word}</span>"#,
+                esc(key)
+            ),
+            None => format!(r#" <span class="badge {word}">{word}</span>"#),
+        }
     }
 }
 
@@ -174,7 +234,7 @@ pub(crate) fn sorted(site: &Site, sort: Sort) -> Vec<&SiteSkill> {
 }
 
 /// A page of the home listing.
-fn listing(all: &[&SiteSkill], sort: Sort, page: usize, pages: usize) -> String {
+fn listing(web: &WebOptions, all: &[&SiteSkill], sort: Sort, page: usize, pages: usize) -> String {
     let path = listing_path(sort, page);
     let root = root_of(&path);
     let n = all.len();
@@ -208,7 +268,7 @@ fn listing(all: &[&SiteSkill], sort: Sort, page: usize, pages: usize) -> String 
     }
     main.push_str(r#"<ol class="cards">"#);
     for s in all.iter().skip((page - 1) * PAGE).take(PAGE) {
-        skill_row(&mut main, &root, s);
+        skill_row(&mut main, web, &root, s);
     }
     main.push_str("</ol>\n");
     pager(&mut main, pages, page, |p| {
@@ -271,7 +331,7 @@ pub(crate) fn write_listings(site: &mut Site) {
         for page in 1..=pages {
             pages_out.push((
                 format!("{}index.html", listing_path(sort, page)),
-                listing(&all, sort, page, pages),
+                listing(site.web(), &all, sort, page, pages),
             ));
         }
     }
@@ -477,7 +537,7 @@ fn skill_page(
     if let Some(v) = &s.version {
         let _ = write!(m, r#"<span class="ver">{}</span>"#, esc(v));
     }
-    m.push_str(&signed_badge(s));
+    m.push_str(&Trust::of(web, s).badge());
     if s.page.yanked {
         m.push_str(r#" <span class="badge yanked">yanked</span>"#);
     }
