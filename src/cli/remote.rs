@@ -218,7 +218,12 @@ pub async fn search(a: SearchArgs, g: &Globals) -> CliResult {
                     "{}  {}  {}  {}",
                     safe(&r.name),
                     safe(r.version.as_deref().unwrap_or("-")),
-                    if r.signed { "signed" } else { "unsigned" },
+                    match (&r.trust, r.signed) {
+                        (Some(word), _) => safe(word),
+                        // A catalog older than the word: it says only whether one is kept.
+                        (None, true) => "signed".to_string(),
+                        (None, false) => "unsigned".to_string(),
+                    },
                     safe(&r.description)
                 );
             }

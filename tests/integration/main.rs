@@ -64,6 +64,7 @@ mod second_hour_authoring;
 mod second_hour_cli;
 mod second_hour_install;
 mod second_hour_registry;
+mod serve_bounds;
 mod signature_chain;
 mod skill_tree;
 mod source_paths;

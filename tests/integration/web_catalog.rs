@@ -899,12 +899,38 @@ fn signatures_with_and_without_a_keyring() {
     run(&["registry", "publish", "r.db", "pdf.tar.gz"]).code(0);
     let db = t.join("r.db");
 
+    // Issue 49, finding 7: a signature nobody checked is not "signed" on any page or answer:
+    // the home page, the search page, the search API, the skill API and the skill page all
+    // say the same word, and `verified` only with a keyring that verifies it (with the key).
+    let says = |url: &str, word: &str, key: Option<&str>| {
+        let badge = match key {
+            Some(k) => {
+                format!(r#"<span class="badge {word}" title="signed by key {k}">{word}</span>"#)
+            }
+            None => format!(r#"<span class="badge {word}">{word}</span>"#),
+        };
+        for page in ["", "search/?q=pdf", "skills/pdf-forms/"] {
+            let (_, _, html) = get(&format!("{url}{page}"));
+            assert!(html.contains(&badge), "{page}: {badge} not in {html}");
+            assert!(!html.contains(">signed</span>"), "{page}: {html}");
+        }
+        let (_, j) = get_json(&format!("{url}api/v1/search?q=pdf"));
+        let hit = &j["results"][0];
+        assert_eq!(
+            (&hit["trust"], &hit["key_id"]),
+            (&J::from(word), &J::from(key)),
+            "{j}"
+        );
+        let (_, j) = get_json(&format!("{url}api/v1/skills/pdf-forms"));
+        let v = &j["versions"][0];
+        assert_eq!(
+            (&v["trust"], &v["key_id"]),
+            (&J::from(word), &J::from(key)),
+            "{j}"
+        );
+    };
     let unchecked = Served::start(&db, &[]);
-    let (_, _, home) = get(&unchecked.url);
-    assert!(
-        home.contains(r#"<span class="badge signed">signed</span>"#),
-        "{home}"
-    );
+    says(&unchecked.url, "unverified", None);
     let (_, j) = get_json(&format!("{}api/v1/skills/pdf-forms", unchecked.url));
     let sig = &j["versions"][0]["signatures"][0];
     let key = sig["key_id"].as_str().unwrap().to_string();
@@ -929,9 +955,11 @@ fn signatures_with_and_without_a_keyring() {
         "{page}"
     );
     assert!(page.contains("keyring scope: pdf-*"));
+    says(&checked.url, "verified", Some(&key));
 
     let narrow = t.join("narrow.toml");
     let refused = Served::start(&db, &["--keyring", narrow.to_str().unwrap()]);
+    says(&refused.url, "unverified", None);
     let (_, j) = get_json(&format!("{}api/v1/skills/pdf-forms", refused.url));
     let sig = &j["versions"][0]["signatures"][0];
     assert_eq!(sig["status"], "not verified", "{sig}");

@@ -303,6 +303,14 @@ fn join_faults(faults: &[Fault]) -> String {
 }
 
 /// SQLite's error, with a full disk named the way the rest of the system names it.
+impl RegistryError {
+    /// Whether SQLite stopped the query (its budget ran out, or a deadline interrupted it).
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, RegistryError::Sqlite { source, .. }
+            if source.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted))
+    }
+}
+
 fn describe_sqlite(e: &rusqlite::Error) -> String {
     if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
         format!("No space left on device ({e}); the write was rolled back")

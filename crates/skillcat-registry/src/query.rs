@@ -318,6 +318,33 @@ impl Registry {
         ))
     }
 
+    /// [`search_page`](Self::search_page) stopped after `deadline` of wall time, from outside
+    /// the query: a watchdog thread calls `sqlite3_interrupt` on the connection, which also
+    /// stops FTS5 inside one step of the virtual machine, where the query's own budget (a
+    /// progress handler) is never asked. A search stopped this way is
+    /// [`RegistryError::is_interrupted`](super::RegistryError::is_interrupted).
+    pub fn search_page_within(
+        &self,
+        query: &str,
+        offset: usize,
+        limit: usize,
+        deadline: std::time::Duration,
+    ) -> Result<(Vec<SearchHit>, usize)> {
+        let handle = self.conn.get_interrupt_handle();
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            if wait.recv_timeout(deadline) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                handle.interrupt();
+            }
+        });
+        let found = self.search_page(query, offset, limit);
+        // The watchdog wakes at once and ends: an interrupt after the search is a no-op, as
+        // SQLite ignores one when no statement runs.
+        drop(done);
+        let _ = watchdog.join();
+        found
+    }
+
     /// Every version of every skill (of `name` alone when given), yanked ones included and
     /// flagged: by name (bytes), then semver order. One query, for a listing of the whole
     /// registry (a served catalog's pages).

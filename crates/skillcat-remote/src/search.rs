@@ -18,8 +18,12 @@ pub struct SearchResult {
     pub version: Option<String>,
     /// The sha256 of its archive (`sha256:…`, the index's `digest`).
     pub digest: String,
-    /// Whether a signature is kept for it.
+    /// Whether a signature is kept for it (verified or not).
     pub signed: bool,
+    /// What the catalog checked: `verified` (a signature verifies against its keyring),
+    /// `unverified` or `unsigned`; `None` from a catalog older than the word.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<String>,
     /// Its page, absolute (resolved against the catalog's address).
     pub url: String,
 }

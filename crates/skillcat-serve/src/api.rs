@@ -1078,7 +1078,7 @@ pub fn publishing_router(site: Arc<RwLock<Arc<Site>>>, opts: ApiOptions) -> Resu
     };
     let read_side = move |req: Request| {
         let site = site.read().expect("site lock").clone();
-        async move { super::server::answer(&site, &req) }
+        super::server::answer_rendered(site, req)
     };
     let (pages, catalog) = crate::web::catalog_routes(Router::new(), Router::new(), current);
     let v1 = catalog.with_state(()).merge(

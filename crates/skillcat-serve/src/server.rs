@@ -205,7 +205,32 @@ pub fn decode_path(path: &str) -> Option<String> {
 }
 
 async fn handle(State(site): State<Arc<Site>>, req: Request) -> Response {
+    answer_rendered(site, req).await
+}
+
+/// [`answer`], the page asked for rendered first in the blocking pool when it was not yet
+/// (a page's body is rendered on its first read, never on the async runtime).
+pub async fn answer_rendered(site: Arc<Site>, req: Request) -> Response {
+    if let Some(page) = page_path(&req).and_then(|p| site.unrendered(&p)) {
+        // A render that panicked is rendered again by `answer`, which then panics in turn:
+        // axum answers 500 for that request only.
+        let _ = tokio::task::spawn_blocking(move || {
+            page.file();
+        })
+        .await;
+    }
     answer(&site, &req)
+}
+
+/// The path of the site a GET of `req` reads, as [`answer`] finds it.
+fn page_path(req: &Request) -> Option<String> {
+    let path = decode_path(req.uri().path())?;
+    let path = path.strip_prefix('/').unwrap_or(&path);
+    Some(if path.is_empty() || path.ends_with('/') {
+        format!("{path}index.html")
+    } else {
+        path.to_string()
+    })
 }
 
 /// The answer of the read side to any request: a file of `site`, a CORS preflight, 404 or 405.
@@ -260,7 +285,7 @@ pub fn answer(site: &Site, req: &Request) -> Response {
         Some(found) => respond(Some(found), head, req.headers()),
         // A folder named without its `/` is sent to it (relative links then resolve as on a
         // static host, which redirects the same way).
-        None if site.get(&format!("{path}/index.html")).is_some() => {
+        None if site.contains(&format!("{path}/index.html")) => {
             let mut to = format!("{raw}/");
             if let Some(q) = req.uri().query() {
                 to.push('?');

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
@@ -270,10 +270,57 @@ pub struct PageInfo {
     pub files_withheld: bool,
 }
 
+/// A page made when it is first asked for: everything but the SKILL.md body is written as
+/// the site is built, the body (untrusted Markdown, the one costly part) is rendered on the
+/// first read, within the renderer's limits and through its cache. `serve` renders it in the
+/// blocking pool ([`Site::unrendered`]), so building or updating a site, listening and
+/// answering a publish never wait for a page.
+pub(crate) struct LazyPage {
+    make: Box<dyn Fn() -> String + Send + Sync>,
+    file: OnceLock<SiteFile>,
+}
+
+impl LazyPage {
+    /// A page whose HTML `make` gives (called once, on the first read).
+    pub(crate) fn new(make: impl Fn() -> String + Send + Sync + 'static) -> LazyPage {
+        LazyPage {
+            make: Box::new(make),
+            file: OnceLock::new(),
+        }
+    }
+
+    /// The page, rendered now if it was not yet.
+    pub(crate) fn file(&self) -> &SiteFile {
+        self.file.get_or_init(|| {
+            let body = Bytes::from((self.make)());
+            SiteFile {
+                etag: format!("\"{}\"", crate::digest::to_hex(sha256(&body))),
+                body,
+                content_type: crate::web::HTML,
+                cache_control: REVALIDATE,
+            }
+        })
+    }
+
+    fn rendered(&self) -> bool {
+        self.file.get().is_some()
+    }
+}
+
+impl fmt::Debug for LazyPage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LazyPage")
+            .field("rendered", &self.rendered())
+            .finish()
+    }
+}
+
 /// Everything a site serves, by path (no leading `/`, not percent-encoded).
 #[derive(Debug, Clone, Default)]
 pub struct Site {
     resources: BTreeMap<String, SiteFile>,
+    /// The pages rendered on their first read (a path is in one map or the other).
+    lazy: BTreeMap<String, Arc<LazyPage>>,
     skills: Vec<SiteSkill>,
     /// Each skill's entry in the v0.2.0 and in the v0.1 index, in the order of `skills`.
     entries: Vec<(Value, Value)>,
@@ -701,6 +748,7 @@ impl Site {
         cache_control: &'static str,
     ) {
         let etag = format!("\"{}\"", crate::digest::to_hex(sha256(&body)));
+        self.lazy.remove(&path);
         self.resources.insert(
             path,
             SiteFile {
@@ -732,14 +780,43 @@ impl Site {
         );
     }
 
-    /// The resource at `path` (no leading `/`, percent-decoded).
-    pub fn get(&self, path: &str) -> Option<&SiteFile> {
-        self.resources.get(path)
+    /// A page rendered on its first read ([`LazyPage`]).
+    pub(crate) fn put_lazy(&mut self, path: String, page: LazyPage) {
+        self.resources.remove(&path);
+        self.lazy.insert(path, Arc::new(page));
     }
 
-    /// Every path and its resource, in byte order of path.
+    /// The resource at `path` (no leading `/`, percent-decoded). A page not yet rendered is
+    /// rendered now (bounded; in async code, render it first in the blocking pool:
+    /// [`unrendered`](Self::unrendered)).
+    pub fn get(&self, path: &str) -> Option<&SiteFile> {
+        self.resources
+            .get(path)
+            .or_else(|| self.lazy.get(path).map(|p| p.file()))
+    }
+
+    /// Whether the site has `path`, without rendering it.
+    pub fn contains(&self, path: &str) -> bool {
+        self.resources.contains_key(path) || self.lazy.contains_key(path)
+    }
+
+    /// The page at `path` when it is still to be rendered: render it with
+    /// [`LazyPage::file`] off the async runtime, then [`get`](Self::get) finds it made.
+    pub(crate) fn unrendered(&self, path: &str) -> Option<Arc<LazyPage>> {
+        self.lazy.get(path).filter(|p| !p.rendered()).cloned()
+    }
+
+    /// Every path and its resource, in byte order of path (pages not yet rendered are
+    /// rendered: this is for `export` and tests, which want every byte).
     pub fn resources(&self) -> impl Iterator<Item = (&str, &SiteFile)> {
-        self.resources.iter().map(|(p, r)| (p.as_str(), r))
+        let mut all: Vec<(&str, &SiteFile)> = self
+            .resources
+            .iter()
+            .map(|(p, r)| (p.as_str(), r))
+            .chain(self.lazy.iter().map(|(p, l)| (p.as_str(), l.file())))
+            .collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        all.into_iter()
     }
 
     /// The skills served, in the source's order.
@@ -778,6 +855,15 @@ impl Site {
             .collect();
         for p in doomed {
             self.resources.remove(&p);
+        }
+        let doomed: Vec<String> = self
+            .lazy
+            .range(prefix.to_string()..)
+            .take_while(|(p, _)| p.starts_with(prefix))
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in doomed {
+            self.lazy.remove(&p);
         }
     }
 }

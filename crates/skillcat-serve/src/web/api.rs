@@ -2,6 +2,7 @@
 //! `/api/v1/skills/NAME`). Everything else is a page rendered into the site.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::sync::Arc;
 
 use axum::Router;
@@ -12,7 +13,9 @@ use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Value, json};
 
-use super::pages::{layout, pager, signature_status, skill_row, version_dir_ok, versions_of};
+use super::pages::{
+    Trust, layout, pager, signature_status, skill_row, version_dir_ok, versions_of,
+};
 use super::{HTML, SiteSearch, TermSearch};
 use crate::site::{Site, SiteSkill};
 
@@ -158,8 +161,51 @@ fn asked(raw: &str) -> Result<Asked, (&'static str, String)> {
     })
 }
 
+/// Why a search gave no results, as every answer says it (JSON and HTML alike): a status, a
+/// stable code and a sentence that names no file of the server. The whole error goes to the
+/// server's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SearchFailure {
+    status: StatusCode,
+    code: &'static str,
+    detail: String,
+}
+
+impl SearchFailure {
+    /// The one place a failed search becomes what a client is told.
+    fn of(cause: &str, stopped: bool) -> SearchFailure {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "skillcat serve: a search failed: {cause}"
+        );
+        if stopped {
+            SearchFailure {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                code: "search_timeout",
+                detail: format!(
+                    "the search took longer than {} s and was stopped; search for fewer or other words",
+                    super::search::SEARCH_DEADLINE.as_secs()
+                ),
+            }
+        } else {
+            SearchFailure {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                code: "internal",
+                detail: "the search failed on the server (its log says why)".into(),
+            }
+        }
+    }
+
+    fn from_error(e: &crate::Error) -> SearchFailure {
+        let stopped = e
+            .downcast_ref::<crate::registry::RegistryError>()
+            .is_some_and(|r| r.is_interrupted());
+        SearchFailure::of(&e.to_string(), stopped)
+    }
+}
+
 /// Runs a search off the runtime: the skills of this page, best first, and the total.
-async fn run_search(site: Arc<Site>, a: &Asked) -> Result<(Vec<SiteSkill>, usize), String> {
+async fn run_search(site: Arc<Site>, a: &Asked) -> Result<(Vec<SiteSkill>, usize), SearchFailure> {
     let (q, offset, limit) = (a.q.clone(), (a.page - 1) * a.limit, a.limit);
     tokio::task::spawn_blocking(move || {
         let ranker: Arc<dyn SiteSearch> = site
@@ -169,7 +215,7 @@ async fn run_search(site: Arc<Site>, a: &Asked) -> Result<(Vec<SiteSkill>, usize
             .unwrap_or_else(|| Arc::new(TermSearch));
         let (names, total) = ranker
             .search(&site, &q, offset, limit)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| SearchFailure::from_error(&e))?;
         let found = names
             .iter()
             .filter_map(|n| site.skill(n).cloned())
@@ -177,9 +223,11 @@ async fn run_search(site: Arc<Site>, a: &Asked) -> Result<(Vec<SiteSkill>, usize
         Ok((found, total))
     })
     .await
-    .map_err(|e| e.to_string())?
+    .map_err(|e| SearchFailure::of(&e.to_string(), false))?
 }
 
+/// Whether a signature is kept (verified or not): the API's `signed`, kept for the clients
+/// that read it; `trust` says what the catalog checked.
 fn signed(s: &SiteSkill) -> bool {
     !s.page.signatures.is_empty() || s.signature.is_some()
 }
@@ -201,11 +249,14 @@ async fn search_api(site: Arc<Site>, raw: &str) -> Response {
             "q must hold something to search for (GET /api/v1/search?q=pdf+forms)".into(),
         );
     }
+    let web = site.web().clone();
+    let web = &web;
     match run_search(site, &a).await {
         Ok((found, total)) => {
             let results: Vec<Value> = found
                 .iter()
                 .map(|s| {
+                    let trust = Trust::of(web, s);
                     json!({
                         "name": s.name,
                         "description": s.description,
@@ -213,6 +264,8 @@ async fn search_api(site: Arc<Site>, raw: &str) -> Response {
                         "digest": s.archive_digest,
                         "skill_digest": s.manifest.digest,
                         "signed": signed(s),
+                        "trust": trust.word(),
+                        "key_id": trust.key(),
                         "url": skill_url(&s.name),
                     })
                 })
@@ -222,11 +275,7 @@ async fn search_api(site: Arc<Site>, raw: &str) -> Response {
                 &json!({"results": results, "total": total, "page": a.page, "limit": a.limit}),
             )
         }
-        Err(e) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!("the search failed: {e}"),
-        ),
+        Err(f) => error(f.status, f.code, f.detail),
     }
 }
 
@@ -254,6 +303,7 @@ fn skill_api(site: &Site, name: &str) -> Response {
                     json!({"key_id": key, "status": status, "detail": detail, "signature": t})
                 })
                 .collect();
+            let trust = Trust::of(web, s);
             let url = match s.version.as_deref().filter(|v| version_dir_ok(v)) {
                 Some(v) => format!("{}{v}/", skill_url(name)),
                 None => skill_url(name),
@@ -271,6 +321,8 @@ fn skill_api(site: &Site, name: &str) -> Response {
                     s.archive_digest.trim_start_matches("sha256:")
                 )),
                 "signed": signed(s),
+                "trust": trust.word(),
+                "key_id": trust.key(),
                 "signatures": signatures,
                 "url": url,
             })
@@ -308,6 +360,8 @@ pub async fn search_page(site: Arc<Site>, raw: &str) -> Response {
         main.push_str(r#"<section class="hero"><h1>Search</h1><p class="lead">Type what you need done: a file format, a task, a tool.</p></section>"#);
         return html_answer(StatusCode::OK, layout("Search", root, "", &main));
     }
+    let web = site.web().clone();
+    let web = &web;
     match run_search(site, &a).await {
         Ok((found, total)) => {
             let _ = write!(
@@ -327,7 +381,7 @@ pub async fn search_page(site: Arc<Site>, raw: &str) -> Response {
             }
             main.push_str(r#"<ol class="cards">"#);
             for s in &found {
-                skill_row(&mut main, root, s);
+                skill_row(&mut main, web, root, s);
             }
             main.push_str("</ol>");
             let pages = total.div_ceil(a.limit).clamp(1, MAX_PAGE);
@@ -335,18 +389,24 @@ pub async fn search_page(site: Arc<Site>, raw: &str) -> Response {
             pager(&mut main, pages, a.page, |p| format!("?q={q}&amp;page={p}"));
             html_answer(StatusCode::OK, layout("Search", root, &a.q, &main))
         }
-        Err(e) => {
+        Err(f) => {
             let _ = write!(
                 main,
-                r#"<section class="hero"><h1>Search</h1><p class="warn">The search failed: {}</p></section>"#,
-                super::html::esc(&e)
+                r#"<section class="hero"><h1>Search</h1><p class="warn" data-code="{}">{}</p></section>"#,
+                f.code,
+                super::html::esc(&capitalized(&f.detail))
             );
-            html_answer(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                layout("Search", root, &a.q, &main),
-            )
+            html_answer(f.status, layout("Search", root, &a.q, &main))
         }
     }
+}
+
+/// `text` with its first letter upper case (a sentence on a page).
+fn capitalized(text: &str) -> String {
+    let mut c = text.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -372,5 +432,31 @@ mod tests {
             asked(&format!("q={}", "a".repeat(2000))).unwrap().q.len(),
             MAX_QUERY
         );
+    }
+}
+
+#[cfg(test)]
+mod failure_tests {
+    use super::*;
+
+    /// Whatever a search failed with, the answer names no file of the server.
+    #[test]
+    fn a_failed_search_names_no_server_file() {
+        for (cause, stopped, status) in [
+            ("registry /srv/reg.db: interrupted", true, 503),
+            (
+                "registry /srv/reg.db: database disk image is malformed",
+                false,
+                500,
+            ),
+            ("/srv/reg.db: Permission denied (os error 13)", false, 500),
+        ] {
+            let f = SearchFailure::of(cause, stopped);
+            assert_eq!(f.status.as_u16(), status);
+            assert!(
+                !f.detail.contains("/srv") && !f.detail.contains("reg.db"),
+                "{f:?}"
+            );
+        }
     }
 }

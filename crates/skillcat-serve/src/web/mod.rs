@@ -12,9 +12,10 @@
 //! GET /api/v1/skills/NAME             versions, digests, signatures
 //! ```
 //!
-//! The pages are rendered once, when the site is built or a skill of it changes, into the
-//! site's resources: `serve` answers them with the same headers as every file and `export`
-//! writes them. Every string a skill supplies is escaped (`html::esc`); its SKILL.md body
+//! The pages are made when the site is built or a skill of it changes, into the site's
+//! resources: `serve` answers them with the same headers as every file and `export` writes
+//! them. A skill page's SKILL.md body is rendered on the page's first read (`site::LazyPage`;
+//! `serve` renders it in the blocking pool), within the renderer's limits and through its cache. Every string a skill supplies is escaped (`html::esc`); its SKILL.md body
 //! is rendered from Markdown and sanitized by an allow-list (`markdown.rs`). HTML answers carry
 //! a strict Content-Security-Policy ([`PAGE_CSP`]): no script runs on any page, inline or not.
 

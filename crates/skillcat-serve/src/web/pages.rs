@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -12,7 +13,7 @@ use super::html::{esc, size, url_path};
 use super::{HTML, TEXT, WebOptions};
 use crate::capability::Capabilities;
 use crate::document::parse_document;
-use crate::site::{REVALIDATE, Site, SiteSkill};
+use crate::site::{LazyPage, REVALIDATE, Site, SiteSkill};
 
 /// Skills on one page of the home listing.
 pub const PAGE: usize = 50;
@@ -119,7 +120,7 @@ pub(crate) fn layout(title: &str, root: &str, query: &str, main: &str) -> String
 }
 
 /// One row of a listing (home or search).
-pub(crate) fn skill_row(out: &mut String, root: &str, s: &SiteSkill) {
+pub(crate) fn skill_row(out: &mut String, web: &WebOptions, root: &str, s: &SiteSkill) {
     let desc: String = s.description.chars().take(240).collect();
     let more = if s.description.chars().count() > 240 {
         "…"
@@ -135,7 +136,7 @@ pub(crate) fn skill_row(out: &mut String, root: &str, s: &SiteSkill) {
     if let Some(v) = &s.version {
         let _ = write!(out, r#" <span class="ver">{}</span>"#, esc(v));
     }
-    out.push_str(&signed_badge(s));
+    out.push_str(&Trust::of(web, s).badge());
     out.push_str("</div>");
     let _ = write!(out, r#"<p class="desc">{}{more}</p>"#, esc(&desc));
     if let Some((_, date)) = &s.page.published {
@@ -149,11 +150,71 @@ pub(crate) fn skill_row(out: &mut String, root: &str, s: &SiteSkill) {
     out.push_str("</li>\n");
 }
 
-fn signed_badge(s: &SiteSkill) -> String {
-    if s.page.signatures.is_empty() && s.signature.is_none() {
-        r#" <span class="badge unsigned">unsigned</span>"#.to_string()
-    } else {
-        r#" <span class="badge signed">signed</span>"#.to_string()
+/// What a catalog says of a version's signatures: the same word on every page, in the
+/// search results and in the API. Only a signature checked against the catalog's keyring
+/// (over the statement recomputed from the files, within the key's scopes) makes a version
+/// `verified`; one signed by a key the keyring does not hold, or with no keyring to check
+/// against, is `unverified`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Trust {
+    /// A signature verifies, by this key id.
+    Verified(String),
+    /// Signatures are kept, none verifies (or there is no keyring to check them against).
+    Unverified,
+    /// No signature is kept.
+    Unsigned,
+}
+
+impl Trust {
+    /// The trust of `s` under the keyring of `web`.
+    pub(crate) fn of(web: &WebOptions, s: &SiteSkill) -> Trust {
+        let texts: Vec<&String> = if s.page.signatures.is_empty() {
+            s.signature.iter().collect()
+        } else {
+            s.page.signatures.iter().collect()
+        };
+        if texts.is_empty() {
+            return Trust::Unsigned;
+        }
+        if web.keyring.is_none() {
+            return Trust::Unverified;
+        }
+        texts
+            .into_iter()
+            .find_map(|t| match signature_status(web, s, t) {
+                (status, key, _) if status == "verified" => Some(Trust::Verified(key)),
+                _ => None,
+            })
+            .unwrap_or(Trust::Unverified)
+    }
+
+    /// `verified`, `unverified` or `unsigned`.
+    pub(crate) fn word(&self) -> &'static str {
+        match self {
+            Trust::Verified(_) => "verified",
+            Trust::Unverified => "unverified",
+            Trust::Unsigned => "unsigned",
+        }
+    }
+
+    /// The key that verifies, when one does.
+    pub(crate) fn key(&self) -> Option<&str> {
+        match self {
+            Trust::Verified(k) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The badge of a listing row and a skill page (the key in its title when verified).
+    fn badge(&self) -> String {
+        let word = self.word();
+        match self.key() {
+            Some(key) => format!(
+                r#" <span class="badge {word}" title="signed by key {}">{word}</span>"#,
+                esc(key)
+            ),
+            None => format!(r#" <span class="badge {word}">{word}</span>"#),
+        }
     }
 }
 
@@ -173,7 +234,7 @@ pub(crate) fn sorted(site: &Site, sort: Sort) -> Vec<&SiteSkill> {
 }
 
 /// A page of the home listing.
-fn listing(all: &[&SiteSkill], sort: Sort, page: usize, pages: usize) -> String {
+fn listing(web: &WebOptions, all: &[&SiteSkill], sort: Sort, page: usize, pages: usize) -> String {
     let path = listing_path(sort, page);
     let root = root_of(&path);
     let n = all.len();
@@ -207,7 +268,7 @@ fn listing(all: &[&SiteSkill], sort: Sort, page: usize, pages: usize) -> String 
     }
     main.push_str(r#"<ol class="cards">"#);
     for s in all.iter().skip((page - 1) * PAGE).take(PAGE) {
-        skill_row(&mut main, &root, s);
+        skill_row(&mut main, web, &root, s);
     }
     main.push_str("</ol>\n");
     pager(&mut main, pages, page, |p| {
@@ -270,7 +331,7 @@ pub(crate) fn write_listings(site: &mut Site) {
         for page in 1..=pages {
             pages_out.push((
                 format!("{}index.html", listing_path(sort, page)),
-                listing(&all, sort, page, pages),
+                listing(site.web(), &all, sort, page, pages),
             ));
         }
     }
@@ -326,21 +387,29 @@ pub(crate) fn write_skill(site: &mut Site, name: &str) {
         skill_page(&web, s, body, &versions, latest.as_deref(), dir)
     };
     let mut out: Vec<(String, Bytes, &'static str)> = Vec::new();
+    let mut lazy: Vec<(String, LazyPage)> = Vec::new();
     // The skill's own page shows its latest (or, when every version is yanked, the highest).
     let main_one = site
         .skill(name)
         .cloned()
         .unwrap_or_else(|| versions[0].clone());
-    // Each version's body is rendered once, for its page and (the latest's) the skill's.
+    // Each version's body is read once, for its page and (the latest's) the skill's; it is
+    // rendered on the page's first read.
     let mut main_body = None;
+    let page_at = |s: &SiteSkill, body: &Body, dir: String| {
+        let html = page(s, body, &dir);
+        let path = format!("{dir}index.html");
+        body.lazy(html, &root_of(&dir))
+            .map(|p| (path.clone(), p))
+            .map_err(|html| (path, Bytes::from(html), HTML))
+    };
     for s in &versions {
         let dir = version_dir(s);
         let body = Body::of(s);
-        out.push((
-            format!("{dir}index.html"),
-            Bytes::from(page(s, &body, &dir)),
-            HTML,
-        ));
+        match page_at(s, &body, dir.clone()) {
+            Ok(p) => lazy.push(p),
+            Err(p) => out.push(p),
+        }
         if s.version == main_one.version {
             main_body = Some(body);
         }
@@ -353,14 +422,16 @@ pub(crate) fn write_skill(site: &mut Site, name: &str) {
     let dir = skill_dir(name);
     if version_dir(&main_one) != dir {
         let body = main_body.unwrap_or_else(|| Body::of(&main_one));
-        out.push((
-            format!("{dir}index.html"),
-            Bytes::from(page(&main_one, &body, &dir)),
-            HTML,
-        ));
+        match page_at(&main_one, &body, dir) {
+            Ok(p) => lazy.push(p),
+            Err(p) => out.push(p),
+        }
     }
     for (path, body, ctype) in out {
         site.put(path, body, ctype, REVALIDATE);
+    }
+    for (path, page) in lazy {
+        site.put_lazy(path, page);
     }
 }
 
@@ -374,27 +445,64 @@ fn document(s: &SiteSkill) -> Option<crate::document::Document> {
     parse_document(&s.files[i]).ok()
 }
 
-/// A version's document and its body rendered, the links of the body relative to the site's
-/// root (`ROOT/` stands for it until a page puts its own `../…` there).
+/// A version's document and its body (Markdown, rendered when a page showing it is first
+/// read), the links of the body relative to the site's root (`ROOT/` stands for it until a
+/// page puts its own `../…` there).
 struct Body {
     doc: Option<crate::document::Document>,
-    html: Option<String>,
+    markdown: Option<Arc<str>>,
+    files_base: Arc<str>,
+    paths: Arc<HashSet<String>>,
 }
 
 /// What stands for the page's way to the site's root in a rendered body. A body that holds
 /// the same text gets `../` in its place, which can only make a relative link of its own.
 const ROOT_MARK: &str = "{{skillcat-root}}/";
 
+/// Where the rendered body goes in a page's HTML until it is rendered. No text a skill gives
+/// can hold it: escaping drops control characters.
+const BODY_MARK: &str = "\u{0}skillcat-body\u{0}";
+
 impl Body {
     fn of(s: &SiteSkill) -> Body {
         let doc = document(s);
         let paths: HashSet<String> = s.manifest.files.iter().map(|f| f.path.clone()).collect();
-        let files_base = format!("{ROOT_MARK}{}files/", version_dir(s));
-        let html = doc
+        let markdown = doc
             .as_ref()
             .filter(|d| !d.body.trim().is_empty())
-            .map(|d| super::markdown::render(&d.body, &files_base, &paths));
-        Body { doc, html }
+            .map(|d| Arc::from(d.body.as_str()));
+        Body {
+            doc,
+            markdown,
+            files_base: format!("{ROOT_MARK}{}files/", version_dir(s)).into(),
+            paths: Arc::new(paths),
+        }
+    }
+
+    /// The page `html` (made with [`BODY_MARK`] where the body goes) as a page rendered on
+    /// its first read, at `root` from the site's root; `Err(html)` when it has no body to
+    /// render.
+    fn lazy(&self, html: String, root: &str) -> Result<LazyPage, String> {
+        let Some(markdown) = self.markdown.clone() else {
+            return Err(html);
+        };
+        let Some((before, after)) = html.split_once(BODY_MARK) else {
+            return Err(html);
+        };
+        let (before, after) = (before.to_string(), after.to_string());
+        let (files_base, paths, root) = (
+            self.files_base.clone(),
+            self.paths.clone(),
+            root.to_string(),
+        );
+        Ok(LazyPage::new(move || {
+            let body = super::markdown::render_cached(&markdown, &files_base, &paths);
+            let mut page = String::with_capacity(before.len() + body.len() + after.len());
+            page.push_str(&before);
+            page.push_str(&body.replace(ROOT_MARK, &root));
+            page.push_str(&after);
+            page
+        }))
     }
 }
 
@@ -429,7 +537,7 @@ fn skill_page(
     if let Some(v) = &s.version {
         let _ = write!(m, r#"<span class="ver">{}</span>"#, esc(v));
     }
-    m.push_str(&signed_badge(s));
+    m.push_str(&Trust::of(web, s).badge());
     if s.page.yanked {
         m.push_str(r#" <span class="badge yanked">yanked</span>"#);
     }
@@ -439,8 +547,8 @@ fn skill_page(
         m.push_str(r#"<p class="warn" role="note">This version is yanked: a bare name never installs it; it stays readable by its exact version.</p>"#);
     }
     m.push_str(r#"<div class="cols"><article class="doc" aria-labelledby="doc-h"><h2 id="doc-h" class="sr">SKILL.md</h2>"#);
-    match &body.html {
-        Some(html) => m.push_str(&html.replace(ROOT_MARK, &root)),
+    match &body.markdown {
+        Some(_) => m.push_str(BODY_MARK),
         None => m.push_str(r#"<p class="muted">This skill's SKILL.md has no body.</p>"#),
     }
     m.push_str("</article>\n<aside class=\"side\">");

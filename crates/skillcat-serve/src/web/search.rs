@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use crate::error::Result;
 use crate::registry::Registry;
@@ -83,8 +84,14 @@ impl SiteSearch for TermSearch {
     }
 }
 
+/// The wall time one registry search may take; then SQLite is interrupted from outside and
+/// the search answers `503 search_timeout`.
+pub const SEARCH_DEADLINE: Duration = Duration::from_secs(2);
+
 /// A registry's own full-text search (SQLite FTS5, bm25 over name, description and body of
-/// each skill's latest version), over a few read-only connections kept open.
+/// each skill's latest version), over a few read-only connections kept open. Its cost is
+/// capped by the query it sends (`skillcat_registry::fts_query`: terms per query and per
+/// phrase) and by [`SEARCH_DEADLINE`].
 #[derive(Debug)]
 pub struct RegistrySearch {
     path: PathBuf,
@@ -114,7 +121,7 @@ impl SiteSearch for RegistrySearch {
             Some(r) => r,
             None => Registry::open_read_only(&self.path)?,
         };
-        let found = registry.search_page(query, offset, limit);
+        let found = registry.search_page_within(query, offset, limit, SEARCH_DEADLINE);
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < 4 {
             idle.push(registry);
