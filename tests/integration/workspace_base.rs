@@ -132,10 +132,7 @@ fn a_grant_of_the_home_works_when_the_workspaces_are_in_its_cache() {
     let home = p.join("home");
     std::fs::write(
         p.join("config.toml"),
-        format!(
-            "sources = []\n[sandbox]\nfs_read = [\"{}\"]\n",
-            p.display()
-        ),
+        format!("sources = []\n[sandbox]\nfs_read = [\"{}\"]\n", p.display()),
     )
     .unwrap();
     let run = |grant: &Path| {
