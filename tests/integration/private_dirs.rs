@@ -97,3 +97,35 @@ fn config_directories_are_private_whatever_the_umask() {
     );
     assert_eq!(mode(&h.join(".config")), 0o700);
 }
+
+/// The cache of remote sources is closed to others too, whatever the umask: another user who
+/// could write there could plant an index the next `list` or `add` trusts.
+#[test]
+fn the_remote_cache_is_private_whatever_the_umask() {
+    let (mut server, _, url) = crate::support::serve::spawn_serve(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/skills")
+            .as_path(),
+        &[],
+        Stdio::null(),
+    );
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let out = under_umask_000(h, &["list", &url, "--cache", "c/remote"], "");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("csv-cleaner"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for d in [
+        "c",
+        "c/remote",
+        "c/remote/index-v1",
+        "c/remote/tmp",
+        "c/remote/blobs-v3",
+    ] {
+        assert_eq!(mode(&h.join(d)), 0o700, "{d}");
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+}

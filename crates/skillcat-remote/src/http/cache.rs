@@ -168,7 +168,7 @@ impl Cache {
         let err = |p: &Path, e| Error::io(p.display().to_string(), e);
         for sub in ["tmp", "index-v1", BLOBS] {
             let p = root.join(sub);
-            fs::create_dir_all(&p).map_err(|e| err(&p, e))?;
+            private_dirs(&p).map_err(|e| err(&p, e))?;
         }
         let lock_path = root.join(".lock");
         let lock = fs::OpenOptions::new()
@@ -288,6 +288,21 @@ pub(crate) fn blob_path(root: &Path, hash: &[u8; 32]) -> PathBuf {
     root.join(BLOBS).join(crate::digest::to_hex(hash))
 }
 
+/// Makes `dir` and its missing parents closed to others (0700 at most, whatever the umask): a
+/// cache another user could write in would let them plant an index the client then trusts.
+pub(crate) fn private_dirs(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+    }
+    #[cfg(not(unix))]
+    fs::create_dir_all(dir)
+}
+
 /// Where blobs live under the cache root (the version is in the name).
 pub(crate) const BLOBS: &str = "blobs-v3/sha256";
 
@@ -328,7 +343,7 @@ mod unnamed {
         let mut file = match open() {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                fs::create_dir_all(dir)?;
+                super::private_dirs(dir)?;
                 open()?
             }
             Err(e) if unsupported(&e) => return Ok(false),
@@ -392,7 +407,7 @@ fn write_atomic(root: &Path, dest: &Path, bytes: &[u8], replace: bool) -> io::Re
         Err(e) => return Err(e.error),
     };
     if let Some(parent) = dest.parent() {
-        fs::create_dir_all(parent)?;
+        private_dirs(parent)?;
     }
     let persisted = if replace {
         tmp.persist(dest)

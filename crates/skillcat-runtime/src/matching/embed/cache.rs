@@ -158,7 +158,13 @@ impl<E: Embedder> Cached<E> {
 
     /// Writes one segment: a temporary file renamed into place.
     async fn write_segment(&self, records: &[(&Key, &Vec<f32>)]) -> Result<(), EmbedError> {
-        tokio::fs::create_dir_all(&self.dir)
+        // Closed to others whatever the umask: vectors planted by another user would steer
+        // which skill matches.
+        let mut dirs = tokio::fs::DirBuilder::new();
+        dirs.recursive(true);
+        #[cfg(unix)]
+        dirs.mode(0o700);
+        dirs.create(&self.dir)
             .await
             .map_err(|e| cache_error(&self.dir, e))?;
         let space = self.dir.join("SPACE");
