@@ -162,6 +162,7 @@ pub(super) fn router(
     site: Site,
     local: &SocketAddr,
     tls: bool,
+    statement: Option<Arc<serve::LiveStatement>>,
 ) -> Result<axum::Router, CliError> {
     let tokens = args.tokens.clone().expect("clap requires --tokens");
     // Read once here for a start-up error that explains itself; the server re-reads it.
@@ -192,5 +193,6 @@ pub(super) fn router(
         bytes_per_minute: args.bytes_per_minute,
         audit: args.audit,
     };
-    serve::publishing_router(Arc::new(RwLock::new(Arc::new(site))), opts).map_err(|e| usage!("{e}"))
+    serve::publishing_router(Arc::new(RwLock::new(Arc::new(site))), opts, statement)
+        .map_err(|e| usage!("{e}"))
 }

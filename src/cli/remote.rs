@@ -409,9 +409,6 @@ fn skills_word(n: usize) -> &'static str {
 
 /// `skillcat serve SOURCE [--addr HOST:PORT] [--verbose] [limits…]`
 pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
-    if a.sign_index.is_some() && a.publish.publish {
-        return Err(usage!("--sign-index is not supported with --publish yet"));
-    }
     if a.publish.publish
         && let Err(e) = super::central::prepare(&a.source)
     {
@@ -457,7 +454,14 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
     }
     let n = site.skills().len();
     let app = if a.publish.publish {
-        let app = super::central::router(&a.source, &a.publish, site, &local, tls.is_some())?;
+        let app = super::central::router(
+            &a.source,
+            &a.publish,
+            site,
+            &local,
+            tls.is_some(),
+            statement,
+        )?;
         out!(
             "Serving {n} {}, publishing at /api/v1/, on {scheme}://{local}/",
             skills_word(n)

@@ -452,16 +452,43 @@ fn serve_signs_the_index_it_serves() {
     list(&other.keyring).code(1).says(&["refused", "signature"]);
     let _ = child.kill();
     let _ = child.wait();
-    // Not with the publishing API yet: said, not ignored.
-    run(&[
-        "serve",
-        &f.db,
-        "--addr",
-        "127.0.0.1:0",
-        "--sign-index",
-        &secret,
-        "--publish",
-    ])
-    .code(2)
-    .says(&["--sign-index", "--publish"]);
+    // A central registry signs the index it serves now: a publish through its API changes the
+    // index, and the statement the client fetches next signs the new one.
+    let dir = f.p.path("");
+    let token = crate::support::central::token(&dir, "ci", "*", "publish");
+    let tokens = dir.join("tokens.toml");
+    let (mut child, line, url) = crate::support::serve::spawn_serve(
+        std::path::Path::new(&f.db),
+        &[
+            "--sign-index",
+            &secret,
+            "--publish",
+            "--tokens",
+            tokens.to_str().unwrap(),
+        ],
+        std::process::Stdio::null(),
+    );
+    assert!(line.contains("publishing at /api/v1/"), "{line}");
+    let list = |keyring: &std::path::Path| {
+        let ring = keyring.to_string_lossy().to_string();
+        p.run(&["list", &url, "--cache", &f.cache, "--index-keyring", &ring])
+    };
+    let out = list(&k.keyring);
+    out.code(0);
+    assert!(out.out().contains("alpha"), "{}", out.out());
+    let src = skill(&f.p.path("central-beta"), "beta", "1.0.0", "second");
+    p.sc(&["publish", &url, &src.to_string_lossy()])
+        .env("SKILLCAT_TOKEN", &token)
+        .run()
+        .code(0);
+    let out = list(&k.keyring);
+    out.code(0);
+    assert!(
+        out.out().contains("alpha") && out.out().contains("beta"),
+        "{}",
+        out.out()
+    );
+    list(&other.keyring).code(1).says(&["refused", "signature"]);
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -1036,8 +1036,14 @@ async fn api_fallback() -> Response {
 
 /// The read side of `site` plus the publishing API; `site` is swapped for an updated one after
 /// each write. Re-reads the token file and the keyring on `SIGHUP`. Fails when either does not
-/// read.
-pub fn publishing_router(site: Arc<RwLock<Arc<Site>>>, opts: ApiOptions) -> Result<Router, String> {
+/// read. With `statement`, the signed statement of the index served now is answered at
+/// [`INDEX_STATEMENT_PATH`](crate::INDEX_STATEMENT_PATH), signed again after each write that
+/// changes the index (see [`LiveStatement`](crate::LiveStatement)).
+pub fn publishing_router(
+    site: Arc<RwLock<Arc<Site>>>,
+    opts: ApiOptions,
+    statement: Option<Arc<crate::LiveStatement>>,
+) -> Result<Router, String> {
     let tokens = Watched::new(opts.tokens.clone(), |p| {
         Tokens::load(p).map_err(|e| e.to_string())
     })?;
@@ -1080,7 +1086,11 @@ pub fn publishing_router(site: Arc<RwLock<Arc<Site>>>, opts: ApiOptions) -> Resu
         let site = site.read().expect("site lock").clone();
         super::server::answer_rendered(site, req)
     };
-    let (pages, catalog) = crate::web::catalog_routes(Router::new(), Router::new(), current);
+    let (mut pages, catalog) =
+        crate::web::catalog_routes(Router::new(), Router::new(), current.clone());
+    if let Some(live) = statement {
+        pages = super::server::statement_route(pages, live, current);
+    }
     let v1 = catalog.with_state(()).merge(
         Router::new()
             .route("/skills/{name}/{version}", put(publish))

@@ -342,20 +342,30 @@ pub fn signed_router(
         let site = site.clone();
         Arc::new(move || site.clone())
     };
-    let (mut pages, api) = crate::web::catalog_routes(Router::new(), Router::new(), current);
+    let (mut pages, api) =
+        crate::web::catalog_routes(Router::new(), Router::new(), current.clone());
     if let Some(live) = statement {
-        let site = site.clone();
-        let path = format!("/{}", crate::INDEX_STATEMENT_PATH);
-        pages = pages.route(
-            &path,
-            axum::routing::get(
-                move |req: Request| async move { statement_answer(&site, &live, &req) },
-            ),
-        );
+        pages = statement_route(pages, live, current);
     }
     let api = api.fallback(crate::web::api_not_found);
     let app = pages.nest("/api/v1", api).fallback(handle).with_state(site);
     with_layers(app, verbose)
+}
+
+/// `pages` with the route of the signed statement of the index `current` serves now, whether
+/// the site is fixed ([`signed_router`]) or swapped after each write (the publishing router).
+pub(crate) fn statement_route<S: Clone + Send + Sync + 'static>(
+    pages: Router<S>,
+    live: Arc<crate::LiveStatement>,
+    current: crate::web::CurrentSite,
+) -> Router<S> {
+    let path = format!("/{}", crate::INDEX_STATEMENT_PATH);
+    pages.route(
+        &path,
+        axum::routing::get(
+            move |req: Request| async move { statement_answer(&current(), &live, &req) },
+        ),
+    )
 }
 
 /// The statement of `site`'s index now, answered as any file of the site (conditional
