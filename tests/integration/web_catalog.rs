@@ -929,8 +929,21 @@ fn signatures_with_and_without_a_keyring() {
             "{j}"
         );
     };
+    // What a person sees: the badge as a real browser shows the home page.
+    let shown = |url: &str, badge: &str| {
+        let dom = Chromium::find().dom(url);
+        assert!(
+            dom.contains(badge),
+            "{badge} not in the DOM Chromium shows: {dom}"
+        );
+        assert!(!dom.contains(">signed</span>"), "{dom}");
+    };
     let unchecked = Served::start(&db, &[]);
     says(&unchecked.url, "unverified", None);
+    shown(
+        &unchecked.url,
+        r#"<span class="badge unverified">unverified</span>"#,
+    );
     let (_, j) = get_json(&format!("{}api/v1/skills/pdf-forms", unchecked.url));
     let sig = &j["versions"][0]["signatures"][0];
     let key = sig["key_id"].as_str().unwrap().to_string();
@@ -956,6 +969,10 @@ fn signatures_with_and_without_a_keyring() {
     );
     assert!(page.contains("keyring scope: pdf-*"));
     says(&checked.url, "verified", Some(&key));
+    shown(
+        &checked.url,
+        &format!(r#"<span class="badge verified" title="signed by key {key}">verified</span>"#),
+    );
 
     let narrow = t.join("narrow.toml");
     let refused = Served::start(&db, &["--keyring", narrow.to_str().unwrap()]);
