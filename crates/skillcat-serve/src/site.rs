@@ -788,7 +788,7 @@ impl Site {
 
     /// The resource at `path` (no leading `/`, percent-decoded). A page not yet rendered is
     /// rendered now (bounded; in async code, render it first in the blocking pool:
-    /// [`unrendered`](Self::unrendered)).
+    /// `Site::unrendered`).
     pub fn get(&self, path: &str) -> Option<&SiteFile> {
         self.resources
             .get(path)

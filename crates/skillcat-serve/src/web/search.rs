@@ -91,7 +91,7 @@ pub const SEARCH_DEADLINE: Duration = Duration::from_secs(2);
 /// A registry's own full-text search (SQLite FTS5, bm25 over name, description and body of
 /// each skill's latest version), over a few read-only connections kept open. Its cost is
 /// capped by the query it sends (`skillcat_registry::fts_query`: terms per query and per
-/// phrase) and by [`SEARCH_DEADLINE`].
+/// phrase) and by a deadline (`SEARCH_DEADLINE`, 2 s).
 #[derive(Debug)]
 pub struct RegistrySearch {
     path: PathBuf,

@@ -15,7 +15,7 @@
 //!    an unprivileged host id ([`RUN_HOST_ID`] for a root host, the host user otherwise); then
 //!    release the child through a pipe and wait for it.
 //! 5. **Child**: `PR_SET_PDEATHSIG(SIGKILL)`; wait for the release; the run's own root
-//!    ([`root`]: only the rules' paths, read rules read-only, its own procfs, the write grants'
+//!    (`root.rs`: only the rules' paths, read rules read-only, its own procfs, the write grants'
 //!    protected paths read-only, `pivot_root`); a root helper's child
 //!    `setresgid`/`setresuid` to 65534 (never root, not even inside the namespace; a non-root
 //!    helper's child is 65534 inside already); rlimits (CPU above the wall timeout, AS,
