@@ -210,7 +210,13 @@ fn open_tree(fd: &OwnedFd) -> io::Result<OwnedFd> {
     owned(r, "open_tree")
 }
 
-fn set_attr(tree: &OwnedFd, attr_set: u64, userns: Option<libc::c_int>) -> io::Result<()> {
+/// Sets `attr_set` on every mount of the detached tree `tree`, idmapped by the user namespace
+/// `userns` when given (`MOUNT_ATTR_IDMAP`).
+pub(super) fn set_attr(
+    tree: &OwnedFd,
+    attr_set: u64,
+    userns: Option<libc::c_int>,
+) -> io::Result<()> {
     let attr = MountAttr {
         attr_set,
         attr_clr: 0,

@@ -31,11 +31,11 @@ use super::work::{
     MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOVE_MOUNT_F_EMPTY_PATH, MOVE_MOUNT_T_EMPTY_PATH,
     SYS_MOVE_MOUNT, owned,
 };
+use super::idmap::set_attr;
 use super::{fstat, identity, idmap, open_no_symlinks};
 use crate::script::sandbox::{FsAccess, HelperPolicy, JoinWorkspace};
 
 const SYS_OPEN_TREE: libc::c_long = 428;
-const SYS_MOUNT_SETATTR: libc::c_long = 442;
 const OPEN_TREE_CLONE: libc::c_uint = 1;
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
 
@@ -258,7 +258,7 @@ pub(super) fn build(plan: &Plan, trees: &[idmap::Tree], fs_id: u32) -> Result<bo
                     if !e.write {
                         attr |= MOUNT_ATTR_RDONLY;
                     }
-                    set_attr(&clone, attr)
+                    set_attr(&clone, attr, None)
                         .map_err(|err| format!("binding {}: {err}", e.path.display()))?;
                     (Some(clone), *dir)
                 }
@@ -362,6 +362,7 @@ fn protect(stage: &Path, protected: &[PathBuf]) -> Result<(), String> {
                 set_attr(
                     &t,
                     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID as u64 | MOUNT_ATTR_NODEV as u64,
+                    None,
                 )
                 .map(|()| t)
             })
@@ -403,38 +404,6 @@ pub(super) fn open_tree(dirfd: libc::c_int, path: &CStr, flags: u32) -> io::Resu
         )
     };
     owned(r, "open_tree")
-}
-
-/// Sets `attr_set` on every mount of the detached tree `tree`.
-fn set_attr(tree: &OwnedFd, attr_set: u64) -> io::Result<()> {
-    #[repr(C)]
-    struct MountAttr {
-        attr_set: u64,
-        attr_clr: u64,
-        propagation: u64,
-        userns_fd: u64,
-    }
-    let attr = MountAttr {
-        attr_set,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
-    };
-    // SAFETY: a live descriptor, an empty C string and a live mount_attr of the size given.
-    let r = unsafe {
-        libc::syscall(
-            SYS_MOUNT_SETATTR,
-            tree.as_raw_fd(),
-            c"".as_ptr(),
-            (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 #[cfg(test)]
