@@ -27,11 +27,11 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::idmap::set_attr;
 use super::work::{
     MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOVE_MOUNT_F_EMPTY_PATH, MOVE_MOUNT_T_EMPTY_PATH,
     SYS_MOVE_MOUNT, owned,
 };
-use super::idmap::set_attr;
 use super::{fstat, identity, idmap, open_no_symlinks};
 use crate::script::sandbox::{FsAccess, HelperPolicy, JoinWorkspace};
 
