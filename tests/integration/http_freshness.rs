@@ -36,19 +36,11 @@ fn frozen_server(root: PathBuf) -> (String, Log) {
             let Ok(mut stream) = stream else { continue };
             let (root, seen) = (root.clone(), seen.clone());
             std::thread::spawn(move || {
-                use std::io::{BufRead, BufReader, Write};
+                use std::io::{BufReader, Write};
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut head = Vec::new();
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    if line == "\r\n" {
-                        break;
-                    }
-                    head.push(line.trim_end().to_string());
-                }
+                let Some(head) = crate::support::read_head_lines(&mut reader) else {
+                    return;
+                };
                 let path = head[0].split(' ').nth(1).unwrap_or("/").to_string();
                 let inm = head.iter().find_map(|l| {
                     let (k, v) = l.split_once(':')?;

@@ -673,19 +673,11 @@ fn hostile(routes: Vec<(String, &'static str, Vec<u8>)>, bearer: bool) -> String
             let routes = routes.clone();
             let realm = realm.clone();
             std::thread::spawn(move || {
-                use std::io::{BufRead, BufReader, Write};
+                use std::io::{BufReader, Write};
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut head = Vec::new();
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    if line == "\r\n" {
-                        break;
-                    }
-                    head.push(line.trim_end().to_string());
-                }
+                let Some(head) = crate::support::read_head_lines(&mut reader) else {
+                    return;
+                };
                 let path = head[0].split(' ').nth(1).unwrap_or("").to_string();
                 let auth = head
                     .iter()

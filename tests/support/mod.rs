@@ -137,6 +137,23 @@ pub fn copy_dir(from: &Path, to: &Path) {
     assert!(st.success(), "cp -r {} {}", from.display(), to.display());
 }
 
+/// The head of one HTTP/1.1 request read from `reader` (a blocking twin of
+/// [`read_request_head`]): its lines up to the blank one, each
+/// without its line end (the request line first); `None` when the connection ends before.
+pub fn read_head_lines(reader: &mut impl std::io::BufRead) -> Option<Vec<String>> {
+    let mut head = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return None;
+        }
+        if line == "\r\n" {
+            return Some(head);
+        }
+        head.push(line.trim_end().to_string());
+    }
+}
+
 /// A raw HTTP/1.1 response with an honest Content-Length and `Connection: close`, for the
 /// hostile servers tests write by hand.
 pub fn http_response(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
