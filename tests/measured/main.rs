@@ -5,8 +5,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
-mod redteam3_registry_file;
-mod redteam3_sandbox;
+mod registry_file;
 mod run_output;
-mod sandbox_redteam;
+mod sandbox_escapes;
+mod sandbox_supervision;
 mod sandbox_view;

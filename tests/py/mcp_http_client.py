@@ -1,6 +1,6 @@
 """The Python MCP SDK's Streamable HTTP client against `skillcat mcp --http`.
 
-Run by tests/integration/mcp_http.rs with the venv scripts/test makes (PyPI `mcp`, pinned there):
+Run by tests/integration/mcp/http.rs with the venv scripts/test makes (PyPI `mcp`, pinned there):
 
     python mcp_http_client.py URL TOKEN NEW_SKILL_DIR
 

@@ -1,4 +1,4 @@
-//! Shared by the guest tests (`tests/guest.rs` through the runtime, `tests/integration/guest_mcp.rs`
+//! Shared by the guest tests (`tests/guest.rs` through the runtime, `tests/integration/mcp/guest.rs`
 //! through `skillcat mcp`): the hostile guests of `fixtures/guest/skills/hostile` with their
 //! exact outcomes, and the check for children left behind.
 

@@ -11,7 +11,7 @@
 //! `credHelpers`) are not run: an entry that names only a helper is reported as such.
 //! Credentials are never shown: [`Credentials`]'s `Debug` hides the password.
 //!
-//! Hostile table (tests below and in `tests/integration/oci_credentials.rs`):
+//! Hostile table (tests below and in `tests/integration/sources/oci_credentials.rs`):
 //!
 //! | attempt | answer |
 //! |---|---|

@@ -986,7 +986,7 @@ async fn an_older_schema_is_migrated_by_a_read_write_open() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("old.db");
     // A registry from before the first migration: the id is set, nothing else (a file with
-    // objects of its own is no registry: tests/measured/redteam3_registry_file.rs).
+    // objects of its own is no registry: tests/measured/registry_file.rs).
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.pragma_update(None, "application_id", skillcat::registry::APPLICATION_ID)
         .unwrap();

@@ -4,7 +4,7 @@
 
 use crate::support::http_response as response;
 
-#[path = "../../benches/support/corpus.rs"]
+#[path = "../../../benches/support/corpus.rs"]
 mod corpus;
 
 use std::collections::HashMap;

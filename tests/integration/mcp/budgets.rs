@@ -27,7 +27,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::mcp_http::{
+use crate::mcp::http::{
     HttpServer, INITIALIZE, bounded, eventually, make_token, post, skills_copy, text_of,
 };
 
@@ -417,7 +417,7 @@ async fn stateless_tool_calls_take_the_run_slots_of_the_server_and_the_token() {
         assert_eq!(data["code"], "E_SKILL_MCP_BUSY", "{data}");
         assert_eq!(data["limit"], 2, "{data}");
         // Spread over sessions, the token's calls are bounded the same way.
-        let session = crate::mcp_http::connect_with(url, Some(&alice), ()).await;
+        let session = crate::mcp::http::connect_with(url, Some(&alice), ()).await;
         let data = refused(&session, "run_echo_greet").await;
         assert_eq!(data["limit"], 2, "{data}");
         let _ = session.cancel().await;

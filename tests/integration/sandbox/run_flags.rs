@@ -512,7 +512,7 @@ fn the_readme_and_help_examples_run_as_written() {
     }
 
     let readme = std::fs::read_to_string(manifest_dir().join("README.md")).unwrap();
-    let marker = "<!-- tests/integration/run_flags.rs runs these commands as written";
+    let marker = "<!-- tests/integration/sandbox/run_flags.rs runs these commands as written";
     let at = readme.find(marker).expect("README marks the example");
     let block = |from: usize, fence: &str| -> (String, usize) {
         let start = from + readme[from..].find(fence).unwrap() + fence.len();

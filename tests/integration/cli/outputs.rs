@@ -56,7 +56,7 @@ fn tags(s: &str) -> String {
 fn on_pty(args: &[&str]) -> String {
     use std::io::Read;
     use std::process::{Command, Stdio};
-    let (mut master, slave) = crate::redteam3_tty::openpty();
+    let (mut master, slave) = crate::sandbox::tty::openpty();
     // `SKILLCAT_BIN` names another build, as `support::bin` reads it.
     let bin = std::env::var_os("SKILLCAT_BIN").unwrap_or_else(|| crate::support::bin::BIN.into());
     let mut child = Command::new(bin)

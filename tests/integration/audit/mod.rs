@@ -1,0 +1,3 @@
+//! The audit: every rule through the binary and the library.
+
+mod rules;

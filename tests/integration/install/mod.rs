@@ -1,0 +1,5 @@
+//! Installing skills into agents' folders: add, install, update, remove, status, the lockfile and its interoperability with the `skills` CLI.
+
+mod commands;
+mod interop;
+mod repair;
