@@ -20,4 +20,3 @@ mod registry;
 mod sandbox;
 mod serve;
 mod sources;
-
