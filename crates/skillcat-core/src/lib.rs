@@ -17,6 +17,7 @@
 //! | [`source`] | the [`source::Source`] trait; directory and archive sources |
 //! | [`pack`] | reproducible archives of a skill |
 //! | [`compat`] | the reference validator's (`skills-ref`) API |
+//! | `testing` | the source conformance suite every store's tests run (feature `testing`) |
 //!
 //! The crates above this one, and how they fit, are drawn in `docs/architecture.md`.
 
@@ -32,6 +33,8 @@ pub mod pack;
 pub mod path;
 pub mod prompt;
 pub mod source;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod version;
 
 pub use error::{Error, Result};
