@@ -3,8 +3,8 @@
 //! declares is drawn, and inside a crate every `crate::MODULE` path (or `super::` path that
 //! reaches the crate's root) in a module names a module of a lower layer of that crate.
 //!
-//! Origin: step 19 (the workspace of layer crates); issue 50 made an undrawn module and a
-//! `super::` import fail it.
+//! Origin: step 16 (issue 21: one drawing of the layers, checked), per crate since step 19
+//! (issue 29); step 28 (issue 50) made an undrawn module and a `super::` import fail it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -2,8 +2,9 @@
 //! catalog: the directory, a tar.gz and a zip packed by the core's own writer, a plain tar and a
 //! tar.gz written by the system's `tar`, and every skill held in memory (`HeldSource`).
 //!
-//! Origin: the suite of step 3 (the pluggable stores), moved here from the integration tests'
-//! `support/conformance.rs` by issue 50 so each crate checks the stores it owns.
+//! Origin: the suite of step 2 (issue 3), moved here from the integration tests'
+//! `support/conformance.rs` by step 28 (issue 50) so each crate checks the stores it owns; the
+//! held sources are checked since then.
 
 use std::process::Command;
 use std::sync::Arc;

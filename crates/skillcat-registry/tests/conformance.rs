@@ -3,8 +3,8 @@
 //! refused with their recorded faults, and a `RegistrySource` over the file gives the valid
 //! roots' files, executable bits, digests and names.
 //!
-//! Origin: step 4 (the SQLite registry), moved here from the integration tests'
-//! `registry/local.rs` by issue 50 so the crate checks the store it owns.
+//! Origin: step 3 (issue 4: the SQLite registry), moved here from the integration tests'
+//! `registry/local.rs` by step 28 (issue 50) so the crate checks the store it owns.
 
 use skillcat_core::source::{DirOptions, DirSource};
 use skillcat_core::testing;

@@ -2,9 +2,9 @@
 //! valid skills, over a real server on 127.0.0.1 serving the site `serve` builds from the
 //! fixture catalog; and again offline, from its cache alone.
 //!
-//! Origin: the HTTP store of step 6, whose conformance ran only through the `skillcat serve`
-//! binary (`tests/integration/sources/http.rs`, which still does); run here too by issue 50 so
-//! the crate checks the store it owns. (The OCI store needs a registry program: its suite stays
+//! Origin: the HTTP store of step 4 (issue 5), whose conformance ran only through the
+//! `skillcat serve` binary (`tests/integration/sources/http.rs`, which still does); run here too
+//! by step 28 (issue 50) so the crate checks the store it owns. (The OCI store needs a registry program: its suite stays
 //! in `tests/integration/sources/oci.rs`.)
 
 use std::sync::Arc;

@@ -2,9 +2,9 @@
 //! (`skillcat_core::testing`): a directory, tarballs written by the system's `tar` (the format
 //! told by their first bytes, whatever their name), and a git repository holding the catalog.
 //!
-//! Origin: the directory and archive cases are the suite of step 3 (the pluggable stores) as
-//! the integration tests ran it through `source::open`, moved here by issue 50; the git case is
-//! new with it (the git source of step 24 had no conformance run).
+//! Origin: the directory and archive cases are the suite of step 2 (issue 3) as the
+//! integration tests ran it through `source::open`, moved here by step 28 (issue 50); the git
+//! case is new with it (the git source of step 10, issue 15, had no conformance run).
 
 use std::path::Path;
 use std::process::Command;

@@ -3,6 +3,8 @@
 //! packed by skillcat's own writer and by the system's `tar`, runs in
 //! `crates/skillcat-core/tests/conformance.rs`, and through `open` in
 //! `crates/skillcat-sources/tests/conformance.rs`.)
+//!
+//! Origin: step 2 (issue 3); its conformance runs moved to the crates by step 28 (issue 50).
 
 use skillcat::archive::{ArchiveKind, ArchiveLimits};
 use skillcat::pack::{PackEntry, write_tar_gz, write_zip};

@@ -2,6 +2,8 @@
 //! through a `RegistrySource`, digests agreeing with the directory and tarball sources,
 //! immutability, semver order and yanking, hostile search text, keyring-required publishing,
 //! schema versions, corruption, and crash safety under `SIGKILL`.
+//!
+//! Origin: step 3 (issue 4: the SQLite registry).
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,9 @@
 //! The directory source: tree bounds and symlink containment (its conformance suite runs in
 //! `crates/skillcat-core/tests/conformance.rs`, and through `open` in
 //! `crates/skillcat-sources/tests/conformance.rs`).
+//!
+//! Origin: step 1 (issue 2: the directory source); its conformance runs moved to the crates by step
+//! 28 (issue 50).
 
 use skillcat::source::{self, DirOptions, DirSource, Source};
 

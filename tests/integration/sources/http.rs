@@ -1,6 +1,8 @@
 //! The HTTP source against real local servers on 127.0.0.1:0: the conformance suite through
 //! `skillcat serve` and through a static export, the cache (warm runs, offline, corruption,
 //! eight processes at once), retries, and hostile servers that lie about what they send.
+//!
+//! Origin: step 4 (issue 5: serving skills over HTTP, and the remote cache).
 
 use crate::support::http_response as response;
 

@@ -3,6 +3,8 @@
 //! without auth and once with htpasswd; artifacts built by hand with curl; skopeo reading what
 //! skillcat pushed; a hostile registry written here (flipped bytes, wrong digests, a bearer
 //! token flow); the cache, offline; and the conformance suite over each valid catalog skill.
+//!
+//! Origin: step 12 (issue 17: OCI registries).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
