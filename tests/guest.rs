@@ -2,6 +2,8 @@
 //! example, every hostile guest of `fixtures/guest/skills/hostile` with its exact outcome (the
 //! test process unharmed, no child left behind), the gate, the configuration checks, the
 //! unsafe in-process mode. Guests run confined with the `skillcat` binary as the helper.
+//!
+//! Origin: step 13 (issue 18: tier-2 guest code, confined and bounded).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

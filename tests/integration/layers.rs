@@ -1,6 +1,10 @@
 //! The layers drawn in `docs/architecture.md` are the layers the code follows: each crate
-//! depends on exactly the `skillcat-*` crates the drawing lists for it, and inside a crate every
-//! `crate::MODULE` path in a module names a module of a lower layer of that crate.
+//! depends on exactly the `skillcat-*` crates the drawing lists for it, every module a crate
+//! declares is drawn, and inside a crate every `crate::MODULE` path (or `super::` path that
+//! reaches the crate's root) in a module names a module of a lower layer of that crate.
+//!
+//! Origin: step 16 (issue 21: one drawing of the layers, checked), per crate since step 19
+//! (issue 29); step 28 (issue 50) made an undrawn module and a `super::` import fail it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -12,6 +16,8 @@ const MARKER: &str = "<!-- tests/integration/layers.rs reads the next block";
 struct Layer {
     /// Module → layer inside the crate (0 at the bottom).
     modules: BTreeMap<String, usize>,
+    /// Module → its knot (`a + b`: modules that import each other, drawn as one), if any.
+    knots: BTreeMap<String, String>,
     /// The `skillcat-*` crates it depends on, full names.
     deps: BTreeSet<String>,
     /// The drawing's order, top first.
@@ -44,15 +50,21 @@ fn crates(doc: &str) -> BTreeMap<String, Layer> {
             .unwrap_or_else(|| panic!("a crate line without modules: {line:?}"));
         let layers: Vec<&str> = modules.trim().split(" / ").collect();
         let mut map = BTreeMap::new();
+        let mut knots = BTreeMap::new();
         for (i, layer) in layers.iter().enumerate() {
-            for module in layer.split(" · ") {
-                let module = module.trim();
-                assert!(!module.is_empty(), "an empty module in {line:?}");
-                assert!(
-                    map.insert(module.to_string(), layers.len() - 1 - i)
-                        .is_none(),
-                    "{module} is listed twice in {name}"
-                );
+            for item in layer.split(" · ") {
+                let knot: Vec<&str> = item.split(" + ").map(str::trim).collect();
+                for module in &knot {
+                    assert!(!module.is_empty(), "an empty module in {line:?}");
+                    assert!(
+                        map.insert(module.to_string(), layers.len() - 1 - i)
+                            .is_none(),
+                        "{module} is listed twice in {name}"
+                    );
+                    if knot.len() > 1 {
+                        knots.insert(module.to_string(), item.trim().to_string());
+                    }
+                }
             }
         }
         let deps = deps
@@ -61,6 +73,7 @@ fn crates(doc: &str) -> BTreeMap<String, Layer> {
             .collect();
         let layer = Layer {
             modules: map,
+            knots,
             deps,
             order,
         };
@@ -138,16 +151,106 @@ fn imported_modules(code: &str) -> BTreeSet<String> {
     }
     // `crate::{a, b::c}` names several.
     for (i, _) in code.match_indices("crate::{") {
-        let rest = &code[i + 8..];
-        let end = rest.find('}').unwrap_or(rest.len());
-        for part in rest[..end].split(',') {
-            let name: String = part
-                .trim()
+        out.extend(group_heads(&code[i + 8..]));
+    }
+    out
+}
+
+/// The first name of each part of a `use` group, `rest` following its `{`: `a, b::{C, d}, E}`
+/// gives `a`, `b` (and `E`, which no module is named).
+fn group_heads(rest: &str) -> Vec<String> {
+    let mut heads = Vec::new();
+    let mut depth = 0;
+    let mut start = true;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => start = true,
+            c if start && !c.is_whitespace() => {
+                start = false;
+                let name: String = rest[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    heads.push(name);
+                }
+            }
+            _ => {}
+        }
+    }
+    heads
+}
+
+/// Every top-level module named by a `super::` path in `code` that reaches the crate's root:
+/// one `super::` in `src/a.rs` or `src/a/mod.rs`, two in `src/a/b.rs`. (`depth` is the file's:
+/// 1 for those two; an inline module is not seen, so `super::x` in a file's `mod tests` is
+/// read as the crate's `x`, which it names whenever that is a module of the crate.)
+fn super_modules(code: &str, depth: usize) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    if depth == 0 {
+        return out;
+    }
+    for (i, _) in code.match_indices("super::") {
+        let before = code[..i].chars().last();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let mut rest = &code[i..];
+        let mut count = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            rest = r;
+            count += 1;
+        }
+        if count != depth {
+            continue;
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            out.extend(group_heads(group));
+        } else {
+            let name: String = rest
                 .chars()
                 .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
                 .collect();
             if !name.is_empty() {
                 out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// The modules a crate's root declares (`mod NAME;` in `src/lib.rs` or `src/main.rs`, whatever
+/// its visibility and `#[cfg]`); inline modules (`mod x { … }`) are part of the root's file.
+fn declared_modules(src: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for root in ["lib.rs", "main.rs"] {
+        let Ok(text) = std::fs::read_to_string(src.join(root)) else {
+            continue;
+        };
+        for line in code_of(&text).lines() {
+            let mut line = line.trim();
+            // `#[cfg(test)] mod x;` on one line.
+            while line.starts_with("#[") {
+                match line.find(']') {
+                    Some(end) => line = line[end + 1..].trim_start(),
+                    None => break,
+                }
+            }
+            if let Some(rest) = line.strip_prefix("pub") {
+                line = match rest.trim_start().strip_prefix('(') {
+                    Some(r) => r.split_once(')').map_or("", |(_, r)| r),
+                    None => rest,
+                }
+                .trim_start();
+            }
+            if let Some(name) = line
+                .strip_prefix("mod ")
+                .and_then(|r| r.trim().strip_suffix(';'))
+            {
+                out.insert(name.trim().to_string());
             }
         }
     }
@@ -183,12 +286,20 @@ fn check_crate(crate_name: &str, layer: &Layer, src: &Path, problems: &mut Vec<S
         seen.insert(module.clone());
         let level = layer.modules[&module];
         let code = code_of(&std::fs::read_to_string(file).unwrap());
-        for imported in imported_modules(&code) {
+        // How many `super::` reach the root from this file (`a.rs`, `a/mod.rs`: 1).
+        let depth = rel.components().count() - usize::from(rel.ends_with("mod.rs"));
+        let mut imports = imported_modules(&code);
+        imports.extend(super_modules(&code, depth));
+        for imported in imports {
             // A name the crate does not list is one of its own submodules or a crate below,
             // named through its `pub(crate) use` block: Cargo keeps those in order.
             let Some(&l) = layer.modules.get(&imported) else {
                 continue;
             };
+            let knot = layer.knots.get(&module);
+            if knot.is_some() && knot == layer.knots.get(&imported) {
+                continue;
+            }
             if imported != module && l >= level {
                 problems.push(format!(
                     "{} (`{module}`, layer {level} of {crate_name}) imports `{imported}` (layer {l}): {}",
@@ -196,6 +307,13 @@ fn check_crate(crate_name: &str, layer: &Layer, src: &Path, problems: &mut Vec<S
                     if l == level { "same layer" } else { "a layer above" }
                 ));
             }
+        }
+    }
+    for declared in declared_modules(src) {
+        if !layer.modules.contains_key(&declared) {
+            problems.push(format!(
+                "docs/architecture.md does not list `{declared}`, a module {crate_name} declares"
+            ));
         }
     }
     for listed in layer.modules.keys() {
@@ -300,5 +418,114 @@ fn the_checker_sees_an_upward_import_and_a_dependency_not_drawn() {
     assert_eq!(
         deps,
         BTreeSet::from(["skillcat-core".to_string(), "skillcat-sign".to_string()])
+    );
+}
+
+/// Every module a crate declares must be drawn (issue 50): a module missing from the block was
+/// silently left out of the check, so its imports went unchecked and the page was not true.
+#[test]
+fn the_checker_sees_a_module_the_drawing_does_not_list() {
+    let drawn = crates(&format!(
+        "{MARKER} -->\n```text\nskillcat-a   source / path   →\n```\n"
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("lib.rs"),
+        "pub mod path;\npub mod source;\n#[cfg(test)]\nmod stray;\nmod inline {\n}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("path.rs"), "").unwrap();
+    std::fs::write(dir.path().join("source.rs"), "use crate::path::RelPath;\n").unwrap();
+    std::fs::write(dir.path().join("stray.rs"), "use crate::source::Source;\n").unwrap();
+    let mut problems = Vec::new();
+    check_crate(
+        "skillcat-a",
+        &drawn["skillcat-a"],
+        dir.path(),
+        &mut problems,
+    );
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].contains("`stray`") && problems[0].contains("does not list"),
+        "{problems:?}"
+    );
+}
+
+/// A module names its siblings through `super::` as often as through `crate::` (`use
+/// super::session::Session` in a top-level module is `crate::session`): both are imports.
+#[test]
+fn the_checker_reads_super_paths_that_reach_the_crate_root() {
+    let drawn = crates(&format!(
+        "{MARKER} -->\n```text\nskillcat-a   source / path   →\n```\n"
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("lib.rs"),
+        "pub mod path;\npub mod source;\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("path")).unwrap();
+    std::fs::create_dir(dir.path().join("source")).unwrap();
+    // Upward, from a top-level file and from a submodule two levels down.
+    std::fs::write(
+        dir.path().join("path/mod.rs"),
+        "mod rules;\nuse super::{source::Source, path};\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("path/rules.rs"),
+        "use super::super::source;\n",
+    )
+    .unwrap();
+    // Not the root: `super::path` in `source/dir.rs` is `source::path`, a submodule.
+    std::fs::write(dir.path().join("source/mod.rs"), "mod dir;\nmod path;\n").unwrap();
+    std::fs::write(dir.path().join("source/path.rs"), "").unwrap();
+    std::fs::write(dir.path().join("source/dir.rs"), "use super::path::X;\n").unwrap();
+    let mut problems = Vec::new();
+    check_crate(
+        "skillcat-a",
+        &drawn["skillcat-a"],
+        dir.path(),
+        &mut problems,
+    );
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems.iter().all(|p| p.contains("imports `source`")),
+        "{problems:?}"
+    );
+}
+
+/// Two modules that import each other are drawn as one knot (`site + web`): they may name each
+/// other, and every other rule holds for both.
+#[test]
+fn a_knot_may_import_itself_and_nothing_above() {
+    let drawn = crates(&format!(
+        "{MARKER} -->\n```text\nskillcat-a   api / site + web · limits   →\n```\n"
+    ));
+    let a = &drawn["skillcat-a"];
+    assert_eq!(
+        (a.modules["site"], a.modules["web"], a.modules["api"]),
+        (0, 0, 1)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("site.rs"), "use crate::web::Page;\n").unwrap();
+    std::fs::write(
+        dir.path().join("web.rs"),
+        "use super::{site::Site, limits};\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("limits.rs"), "use crate::site::Site;\n").unwrap();
+    std::fs::write(dir.path().join("api.rs"), "use crate::{site, web};\n").unwrap();
+    let mut problems = Vec::new();
+    check_crate("skillcat-a", a, dir.path(), &mut problems);
+    // web → limits is its own layer; limits → site is not in the knot.
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems[0].contains("web.rs") && problems[0].contains("imports `limits`"),
+        "{problems:?}"
+    );
+    assert!(
+        problems[1].contains("limits.rs") && problems[1].contains("imports `site`"),
+        "{problems:?}"
     );
 }

@@ -2,6 +2,8 @@
 //! (48 MB of JSON once escaped) and returns 1 MiB of them. Before the budget, `skillcat run`
 //! printed 55,446,526 bytes and peaked at 194,724 KiB; now the model reads at most the output
 //! cap, and the host never holds the whole flood.
+//!
+//! Origin: step 26 (issue 48: containment by construction, round 4).
 
 #![cfg(target_os = "linux")]
 

@@ -1,10 +1,9 @@
-//! Shared test support: the source conformance suite, running the real binary, and skill
-//! directories confined scripts can reach.
+//! Shared test support: running the real binary, and skill directories confined scripts can
+//! reach. (The source conformance suite ships in the core: `skillcat_core::testing`.)
 #![allow(dead_code)]
 
 pub mod bin;
 pub mod central;
-pub mod conformance;
 pub mod guest;
 pub mod lab;
 pub mod project;

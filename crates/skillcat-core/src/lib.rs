@@ -17,6 +17,9 @@
 //! | [`source`] | the [`source::Source`] trait; directory and archive sources |
 //! | [`pack`] | reproducible archives of a skill |
 //! | [`compat`] | the reference validator's (`skills-ref`) API |
+//! | [`error`] | the library's one error type |
+//! | [`version`] | the one order of versions |
+//! | `testing` | the source conformance suite every store's tests run (feature `testing`) |
 //!
 //! The crates above this one, and how they fit, are drawn in `docs/architecture.md`.
 
@@ -32,6 +35,8 @@ pub mod pack;
 pub mod path;
 pub mod prompt;
 pub mod source;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod version;
 
 pub use error::{Error, Result};

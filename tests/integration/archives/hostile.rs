@@ -1,6 +1,8 @@
 //! Hostile archives: one named case per rule, each building its archive bytes here, asserting
 //! the specific `ArchiveError` and that nothing but the archive exists in its temp dir after
 //! it was read. Then the archives that must be accepted.
+//!
+//! Origin: step 2 (issue 3: archives, the skill digest, packs and signatures).
 
 use std::io::Write;
 use std::path::Path;

@@ -2,6 +2,8 @@
 //! signatures made by either side verify on the other, and tampering fails on both.
 //!
 //! Needs `minisign` on PATH (CI installs it); without it each test says so and passes.
+//!
+//! Origin: step 2 (issue 3: archives, the skill digest, packs and signatures).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -1,6 +1,8 @@
 //! Signatures follow the skill: `pack --sign` → `registry publish` → `serve` → `verify URL`
 //! closes with a real server on 127.0.0.1, and one byte changed in the served archive or in
 //! the signature makes `verify` exit 1. The keyring is made with `trust add`, not by hand.
+//!
+//! Origin: step 9 (issue 14: the first hour of a real user; signatures follow the skill).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -1,7 +1,10 @@
-//! The archive source passes, over tarballs and zips, the conformance suite on the fixture catalog, packed by
-//! skillcat's own writer and by the system's `tar`; digests agree across three sources.
-
-use std::process::Command;
+//! The archive source: a one-skill archive is the skill itself, and the fixture catalog gives
+//! the same digests as a directory, a tarball and a zip. (Its conformance suite, over archives
+//! packed by skillcat's own writer and by the system's `tar`, runs in
+//! `crates/skillcat-core/tests/conformance.rs`, and through `open` in
+//! `crates/skillcat-sources/tests/conformance.rs`.)
+//!
+//! Origin: step 2 (issue 3); its conformance runs moved to the crates by step 28 (issue 50).
 
 use skillcat::archive::{ArchiveKind, ArchiveLimits};
 use skillcat::pack::{PackEntry, write_tar_gz, write_zip};
@@ -11,7 +14,7 @@ use skillcat::source::{self, ArchiveSource, DirOptions, DirSource, Source, Sourc
 /// Every file of every root of the catalog, as archive entries under `root/`.
 async fn catalog_entries() -> Vec<PackEntry> {
     let dir = DirSource::open(
-        &crate::support::conformance::catalog_dir(),
+        &skillcat_core::testing::catalog_dir(),
         DirOptions::default(),
     )
     .unwrap();
@@ -30,62 +33,9 @@ async fn catalog_entries() -> Vec<PackEntry> {
 }
 
 #[tokio::test]
-async fn tar_gz_source_passes_the_conformance_suite() {
-    let mut bytes = Vec::new();
-    write_tar_gz(&catalog_entries().await, &mut bytes).unwrap();
-    let src = ArchiveSource::from_bytes(
-        ArchiveKind::TarGz,
-        "catalog.tar.gz",
-        &bytes,
-        ArchiveLimits::default(),
-    )
-    .unwrap();
-    crate::support::conformance::check_source(&src).await;
-}
-
-#[tokio::test]
-async fn zip_source_passes_the_conformance_suite() {
-    let mut cur = std::io::Cursor::new(Vec::new());
-    write_zip(&catalog_entries().await, &mut cur).unwrap();
-    let src = ArchiveSource::from_bytes(
-        ArchiveKind::Zip,
-        "catalog.zip",
-        cur.get_ref(),
-        ArchiveLimits::default(),
-    )
-    .unwrap();
-    crate::support::conformance::check_source(&src).await;
-}
-
-/// `tar -C catalog -czf x.tar.gz .` writes `./`-prefixed paths and directory entries; the same
-/// skills must come out, through `open()` picking the format by magic bytes.
-#[tokio::test]
-async fn system_tar_archives_pass_too() {
-    let tmp = tempfile::tempdir().unwrap();
-    for (name, flags) in [
-        ("c.tar.gz", "-czf"),
-        ("c.tar", "-cf"),
-        ("mislabelled.zip", "-czf"),
-    ] {
-        let out = tmp.path().join(name);
-        let status = Command::new("tar")
-            .arg("-C")
-            .arg(crate::support::conformance::catalog_dir())
-            .arg(flags)
-            .arg(&out)
-            .arg(".")
-            .status()
-            .expect("tar runs");
-        assert!(status.success());
-        let src = source::open(out.to_str().unwrap()).unwrap();
-        crate::support::conformance::check_source(&*src).await;
-    }
-}
-
-#[tokio::test]
 async fn one_skill_archive_is_the_skill_itself() {
     let dir = DirSource::open(
-        &crate::support::conformance::catalog_dir().join("alpha"),
+        &skillcat_core::testing::catalog_dir().join("alpha"),
         DirOptions::default(),
     )
     .unwrap();
@@ -129,7 +79,7 @@ async fn digests_agree_across_directory_tarball_and_zip() {
     let sources: Vec<Box<dyn Source>> = vec![
         Box::new(
             DirSource::open(
-                &crate::support::conformance::catalog_dir(),
+                &skillcat_core::testing::catalog_dir(),
                 DirOptions::default(),
             )
             .unwrap(),

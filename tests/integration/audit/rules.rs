@@ -1,6 +1,8 @@
 //! `skillcat audit`: one hostile skill per rule, each finding asserted with its rule, severity,
 //! path and line; the bundled fixtures have no high finding; exit codes; `--min-severity` and
 //! `--fail-on`; the SARIF log's shape; hidden and control characters escaped in the output.
+//!
+//! Origin: step 22 (issue 32: audit before trust).
 
 use std::path::Path;
 

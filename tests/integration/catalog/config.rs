@@ -1,4 +1,6 @@
 //! The configuration file: the full example, strict errors with key and line, defaults.
+//!
+//! Origin: step 5 (issue 6: catalog, configuration, capabilities and matching).
 
 use std::path::{Path, PathBuf};
 

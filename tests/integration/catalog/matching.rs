@@ -1,6 +1,8 @@
 //! Matching: `skillcat match` through the real binary (ranking, JSON, the labelled-set floor),
 //! the tokeniser through the public API, and the embedding providers and their cache against a
 //! fake provider on 127.0.0.1:0 that counts every request.
+//!
+//! Origin: step 5 (issue 6: catalog, configuration, capabilities and matching).
 
 use std::io::Read;
 use std::net::SocketAddr;

@@ -1,6 +1,6 @@
 //! The catalog: precedence, configuration, matching and the prompt's budget.
 
-mod precedence;
 mod config;
 mod matching;
+mod precedence;
 mod prompt_budget;

@@ -1,5 +1,7 @@
 //! The catalog: precedence and shadowing, lookup, forgiving loads, lazy single loading, reload,
 //! trust flags and the prompt block.
+//!
+//! Origin: step 5 (issue 6: catalog, configuration, capabilities and matching).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

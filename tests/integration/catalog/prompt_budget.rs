@@ -2,6 +2,8 @@
 //! description shown says something (whole, or at least 100 characters cut at a word), the
 //! skills left out are the last by precedence then name, and the report is a summary with the
 //! full list behind `--verbose`.
+//!
+//! Origin: step 9 (issue 14: the first hour of a real user; the prompt's budget policy).
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -3,6 +3,9 @@
 //!
 //! Every run goes through [`run`], which kills the child after a deadline (no test can hang) and
 //! fails on any panic message on stderr.
+//!
+//! Origin: step 1 (issue 2: the read-side commands) and step 2 (issue 3: the distribution
+//! commands).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

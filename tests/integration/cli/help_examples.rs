@@ -2,6 +2,8 @@
 //! checkout (the crate directory): a new user tries exactly those first. Commands whose example
 //! writes files run in a copy of the fixtures; long-running servers (`serve`, `mcp`) and
 //! examples that need what an earlier one wrote are checked for their command name only.
+//!
+//! Origin: step 9 (issue 14: the first hour of a real user).
 
 use crate::support::bin::{Skillcat, manifest_dir, run};
 

@@ -1,6 +1,9 @@
 //! Commands that write files refuse an output whose directory does not exist: exit 2, the
 //! directory named, nothing written. Text from a skill is shown to people with its hidden
 //! characters escaped.
+//!
+//! Origin: step 9 (issue 14: exit codes everywhere), closed with step 16 (issue 21: text for people
+//! escaped).
 
 use crate::support::bin::run;
 

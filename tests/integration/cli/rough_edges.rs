@@ -1,6 +1,8 @@
 //! The small things that decide whether people keep the tool: a plain file is the same fault
 //! to every command, a path that steps out and back in is read as documented, an invalid skill
 //! is not signed by accident, and an empty configured catalog says where it looked.
+//!
+//! Origin: step 9 (issue 14: the first hour of a real user).
 
 use std::path::Path;
 

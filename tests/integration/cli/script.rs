@@ -1,4 +1,6 @@
 //! `skillcat tools` and `skillcat run`: the command line over the script runner.
+//!
+//! Origin: step 6 (issue 7: script tools and confined execution).
 
 #![cfg(target_os = "linux")]
 

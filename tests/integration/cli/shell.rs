@@ -1,4 +1,6 @@
 //! `skillcat completions SHELL` and `skillcat man DIR` through the real binary.
+//!
+//! Origin: step 9 (issue 14: the first hour of a real user).
 
 use crate::support::bin::run;
 

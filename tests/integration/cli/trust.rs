@@ -7,6 +7,8 @@
 //! Every run goes through [`spawn`]/[`Running::wait`], which kills the child after a deadline
 //! (no test can hang), fails on a panic message or a signal, and never passes the test
 //! process's own `SKILLCAT_PASSWORD` on.
+//!
+//! Origin: step 2 (issue 3: archives, signatures and the distribution commands).
 
 use std::collections::BTreeSet;
 use std::io::Write;

@@ -1,5 +1,7 @@
 //! Regression tests for what fuzzing found, each named after its finding (the input is kept in
 //! the target's corpus under fuzz/corpus/, which CI replays too).
+//!
+//! Origin: step 14 (issue 19: fuzz every parser an attacker can reach).
 
 use skillcat::install::Lockfile;
 use skillcat::script::argv::{check_skill_path, parse_shebang};

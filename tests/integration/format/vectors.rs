@@ -4,6 +4,8 @@
 //! Each case is laid out in a fresh temp root exactly as written, run through the library's
 //! reference-compatible functions, and compared with what the reference returned — or, where a
 //! case names a divergence, with what skillcat must return instead.
+//!
+//! Origin: step 1 (issue 2: the core, SKILL.md and the reference validator).
 
 use std::path::{Path, PathBuf};
 

@@ -2,6 +2,8 @@
 //! source, the agents' folders, the lockfile's pins, and the guarantees — verification,
 //! atomicity (a killed install, a read-only lockfile, concurrent adds), frozen installs, drift,
 //! downgrades and signer changes, names and links that would escape.
+//!
+//! Origin: step 10 (issue 15: installing skills into agents, pinned by a lockfile).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -5,6 +5,8 @@
 //! `scripts/test` installs the CLI and sets `SKILLCAT_SKILLS_CLI` to the folder holding its
 //! `node_modules`. Without it these tests fail, naming that step; `SKILLCAT_SKIP_SKILLS_CLI=1`
 //! skips them on a machine without npm (never in CI).
+//!
+//! Origin: step 10 (issue 15: installing skills into agents, pinned by a lockfile).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

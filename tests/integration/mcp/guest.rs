@@ -1,6 +1,8 @@
 //! Guest tools through `skillcat mcp` with a real MCP client (rmcp's): the fixture skill of the
 //! agent-loop example, and every hostile guest with the same exact outcome as through the
 //! runtime, the server unharmed and no child left behind.
+//!
+//! Origin: step 13 (issue 18: tier-2 guest code, confined and bounded).
 
 #![cfg(target_os = "linux")]
 

@@ -4,6 +4,8 @@
 //!
 //! Every server listens on 127.0.0.1 (port 0, read from its stderr) with a private TMPDIR, so
 //! its workspaces can be counted; every test is bounded by a timeout.
+//!
+//! Origin: step 21 (issue 31: the MCP server over Streamable HTTP).
 
 #![cfg(target_os = "linux")]
 

@@ -2,6 +2,8 @@
 //! normal end, an error, a panic, a plain drop), workspaces disposed, untrusted skills without
 //! tools, tier-3 resources, and every error code of the module-tool wrapper. Real catalogs over
 //! real directories; script tools run confined with the `skillcat` binary as the helper.
+//!
+//! Origin: step 7 (issue 8: the agent runtime and an MCP server).
 
 #![cfg(target_os = "linux")]
 

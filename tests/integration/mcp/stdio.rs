@@ -1,6 +1,8 @@
 //! `skillcat mcp`: the real binary driven by a real MCP client (rmcp's), over stdio.
 //!
 //! Every test is bounded by a timeout, so a hang fails instead of blocking the run.
+//!
+//! Origin: step 7 (issue 8: the agent runtime and an MCP server).
 
 #![cfg(target_os = "linux")]
 

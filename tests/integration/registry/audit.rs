@@ -1,5 +1,7 @@
 //! The audit log of a registry: a write made on someone's behalf appends exactly one row in its
 //! own transaction; a write that changes nothing appends none; rows cannot be altered.
+//!
+//! Origin: step 11 (issue 16: a central registry over HTTP).
 
 use skillcat::registry::{Actor, Outcome, PublishOptions, Registry};
 use skillcat::source::{DirOptions, DirSource};

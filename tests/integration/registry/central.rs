@@ -2,6 +2,8 @@
 //! on 127.0.0.1, driven over HTTP. Each rule of the publishing API has its status and JSON
 //! error, refused requests store nothing, writes land in the index and the audit log, and the
 //! token never shows up in the server's log, an answer or the audit log.
+//!
+//! Origin: step 11 (issue 16: a central registry over HTTP).
 
 use std::path::{Path, PathBuf};
 

@@ -2,6 +2,8 @@
 //! (`serve --tls-cert/--tls-key`, `publish --cacert`, `fetch` trusting the CA), the keyring
 //! re-read while the server runs, and a token kept out of the process list, the environment of
 //! children and the server's log.
+//!
+//! Origin: step 11 (issue 16: a central registry over HTTP).
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;

@@ -1,5 +1,7 @@
 //! A central registry under concurrent, racing, interrupted and hostile use, through the real
 //! binary and a real server on 127.0.0.1: every publish lands whole or not at all.
+//!
+//! Origin: step 11 (issue 16: a central registry over HTTP).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

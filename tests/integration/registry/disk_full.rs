@@ -2,6 +2,8 @@
 //! user and mount namespace of their own by `unshare`, so no root is needed), filled by a skill
 //! too big for it mid-fetch and mid-publish. Each says "No space left on device", keeps
 //! everything it already held readable and verified, and keeps nothing partial.
+//!
+//! Origin: step 14 (issue 19: hostile input measured, the known races closed).
 #![cfg(target_os = "linux")]
 
 use std::path::{Path, PathBuf};

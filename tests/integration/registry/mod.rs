@@ -1,12 +1,12 @@
 //! Registries: the SQLite registry, the central registry's publishing API (tokens, audit, upload bounds, reliability), versions and what a served registry answers.
 
-mod local;
 mod audit;
-mod tokens;
-mod central_operations;
 mod central;
+mod central_operations;
 mod central_reliability;
-mod upload_bounds;
-mod served;
-mod versions;
 mod disk_full;
+mod local;
+mod served;
+mod tokens;
+mod upload_bounds;
+mod versions;

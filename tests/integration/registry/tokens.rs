@@ -1,6 +1,8 @@
 //! `skillcat token create|list|revoke` through the real binary: the token is printed once and
 //! only its hash is stored (0600, written whole); bad input changes nothing; revoked tokens are
 //! refused by the file's reader.
+//!
+//! Origin: step 11 (issue 16: a central registry over HTTP).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

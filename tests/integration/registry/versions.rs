@@ -2,6 +2,8 @@
 //! of a registry, yanked ones included, and a source without versions says so. Publishing
 //! versions: `--version` names one skill; a batch without versions says which need one; the
 //! served index of a registry carries each skill's published version.
+//!
+//! Origin: step 9 (issue 14: the first hour of a real user; NAME@VERSION).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -1,6 +1,8 @@
 //! Capability intersection against real directories and symbolic links: one named case per rule.
 //! (The value rules — string vs list, network, timeout, trust — are table-tested in
 //! `crates/skillcat-core/src/capability.rs`; here the same rules are checked through a parsed SKILL.md.)
+//!
+//! Origin: step 5 (issue 6: catalog, configuration, capabilities and matching).
 
 use std::path::{Path, PathBuf};
 

@@ -5,6 +5,8 @@
 //! that the host was not harmed: nothing written, read, leaked, left running or signalled.
 //! Nothing is granted unless a case says so; the session policy itself is wide open, so every
 //! denial below comes from the sandbox, not from the policy check.
+//!
+//! Origin: step 6 (issue 7: script tools and confined execution).
 
 #![cfg(target_os = "linux")]
 

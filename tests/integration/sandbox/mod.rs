@@ -1,14 +1,14 @@
 //! Confined runs: escapes, the network proxy, run flags, hints and output, the skill's own tree, workspaces, capabilities, audited runs and the terminal.
 
+mod audited_run;
+mod capability;
 mod escape;
-mod net_proxy;
-mod run_flags;
 mod hints;
+mod net_proxy;
 mod output;
+mod run_flags;
 mod script_run;
 mod skill_tree;
+pub(crate) mod tty;
 mod workspace_base;
 mod workspace_race;
-mod capability;
-mod audited_run;
-pub(crate) mod tty;

@@ -3,6 +3,8 @@
 //! 127.0.0.1 are given names by `[sandbox.resolve]`; every hostile probe is run once with the
 //! whole network (`--allow-net`), where it must get through — so each check can fail — and
 //! once with the host list, where it must not.
+//!
+//! Origin: step 23 (issue 33: network by host name).
 
 #![cfg(target_os = "linux")]
 

@@ -2,6 +2,8 @@
 //! everything a model reads of one call — a script's output, its network report, its exit
 //! status and notes, a guest's result and logs — fits the output cap (64 KiB by default), and
 //! nothing a script sends can forge a line of the host's.
+//!
+//! Origin: step 26 (issue 48: containment by construction, round 4).
 
 #![cfg(target_os = "linux")]
 

@@ -2,6 +2,8 @@
 //! `--allow-read`, `--allow-write` and `--allow-net` within the configured ceiling, relative
 //! arguments that name the caller's files, the hint after a sandbox denial, the `metadata:`
 //! spelling of capabilities, `[scripts.by_extension]`, and the README's example as written.
+//!
+//! Origin: step 9 (issue 14: the first hour of a real user).
 
 #![cfg(target_os = "linux")]
 

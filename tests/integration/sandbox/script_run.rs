@@ -1,5 +1,7 @@
 //! Script tools through the library: discovery, argv, results and error codes, the gate, the
 //! policy check, workspaces. Real processes, with the `skillcat` binary as the sandbox helper.
+//!
+//! Origin: step 6 (issue 7: script tools and confined execution).
 
 #![cfg(target_os = "linux")]
 

@@ -2,6 +2,8 @@
 //! directory above it is swapped for a symbolic link to a prepared look-alike elsewhere: every
 //! directory and file is made relative to an open descriptor (`mkdirat`, `openat` with
 //! `O_EXCL | O_NOFOLLOW`), never through a path, and removal finds the workspace the same way.
+//!
+//! Origin: step 14 (issue 19: hostile input measured, the known races closed).
 #![cfg(target_os = "linux")]
 
 use std::os::unix::fs::symlink;

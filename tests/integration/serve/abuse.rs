@@ -2,6 +2,8 @@
 //! heads that never end, a SIGTERM with a half-sent request, and `nosniff` on every answer.
 //!
 //! `SKILLCAT_TEST_BIN=/path/to/skillcat` runs these against another build.
+//!
+//! Origin: step 16 (issue 21: the HTTP server and client under abuse).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -3,6 +3,8 @@
 //! without stopping the server (the page shows it as text), a restarted server listens at
 //! once, and a search built to be expensive ends at the server's deadline with an answer that
 //! names no server file.
+//!
+//! Origin: step 27 (issue 49: hostile content and clients, round 4).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -1,6 +1,8 @@
 //! `skillcat serve` and `skillcat export` as a client sees them: the well-known indexes, ETag and
 //! 304, immutable blobs, HEAD, single ranges (206, 416), 404, the v0.1 index and its files, the
 //! access log, and an export that holds exactly what the server answers.
+//!
+//! Origin: step 4 (issue 5: serving skills over HTTP).
 
 use std::io::Read;
 use std::path::Path;

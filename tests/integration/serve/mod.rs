@@ -1,6 +1,6 @@
 //! Serving a catalog over HTTP: the server, its bounds against abuse, and the web catalog.
 
-mod http;
 mod abuse;
 mod bounds;
+mod http;
 mod web;

@@ -2,6 +2,8 @@
 //! screenshots kept under the build folder), a hostile skill whose payloads must not make the
 //! browser send a single request, the search API's ranking and refusals, the same pages and API
 //! over a registry, a directory and an HTTP source, and `skillcat search` end to end.
+//!
+//! Origin: step 20 (issue 30: a web catalog and a search API).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;

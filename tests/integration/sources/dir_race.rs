@@ -1,6 +1,8 @@
 //! The directory source reads a file in one step that cannot leave its root (`openat2` with
 //! `RESOLVE_BENEATH`): a path component swapped for a symbolic link while it is read never
 //! redirects the read outside, and a link in the middle of a path leads nowhere outside.
+//!
+//! Origin: step 14 (issue 19: hostile input measured, the known races closed).
 #![cfg(target_os = "linux")]
 
 use std::os::unix::fs::symlink;

@@ -1,6 +1,8 @@
 //! The HTTP source against real local servers on 127.0.0.1:0: the conformance suite through
 //! `skillcat serve` and through a static export, the cache (warm runs, offline, corruption,
 //! eight processes at once), retries, and hostile servers that lie about what they send.
+//!
+//! Origin: step 4 (issue 5: serving skills over HTTP, and the remote cache).
 
 use crate::support::http_response as response;
 
@@ -156,7 +158,7 @@ fn catalog_site_blocking() -> Site {
     tokio::task::block_in_place(|| {
         rt.block_on(async {
             let src = DirSource::open(
-                &crate::support::conformance::catalog_dir(),
+                &skillcat_core::testing::catalog_dir(),
                 DirOptions::default(),
             )
             .unwrap();
@@ -211,7 +213,7 @@ fn tmp_files(cache: &Path) -> usize {
 /// Digests of the valid catalog roots as the directory source gives them.
 async fn dir_digests() -> Vec<(String, String)> {
     let src = DirSource::open(
-        &crate::support::conformance::catalog_dir(),
+        &skillcat_core::testing::catalog_dir(),
         DirOptions::default(),
     )
     .unwrap();
@@ -278,15 +280,15 @@ impl Drop for Served {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_through_skillcat_serve() {
-    let served = Served::start(&crate::support::conformance::catalog_dir());
+    let served = Served::start(&skillcat_core::testing::catalog_dir());
     let cache = tempfile::tempdir().unwrap();
     let src = HttpSource::new(&served.url, opts(cache.path())).unwrap();
-    crate::support::conformance::check_valid_subset(&src).await;
+    skillcat_core::testing::check_valid_subset(&src).await;
     same_digests_as_the_directory(&src).await;
     assert!(src.warnings().is_empty(), "{:?}", src.warnings());
     // Warm and offline: the same answers from the cache alone.
     let again = HttpSource::new(&served.url, offline(cache.path())).unwrap();
-    crate::support::conformance::check_valid_subset(&again).await;
+    skillcat_core::testing::check_valid_subset(&again).await;
     assert_eq!(again.stats().requests, 0);
     assert_eq!(tmp_files(cache.path()), 0);
 }
@@ -297,7 +299,7 @@ async fn conformance_through_a_static_export() {
     let dir = out.path().join("site");
     let status = Command::new(BIN)
         .arg("export")
-        .arg(crate::support::conformance::catalog_dir())
+        .arg(skillcat_core::testing::catalog_dir())
         .arg(&dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -308,7 +310,7 @@ async fn conformance_through_a_static_export() {
     let server = Server::start(static_files(dir.clone())).await;
     let cache = tempfile::tempdir().unwrap();
     let src = HttpSource::new(&server.url("/"), opts(cache.path())).unwrap();
-    crate::support::conformance::check_valid_subset(&src).await;
+    skillcat_core::testing::check_valid_subset(&src).await;
     same_digests_as_the_directory(&src).await;
     // Index + one archive per valid skill, nothing twice.
     let valid = dir_digests().await.len();
@@ -350,7 +352,7 @@ async fn a_warm_run_makes_one_conditional_request_and_no_blob_requests() {
         reports.iter().all(|r| r.status == FetchStatus::Cached),
         "{reports:?}"
     );
-    crate::support::conformance::check_valid_subset(&warm).await;
+    skillcat_core::testing::check_valid_subset(&warm).await;
     let reqs = server.requests();
     assert_eq!(reqs.len(), 1, "{reqs:?}");
     assert_eq!(reqs[0].path, format!("/{AGENT_SKILLS_INDEX}"));
@@ -579,7 +581,7 @@ async fn offline_with_an_empty_cache_says_what_is_not_cached() {
 /// Serves the conformance catalog, fetches every skill of it into `cache`, stops the server
 /// and returns the URL it had: a cache that is warm for a server that is gone.
 async fn warmed_cache(cache: &Path) -> String {
-    let served = Served::start(&crate::support::conformance::catalog_dir());
+    let served = Served::start(&skillcat_core::testing::catalog_dir());
     let src = HttpSource::new(&served.url, opts(cache)).unwrap();
     src.prefetch(|_| {}).await.unwrap();
     served.url.clone()
@@ -590,7 +592,7 @@ async fn a_warm_cache_works_with_no_server_running() {
     let cache = tempfile::tempdir().unwrap();
     let url = warmed_cache(cache.path()).await;
     let src = HttpSource::new(&url, offline(cache.path())).unwrap();
-    crate::support::conformance::check_valid_subset(&src).await;
+    skillcat_core::testing::check_valid_subset(&src).await;
     // Online with the server gone: the cached index is used, and a warning says so.
     let src = HttpSource::new(
         &url,
@@ -600,7 +602,7 @@ async fn a_warm_cache_works_with_no_server_running() {
         },
     )
     .unwrap();
-    crate::support::conformance::check_valid_subset(&src).await;
+    skillcat_core::testing::check_valid_subset(&src).await;
     let warnings = src.warnings();
     assert!(
         warnings.iter().any(|w| w.contains("using the cached copy")),
@@ -704,7 +706,7 @@ async fn a_corrupt_cache_entry_is_deleted_and_fetched_again() {
 
     server.clear();
     let src = HttpSource::new(&server.url("/"), opts(cache.path())).unwrap();
-    crate::support::conformance::check_valid_subset(&src).await;
+    skillcat_core::testing::check_valid_subset(&src).await;
     assert!(
         src.warnings()
             .iter()
@@ -780,7 +782,7 @@ async fn redirects_are_followed_and_credentials_never_shown() {
     .await;
     let cache = tempfile::tempdir().unwrap();
     let src = HttpSource::new(&server.url("/old/index.json"), opts(cache.path())).unwrap();
-    crate::support::conformance::check_valid_subset(&src).await;
+    skillcat_core::testing::check_valid_subset(&src).await;
 
     let secret = format!(
         "http://user:hunter2@{}/gone/index.json?token=abc",
@@ -979,9 +981,7 @@ async fn a_detached_signature_is_served_in_the_index_and_verifies() {
     std::fs::create_dir_all(skill.join("references")).unwrap();
     for f in ["SKILL.md", "scripts/run.sh", "references/guide.md"] {
         std::fs::copy(
-            crate::support::conformance::catalog_dir()
-                .join("alpha")
-                .join(f),
+            skillcat_core::testing::catalog_dir().join("alpha").join(f),
             skill.join(f),
         )
         .unwrap();
@@ -1035,7 +1035,7 @@ fn run_bin(args: &[&str]) -> (Option<i32>, String, String) {
 fn read_commands_print_the_sources_warnings_on_stderr() {
     let cache = tempfile::tempdir().unwrap();
     let c = cache.path().to_str().unwrap();
-    let served = Served::start(&crate::support::conformance::catalog_dir());
+    let served = Served::start(&skillcat_core::testing::catalog_dir());
     let url = served.url.clone();
     // Online: the index is fetched and cached; nothing to warn about.
     let (code, online, stderr) = run_bin(&["--cache", c, "list", &url, "--format", "json"]);
@@ -1120,7 +1120,7 @@ fn cache_clean_removes_only_what_no_cached_index_needs() {
     let work = tempfile::tempdir().unwrap();
     let cache = work.path().join("cache");
     let c = cache.to_str().unwrap();
-    let served = Served::start(&crate::support::conformance::catalog_dir());
+    let served = Served::start(&skillcat_core::testing::catalog_dir());
     let url = served.url.clone();
     let (code, _, stderr) = run_bin(&["--cache", c, "fetch", &url]);
     assert_eq!(code, Some(0), "{stderr}");

@@ -3,6 +3,8 @@
 //! an index, gzip, and terminal escapes in a skill's text. Each runs the real binary.
 //!
 //! `SKILLCAT_TEST_BIN=/path/to/skillcat` runs these against another build.
+//!
+//! Origin: step 16 (issue 21: the HTTP server and client under abuse).
 
 use crate::support::http_response as response;
 

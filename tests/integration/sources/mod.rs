@@ -2,10 +2,10 @@
 
 mod dir;
 mod dir_race;
+mod equivalence;
 mod http;
 mod http_client_abuse;
 mod http_freshness;
 mod oci;
 mod oci_credentials;
 mod paths;
-mod equivalence;

@@ -3,6 +3,8 @@
 //! without auth and once with htpasswd; artifacts built by hand with curl; skopeo reading what
 //! skillcat pushed; a hostile registry written here (flipped bytes, wrong digests, a bearer
 //! token flow); the cache, offline; and the conformance suite over each valid catalog skill.
+//!
+//! Origin: step 12 (issue 17: OCI registries).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -865,17 +867,17 @@ fn the_readme_block_works_as_written_against_a_local_registry() {
 
 /// Every valid skill of the conformance catalog, pushed from its directory with `skillcat push`
 /// and read back through the OCI source, gives what every other store gives for it: the same
-/// files and executable bits, skill digest, name and faults (`conformance::check_one`).
+/// files and executable bits, skill digest, name and faults (`skillcat_core::testing::check_one`).
 #[test]
 fn each_pushed_catalog_skill_passes_the_conformance_suite() {
     let reg = Registry::start();
     let home = Home::new();
-    let catalog = crate::support::conformance::catalog_dir();
+    let catalog = skillcat_core::testing::catalog_dir();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let roots = crate::support::conformance::valid_roots();
+    let roots = skillcat_core::testing::valid_roots();
     assert!(roots.len() >= 5, "the catalog's valid roots: {roots:?}");
     for (i, root) in roots.iter().enumerate() {
         let dir = catalog.join(root).to_string_lossy().to_string();
@@ -888,6 +890,6 @@ fn each_pushed_catalog_skill_passes_the_conformance_suite() {
             ..Default::default()
         };
         let src = skillcat::source::open_with(&target, &opts).unwrap();
-        runtime.block_on(crate::support::conformance::check_one(&*src, root));
+        runtime.block_on(skillcat_core::testing::check_one(&*src, root));
     }
 }

@@ -1,6 +1,8 @@
 //! One path check for every store: a path a source is asked to read is refused by the directory,
 //! the tarball, the zip and the registry alike, with the same rule as its reason
 //! (`source::check_path`, over `path::RelPath`).
+//!
+//! Origin: step 16 (issue 21: one path check for every store).
 
 use skillcat::archive::{ArchiveKind, ArchiveLimits};
 use skillcat::error::Error;

@@ -1,66 +1,132 @@
-//! The source conformance suite: plain functions that take any [`Source`] holding the fixture
-//! catalog (`fixtures/conformance/catalog/`) and check that it yields exactly the roots, files,
-//! executable bits, parse outcomes, validation faults and skill digests recorded in
-//! `fixtures/conformance/catalog.json`. Every backend's tests call [`check_source`].
+//! The source conformance suite (feature `testing`): plain functions that take any [`Source`]
+//! holding the fixture catalog (`fixtures/conformance/catalog/` of the skillcat repository) and
+//! check that it yields exactly the roots, files, executable bits, parse outcomes, validation
+//! faults and skill digests recorded in `fixtures/conformance/catalog.json`. Every store's tests
+//! call [`check_source`] (or [`check_valid_subset`], [`check_one`], [`check_root`] for a store
+//! that holds less), whichever crate the store lives in.
+//!
+//! The fixtures are found in the workspace this crate was built from (two directories above
+//! its manifest): the suite runs in skillcat's own repository. A published crate does not ship
+//! them, so there every function here panics, saying where the fixtures were looked for. The
+//! feature is for tests only: it is off by default and adds no dependency.
+//!
+//! Each check panics with every difference it found, so a test is one call:
+//!
+//! ```no_run
+//! # async fn t() {
+//! use skillcat_core::source::{DirOptions, DirSource};
+//! use skillcat_core::testing;
+//!
+//! let src = DirSource::open(&testing::catalog_dir(), DirOptions::default()).unwrap();
+//! testing::check_source(&src).await;
+//! # }
+//! ```
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value as J;
-use skillcat::document::ValidateOptions;
-use skillcat::source::{self, Source, SourceExt};
 
-/// The fixture catalog directory.
-pub fn catalog_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/conformance/catalog")
+use crate::document::ValidateOptions;
+use crate::source::{self, Source, SourceExt};
+
+/// The fixtures directory, `fixtures/conformance/` of the workspace this crate was built in.
+fn fixtures() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = manifest
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(manifest)
+        .join("fixtures/conformance");
+    assert!(
+        dir.join("catalog.json").is_file(),
+        "the conformance fixtures are not at {} (they live in skillcat's repository, \
+         not in the published crate)",
+        dir.display()
+    );
+    dir
 }
 
-fn expected() -> Vec<J> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/conformance/catalog.json");
-    serde_json::from_str::<J>(&std::fs::read_to_string(path).unwrap())
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
+/// The fixture catalog directory: one skill root a folder, valid and invalid ones.
+pub fn catalog_dir() -> PathBuf {
+    fixtures().join("catalog")
+}
+
+/// The recorded cases of the catalog, one a root in byte order of the root: `root`, `valid`,
+/// `loads`, `name`, `files` (`path`, `size`, `executable`), `digest`, `fault_kinds`, `refusal`.
+pub fn cases() -> Vec<J> {
+    let path = fixtures().join("catalog.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    match serde_json::from_str::<J>(&text) {
+        Ok(J::Array(cases)) => cases,
+        other => panic!("{} is not an array of cases: {other:?}", path.display()),
+    }
 }
 
 /// What a check reads of each skill it compares.
-type Describe = dyn Fn(&skillcat::document::Skill) -> String;
+type Describe = dyn Fn(&crate::document::Skill) -> String;
 
 /// Checks `src` against the catalog; panics with every difference found.
 pub async fn check_source(src: &dyn Source) {
-    check_cases(src, expected(), "the conformance suite").await;
+    check_cases(src, cases(), "the conformance suite").await;
 }
 
 /// Checks `src` against the catalog's **valid** roots only (`"valid": true`): a store that
 /// refuses invalid skills (the SQLite registry) must still list exactly those roots and give
 /// each the catalog's files, executable bits, skill digest, name and no fault.
 pub async fn check_valid_subset(src: &dyn Source) {
-    let valid = expected()
+    let valid = cases()
         .into_iter()
         .filter(|c| c["valid"].as_bool().unwrap())
         .collect();
     check_cases(src, valid, "the conformance suite (valid subset)").await;
 }
 
+/// Checks a store that holds the catalog's roots `roots` only (a store that, by design, does
+/// not hold some of them) against their cases.
+pub async fn check_roots(src: &dyn Source, roots: &[&str]) {
+    let some = cases()
+        .into_iter()
+        .filter(|c| roots.iter().any(|r| c["root"] == *r))
+        .collect::<Vec<_>>();
+    assert_eq!(
+        some.len(),
+        roots.len(),
+        "{roots:?} are not all catalog roots"
+    );
+    check_cases(src, some, &format!("the conformance suite ({roots:?})")).await;
+}
+
 /// Checks a store that holds one skill (an OCI artifact: its one root is `""`) against the
 /// catalog's case `root`: the same files, executable bits, skill digest, name and faults as
 /// that root gives from every other store.
 pub async fn check_one(src: &dyn Source, root: &str) {
-    let mut case = expected()
-        .into_iter()
-        .find(|c| c["root"] == root)
-        .unwrap_or_else(|| panic!("no case {root} in the conformance catalog"));
+    let mut case = case(root);
     case["root"] = J::from("");
+    check_cases(src, vec![case], &format!("the conformance suite ({root})")).await;
+}
+
+/// Checks a store that holds one skill of the catalog under its own root (a
+/// [`HeldSource`](crate::source::HeldSource) read from the catalog) against the case `root`.
+pub async fn check_root(src: &dyn Source, root: &str) {
+    let case = case(root);
     check_cases(src, vec![case], &format!("the conformance suite ({root})")).await;
 }
 
 /// The catalog's valid roots (`"valid": true`).
 pub fn valid_roots() -> Vec<String> {
-    expected()
+    cases()
         .into_iter()
         .filter(|c| c["valid"].as_bool().unwrap())
         .map(|c| c["root"].as_str().unwrap().to_string())
         .collect()
+}
+
+fn case(root: &str) -> J {
+    cases()
+        .into_iter()
+        .find(|c| c["root"] == root)
+        .unwrap_or_else(|| panic!("no case {root} in the conformance catalog"))
 }
 
 async fn check_cases(src: &dyn Source, want: Vec<J>, suite: &str) {
@@ -101,8 +167,8 @@ async fn check_cases(src: &dyn Source, want: Vec<J>, suite: &str) {
     let frontmatters = source::discover_with(src, source::Detail::Frontmatter)
         .await
         .expect("discover frontmatters");
-    let with_body = |s: &skillcat::document::Skill| s.body().to_string();
-    let with_faults = |s: &skillcat::document::Skill| {
+    let with_body = |s: &crate::document::Skill| s.body().to_string();
+    let with_faults = |s: &crate::document::Skill| {
         format!(
             "{:?} {:?}",
             s.frontmatter(),
