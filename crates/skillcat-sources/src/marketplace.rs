@@ -1,6 +1,6 @@
 //! Claude Code plugin marketplaces: the parser of `.claude-plugin/marketplace.json` and the
-//! names Claude Code reserves. The source that reads a marketplace's skills is in
-//! [`source`](self::MarketplaceSource).
+//! names Claude Code reserves; [`MarketplaceSource`] reads a marketplace's skills, [`export`]
+//! writes any source as one.
 //!
 //! ```text
 //! .claude-plugin/marketplace.json ─ parse ─▶ Marketplace { name, owner, plugins: [Plugin] }
@@ -12,10 +12,12 @@
 //! twice, a source kind skillcat does not read (`npm`) and a name that could not be a folder, and
 //! reports every problem at once (never the first alone, never silently).
 
+mod export;
 mod source;
 
 use serde_json::{Map, Value};
 
+pub use export::{ExportOptions, Exported, export};
 pub use source::MarketplaceSource;
 
 use crate::path::RelPath;
