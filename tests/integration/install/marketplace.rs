@@ -332,3 +332,68 @@ fn a_registry_exported_as_a_marketplace_installs_in_claude_code() {
         ]
     );
 }
+
+/// Plugins held in other repositories (`url` pinned by `sha`, `git-subdir`), read through the
+/// git source: the pinned commit, not the branch's newest, is what is installed and restored.
+#[test]
+fn plugins_in_other_repositories_are_read_at_their_pinned_commit() {
+    let p = Project::new();
+    let work = p.path("work");
+    skill(&work.join("skills"), "deploy", "1.0.0", "Deploy it.");
+    skill(&work.join("tools/skills"), "lint", "1.0.0", "Lint it.");
+    let pinned = commit_all(&work, "one");
+    skill(&work.join("skills"), "deploy", "2.0.0", "Deploy it, newer.");
+    commit_all(&work, "two");
+    let served = p.path("served");
+    std::fs::create_dir_all(&served).unwrap();
+    crate::support::project::git(
+        &served,
+        &["clone", "-q", "--bare", work.to_str().unwrap(), "plug.git"],
+    );
+    let d = super::commands::git_daemon(&served);
+    let url = format!("git://127.0.0.1:{}/plug.git", d.port);
+    let market = p.path("market");
+    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        format!(
+            r#"{{"name": "remote-skills", "owner": {{"name": "Ops"}}, "plugins": [
+              {{"name": "ops", "source": {{"source": "url", "url": "{url}", "sha": "{pinned}"}}}},
+              {{"name": "tools", "source": {{"source": "git-subdir", "url": "{url}", "path": "tools"}}}}
+            ]}}"#
+        ),
+    )
+    .unwrap();
+    let m = market.to_str().unwrap();
+    let out = p.run(&["list", m, "--format", "json"]);
+    out.code(0);
+    let rows: Vec<(String, String, String)> = out.json()["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["root"].as_str().unwrap().to_string(),
+                s["plugins"][0].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("deploy".into(), "@ops/skills/deploy".into(), "ops".into()),
+            ("lint".into(), "@tools/skills/lint".into(), "tools".into()),
+        ]
+    );
+    p.run(&["add", m, "--plugin", "ops", "--agent", "claude-code"])
+        .code(0);
+    let doc = std::fs::read_to_string(p.installed("deploy").join("SKILL.md")).unwrap();
+    assert!(doc.contains("\"1.0.0\""), "{doc}");
+    assert!(!p.installed("lint").exists());
+    // Restored from the lockfile: the same pinned bytes.
+    std::fs::remove_dir_all(p.root.join(".agents")).unwrap();
+    p.run(&["install", "--frozen"]).code(0);
+    let again = std::fs::read_to_string(p.installed("deploy").join("SKILL.md")).unwrap();
+    assert_eq!(again, doc);
+}
