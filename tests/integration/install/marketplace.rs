@@ -258,6 +258,7 @@ fn a_registry_exported_as_a_marketplace_installs_in_claude_code() {
     .unwrap();
     assert_eq!(manifest["name"], "pdf-forms");
     assert_eq!(manifest["version"], "1.0.0");
+    assert_eq!(manifest["author"]["name"], "Team");
     let exported = out_dir.join("plugins/pdf-forms/skills/pdf-forms");
     let reg_digest = p.run(&["list", reg_s, "--format", "json"]).json()["skills"]
         .as_array()

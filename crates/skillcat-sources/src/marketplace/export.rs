@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! DIR/.claude-plugin/marketplace.json            { name, owner, plugins: [{ name, source: "./plugins/NAME", version, … }] }
-//! DIR/plugins/NAME/.claude-plugin/plugin.json    { name, description, version, license }
+//! DIR/plugins/NAME/.claude-plugin/plugin.json    { name, description, version, license, author }
 //! DIR/plugins/NAME/skills/NAME/…                 the skill's files, modes kept
 //! ```
 //!
@@ -26,7 +26,7 @@ pub struct ExportOptions {
     /// The marketplace's name (`PLUGIN@NAME` in Claude Code); a name Claude Code reserves is
     /// refused.
     pub name: String,
-    /// `owner.name` (the marketplace's name when `None`).
+    /// `owner.name` (the marketplace's name when `None`), and each plugin's `author.name`.
     pub owner: Option<String>,
     /// Write into a folder that is not empty: each exported plugin's folder is replaced and
     /// the catalog rewritten; nothing else is touched.
@@ -99,6 +99,9 @@ pub async fn export(
         }
         if let Some(l) = s.license() {
             manifest["license"] = json!(l);
+        }
+        if let Some(owner) = &opts.owner {
+            manifest["author"] = json!({"name": owner});
         }
         let mut entry = manifest.clone();
         entry["source"] = json!(format!("./plugins/{name}"));

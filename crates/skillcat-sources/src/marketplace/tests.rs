@@ -287,3 +287,75 @@ async fn a_directory_marketplace_lists_its_plugins_skills() {
     );
     assert!(err.downcast_ref::<MarketplaceError>().is_some());
 }
+
+#[tokio::test]
+async fn an_export_reads_back_as_the_same_skills_and_refuses_reserved_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src_dir = tmp.path().join("src");
+    skill(&src_dir, "pdf");
+    skill(&src_dir, "xlsx");
+    write(&src_dir, "pdf/scripts/run.sh", "#!/bin/sh\n");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let run = src_dir.join("pdf/scripts/run.sh");
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    write(&src_dir, "pdf/stale.md", "old\n");
+    let src = crate::open(src_dir.to_str().unwrap()).unwrap();
+    let found = skillcat_core::source::discover_with(&*src, skillcat_core::source::Detail::Files)
+        .await
+        .unwrap();
+    let out = tmp.path().join("out");
+    let opts = |name: &str, force: bool| ExportOptions {
+        name: name.into(),
+        owner: None,
+        force,
+    };
+
+    let err = export(&*src, &found, &out, &opts("anthropic-agent-skills", false))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("reserved for official Anthropic"),
+        "{err}"
+    );
+    assert!(!out.exists());
+
+    let done = export(&*src, &found, &out, &opts("team", false))
+        .await
+        .unwrap();
+    assert_eq!(done.plugins, 2);
+    let back = crate::open(out.to_str().unwrap()).unwrap();
+    assert_eq!(
+        back.list().await.unwrap(),
+        ["plugins/pdf/skills/pdf", "plugins/xlsx/skills/xlsx"]
+    );
+    for (root, name) in [
+        ("plugins/pdf/skills/pdf", "pdf"),
+        ("plugins/xlsx/skills/xlsx", "xlsx"),
+    ] {
+        assert_eq!(back.record(root).await.unwrap().plugins, [name]);
+        use skillcat_core::source::SourceExt as _;
+        let a = src.manifest(name, name, "").await.unwrap();
+        let b = back.manifest(root, name, "").await.unwrap();
+        assert_eq!(a.digest, b.digest, "{name}");
+    }
+
+    // Not over a folder that has something, unless forced; forced, a file gone from the skill
+    // is gone from its plugin.
+    assert!(
+        export(&*src, &found, &out, &opts("team", false))
+            .await
+            .is_err()
+    );
+    std::fs::remove_file(src_dir.join("pdf/stale.md")).unwrap();
+    let found = skillcat_core::source::discover_with(&*src, skillcat_core::source::Detail::Files)
+        .await
+        .unwrap();
+    export(&*src, &found, &out, &opts("team", true))
+        .await
+        .unwrap();
+    assert!(!out.join("plugins/pdf/skills/pdf/stale.md").exists());
+    assert!(out.join("plugins/pdf/skills/pdf/scripts/run.sh").is_file());
+}
