@@ -35,6 +35,9 @@ pub const MAX_PLUGINS: usize = 1_000;
 pub const MAX_SKILLS: usize = 1_000;
 /// The longest name (of a marketplace or a plugin).
 pub const MAX_NAME: usize = 128;
+/// The most plugins held in other repositories: each is fetched when the marketplace is first
+/// read, so a catalog must not be able to send skillcat to any number of hosts.
+pub const MAX_GIT_PLUGINS: usize = 64;
 
 /// Marketplace names Claude Code keeps for Anthropic's own GitHub marketplaces (2.1.332): a
 /// marketplace under one of them is refused unless it comes from the `anthropics` organisation.
@@ -190,6 +193,15 @@ pub fn parse(bytes: &[u8]) -> Result<Marketplace, MarketplaceError> {
                 plugins.push(p);
             }
         }
+    }
+    let remote = plugins
+        .iter()
+        .filter(|p| matches!(p.source, PluginSource::Git { .. }))
+        .count();
+    if remote > MAX_GIT_PLUGINS {
+        problems.push(format!(
+            "{remote} plugins in other repositories; the limit is {MAX_GIT_PLUGINS}"
+        ));
     }
     if !problems.is_empty() {
         return Err(MarketplaceError { problems });
@@ -435,12 +447,12 @@ fn git_source(
             let url = text(o, "url", &at, problems)?;
             // Only network transports: a catalog must not point git at the reader's own disk
             // (`file://`) or at a helper program (`ext::`).
-            let scheme_ok = ["https://", "http://", "git://", "ssh://"]
+            let scheme_ok = ["https://", "git://", "ssh://"]
                 .iter()
                 .any(|s| url.starts_with(s));
             if !scheme_ok || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
                 problems.push(format!(
-                    "{at}url: {url:?} is not an https://, http://, git:// or ssh:// repository URL"
+                    "{at}url: {url:?} is not an https://, git:// or ssh:// repository URL (what the git source fetches)"
                 ));
                 return None;
             }

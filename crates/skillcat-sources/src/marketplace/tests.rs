@@ -76,6 +76,13 @@ fn hostile_catalogs_are_refused_precisely() {
         r#"{{"name":"m","plugins":[],"pad":"{}"}}"#,
         "x".repeat(MAX_FILE)
     );
+    let remote = format!(
+        r#"{{"name":"m","plugins":[{}]}}"#,
+        (0..=MAX_GIT_PLUGINS)
+            .map(|i| format!(r#"{{"name":"p{i}","source":{{"source":"github","repo":"o/r{i}"}}}}"#))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
     let long_name = format!(r#"{{"name":"{}","plugins":[]}}"#, "a".repeat(MAX_NAME + 1));
     let cases: &[(&str, &str)] = &[
         ("[]", "not a JSON object"),
@@ -86,6 +93,11 @@ fn hostile_catalogs_are_refused_precisely() {
         (&many_skills, "skills: 1001 entries"),
         (&huge, "the limit is 1048576"),
         (&long_name, "longer than 128"),
+        (&remote, "65 plugins in other repositories; the limit is 64"),
+        (
+            r#"{"name":"m","plugins":[{"name":"p","source":{"source":"url","url":"http://h/r.git"}}]}"#,
+            "is not an https://",
+        ),
         (r#"{"name":"my market","plugins":[]}"#, "not kebab-case"),
         (r#"{"name":"../up","plugins":[]}"#, "not kebab-case"),
         (
