@@ -97,6 +97,9 @@ pub struct Plugin {
     /// The skill folders the entry lists, relative to the plugin's folder and canonical; `None`
     /// when it lists none (its `skills/` folder then holds them).
     pub skills: Option<Vec<String>>,
+    /// Whether the plugin's own `.claude-plugin/plugin.json` counts (`"strict"`, `true` by
+    /// default): the skill folders it lists are the plugin's too.
+    pub strict: bool,
 }
 
 /// Where a plugin's files are.
@@ -377,21 +380,15 @@ fn plugin(
             None
         }
     };
-    let skills = skills.map(|list| {
-        let mut out: Vec<String> = Vec::new();
-        for v in list {
-            let Some(p) = v.as_str() else {
-                problems.push(format!("{at}: skills: {v} is not a path"));
-                continue;
-            };
-            match folder(p) {
-                Ok(f) if !out.contains(&f) => out.push(f),
-                Ok(_) => problems.push(format!("{at}: skills: {p:?} is listed twice")),
-                Err(why) => problems.push(format!("{at}: skills: {why}")),
-            }
+    let skills = skills.map(|list| skill_folders(&list, &at, problems));
+    let strict = match entry.get("strict") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            problems.push(format!("{at}: strict: not true or false"));
+            true
         }
-        out
-    });
+    };
     if problems.len() > before {
         return None;
     }
@@ -401,7 +398,57 @@ fn plugin(
         version,
         source: source?,
         skills,
+        strict,
     })
+}
+
+/// A list of skill folders (an entry's or a plugin manifest's `skills`), canonical.
+fn skill_folders(list: &[Value], at: &str, problems: &mut Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in list {
+        let Some(p) = v.as_str() else {
+            problems.push(format!("{at}: skills: {v} is not a path"));
+            continue;
+        };
+        match folder(p) {
+            Ok(f) if !out.contains(&f) => out.push(f),
+            Ok(_) => problems.push(format!("{at}: skills: {p:?} is listed twice")),
+            Err(why) => problems.push(format!("{at}: skills: {why}")),
+        }
+    }
+    out
+}
+
+/// The skill folders a plugin's own `.claude-plugin/plugin.json` lists (`skills`: a path or a
+/// list), relative to the plugin's folder; what is wrong with it, each problem named.
+pub fn parse_plugin_skills(bytes: &[u8]) -> Result<Vec<String>, MarketplaceError> {
+    let one = |p: String| MarketplaceError { problems: vec![p] };
+    if bytes.len() > MAX_FILE {
+        return Err(one(format!(
+            "{} bytes; the limit is {MAX_FILE}",
+            bytes.len()
+        )));
+    }
+    let doc: Value = serde_json::from_slice(bytes).map_err(|e| one(format!("not JSON: {e}")))?;
+    let list = match doc.get("skills") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::String(one)) => vec![Value::String(one.clone())],
+        Some(Value::Array(a)) if a.len() > MAX_SKILLS => {
+            return Err(one(format!(
+                "skills: {} entries; the limit is {MAX_SKILLS}",
+                a.len()
+            )));
+        }
+        Some(Value::Array(a)) => a.clone(),
+        Some(_) => return Err(one("skills: not a list of paths".into())),
+    };
+    let mut problems = Vec::new();
+    let out = skill_folders(&list, "plugin.json", &mut problems);
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(MarketplaceError { problems })
+    }
 }
 
 fn git_source(

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::sync::OnceCell;
 
-use super::{MARKETPLACE_FILE, Marketplace, MarketplaceError, PluginSource};
+use super::{MARKETPLACE_FILE, Marketplace, MarketplaceError, PLUGIN_FILE, PluginSource};
 use crate::git::GitSource;
 use skillcat_core::error::{Error, Result};
 use skillcat_core::path::{FileEntry, join_path};
@@ -124,26 +124,49 @@ impl MarketplaceSource {
             };
             let src = &parts[part].1;
             let mut inner_roots = Vec::new();
-            match &plugin.skills {
-                Some(paths) => {
-                    for p in paths {
-                        let root = join_path(&folder, p);
-                        let known = listed.contains(&root)
-                            || src.read(&join_path(&root, "SKILL.md")).await.is_ok();
-                        if known {
-                            inner_roots.push(root);
-                        } else {
-                            problems.push(format!(
-                                "plugin {:?}: skill path \"./{p}\": no SKILL.md at {}",
-                                plugin.name,
-                                src.location(&root)
-                            ));
+            // Paths a catalog or a manifest names must hold a skill: said, never skipped.
+            let mut named = plugin.skills.clone().unwrap_or_default();
+            if plugin.strict {
+                let manifest = join_path(&folder, PLUGIN_FILE);
+                match src.read(&manifest).await {
+                    Ok(bytes) => match super::parse_plugin_skills(&bytes) {
+                        Ok(more) => {
+                            for p in more {
+                                if !named.contains(&p) {
+                                    named.push(p);
+                                }
+                            }
                         }
-                    }
+                        Err(e) => problems.push(format!("{}: {e}", src.location(&manifest))),
+                    },
+                    Err(e) if e.is_not_found() => {}
+                    Err(e) => return Err(e),
                 }
+            }
+            for p in &named {
+                let root = join_path(&folder, p);
+                let known =
+                    listed.contains(&root) || src.read(&join_path(&root, "SKILL.md")).await.is_ok();
+                if known {
+                    inner_roots.push(root);
+                } else {
+                    problems.push(format!(
+                        "plugin {:?}: skill path \"./{p}\": no SKILL.md at {}",
+                        plugin.name,
+                        src.location(&root)
+                    ));
+                }
+            }
+            match &plugin.skills {
+                Some(_) => {}
                 None => {
                     let under = join_path(&folder, "skills/");
-                    inner_roots.extend(listed.iter().filter(|r| r.starts_with(&under)).cloned());
+                    let default = listed
+                        .iter()
+                        .filter(|r| r.starts_with(&under) && !inner_roots.contains(r))
+                        .cloned()
+                        .collect::<Vec<_>>();
+                    inner_roots.extend(default);
                     if inner_roots.is_empty() {
                         warnings.push(format!(
                             "{shown}: plugin {:?} has no skills (nothing under {})",

@@ -371,3 +371,48 @@ async fn an_export_reads_back_as_the_same_skills_and_refuses_reserved_names() {
     assert!(!out.join("plugins/pdf/skills/pdf/stale.md").exists());
     assert!(out.join("plugins/pdf/skills/pdf/scripts/run.sh").is_file());
 }
+
+#[tokio::test]
+async fn a_plugins_own_manifest_adds_its_skill_folders_unless_not_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    for s in ["p/skills/a", "p/extra/b", "q/skills/c"] {
+        skill(dir.path(), s);
+    }
+    write(
+        dir.path(),
+        "p/.claude-plugin/plugin.json",
+        r#"{"name":"p","skills":["./extra/b"]}"#,
+    );
+    write(
+        dir.path(),
+        "q/.claude-plugin/plugin.json",
+        r#"{"name":"q","skills":"./nothing"}"#,
+    );
+    write(
+        dir.path(),
+        MARKETPLACE_FILE,
+        r#"{"name":"m","plugins":[{"name":"p","source":"./p"},{"name":"q","source":"./q","strict":false}]}"#,
+    );
+    let src = crate::open(dir.path().to_str().unwrap()).unwrap();
+    assert_eq!(
+        src.list().await.unwrap(),
+        ["p/extra/b", "p/skills/a", "q/skills/c"]
+    );
+    // Strict, q's manifest names a folder with no skill: said.
+    write(
+        dir.path(),
+        MARKETPLACE_FILE,
+        r#"{"name":"m","plugins":[{"name":"q","source":"./q"}]}"#,
+    );
+    let err = crate::open(dir.path().to_str().unwrap())
+        .unwrap()
+        .list()
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("skill path \"./nothing\""),
+        "{err}"
+    );
+    assert!(parse_plugin_skills(br#"{"skills":["../x"]}"#).is_err());
+    assert!(parse_plugin_skills(b"[").is_err());
+}
