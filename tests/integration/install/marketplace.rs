@@ -126,6 +126,15 @@ fn add_plugin_installs_exactly_that_plugins_skills() {
     .code(0);
     assert!(q.installed("brand-guide").is_dir() && q.installed("canvas").is_dir());
     assert!(!q.installed("pdf").exists());
+    let lock = q.lock();
+    assert_eq!(
+        lock["skills"]["canvas"]["skillPath"],
+        "skills/canvas/SKILL.md"
+    );
+    // Restored exactly as pinned, from the lockfile alone.
+    std::fs::remove_dir_all(q.root.join(".agents")).unwrap();
+    q.run(&["install", "--frozen"]).code(0);
+    assert!(q.installed("canvas").join("SKILL.md").is_file());
 }
 
 #[test]
