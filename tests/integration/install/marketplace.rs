@@ -351,6 +351,14 @@ fn plugins_in_other_repositories_are_read_at_their_pinned_commit() {
     let work = p.path("work");
     skill(&work.join("skills"), "deploy", "1.0.0", "Deploy it.");
     skill(&work.join("tools/skills"), "lint", "1.0.0", "Lint it.");
+    // The plugin's own manifest names one more folder (it travels through the git source).
+    skill(&work.join("tools/more"), "format", "1.0.0", "Format it.");
+    std::fs::create_dir_all(work.join("tools/.claude-plugin")).unwrap();
+    std::fs::write(
+        work.join("tools/.claude-plugin/plugin.json"),
+        r#"{"name": "tools", "skills": ["./more/format"]}"#,
+    )
+    .unwrap();
     let pinned = commit_all(&work, "one");
     skill(&work.join("skills"), "deploy", "2.0.0", "Deploy it, newer.");
     commit_all(&work, "two");
@@ -393,6 +401,7 @@ fn plugins_in_other_repositories_are_read_at_their_pinned_commit() {
         rows,
         [
             ("deploy".into(), "@ops/skills/deploy".into(), "ops".into()),
+            ("format".into(), "@tools/more/format".into(), "tools".into()),
             ("lint".into(), "@tools/skills/lint".into(), "tools".into()),
         ]
     );
