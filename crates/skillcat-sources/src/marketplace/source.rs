@@ -12,7 +12,7 @@ use tokio::sync::OnceCell;
 use super::{MARKETPLACE_FILE, Marketplace, MarketplaceError, PLUGIN_FILE, PluginSource};
 use crate::git::GitSource;
 use skillcat_core::error::{Error, Result};
-use skillcat_core::path::{FileEntry, join_path};
+use skillcat_core::path::{DOCUMENT_NAMES, FileEntry, join_path};
 use skillcat_core::source::{
     Detail, DocumentSink, RootRecord, Source, SourceId, SourceKind, SourceSpec, Symlink,
 };
@@ -145,8 +145,10 @@ impl MarketplaceSource {
             }
             for p in &named {
                 let root = join_path(&folder, p);
-                let known =
-                    listed.contains(&root) || src.read(&join_path(&root, "SKILL.md")).await.is_ok();
+                let mut known = listed.contains(&root);
+                for doc in DOCUMENT_NAMES {
+                    known = known || src.read(&join_path(&root, doc)).await.is_ok();
+                }
                 if known {
                     inner_roots.push(root);
                 } else {
@@ -177,6 +179,15 @@ impl MarketplaceSource {
                 }
             }
             for inner in inner_roots {
+                if part == 0 && inner.starts_with('@') {
+                    // `@PLUGIN/…` names the plugins held elsewhere; a folder of that shape
+                    // here could be taken for one.
+                    problems.push(format!(
+                        "plugin {:?}: the folder {inner:?} starts with '@', kept for plugins in other repositories",
+                        plugin.name
+                    ));
+                    continue;
+                }
                 let root = join_path(&parts[part].0, &inner);
                 match by_root.get_mut(&root) {
                     Some(plugins) => plugins.push(plugin.name.clone()),
@@ -278,8 +289,8 @@ impl Source for MarketplaceSource {
     async fn record(&self, root: &str) -> Result<RootRecord> {
         match self.state().await? {
             State::Plain => self.base.record(root).await,
-            State::Market(m) => {
-                let (src, inner) = self.route(self.state().await?, root);
+            state @ State::Market(m) => {
+                let (src, inner) = self.route(state, root);
                 let plugins = m.by_root.get(root).cloned().unwrap_or_default();
                 Ok(src.record(inner).await?.with_plugins(plugins))
             }

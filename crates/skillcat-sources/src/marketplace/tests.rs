@@ -413,6 +413,19 @@ async fn a_plugins_own_manifest_adds_its_skill_folders_unless_not_strict() {
         err.to_string().contains("skill path \"./nothing\""),
         "{err}"
     );
+    // A folder that looks like a plugin held elsewhere (`@NAME/…`) is refused.
+    skill(dir.path(), "@ops/skills/z");
+    write(
+        dir.path(),
+        MARKETPLACE_FILE,
+        r#"{"name":"m","plugins":[{"name":"z","source":"./@ops"}]}"#,
+    );
+    let err = crate::open(dir.path().to_str().unwrap())
+        .unwrap()
+        .list()
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("starts with '@'"), "{err}");
     assert!(parse_plugin_skills(br#"{"skills":["../x"]}"#).is_err());
     assert!(parse_plugin_skills(b"[").is_err());
 }
