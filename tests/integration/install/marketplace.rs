@@ -385,6 +385,7 @@ fn plugins_in_other_repositories_are_read_at_their_pinned_commit() {
     let m = market.to_str().unwrap();
     let out = p.run(&["list", m, "--format", "json"]);
     out.code(0);
+    out.says(&["plugin \"tools\"", "is not pinned by a sha"]);
     let rows: Vec<(String, String, String)> = out.json()["skills"]
         .as_array()
         .unwrap()

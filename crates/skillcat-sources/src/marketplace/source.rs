@@ -118,6 +118,15 @@ impl MarketplaceSource {
                     let listed = src.list().await.map_err(|e| {
                         Error::other(format!("{shown}: plugin {:?} ({url})", plugin.name), e)
                     })?;
+                    if sha.is_none() {
+                        // Said, since nothing else holds it: the lockfile pins the skill's
+                        // digest, not this repository's commit.
+                        warnings.push(format!(
+                            "{shown}: plugin {:?} ({url}) is not pinned by a sha: read at the newest commit of {}",
+                            plugin.name,
+                            git_ref.as_deref().unwrap_or("its default branch")
+                        ));
+                    }
                     parts.push((format!("@{}", plugin.name), src));
                     (parts.len() - 1, String::new(), listed)
                 }
