@@ -55,6 +55,10 @@ pub struct AddArgs {
     source: String,
     /// The skills to install (default: every skill of the source); NAME@VERSION in a registry.
     names: Vec<String>,
+    /// Install the skills of this plugin of a Claude Code plugin marketplace (a source with
+    /// .claude-plugin/marketplace.json); NAMEs then pick among them.
+    #[arg(long, value_name = "NAME")]
+    plugin: Option<String>,
     #[command(flatten)]
     common: CommonArgs,
     /// The agents to install for: ids separated by commas, or `all` (default: those whose
@@ -453,7 +457,15 @@ pub async fn add(a: AddArgs, g: &Globals) -> CliResult {
         Err(e) => return Err(fail(e)),
     };
     let (scope, opts, bar) = prepare(&a.common, a.force, a.dry_run, g)?;
-    let plan = Plan::add(&opts, &a.source, &a.names, agents.as_deref(), a.copy).await;
+    let plan = Plan::add_from_plugin(
+        &opts,
+        &a.source,
+        a.plugin.as_deref(),
+        &a.names,
+        agents.as_deref(),
+        a.copy,
+    )
+    .await;
     if !a.dry_run {
         return run_plan(plan, &bar, &scope).await;
     }

@@ -601,6 +601,12 @@ pub async fn list(
         }
     }
     let opts = ValidateOptions::default();
+    let marketplace_kind = SourceSpec::parse(arg).is_ok_and(|s| {
+        matches!(
+            s.kind,
+            skillcat::source::SourceKind::Local | skillcat::source::SourceKind::Git
+        )
+    });
     let mut rows = Vec::new();
     let mut any_fault = !d.faults.is_empty();
     for s in &d.skills {
@@ -619,12 +625,22 @@ pub async fn list(
                 None
             }
         };
-        rows.push((s, name, digest, faults));
+        // A marketplace's skills name their plugins; only a directory or a repository is one
+        // (a registry's record would cost a query per skill for nothing).
+        let plugins = match marketplace_kind {
+            true => src
+                .record(s.root())
+                .await
+                .map(|r| r.plugins)
+                .unwrap_or_default(),
+            false => Vec::new(),
+        };
+        rows.push((s, name, digest, faults, plugins));
     }
     match format {
         Format::Text => {
             let mut out = std::io::stdout().lock();
-            for (s, name, digest, _) in &rows {
+            for (s, name, digest, _, _) in &rows {
                 let desc = s
                     .description()
                     .split_whitespace()
@@ -642,9 +658,13 @@ pub async fn list(
         Format::Json => {
             let skills: Vec<_> = rows
                 .iter()
-                .map(|(s, name, digest, faults)| {
-                    json!({"name": name, "description": s.description(), "location": s.location(),
-                           "root": s.root(), "digest": digest, "valid": faults.is_empty(), "faults": faults})
+                .map(|(s, name, digest, faults, plugins)| {
+                    let mut row = json!({"name": name, "description": s.description(), "location": s.location(),
+                           "root": s.root(), "digest": digest, "valid": faults.is_empty(), "faults": faults});
+                    if !plugins.is_empty() {
+                        row["plugins"] = json!(plugins);
+                    }
+                    row
                 })
                 .collect();
             let faults: Vec<_> = d
@@ -660,7 +680,7 @@ pub async fn list(
         }
     }
     // Faults on stderr, in the source's order: the invalid skills listed, the roots that are not.
-    for (s, _, _, faults) in &rows {
+    for (s, _, _, faults, _) in &rows {
         for f in faults {
             err!(
                 "Error: {}: {} [{}]",

@@ -155,6 +155,13 @@ pub struct ExportArgs {
     /// How long the signed index statement holds: export again before then.
     #[arg(long, value_name = "TIME", default_value = "168h", value_parser = parse_age, requires = "sign_index")]
     pub index_expires: Duration,
+    /// Write a Claude Code plugin marketplace of this name instead of a site: one plugin per
+    /// skill (`claude plugin marketplace add DIR`, then `claude plugin install SKILL@NAME`).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["url", "keyring", "sign_index"])]
+    pub marketplace: Option<String>,
+    /// The marketplace's owner (default: its name).
+    #[arg(long, value_name = "NAME", requires = "marketplace")]
+    pub owner: Option<String>,
 }
 
 /// `skillcat fetch` arguments.
@@ -488,6 +495,9 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
 
 /// `skillcat export SOURCE DIR [--force]`
 pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
+    if let Some(name) = &a.marketplace {
+        return export_marketplace(&a, name, g).await;
+    }
     let web = WebArgs {
         url: a.url.clone(),
         keyring: a.keyring.as_deref(),
@@ -524,6 +534,33 @@ pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
         Ok(Err(e)) => Err(usage!("{e}")),
         Err(e) => Err(usage!("{e}")),
     }
+}
+
+/// `skillcat export SOURCE DIR --marketplace NAME [--owner NAME]`.
+async fn export_marketplace(a: &ExportArgs, name: &str, g: &Globals) -> CliResult {
+    use skillcat::source::marketplace;
+    let o = super::read::open_and_discover(&a.source, g).await?;
+    let opts = marketplace::ExportOptions {
+        name: name.to_string(),
+        owner: a.owner.clone(),
+        force: a.force,
+    };
+    let done = marketplace::export(&*o.src, &o.found, &a.dir, &opts)
+        .await
+        .map_err(|e| usage!("{e}"))?;
+    out!(
+        "Exported {} {} as the marketplace {name} ({} files, {} bytes) to {}",
+        done.plugins,
+        if done.plugins == 1 {
+            "plugin"
+        } else {
+            "plugins"
+        },
+        done.files,
+        done.bytes,
+        a.dir.display()
+    );
+    Ok(ExitStatus::faults_if(!o.found.faults.is_empty()))
 }
 
 /// How `--sign-index KEY` signs: the catalog is the host (and port) of `--url`.

@@ -27,6 +27,7 @@ mod agents;
 mod lockfile;
 mod place;
 mod plan;
+mod plugin;
 mod spec;
 
 use std::path::{Path, PathBuf};

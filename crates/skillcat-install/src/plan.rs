@@ -353,13 +353,27 @@ impl Plan {
         agents: Option<&[&'static Agent]>,
         copy: bool,
     ) -> Result<Plan, InstallError> {
+        Self::add_from_plugin(opts, source, None, names, agents, copy).await
+    }
+
+    /// [`add`](Plan::add) of the skills of one plugin of a Claude Code marketplace
+    /// (`add SOURCE --plugin NAME`; `None`: every skill); `names` then picks among them.
+    pub async fn add_from_plugin(
+        opts: &Options,
+        source: &str,
+        plugin: Option<&str>,
+        names: &[String],
+        agents: Option<&[&'static Agent]>,
+        copy: bool,
+    ) -> Result<Plan, InstallError> {
         check_keyring(opts)?;
         let cwd = std::env::current_dir().map_err(|e| InstallError::io(Path::new("."), e))?;
         let spec = spec::parse(source, &cwd)?;
         let lock = ScopeLock::acquire_for(&opts.scope, opts.dry_run).await?;
         let (lockfile, before) = read_lockfile(&opts.scope)?;
         let mut warnings = Vec::new();
-        let opened = Opened::open(opts, &spec, None, &mut warnings).await?;
+        let mut opened = Opened::open(opts, &spec, None, &mut warnings).await?;
+        opened.plugin = plugin.map(str::to_string);
         let wanted = opened.select(names, opts.force, &mut warnings).await?;
         let mut refusals = Vec::new();
         let mut candidates = Vec::new();
@@ -1028,6 +1042,8 @@ struct Opened {
     /// What opening warned about (a git source's submodules left out): not said again when a
     /// discovery returns it.
     opened_warnings: Vec<String>,
+    /// The marketplace plugin whose skills alone are selected (`add --plugin`).
+    plugin: Option<String>,
 }
 
 impl Opened {
@@ -1081,6 +1097,7 @@ impl Opened {
             src,
             id,
             opened_warnings,
+            plugin: None,
         })
     }
 
@@ -1125,9 +1142,12 @@ impl Opened {
             refuse_if_any(missing)?;
             return Ok(out);
         }
-        let found = source::discover_with(&*self.src, Detail::Document)
+        let mut found = source::discover_with(&*self.src, Detail::Document)
             .await
             .map_err(from_source)?;
+        if let Some(plugin) = &self.plugin {
+            crate::plugin::keep_plugin(&*self.src, &self.spec.typed, plugin, &mut found).await?;
+        }
         warnings.extend(
             found
                 .warnings

@@ -449,8 +449,14 @@ impl Git {
         let mut total = 0u64;
         for e in entries.iter().copied().chain(signatures) {
             let rel = e.path.strip_prefix(prefix).unwrap_or(&e.path);
+            // A Claude Code marketplace catalog at the folder's top, and its plugins'
+            // manifests, are read too (the marketplace module above this one reads them).
             if e.path.starts_with(prefix)
-                && !(in_skill(rel) || rel.ends_with(crate::sign::SIGNATURE_SUFFIX))
+                && !(in_skill(rel)
+                    || rel.ends_with(crate::sign::SIGNATURE_SUFFIX)
+                    || rel == ".claude-plugin/marketplace.json"
+                    || rel == ".claude-plugin/plugin.json"
+                    || rel.ends_with("/.claude-plugin/plugin.json"))
             {
                 continue;
             }

@@ -13,6 +13,7 @@
 //! ```
 
 pub mod git;
+pub mod marketplace;
 pub mod validate;
 
 use std::borrow::Cow;
@@ -38,6 +39,7 @@ use skillcat_registry::RegistrySource;
 use skillcat_remote::{http, oci};
 
 pub use git::{GitError, GitSource};
+pub use marketplace::MarketplaceSource;
 
 /// What [`open`] and [`open_with`] take: a parsed [`SourceSpec`], or a spelling, parsed with
 /// [`SourceSpec::parse`] (paths as typed).
@@ -116,8 +118,17 @@ fn open_spec(spec: &SourceSpec, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
             .as_deref()
             .ok_or_else(|| Error::UnsupportedSource(spec.typed.clone()))
     };
+    let git_timeout = opts.git_timeout.unwrap_or(git::DEFAULT_GIT_TIMEOUT);
     Ok(match spec.kind {
-        SourceKind::Local => Arc::new(DirSource::open(path()?, DirOptions::default())?),
+        SourceKind::Local => {
+            let dir = Arc::new(DirSource::open(path()?, DirOptions::default())?);
+            // A Claude Code plugin marketplace: its plugins' skills, each knowing its plugin.
+            if path()?.join(marketplace::MARKETPLACE_FILE).is_file() {
+                Arc::new(MarketplaceSource::new(dir, git_timeout))
+            } else {
+                dir
+            }
+        }
         SourceKind::Archive => Arc::new(ArchiveSource::open(path()?, ArchiveLimits::default())?),
         SourceKind::Registry => Arc::new(RegistrySource::open(path()?)?),
         SourceKind::WellKnown => Arc::new(http::HttpSource::new(
@@ -135,10 +146,11 @@ fn open_spec(spec: &SourceSpec, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
                 oci::OciOptions::from(opts),
             )?)
         }
-        SourceKind::Git => Arc::new(GitSource::new(
-            spec,
-            opts.git_timeout.unwrap_or(git::DEFAULT_GIT_TIMEOUT),
-        )?),
+        // A repository is read as a marketplace when it has one (known once it is fetched).
+        SourceKind::Git => Arc::new(MarketplaceSource::new(
+            Arc::new(GitSource::new(spec, git_timeout)?),
+            git_timeout,
+        )),
     })
 }
 

@@ -224,12 +224,12 @@ fn from_git_over_file_urls_pinned_to_a_commit() {
 }
 
 /// `git daemon` on 127.0.0.1, serving `base`, and its port; killed when dropped.
-struct Daemon {
+pub(super) struct Daemon {
     _child: crate::support::project::KillOnDrop,
-    port: u16,
+    pub(super) port: u16,
 }
 
-fn git_daemon(base: &Path) -> Daemon {
+pub(super) fn git_daemon(base: &Path) -> Daemon {
     for _ in 0..20 {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()

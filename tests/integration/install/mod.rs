@@ -1,5 +1,6 @@
-//! Installing skills into agents' folders: add, install, update, remove, status, the lockfile and its interoperability with the `skills` CLI.
+//! Installing skills into agents' folders: add, install, update, remove, status, the lockfile and its interoperability with the `skills` CLI and Claude Code plugin marketplaces.
 
 mod commands;
 mod interop;
+mod marketplace;
 mod repair;

@@ -254,6 +254,9 @@ pub struct RootRecord {
     /// The digest (`sha256:<hex>`) of the artifact the source fetched the skill's files as (an
     /// HTTP index entry's archive or SKILL.md), checked before its files were used.
     pub artifact: Option<String>,
+    /// The Claude Code plugins of a marketplace that offer the skill, in the marketplace's
+    /// order (empty outside a marketplace).
+    pub plugins: Vec<String>,
 }
 
 impl RootRecord {
@@ -263,12 +266,19 @@ impl RootRecord {
             version: version.filter(|v| !v.is_empty()),
             signatures,
             artifact: None,
+            plugins: Vec::new(),
         }
     }
 
     /// This record with the digest of the artifact the files came from.
     pub fn with_artifact(mut self, digest: Option<String>) -> RootRecord {
         self.artifact = digest;
+        self
+    }
+
+    /// This record with the marketplace plugins that offer the skill.
+    pub fn with_plugins(mut self, plugins: Vec<String>) -> RootRecord {
+        self.plugins = plugins;
         self
     }
 }
