@@ -378,7 +378,9 @@ async fn kept_by_source(
         return Ok((None, None));
     };
     let record = o.src.record(root).await.map_err(|e| e.to_string())?;
-    let found = super::trust::signatures_of(&o.spec, &*o.src, &skill, &record, single)?;
+    let found =
+        skillcat::sign::source_signatures::signatures_of(&o.spec, &*o.src, &skill, &record, single)
+            .map_err(|e| e.to_string())?;
     Ok((record.version, found.into_iter().next().map(|f| f.text)))
 }
 

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use skillcat::registry::tokens::{Right, TokenError, Tokens};
+use skillcat::registry::tokens::{Right, Tokens};
 
 use super::{CliError, CliResult, ExitStatus, Format};
 
@@ -88,19 +88,17 @@ pub fn run(cmd: TokenCommand) -> CliResult {
 
 /// Loads the token file; `missing_ok` gives no tokens for a file that does not exist yet.
 fn load(path: &Path, missing_ok: bool) -> Result<Tokens, CliError> {
-    match Tokens::load(path) {
-        Ok(t) => Ok(t),
-        Err(TokenError::Io { source, .. })
-            if missing_ok && source.kind() == std::io::ErrorKind::NotFound =>
-        {
-            Ok(Tokens::new())
-        }
-        Err(e) => Err(usage!("{e}")),
-    }
+    let loaded = if missing_ok {
+        Tokens::load_or_new(path)
+    } else {
+        Tokens::load(path)
+    };
+    loaded.map_err(|e| usage!("{e}"))
 }
 
 fn save(path: &Path, tokens: &Tokens) -> Result<(), CliError> {
-    super::keyring::write_atomically(path, &tokens.to_toml(), false, Some(0o600))
+    tokens
+        .save(path)
         .map_err(|e| failed!("cannot write the token file {}: {e}", path.display()))
 }
 

@@ -32,6 +32,7 @@ pub mod pack;
 pub mod path;
 pub mod prompt;
 pub mod source;
+pub mod units;
 pub mod version;
 
 pub use error::{Error, Result};

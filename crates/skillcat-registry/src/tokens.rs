@@ -257,6 +257,37 @@ impl Tokens {
         Tokens::parse(&text, &path.display().to_string())
     }
 
+    /// Reads a token file, or no tokens when the file does not exist yet (what `token create`
+    /// starts from).
+    pub fn load_or_new(path: impl AsRef<Path>) -> Result<Tokens, TokenError> {
+        match Tokens::load(path) {
+            Err(TokenError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Ok(Tokens::new())
+            }
+            other => other,
+        }
+    }
+
+    /// Writes the token file ([`to_toml`](Self::to_toml)) through a temporary file in the same
+    /// folder, synced and renamed into place, readable by its owner only (0600) whatever the
+    /// file had: it holds only hashes, but who may publish is nobody else's to read.
+    pub fn save(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::PermissionsExt;
+        let path = path.as_ref();
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        tmp.write_all(self.to_toml().as_bytes())?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
+
     /// Reads token-file text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Tokens, TokenError> {
         let bad = |reason: String| TokenError::Invalid {
@@ -576,5 +607,29 @@ mod tests {
             assert_eq!(unix_seconds(&dt), Some(secs), "{text}");
         }
         assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn save_is_private_and_load_or_new_starts_from_nothing() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("tokens.toml");
+        let mut tokens = Tokens::load_or_new(&path).unwrap();
+        assert!(tokens.entries().is_empty());
+        tokens
+            .create("ci", &scopes(&["acme-*"]), &[Right::Publish], 0)
+            .unwrap();
+        // A file others could read is made private by the save.
+        std::fs::write(&path, "").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        tokens.save(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(Tokens::load_or_new(&path).unwrap(), tokens);
+        std::fs::write(&path, "[[token]]\nname = 1\n").unwrap();
+        assert!(matches!(
+            Tokens::load_or_new(&path),
+            Err(TokenError::Invalid { .. })
+        ));
     }
 }
