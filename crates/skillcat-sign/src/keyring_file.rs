@@ -234,7 +234,7 @@ mod tests {
         let mut file = KeyringFile::open(&path).unwrap();
         let again = KeyEntry::new(first.public_key(), ["a".to_string()]).unwrap();
         assert_eq!(file.trust(again).unwrap(), Trusted::Already);
-        let wider = KeyEntry::new(first.public_key(), ["a".into(), "c".into()]).unwrap();
+        let wider = KeyEntry::new(first.public_key(), ["a", "c"]).unwrap();
         assert_eq!(
             file.trust(wider).unwrap(),
             Trusted::Widened(vec!["c".to_string()])
