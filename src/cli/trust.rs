@@ -1,7 +1,7 @@
 //! Distribution commands: digest, pack, keygen, sign, verify.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
 use skillcat::document::{Skill, ValidateOptions};
@@ -275,60 +275,24 @@ fn print_pack_note(note: PackNote<'_>) {
     }
 }
 
-/// `skillcat keygen -o KEYBASE [--unencrypted]`
+/// `skillcat keygen -o KEYBASE [--unencrypted]`: [`sign::KeyFiles`], the password asked once
+/// the files are known to be free.
 pub fn keygen(base: &str, unencrypted: bool, force: bool) -> CliResult {
-    let pub_path = PathBuf::from(format!("{base}.pub"));
-    let key_path = PathBuf::from(format!("{base}.key"));
-    super::output_dir_exists(&key_path)?;
-    for p in [&pub_path, &key_path] {
-        if p.exists() && !force {
-            return Err(usage!(
-                "{} exists; pass --force to overwrite it",
-                p.display()
-            ));
-        }
-    }
+    let files = sign::KeyFiles::new(base);
+    super::output_dir_exists(&files.secret)?;
+    files
+        .check_free(force)
+        .map_err(|e| usage!("{e}; pass --force to overwrite it"))?;
     let pw = if unencrypted {
         None
     } else {
-        match password("Password for the new key: ", true) {
-            Ok(p) => Some(p),
-            Err(e) => return Err(e),
-        }
+        Some(password("Password for the new key: ", true)?)
     };
-    let (public, secret) = match sign::generate_keypair(pw.as_deref()) {
-        Ok(k) => k,
-        Err(e) => {
-            return Err(failed!("{e}"));
-        }
-    };
-    // The secret key is readable by its owner only.
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let written = opts.open(&key_path).and_then(|mut f| {
-        // `mode` applies only to a file created here: an existing one (--force) may be
-        // readable by others, so restrict it before the secret goes in.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        }
-        f.write_all(secret.as_bytes())
-    });
-    if let Err(e) = written {
-        return Err(failed!("cannot write {}: {e}", key_path.display()));
-    }
-    write_file(&pub_path, &public)?;
-    let id = sign::key_id_of_public_key(&public).unwrap_or_default();
+    let id = files.generate(pw.as_deref()).map_err(|e| failed!("{e}"))?;
     out!(
         "Key {id}: secret key {}, public key {}",
-        key_path.display(),
-        pub_path.display()
+        files.secret.display(),
+        files.public.display()
     );
     Ok(ExitStatus::Success)
 }
