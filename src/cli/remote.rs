@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use skillcat::serve::{self, ServeLimits, Site, SiteRequest};
+use skillcat::serve::{self, IndexSigningError, ServeLimits, Site, SiteRequest};
 use skillcat::source::http::{
     FetchStatus, HttpOptions, HttpSource, cache_info, clean_cache, default_cache_dir,
 };
@@ -363,14 +363,7 @@ pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
     let n = site.skills().len();
     let (dir, force) = (a.dir.clone(), a.force);
     let result = tokio::task::spawn_blocking(move || {
-        let done = serve::export(&site, &dir, force)?;
-        if let Some(signing) = &signing {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-            serve::write_for_export(&dir, signing, now)?;
-        }
-        Ok::<_, skillcat::Error>(done)
+        serve::export_signed(&site, &dir, force, signing.as_ref())
     })
     .await;
     match result {
@@ -396,18 +389,11 @@ fn index_signing(
     valid_for: Duration,
 ) -> Result<serve::IndexSigning, CliError> {
     let url = url.ok_or_else(|| usage!("--sign-index needs --url (the catalog it names)"))?;
-    let catalog = serve::catalog_of_url(url)
-        .ok_or_else(|| usage!("--url {url:?} is not a URL with a host"))?;
-    let secret_key = std::fs::read_to_string(key)
-        .map_err(|e| usage!("cannot read the secret key {}: {e}", key.display()))?;
-    if valid_for.is_zero() {
-        return Err(usage!("--index-expires must be more than 0"));
-    }
-    Ok(serve::IndexSigning {
-        catalog,
-        secret_key,
-        password: std::env::var(super::trust::PASSWORD_ENV).ok(),
-        valid_for,
+    let password = std::env::var(super::trust::PASSWORD_ENV).ok();
+    serve::IndexSigning::from_key_file(url, key, password, valid_for).map_err(|e| match e {
+        IndexSigningError::NotUrl(_) => usage!("--url {e}"),
+        IndexSigningError::NoTime => usage!("--index-expires must be more than 0"),
+        e => usage!("{e}"),
     })
 }
 

@@ -226,6 +226,54 @@ fn is_registry_file(path: &Path) -> bool {
     crate::registry::is_registry_file(path, &head[..n])
 }
 
+/// Why a catalog cannot sign its index statement as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexSigningError {
+    /// The catalog's address is not a URL with a host (the host is the catalog signed for).
+    #[error("{0:?} is not a URL with a host")]
+    NotUrl(String),
+    /// The secret key file could not be read.
+    #[error("cannot read the secret key {}: {source}", path.display())]
+    ReadKey {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A statement that holds for no time at all.
+    #[error("a signed index statement must hold for more than 0")]
+    NoTime,
+}
+
+impl crate::IndexSigning {
+    /// How a catalog served at `url` signs its index statement: for the URL's authority
+    /// ([`catalog_of_url`]), with the minisign secret key in the file `key` (unlocked by
+    /// `password` when it is encrypted), each statement holding `valid_for`.
+    pub fn from_key_file(
+        url: &str,
+        key: &Path,
+        password: Option<String>,
+        valid_for: std::time::Duration,
+    ) -> std::result::Result<crate::IndexSigning, IndexSigningError> {
+        let catalog = catalog_of_url(url).ok_or_else(|| IndexSigningError::NotUrl(url.into()))?;
+        let secret_key =
+            std::fs::read_to_string(key).map_err(|source| IndexSigningError::ReadKey {
+                path: key.to_path_buf(),
+                source,
+            })?;
+        if valid_for.is_zero() {
+            return Err(IndexSigningError::NoTime);
+        }
+        Ok(crate::IndexSigning {
+            catalog,
+            secret_key,
+            password,
+            valid_for,
+        })
+    }
+}
+
 /// The catalog an index statement names for a site served at `url`: the URL's authority (host
 /// and port, lowercased, without user information), as a client derives it from the URL it
 /// reads; `None` for text that is not a URL with a host.
@@ -324,5 +372,33 @@ mod tests {
         assert_eq!(catalog_of_url("skills.example.com"), None);
         assert_eq!(catalog_of_url("https:///path"), None);
         assert_eq!(registry_path("sqlite:a.db"), PathBuf::from("a.db"));
+    }
+
+    #[test]
+    fn index_signing_names_the_host_and_reads_the_key() {
+        use crate::IndexSigning;
+        use std::time::Duration;
+        let tmp = tempfile::tempdir().unwrap();
+        let key = tmp.path().join("k.key");
+        let day = Duration::from_secs(86_400);
+        assert!(matches!(
+            IndexSigning::from_key_file("https://h/", &key, None, day),
+            Err(IndexSigningError::ReadKey { .. })
+        ));
+        std::fs::write(&key, "secret").unwrap();
+        assert!(matches!(
+            IndexSigning::from_key_file("h", &key, None, day),
+            Err(IndexSigningError::NotUrl(_))
+        ));
+        assert!(matches!(
+            IndexSigning::from_key_file("https://h/", &key, None, Duration::ZERO),
+            Err(IndexSigningError::NoTime)
+        ));
+        let s =
+            IndexSigning::from_key_file("https://H:8443/c/", &key, Some("pw".into()), day).unwrap();
+        assert_eq!(
+            (s.catalog.as_str(), s.secret_key.as_str(), s.valid_for),
+            ("h:8443", "secret", day)
+        );
     }
 }

@@ -64,10 +64,10 @@ pub mod web;
 
 pub use api::{ApiOptions, DEFAULT_BYTES_PER_MINUTE, DEFAULT_MAX_UPLOAD, publishing_router};
 pub use assemble::{
-    PublishingSourceError, SiteRequest, build_site, catalog_of_url, publishing_registry,
+    IndexSigningError, PublishingSourceError, SiteRequest, build_site, catalog_of_url, publishing_registry,
     registry_path, release_freed_memory, return_large_buffers,
 };
-pub use export::{Exported, export};
+pub use export::{Exported, export, export_signed};
 pub use index_statement::{
     INDEX_STATEMENT_PATH, IndexSigning, LiveStatement, sign_index, write_for_export,
 };
