@@ -64,8 +64,8 @@ pub mod web;
 
 pub use api::{ApiOptions, DEFAULT_BYTES_PER_MINUTE, DEFAULT_MAX_UPLOAD, publishing_router};
 pub use assemble::{
-    IndexSigningError, PublishingSourceError, SiteRequest, build_site, catalog_of_url, publishing_registry,
-    registry_path, release_freed_memory, return_large_buffers,
+    IndexSigningError, PublishingSourceError, SiteRequest, build_site, catalog_of_url,
+    publishing_registry, registry_path, release_freed_memory, return_large_buffers,
 };
 pub use export::{Exported, export, export_signed};
 pub use index_statement::{
