@@ -100,7 +100,6 @@ pub(super) fn router(
     {
         return Err(super::keyring::keyring_error(path, &e));
     }
-    serve::return_large_buffers();
     if !tls && !local.ip().is_loopback() {
         note!(
             "warning: serving the publishing API over plain HTTP on {local}: tokens cross the \

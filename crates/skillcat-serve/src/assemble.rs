@@ -149,7 +149,7 @@ pub fn release_freed_memory() {
 }
 
 /// Has the allocator give large buffers (an upload's files, 1 MiB and more) back to the system
-/// when they are freed; what a server taking uploads sets once before it starts. glibc
+/// when they are freed; [`publishing_router`](crate::publishing_router) sets it. glibc
 /// otherwise raises its mmap threshold after the first large free and serves later large
 /// buffers from per-thread arenas, where one thread's freed buffer cannot serve another
 /// thread's: the server's memory then grows with the number of threads that ever held an
