@@ -132,7 +132,7 @@ pub enum SkillFailure {
     #[error(transparent)]
     Registry(#[from] RegistryError),
     /// What its source keeps about it (its version, its signatures) could not be read.
-    #[error("{0}")]
+    #[error(transparent)]
     Unreadable(#[from] Error),
     /// The signature file beside the source could not be read.
     #[error(transparent)]

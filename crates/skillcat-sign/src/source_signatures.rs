@@ -116,7 +116,7 @@ pub fn at_version(m: &Manifest) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum SkillVerifyError {
     /// Its bytes could not be read to recompute its manifest.
-    #[error("{0}")]
+    #[error(transparent)]
     Read(#[from] skillcat_core::Error),
     /// A signature file beside the source could not be read.
     #[error(transparent)]
