@@ -517,6 +517,64 @@ fn unix_seconds(dt: &toml::value::Datetime) -> Option<u64> {
     u64::try_from(secs).ok()
 }
 
+/// Why a change to a token file was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    /// The file could not be read, or is not a token file.
+    #[error(transparent)]
+    Read(TokenError),
+    /// The change was refused (a name taken, a scope or right that is not one, no such
+    /// token); the file is as it was.
+    #[error(transparent)]
+    Refused(TokenError),
+    /// The changed file could not be written; the old one is intact.
+    #[error("cannot write the token file {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// `skillcat token create`: adds a token named `name` to the token file `path` (created when
+/// missing, 0600), created `now` (Unix seconds), and saves it. Returns the token, the only time
+/// it exists in the clear, and its entry.
+pub fn create_in_file(
+    path: &Path,
+    name: &str,
+    scopes: &[String],
+    rights: &[Right],
+    now: u64,
+) -> Result<(String, TokenEntry), TokenFileError> {
+    let mut tokens = Tokens::load_or_new(path).map_err(TokenFileError::Read)?;
+    let token = tokens
+        .create(name, scopes, rights, now)
+        .map_err(TokenFileError::Refused)?;
+    save_to(&tokens, path)?;
+    let entry = tokens.find(name).cloned().expect("the entry just created");
+    Ok((token, entry))
+}
+
+/// `skillcat token revoke`: revokes the token named `name` in the token file `path` and saves
+/// the file when that changed anything. Returns whether it did (`false`: already revoked).
+pub fn revoke_in_file(path: &Path, name: &str) -> Result<bool, TokenFileError> {
+    let mut tokens = Tokens::load(path).map_err(TokenFileError::Read)?;
+    let changed = tokens.revoke(name).map_err(TokenFileError::Refused)?;
+    if changed {
+        save_to(&tokens, path)?;
+    }
+    Ok(changed)
+}
+
+fn save_to(tokens: &Tokens, path: &Path) -> Result<(), TokenFileError> {
+    tokens.save(path).map_err(|source| TokenFileError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -630,6 +688,36 @@ mod tests {
         assert!(matches!(
             Tokens::load_or_new(&path),
             Err(TokenError::Invalid { .. })
+        ));
+    }
+
+    #[test]
+    fn tokens_are_created_and_revoked_in_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("tokens.toml");
+        let (token, entry) =
+            create_in_file(&path, "ci", &scopes(&["a*"]), &[Right::Yank], 7).unwrap();
+        assert_eq!((entry.name(), entry.created()), ("ci", 7));
+        assert!(Tokens::load(&path).unwrap().authenticate(&token).is_ok());
+        assert!(matches!(
+            create_in_file(&path, "ci", &scopes(&["a*"]), &[Right::Yank], 8),
+            Err(TokenFileError::Refused(TokenError::Exists(..)))
+        ));
+        assert!(revoke_in_file(&path, "ci").unwrap());
+        assert!(!revoke_in_file(&path, "ci").unwrap(), "already revoked");
+        assert!(Tokens::load(&path).unwrap().authenticate(&token).is_err());
+        assert!(matches!(
+            revoke_in_file(&path, "nope"),
+            Err(TokenFileError::Refused(TokenError::NotFound(_)))
+        ));
+        assert!(matches!(
+            revoke_in_file(&tmp.path().join("missing.toml"), "ci"),
+            Err(TokenFileError::Read(TokenError::Io { .. }))
+        ));
+        let no_dir = tmp.path().join("no/such/tokens.toml");
+        assert!(matches!(
+            create_in_file(&no_dir, "ci", &scopes(&["a*"]), &[Right::Yank], 0),
+            Err(TokenFileError::Write { .. })
         ));
     }
 }
