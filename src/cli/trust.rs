@@ -5,11 +5,12 @@ use std::path::Path;
 
 use serde_json::json;
 use skillcat::document::{Skill, ValidateOptions};
-use skillcat::path::base_name;
 use skillcat::sign::pack_signed::{PackError, PackNote, PackRequest};
-use skillcat::sign::source_signatures::{FoundSignature, at_version, manifest_of, verify_skill};
+use skillcat::sign::source_signatures::{
+    FoundSignature, at_version, digests, manifest_of, verify_skill,
+};
 use skillcat::sign::{self, Keyring, SignError, Statement};
-use skillcat::source::{Detail, SourceExt};
+use skillcat::source::Detail;
 
 use super::read::{Opened, open_maybe_for, print_fault};
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
@@ -21,36 +22,20 @@ pub const PASSWORD_ENV: &str = "SKILLCAT_PASSWORD";
 pub async fn digest(arg: &str, wanted: Option<&str>, format: Format, g: &Globals) -> CliResult {
     let opened = open_maybe_for(arg, wanted, Detail::Files, g).await;
     let (Opened { src, found, .. }, name) = opened?;
-    let key = name.map(skillcat::document::name_key);
     let mut manifests = Vec::new();
     let mut failed = false;
-    for skill in &found.skills {
-        if key
-            .as_ref()
-            .is_some_and(|k| *k != skillcat::document::name_key(&skill.name()))
-        {
-            continue;
-        }
-        match manifest_of(&*src, skill).await {
-            Ok((m, _)) => manifests.push(m),
-            Err(e) => {
-                err!("Error: {}: {e}", skill.location());
-                failed = true;
-            }
-        }
-    }
-    if name.is_none() {
-        // A root that is not a skill still has files, and so a digest; say what is wrong with it,
-        // and exit 1 as every command does when it reports a fault.
-        for f in &found.faults {
+    // A root that is not a skill still has files, and so a digest; say what is wrong with it,
+    // and exit 1 as every command does when it reports a fault.
+    for d in digests(&*src, &found, name).await {
+        if let Some(f) = d.fault {
             print_fault(f);
             failed = true;
-            match src.manifest(&f.root, base_name(&f.root), "").await {
-                Ok(m) => manifests.push(m),
-                Err(e) => {
-                    err!("Error: {}: {e}", f.location);
-                    failed = true;
-                }
+        }
+        match d.manifest {
+            Ok(m) => manifests.push(m),
+            Err(e) => {
+                err!("Error: {}: {e}", d.location);
+                failed = true;
             }
         }
     }

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 
 use skillcat_core::digest::Manifest;
 use skillcat_core::document::Skill;
-use skillcat_core::source::{RootRecord, Source, SourceExt, SourceKind, SourceSpec};
+use skillcat_core::source::{
+    Discovery, RootFault, RootRecord, Source, SourceExt, SourceKind, SourceSpec,
+};
 
 use crate::{Keyring, Verified, skill_signature_path, verify};
 
@@ -101,6 +103,52 @@ pub async fn manifest_of(
         src.manifest(skill.root(), &skill.name(), version).await?
     };
     Ok((m, record))
+}
+
+/// One root's manifest, as `skillcat digest` lists them, or why it could not be computed.
+#[derive(Debug)]
+pub struct RootDigest<'a> {
+    /// Why the root is not a skill, when it is not (its files still have a digest).
+    pub fault: Option<&'a RootFault>,
+    /// Where the root is, for people.
+    pub location: String,
+    /// Its manifest ([`manifest_of`] for a skill; for a root that is not one, under its
+    /// folder's name and no version), or why it could not be read.
+    pub manifest: skillcat_core::Result<Manifest>,
+}
+
+/// The manifest of every skill of `found` (of the one named `name` when given, names compared
+/// as [`name_key`](skillcat_core::document::name_key) folds them), then, when no name is given,
+/// of every root that is not a skill: what `skillcat digest` prints.
+pub async fn digests<'a>(
+    src: &dyn Source,
+    found: &'a Discovery,
+    name: Option<&str>,
+) -> Vec<RootDigest<'a>> {
+    use skillcat_core::document::name_key;
+    let key = name.map(name_key);
+    let mut out = Vec::new();
+    for skill in &found.skills {
+        if key.as_ref().is_some_and(|k| *k != name_key(&skill.name())) {
+            continue;
+        }
+        out.push(RootDigest {
+            fault: None,
+            location: skill.location().to_string(),
+            manifest: manifest_of(src, skill).await.map(|(m, _)| m),
+        });
+    }
+    if name.is_none() {
+        for f in &found.faults {
+            let base = skillcat_core::path::base_name(&f.root);
+            out.push(RootDigest {
+                fault: Some(f),
+                location: f.location.clone(),
+                manifest: src.manifest(&f.root, base, "").await,
+            });
+        }
+    }
+    out
 }
 
 /// `name@version`, or the name alone when the skill has no version.
@@ -272,6 +320,28 @@ mod tests {
             verify_skill(&spec, &src, &skill, &empty, None, true).await,
             Err(SkillVerifyError::Refused(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn digests_cover_the_skills_then_the_roots_that_are_not_skills() {
+        let tmp = tempfile::tempdir().unwrap();
+        signed_skill(tmp.path()).await;
+        std::fs::create_dir(tmp.path().join("broken")).unwrap();
+        std::fs::write(tmp.path().join("broken/SKILL.md"), "no frontmatter").unwrap();
+        let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
+        let found = skillcat_core::source::discover_with(&src, Detail::Files)
+            .await
+            .unwrap();
+        let all = digests(&src, &found, None).await;
+        assert_eq!(all.len(), 2);
+        assert!(all[0].fault.is_none());
+        let m = all[0].manifest.as_ref().unwrap();
+        assert_eq!((m.name.as_str(), m.version.as_str()), ("alpha", "1.0.0"));
+        assert!(all[1].fault.is_some());
+        assert_eq!(all[1].manifest.as_ref().unwrap().name, "broken");
+        let one = digests(&src, &found, Some("alpha")).await;
+        assert_eq!(one.len(), 1, "a name leaves the other roots out");
+        assert!(digests(&src, &found, Some("beta")).await.is_empty());
     }
 
     #[test]
