@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
-use skillcat::registry::{Registry, VersionLimits};
-use skillcat::serve::{self, ApiOptions, Site};
+use skillcat::registry::VersionLimits;
+use skillcat::serve::{self, ApiOptions, PublishingSourceError, Site};
 use skillcat::sign::Keyring;
 
 use super::CliError;
@@ -59,100 +59,29 @@ fn parse_policy(s: &str) -> Result<skillcat::audit::Policy, String> {
     s.parse()
 }
 
-/// A size on the command line: `16MiB`, `512KiB`, `1GiB`, `2MB`, or bytes.
-pub(super) fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size (say 16MiB or 1048576)"))?;
-    let mult: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        "KB" | "kB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        _ => return Err(format!("{s:?} is not a size (say 16MiB or 1048576)")),
-    };
-    n.checked_mul(mult)
-        .filter(|&n| n > 0)
-        .ok_or_else(|| format!("{s:?} is not a positive size"))
-}
-
-/// Has the allocator give large buffers (an upload's files, 1 MiB and more) back to the system
-/// when they are freed. glibc otherwise raises its mmap threshold after the first large free
-/// and serves later large buffers from per-thread arenas, where one thread's freed buffer
-/// cannot serve another thread's: the server's memory then grows with the number of threads
-/// that ever held an upload, not with the uploads in flight, and the documented bound
-/// (`docs/registry.md`) would not hold (measured: 251 MiB peak for what stays at 111 MiB with
-/// this).
-fn return_large_buffers() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `mallopt` sets one tunable of glibc's allocator; it takes the allocator's own
-    // locks and is safe to call while other threads allocate.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-    }
-}
-
-/// The registry file a `--publish` SOURCE names (`x.db`, `sqlite:x.db`).
-pub(super) fn registry_path(source: &str) -> PathBuf {
-    PathBuf::from(source.strip_prefix("sqlite:").unwrap_or(source))
-}
+pub(super) use skillcat::units::parse_size;
 
 /// Before the site is built: the SOURCE of `--publish` must be a registry, opened read-write
-/// once so that it is migrated (the audit log) before anything reads it. Anything else (a
-/// directory of skills, an archive, a URL) is refused saying to create a registry file and serve
-/// that; a registry file not made yet is named as the file to create.
+/// once so that it is migrated (the audit log) before anything reads it
+/// ([`serve::publishing_registry`]); anything else is refused saying to create a registry file
+/// and serve that.
 pub(super) fn prepare(source: &str) -> Result<(), CliError> {
-    let path = registry_path(source);
-    let named_as_registry = source.starts_with("sqlite:")
-        || path
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| e.eq_ignore_ascii_case("db") || e.eq_ignore_ascii_case("sqlite"));
-    let what = if path.is_dir() {
-        Some("is a directory")
-    } else if !path.exists() {
-        if named_as_registry {
-            return Err(usage!(
-                "--publish serves a registry file, and {} does not exist: create it with \
-                 `skillcat registry init {}`",
-                path.display(),
-                path.display()
-            ));
-        }
-        Some("does not exist")
-    } else if is_registry(&path) {
-        None
-    } else {
-        Some("is not a registry file")
-    };
-    if let Some(what) = what {
-        return Err(usage!(
+    match serve::publishing_registry(source) {
+        Ok(_) => Ok(()),
+        Err(PublishingSourceError::NotCreated(path)) => Err(usage!(
+            "--publish serves a registry file, and {} does not exist: create it with \
+             `skillcat registry init {}`",
+            path.display(),
+            path.display()
+        )),
+        Err(e @ PublishingSourceError::NotRegistry { .. }) => Err(usage!(
             "--publish needs a registry file; create one with `skillcat registry init team.db` \
-             and serve that (`skillcat serve team.db --publish --tokens FILE`); {source} {what}. \
+             and serve that (`skillcat serve team.db --publish --tokens FILE`); {e}. \
              Skills go into it with `skillcat registry publish team.db DIR` or, once served, \
              `skillcat publish URL DIR`"
-        ));
+        )),
+        Err(PublishingSourceError::Open(e)) => Err(usage!("--publish: {e}")),
     }
-    match Registry::open(&path) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(usage!("--publish: {e}")),
-    }
-}
-
-/// Whether `path` is a file a registry opens (the SQLite magic, or a `.db`/`.sqlite` name).
-fn is_registry(path: &std::path::Path) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; 16];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut head))
-        .unwrap_or(0);
-    skillcat::registry::is_registry_file(path, &head[..n])
 }
 
 /// The read side of `site` and the publishing API, as `args` says.
@@ -171,7 +100,6 @@ pub(super) fn router(
     {
         return Err(super::keyring::keyring_error(path, &e));
     }
-    return_large_buffers();
     if !tls && !local.ip().is_loopback() {
         note!(
             "warning: serving the publishing API over plain HTTP on {local}: tokens cross the \
@@ -180,7 +108,7 @@ pub(super) fn router(
         );
     }
     let opts = ApiOptions {
-        registry: registry_path(source),
+        registry: serve::registry_path(source),
         tokens,
         keyring: args.keyring.clone(),
         max_upload: args.max_upload,

@@ -11,16 +11,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use skillcat::sign::{KeyEntry, Keyring, SignError};
+use skillcat::sign::{KEYRING_FILE_NAME, KeyEntry, KeyringFile, SignError, Trusted};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
-
-/// The file name of the default keyring, beside the user's configuration.
-const KEYRING_FILE: &str = "keyring.toml";
-
-/// The first lines of a keyring `trust add` creates.
-const HEADER: &str = "# skillcat keyring: trusted signing keys, each scoped to the skill names it may sign.\n\
-     # Managed with `skillcat trust add|list|revoke`; `skillcat verify` reads it.\n";
 
 /// `trust add` arguments.
 #[derive(Debug, clap::Args)]
@@ -69,7 +62,7 @@ pub(super) fn default_keyring(g: &Globals) -> Result<PathBuf, CliError> {
         return Ok(k);
     }
     skillcat::config::Config::user_file(&env)
-        .and_then(|f| f.parent().map(|d| d.join(KEYRING_FILE)))
+        .and_then(|f| f.parent().map(|d| d.join(KEYRING_FILE_NAME)))
         .ok_or_else(|| {
             usage!("no home directory ($HOME) for the default keyring; pass --keyring FILE")
         })
@@ -92,117 +85,69 @@ pub(super) fn keyring_error(path: &Path, e: &SignError) -> CliError {
     }
 }
 
-/// The keyring file to use and its text (empty when it does not exist yet).
-fn open(given: Option<&Path>, g: &Globals) -> Result<(PathBuf, String), CliError> {
+/// The keyring file named, else the default one, read (a file not made yet is empty).
+fn open(given: Option<&Path>, g: &Globals) -> Result<KeyringFile, CliError> {
     let path = match given {
         Some(p) => p.to_path_buf(),
         None => default_keyring(g)?,
     };
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Ok((path, text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((path, String::new())),
-        Err(e) => Err(usage!("cannot read the keyring {}: {e}", path.display())),
-    }
-}
-
-/// Parses the keyring text of `path`; errors are printed.
-fn parse(path: &Path, text: &str) -> Result<Keyring, CliError> {
-    Keyring::from_toml_str(text).map_err(|e| {
-        // Name the file, not `<string>`.
-        let e = match e {
-            SignError::InvalidKeyring { reason, .. } => SignError::InvalidKeyring {
-                origin: path.display().to_string(),
-                reason,
-            },
-            SignError::PublicKeyNotKeyring { key_id, .. } => SignError::PublicKeyNotKeyring {
-                origin: path.display().to_string(),
-                key_id,
-            },
-            other => other,
-        };
-        keyring_error(path, &e)
+    KeyringFile::open(&path).map_err(|e| match e {
+        SignError::Io { source, .. } => {
+            usage!("cannot read the keyring {}: {source}", path.display())
+        }
+        e => keyring_error(&path, &e),
     })
 }
 
 /// `skillcat trust add KEY.pub --scope PATTERN… [--comment TEXT] [--keyring FILE]`
 pub fn add(a: AddArgs, g: &Globals) -> CliResult {
-    let public = match std::fs::read_to_string(&a.key) {
-        Ok(t) => t,
-        Err(e) => {
-            return Err(usage!(
-                "cannot read the public key {}: {e}",
-                a.key.display()
-            ));
-        }
-    };
-    let mut entry = match KeyEntry::new(&public, a.scopes.iter().cloned()) {
-        Ok(e) => e,
-        Err(e) => {
-            return Err(usage!("{}: {e}", a.key.display()));
-        }
-    };
+    let public = std::fs::read_to_string(&a.key)
+        .map_err(|e| usage!("cannot read the public key {}: {e}", a.key.display()))?;
+    let mut entry = KeyEntry::new(&public, a.scopes.iter().cloned())
+        .map_err(|e| usage!("{}: {e}", a.key.display()))?;
     if let Some(c) = &a.comment {
         entry = entry.with_comment(c.clone());
     }
-    let (path, text) = open(a.keyring.as_deref(), g)?;
-    if a.keyring.is_some()
-        && let Err(e) = super::output_dir_exists(&path)
-    {
-        return Err(e);
+    let mut file = open(a.keyring.as_deref(), g)?;
+    let path = file.path().to_path_buf();
+    if a.keyring.is_some() {
+        super::output_dir_exists(&path)?;
     }
-    let mut ring = parse(&path, &text)?;
     let id = entry.id().to_string();
-    let new_text = match ring.get(&id) {
-        Some(existing) if existing.is_revoked() => {
+    let scopes_of = |file: &KeyringFile| {
+        file.keyring()
+            .get(&id)
+            .map(|k| k.scopes().join(", "))
+            .unwrap_or_default()
+    };
+    match file.trust(entry) {
+        Ok(Trusted::Revoked) => {
             return Err(failed!(
                 "key {id} is revoked in {}; a revoked key is not trusted again (make a new \
                  key with `skillcat keygen`)",
                 path.display()
             ));
         }
-        Some(_) => {
-            let added = match ring.widen(&id, entry.scopes()) {
-                Ok(added) => added,
-                Err(e) => {
-                    return Err(usage!("{e}"));
-                }
-            };
-            if added.is_empty() {
-                let scopes = ring.get(&id).map(|k| k.scopes().join(", "));
-                out!(
-                    "Key {id} is already trusted in {} for {}",
-                    path.display(),
-                    scopes.unwrap_or_default()
-                );
-                return Ok(ExitStatus::Success);
-            }
-            format!("{HEADER}\n{}", ring.to_toml())
+        Ok(Trusted::Already) => {
+            out!(
+                "Key {id} is already trusted in {} for {}",
+                path.display(),
+                scopes_of(&file)
+            );
+            return Ok(ExitStatus::Success);
         }
-        None => {
-            let mut t = if text.trim().is_empty() {
-                HEADER.to_string()
-            } else {
-                text.clone()
-            };
-            if !t.ends_with('\n') {
-                t.push('\n');
-            }
-            t.push('\n');
-            t.push_str(&entry.to_toml());
-            t
+        Ok(Trusted::Added | Trusted::Widened(_)) => {}
+        Err(e @ (SignError::InvalidKeyring { .. } | SignError::PublicKeyNotKeyring { .. })) => {
+            return Err(keyring_error(&path, &e));
         }
-    };
-    // What is written must read back as the keyring meant.
-    let back = parse(&path, &new_text)?;
-    let Some(written) = back.get(&id) else {
-        return Err(failed!("the keyring written would not hold key {id}"));
-    };
-    if let Err(e) = write_atomically(&path, &new_text, a.keyring.is_none(), None) {
-        return Err(failed!("cannot write the keyring {}: {e}", path.display()));
+        Err(e) => return Err(usage!("{e}")),
     }
+    // The default keyring's folder is made, private, on the first key.
+    file.save(a.keyring.is_none())
+        .map_err(|e| failed!("cannot write the keyring {}: {e}", path.display()))?;
     out!(
         "Trusted key {id} for {} in {}",
-        written.scopes().join(", "),
+        scopes_of(&file),
         path.display()
     );
     Ok(ExitStatus::Success)
@@ -210,8 +155,8 @@ pub fn add(a: AddArgs, g: &Globals) -> CliResult {
 
 /// `skillcat trust list [--keyring FILE] [--format json]`
 pub fn list(a: ListArgs, g: &Globals) -> CliResult {
-    let (path, text) = open(a.keyring.as_deref(), g)?;
-    let ring = parse(&path, &text)?;
+    let file = open(a.keyring.as_deref(), g)?;
+    let (path, ring) = (file.path(), file.keyring());
     match a.format {
         Format::Json => {
             let keys: Vec<_> = ring
@@ -253,27 +198,21 @@ pub fn list(a: ListArgs, g: &Globals) -> CliResult {
 
 /// `skillcat trust revoke ID [--keyring FILE]`
 pub fn revoke(a: RevokeArgs, g: &Globals) -> CliResult {
-    let (path, text) = open(a.keyring.as_deref(), g)?;
-    let mut ring = parse(&path, &text)?;
-    match ring.revoke(&a.id) {
-        Ok(false) => {
-            out!("Key {} was already revoked in {}", a.id, path.display());
-            Ok(ExitStatus::Success)
-        }
+    let mut file = open(a.keyring.as_deref(), g)?;
+    let path = file.path().display().to_string();
+    match file.revoke(&a.id) {
+        Ok(false) => out!("Key {} was already revoked in {path}", a.id),
         Ok(true) => {
-            let new_text = format!("{HEADER}\n{}", ring.to_toml());
-            if let Err(e) = write_atomically(&path, &new_text, false, None) {
-                return Err(failed!("cannot write the keyring {}: {e}", path.display()));
-            }
+            file.save(false)
+                .map_err(|e| failed!("cannot write the keyring {path}: {e}"))?;
             out!(
-                "Revoked key {} in {}: signatures by it are refused from now on",
+                "Revoked key {} in {path}: signatures by it are refused from now on",
                 a.id.to_ascii_uppercase(),
-                path.display()
             );
-            Ok(ExitStatus::Success)
         }
-        Err(e) => Err(failed!("{e} ({})", path.display())),
+        Err(e) => return Err(failed!("{e} ({path})")),
     }
+    Ok(ExitStatus::Success)
 }
 
 /// Writes `text` to `path` through a temporary file in the same folder renamed into place;

@@ -316,7 +316,9 @@ fn signature_for(
         );
         (text.clone(), origin, resign)
     } else {
-        match super::trust::beside_signature(path, &s.name, single)? {
+        match skillcat::sign::source_signatures::beside_signature(path, &s.name, single)
+            .map_err(|e| e.to_string())?
+        {
             Some(found) => {
                 let resign = format!("skillcat sign {path} {} --key KEY", s.name);
                 (found.text, found.origin, resign)

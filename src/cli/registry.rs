@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 use serde_json::json;
-use skillcat::registry::{
-    Outcome, PublishOptions, Published, Registry, RegistryError, VersionLimits, parse_spec,
+use skillcat::publish::{
+    BatchError, BatchEvent, BatchOptions, PublishSource, SkillFailure, check_batch,
 };
+use skillcat::registry::{Outcome, Published, Registry, RegistryError, VersionLimits, parse_spec};
 use skillcat::sign::Keyring;
-use skillcat::source::{self, DirOptions, DirSource, Source, SourceExt};
+use skillcat::source::{self, DirOptions, DirSource, Source};
 
 use super::{CliError, CliResult, ExitStatus, Format};
 
@@ -163,13 +164,6 @@ struct PublishArgs<'a> {
     format: Format,
 }
 
-/// One opened SOURCE argument and the skill roots it offers.
-struct Opened {
-    spec: String,
-    src: Arc<dyn Source>,
-    roots: Vec<String>,
-}
-
 /// A skill directory (one with a document) is one skill; anything else goes through
 /// [`source::open`].
 fn open_source(spec: &str) -> skillcat::Result<Arc<dyn Source>> {
@@ -184,25 +178,21 @@ fn open_source(spec: &str) -> skillcat::Result<Arc<dyn Source>> {
     }
 }
 
-fn read_text(path: &Path, what: &str) -> Result<String, String> {
-    std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
-}
-
-/// `skillcat registry publish DB SOURCE... [--sig FILE] [--version V] [--keyring FILE]`
+/// `skillcat registry publish DB SOURCE... [--sig FILE] [--version V] [--keyring FILE]`:
+/// [`Registry::publish_batch`], each skill said as it goes.
 async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResult {
-    let keyring = match args.keyring.map(Keyring::load).transpose() {
-        Ok(k) => k,
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
-    };
-    let given_sig = match args.sig.map(|p| read_text(p, "signature")).transpose() {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
-    };
+    let keyring = args
+        .keyring
+        .map(Keyring::load)
+        .transpose()
+        .map_err(|e| usage!("{e}"))?;
+    let given_sig = args
+        .sig
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .map_err(|e| usage!("cannot read the signature {}: {e}", p.display()))
+        })
+        .transpose()?;
     // Every source is opened and listed before anything is written.
     let mut opened = Vec::with_capacity(specs.len());
     for spec in specs {
@@ -211,7 +201,7 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResul
             Err(e) => Err(e),
         };
         match listed {
-            Ok((src, roots)) => opened.push(Opened {
+            Ok((src, roots)) => opened.push(PublishSource {
                 spec: spec.clone(),
                 src,
                 roots,
@@ -219,89 +209,79 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResul
             Err(skillcat::Error::NotFound(_)) => {
                 return Err(usage!("Path does not exist: {spec}"));
             }
-            Err(e) => {
-                return Err(usage!("{spec}: {e}"));
-            }
+            Err(e) => return Err(usage!("{spec}: {e}")),
         }
     }
-    let total: usize = opened.iter().map(|o| o.roots.len()).sum();
-    if total == 0 {
-        return Err(failed!("no skill found in {}", specs.join(", ")));
-    }
-    if given_sig.is_some() && total != 1 {
-        return Err(usage!(
-            "--sig names the signature of one skill; the sources hold {total}"
-        ));
-    }
-    if let (Some(v), true) = (&args.version, total != 1) {
-        return Err(usage!(
+    let opts = BatchOptions {
+        version: args.version.as_deref(),
+        signature: given_sig.as_deref(),
+        keyring: keyring.as_ref(),
+        limits: args.limits,
+    };
+    let total = check_batch(&opened, &opts).map_err(|e| match e {
+        BatchError::Nothing(_) => failed!("{e}"),
+        BatchError::SignatureForMany(total) => {
+            usage!("--sig names the signature of one skill; the sources hold {total}")
+        }
+        BatchError::VersionForMany { total, version: v } => usage!(
             "--version sets the version of one skill; the sources hold {total}. Give each \
              skill its own in its SKILL.md frontmatter (metadata:\n  version: \"{v}\"), or \
              publish them one at a time"
-        ));
-    }
-    let mut registry = match Registry::open(db) {
-        Ok(r) => r,
-        Err(e) => return Err(fail(&e)),
-    };
+        ),
+    })?;
+    let mut registry = Registry::open(db).map_err(|e| fail(&e))?;
     let bar = progress_bar(total);
-    let mut results = Vec::with_capacity(total);
+    let text = args.format == Format::Text;
+    let outcomes = registry
+        .publish_batch(&opened, &opts, |event| match event {
+            BatchEvent::Start(at) => bar.set_message(at.to_string()),
+            BatchEvent::Done(o) => {
+                bar.suspend(|| match &o.result {
+                    Ok(p) if text => print_published(p),
+                    Err(f) if text => print_failure(f, &o.location),
+                    _ => {}
+                });
+                bar.inc(1);
+            }
+        })
+        .await
+        .map_err(|e| usage!("{e}"))?;
+    bar.finish_and_clear();
     let mut code = ExitStatus::Success;
+    let mut results = Vec::with_capacity(total);
     // Skills refused for want of a version: named together at the end, with how to set it.
     let mut unversioned = Vec::new();
-    for o in &opened {
-        let single = o.roots.len() == 1;
-        for root in &o.roots {
-            let shown_root = o.src.location(root);
-            bar.set_message(shown_root.clone());
-            let kept = kept_by_source(o, root, single).await;
-            let outcome = match kept {
-                Ok((version, found)) => {
-                    let opts = PublishOptions {
-                        // The version given, else the one the source keeps (a registry's),
-                        // else the skill's metadata.version.
-                        version: args.version.clone().or(version),
-                        signature: given_sig.clone().or(found),
-                        keyring: keyring.as_ref(),
-                        limits: args.limits,
-                        ..Default::default()
-                    };
-                    registry
-                        .publish(&*o.src, root, &opts)
-                        .await
-                        .map_err(Failure::Registry)
+    for o in &outcomes {
+        match &o.result {
+            Ok(p) => results.push(json!({"source": o.spec, "root": o.root, "published": p})),
+            Err(f) => {
+                code = code.max(match f {
+                    SkillFailure::Registry(e) => fail(e).status(),
+                    _ => ExitStatus::Unreadable,
+                });
+                if let SkillFailure::Registry(RegistryError::MissingVersion { name }) = f {
+                    unversioned.push(format!("{name} ({})", o.location));
                 }
-                Err(e) => Err(Failure::Unreadable(e)),
-            };
-            bar.suspend(|| match &outcome {
-                Ok(p) if args.format == Format::Text => print_published(p),
-                Ok(_) => {}
-                Err(f) if args.format == Format::Text => f.print(&shown_root),
-                Err(_) => {}
-            });
-            match outcome {
-                Ok(p) => results.push(json!({"source": o.spec, "root": root, "published": p})),
-                Err(f) => {
-                    code = code.max(f.status());
-                    if let Failure::Registry(RegistryError::MissingVersion { name }) = &f {
-                        unversioned.push((name.clone(), shown_root.clone()));
-                    }
-                    results.push(f.to_json(&o.spec, root, &shown_root));
-                }
+                let faults: Vec<_> = match f {
+                    SkillFailure::Registry(e) => e
+                        .faults()
+                        .iter()
+                        .map(|f| json!({"kind": f.kind().as_str(), "message": f.message()}))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                results.push(
+                    json!({"source": o.spec, "root": o.root, "location": o.location,
+                                    "error": f.to_string(), "faults": faults}),
+                );
             }
-            bar.inc(1);
         }
     }
-    bar.finish_and_clear();
-    if total > 1 && !unversioned.is_empty() && args.format == Format::Text {
+    if total > 1 && !unversioned.is_empty() && text {
         err!(
             "{} of {total} skills were not published for want of a version: {}",
             unversioned.len(),
-            unversioned
-                .iter()
-                .map(|(n, at)| format!("{n} ({at})"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            unversioned.join(", ")
         );
         err!(
             "Set it in each one's SKILL.md frontmatter, then publish again:\n  metadata:\n    \
@@ -316,70 +296,20 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResul
     Ok(code)
 }
 
-/// Why one skill was not published.
-enum Failure {
-    Registry(RegistryError),
-    Unreadable(String),
-}
-
-impl Failure {
-    fn status(&self) -> ExitStatus {
-        match self {
-            Failure::Registry(e) => fail(e).status(),
-            Failure::Unreadable(_) => ExitStatus::Unreadable,
-        }
-    }
-
-    fn print(&self, location: &str) {
-        match self {
-            Failure::Registry(RegistryError::InvalidSkill {
-                location: at,
-                faults,
-            }) => {
-                err!("Refusing to publish {at}:");
-                for f in faults {
-                    err!("  - {} [{}]", f.message(), f.kind());
-                }
+/// Why one skill was not published, on stderr.
+fn print_failure(f: &SkillFailure, location: &str) {
+    match f {
+        SkillFailure::Registry(RegistryError::InvalidSkill {
+            location: at,
+            faults,
+        }) => {
+            err!("Refusing to publish {at}:");
+            for f in faults {
+                err!("  - {} [{}]", f.message(), f.kind());
             }
-            Failure::Registry(e) => err!("Error: {location}: {e}"),
-            Failure::Unreadable(e) => err!("Error: {location}: {e}"),
         }
+        f => err!("Error: {location}: {f}"),
     }
-
-    fn to_json(&self, spec: &str, root: &str, location: &str) -> serde_json::Value {
-        let faults: Vec<_> = match self {
-            Failure::Registry(e) => e
-                .faults()
-                .iter()
-                .map(|f| json!({"kind": f.kind().as_str(), "message": f.message()}))
-                .collect(),
-            Failure::Unreadable(_) => Vec::new(),
-        };
-        let error = match self {
-            Failure::Registry(e) => e.to_string(),
-            Failure::Unreadable(e) => e.clone(),
-        };
-        json!({"source": spec, "root": root, "location": location, "error": error, "faults": faults})
-    }
-}
-
-/// What the source keeps about one skill to publish: the version it holds it as (a registry's,
-/// an index entry's) and a signature — one it keeps with the skill, else the file beside it
-/// (`SOURCE.minisig`, or `SOURCE.NAME.minisig` for a source of several skills, as `skillcat
-/// pack --sign` and `skillcat sign` write them).
-async fn kept_by_source(
-    o: &Opened,
-    root: &str,
-    single: bool,
-) -> Result<(Option<String>, Option<String>), String> {
-    // The file is named after the skill; a skill that does not load has no name (publish then
-    // reports why it does not load).
-    let Ok(skill) = o.src.load(root).await else {
-        return Ok((None, None));
-    };
-    let record = o.src.record(root).await.map_err(|e| e.to_string())?;
-    let found = super::trust::signatures_of(&o.spec, &*o.src, &skill, &record, single)?;
-    Ok((record.version, found.into_iter().next().map(|f| f.text)))
 }
 
 fn print_published(p: &Published) {
@@ -512,19 +442,12 @@ fn versions(db: &Path, name: &str, format: Format) -> CliResult {
     Ok(ExitStatus::Success)
 }
 
+/// The subcommands' definitions; what each does is tested through the binary
+/// (`tests/integration/registry/commands.rs`).
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    const OK: ExitStatus = ExitStatus::Success;
-    const FAULTS: ExitStatus = ExitStatus::Faults;
-    const USAGE: ExitStatus = ExitStatus::Unreadable;
-
-    /// The status a command ends the process with, its error's included.
-    async fn run(cmd: RegistryCommand) -> ExitStatus {
-        super::run(cmd).await.unwrap_or_else(|e| e.status())
-    }
+    use clap::{CommandFactory, Parser};
 
     #[derive(Debug, Parser)]
     struct Wrapper {
@@ -532,22 +455,8 @@ mod tests {
         cmd: RegistryCommand,
     }
 
-    fn parse(args: &[&str]) -> RegistryCommand {
-        Wrapper::try_parse_from(std::iter::once("registry").chain(args.iter().copied()))
-            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-            .cmd
-    }
-
-    fn catalog(root: &str) -> String {
-        format!(
-            "{}/fixtures/conformance/catalog/{root}",
-            env!("CARGO_MANIFEST_DIR")
-        )
-    }
-
     #[test]
     fn every_subcommand_has_an_example() {
-        use clap::CommandFactory;
         let cmd = Wrapper::command();
         for sub in cmd.get_subcommands() {
             let help = sub
@@ -561,195 +470,5 @@ mod tests {
             );
         }
         Wrapper::command().debug_assert();
-    }
-
-    #[tokio::test]
-    async fn init_publish_yank_search_versions() {
-        let tmp = tempfile::tempdir().unwrap();
-        let db = tmp.path().join("r.db");
-        let db_s = db.to_str().unwrap();
-        assert_eq!(run(parse(&["init", db_s])).await, OK);
-        assert_eq!(
-            run(parse(&["init", db_s])).await,
-            FAULTS,
-            "init refuses an existing registry"
-        );
-
-        let alpha = catalog("alpha");
-        assert_eq!(
-            run(parse(&["publish", db_s, &alpha])).await,
-            FAULTS,
-            "no version: refused"
-        );
-        assert_eq!(
-            run(parse(&["publish", db_s, &alpha, "--version", "1.0.0"])).await,
-            OK
-        );
-        assert_eq!(
-            run(parse(&["publish", db_s, &alpha, "--version", "1.0.0"])).await,
-            OK,
-            "unchanged"
-        );
-        assert_eq!(
-            run(parse(&[
-                "publish",
-                db_s,
-                &alpha,
-                "--version",
-                "1.1.0",
-                "--format",
-                "json"
-            ]))
-            .await,
-            OK
-        );
-        assert_eq!(
-            run(parse(&[
-                "publish",
-                db_s,
-                &catalog("bad-yaml"),
-                "--version",
-                "1.0.0"
-            ]))
-            .await,
-            FAULTS
-        );
-        assert_eq!(
-            run(parse(&[
-                "publish",
-                db_s,
-                "/nonexistent/skill",
-                "--version",
-                "1.0.0"
-            ]))
-            .await,
-            USAGE
-        );
-        let empty = tmp.path().join("empty");
-        std::fs::create_dir(&empty).unwrap();
-        assert_eq!(
-            run(parse(&["publish", db_s, empty.to_str().unwrap()])).await,
-            FAULTS,
-            "nothing to publish is not a success"
-        );
-        // A directory of skills: --version would give every one the same version, so it is
-        // refused before anything is written; without it, the skills that have no
-        // metadata.version are refused (and named), the others published.
-        let all = catalog("");
-        assert_eq!(
-            run(parse(&["publish", db_s, &all, "--version", "2.0.0"])).await,
-            USAGE
-        );
-        let reg = Registry::open_read_only(&db).unwrap();
-        assert_eq!(reg.latest("alpha").unwrap().unwrap().version, "1.1.0");
-        assert!(reg.versions("beta-tool").unwrap().is_empty());
-        drop(reg);
-        assert_eq!(run(parse(&["publish", db_s, &all])).await, FAULTS);
-        assert_eq!(
-            run(parse(&["publish", db_s, &alpha, "--version", "2.0.0"])).await,
-            OK
-        );
-
-        assert_eq!(run(parse(&["yank", db_s, "alpha@2.0.0"])).await, OK);
-        assert_eq!(
-            run(parse(&["yank", db_s, "alpha@2.0.0"])).await,
-            OK,
-            "already yanked"
-        );
-        assert_eq!(run(parse(&["yank", db_s, "alpha@9.9.9"])).await, FAULTS);
-        assert_eq!(run(parse(&["yank", db_s, "alpha"])).await, USAGE);
-        let reg = Registry::open_read_only(&db).unwrap();
-        assert_eq!(reg.latest("alpha").unwrap().unwrap().version, "1.1.0");
-        drop(reg);
-        assert_eq!(
-            run(parse(&["yank", db_s, "alpha@2.0.0", "--undo"])).await,
-            OK
-        );
-
-        assert_eq!(
-            run(parse(&["search", db_s, "alpha", "--format", "json"])).await,
-            OK
-        );
-        assert_eq!(run(parse(&["search", db_s, "\" NEAR( -x:y *"])).await, OK);
-        assert_eq!(run(parse(&["versions", db_s, "alpha"])).await, OK);
-        assert_eq!(run(parse(&["versions", db_s, "nope"])).await, FAULTS);
-        let missing = tmp.path().join("missing.db");
-        assert_eq!(
-            run(parse(&["search", missing.to_str().unwrap(), "x"])).await,
-            USAGE
-        );
-    }
-
-    #[tokio::test]
-    async fn sig_names_one_skill_only() {
-        let tmp = tempfile::tempdir().unwrap();
-        let db = tmp.path().join("r.db");
-        let db_s = db.to_str().unwrap();
-        let sig = tmp.path().join("x.minisig");
-        std::fs::write(&sig, "not a signature").unwrap();
-        assert_eq!(run(parse(&["init", db_s])).await, OK);
-        let args = [
-            "publish",
-            db_s,
-            &catalog(""),
-            "--sig",
-            sig.to_str().unwrap(),
-            "--version",
-            "1.0.0",
-        ];
-        assert_eq!(run(parse(&args)).await, USAGE);
-        let args = [
-            "publish",
-            db_s,
-            &catalog("alpha"),
-            "--sig",
-            sig.to_str().unwrap(),
-            "--version",
-            "1.0.0",
-        ];
-        assert_eq!(
-            run(parse(&args)).await,
-            FAULTS,
-            "a malformed signature is refused"
-        );
-    }
-
-    #[tokio::test]
-    async fn neighbour_signature_is_used_and_verified() {
-        use skillcat::sign;
-        let tmp = tempfile::tempdir().unwrap();
-        let skill = tmp.path().join("alpha");
-        std::fs::create_dir(&skill).unwrap();
-        std::fs::write(
-            skill.join("SKILL.md"),
-            "---\nname: alpha\ndescription: d\nmetadata:\n  version: 1.0.0\n---\nBody\n",
-        )
-        .unwrap();
-        let (public, secret) = sign::generate_keypair(None).unwrap();
-        let src = DirSource::open_skill(&skill, DirOptions::default()).unwrap();
-        let m = src.manifest("", "alpha", "1.0.0").await.unwrap();
-        let sig = sign::sign(&sign::Statement::from_manifest(&m).unwrap(), &secret, None).unwrap();
-        let spec = skill.to_str().unwrap();
-        std::fs::write(sign::skill_signature_path(spec, "alpha", true), &sig).unwrap();
-        let ring = tmp.path().join("keyring.toml");
-        std::fs::write(
-            &ring,
-            format!(
-                "[[key]]\npublic_key = \"{}\"\nscopes = [\"alpha\"]\n",
-                sign::public_key_base64(&public).unwrap()
-            ),
-        )
-        .unwrap();
-        let db = tmp.path().join("r.db");
-        let db_s = db.to_str().unwrap();
-        assert_eq!(run(parse(&["init", db_s])).await, OK);
-        let ring_s = ring.to_str().unwrap();
-        assert_eq!(
-            run(parse(&["publish", db_s, spec, "--keyring", ring_s])).await,
-            OK
-        );
-        let reg = Registry::open_read_only(&db).unwrap();
-        let key = sign::key_id_of_public_key(&public).unwrap();
-        assert_eq!(reg.latest("alpha").unwrap().unwrap().signed_by, [key]);
     }
 }

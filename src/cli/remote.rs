@@ -7,16 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use skillcat::serve::web::{RegistrySearch, SiteSearch};
-use skillcat::serve::{
-    self, RegistryVersions, RegistryYanked, ServeLimits, SignatureLookup, Signed, Site,
-    SiteOptions, VersionLookup, WebOptions, YankedLookup,
-};
-use skillcat::sign::Statement;
+use skillcat::serve::{self, IndexSigningError, ServeLimits, Site, SiteRequest};
 use skillcat::source::http::{
     FetchStatus, HttpOptions, HttpSource, cache_info, clean_cache, default_cache_dir,
 };
-use skillcat::source::{SourceKind, SourceSpec};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
@@ -95,40 +89,7 @@ fn tls_config(a: &ServeArgs) -> Result<Option<()>, CliError> {
     Ok(None)
 }
 
-/// A duration on the command line: `10s`, `500ms`, `2m`, or plain seconds (`1.5`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
-    };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (say 10s, 500ms or 2m)"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        _ => return Err(format!("{s:?} is not a duration (say 10s, 500ms or 2m)")),
-    };
-    Duration::try_from_secs_f64(secs)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("{s:?} is not a positive duration"))
-}
-
-/// An age for `--max-index-age`: `0` (always ask), `90s`, `10m`, `1h`.
-pub fn parse_age(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    if t.trim_end_matches(['s', 'm', 'h']).parse::<f64>() == Ok(0.0) {
-        return Ok(Duration::ZERO);
-    }
-    match t.strip_suffix('h') {
-        Some(hours) => parse_duration(&format!("{hours}m")).map(|d| d * 60),
-        None => parse_duration(t),
-    }
-    .map_err(|_| format!("{s:?} is not an age (say 0, 90s, 10m or 1h)"))
-}
+pub use skillcat::units::{parse_age, parse_duration};
 
 /// `skillcat export` arguments.
 #[derive(Debug, clap::Args)]
@@ -278,73 +239,18 @@ pub enum CacheCommand {
     },
 }
 
-/// The signature files beside a source (as `skillcat sign` and `pack --sign` write them), for
-/// the skills whose source keeps none itself (a registry's and an index's come with the
-/// source: [`Source::record`](skillcat::source::Source::record)).
-struct SpecSignatures {
-    spec: String,
-    single: bool,
-}
-
-impl SignatureLookup for SpecSignatures {
-    fn lookup(&self, name: &str, skill_digest: &str) -> Option<Signed> {
-        let found = super::trust::beside_signature(&self.spec, name, self.single).ok()??;
-        let st = Statement::claimed_by(&found.text).ok()?;
-        (st.name == name && st.digest == skill_digest).then_some(Signed {
-            version: st.version,
-            signature: found.text,
-        })
-    }
-}
-
-/// What ranks a catalog search of a source that is not a registry: the runtime's matcher
-/// (BM25F over name, description and body, as `skillcat match` ranks).
-struct MatcherSearch {
-    index: skillcat::matching::Bm25Index,
-    names: Vec<String>,
-}
-
-impl SiteSearch for MatcherSearch {
-    fn search(
-        &self,
-        _: &Site,
-        query: &str,
-        offset: usize,
-        limit: usize,
-    ) -> skillcat::Result<(Vec<String>, usize)> {
-        let hits = self.index.search(query, self.names.len());
-        let total = hits.len();
-        let names = hits
-            .iter()
-            .skip(offset)
-            .take(limit)
-            .map(|h| self.names[h.index].clone())
-            .collect();
-        Ok((names, total))
-    }
-
-    fn describe(&self) -> &'static str {
-        "the matcher (BM25F)"
-    }
-}
-
 /// How the catalog's pages are made: the address shown in install commands, the keyring
 /// signatures are checked against (read here, so a bad file is said before anything is
 /// served).
-pub(super) struct WebArgs<'a> {
-    pub url: Option<String>,
-    pub keyring: Option<&'a Path>,
+struct WebArgs<'a> {
+    url: Option<String>,
+    keyring: Option<&'a Path>,
 }
 
-/// Opens and reads a source, builds the site from its valid skills and reports the others.
-pub(super) async fn build_site(
-    arg: &str,
-    web: WebArgs<'_>,
-    g: &Globals,
-) -> Result<(Site, usize), CliError> {
+/// Opens and reads a source and builds its site ([`serve::build_site`]: what an embedder gets
+/// too); the skills left out are reported as warnings.
+async fn build_site(arg: &str, web: WebArgs<'_>, g: &Globals) -> Result<(Site, usize), CliError> {
     let o = super::read::open_and_discover(arg, g).await?;
-    // A registry keeps its yanked versions: served apart, marked, readable by NAME@VERSION.
-    let registry = SourceSpec::parse(arg).is_ok_and(|s| s.kind == SourceKind::Registry);
     let keyring = match web.keyring {
         Some(path) => Some(Arc::new(
             skillcat::sign::Keyring::load(path)
@@ -352,42 +258,11 @@ pub(super) async fn build_site(
         )),
         None => None,
     };
-    // A registry ranks by its own full-text search; anything else by the matcher.
-    let search: Arc<dyn SiteSearch> = if registry {
-        Arc::new(RegistrySearch::new(super::central::registry_path(arg)))
-    } else {
-        let docs: Vec<skillcat::matching::SkillDoc<'_>> = o
-            .found
-            .skills
-            .iter()
-            .map(skillcat::matching::SkillDoc::from_skill)
-            .collect();
-        Arc::new(MatcherSearch {
-            index: skillcat::matching::Bm25Index::build(&docs),
-            names: o.found.skills.iter().map(|s| s.name()).collect(),
-        })
+    let request = SiteRequest {
+        base_url: web.url,
+        keyring,
     };
-    let opts = SiteOptions {
-        versions: registry.then(|| {
-            Arc::new(RegistryVersions(super::central::registry_path(arg))) as Arc<dyn VersionLookup>
-        }),
-        web: WebOptions {
-            base_url: web.url,
-            keyring,
-            search: Some(search),
-        },
-        audit: true,
-        signatures: Some(Arc::new(SpecSignatures {
-            spec: arg.to_string(),
-            // As `pack --sign` names them: SOURCE.minisig for a source of one skill.
-            single: o.found.skills.len() + o.found.faults.len() == 1,
-        })),
-        yanked: registry.then(|| {
-            Arc::new(RegistryYanked(super::central::registry_path(arg))) as Arc<dyn YankedLookup>
-        }),
-        ..SiteOptions::default()
-    };
-    let (site, problems) = Site::from_discovery(&*o.src, &o.found, &opts)
+    let (site, problems) = serve::build_site(arg, &*o.src, &o.found, request)
         .await
         .map_err(|e| usage!("{e}"))?;
     for p in &problems {
@@ -397,17 +272,6 @@ pub(super) async fn build_site(
         );
     }
     Ok((site, problems.len()))
-}
-
-/// Hands the memory freed after building a site back to the system. Packing every skill
-/// allocates and frees many small buffers; glibc keeps the freed heap, so a server that has
-/// (re)built a site of 1,000 skills would otherwise hold hundreds of megabytes it no longer uses.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap pages to the system; it touches no live data.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 fn skills_word(n: usize) -> &'static str {
@@ -447,7 +311,6 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
         None => None,
     };
     let (site, _) = build_site(&a.source, web, g).await?;
-    release_freed_memory();
     let mut limits = ServeLimits {
         header_timeout: a.header_timeout,
         idle_timeout: a.idle_timeout,
@@ -510,14 +373,7 @@ pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
     let n = site.skills().len();
     let (dir, force) = (a.dir.clone(), a.force);
     let result = tokio::task::spawn_blocking(move || {
-        let done = serve::export(&site, &dir, force)?;
-        if let Some(signing) = &signing {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-            serve::write_for_export(&dir, signing, now)?;
-        }
-        Ok::<_, skillcat::Error>(done)
+        serve::export_signed(&site, &dir, force, signing.as_ref())
     })
     .await;
     match result {
@@ -570,23 +426,11 @@ fn index_signing(
     valid_for: Duration,
 ) -> Result<serve::IndexSigning, CliError> {
     let url = url.ok_or_else(|| usage!("--sign-index needs --url (the catalog it names)"))?;
-    // The authority of the URL, as the client derives it from the URL it reads.
-    let catalog = url
-        .split_once("://")
-        .map(|(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or(rest))
-        .map(|auth| auth.rsplit('@').next().unwrap_or(auth).to_ascii_lowercase())
-        .filter(|h| !h.is_empty())
-        .ok_or_else(|| usage!("--url {url:?} is not a URL with a host"))?;
-    let secret_key = std::fs::read_to_string(key)
-        .map_err(|e| usage!("cannot read the secret key {}: {e}", key.display()))?;
-    if valid_for.is_zero() {
-        return Err(usage!("--index-expires must be more than 0"));
-    }
-    Ok(serve::IndexSigning {
-        catalog,
-        secret_key,
-        password: std::env::var(super::trust::PASSWORD_ENV).ok(),
-        valid_for,
+    let password = std::env::var(super::trust::PASSWORD_ENV).ok();
+    serve::IndexSigning::from_key_file(url, key, password, valid_for).map_err(|e| match e {
+        IndexSigningError::NotUrl(_) => usage!("--url {e}"),
+        IndexSigningError::NoTime => usage!("--index-expires must be more than 0"),
+        e => usage!("{e}"),
     })
 }
 

@@ -10,7 +10,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use skillcat::registry::tokens::{Right, TokenError, Tokens};
+use skillcat::registry::tokens::{
+    Right, TokenError, TokenFileError, Tokens, create_in_file, revoke_in_file,
+};
 
 use super::{CliError, CliResult, ExitStatus, Format};
 
@@ -86,22 +88,16 @@ pub fn run(cmd: TokenCommand) -> CliResult {
     }
 }
 
-/// Loads the token file; `missing_ok` gives no tokens for a file that does not exist yet.
-fn load(path: &Path, missing_ok: bool) -> Result<Tokens, CliError> {
-    match Tokens::load(path) {
-        Ok(t) => Ok(t),
-        Err(TokenError::Io { source, .. })
-            if missing_ok && source.kind() == std::io::ErrorKind::NotFound =>
-        {
-            Ok(Tokens::new())
+/// A token file that could not be changed: unreadable or a change refused is the caller's
+/// (2), as is a name that does not exist for a revoke (1); a write that failed, 1.
+fn file_error(e: TokenFileError, path: &Path) -> CliError {
+    match e {
+        TokenFileError::Refused(e @ TokenError::NotFound(_)) => {
+            failed!("{e} in {}", path.display())
         }
-        Err(e) => Err(usage!("{e}")),
+        TokenFileError::Write { .. } => failed!("{e}"),
+        e => usage!("{e}"),
     }
-}
-
-fn save(path: &Path, tokens: &Tokens) -> Result<(), CliError> {
-    super::keyring::write_atomically(path, &tokens.to_toml(), false, Some(0o600))
-        .map_err(|e| failed!("cannot write the token file {}: {e}", path.display()))
 }
 
 fn now() -> u64 {
@@ -112,26 +108,14 @@ fn now() -> u64 {
 
 fn create(a: CreateArgs) -> CliResult {
     super::output_dir_exists(&a.tokens)?;
-    let rights = match a
+    let rights = a
         .can
         .iter()
         .map(|r| r.parse::<Right>())
         .collect::<Result<Vec<_>, _>>()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
-    };
-    let mut tokens = load(&a.tokens, true)?;
-    let token = match tokens.create(&a.name, &a.scopes, &rights, now()) {
-        Ok(t) => t,
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
-    };
-    save(&a.tokens, &tokens)?;
-    let entry = tokens.find(&a.name).expect("just created");
+        .map_err(|e| usage!("{e}"))?;
+    let (token, entry) = create_in_file(&a.tokens, &a.name, &a.scopes, &rights, now())
+        .map_err(|e| file_error(e, &a.tokens))?;
     let rights: Vec<&str> = entry.rights().iter().map(|r| r.as_str()).collect();
     err!(
         "Created token {} ({} on {}) in {}; it is printed once, below: keep it secret (a \
@@ -146,7 +130,7 @@ fn create(a: CreateArgs) -> CliResult {
 }
 
 fn list(a: ListArgs) -> CliResult {
-    let tokens = load(&a.tokens, false)?;
+    let tokens = Tokens::load(&a.tokens).map_err(|e| usage!("{e}"))?;
     match a.format {
         Format::Json => {
             let rows: Vec<_> = tokens
@@ -185,21 +169,14 @@ fn list(a: ListArgs) -> CliResult {
 }
 
 fn revoke(a: RevokeArgs) -> CliResult {
-    let mut tokens = load(&a.tokens, false)?;
-    match tokens.revoke(&a.name) {
-        Ok(false) => {
-            err!("Token {} was already revoked", a.name);
-            Ok(ExitStatus::Success)
-        }
-        Ok(true) => {
-            save(&a.tokens, &tokens)?;
-            err!(
-                "Revoked token {} in {}: a server reading the file refuses it from its next reload",
-                a.name,
-                a.tokens.display()
-            );
-            Ok(ExitStatus::Success)
-        }
-        Err(e) => Err(failed!("{e} in {}", a.tokens.display())),
+    if revoke_in_file(&a.tokens, &a.name).map_err(|e| file_error(e, &a.tokens))? {
+        err!(
+            "Revoked token {} in {}: a server reading the file refuses it from its next reload",
+            a.name,
+            a.tokens.display()
+        );
+    } else {
+        err!("Token {} was already revoked", a.name);
     }
+    Ok(ExitStatus::Success)
 }

@@ -1,15 +1,16 @@
 //! Distribution commands: digest, pack, keygen, sign, verify.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
-use skillcat::digest::Manifest;
 use skillcat::document::{Skill, ValidateOptions};
-use skillcat::path::base_name;
 use skillcat::sign::pack_signed::{PackError, PackNote, PackRequest};
+use skillcat::sign::source_signatures::{
+    FoundSignature, at_version, digests, manifest_of, verify_skill,
+};
 use skillcat::sign::{self, Keyring, SignError, Statement};
-use skillcat::source::{Detail, RootRecord, Source, SourceExt, SourceSpec};
+use skillcat::source::Detail;
 
 use super::read::{Opened, open_maybe_for, print_fault};
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
@@ -17,64 +18,24 @@ use super::{CliError, CliResult, ExitStatus, Format, Globals};
 /// The environment variable a secret key's password may come from (for scripts and CI).
 pub const PASSWORD_ENV: &str = "SKILLCAT_PASSWORD";
 
-/// The manifest of a skill, recomputed from its bytes, under the version its source keeps it as
-/// (a registry's published version, an index entry's), else its `metadata.version`; and what
-/// the source keeps about it.
-async fn manifest_of(src: &dyn Source, skill: &Skill) -> skillcat::Result<(Manifest, RootRecord)> {
-    let record = src.record(skill.root()).await?;
-    let version = record.version.as_deref().or(skill.version()).unwrap_or("");
-    let m = if skill.has_files() {
-        src.manifest_of(skill.root(), skill.files(), &skill.name(), version)
-            .await?
-    } else {
-        src.manifest(skill.root(), &skill.name(), version).await?
-    };
-    Ok((m, record))
-}
-
-/// `name@version`, or the name alone when the skill has no version.
-fn at_version(m: &Manifest) -> String {
-    if m.version.is_empty() {
-        m.name.clone()
-    } else {
-        format!("{}@{}", m.name, m.version)
-    }
-}
-
 /// `skillcat digest SOURCE [NAME]`
 pub async fn digest(arg: &str, wanted: Option<&str>, format: Format, g: &Globals) -> CliResult {
     let opened = open_maybe_for(arg, wanted, Detail::Files, g).await;
     let (Opened { src, found, .. }, name) = opened?;
-    let key = name.map(skillcat::document::name_key);
     let mut manifests = Vec::new();
     let mut failed = false;
-    for skill in &found.skills {
-        if key
-            .as_ref()
-            .is_some_and(|k| *k != skillcat::document::name_key(&skill.name()))
-        {
-            continue;
-        }
-        match manifest_of(&*src, skill).await {
-            Ok((m, _)) => manifests.push(m),
-            Err(e) => {
-                err!("Error: {}: {e}", skill.location());
-                failed = true;
-            }
-        }
-    }
-    if name.is_none() {
-        // A root that is not a skill still has files, and so a digest; say what is wrong with it,
-        // and exit 1 as every command does when it reports a fault.
-        for f in &found.faults {
+    // A root that is not a skill still has files, and so a digest; say what is wrong with it,
+    // and exit 1 as every command does when it reports a fault.
+    for d in digests(&*src, &found, name).await {
+        if let Some(f) = d.fault {
             print_fault(f);
             failed = true;
-            match src.manifest(&f.root, base_name(&f.root), "").await {
-                Ok(m) => manifests.push(m),
-                Err(e) => {
-                    err!("Error: {}: {e}", f.location);
-                    failed = true;
-                }
+        }
+        match d.manifest {
+            Ok(m) => manifests.push(m),
+            Err(e) => {
+                err!("Error: {}: {e}", d.location);
+                failed = true;
             }
         }
     }
@@ -299,60 +260,24 @@ fn print_pack_note(note: PackNote<'_>) {
     }
 }
 
-/// `skillcat keygen -o KEYBASE [--unencrypted]`
+/// `skillcat keygen -o KEYBASE [--unencrypted]`: [`sign::KeyFiles`], the password asked once
+/// the files are known to be free.
 pub fn keygen(base: &str, unencrypted: bool, force: bool) -> CliResult {
-    let pub_path = PathBuf::from(format!("{base}.pub"));
-    let key_path = PathBuf::from(format!("{base}.key"));
-    super::output_dir_exists(&key_path)?;
-    for p in [&pub_path, &key_path] {
-        if p.exists() && !force {
-            return Err(usage!(
-                "{} exists; pass --force to overwrite it",
-                p.display()
-            ));
-        }
-    }
+    let files = sign::KeyFiles::new(base);
+    super::output_dir_exists(&files.secret)?;
+    files
+        .check_free(force)
+        .map_err(|e| usage!("{e}; pass --force to overwrite it"))?;
     let pw = if unencrypted {
         None
     } else {
-        match password("Password for the new key: ", true) {
-            Ok(p) => Some(p),
-            Err(e) => return Err(e),
-        }
+        Some(password("Password for the new key: ", true)?)
     };
-    let (public, secret) = match sign::generate_keypair(pw.as_deref()) {
-        Ok(k) => k,
-        Err(e) => {
-            return Err(failed!("{e}"));
-        }
-    };
-    // The secret key is readable by its owner only.
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let written = opts.open(&key_path).and_then(|mut f| {
-        // `mode` applies only to a file created here: an existing one (--force) may be
-        // readable by others, so restrict it before the secret goes in.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        }
-        f.write_all(secret.as_bytes())
-    });
-    if let Err(e) = written {
-        return Err(failed!("cannot write {}: {e}", key_path.display()));
-    }
-    write_file(&pub_path, &public)?;
-    let id = sign::key_id_of_public_key(&public).unwrap_or_default();
+    let id = files.generate(pw.as_deref()).map_err(|e| failed!("{e}"))?;
     out!(
         "Key {id}: secret key {}, public key {}",
-        key_path.display(),
-        pub_path.display()
+        files.secret.display(),
+        files.public.display()
     );
     Ok(ExitStatus::Success)
 }
@@ -439,58 +364,6 @@ pub async fn sign_cmd(a: SignArgs<'_>, g: &Globals) -> CliResult {
     Ok(ExitStatus::Success)
 }
 
-/// A signature of one skill and where it was found, for messages.
-pub(super) struct Found {
-    /// Where: `the registry …`, `the index …`, or the file.
-    pub(super) origin: String,
-    /// The `.minisig` text.
-    pub(super) text: String,
-}
-
-/// The file beside a source that `pack --sign` and `sign` write for one of its skills
-/// ([`signature_path`]), read when it exists. A spec that is not a path (a URL, `sqlite:`, a git repository) has no file beside it.
-pub(super) fn beside_signature(
-    spec: &str,
-    name: &str,
-    single: bool,
-) -> Result<Option<Found>, String> {
-    if !SourceSpec::is_path_spelling(spec) || is_registry_spec(spec) {
-        return Ok(None);
-    }
-    let path = sign::skill_signature_path(spec, name, single);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Ok(Some(Found {
-            origin: path.display().to_string(),
-            text,
-        })),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read the signature {}: {e}", path.display())),
-    }
-}
-
-/// Every signature of one skill, wherever its source keeps it: those the source holds with it
-/// (a registry's stored ones, an HTTP index entry's `skillcat.signature`, which a cached index
-/// keeps offline), then the file beside the source.
-pub(super) fn signatures_of(
-    spec: &str,
-    src: &dyn Source,
-    skill: &Skill,
-    record: &RootRecord,
-    single: bool,
-) -> Result<Vec<Found>, String> {
-    let kept_by = src.location(skill.root());
-    let mut found: Vec<Found> = record
-        .signatures
-        .iter()
-        .map(|text| Found {
-            origin: format!("kept by the source for {kept_by}"),
-            text: text.clone(),
-        })
-        .collect();
-    found.extend(beside_signature(spec, &skill.name(), single)?);
-    Ok(found)
-}
-
 /// Loads the keyring to check signatures against: `--keyring FILE`, else the `keyring` of the
 /// configuration, else the default one (`skillcat trust add` writes there). Errors are printed,
 /// saying what a keyring is when the file is something else (a public key, say).
@@ -519,15 +392,13 @@ pub async fn verify(
     g: &Globals,
 ) -> CliResult {
     let ring = load_keyring(keyring, g)?;
-    let given = match sig.map(|p| (p, std::fs::read_to_string(p))) {
+    let given = match sig {
         None => None,
-        Some((p, Ok(text))) => Some(Found {
+        Some(p) => Some(FoundSignature {
             origin: p.display().to_string(),
-            text,
+            text: std::fs::read_to_string(p)
+                .map_err(|e| usage!("cannot read the signature {}: {e}", p.display()))?,
         }),
-        Some((p, Err(e))) => {
-            return Err(usage!("cannot read the signature {}: {e}", p.display()));
-        }
     };
     let opened = open_maybe_for(arg, wanted, Detail::Files, g).await;
     let (Opened { src, found, .. }, name) = opened?;
@@ -558,30 +429,7 @@ pub async fn verify(
     }
     for skill in skills {
         let name = skill.name();
-        let outcome = async {
-            // The manifest is recomputed from the bytes held here; nothing claimed is trusted.
-            let (m, record) = manifest_of(&*src, skill).await.map_err(|e| e.to_string())?;
-            let candidates = match &given {
-                Some(g) => vec![Found {
-                    origin: g.origin.clone(),
-                    text: g.text.clone(),
-                }],
-                None => signatures_of(arg, &*src, skill, &record, single)?,
-            };
-            if candidates.is_empty() {
-                return Err(no_signature(arg, &at_version(&m), single));
-            }
-            let mut failures = Vec::new();
-            for c in &candidates {
-                match sign::verify(&m, &c.text, &ring, &name) {
-                    Ok(v) => return Ok((m, v)),
-                    Err(e) => failures.push(format!("{e} (signature {})", c.origin)),
-                }
-            }
-            Err(failures.join("; "))
-        }
-        .await;
-        match outcome {
+        match verify_skill(arg, &*src, skill, &ring, given.as_ref(), single).await {
             Ok((m, v)) => {
                 if format == Format::Text {
                     out!(
@@ -597,7 +445,7 @@ pub async fn verify(
                 if format == Format::Text {
                     err!("Verification failed for {name}: {e}");
                 }
-                results.push(json!({"name": name, "verified": false, "error": e}));
+                results.push(json!({"name": name, "verified": false, "error": e.to_string()}));
             }
         }
     }
@@ -607,33 +455,4 @@ pub async fn verify(
     Ok(ExitStatus::faults_if(
         results.is_empty() || results.iter().any(|r| r["verified"] != true),
     ))
-}
-
-/// Whether a SOURCE is a registry file (`x.db`, `sqlite:x.db`): it keeps its signatures inside,
-/// with the versions they sign; none is looked for beside it.
-fn is_registry_spec(spec: &str) -> bool {
-    SourceSpec::parse(spec).is_ok_and(|s| s.kind == skillcat::source::SourceKind::Registry)
-}
-
-/// Why a skill (`NAME@VERSION` when it has one) has no signature to check: where one was
-/// looked for.
-fn no_signature(spec: &str, skill: &str, single: bool) -> String {
-    let name = skill.split_once('@').map_or(skill, |(n, _)| n);
-    if is_registry_spec(spec) {
-        return format!(
-            "no signature: the registry {spec} keeps no signature for {skill}; a registry keeps \
-             the signatures published with a version (`skillcat registry publish {spec} DIR \
-             --sig FILE`, or `skillcat publish URL DIR` with the .minisig beside the skill); \
-             --sig FILE checks another"
-        );
-    }
-    if !SourceSpec::is_path_spelling(spec) {
-        format!("no signature: {spec} keeps none for {name}")
-    } else {
-        format!(
-            "no signature: the source keeps none for {name}, and there is no {} beside it \
-             (skillcat sign and pack --sign write it; --sig FILE names another)",
-            sign::skill_signature_path(spec, name, single).display()
-        )
-    }
 }

@@ -37,6 +37,7 @@ pub mod prompt;
 pub mod source;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod units;
 pub mod version;
 
 pub use error::{Error, Result};

@@ -79,3 +79,172 @@ impl Registry {
         self.commit(&prepared)
     }
 }
+
+/// One source opened for a publish of many skills: as the user named it, the store, and the
+/// skill roots it offers.
+pub struct PublishSource {
+    /// The SOURCE as given (signatures beside it are looked for by this name).
+    pub spec: String,
+    /// The store.
+    pub src: std::sync::Arc<dyn Source>,
+    /// The skill roots it offers.
+    pub roots: Vec<String>,
+}
+
+/// What a publish of many skills is asked: the same for each skill.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BatchOptions<'a> {
+    /// The version to publish as (one skill only); else the one the source keeps, else the
+    /// skill's `metadata.version`.
+    pub version: Option<&'a str>,
+    /// The signature of the one skill published; else the one its source keeps, else the file
+    /// beside the source.
+    pub signature: Option<&'a str>,
+    /// Signatures must verify against this keyring.
+    pub keyring: Option<&'a crate::sign::Keyring>,
+    /// What one version may hold.
+    pub limits: crate::VersionLimits,
+}
+
+/// Why a publish of many skills is refused before anything is written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BatchError {
+    /// The sources hold no skill.
+    #[error("no skill found in {0}")]
+    Nothing(String),
+    /// One signature was given for several skills.
+    #[error("a signature names one skill; the sources hold {0}")]
+    SignatureForMany(usize),
+    /// One version was given for several skills.
+    #[error("a version names one skill; the sources hold {total}")]
+    VersionForMany {
+        /// How many skills the sources hold.
+        total: usize,
+        /// The version given.
+        version: String,
+    },
+}
+
+/// Why one skill of a batch was not published.
+#[derive(Debug, thiserror::Error)]
+pub enum SkillFailure {
+    /// The registry refused it, or could not store it.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// What its source keeps about it (its version, its signatures) could not be read.
+    #[error(transparent)]
+    Unreadable(#[from] Error),
+    /// The signature file beside the source could not be read.
+    #[error(transparent)]
+    Signature(#[from] crate::sign::source_signatures::ReadSignatureError),
+}
+
+/// How one skill of a batch went.
+#[derive(Debug)]
+pub struct SkillOutcome {
+    /// The SOURCE it came from, as given.
+    pub spec: String,
+    /// Its root in that source.
+    pub root: String,
+    /// Where it is, for people.
+    pub location: String,
+    /// Published (or unchanged), or why not.
+    pub result: Result<Published, SkillFailure>,
+}
+
+/// What a batch says as it goes: a skill is about to be read, or is done.
+pub enum BatchEvent<'a> {
+    /// The skill at this location is next.
+    Start(&'a str),
+    /// A skill is done.
+    Done(&'a SkillOutcome),
+}
+
+/// How many skills `sources` hold, once checked against `opts`: a signature or a version given
+/// names exactly one skill, and an empty batch is refused.
+pub fn check_batch(
+    sources: &[PublishSource],
+    opts: &BatchOptions<'_>,
+) -> Result<usize, BatchError> {
+    let total: usize = sources.iter().map(|o| o.roots.len()).sum();
+    if total == 0 {
+        let specs: Vec<&str> = sources.iter().map(|o| o.spec.as_str()).collect();
+        return Err(BatchError::Nothing(specs.join(", ")));
+    }
+    if opts.signature.is_some() && total != 1 {
+        return Err(BatchError::SignatureForMany(total));
+    }
+    if let (Some(v), true) = (opts.version, total != 1) {
+        return Err(BatchError::VersionForMany {
+            total,
+            version: v.to_string(),
+        });
+    }
+    Ok(total)
+}
+
+impl Registry {
+    /// Publishes every skill of `sources` (checked with [`check_batch`] first), one after the
+    /// other, each with the version and signature its source keeps unless `opts` gives them
+    /// (a signature beside the source: `SOURCE.minisig`, or `SOURCE.NAME.minisig` for a source
+    /// of several skills, as `pack --sign` and `sign` write them). A skill refused does not
+    /// stop the others; `each` hears of every skill as it starts and ends.
+    pub async fn publish_batch(
+        &mut self,
+        sources: &[PublishSource],
+        opts: &BatchOptions<'_>,
+        mut each: impl FnMut(BatchEvent<'_>),
+    ) -> Result<Vec<SkillOutcome>, BatchError> {
+        let total = check_batch(sources, opts)?;
+        let mut outcomes = Vec::with_capacity(total);
+        for o in sources {
+            let single = o.roots.len() == 1;
+            for root in &o.roots {
+                let location = o.src.location(root);
+                each(BatchEvent::Start(&location));
+                let result = match kept_by_source(o, root, single).await {
+                    Ok((version, found)) => {
+                        let publish = PublishOptions {
+                            version: opts.version.map(str::to_string).or(version),
+                            signature: opts.signature.map(str::to_string).or(found),
+                            keyring: opts.keyring,
+                            limits: opts.limits,
+                            ..Default::default()
+                        };
+                        self.publish(&*o.src, root, &publish)
+                            .await
+                            .map_err(SkillFailure::from)
+                    }
+                    Err(e) => Err(e),
+                };
+                let outcome = SkillOutcome {
+                    spec: o.spec.clone(),
+                    root: root.clone(),
+                    location,
+                    result,
+                };
+                each(BatchEvent::Done(&outcome));
+                outcomes.push(outcome);
+            }
+        }
+        Ok(outcomes)
+    }
+}
+
+/// What the source keeps about one skill to publish: the version it holds it as (a registry's,
+/// an index entry's) and a signature — one it keeps with the skill, else the file beside it.
+async fn kept_by_source(
+    o: &PublishSource,
+    root: &str,
+    single: bool,
+) -> Result<(Option<String>, Option<String>), SkillFailure> {
+    // The file is named after the skill; a skill that does not load has no name (publish then
+    // reports why it does not load).
+    let Ok(skill) = o.src.load(root).await else {
+        return Ok((None, None));
+    };
+    let record = o.src.record(root).await?;
+    let found =
+        crate::sign::source_signatures::signatures_of(&o.spec, &*o.src, &skill, &record, single)?;
+    Ok((record.version, found.into_iter().next().map(|f| f.text)))
+}

@@ -257,6 +257,37 @@ impl Tokens {
         Tokens::parse(&text, &path.display().to_string())
     }
 
+    /// Reads a token file, or no tokens when the file does not exist yet (what `token create`
+    /// starts from).
+    pub fn load_or_new(path: impl AsRef<Path>) -> Result<Tokens, TokenError> {
+        match Tokens::load(path) {
+            Err(TokenError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Ok(Tokens::new())
+            }
+            other => other,
+        }
+    }
+
+    /// Writes the token file ([`to_toml`](Self::to_toml)) through a temporary file in the same
+    /// folder, synced and renamed into place, readable by its owner only (0600) whatever the
+    /// file had: it holds only hashes, but who may publish is nobody else's to read.
+    pub fn save(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::PermissionsExt;
+        let path = path.as_ref();
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        tmp.write_all(self.to_toml().as_bytes())?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
+
     /// Reads token-file text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Tokens, TokenError> {
         let bad = |reason: String| TokenError::Invalid {
@@ -486,6 +517,64 @@ fn unix_seconds(dt: &toml::value::Datetime) -> Option<u64> {
     u64::try_from(secs).ok()
 }
 
+/// Why a change to a token file was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    /// The file could not be read, or is not a token file.
+    #[error(transparent)]
+    Read(TokenError),
+    /// The change was refused (a name taken, a scope or right that is not one, no such
+    /// token); the file is as it was.
+    #[error(transparent)]
+    Refused(TokenError),
+    /// The changed file could not be written; the old one is intact.
+    #[error("cannot write the token file {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// `skillcat token create`: adds a token named `name` to the token file `path` (created when
+/// missing, 0600), created `now` (Unix seconds), and saves it. Returns the token, the only time
+/// it exists in the clear, and its entry.
+pub fn create_in_file(
+    path: &Path,
+    name: &str,
+    scopes: &[String],
+    rights: &[Right],
+    now: u64,
+) -> Result<(String, TokenEntry), TokenFileError> {
+    let mut tokens = Tokens::load_or_new(path).map_err(TokenFileError::Read)?;
+    let token = tokens
+        .create(name, scopes, rights, now)
+        .map_err(TokenFileError::Refused)?;
+    save_to(&tokens, path)?;
+    let entry = tokens.find(name).cloned().expect("the entry just created");
+    Ok((token, entry))
+}
+
+/// `skillcat token revoke`: revokes the token named `name` in the token file `path` and saves
+/// the file when that changed anything. Returns whether it did (`false`: already revoked).
+pub fn revoke_in_file(path: &Path, name: &str) -> Result<bool, TokenFileError> {
+    let mut tokens = Tokens::load(path).map_err(TokenFileError::Read)?;
+    let changed = tokens.revoke(name).map_err(TokenFileError::Refused)?;
+    if changed {
+        save_to(&tokens, path)?;
+    }
+    Ok(changed)
+}
+
+fn save_to(tokens: &Tokens, path: &Path) -> Result<(), TokenFileError> {
+    tokens.save(path).map_err(|source| TokenFileError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -576,5 +665,59 @@ mod tests {
             assert_eq!(unix_seconds(&dt), Some(secs), "{text}");
         }
         assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn save_is_private_and_load_or_new_starts_from_nothing() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("tokens.toml");
+        let mut tokens = Tokens::load_or_new(&path).unwrap();
+        assert!(tokens.entries().is_empty());
+        tokens
+            .create("ci", &scopes(&["acme-*"]), &[Right::Publish], 0)
+            .unwrap();
+        // A file others could read is made private by the save.
+        std::fs::write(&path, "").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        tokens.save(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(Tokens::load_or_new(&path).unwrap(), tokens);
+        std::fs::write(&path, "[[token]]\nname = 1\n").unwrap();
+        assert!(matches!(
+            Tokens::load_or_new(&path),
+            Err(TokenError::Invalid { .. })
+        ));
+    }
+
+    #[test]
+    fn tokens_are_created_and_revoked_in_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("tokens.toml");
+        let (token, entry) =
+            create_in_file(&path, "ci", &scopes(&["a*"]), &[Right::Yank], 7).unwrap();
+        assert_eq!((entry.name(), entry.created()), ("ci", 7));
+        assert!(Tokens::load(&path).unwrap().authenticate(&token).is_ok());
+        assert!(matches!(
+            create_in_file(&path, "ci", &scopes(&["a*"]), &[Right::Yank], 8),
+            Err(TokenFileError::Refused(TokenError::Exists(..)))
+        ));
+        assert!(revoke_in_file(&path, "ci").unwrap());
+        assert!(!revoke_in_file(&path, "ci").unwrap(), "already revoked");
+        assert!(Tokens::load(&path).unwrap().authenticate(&token).is_err());
+        assert!(matches!(
+            revoke_in_file(&path, "nope"),
+            Err(TokenFileError::Refused(TokenError::NotFound(_)))
+        ));
+        assert!(matches!(
+            revoke_in_file(&tmp.path().join("missing.toml"), "ci"),
+            Err(TokenFileError::Read(TokenError::Io { .. }))
+        ));
+        let no_dir = tmp.path().join("no/such/tokens.toml");
+        assert!(matches!(
+            create_in_file(&no_dir, "ci", &scopes(&["a*"]), &[Right::Yank], 0),
+            Err(TokenFileError::Write { .. })
+        ));
     }
 }

@@ -1044,6 +1044,8 @@ pub fn publishing_router(
     opts: ApiOptions,
     statement: Option<Arc<crate::LiveStatement>>,
 ) -> Result<Router, String> {
+    // Uploads are large buffers freed on many threads: see `return_large_buffers`.
+    crate::return_large_buffers();
     let tokens = Watched::new(opts.tokens.clone(), |p| {
         Tokens::load(p).map_err(|e| e.to_string())
     })?;

@@ -99,3 +99,22 @@ fn sync_all_content(dir: &Path) -> std::io::Result<()> {
         Ok(())
     }
 }
+
+/// [`export`], then, with `signing`, the signed index statement beside the index
+/// ([`write_for_export`](crate::write_for_export)), made now: what `skillcat export
+/// --sign-index` writes. Blocking.
+pub fn export_signed(
+    site: &Site,
+    dir: &Path,
+    force: bool,
+    signing: Option<&crate::IndexSigning>,
+) -> Result<Exported> {
+    let done = export(site, dir, force)?;
+    if let Some(signing) = signing {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        crate::write_for_export(dir, signing, now)?;
+    }
+    Ok(done)
+}

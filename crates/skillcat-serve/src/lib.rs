@@ -44,6 +44,7 @@
 //! load and validate are served; the others come back as [`SiteProblem`]s.
 
 mod api;
+mod assemble;
 
 // The layers below, under the names this crate's code uses.
 pub(crate) use skillcat_core::{
@@ -62,7 +63,11 @@ mod tls;
 pub mod web;
 
 pub use api::{ApiOptions, DEFAULT_BYTES_PER_MINUTE, DEFAULT_MAX_UPLOAD, publishing_router};
-pub use export::{Exported, export};
+pub use assemble::{
+    IndexSigningError, PublishingSourceError, SiteRequest, build_site, catalog_of_url,
+    publishing_registry, registry_path, release_freed_memory, return_large_buffers,
+};
+pub use export::{Exported, export, export_signed};
 pub use index_statement::{
     INDEX_STATEMENT_PATH, IndexSigning, LiveStatement, sign_index, write_for_export,
 };

@@ -276,7 +276,7 @@ impl Keyring {
         Keyring::parse(&text, &path.display().to_string())
     }
 
-    fn parse(text: &str, origin: &str) -> Result<Keyring, SignError> {
+    pub(super) fn parse(text: &str, origin: &str) -> Result<Keyring, SignError> {
         let bad = |reason: String| SignError::InvalidKeyring {
             origin: origin.to_string(),
             reason,

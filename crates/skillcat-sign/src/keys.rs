@@ -188,3 +188,80 @@ pub fn signature_path(archive: &Path) -> PathBuf {
     path.push(SIGNATURE_SUFFIX);
     PathBuf::from(path)
 }
+
+/// The two files of a key pair `skillcat keygen -o BASE` writes: `BASE.pub` and `BASE.key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyFiles {
+    /// The public key (`BASE.pub`), readable by all.
+    pub public: PathBuf,
+    /// The secret key (`BASE.key`), readable by its owner only.
+    pub secret: PathBuf,
+}
+
+/// Why a key pair was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum KeygenError {
+    /// A file of the pair exists and overwriting was not asked for.
+    #[error("{} exists", .0.display())]
+    Exists(PathBuf),
+    /// The keys could not be made (a password minisign refuses, say).
+    #[error(transparent)]
+    Generate(#[from] SignError),
+    /// A file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl KeyFiles {
+    /// The files of the pair named `base`.
+    pub fn new(base: &str) -> KeyFiles {
+        KeyFiles {
+            public: PathBuf::from(format!("{base}.pub")),
+            secret: PathBuf::from(format!("{base}.key")),
+        }
+    }
+
+    /// Checks that neither file exists unless `overwrite`: said before a password is asked.
+    pub fn check_free(&self, overwrite: bool) -> Result<(), KeygenError> {
+        for p in [&self.public, &self.secret] {
+            if p.exists() && !overwrite {
+                return Err(KeygenError::Exists(p.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes a new key pair ([`generate_keypair`], the secret key encrypted with `password`
+    /// when given) and writes it: the secret key first, mode 0600 (also when it replaces a file
+    /// others could read), then the public key. Returns the key id.
+    pub fn generate(&self, password: Option<&str>) -> Result<String, KeygenError> {
+        use std::io::Write;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let (public, secret) = generate_keypair(password)?;
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&self.secret)
+            .and_then(|mut f| {
+                // `mode` applies only to a file created here: an existing one may be readable
+                // by others, so restrict it before the secret goes in.
+                f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+                f.write_all(secret.as_bytes())
+            });
+        let at = |path: &PathBuf| {
+            let path = path.clone();
+            move |source| KeygenError::Write { path, source }
+        };
+        written.map_err(at(&self.secret))?;
+        std::fs::write(&self.public, &public).map_err(at(&self.public))?;
+        Ok(key_id_of_public_key(&public).unwrap_or_default())
+    }
+}

@@ -353,9 +353,11 @@ fn crypto(operation: &'static str) -> impl FnOnce(minisign::PError) -> SignError
 mod encoding;
 pub mod index_statement;
 mod keyring;
+mod keyring_file;
 mod keys;
 mod minisig;
 pub mod pack_signed;
+pub mod source_signatures;
 mod statement;
 #[cfg(test)]
 mod tests;
@@ -363,7 +365,11 @@ mod verify;
 
 pub use index_statement::{IndexRefusal, IndexStatement, VerifiedIndex, verify_index};
 pub use keyring::{KeyEntry, Keyring, glob_match};
-pub use keys::{generate_keypair, key_id_of_public_key, public_key_base64, sign, signature_path};
+pub use keyring_file::{KEYRING_FILE_NAME, KEYRING_HEADER, KeyringFile, Trusted};
+pub use keys::{
+    KeyFiles, KeygenError, generate_keypair, key_id_of_public_key, public_key_base64, sign,
+    signature_path,
+};
 pub use pack_signed::{pack_dir, skill_signature_path};
 pub use statement::Statement;
 pub use verify::{Claim, Verified, claim, verify};

@@ -944,3 +944,42 @@ fn a_public_key_is_not_a_keyring() {
         .to_string();
     assert!(e.contains("not a keyring"), "{e}");
 }
+
+#[test]
+fn key_files_are_written_private_and_not_over_an_existing_pair() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("release");
+    let files = KeyFiles::new(base.to_str().unwrap());
+    assert_eq!(files.public, tmp.path().join("release.pub"));
+    files.check_free(false).unwrap();
+    // A secret key file others could read is made private before the key goes in.
+    std::fs::write(&files.secret, "old").unwrap();
+    std::fs::set_permissions(&files.secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(matches!(
+        files.check_free(false),
+        Err(KeygenError::Exists(p)) if p == files.secret
+    ));
+    files.check_free(true).unwrap();
+    let id = files.generate(None).unwrap();
+    let mode = std::fs::metadata(&files.secret)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let public = std::fs::read_to_string(&files.public).unwrap();
+    assert_eq!(key_id_of_public_key(&public).unwrap(), id);
+    let st = Statement {
+        name: "a".into(),
+        version: String::new(),
+        digest: format!("sha256:{}", "0".repeat(64)),
+        manifest: format!("sha256:{}", "1".repeat(64)),
+    };
+    let secret = std::fs::read_to_string(&files.secret).unwrap();
+    assert!(sign(&st, &secret, None).is_ok(), "the pair signs");
+    let missing = KeyFiles::new(tmp.path().join("no/such/dir/k").to_str().unwrap());
+    assert!(matches!(
+        missing.generate(None),
+        Err(KeygenError::Write { path, .. }) if path == missing.secret
+    ));
+}

@@ -4,6 +4,7 @@ mod audit;
 mod central;
 mod central_operations;
 mod central_reliability;
+mod commands;
 mod disk_full;
 mod local;
 mod served;
