@@ -7,9 +7,9 @@
 //! so the new name survives a power cut. On any failure the temporary file is removed and the
 //! target is left as it was.
 //!
-//! A temporary file is named `.NAME.PID.N.tmp` (`NAME` the target's file name): a process
-//! killed between the create and the rename leaves one such file, which the owner of the folder
-//! may sweep.
+//! A temporary file is named `.NAME.PID.N.tmp` (`NAME` the target's file name, its leading dot
+//! not doubled): a process killed between the create and the rename leaves one such file, which
+//! the owner of the folder may sweep.
 //!
 //! ```
 //! # fn main() -> std::io::Result<()> {
@@ -108,7 +108,9 @@ impl AtomicWrite {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         loop {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let mut temp_name = std::ffi::OsString::from(".");
+            // A hidden target's name keeps its one leading dot.
+            let hidden = name.as_encoded_bytes().starts_with(b".");
+            let mut temp_name = std::ffi::OsString::from(if hidden { "" } else { "." });
             temp_name.push(name);
             temp_name.push(format!(".{}.{n}.tmp", std::process::id()));
             let path = dir.join(temp_name);
@@ -375,5 +377,18 @@ mod tests {
         file.commit().unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"zip");
         assert_eq!(names(&tmp), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_hidden_targets_temporary_keeps_one_leading_dot() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = AtomicWrite::new(0o644)
+            .create(&dir.path().join(".journal.json"))
+            .unwrap();
+        let name = file.temp_path().file_name().unwrap().to_string_lossy();
+        assert!(
+            name.starts_with(".journal.json.") && name.ends_with(".tmp"),
+            "{name}"
+        );
     }
 }

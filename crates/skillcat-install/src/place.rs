@@ -267,7 +267,7 @@ fn remove_journal_temps(state_dir: &Path) {
     let Ok(entries) = std::fs::read_dir(state_dir) else {
         return;
     };
-    let prefix = format!(".{JOURNAL}.");
+    let prefix = format!("{JOURNAL}.");
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
@@ -419,4 +419,35 @@ fn test_pause(_step: &str) {
 /// Debug builds only: `SKILLCAT_TEST_FAIL=STEP` makes that step fail.
 fn test_fail(step: &str) -> bool {
     cfg!(debug_assertions) && std::env::var("SKILLCAT_TEST_FAIL").is_ok_and(|v| v == step)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Recovery removes what a journal write cut short left (the core's temporary file, or an
+    /// older version's), and nothing else.
+    #[test]
+    fn journal_temporaries_are_swept_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            ".skillcat-journal.json.4242.0.tmp",
+            JOURNAL_TEMP,
+            JOURNAL,
+            ".skillcat-journal.json.4242.0",
+            "skills-lock.json",
+        ] {
+            std::fs::write(dir.path().join(name), "x").unwrap();
+        }
+        remove_journal_temps(dir.path());
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [JOURNAL, ".skillcat-journal.json.4242.0", "skills-lock.json"]
+        );
+    }
 }
