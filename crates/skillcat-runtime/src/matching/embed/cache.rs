@@ -280,9 +280,12 @@ fn parse_segment(bytes: &[u8]) -> Option<Vec<(Key, Vec<f32>)>> {
 /// skipped, its vectors asked for again. Private, as the folder is.
 async fn write_then_rename(to: PathBuf, bytes: Vec<u8>) -> Result<(), EmbedError> {
     let write = AtomicWrite::new(0o600).durability(Durability::Unsynced);
-    tokio::task::spawn_blocking(move || write.write(&to, &bytes).map_err(|e| cache_error(&to, e)))
+    let path = to.clone();
+    tokio::task::spawn_blocking(move || write.write(&to, &bytes))
         .await
-        .map_err(|e| cache_error(Path::new("the embeddings cache"), std::io::Error::other(e)))?
+        .map_err(std::io::Error::other)
+        .and_then(|written| written)
+        .map_err(|e| cache_error(&path, e))
 }
 
 fn cache_error(path: &Path, source: std::io::Error) -> EmbedError {
