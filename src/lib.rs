@@ -12,7 +12,7 @@
 //!
 //! | crate | modules here |
 //! | --- | --- |
-//! | `skillcat-core` | [`path`], [`document`], [`digest`], [`archive`], [`prompt`], [`capability`], [`source`] (trait, directory and archive stores), [`pack`], [`compat`], [`error`], [`units`] |
+//! | `skillcat-core` | [`path`], [`document`], [`digest`], [`archive`], [`prompt`], [`capability`], [`source`] (trait, directory and archive stores), [`pack`], [`fs`] (the one atomic write), [`compat`], [`error`], [`units`] |
 //! | `skillcat-sign` | [`sign`]: minisign signatures, statements, scoped keyrings |
 //! | `skillcat-registry` | [`registry`], [`publish`], the SQLite store ([`source::RegistrySource`]) |
 //! | `skillcat-remote` | [`client`] (the one HTTP client), the HTTP and OCI stores ([`source::http`], [`source::oci`]) and [`push`] |
@@ -27,7 +27,7 @@
 //! `neural` adds the offline neural ranker.
 
 pub use skillcat_core::{Error, Result};
-pub use skillcat_core::{archive, capability, compat, digest, error, pack, path, prompt, units};
+pub use skillcat_core::{archive, capability, compat, digest, error, fs, pack, path, prompt, units};
 
 /// The SKILL.md document, and look-alike names (`skillcat-core`).
 pub mod document {

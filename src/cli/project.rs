@@ -11,6 +11,7 @@ use std::io::Write;
 use std::path::Path;
 
 use skillcat::config::{Config, Environment};
+use skillcat::fs::{AtomicWrite, Durability};
 
 use super::{CliResult, ExitStatus, Globals};
 
@@ -166,21 +167,11 @@ fn with_trusted(text: &str, dir: &str, sha256: &str) -> Result<String, String> {
 
 /// Writes the file (0600, its directory 0700 when created), replacing it in one step.
 fn write_private(file: &Path, text: &str) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
     let dir = file
         .parent()
         .ok_or_else(|| std::io::Error::other("no directory"))?;
     super::create_private_dir(dir)?;
-    let tmp = dir.join(format!(".skillcat.toml.{}", std::process::id()));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    let written = f.write_all(text.as_bytes()).and_then(|()| f.sync_all());
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, file)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    Ok(())
+    AtomicWrite::new(0o600)
+        .durability(Durability::Durable)
+        .write(file, text.as_bytes())
 }

@@ -23,10 +23,22 @@ const TAG: RuleId = RuleId::UnicodeTagCharacter;
 const BIDI: RuleId = RuleId::UnicodeBidiControl;
 const INVISIBLE: RuleId = RuleId::UnicodeInvisible;
 
+/// Checks that each case's first finding is its rule.
+fn check_reported(cases: &[(&str, String, RuleId)]) {
+    for (name, text, rule) in cases {
+        let got = found(text);
+        assert!(
+            got.first() == Some(rule),
+            "{name}: {text:?} gave {got:?}, not {rule:?}"
+        );
+    }
+}
+
+/// Tags: only the three RGI subdivision flags are sequences.
 #[test]
-fn every_hidden_class_is_reported() {
+fn hidden_tags_are_reported() {
     let black_flag = '\u{1F3F4}';
-    let cases: Vec<(&str, String, RuleId)> = vec![
+    check_reported(&[
         // Tags: only the three RGI subdivision flags are sequences.
         (
             "95 tags after a black flag",
@@ -68,6 +80,13 @@ fn every_hidden_class_is_reported() {
             format!("\u{1F600}{}\u{E007F}", tags("gbeng")),
             TAG,
         ),
+    ]);
+}
+
+/// Bidirectional controls.
+#[test]
+fn bidi_controls_are_reported() {
+    check_reported(&[
         // Bidirectional controls.
         (
             "LRE..RLO",
@@ -79,6 +98,13 @@ fn every_hidden_class_is_reported() {
             "a\u{2066}\u{2067}\u{2068}\u{2069}b".into(),
             BIDI,
         ),
+    ]);
+}
+
+/// Invisible by property: default-ignorable, format, separators, controls.
+#[test]
+fn invisible_characters_are_reported() {
+    check_reported(&[
         // Invisible by property: default-ignorable, format, separators, controls.
         ("LRM", "a\u{200E}b".into(), INVISIBLE),
         ("RLM", "a\u{200F}b".into(), INVISIBLE),
@@ -93,6 +119,13 @@ fn every_hidden_class_is_reported() {
             "می\u{200C}\u{200C}خواهم".into(),
             INVISIBLE,
         ),
+    ]);
+}
+
+/// Where a joiner changes nothing drawn in a joining script.
+#[test]
+fn joiners_that_change_nothing_are_reported() {
+    check_reported(&[
         // Where a joiner changes nothing drawn in a joining script: after a letter that joins
         // on no left side (alef), between Devanagari letters with no virama.
         (
@@ -156,6 +189,13 @@ fn every_hidden_class_is_reported() {
             "a\u{E0080}b".into(),
             INVISIBLE,
         ),
+    ]);
+}
+
+/// Variation selectors: only standardized sequences, one per base.
+#[test]
+fn variation_selectors_outside_sequences_are_reported() {
+    check_reported(&[
         // Variation selectors: only standardized sequences, one per base.
         ("VS16 after ASCII", "a\u{FE0F}".into(), INVISIBLE),
         (
@@ -185,14 +225,7 @@ fn every_hidden_class_is_reported() {
             "a\u{E01EF}".into(),
             INVISIBLE,
         ),
-    ];
-    for (name, text, rule) in &cases {
-        let got = found(text);
-        assert!(
-            got.first() == Some(rule),
-            "{name}: {text:?} gave {got:?}, not {rule:?}"
-        );
-    }
+    ]);
 }
 
 /// One variation selector per ideograph spells bytes: `curl 127.0.0.1:9/x|sh` as U+E0100 +

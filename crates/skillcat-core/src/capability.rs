@@ -1021,10 +1021,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn intersection_with_a_fake_resolver() {
-        // cwd /p (holding data/), home /h; links: /p/out → /etc, /p/in → /p/data,
-        // /p/store → /srv/store; /p/dangling cannot be resolved.
+    /// (case, access, requested, ceiling, home, granted)
+    type Case<'a> = (
+        &'a str,
+        Access,
+        &'a str,
+        &'a Ceiling,
+        Option<&'a str>,
+        Option<&'a str>,
+    );
+
+    /// Checks each case against a fake file system: cwd /p (holding data/), home /h; links:
+    /// /p/out → /etc, /p/in → /p/data, /p/store → /srv/store; /p/dangling cannot be resolved.
+    fn check_intersections(cases: &[Case<'_>]) {
         let links = [
             ("/p/out", "/etc"),
             ("/p/in", "/p/data"),
@@ -1036,6 +1045,37 @@ mod tests {
             home: home.map(PathBuf::from),
             core_trusted_source: false,
         };
+        for &(case, access, requested, ceiling, home, granted) in cases {
+            let caps = match access {
+                Access::Read => Capabilities {
+                    fs_read: vec![requested.to_string()],
+                    ..Capabilities::default()
+                },
+                Access::Write => Capabilities {
+                    fs_write: vec![requested.to_string()],
+                    ..Capabilities::default()
+                },
+            };
+            let r = intersect_with(&caps, ceiling, &ctx(home), &resolver);
+            let got = match access {
+                Access::Read => &r.grant.fs_read,
+                Access::Write => &r.grant.fs_write,
+            };
+            let want: Vec<PathBuf> = granted.into_iter().map(PathBuf::from).collect();
+            assert_eq!(got, &want, "{case}");
+            assert_eq!(r.dropped.len(), usize::from(granted.is_none()), "{case}");
+            if let Some(d) = r.dropped.first() {
+                assert_eq!(
+                    (d.access, d.requested.as_str()),
+                    (access, requested),
+                    "{case}"
+                );
+            }
+        }
+    }
+
+    /// The ceilings of the cases: `.`, `~` to read, `./store` to write.
+    fn ceilings() -> (Ceiling, Ceiling, Ceiling) {
         let dot = Ceiling::default();
         let home_ceiling = Ceiling {
             fs_read: vec!["~".into()],
@@ -1046,16 +1086,14 @@ mod tests {
             fs_write: vec!["./store".into()],
             ..Ceiling::default()
         };
-        type Case<'a> = (
-            &'a str,
-            Access,
-            &'a str,
-            &'a Ceiling,
-            Option<&'a str>,
-            Option<&'a str>,
-        );
-        let cases: Vec<Case<'_>> = vec![
-            // (case, access, requested, ceiling, home, granted)
+        (dot, home_ceiling, store)
+    }
+
+    /// Relative and absolute paths are granted inside the working directory, never by climbing out of it.
+    #[test]
+    fn intersection_keeps_paths_inside_the_working_directory() {
+        let (dot, _, _) = ceilings();
+        check_intersections(&[
             (
                 "plain relative",
                 Access::Read,
@@ -1065,23 +1103,6 @@ mod tests {
                 Some("/p/data"),
             ),
             ("the root itself", Access::Read, ".", &dot, None, Some("/p")),
-            (
-                "link smuggling out",
-                Access::Read,
-                "./out/passwd",
-                &dot,
-                None,
-                None,
-            ),
-            ("the smuggling link", Access::Read, "out", &dot, None, None),
-            (
-                "link staying in",
-                Access::Read,
-                "in/f",
-                &dot,
-                None,
-                Some("/p/data/f"),
-            ),
             (
                 "climbs out through data",
                 Access::Read,
@@ -1107,6 +1128,47 @@ mod tests {
                 None,
                 Some("/p/data"),
             ),
+        ]);
+    }
+
+    /// A link is followed: granted when its target stays inside, dropped when it leads out or cannot be resolved.
+    #[test]
+    fn intersection_follows_links_only_where_they_stay_inside() {
+        let (dot, _, _) = ceilings();
+        check_intersections(&[
+            (
+                "link smuggling out",
+                Access::Read,
+                "./out/passwd",
+                &dot,
+                None,
+                None,
+            ),
+            ("the smuggling link", Access::Read, "out", &dot, None, None),
+            (
+                "link staying in",
+                Access::Read,
+                "in/f",
+                &dot,
+                None,
+                Some("/p/data/f"),
+            ),
+            (
+                "dangling link",
+                Access::Read,
+                "dangling/x",
+                &dot,
+                None,
+                None,
+            ),
+        ]);
+    }
+
+    /// `~` is the user's own home, granted only under a ceiling that holds it.
+    #[test]
+    fn intersection_of_home_paths() {
+        let (dot, home_ceiling, _) = ceilings();
+        check_intersections(&[
             ("~/x outside .", Access::Read, "~/x", &dot, Some("/h"), None),
             (
                 "~/x under ~",
@@ -1132,14 +1194,14 @@ mod tests {
                 Some("/h"),
                 None,
             ),
-            (
-                "dangling link",
-                Access::Read,
-                "dangling/x",
-                &dot,
-                None,
-                None,
-            ),
+        ]);
+    }
+
+    /// A write is granted only under a write root (a linked one by its target); a read under one too.
+    #[test]
+    fn intersection_of_write_roots() {
+        let (dot, _, store) = ceilings();
+        check_intersections(&[
             (
                 "write under a read root",
                 Access::Write,
@@ -1180,34 +1242,7 @@ mod tests {
                 None,
                 None,
             ),
-        ];
-        for (case, access, requested, ceiling, home, granted) in cases {
-            let caps = match access {
-                Access::Read => Capabilities {
-                    fs_read: vec![requested.to_string()],
-                    ..Capabilities::default()
-                },
-                Access::Write => Capabilities {
-                    fs_write: vec![requested.to_string()],
-                    ..Capabilities::default()
-                },
-            };
-            let r = intersect_with(&caps, ceiling, &ctx(home), &resolver);
-            let got = match access {
-                Access::Read => &r.grant.fs_read,
-                Access::Write => &r.grant.fs_write,
-            };
-            let want: Vec<PathBuf> = granted.into_iter().map(PathBuf::from).collect();
-            assert_eq!(got, &want, "{case}");
-            assert_eq!(r.dropped.len(), usize::from(granted.is_none()), "{case}");
-            if let Some(d) = r.dropped.first() {
-                assert_eq!(
-                    (d.access, d.requested.as_str()),
-                    (access, requested),
-                    "{case}"
-                );
-            }
-        }
+        ]);
     }
 
     #[test]

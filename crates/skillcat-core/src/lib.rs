@@ -16,6 +16,7 @@
 //! | [`network`] | network grants by host name: patterns, intersection, pins |
 //! | [`source`] | the [`source::Source`] trait; directory and archive sources |
 //! | [`pack`] | reproducible archives of a skill |
+//! | [`fs`] | the one atomic write: a temporary file synced and renamed into place |
 //! | [`compat`] | the reference validator's (`skills-ref`) API |
 //! | [`error`] | the library's one error type |
 //! | [`version`] | the one order of versions |
@@ -29,6 +30,7 @@ pub mod compat;
 pub mod digest;
 pub mod document;
 pub mod error;
+pub mod fs;
 pub mod lookalike;
 pub mod network;
 pub mod pack;

@@ -26,6 +26,7 @@ use bytes::Bytes;
 
 use crate::archive::{ArchiveKind, ArchiveLimits, read_archive};
 use crate::error::{Error, Result};
+use crate::fs::AtomicWrite;
 
 /// The fixed timestamp of every entry: 1980-01-01T00:00:00Z (the earliest a zip can hold).
 pub const FIXED_MTIME: u64 = 315_532_800;
@@ -132,13 +133,17 @@ pub fn write_archive(entries: &[PackEntry], path: &Path) -> Result<()> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let shown = path.display().to_string();
-    let mut tmp = TempFile::new_in(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
+    // 0644 whatever the umask: an archive is meant to be shared. Dropped on an error, the
+    // temporary file is removed: a failed pack never leaves a partial archive.
+    let mut tmp = AtomicWrite::new(0o644)
+        .create(path)
+        .map_err(|e| Error::io(dir.display().to_string(), e))?;
     let written = match format {
-        PackFormat::TarGz => write_tar_gz(entries, io::BufWriter::new(&mut tmp.file)),
-        PackFormat::Zip => write_zip(entries, io::BufWriter::new(&mut tmp.file)),
+        PackFormat::TarGz => write_tar_gz(entries, io::BufWriter::new(tmp.file())),
+        PackFormat::Zip => write_zip(entries, io::BufWriter::new(tmp.file())),
     };
     written.map_err(|e| Error::io(&shown, e))?;
-    let packed = std::fs::read(&tmp.path).map_err(|e| Error::io(&shown, e))?;
+    let packed = std::fs::read(tmp.temp_path()).map_err(|e| Error::io(&shown, e))?;
     let kind = match format {
         PackFormat::TarGz => ArchiveKind::TarGz,
         PackFormat::Zip => ArchiveKind::Zip,
@@ -149,66 +154,7 @@ pub fn write_archive(entries: &[PackEntry], path: &Path) -> Result<()> {
         )));
     }
     drop(packed);
-    tmp.file.sync_all().map_err(|e| Error::io(&shown, e))?;
-    tmp.persist(path).map_err(|e| Error::io(&shown, e))
-}
-
-/// A new file beside the output (`.NAME.PID.N.tmp`, created exclusively, 0644: an archive is
-/// meant to be shared), removed unless [`persist`](Self::persist)ed: a failed or interrupted
-/// pack never leaves a partial archive under the output's name.
-struct TempFile {
-    path: std::path::PathBuf,
-    file: std::fs::File,
-    kept: bool,
-}
-
-impl TempFile {
-    fn new_in(dir: &Path) -> io::Result<TempFile> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        loop {
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let path = dir.join(format!(".skillcat-pack.{}.{n}.tmp", std::process::id()));
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(file) => {
-                    let tmp = TempFile {
-                        path,
-                        file,
-                        kept: false,
-                    };
-                    // Whatever the umask: an archive is meant to be shared.
-                    #[cfg(unix)]
-                    {
-                        use std::os::unix::fs::PermissionsExt;
-                        tmp.file
-                            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-                    }
-                    return Ok(tmp);
-                }
-                // Left by a process of the same id that was killed: take the next name.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    fn persist(mut self, to: &Path) -> io::Result<()> {
-        std::fs::rename(&self.path, to)?;
-        self.kept = true;
-        Ok(())
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if !self.kept {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
+    tmp.commit().map_err(|e| Error::io(&shown, e))
 }
 
 #[cfg(test)]

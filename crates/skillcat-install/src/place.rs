@@ -20,13 +20,15 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use skillcat_core::fs::AtomicWrite;
 
 use super::{InstallError, Scope};
 use crate::digest::{sha256, to_hex};
 
 /// The journal's name, in the scope's `.agents` folder.
 const JOURNAL: &str = ".skillcat-journal.json";
-/// The journal while it is written (renamed to [`JOURNAL`] once whole).
+/// The journal while older versions wrote it (renamed to [`JOURNAL`] once whole); removed by
+/// recovery like the core's temporary files.
 const JOURNAL_TEMP: &str = ".skillcat-journal.json.tmp";
 
 /// The scope's lock, held while it lives: exclusive for an operation that writes, shared for a
@@ -169,12 +171,13 @@ pub(crate) fn commit(
             .collect(),
     };
     let journal_path = scope.state_dir().join(JOURNAL);
-    let journal_temp = scope.state_dir().join(JOURNAL_TEMP);
-    write_synced(
-        &journal_temp,
-        &serde_json::to_vec_pretty(&journal).expect("JSON"),
-    )?;
-    rename(&journal_temp, &journal_path)?;
+    // Whole or absent: a journal cut short is a temporary file recovery removes.
+    AtomicWrite::new(0o644)
+        .write(
+            &journal_path,
+            &serde_json::to_vec_pretty(&journal).expect("JSON"),
+        )
+        .map_err(|e| InstallError::io(&journal_path, e))?;
     let result = (|| {
         // Stage: nothing visible changes yet.
         for (item, change) in journal.items.iter().zip(changes) {
@@ -234,7 +237,7 @@ pub async fn recover(scope: &Scope) -> Result<bool, InstallError> {
 
 fn recover_locked(scope: &Scope) -> Result<(), InstallError> {
     // A journal cut short was never renamed into place: nothing moved yet.
-    let _ = std::fs::remove_file(scope.state_dir().join(JOURNAL_TEMP));
+    remove_journal_temps(&scope.state_dir());
     let path = scope.state_dir().join(JOURNAL);
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
@@ -255,6 +258,23 @@ fn recover_locked(scope: &Scope) -> Result<(), InstallError> {
     });
     finish(&journal, committed);
     std::fs::remove_file(&path).map_err(|e| InstallError::io(&path, e))
+}
+
+/// Removes the temporary files of journals cut short: `.skillcat-journal.json.PID.N.tmp` (the
+/// core's atomic write) and [`JOURNAL_TEMP`] (older versions).
+fn remove_journal_temps(state_dir: &Path) {
+    let _ = std::fs::remove_file(state_dir.join(JOURNAL_TEMP));
+    let Ok(entries) = std::fs::read_dir(state_dir) else {
+        return;
+    };
+    let prefix = format!("{JOURNAL}.");
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&prefix) && name.ends_with(".tmp") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Completes (`committed`: drop the old copies) or undoes (put every old folder back) what the
@@ -399,4 +419,35 @@ fn test_pause(_step: &str) {
 /// Debug builds only: `SKILLCAT_TEST_FAIL=STEP` makes that step fail.
 fn test_fail(step: &str) -> bool {
     cfg!(debug_assertions) && std::env::var("SKILLCAT_TEST_FAIL").is_ok_and(|v| v == step)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Recovery removes what a journal write cut short left (the core's temporary file, or an
+    /// older version's), and nothing else.
+    #[test]
+    fn journal_temporaries_are_swept_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            ".skillcat-journal.json.4242.0.tmp",
+            JOURNAL_TEMP,
+            JOURNAL,
+            ".skillcat-journal.json.4242.0",
+            "skills-lock.json",
+        ] {
+            std::fs::write(dir.path().join(name), "x").unwrap();
+        }
+        remove_journal_temps(dir.path());
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [JOURNAL, ".skillcat-journal.json.4242.0", "skills-lock.json"]
+        );
+    }
 }

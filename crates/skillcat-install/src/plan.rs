@@ -117,6 +117,13 @@ pub struct Candidate {
     pub faults: Vec<String>,
 }
 
+/// An index entry's artifact ([`Opened::artifact`]).
+struct Artifact {
+    archive_sha256: Option<String>,
+    signatures: Vec<String>,
+    index_url: Option<String>,
+}
+
 /// What a plan does to one skill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ActionKind {
@@ -789,6 +796,32 @@ fn check_keyring(opts: &Options) -> Result<(), InstallError> {
     Ok(())
 }
 
+/// The lockfile entry of a placed skill: one kept as it is stays, with skillcat's pins filled
+/// in where missing; the same content again keeps what another tool recorded.
+fn settle_entry(entry: &mut Entry, old: Option<&Entry>, kept: Option<&Installed>) {
+    if let (Some(e), Some(k)) = (old, kept) {
+        // Kept as it is: the entry stays, with skillcat's pins filled in where missing.
+        let mut kept_entry = e.clone();
+        kept_entry.digest.get_or_insert_with(|| k.digest.clone());
+        if kept_entry.files.is_empty() {
+            kept_entry.files = k.files.clone();
+        }
+        if !kept_entry.unsigned && kept_entry.signer.is_none() {
+            kept_entry.unsigned = true;
+        }
+        kept_entry.agents = entry.agents.clone();
+        kept_entry.copy = entry.copy;
+        kept_entry.targets = entry.targets.clone();
+        *entry = kept_entry;
+    } else if let Some(e) = old
+        && (e.digest == entry.digest
+            || (e.digest.is_none() && e.computed_hash == entry.computed_hash))
+    {
+        // The same content again: what another tool recorded stays.
+        entry.other = e.other.clone();
+    }
+}
+
 fn refuse_if_any(refusals: Vec<String>) -> Result<(), InstallError> {
     if refusals.is_empty() {
         Ok(())
@@ -1297,40 +1330,12 @@ impl Opened {
         warnings: &mut Vec<String>,
     ) -> Result<Candidate, InstallError> {
         let refuse = |why: String| InstallError::Refused(vec![why]);
-        // 1. The artifact: an index entry's archive must be the one pinned (the HTTP source
-        //    itself checks the bytes against the index before they are used).
-        #[allow(unused_mut)]
-        let mut archive_sha256 = self.id.archive_sha256().map(str::to_string);
-        let mut signatures: Vec<String> = Vec::new();
-        let mut index_url = None;
-        if self.spec.kind == SourceKind::WellKnown {
-            let roots = self.src.list().await?;
-            if !roots.iter().any(|r| r == root) {
-                return Err(refuse(no_longer_listed(
-                    root,
-                    &self.spec.typed,
-                    pin.and_then(|e| e.version.as_deref()),
-                )));
-            }
-            let record = self.src.record(root).await?;
-            if let (Some(want), Some(got)) = (
-                pin.and_then(|e| e.archive_sha256.as_ref()),
-                &record.artifact,
-            ) && want != got
-            {
-                return Err(refuse(index_moved_on(
-                    root,
-                    &self.spec.typed,
-                    pin.and_then(|e| e.version.as_deref()),
-                    record.version.as_deref(),
-                    got,
-                    want,
-                )));
-            }
-            archive_sha256 = record.artifact;
-            signatures.extend(record.signatures);
-            index_url = self.src.id().await?.index_url().map(str::to_string);
-        }
+        // 1. The artifact: an index entry's archive must be the one pinned.
+        let Artifact {
+            archive_sha256,
+            mut signatures,
+            index_url,
+        } = self.artifact(root, pin).await?;
         let skill = self.src.load(root).await.map_err(|e| match e {
             e @ (crate::Error::InvalidSkill { .. }
             | crate::Error::PathRejected { .. }
@@ -1376,44 +1381,11 @@ impl Opened {
             files.iter().map(|(p, b, x)| (p.as_str(), &b[..], *x)),
         );
         // 2. The signature, against the keyring.
-        if self.spec.kind == SourceKind::Git {
-            // The `.minisig` files the repository keeps beside the skill.
-            signatures.extend(self.src.record(root).await.map_err(from_source)?.signatures);
-        }
-        signatures.extend(self.signature_files(root, &name));
-        if self.spec.kind == SourceKind::Registry
-            && let (Some(path), Some((n, v))) = (&self.spec.path, root.split_once('@'))
-        {
-            let reg = crate::registry::Registry::open_read_only(path)
-                .map_err(|e| InstallError::Source(e.into()))?;
-            if let Some(release) = reg.get(n, v).map_err(|e| InstallError::Source(e.into()))? {
-                signatures.extend(release.signatures.into_iter().map(|s| s.text));
-            }
-        }
-        let mut oci_digest = None;
-        if self.spec.kind == SourceKind::Oci {
-            // The signatures attached to the manifest as referrers.
-            signatures.extend(self.src.record(root).await?.signatures);
-            oci_digest = self.src.id().await?.oci_digest().map(str::to_string);
-        }
+        let oci_digest = self.more_signatures(root, &name, &mut signatures).await?;
         let signer = self.check_signature(opts, &name, &manifest, &signatures, pin, warnings)?;
         // 3. The skill digest, against the pin.
         let hash = computed_hash(files.iter().map(|(p, b, _)| (p.as_str(), &b[..])));
-        if let Some(e) = pin {
-            let mismatch = match (&e.digest, &e.computed_hash) {
-                (Some(d), _) if *d != manifest.digest => Some((d.clone(), manifest.digest.clone())),
-                (None, Some(h)) if *h != hash => {
-                    Some((format!("computedHash:{h}"), format!("computedHash:{hash}")))
-                }
-                _ => None,
-            };
-            if let Some((want, got)) = mismatch {
-                return Err(refuse(format!(
-                    "{name}: {} gives {got}, the lockfile pins {want}",
-                    self.spec.shown()
-                )));
-            }
-        }
+        self.check_pin(&name, pin, &manifest, &hash)?;
         // 4. Validation.
         let faults: Vec<String> = skill
             .validate(&opts.validate)
@@ -1427,24 +1399,7 @@ impl Opened {
             )));
         }
         // 5. The audit: what neither a signature vouches for nor a sandbox contains.
-        let findings = skillcat_audit::audit(&*self.src, &skill, &opts.audit_options)
-            .await
-            .map_err(from_source)?;
-        let audit_hint = format!("`skillcat audit {} {name}` lists them", self.spec.typed);
-        if let Some(high) = summary_at(&findings, Severity::High) {
-            match opts.audit {
-                Policy::Refuse => {
-                    return Err(refuse(format!(
-                        "{name}: the audit found {high}; {audit_hint}; pass --allow-findings (or set [install] audit = \"warn\") to install it anyway"
-                    )));
-                }
-                Policy::Warn => warnings.push(format!(
-                    "{name}: installed with {high}, as --allow-findings or [install] audit = \"warn\" allows; {audit_hint}"
-                )),
-            }
-        } else if let Some(medium) = summary_at(&findings, Severity::Medium) {
-            warnings.push(format!("{name}: the audit found {medium}; {audit_hint}"));
-        }
+        self.audit(opts, &skill, &name, warnings).await?;
         let lock_dir = lock_dir(&opts.scope);
         let skill_path = (self.spec.kind == SourceKind::Git).then(|| {
             // The document the skill has, in the order of preference.
@@ -1485,6 +1440,139 @@ impl Opened {
             files,
             faults,
         })
+    }
+
+    /// The artifact: an index entry's archive must be the one pinned (the HTTP source itself
+    /// checks the bytes against the index before they are used); its sha256, the signatures
+    /// the index lists, and the index's URL.
+    async fn artifact(&self, root: &str, pin: Option<&Entry>) -> Result<Artifact, InstallError> {
+        let refuse = |why: String| InstallError::Refused(vec![why]);
+        #[allow(unused_mut)]
+        let mut archive_sha256 = self.id.archive_sha256().map(str::to_string);
+        let mut signatures: Vec<String> = Vec::new();
+        let mut index_url = None;
+        if self.spec.kind == SourceKind::WellKnown {
+            let roots = self.src.list().await?;
+            if !roots.iter().any(|r| r == root) {
+                return Err(refuse(no_longer_listed(
+                    root,
+                    &self.spec.typed,
+                    pin.and_then(|e| e.version.as_deref()),
+                )));
+            }
+            let record = self.src.record(root).await?;
+            if let (Some(want), Some(got)) = (
+                pin.and_then(|e| e.archive_sha256.as_ref()),
+                &record.artifact,
+            ) && want != got
+            {
+                return Err(refuse(index_moved_on(
+                    root,
+                    &self.spec.typed,
+                    pin.and_then(|e| e.version.as_deref()),
+                    record.version.as_deref(),
+                    got,
+                    want,
+                )));
+            }
+            archive_sha256 = record.artifact;
+            signatures.extend(record.signatures);
+            index_url = self.src.id().await?.index_url().map(str::to_string);
+        }
+        Ok(Artifact {
+            archive_sha256,
+            signatures,
+            index_url,
+        })
+    }
+
+    /// Adds the signatures the source keeps beside the skill (a git repository's `.minisig`
+    /// files, detached files, a registry's, an OCI manifest's referrers); the OCI digest.
+    async fn more_signatures(
+        &self,
+        root: &str,
+        name: &str,
+        signatures: &mut Vec<String>,
+    ) -> Result<Option<String>, InstallError> {
+        if self.spec.kind == SourceKind::Git {
+            // The `.minisig` files the repository keeps beside the skill.
+            signatures.extend(self.src.record(root).await.map_err(from_source)?.signatures);
+        }
+        signatures.extend(self.signature_files(root, name));
+        if self.spec.kind == SourceKind::Registry
+            && let (Some(path), Some((n, v))) = (&self.spec.path, root.split_once('@'))
+        {
+            let reg = crate::registry::Registry::open_read_only(path)
+                .map_err(|e| InstallError::Source(e.into()))?;
+            if let Some(release) = reg.get(n, v).map_err(|e| InstallError::Source(e.into()))? {
+                signatures.extend(release.signatures.into_iter().map(|s| s.text));
+            }
+        }
+        let mut oci_digest = None;
+        if self.spec.kind == SourceKind::Oci {
+            // The signatures attached to the manifest as referrers.
+            signatures.extend(self.src.record(root).await?.signatures);
+            oci_digest = self.src.id().await?.oci_digest().map(str::to_string);
+        }
+        Ok(oci_digest)
+    }
+
+    /// The skill digest (or the computed hash of a lockfile that has no digest) against the pin.
+    fn check_pin(
+        &self,
+        name: &str,
+        pin: Option<&Entry>,
+        manifest: &Manifest,
+        hash: &str,
+    ) -> Result<(), InstallError> {
+        let refuse = |why: String| InstallError::Refused(vec![why]);
+        if let Some(e) = pin {
+            let mismatch = match (&e.digest, &e.computed_hash) {
+                (Some(d), _) if *d != manifest.digest => Some((d.clone(), manifest.digest.clone())),
+                (None, Some(h)) if h != hash => {
+                    Some((format!("computedHash:{h}"), format!("computedHash:{hash}")))
+                }
+                _ => None,
+            };
+            if let Some((want, got)) = mismatch {
+                return Err(refuse(format!(
+                    "{name}: {} gives {got}, the lockfile pins {want}",
+                    self.spec.shown()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The audit: what neither a signature vouches for nor a sandbox contains. High findings
+    /// refuse the skill unless the policy only warns; medium ones are a warning.
+    async fn audit(
+        &self,
+        opts: &Options,
+        skill: &Skill,
+        name: &str,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), InstallError> {
+        let refuse = |why: String| InstallError::Refused(vec![why]);
+        let findings = skillcat_audit::audit(&*self.src, skill, &opts.audit_options)
+            .await
+            .map_err(from_source)?;
+        let audit_hint = format!("`skillcat audit {} {name}` lists them", self.spec.typed);
+        if let Some(high) = summary_at(&findings, Severity::High) {
+            match opts.audit {
+                Policy::Refuse => {
+                    return Err(refuse(format!(
+                        "{name}: the audit found {high}; {audit_hint}; pass --allow-findings (or set [install] audit = \"warn\") to install it anyway"
+                    )));
+                }
+                Policy::Warn => warnings.push(format!(
+                    "{name}: installed with {high}, as --allow-findings or [install] audit = \"warn\" allows; {audit_hint}"
+                )),
+            }
+        } else if let Some(medium) = summary_at(&findings, Severity::Medium) {
+            warnings.push(format!("{name}: the audit found {medium}; {audit_hint}"));
+        }
+        Ok(())
     }
 
     /// Detached signature files beside a local skill or an archive: `<skill folder>.minisig`,
@@ -1771,21 +1859,7 @@ impl<'a> Builder<'a> {
         }
         // Agents' folders of the old entry no longer asked for.
         if let Some(e) = &old {
-            let old_t = Targets::of(scope, &c.name, &agents_of(e));
-            for p in old_t.agents.iter().filter(|p| !t.agents.contains(p)) {
-                let ours = match std::fs::symlink_metadata(p) {
-                    Ok(m) if m.file_type().is_symlink() => links_to(p, &t.canonical),
-                    Ok(m) if m.is_dir() => e.copy,
-                    _ => false,
-                };
-                if ours {
-                    paths.push(scope.shown(p));
-                    self.changes.push(Change {
-                        target: p.clone(),
-                        new: None,
-                    });
-                }
-            }
+            self.unlink_old_agents(e, &c.name, &t, &mut paths);
         }
         refuse_if_any(refusals)?;
         let kind = match (content_ok, paths.is_empty()) {
@@ -1797,27 +1871,7 @@ impl<'a> Builder<'a> {
         c.entry.agents = agents.iter().map(|a| a.id.to_string()).collect();
         c.entry.copy = copy && !t.agents.is_empty();
         c.entry.targets = t.shown(scope);
-        if let (Some(e), Some(k)) = (&old, &kept) {
-            // Kept as it is: the entry stays, with skillcat's pins filled in where missing.
-            let mut kept_entry = e.clone();
-            kept_entry.digest.get_or_insert_with(|| k.digest.clone());
-            if kept_entry.files.is_empty() {
-                kept_entry.files = k.files.clone();
-            }
-            if !kept_entry.unsigned && kept_entry.signer.is_none() {
-                kept_entry.unsigned = true;
-            }
-            kept_entry.agents = c.entry.agents.clone();
-            kept_entry.copy = c.entry.copy;
-            kept_entry.targets = c.entry.targets.clone();
-            c.entry = kept_entry;
-        } else if let Some(e) = &old
-            && (e.digest == c.entry.digest
-                || (e.digest.is_none() && e.computed_hash == c.entry.computed_hash))
-        {
-            // The same content again: what another tool recorded stays.
-            c.entry.other = e.other.clone();
-        }
+        settle_entry(&mut c.entry, old.as_ref(), kept.as_ref());
         self.lockfile.skills.insert(c.name.clone(), c.entry.clone());
         self.actions.push(Action {
             name: c.name,
@@ -1827,6 +1881,27 @@ impl<'a> Builder<'a> {
             paths,
         });
         Ok(())
+    }
+
+    /// The agents' folders of the old entry `e` no longer asked for, when skillcat made them:
+    /// removed.
+    fn unlink_old_agents(&mut self, e: &Entry, name: &str, t: &Targets, paths: &mut Vec<String>) {
+        let scope = &self.opts.scope;
+        let old_t = Targets::of(scope, name, &agents_of(e));
+        for p in old_t.agents.iter().filter(|p| !t.agents.contains(p)) {
+            let ours = match std::fs::symlink_metadata(p) {
+                Ok(m) if m.file_type().is_symlink() => links_to(p, &t.canonical),
+                Ok(m) if m.is_dir() => e.copy,
+                _ => false,
+            };
+            if ours {
+                paths.push(scope.shown(p));
+                self.changes.push(Change {
+                    target: p.clone(),
+                    new: None,
+                });
+            }
+        }
     }
 
     fn finish(self, write_lockfile: bool) -> Result<Plan, InstallError> {

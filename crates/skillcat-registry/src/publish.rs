@@ -511,7 +511,7 @@ impl Registry {
         let name = p.name().to_string();
         let version = p.version().to_string();
         let shown = &self.shown;
-        let sql = |source| RegistryError::Sqlite {
+        let sql = |source: rusqlite::Error| RegistryError::Sqlite {
             path: shown.clone(),
             source,
         };
@@ -531,40 +531,7 @@ impl Registry {
             latest: false,
         };
 
-        let held: Option<i64> = tx
-            .query_row("SELECT id FROM skill WHERE name = ?1", [&name], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(sql)?;
-        let skill_id = match held {
-            Some(id) => id,
-            None => {
-                // A new name: refused when it looks like one held or mixes scripts, before
-                // anything is written (the transaction is dropped, so rolled back).
-                let skeleton = lookalike::skeleton(&name);
-                let existing: Option<String> = tx
-                    .query_row(
-                        "SELECT name FROM skill WHERE skeleton = ?1 ORDER BY id LIMIT 1",
-                        [&skeleton],
-                        |r| r.get(0),
-                    )
-                    .optional()
-                    .map_err(sql)?;
-                if let Some(existing) = existing {
-                    return Err(RegistryError::LookAlike { name, existing });
-                }
-                if let Some(scripts) = lookalike::mixed_scripts(&name) {
-                    return Err(RegistryError::MixedScripts { name, scripts });
-                }
-                tx.query_row(
-                    "INSERT INTO skill (name, skeleton) VALUES (?1, ?2) RETURNING id",
-                    [&name, &skeleton],
-                    |r| r.get(0),
-                )
-                .map_err(sql)?
-            }
-        };
+        let skill_id = skill_id(&tx, &name, &sql)?;
         let existing: Vec<(i64, String)> = {
             let mut stmt = tx
                 .prepare_cached("SELECT id, version FROM version WHERE skill_id = ?1")
@@ -574,32 +541,7 @@ impl Registry {
                 .map_err(sql)?
         };
         if let Some((id, _)) = existing.iter().find(|(_, v)| *v == version) {
-            let (stored_digest, stored_manifest): (Vec<u8>, String) = tx
-                .query_row(
-                    "SELECT v.skill_digest, x.manifest FROM version v \
-                     JOIN version_text x ON x.version_id = v.id WHERE v.id = ?1",
-                    [id],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .map_err(sql)?;
-            if stored_digest[..] != p.digest[..] {
-                return Err(RegistryError::Immutable {
-                    name,
-                    version,
-                    what: format!(
-                        "published sha256:{}, this is {}",
-                        crate::digest::to_hex(&stored_digest),
-                        p.manifest.digest
-                    ),
-                });
-            }
-            if stored_manifest != p.manifest_json {
-                return Err(RegistryError::Immutable {
-                    name,
-                    version,
-                    what: "same files, but the manifest differs (executable bits)".into(),
-                });
-            }
+            check_same(&tx, p, *id, &sql)?;
             published.outcome = Outcome::Unchanged;
             if let Some(sig) = &p.signature {
                 let n = tx
@@ -633,88 +575,10 @@ impl Registry {
             });
         }
 
-        let mut blob_ids = Vec::with_capacity(p.files.len());
-        {
-            let mut find = tx
-                .prepare_cached("SELECT id FROM blob WHERE sha256 = ?1")
-                .map_err(sql)?;
-            // A new blob is inserted as a zeroblob and its bytes streamed in by incremental
-            // blob I/O: binding them would have SQLite copy them twice (the bound value and
-            // the record), so a version's write would hold three times its size.
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO blob (sha256, size, content) VALUES (?1, ?2, zeroblob(?2)) \
-                     RETURNING id",
-                )
-                .map_err(sql)?;
-            for f in &p.files {
-                let id: Option<i64> = find
-                    .query_row([&f.sha256[..]], |r| r.get(0))
-                    .optional()
-                    .map_err(sql)?;
-                let id = match id {
-                    Some(id) => id,
-                    None => {
-                        let id: i64 = insert
-                            .query_row(params![&f.sha256[..], f.bytes.len() as i64], |r| r.get(0))
-                            .map_err(sql)?;
-                        if !f.bytes.is_empty() {
-                            let mut blob = tx
-                                .blob_open(rusqlite::MAIN_DB, "blob", "content", id, false)
-                                .map_err(sql)?;
-                            blob.write_at(&f.bytes, 0).map_err(sql)?;
-                        }
-                        published.new_blobs += 1;
-                        id
-                    }
-                };
-                blob_ids.push(id);
-            }
-        }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
-        let version_id: i64 = tx
-            .query_row(
-                "INSERT INTO version (skill_id, version, skill_digest, published_at, description) \
-                 VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
-                params![skill_id, version, &p.digest[..], now, p.description],
-                |r| r.get(0),
-            )
-            .map_err(sql)?;
-        tx.execute(
-            "INSERT INTO version_text (version_id, manifest, body) VALUES (?1, ?2, ?3)",
-            params![version_id, p.manifest_json, p.body],
-        )
-        .map_err(sql)?;
-        {
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO file (version_id, path, path_fold, blob_id, executable) \
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .map_err(sql)?;
-            for (f, blob_id) in p.files.iter().zip(&blob_ids) {
-                insert
-                    .execute(params![version_id, f.path, f.fold, blob_id, f.executable])
-                    .map_err(sql)?;
-            }
-        }
-        if let Some(sig) = &p.signature {
-            tx.execute(
-                "INSERT INTO signature (version_id, key_id, signature) VALUES (?1, ?2, ?3)",
-                params![version_id, sig.key_id, sig.text],
-            )
-            .map_err(sql)?;
-            published.signature_added = true;
-        }
-        if let Some(findings) = &p.findings {
-            tx.execute(
-                "INSERT INTO version_findings (version_id, findings) VALUES (?1, ?2)",
-                params![version_id, findings],
-            )
-            .map_err(sql)?;
-        }
+        let (blob_ids, new_blobs) = store_blobs(&tx, p, &sql)?;
+        published.new_blobs = new_blobs;
+        let version_id = insert_version(&tx, p, skill_id, &blob_ids, &sql)?;
+        published.signature_added = p.signature.is_some();
         query::refresh_latest(&tx, skill_id).map_err(sql)?;
         published.latest = is_latest(&tx, skill_id, version_id).map_err(sql)?;
         if let Some(actor) = actor {
@@ -736,6 +600,192 @@ impl Registry {
             .conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
     }
+}
+
+/// Maps a database error to the registry's, naming its file.
+type SqlError<'a> = &'a dyn Fn(rusqlite::Error) -> RegistryError;
+
+/// The id of the skill `name`, added when it is new: refused when it looks like one held or
+/// mixes scripts, before anything is written (the transaction is dropped, so rolled back).
+fn skill_id(tx: &rusqlite::Transaction<'_>, name: &str, sql: SqlError<'_>) -> Result<i64> {
+    let held: Option<i64> = tx
+        .query_row("SELECT id FROM skill WHERE name = ?1", [name], |r| r.get(0))
+        .optional()
+        .map_err(sql)?;
+    Ok(match held {
+        Some(id) => id,
+        None => {
+            // A new name: refused when it looks like one held or mixes scripts, before
+            // anything is written (the transaction is dropped, so rolled back).
+            let skeleton = lookalike::skeleton(name);
+            let existing: Option<String> = tx
+                .query_row(
+                    "SELECT name FROM skill WHERE skeleton = ?1 ORDER BY id LIMIT 1",
+                    [&skeleton],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(sql)?;
+            if let Some(existing) = existing {
+                return Err(RegistryError::LookAlike {
+                    name: name.to_string(),
+                    existing,
+                });
+            }
+            if let Some(scripts) = lookalike::mixed_scripts(name) {
+                return Err(RegistryError::MixedScripts {
+                    name: name.to_string(),
+                    scripts,
+                });
+            }
+            tx.query_row(
+                "INSERT INTO skill (name, skeleton) VALUES (?1, ?2) RETURNING id",
+                [name, &skeleton],
+                |r| r.get(0),
+            )
+            .map_err(sql)?
+        }
+    })
+}
+
+/// A version published again must be the same: the same files (its digest) and the same
+/// manifest (executable bits).
+fn check_same(
+    tx: &rusqlite::Transaction<'_>,
+    p: &Prepared,
+    id: i64,
+    sql: SqlError<'_>,
+) -> Result<()> {
+    let (stored_digest, stored_manifest): (Vec<u8>, String) = tx
+        .query_row(
+            "SELECT v.skill_digest, x.manifest FROM version v \
+             JOIN version_text x ON x.version_id = v.id WHERE v.id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .map_err(sql)?;
+    if stored_digest[..] != p.digest[..] {
+        return Err(RegistryError::Immutable {
+            name: p.name().to_string(),
+            version: p.version().to_string(),
+            what: format!(
+                "published sha256:{}, this is {}",
+                crate::digest::to_hex(&stored_digest),
+                p.manifest.digest
+            ),
+        });
+    }
+    if stored_manifest != p.manifest_json {
+        return Err(RegistryError::Immutable {
+            name: p.name().to_string(),
+            version: p.version().to_string(),
+            what: "same files, but the manifest differs (executable bits)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Each file's blob id, a blob stored only when no version holds the same bytes; how many
+/// were new.
+fn store_blobs(
+    tx: &rusqlite::Transaction<'_>,
+    p: &Prepared,
+    sql: SqlError<'_>,
+) -> Result<(Vec<i64>, usize)> {
+    let mut blob_ids = Vec::with_capacity(p.files.len());
+    let mut new_blobs = 0;
+    {
+        let mut find = tx
+            .prepare_cached("SELECT id FROM blob WHERE sha256 = ?1")
+            .map_err(sql)?;
+        // A new blob is inserted as a zeroblob and its bytes streamed in by incremental
+        // blob I/O: binding them would have SQLite copy them twice (the bound value and
+        // the record), so a version's write would hold three times its size.
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO blob (sha256, size, content) VALUES (?1, ?2, zeroblob(?2)) \
+                 RETURNING id",
+            )
+            .map_err(sql)?;
+        for f in &p.files {
+            let id: Option<i64> = find
+                .query_row([&f.sha256[..]], |r| r.get(0))
+                .optional()
+                .map_err(sql)?;
+            let id = match id {
+                Some(id) => id,
+                None => {
+                    let id: i64 = insert
+                        .query_row(params![&f.sha256[..], f.bytes.len() as i64], |r| r.get(0))
+                        .map_err(sql)?;
+                    if !f.bytes.is_empty() {
+                        let mut blob = tx
+                            .blob_open(rusqlite::MAIN_DB, "blob", "content", id, false)
+                            .map_err(sql)?;
+                        blob.write_at(&f.bytes, 0).map_err(sql)?;
+                    }
+                    new_blobs += 1;
+                    id
+                }
+            };
+            blob_ids.push(id);
+        }
+    }
+    Ok((blob_ids, new_blobs))
+}
+
+/// Inserts the version, its text, its files, its signature and its findings; its id.
+fn insert_version(
+    tx: &rusqlite::Transaction<'_>,
+    p: &Prepared,
+    skill_id: i64,
+    blob_ids: &[i64],
+    sql: SqlError<'_>,
+) -> Result<i64> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let version_id: i64 = tx
+        .query_row(
+            "INSERT INTO version (skill_id, version, skill_digest, published_at, description) \
+             VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+            params![skill_id, p.version(), &p.digest[..], now, p.description],
+            |r| r.get(0),
+        )
+        .map_err(sql)?;
+    tx.execute(
+        "INSERT INTO version_text (version_id, manifest, body) VALUES (?1, ?2, ?3)",
+        params![version_id, p.manifest_json, p.body],
+    )
+    .map_err(sql)?;
+    {
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO file (version_id, path, path_fold, blob_id, executable) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .map_err(sql)?;
+        for (f, blob_id) in p.files.iter().zip(blob_ids) {
+            insert
+                .execute(params![version_id, f.path, f.fold, blob_id, f.executable])
+                .map_err(sql)?;
+        }
+    }
+    if let Some(sig) = &p.signature {
+        tx.execute(
+            "INSERT INTO signature (version_id, key_id, signature) VALUES (?1, ?2, ?3)",
+            params![version_id, sig.key_id, sig.text],
+        )
+        .map_err(sql)?;
+    }
+    if let Some(findings) = &p.findings {
+        tx.execute(
+            "INSERT INTO version_findings (version_id, findings) VALUES (?1, ?2)",
+            params![version_id, findings],
+        )
+        .map_err(sql)?;
+    }
+    Ok(version_id)
 }
 
 fn is_latest(

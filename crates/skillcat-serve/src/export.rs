@@ -1,8 +1,9 @@
 //! Writing a [`Site`] as static files, for any static host, object store or CDN.
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
+
+use skillcat_core::fs::{AtomicWrite, Durability};
 
 use super::site::{AGENT_SKILLS_INDEX, SKILLS_INDEX, Site};
 use crate::error::{Error, Result};
@@ -56,28 +57,17 @@ pub fn export(site: &Site, dir: &Path, force: bool) -> Result<Exported> {
         let dest_shown = dest.display().to_string();
         let parent = dest.parent().expect("a path under dir has a parent");
         fs::create_dir_all(parent).map_err(|e| Error::io(parent.display().to_string(), e))?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".skillcat-")
-            .tempfile_in(parent)
-            .map_err(|e| Error::io(parent.display().to_string(), e))?;
-        tmp.write_all(&res.body)
-            .and_then(|()| {
-                if index {
-                    tmp.as_file().sync_all()
-                } else {
-                    Ok(())
-                }
-            })
+        // 0644 whatever the umask: a site is meant to be served. Only the indexes are synced
+        // (after every other file, above): an index never names a file a crash lost.
+        let durability = if index {
+            Durability::File
+        } else {
+            Durability::Unsynced
+        };
+        AtomicWrite::new(0o644)
+            .durability(durability)
+            .write(&dest, &res.body)
             .map_err(|e| Error::io(&dest_shown, e))?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            tmp.as_file()
-                .set_permissions(fs::Permissions::from_mode(0o644))
-                .map_err(|e| Error::io(&dest_shown, e))?;
-        }
-        tmp.persist(&dest)
-            .map_err(|e| Error::io(&dest_shown, e.error))?;
         done.files += 1;
         done.bytes += res.body.len() as u64;
     }

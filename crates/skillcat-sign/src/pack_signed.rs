@@ -200,82 +200,13 @@ pub async fn pack_dir<E>(
     let PackRequest { dir, output, force } = request;
     let src = DirSource::open(dir, DirOptions::default()).map_err(PackError::Open)?;
     let found = source::discover(&src).await.map_err(PackError::Open)?;
-    let single = src.is_single_skill();
-    let prefix_of = |root: &str| {
-        if single {
-            String::new()
-        } else {
-            base_name(root).to_string()
-        }
-    };
-    let mut refused = false;
-    let mut roots = Vec::new();
-    // A root whose document cannot be read is packed as it is only with `force`, and never signed.
-    for f in &found.faults {
-        if force && sign.is_none() {
-            note(PackNote::Anyway(f));
-            let files = src.files(&f.root).await.map_err(|error| PackError::Files {
-                location: f.location.clone(),
-                error,
-            })?;
-            roots.push(PackRoot {
-                root: &f.root,
-                prefix: prefix_of(&f.root),
-                skill: None,
-                files,
-            });
-        } else {
-            note(PackNote::Refused {
-                fault: f,
-                unsignable: force,
-            });
-            refused = true;
-        }
-    }
-    let opts = ValidateOptions::default();
-    for s in &found.skills {
-        let faults = s.validate(&opts);
-        if !faults.is_empty() {
-            note(PackNote::Invalid {
-                skill: s,
-                faults: &faults,
-                packed: force,
-            });
-            refused |= !force;
-        }
-        roots.push(PackRoot {
-            root: s.root(),
-            prefix: prefix_of(s.root()),
-            skill: Some(s),
-            files: s.files().to_vec(),
-        });
-    }
-    if refused {
-        return Err(PackError::Refused { force });
-    }
+    let mut roots = judge_roots(&src, &found, force, sign.is_some(), &mut note).await?;
     if roots.is_empty() {
         return Err(PackError::Empty {
             dir: dir.to_path_buf(),
         });
     }
-    // An archive written inside a skill would be packed into the next archive of it (and
-    // change its digest): refuse, rather than leave a file out silently.
-    let out_dir = output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if let Ok(out_dir) = std::fs::canonicalize(out_dir) {
-        for r in &roots {
-            let root_dir =
-                std::fs::canonicalize(dir.join(r.root)).unwrap_or_else(|_| dir.join(r.root));
-            if out_dir.starts_with(&root_dir) {
-                return Err(PackError::InsideSkill {
-                    output: output.to_path_buf(),
-                    skill: root_dir,
-                });
-            }
-        }
-    }
+    check_outside(dir, output, &roots)?;
     roots.sort_by(|a, b| a.prefix.as_bytes().cmp(b.prefix.as_bytes()));
     if let Some(w) = roots.windows(2).find(|w| w[0].prefix == w[1].prefix) {
         return Err(PackError::SameFolder {
@@ -335,6 +266,110 @@ pub async fn pack_dir<E>(
         });
     }
     write_archive(&entries, output).map_err(PackError::Write)?;
+    write_signatures(output, &signatures)?;
+    let (kept_signatures, removed_signatures) =
+        settle_old_signatures(&out_spec, &packed, &signatures)?;
+    Ok(Packed {
+        roots: packed,
+        kept_signatures,
+        removed_signatures,
+    })
+}
+
+/// Judges every root found: a root whose document cannot be read is packed as it is only with
+/// `force` (and never when `signing`), a skill that fails validation only with `force`; each is
+/// noted. The roots to pack, or `Refused` when any was refused.
+async fn judge_roots<'a, E>(
+    src: &DirSource,
+    found: &'a source::Discovery,
+    force: bool,
+    signing: bool,
+    note: &mut impl FnMut(PackNote<'_>),
+) -> Result<Vec<PackRoot<'a>>, PackError<E>> {
+    let single = src.is_single_skill();
+    let prefix_of = |root: &str| {
+        if single {
+            String::new()
+        } else {
+            base_name(root).to_string()
+        }
+    };
+    let mut refused = false;
+    let mut roots = Vec::new();
+    // A root whose document cannot be read is packed as it is only with `force`, and never signed.
+    for f in &found.faults {
+        if force && !signing {
+            note(PackNote::Anyway(f));
+            let files = src.files(&f.root).await.map_err(|error| PackError::Files {
+                location: f.location.clone(),
+                error,
+            })?;
+            roots.push(PackRoot {
+                root: &f.root,
+                prefix: prefix_of(&f.root),
+                skill: None,
+                files,
+            });
+        } else {
+            note(PackNote::Refused {
+                fault: f,
+                unsignable: force,
+            });
+            refused = true;
+        }
+    }
+    let opts = ValidateOptions::default();
+    for s in &found.skills {
+        let faults = s.validate(&opts);
+        if !faults.is_empty() {
+            note(PackNote::Invalid {
+                skill: s,
+                faults: &faults,
+                packed: force,
+            });
+            refused |= !force;
+        }
+        roots.push(PackRoot {
+            root: s.root(),
+            prefix: prefix_of(s.root()),
+            skill: Some(s),
+            files: s.files().to_vec(),
+        });
+    }
+    if refused {
+        return Err(PackError::Refused { force });
+    }
+    Ok(roots)
+}
+
+/// An archive written inside a skill would be packed into the next archive of it (and change
+/// its digest): refused, rather than leave a file out silently.
+fn check_outside<E>(dir: &Path, output: &Path, roots: &[PackRoot<'_>]) -> Result<(), PackError<E>> {
+    let out_dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if let Ok(out_dir) = std::fs::canonicalize(out_dir) {
+        for r in roots {
+            let root_dir =
+                std::fs::canonicalize(dir.join(r.root)).unwrap_or_else(|_| dir.join(r.root));
+            if out_dir.starts_with(&root_dir) {
+                return Err(PackError::InsideSkill {
+                    output: output.to_path_buf(),
+                    skill: root_dir,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes each signature beside the archive; on a failure, the archive and the signatures
+/// written before are removed: no archive is left whose signatures are half written.
+fn write_signatures<E>(
+    output: &Path,
+    signatures: &[(PathBuf, String)],
+) -> Result<(), PackError<E>> {
     for (i, (path, text)) in signatures.iter().enumerate() {
         if let Err(error) = std::fs::write(path, text) {
             // Leave no archive whose signatures are half written.
@@ -348,13 +383,7 @@ pub async fn pack_dir<E>(
             });
         }
     }
-    let (kept_signatures, removed_signatures) =
-        settle_old_signatures(&out_spec, &packed, &signatures)?;
-    Ok(Packed {
-        roots: packed,
-        kept_signatures,
-        removed_signatures,
-    })
+    Ok(())
 }
 
 /// The signatures an earlier pack may have left beside the archive `out_spec` (its

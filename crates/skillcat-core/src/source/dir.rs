@@ -286,19 +286,7 @@ impl Inner {
     /// are not roots are listed, to search further.
     fn search(&self) -> Result<Vec<Found>> {
         if self.single {
-            let doc = match rustix::fs::open(&self.root, DIR_FLAGS, Mode::empty()) {
-                Ok(dir) => match self.probe(dir.as_fd(), "") {
-                    Probe::Document(name, meta) => Some((name, meta)),
-                    _ => None,
-                },
-                // Loading from the path again reports what is wrong as the skill's fault.
-                Err(_) => None,
-            };
-            return Ok(vec![Found {
-                rel: String::new(),
-                canon: String::new(),
-                doc,
-            }]);
+            return Ok(vec![self.single_root()]);
         }
         let max_depth = self.opts.max_depth;
         let mut found: Vec<Found> = Vec::new();
@@ -331,48 +319,7 @@ impl Inner {
         // Breadth-first, one level at a time: the choices (which alias of a directory is kept)
         // are made in sorted order, the reading of a level's directories runs on every core.
         while !frontier.is_empty() {
-            let mut candidates: Vec<Candidate> = Vec::new();
-            for dir in &frontier {
-                if dir.depth == 1 && !dir.children.is_empty() {
-                    top_level.push(dir.rel.clone());
-                }
-                // Skill roots lie at most `max_depth` levels below the source root.
-                if dir.depth >= max_depth {
-                    continue;
-                }
-                for child in &dir.children {
-                    if child.name.starts_with('.') || crate::path::is_ignored(&child.name) {
-                        continue;
-                    }
-                    let rel = super::join_path(&dir.rel, &child.name);
-                    let canon = match child.kind {
-                        Kind::Dir => super::join_path(&dir.canon, &child.name),
-                        Kind::Symlink => {
-                            let abs = self.root.join(&rel);
-                            match self.resolve_inside(&abs, &rel) {
-                                Ok((target, meta)) if meta.is_dir() => {
-                                    match self.canonical_rel(&target) {
-                                        Some(canon) => canon,
-                                        None => continue,
-                                    }
-                                }
-                                // Not a directory, out of the root, dangling or a loop: not
-                                // searched.
-                                _ => continue,
-                            }
-                        }
-                        _ => continue,
-                    };
-                    // The root itself (a link back to it) is never a candidate.
-                    if !canon.is_empty() && seen.insert(canon.clone()) {
-                        candidates.push(Candidate {
-                            rel,
-                            canon,
-                            depth: dir.depth + 1,
-                        });
-                    }
-                }
-            }
+            let candidates = self.candidates(&frontier, max_depth, &mut seen, &mut top_level);
             // A `stat` of the document names tells a skill root; a directory that is not one is
             // listed, to search further.
             let steps = super::par_map(&candidates, |c| {
@@ -423,20 +370,80 @@ impl Inner {
             }
             frontier = next;
         }
-        // A top-level folder with content but no skill anywhere below it is listed too, so that
-        // discover() reports it as missing its document instead of dropping it silently.
-        for dir in top_level {
-            let prefix = format!("{dir}/");
-            if !found.iter().any(|f| f.rel.starts_with(&prefix)) {
-                found.push(Found {
-                    canon: dir.clone(),
-                    rel: dir,
-                    doc: None,
-                });
-            }
-        }
+        add_empty_top_level(&mut found, top_level);
         found.sort_unstable_by(|a, b| a.rel.as_bytes().cmp(b.rel.as_bytes()));
         Ok(found)
+    }
+
+    /// The one root of a single-skill source, with its document when a `stat` finds one.
+    fn single_root(&self) -> Found {
+        let doc = match rustix::fs::open(&self.root, DIR_FLAGS, Mode::empty()) {
+            Ok(dir) => match self.probe(dir.as_fd(), "") {
+                Probe::Document(name, meta) => Some((name, meta)),
+                _ => None,
+            },
+            // Loading from the path again reports what is wrong as the skill's fault.
+            Err(_) => None,
+        };
+        Found {
+            rel: String::new(),
+            canon: String::new(),
+            doc,
+        }
+    }
+
+    /// The directories one level below `frontier` to look at next, each once by its canonical
+    /// path (`seen`), in list order; a top-level folder with content is noted in `top_level`.
+    fn candidates(
+        &self,
+        frontier: &[Searched],
+        max_depth: usize,
+        seen: &mut HashSet<String>,
+        top_level: &mut Vec<String>,
+    ) -> Vec<Candidate> {
+        let mut candidates: Vec<Candidate> = Vec::new();
+        for dir in frontier {
+            if dir.depth == 1 && !dir.children.is_empty() {
+                top_level.push(dir.rel.clone());
+            }
+            // Skill roots lie at most `max_depth` levels below the source root.
+            if dir.depth >= max_depth {
+                continue;
+            }
+            for child in &dir.children {
+                if child.name.starts_with('.') || crate::path::is_ignored(&child.name) {
+                    continue;
+                }
+                let rel = super::join_path(&dir.rel, &child.name);
+                let canon = match child.kind {
+                    Kind::Dir => super::join_path(&dir.canon, &child.name),
+                    Kind::Symlink => {
+                        let abs = self.root.join(&rel);
+                        match self.resolve_inside(&abs, &rel) {
+                            Ok((target, meta)) if meta.is_dir() => {
+                                match self.canonical_rel(&target) {
+                                    Some(canon) => canon,
+                                    None => continue,
+                                }
+                            }
+                            // Not a directory, out of the root, dangling or a loop: not
+                            // searched.
+                            _ => continue,
+                        }
+                    }
+                    _ => continue,
+                };
+                // The root itself (a link back to it) is never a candidate.
+                if !canon.is_empty() && seen.insert(canon.clone()) {
+                    candidates.push(Candidate {
+                        rel,
+                        canon,
+                        depth: dir.depth + 1,
+                    });
+                }
+            }
+        }
+        candidates
     }
 
     /// A canonical path inside the root as a `/`-separated path from it (`None` if it is not
@@ -752,6 +759,21 @@ impl Inner {
             });
         }
         Ok(())
+    }
+}
+
+/// A top-level folder with content but no skill anywhere below it is listed too, so that
+/// discover() reports it as missing its document instead of dropping it silently.
+fn add_empty_top_level(found: &mut Vec<Found>, top_level: Vec<String>) {
+    for dir in top_level {
+        let prefix = format!("{dir}/");
+        if !found.iter().any(|f| f.rel.starts_with(&prefix)) {
+            found.push(Found {
+                canon: dir.clone(),
+                rel: dir,
+                doc: None,
+            });
+        }
     }
 }
 

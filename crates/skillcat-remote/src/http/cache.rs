@@ -30,11 +30,12 @@
 //!   record does not parse and counts as absent. A cache can always be refilled.
 
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use skillcat_core::fs::{AtomicWrite, Durability};
 
 use super::options::Freshness;
 use crate::digest::sha256;
@@ -387,38 +388,32 @@ mod unnamed {
     }
 }
 
-/// Writes `bytes` to a temp file in `<root>/tmp/` and renames it to `dest`: replacing what is
-/// there when `replace`, else leaving an existing file (same content) alone.
+/// Writes `bytes` to a temp file in `<root>/tmp/` (swept when nobody holds the cache) and
+/// renames it to `dest`: replacing what is there when `replace`, else leaving an existing file
+/// (same content) alone. Not synced: every blob is verified against its digest when read, and
+/// fetched again when it does not match.
 fn write_atomic(root: &Path, dest: &Path, bytes: &[u8], replace: bool) -> io::Result<()> {
-    let mut tmp = tempfile::Builder::new()
-        .prefix("part-")
-        .tempfile_in(root.join("tmp"))?;
-    tmp.write_all(bytes)?;
-    let persisted = if replace {
-        tmp.persist(dest)
-    } else {
-        tmp.persist_noclobber(dest)
-    };
-    let tmp = match persisted {
-        Ok(_) => return Ok(()),
-        // The folder is gone (removed by hand meanwhile): made again below.
-        Err(e) if e.error.kind() == io::ErrorKind::NotFound => e.file,
-        Err(e) if !replace && e.error.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
-        Err(e) => return Err(e.error),
-    };
-    if let Some(parent) = dest.parent() {
-        private_dirs(parent)?;
+    // 0600, as the cache's other temp files: the folders are private anyway.
+    let mut write = AtomicWrite::new(0o600)
+        .durability(Durability::Unsynced)
+        .temp_in(root.join("tmp"));
+    if !replace {
+        write = write.keep_existing();
     }
-    let persisted = if replace {
-        tmp.persist(dest)
-    } else {
-        tmp.persist_noclobber(dest)
+    let written = match write.write(dest, bytes) {
+        // The folder is gone (removed by hand meanwhile): made again, then once more.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = dest.parent() {
+                private_dirs(parent)?;
+            }
+            write.write(dest, bytes)
+        }
+        other => other,
     };
-    match persisted {
-        Ok(_) => Ok(()),
+    match written {
         // Another process stored the same content first.
-        Err(e) if !replace && e.error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e.error),
+        Err(e) if !replace && e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        other => other,
     }
 }
 

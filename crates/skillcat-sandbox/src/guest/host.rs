@@ -728,10 +728,9 @@ impl Driver<'_> {
         job: Job,
     ) -> Result<Outcome, GuestError> {
         use std::process::Stdio;
-        use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
         use crate::script::process::{helper_command, policy_memfd, read_status, status_pipe_pair};
-        use crate::script::sandbox::{self, HelperPolicy, HelperRequest, Mode, RunLimits};
+        use crate::script::sandbox::{self, HelperRequest};
 
         if sandbox::landlock_abi().is_none() {
             return Err(self.failed(
@@ -739,36 +738,7 @@ impl Driver<'_> {
             ));
         }
         let started = Instant::now();
-        let l = self.limits;
-        let wall = self.timeout + l.grace;
-        // The evaluator is the helper's built-in entry: nothing is executed, so no file at all
-        // is readable (Landlock with no rule).
-        let policy = HelperPolicy {
-            mode: Mode::Confined,
-            program: helper.to_path_buf(),
-            argv: vec![helper.to_string_lossy().into_owned()],
-            env: Vec::new(),
-            rules: Vec::new(),
-            network: crate::script::sandbox::NetMode::Off,
-            proxy_port: 0,
-            limits: RunLimits {
-                cpu_seconds: wall.as_secs() + 2,
-                // The engine's heap is bounded by its own limit; this is the backstop for
-                // everything around it (the binary's mappings, the copy of a result).
-                address_space: (l.memory as u64) * 4 + (1 << 30) + (l.result as u64) * 2,
-                file_size: 1 << 20,
-                open_files: 32,
-                processes: 1,
-            },
-            timeout_seconds: wall.as_secs().max(1),
-            supervisor: std::process::id(),
-            workspace: None,
-            make_work: None,
-            builtin: true,
-            cgroup: Vec::new(),
-            protect: Vec::new(),
-            granted: Vec::new(),
-        };
+        let policy = guest_policy(helper, self.limits, self.timeout);
         let json = HelperRequest::Run(policy)
             .to_json()
             .map_err(|e| self.failed(e))?;
@@ -789,46 +759,15 @@ impl Driver<'_> {
         drop(status_w);
         drop(policy_fd);
         let pid = child.id().map(|p| p as libc::pid_t);
-        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(self.failed("the child's pipes are missing"));
         };
-        let (reply_tx, mut reply_rx) = mpsc::unbounded_channel::<String>();
+        let (reply_tx, reply_rx) = mpsc::unbounded_channel::<String>();
         let first = serde_json::to_string(&job).unwrap_or_default() + "\n";
-        let writer = tokio::spawn(async move {
-            if stdin.write_all(first.as_bytes()).await.is_err() {
-                return;
-            }
-            while let Some(line) = reply_rx.recv().await {
-                if stdin.write_all(line.as_bytes()).await.is_err() {
-                    return;
-                }
-            }
-        });
+        let writer = tokio::spawn(write_lines(stdin, first, reply_rx));
         let (line_tx, mut line_rx) = mpsc::channel::<Incoming>(64);
         let max = self.line_max();
-        let reader = tokio::spawn(async move {
-            let mut r = BufReader::new(stdout);
-            loop {
-                let mut buf = Vec::new();
-                match (&mut r)
-                    .take(max as u64 + 1)
-                    .read_until(b'\n', &mut buf)
-                    .await
-                {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) if buf.last() != Some(&b'\n') => {
-                        let _ = line_tx.send(Err(max)).await;
-                        return;
-                    }
-                    Ok(_) => {
-                        let text = String::from_utf8_lossy(&buf).into_owned();
-                        if line_tx.send(Ok(text)).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
+        let reader = tokio::spawn(read_lines(stdout, max, line_tx));
         let r = self.drive(&mut line_rx, &reply_tx, started).await;
         // A child that gave its last message is ending: the helper reaps it and exits, which
         // leaves no process behind, not even for a moment. Then, always, the whole group goes
@@ -856,25 +795,7 @@ impl Driver<'_> {
         let lines = tokio::task::spawn_blocking(move || read_status(status_r))
             .await
             .unwrap_or_default();
-        self.finish(r, || {
-            lines
-                .iter()
-                .find_map(|l| l.strip_prefix("error "))
-                .map(|e| {
-                    let (_, msg) = e.split_once(' ').unwrap_or(("", e));
-                    format!("the sandbox could not be set up: {msg}")
-                })
-                .or_else(|| {
-                    lines
-                        .iter()
-                        .find(|l| l.starts_with("signal ") || l.starts_with("exit "))
-                        .map(|l| format!("the guest process ended without an answer ({l})"))
-                })
-                .unwrap_or_else(|| match status {
-                    Ok(s) => format!("the guest process ended without an answer ({s})"),
-                    Err(e) => format!("the guest process ended without an answer: {e}"),
-                })
-        })
+        self.finish(r, || ended_without_answer(&lines, status))
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -882,6 +803,121 @@ impl Driver<'_> {
         Err(self
             .failed("guest code runs confined only on Linux (the in-process setting is unsafe)"))
     }
+}
+
+/// The evaluator is the helper's built-in entry: nothing is executed, so no file at all is
+/// readable (Landlock with no rule).
+#[cfg(target_os = "linux")]
+fn guest_policy(
+    helper: &std::path::Path,
+    l: &GuestLimits,
+    timeout: Duration,
+) -> crate::script::sandbox::HelperPolicy {
+    use crate::script::sandbox::{HelperPolicy, Mode, RunLimits};
+    let wall = timeout + l.grace;
+    // The evaluator is the helper's built-in entry: nothing is executed, so no file at all
+    // is readable (Landlock with no rule).
+    HelperPolicy {
+        mode: Mode::Confined,
+        program: helper.to_path_buf(),
+        argv: vec![helper.to_string_lossy().into_owned()],
+        env: Vec::new(),
+        rules: Vec::new(),
+        network: crate::script::sandbox::NetMode::Off,
+        proxy_port: 0,
+        limits: RunLimits {
+            cpu_seconds: wall.as_secs() + 2,
+            // The engine's heap is bounded by its own limit; this is the backstop for
+            // everything around it (the binary's mappings, the copy of a result).
+            address_space: (l.memory as u64) * 4 + (1 << 30) + (l.result as u64) * 2,
+            file_size: 1 << 20,
+            open_files: 32,
+            processes: 1,
+        },
+        timeout_seconds: wall.as_secs().max(1),
+        supervisor: std::process::id(),
+        workspace: None,
+        make_work: None,
+        builtin: true,
+        cgroup: Vec::new(),
+        protect: Vec::new(),
+        granted: Vec::new(),
+    }
+}
+
+/// Writes the job, then every reply, to the child's stdin, until either side is gone.
+#[cfg(target_os = "linux")]
+async fn write_lines(
+    mut stdin: tokio::process::ChildStdin,
+    first: String,
+    mut reply_rx: mpsc::UnboundedReceiver<String>,
+) {
+    use tokio::io::AsyncWriteExt;
+    if stdin.write_all(first.as_bytes()).await.is_err() {
+        return;
+    }
+    while let Some(line) = reply_rx.recv().await {
+        if stdin.write_all(line.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads the child's lines of at most `max` bytes (a longer one is reported once, and ends
+/// the reading) until it closes its stdout.
+#[cfg(target_os = "linux")]
+async fn read_lines(
+    stdout: tokio::process::ChildStdout,
+    max: usize,
+    line_tx: mpsc::Sender<Incoming>,
+) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+    let mut r = BufReader::new(stdout);
+    loop {
+        let mut buf = Vec::new();
+        match (&mut r)
+            .take(max as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) if buf.last() != Some(&b'\n') => {
+                let _ = line_tx.send(Err(max)).await;
+                return;
+            }
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&buf).into_owned();
+                if line_tx.send(Ok(text)).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Why a confined child ended without an answer: the helper's error, else how it ended.
+#[cfg(target_os = "linux")]
+fn ended_without_answer(
+    lines: &[String],
+    status: std::io::Result<std::process::ExitStatus>,
+) -> String {
+    lines
+        .iter()
+        .find_map(|l| l.strip_prefix("error "))
+        .map(|e| {
+            let (_, msg) = e.split_once(' ').unwrap_or(("", e));
+            format!("the sandbox could not be set up: {msg}")
+        })
+        .or_else(|| {
+            lines
+                .iter()
+                .find(|l| l.starts_with("signal ") || l.starts_with("exit "))
+                .map(|l| format!("the guest process ended without an answer ({l})"))
+        })
+        .unwrap_or_else(|| match status {
+            Ok(s) => format!("the guest process ended without an answer ({s})"),
+            Err(e) => format!("the guest process ended without an answer: {e}"),
+        })
 }
 
 /// The in-process wire: lines to the async side, replies from it.

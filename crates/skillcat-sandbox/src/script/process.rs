@@ -34,39 +34,13 @@ pub(crate) async fn supervise(
     // The helper exists on Linux only; elsewhere the process is started directly (under
     // `sandbox-exec` when confined).
     let direct = !cfg!(target_os = "linux");
-    let mut policy_fd: Option<OwnedFd> = None;
-    let (program, args, env, status_pipe): (PathBuf, Vec<OsString>, Vec<(String, String)>, bool) =
-        if direct && policy.mode == Mode::Confined {
-            let (exe, args) = sandbox::macos::command_line(policy);
-            (
-                exe,
-                args.into_iter().map(OsString::from).collect(),
-                policy.env.clone(),
-                false,
-            )
-        } else if direct {
-            (
-                policy.program.clone(),
-                policy.argv.iter().skip(1).map(OsString::from).collect(),
-                policy.env.clone(),
-                false,
-            )
-        } else {
-            let json = HelperRequest::Run(policy.clone())
-                .to_json()
-                .map_err(|reason| ScriptError::SandboxFailed { reason })?;
-            // The policy (tool arguments included) goes on a descriptor, not on argv, where
-            // every local user could read it.
-            policy_fd =
-                Some(policy_memfd(json.as_bytes()).map_err(|e| sandbox_failed("policy", e))?);
-            (
-                helper.to_path_buf(),
-                vec![HELPER_ARG.into()],
-                Vec::new(),
-                true,
-            )
-        };
-
+    let Launch {
+        program,
+        args,
+        env,
+        status_pipe,
+        policy_fd,
+    } = launch(helper, policy, direct)?;
     let status = if status_pipe {
         Some(status_pipe_pair().map_err(|e| sandbox_failed("status pipe", e))?)
     } else {
@@ -99,31 +73,7 @@ pub(crate) async fn supervise(
     // SAFETY: the closure runs between fork and exec and only calls dup2 and setrlimit, which
     // are async-signal-safe; it allocates nothing.
     unsafe {
-        cmd.pre_exec(move || {
-            // stdout and stderr share one pipe, so output keeps its order.
-            if libc::dup2(1, 2) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if let Some(w) = status_w
-                && libc::dup2(w, STATUS_FD) < 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            if let Some(p) = policy_r
-                && libc::dup2(p, POLICY_FD) < 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            for &(fd, target) in &inherit_raw {
-                if libc::dup2(fd, target) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            if let Some(l) = rlimits {
-                set_rlimits(&l)?;
-            }
-            Ok(())
-        });
+        cmd.pre_exec(move || in_child(status_w, policy_r, &inherit_raw, rlimits));
     }
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| ScriptError::SandboxUnavailable {
@@ -141,19 +91,7 @@ pub(crate) async fn supervise(
     let reader = tokio::spawn(read_capped(stdout, output_cap, buf.clone()));
 
     let remaining = timeout.saturating_sub(started.elapsed());
-    let (exit_status, timed_out) = tokio::select! {
-        biased;
-        s = child.wait() => (s, false),
-        _ = tokio::time::sleep(remaining) => {
-            // Kill the whole group before reaping its leader, so the group id cannot have
-            // been reused.
-            if let Some(pid) = pid {
-                // SAFETY: signalling a process group we created and have not reaped.
-                unsafe { libc::killpg(pid, libc::SIGKILL) };
-            }
-            (child.wait().await, true)
-        }
-    };
+    let (exit_status, timed_out) = wait_or_kill(&mut child, pid, remaining).await;
     if direct && let Some(pid) = pid {
         // Without a PID namespace, end what the script left behind in its group.
         // SAFETY: signalling the script's process group.
@@ -171,51 +109,13 @@ pub(crate) async fn supervise(
     let output = buf.lock().map(|b| b.captured()).unwrap_or_default();
     let lines = status_r.map(read_status).unwrap_or_default();
 
-    let mut ready = None;
-    let mut relayed = None;
-    for line in &lines {
-        if let Some(rest) = line.strip_prefix("error ") {
-            let (kind, msg) = rest.split_once(' ').unwrap_or((rest, ""));
-            return Err(if kind == "unavailable" {
-                ScriptError::SandboxUnavailable {
-                    reason: msg.to_string(),
-                }
-            } else {
-                ScriptError::SandboxFailed {
-                    reason: msg.to_string(),
-                }
-            });
-        } else if let Some(rest) = line.strip_prefix("ready ") {
-            ready = Some(rest.to_string());
-        } else if let Some(c) = line
-            .strip_prefix("exit ")
-            .and_then(|c| c.parse::<i32>().ok())
-        {
-            relayed = Some((c, None));
-        } else if let Some(s) = line
-            .strip_prefix("signal ")
-            .and_then(|s| s.parse::<i32>().ok())
-        {
-            relayed = Some((128 + s, Some(s)));
-        }
-    }
+    let (ready, relayed) = parse_status(&lines)?;
     if status_pipe && ready.is_none() && !timed_out {
         return Err(ScriptError::SandboxFailed {
             reason: "the sandbox helper ended before starting the script".into(),
         });
     }
-    let exit = match relayed {
-        Some(e) => e,
-        None => {
-            let st = exit_status.map_err(|e| sandbox_failed("waiting for the script", e))?;
-            use std::os::unix::process::ExitStatusExt;
-            match (st.code(), st.signal()) {
-                (Some(c), _) => (c, None),
-                (None, Some(s)) => (128 + s, Some(s)),
-                _ => (255, None),
-            }
-        }
-    };
+    let exit = exit_of(relayed, exit_status)?;
     Ok(Raw {
         exit,
         timed_out,
@@ -526,6 +426,174 @@ pub(crate) fn policy_memfd(_bytes: &[u8]) -> std::io::Result<OwnedFd> {
     Err(std::io::Error::other(
         "the sandbox helper exists only on Linux",
     ))
+}
+
+/// What is started: the program, its arguments and environment, whether it reports on the
+/// status pipe (the helper), and the descriptor holding its policy.
+struct Launch {
+    program: PathBuf,
+    args: Vec<OsString>,
+    env: Vec<(String, String)>,
+    status_pipe: bool,
+    policy_fd: Option<OwnedFd>,
+}
+
+/// The helper with its policy on a descriptor (Linux), or the script itself, directly or under
+/// `sandbox-exec` when confined (`direct`: elsewhere).
+fn launch(helper: &Path, policy: &HelperPolicy, direct: bool) -> Result<Launch, ScriptError> {
+    let mut policy_fd: Option<OwnedFd> = None;
+    let (program, args, env, status_pipe) = if direct && policy.mode == Mode::Confined {
+        let (exe, args) = sandbox::macos::command_line(policy);
+        (
+            exe,
+            args.into_iter().map(OsString::from).collect(),
+            policy.env.clone(),
+            false,
+        )
+    } else if direct {
+        (
+            policy.program.clone(),
+            policy.argv.iter().skip(1).map(OsString::from).collect(),
+            policy.env.clone(),
+            false,
+        )
+    } else {
+        let json = HelperRequest::Run(policy.clone())
+            .to_json()
+            .map_err(|reason| ScriptError::SandboxFailed { reason })?;
+        // The policy (tool arguments included) goes on a descriptor, not on argv, where
+        // every local user could read it.
+        policy_fd = Some(policy_memfd(json.as_bytes()).map_err(|e| sandbox_failed("policy", e))?);
+        (
+            helper.to_path_buf(),
+            vec![HELPER_ARG.into()],
+            Vec::new(),
+            true,
+        )
+    };
+
+    Ok(Launch {
+        program,
+        args,
+        env,
+        status_pipe,
+        policy_fd,
+    })
+}
+
+/// In the child, between fork and exec: the descriptors moved to their numbers, and the
+/// limits set when started directly. Only dup2 and setrlimit, which are async-signal-safe; it
+/// allocates nothing.
+fn in_child(
+    status_w: Option<i32>,
+    policy_r: Option<i32>,
+    inherit_raw: &[(i32, i32)],
+    rlimits: Option<RunLimits>,
+) -> std::io::Result<()> {
+    // SAFETY: dup2 on descriptor numbers.
+    unsafe {
+        // stdout and stderr share one pipe, so output keeps its order.
+        if libc::dup2(1, 2) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if let Some(w) = status_w
+            && libc::dup2(w, STATUS_FD) < 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        if let Some(p) = policy_r
+            && libc::dup2(p, POLICY_FD) < 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        for &(fd, target) in inherit_raw {
+            if libc::dup2(fd, target) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        if let Some(l) = rlimits {
+            set_rlimits(&l)?;
+        }
+    }
+    Ok(())
+}
+
+/// Waits for the process until `remaining` has passed, then kills its whole group; its exit
+/// status, and whether it timed out.
+async fn wait_or_kill(
+    child: &mut tokio::process::Child,
+    pid: Option<libc::pid_t>,
+    remaining: Duration,
+) -> (std::io::Result<std::process::ExitStatus>, bool) {
+    tokio::select! {
+        biased;
+        s = child.wait() => (s, false),
+        _ = tokio::time::sleep(remaining) => {
+            // Kill the whole group before reaping its leader, so the group id cannot have
+            // been reused.
+            if let Some(pid) = pid {
+                // SAFETY: signalling a process group we created and have not reaped.
+                unsafe { libc::killpg(pid, libc::SIGKILL) };
+            }
+            (child.wait().await, true)
+        }
+    }
+}
+
+/// What the status pipe said: the `ready` line and the exit the helper relayed (code, and
+/// signal), or the error it reported.
+#[allow(clippy::type_complexity)]
+fn parse_status(
+    lines: &[String],
+) -> Result<(Option<String>, Option<(i32, Option<i32>)>), ScriptError> {
+    let mut ready = None;
+    let mut relayed = None;
+    for line in lines {
+        if let Some(rest) = line.strip_prefix("error ") {
+            let (kind, msg) = rest.split_once(' ').unwrap_or((rest, ""));
+            return Err(if kind == "unavailable" {
+                ScriptError::SandboxUnavailable {
+                    reason: msg.to_string(),
+                }
+            } else {
+                ScriptError::SandboxFailed {
+                    reason: msg.to_string(),
+                }
+            });
+        } else if let Some(rest) = line.strip_prefix("ready ") {
+            ready = Some(rest.to_string());
+        } else if let Some(c) = line
+            .strip_prefix("exit ")
+            .and_then(|c| c.parse::<i32>().ok())
+        {
+            relayed = Some((c, None));
+        } else if let Some(s) = line
+            .strip_prefix("signal ")
+            .and_then(|s| s.parse::<i32>().ok())
+        {
+            relayed = Some((128 + s, Some(s)));
+        }
+    }
+    Ok((ready, relayed))
+}
+
+/// The run's exit (code, and signal): the one the helper relayed, else the process's own.
+fn exit_of(
+    relayed: Option<(i32, Option<i32>)>,
+    exit_status: std::io::Result<std::process::ExitStatus>,
+) -> Result<(i32, Option<i32>), ScriptError> {
+    Ok(match relayed {
+        Some(e) => e,
+        None => {
+            let st = exit_status.map_err(|e| sandbox_failed("waiting for the script", e))?;
+            use std::os::unix::process::ExitStatusExt;
+            match (st.code(), st.signal()) {
+                (Some(c), _) => (c, None),
+                (None, Some(s)) => (128 + s, Some(s)),
+                _ => (255, None),
+            }
+        }
+    })
 }
 
 /// Reads the status pipe once every writer is gone.

@@ -405,59 +405,14 @@ impl Runner {
         tool: &str,
         args: &Json,
     ) -> Result<ScriptOutput, ScriptError> {
-        let t = match skill.tools.find(tool) {
-            Some(t) => t,
-            None => {
-                return Err(match skill.tools.skipped(tool) {
-                    Some(s) => s.error.clone(),
-                    None => ScriptError::NotFound {
-                        tool: tool.to_string(),
-                    },
-                });
-            }
-        };
-        if !self.config.interpreters.contains_path(&t.interpreter.path) {
-            return Err(ScriptError::InterpreterRefused {
-                script: t.path.clone(),
-                interpreter: t.interpreter.path.display().to_string(),
-            });
-        }
+        let t = self.tool_to_run(skill, tool)?;
         let script_args = t.argv(args).map_err(|e| e.of_tool(&t.name))?;
-        let grant = canonical_grant(&skill.grant)?;
-        check_within(&grant, &canonical_policy(&self.config.policy))?;
-        self.check_workspaces_apart(&grant)?;
-        let timeout = grant.timeout.clamp(
-            Duration::from_secs(1),
-            self.config.limits.max_timeout.max(Duration::from_secs(1)),
-        );
+        let (grant, timeout) = self.effective_grant(skill)?;
         let mode = self.mode(&grant)?;
-
-        let request = GateRequest {
-            skill: &skill.tools.skill,
-            tool: &t.name,
-            kind: GateKind::Script {
-                script: &t.path,
-                interpreter: &t.interpreter.name,
-                args: &script_args,
-                grant: &grant,
-                confined: mode == Mode::Confined,
-            },
-        };
-        ask(&*self.gate, &request)
-            .await
-            .map_err(|r| r.into_failure(ToolKind::Script, &t.name))?;
+        self.ask_gate(skill, t, &script_args, &grant, mode).await?;
 
         let ws = skill.ensure_workspace().await?;
-        // The first confined run makes the workspace's bounded work directory in its own
-        // helper (Linux), holding the skill's lock until the helper hands it over; a run that
-        // waited for the lock finds it made, and joins it.
-        let making =
-            if cfg!(target_os = "linux") && mode == Mode::Confined && !ws.bounding_decided() {
-                let guard = skill.bounding.lock().await;
-                (!ws.bounding_decided()).then_some(guard)
-            } else {
-                None
-            };
+        let making = making_work(skill, ws, mode).await;
         // A host list: the script's only way out is a proxy this run starts (Linux: listening
         // inside the run's own network namespace; macOS: on the host's loopback, the one
         // address the profile lets it reach).
@@ -466,26 +421,7 @@ impl Runner {
             _ => None,
         };
         #[cfg(not(target_os = "linux"))]
-        let host_listener = match &hosts {
-            Some(_) => Some(
-                std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).map_err(|e| {
-                    ScriptError::SandboxFailed {
-                        reason: format!("the run's proxy: {e}"),
-                    }
-                })?,
-            ),
-            None => None,
-        };
-        #[cfg(not(target_os = "linux"))]
-        let proxy_port = match &host_listener {
-            Some(l) => l
-                .local_addr()
-                .map_err(|e| ScriptError::SandboxFailed {
-                    reason: format!("the run's proxy: {e}"),
-                })?
-                .port(),
-            None => 0,
-        };
+        let (host_listener, proxy_port) = host_listener(hosts.is_some())?;
         let mut policy = self.helper_policy(t, ws, &grant, script_args, timeout, mode)?;
         if policy.network == NetMode::Proxied {
             #[cfg(target_os = "linux")]
@@ -508,28 +444,14 @@ impl Runner {
         if let Some(g) = &group {
             policy.cgroup = g.join_files();
         }
-        let cwd = self
-            .config
-            .caller_dir
-            .as_deref()
-            .and_then(|caller| start_dir(&grant, caller))
-            .unwrap_or_else(|| ws.work_dir());
+        let cwd = self.start_dir(&grant, ws);
         let started = Instant::now();
         let (ours, theirs) = match making {
             Some((guard, (ours, theirs))) => (Some((guard, ours)), Some(theirs)),
             None => (None, None),
         };
         #[cfg(target_os = "linux")]
-        let (proxy_ours, proxy_theirs) = match &hosts {
-            Some(_) => {
-                let (o, t) =
-                    super::process::work_socket().map_err(|e| ScriptError::SandboxFailed {
-                        reason: format!("the run's proxy: socket: {e}"),
-                    })?;
-                (Some(o), Some(t))
-            }
-            None => (None, None),
-        };
+        let (proxy_ours, proxy_theirs) = proxy_socket(hosts.is_some())?;
         let proxy_config = hosts.map(|allowed| ProxyConfig {
             allowed,
             pins: self.config.pins.clone(),
@@ -566,96 +488,26 @@ impl Runner {
             drop(proxy_theirs);
             raw
         };
-        // The proxy starts as soon as the run's first process hands over its listener (the
-        // script's connections wait in its backlog until then), and serves until the run ends.
-        let proxy = async {
-            let cfg = proxy_config?;
-            #[cfg(target_os = "linux")]
-            let listener = {
-                let ours = proxy_ours?;
-                tokio::task::spawn_blocking(move || super::process::receive_listener(&ours))
-                    .await
-                    .ok()
-                    .flatten()
-            };
-            #[cfg(not(target_os = "linux"))]
-            let listener = host_listener;
-            let listener = listener?;
-            match RunProxy::start(listener, cfg) {
-                Ok(p) => Some(Ok(p)),
-                Err(e) => Some(Err(e.to_string())),
-            }
-        };
+        #[cfg(target_os = "linux")]
+        let proxy = start_proxy(proxy_config, proxy_ours);
+        #[cfg(not(target_os = "linux"))]
+        let proxy = start_proxy(proxy_config, host_listener);
         // What the helper made is taken as soon as it says so, not when the run ends: runs
         // waiting for the lock go on.
-        let handover = async {
-            if let Some((guard, ours)) = ours {
-                let got = tokio::task::spawn_blocking(move || receive_work(&ours)).await;
-                match got {
-                    Ok(Ok(Some(made))) => ws.set_bounded(Ok(made)),
-                    Ok(Err(why)) => ws.set_bounded(Err(why)),
-                    // The run ended before the helper got there: the next run tries again.
-                    Ok(Ok(None)) | Err(_) => {}
-                }
-                drop(guard);
-            }
-        };
+        let handover = take_work(ws, ours);
         let (raw, (), proxy) = tokio::join!(run, handover, proxy);
-        let network = match proxy {
-            Some(Ok(p)) => Some(p.finish()),
-            Some(Err(e)) => Some(NetworkReport {
-                limits: vec![format!("the run's proxy could not start: {e}")],
-                ..NetworkReport::default()
-            }),
-            // A proxied run whose first process never handed over its listener: it failed
-            // before that, and says so itself.
-            None => None,
-        };
-        let out_of_memory = match group {
-            Some(g) => tokio::task::spawn_blocking(move || {
-                let oom = g.out_of_memory();
-                g.remove();
-                oom
-            })
-            .await
-            .unwrap_or(false),
-            None => false,
-        };
+        let network = network_report(proxy);
+        let out_of_memory = end_group(group).await;
         let raw = raw.map(|mut r| {
             if out_of_memory {
-                r.output.text.insert_str(
-                    0,
-                    &format!(
-                        "[the run reached its memory limit ({} MiB, kernel memory included) and \
-                         was killed]\n",
-                        policy.limits.address_space >> 20
-                    ),
-                );
+                note_out_of_memory(&mut r.output, &policy.limits);
             }
             r
         });
-        // What the run left counts against the workspace's quota, whatever way it ended: a
-        // bounded work directory stopped it at the quota (a full tmpfs says it got there); one
-        // on disk is measured now.
-        let (work, limit) = (ws.work_dir(), self.base.quota());
-        let bounded = ws.bounded().map(|b| (b.root.try_clone(), b.inode));
-        let quota = tokio::task::spawn_blocking(move || match bounded {
-            Some((Ok(root), inode)) => enforce_bounded_quota(root, inode, &work, limit),
-            Some((Err(e), _)) => Err(ScriptError::workspace(format!("{}: {e}", work.display()))),
-            None => enforce_quota(&work, limit),
-        })
-        .await
-        .map_err(|e| ScriptError::workspace(format!("measuring the work directory: {e}")))
-        .and_then(|r| r);
+        let quota = self.measure_quota(ws).await;
         let mut raw = raw?;
         if network.is_some() && raw.timed_out {
-            // A timeout's output carries the report in its text: the report is the host's and
-            // is kept, the output gives way to it within the cap.
-            let mut report = String::new();
-            append_network(&mut report, network.as_ref());
-            let room = self.config.limits.output.saturating_sub(report.len() + 96);
-            raw.output.keep_at_most(room);
-            append_network(&mut raw.output.text, network.as_ref());
+            self.keep_report_in_output(&mut raw.output, network.as_ref());
         }
         if let Some(reason) = quota? {
             return Err(ScriptError::WorkspaceFull {
@@ -674,18 +526,7 @@ impl Runner {
             .into());
         }
         let (code, signal) = raw.exit;
-        let confinement = match mode {
-            Mode::Confined => {
-                let mut summary = raw.ready.unwrap_or_else(|| "confined".into());
-                if let Some(why) = ws.on_disk() {
-                    summary.push_str(&format!(
-                        "; work directory on disk, measured after each run ({why})"
-                    ));
-                }
-                Confinement::Confined(summary)
-            }
-            Mode::Unconfined => Confinement::Unconfined(unconfined_reason()),
-        };
+        let confinement = confinement(mode, raw.ready, ws);
         if code != 0 && self.config.fail_on_nonzero {
             return Err(ScriptError::Failed {
                 code,
@@ -702,6 +543,107 @@ impl Runner {
             confinement,
             network,
         })
+    }
+
+    /// The skill's grant made canonical and checked against the session's policy, and the
+    /// run's timeout (the grant's, within one second and the longest allowed).
+    fn effective_grant(&self, skill: &LoadedSkill) -> Result<(Grant, Duration), ScriptError> {
+        let grant = canonical_grant(&skill.grant)?;
+        check_within(&grant, &canonical_policy(&self.config.policy))?;
+        self.check_workspaces_apart(&grant)?;
+        let timeout = grant.timeout.clamp(
+            Duration::from_secs(1),
+            self.config.limits.max_timeout.max(Duration::from_secs(1)),
+        );
+        Ok((grant, timeout))
+    }
+
+    /// Where the script starts: the caller's directory when the grant reaches it
+    /// ([`start_dir`]), else the work directory.
+    fn start_dir(&self, grant: &Grant, ws: &Workspace) -> PathBuf {
+        self.config
+            .caller_dir
+            .as_deref()
+            .and_then(|caller| start_dir(grant, caller))
+            .unwrap_or_else(|| ws.work_dir())
+    }
+
+    /// The tool named `tool`, when the skill offers it and its interpreter is allowed.
+    fn tool_to_run<'a>(
+        &self,
+        skill: &'a LoadedSkill,
+        tool: &str,
+    ) -> Result<&'a ScriptTool, ScriptError> {
+        let t = match skill.tools.find(tool) {
+            Some(t) => t,
+            None => {
+                return Err(match skill.tools.skipped(tool) {
+                    Some(s) => s.error.clone(),
+                    None => ScriptError::NotFound {
+                        tool: tool.to_string(),
+                    },
+                });
+            }
+        };
+        if !self.config.interpreters.contains_path(&t.interpreter.path) {
+            return Err(ScriptError::InterpreterRefused {
+                script: t.path.clone(),
+                interpreter: t.interpreter.path.display().to_string(),
+            });
+        }
+        Ok(t)
+    }
+
+    /// Asks the gate whether this run may go ahead; a refusal is the tool's failure.
+    async fn ask_gate(
+        &self,
+        skill: &LoadedSkill,
+        t: &ScriptTool,
+        script_args: &[String],
+        grant: &Grant,
+        mode: Mode,
+    ) -> Result<(), ScriptError> {
+        let request = GateRequest {
+            skill: &skill.tools.skill,
+            tool: &t.name,
+            kind: GateKind::Script {
+                script: &t.path,
+                interpreter: &t.interpreter.name,
+                args: script_args,
+                grant,
+                confined: mode == Mode::Confined,
+            },
+        };
+        ask(&*self.gate, &request)
+            .await
+            .map_err(|r| r.into_failure(ToolKind::Script, &t.name))?;
+        Ok(())
+    }
+
+    /// What the run left counts against the workspace's quota, whatever way it ended: a
+    /// bounded work directory stopped it at the quota (a full tmpfs says it got there); one
+    /// on disk is measured now. `Some(reason)` when the workspace is over its quota.
+    async fn measure_quota(&self, ws: &Workspace) -> Result<Option<String>, ScriptError> {
+        let (work, limit) = (ws.work_dir(), self.base.quota());
+        let bounded = ws.bounded().map(|b| (b.root.try_clone(), b.inode));
+        tokio::task::spawn_blocking(move || match bounded {
+            Some((Ok(root), inode)) => enforce_bounded_quota(root, inode, &work, limit),
+            Some((Err(e), _)) => Err(ScriptError::workspace(format!("{}: {e}", work.display()))),
+            None => enforce_quota(&work, limit),
+        })
+        .await
+        .map_err(|e| ScriptError::workspace(format!("measuring the work directory: {e}")))
+        .and_then(|r| r)
+    }
+
+    /// A timeout's output carries the network report in its text: the report is the host's
+    /// and is kept, the output gives way to it within the cap.
+    fn keep_report_in_output(&self, output: &mut Captured, network: Option<&NetworkReport>) {
+        let mut report = String::new();
+        append_network(&mut report, network);
+        let room = self.config.limits.output.saturating_sub(report.len() + 96);
+        output.keep_at_most(room);
+        append_network(&mut output.text, network);
     }
 
     /// Asks the run's helper to make the workspace's bounded work directory first
@@ -833,38 +775,18 @@ impl Runner {
         }
     }
 
-    fn helper_policy(
+    /// The run's file system rules: the system's paths, the interpreter's prefix, the skill
+    /// (read), each granted path less a home's dot-entries, the work directory (unless bounded:
+    /// then the joined workspace) and the devices, each required path pinned to its inode. With
+    /// them, each granted path and whether it is granted for writing.
+    fn fs_rules(
         &self,
         t: &ScriptTool,
         ws: &Workspace,
         grant: &Grant,
-        script_args: Vec<String>,
-        timeout: Duration,
-        mode: Mode,
-    ) -> Result<HelperPolicy, ScriptError> {
+    ) -> Result<FsRules, ScriptError> {
         let work = ws.work_dir();
         let skill_dir = ws.skill_dir();
-        let script = skill_dir.join(&t.path);
-        let mut argv = vec![t.interpreter.path.to_string_lossy().into_owned()];
-        argv.extend(t.interpreter.args.iter().cloned());
-        argv.push(script.to_string_lossy().into_owned());
-        argv.extend(script_args);
-        let network = match (&grant.network, mode) {
-            (Network::Off, _) => NetMode::Off,
-            (Network::Hosts(_), Mode::Confined) => NetMode::Proxied,
-            // Unconfined (trust: core without Landlock): no namespace, the host's network.
-            (Network::Hosts(_), Mode::Unconfined) | (Network::All, _) => NetMode::All,
-        };
-        let env = vec![
-            ("PATH".to_string(), SYSTEM_PATH.to_string()),
-            ("HOME".to_string(), work.to_string_lossy().into_owned()),
-            (
-                "TMPDIR".to_string(),
-                ws.tmp_dir().to_string_lossy().into_owned(),
-            ),
-            ("LANG".to_string(), "C.UTF-8".to_string()),
-        ];
-
         let system = if cfg!(target_os = "macos") {
             sandbox::macos::system_read_paths(grant.network.any())
         } else {
@@ -957,6 +879,52 @@ impl Runner {
                     reason: format!("{}: {e}", r.path.display()),
                 })?;
         }
+        Ok(FsRules {
+            rules,
+            granted,
+            workspace,
+        })
+    }
+
+    /// What the run's helper is told: the command, its environment, the file system rules, the
+    /// network, the limits and the workspace.
+    fn helper_policy(
+        &self,
+        t: &ScriptTool,
+        ws: &Workspace,
+        grant: &Grant,
+        script_args: Vec<String>,
+        timeout: Duration,
+        mode: Mode,
+    ) -> Result<HelperPolicy, ScriptError> {
+        let work = ws.work_dir();
+        let skill_dir = ws.skill_dir();
+        let script = skill_dir.join(&t.path);
+        let mut argv = vec![t.interpreter.path.to_string_lossy().into_owned()];
+        argv.extend(t.interpreter.args.iter().cloned());
+        argv.push(script.to_string_lossy().into_owned());
+        argv.extend(script_args);
+        let network = match (&grant.network, mode) {
+            (Network::Off, _) => NetMode::Off,
+            (Network::Hosts(_), Mode::Confined) => NetMode::Proxied,
+            // Unconfined (trust: core without Landlock): no namespace, the host's network.
+            (Network::Hosts(_), Mode::Unconfined) | (Network::All, _) => NetMode::All,
+        };
+        let env = vec![
+            ("PATH".to_string(), SYSTEM_PATH.to_string()),
+            ("HOME".to_string(), work.to_string_lossy().into_owned()),
+            (
+                "TMPDIR".to_string(),
+                ws.tmp_dir().to_string_lossy().into_owned(),
+            ),
+            ("LANG".to_string(), "C.UTF-8".to_string()),
+        ];
+
+        let FsRules {
+            rules,
+            granted,
+            workspace,
+        } = self.fs_rules(t, ws, grant)?;
         // Root's files in a granted tree would be closed to the script on a root host: the
         // helper maps them to it.
         let root_host = script_owner().is_some() && mode == Mode::Confined;
@@ -1007,6 +975,182 @@ impl Runner {
             protect,
             granted,
         })
+    }
+}
+
+/// A run's file system rules ([`Runner::fs_rules`]).
+struct FsRules {
+    rules: Vec<FsRule>,
+    /// Each granted path as its rule has it, and whether it is granted for writing.
+    granted: Vec<(PathBuf, bool)>,
+    /// The bounded work directory the helper joins, if any.
+    workspace: Option<JoinWorkspace>,
+}
+
+/// Off Linux, a proxied run's proxy listens on the host's loopback (the one address the profile
+/// lets the script reach): the listener, when `proxied`, and its port (0 when not).
+#[cfg(not(target_os = "linux"))]
+fn host_listener(proxied: bool) -> Result<(Option<std::net::TcpListener>, u16), ScriptError> {
+    let host_listener = if proxied {
+        Some(
+            std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).map_err(|e| {
+                ScriptError::SandboxFailed {
+                    reason: format!("the run's proxy: {e}"),
+                }
+            })?,
+        )
+    } else {
+        None
+    };
+    let proxy_port = match &host_listener {
+        Some(l) => l
+            .local_addr()
+            .map_err(|e| ScriptError::SandboxFailed {
+                reason: format!("the run's proxy: {e}"),
+            })?
+            .port(),
+        None => 0,
+    };
+    Ok((host_listener, proxy_port))
+}
+
+/// The first confined run makes the workspace's bounded work directory in its own helper
+/// (Linux), holding the skill's lock until the helper hands it over: the lock when this run
+/// makes it. A run that waited for the lock finds it made, and joins it.
+async fn making_work<'a>(
+    skill: &'a LoadedSkill,
+    ws: &Workspace,
+    mode: Mode,
+) -> Option<tokio::sync::MutexGuard<'a, ()>> {
+    if cfg!(target_os = "linux") && mode == Mode::Confined && !ws.bounding_decided() {
+        let guard = skill.bounding.lock().await;
+        (!ws.bounding_decided()).then_some(guard)
+    } else {
+        None
+    }
+}
+
+/// On Linux, a proxied run's first process hands the proxy the listener it made inside the
+/// run's network namespace over a socket: the supervisor's and the helper's ends, when
+/// `proxied`.
+#[cfg(target_os = "linux")]
+fn proxy_socket(
+    proxied: bool,
+) -> Result<(Option<std::os::fd::OwnedFd>, Option<std::os::fd::OwnedFd>), ScriptError> {
+    if !proxied {
+        return Ok((None, None));
+    }
+    let (o, t) = super::process::work_socket().map_err(|e| ScriptError::SandboxFailed {
+        reason: format!("the run's proxy: socket: {e}"),
+    })?;
+    Ok((Some(o), Some(t)))
+}
+
+/// Where the run's proxy gets its listener: on Linux, the supervisor's end of the socket the
+/// run's first process hands it over on; elsewhere, the listener on the host's loopback.
+#[cfg(target_os = "linux")]
+type ProxyListener = std::os::fd::OwnedFd;
+#[cfg(not(target_os = "linux"))]
+type ProxyListener = std::net::TcpListener;
+
+/// The proxy starts as soon as the run's first process hands over its listener (the script's
+/// connections wait in its backlog until then), and serves until the run ends. `None` for a
+/// run without a proxy, or one whose listener never came.
+async fn start_proxy(
+    cfg: Option<ProxyConfig>,
+    from: Option<ProxyListener>,
+) -> Option<Result<RunProxy, String>> {
+    let cfg = cfg?;
+    #[cfg(target_os = "linux")]
+    let listener = {
+        let ours = from?;
+        tokio::task::spawn_blocking(move || super::process::receive_listener(&ours))
+            .await
+            .ok()
+            .flatten()
+    };
+    #[cfg(not(target_os = "linux"))]
+    let listener = from;
+    let listener = listener?;
+    match RunProxy::start(listener, cfg) {
+        Ok(p) => Some(Ok(p)),
+        Err(e) => Some(Err(e.to_string())),
+    }
+}
+
+/// Takes what the helper made of the workspace's bounded work directory as soon as it says
+/// so, not when the run ends (runs waiting for the skill's lock, held in `making`, go on).
+async fn take_work(
+    ws: &Workspace,
+    making: Option<(tokio::sync::MutexGuard<'_, ()>, std::os::fd::OwnedFd)>,
+) {
+    if let Some((guard, ours)) = making {
+        let got = tokio::task::spawn_blocking(move || receive_work(&ours)).await;
+        match got {
+            Ok(Ok(Some(made))) => ws.set_bounded(Ok(made)),
+            Ok(Err(why)) => ws.set_bounded(Err(why)),
+            // The run ended before the helper got there: the next run tries again.
+            Ok(Ok(None)) | Err(_) => {}
+        }
+        drop(guard);
+    }
+}
+
+/// The run's network report: what its proxy saw, or why the proxy could not start.
+fn network_report(proxy: Option<Result<RunProxy, String>>) -> Option<NetworkReport> {
+    match proxy {
+        Some(Ok(p)) => Some(p.finish()),
+        Some(Err(e)) => Some(NetworkReport {
+            limits: vec![format!("the run's proxy could not start: {e}")],
+            ..NetworkReport::default()
+        }),
+        // A proxied run whose first process never handed over its listener: it failed
+        // before that, and says so itself.
+        None => None,
+    }
+}
+
+/// Removes the run's control group (with anything left in it); whether the kernel killed
+/// something in it for reaching the memory limit.
+async fn end_group(group: Option<RunGroup>) -> bool {
+    match group {
+        Some(g) => tokio::task::spawn_blocking(move || {
+            let oom = g.out_of_memory();
+            g.remove();
+            oom
+        })
+        .await
+        .unwrap_or(false),
+        None => false,
+    }
+}
+
+/// Says first in the output that the run was killed at its memory limit.
+fn note_out_of_memory(output: &mut Captured, limits: &RunLimits) {
+    output.text.insert_str(
+        0,
+        &format!(
+            "[the run reached its memory limit ({} MiB, kernel memory included) and was \
+             killed]\n",
+            limits.address_space >> 20
+        ),
+    );
+}
+
+/// How the run was confined: the helper's summary (with the work directory's, when it is on
+/// disk), or why it was not.
+fn confinement(mode: Mode, ready: Option<String>, ws: &Workspace) -> Confinement {
+    match mode {
+        Mode::Confined => {
+            let mut summary = ready.unwrap_or_else(|| "confined".into());
+            if let Some(why) = ws.on_disk() {
+                summary.push_str(&format!(
+                    "; work directory on disk, measured after each run ({why})"
+                ));
+            }
+            Confinement::Confined(summary)
+        }
+        Mode::Unconfined => Confinement::Unconfined(unconfined_reason()),
     }
 }
 

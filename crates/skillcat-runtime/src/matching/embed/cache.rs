@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
+use skillcat_core::fs::{AtomicWrite, Durability};
 
 use super::{EmbedError, Embedder, MAX_BATCH, check_batch};
 
@@ -169,8 +170,7 @@ impl<E: Embedder> Cached<E> {
             .map_err(|e| cache_error(&self.dir, e))?;
         let space = self.dir.join("SPACE");
         if tokio::fs::metadata(&space).await.is_err() {
-            let tmp = self.dir.join(format!(".SPACE.{}.tmp", std::process::id()));
-            write_then_rename(&tmp, &space, self.space_id.as_bytes()).await?;
+            write_then_rename(space, self.space_id.as_bytes().to_vec()).await?;
         }
         let mut bytes = Vec::with_capacity(
             MAGIC.len() + records.iter().map(|(_, v)| 36 + 4 * v.len()).sum::<usize>(),
@@ -188,8 +188,7 @@ impl<E: Embedder> Cached<E> {
             .map_or(0, |d| d.as_nanos());
         let seq = self.written.fetch_add(1, Ordering::Relaxed);
         let name = format!("{nanos:024x}-{:08x}-{seq:04x}.vec", std::process::id());
-        let tmp = self.dir.join(format!(".{name}.tmp"));
-        write_then_rename(&tmp, &self.dir.join(&name), &bytes).await
+        write_then_rename(self.dir.join(&name), bytes).await
     }
 }
 
@@ -276,15 +275,17 @@ fn parse_segment(bytes: &[u8]) -> Option<Vec<(Key, Vec<f32>)>> {
     Some(out)
 }
 
-async fn write_then_rename(tmp: &Path, to: &Path, bytes: &[u8]) -> Result<(), EmbedError> {
-    tokio::fs::write(tmp, bytes)
+/// Writes a file through a temporary one renamed into place (its name starts with a dot and
+/// ends in `.tmp`, so a reader skips it). Not synced: a torn segment fails to parse and is
+/// skipped, its vectors asked for again. Private, as the folder is.
+async fn write_then_rename(to: PathBuf, bytes: Vec<u8>) -> Result<(), EmbedError> {
+    let write = AtomicWrite::new(0o600).durability(Durability::Unsynced);
+    let path = to.clone();
+    tokio::task::spawn_blocking(move || write.write(&to, &bytes))
         .await
-        .map_err(|e| cache_error(tmp, e))?;
-    if let Err(e) = tokio::fs::rename(tmp, to).await {
-        let _ = tokio::fs::remove_file(tmp).await;
-        return Err(cache_error(to, e));
-    }
-    Ok(())
+        .map_err(std::io::Error::other)
+        .and_then(|written| written)
+        .map_err(|e| cache_error(&path, e))
 }
 
 fn cache_error(path: &Path, source: std::io::Error) -> EmbedError {

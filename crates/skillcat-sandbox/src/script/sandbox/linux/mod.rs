@@ -330,45 +330,14 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     // rule is opened there (a rule on the directory beneath the mount would not cover the
     // tmpfs). The workspace's first run makes them (and hands them to the supervisor); where
     // that fails, it runs in the work directory on disk, whose rule the policy holds.
-    let mut joined: Option<JoinWorkspace> = None;
-    if let Some(join) = &policy.workspace {
-        if let Err(e) = work::join(join.user, &join.work) {
-            return status.error("failed", &format!("joining the workspace: {e}"));
-        }
-        joined = Some(join.clone());
-    } else if let Some(w) = &policy.make_work {
-        match work::make(w) {
-            Ok(made) => {
-                work::report(Ok(&made));
-                if let Err(e) = work::join_made(&made, &w.work) {
-                    return status.error("failed", &format!("joining the workspace: {e}"));
-                }
-                joined = Some(JoinWorkspace {
-                    user: made.has_user(),
-                    work: w.work.clone(),
-                    inode: made.inode,
-                });
-            }
-            Err(why) => work::report(Err(&why)),
-        }
-    }
-    let mut tmp_dir = None;
-    if let Some(join) = &joined {
-        let rule = FsRule {
-            path: join.work.clone(),
-            access: FsAccess::ReadWrite,
-            required: true,
-            inode: Some(join.inode),
-        };
-        if let Err(e) = ruleset.add(&rule) {
-            return status.error("failed", &format!("Landlock: {e}"));
-        }
-        match CString::new(join.work.join("tmp").as_os_str().as_bytes()) {
-            Ok(t) => tmp_dir = Some(t),
-            Err(_) => return status.error("failed", "a NUL byte in the work directory's path"),
-        }
-    }
-    let joined_user = joined.as_ref().is_some_and(|j| j.user);
+    let joined = match join_workspace(policy) {
+        Ok(j) => j,
+        Err(e) => return status.error("failed", &e),
+    };
+    let tmp_dir = match work_rule(joined.as_ref(), &mut ruleset) {
+        Ok(t) => t,
+        Err(e) => return status.error("failed", &e),
+    };
     // The run's own root: every rule's path (and the joined work directory), bound into a
     // tmpfs by the child in its own mount namespace.
     let plan = root::plan(policy, joined.as_ref());
@@ -377,81 +346,15 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         Err(e) => return status.error("failed", &format!("pipe: {e}")),
     };
 
-    let net_flag = if policy.network == NetMode::All {
-        0
-    } else {
-        libc::CLONE_NEWNET
-    };
-    let base = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWNS | net_flag;
-    let ns = |user, pid| Ns {
-        user,
-        pid,
-        net: pid && policy.network != NetMode::All,
-        mnt: pid,
-    };
-    // (flags, namespaces, whether this helper writes the id maps of a new user namespace)
-    let mut attempts = Vec::new();
-    match &joined {
-        // Already in the workspace's user namespace (or none), its ids mapped.
-        Some(j) => attempts.push((base, ns(j.user, true), false)),
-        None => {
-            attempts.push((libc::CLONE_NEWUSER | base, ns(true, true), true));
-            if root {
-                attempts.push((base, ns(false, true), false));
-            }
-        }
-    }
-    // A plain fork has no mount namespace of its own for the run's root (the documented
-    // fallback where the kernel refuses one: the modes and Landlock decide) nor for the
-    // granted trees, and no network namespace for a proxied run (whose only way out must be
-    // the proxy).
+    let attempts = clone_attempts(policy, joined.as_ref(), root, trees.is_empty());
     let proxied = policy.network == NetMode::Proxied;
-    if trees.is_empty() && !proxied {
-        attempts.push((0, ns(joined_user, false), false));
-    }
-    let mut spawned = None;
-    for (flags, ns, maps) in attempts {
-        match clone_process(flags) {
-            Ok(pid) => {
-                spawned = Some((pid, ns, maps));
-                break;
-            }
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(
-                        libc::EPERM
-                            | libc::EINVAL
-                            | libc::ENOSPC
-                            | libc::EUSERS
-                            | libc::ENOSYS
-                            | libc::EACCES
-                    )
-                ) =>
-            {
-                continue;
-            }
-            Err(e) => return status.error("failed", &format!("clone: {e}")),
-        }
-    }
+    let spawned = match spawn(&attempts) {
+        Ok(s) => s,
+        Err(e) => return status.error("failed", &e),
+    };
     let Some((pid, ns, maps)) = spawned else {
-        if proxied {
-            return status.error(
-                "unavailable",
-                "network by host name needs a network namespace of the run's own, which this \
-                 host does not allow (no user namespaces for this user: Docker's default \
-                 profile, user.max_user_namespaces=0, or Ubuntu's AppArmor restriction)",
-            );
-        }
-        return status.error(
-            "failed",
-            if trees.is_empty() {
-                "clone: no way to start a process"
-            } else {
-                "clone: the kernel refused the mount namespace the granted paths need (a \
-                 tree owned by root)"
-            },
-        );
+        let (kind, why) = no_process(proxied, trees.is_empty());
+        return status.error(kind, why);
     };
 
     if pid == 0 {
@@ -486,6 +389,259 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         return status.error("failed", &e);
     }
     relay(pid, status, ns.pid)
+}
+
+/// The workspace's namespaces, where its work directory is a bounded tmpfs: joined before
+/// anything else is made, so the script's own namespaces nest in them. The workspace's first
+/// run makes them (and hands them to the supervisor); where that fails, it runs in the work
+/// directory on disk, whose rule the policy holds (`None` then, as without a workspace).
+fn join_workspace(policy: &HelperPolicy) -> Result<Option<JoinWorkspace>, String> {
+    let mut joined: Option<JoinWorkspace> = None;
+    if let Some(join) = &policy.workspace {
+        if let Err(e) = work::join(join.user, &join.work) {
+            return Err(format!("joining the workspace: {e}"));
+        }
+        joined = Some(join.clone());
+    } else if let Some(w) = &policy.make_work {
+        match work::make(w) {
+            Ok(made) => {
+                work::report(Ok(&made));
+                if let Err(e) = work::join_made(&made, &w.work) {
+                    return Err(format!("joining the workspace: {e}"));
+                }
+                joined = Some(JoinWorkspace {
+                    user: made.has_user(),
+                    work: w.work.clone(),
+                    inode: made.inode,
+                });
+            }
+            Err(why) => work::report(Err(&why)),
+        }
+    }
+    Ok(joined)
+}
+
+/// The joined work directory's rule, opened inside the workspace's namespaces (a rule on the
+/// directory beneath the mount would not cover the tmpfs), and its `tmp` as a C string.
+fn work_rule(
+    joined: Option<&JoinWorkspace>,
+    ruleset: &mut landlock::Prepared,
+) -> Result<Option<CString>, String> {
+    let mut tmp_dir = None;
+    if let Some(join) = joined {
+        let rule = FsRule {
+            path: join.work.clone(),
+            access: FsAccess::ReadWrite,
+            required: true,
+            inode: Some(join.inode),
+        };
+        if let Err(e) = ruleset.add(&rule) {
+            return Err(format!("Landlock: {e}"));
+        }
+        match CString::new(join.work.join("tmp").as_os_str().as_bytes()) {
+            Ok(t) => tmp_dir = Some(t),
+            Err(_) => return Err("a NUL byte in the work directory's path".into()),
+        }
+    }
+    Ok(tmp_dir)
+}
+
+/// The ways to start the run's first process, in order: (clone flags, the namespaces it gets,
+/// whether this helper writes the id maps of a new user namespace).
+fn clone_attempts(
+    policy: &HelperPolicy,
+    joined: Option<&JoinWorkspace>,
+    root: bool,
+    no_trees: bool,
+) -> Vec<(libc::c_int, Ns, bool)> {
+    let net_flag = if policy.network == NetMode::All {
+        0
+    } else {
+        libc::CLONE_NEWNET
+    };
+    let base = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWNS | net_flag;
+    let ns = |user, pid| Ns {
+        user,
+        pid,
+        net: pid && policy.network != NetMode::All,
+        mnt: pid,
+    };
+    // (flags, namespaces, whether this helper writes the id maps of a new user namespace)
+    let mut attempts = Vec::new();
+    match joined {
+        // Already in the workspace's user namespace (or none), its ids mapped.
+        Some(j) => attempts.push((base, ns(j.user, true), false)),
+        None => {
+            attempts.push((libc::CLONE_NEWUSER | base, ns(true, true), true));
+            if root {
+                attempts.push((base, ns(false, true), false));
+            }
+        }
+    }
+    // A plain fork has no mount namespace of its own for the run's root (the documented
+    // fallback where the kernel refuses one: the modes and Landlock decide) nor for the
+    // granted trees, and no network namespace for a proxied run (whose only way out must be
+    // the proxy).
+    let proxied = policy.network == NetMode::Proxied;
+    if no_trees && !proxied {
+        attempts.push((0, ns(joined.is_some_and(|j| j.user), false), false));
+    }
+    attempts
+}
+
+/// Starts the run's first process by the first of `attempts` the kernel allows: its pid (0 in
+/// the child), namespaces and whether its ids are to be mapped; `None` when none is allowed.
+fn spawn(attempts: &[(libc::c_int, Ns, bool)]) -> Result<Option<(libc::pid_t, Ns, bool)>, String> {
+    for &(flags, ns, maps) in attempts {
+        match clone_process(flags) {
+            Ok(pid) => return Ok(Some((pid, ns, maps))),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(
+                        libc::EPERM
+                            | libc::EINVAL
+                            | libc::ENOSPC
+                            | libc::EUSERS
+                            | libc::ENOSYS
+                            | libc::EACCES
+                    )
+                ) =>
+            {
+                continue;
+            }
+            Err(e) => return Err(format!("clone: {e}")),
+        }
+    }
+    Ok(None)
+}
+
+/// Why no process could start: (the status's kind, the message).
+fn no_process(proxied: bool, no_trees: bool) -> (&'static str, &'static str) {
+    if proxied {
+        return (
+            "unavailable",
+            "network by host name needs a network namespace of the run's own, which this \
+             host does not allow (no user namespaces for this user: Docker's default \
+             profile, user.max_user_namespaces=0, or Ubuntu's AppArmor restriction)",
+        );
+    }
+    (
+        "failed",
+        if no_trees {
+            "clone: no way to start a process"
+        } else {
+            "clone: the kernel refused the mount namespace the granted paths need (a \
+             tree owned by root)"
+        },
+    )
+}
+
+/// Never root: a root helper's child becomes uid/gid 65534 inside its user namespace
+/// (`ns.user`), else the run's host id.
+fn become_run_id(ns: Ns) -> Result<(), String> {
+    let id = if ns.user { SANDBOX_ID } else { RUN_HOST_ID } as libc::c_long;
+    // SAFETY: system calls on integers.
+    let failed = unsafe {
+        libc::syscall(libc::SYS_setresgid, id, id, id) != 0
+            || libc::syscall(libc::SYS_setresuid, id, id, id) != 0
+    };
+    if failed {
+        return Err(format!("setresuid: {}", io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Sets the run's limits. `host_uid`: the script keeps the host user's uid (no user namespace
+/// and no dedicated uid), so `RLIMIT_NPROC` counts that user's own tasks too.
+fn set_rlimits(
+    rlimits: &[(libc::__rlimit_resource_t, u64, u64)],
+    host_uid: bool,
+) -> Result<(), String> {
+    for &(res, mut soft, mut hard) in rlimits {
+        if res == libc::RLIMIT_NPROC && host_uid {
+            // NPROC counts per real uid: without a user namespace or a dedicated uid it
+            // counts the host user's own tasks too. Allow those plus the run's share, as a
+            // fork-bomb backstop.
+            // SAFETY: getuid has no preconditions.
+            let own = tasks_of(unsafe { libc::getuid() });
+            soft = soft.saturating_add(own);
+            hard = hard.saturating_add(own);
+        }
+        let lim = libc::rlimit {
+            rlim_cur: soft,
+            rlim_max: hard,
+        };
+        // SAFETY: a limit we own, read by the call.
+        if unsafe { libc::setrlimit(res, &lim) } != 0 {
+            return Err(format!("setrlimit: {}", io::Error::last_os_error()));
+        }
+    }
+    Ok(())
+}
+
+/// The child's `ready` line: how the run is confined (Landlock's summary, the namespaces, its
+/// own root, cgroup, mapped trees, a bounded work directory) and the script's uid.
+fn ready_line(
+    policy: &HelperPolicy,
+    ns: Ns,
+    root: bool,
+    own_proc: bool,
+    trees: &[idmap::Tree],
+    bounded_work: bool,
+    landlock_summary: &str,
+) -> String {
+    let mut names = Vec::new();
+    if ns.user {
+        names.push("user");
+    }
+    if ns.pid {
+        names.extend(["pid", "ipc"]);
+    }
+    if ns.net {
+        names.push(if policy.network == NetMode::Proxied {
+            "net (out only through the run's proxy)"
+        } else {
+            "net"
+        });
+    }
+    let namespaces = if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join("+")
+    };
+    let mapped = trees.iter().filter(|t| t.mapped).count();
+    format!(
+        "ready {landlock_summary}; seccomp allow-list; namespaces {namespaces}{}{}{}{}; uid {}",
+        match (ns.mnt, own_proc) {
+            (false, _) => "",
+            (true, true) => "; a root of its own with its own /proc",
+            (true, false) => "; a root of its own (no /proc: the kernel refused one)",
+        },
+        if policy.cgroup.is_empty() {
+            ""
+        } else {
+            "; cgroup (memory, tasks)"
+        },
+        if mapped == 0 {
+            String::new()
+        } else {
+            format!("; root's files in {mapped} granted tree(s) mapped to the script")
+        },
+        if bounded_work {
+            "; work directory a bounded tmpfs"
+        } else {
+            ""
+        },
+        if ns.user {
+            SANDBOX_ID
+        } else if root {
+            RUN_HOST_ID
+        } else {
+            // SAFETY: getuid has no preconditions.
+            unsafe { libc::getuid() } // the host user's own
+        }
+    )
 }
 
 /// The child's side: dies with the helper, and waits until the helper releases it (`false`:
@@ -688,16 +844,8 @@ fn child(
         // inside (its own uid is mapped there), and changing nothing needs no capability (a
         // kernel that grants none in new namespaces, like Ubuntu's AppArmor restriction, still
         // runs it).
-        if root {
-            let id = if ns.user { SANDBOX_ID } else { RUN_HOST_ID } as libc::c_long;
-            if libc::syscall(libc::SYS_setresgid, id, id, id) != 0
-                || libc::syscall(libc::SYS_setresuid, id, id, id) != 0
-            {
-                return status.error(
-                    "failed",
-                    &format!("setresuid: {}", io::Error::last_os_error()),
-                );
-            }
+        if root && let Err(e) = become_run_id(ns) {
+            return status.error("failed", &e);
         }
         if let Some(tmp) = tmp_dir {
             // The work directory's TMPDIR, made by the script's uid (it may be gone: a run that
@@ -705,25 +853,8 @@ fn child(
             // to find out.
             libc::mkdir(tmp.as_ptr(), 0o700);
         }
-        for &(res, mut soft, mut hard) in rlimits {
-            if res == libc::RLIMIT_NPROC && !(ns.user || root) {
-                // NPROC counts per real uid: without a user namespace or a dedicated uid it
-                // counts the host user's own tasks too. Allow those plus the run's share, as a
-                // fork-bomb backstop.
-                let own = tasks_of(libc::getuid());
-                soft = soft.saturating_add(own);
-                hard = hard.saturating_add(own);
-            }
-            let lim = libc::rlimit {
-                rlim_cur: soft,
-                rlim_max: hard,
-            };
-            if libc::setrlimit(res, &lim) != 0 {
-                return status.error(
-                    "failed",
-                    &format!("setrlimit: {}", io::Error::last_os_error()),
-                );
-            }
+        if let Err(e) = set_rlimits(rlimits, !(ns.user || root)) {
+            return status.error("failed", &e);
         }
         cloexec_from(3);
         libc::umask(0o077);
@@ -745,55 +876,14 @@ fn child(
         if let Err(e) = seccomp::apply(filters) {
             return status.error("failed", &format!("seccomp: {e}"));
         }
-        let mut names = Vec::new();
-        if ns.user {
-            names.push("user");
-        }
-        if ns.pid {
-            names.extend(["pid", "ipc"]);
-        }
-        if ns.net {
-            names.push(if policy.network == NetMode::Proxied {
-                "net (out only through the run's proxy)"
-            } else {
-                "net"
-            });
-        }
-        let namespaces = if names.is_empty() {
-            "none".to_string()
-        } else {
-            names.join("+")
-        };
-        let mapped = trees.iter().filter(|t| t.mapped).count();
-        status.line(&format!(
-            "ready {landlock_summary}; seccomp allow-list; namespaces {namespaces}{}{}{}{}; uid {}",
-            match (ns.mnt, own_proc) {
-                (false, _) => "",
-                (true, true) => "; a root of its own with its own /proc",
-                (true, false) => "; a root of its own (no /proc: the kernel refused one)",
-            },
-            if policy.cgroup.is_empty() {
-                ""
-            } else {
-                "; cgroup (memory, tasks)"
-            },
-            if mapped == 0 {
-                String::new()
-            } else {
-                format!("; root's files in {mapped} granted tree(s) mapped to the script")
-            },
-            if tmp_dir.is_some() {
-                "; work directory a bounded tmpfs"
-            } else {
-                ""
-            },
-            if ns.user {
-                SANDBOX_ID
-            } else if root {
-                RUN_HOST_ID
-            } else {
-                libc::getuid() // the host user's own
-            }
+        status.line(&ready_line(
+            policy,
+            ns,
+            root,
+            own_proc,
+            trees,
+            tmp_dir.is_some(),
+            &landlock_summary,
         ));
         if policy.builtin {
             let Some(entry) = super::builtin() else {

@@ -180,26 +180,7 @@ fn make_dirs(stage: &Path, dir: &Path) -> Result<(), String> {
 pub(super) fn build(plan: &Plan, trees: &[idmap::Tree], fs_id: u32) -> Result<bool, String> {
     let start = std::env::current_dir().map_err(|e| format!("the start directory: {e}"))?;
     super::make_slave().map_err(|e| format!("making a slave of /: {e}"))?;
-    // Every source opened first, as the helper's ids (a root helper's child still reaches
-    // root's directories), before anything is covered.
-    let mut kept: Vec<(PathBuf, bool)> = Vec::new();
-    let mut sources: Vec<(&Entry, Source)> = Vec::new();
-    for e in &plan.entries {
-        // The last clone of a path is the writable one where a path is granted both ways.
-        let tree = trees.iter().rposition(|t| t.path() == e.path.as_path());
-        if covered(&kept, e, tree.is_some()) {
-            continue;
-        }
-        let source = match tree {
-            Some(i) => Source::Tree(i),
-            None => match open_source(e)? {
-                Some(s) => s,
-                None => continue,
-            },
-        };
-        kept.push((e.path.clone(), e.write));
-        sources.push((e, source));
-    }
+    let sources = open_sources(plan, trees)?;
     let stage = staging()?;
     let stage_c = c(&stage)?;
     // Its root is the script's id's: the directories on the way are made as that id (the only
@@ -236,76 +217,126 @@ pub(super) fn build(plan: &Plan, trees: &[idmap::Tree], fs_id: u32) -> Result<bo
             std::ptr::null(),
         ) == 0;
         for (e, source) in &sources {
-            let at = stage.join(e.path.strip_prefix("/").unwrap_or(&e.path));
-            if let Some(parent) = e.path.parent() {
-                make_dirs(&stage, parent)?;
-            }
-            let at_c = c(&at)?;
-            let (clone, dir) = match source {
-                Source::Tree(i) => (None, trees[*i].is_dir()),
-                Source::Fd { fd, dir } => {
-                    let clone = open_tree(fd.as_raw_fd(), c"", libc::AT_EMPTY_PATH as u32)
-                        .map_err(|err| format!("binding {}: {err}", e.path.display()))?;
-                    // Only the devices every run has keep working as devices; any other
-                    // path (a granted one under /dev included) is bound `nodev`.
-                    let device = crate::script::sandbox::DEVICES
-                        .iter()
-                        .any(|d| e.path == Path::new(d));
-                    let mut attr = MOUNT_ATTR_NOSUID as u64;
-                    if !device {
-                        attr |= MOUNT_ATTR_NODEV as u64;
-                    }
-                    if !e.write {
-                        attr |= MOUNT_ATTR_RDONLY;
-                    }
-                    set_attr(&clone, attr, None)
-                        .map_err(|err| format!("binding {}: {err}", e.path.display()))?;
-                    (Some(clone), *dir)
-                }
-            };
-            // The mount point: a directory or an empty file (it may exist already: a procfs
-            // entry, a parent's bind).
-            if dir {
-                if libc::mkdir(at_c.as_ptr(), 0o755) != 0
-                    && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
-                {
-                    return Err(os("making", &at));
-                }
-            } else {
-                let fd = libc::open(
-                    at_c.as_ptr(),
-                    libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
-                    0o644,
-                );
-                if fd >= 0 {
-                    libc::close(fd);
-                } else if io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
-                    && std::fs::symlink_metadata(&at).is_err()
-                {
-                    return Err(os("making", &at));
-                }
-            }
-            let from = match (&clone, source) {
-                (Some(c), _) => c.as_raw_fd(),
-                (None, Source::Tree(i)) => trees[*i].clone_fd(),
-                _ => continue,
-            };
-            if libc::syscall(
-                SYS_MOVE_MOUNT,
-                from,
-                c"".as_ptr(),
-                libc::AT_FDCWD,
-                at_c.as_ptr(),
-                MOVE_MOUNT_F_EMPTY_PATH,
-            ) != 0
-            {
-                return Err(os("mounting", &e.path));
-            }
+            bind(&stage, e, source, trees)?;
         }
         protect(&stage, &plan.protected)?;
-        // The staging tmpfs becomes `/`; the host's tree, stacked on it, is detached.
+        enter_root(&stage, &stage_c)?;
+        std::env::set_current_dir(&start)
+            .map_err(|e| format!("entering the start directory {}: {e}", start.display()))?;
+        Ok(proc)
+    }
+}
+
+/// Every source opened first, as the helper's ids (a root helper's child still reaches root's
+/// directories), before anything is covered: each entry not covered by one kept before it,
+/// with what is bound there.
+fn open_sources<'a>(
+    plan: &'a Plan,
+    trees: &[idmap::Tree],
+) -> Result<Vec<(&'a Entry, Source)>, String> {
+    let mut kept: Vec<(PathBuf, bool)> = Vec::new();
+    let mut sources: Vec<(&Entry, Source)> = Vec::new();
+    for e in &plan.entries {
+        // The last clone of a path is the writable one where a path is granted both ways.
+        let tree = trees.iter().rposition(|t| t.path() == e.path.as_path());
+        if covered(&kept, e, tree.is_some()) {
+            continue;
+        }
+        let source = match tree {
+            Some(i) => Source::Tree(i),
+            None => match open_source(e)? {
+                Some(s) => s,
+                None => continue,
+            },
+        };
+        kept.push((e.path.clone(), e.write));
+        sources.push((e, source));
+    }
+    Ok(sources)
+}
+
+/// Binds one entry's source at its path under the staging root: read-only unless written,
+/// `nosuid`, `nodev` unless one of the run's devices.
+fn bind(stage: &Path, e: &Entry, source: &Source, trees: &[idmap::Tree]) -> Result<(), String> {
+    // SAFETY: mount-related system calls on C strings and descriptors we own; the process is a
+    // copy of the single-threaded helper.
+    unsafe {
+        let at = stage.join(e.path.strip_prefix("/").unwrap_or(&e.path));
+        if let Some(parent) = e.path.parent() {
+            make_dirs(stage, parent)?;
+        }
+        let at_c = c(&at)?;
+        let (clone, dir) = match source {
+            Source::Tree(i) => (None, trees[*i].is_dir()),
+            Source::Fd { fd, dir } => {
+                let clone = open_tree(fd.as_raw_fd(), c"", libc::AT_EMPTY_PATH as u32)
+                    .map_err(|err| format!("binding {}: {err}", e.path.display()))?;
+                // Only the devices every run has keep working as devices; any other
+                // path (a granted one under /dev included) is bound `nodev`.
+                let device = crate::script::sandbox::DEVICES
+                    .iter()
+                    .any(|d| e.path == Path::new(d));
+                let mut attr = MOUNT_ATTR_NOSUID as u64;
+                if !device {
+                    attr |= MOUNT_ATTR_NODEV as u64;
+                }
+                if !e.write {
+                    attr |= MOUNT_ATTR_RDONLY;
+                }
+                set_attr(&clone, attr, None)
+                    .map_err(|err| format!("binding {}: {err}", e.path.display()))?;
+                (Some(clone), *dir)
+            }
+        };
+        // The mount point: a directory or an empty file (it may exist already: a procfs
+        // entry, a parent's bind).
+        if dir {
+            if libc::mkdir(at_c.as_ptr(), 0o755) != 0
+                && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
+            {
+                return Err(os("making", &at));
+            }
+        } else {
+            let fd = libc::open(
+                at_c.as_ptr(),
+                libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                0o644,
+            );
+            if fd >= 0 {
+                libc::close(fd);
+            } else if io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
+                && std::fs::symlink_metadata(&at).is_err()
+            {
+                return Err(os("making", &at));
+            }
+        }
+        let from = match (&clone, source) {
+            (Some(c), _) => c.as_raw_fd(),
+            (None, Source::Tree(i)) => trees[*i].clone_fd(),
+            _ => return Ok(()),
+        };
+        if libc::syscall(
+            SYS_MOVE_MOUNT,
+            from,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            at_c.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        ) != 0
+        {
+            return Err(os("mounting", &e.path));
+        }
+    }
+    Ok(())
+}
+
+/// The staging tmpfs becomes `/`; the host's tree, stacked on it, is detached; the new root is
+/// made read-only.
+fn enter_root(stage: &Path, stage_c: &CString) -> Result<(), String> {
+    // SAFETY: system calls on C strings we own.
+    unsafe {
         if libc::chdir(stage_c.as_ptr()) != 0 {
-            return Err(os("entering", &stage));
+            return Err(os("entering", stage));
         }
         if libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) != 0 {
             return Err(format!("pivot_root: {}", io::Error::last_os_error()));
@@ -333,10 +364,8 @@ pub(super) fn build(plan: &Plan, trees: &[idmap::Tree], fs_id: u32) -> Result<bo
                 io::Error::last_os_error()
             ));
         }
-        std::env::set_current_dir(&start)
-            .map_err(|e| format!("entering the start directory {}: {e}", start.display()))?;
-        Ok(proc)
     }
+    Ok(())
 }
 
 /// Re-binds each protected path (inside a write grant) read-only over itself, as the script's

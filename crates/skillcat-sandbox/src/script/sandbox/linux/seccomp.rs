@@ -107,6 +107,23 @@ macro_rules! calls {
 /// Numbers from 424 on are the same on every architecture and are written out (not every
 /// target's `libc` names them all).
 pub fn reviewed() -> Vec<(&'static str, u32, Verdict)> {
+    let (allowed, refused) = (allowed(), refused());
+    // From 424 on: the same numbers everywhere.
+    let newer = newer();
+    let mut all: Vec<(&'static str, u32, Verdict)> = Vec::new();
+    for (name, nr) in allowed {
+        all.push((name, nr, Verdict::Allowed));
+    }
+    for (name, nr) in refused {
+        all.push((name, nr, Verdict::Refused));
+    }
+    all.extend(newer);
+    all.sort_unstable_by_key(|(_, nr, _)| *nr);
+    all
+}
+
+/// The calls allowed (some with their arguments checked), x86_64's legacy ones included.
+fn allowed() -> Vec<(&'static str, u32)> {
     // Allowed on every architecture.
     let mut allowed = calls! {
         // Descriptors: read, write, seek, duplicate, control, pipes, zero-copy moves.
@@ -175,6 +192,11 @@ pub fn reviewed() -> Vec<(&'static str, u32, Verdict)> {
             SYS_getrlimit, SYS_setrlimit, SYS_getpgrp, SYS_arch_prctl,
         }
     );
+    allowed
+}
+
+/// The calls refused (EPERM) on this architecture.
+fn refused() -> Vec<(&'static str, u32)> {
     let mut refused = calls! {
         // Other processes' memory and the kernel's debugging interfaces.
         SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_kcmp, SYS_perf_event_open,
@@ -201,61 +223,53 @@ pub fn reviewed() -> Vec<(&'static str, u32, Verdict)> {
     }
     .to_vec();
     extend_on_x86_64!(refused, calls![SYS_inotify_init]);
-    // From 424 on: the same numbers everywhere.
-    let newer: [(&str, u32, Verdict); 34] = {
-        use Verdict::{Allowed as A, Refused as R};
-        [
-            ("pidfd_send_signal", 424, A),
-            // io_uring does what the filter checks (opens, sockets) without system calls.
-            ("io_uring_setup", 425, R),
-            ("io_uring_enter", 426, R),
-            ("io_uring_register", 427, R),
-            ("open_tree", 428, R),
-            ("move_mount", 429, R),
-            ("fsopen", 430, R),
-            ("fsconfig", 431, R),
-            ("fsmount", 432, R),
-            ("fspick", 433, R),
-            ("pidfd_open", 434, A),
-            ("close_range", 436, A),
-            // Another process's descriptors, another process's memory advice.
-            ("pidfd_getfd", 438, R),
-            ("faccessat2", 439, A),
-            ("process_madvise", 440, R),
-            ("epoll_pwait2", 441, A),
-            ("mount_setattr", 442, R),
-            // A script may confine itself further.
-            ("landlock_create_ruleset", 444, A),
-            ("landlock_add_rule", 445, A),
-            ("landlock_restrict_self", 446, A),
-            ("memfd_secret", 447, R),
-            ("futex_waitv", 449, A),
-            ("fchmodat2", 452, A),
-            ("map_shadow_stack", 453, A),
-            ("futex_wake", 454, A),
-            ("futex_wait", 455, A),
-            ("futex_requeue", 456, A),
-            // The host's mount table.
-            ("statmount", 457, R),
-            ("listmount", 458, R),
-            ("mseal", 462, A),
-            // Metadata by path, where Landlock does not look.
-            ("setxattrat", 463, R),
-            ("removexattrat", 466, R),
-            ("open_tree_attr", 467, R),
-            ("file_setattr", 469, R),
-        ]
-    };
-    let mut all: Vec<(&'static str, u32, Verdict)> = Vec::new();
-    for (name, nr) in allowed {
-        all.push((name, nr, Verdict::Allowed));
-    }
-    for (name, nr) in refused {
-        all.push((name, nr, Verdict::Refused));
-    }
-    all.extend(newer);
-    all.sort_unstable_by_key(|(_, nr, _)| *nr);
-    all
+    refused
+}
+
+/// The calls from 424 on, the same numbers on every architecture, with their verdicts.
+fn newer() -> [(&'static str, u32, Verdict); 34] {
+    use Verdict::{Allowed as A, Refused as R};
+    [
+        ("pidfd_send_signal", 424, A),
+        // io_uring does what the filter checks (opens, sockets) without system calls.
+        ("io_uring_setup", 425, R),
+        ("io_uring_enter", 426, R),
+        ("io_uring_register", 427, R),
+        ("open_tree", 428, R),
+        ("move_mount", 429, R),
+        ("fsopen", 430, R),
+        ("fsconfig", 431, R),
+        ("fsmount", 432, R),
+        ("fspick", 433, R),
+        ("pidfd_open", 434, A),
+        ("close_range", 436, A),
+        // Another process's descriptors, another process's memory advice.
+        ("pidfd_getfd", 438, R),
+        ("faccessat2", 439, A),
+        ("process_madvise", 440, R),
+        ("epoll_pwait2", 441, A),
+        ("mount_setattr", 442, R),
+        // A script may confine itself further.
+        ("landlock_create_ruleset", 444, A),
+        ("landlock_add_rule", 445, A),
+        ("landlock_restrict_self", 446, A),
+        ("memfd_secret", 447, R),
+        ("futex_waitv", 449, A),
+        ("fchmodat2", 452, A),
+        ("map_shadow_stack", 453, A),
+        ("futex_wake", 454, A),
+        ("futex_wait", 455, A),
+        ("futex_requeue", 456, A),
+        // The host's mount table.
+        ("statmount", 457, R),
+        ("listmount", 458, R),
+        ("mseal", 462, A),
+        // Metadata by path, where Landlock does not look.
+        ("setxattrat", 463, R),
+        ("removexattrat", 466, R),
+        ("open_tree_attr", 467, R),
+        ("file_setattr", 469, R),
+    ]
 }
 
 /// `fchmodat2` (Linux 6.6; the same number everywhere, not named by every target's `libc`).
@@ -353,17 +367,64 @@ pub(super) fn build(network: NetMode, shared_uid: bool) -> Result<Filters, Strin
     let arch: TargetArch = std::env::consts::ARCH
         .try_into()
         .map_err(|_| format!("no seccomp support for {}", std::env::consts::ARCH))?;
-    let e = |e: seccompiler::BackendError| e.to_string();
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    // One rule of conditions on a 32-bit argument, all of which must hold.
-    let all_of = |arg: u8, ops: &[(SeccompCmpOp, u64)]| -> Result<SeccompRule, String> {
-        let conds = ops
-            .iter()
-            .map(|(op, v)| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op.clone(), *v))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(e)?;
-        SeccompRule::new(conds).map_err(e)
-    };
+    let e = backend_error;
+    let mut rules: Rules = BTreeMap::new();
+    argument_rules(&mut rules)?;
+    if network == NetMode::Proxied {
+        proxied_socket_rules(&mut rules)?;
+    }
+    if network == NetMode::Off {
+        offline_socket_rules(&mut rules)?;
+    }
+    set_id_rules(&mut rules)?;
+    if shared_uid {
+        // The script owns every file the host user owns, so ownership lets it change the mode,
+        // times and extended attributes of anything it can name or open — a file granted
+        // read-only included (opened O_RDONLY, then fchmod). Landlock governs none of these
+        // calls, so none of them is allowed, by path or by descriptor.
+        for nr in path_metadata().into_iter().chain(fd_metadata()) {
+            rules.insert(nr, Vec::new());
+        }
+    }
+    clone_rules(&mut rules)?;
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(e)?;
+    let main: BpfProgram = filter
+        .try_into()
+        .map_err(|err: seccompiler::BackendError| err.to_string())?;
+    Ok(Filters {
+        guard: guard(),
+        main,
+    })
+}
+
+/// The main filter's rules: for each call, the conditions under which it is refused (EPERM).
+type Rules = BTreeMap<i64, Vec<SeccompRule>>;
+
+/// A rule-building error, as text.
+fn backend_error(e: seccompiler::BackendError) -> String {
+    e.to_string()
+}
+
+/// One rule of conditions on a 32-bit argument, all of which must hold.
+fn all_of(arg: u8, ops: &[(SeccompCmpOp, u64)]) -> Result<SeccompRule, String> {
+    let e = backend_error;
+    let conds = ops
+        .iter()
+        .map(|(op, v)| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op.clone(), *v))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(e)?;
+    SeccompRule::new(conds).map_err(e)
+}
+
+/// Calls refused for some of their arguments: terminal and console `ioctl`s, another
+/// process's limits, personas other than the plain ones.
+fn argument_rules(rules: &mut Rules) -> Result<(), String> {
     // Typing into a terminal (TIOCSTI) or driving the console (TIOCLINUX).
     rules.insert(
         libc::SYS_ioctl,
@@ -384,52 +445,81 @@ pub(super) fn build(network: NetMode, shared_uid: bool) -> Result<Filters, Strin
         .map(|p| (SeccompCmpOp::Ne, *p))
         .collect();
     rules.insert(libc::SYS_personality, vec![all_of(0, &plain)?]);
-    if network == NetMode::Proxied {
-        // Only IPv4 and IPv6 stream sockets: in the run's own network namespace, where loopback
-        // is the only interface and the proxy the only listener, they reach the proxy and
-        // nothing else. No AF_UNIX socket (a host daemon's pathname socket, the abstract
-        // namespace), no AF_NETLINK (routes, addresses), no AF_PACKET, no datagram (UDP, DNS)
-        // or raw socket of any family.
-        //
-        // A socket of any type but SOCK_STREAM (the type's low bits, its flags masked off).
-        let non_stream = || -> Result<Vec<SeccompRule>, String> {
-            (0..=SOCK_TYPE_MASK)
-                .filter(|t| *t != libc::SOCK_STREAM as u64)
-                .map(|ty| {
-                    let c = SeccompCondition::new(
-                        1,
-                        SeccompCmpArgLen::Dword,
-                        SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
-                        ty,
-                    )
-                    .map_err(e)?;
-                    SeccompRule::new(vec![c]).map_err(e)
-                })
-                .collect()
-        };
-        let mut chain = vec![
-            SeccompRule::new(vec![
-                SeccompCondition::new(
-                    0,
+    Ok(())
+}
+
+/// Sockets of a proxied run: IPv4 and IPv6 stream sockets, and stream socket pairs.
+fn proxied_socket_rules(rules: &mut Rules) -> Result<(), String> {
+    let e = backend_error;
+    // Only IPv4 and IPv6 stream sockets: in the run's own network namespace, where loopback
+    // is the only interface and the proxy the only listener, they reach the proxy and
+    // nothing else. No AF_UNIX socket (a host daemon's pathname socket, the abstract
+    // namespace), no AF_NETLINK (routes, addresses), no AF_PACKET, no datagram (UDP, DNS)
+    // or raw socket of any family.
+    //
+    // A socket of any type but SOCK_STREAM (the type's low bits, its flags masked off).
+    let non_stream = || -> Result<Vec<SeccompRule>, String> {
+        (0..=SOCK_TYPE_MASK)
+            .filter(|t| *t != libc::SOCK_STREAM as u64)
+            .map(|ty| {
+                let c = SeccompCondition::new(
+                    1,
                     SeccompCmpArgLen::Dword,
-                    SeccompCmpOp::Ne,
-                    libc::AF_INET as u64,
+                    SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                    ty,
                 )
-                .map_err(e)?,
-                SeccompCondition::new(
-                    0,
-                    SeccompCmpArgLen::Dword,
-                    SeccompCmpOp::Ne,
-                    libc::AF_INET6 as u64,
-                )
-                .map_err(e)?,
-            ])
+                .map_err(e)?;
+                SeccompRule::new(vec![c]).map_err(e)
+            })
+            .collect()
+    };
+    let mut chain = vec![
+        SeccompRule::new(vec![
+            SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Ne,
+                libc::AF_INET as u64,
+            )
             .map_err(e)?,
-        ];
-        chain.extend(non_stream()?);
-        rules.insert(libc::SYS_socket, chain);
-        // A stream socketpair stays (it reaches nothing); others as without network.
-        let mut pair = vec![
+            SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Ne,
+                libc::AF_INET6 as u64,
+            )
+            .map_err(e)?,
+        ])
+        .map_err(e)?,
+    ];
+    chain.extend(non_stream()?);
+    rules.insert(libc::SYS_socket, chain);
+    // A stream socketpair stays (it reaches nothing); others as without network.
+    let mut pair = vec![
+        SeccompRule::new(vec![
+            SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Ne,
+                libc::AF_UNIX as u64,
+            )
+            .map_err(e)?,
+        ])
+        .map_err(e)?,
+    ];
+    pair.extend(non_stream()?);
+    rules.insert(libc::SYS_socketpair, pair);
+    Ok(())
+}
+
+/// Sockets of a run without network: `AF_UNIX` stream sockets only, and no `connect`.
+fn offline_socket_rules(rules: &mut Rules) -> Result<(), String> {
+    let e = backend_error;
+    // Any family but AF_UNIX; and AF_UNIX sockets of any type but SOCK_STREAM (datagram
+    // and seqpacket sockets reach a named socket with `sendto`/`sendmsg` and an address,
+    // no `connect` needed; AF_UNIX makes SOCK_RAW a datagram socket).
+    let refused = || -> Result<Vec<SeccompRule>, String> {
+        let mut chain = vec![
             SeccompRule::new(vec![
                 SeccompCondition::new(
                     0,
@@ -441,42 +531,27 @@ pub(super) fn build(network: NetMode, shared_uid: bool) -> Result<Filters, Strin
             ])
             .map_err(e)?,
         ];
-        pair.extend(non_stream()?);
-        rules.insert(libc::SYS_socketpair, pair);
-    }
-    if network == NetMode::Off {
-        // Any family but AF_UNIX; and AF_UNIX sockets of any type but SOCK_STREAM (datagram
-        // and seqpacket sockets reach a named socket with `sendto`/`sendmsg` and an address,
-        // no `connect` needed; AF_UNIX makes SOCK_RAW a datagram socket).
-        let refused = || -> Result<Vec<SeccompRule>, String> {
-            let mut chain = vec![
-                SeccompRule::new(vec![
-                    SeccompCondition::new(
-                        0,
-                        SeccompCmpArgLen::Dword,
-                        SeccompCmpOp::Ne,
-                        libc::AF_UNIX as u64,
-                    )
-                    .map_err(e)?,
-                ])
-                .map_err(e)?,
-            ];
-            for ty in [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_SEQPACKET] {
-                let c = SeccompCondition::new(
-                    1,
-                    SeccompCmpArgLen::Dword,
-                    SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
-                    ty as u64,
-                )
-                .map_err(e)?;
-                chain.push(SeccompRule::new(vec![c]).map_err(e)?);
-            }
-            Ok(chain)
-        };
-        rules.insert(libc::SYS_socket, refused()?);
-        rules.insert(libc::SYS_socketpair, refused()?);
-        rules.insert(libc::SYS_connect, Vec::new());
-    }
+        for ty in [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_SEQPACKET] {
+            let c = SeccompCondition::new(
+                1,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                ty as u64,
+            )
+            .map_err(e)?;
+            chain.push(SeccompRule::new(vec![c]).map_err(e)?);
+        }
+        Ok(chain)
+    };
+    rules.insert(libc::SYS_socket, refused()?);
+    rules.insert(libc::SYS_socketpair, refused()?);
+    rules.insert(libc::SYS_connect, Vec::new());
+    Ok(())
+}
+
+/// No set-id bit, by `chmod` or in the mode of a file created.
+fn set_id_rules(rules: &mut Rules) -> Result<(), String> {
+    let e = backend_error;
     for (nr, arg) in chmods() {
         let mut chain = Vec::new();
         for bit in [libc::S_ISUID, libc::S_ISGID] {
@@ -526,15 +601,12 @@ pub(super) fn build(network: NetMode, shared_uid: bool) -> Result<Filters, Strin
         }
         rules.insert(nr, chain);
     }
-    if shared_uid {
-        // The script owns every file the host user owns, so ownership lets it change the mode,
-        // times and extended attributes of anything it can name or open — a file granted
-        // read-only included (opened O_RDONLY, then fchmod). Landlock governs none of these
-        // calls, so none of them is allowed, by path or by descriptor.
-        for nr in path_metadata().into_iter().chain(fd_metadata()) {
-            rules.insert(nr, Vec::new());
-        }
-    }
+    Ok(())
+}
+
+/// No `clone` into a new namespace.
+fn clone_rules(rules: &mut Rules) -> Result<(), String> {
+    let e = backend_error;
     let mut chain = Vec::new();
     for flag in NAMESPACE_FLAGS {
         let flag = flag as u32 as u64;
@@ -548,20 +620,7 @@ pub(super) fn build(network: NetMode, shared_uid: bool) -> Result<Filters, Strin
         chain.push(SeccompRule::new(vec![c]).map_err(e)?);
     }
     rules.insert(libc::SYS_clone, chain);
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )
-    .map_err(e)?;
-    let main: BpfProgram = filter
-        .try_into()
-        .map_err(|err: seccompiler::BackendError| err.to_string())?;
-    Ok(Filters {
-        guard: guard(),
-        main,
-    })
+    Ok(())
 }
 
 /// The hand-written guard: another ABI's calls pass on to the main filter (whose arch check
