@@ -34,7 +34,7 @@ pub mod prompt;
 pub mod source;
 pub mod version;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 
 #[cfg(test)]
 mod test_rng;

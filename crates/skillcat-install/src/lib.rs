@@ -32,14 +32,14 @@ mod spec;
 use std::path::{Path, PathBuf};
 
 // The layers below, under the names this crate's code uses.
-pub(crate) use skillcat_core::{Error, digest, document, path};
+pub(crate) use skillcat_core::{Error, ErrorKind, digest, document, path};
 pub(crate) use skillcat_registry as registry;
 pub(crate) use skillcat_sign as sign;
 
 /// The core's source module and the sources above it, as the code names them.
 pub(crate) mod source {
     pub(crate) use skillcat_core::source::*;
-    pub(crate) use skillcat_sources::{GitError, open_with};
+    pub(crate) use skillcat_sources::open_with;
 }
 
 pub use agents::{AGENTS, Agent, AgentEnv, CANONICAL_DIR, agent, parse_agents};

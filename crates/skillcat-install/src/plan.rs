@@ -1870,13 +1870,14 @@ fn each_file(
     Ok(())
 }
 
-/// A source's error as install reports it: a git failure is [`InstallError::Git`], what a
-/// repository holds and is refused [`InstallError::Refused`]; the rest as they are.
+/// A source's error as install reports it, by its kind: a program that failed (git) is
+/// [`InstallError::Git`], what a repository holds and is refused [`InstallError::Refused`];
+/// the rest as they are.
 fn from_source(e: crate::Error) -> InstallError {
-    use crate::source::GitError;
-    match e.downcast_ref::<GitError>() {
-        Some(GitError::Failed(m)) => InstallError::Git(m.clone()),
-        Some(GitError::Refused(m)) => InstallError::Refused(vec![m.clone()]),
+    use crate::ErrorKind;
+    match e.kind() {
+        ErrorKind::Tool => InstallError::Git(e.to_string()),
+        ErrorKind::Refused => InstallError::Refused(vec![e.to_string()]),
         _ => InstallError::Source(e),
     }
 }

@@ -285,6 +285,39 @@ impl RegistryError {
             if source.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation))
     }
 
+    /// What kind of failure this is, as the core's [`ErrorKind`](skillcat_core::ErrorKind)
+    /// says it: what a caller holding a `skillcat_core::Error` decides on (a search stopped by
+    /// its deadline is [`Interrupted`](skillcat_core::ErrorKind::Interrupted)).
+    pub fn kind(&self) -> skillcat_core::ErrorKind {
+        use RegistryError::*;
+        use skillcat_core::ErrorKind as K;
+        match self {
+            Sqlite { .. } if self.is_interrupted() => K::Interrupted,
+            Sqlite { .. } if self.is_constraint() => K::Invalid,
+            Sqlite { .. } | Read { .. } => K::Other,
+            NotFound(_) | Missing { .. } => K::NotFound,
+            AlreadyExists { .. } => K::AlreadyExists,
+            Io { .. } => K::Io,
+            Corrupt { .. } => K::Integrity,
+            Unsigned { .. } | BadSignature { .. } => K::Signature,
+            ReadOnly { .. } => K::PermissionDenied,
+            NotARegistry { .. }
+            | SchemaTooNew { .. }
+            | SchemaTooOld { .. }
+            | InvalidSkill { .. }
+            | MissingVersion { .. }
+            | BadVersion { .. }
+            | BadSpec { .. }
+            | Immutable { .. }
+            | VersionConflict { .. }
+            | BadPath { .. }
+            | LookAlike { .. }
+            | MixedScripts { .. }
+            | BadMetadata { .. }
+            | TooLarge { .. } => K::Invalid,
+        }
+    }
+
     /// The validation faults, for [`InvalidSkill`](Self::InvalidSkill).
     pub fn faults(&self) -> &[Fault] {
         match self {

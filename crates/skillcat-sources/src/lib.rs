@@ -81,7 +81,7 @@ pub fn index_verifier(keyring: sign::Keyring) -> skillcat_core::source::IndexVer
             .map_or(0, |d| d.as_secs());
         sign::verify_index(c.index, c.statement, &keyring, c.catalog, now, c.highest)
             .map(|v| v.statement.version)
-            .map_err(|e| e.to_string())
+            .map_err(skillcat_core::source::IndexRefused::new)
     })
 }
 
@@ -279,9 +279,6 @@ mod git_tests {
         // A commit the repository does not have is refused, as a git error.
         spec.pin = Some("0".repeat(40));
         let err = open(&spec).unwrap().list().await.unwrap_err();
-        assert!(
-            matches!(err.downcast_ref::<GitError>(), Some(GitError::Refused(_))),
-            "{err:?}"
-        );
+        assert!(err.kind() == skillcat_core::ErrorKind::Refused, "{err:?}");
     }
 }

@@ -34,7 +34,9 @@ pub use archive::ArchiveSource;
 pub use dir::{DirOptions, DirSource, check, has_document_entry};
 pub use held::HeldSource;
 pub use named::{NamedError, SkillRef, discover_named};
-pub use spec::{SQLITE_MAGIC, SourceKind, SourceSpec, absolute, clean_subpath, is_registry_file};
+pub use spec::{
+    BadFolder, SQLITE_MAGIC, SourceKind, SourceSpec, absolute, clean_subpath, is_registry_file,
+};
 
 use crate::path::{DOCUMENT_NAMES, FileEntry, RelPath, base_name, join_path};
 
@@ -324,12 +326,9 @@ pub trait SourceExt: Source {
     /// Reads a file as UTF-8 text.
     async fn read_to_string(&self, path: &str) -> Result<String> {
         let bytes = self.read(path).await?;
-        String::from_utf8(bytes.to_vec()).map_err(|e| {
-            Error::Invalid(format!(
-                "{}: not UTF-8 (invalid byte at offset {})",
-                self.location(path),
-                e.utf8_error().valid_up_to()
-            ))
+        String::from_utf8(bytes.to_vec()).map_err(|e| Error::NotUtf8 {
+            location: self.location(path),
+            offset: e.utf8_error().valid_up_to(),
         })
     }
 
@@ -720,10 +719,7 @@ async fn discover_by(
                 size,
             )),
             Some(Parsed::Failed(e)) => Err(e),
-            None => Err(Error::Invalid(format!(
-                "{}: the source did not read this root",
-                source.location(root)
-            ))),
+            None => Err(Error::RootNotRead(source.location(root))),
         }
     });
     let results: Vec<(String, Result<Skill>)> = roots.into_iter().zip(built).collect();
@@ -840,18 +836,31 @@ pub struct IndexCheck<'a> {
 pub struct IndexVerifier(std::sync::Arc<IndexCheckFn>);
 
 /// The callback an [`IndexVerifier`] holds.
-type IndexCheckFn = dyn Fn(IndexCheck<'_>) -> std::result::Result<u64, String> + Send + Sync;
+type IndexCheckFn = dyn Fn(IndexCheck<'_>) -> std::result::Result<u64, IndexRefused> + Send + Sync;
+
+/// Why an [`IndexVerifier`] refused an index: the verifier's own error (a signature that does
+/// not verify, a statement for another catalog, …), shown as it shows itself.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct IndexRefused(Box<dyn std::error::Error + Send + Sync>);
+
+impl IndexRefused {
+    /// The verifier's reason, kept whole.
+    pub fn new(why: impl std::error::Error + Send + Sync + 'static) -> IndexRefused {
+        IndexRefused(Box::new(why))
+    }
+}
 
 impl IndexVerifier {
     /// A verifier calling `check`.
     pub fn new(
-        check: impl Fn(IndexCheck<'_>) -> std::result::Result<u64, String> + Send + Sync + 'static,
+        check: impl Fn(IndexCheck<'_>) -> std::result::Result<u64, IndexRefused> + Send + Sync + 'static,
     ) -> IndexVerifier {
         IndexVerifier(std::sync::Arc::new(check))
     }
 
     /// Checks one index: its statement's version, or why it is refused.
-    pub fn check(&self, c: IndexCheck<'_>) -> std::result::Result<u64, String> {
+    pub fn check(&self, c: IndexCheck<'_>) -> std::result::Result<u64, IndexRefused> {
         (self.0)(c)
     }
 }
