@@ -96,9 +96,9 @@ pub(super) async fn open_and_discover_with(
 pub(super) fn discover_error(e: skillcat::Error) -> CliError {
     match e {
         skillcat::Error::NothingUsable { .. } | skillcat::Error::Certificate { .. } => {
-            failed!("{e}")
+            failed!(cause = e)
         }
-        _ => usage!("{e}"),
+        _ => usage!(cause = e),
     }
 }
 
@@ -823,9 +823,9 @@ pub(super) fn find_in(shown: &str, d: &Discovery, name: &str) -> Result<Skill, C
         .collect();
     if broken.is_empty() {
         let names: Vec<String> = d.skills.iter().map(Skill::name).collect();
-        Err(CliError::Failed(skillcat::source::no_such_skill(
-            name, shown, names, 0,
-        )))
+        Err(CliError::Failed(
+            skillcat::source::no_such_skill(name, shown, names, 0).into(),
+        ))
     } else {
         for f in broken {
             print_fault(f);

@@ -42,11 +42,10 @@ pub enum Error {
     },
     /// A server's TLS certificate does not verify. Not a network that cannot be reached: no
     /// cached copy stands in for the server's answer.
-    #[error(
-        "{location}: the server's TLS certificate does not verify: {reason}. If a private \
-         certificate authority issued it, trust that authority's PEM certificate with \
-         --cacert FILE (skillcat's command line) or SSL_CERT_FILE=FILE"
-    )]
+    ///
+    /// It says what failed; how to trust a private authority (a flag, a variable) is the
+    /// caller's to add, in its own words.
+    #[error("{location}: the server's TLS certificate does not verify: {reason}")]
     Certificate {
         /// The server (or its URL), for people: never with credentials in it.
         location: String,
@@ -416,6 +415,19 @@ mod tests {
         // Transparent: the first cause is the layer's cause, not the layer's error again.
         let cause = std::error::Error::source(&e).expect("a cause");
         assert_eq!(cause.to_string(), "disk on fire");
+    }
+
+    #[test]
+    fn a_certificate_error_says_what_failed_and_names_no_flag() {
+        let e = Error::Certificate {
+            location: "https://h/".into(),
+            reason: "expired".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "https://h/: the server's TLS certificate does not verify: expired"
+        );
+        assert_eq!(e.kind(), ErrorKind::Certificate);
     }
 
     #[test]
