@@ -97,7 +97,8 @@ pub(crate) mod source {
 pub use activation::Activation;
 pub use error::{RuntimeError, ToolError};
 pub use module::{
-    ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, WrappedTool, is_provider_safe_name,
+    BadResponse, ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, WrappedTool,
+    is_provider_safe_name,
 };
 pub use resource::Resource;
 pub use run::Run;

@@ -61,7 +61,9 @@ mod site;
 mod tls;
 pub mod web;
 
-pub use api::{ApiOptions, DEFAULT_BYTES_PER_MINUTE, DEFAULT_MAX_UPLOAD, publishing_router};
+pub use api::{
+    ApiFileError, ApiOptions, DEFAULT_BYTES_PER_MINUTE, DEFAULT_MAX_UPLOAD, publishing_router,
+};
 pub use export::{Exported, export};
 pub use index_statement::{
     INDEX_STATEMENT_PATH, IndexSigning, LiveStatement, sign_index, write_for_export,

@@ -52,9 +52,11 @@ pub(crate) async fn supervise(
                 false,
             )
         } else {
-            let json = HelperRequest::Run(policy.clone())
-                .to_json()
-                .map_err(|reason| ScriptError::SandboxFailed { reason })?;
+            let json = HelperRequest::Run(policy.clone()).to_json().map_err(|e| {
+                ScriptError::SandboxFailed {
+                    reason: format!("cannot serialise the policy: {e}"),
+                }
+            })?;
             // The policy (tool arguments included) goes on a descriptor, not on argv, where
             // every local user could read it.
             policy_fd =
