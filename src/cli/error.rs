@@ -116,7 +116,7 @@ impl std::fmt::Display for Message {
 
 /// The command line's advice after an error of `kind`: the flags and variables that change
 /// the outcome, which the library (used by other programs too) does not name.
-fn advice(kind: skillcat::ErrorKind) -> Option<&'static str> {
+pub(super) fn advice(kind: skillcat::ErrorKind) -> Option<&'static str> {
     match kind {
         skillcat::ErrorKind::Certificate => Some(
             ". If a private certificate authority issued it, trust that authority's PEM \

@@ -502,7 +502,10 @@ pub(super) fn print_diagnostics(snapshot: &skillcat::catalog::Snapshot) -> bool 
     use skillcat::catalog::DiagnosticKind;
     let mut faults = false;
     for d in snapshot.diagnostics() {
-        note!("warning: {}", shown(&d.to_string()));
+        // A diagnostic's own form, with the command line's advice for the error behind it.
+        let advice = d.error.and_then(super::error::advice).unwrap_or_default();
+        let line = format!("{}: {}{advice} [{}]", d.location, d.message, d.kind);
+        note!("warning: {}", shown(&line));
         faults |= !matches!(d.kind, DiagnosticKind::Shadowed | DiagnosticKind::Warning);
     }
     faults

@@ -78,7 +78,7 @@ mod session;
 mod spec;
 
 // The layers below, under the names this crate's code uses.
-pub(crate) use skillcat_core::Error;
+pub(crate) use skillcat_core::{Error, ErrorKind};
 pub(crate) use skillcat_core::{capability, digest, document, path, prompt};
 // The token file of the HTTP transport.
 #[cfg(feature = "http")]
