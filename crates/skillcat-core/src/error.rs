@@ -2,6 +2,12 @@
 //!
 //! Backends keep private detail in their own enums (`ArchiveError`, `SignError`, …) and map
 //! into [`Error`] with one `From` each. Every I/O error names its path or URL.
+//!
+//! What a caller decides on is [`Error::kind`], an [`ErrorKind`] every error reports: the
+//! core's variants have theirs, and a layer above the core wraps its own error with the kind it
+//! gives it ([`Error::layer`]), so nobody downcasts to learn what failed. A cause stays
+//! reachable through [`std::error::Error::source`]. Messages say what failed; advice about a
+//! program's flags belongs to that program's printer.
 
 use std::io;
 
