@@ -81,7 +81,7 @@ pub fn index_verifier(keyring: sign::Keyring) -> skillcat_core::source::IndexVer
             .map_or(0, |d| d.as_secs());
         sign::verify_index(c.index, c.statement, &keyring, c.catalog, now, c.highest)
             .map(|v| v.statement.version)
-            .map_err(skillcat_core::source::IndexRefused::new)
+            .map_err(|e| e.to_string())
     })
 }
 

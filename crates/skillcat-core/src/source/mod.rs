@@ -836,31 +836,18 @@ pub struct IndexCheck<'a> {
 pub struct IndexVerifier(std::sync::Arc<IndexCheckFn>);
 
 /// The callback an [`IndexVerifier`] holds.
-type IndexCheckFn = dyn Fn(IndexCheck<'_>) -> std::result::Result<u64, IndexRefused> + Send + Sync;
-
-/// Why an [`IndexVerifier`] refused an index: the verifier's own error (a signature that does
-/// not verify, a statement for another catalog, …), shown as it shows itself.
-#[derive(Debug, thiserror::Error)]
-#[error(transparent)]
-pub struct IndexRefused(Box<dyn std::error::Error + Send + Sync>);
-
-impl IndexRefused {
-    /// The verifier's reason, kept whole.
-    pub fn new(why: impl std::error::Error + Send + Sync + 'static) -> IndexRefused {
-        IndexRefused(Box::new(why))
-    }
-}
+type IndexCheckFn = dyn Fn(IndexCheck<'_>) -> std::result::Result<u64, String> + Send + Sync;
 
 impl IndexVerifier {
     /// A verifier calling `check`.
     pub fn new(
-        check: impl Fn(IndexCheck<'_>) -> std::result::Result<u64, IndexRefused> + Send + Sync + 'static,
+        check: impl Fn(IndexCheck<'_>) -> std::result::Result<u64, String> + Send + Sync + 'static,
     ) -> IndexVerifier {
         IndexVerifier(std::sync::Arc::new(check))
     }
 
     /// Checks one index: its statement's version, or why it is refused.
-    pub fn check(&self, c: IndexCheck<'_>) -> std::result::Result<u64, IndexRefused> {
+    pub fn check(&self, c: IndexCheck<'_>) -> std::result::Result<u64, String> {
         (self.0)(c)
     }
 }

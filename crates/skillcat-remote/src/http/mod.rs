@@ -434,7 +434,7 @@ impl HttpSource {
                 statement: text,
                 highest,
             })
-            .map_err(|e| refuse(e.to_string()))?;
+            .map_err(refuse)?;
         if let Some(c) = cache
             && highest.is_none_or(|h| version > h)
         {
