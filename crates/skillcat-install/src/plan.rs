@@ -1887,6 +1887,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_source_error_is_said_by_its_kind_not_by_its_type() {
+        use skillcat_sources::GitError;
+        let failed = from_source(GitError::Failed("git: no answer within 5s".into()).into());
+        assert!(
+            matches!(&failed, InstallError::Git(m) if m == "git: no answer within 5s"),
+            "{failed:?}"
+        );
+        let refused = from_source(GitError::Refused("the pinned commit is gone".into()).into());
+        assert!(
+            matches!(&refused, InstallError::Refused(m) if m == &["the pinned commit is gone"]),
+            "{refused:?}"
+        );
+        let other = from_source(crate::Error::NotFound("x".into()));
+        assert!(matches!(other, InstallError::Source(_)), "{other:?}");
+    }
+
+    #[test]
     fn links_are_relative_inside_one_tree() {
         assert_eq!(
             link_text(

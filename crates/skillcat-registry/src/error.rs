@@ -351,3 +351,31 @@ fn describe_sqlite(e: &rusqlite::Error) -> String {
         e.to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skillcat_core::ErrorKind;
+
+    #[test]
+    fn a_registry_error_keeps_its_kind_as_the_core_error_it_becomes() {
+        let interrupted = RegistryError::Sqlite {
+            path: "r.db".into(),
+            source: rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT),
+                None,
+            ),
+        };
+        assert!(interrupted.is_interrupted());
+        let core: skillcat_core::Error = interrupted.into();
+        assert_eq!(core.kind(), ErrorKind::Interrupted);
+        let read_only: skillcat_core::Error = RegistryError::ReadOnly {
+            path: "r.db".into(),
+        }
+        .into();
+        assert_eq!(read_only.kind(), ErrorKind::PermissionDenied);
+        assert_eq!(read_only.to_string(), "registry r.db is open read-only");
+        let missing: skillcat_core::Error = RegistryError::NotFound("pdf@1.0.0".into()).into();
+        assert_eq!(missing.kind(), ErrorKind::NotFound);
+    }
+}
