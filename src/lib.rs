@@ -26,7 +26,7 @@
 //! Feature `cli` (on by default) builds the `skillcat` binary; `tls` (on by default) adds HTTPS;
 //! `neural` adds the offline neural ranker.
 
-pub use skillcat_core::{Error, Result};
+pub use skillcat_core::{Error, ErrorKind, Result};
 pub use skillcat_core::{archive, capability, compat, digest, error, fs, pack, path, prompt, units};
 
 /// The SKILL.md document, and look-alike names (`skillcat-core`).

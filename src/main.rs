@@ -23,9 +23,11 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            return cli::CliError::Usage(format!("cannot start the async runtime: {e}"))
-                .print()
-                .into();
+            let why = cli::Message::caused(
+                Some("cannot start the async runtime".into()),
+                cli::Cause::new(e),
+            );
+            return cli::CliError::Usage(why).print().into();
         }
     };
     match runtime.block_on(cli::run(args)) {

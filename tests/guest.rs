@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use serde_json::{Value as Json, json};
 use skillcat::catalog::Catalog;
 use skillcat::config::{Config, SourceConfig};
-use skillcat::guest::{FnHost, GuestHost, GuestLimits};
+use skillcat::guest::{FnHost, GuestHost, GuestLimits, Rejection};
 use skillcat::runtime::{RuntimeError, Session, ToolKind};
 use skillcat::script::{AllowAll, DenyAll, Gate, GateDecision, GateError, GateKind, GateRequest};
 
@@ -83,7 +83,7 @@ fn hostile_host() -> GuestHost {
     GuestHost::new()
         .global(
             "hang",
-            FnHost(|_| async { std::future::pending::<Result<Json, String>>().await }),
+            FnHost(|_| async { std::future::pending::<Result<Json, Rejection>>().await }),
         )
         .unwrap()
         .limits(limits)
@@ -451,7 +451,7 @@ fn limits_go_up_only_when_said_and_globals_keep_their_names() {
             .in_flight,
         2
     );
-    let f = || FnHost(|v: Json| async move { Ok::<Json, String>(v) });
+    let f = || FnHost(|v: Json| async move { Ok::<Json, Rejection>(v) });
     for bad in ["console", "Date", "__proto", "not-an-identifier", ""] {
         let e = GuestHost::new().global(bad, f()).unwrap_err();
         assert_eq!(e.code(), "E_INVALID_SKILLS_CONFIG", "{bad}");

@@ -161,7 +161,7 @@ pub fn init(a: InitArgs) -> CliResult {
         for f in &faults {
             text.push_str(&format!("\n  - {}", skillcat::prompt::escape_controls(f)));
         }
-        return Err(super::CliError::Usage(text));
+        return Err(super::CliError::Usage(text.into()));
     }
     let parent = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     if !parent.is_dir() {

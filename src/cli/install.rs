@@ -208,14 +208,23 @@ fn options(
 /// An install error as the command line says it: each of its lines an `Error:` line, and that
 /// nothing was changed when it is a refusal (exit 2 for usage, 1 for refusals and failures).
 fn fail(e: InstallError) -> CliError {
-    let mut text = e.to_string().lines().collect::<Vec<_>>().join("\nError: ");
-    if matches!(e, InstallError::Refused(_)) {
-        text.push_str("\nNothing was changed.");
-    }
-    if e.is_usage() {
-        CliError::Usage(text)
+    let usage = e.is_usage();
+    let message = match e {
+        // A source's error of one line is kept whole: the printer says its causes and its
+        // kind's advice (how to trust a certificate authority).
+        InstallError::Source(e) if !e.to_string().contains('\n') => super::Message::caused(None, e),
+        e => {
+            let mut text = e.to_string().lines().collect::<Vec<_>>().join("\nError: ");
+            if matches!(e, InstallError::Refused(_)) {
+                text.push_str("\nNothing was changed.");
+            }
+            text.into()
+        }
+    };
+    if usage {
+        CliError::Usage(message)
     } else {
-        CliError::Failed(text)
+        CliError::Failed(message)
     }
 }
 

@@ -24,17 +24,31 @@ macro_rules! note {
     }};
 }
 
-/// A [`CliError::Usage`] (exit 2) of a formatted message.
+/// A [`CliError::Usage`] (exit 2) of a formatted message, or of an error kept whole as its
+/// cause: `usage!(cause = e)`, `usage!(cause = e, "what was being done")`.
 macro_rules! usage {
+    (cause = $e:expr) => {
+        $crate::cli::CliError::Usage($crate::cli::Message::caused(None, $e))
+    };
+    (cause = $e:expr, $($arg:tt)*) => {
+        $crate::cli::CliError::Usage($crate::cli::Message::caused(Some(format!($($arg)*)), $e))
+    };
     ($($arg:tt)*) => {
-        $crate::cli::CliError::Usage(format!($($arg)*))
+        $crate::cli::CliError::Usage(format!($($arg)*).into())
     };
 }
 
-/// A [`CliError::Failed`] (exit 1) of a formatted message.
+/// A [`CliError::Failed`] (exit 1) of a formatted message, or of an error kept whole as its
+/// cause: `failed!(cause = e)`, `failed!(cause = e, "what was being done")`.
 macro_rules! failed {
+    (cause = $e:expr) => {
+        $crate::cli::CliError::Failed($crate::cli::Message::caused(None, $e))
+    };
+    (cause = $e:expr, $($arg:tt)*) => {
+        $crate::cli::CliError::Failed($crate::cli::Message::caused(Some(format!($($arg)*)), $e))
+    };
     ($($arg:tt)*) => {
-        $crate::cli::CliError::Failed(format!($($arg)*))
+        $crate::cli::CliError::Failed(format!($($arg)*).into())
     };
 }
 
@@ -94,6 +108,7 @@ impl std::io::Write for Stream {
 
 mod audit;
 mod central;
+mod error;
 mod init;
 mod install;
 mod keyring;
@@ -110,6 +125,8 @@ mod script;
 mod shell;
 mod token;
 mod trust;
+
+pub use error::{Cause, CliError, Message};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -206,44 +223,6 @@ impl From<ExitStatus> for std::process::ExitCode {
             ExitStatus::Faults => std::process::ExitCode::from(1),
             ExitStatus::Unreadable => std::process::ExitCode::from(2),
         }
-    }
-}
-
-/// Why a command stopped: `main` prints it once, on stderr, and exits with its status.
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    /// A usage error or unreadable input (exit 2).
-    #[error("Error: {0}")]
-    Usage(String),
-    /// What was asked failed, or a fault stops it (exit 1).
-    #[error("Error: {0}")]
-    Failed(String),
-    /// A tool call or a script run failed: its stable code and message (`E_SKILL_…: …`), as
-    /// the line is printed (exit 1).
-    #[error("{0}")]
-    Tool(String),
-    /// Standard output could not be written (a closed pipe): nothing more to say (exit 2).
-    #[error("")]
-    Output,
-}
-
-impl CliError {
-    /// The exit status this error ends the process with.
-    pub fn status(&self) -> ExitStatus {
-        match self {
-            CliError::Usage(_) | CliError::Output => ExitStatus::Unreadable,
-            CliError::Failed(_) | CliError::Tool(_) => ExitStatus::Faults,
-        }
-    }
-
-    /// Prints the error on stderr, as `main` does, for a command that goes on after it (its
-    /// status then counts towards the command's).
-    pub fn print(&self) -> ExitStatus {
-        use std::io::Write;
-        if !matches!(self, CliError::Output) {
-            err!("{self}");
-        }
-        self.status()
     }
 }
 

@@ -98,7 +98,7 @@ pub async fn push(a: PushArgs, g: &Globals) -> CliResult {
     let pushed = match push::push(&*src, &skill, &target, &opts, !a.no_latest).await {
         Ok(p) => p,
         Err(e) => {
-            return Err(failed!("{e}"));
+            return Err(failed!(cause = e));
         }
     };
     out!(

@@ -242,10 +242,13 @@ impl Client {
         let resp = req.send().await.map_err(|e| {
             // A certificate that does not verify is said as every command says it.
             match client::certificate_failure(&e) {
-                Some(reason) => skillcat::Error::Certificate {
-                    location: client::redact(&self.api),
-                    reason,
-                }
+                Some(reason) => super::Message::caused(
+                    None,
+                    skillcat::Error::Certificate {
+                        location: client::redact(&self.api),
+                        reason,
+                    },
+                )
                 .to_string(),
                 None => skillcat::client::with_causes(&e),
             }

@@ -96,9 +96,9 @@ pub(super) async fn open_and_discover_with(
 pub(super) fn discover_error(e: skillcat::Error) -> CliError {
     match e {
         skillcat::Error::NothingUsable { .. } | skillcat::Error::Certificate { .. } => {
-            failed!("{e}")
+            failed!(cause = e)
         }
-        _ => usage!("{e}"),
+        _ => usage!(cause = e),
     }
 }
 
@@ -502,7 +502,10 @@ pub(super) fn print_diagnostics(snapshot: &skillcat::catalog::Snapshot) -> bool 
     use skillcat::catalog::DiagnosticKind;
     let mut faults = false;
     for d in snapshot.diagnostics() {
-        note!("warning: {}", shown(&d.to_string()));
+        // A diagnostic's own form, with the command line's advice for the error behind it.
+        let advice = d.error.and_then(super::error::advice).unwrap_or_default();
+        let line = format!("{}: {}{advice} [{}]", d.location, d.message, d.kind);
+        note!("warning: {}", shown(&line));
         faults |= !matches!(d.kind, DiagnosticKind::Shadowed | DiagnosticKind::Warning);
     }
     faults
@@ -843,9 +846,9 @@ pub(super) fn find_in(shown: &str, d: &Discovery, name: &str) -> Result<Skill, C
         .collect();
     if broken.is_empty() {
         let names: Vec<String> = d.skills.iter().map(Skill::name).collect();
-        Err(CliError::Failed(skillcat::source::no_such_skill(
-            name, shown, names, 0,
-        )))
+        Err(CliError::Failed(
+            skillcat::source::no_such_skill(name, shown, names, 0).into(),
+        ))
     } else {
         for f in broken {
             print_fault(f);

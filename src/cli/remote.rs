@@ -171,8 +171,8 @@ pub async fn search(a: SearchArgs, g: &Globals) -> CliResult {
     )
     .await
     .map_err(|e| match e {
-        skillcat::Error::Certificate { .. } => failed!("{e}"),
-        _ => usage!("{e}"),
+        skillcat::Error::Certificate { .. } => failed!(cause = e),
+        _ => usage!(cause = e),
     })?;
     let safe = |t: &str| super::shown(t).into_owned();
     match a.format {

@@ -273,7 +273,7 @@ fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Re
         Ok(())
     } else {
         // One `Error:` line for each.
-        Err(CliError::Usage(faults.join("\nError: ")))
+        Err(CliError::Usage(faults.join("\nError: ").into()))
     }
 }
 

@@ -2,6 +2,12 @@
 //!
 //! Backends keep private detail in their own enums (`ArchiveError`, `SignError`, …) and map
 //! into [`Error`] with one `From` each. Every I/O error names its path or URL.
+//!
+//! What a caller decides on is [`Error::kind`], an [`ErrorKind`] every error reports: the
+//! core's variants have theirs, and a layer above the core wraps its own error with the kind it
+//! gives it ([`Error::layer`]), so nobody downcasts to learn what failed. A cause stays
+//! reachable through [`std::error::Error::source`]. Messages say what failed; advice about a
+//! program's flags belongs to that program's printer.
 
 use std::io;
 
@@ -42,11 +48,10 @@ pub enum Error {
     },
     /// A server's TLS certificate does not verify. Not a network that cannot be reached: no
     /// cached copy stands in for the server's answer.
-    #[error(
-        "{location}: the server's TLS certificate does not verify: {reason}. If a private \
-         certificate authority issued it, trust that authority's PEM certificate with \
-         --cacert FILE (skillcat's command line) or SSL_CERT_FILE=FILE"
-    )]
+    ///
+    /// It says what failed; how to trust a private authority (a flag, a variable) is the
+    /// caller's to add, in its own words.
+    #[error("{location}: the server's TLS certificate does not verify: {reason}")]
     Certificate {
         /// The server (or its URL), for people: never with credentials in it.
         location: String,
@@ -92,13 +97,14 @@ pub enum Error {
     #[error(transparent)]
     Archive(#[from] crate::archive::ArchiveError),
     /// A layer above the core failed with its own error (a signature, key or keyring problem;
-    /// a registry that refused a request): shown as that error shows itself, and
-    /// [`Error::downcast_ref`] reaches it (`SignError`, `RegistryError`, …).
+    /// a registry that refused a request; a git source): shown as that error shows itself, with
+    /// the [`ErrorKind`] the layer gave it. The layer's own type stays the layer's: callers
+    /// decide on [`Error::kind`], never by downcasting.
     #[error(transparent)]
     Layer(LayerError),
     /// A failure with a typed cause that has no variant of its own (a configuration error, a
     /// URL that does not parse, an HTTP client that cannot be built, …):
-    /// [`std::error::Error::source`] and [`Error::downcast_ref`] reach the cause.
+    /// [`std::error::Error::source`] reaches the cause.
     #[error("{what}: {source}")]
     Other {
         /// What was being done or read.
@@ -138,9 +144,115 @@ pub enum Error {
     /// The string given to `open` (in `skillcat-sources`) names no known kind of source.
     #[error("unsupported source: {0}")]
     UnsupportedSource(String),
-    /// A request that is not valid in itself (bad argument, bad configuration value).
+    /// A SOURCE spelling that does not parse (empty, a GitHub source that is not
+    /// `owner/repo`, a subpath that climbs out): the whole message, naming what was typed.
+    #[error("{0}")]
+    BadSourceSpec(String),
+    /// A file that should be text is not UTF-8.
+    #[error("{location}: not UTF-8 (invalid byte at offset {offset})")]
+    NotUtf8 {
+        /// The file, for people.
+        location: String,
+        /// Where the first invalid byte is.
+        offset: usize,
+    },
+    /// A sparse file whose size is far above what it holds on disk: refused before it is read.
+    #[error(
+        "{location}: a sparse file ({size} bytes over {allocated} bytes on disk, more than \
+         {ratio} times as many): refused"
+    )]
+    SparseFile {
+        /// The file, for people.
+        location: String,
+        /// Its apparent size.
+        size: u64,
+        /// What it occupies on disk.
+        allocated: u64,
+        /// The most times its allocation a file's size may be.
+        ratio: u64,
+    },
+    /// A directory search was stopped: it holds more directories than the limit.
+    #[error(
+        "{location}: more than {limit} directories to search for skills; open a narrower \
+         directory"
+    )]
+    TooManyDirectories {
+        /// The directory searched, for people.
+        location: String,
+        /// The limit that applied.
+        limit: usize,
+    },
+    /// A source answered for a skill root without having read it (a source's own bug, said
+    /// rather than panicking).
+    #[error("{0}: the source did not read this root")]
+    RootNotRead(String),
+    /// An archive to write has a name whose extension says no format the packer writes.
+    #[error("{0}: the output must end in .tar.gz, .tgz or .zip")]
+    UnknownArchiveFormat(String),
+    /// An archive was packed but not written, since reading it back broke a rule: what is
+    /// written must be readable by every reader.
+    #[error("{path}: not written, since no reader would accept it: {source}")]
+    UnreadableArchive {
+        /// The archive that would have been written.
+        path: String,
+        /// Why reading it back refused it.
+        #[source]
+        source: crate::archive::ArchiveError,
+    },
+    /// What a remote answered, or how it is named, is not valid (an answer that does not
+    /// parse, a reference or digest that is malformed): the whole message, naming the remote.
     #[error("{0}")]
     Invalid(String),
+    /// Something is already where a new thing was to be made (a directory that is not
+    /// empty, …).
+    #[error("{path} {why}")]
+    Exists {
+        /// What is in the way.
+        path: String,
+        /// What is there, and what to do about it.
+        why: String,
+    },
+}
+
+/// What kind of failure an [`Error`] is: stable across messages, the same for the core's own
+/// errors and for the errors layers above it wrap (see [`Error::layer`]). Callers decide on
+/// this (retry, fall back to a cache, report a refusal, pick an exit code), never on a
+/// message's words or on downcasting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Nothing exists at what was asked for.
+    NotFound,
+    /// A server wants credentials, or refused those given.
+    Unauthenticated,
+    /// A server knows who asks and denies them this.
+    PermissionDenied,
+    /// A server's TLS certificate does not verify.
+    Certificate,
+    /// A read or write failed (a file, a connection).
+    Io,
+    /// A server answered with an error status that has no kind of its own.
+    Remote,
+    /// What was given or read breaks a rule and is refused (a path, a size, a document, an
+    /// archive, a spelling, a limit).
+    Invalid,
+    /// What a repository holds was read and refused (a pinned commit that is gone, a path
+    /// that breaks a rule, no skill under the folder asked for).
+    Refused,
+    /// A program the library runs (`git`) failed, timed out or is missing.
+    Tool,
+    /// A signature, key or keyring problem.
+    Signature,
+    /// Content did not hash to what it claimed.
+    Integrity,
+    /// Something is already where a new thing was to be made.
+    AlreadyExists,
+    /// The work was stopped before it finished (a deadline, a query budget).
+    Interrupted,
+    /// A source names no kind of source the library knows.
+    Unsupported,
+    /// None of the above.
+    Other,
 }
 
 impl Error {
@@ -163,18 +275,45 @@ impl Error {
         }
     }
 
-    /// An [`Error::Layer`]: a layer's own error, kept whole.
-    pub fn layer(source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        Error::Layer(LayerError(Box::new(source)))
+    /// An [`Error::Layer`]: a layer's own error, kept whole, of the `kind` the layer says it
+    /// is.
+    pub fn layer(kind: ErrorKind, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Layer(LayerError {
+            kind,
+            error: Box::new(source),
+        })
     }
 
-    /// The layer's own error inside an [`Error::Other`] or an [`Error::Layer`], when it is an
-    /// `E`.
-    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Other { source, .. } => source.downcast_ref::<E>(),
-            Error::Layer(LayerError(source)) => source.downcast_ref::<E>(),
-            _ => None,
+            Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => {
+                ErrorKind::NotFound
+            }
+            Error::Io { .. } => ErrorKind::Io,
+            Error::NotFound(_) => ErrorKind::NotFound,
+            Error::Unauthenticated { .. } => ErrorKind::Unauthenticated,
+            Error::PermissionDenied { .. } => ErrorKind::PermissionDenied,
+            Error::Certificate { .. } => ErrorKind::Certificate,
+            Error::Remote { .. } => ErrorKind::Remote,
+            Error::PathRejected { .. }
+            | Error::TooLarge { .. }
+            | Error::InvalidSkill { .. }
+            | Error::Archive(_)
+            | Error::BadSourceSpec(_)
+            | Error::NotUtf8 { .. }
+            | Error::SparseFile { .. }
+            | Error::TooManyDirectories { .. }
+            | Error::UnknownArchiveFormat(_)
+            | Error::UnreadableArchive { .. }
+            | Error::NothingUsable { .. }
+            | Error::Invalid(_) => ErrorKind::Invalid,
+            Error::Layer(layer) => layer.kind,
+            // A panicked or cancelled task is a bug or a shutdown, not a deadline.
+            Error::Other { .. } | Error::RootNotRead(_) | Error::Task { .. } => ErrorKind::Other,
+            Error::DigestMismatch { .. } => ErrorKind::Integrity,
+            Error::UnsupportedSource(_) => ErrorKind::Unsupported,
+            Error::Exists { .. } => ErrorKind::AlreadyExists,
         }
     }
 
@@ -227,26 +366,34 @@ impl Error {
 }
 
 /// The error of a layer above the core, inside [`Error::Layer`]: it shows itself and its causes
-/// exactly as the layer's error does.
+/// exactly as the layer's error does, and carries the [`ErrorKind`] the layer gave it.
 #[derive(Debug)]
-pub struct LayerError(Box<dyn std::error::Error + Send + Sync>);
+pub struct LayerError {
+    kind: ErrorKind,
+    error: Box<dyn std::error::Error + Send + Sync>,
+}
 
 impl LayerError {
     /// The layer's error.
     pub fn get_ref(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        &*self.0
+        &*self.error
+    }
+
+    /// What kind of failure the layer said it is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
     }
 }
 
 impl std::fmt::Display for LayerError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
+        self.error.fmt(f)
     }
 }
 
 impl std::error::Error for LayerError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source()
+        self.error.source()
     }
 }
 
@@ -262,17 +409,51 @@ mod tests {
     }
 
     #[test]
-    fn a_layer_error_shows_itself_keeps_its_cause_and_downcasts() {
-        let e = Error::layer(LayerIo {
-            source: io::Error::other("disk on fire"),
-        });
+    fn a_layer_error_shows_itself_keeps_its_cause_and_its_kind() {
+        let e = Error::layer(
+            ErrorKind::Signature,
+            LayerIo {
+                source: io::Error::other("disk on fire"),
+            },
+        );
         assert_eq!(e.to_string(), "keyring k.toml: disk on fire");
-        let layer = e.downcast_ref::<LayerIo>().expect("the layer's own error");
-        assert_eq!(layer.source.to_string(), "disk on fire");
+        assert_eq!(e.kind(), ErrorKind::Signature);
         // Transparent: the first cause is the layer's cause, not the layer's error again.
         let cause = std::error::Error::source(&e).expect("a cause");
         assert_eq!(cause.to_string(), "disk on fire");
-        assert!(e.downcast_ref::<io::Error>().is_none());
+    }
+
+    #[test]
+    fn a_certificate_error_says_what_failed_and_names_no_flag() {
+        let e = Error::Certificate {
+            location: "https://h/".into(),
+            reason: "expired".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "https://h/: the server's TLS certificate does not verify: expired"
+        );
+        assert_eq!(e.kind(), ErrorKind::Certificate);
+    }
+
+    #[test]
+    fn kinds_of_the_core_errors() {
+        let missing = Error::io("f", io::Error::from(io::ErrorKind::NotFound));
+        assert_eq!(missing.kind(), ErrorKind::NotFound);
+        assert_eq!(Error::io("f", io::Error::other("x")).kind(), ErrorKind::Io);
+        let utf8 = Error::NotUtf8 {
+            location: "a/b".into(),
+            offset: 3,
+        };
+        assert_eq!(utf8.kind(), ErrorKind::Invalid);
+        assert_eq!(
+            utf8.to_string(),
+            "a/b: not UTF-8 (invalid byte at offset 3)"
+        );
+        assert_eq!(
+            Error::BadSourceSpec("an empty SOURCE".into()).kind(),
+            ErrorKind::Invalid
+        );
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub mod testing;
 pub mod units;
 pub mod version;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 
 #[cfg(test)]
 mod test_rng;

@@ -513,28 +513,41 @@ pub struct Pin {
 impl Pin {
     /// `"api.internal:443" = "10.0.0.5:443"`: both sides need a port; the key is a name, the
     /// value an address (`[::1]:443` for IPv6).
-    pub fn parse(key: &str, value: &str) -> Result<Pin, String> {
-        let (host, port) = key.rsplit_once(':').ok_or_else(|| {
-            format!(
-                "`{}`: write the name with its port (`name:443`)",
-                key.escape_debug()
-            )
-        })?;
-        let port = port.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
-            format!(
-                "`{}`: the port must be a number from 1 to 65535",
-                key.escape_debug()
-            )
-        })?;
-        let host = normalize_host(host).map_err(|e| e.to_string())?;
-        let addr = value.parse::<SocketAddr>().map_err(|_| {
-            format!(
-                "`{}`: not an address with a port (`10.0.0.5:443`, `[fd00::5]:443`)",
-                value.escape_debug()
-            )
-        })?;
+    pub fn parse(key: &str, value: &str) -> Result<Pin, PinError> {
+        let shown = |text: &str| text.escape_debug().to_string();
+        let (host, port) = key
+            .rsplit_once(':')
+            .ok_or_else(|| PinError::NoPort(shown(key)))?;
+        let port = port
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| PinError::BadPort(shown(key)))?;
+        let host = normalize_host(host)?;
+        let addr = value
+            .parse::<SocketAddr>()
+            .map_err(|_| PinError::BadAddress(shown(value)))?;
         Ok(Pin { host, port, addr })
     }
+}
+
+/// Why a `[sandbox.resolve]` entry is refused; each names what was written (control
+/// characters escaped).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PinError {
+    /// The key has no `:PORT`.
+    #[error("`{0}`: write the name with its port (`name:443`)")]
+    NoPort(String),
+    /// The key's port is not a number from 1 to 65535.
+    #[error("`{0}`: the port must be a number from 1 to 65535")]
+    BadPort(String),
+    /// The key's name is not a host name.
+    #[error(transparent)]
+    Host(#[from] PatternError),
+    /// The value is not an address with a port.
+    #[error("`{0}`: not an address with a port (`10.0.0.5:443`, `[fd00::5]:443`)")]
+    BadAddress(String),
 }
 
 #[cfg(test)]

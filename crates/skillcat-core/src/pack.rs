@@ -122,12 +122,8 @@ pub fn write_zip<W: Write + Seek>(entries: &[PackEntry], out: W) -> io::Result<(
 /// Writes `entries` to `path` in the format its extension asks for, through a temporary file in
 /// the same directory renamed into place.
 pub fn write_archive(entries: &[PackEntry], path: &Path) -> Result<()> {
-    let format = PackFormat::for_path(path).ok_or_else(|| {
-        Error::Invalid(format!(
-            "{}: the output must end in .tar.gz, .tgz or .zip",
-            path.display()
-        ))
-    })?;
+    let format = PackFormat::for_path(path)
+        .ok_or_else(|| Error::UnknownArchiveFormat(path.display().to_string()))?;
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -149,9 +145,10 @@ pub fn write_archive(entries: &[PackEntry], path: &Path) -> Result<()> {
         PackFormat::Zip => ArchiveKind::Zip,
     };
     if let Err(e) = read_archive(kind, &packed, &ArchiveLimits::default()) {
-        return Err(Error::Invalid(format!(
-            "{shown}: not written, since no reader would accept it: {e}"
-        )));
+        return Err(Error::UnreadableArchive {
+            path: shown,
+            source: e,
+        });
     }
     drop(packed);
     tmp.commit().map_err(|e| Error::io(&shown, e))

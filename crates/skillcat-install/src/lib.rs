@@ -33,14 +33,14 @@ mod spec;
 use std::path::{Path, PathBuf};
 
 // The layers below, under the names this crate's code uses.
-pub(crate) use skillcat_core::{Error, digest, document, path};
+pub(crate) use skillcat_core::{Error, ErrorKind, digest, document, path};
 pub(crate) use skillcat_registry as registry;
 pub(crate) use skillcat_sign as sign;
 
 /// The core's source module and the sources above it, as the code names them.
 pub(crate) mod source {
     pub(crate) use skillcat_core::source::*;
-    pub(crate) use skillcat_sources::{GitError, open_with};
+    pub(crate) use skillcat_sources::open_with;
 }
 
 pub use agents::{AGENTS, Agent, AgentEnv, CANONICAL_DIR, agent, parse_agents};
@@ -102,25 +102,55 @@ impl InstallError {
 /// keeps (`skillcat_core::path::check_canonical`: at most 255 bytes, no control, bidi or
 /// invisible character, no name Windows reserves, so a lockfile works on every checkout) and
 /// does not start with a dot. Returns why not.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), BadName> {
     use crate::path::{PathRule, check_canonical};
     if name.is_empty() {
-        return Err("an empty name".into());
+        return Err(BadName::Empty);
     }
     if name.contains(['/', '\\']) || name == "." || name == ".." {
-        return Err("it would escape the skills folder".into());
+        return Err(BadName::Escapes);
     }
     if name.starts_with('.') {
-        return Err("it starts with a dot (hidden, and skillcat's own staging names do)".into());
+        return Err(BadName::Hidden);
     }
     check_canonical(name).map_err(|rule| match rule {
-        PathRule::ComponentTooLong | PathRule::PathTooLong => "longer than 255 bytes".into(),
-        PathRule::ControlChar => "it holds a control or invisible character".into(),
-        PathRule::WindowsReserved => "it is a name Windows reserves or cannot store".into(),
+        PathRule::ComponentTooLong | PathRule::PathTooLong => BadName::TooLong,
+        PathRule::ControlChar => BadName::ControlChar,
+        PathRule::WindowsReserved => BadName::WindowsReserved,
         // No separator is left: `C:x` is the one absolute shape a single name can have.
-        PathRule::Absolute => "Windows reads it as a drive (`C:`)".into(),
-        other => other.to_string(),
+        PathRule::Absolute => BadName::Drive,
+        other => BadName::Rule(other),
     })
+}
+
+/// Why [`check_name`] refused a name as a skill's folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadName {
+    /// The name is empty.
+    #[error("an empty name")]
+    Empty,
+    /// A separator, `.` or `..`.
+    #[error("it would escape the skills folder")]
+    Escapes,
+    /// It starts with a dot.
+    #[error("it starts with a dot (hidden, and skillcat's own staging names do)")]
+    Hidden,
+    /// Longer than 255 bytes.
+    #[error("longer than 255 bytes")]
+    TooLong,
+    /// A control, bidi or invisible character.
+    #[error("it holds a control or invisible character")]
+    ControlChar,
+    /// A name Windows reserves or cannot store.
+    #[error("it is a name Windows reserves or cannot store")]
+    WindowsReserved,
+    /// `C:…`, which Windows reads as a drive.
+    #[error("Windows reads it as a drive (`C:`)")]
+    Drive,
+    /// Another path rule.
+    #[error("{0}")]
+    Rule(crate::path::PathRule),
 }
 
 /// Where skills are installed: a project, or the user's home.
@@ -240,7 +270,7 @@ mod tests {
             ("trailing.", "Windows"),
         ] {
             let err = check_name(bad).expect_err(bad);
-            assert!(err.contains(why), "{bad:?}: {err}");
+            assert!(err.to_string().contains(why), "{bad:?}: {err}");
         }
         assert!(check_name(&"a".repeat(255)).is_ok());
         for good in ["pdf-forms", "a.b", "données"] {

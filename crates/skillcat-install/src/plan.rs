@@ -1965,13 +1965,14 @@ fn each_file(
     Ok(())
 }
 
-/// A source's error as install reports it: a git failure is [`InstallError::Git`], what a
-/// repository holds and is refused [`InstallError::Refused`]; the rest as they are.
+/// A source's error as install reports it, by its kind: a program that failed (git) is
+/// [`InstallError::Git`], what a repository holds and is refused [`InstallError::Refused`];
+/// the rest as they are.
 fn from_source(e: crate::Error) -> InstallError {
-    use crate::source::GitError;
-    match e.downcast_ref::<GitError>() {
-        Some(GitError::Failed(m)) => InstallError::Git(m.clone()),
-        Some(GitError::Refused(m)) => InstallError::Refused(vec![m.clone()]),
+    use crate::ErrorKind;
+    match e.kind() {
+        ErrorKind::Tool => InstallError::Git(e.to_string()),
+        ErrorKind::Refused => InstallError::Refused(vec![e.to_string()]),
         _ => InstallError::Source(e),
     }
 }
@@ -1979,6 +1980,23 @@ fn from_source(e: crate::Error) -> InstallError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_source_error_is_said_by_its_kind_not_by_its_type() {
+        use skillcat_sources::GitError;
+        let failed = from_source(GitError::Failed("git: no answer within 5s".into()).into());
+        assert!(
+            matches!(&failed, InstallError::Git(m) if m == "git: no answer within 5s"),
+            "{failed:?}"
+        );
+        let refused = from_source(GitError::Refused("the pinned commit is gone".into()).into());
+        assert!(
+            matches!(&refused, InstallError::Refused(m) if m == &["the pinned commit is gone"]),
+            "{refused:?}"
+        );
+        let other = from_source(crate::Error::NotFound("x".into()));
+        assert!(matches!(other, InstallError::Source(_)), "{other:?}");
+    }
 
     #[test]
     fn links_are_relative_inside_one_tree() {

@@ -14,7 +14,7 @@ use super::{InstallError, LOCKFILE_NAME};
 /// [`SourceSpec::parse_in`]). A spelling that cannot be parsed is a usage error.
 pub fn parse(typed: &str, cwd: &Path) -> Result<SourceSpec, InstallError> {
     SourceSpec::parse_in(typed, cwd).map_err(|e| match e {
-        crate::Error::Invalid(why) => InstallError::Usage(why),
+        crate::Error::BadSourceSpec(why) => InstallError::Usage(why),
         other => InstallError::Source(other),
     })
 }
@@ -86,7 +86,8 @@ impl LockSpec for SourceSpec {
                 spec.git_ref = entry.git_ref.clone();
                 if let Some(skill_path) = &entry.skill_path {
                     let folder = crate::path::document_folder(skill_path);
-                    spec.subpath = crate::source::clean_subpath(folder).map_err(bad)?;
+                    spec.subpath =
+                        crate::source::clean_subpath(folder).map_err(|e| bad(e.to_string()))?;
                 }
                 spec
             }

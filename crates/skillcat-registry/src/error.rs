@@ -285,6 +285,39 @@ impl RegistryError {
             if source.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation))
     }
 
+    /// What kind of failure this is, as the core's [`ErrorKind`](skillcat_core::ErrorKind)
+    /// says it: what a caller holding a `skillcat_core::Error` decides on (a search stopped by
+    /// its deadline is [`Interrupted`](skillcat_core::ErrorKind::Interrupted)).
+    pub fn kind(&self) -> skillcat_core::ErrorKind {
+        use RegistryError::*;
+        use skillcat_core::ErrorKind as K;
+        match self {
+            Sqlite { .. } if self.is_interrupted() => K::Interrupted,
+            Sqlite { .. } if self.is_constraint() => K::Invalid,
+            Sqlite { .. } | Read { .. } => K::Other,
+            NotFound(_) | Missing { .. } => K::NotFound,
+            AlreadyExists { .. } => K::AlreadyExists,
+            Io { .. } => K::Io,
+            Corrupt { .. } => K::Integrity,
+            Unsigned { .. } | BadSignature { .. } => K::Signature,
+            ReadOnly { .. } => K::PermissionDenied,
+            NotARegistry { .. }
+            | SchemaTooNew { .. }
+            | SchemaTooOld { .. }
+            | InvalidSkill { .. }
+            | MissingVersion { .. }
+            | BadVersion { .. }
+            | BadSpec { .. }
+            | Immutable { .. }
+            | VersionConflict { .. }
+            | BadPath { .. }
+            | LookAlike { .. }
+            | MixedScripts { .. }
+            | BadMetadata { .. }
+            | TooLarge { .. } => K::Invalid,
+        }
+    }
+
     /// The validation faults, for [`InvalidSkill`](Self::InvalidSkill).
     pub fn faults(&self) -> &[Fault] {
         match self {
@@ -316,5 +349,33 @@ fn describe_sqlite(e: &rusqlite::Error) -> String {
         format!("No space left on device ({e}); the write was rolled back")
     } else {
         e.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skillcat_core::ErrorKind;
+
+    #[test]
+    fn a_registry_error_keeps_its_kind_as_the_core_error_it_becomes() {
+        let interrupted = RegistryError::Sqlite {
+            path: "r.db".into(),
+            source: rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT),
+                None,
+            ),
+        };
+        assert!(interrupted.is_interrupted());
+        let core: skillcat_core::Error = interrupted.into();
+        assert_eq!(core.kind(), ErrorKind::Interrupted);
+        let read_only: skillcat_core::Error = RegistryError::ReadOnly {
+            path: "r.db".into(),
+        }
+        .into();
+        assert_eq!(read_only.kind(), ErrorKind::PermissionDenied);
+        assert_eq!(read_only.to_string(), "registry r.db is open read-only");
+        let missing: skillcat_core::Error = RegistryError::NotFound("pdf@1.0.0".into()).into();
+        assert_eq!(missing.kind(), ErrorKind::NotFound);
     }
 }

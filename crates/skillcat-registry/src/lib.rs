@@ -106,7 +106,8 @@ pub use skillcat_core::source::{SQLITE_MAGIC, is_registry_file};
 impl From<RegistryError> for skillcat_core::Error {
     /// A registry's errors as a source reports them: not-found stays not-found, a damaged blob
     /// is a digest mismatch, a malformed `NAME@VERSION` a rejected path; the rest keep their
-    /// cause whole as [`Error::Layer`](skillcat_core::Error::Layer).
+    /// cause whole as [`Error::Layer`](skillcat_core::Error::Layer), of the kind
+    /// [`RegistryError::kind`] says.
     fn from(e: RegistryError) -> Self {
         use skillcat_core::Error;
         match e {
@@ -123,7 +124,7 @@ impl From<RegistryError> for skillcat_core::Error {
                 actual,
             },
             RegistryError::BadSpec { spec, reason } => Error::PathRejected { path: spec, reason },
-            other => Error::layer(other),
+            other => Error::layer(other.kind(), other),
         }
     }
 }

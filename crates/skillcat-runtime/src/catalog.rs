@@ -360,6 +360,10 @@ pub struct Diagnostic {
     pub kind: DiagnosticKind,
     /// What is wrong, in a sentence.
     pub message: String,
+    /// The kind of the error behind a [`SourceUnavailable`](DiagnosticKind::SourceUnavailable)
+    /// (a certificate that does not verify, a server not reached, …): what a caller's own
+    /// advice depends on, which the message does not give.
+    pub error: Option<crate::ErrorKind>,
 }
 
 /// `location: message [kind]`.
@@ -540,6 +544,7 @@ impl Catalog {
                         root: skill.root().to_string(),
                         location: skill.location().to_string(),
                         kind: DiagnosticKind::Shadowed,
+                        error: None,
                         message: format!(
                             "skill `{name}` is shadowed by `{}` from source `{}` ({})",
                             w.name(),
@@ -587,12 +592,13 @@ async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
         skills: Vec::new(),
         diagnostics: Vec::new(),
     };
-    let unavailable = |location: String, message: String| Diagnostic {
+    let unavailable = |location: String, message: String, error: Option<&Error>| Diagnostic {
         source: src.name.clone(),
         root: String::new(),
         location,
         kind: DiagnosticKind::SourceUnavailable,
         message,
+        error: error.map(Error::kind),
     };
     let handle: Arc<dyn Source> = match &src.origin {
         Origin::Source(s) => s.clone(),
@@ -606,6 +612,7 @@ async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
                     out.diagnostics.push(unavailable(
                         spec.clone(),
                         format!("cannot open source: {e}"),
+                        Some(&e),
                     ));
                     return out;
                 }
@@ -613,6 +620,7 @@ async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
                     out.diagnostics.push(unavailable(
                         spec.clone(),
                         format!("cannot open source: {join}"),
+                        None,
                     ));
                     return out;
                 }
@@ -636,6 +644,7 @@ async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
             out.diagnostics.push(unavailable(
                 handle.location(""),
                 format!("cannot list source: {e}"),
+                Some(&e),
             ));
             return out;
         }
@@ -648,6 +657,7 @@ async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
             location: handle.location(""),
             kind: DiagnosticKind::Warning,
             message: w,
+            error: None,
         });
     }
     let mut diags: Vec<Diagnostic> = Vec::new();
@@ -658,6 +668,7 @@ async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
             kind: DiagnosticKind::Refused(f.fault.kind()),
             root: f.root,
             location: f.location,
+            error: None,
         });
     }
     for skill in found.skills {
@@ -667,6 +678,7 @@ async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
             location: skill.location().to_string(),
             kind,
             message: message.to_string(),
+            error: None,
         };
         if let Err(f) = skill.properties() {
             diags.push(diag(DiagnosticKind::Refused(f.kind()), f.message()));

@@ -78,7 +78,7 @@ mod session;
 mod spec;
 
 // The layers below, under the names this crate's code uses.
-pub(crate) use skillcat_core::Error;
+pub(crate) use skillcat_core::{Error, ErrorKind};
 pub(crate) use skillcat_core::{capability, digest, document, path, prompt};
 // The token file of the HTTP transport.
 #[cfg(feature = "http")]
@@ -97,7 +97,8 @@ pub(crate) mod source {
 pub use activation::Activation;
 pub use error::{RuntimeError, ToolError};
 pub use module::{
-    ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, WrappedTool, is_provider_safe_name,
+    BadResponse, ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, WrappedTool,
+    is_provider_safe_name,
 };
 pub use resource::Resource;
 pub use run::Run;

@@ -72,7 +72,7 @@ impl From<&str> for ModuleResponse {
 
 impl ModuleResponse {
     /// The checked content, or why the response is refused.
-    pub fn check(self) -> Result<Content, String> {
+    pub fn check(self) -> Result<Content, BadResponse> {
         match self {
             ModuleResponse::Text(t) => Ok(Content::Text(t)),
             ModuleResponse::Bytes(b) => Ok(Content::Bytes(b)),
@@ -80,15 +80,24 @@ impl ModuleResponse {
                 if is_mime_type(&mime) {
                     Ok(Content::Media { mime, data })
                 } else {
-                    Err(format!("media type {mime:?} is not type/subtype"))
+                    Err(BadResponse::MediaType(mime))
                 }
             }
-            ModuleResponse::Other(v) => Err(format!(
-                "expected text, bytes or media, got a JSON {}",
-                json_kind(&v)
-            )),
+            ModuleResponse::Other(v) => Err(BadResponse::NotContent(json_kind(&v))),
         }
     }
+}
+
+/// Why [`ModuleResponse::check`] refused a response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadResponse {
+    /// Media whose MIME type is not `type/subtype`.
+    #[error("media type {0:?} is not type/subtype")]
+    MediaType(String),
+    /// A structured value, not text, bytes or media: the kind of JSON value it is.
+    #[error("expected text, bytes or media, got a JSON {0}")]
+    NotContent(&'static str),
 }
 
 fn json_kind(v: &Json) -> &'static str {
@@ -429,9 +438,9 @@ impl WrappedTool {
             Ok(Err(e)) => return Err(failed(e.to_string(), false)),
             Err(panic) => return Err(failed(panic_message(&*panic), true)),
         };
-        let content = response.check().map_err(|reason| ToolError::BadResponse {
+        let content = response.check().map_err(|e| ToolError::BadResponse {
             tool: tool.clone(),
-            reason,
+            reason: e.to_string(),
         })?;
         Ok(ToolOutput {
             tool: tool.clone(),

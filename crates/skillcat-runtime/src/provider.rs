@@ -309,7 +309,9 @@ mod guest {
     use super::{Provided, Provision, SkillContext, ToolCall, ToolProvider};
     use crate::catalog::Entry;
     use crate::error::RuntimeError;
-    use crate::guest::{Globals, GuestHost, GuestTool, HostFunction, declare::TOOLS_KEY};
+    use crate::guest::{
+        Globals, GuestHost, GuestTool, HostFunction, Rejection, declare::TOOLS_KEY,
+    };
     use crate::resource::read_entry_resource;
     use crate::script::Gate;
     use crate::spec::{Content, ToolOutput, ToolSpec};
@@ -416,7 +418,7 @@ mod guest {
 
     #[async_trait]
     impl HostFunction for SkillFile {
-        async fn call(&self, args: Json) -> Result<Json, String> {
+        async fn call(&self, args: Json) -> Result<Json, Rejection> {
             let path = match &args {
                 Json::String(p) => p.as_str(),
                 other => other
@@ -426,10 +428,10 @@ mod guest {
             };
             let r = read_entry_resource(&self.0, path)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| Rejection::new(e.to_string()))?;
             String::from_utf8(r.data.to_vec())
                 .map(Json::String)
-                .map_err(|_| format!("{path} is not UTF-8 text"))
+                .map_err(|_| format!("{path} is not UTF-8 text").into())
         }
     }
 }

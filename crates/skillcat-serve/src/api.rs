@@ -121,12 +121,34 @@ type Stamp = (SystemTime, u64, u64);
 /// when it last read well.
 struct Watched<T> {
     path: PathBuf,
-    load: fn(&Path) -> Result<T, String>,
+    load: fn(&Path) -> Result<T, ApiFileError>,
     state: Mutex<(Arc<T>, Option<Stamp>)>,
 }
 
+/// Why [`publishing_router`] did not start: a file it reads (and re-reads when it changes) did
+/// not read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiFileError {
+    /// The token file.
+    #[error(transparent)]
+    Tokens(#[from] crate::registry::tokens::TokenError),
+    /// The keyring.
+    #[error("{path}: {source}")]
+    Keyring {
+        /// The keyring file.
+        path: String,
+        /// Why it did not read.
+        #[source]
+        source: crate::sign::SignError,
+    },
+}
+
 impl<T> Watched<T> {
-    fn new(path: PathBuf, load: fn(&Path) -> Result<T, String>) -> Result<Self, String> {
+    fn new(
+        path: PathBuf,
+        load: fn(&Path) -> Result<T, ApiFileError>,
+    ) -> Result<Self, ApiFileError> {
         let stamp = stamp_of(&path);
         let value = load(&path)?;
         Ok(Watched {
@@ -1043,15 +1065,16 @@ pub fn publishing_router(
     site: Arc<RwLock<Arc<Site>>>,
     opts: ApiOptions,
     statement: Option<Arc<crate::LiveStatement>>,
-) -> Result<Router, String> {
+) -> Result<Router, ApiFileError> {
     // Uploads are large buffers freed on many threads: see `return_large_buffers`.
     crate::return_large_buffers();
-    let tokens = Watched::new(opts.tokens.clone(), |p| {
-        Tokens::load(p).map_err(|e| e.to_string())
-    })?;
+    let tokens = Watched::new(opts.tokens.clone(), |p| Ok(Tokens::load(p)?))?;
     let keyring = match &opts.keyring {
         Some(path) => Some(Watched::new(path.clone(), |p| {
-            Keyring::load(p).map_err(|e| format!("{}: {e}", p.display()))
+            Keyring::load(p).map_err(|source| ApiFileError::Keyring {
+                path: p.display().to_string(),
+                source,
+            })
         })?),
         None => None,
     };

@@ -30,9 +30,10 @@ pub fn export(site: &Site, dir: &Path, force: bool) -> Result<Exported> {
     match fs::read_dir(dir) {
         Ok(mut entries) => {
             if !force && entries.next().is_some() {
-                return Err(Error::Invalid(format!(
-                    "{shown} is not empty (use --force to write into it)"
-                )));
+                return Err(Error::Exists {
+                    path: shown,
+                    why: "is not empty (use --force to write into it)".into(),
+                });
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -56,7 +56,7 @@ pub fn sign_index(
     );
     statement
         .sign(&signing.secret_key, signing.password.as_deref())
-        .map_err(|e| Error::Invalid(format!("signing the index statement: {e}")))
+        .map_err(|e| Error::other("signing the index statement", e))
 }
 
 /// Writes the statement of the index exported in `dir` (read back from disk: what is signed is

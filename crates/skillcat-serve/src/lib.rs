@@ -62,7 +62,9 @@ mod site;
 mod tls;
 pub mod web;
 
-pub use api::{ApiOptions, DEFAULT_BYTES_PER_MINUTE, DEFAULT_MAX_UPLOAD, publishing_router};
+pub use api::{
+    ApiFileError, ApiOptions, DEFAULT_BYTES_PER_MINUTE, DEFAULT_MAX_UPLOAD, publishing_router,
+};
 pub use assemble::{
     IndexSigningError, PublishingSourceError, SiteRequest, build_site, catalog_of_url,
     publishing_registry, registry_path, release_freed_memory, return_large_buffers,

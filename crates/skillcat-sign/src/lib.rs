@@ -376,9 +376,10 @@ pub use verify::{Claim, Verified, claim, verify};
 
 impl From<SignError> for skillcat_core::Error {
     /// A signature, key or keyring problem, kept whole as
-    /// [`Error::Layer`](skillcat_core::Error::Layer).
+    /// [`Error::Layer`](skillcat_core::Error::Layer) of kind
+    /// [`Signature`](skillcat_core::ErrorKind::Signature).
     fn from(e: SignError) -> Self {
-        skillcat_core::Error::layer(e)
+        skillcat_core::Error::layer(skillcat_core::ErrorKind::Signature, e)
     }
 }
 

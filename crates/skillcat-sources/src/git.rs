@@ -26,14 +26,14 @@ use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::OnceCell;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::path::{FileEntry, RelPath};
 use crate::source::{
     Detail, DirOptions, DirSource, DocumentSink, RootRecord, Source, SourceId, SourceSpec, Symlink,
 };
 
-/// Why a git source could not be read, inside [`Error::Layer`] (reach it with
-/// [`Error::downcast_ref`]).
+/// Why a git source could not be read, inside [`Error::Layer`]: a failure of `git` is of kind
+/// [`ErrorKind::Tool`], a refusal of what the repository holds [`ErrorKind::Refused`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GitError {
@@ -48,7 +48,11 @@ pub enum GitError {
 
 impl From<GitError> for Error {
     fn from(e: GitError) -> Error {
-        Error::layer(e)
+        let kind = match e {
+            GitError::Failed(_) => ErrorKind::Tool,
+            GitError::Refused(_) => ErrorKind::Refused,
+        };
+        Error::layer(kind, e)
     }
 }
 
@@ -242,7 +246,11 @@ impl Git {
     }
 
     /// Runs `git ARGS`, with `input` on its stdin; returns stdout, or the error with stderr.
-    async fn run(&self, args: &[&str], input: Option<Vec<u8>>) -> Result<Vec<u8>> {
+    async fn run(
+        &self,
+        args: &[&str],
+        input: Option<Vec<u8>>,
+    ) -> std::result::Result<Vec<u8>, GitError> {
         let shown = format!("git {}", args.join(" "));
         let mut cmd = self.command();
         cmd.args(args);
@@ -250,7 +258,7 @@ impl Git {
             cmd.stdin(Stdio::piped());
         }
         let mut child = cmd.spawn().map_err(|e| {
-            failed(if e.kind() == std::io::ErrorKind::NotFound {
+            GitError::Failed(if e.kind() == std::io::ErrorKind::NotFound {
                 "git sources need the `git` program, which is not on PATH".into()
             } else {
                 format!("cannot run git: {e}")
@@ -274,9 +282,9 @@ impl Git {
         };
         let (status, out, err) = match tokio::time::timeout(self.timeout, work).await {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => return Err(failed(format!("{shown}: {e}"))),
+            Ok(Err(e)) => return Err(GitError::Failed(format!("{shown}: {e}"))),
             Err(_) => {
-                return Err(failed(format!(
+                return Err(GitError::Failed(format!(
                     "{shown}: no answer within {}s",
                     self.timeout.as_secs()
                 )));
@@ -288,7 +296,7 @@ impl Git {
         if !status.success() {
             let text = String::from_utf8_lossy(&err);
             let text = text.trim();
-            return Err(failed(format!(
+            return Err(GitError::Failed(format!(
                 "{shown} failed ({status}){}{text}",
                 if text.is_empty() { "" } else { ": " }
             )));
@@ -312,9 +320,9 @@ impl Git {
             None,
         )
         .await
-        .map_err(|e| match e.downcast_ref::<GitError>() {
-            Some(GitError::Failed(m)) => failed(format!("cannot fetch {refspec} from {url}: {m}")),
-            _ => e,
+        .map_err(|e| match e {
+            GitError::Failed(m) => failed(format!("cannot fetch {refspec} from {url}: {m}")),
+            e @ GitError::Refused(_) => e.into(),
         })?;
         self.commit_of("FETCH_HEAD").await
     }
@@ -342,12 +350,10 @@ impl Git {
             url,
         ];
         args.extend(refspecs.iter().map(String::as_str));
-        self.run(&args, None)
-            .await
-            .map_err(|e| match e.downcast_ref::<GitError>() {
-                Some(GitError::Failed(m)) => failed(format!("cannot fetch from {url}: {m}")),
-                _ => e,
-            })?;
+        self.run(&args, None).await.map_err(|e| match e {
+            GitError::Failed(m) => failed(format!("cannot fetch from {url}: {m}")),
+            e @ GitError::Refused(_) => e.into(),
+        })?;
         match self.commit_of(id).await {
             Ok(got) if got == id => Ok(got),
             _ => Err(refused(format!(

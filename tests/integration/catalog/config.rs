@@ -385,7 +385,7 @@ fn errors_name_the_file() {
     // The configuration error is kept as the cause, typed.
     assert!(
         matches!(
-            lib.downcast_ref::<ConfigError>(),
+            std::error::Error::source(&lib).and_then(|c| c.downcast_ref::<ConfigError>()),
             Some(ConfigError::Invalid { .. })
         ),
         "{lib:?}"

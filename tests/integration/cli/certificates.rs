@@ -64,6 +64,21 @@ fn a_certificate_that_does_not_verify_is_an_error_and_no_cached_copy_stands_in()
         refused.out()
     );
 
+    // A configured catalog says the same of a source whose certificate does not verify, in
+    // its warning: the library's diagnostic names no flag, the command line's printer does.
+    std::fs::write(
+        dir.join("remote.toml"),
+        format!("[[sources]]\nname = \"remote\"\npath = \"{url}\"\n"),
+    )
+    .unwrap();
+    in_dir(dir, &["--config", "remote.toml", "--cache", "c", "list"]).says(&[
+        "warning: ",
+        "TLS certificate does not verify",
+        "--cacert FILE",
+        "SSL_CERT_FILE",
+        "[source-unavailable]",
+    ]);
+
     // --cacert after the command works as well as before it (a global option).
     in_dir(dir, &["list", &url, "--cache", "c", "--cacert", "ca.pem"]).code(0);
     // --offline is the way to read the cache without the server.

@@ -299,11 +299,10 @@ impl Inner {
         let count_visit = |visited: &mut usize| {
             *visited += 1;
             if *visited > self.opts.max_dirs {
-                return Err(Error::Invalid(format!(
-                    "{}: more than {} directories to search for skills; open a narrower directory",
-                    self.shown(""),
-                    self.opts.max_dirs
-                )));
+                return Err(Error::TooManyDirectories {
+                    location: self.shown(""),
+                    limit: self.opts.max_dirs,
+                });
             }
             Ok(())
         };

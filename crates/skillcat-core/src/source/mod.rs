@@ -34,7 +34,9 @@ pub use archive::ArchiveSource;
 pub use dir::{DirOptions, DirSource, check, has_document_entry};
 pub use held::HeldSource;
 pub use named::{NamedError, SkillRef, discover_named};
-pub use spec::{SQLITE_MAGIC, SourceKind, SourceSpec, absolute, clean_subpath, is_registry_file};
+pub use spec::{
+    BadFolder, SQLITE_MAGIC, SourceKind, SourceSpec, absolute, clean_subpath, is_registry_file,
+};
 
 use crate::path::{DOCUMENT_NAMES, FileEntry, RelPath, base_name, join_path};
 
@@ -334,12 +336,9 @@ pub trait SourceExt: Source {
     /// Reads a file as UTF-8 text.
     async fn read_to_string(&self, path: &str) -> Result<String> {
         let bytes = self.read(path).await?;
-        String::from_utf8(bytes.to_vec()).map_err(|e| {
-            Error::Invalid(format!(
-                "{}: not UTF-8 (invalid byte at offset {})",
-                self.location(path),
-                e.utf8_error().valid_up_to()
-            ))
+        String::from_utf8(bytes.to_vec()).map_err(|e| Error::NotUtf8 {
+            location: self.location(path),
+            offset: e.utf8_error().valid_up_to(),
         })
     }
 
@@ -730,10 +729,7 @@ async fn discover_by(
                 size,
             )),
             Some(Parsed::Failed(e)) => Err(e),
-            None => Err(Error::Invalid(format!(
-                "{}: the source did not read this root",
-                source.location(root)
-            ))),
+            None => Err(Error::RootNotRead(source.location(root))),
         }
     });
     let results: Vec<(String, Result<Skill>)> = roots.into_iter().zip(built).collect();

@@ -189,7 +189,7 @@ fn scheme_kind(typed: &str) -> Option<SourceKind> {
 
 fn parse(typed: &str, cwd: Option<&Path>) -> Result<SourceSpec> {
     if typed.trim().is_empty() {
-        return Err(Error::Invalid("an empty SOURCE".into()));
+        return Err(Error::BadSourceSpec("an empty SOURCE".into()));
     }
     if let Some(rest) = typed.strip_prefix("git+") {
         return git_spec(typed, rest);
@@ -306,7 +306,7 @@ fn github_spec(typed: &str, rest: &str) -> Result<SourceSpec> {
     };
     let mut parts = base.trim_matches('/').splitn(3, '/');
     let (Some(owner), Some(repo)) = (parts.next(), parts.next()) else {
-        return Err(Error::Invalid(format!(
+        return Err(Error::BadSourceSpec(format!(
             "{typed}: a GitHub source is owner/repo"
         )));
     };
@@ -316,13 +316,13 @@ fn github_spec(typed: &str, rest: &str) -> Result<SourceSpec> {
     spec.url = Some(format!("https://github.com/{owner}/{repo}.git"));
     spec.git_ref = git_ref.filter(|r| !r.is_empty()).map(str::to_string);
     spec.subpath = clean_subpath(parts.next().unwrap_or(""))
-        .map_err(|why| Error::Invalid(format!("{typed}: {why}")))?;
+        .map_err(|why| Error::BadSourceSpec(format!("{typed}: {why}")))?;
     Ok(spec)
 }
 
 /// A git URL with an optional `#ref`, `#ref:path` or `:path` in its path.
 fn git_spec(typed: &str, url: &str) -> Result<SourceSpec> {
-    let usage = |why: String| Error::Invalid(format!("{typed}: {why}"));
+    let usage = |why: String| Error::BadSourceSpec(format!("{typed}: {why}"));
     let (base, git_ref, subpath) = match url.split_once('#') {
         Some((base, frag)) => match frag.split_once(':') {
             Some((r, p)) => (base, Some(r), Some(p)),
@@ -365,20 +365,33 @@ fn git_spec(typed: &str, url: &str) -> Result<SourceSpec> {
     {
         return Err(usage(format!("{r:?} is not a branch, tag or commit")));
     }
-    spec.subpath = clean_subpath(subpath.unwrap_or("")).map_err(usage)?;
+    spec.subpath = clean_subpath(subpath.unwrap_or("")).map_err(|e| usage(e.to_string()))?;
     Ok(spec)
 }
 
 /// A folder inside a repository: `/`-separated, relative, canonical; `None` for the root.
 /// Returns why not.
-pub fn clean_subpath(path: &str) -> std::result::Result<Option<String>, String> {
+pub fn clean_subpath(path: &str) -> std::result::Result<Option<String>, BadFolder> {
     let trimmed = path.trim_matches('/');
     if trimmed.is_empty() || trimmed == "." {
         return Ok(None);
     }
     crate::path::RelPath::new(trimmed)
         .map(|p| Some(p.as_str().to_string()))
-        .map_err(|rule| format!("the folder {trimmed:?} in the repository: {rule}"))
+        .map_err(|rule| BadFolder {
+            folder: trimmed.to_string(),
+            rule,
+        })
+}
+
+/// A folder inside a repository that [`clean_subpath`] refuses.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the folder {folder:?} in the repository: {rule}")]
+pub struct BadFolder {
+    /// The folder as given (slashes at its ends trimmed).
+    pub folder: String,
+    /// The path rule it breaks.
+    pub rule: crate::path::PathRule,
 }
 
 /// `path` against `cwd` (lexically normalised), or as typed without one.
@@ -487,7 +500,10 @@ mod tests {
                 .unwrap_err()
                 .is_not_found()
         );
-        assert!(matches!(SourceSpec::parse(" "), Err(Error::Invalid(_))));
+        assert!(matches!(
+            SourceSpec::parse(" "),
+            Err(Error::BadSourceSpec(_))
+        ));
     }
 
     #[test]
@@ -549,7 +565,7 @@ mod tests {
             assert!(
                 matches!(
                     SourceSpec::parse_in(bad, Path::new("/")),
-                    Err(Error::Invalid(_))
+                    Err(Error::BadSourceSpec(_))
                 ),
                 "{bad}"
             );

@@ -17,6 +17,32 @@ use serde::Deserialize;
 
 use super::{Hit, SkillDoc, tools_text};
 
+/// Why [`LabelledSet::from_json`] refused a set.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetError {
+    /// The bytes are not a set in JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The set has no skill or no query.
+    #[error("the set needs at least one skill and one query")]
+    Empty,
+    /// Two skills have this name.
+    #[error("skill {0:?} appears twice")]
+    Duplicate(String),
+    /// The query at this index names no relevant skill.
+    #[error("query {0} names no relevant skill")]
+    NoRelevant(usize),
+    /// A query names a relevant skill the set does not have.
+    #[error("query {query} names {name:?}, which is not a skill of the set")]
+    UnknownRelevant {
+        /// The query's index.
+        query: usize,
+        /// The name it gives.
+        name: String,
+    },
+}
+
 /// A labelled set: skills and queries with the skills relevant to each.
 #[derive(Debug, Clone, Deserialize)]
 pub struct LabelledSet {
@@ -106,28 +132,29 @@ pub struct Scores {
 impl LabelledSet {
     /// Parses and checks a set: at least one skill and one query, unique skill names, and every
     /// relevant name a skill of the set.
-    pub fn from_json(bytes: &[u8]) -> Result<Self, String> {
-        let set: LabelledSet = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    pub fn from_json(bytes: &[u8]) -> Result<Self, SetError> {
+        let set: LabelledSet = serde_json::from_slice(bytes)?;
         if set.skills.is_empty() || set.queries.is_empty() {
-            return Err("the set needs at least one skill and one query".into());
+            return Err(SetError::Empty);
         }
         let mut names: Vec<&str> = set.skills.iter().map(|s| s.name.as_str()).collect();
         names.sort_unstable();
         if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-            return Err(format!("skill {:?} appears twice", w[0]));
+            return Err(SetError::Duplicate(w[0].to_string()));
         }
         for (i, q) in set.queries.iter().enumerate() {
             if q.relevant.is_empty() {
-                return Err(format!("query {i} names no relevant skill"));
+                return Err(SetError::NoRelevant(i));
             }
             if let Some(r) = q
                 .relevant
                 .iter()
                 .find(|r| names.binary_search(&r.as_str()).is_err())
             {
-                return Err(format!(
-                    "query {i} names {r:?}, which is not a skill of the set"
-                ));
+                return Err(SetError::UnknownRelevant {
+                    query: i,
+                    name: r.clone(),
+                });
             }
         }
         Ok(set)
@@ -273,7 +300,7 @@ mod tests {
             ("not json", "expected"),
         ] {
             let e = LabelledSet::from_json(json.as_bytes()).unwrap_err();
-            assert!(e.contains(want), "{e}");
+            assert!(e.to_string().contains(want), "{e}");
         }
     }
 }

@@ -20,11 +20,41 @@ use super::error::{GuestError, Quota};
 use crate::tool::{FailureKind, ToolFailure, ToolKind};
 
 /// A function of the host a guest may call by name: it takes the guest's argument as JSON and
-/// answers JSON, or a message the guest's promise rejects with.
+/// answers JSON, or a [`Rejection`] the guest's promise rejects with.
 #[async_trait]
 pub trait HostFunction: Send + Sync {
     /// Answers one call.
-    async fn call(&self, args: Json) -> Result<Json, String>;
+    async fn call(&self, args: Json) -> Result<Json, Rejection>;
+}
+
+/// Why a [`HostFunction`] refused a call: the message the guest's promise rejects with (the
+/// guest sees this text, and nothing of the host's own errors but what it says).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Rejection(String);
+
+impl Rejection {
+    /// A rejection with `message`.
+    pub fn new(message: impl Into<String>) -> Rejection {
+        Rejection(message.into())
+    }
+
+    /// The message, as the guest gets it.
+    pub fn into_message(self) -> String {
+        self.0
+    }
+}
+
+impl From<String> for Rejection {
+    fn from(message: String) -> Rejection {
+        Rejection(message)
+    }
+}
+
+impl From<&str> for Rejection {
+    fn from(message: &str) -> Rejection {
+        Rejection(message.to_string())
+    }
 }
 
 /// A [`HostFunction`] from an async closure.
@@ -34,9 +64,9 @@ pub struct FnHost<F>(pub F);
 impl<F, Fut> HostFunction for FnHost<F>
 where
     F: Fn(Json) -> Fut + Send + Sync,
-    Fut: std::future::Future<Output = Result<Json, String>> + Send,
+    Fut: std::future::Future<Output = Result<Json, Rejection>> + Send,
 {
-    async fn call(&self, args: Json) -> Result<Json, String> {
+    async fn call(&self, args: Json) -> Result<Json, Rejection> {
         (self.0)(args).await
     }
 }
@@ -536,7 +566,7 @@ impl Driver<'_> {
         let l = *self.limits;
         let deadline = tokio::time::sleep(self.timeout + l.grace);
         tokio::pin!(deadline);
-        let mut calls: JoinSet<(u64, Option<Result<Json, String>>)> = JoinSet::new();
+        let mut calls: JoinSet<(u64, Option<Result<Json, Rejection>>)> = JoinSet::new();
         let mut made = 0usize;
         loop {
             tokio::select! {
@@ -558,7 +588,7 @@ impl Driver<'_> {
                             Ok(v)
                         }
                         Some(Err(m)) => {
-                            let mut m = m;
+                            let mut m = m.into_message();
                             engine::truncate(&mut m, l.log_entry_bytes);
                             Err(m)
                         }
@@ -606,7 +636,7 @@ impl Driver<'_> {
                                     Err(_) => None,
                                     Ok(Ok(r)) => Some(r),
                                     Ok(Err(_)) => {
-                                        Some(Err(format!("host function {name} failed")))
+                                        Some(Err(format!("host function {name} failed").into()))
                                     }
                                 };
                                 (id, answer)
@@ -741,7 +771,7 @@ impl Driver<'_> {
         let policy = guest_policy(helper, self.limits, self.timeout);
         let json = HelperRequest::Run(policy)
             .to_json()
-            .map_err(|e| self.failed(e))?;
+            .map_err(|e| self.failed(format!("cannot serialise the policy: {e}")))?;
         let policy_fd = policy_memfd(json.as_bytes())
             .map_err(|e| self.failed(format!("cannot pass the policy: {e}")))?;
         let (status_r, status_w) =

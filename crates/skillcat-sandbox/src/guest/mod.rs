@@ -31,6 +31,7 @@ pub use child::{PROCESS_NAME, helper_main};
 pub use declare::{GuestDecl, GuestParam, GuestType};
 pub use error::{GuestError, Quota};
 pub use host::{
-    FnHost, Globals, GuestHost, GuestLimits, HostFunction, LOG_BYTES, Outcome, ThrownKind,
+    FnHost, Globals, GuestHost, GuestLimits, HostFunction, LOG_BYTES, Outcome, Rejection,
+    ThrownKind,
 };
 pub use tool::{GuestTool, SOURCE_MAX, load};

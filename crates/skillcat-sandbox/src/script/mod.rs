@@ -49,8 +49,8 @@ pub use left::{Kept, LeftFile};
 pub use proxy::{NetworkReport, ProxyLimits};
 pub use reaper::{REAPER_ARG, Reaper, reap_on_exit};
 pub use run::{
-    Confinement, LoadedSkill, Runner, RunnerConfig, ScriptLimits, ScriptOutput, cgroup_status,
-    start_dir,
+    Confinement, LoadedSkill, NoCgroup, Runner, RunnerConfig, ScriptLimits, ScriptOutput,
+    cgroup_status, start_dir,
 };
 pub use tools::{
     Declared, Interpreter, Interpreters, SYSTEM_PATH, ScriptTool, SkillTools, Skipped, discover,

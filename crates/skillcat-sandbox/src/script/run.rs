@@ -45,21 +45,38 @@ impl RunGroup {
 /// Whether runs get a control group of their own on this host, and if not, why (found once
 /// per process): a host says this once, loudly, since without one the kernel memory a run
 /// holds and its memory across processes are not bounded.
-pub fn cgroup_status() -> Result<(), String> {
+pub fn cgroup_status() -> Result<(), NoCgroup> {
     #[cfg(target_os = "linux")]
     {
         sandbox::linux::cgroup::status()
             .map(|_| ())
-            .map_err(sandbox::linux::cgroup::missing_warning)
+            .map_err(|why| NoCgroup::Unavailable(why.to_string()))
     }
     #[cfg(not(target_os = "linux"))]
     {
-        Err(
-            "runs are not in a cgroup (cgroups exist only on Linux): each process is bounded \
-             by its rlimits alone"
-                .into(),
-        )
+        Err(NoCgroup::NotLinux)
     }
+}
+
+/// Why runs get no control group of their own ([`cgroup_status`]), shown as the warning a host
+/// says once: what is then not bounded, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NoCgroup {
+    /// Linux, but no cgroup v2 subtree or v1 hierarchies this process may write: why.
+    #[error(
+        "runs are not in a cgroup ({0}): each process is bounded by its rlimits, but the \
+         kernel memory a run holds (socket and pipe buffers) and its memory across processes \
+         are not; run skillcat as root, or where the system delegates a cgroup v2 subtree with \
+         the memory and pids controllers"
+    )]
+    Unavailable(String),
+    /// Not Linux: cgroups exist only there.
+    #[error(
+        "runs are not in a cgroup (cgroups exist only on Linux): each process is bounded by its \
+         rlimits alone"
+    )]
+    NotLinux,
 }
 
 /// Resource limits and caps of every run. All configurable.

@@ -197,9 +197,7 @@ impl SearchFailure {
     }
 
     fn from_error(e: &crate::Error) -> SearchFailure {
-        let stopped = e
-            .downcast_ref::<crate::registry::RegistryError>()
-            .is_some_and(|r| r.is_interrupted());
+        let stopped = e.kind() == crate::error::ErrorKind::Interrupted;
         SearchFailure::of(&e.to_string(), stopped)
     }
 }

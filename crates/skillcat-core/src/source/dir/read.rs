@@ -253,11 +253,12 @@ impl Inner {
         };
         let ratio = self.opts.max_sparse_ratio;
         if bytes > self.opts.sparse_floor && bytes > allocated.saturating_mul(ratio) {
-            return Err(Error::Invalid(format!(
-                "{}: a sparse file ({bytes} bytes over {allocated} bytes on disk, more than \
-                 {ratio} times as many): refused",
-                self.shown(path)
-            )));
+            return Err(Error::SparseFile {
+                location: self.shown(path),
+                size: bytes,
+                allocated,
+                ratio,
+            });
         }
         Ok(())
     }

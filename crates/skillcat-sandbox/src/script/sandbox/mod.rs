@@ -302,8 +302,8 @@ pub enum HelperRequest {
 
 impl HelperRequest {
     /// The JSON form passed on [`POLICY_FD`].
-    pub fn to_json(&self) -> Result<String, String> {
-        serde_json::to_string(self).map_err(|e| format!("cannot serialise the policy: {e}"))
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(self)
     }
 }
 

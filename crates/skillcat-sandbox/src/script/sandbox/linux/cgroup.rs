@@ -70,16 +70,6 @@ pub fn status() -> Result<&'static Cgroups, &'static str> {
         .map_err(String::as_str)
 }
 
-/// What a host says once when runs have no group: what is then not bounded.
-pub fn missing_warning(why: &str) -> String {
-    format!(
-        "runs are not in a cgroup ({why}): each process is bounded by its rlimits, but the \
-         kernel memory a run holds (socket and pipe buffers) and its memory across processes \
-         are not; run skillcat as root, or where the system delegates a cgroup v2 subtree with \
-         the memory and pids controllers"
-    )
-}
-
 fn uid() -> u32 {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() }
@@ -553,7 +543,8 @@ mod tests {
 
     #[test]
     fn the_warning_says_what_is_not_bounded() {
-        let w = missing_warning("no cgroup v2 hierarchy is mounted");
+        let w = crate::script::NoCgroup::Unavailable("no cgroup v2 hierarchy is mounted".into())
+            .to_string();
         assert!(w.contains("no cgroup v2 hierarchy is mounted"));
         assert!(w.contains("kernel memory"));
     }
