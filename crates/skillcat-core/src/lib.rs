@@ -17,9 +17,11 @@
 //! | [`source`] | the [`source::Source`] trait; directory and archive sources |
 //! | [`pack`] | reproducible archives of a skill |
 //! | [`compat`] | the reference validator's (`skills-ref`) API |
+//! | [`api`] | the JSON error body of the HTTP API, shared by its server and its clients |
 //!
 //! The crates above this one, and how they fit, are drawn in `docs/architecture.md`.
 
+pub mod api;
 pub mod archive;
 pub mod capability;
 pub mod compat;
