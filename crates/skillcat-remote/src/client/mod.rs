@@ -13,14 +13,24 @@
 //!              full-jitter exponential backoff capped at 10 s, Retry-After (seconds) honoured
 //! ```
 //!
-//! Body limits stay with each caller, which knows what it expects. URLs in messages go through
-//! [`redact`]: user names, passwords and query strings are never shown.
+//! [`Client`] is the type requests go out through: [`Client::fetch`] reads an answer under the
+//! caller's size limit, [`Client::send_json`] sends JSON; a failure is a [`RequestError`] whose
+//! kinds (a certificate that does not verify, a transport failure, too large) and the statuses
+//! ([`status_error`]) map to the library's error kinds in one place. The loops that repeat a
+//! request (the HTTP source's GETs, OCI's) share one retry loop. URLs in messages go through
+//! [`redact`], the one function that shows a URL: user names, passwords and query strings are
+//! never shown.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use reqwest::Url;
-use reqwest::header::{self, HeaderMap};
+
+mod request;
+mod retry;
+
+pub(crate) use request::describe;
+pub use request::{Answer, Client, RequestError, read_bounded, status_error};
+pub(crate) use retry::{Failure, Retry, is_retryable_status, retry_after};
 
 /// The HTTP stack the client is made of: the types its callers name (`Url`, `Method`,
 /// `StatusCode`, …), so no other crate depends on it directly.
@@ -232,9 +242,6 @@ pub fn redact(url: &Url) -> String {
     s
 }
 
-/// Longest wait between two attempts, whatever Retry-After says.
-pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(10);
-
 /// Whether to follow a redirect to `next`, given the URLs visited so far (the first request
 /// included): `None` to follow, else why not. Refused: more than `max` redirects (which also
 /// ends any loop), and plain http once any step was https (a downgrade would let anyone on
@@ -251,43 +258,6 @@ pub(crate) fn redirect_refusal(previous: &[Url], next: &Url, max: usize) -> Opti
     } else {
         None
     }
-}
-
-/// Statuses worth another try: server errors, and the client errors that mean "later".
-pub(crate) fn is_retryable_status(status: u16) -> bool {
-    (500..600).contains(&status) || status == 408 || status == 429
-}
-
-/// `Retry-After` in seconds (the HTTP-date form is ignored).
-pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let v = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
-    v.trim().parse::<u64>().ok().map(Duration::from_secs)
-}
-
-/// How long to wait before attempt `attempt + 1`: what the server asked for (capped), else
-/// "full jitter" — a uniform share (`jitter` in `[0, 1)`) of `base × 2^attempt`, capped.
-pub(crate) fn backoff(
-    attempt: u32,
-    base: Duration,
-    retry_after: Option<Duration>,
-    jitter: f64,
-) -> Duration {
-    if let Some(wait) = retry_after {
-        return wait.min(MAX_BACKOFF);
-    }
-    let ceiling = base
-        .saturating_mul(1u32.checked_shl(attempt.min(16)).unwrap_or(u32::MAX))
-        .min(MAX_BACKOFF);
-    ceiling.mul_f64(jitter.clamp(0.0, 1.0))
-}
-
-/// A number in `[0, 1)`, different on each call (not for secrets).
-pub(crate) fn jitter() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 #[cfg(test)]
@@ -343,38 +313,6 @@ mod tests {
         // The refusal never shows credentials.
         let why = redirect_refusal(&[u("https://h/a")], &u("http://u:pw@h/a?t=1"), 10).unwrap();
         assert!(!why.contains("pw") && !why.contains("t=1"), "{why}");
-    }
-
-    #[test]
-    fn which_statuses_are_retried() {
-        for s in [500, 502, 503, 504, 408, 429] {
-            assert!(is_retryable_status(s), "{s}");
-        }
-        for s in [400, 401, 403, 404, 410, 416] {
-            assert!(!is_retryable_status(s), "{s}");
-        }
-    }
-
-    #[test]
-    fn backoff_is_full_jitter_capped_and_honours_retry_after() {
-        let base = Duration::from_millis(100);
-        assert_eq!(backoff(0, base, None, 0.0), Duration::ZERO);
-        assert_eq!(backoff(0, base, None, 0.5), Duration::from_millis(50));
-        assert_eq!(backoff(3, base, None, 0.5), Duration::from_millis(400));
-        assert_eq!(
-            backoff(40, base, None, 0.999_999),
-            MAX_BACKOFF.mul_f64(0.999_999)
-        );
-        assert_eq!(
-            backoff(0, base, Some(Duration::from_secs(2)), 0.1),
-            Duration::from_secs(2)
-        );
-        assert_eq!(
-            backoff(0, base, Some(Duration::from_secs(3600)), 0.1),
-            MAX_BACKOFF
-        );
-        let j = jitter();
-        assert!((0.0..1.0).contains(&j));
     }
 
     #[test]

@@ -21,10 +21,10 @@ use super::auth::{
 };
 use super::layout::{ACCEPT, INDEX_V1, MAX_MANIFEST};
 use super::reference::Reference;
+use crate::client::{Failure, RequestError, Retry, describe, is_retryable_status, retry_after};
 use crate::digest::sha256_digest;
 use crate::error::{Error, Result};
 use crate::http::HttpOptions;
-use crate::http::client::describe;
 use crate::http::redact;
 
 /// How a client reaches a registry.
@@ -366,26 +366,34 @@ impl Client {
         auth: Option<&str>,
     ) -> Result<reqwest::Response> {
         let repeatable = method == Method::GET || method == Method::HEAD;
-        let mut attempt = 0;
-        loop {
-            let req = self.request(method.clone(), url, headers.clone(), body.clone(), auth)?;
-            let sent = self.transmit(url, req).await;
-            let retry_after = match &sent {
-                Ok(r) if crate::client::is_retryable_status(r.status().as_u16()) => {
-                    crate::client::retry_after(r.headers())
+        let retry = Retry {
+            retries: self.retries,
+            backoff: self.backoff,
+        };
+        // A retryable status that is the last answer is returned as the answer: the error
+        // side of the loop carries what was sent.
+        let sent = retry
+            .run(None, || async {
+                let req = self
+                    .request(method.clone(), url, headers.clone(), body.clone(), auth)
+                    .map_err(|e| Failure::last(Err(e)))?;
+                match self.transmit(url, req).await {
+                    Ok(r) if is_retryable_status(r.status().as_u16()) => Err(Failure {
+                        retry: repeatable,
+                        retry_after: retry_after(r.headers()),
+                        error: Ok(r),
+                    }),
+                    Ok(r) => Ok(r),
+                    // `transmit` fails only in transport: the request went out (or tried to).
+                    Err(e) => Err(Failure {
+                        retry: repeatable,
+                        retry_after: None,
+                        error: Err(e),
+                    }),
                 }
-                Ok(_) => return sent,
-                // `transmit` fails only in transport: the request went out (or tried to).
-                Err(_) => None,
-            };
-            if !repeatable || attempt >= self.retries {
-                return sent;
-            }
-            let wait =
-                crate::client::backoff(attempt, self.backoff, retry_after, crate::client::jitter());
-            tokio::time::sleep(wait).await;
-            attempt += 1;
-        }
+            })
+            .await;
+        sent.or_else(|last| last)
     }
 
     /// Builds one request with the authorization in use. Fails only before anything is sent.
@@ -419,13 +427,7 @@ impl Client {
         self.requests.fetch_add(1, Ordering::Relaxed);
         match tokio::time::timeout(self.deadline, req.send()).await {
             Ok(Ok(r)) => Ok(r),
-            Ok(Err(e)) => Err(match crate::client::certificate_failure(&e) {
-                Some(reason) => Error::Certificate {
-                    location: redact(url),
-                    reason,
-                },
-                None => transport(url, &describe(e)),
-            }),
+            Ok(Err(e)) => Err(RequestError::of(&redact(url), e).into()),
             Err(_) => Err(transport(
                 url,
                 &format!(
@@ -631,18 +633,11 @@ fn expect(resp: reqwest::Response, url: &Url, ok: &[StatusCode]) -> Result<reqwe
     if ok.contains(&status) {
         return Ok(resp);
     }
-    let shown = redact(url);
-    Err(match status {
-        StatusCode::NOT_FOUND => Error::NotFound(format!("{shown} (HTTP 404)")),
-        StatusCode::FORBIDDEN => Error::PermissionDenied {
-            location: shown,
-            reason: "HTTP 403: the registry denies this to the credentials in use".into(),
-        },
-        s => Error::Remote {
-            url: shown,
-            status: s.as_u16(),
-        },
-    })
+    Err(crate::client::status_error(
+        redact(url),
+        status.as_u16(),
+        "the registry denies this to the credentials in use",
+    ))
 }
 
 fn transport(url: &Url, detail: &str) -> Error {
