@@ -242,6 +242,28 @@ pub fn redact(url: &Url) -> String {
     s
 }
 
+/// Text meant as a URL that does not parse, as it may be shown: what [`redact`] hides, found
+/// by text — anything before an `@` in what would be its authority, and the query.
+pub fn unparsed_shown(raw: &str) -> String {
+    let (scheme, rest) = match raw.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), raw),
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let authority = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("***@{host}"),
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let fragment = query.find('#').map_or("", |i| &query[i..]);
+            format!("{path}?…{fragment}")
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}{authority}{tail}")
+}
+
 /// Whether to follow a redirect to `next`, given the URLs visited so far (the first request
 /// included): `None` to follow, else why not. Refused: more than `max` redirects (which also
 /// ends any loop), and plain http once any step was https (a downgrade would let anyone on
@@ -272,6 +294,18 @@ mod tests {
         assert_eq!(shown, "https://***@example.com/a/index.json?…#frag");
         let plain = Url::parse("http://127.0.0.1:8080/").unwrap();
         assert_eq!(redact(&plain), "http://127.0.0.1:8080/");
+    }
+
+    #[test]
+    fn text_that_is_no_url_is_shown_without_credentials_or_query() {
+        for (raw, shown) in [
+            ("http://user:secret@", "http://***@"),
+            ("user:secret@h", "***@h"),
+            ("ftp://u:p@h/a?token=t#f", "ftp://***@h/a?…#f"),
+            ("not a url", "not a url"),
+        ] {
+            assert_eq!(unparsed_shown(raw), shown, "{raw}");
+        }
     }
 
     #[test]
