@@ -41,7 +41,8 @@ pub mod source {
     pub use skillcat_registry::RegistrySource;
     pub use skillcat_remote::{http, oci};
     pub use skillcat_sources::{
-        GitError, GitSource, ToSpec, git, index_verifier, open, open_with, validate, validate_paths,
+        GitError, GitSource, IndexCheck, IndexVerifier, OpenOptions, ToSpec, git, index_verifier,
+        open, open_with, validate, validate_paths,
     };
 }
 

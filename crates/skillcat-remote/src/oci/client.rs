@@ -36,6 +36,8 @@ pub struct ClientOptions {
     pub allow_insecure: bool,
     /// Ask for push rights as well as pull (bearer token scope).
     pub push: bool,
+    /// The Docker configuration credentials are looked up in (`None`: none is read).
+    pub docker_config: Option<std::path::PathBuf>,
 }
 
 /// A client of one repository of one registry.
@@ -49,6 +51,7 @@ pub struct Client {
     creds: Option<Credentials>,
     auth: Mutex<Option<String>>,
     push: bool,
+    docker_config: Option<std::path::PathBuf>,
     deadline: Duration,
     retries: u32,
     backoff: Duration,
@@ -95,7 +98,7 @@ impl Client {
         let env = EnvCredentials::read();
         let creds = env
             .for_registry(&reference.registry)
-            .or_else(|| docker_lookup(&reference.registry));
+            .or_else(|| docker_lookup(opts.docker_config.as_deref(), &reference.registry));
         Ok(Client {
             http,
             shown: format!("{scheme}://{}", reference.registry),
@@ -106,6 +109,7 @@ impl Client {
             creds,
             auth: Mutex::new(None),
             push: opts.push,
+            docker_config: opts.docker_config.clone(),
             deadline: opts.http.timeout,
             retries: opts.http.retries,
             backoff: opts.http.backoff,
@@ -530,7 +534,7 @@ impl Client {
         let host = realm_host(realm)?;
         self.env
             .for_realm(&self.registry, &host)
-            .or_else(|| docker_lookup(&host))
+            .or_else(|| docker_lookup(self.docker_config.as_deref(), &host))
     }
 
     fn auth_error(&self, why: &str) -> Error {
@@ -662,6 +666,7 @@ mod tests {
                 http: HttpOptions::default(),
                 allow_insecure,
                 push: false,
+                docker_config: None,
             };
             Client::new(&Reference::parse(text).unwrap(), &opts).map(|c| c.shown)
         };
@@ -705,6 +710,7 @@ mod tests {
             },
             allow_insecure: false,
             push: false,
+            docker_config: None,
         };
         let client = Client::new(&Reference::parse("oci://127.0.0.1:9/a").unwrap(), &opts).unwrap();
         let url = Url::parse("http://127.0.0.1:9/v2/").unwrap();
