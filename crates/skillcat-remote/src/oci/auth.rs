@@ -78,7 +78,7 @@ impl Credentials {
 /// The credentials the Docker configuration at `path` (`config.json`) holds for `host`.
 pub fn docker_lookup(path: Option<&Path>, host: &str) -> Option<Credentials> {
     let path = path?;
-    let text = std::fs::read_to_string(&path).ok()?;
+    let text = std::fs::read_to_string(path).ok()?;
     from_docker_config(&text, host, &path.display().to_string())
 }
 
