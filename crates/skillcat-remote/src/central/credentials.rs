@@ -1,7 +1,7 @@
 //! The tokens `skillcat login` keeps: one per central registry, as `cargo login` keeps one per
 //! registry, in a TOML file the caller names (`credentials.toml` beside the user's
 //! configuration), readable by its owner alone (0600), written through a temporary file
-//! renamed into place. A registry is named by [`registry_key`](super::registry_key).
+//! renamed into place. A registry is named by [`registry_key`](super::registry_key()).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
