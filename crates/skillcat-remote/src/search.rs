@@ -86,6 +86,7 @@ pub async fn search(
             RequestError::Transport { detail, .. } => {
                 Error::Invalid(format!("{shown}: the search could not be sent: {detail}"))
             }
+            e => e.into(),
         })?;
     let status = answer.status;
     let json: Option<serde_json::Value> = serde_json::from_slice(&answer.body).ok();

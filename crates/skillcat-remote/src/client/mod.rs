@@ -1,5 +1,5 @@
 //! The one HTTP client: every request skillcat sends to a server goes out through a client
-//! [`build`] makes — the HTTP and OCI sources, a central registry's API (`publish`, `yank`),
+//! [`Client::new`] makes — the HTTP and OCI sources, a central registry's API (`publish`, `yank`),
 //! embedding providers — under one policy:
 //!
 //! ```text
@@ -94,8 +94,8 @@ pub enum ClientError {
     Build(#[source] reqwest::Error),
 }
 
-/// A client with `policy`: the one place skillcat makes one.
-pub fn build(policy: &Policy) -> Result<reqwest::Client, ClientError> {
+/// The HTTP stack's client with `policy`: the one place skillcat makes one ([`Client::new`]).
+pub(crate) fn build(policy: &Policy) -> Result<reqwest::Client, ClientError> {
     let redirect = match policy.redirects {
         Redirects::Never => reqwest::redirect::Policy::none(),
         Redirects::Follow { max } => reqwest::redirect::Policy::custom(move |attempt| {

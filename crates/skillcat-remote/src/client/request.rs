@@ -2,6 +2,8 @@
 //! apart, reading an answer under a size limit, a JSON body sent, and one mapping of what went
 //! wrong to the library's error kinds.
 
+use std::time::Duration;
+
 use bytes::{Bytes, BytesMut};
 use reqwest::header::{self, HeaderMap};
 use reqwest::{Method, StatusCode, Url};
@@ -49,6 +51,12 @@ pub enum RequestError {
         /// What failed, with its causes, without the URL.
         detail: String,
     },
+    /// The body stopped arriving for longer than the caller allows between two reads.
+    #[error("{url}: the body stalled")]
+    Stalled {
+        /// The URL asked.
+        url: String,
+    },
     /// The answer is longer than the limit asked for.
     #[error("{url}: larger than the limit of {limit} bytes")]
     TooLarge {
@@ -88,6 +96,10 @@ impl From<RequestError> for Error {
             RequestError::Transport { url, detail } => {
                 Error::io(url, std::io::Error::other(detail))
             }
+            RequestError::Stalled { url } => Error::io(
+                url,
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "the body stalled"),
+            ),
             RequestError::TooLarge { url, size, limit } => Error::TooLarge {
                 path: url,
                 size,
@@ -148,7 +160,7 @@ impl Client {
             .map_err(|e| RequestError::of(&shown, e))?;
         let status = resp.status();
         let headers = resp.headers().clone();
-        let body = read_bounded(resp, &shown, limit).await?;
+        let body = read_bounded(resp, &shown, limit, None).await?;
         Ok(Answer {
             status,
             headers,
@@ -209,11 +221,13 @@ impl Answer {
 }
 
 /// The body of `resp`, at most `limit` bytes: Content-Length is checked first, then the bytes
-/// as they arrive (Content-Length is never trusted alone).
+/// as they arrive (Content-Length is never trusted alone). With `stall`, a wait for the next
+/// bytes longer than that is [`RequestError::Stalled`].
 pub async fn read_bounded(
     mut resp: reqwest::Response,
     shown: &str,
     limit: u64,
+    stall: Option<Duration>,
 ) -> Result<Bytes, RequestError> {
     let too_large = |size| RequestError::TooLarge {
         url: shown.to_string(),
@@ -226,16 +240,27 @@ pub async fn read_bounded(
         return Err(too_large(len));
     }
     let mut buf = BytesMut::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| RequestError::Transport {
-        url: shown.to_string(),
-        detail: describe(e),
-    })? {
+    loop {
+        let next = match stall {
+            Some(wait) => tokio::time::timeout(wait, resp.chunk())
+                .await
+                .map_err(|_| RequestError::Stalled {
+                    url: shown.to_string(),
+                })?,
+            None => resp.chunk().await,
+        };
+        let chunk = next.map_err(|e| RequestError::Transport {
+            url: shown.to_string(),
+            detail: describe(e),
+        })?;
+        let Some(chunk) = chunk else {
+            return Ok(buf.freeze());
+        };
         if (buf.len() + chunk.len()) as u64 > limit {
             return Err(too_large((buf.len() + chunk.len()) as u64));
         }
         buf.extend_from_slice(&chunk);
     }
-    Ok(buf.freeze())
 }
 
 /// A reqwest error as text, without the URL it carries (which may hold credentials), with

@@ -161,7 +161,7 @@ pub(super) struct Counters {
 /// The HTTP client with its limits.
 #[derive(Debug)]
 pub(super) struct Fetcher {
-    client: reqwest::Client,
+    client: client::Client,
     permits: Semaphore,
     retries: u32,
     backoff: Duration,
@@ -173,7 +173,7 @@ pub(super) struct Fetcher {
 
 impl Fetcher {
     pub(super) fn new(opts: &HttpOptions, counters: Arc<Counters>) -> Result<Fetcher, Error> {
-        let client = client::build(&opts.policy())
+        let client = client::Client::new(&opts.policy())
             .map_err(|e| Error::other("cannot set up the HTTP client", e))?;
         Ok(Fetcher {
             client,
@@ -306,7 +306,7 @@ impl Fetcher {
     ) -> reqwest::RequestBuilder {
         let mut req = self
             .client
-            .get(url.clone())
+            .request(reqwest::Method::GET, url.clone())
             .header(
                 header::ACCEPT_ENCODING,
                 if gzip { "gzip, identity" } else { "identity" },

@@ -11,7 +11,7 @@ use std::sync::PoisonError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 
@@ -21,7 +21,7 @@ use super::auth::{
 };
 use super::layout::{ACCEPT, INDEX_V1, MAX_MANIFEST};
 use super::reference::Reference;
-use crate::client::{Failure, RequestError, Retry, describe, is_retryable_status, retry_after};
+use crate::client::{Failure, RequestError, Retry, is_retryable_status, read_bounded, retry_after};
 use crate::digest::sha256_digest;
 use crate::error::{Error, Result};
 use crate::http::HttpOptions;
@@ -42,7 +42,7 @@ pub struct ClientOptions {
 
 /// A client of one repository of one registry.
 pub struct Client {
-    http: reqwest::Client,
+    http: crate::client::Client,
     base: Url,
     repository: String,
     registry: String,
@@ -93,7 +93,7 @@ impl Client {
         }
         let base = Url::parse(&format!("{scheme}://{}/", reference.registry))
             .map_err(|e| Error::other(format!("{reference}: not a registry address"), e))?;
-        let http = crate::client::build(&opts.http.policy())
+        let http = crate::client::Client::new(&opts.http.policy())
             .map_err(|e| Error::other("cannot set up the HTTP client", e))?;
         let env = EnvCredentials::read();
         let creds = env
@@ -572,32 +572,15 @@ impl Client {
 
     /// Reads a body of at most `limit` bytes (checked against Content-Length first, then on
     /// the bytes received).
-    async fn body(&self, mut resp: reqwest::Response, url: &Url, limit: u64) -> Result<Received> {
-        let too_large = |size| Error::TooLarge {
-            path: redact(url),
-            size,
-            limit,
-        };
-        if let Some(len) = resp.content_length()
-            && len > limit
-        {
-            return Err(too_large(len));
-        }
+    async fn body(&self, resp: reqwest::Response, url: &Url, limit: u64) -> Result<Received> {
         let content_type = text(resp.headers(), "content-type");
-        let mut buf = BytesMut::new();
-        loop {
-            let chunk = tokio::time::timeout(self.deadline, resp.chunk())
-                .await
-                .map_err(|_| transport(url, "the body stalled (--timeout)"))?
-                .map_err(|e| transport(url, &describe(e)))?;
-            let Some(chunk) = chunk else { break };
-            if (buf.len() + chunk.len()) as u64 > limit {
-                return Err(too_large((buf.len() + chunk.len()) as u64));
-            }
-            buf.extend_from_slice(&chunk);
-        }
-        self.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
-        let bytes = buf.freeze();
+        let bytes = read_bounded(resp, &redact(url), limit, Some(self.deadline))
+            .await
+            .map_err(|e| match e {
+                RequestError::Stalled { .. } => transport(url, "the body stalled (--timeout)"),
+                e => e.into(),
+            })?;
+        self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         Ok(Received {
             digest: sha256_digest(&bytes),
             bytes,
