@@ -287,7 +287,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn redact_hides_credentials_and_queries() {
+    fn a_url_is_shown_without_credentials_or_queries() {
         let u = Url::parse("https://user:secret@example.com/a/index.json?token=t#frag").unwrap();
         let shown = redact(&u);
         assert!(!shown.contains("secret") && !shown.contains("user") && !shown.contains("token"));
