@@ -428,4 +428,80 @@ mod tests {
         let t = Token::new("secret", TokenFrom::Env).unwrap();
         assert!(!format!("{t:?}").contains("secret"));
     }
+
+    /// A server on 127.0.0.1 that answers each of `answers` to one request, in turn, and
+    /// hands back the request heads it read.
+    async fn answering(
+        answers: Vec<(u16, &'static str)>,
+    ) -> (Url, tokio::task::JoinHandle<Vec<String>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
+        let server = tokio::spawn(async move {
+            let mut heads = Vec::new();
+            for (status, body) in answers {
+                let (mut conn, _) = listener.accept().await.unwrap();
+                let mut head = Vec::new();
+                while !head.ends_with(b"\r\n\r\n") {
+                    let mut byte = [0];
+                    if conn.read(&mut byte).await.unwrap() == 0 {
+                        break;
+                    }
+                    head.push(byte[0]);
+                }
+                heads.push(String::from_utf8_lossy(&head).into_owned());
+                let answer = format!(
+                    "HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                conn.write_all(answer.as_bytes()).await.unwrap();
+            }
+            heads
+        });
+        (url, server)
+    }
+
+    #[tokio::test]
+    async fn answers_are_read_by_their_kind() {
+        let refusal = r#"{"errors":[{"code":"unauthorized","detail":"the token is revoked"}]}"#;
+        let (url, server) = answering(vec![
+            (200, r#"{"changed":false}"#),
+            (401, refusal),
+            (200, "not json"),
+            (500, "  plain words\n"),
+        ])
+        .await;
+        let token = Token::new("t0k", TokenFrom::Env).unwrap();
+        let registry = Registry::new(url, token, &Policy::default()).unwrap();
+        assert!(!registry.yank("pdf", "1.0.0", false).await.unwrap());
+        match registry.yank("pdf", "1.0.0", true).await {
+            Err(CentralError::Refused { status, detail }) => {
+                assert_eq!(status.as_u16(), 401);
+                assert_eq!(detail, "the token is revoked");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            registry.yank("pdf", "1.0.0", false).await,
+            Err(CentralError::NoJson { .. })
+        ));
+        let e = registry.yank("pdf", "1.0.0", false).await.unwrap_err();
+        assert_eq!(e.to_string(), "500 Internal Server Error: plain words");
+        let heads = server.await.unwrap();
+        assert!(
+            heads[0].starts_with("DELETE /api/v1/skills/pdf/1.0.0/yank "),
+            "{}",
+            heads[0]
+        );
+        assert!(
+            heads[1].starts_with("PUT /api/v1/skills/pdf/1.0.0/unyank "),
+            "{}",
+            heads[1]
+        );
+        assert!(
+            heads[0]
+                .to_ascii_lowercase()
+                .contains("authorization: bearer t0k")
+        );
+    }
 }
