@@ -15,7 +15,7 @@
 //! | `skillcat-core` | [`path`], [`document`], [`digest`], [`archive`], [`prompt`], [`capability`], [`source`] (trait, directory and archive stores), [`pack`], [`fs`] (the one atomic write), [`compat`], [`error`], [`units`] |
 //! | `skillcat-sign` | [`sign`]: minisign signatures, statements, scoped keyrings |
 //! | `skillcat-registry` | [`registry`], [`publish`], the SQLite store ([`source::RegistrySource`]) |
-//! | `skillcat-remote` | [`client`] (the one HTTP client), the HTTP and OCI stores ([`source::http`], [`source::oci`]) and [`push`] |
+//! | `skillcat-remote` | [`client`] (the one HTTP client), the HTTP and OCI stores ([`source::http`], [`source::oci`]), [`push`] and [`central`] (a central registry's client) |
 //! | `skillcat-sources` | [`source::open`]: every kind of store from one [`source::SourceSpec`], git included ([`source::GitSource`]); [`source::validate_paths`]: one report for each skill root a list of paths names |
 //! | `skillcat-sandbox` | [`script`] (confined runs), [`guest`] (QuickJS tools) and [`tool`] (what every kind of tool shares: its names, its common failures) |
 //! | `skillcat-runtime` | [`config`], [`catalog`], [`matching`], [`runtime`], [`mcp`] |
@@ -27,7 +27,9 @@
 //! `neural` adds the offline neural ranker.
 
 pub use skillcat_core::{Error, ErrorKind, Result};
-pub use skillcat_core::{archive, capability, compat, digest, error, fs, pack, path, prompt, units};
+pub use skillcat_core::{
+    archive, capability, compat, digest, error, fs, pack, path, prompt, units,
+};
 
 /// The SKILL.md document, and look-alike names (`skillcat-core`).
 pub mod document {
@@ -41,8 +43,8 @@ pub mod source {
     pub use skillcat_registry::RegistrySource;
     pub use skillcat_remote::{http, oci};
     pub use skillcat_sources::{
-        GitError, GitSource, MarketplaceSource, ToSpec, git, index_verifier, marketplace, open,
-        open_with, validate, validate_paths,
+        GitError, GitSource, IndexCheck, IndexVerifier, MarketplaceSource, OpenOptions, ToSpec,
+        git, index_verifier, marketplace, open, open_with, validate, validate_paths,
     };
 }
 
@@ -50,7 +52,7 @@ pub use skillcat_sign as sign;
 
 pub use skillcat_registry as registry;
 pub use skillcat_registry::prepare as publish;
-pub use skillcat_remote::{client, push, search};
+pub use skillcat_remote::{central, client, push, search};
 
 pub use skillcat_sandbox::{guest, script, tool};
 

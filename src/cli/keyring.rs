@@ -214,35 +214,3 @@ pub fn revoke(a: RevokeArgs, g: &Globals) -> CliResult {
     }
     Ok(ExitStatus::Success)
 }
-
-/// Writes `text` to `path` through a temporary file in the same folder renamed into place;
-/// `create_dir` makes the folder first, private ([`create_private_dir`](super::create_private_dir):
-/// the default keyring's `~/.config/skillcat`); `mode`, when
-/// given, is the new file's permission bits whatever the old file had.
-pub(super) fn write_atomically(
-    path: &Path,
-    text: &str,
-    create_dir: bool,
-    mode: Option<u32>,
-) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if create_dir {
-        super::create_private_dir(dir)?;
-    }
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    // Readable by others as a keyring is (it holds public keys), or as the file was.
-    let mode = mode.unwrap_or_else(|| {
-        std::fs::metadata(path).map_or(0o644, |m| {
-            std::os::unix::fs::PermissionsExt::mode(&m.permissions())
-        })
-    });
-    tmp.as_file()
-        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
-    tmp.write_all(text.as_bytes())?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}

@@ -13,19 +13,12 @@
 //! there (`skillcat token revoke`).
 
 use std::io::{BufRead, IsTerminal, Read, Write};
-use std::path::PathBuf;
 
-use skillcat::client::reqwest::Url;
+use skillcat::central::credentials::CREDENTIALS_FILE;
+use skillcat::central::{self, Credentials};
 
+use super::publish::said;
 use super::{CliError, CliResult, ExitStatus};
-
-/// The file name of the kept tokens, beside the user's configuration.
-const CREDENTIALS_FILE: &str = "credentials.toml";
-
-/// The first lines of the credentials file.
-const HEADER: &str = "# skillcat credentials: a publish token for each central registry, kept by \
-`skillcat login URL`\n# and used by `skillcat publish` and `yank`. Readable by you alone; \
-`skillcat logout URL` removes one.\n\n";
 
 /// The longest line read as a token on stdin.
 const MAX_TOKEN_LINE: u64 = 64 * 1024;
@@ -57,72 +50,17 @@ pub struct LogoutArgs {
     url: String,
 }
 
-/// The name a registry's token is kept under: scheme, host, port when not the scheme's default,
-/// and path, without a trailing `/` (no query, no fragment).
-pub(super) fn registry_key(url: &Url) -> String {
-    let host = url.host_str().unwrap_or("");
-    let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
-    let path = url.path().trim_end_matches('/');
-    format!("{}://{host}{port}{path}", url.scheme())
-}
-
-/// `~/.config/skillcat/credentials.toml`, where the user's configuration is.
-fn credentials_file() -> Result<PathBuf, CliError> {
+/// The tokens `skillcat login` keeps, in `~/.config/skillcat/credentials.toml` (where the user's
+/// configuration is).
+pub(super) fn credentials() -> Result<Credentials, CliError> {
     let env = skillcat::config::Environment::current()
         .map_err(|e| usage!("cannot read the working directory: {e}"))?;
-    skillcat::config::Config::user_file(&env)
+    let path = skillcat::config::Config::user_file(&env)
         .and_then(|f| f.parent().map(|d| d.join(CREDENTIALS_FILE)))
         .ok_or_else(|| {
             usage!("no home directory ($HOME) to keep the token in; pass --token-file FILE instead")
-        })
-}
-
-/// The kept tokens: the file's TOML table (empty when there is no file yet).
-fn load(path: &std::path::Path) -> Result<toml::Table, CliError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(toml::Table::new()),
-        Err(e) => return Err(usage!("cannot read {}: {e}", path.display())),
-    };
-    // A TOML error quotes the line it is on, which may hold a token: say where, not what.
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        let at = e
-            .span()
-            .map(|s| format!(" (line {})", text[..s.start].lines().count().max(1)))
-            .unwrap_or_default();
-        usage!(
-            "{} is not a credentials file{at}; fix it, or remove it and `skillcat login` again",
-            path.display()
-        )
-    })?;
-    Ok(table)
-}
-
-/// The registries' tokens in `table`, when it has the shape `login` writes.
-fn registries(table: &toml::Table) -> Option<&toml::Table> {
-    table.get("registries").and_then(toml::Value::as_table)
-}
-
-/// The token `skillcat login` kept for the registry at `url`, and the file it is kept in.
-pub(super) fn kept_token(url: &Url) -> Result<Option<(String, PathBuf)>, CliError> {
-    let path = credentials_file()?;
-    let table = load(&path)?;
-    let key = registry_key(url);
-    let token = registries(&table)
-        .and_then(|r| r.get(&key))
-        .and_then(|e| e.get("token"))
-        .and_then(toml::Value::as_str)
-        .map(str::to_string);
-    Ok(token.map(|t| (t, path)))
-}
-
-fn save(path: &std::path::Path, table: &toml::Table) -> Result<(), CliError> {
-    let text = format!(
-        "{HEADER}{}",
-        toml::to_string(table).map_err(|e| failed!("cannot write {}: {e}", path.display()))?
-    );
-    super::keyring::write_atomically(path, &text, true, Some(0o600))
-        .map_err(|e| failed!("cannot write {}: {e}", path.display()))
+        })?;
+    Credentials::load(&path).map_err(said)
 }
 
 /// The token on stdin: asked without echo on a terminal, else the first line piped in.
@@ -148,39 +86,25 @@ fn read_token(key: &str) -> Result<String, CliError> {
         }
         line
     };
-    super::publish::checked_token(&text)
+    central::checked_token(&text).map_err(said)
 }
 
 /// `skillcat login URL` (the token on stdin)
 pub fn login(a: LoginArgs) -> CliResult {
-    let url = super::publish::registry_url(&a.url)?;
-    let key = registry_key(&url);
-    let path = credentials_file()?;
+    let url = central::registry_url(&a.url).map_err(said)?;
+    let key = central::registry_key(&url);
     // Refuse a broken file before asking for anything.
-    let mut table = load(&path)?;
+    let mut store = credentials()?;
     let token = read_token(&key)?;
-    let registries = table
-        .entry("registries")
-        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-    let Some(registries) = registries.as_table_mut() else {
-        return Err(usage!(
-            "{}: `registries` is not a table; fix it, or remove the file and log in again",
-            path.display()
-        ));
-    };
-    let mut entry = toml::Table::new();
-    entry.insert("token".into(), toml::Value::String(token));
-    let replaced = registries
-        .insert(key.clone(), toml::Value::Table(entry))
-        .is_some();
-    save(&path, &table)?;
+    let replaced = store.keep(&url, &token).map_err(said)?;
+    store.save().map_err(said)?;
     out!(
         "{} the token for {key} in {} (readable by you alone); publish and yank to it use it \
          unless given --token-file or $SKILLCAT_TOKEN",
         if replaced { "Replaced" } else { "Kept" },
-        path.display()
+        store.path().display()
     );
-    if url.scheme() == "http" && !super::publish::is_loopback(&url) {
+    if url.scheme() == "http" && !central::is_loopback(&url) {
         note!(
             "warning: {key} is plain http: publish sends the token there only with \
              --allow-insecure (use https://)"
@@ -191,54 +115,18 @@ pub fn login(a: LoginArgs) -> CliResult {
 
 /// `skillcat logout URL`
 pub fn logout(a: LogoutArgs) -> CliResult {
-    let url = super::publish::registry_url(&a.url)?;
-    let key = registry_key(&url);
-    let path = credentials_file()?;
-    let mut table = load(&path)?;
-    let removed = table
-        .get_mut("registries")
-        .and_then(toml::Value::as_table_mut)
-        .and_then(|r| r.remove(&key))
-        .is_some();
-    if !removed {
+    let url = central::registry_url(&a.url).map_err(said)?;
+    let key = central::registry_key(&url);
+    let mut store = credentials()?;
+    if !store.forget(&url) {
         out!("No token was kept for {key} (nothing to remove)");
         return Ok(ExitStatus::Success);
     }
-    if table
-        .get("registries")
-        .and_then(toml::Value::as_table)
-        .is_some_and(toml::Table::is_empty)
-    {
-        table.remove("registries");
-    }
-    save(&path, &table)?;
+    store.save().map_err(said)?;
     out!(
         "Removed the token kept for {key} from {}; it stays valid on the registry until it is \
          revoked there (skillcat token revoke NAME --tokens FILE)",
-        path.display()
+        store.path().display()
     );
     Ok(ExitStatus::Success)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// One registry, however its URL is spelled: case, the default port, a trailing `/`, a
-    /// query or fragment; another port or path is another registry.
-    #[test]
-    fn a_registry_is_named_by_its_normalised_url() {
-        let key = |u: &str| registry_key(&Url::parse(u).unwrap());
-        for u in [
-            "https://Skills.Example.com/team/",
-            "https://skills.example.com:443/team",
-            "HTTPS://skills.example.com/team?x=1#y",
-        ] {
-            assert_eq!(key(u), "https://skills.example.com/team", "{u}");
-        }
-        assert_eq!(key("http://127.0.0.1:8080/"), "http://127.0.0.1:8080");
-        assert_eq!(key("http://[::1]:80/"), "http://[::1]");
-        assert_ne!(key("https://h:8443/"), key("https://h/"));
-        assert_ne!(key("https://h/a"), key("https://h/b"));
-    }
 }

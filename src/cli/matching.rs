@@ -207,7 +207,7 @@ impl Settings {
             .cache_dir
             .clone()
             .or_else(|| config.cache_dir.clone())
-            .or_else(skillcat::source::http::default_cache_dir);
+            .or_else(|| g.open.user_cache_dir.clone());
         Ok(Settings {
             matcher: m,
             format: a.format,

@@ -171,6 +171,36 @@ pub(crate) fn shown_on_stdout(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// The user's cache directory: `$XDG_CACHE_HOME/skillcat`, else `$HOME/.cache/skillcat`
+/// (relative values are ignored, as the XDG rules say). `None` when neither is set. Read here,
+/// not in the library, which is told where its cache is.
+fn user_cache_dir() -> Option<std::path::PathBuf> {
+    let abs = |v: std::ffi::OsString| Some(std::path::PathBuf::from(v)).filter(|p| p.is_absolute());
+    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").and_then(abs) {
+        return Some(xdg.join("skillcat"));
+    }
+    std::env::var_os("HOME")
+        .and_then(abs)
+        .map(|h| h.join(".cache").join("skillcat"))
+}
+
+/// `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`: where an OCI registry's
+/// credentials may be kept.
+fn docker_config() -> Option<std::path::PathBuf> {
+    if let Some(dir) = std::env::var_os("DOCKER_CONFIG") {
+        return Some(std::path::PathBuf::from(dir).join("config.json"));
+    }
+    std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".docker/config.json"))
+}
+
+#[test]
+fn user_cache_dir_follows_xdg() {
+    // Read-only check: whatever the environment, the answer ends in "skillcat".
+    if let Some(d) = user_cache_dir() {
+        assert!(d.ends_with("skillcat") && d.is_absolute());
+    }
+}
+
 /// Makes `dir` and any missing parent as folders only their owner can enter (0700), whatever
 /// the process umask: where skillcat keeps its configuration, keyring and credentials, so that
 /// no other user can plant a file there (a `keyring.toml`). Folders that already exist keep
@@ -373,6 +403,8 @@ impl Globals {
         Ok(Globals {
             open: skillcat::source::OpenOptions {
                 cache_dir: remote.cache.clone(),
+                user_cache_dir: user_cache_dir(),
+                docker_config: docker_config(),
                 offline: remote.offline,
                 timeout: remote.server.timeout,
                 max_index_entries: remote.max_index_entries.map(std::num::NonZeroUsize::get),

@@ -59,6 +59,7 @@ pub async fn push(a: PushArgs, g: &Globals) -> CliResult {
         http: HttpOptions::from(&g.open),
         allow_insecure: g.open.allow_insecure,
         push: true,
+        docker_config: g.open.docker_config.clone(),
     };
     // Signed before anything is uploaded: a refused key leaves the registry as it was.
     let signature = match &mut signer {

@@ -12,18 +12,14 @@
 //! to sign again. `--dry-run` stops there and says what would be sent.
 
 use std::io::Write;
-use std::net::IpAddr;
 use std::path::PathBuf;
 
-use serde_json::Value;
-use skillcat::client::{self, reqwest};
+use skillcat::central::{self, CentralError, Registry, TOKEN_ENV, Token, TokenFrom};
+use skillcat::client::{self, ClientError};
 use skillcat::serve::{Site, SiteOptions, SiteSkill};
 use skillcat::sign::{self, Statement};
 
 use super::{CliError, CliResult, ExitStatus, Globals};
-
-/// The environment variable holding a token when no `--token-file` is given.
-const TOKEN_ENV: &str = "SKILLCAT_TOKEN";
 
 /// How to reach the registry: shared by `publish` and `yank`.
 #[derive(Debug, clap::Args)]
@@ -72,210 +68,77 @@ pub struct YankArgs {
     remote: Remote,
 }
 
-/// A client ready to talk to one registry: its API base, token and HTTP client.
-struct Client {
-    api: reqwest::Url,
-    token: Token,
-    http: reqwest::Client,
-}
-
-/// A token, and where it came from (for what is said when the registry refuses it).
-struct Token {
-    secret: String,
-    from: TokenFrom,
-}
-
-/// Where a token came from, in precedence order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum TokenFrom {
-    /// `--token-file FILE`.
-    File(PathBuf),
-    /// `$SKILLCAT_TOKEN`.
-    Env,
-    /// Kept by `skillcat login URL`, in this file.
-    Login(PathBuf),
-}
-
-impl std::fmt::Display for TokenFrom {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TokenFrom::File(p) => write!(f, "--token-file {}", p.display()),
-            TokenFrom::Env => write!(f, "${TOKEN_ENV}"),
-            TokenFrom::Login(p) => write!(f, "kept by `skillcat login` in {}", p.display()),
-        }
+/// What the command line says for an error of the central registry's client: the library's
+/// sentence, with the flags that would help where one would.
+pub(super) fn said(e: CentralError) -> CliError {
+    match e {
+        CentralError::CredentialsInUrl { given } => usage!(
+            "{given}: put the token in --token-file, ${TOKEN_ENV} or `skillcat login`, not in the URL"
+        ),
+        CentralError::Insecure { host } => usage!(
+            "refusing to send a token over plain http to {host}: use https://, or \
+             --allow-insecure if the network is trusted"
+        ),
+        CentralError::Client(e @ ClientError::Build(_)) => usage!("{e}"),
+        CentralError::Client(e) => usage!("cannot use the CA certificates of --cacert: {e}"),
+        e @ CentralError::CredentialsWrite { .. } => failed!("{e}"),
+        e => usage!("{e}"),
     }
-}
-
-/// A token as read (a file's text, a line of stdin), trimmed; refused when it is empty or has
-/// blanks or control characters in it. Never printed.
-pub(super) fn checked_token(text: &str) -> Result<String, CliError> {
-    let token = text.trim();
-    if token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(usage!(
-            "the token is empty or has spaces in it (one line, as `token create` printed it)"
-        ));
-    }
-    Ok(token.to_string())
-}
-
-/// Whether `url`'s host is this machine (`localhost`, 127.0.0.0/8, `[::1]`).
-pub(super) fn is_loopback(url: &reqwest::Url) -> bool {
-    let host = url.host_str().unwrap_or("");
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
-
-/// A registry's address as given on the command line: http or https, no user or password in it.
-pub(super) fn registry_url(url: &str) -> Result<reqwest::Url, CliError> {
-    let base = reqwest::Url::parse(url).map_err(|e| usage!("{url:?} is not a URL: {e}"))?;
-    if !matches!(base.scheme(), "http" | "https") || base.host_str().is_none() {
-        return Err(usage!(
-            "{url}: the registry is reached over http:// or https://"
-        ));
-    }
-    if !base.username().is_empty() || base.password().is_some() {
-        return Err(usage!(
-            "{url}: put the token in --token-file, ${TOKEN_ENV} or `skillcat login`, not in the URL"
-        ));
-    }
-    Ok(base)
 }
 
 impl Remote {
     /// The registry's URL, checked, and refused when a token would cross the network in clear.
-    fn target(&self, url: &str) -> Result<reqwest::Url, CliError> {
-        let base = registry_url(url)?;
-        if base.scheme() == "http" && !is_loopback(&base) && !self.allow_insecure {
-            return Err(usage!(
-                "refusing to send a token over plain http to {}: use https://, or \
-                 --allow-insecure if the network is trusted",
-                base.host_str().unwrap_or("?")
-            ));
-        }
-        Ok(base)
+    fn target(&self, url: &str) -> Result<central::Url, CliError> {
+        central::target(url, self.allow_insecure).map_err(said)
     }
 
     /// The token for `base`: `--token-file`, else `$SKILLCAT_TOKEN`, else the one `skillcat
     /// login` kept for it; `None` when there is none.
-    fn token(&self, base: &reqwest::Url) -> Result<Option<Token>, CliError> {
-        let (text, from) = match &self.token_file {
-            Some(p) => (
-                std::fs::read_to_string(p)
-                    .map_err(|e| usage!("cannot read the token file {}: {e}", p.display()))?,
-                TokenFrom::File(p.clone()),
-            ),
-            None => match std::env::var(TOKEN_ENV) {
-                Ok(t) => (t, TokenFrom::Env),
-                Err(_) => match super::login::kept_token(base)? {
-                    Some((t, file)) => (t, TokenFrom::Login(file)),
-                    None => return Ok(None),
-                },
-            },
-        };
-        Ok(Some(Token {
-            secret: checked_token(&text)?,
-            from,
-        }))
+    fn token(&self, base: &central::Url) -> Result<Option<Token>, CliError> {
+        if let Some(p) = &self.token_file {
+            return Token::from_file(p).map(Some).map_err(said);
+        }
+        if let Ok(t) = std::env::var(TOKEN_ENV) {
+            return Token::new(&t, TokenFrom::Env).map(Some).map_err(said);
+        }
+        Token::kept(&super::login::credentials()?, base).map_err(said)
     }
 
     /// Checks the URL and the transport, reads the token; errors are printed.
-    fn connect(&self, url: &str, g: &Globals) -> Result<Client, CliError> {
-        let mut base = self.target(url)?;
+    fn connect(&self, url: &str, g: &Globals) -> Result<Registry, CliError> {
+        let base = self.target(url)?;
         let token = self.token(&base)?.ok_or_else(|| {
             usage!(
                 "no token: pass --token-file FILE, set ${TOKEN_ENV}, or keep one for this \
                  registry with `skillcat login {}`",
-                super::login::registry_key(&base)
+                central::registry_key(&base)
             )
         })?;
-        if !base.path().ends_with('/') {
-            let path = format!("{}/", base.path());
-            base.set_path(&path);
-        }
-        let api = base.join("api/v1/").expect("a relative path joins");
-        let timeout = g
-            .open
-            .timeout
-            .unwrap_or(std::time::Duration::from_secs(120));
-        // A redirect could carry the token elsewhere: the API never redirects.
         let policy = client::Policy {
-            timeout: Some(timeout),
-            read_timeout: None,
-            redirects: client::Redirects::Never,
+            timeout: g.open.timeout,
             ca_certificates: g.open.ca_certificates.clone(),
             ..client::Policy::default()
         };
-        let http = client::build(&policy).map_err(|e| match e {
-            client::ClientError::Build(_) => usage!("{e}"),
-            _ => usage!("cannot use the CA certificates of --cacert: {e}"),
-        })?;
-        Ok(Client { api, token, http })
+        Registry::new(base, token, &policy).map_err(said)
     }
 }
 
-impl Client {
-    /// Sends one API request; `Ok` holds a 2xx answer's JSON, `Err` the line to print.
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<(bytes::Bytes, Option<String>)>,
-    ) -> Result<Value, String> {
-        let url = self.api.join(path).map_err(|e| e.to_string())?;
-        let mut req = self
-            .http
-            .request(method, url)
-            .bearer_auth(&self.token.secret);
-        if let Some((bytes, sig)) = body {
-            req = req
-                .header(reqwest::header::CONTENT_TYPE, "application/gzip")
-                .body(bytes);
-            if let Some(sig) = sig {
-                use base64::Engine;
-                let encoded = base64::engine::general_purpose::STANDARD.encode(sig);
-                req = req.header("skillcat-signature", encoded);
-            }
-        }
-        // reqwest's errors name the URL, never the headers: the token stays out of them. Their
-        // causes say what failed (a certificate not trusted, a refused connection).
-        let resp = req.send().await.map_err(|e| {
-            // A certificate that does not verify is said as every command says it.
-            match client::certificate_failure(&e) {
-                Some(reason) => super::Message::caused(
-                    None,
-                    skillcat::Error::Certificate {
-                        location: client::redact(&self.api),
-                        reason,
-                    },
-                )
-                .to_string(),
-                None => skillcat::client::with_causes(&e),
-            }
-        })?;
-        let status = resp.status();
-        let text = resp.text().await.map_err(|e| e.to_string())?;
-        let json: Option<Value> = serde_json::from_str(&text).ok();
-        if status.is_success() {
-            return json.ok_or_else(|| format!("the registry answered {status} without JSON"));
-        }
-        let detail = json
-            .as_ref()
-            .and_then(|j| j["errors"][0]["detail"].as_str())
-            .map_or_else(|| text.trim().chars().take(200).collect(), str::to_string);
-        Err(format!("{status}: {detail}"))
-    }
-
-    /// An error line of [`send`](Self::send), with what to do when the registry refused a token
-    /// `skillcat login` kept (revoked, or made for another registry).
-    fn explain(&self, e: &str) -> String {
-        match &self.token.from {
-            TokenFrom::Login(_) if e.starts_with("401") => format!(
+/// An error of a request, with what to do when the registry refused a token `skillcat login`
+/// kept (revoked, or made for another registry).
+fn explain(registry: &Registry, e: &CentralError) -> String {
+    match (&registry.token().from, e) {
+        (TokenFrom::Login(_), CentralError::Refused { status, .. }) if status.as_u16() == 401 => {
+            format!(
                 "{e} (the token used is the one `skillcat login` kept for this registry: keep a \
                  current one with `skillcat login URL`, or give --token-file)"
-            ),
-            _ => e.to_string(),
+            )
         }
+        // A certificate that does not verify is said as every command says it.
+        (_, CentralError::Request(cause)) => match super::error::advice(cause.kind()) {
+            Some(advice) => format!("{e}{advice}"),
+            None => e.to_string(),
+        },
+        _ => e.to_string(),
     }
 }
 
@@ -448,19 +311,17 @@ pub async fn publish(a: PublishArgs, g: &Globals) -> CliResult {
         let s = &p.skill;
         let version = &p.version;
         let sig = p.signature.map(|(text, _, _)| text);
-        let path = format!("skills/{}/{}", s.name, version);
         match client
-            .send(reqwest::Method::PUT, &path, Some((s.archive.clone(), sig)))
+            .publish(&s.name, version, s.archive.clone(), sig.as_deref())
             .await
         {
-            Ok(j) => {
-                let outcome = j["outcome"].as_str().unwrap_or("published");
-                let digest = j["digest"].as_str().unwrap_or("");
+            Ok(p) => {
                 out!(
-                    "{}@{}  {digest} (skill digest)  {}",
+                    "{}@{}  {} (skill digest)  {}",
                     s.name,
                     version,
-                    if outcome == "unchanged" {
+                    p.digest,
+                    if p.unchanged {
                         "already published"
                     } else {
                         "published"
@@ -471,7 +332,7 @@ pub async fn publish(a: PublishArgs, g: &Globals) -> CliResult {
                 err!(
                     "Error: {}@{version}: {}",
                     s.name,
-                    escape(&client.explain(&e))
+                    escape(&explain(&client, &e))
                 );
                 code = ExitStatus::Faults;
             }
@@ -514,7 +375,7 @@ fn dry_run(a: &PublishArgs, planned: &[Planned], code: ExitStatus) -> CliResult 
         Ok(None) => note!(
             "warning: no token: the publish itself needs --token-file FILE, ${TOKEN_ENV}, or \
              one kept with `skillcat login {}`",
-            super::login::registry_key(&base)
+            central::registry_key(&base)
         ),
         Err(e) => note!("warning: {}", e.to_string().trim_start_matches("Error: ")),
     }
@@ -530,17 +391,8 @@ pub async fn yank(a: YankArgs, g: &Globals) -> CliResult {
         return Err(usage!("{:?} is not NAME@VERSION", a.spec));
     };
     let client = a.remote.connect(&a.url, g)?;
-    let (method, action) = if a.undo {
-        (reqwest::Method::PUT, "unyank")
-    } else {
-        (reqwest::Method::DELETE, "yank")
-    };
-    match client
-        .send(method, &format!("skills/{name}/{version}/{action}"), None)
-        .await
-    {
-        Ok(j) => {
-            let changed = j["changed"].as_bool().unwrap_or(true);
+    match client.yank(name, version, a.undo).await {
+        Ok(changed) => {
             match (a.undo, changed) {
                 (false, true) => out!("Yanked {name}@{version}"),
                 (false, false) => out!("{name}@{version} was already yanked"),
@@ -549,6 +401,9 @@ pub async fn yank(a: YankArgs, g: &Globals) -> CliResult {
             }
             Ok(ExitStatus::Success)
         }
-        Err(e) => Err(failed!("{name}@{version}: {}", escape(&client.explain(&e)))),
+        Err(e) => Err(failed!(
+            "{name}@{version}: {}",
+            escape(&explain(&client, &e))
+        )),
     }
 }

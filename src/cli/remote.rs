@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use skillcat::serve::{self, IndexSigningError, ServeLimits, Site, SiteRequest};
-use skillcat::source::http::{
-    FetchStatus, HttpOptions, HttpSource, cache_info, clean_cache, default_cache_dir,
-};
+use skillcat::source::http::{FetchStatus, HttpOptions, HttpSource, cache_info, clean_cache};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
@@ -568,7 +566,12 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
 
 /// `skillcat cache info|clean` (with the global `--cache DIR`)
 pub async fn cache(cmd: CacheCommand, g: &Globals) -> CliResult {
-    let Some(dir) = g.open.cache_dir.clone().or_else(default_cache_dir) else {
+    let Some(dir) = g
+        .open
+        .cache_dir
+        .clone()
+        .or_else(|| g.open.user_cache_dir.clone())
+    else {
         return Err(usage!(
             "no cache directory (set --cache, XDG_CACHE_HOME or HOME)"
         ));

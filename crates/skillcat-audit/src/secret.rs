@@ -200,7 +200,7 @@ fn looks_random(body: &str) -> bool {
 }
 
 /// A secret shown without giving it away: its first four characters and its length.
-fn redacted(secret: &str) -> String {
+fn masked(secret: &str) -> String {
     let head: String = secret.chars().take(4).collect();
     format!("{head}… ({} characters)", secret.chars().count())
 }
@@ -329,7 +329,7 @@ fn assignments(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
                 lines.position(offset + at),
                 format!(
                     "a high-entropy value {} assigned to `{name}` looks like a live secret: {ADVICE}",
-                    redacted(value)
+                    masked(value)
                 ),
             ));
         }
@@ -484,7 +484,7 @@ fn tokens(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
                 hits.push(Hit::at(
                     RuleId::SecretToken,
                     lines.position(at),
-                    format!("possible {} {}: {ADVICE}", p.what, redacted(token)),
+                    format!("possible {} {}: {ADVICE}", p.what, masked(token)),
                 ));
                 if p.prefix == "AKIA" || p.prefix == "ASIA" {
                     hits.extend(aws_secret_beside(text, at, lines));
@@ -534,7 +534,7 @@ fn aws_secret_beside(text: &str, id_at: usize, lines: &Lines<'_>) -> Option<Hit>
             return Some(Hit::at(
                 RuleId::SecretToken,
                 lines.position(line_start + start),
-                format!("possible AWS secret access key {}: {ADVICE}", redacted(run)),
+                format!("possible AWS secret access key {}: {ADVICE}", masked(run)),
             ));
         }
         from = start + len;

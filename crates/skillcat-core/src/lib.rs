@@ -18,12 +18,14 @@
 //! | [`pack`] | reproducible archives of a skill |
 //! | [`fs`] | the one atomic write: a temporary file synced and renamed into place |
 //! | [`compat`] | the reference validator's (`skills-ref`) API |
+//! | [`api`] | the JSON error body of the HTTP API, shared by its server and its clients |
 //! | [`error`] | the library's one error type |
 //! | [`version`] | the one order of versions |
 //! | `testing` | the source conformance suite every store's tests run (feature `testing`) |
 //!
 //! The crates above this one, and how they fit, are drawn in `docs/architecture.md`.
 
+pub mod api;
 pub mod archive;
 pub mod capability;
 pub mod compat;

@@ -40,7 +40,7 @@ pub(crate) use skillcat_sign as sign;
 /// The core's source module and the sources above it, as the code names them.
 pub(crate) mod source {
     pub(crate) use skillcat_core::source::*;
-    pub(crate) use skillcat_sources::open_with;
+    pub(crate) use skillcat_sources::{OpenOptions, open_with};
 }
 
 pub use agents::{AGENTS, Agent, AgentEnv, CANONICAL_DIR, agent, parse_agents};

@@ -272,20 +272,11 @@ impl Tokens {
     /// folder, synced and renamed into place, readable by its owner only (0600) whatever the
     /// file had: it holds only hashes, but who may publish is nobody else's to read.
     pub fn save(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
-        use std::io::Write;
-        use std::os::unix::fs::PermissionsExt;
-        let path = path.as_ref();
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        tmp.write_all(self.to_toml().as_bytes())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        // 0600 from the moment the temporary file exists; synced with its folder: a token
+        // file is configuration.
+        skillcat_core::fs::AtomicWrite::new(0o600)
+            .durability(skillcat_core::fs::Durability::Durable)
+            .write(path.as_ref(), self.to_toml().as_bytes())
     }
 
     /// Reads token-file text; `origin` names it in errors.

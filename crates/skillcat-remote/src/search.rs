@@ -1,11 +1,14 @@
 //! Searching a served catalog: `GET /api/v1/search?q=…&limit=&page=` of `skillcat serve`,
 //! through the one HTTP client ([`crate::client`]).
 
-use reqwest::Url;
+use reqwest::{Method, Url};
 use serde::{Deserialize, Serialize};
 
-use crate::client::{self, Policy};
+use crate::client::{self, Client, Policy, RequestError};
 use crate::error::{Error, Result};
+
+/// The largest answer read from a search (a page holds at most 100 results).
+const MAX_ANSWER: u64 = 4 << 20;
 
 /// One skill a search found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,40 +68,32 @@ pub async fn search(
         .append_pair("q", query)
         .append_pair("limit", &limit.to_string())
         .append_pair("page", &page.to_string());
-    let http = client::build(policy).map_err(|e| Error::Invalid(e.to_string()))?;
-    let resp = http
-        .get(url)
-        .header(reqwest::header::ACCEPT, "application/json")
-        .send()
+    let http = Client::new(policy).map_err(|e| Error::Invalid(e.to_string()))?;
+    let request = http
+        .request(Method::GET, url.clone())
+        .header(reqwest::header::ACCEPT, "application/json");
+    let answer = http
+        .fetch(&url, request, MAX_ANSWER)
         .await
-        .map_err(|e| match client::certificate_failure(&e) {
-            Some(reason) => Error::Certificate {
+        .map_err(|e| match e {
+            RequestError::Certificate { reason, .. } => Error::Certificate {
                 location: shown.clone(),
                 reason,
             },
-            None => Error::Invalid(format!(
-                "{shown}: the search could not be sent: {}",
-                crate::client::with_causes(&e)
-            )),
+            RequestError::TooLarge { .. } => {
+                Error::Invalid(format!("{shown}: the search's answer is over 4 MiB"))
+            }
+            RequestError::Transport { detail, .. } => {
+                Error::Invalid(format!("{shown}: the search could not be sent: {detail}"))
+            }
+            e => e.into(),
         })?;
-    let status = resp.status();
-    let body = resp.bytes().await.map_err(|e| {
-        Error::Invalid(format!(
-            "{shown}: the search's answer broke off: {}",
-            crate::client::with_causes(&e)
-        ))
-    })?;
-    if body.len() > 4 << 20 {
-        return Err(Error::Invalid(format!(
-            "{shown}: the search's answer is over 4 MiB"
-        )));
-    }
-    let json: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
+    let status = answer.status;
+    let json: Option<serde_json::Value> = serde_json::from_slice(&answer.body).ok();
     if !status.is_success() {
-        let detail = json
-            .as_ref()
-            .and_then(|j| j["errors"][0]["detail"].as_str())
-            .map(str::to_string);
+        let detail = answer
+            .error_body()
+            .and_then(|b| b.detail().map(str::to_string));
         return Err(match (status.as_u16(), detail) {
             (404, None) => Error::Invalid(format!(
                 "{shown} has no search API (GET /api/v1/search answered 404): is it a catalog \

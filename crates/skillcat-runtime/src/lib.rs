@@ -91,7 +91,7 @@ pub(crate) use skillcat_sandbox::tool;
 /// The core's source module and the opener of every kind, as the code names them.
 pub(crate) mod source {
     pub(crate) use skillcat_core::source::*;
-    pub(crate) use skillcat_sources::open_with;
+    pub(crate) use skillcat_sources::{OpenOptions, open_with};
 }
 
 pub use activation::Activation;

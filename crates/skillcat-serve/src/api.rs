@@ -51,6 +51,7 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use skillcat_audit::{AuditOptions, Policy, Severity, summary_at};
+use skillcat_core::api::ErrorBody;
 
 use super::limits::Conn;
 use super::site::{RegistryVersions, RegistryYanked, Site, SiteOptions};
@@ -388,11 +389,10 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
 
 impl Refusal {
     fn into_response(self) -> Response {
-        let mut error = json!({"code": self.code, "detail": self.detail});
-        if let Some(findings) = self.findings {
-            error["findings"] = *findings;
-        }
-        let mut r = json_response(self.status, &json!({ "errors": [error] }));
+        let mut body = ErrorBody::new(self.code, self.detail);
+        body.errors[0].findings = self.findings.map(|f| *f);
+        let body = serde_json::to_value(&body).expect("an error body serializes");
+        let mut r = json_response(self.status, &body);
         if self.status == StatusCode::UNAUTHORIZED {
             r.headers_mut().insert(
                 header::WWW_AUTHENTICATE,

@@ -5,8 +5,6 @@
 //! comments too); revoking a key, or widening one's scopes, rewrites the file from its entries
 //! ([`Keyring::save`]: the `comment` fields are kept, `#` comments are not).
 
-use std::io::Write;
-
 use super::*;
 
 /// The file name of the default keyring, beside the user's configuration.
@@ -157,13 +155,9 @@ fn write_replacing(path: &Path, text: &str, create_dir: bool) -> std::io::Result
         create_private_dir(dir)?;
     }
     let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode());
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
-    tmp.write_all(text.as_bytes())?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    skillcat_core::fs::AtomicWrite::new(mode)
+        .durability(skillcat_core::fs::Durability::Durable)
+        .write(path, text.as_bytes())
 }
 
 /// Makes `dir` and any missing parent 0700 whatever the umask; folders that exist keep their

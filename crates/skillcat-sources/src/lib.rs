@@ -32,11 +32,12 @@ pub(crate) mod source {
 
 use skillcat_core::archive::ArchiveLimits;
 use skillcat_core::error::{Error, Result};
-use skillcat_core::source::{
-    ArchiveSource, DirOptions, DirSource, OpenOptions, Source, SourceKind, SourceSpec,
-};
+use skillcat_core::source::{ArchiveSource, DirOptions, DirSource, Source, SourceKind, SourceSpec};
 use skillcat_registry::RegistrySource;
+use skillcat_remote::options::RemoteOptions;
 use skillcat_remote::{http, oci};
+
+pub use skillcat_remote::options::{IndexCheck, IndexVerifier};
 
 pub use git::{GitError, GitSource};
 pub use marketplace::MarketplaceSource;
@@ -72,18 +73,94 @@ impl ToSpec for Cow<'_, str> {
     }
 }
 
+/// How a source that needs more than a path (a remote one, a git one) is opened: what the
+/// remote sources read ([`RemoteOptions`], composed by [`remote`](Self::remote)) and git's
+/// own. Nothing here is read from the environment: the command line's context fills the
+/// user's directories in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Where an HTTP or OCI source keeps its cache (default: [`user_cache_dir`](Self::user_cache_dir)).
+    pub cache_dir: Option<std::path::PathBuf>,
+    /// The user's cache directory (`$XDG_CACHE_HOME/skillcat`, else `~/.cache/skillcat`), used
+    /// when `cache_dir` is not set; `None`: nothing is cached on disk.
+    pub user_cache_dir: Option<std::path::PathBuf>,
+    /// Serve only what is cached; never touch the network.
+    pub offline: bool,
+    /// The deadline of one remote request, retries included (`None`: the source's default).
+    pub timeout: Option<std::time::Duration>,
+    /// Say on stderr, this often, what a remote request is still waiting for (`None`: never).
+    pub slow_notice: Option<std::time::Duration>,
+    /// The most entries of a remote index that are read (`None`: the source's default, 10,000);
+    /// the rest are counted and said in a warning.
+    pub max_index_entries: Option<usize>,
+    /// Speak plain HTTP to an OCI registry that is not on this machine (a loopback registry is
+    /// always reached over plain HTTP).
+    pub allow_insecure: bool,
+    /// PEM certificates a remote source trusts as roots beside the platform's.
+    pub ca_certificates: Vec<Vec<u8>>,
+    /// The longest one `git` command of a git source may take (`None`: 300 seconds).
+    pub git_timeout: Option<std::time::Duration>,
+    /// Ask the server again for every mutable document (an index) whatever its `max-age`
+    /// says (a conditional request): set by the commands that change a project, which must
+    /// not resolve against a view a cache header froze.
+    pub revalidate: bool,
+    /// The longest a cached index is used without asking the server, whatever its `max-age`
+    /// says (`None`: the source's default, 1 hour).
+    pub max_index_age: Option<std::time::Duration>,
+    /// When set, a remote index is used only with a signed statement that this checks (a
+    /// keyring's: [`index_verifier`]): not tampered, not expired, not rolled back.
+    pub index_verifier: Option<IndexVerifier>,
+    /// The Docker configuration (`$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`)
+    /// an OCI registry's credentials are looked up in; `None`: none is read.
+    pub docker_config: Option<std::path::PathBuf>,
+}
+
+impl OpenOptions {
+    /// What the remote sources are opened with.
+    pub fn remote(&self) -> RemoteOptions {
+        RemoteOptions {
+            cache_dir: self
+                .cache_dir
+                .clone()
+                .or_else(|| self.user_cache_dir.clone()),
+            offline: self.offline,
+            timeout: self.timeout,
+            slow_notice: self.slow_notice,
+            max_index_entries: self.max_index_entries,
+            allow_insecure: self.allow_insecure,
+            ca_certificates: self.ca_certificates.clone(),
+            revalidate: self.revalidate,
+            max_index_age: self.max_index_age,
+            index_verifier: self.index_verifier.clone(),
+            docker_config: self.docker_config.clone(),
+        }
+    }
+}
+
+impl From<&OpenOptions> for http::HttpOptions {
+    fn from(o: &OpenOptions) -> Self {
+        http::HttpOptions::from(&o.remote())
+    }
+}
+
+impl From<&OpenOptions> for oci::OciOptions {
+    fn from(o: &OpenOptions) -> Self {
+        oci::OciOptions::from(&o.remote())
+    }
+}
+
 /// The [`OpenOptions::index_verifier`] of a keyring: an HTTP source then uses an index only
 /// with a statement beside it that [`skillcat_sign::verify_index`] accepts now (signed by a
 /// key of `keyring` that is not revoked, for the catalog read, of the bytes served, not
 /// expired, not lower than the highest version seen).
-pub fn index_verifier(keyring: sign::Keyring) -> skillcat_core::source::IndexVerifier {
-    skillcat_core::source::IndexVerifier::new(move |c| {
+pub fn index_verifier(keyring: sign::Keyring) -> IndexVerifier {
+    IndexVerifier::new(move |c| {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         sign::verify_index(c.index, c.statement, &keyring, c.catalog, now, c.highest)
             .map(|v| v.statement.version)
-            .map_err(|e| e.to_string())
+            .map_err(Into::into)
     })
 }
 
@@ -133,7 +210,7 @@ fn open_spec(spec: &SourceSpec, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
         SourceKind::Registry => Arc::new(RegistrySource::open(path()?)?),
         SourceKind::WellKnown => Arc::new(http::HttpSource::new(
             url()?,
-            http::HttpOptions::from(opts),
+            http::HttpOptions::from(&opts.remote()),
         )?),
         SourceKind::Oci => {
             let mut reference = oci::Reference::parse(url()?)?;
@@ -143,7 +220,7 @@ fn open_spec(spec: &SourceSpec, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
             }
             Arc::new(oci::OciSource::new(
                 &reference.to_string(),
-                oci::OciOptions::from(opts),
+                oci::OciOptions::from(&opts.remote()),
             )?)
         }
         // A repository is read as a marketplace when it has one (known once it is fetched).

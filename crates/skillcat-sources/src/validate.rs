@@ -10,9 +10,9 @@ use std::path::PathBuf;
 
 use skillcat_core::document::{Fault, ValidateOptions};
 use skillcat_core::error::Error;
-use skillcat_core::source::{
-    self, Detail, DirOptions, DirSource, Discovery, OpenOptions, discover_with,
-};
+use skillcat_core::source::{self, Detail, DirOptions, DirSource, Discovery, discover_with};
+
+use crate::OpenOptions;
 
 /// One thing to validate, as the caller names it.
 #[derive(Debug, Clone)]

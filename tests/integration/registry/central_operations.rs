@@ -565,3 +565,48 @@ fn publishing_over_plain_http_off_loopback_warns_and_over_https_or_loopback_does
     let (_, err) = with(&["--addr", "127.0.0.1:0"]);
     assert!(!err.contains("warning"), "{err}");
 }
+
+/// A registry's answer is read under a limit: an answer of 8 MiB to a publish (the API's are a
+/// few lines of JSON) is refused by its Content-Length, not read whole into memory and taken
+/// for a publish.
+#[test]
+fn an_answer_larger_than_the_limit_is_refused_not_read_whole() {
+    use std::io::{Read, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("ci.token"), "t0ken\n").unwrap();
+    write_skill(&dir.join("tool-a"), &doc("tool-a", "1.0.0", ""), &[]);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(conn);
+        let head = crate::support::read_head_lines(&mut reader).unwrap();
+        let length: usize = head
+            .iter()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        let digest = "a".repeat(8 << 20);
+        let answer = format!(r#"{{"outcome":"published","digest":"sha256:{digest}"}}"#);
+        let mut conn = reader.into_inner();
+        // The client may hang up once it has read the head: that is the point.
+        let _ = conn.write_all(&crate::support::http_response(
+            200,
+            &[("Content-Type", "application/json")],
+            answer.as_bytes(),
+        ));
+    });
+    Skillcat::new(&["publish", &url, "tool-a", "--token-file", "ci.token"])
+        .cwd(dir)
+        .env_remove("SKILLCAT_TOKEN")
+        .run()
+        .code(1)
+        .says(&["tool-a@1.0.0", "too large", "the limit is 1048576"]);
+    server.join().unwrap();
+}

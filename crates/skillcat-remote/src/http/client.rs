@@ -28,7 +28,7 @@ use tokio::sync::Semaphore;
 
 use super::HttpOptions;
 pub use crate::client::redact;
-use crate::client::{self, backoff, is_retryable_status, jitter, retry_after};
+use crate::client::{self, Failure, Retry, describe, is_retryable_status, retry_after};
 use crate::error::Error;
 
 /// What went wrong with one download (mapped into [`Error`] with one `From`).
@@ -69,18 +69,9 @@ impl From<HttpError> for Error {
     fn from(e: HttpError) -> Error {
         use std::io::{Error as IoError, ErrorKind};
         match e {
-            HttpError::Status { url, status } if status == 404 || status == 410 => {
-                Error::NotFound(format!("{url} (HTTP {status})"))
+            HttpError::Status { url, status } => {
+                client::status_error(url, status, "the server denies this")
             }
-            HttpError::Status { url, status: 401 } => Error::Unauthenticated {
-                location: url,
-                reason: "HTTP 401: the server asks for credentials".into(),
-            },
-            HttpError::Status { url, status: 403 } => Error::PermissionDenied {
-                location: url,
-                reason: "HTTP 403: the server denies this".into(),
-            },
-            HttpError::Status { url, status } => Error::Remote { url, status },
             HttpError::Transport { url, detail } => Error::io(url, IoError::other(detail)),
             HttpError::Certificate { url, reason } => Error::Certificate {
                 location: url,
@@ -170,7 +161,7 @@ pub(super) struct Counters {
 /// The HTTP client with its limits.
 #[derive(Debug)]
 pub(super) struct Fetcher {
-    client: reqwest::Client,
+    client: client::Client,
     permits: Semaphore,
     retries: u32,
     backoff: Duration,
@@ -180,16 +171,9 @@ pub(super) struct Fetcher {
     pub counters: Arc<Counters>,
 }
 
-/// One failed attempt: the error, and whether (and after how long) to try again.
-struct Failure {
-    error: HttpError,
-    retry: bool,
-    retry_after: Option<Duration>,
-}
-
 impl Fetcher {
     pub(super) fn new(opts: &HttpOptions, counters: Arc<Counters>) -> Result<Fetcher, Error> {
-        let client = client::build(&opts.policy())
+        let client = client::Client::new(&opts.policy())
             .map_err(|e| Error::other("cannot set up the HTTP client", e))?;
         Ok(Fetcher {
             client,
@@ -226,28 +210,13 @@ impl Fetcher {
         let start = tokio::time::Instant::now();
         let deadline = start + self.deadline;
         let shown = redact(url);
-        let attempts = async {
-            let mut attempt = 0;
-            loop {
-                match self
-                    .once(url, validators, expected_size, accept, gzip)
-                    .await
-                {
-                    Ok(r) => return Ok(r),
-                    Err(f) if !f.retry || attempt >= self.retries => return Err(f.error),
-                    Err(f) => {
-                        let wait = backoff(attempt, self.backoff, f.retry_after, jitter());
-                        // Never retry past the deadline: a wait that would end after it
-                        // gives the last error now.
-                        if tokio::time::Instant::now() + wait >= deadline {
-                            return Err(f.error);
-                        }
-                        tokio::time::sleep(wait).await;
-                        attempt += 1;
-                    }
-                }
-            }
+        let retry = Retry {
+            retries: self.retries,
+            backoff: self.backoff,
         };
+        let attempts = retry.run(Some(deadline), || {
+            self.once(url, validators, expected_size, accept, gzip)
+        });
         let mut attempts = std::pin::pin!(tokio::time::timeout_at(deadline, attempts));
         let finished = match self.slow_notice {
             None => attempts.await,
@@ -273,6 +242,7 @@ impl Fetcher {
         })
     }
 
+    /// One attempt of [`get`](Self::get): send, then the status, then the body.
     async fn once(
         &self,
         url: &Url,
@@ -280,47 +250,14 @@ impl Fetcher {
         expected_size: Option<u64>,
         accept: &str,
         gzip: bool,
-    ) -> Result<Fetched, Failure> {
+    ) -> Result<Fetched, Failure<HttpError>> {
         let shown = redact(url);
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
-        let mut req = self
-            .client
-            .get(url.clone())
-            .header(
-                header::ACCEPT_ENCODING,
-                if gzip { "gzip, identity" } else { "identity" },
-            )
-            .header(header::ACCEPT, accept);
-        if let Some(v) = validators {
-            if let Some(etag) = &v.etag {
-                req = req.header(header::IF_NONE_MATCH, etag);
-            }
-            if let Some(lm) = &v.last_modified {
-                req = req.header(header::IF_MODIFIED_SINCE, lm);
-            }
-        }
-        let mut resp = req
+        let resp = self
+            .request(url, validators, accept, gzip)
             .send()
             .await
-            .map_err(|e| match client::certificate_failure(&e) {
-                // Asking again gets the same certificate.
-                Some(reason) => Failure {
-                    retry: false,
-                    error: HttpError::Certificate {
-                        url: shown.clone(),
-                        reason,
-                    },
-                    retry_after: None,
-                },
-                None => Failure {
-                    retry: !e.is_redirect() && !e.is_builder(),
-                    error: HttpError::Transport {
-                        url: shown.clone(),
-                        detail: describe(e),
-                    },
-                    retry_after: None,
-                },
-            })?;
+            .map_err(|e| sent_failure(&shown, e))?;
         let status = resp.status();
         let headers = resp.headers().clone();
         let final_url = resp.url().clone();
@@ -340,76 +277,108 @@ impl Fetcher {
                 },
             });
         }
-        let fail = |error| Failure {
-            error,
-            retry: false,
-            retry_after: None,
-        };
-        let limit = self.max_body;
-        if let Some(expected) = expected_size
-            && expected > limit
-        {
-            return Err(fail(HttpError::TooLarge {
-                url: shown,
-                size: expected,
-                limit,
-            }));
-        }
         let announced = resp.content_length();
-        if let Some(len) = announced {
-            if len > limit {
-                return Err(fail(HttpError::TooLarge {
-                    url: shown,
-                    size: len,
-                    limit,
-                }));
+        self.check_announced(&shown, announced, expected_size)
+            .map_err(Failure::last)?;
+        let raw = self
+            .read_body(resp, &shown, announced, expected_size)
+            .await?;
+        let bytes = self
+            .finish(&shown, raw, &headers, expected_size, gzip)
+            .map_err(Failure::last)?;
+        Ok(Fetched::Full(Body {
+            bytes,
+            url: final_url,
+            etag: text(&headers, header::ETAG),
+            last_modified: text(&headers, header::LAST_MODIFIED),
+            cache_control: text(&headers, header::CACHE_CONTROL),
+            content_type: text(&headers, header::CONTENT_TYPE),
+        }))
+    }
+
+    /// The GET of one attempt: identity (or gzip) encoding, `accept`, the validators.
+    fn request(
+        &self,
+        url: &Url,
+        validators: Option<&Validators>,
+        accept: &str,
+        gzip: bool,
+    ) -> reqwest::RequestBuilder {
+        let mut req = self
+            .client
+            .request(reqwest::Method::GET, url.clone())
+            .header(
+                header::ACCEPT_ENCODING,
+                if gzip { "gzip, identity" } else { "identity" },
+            )
+            .header(header::ACCEPT, accept);
+        if let Some(v) = validators {
+            if let Some(etag) = &v.etag {
+                req = req.header(header::IF_NONE_MATCH, etag);
             }
-            if let Some(expected) = expected_size
-                && expected != len
-            {
-                return Err(fail(HttpError::Size {
-                    url: shown,
-                    expected,
-                    actual: len,
-                }));
+            if let Some(lm) = &v.last_modified {
+                req = req.header(header::IF_MODIFIED_SINCE, lm);
             }
         }
+        req
+    }
+
+    /// The sizes known before the body is read: the expected size and Content-Length, each
+    /// against the limit, and against each other.
+    fn check_announced(
+        &self,
+        shown: &str,
+        announced: Option<u64>,
+        expected_size: Option<u64>,
+    ) -> Result<(), HttpError> {
+        let limit = self.max_body;
+        for size in [expected_size, announced].into_iter().flatten() {
+            if size > limit {
+                return Err(HttpError::TooLarge {
+                    url: shown.to_string(),
+                    size,
+                    limit,
+                });
+            }
+        }
+        if let (Some(expected), Some(len)) = (expected_size, announced)
+            && expected != len
+        {
+            return Err(HttpError::Size {
+                url: shown.to_string(),
+                expected,
+                actual: len,
+            });
+        }
+        Ok(())
+    }
+
+    /// The body as it arrives, counted, under a running cap (the expected size, else the
+    /// limit); a body that breaks off is worth another try.
+    async fn read_body(
+        &self,
+        mut resp: reqwest::Response,
+        shown: &str,
+        announced: Option<u64>,
+        expected_size: Option<u64>,
+    ) -> Result<Bytes, Failure<HttpError>> {
+        let limit = self.max_body;
         let cap = expected_size.unwrap_or(limit);
         let mut buf = BytesMut::with_capacity(announced.unwrap_or(0).min(cap) as usize);
         loop {
-            match resp.chunk().await {
-                Ok(Some(chunk)) => {
-                    self.counters
-                        .bytes
-                        .fetch_add(chunk.len() as u64, Ordering::Relaxed);
-                    let total = (buf.len() + chunk.len()) as u64;
-                    if total > cap {
-                        return Err(fail(match expected_size {
-                            Some(expected) => HttpError::Size {
-                                url: shown,
-                                expected,
-                                actual: total,
-                            },
-                            None => HttpError::TooLarge {
-                                url: shown,
-                                size: total,
-                                limit,
-                            },
-                        }));
-                    }
-                    buf.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
+            let chunk = match resp.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => return Ok(buf.freeze()),
                 Err(e) => {
                     let got = buf.len() as u64;
                     let error = match announced {
                         Some(expected) if got < expected => HttpError::Truncated {
-                            url: shown,
+                            url: shown.to_string(),
                             expected,
                             actual: got,
                         },
                         _ => HttpError::Transport {
-                            url: shown,
+                            url: shown.to_string(),
                             detail: describe(e),
                         },
                     };
@@ -419,43 +388,84 @@ impl Fetcher {
                         retry_after: None,
                     });
                 }
+            };
+            self.counters
+                .bytes
+                .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            let total = (buf.len() + chunk.len()) as u64;
+            if total > cap {
+                return Err(Failure::last(match expected_size {
+                    Some(expected) => HttpError::Size {
+                        url: shown.to_string(),
+                        expected,
+                        actual: total,
+                    },
+                    None => HttpError::TooLarge {
+                        url: shown.to_string(),
+                        size: total,
+                        limit,
+                    },
+                }));
             }
+            buf.extend_from_slice(&chunk);
         }
-        let got = buf.len() as u64;
+    }
+
+    /// The body read whole: its size against the expected one, then decoded when asked.
+    fn finish(
+        &self,
+        shown: &str,
+        raw: Bytes,
+        headers: &HeaderMap,
+        expected_size: Option<u64>,
+        gzip: bool,
+    ) -> Result<Bytes, HttpError> {
+        let got = raw.len() as u64;
         if let Some(expected) = expected_size
             && got != expected
         {
-            return Err(fail(HttpError::Size {
-                url: shown,
+            return Err(HttpError::Size {
+                url: shown.to_string(),
                 expected,
                 actual: got,
-            }));
+            });
         }
-        let bytes = if gzip {
-            decode(buf.freeze(), &headers, limit).map_err(|detail| {
-                fail(match detail {
-                    Decoded::TooLarge(size) => HttpError::TooLarge {
-                        url: shown.clone(),
-                        size,
-                        limit,
-                    },
-                    Decoded::Bad(detail) => HttpError::Transport {
-                        url: shown.clone(),
-                        detail,
-                    },
-                })
-            })?
-        } else {
-            buf.freeze()
-        };
-        Ok(Fetched::Full(Body {
-            bytes,
-            url: final_url,
-            etag: text(&headers, header::ETAG),
-            last_modified: text(&headers, header::LAST_MODIFIED),
-            cache_control: text(&headers, header::CACHE_CONTROL),
-            content_type: text(&headers, header::CONTENT_TYPE),
-        }))
+        if !gzip {
+            return Ok(raw);
+        }
+        let limit = self.max_body;
+        decode(raw, headers, limit).map_err(|detail| match detail {
+            Decoded::TooLarge(size) => HttpError::TooLarge {
+                url: shown.to_string(),
+                size,
+                limit,
+            },
+            Decoded::Bad(detail) => HttpError::Transport {
+                url: shown.to_string(),
+                detail,
+            },
+        })
+    }
+}
+
+/// A request that could not be sent: a certificate that does not verify (asking again gets
+/// the same certificate), else a transport failure, retried unless it was a redirect refused
+/// or a request that could not be built.
+fn sent_failure(shown: &str, e: reqwest::Error) -> Failure<HttpError> {
+    let retry = !e.is_redirect() && !e.is_builder();
+    match client::RequestError::of(shown, e) {
+        client::RequestError::Certificate { url, reason } => {
+            Failure::last(HttpError::Certificate { url, reason })
+        }
+        client::RequestError::Transport { url, detail } => Failure {
+            retry,
+            error: HttpError::Transport { url, detail },
+            retry_after: None,
+        },
+        other => Failure::last(HttpError::Transport {
+            url: shown.to_string(),
+            detail: other.to_string(),
+        }),
     }
 }
 
@@ -496,23 +506,6 @@ fn text(headers: &HeaderMap, name: header::HeaderName) -> Option<String> {
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
-}
-
-/// A reqwest error as text, without the URL it carries (which may hold credentials), with
-/// its chain of causes.
-pub(crate) fn describe(e: reqwest::Error) -> String {
-    let e = e.without_url();
-    let mut out = e.to_string();
-    let mut cause = std::error::Error::source(&e);
-    while let Some(c) = cause {
-        let s = c.to_string();
-        if !out.contains(&s) {
-            out.push_str(": ");
-            out.push_str(&s);
-        }
-        cause = c.source();
-    }
-    out
 }
 
 #[cfg(test)]

@@ -407,7 +407,7 @@ fn artifact_v0_2(
     index_url: &Url,
 ) -> Result<Artifact, String> {
     let url = match url {
-        raw::Str::Got(u) => resolve(index_url, &u)?,
+        raw::Str::Got(u) => resolve(index_url, &u).map_err(|e| e.to_string())?,
         _ => return Err("the index entry has no \"url\" string".into()),
     };
     let digest = match digest {
@@ -439,7 +439,7 @@ fn files_v0_1(files: raw::StrList, name: &str, index_url: &Url) -> Result<Artifa
         if !seen.insert(path.clone()) {
             return Err(format!("file {path:?} is listed twice"));
         }
-        let url = file_url(index_url, name, &path)?;
+        let url = file_url(index_url, name, &path).map_err(|e| e.to_string())?;
         out.push((path, url));
     }
     if out.is_empty() {
@@ -448,13 +448,49 @@ fn files_v0_1(files: raw::StrList, name: &str, index_url: &Url) -> Result<Artifa
     Ok(Artifact::Files(out))
 }
 
+/// Why an index entry's address cannot be followed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlError {
+    /// The index's URL cannot hold a path (`mailto:`, `data:`).
+    #[error("{scheme}: cannot hold a path")]
+    NoPath {
+        /// Its scheme.
+        scheme: String,
+    },
+    /// The entry's `url` does not resolve against the index's.
+    #[error("url {reference:?}: {reason}")]
+    Join {
+        /// The `url` as written.
+        reference: String,
+        /// Why it does not resolve.
+        reason: String,
+    },
+    /// The entry's `url` is not http(s).
+    #[error("url {reference:?}: scheme {scheme:?} is not http(s)")]
+    Scheme {
+        /// The `url` as written.
+        reference: String,
+        /// Its scheme.
+        scheme: String,
+    },
+    /// An https index points at plain http.
+    #[error("url {url}: an https index may not point at plain http")]
+    Downgrade {
+        /// The URL, redacted.
+        url: String,
+    },
+}
+
 /// `<index dir>/<name>/<path>`, each component percent-encoded.
-pub fn file_url(index_url: &Url, name: &str, path: &str) -> Result<Url, String> {
+pub fn file_url(index_url: &Url, name: &str, path: &str) -> Result<Url, UrlError> {
     let mut url = index_url.clone();
     url.set_query(None);
     url.set_fragment(None);
     url.path_segments_mut()
-        .map_err(|()| format!("{}: cannot hold a path", index_url.scheme()))?
+        .map_err(|()| UrlError::NoPath {
+            scheme: index_url.scheme().to_string(),
+        })?
         .pop()
         .push(name)
         .extend(path.split('/'));
@@ -463,23 +499,24 @@ pub fn file_url(index_url: &Url, name: &str, path: &str) -> Result<Url, String> 
 
 /// Resolves an entry's `url` against the index URL (RFC 3986 §5). Only http(s) is followed,
 /// and an https index never sends the client to plain http.
-pub fn resolve(index_url: &Url, reference: &str) -> Result<Url, String> {
-    let url = index_url
-        .join(reference)
-        .map_err(|e| format!("url {reference:?}: {e}"))?;
+pub fn resolve(index_url: &Url, reference: &str) -> Result<Url, UrlError> {
+    let url = index_url.join(reference).map_err(|e| UrlError::Join {
+        reference: reference.to_string(),
+        reason: e.to_string(),
+    })?;
     match url.scheme() {
         "http" | "https" => {}
         other => {
-            return Err(format!(
-                "url {reference:?}: scheme {other:?} is not http(s)"
-            ));
+            return Err(UrlError::Scheme {
+                reference: reference.to_string(),
+                scheme: other.to_string(),
+            });
         }
     }
     if index_url.scheme() == "https" && url.scheme() == "http" {
-        return Err(format!(
-            "url {}: an https index may not point at plain http",
-            super::client::redact(&url)
-        ));
+        return Err(UrlError::Downgrade {
+            url: super::client::redact(&url),
+        });
     }
     Ok(url)
 }

@@ -67,12 +67,10 @@ use self::client::{Counters, Fetched, Fetcher, HttpError, Validators};
 use self::index::{Artifact, DiscoveryIndex, Extra, IndexEntry};
 pub use self::maintain::{CacheInfo, CleanReport, cache_info, clean_cache};
 pub use self::options::{
-    DEFAULT_MAX_INDEX_AGE, FetchReport, FetchStatus, Freshness, HttpOptions, HttpStats,
-    RemoteSkill, default_cache_dir,
+    DEFAULT_MAX_INDEX_AGE, FetchReport, FetchStatus, Freshness, HttpOptions, HttpStats, RemoteSkill,
 };
-use crate::source::{
-    Detail, DocumentSink, IndexCheck, IndexVerifier, RootRecord, Source, SourceId,
-};
+use crate::options::{IndexCheck, IndexVerifier};
+use crate::source::{Detail, DocumentSink, RootRecord, Source, SourceId};
 
 use crate::digest::sha256;
 use crate::document::name_key;
@@ -148,7 +146,7 @@ impl HttpSource {
                 "{shown}: not an http(s) URL with a host"
             )));
         }
-        let cache_dir = opts.cache_dir.clone().or_else(default_cache_dir);
+        let cache_dir = opts.cache_dir.clone();
         Ok(HttpSource {
             url: parsed,
             shown,
@@ -434,7 +432,7 @@ impl HttpSource {
                 statement: text,
                 highest,
             })
-            .map_err(refuse)?;
+            .map_err(|e| refuse(e.to_string()))?;
         if let Some(c) = cache
             && highest.is_none_or(|h| version > h)
         {
@@ -1117,13 +1115,5 @@ mod tests {
             "http://h/pre/.well-known/agent-skills/index.json"
         );
         assert_eq!(c("http://h/x/index.json"), ["http://h/x/index.json"]);
-    }
-
-    #[test]
-    fn default_cache_dir_follows_xdg() {
-        // Read-only check: whatever the environment, the answer ends in "skillcat".
-        if let Some(d) = default_cache_dir() {
-            assert!(d.ends_with("skillcat") && d.is_absolute());
-        }
     }
 }

@@ -6,12 +6,13 @@ use std::time::Duration;
 use super::index::IndexLimits;
 use crate::archive::ArchiveLimits;
 use crate::client::{Policy, Redirects};
-use crate::source::{IndexVerifier, OpenOptions};
+use crate::options::{IndexVerifier, RemoteOptions};
 
 /// How an [`HttpSource`](super::HttpSource) reaches the network and where it caches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpOptions {
-    /// The cache directory; `None` for the default (see [`default_cache_dir`]).
+    /// The cache directory; `None`: nothing is cached on disk (the command line gives the
+    /// user's cache directory).
     pub cache_dir: Option<PathBuf>,
     /// Serve only what is cached; never touch the network.
     pub offline: bool,
@@ -122,8 +123,8 @@ impl HttpOptions {
     }
 }
 
-impl From<&OpenOptions> for HttpOptions {
-    fn from(o: &OpenOptions) -> Self {
+impl From<&RemoteOptions> for HttpOptions {
+    fn from(o: &RemoteOptions) -> Self {
         let d = HttpOptions::default();
         HttpOptions {
             cache_dir: o.cache_dir.clone(),
@@ -142,22 +143,10 @@ impl From<&OpenOptions> for HttpOptions {
     }
 }
 
-impl From<OpenOptions> for HttpOptions {
-    fn from(o: OpenOptions) -> Self {
+impl From<RemoteOptions> for HttpOptions {
+    fn from(o: RemoteOptions) -> Self {
         HttpOptions::from(&o)
     }
-}
-
-/// The default cache directory: `$XDG_CACHE_HOME/skillcat`, else `$HOME/.cache/skillcat`
-/// (relative values are ignored, as the XDG rules say). `None` when neither is set.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    let abs = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
-    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").and_then(abs) {
-        return Some(xdg.join("skillcat"));
-    }
-    std::env::var_os("HOME")
-        .and_then(abs)
-        .map(|h| h.join(".cache").join("skillcat"))
 }
 
 /// One skill as the remote index describes it.

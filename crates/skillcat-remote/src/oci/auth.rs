@@ -21,7 +21,7 @@
 //! | username and password without `SKILLCAT_OCI_REGISTRY` | sent nowhere; the error says why |
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::Path;
 
 use base64::Engine;
 
@@ -58,11 +58,11 @@ impl fmt::Debug for Credentials {
 
 impl Credentials {
     /// The credentials for `registry` (`host[:port]`): the environment's when bound to it,
-    /// else the Docker configuration's. `None`: anonymous.
-    pub fn lookup(registry: &str) -> Option<Credentials> {
+    /// else what the Docker configuration at `docker_config` holds. `None`: anonymous.
+    pub fn lookup(registry: &str, docker_config: Option<&Path>) -> Option<Credentials> {
         EnvCredentials::read()
             .for_registry(registry)
-            .or_else(|| docker_lookup(registry))
+            .or_else(|| docker_lookup(docker_config, registry))
     }
 
     /// The `Authorization: Basic …` value.
@@ -75,10 +75,10 @@ impl Credentials {
     }
 }
 
-/// The Docker configuration's credentials for `host`.
-pub fn docker_lookup(host: &str) -> Option<Credentials> {
-    let path = docker_config_path()?;
-    let text = std::fs::read_to_string(&path).ok()?;
+/// The credentials the Docker configuration at `path` (`config.json`) holds for `host`.
+pub fn docker_lookup(path: Option<&Path>, host: &str) -> Option<Credentials> {
+    let path = path?;
+    let text = std::fs::read_to_string(path).ok()?;
     from_docker_config(&text, host, &path.display().to_string())
 }
 
@@ -186,14 +186,6 @@ pub fn host_of(text: &str) -> String {
         .or_else(|| t.strip_prefix("http://"))
         .unwrap_or(t);
     t.split('/').next().unwrap_or(t).to_ascii_lowercase()
-}
-
-/// `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`.
-fn docker_config_path() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("DOCKER_CONFIG") {
-        return Some(PathBuf::from(dir).join("config.json"));
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".docker").join("config.json"))
 }
 
 /// The plain `auths` entry of a Docker `config.json` for `registry`.

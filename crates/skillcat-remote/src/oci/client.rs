@@ -11,7 +11,7 @@ use std::sync::PoisonError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 
@@ -21,10 +21,10 @@ use super::auth::{
 };
 use super::layout::{ACCEPT, INDEX_V1, MAX_MANIFEST};
 use super::reference::Reference;
+use crate::client::{Failure, RequestError, Retry, is_retryable_status, read_bounded, retry_after};
 use crate::digest::sha256_digest;
 use crate::error::{Error, Result};
 use crate::http::HttpOptions;
-use crate::http::client::describe;
 use crate::http::redact;
 
 /// How a client reaches a registry.
@@ -36,11 +36,13 @@ pub struct ClientOptions {
     pub allow_insecure: bool,
     /// Ask for push rights as well as pull (bearer token scope).
     pub push: bool,
+    /// The Docker configuration credentials are looked up in (`None`: none is read).
+    pub docker_config: Option<std::path::PathBuf>,
 }
 
 /// A client of one repository of one registry.
 pub struct Client {
-    http: reqwest::Client,
+    http: crate::client::Client,
     base: Url,
     repository: String,
     registry: String,
@@ -49,6 +51,7 @@ pub struct Client {
     creds: Option<Credentials>,
     auth: Mutex<Option<String>>,
     push: bool,
+    docker_config: Option<std::path::PathBuf>,
     deadline: Duration,
     retries: u32,
     backoff: Duration,
@@ -90,12 +93,12 @@ impl Client {
         }
         let base = Url::parse(&format!("{scheme}://{}/", reference.registry))
             .map_err(|e| Error::other(format!("{reference}: not a registry address"), e))?;
-        let http = crate::client::build(&opts.http.policy())
+        let http = crate::client::Client::new(&opts.http.policy())
             .map_err(|e| Error::other("cannot set up the HTTP client", e))?;
         let env = EnvCredentials::read();
         let creds = env
             .for_registry(&reference.registry)
-            .or_else(|| docker_lookup(&reference.registry));
+            .or_else(|| docker_lookup(opts.docker_config.as_deref(), &reference.registry));
         Ok(Client {
             http,
             shown: format!("{scheme}://{}", reference.registry),
@@ -106,6 +109,7 @@ impl Client {
             creds,
             auth: Mutex::new(None),
             push: opts.push,
+            docker_config: opts.docker_config.clone(),
             deadline: opts.http.timeout,
             retries: opts.http.retries,
             backoff: opts.http.backoff,
@@ -366,26 +370,34 @@ impl Client {
         auth: Option<&str>,
     ) -> Result<reqwest::Response> {
         let repeatable = method == Method::GET || method == Method::HEAD;
-        let mut attempt = 0;
-        loop {
-            let req = self.request(method.clone(), url, headers.clone(), body.clone(), auth)?;
-            let sent = self.transmit(url, req).await;
-            let retry_after = match &sent {
-                Ok(r) if crate::client::is_retryable_status(r.status().as_u16()) => {
-                    crate::client::retry_after(r.headers())
+        let retry = Retry {
+            retries: self.retries,
+            backoff: self.backoff,
+        };
+        // A retryable status that is the last answer is returned as the answer: the error
+        // side of the loop carries what was sent.
+        let sent = retry
+            .run(None, || async {
+                let req = self
+                    .request(method.clone(), url, headers.clone(), body.clone(), auth)
+                    .map_err(|e| Failure::last(Err(e)))?;
+                match self.transmit(url, req).await {
+                    Ok(r) if is_retryable_status(r.status().as_u16()) => Err(Failure {
+                        retry: repeatable,
+                        retry_after: retry_after(r.headers()),
+                        error: Ok(r),
+                    }),
+                    Ok(r) => Ok(r),
+                    // `transmit` fails only in transport: the request went out (or tried to).
+                    Err(e) => Err(Failure {
+                        retry: repeatable,
+                        retry_after: None,
+                        error: Err(e),
+                    }),
                 }
-                Ok(_) => return sent,
-                // `transmit` fails only in transport: the request went out (or tried to).
-                Err(_) => None,
-            };
-            if !repeatable || attempt >= self.retries {
-                return sent;
-            }
-            let wait =
-                crate::client::backoff(attempt, self.backoff, retry_after, crate::client::jitter());
-            tokio::time::sleep(wait).await;
-            attempt += 1;
-        }
+            })
+            .await;
+        sent.or_else(|last| last)
     }
 
     /// Builds one request with the authorization in use. Fails only before anything is sent.
@@ -419,13 +431,7 @@ impl Client {
         self.requests.fetch_add(1, Ordering::Relaxed);
         match tokio::time::timeout(self.deadline, req.send()).await {
             Ok(Ok(r)) => Ok(r),
-            Ok(Err(e)) => Err(match crate::client::certificate_failure(&e) {
-                Some(reason) => Error::Certificate {
-                    location: redact(url),
-                    reason,
-                },
-                None => transport(url, &describe(e)),
-            }),
+            Ok(Err(e)) => Err(RequestError::of(&redact(url), e).into()),
             Err(_) => Err(transport(
                 url,
                 &format!(
@@ -528,7 +534,7 @@ impl Client {
         let host = realm_host(realm)?;
         self.env
             .for_realm(&self.registry, &host)
-            .or_else(|| docker_lookup(&host))
+            .or_else(|| docker_lookup(self.docker_config.as_deref(), &host))
     }
 
     fn auth_error(&self, why: &str) -> Error {
@@ -566,32 +572,15 @@ impl Client {
 
     /// Reads a body of at most `limit` bytes (checked against Content-Length first, then on
     /// the bytes received).
-    async fn body(&self, mut resp: reqwest::Response, url: &Url, limit: u64) -> Result<Received> {
-        let too_large = |size| Error::TooLarge {
-            path: redact(url),
-            size,
-            limit,
-        };
-        if let Some(len) = resp.content_length()
-            && len > limit
-        {
-            return Err(too_large(len));
-        }
+    async fn body(&self, resp: reqwest::Response, url: &Url, limit: u64) -> Result<Received> {
         let content_type = text(resp.headers(), "content-type");
-        let mut buf = BytesMut::new();
-        loop {
-            let chunk = tokio::time::timeout(self.deadline, resp.chunk())
-                .await
-                .map_err(|_| transport(url, "the body stalled (--timeout)"))?
-                .map_err(|e| transport(url, &describe(e)))?;
-            let Some(chunk) = chunk else { break };
-            if (buf.len() + chunk.len()) as u64 > limit {
-                return Err(too_large((buf.len() + chunk.len()) as u64));
-            }
-            buf.extend_from_slice(&chunk);
-        }
-        self.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
-        let bytes = buf.freeze();
+        let bytes = read_bounded(resp, &redact(url), limit, Some(self.deadline))
+            .await
+            .map_err(|e| match e {
+                RequestError::Stalled { .. } => transport(url, "the body stalled (--timeout)"),
+                e => e.into(),
+            })?;
+        self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         Ok(Received {
             digest: sha256_digest(&bytes),
             bytes,
@@ -631,18 +620,11 @@ fn expect(resp: reqwest::Response, url: &Url, ok: &[StatusCode]) -> Result<reqwe
     if ok.contains(&status) {
         return Ok(resp);
     }
-    let shown = redact(url);
-    Err(match status {
-        StatusCode::NOT_FOUND => Error::NotFound(format!("{shown} (HTTP 404)")),
-        StatusCode::FORBIDDEN => Error::PermissionDenied {
-            location: shown,
-            reason: "HTTP 403: the registry denies this to the credentials in use".into(),
-        },
-        s => Error::Remote {
-            url: shown,
-            status: s.as_u16(),
-        },
-    })
+    Err(crate::client::status_error(
+        redact(url),
+        status.as_u16(),
+        "the registry denies this to the credentials in use",
+    ))
 }
 
 fn transport(url: &Url, detail: &str) -> Error {
@@ -667,6 +649,7 @@ mod tests {
                 http: HttpOptions::default(),
                 allow_insecure,
                 push: false,
+                docker_config: None,
             };
             Client::new(&Reference::parse(text).unwrap(), &opts).map(|c| c.shown)
         };
@@ -710,6 +693,7 @@ mod tests {
             },
             allow_insecure: false,
             push: false,
+            docker_config: None,
         };
         let client = Client::new(&Reference::parse("oci://127.0.0.1:9/a").unwrap(), &opts).unwrap();
         let url = Url::parse("http://127.0.0.1:9/v2/").unwrap();

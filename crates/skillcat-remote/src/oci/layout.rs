@@ -234,7 +234,7 @@ pub fn parse(bytes: &[u8], content_type: Option<&str>) -> Result<Document, Layou
 }
 
 fn check_descriptor(d: &Descriptor) -> Result<(), LayoutError> {
-    check_digest(&d.digest).map_err(LayoutError)
+    check_digest(&d.digest).map_err(|e| LayoutError(e.to_string()))
 }
 
 /// Which layout a skill manifest is in.

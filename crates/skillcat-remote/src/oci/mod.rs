@@ -37,9 +37,10 @@ use self::layout::{Annotated, Document, Layout, Manifest};
 pub use self::reference::Reference;
 use super::http::artifact::Held;
 use super::http::cache::{self, Cache, Read, Record};
-use super::http::{HttpOptions, blocking, default_cache_dir};
+use super::http::{HttpOptions, blocking};
 use crate::digest::{parse_digest, sha256};
 use crate::error::{Error, Result};
+use crate::options::RemoteOptions;
 use crate::path::FileEntry;
 use crate::source::{RootRecord, Source, SourceId};
 
@@ -53,13 +54,16 @@ pub struct OciOptions {
     pub http: HttpOptions,
     /// Speak plain HTTP to a registry that is not on this machine.
     pub allow_insecure: bool,
+    /// The Docker configuration credentials are looked up in (`None`: none is read).
+    pub docker_config: Option<PathBuf>,
 }
 
-impl From<&crate::source::OpenOptions> for OciOptions {
-    fn from(o: &crate::source::OpenOptions) -> Self {
+impl From<&RemoteOptions> for OciOptions {
+    fn from(o: &RemoteOptions) -> Self {
         OciOptions {
             http: HttpOptions::from(o),
             allow_insecure: o.allow_insecure,
+            docker_config: o.docker_config.clone(),
         }
     }
 }
@@ -104,7 +108,7 @@ impl OciSource {
     /// else: the network is first used by [`list`](Source::list).
     pub fn new(text: &str, opts: OciOptions) -> Result<OciSource> {
         let reference = Reference::parse(text)?;
-        let cache_dir = opts.http.cache_dir.clone().or_else(default_cache_dir);
+        let cache_dir = opts.http.cache_dir.clone();
         Ok(OciSource {
             shown: reference.to_string(),
             reference,
@@ -161,6 +165,7 @@ impl OciSource {
                 http: self.opts.http.clone(),
                 allow_insecure: self.opts.allow_insecure,
                 push: false,
+                docker_config: self.opts.docker_config.clone(),
             },
         )?;
         if let Some(why) = c.unbound_credentials() {

@@ -26,13 +26,13 @@ pub struct Reference {
 impl Reference {
     /// Parses `oci://HOST[:PORT]/REPO[:TAG][@sha256:HEX]`.
     pub fn parse(text: &str) -> Result<Reference> {
-        let bad = |why: &str| Error::Invalid(format!("{text}: {why}"));
+        let bad = |why: &dyn std::fmt::Display| Error::Invalid(format!("{text}: {why}"));
         let rest = text
             .strip_prefix(SCHEME)
-            .ok_or_else(|| bad("an OCI reference starts with oci://"))?;
+            .ok_or_else(|| bad(&"an OCI reference starts with oci://"))?;
         let (registry, path) = rest
             .split_once('/')
-            .ok_or_else(|| bad("an OCI reference is oci://HOST[:PORT]/REPOSITORY[:TAG]"))?;
+            .ok_or_else(|| bad(&"an OCI reference is oci://HOST[:PORT]/REPOSITORY[:TAG]"))?;
         check_registry(registry).map_err(|why| bad(&why))?;
         let (path, digest) = match path.split_once('@') {
             Some((p, d)) => {
@@ -124,27 +124,53 @@ impl fmt::Display for Reference {
     }
 }
 
-fn check_registry(r: &str) -> std::result::Result<(), String> {
+/// Why a part of an OCI reference is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReferenceError {
+    /// Nothing before the first `/`.
+    #[error("no registry host")]
+    NoRegistry,
+    /// A user name (and password) before the host.
+    #[error(
+        "credentials do not belong in the reference (use ~/.docker/config.json or \
+         SKILLCAT_OCI_USERNAME/SKILLCAT_OCI_PASSWORD with SKILLCAT_OCI_REGISTRY)"
+    )]
+    Credentials,
+    /// Not `host[:port]`.
+    #[error("{0:?} is not a registry host[:port]")]
+    Registry(String),
+    /// Not the distribution spec's repository grammar.
+    #[error("{0:?} is not a repository name (lowercase letters, digits, . _ - and /)")]
+    Repository(String),
+    /// Not `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`.
+    #[error("{0:?} is not a tag (letters, digits, _ . -, at most 128, not starting with . or -)")]
+    Tag(String),
+    /// Not `sha256:` and 64 lowercase hex digits.
+    #[error("{0:?} is not a sha256:<64 hex> digest")]
+    Digest(String),
+}
+
+fn check_registry(r: &str) -> std::result::Result<(), ReferenceError> {
     if r.is_empty() {
-        return Err("no registry host".into());
+        return Err(ReferenceError::NoRegistry);
     }
     if r.contains('@') {
-        return Err("credentials do not belong in the reference (use ~/.docker/config.json or SKILLCAT_OCI_USERNAME/SKILLCAT_OCI_PASSWORD with SKILLCAT_OCI_REGISTRY)".into());
+        return Err(ReferenceError::Credentials);
     }
     let ok = r
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
     if !ok {
-        return Err(format!("{r:?} is not a registry host[:port]"));
+        return Err(ReferenceError::Registry(r.to_string()));
     }
     Ok(())
 }
 
 /// Repository components: lowercase letters and digits, separated by one `.`, `_`, `__` or
 /// any number of `-` (the distribution spec's grammar).
-fn check_repository(repo: &str) -> std::result::Result<(), String> {
-    let why =
-        || format!("{repo:?} is not a repository name (lowercase letters, digits, . _ - and /)");
+fn check_repository(repo: &str) -> std::result::Result<(), ReferenceError> {
+    let why = || ReferenceError::Repository(repo.to_string());
     if repo.is_empty() || repo.len() > 255 {
         return Err(why());
     }
@@ -178,7 +204,7 @@ pub fn highest_version<'a>(tags: impl IntoIterator<Item = &'a str>) -> Option<&'
 }
 
 /// `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`.
-pub fn check_tag(tag: &str) -> std::result::Result<(), String> {
+pub fn check_tag(tag: &str) -> std::result::Result<(), ReferenceError> {
     let b = tag.as_bytes();
     let ok = !b.is_empty()
         && b.len() <= 128
@@ -188,14 +214,12 @@ pub fn check_tag(tag: &str) -> std::result::Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "{tag:?} is not a tag (letters, digits, _ . -, at most 128, not starting with . or -)"
-        ))
+        Err(ReferenceError::Tag(tag.to_string()))
     }
 }
 
 /// `sha256:` and 64 lowercase hex digits: the only digest skillcat accepts.
-pub fn check_digest(d: &str) -> std::result::Result<(), String> {
+pub fn check_digest(d: &str) -> std::result::Result<(), ReferenceError> {
     match d.strip_prefix("sha256:") {
         Some(hex)
             if hex.len() == 64
@@ -205,7 +229,7 @@ pub fn check_digest(d: &str) -> std::result::Result<(), String> {
         {
             Ok(())
         }
-        _ => Err(format!("{d:?} is not a sha256:<64 hex> digest")),
+        _ => Err(ReferenceError::Digest(d.to_string())),
     }
 }
 

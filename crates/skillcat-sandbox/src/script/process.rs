@@ -458,11 +458,11 @@ fn launch(helper: &Path, policy: &HelperPolicy, direct: bool) -> Result<Launch, 
             false,
         )
     } else {
-        let json = HelperRequest::Run(policy.clone())
-            .to_json()
-            .map_err(|e| ScriptError::SandboxFailed {
+        let json = HelperRequest::Run(policy.clone()).to_json().map_err(|e| {
+            ScriptError::SandboxFailed {
                 reason: format!("cannot serialise the policy: {e}"),
-            })?;
+            }
+        })?;
         // The policy (tool arguments included) goes on a descriptor, not on argv, where
         // every local user could read it.
         policy_fd = Some(policy_memfd(json.as_bytes()).map_err(|e| sandbox_failed("policy", e))?);

@@ -12,6 +12,7 @@ use axum::http::{StatusCode, header};
 use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Value, json};
+use skillcat_core::api::ErrorBody;
 
 use super::pages::{
     Trust, layout, pager, signature_status, skill_row, version_dir_ok, versions_of,
@@ -96,7 +97,7 @@ pub async fn api_not_found() -> Response {
 fn error(status: StatusCode, code: &str, detail: String) -> Response {
     json_answer(
         status,
-        &json!({"errors": [{"code": code, "detail": detail}]}),
+        &serde_json::to_value(ErrorBody::new(code, detail)).expect("an error body serializes"),
     )
 }
 

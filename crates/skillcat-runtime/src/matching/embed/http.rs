@@ -2,26 +2,26 @@
 
 use std::time::Duration;
 
-use skillcat_remote::client::Policy;
-use skillcat_remote::client::reqwest::{self, Url};
+use skillcat_remote::client::reqwest::{Method, Url};
+use skillcat_remote::client::{Client, Policy, RequestError, redact, unparsed_shown};
 
 use super::EmbedError;
 
 /// The largest answer read from a provider (256 MiB: 256 vectors of 4,096 coordinates written
 /// as JSON are about 25 MiB).
-const MAX_RESPONSE: usize = 256 << 20;
+const MAX_RESPONSE: u64 = 256 << 20;
 
 /// The client every provider uses unless given one: the one client's policy with a total
 /// timeout of 5 minutes (a large batch on a slow model), no limit between reads.
-pub(super) fn client() -> Result<reqwest::Client, EmbedError> {
+pub(super) fn client() -> Result<Client, EmbedError> {
     provider_client(Vec::new())
 }
 
 /// The providers' client, trusting these CA certificates (PEM) besides the system's: for
 /// [`with_client`](super::OpenAiCompatible::with_client) when a provider's certificate is
 /// issued by a private authority.
-pub fn provider_client(ca_certificates: Vec<Vec<u8>>) -> Result<reqwest::Client, EmbedError> {
-    skillcat_remote::client::build(&Policy {
+pub fn provider_client(ca_certificates: Vec<Vec<u8>>) -> Result<Client, EmbedError> {
+    Client::new(&Policy {
         timeout: Some(Duration::from_secs(300)),
         read_timeout: None,
         ca_certificates,
@@ -32,12 +32,13 @@ pub fn provider_client(ca_certificates: Vec<Vec<u8>>) -> Result<reqwest::Client,
 
 /// Parses a provider's base URL: `http` or `https` only.
 pub(super) fn parse_base(base: &str) -> Result<Url, EmbedError> {
-    let url = Url::parse(base.trim())
-        .map_err(|e| EmbedError::Invalid(format!("embedding URL {:?}: {e}", redact_str(base))))?;
+    let url = Url::parse(base.trim()).map_err(|e| {
+        EmbedError::Invalid(format!("embedding URL {:?}: {e}", unparsed_shown(base)))
+    })?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         return Err(EmbedError::Invalid(format!(
             "embedding URL {}: not an http(s) URL",
-            redact_str(base)
+            unparsed_shown(base)
         )));
     }
     Ok(url)
@@ -60,69 +61,50 @@ pub(super) fn endpoint(base: &Url, path: &str) -> Url {
     url
 }
 
-/// The URL as it may be shown: without user name or password.
-pub(super) fn redact(url: &Url) -> String {
-    let mut shown = url.clone();
-    let _ = shown.set_username("");
-    let _ = shown.set_password(None);
-    shown.to_string().trim_end_matches('/').to_string()
+/// The provider's base as it names an embedding space (the cache's key, not a display): no
+/// user name or password (a key is not part of the space), no trailing `/`.
+pub(super) fn space_url(url: &Url) -> String {
+    let mut base = url.clone();
+    let _ = base.set_username("");
+    let _ = base.set_password(None);
+    base.to_string().trim_end_matches('/').to_string()
 }
 
-/// A URL that did not parse, shown without anything before an `@` in its authority.
-fn redact_str(raw: &str) -> String {
-    let (scheme, rest) = raw.split_once("://").unwrap_or(("", raw));
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match (authority.rsplit_once('@'), scheme.is_empty()) {
-        (Some((_, host)), false) => format!("{scheme}://…@{host}{path}"),
-        (Some((_, host)), true) => format!("…@{host}{path}"),
-        (None, _) => raw.to_string(),
-    }
-}
-
-/// POSTs `body` as JSON and returns the parsed JSON answer of a 2xx response.
+/// POSTs `body` as JSON and returns the parsed JSON answer of a 2xx response, read under
+/// [`MAX_RESPONSE`].
 pub(super) async fn post_json<T: serde::de::DeserializeOwned>(
-    client: &reqwest::Client,
+    client: &Client,
     url: &Url,
     bearer: Option<&str>,
     body: &serde_json::Value,
 ) -> Result<T, EmbedError> {
     let shown = redact(url);
-    let bytes = serde_json::to_vec(body).map_err(|e| EmbedError::Invalid(e.to_string()))?;
-    let mut request = client
-        .post(url.clone())
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(reqwest::header::ACCEPT, "application/json")
-        .body(bytes);
-    if let Some(key) = bearer {
-        request = request.bearer_auth(key);
-    }
-    let transport = |e: reqwest::Error| EmbedError::Transport {
-        url: shown.clone(),
-        // Without the URL reqwest would repeat (it may hold credentials).
-        message: e.without_url().to_string(),
-    };
-    let mut response = request.send().await.map_err(transport)?;
-    let status = response.status();
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(transport)? {
-        if body.len() + chunk.len() > MAX_RESPONSE {
-            return Err(EmbedError::Protocol {
-                url: shown,
+    let answer = client
+        .send_json(Method::POST, url, bearer, Some(body), MAX_RESPONSE)
+        .await
+        .map_err(|e| match e {
+            RequestError::TooLarge { .. } => EmbedError::Protocol {
+                url: shown.clone(),
                 message: format!("answer larger than {MAX_RESPONSE} bytes"),
-            });
-        }
-        body.extend_from_slice(&chunk);
-    }
-    if !status.is_success() {
-        let text = String::from_utf8_lossy(&body);
-        let excerpt: String = text.trim().chars().take(300).collect();
+            },
+            RequestError::Transport { detail, .. } => EmbedError::Transport {
+                url: shown.clone(),
+                message: detail,
+            },
+            other => EmbedError::Transport {
+                url: shown.clone(),
+                message: other.to_string(),
+            },
+        })?;
+    if !answer.status.is_success() {
+        let text = String::from_utf8_lossy(&answer.body);
         return Err(EmbedError::Status {
             url: shown,
-            status: status.as_u16(),
-            body: excerpt,
+            status: answer.status.as_u16(),
+            body: text.trim().chars().take(300).collect(),
         });
     }
-    serde_json::from_slice(&body).map_err(|e| EmbedError::Protocol {
+    serde_json::from_slice(&answer.body).map_err(|e| EmbedError::Protocol {
         url: shown,
         message: format!("unexpected answer: {e}"),
     })
@@ -162,7 +144,8 @@ mod tests {
     #[test]
     fn credentials_never_shown() {
         let url = parse_base("http://user:secret@h:1/v1").unwrap();
-        assert_eq!(redact(&url), "http://h:1/v1");
+        assert_eq!(space_url(&url), "http://h:1/v1");
+        assert!(!redact(&url).contains("secret"));
         let e = parse_base("ftp://user:secret@h").unwrap_err().to_string();
         assert!(!e.contains("secret"), "{e}");
         let e = parse_base("http://user:secret@").unwrap_err().to_string();

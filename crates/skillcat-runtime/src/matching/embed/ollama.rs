@@ -11,9 +11,10 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
-use skillcat_remote::client::reqwest::{self, Url};
+use skillcat_remote::client::reqwest::Url;
+use skillcat_remote::client::{Client, redact};
 
-use super::http::{client, endpoint, parse_base, post_json, redact};
+use super::http::{client, endpoint, parse_base, post_json, space_url};
 use super::{EmbedError, Embedder, MAX_BATCH, check_batch};
 
 /// Ollama's default address.
@@ -22,7 +23,7 @@ pub const OLLAMA_DEFAULT_URL: &str = "http://localhost:11434";
 /// A client of Ollama's `POST /api/embed`.
 #[derive(Clone)]
 pub struct Ollama {
-    client: reqwest::Client,
+    client: Client,
     base: Url,
     url: Url,
     model: String,
@@ -50,8 +51,8 @@ impl Ollama {
     }
 
     /// Uses `client` for requests.
-    pub fn with_client(mut self, client: reqwest::Client) -> Self {
-        self.client = client;
+    pub fn with_client(mut self, client: impl Into<Client>) -> Self {
+        self.client = client.into();
         self
     }
 }
@@ -59,7 +60,7 @@ impl Ollama {
 #[async_trait]
 impl Embedder for Ollama {
     fn space_id(&self) -> String {
-        format!("ollama|{}|{}|-", redact(&self.base), self.model)
+        format!("ollama|{}|{}|-", space_url(&self.base), self.model)
     }
 
     async fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {

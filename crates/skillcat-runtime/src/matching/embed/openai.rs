@@ -12,15 +12,16 @@
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
-use skillcat_remote::client::reqwest::{self, Url};
+use skillcat_remote::client::reqwest::Url;
+use skillcat_remote::client::{Client, redact};
 
-use super::http::{client, endpoint, parse_base, post_json, redact};
+use super::http::{client, endpoint, parse_base, post_json, space_url};
 use super::{EmbedError, Embedder, MAX_BATCH, check_batch};
 
 /// A client of an OpenAI-compatible `POST /v1/embeddings` endpoint.
 #[derive(Clone)]
 pub struct OpenAiCompatible {
-    client: reqwest::Client,
+    client: Client,
     base: Url,
     url: Url,
     model: String,
@@ -67,8 +68,8 @@ impl OpenAiCompatible {
     }
 
     /// Uses `client` for requests (proxies, timeouts, certificates of your choosing).
-    pub fn with_client(mut self, client: reqwest::Client) -> Self {
-        self.client = client;
+    pub fn with_client(mut self, client: impl Into<Client>) -> Self {
+        self.client = client.into();
         self
     }
 
@@ -119,7 +120,7 @@ impl Embedder for OpenAiCompatible {
         let dims = self
             .dimensions
             .map_or_else(|| "-".to_string(), |d| d.to_string());
-        format!("openai|{}|{}|{dims}", redact(&self.base), self.model)
+        format!("openai|{}|{}|{dims}", space_url(&self.base), self.model)
     }
 
     async fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {

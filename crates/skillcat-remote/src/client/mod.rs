@@ -1,5 +1,5 @@
 //! The one HTTP client: every request skillcat sends to a server goes out through a client
-//! [`build`] makes — the HTTP and OCI sources, a central registry's API (`publish`, `yank`),
+//! [`Client::new`] makes — the HTTP and OCI sources, a central registry's API (`publish`, `yank`),
 //! embedding providers — under one policy:
 //!
 //! ```text
@@ -13,14 +13,24 @@
 //!              full-jitter exponential backoff capped at 10 s, Retry-After (seconds) honoured
 //! ```
 //!
-//! Body limits stay with each caller, which knows what it expects. URLs in messages go through
-//! [`redact`]: user names, passwords and query strings are never shown.
+//! [`Client`] is the type requests go out through: [`Client::fetch`] reads an answer under the
+//! caller's size limit, [`Client::send_json`] sends JSON; a failure is a [`RequestError`] whose
+//! kinds (a certificate that does not verify, a transport failure, too large) and the statuses
+//! ([`status_error`]) map to the library's error kinds in one place. The loops that repeat a
+//! request (the HTTP source's GETs, OCI's) share one retry loop. URLs in messages go through
+//! [`redact`], the one function that shows a URL: user names, passwords and query strings are
+//! never shown.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use reqwest::Url;
-use reqwest::header::{self, HeaderMap};
+
+mod request;
+mod retry;
+
+pub(crate) use request::describe;
+pub use request::{Answer, Client, RequestError, read_bounded, status_error};
+pub(crate) use retry::{Failure, Retry, is_retryable_status, retry_after};
 
 /// The HTTP stack the client is made of: the types its callers name (`Url`, `Method`,
 /// `StatusCode`, …), so no other crate depends on it directly.
@@ -84,8 +94,8 @@ pub enum ClientError {
     Build(#[source] reqwest::Error),
 }
 
-/// A client with `policy`: the one place skillcat makes one.
-pub fn build(policy: &Policy) -> Result<reqwest::Client, ClientError> {
+/// The HTTP stack's client with `policy`: the one place skillcat makes one ([`Client::new`]).
+pub(crate) fn build(policy: &Policy) -> Result<reqwest::Client, ClientError> {
     let redirect = match policy.redirects {
         Redirects::Never => reqwest::redirect::Policy::none(),
         Redirects::Follow { max } => reqwest::redirect::Policy::custom(move |attempt| {
@@ -232,8 +242,27 @@ pub fn redact(url: &Url) -> String {
     s
 }
 
-/// Longest wait between two attempts, whatever Retry-After says.
-pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// Text meant as a URL that does not parse, as it may be shown: what [`redact`] hides, found
+/// by text — anything before an `@` in what would be its authority, and the query.
+pub fn unparsed_shown(raw: &str) -> String {
+    let (scheme, rest) = match raw.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), raw),
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let authority = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("***@{host}"),
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let fragment = query.find('#').map_or("", |i| &query[i..]);
+            format!("{path}?…{fragment}")
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}{authority}{tail}")
+}
 
 /// Whether to follow a redirect to `next`, given the URLs visited so far (the first request
 /// included): `None` to follow, else why not. Refused: more than `max` redirects (which also
@@ -253,55 +282,30 @@ pub(crate) fn redirect_refusal(previous: &[Url], next: &Url, max: usize) -> Opti
     }
 }
 
-/// Statuses worth another try: server errors, and the client errors that mean "later".
-pub(crate) fn is_retryable_status(status: u16) -> bool {
-    (500..600).contains(&status) || status == 408 || status == 429
-}
-
-/// `Retry-After` in seconds (the HTTP-date form is ignored).
-pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let v = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
-    v.trim().parse::<u64>().ok().map(Duration::from_secs)
-}
-
-/// How long to wait before attempt `attempt + 1`: what the server asked for (capped), else
-/// "full jitter" — a uniform share (`jitter` in `[0, 1)`) of `base × 2^attempt`, capped.
-pub(crate) fn backoff(
-    attempt: u32,
-    base: Duration,
-    retry_after: Option<Duration>,
-    jitter: f64,
-) -> Duration {
-    if let Some(wait) = retry_after {
-        return wait.min(MAX_BACKOFF);
-    }
-    let ceiling = base
-        .saturating_mul(1u32.checked_shl(attempt.min(16)).unwrap_or(u32::MAX))
-        .min(MAX_BACKOFF);
-    ceiling.mul_f64(jitter.clamp(0.0, 1.0))
-}
-
-/// A number in `[0, 1)`, different on each call (not for secrets).
-pub(crate) fn jitter() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn redact_hides_credentials_and_queries() {
+    fn a_url_is_shown_without_credentials_or_queries() {
         let u = Url::parse("https://user:secret@example.com/a/index.json?token=t#frag").unwrap();
         let shown = redact(&u);
         assert!(!shown.contains("secret") && !shown.contains("user") && !shown.contains("token"));
         assert_eq!(shown, "https://***@example.com/a/index.json?…#frag");
         let plain = Url::parse("http://127.0.0.1:8080/").unwrap();
         assert_eq!(redact(&plain), "http://127.0.0.1:8080/");
+    }
+
+    #[test]
+    fn text_that_is_no_url_is_shown_without_credentials_or_query() {
+        for (raw, shown) in [
+            ("http://user:secret@", "http://***@"),
+            ("user:secret@h", "***@h"),
+            ("ftp://u:p@h/a?token=t#f", "ftp://***@h/a?…#f"),
+            ("not a url", "not a url"),
+        ] {
+            assert_eq!(unparsed_shown(raw), shown, "{raw}");
+        }
     }
 
     #[test]
@@ -343,38 +347,6 @@ mod tests {
         // The refusal never shows credentials.
         let why = redirect_refusal(&[u("https://h/a")], &u("http://u:pw@h/a?t=1"), 10).unwrap();
         assert!(!why.contains("pw") && !why.contains("t=1"), "{why}");
-    }
-
-    #[test]
-    fn which_statuses_are_retried() {
-        for s in [500, 502, 503, 504, 408, 429] {
-            assert!(is_retryable_status(s), "{s}");
-        }
-        for s in [400, 401, 403, 404, 410, 416] {
-            assert!(!is_retryable_status(s), "{s}");
-        }
-    }
-
-    #[test]
-    fn backoff_is_full_jitter_capped_and_honours_retry_after() {
-        let base = Duration::from_millis(100);
-        assert_eq!(backoff(0, base, None, 0.0), Duration::ZERO);
-        assert_eq!(backoff(0, base, None, 0.5), Duration::from_millis(50));
-        assert_eq!(backoff(3, base, None, 0.5), Duration::from_millis(400));
-        assert_eq!(
-            backoff(40, base, None, 0.999_999),
-            MAX_BACKOFF.mul_f64(0.999_999)
-        );
-        assert_eq!(
-            backoff(0, base, Some(Duration::from_secs(2)), 0.1),
-            Duration::from_secs(2)
-        );
-        assert_eq!(
-            backoff(0, base, Some(Duration::from_secs(3600)), 0.1),
-            MAX_BACKOFF
-        );
-        let j = jitter();
-        assert!((0.0..1.0).contains(&j));
     }
 
     #[test]
