@@ -62,7 +62,7 @@ pub async fn export(
 ) -> Result<Exported> {
     check_name(&opts.name)
         .and_then(|()| check_reserved(&opts.name))
-        .map_err(|why| Error::Invalid(format!("--marketplace {:?}: {why}", opts.name)))?;
+        .map_err(|why| Error::Invalid(format!("marketplace name {:?}: {why}", opts.name)))?;
     let mut skills: Vec<_> = found.skills.iter().collect();
     skills.sort_by_key(|s| s.name());
     let mut plugins: Vec<PluginOut> = Vec::new();

@@ -85,7 +85,7 @@ impl MarketplaceSource {
             Err(e) => return Err(e),
         };
         let shown = self.base.location(MARKETPLACE_FILE);
-        let catalog = super::parse(&bytes).map_err(|e| Error::other(&shown, e))?;
+        let catalog = super::parse(&bytes).map_err(|e| invalid(&shown, e))?;
         let mut parts: Vec<(String, Arc<dyn Source>)> = vec![(String::new(), self.base.clone())];
         let base_roots = if catalog
             .plugins
@@ -208,7 +208,7 @@ impl MarketplaceSource {
             }
         }
         if !problems.is_empty() {
-            return Err(Error::other(shown, MarketplaceError { problems }));
+            return Err(invalid(&shown, MarketplaceError { problems }));
         }
         Ok(State::Market(Market {
             catalog,
@@ -337,4 +337,25 @@ impl Source for MarketplaceSource {
     fn summary(&self) -> Option<String> {
         self.base.summary()
     }
+}
+
+/// A marketplace file with problems, where it is: an error of kind
+/// [`Invalid`](skillcat_core::error::ErrorKind::Invalid), so a caller tells it from a store
+/// that cannot be reached without knowing this type.
+#[derive(Debug, thiserror::Error)]
+#[error("{at}: {error}")]
+struct Invalid {
+    at: String,
+    #[source]
+    error: MarketplaceError,
+}
+
+fn invalid(at: &str, error: MarketplaceError) -> Error {
+    Error::layer(
+        skillcat_core::error::ErrorKind::Invalid,
+        Invalid {
+            at: at.to_string(),
+            error,
+        },
+    )
 }

@@ -297,7 +297,7 @@ async fn a_directory_marketplace_lists_its_plugins_skills() {
             && shown.contains("plugin \"a\": skill path \"./skills/gone\""),
         "{shown}"
     );
-    assert!(err.downcast_ref::<MarketplaceError>().is_some());
+    assert_eq!(err.kind(), skillcat_core::error::ErrorKind::Invalid);
 }
 
 #[tokio::test]
