@@ -129,6 +129,17 @@ fn case(root: &str) -> J {
         .unwrap_or_else(|| panic!("no case {root} in the conformance catalog"))
 }
 
+/// The skills and faults of a discovery, as its checks compare them.
+fn outline(d: &source::Discovery) -> (Vec<String>, Vec<String>) {
+    let skills: Vec<String> = d.skills.iter().map(|s| format!("{s:?}")).collect();
+    let faults: Vec<String> = d
+        .faults
+        .iter()
+        .map(|f| format!("{} {} {}", f.root, f.location, f.fault))
+        .collect();
+    (skills, faults)
+}
+
 async fn check_cases(src: &dyn Source, want: Vec<J>, suite: &str) {
     let mut problems = Vec::new();
 
@@ -140,21 +151,37 @@ async fn check_cases(src: &dyn Source, want: Vec<J>, suite: &str) {
     }
 
     let found = source::discover(src).await.expect("discover");
+    check_partial_reads(src, &found, &mut problems).await;
+    for case in &want {
+        check_case(src, &found, case, &mut problems).await;
+    }
+    let total = found.skills.len() + found.faults.len();
+    if total != want.len() {
+        problems.push(format!(
+            "discover gave {total} results for {} roots",
+            want.len()
+        ));
+    }
+    assert!(
+        problems.is_empty(),
+        "{src:?} breaks {suite}:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// A backend's own `read_documents` and the lesser details agree with the whole discovery
+/// `found`.
+async fn check_partial_reads(
+    src: &dyn Source,
+    found: &source::Discovery,
+    problems: &mut Vec<String>,
+) {
     // A backend's own read_documents must agree with the generic per-root reads.
     let each = source::discover_each(src).await.expect("discover_each");
-    let outline = |d: &source::Discovery| {
-        let skills: Vec<String> = d.skills.iter().map(|s| format!("{s:?}")).collect();
-        let faults: Vec<String> = d
-            .faults
-            .iter()
-            .map(|f| format!("{} {} {}", f.root, f.location, f.fault))
-            .collect();
-        (skills, faults)
-    };
-    if outline(&found) != outline(&each) {
+    if outline(found) != outline(&each) {
         problems.push(format!(
             "discover and discover_each disagree:\n{:?}\n{:?}",
-            outline(&found),
+            outline(found),
             outline(&each)
         ));
     }
@@ -196,11 +223,11 @@ async fn check_cases(src: &dyn Source, want: Vec<J>, suite: &str) {
                 .collect();
             (skills, outline(d).1)
         };
-        if seen(partial) != seen(&found) {
+        if seen(partial) != seen(found) {
             problems.push(format!(
                 "discovering {what} alone disagrees:\n{:?}\n{:?}",
                 seen(partial),
-                seen(&found)
+                seen(found)
             ));
         }
     }
@@ -216,84 +243,79 @@ async fn check_cases(src: &dyn Source, want: Vec<J>, suite: &str) {
     {
         problems.push("bodies kept when not asked for, or missing when asked for".into());
     }
-    for case in &want {
-        let root = case["root"].as_str().unwrap();
-        // Files, sizes and executable bits.
-        match src.files(root).await {
-            Ok(files) => {
-                let got: Vec<J> = files
-                    .iter()
-                    .map(|f| serde_json::json!({"path": f.path, "size": f.size, "executable": f.executable}))
-                    .collect();
-                if got != case["files"].as_array().unwrap().clone() {
-                    problems.push(format!("{root}: files {got:?}, want {}", case["files"]));
-                }
+}
+
+/// One case of the catalog: its files, digest, parse outcome and faults.
+async fn check_case(
+    src: &dyn Source,
+    found: &source::Discovery,
+    case: &J,
+    problems: &mut Vec<String>,
+) {
+    let root = case["root"].as_str().unwrap();
+    // Files, sizes and executable bits.
+    match src.files(root).await {
+        Ok(files) => {
+            let got: Vec<J> = files
+                .iter()
+                .map(|f| serde_json::json!({"path": f.path, "size": f.size, "executable": f.executable}))
+                .collect();
+            if got != case["files"].as_array().unwrap().clone() {
+                problems.push(format!("{root}: files {got:?}, want {}", case["files"]));
             }
-            Err(e) => problems.push(format!("{root}: files failed: {e}")),
         }
-        // The skill digest, recomputed from the bytes the source holds.
-        match src.manifest(root, "", "").await {
-            Ok(m) if m.digest == case["digest"].as_str().unwrap() => {}
-            Ok(m) => problems.push(format!(
-                "{root}: digest {}, want {}",
-                m.digest, case["digest"]
-            )),
-            Err(e) => problems.push(format!("{root}: manifest failed: {e}")),
-        }
-        // Parse outcome and validation faults.
-        let loads = case["loads"].as_bool().unwrap();
-        let skill = found.skills.iter().find(|s| s.root() == root);
-        let fault = found.faults.iter().find(|f| f.root == root);
-        match (loads, skill, fault) {
-            (true, Some(s), None) => {
-                if s.raw_name() != case["name"].as_str() {
-                    problems.push(format!(
-                        "{root}: name {:?}, want {}",
-                        s.raw_name(),
-                        case["name"]
-                    ));
-                }
-                let kinds: Vec<&str> = s
-                    .validate(&ValidateOptions::default())
-                    .iter()
-                    .map(|f| f.kind().as_str())
-                    .collect();
-                let want_kinds: Vec<&str> = case["fault_kinds"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|k| k.as_str().unwrap())
-                    .collect();
-                if kinds != want_kinds {
-                    problems.push(format!("{root}: faults {kinds:?}, want {want_kinds:?}"));
-                }
-            }
-            (false, None, Some(f)) => {
-                if f.fault.kind().as_str() != case["refusal"].as_str().unwrap() {
-                    problems.push(format!(
-                        "{root}: refused as {}, want {}",
-                        f.fault.kind(),
-                        case["refusal"]
-                    ));
-                }
-            }
-            (_, s, f) => problems.push(format!(
-                "{root}: loads={loads} but skill={} fault={:?}",
-                s.is_some(),
-                f.map(|f| f.fault.message())
-            )),
-        }
+        Err(e) => problems.push(format!("{root}: files failed: {e}")),
     }
-    let total = found.skills.len() + found.faults.len();
-    if total != want.len() {
-        problems.push(format!(
-            "discover gave {total} results for {} roots",
-            want.len()
-        ));
+    // The skill digest, recomputed from the bytes the source holds.
+    match src.manifest(root, "", "").await {
+        Ok(m) if m.digest == case["digest"].as_str().unwrap() => {}
+        Ok(m) => problems.push(format!(
+            "{root}: digest {}, want {}",
+            m.digest, case["digest"]
+        )),
+        Err(e) => problems.push(format!("{root}: manifest failed: {e}")),
     }
-    assert!(
-        problems.is_empty(),
-        "{src:?} breaks {suite}:\n{}",
-        problems.join("\n")
-    );
+    // Parse outcome and validation faults.
+    let loads = case["loads"].as_bool().unwrap();
+    let skill = found.skills.iter().find(|s| s.root() == root);
+    let fault = found.faults.iter().find(|f| f.root == root);
+    match (loads, skill, fault) {
+        (true, Some(s), None) => {
+            if s.raw_name() != case["name"].as_str() {
+                problems.push(format!(
+                    "{root}: name {:?}, want {}",
+                    s.raw_name(),
+                    case["name"]
+                ));
+            }
+            let kinds: Vec<&str> = s
+                .validate(&ValidateOptions::default())
+                .iter()
+                .map(|f| f.kind().as_str())
+                .collect();
+            let want_kinds: Vec<&str> = case["fault_kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| k.as_str().unwrap())
+                .collect();
+            if kinds != want_kinds {
+                problems.push(format!("{root}: faults {kinds:?}, want {want_kinds:?}"));
+            }
+        }
+        (false, None, Some(f)) => {
+            if f.fault.kind().as_str() != case["refusal"].as_str().unwrap() {
+                problems.push(format!(
+                    "{root}: refused as {}, want {}",
+                    f.fault.kind(),
+                    case["refusal"]
+                ));
+            }
+        }
+        (_, s, f) => problems.push(format!(
+            "{root}: loads={loads} but skill={} fault={:?}",
+            s.is_some(),
+            f.map(|f| f.fault.message())
+        )),
+    }
 }

@@ -216,19 +216,47 @@ pub fn parse(bytes: &[u8]) -> Result<Marketplace, MarketplaceError> {
     })
 }
 
+/// Why a name cannot name a marketplace or a plugin ([`check_name`]) or a marketplace that
+/// Claude Code adds from anywhere but Anthropic's own GitHub organisation ([`check_reserved`]),
+/// in Claude Code's words where it has them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// No name.
+    #[error("empty")]
+    Empty,
+    /// Longer than [`MAX_NAME`].
+    #[error("longer than {MAX_NAME} characters")]
+    TooLong,
+    /// Not a folder name Claude Code accepts.
+    #[error(
+        "{0:?} is not kebab-case (letters, digits, '.', '_' and '-', starting with a letter or digit)"
+    )]
+    NotKebab(String),
+    /// A name holding `..`.
+    #[error("{0:?} contains \"..\"")]
+    DotDot(String),
+    /// A name Claude Code keeps for Anthropic's own marketplaces.
+    #[error(
+        "The name '{0}' is reserved for official Anthropic marketplaces and can only be used with GitHub sources from the 'anthropics' organization."
+    )]
+    Reserved(String),
+    /// A name Claude Code keeps for its own plugins.
+    #[error("Marketplace name \"{0}\" is reserved for Claude Code's own plugins")]
+    Internal(String),
+    /// A name that reads as an official Anthropic or Claude marketplace.
+    #[error("Marketplace name impersonates an official Anthropic/Claude marketplace")]
+    Impersonates,
+}
+
 /// Why `name` cannot name a marketplace Claude Code adds from anywhere but Anthropic's own
-/// GitHub organisation, in Claude Code's words; `Ok` for a name it accepts.
-pub fn check_reserved(name: &str) -> Result<(), String> {
+/// GitHub organisation; `Ok` for a name it accepts.
+pub fn check_reserved(name: &str) -> Result<(), NameError> {
     let lower = name.to_ascii_lowercase();
     if RESERVED_NAMES.contains(&lower.as_str()) {
-        return Err(format!(
-            "The name '{name}' is reserved for official Anthropic marketplaces and can only be used with GitHub sources from the 'anthropics' organization."
-        ));
+        return Err(NameError::Reserved(name.to_string()));
     }
     if INTERNAL_NAMES.contains(&lower.as_str()) {
-        return Err(format!(
-            "Marketplace name \"{lower}\" is reserved for Claude Code's own plugins"
-        ));
+        return Err(NameError::Internal(lower));
     }
     let squashed: String = lower.chars().filter(char::is_ascii_alphanumeric).collect();
     if [
@@ -240,31 +268,27 @@ pub fn check_reserved(name: &str) -> Result<(), String> {
     .iter()
     .any(|w| squashed.contains(w))
     {
-        return Err(
-            "Marketplace name impersonates an official Anthropic/Claude marketplace".into(),
-        );
+        return Err(NameError::Impersonates);
     }
     Ok(())
 }
 
 /// Why `name` cannot name a marketplace or a plugin: it must be a folder name Claude Code
 /// accepts (`[A-Za-z0-9][A-Za-z0-9._-]*`, at most [`MAX_NAME`]).
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), NameError> {
     let mut chars = name.chars();
     let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
     if name.is_empty() {
-        return Err("empty".into());
+        return Err(NameError::Empty);
     }
     if name.len() > MAX_NAME {
-        return Err(format!("longer than {MAX_NAME} characters"));
+        return Err(NameError::TooLong);
     }
     if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
-        return Err(format!(
-            "{name:?} is not kebab-case (letters, digits, '.', '_' and '-', starting with a letter or digit)"
-        ));
+        return Err(NameError::NotKebab(name.to_string()));
     }
     if name.contains("..") {
-        return Err(format!("{name:?} contains \"..\""));
+        return Err(NameError::DotDot(name.to_string()));
     }
     Ok(())
 }

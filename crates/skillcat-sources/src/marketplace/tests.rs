@@ -203,7 +203,7 @@ fn reserved_names_get_claude_codes_reason() {
         "Claude-Plugins-Official",
         "healthcare",
     ] {
-        let why = check_reserved(name).unwrap_err();
+        let why = check_reserved(name).unwrap_err().to_string();
         assert!(
             why.contains("reserved for official Anthropic marketplaces"),
             "{why}"
@@ -212,11 +212,13 @@ fn reserved_names_get_claude_codes_reason() {
     assert!(
         check_reserved("skills-dir")
             .unwrap_err()
+            .to_string()
             .contains("reserved")
     );
     assert!(
         check_reserved("the-official-claude-store")
             .unwrap_err()
+            .to_string()
             .contains("impersonates")
     );
     check_reserved("team-skills").unwrap();
