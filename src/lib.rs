@@ -23,6 +23,9 @@
 //! | `skillcat-serve` | [`serve`]: a catalog as static files and a central registry over HTTP |
 //! | `skillcat-audit` | [`audit`]: a skill's files checked for hidden Unicode, secrets, content that does not belong, undeclared behaviour and instructions aimed at the host, before `add`, `install`, `update`, a publish or `mcp` trusts it |
 //!
+//! [`context`] holds what every operation of the command line runs with, built once: the
+//! process's environment (read there only), the configuration, the keyring, the remote options.
+//!
 //! Feature `cli` (on by default) builds the `skillcat` binary; `tls` (on by default) adds HTTPS;
 //! `neural` adds the offline neural ranker.
 
@@ -60,6 +63,8 @@ pub use skillcat_install as install;
 pub use skillcat_serve as serve;
 
 pub use skillcat_audit as audit;
+
+pub mod context;
 
 // The README's examples are compiled and run as doctests.
 #[cfg(doctest)]

@@ -15,9 +15,6 @@ use skillcat::sign::{KeyEntry, Keyring, SignError};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
-/// The file name of the default keyring, beside the user's configuration.
-const KEYRING_FILE: &str = "keyring.toml";
-
 /// The first lines of a keyring `trust add` creates.
 const HEADER: &str = "# skillcat keyring: trusted signing keys, each scoped to the skill names it may sign.\n\
      # Managed with `skillcat trust add|list|revoke`; `skillcat verify` reads it.\n";
@@ -62,17 +59,11 @@ pub struct RevokeArgs {
 }
 
 /// The keyring used when none is named: the configuration's `keyring`, else
-/// `~/.config/skillcat/keyring.toml`. Errors are printed.
+/// `~/.config/skillcat/keyring.toml` (the context's). Errors are printed.
 pub(super) fn default_keyring(g: &Globals) -> Result<PathBuf, CliError> {
-    let (config, env) = super::script::configuration(g)?;
-    if let Some(k) = config.keyring {
-        return Ok(k);
-    }
-    skillcat::config::Config::user_file(&env)
-        .and_then(|f| f.parent().map(|d| d.join(KEYRING_FILE)))
-        .ok_or_else(|| {
-            usage!("no home directory ($HOME) for the default keyring; pass --keyring FILE")
-        })
+    g.keyring_path(None)
+        .map(|k| k.path)
+        .map_err(super::context_error)
 }
 
 /// Why a keyring could not be loaded (exit 2), with what a keyring is and how to make one on

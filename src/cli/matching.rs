@@ -219,13 +219,7 @@ impl Settings {
 
 /// `skillcat match`
 pub async fn run(a: MatchArgs, g: &Globals) -> CliResult {
-    let config = match Config::discover_from_env(g.config.as_deref()) {
-        Ok(c) => c,
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
-    };
-    super::project::note_changed(&config);
+    let (config, _) = super::configuration(g)?;
     let settings = match Settings::new(&a, &config, g) {
         Ok(s) => s,
         Err(e) => {
@@ -314,7 +308,7 @@ async fn match_catalog(s: &Settings, config: &Config, message: &str, g: &Globals
     );
     let snapshot = catalog.snapshot().await;
     let faults = super::read::print_diagnostics(&snapshot);
-    super::read::say_where_looked(config, &snapshot);
+    super::read::say_where_looked(config, &snapshot, g);
     let candidates: Vec<Candidate<'_>> = snapshot
         .entries()
         .iter()

@@ -357,91 +357,81 @@ impl RemoteArgs {
     }
 }
 
-/// Options every command shares, built once by [`run`] from the command line's options and
-/// lent to the commands that need them.
-#[derive(Debug, Clone, Default)]
-pub struct Globals {
-    /// How sources are opened (cache directory, offline, timeout, index bound, …).
-    pub open: skillcat::source::OpenOptions,
-    /// The configuration file named with `--config`.
-    pub config: Option<std::path::PathBuf>,
-    /// `-v`: say more where a command has more to say.
-    pub verbose: bool,
+/// What every command runs with: the library's [`skillcat::context::Context`], built once by
+/// [`run`] from the command line's options and the process's environment, and lent to every
+/// command.
+pub type Globals = skillcat::context::Context;
+
+/// The context of the remote options given, the configuration file and the output settings;
+/// a `--cacert` file that cannot be read is a usage error.
+fn context_of(
+    remote: &RemoteArgs,
+    config: Option<std::path::PathBuf>,
+    verbose: bool,
+) -> Result<Globals, CliError> {
+    let mut ca_certificates = Vec::with_capacity(remote.server.cacert.len());
+    for pem in &remote.server.cacert {
+        ca_certificates.push(
+            std::fs::read(pem)
+                .map_err(|e| usage!("cannot read the CA certificate {}: {e}", pem.display()))?,
+        );
+    }
+    let index_verifier = match &remote.index_keyring {
+        Some(file) => Some(skillcat::source::index_verifier(
+            skillcat::sign::Keyring::load(file)
+                .map_err(|e| usage!("cannot read the index keyring {}: {e}", file.display()))?,
+        )),
+        None => None,
+    };
+    let mut ctx = Globals::new(skillcat::context::Env::from_process());
+    ctx.open = skillcat::source::OpenOptions {
+        cache_dir: remote.cache.clone(),
+        offline: remote.offline,
+        timeout: remote.server.timeout,
+        max_index_entries: remote.max_index_entries.map(std::num::NonZeroUsize::get),
+        // On a terminal, a slow server is named while it is waited for.
+        slow_notice: (std::io::IsTerminal::is_terminal(&std::io::stderr()) && !quiet())
+            .then(|| std::time::Duration::from_secs(5)),
+        allow_insecure: remote.allow_insecure,
+        ca_certificates,
+        git_timeout: None,
+        revalidate: false,
+        max_index_age: remote.max_index_age,
+        index_verifier,
+    };
+    ctx.config_file = config;
+    ctx.verbose = verbose;
+    ctx.quiet = quiet();
+    Ok(ctx)
 }
 
-impl Globals {
-    /// The shared options of the remote options given and the configuration file; a
-    /// `--cacert` file that cannot be read is a usage error.
-    fn of(
-        remote: &RemoteArgs,
-        config: Option<std::path::PathBuf>,
-        verbose: bool,
-    ) -> Result<Globals, CliError> {
-        let mut ca_certificates = Vec::with_capacity(remote.server.cacert.len());
-        for pem in &remote.server.cacert {
-            ca_certificates
-                .push(std::fs::read(pem).map_err(|e| {
-                    usage!("cannot read the CA certificate {}: {e}", pem.display())
-                })?);
-        }
-        let index_verifier = match &remote.index_keyring {
-            Some(file) => Some(skillcat::source::index_verifier(
-                skillcat::sign::Keyring::load(file)
-                    .map_err(|e| usage!("cannot read the index keyring {}: {e}", file.display()))?,
-            )),
-            None => None,
-        };
-        Ok(Globals {
-            open: skillcat::source::OpenOptions {
-                cache_dir: remote.cache.clone(),
-                offline: remote.offline,
-                timeout: remote.server.timeout,
-                max_index_entries: remote.max_index_entries.map(std::num::NonZeroUsize::get),
-                // On a terminal, a slow server is named while it is waited for.
-                slow_notice: (std::io::IsTerminal::is_terminal(&std::io::stderr()) && !quiet())
-                    .then(|| std::time::Duration::from_secs(5)),
-                allow_insecure: remote.allow_insecure,
-                ca_certificates,
-                git_timeout: None,
-                revalidate: false,
-                max_index_age: remote.max_index_age,
-                index_verifier,
-            },
-            config,
-            verbose,
-        })
-    }
+/// The configuration of the context (read once), its note printed when a trusted project's
+/// file changed; every command reads it here and says the same thing when it cannot be read.
+pub(crate) fn configuration(
+    g: &Globals,
+) -> Result<(skillcat::config::Config, skillcat::config::Environment), CliError> {
+    let env = g.env.environment().map_err(context_error)?;
+    let config = g.config().map_err(context_error)?;
+    static NOTED: std::sync::Once = std::sync::Once::new();
+    NOTED.call_once(|| project::note_changed(&config));
+    Ok(((*config).clone(), env))
+}
 
-    /// These options for a command that changes a project (`add`, `install`, `update`): every
-    /// index it resolves against is asked for again, whatever a cache header said.
-    fn changing_project(mut self) -> Globals {
-        self.open.revalidate = true;
-        self
-    }
-
-    /// How a catalog built from `config` opens its sources: the global `--cache` (else the
-    /// configuration's `cache_dir`), `--max-index-age` (else its `max_index_age`) and
-    /// `--offline`, and the configuration's validation options.
-    pub fn catalog_options(
-        &self,
-        config: &skillcat::config::Config,
-    ) -> skillcat::catalog::CatalogOptions {
-        skillcat::catalog::CatalogOptions {
-            open: skillcat::source::OpenOptions {
-                cache_dir: self
-                    .open
-                    .cache_dir
-                    .clone()
-                    .or_else(|| config.cache_dir.clone()),
-                max_index_age: self
-                    .open
-                    .max_index_age
-                    .or(config.max_index_age.map(std::time::Duration::from_secs)),
-                ..self.open.clone()
-            },
-            validate: config.validate_options(),
-            detail: skillcat::source::Detail::default(),
+/// A context error as every command says it (exit 2): a keyring that is something else says
+/// what a keyring is and how to make one.
+pub(crate) fn context_error(e: skillcat::context::ContextError) -> CliError {
+    use skillcat::context::ContextError;
+    match e {
+        ContextError::Keyring { path, source } => keyring::keyring_error(&path, &source),
+        ContextError::NoHome { what } => {
+            usage!("no home directory ($HOME) for {what}; pass --keyring FILE")
         }
+        ContextError::NoKeyring { default } => usage!(
+            "no keyring: pass --keyring FILE, set `keyring` in skillcat.toml, or add a \
+             key to {} with `skillcat trust add KEY.pub --scope 'NAME-PATTERN'`",
+            default.display()
+        ),
+        e => usage!("{e}"),
     }
 }
 
@@ -871,8 +861,11 @@ pub async fn run(cli: Cli) -> CliResult {
         remote: before,
     } = cli;
     // The remote options given before the command, with those given after it on top.
-    let globals = |after: &RemoteArgs| Globals::of(&before.merged(after), config.clone(), verbose);
+    let globals = |after: &RemoteArgs| context_of(&before.merged(after), config.clone(), verbose);
     let none = RemoteArgs::default();
+    // The context of a command that reaches no server: the remote options given before it are
+    // not read.
+    let plain = || context_of(&none, config.clone(), verbose);
     match command {
         Command::Validate {
             paths,
@@ -944,7 +937,7 @@ pub async fn run(cli: Cli) -> CliResult {
             output,
             sign,
             force,
-        } => trust::pack(&dir, &output, sign.as_deref(), force).await,
+        } => trust::pack(&dir, &output, sign.as_deref(), force, &plain()?).await,
         Command::Keygen {
             output,
             unencrypted,
@@ -1006,8 +999,8 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Update { args, remote } => {
             install::update(args, &globals(&remote)?.changing_project()).await
         }
-        Command::Remove(a) => install::remove(a).await,
-        Command::Status(a) => install::status(a).await,
+        Command::Remove(a) => install::remove(a, &plain()?).await,
+        Command::Status(a) => install::status(a, &plain()?).await,
         Command::Token { cmd } => token::run(cmd),
         Command::Login(a) => login::login(a),
         Command::Logout(a) => login::logout(a),

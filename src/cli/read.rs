@@ -258,7 +258,8 @@ pub async fn validate(
     allow_field: Vec<String>,
     g: &Globals,
 ) -> CliResult {
-    let mut opts = ValidateOptions::default();
+    // The configuration's extension fields (`[scripts] extension_fields`), and those given.
+    let mut opts = g.validate_options().map_err(super::context_error)?;
     for f in allow_field {
         opts = opts.allow_field(f);
     }
@@ -489,7 +490,7 @@ async fn prompt_configured(
     let (config, catalog) = configured_catalog(Detail::Frontmatter, g)?;
     let snapshot = catalog.snapshot().await;
     let faults = print_diagnostics(&snapshot);
-    say_where_looked(&config, &snapshot);
+    say_where_looked(&config, &snapshot, g);
     let mut opts = config.prompt_options(prompt_format(format));
     opts.budget = budget.or(opts.budget);
     print_rendered(&snapshot.prompt(&opts), verbose);
@@ -513,6 +514,7 @@ pub(super) fn print_diagnostics(snapshot: &skillcat::catalog::Snapshot) -> bool 
 pub(super) fn say_where_looked(
     config: &skillcat::config::Config,
     snapshot: &skillcat::catalog::Snapshot,
+    g: &Globals,
 ) {
     if !snapshot.entries().is_empty() {
         return;
@@ -520,9 +522,10 @@ pub(super) fn say_where_looked(
     let from = match &config.origin {
         Some(file) => format!("the sources of {}", file.display()),
         None => {
-            let user = skillcat::config::Environment::current()
-                .ok()
-                .and_then(|env| skillcat::config::Config::user_file(&env))
+            let user = g
+                .env
+                .user_config_dir()
+                .map(|d| d.join(skillcat::config::FILE_NAME))
                 .map(|f| format!(" or {}", f.display()))
                 .unwrap_or_default();
             format!(
@@ -681,9 +684,7 @@ fn configured_catalog(
     g: &Globals,
 ) -> Result<(skillcat::config::Config, skillcat::catalog::Catalog), CliError> {
     use skillcat::catalog::{Catalog, CatalogSource};
-    let config = skillcat::config::Config::discover_from_env(g.config.as_deref())
-        .map_err(|e| usage!("{e}"))?;
-    super::project::note_changed(&config);
+    let (config, _) = super::configuration(g)?;
     let options = skillcat::catalog::CatalogOptions {
         detail,
         ..g.catalog_options(&config)
@@ -700,7 +701,7 @@ async fn list_configured(format: Format, g: &Globals) -> CliResult {
     let snapshot = catalog.snapshot().await;
     let mut any_fault = false;
     let mut rows = Vec::new();
-    say_where_looked(&config, &snapshot);
+    say_where_looked(&config, &snapshot, g);
     for e in snapshot.entries() {
         let s = e.skill();
         let digest = match e

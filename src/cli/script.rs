@@ -107,13 +107,10 @@ impl RunArgs {
     }
 }
 
-/// The configuration (`--config`, `./skillcat.toml`, or the defaults); errors are printed.
+/// The configuration (`--config`, `./skillcat.toml`, or the defaults) of the context; errors
+/// are printed.
 pub(super) fn configuration(g: &Globals) -> Result<(Config, Environment), CliError> {
-    let env =
-        Environment::current().map_err(|e| usage!("cannot read the working directory: {e}"))?;
-    let config = Config::discover(g.config.as_deref(), &env).map_err(|e| usage!("{e}"))?;
-    super::project::note_changed(&config);
-    Ok((config, env))
+    super::configuration(g)
 }
 
 /// Whether SOURCE lies in a source the configuration marks core-trusted.

@@ -364,7 +364,7 @@ mod verify;
 pub use index_statement::{IndexRefusal, IndexStatement, VerifiedIndex, verify_index};
 pub use keyring::{KeyEntry, Keyring, glob_match};
 pub use keys::{generate_keypair, key_id_of_public_key, public_key_base64, sign, signature_path};
-pub use pack_signed::{pack_dir, skill_signature_path};
+pub use pack_signed::{pack_dir, pack_dir_validating, skill_signature_path};
 pub use statement::Statement;
 pub use verify::{Claim, Verified, claim, verify};
 

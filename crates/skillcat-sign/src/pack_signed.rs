@@ -194,6 +194,17 @@ struct PackRoot<'a> {
 /// files are at the root; several skills each have the folder named after their directory.
 pub async fn pack_dir<E>(
     request: PackRequest<'_>,
+    sign: Option<Signer<'_, E>>,
+    note: impl FnMut(PackNote<'_>),
+) -> Result<Packed, PackError<E>> {
+    pack_dir_validating(request, &ValidateOptions::default(), sign, note).await
+}
+
+/// [`pack_dir`], a skill valid as `validate` says (the extension fields a configuration
+/// admits, say).
+pub async fn pack_dir_validating<E>(
+    request: PackRequest<'_>,
+    validate: &ValidateOptions,
     mut sign: Option<Signer<'_, E>>,
     mut note: impl FnMut(PackNote<'_>),
 ) -> Result<Packed, PackError<E>> {
@@ -232,9 +243,8 @@ pub async fn pack_dir<E>(
             refused = true;
         }
     }
-    let opts = ValidateOptions::default();
     for s in &found.skills {
-        let faults = s.validate(&opts);
+        let faults = s.validate(validate);
         if !faults.is_empty() {
             note(PackNote::Invalid {
                 skill: s,

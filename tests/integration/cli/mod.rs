@@ -10,3 +10,4 @@ mod certificates;
 mod authoring;
 mod script;
 mod private_dirs;
+mod extension_fields;

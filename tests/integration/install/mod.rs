@@ -1,5 +1,6 @@
 //! Installing skills into agents' folders: add, install, update, remove, status, the lockfile and its interoperability with the `skills` CLI.
 
 mod commands;
+mod default_keyring;
 mod interop;
 mod repair;
