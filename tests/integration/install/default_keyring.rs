@@ -81,3 +81,44 @@ fn add_install_and_update_verify_against_the_default_keyring() {
         .says(&[&other.id, "not in the keyring"]);
     assert!(!q.installed("alpha").exists());
 }
+
+/// Every command that reads a keyring says the same thing when it cannot use it: a public key
+/// given as a keyring is named as such, with how to make a keyring of it; a configuration that
+/// cannot be read is the same error everywhere.
+#[test]
+fn every_command_says_the_same_of_a_keyring_or_configuration_it_cannot_use() {
+    let p = Project::new();
+    let dir = p.path("");
+    let k = key(&dir, "k", "*");
+    let src = skill(&p.path("src"), "alpha", "1.0.0", "a")
+        .to_string_lossy()
+        .to_string();
+    let public = k.secret.with_extension("pub").to_string_lossy().to_string();
+    let said = |args: &[&str]| {
+        let out = p.run(args);
+        out.code(2);
+        out.stderr.clone()
+    };
+    let verify = said(&["verify", &src, "--keyring", &public]);
+    assert!(verify.contains("skillcat trust add"), "{verify}");
+    for args in [
+        &["add", &src, "--keyring", &public][..],
+        &["install", "--keyring", &public],
+        &["update", "--keyring", &public],
+        &["trust", "list", "--keyring", &public],
+    ] {
+        assert_eq!(said(args), verify, "skillcat {args:?}");
+    }
+    std::fs::write(p.root.join("broken.toml"), "colour = 1\n").unwrap();
+    let verify = said(&["verify", &src, "--config", "broken.toml"]);
+    assert!(verify.contains("colour"), "{verify}");
+    for args in [
+        &["add", &src, "--config", "broken.toml"][..],
+        &["install", "--config", "broken.toml"],
+        &["validate", &src, "--config", "broken.toml"],
+        &["list", "--config", "broken.toml"],
+        &["trust", "list", "--config", "broken.toml"],
+    ] {
+        assert_eq!(said(args), verify, "skillcat {args:?}");
+    }
+}
