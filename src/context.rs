@@ -127,6 +127,15 @@ impl Env {
             .map(|d| d.join("skillcat"))
     }
 
+    /// The directories the sandbox keeps its workspaces in and protects.
+    pub fn user_dirs(&self) -> crate::script::UserDirs {
+        crate::script::UserDirs {
+            home: self.home.clone(),
+            runtime_dir: self.xdg_runtime_dir.clone(),
+            cache_home: self.xdg_cache_home.clone(),
+        }
+    }
+
     /// What the agents' folders depend on.
     pub fn agents(&self) -> crate::install::AgentEnv {
         crate::install::AgentEnv {

@@ -68,8 +68,9 @@ pub(super) fn registry_key(url: &Url) -> String {
 
 /// `~/.config/skillcat/credentials.toml`, where the user's configuration is.
 fn credentials_file() -> Result<PathBuf, CliError> {
-    let env = skillcat::config::Environment::current()
-        .map_err(|e| usage!("cannot read the working directory: {e}"))?;
+    let env = skillcat::context::Env::from_process()
+        .environment()
+        .map_err(super::context_error)?;
     skillcat::config::Config::user_file(&env)
         .and_then(|f| f.parent().map(|d| d.join(CREDENTIALS_FILE)))
         .ok_or_else(|| {

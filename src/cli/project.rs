@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use skillcat::config::{Config, Environment};
+use skillcat::config::Config;
 
 use super::{CliResult, ExitStatus, Globals};
 
@@ -39,20 +39,15 @@ pub enum TrustCommand {
 /// Runs a `trust` subcommand.
 pub fn run(cmd: TrustCommand, g: &Globals) -> CliResult {
     match cmd {
-        TrustCommand::Project { dir } => trust_project(dir.as_deref()),
+        TrustCommand::Project { dir } => trust_project(dir.as_deref(), g),
         TrustCommand::Add(a) => super::keyring::add(a, g),
         TrustCommand::List(a) => super::keyring::list(a, g),
         TrustCommand::Revoke(a) => super::keyring::revoke(a, g),
     }
 }
 
-fn trust_project(dir: Option<&Path>) -> CliResult {
-    let env = match Environment::current() {
-        Ok(e) => e,
-        Err(e) => {
-            return Err(usage!("cannot read the working directory: {e}"));
-        }
-    };
+fn trust_project(dir: Option<&Path>, g: &Globals) -> CliResult {
+    let env = g.env.environment().map_err(super::context_error)?;
     let dir = dir.map_or_else(|| env.cwd.clone(), |d| env.cwd.join(d));
     let dir = match std::fs::canonicalize(&dir) {
         Ok(d) if d.is_dir() => d,

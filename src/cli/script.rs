@@ -142,8 +142,9 @@ pub(super) fn session(
     config: &Config,
     env: Environment,
     catalog: Catalog,
+    g: &Globals,
 ) -> Result<Session, ScriptError> {
-    session_granting(config, env, catalog, Capabilities::default())
+    session_granting(config, env, catalog, Capabilities::default(), g)
 }
 
 /// [`session`], granting every skill `extra` on top of its declaration (`run --allow-*`).
@@ -152,8 +153,10 @@ fn session_granting(
     env: Environment,
     catalog: Catalog,
     extra: Capabilities,
+    g: &Globals,
 ) -> Result<Session, ScriptError> {
     Ok(Session::builder(catalog)
+        .user_dirs(g.env.user_dirs())
         .configure(config, env, Arc::new(AllowAll))?
         .granted(extra)
         .build())
@@ -195,7 +198,7 @@ async fn activate(
         )],
         g.catalog_options(&config),
     );
-    let session = session_granting(&config, env.clone(), catalog, extra).map_err(|e| {
+    let session = session_granting(&config, env.clone(), catalog, extra, g).map_err(|e| {
         if is_config_error(&e) {
             usage!("{e}")
         } else {
@@ -389,12 +392,12 @@ pub(super) fn config_file(config: &Config, env: &Environment) -> String {
 /// After a failed run: a `hint:` line on stderr for each path the output reports the sandbox
 /// kept the script from (or that it looked for in its work directory while it is in the
 /// caller's), naming the flag or the frontmatter key that would reach it.
-fn print_hints(e: &ScriptError, a: &Activation, config: &Config, env: &Environment) {
+fn print_hints(e: &ScriptError, a: &Activation, config: &Config, env: &Environment, g: &Globals) {
     let (Some(output), Some(grant)) = (e.output(), a.script_grant()) else {
         return;
     };
     let caller = std::fs::canonicalize(&env.cwd).ok();
-    let workspaces = WorkspaceBase::default_dir();
+    let workspaces = WorkspaceBase::default_dir(&g.env.user_dirs());
     let workspaces = std::fs::canonicalize(&workspaces).unwrap_or(workspaces);
     let system = skillcat::script::sandbox::system_read_paths(grant.network.any());
     // The caller's home and root's: their hidden files are never suggested for a grant.
@@ -815,7 +818,7 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
         Err(e) => {
             let status = report_runtime(&e).print();
             if let RuntimeError::Script(e @ ScriptError::Failed { .. }) = &e {
-                print_hints(e, &run.activations()[0], &config, &env);
+                print_hints(e, &run.activations()[0], &config, &env, g);
                 if let Some(n) = e.network() {
                     say_network(n, &config, &env);
                 }

@@ -27,10 +27,11 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use skillcat_runtime::catalog::Catalog;
-//! use skillcat_runtime::config::Config;
+//! use skillcat_runtime::config::{Config, Environment};
 //! use skillcat_core::prompt::PromptFormat;
 //!
-//! let config = Config::discover_from_env(None)?;
+//! let env = Environment { cwd: std::env::current_dir()?, home: Some("/home/me".into()) };
+//! let config = Config::discover(None, &env)?;
 //! let catalog = Catalog::from_config(&config);
 //! if let Some(entry) = catalog.find("pdf_forms").await {
 //!     println!("{} from {} (scripts allowed: {})", entry.name(), entry.source_name(),

@@ -71,25 +71,14 @@ use crate::source::OpenOptions;
 /// The name of the configuration file looked for in the working directory.
 pub const FILE_NAME: &str = "skillcat.toml";
 
-/// The working and home directories a configuration is read against.
+/// The working and home directories a configuration is read against, as the caller read them
+/// (the `skillcat` facade's `context::Env` is the one reader of the process's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Environment {
     /// The working directory (absolute).
     pub cwd: PathBuf,
     /// The home directory (`$HOME`), when known.
     pub home: Option<PathBuf>,
-}
-
-impl Environment {
-    /// The real working directory and `$HOME`.
-    pub fn current() -> std::io::Result<Self> {
-        Ok(Environment {
-            cwd: std::env::current_dir()?,
-            home: std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(PathBuf::from),
-        })
-    }
 }
 
 /// One source of skills, in precedence order in [`Config::sources`].
@@ -459,15 +448,6 @@ impl Config {
         self.trusted_projects = Vec::new();
         self.untrusted_project = Some(project.to_path_buf());
         self
-    }
-
-    /// [`discover`](Self::discover) against the real working and home directories.
-    pub fn discover_from_env(explicit: Option<&Path>) -> Result<Self, ConfigError> {
-        let env = Environment::current().map_err(|e| ConfigError::Io {
-            path: ".".into(),
-            source: e,
-        })?;
-        Self::discover(explicit, &env)
     }
 
     /// Reads one file.

@@ -45,7 +45,8 @@
 //! use skillcat_runtime::Session;
 //! use skillcat_sandbox::script::AllowAll;
 //!
-//! let env = Environment::current()?;
+//! // The directories are the caller's to read (the `skillcat` facade's `context::Env` does).
+//! let env = Environment { cwd: std::env::current_dir()?, home: Some("/home/me".into()) };
 //! let config = Config::discover(None, &env)?;
 //! let session = Session::builder(Catalog::from_config(&config))
 //!     .configure(&config, env, Arc::new(AllowAll))?
