@@ -49,16 +49,35 @@ impl From<SeverityArg> for Severity {
 /// address skillcat is to have (it is not published yet and has no other home page).
 const INFORMATION_URI: &str = "https://crates.io/crates/skillcat";
 
+/// `skillcat audit`.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// Any source.
+    pub source: String,
+    /// Only these skills.
+    pub names: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: AuditFormat,
+    /// Report findings of this severity and above.
+    #[arg(long, value_enum, default_value = "low")]
+    pub min_severity: SeverityArg,
+    /// Exit 1 when a finding of this severity or above is reported.
+    #[arg(long, value_enum, default_value = "high")]
+    pub fail_on: SeverityArg,
+}
+
 /// `skillcat audit SOURCE [NAME...]`: exit 0 when no finding is at or above `fail_on`, 1 when
 /// one is, 2 when the source (or a root of it) cannot be read or a name is not in it.
-pub async fn audit(
-    arg: &str,
-    names: &[String],
-    format: AuditFormat,
-    min_severity: SeverityArg,
-    fail_on: SeverityArg,
-    g: &Globals,
-) -> CliResult {
+pub async fn audit(a: AuditArgs, g: &Globals) -> CliResult {
+    let AuditArgs {
+        source,
+        names,
+        format,
+        min_severity,
+        fail_on,
+    } = a;
+    let (arg, names) = (source.as_str(), names.as_slice());
     let Opened {
         shown,
         src,

@@ -462,39 +462,19 @@ enum Command {
     /// Report every fault of each skill ("Valid skill: P" / "Validation failed for P:").
     #[command(after_help = "Example: skillcat validate fixtures/skills")]
     Validate {
-        /// Skill directories, SKILL.md files, directories of skills or archives.
-        #[arg(required = true)]
-        paths: Vec<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t)]
-        format: Format,
-        /// Admit an extension field in the frontmatter (repeatable).
-        #[arg(long = "allow-field", value_name = "NAME")]
-        allow_field: Vec<String>,
+        #[command(flatten)]
+        args: read::ValidateArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
     /// Print a skill's frontmatter properties as JSON (like the reference's read-properties).
     #[command(after_help = "Example: skillcat properties fixtures/skills/pdf-forms")]
-    Properties {
-        /// A skill directory or its SKILL.md.
-        path: String,
-    },
+    Properties(read::PropertiesArgs),
     /// Render the prompt block (tier 1) for the skills of one or more sources.
     #[command(after_help = "Example: skillcat prompt fixtures/skills --budget 2000")]
     Prompt {
-        /// Skill directories, directories of skills, or any other source (none: the configured
-        /// catalog from --config, ./skillcat.toml or the defaults, within its [prompt] budget).
-        #[arg(required = false)]
-        paths: Vec<String>,
-        /// Rendering.
-        #[arg(long, value_enum, default_value_t)]
-        format: PromptFormatArg,
-        /// Maximum characters of the block; over it, descriptions are shortened (never below
-        /// 100 characters, cut at a word), then the lowest-precedence skills omitted, and a
-        /// summary goes to stderr.
-        #[arg(long, value_name = "CHARS")]
-        budget: Option<usize>,
+        #[command(flatten)]
+        args: read::PromptArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -505,42 +485,24 @@ enum Command {
     /// be read.
     #[command(after_help = "Example: skillcat audit fixtures/skills --format sarif")]
     Audit {
-        /// Any source.
-        source: String,
-        /// Only these skills.
-        names: Vec<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t)]
-        format: audit::AuditFormat,
-        /// Report findings of this severity and above.
-        #[arg(long, value_enum, default_value = "low")]
-        min_severity: audit::SeverityArg,
-        /// Exit 1 when a finding of this severity or above is reported.
-        #[arg(long, value_enum, default_value = "high")]
-        fail_on: audit::SeverityArg,
+        #[command(flatten)]
+        args: audit::AuditArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
     /// List each skill of a source: name, description, location, digest. Faults are reported.
     #[command(after_help = "Example: skillcat list fixtures/skills --format json")]
     List {
-        /// Any source (none: the configured catalog, shadowed names reported).
-        source: Option<String>,
-        /// Only this skill (`NAME@VERSION`: that version, in a registry).
-        name: Option<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t)]
-        format: Format,
+        #[command(flatten)]
+        args: read::ListArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
     /// Print a skill's instructions (the Markdown body, tier 2).
     #[command(after_help = "Example: skillcat show fixtures/skills pdf-forms")]
     Show {
-        /// Any source.
-        source: String,
-        /// The skill's name (`-` and `_` alike; `NAME@VERSION`: that version, in a registry).
-        name: String,
+        #[command(flatten)]
+        args: read::ShowArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -549,13 +511,8 @@ enum Command {
         after_help = "Example: skillcat read fixtures/skills pdf-forms references/field-types.md"
     )]
     Read {
-        /// Any source.
-        source: String,
-        /// The skill's name (`NAME@VERSION`: that version, in a registry).
-        name: String,
-        /// A path relative to the skill (`./` and an inner `..` that stays inside are
-        /// normalised).
-        path: String,
+        #[command(flatten)]
+        args: read::ReadArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -748,16 +705,10 @@ enum Command {
     #[command(
         after_help = "Example: skillcat completions bash > ~/.local/share/bash-completion/completions/skillcat"
     )]
-    Completions {
-        /// The shell.
-        shell: clap_complete::Shell,
-    },
+    Completions(shell::CompletionsArgs),
     /// Write man pages (skillcat.1 and one per command, skillcat-list.1, …) into a directory.
     #[command(after_help = "Example: skillcat man man && man -l man/skillcat.1")]
-    Man {
-        /// The directory to write into (created when missing; its parent must exist).
-        dir: std::path::PathBuf,
-    },
+    Man(shell::ManArgs),
     /// Install skills from a source into .agents/skills and agents' folders, pinned in
     /// skills-lock.json.
     #[command(
@@ -867,65 +818,13 @@ pub async fn run(cli: Cli) -> CliResult {
     // not read.
     let plain = || context_of(&none, config.clone(), verbose);
     match command {
-        Command::Validate {
-            paths,
-            format,
-            allow_field,
-            remote,
-        } => read::validate(&paths, format, allow_field, &globals(&remote)?).await,
-        Command::Properties { path } => read::properties(&path, &globals(&none)?).await,
-        Command::Prompt {
-            paths,
-            format,
-            budget,
-            remote,
-        } => {
-            let g = &globals(&remote)?;
-            read::prompt(&paths, format, budget, g.verbose, g).await
-        }
-        Command::Audit {
-            source,
-            names,
-            format,
-            min_severity,
-            fail_on,
-            remote,
-        } => {
-            audit::audit(
-                &source,
-                &names,
-                format,
-                min_severity,
-                fail_on,
-                &globals(&remote)?,
-            )
-            .await
-        }
-        Command::List {
-            source,
-            name,
-            format,
-            remote,
-        } => {
-            read::list(
-                source.as_deref(),
-                name.as_deref(),
-                format,
-                &globals(&remote)?,
-            )
-            .await
-        }
-        Command::Show {
-            source,
-            name,
-            remote,
-        } => read::show(&source, &name, &globals(&remote)?).await,
-        Command::Read {
-            source,
-            name,
-            path,
-            remote,
-        } => read::read(&source, &name, &path, &globals(&remote)?).await,
+        Command::Validate { args, remote } => read::validate(args, &globals(&remote)?).await,
+        Command::Properties(a) => read::properties(a, &globals(&none)?).await,
+        Command::Prompt { args, remote } => read::prompt(args, &globals(&remote)?).await,
+        Command::Audit { args, remote } => audit::audit(args, &globals(&remote)?).await,
+        Command::List { args, remote } => read::list(args, &globals(&remote)?).await,
+        Command::Show { args, remote } => read::show(args, &globals(&remote)?).await,
+        Command::Read { args, remote } => read::read(args, &globals(&remote)?).await,
         Command::Digest {
             source,
             name,
@@ -987,8 +886,8 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Tools { args, remote } => script::tools(args, &globals(&remote)?).await,
         Command::Run { args, remote } => script::run(args, &globals(&remote)?).await,
         Command::Mcp { args, remote } => mcp::run(args, &globals(&remote)?).await,
-        Command::Completions { shell } => shell::completions(shell),
-        Command::Man { dir } => shell::man(&dir),
+        Command::Completions(a) => shell::completions(a),
+        Command::Man(a) => shell::man(a),
         Command::Trust { cmd } => project::run(cmd, &globals(&none)?),
         Command::Add { args, remote } => {
             install::add(args, &globals(&remote)?.changing_project()).await
