@@ -457,6 +457,94 @@ pub enum PromptFormatArg {
     Json,
 }
 
+/// `skillcat digest`.
+#[derive(Debug, clap::Args)]
+pub struct DigestArgs {
+    /// Any source.
+    pub source: String,
+    /// Only this skill (`NAME@VERSION`: that version, in a registry).
+    pub name: Option<String>,
+    /// Output format (json prints each manifest).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `skillcat pack`.
+#[derive(Debug, clap::Args)]
+pub struct PackArgs {
+    /// A skill directory or a directory of skills.
+    pub dir: String,
+    /// The archive to write (`.tar.gz`, `.tgz` or `.zip`).
+    #[arg(short, long)]
+    pub output: std::path::PathBuf,
+    /// Sign each packed skill with this minisign secret key (writes `OUT.minisig`).
+    #[arg(long, value_name = "KEY")]
+    pub sign: Option<String>,
+    /// Pack skills that fail validation.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `skillcat keygen`.
+#[derive(Debug, clap::Args)]
+pub struct KeygenArgs {
+    /// Base path of the two files.
+    #[arg(short, long, value_name = "KEYBASE")]
+    pub output: String,
+    /// Store the secret key without a password.
+    #[arg(long)]
+    pub unencrypted: bool,
+    /// Overwrite existing files.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `skillcat sign`.
+#[derive(Debug, clap::Args)]
+pub struct SignArgs {
+    /// Any source.
+    pub source: String,
+    /// The skill to sign (`NAME@VERSION`: that version, in a registry).
+    pub name: String,
+    /// The minisign secret key.
+    #[arg(long, value_name = "KEY")]
+    pub key: String,
+    /// Where to write the signature (default: SOURCE.minisig, or SOURCE.NAME.minisig when the
+    /// source holds several skills).
+    #[arg(short, long, value_name = "SIG")]
+    pub output: Option<std::path::PathBuf>,
+    /// Also write the signed statement here (for `minisign -V -m FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub statement: Option<std::path::PathBuf>,
+    /// Sign a skill that fails validation (its faults are printed).
+    #[arg(long)]
+    pub force: bool,
+    /// Sign it as this version: for a skill without `metadata.version`, published with
+    /// `registry publish … --version V` (a skill without a version is signed with a warning).
+    #[arg(long, value_name = "V")]
+    pub version: Option<String>,
+}
+
+/// `skillcat verify`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// Any source.
+    pub source: String,
+    /// Only this skill (`NAME@VERSION`: that version, in a registry).
+    pub name: Option<String>,
+    /// The keyring (TOML) of trusted keys and their scopes [default: `keyring` of
+    /// skillcat.toml, else ~/.config/skillcat/keyring.toml, as `trust add` writes it].
+    #[arg(long, value_name = "FILE")]
+    pub keyring: Option<std::path::PathBuf>,
+    /// The signature file, when the source holds one skill (default: what the source keeps,
+    /// then SOURCE.minisig).
+    #[arg(long, value_name = "FILE")]
+    pub sig: Option<std::path::PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Report every fault of each skill ("Valid skill: P" / "Validation failed for P:").
@@ -519,13 +607,8 @@ enum Command {
     /// Print the skill digest of each skill (`sha256:<hex>  <name>`), or its manifest as JSON.
     #[command(after_help = "Example: skillcat digest fixtures/skills pdf-forms")]
     Digest {
-        /// Any source.
-        source: String,
-        /// Only this skill (`NAME@VERSION`: that version, in a registry).
-        name: Option<String>,
-        /// Output format (json prints each manifest).
-        #[arg(long, value_enum, default_value_t)]
-        format: Format,
+        #[command(flatten)]
+        args: DigestArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -533,56 +616,15 @@ enum Command {
     #[command(
         after_help = "Example: skillcat pack fixtures/skills/pdf-forms -o pdf-forms.tar.gz --sign me.key"
     )]
-    Pack {
-        /// A skill directory or a directory of skills.
-        dir: String,
-        /// The archive to write (`.tar.gz`, `.tgz` or `.zip`).
-        #[arg(short, long)]
-        output: std::path::PathBuf,
-        /// Sign each packed skill with this minisign secret key (writes `OUT.minisig`).
-        #[arg(long, value_name = "KEY")]
-        sign: Option<String>,
-        /// Pack skills that fail validation.
-        #[arg(long)]
-        force: bool,
-    },
+    Pack(PackArgs),
     /// Make a minisign key pair: KEYBASE.key (password-protected unless --unencrypted) and KEYBASE.pub.
     #[command(after_help = "Example: SKILLCAT_PASSWORD=secret skillcat keygen -o release")]
-    Keygen {
-        /// Base path of the two files.
-        #[arg(short, long, value_name = "KEYBASE")]
-        output: String,
-        /// Store the secret key without a password.
-        #[arg(long)]
-        unencrypted: bool,
-        /// Overwrite existing files.
-        #[arg(long)]
-        force: bool,
-    },
+    Keygen(KeygenArgs),
     /// Sign one skill's statement (name, version, skill digest, manifest digest).
     #[command(after_help = "Example: skillcat sign pdf-forms.tar.gz pdf-forms --key release.key")]
     Sign {
-        /// Any source.
-        source: String,
-        /// The skill to sign (`NAME@VERSION`: that version, in a registry).
-        name: String,
-        /// The minisign secret key.
-        #[arg(long, value_name = "KEY")]
-        key: String,
-        /// Where to write the signature (default: SOURCE.minisig, or SOURCE.NAME.minisig when the
-        /// source holds several skills).
-        #[arg(short, long, value_name = "SIG")]
-        output: Option<std::path::PathBuf>,
-        /// Also write the signed statement here (for `minisign -V -m FILE`).
-        #[arg(long, value_name = "FILE")]
-        statement: Option<std::path::PathBuf>,
-        /// Sign a skill that fails validation (its faults are printed).
-        #[arg(long)]
-        force: bool,
-        /// Sign it as this version: for a skill without `metadata.version`, published with
-        /// `registry publish … --version V` (a skill without a version is signed with a warning).
-        #[arg(long, value_name = "V")]
-        version: Option<String>,
+        #[command(flatten)]
+        args: SignArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -590,21 +632,8 @@ enum Command {
     /// archive, in a registry, in a served index or its cache); exit 1 on any failure, saying why.
     #[command(after_help = "Example: skillcat verify pdf-forms.tar.gz --keyring keyring.toml")]
     Verify {
-        /// Any source.
-        source: String,
-        /// Only this skill (`NAME@VERSION`: that version, in a registry).
-        name: Option<String>,
-        /// The keyring (TOML) of trusted keys and their scopes [default: `keyring` of
-        /// skillcat.toml, else ~/.config/skillcat/keyring.toml, as `trust add` writes it].
-        #[arg(long, value_name = "FILE")]
-        keyring: Option<std::path::PathBuf>,
-        /// The signature file, when the source holds one skill (default: what the source keeps,
-        /// then SOURCE.minisig).
-        #[arg(long, value_name = "FILE")]
-        sig: Option<std::path::PathBuf>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t)]
-        format: Format,
+        #[command(flatten)]
+        args: VerifyArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -825,46 +854,25 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::List { args, remote } => read::list(args, &globals(&remote)?).await,
         Command::Show { args, remote } => read::show(args, &globals(&remote)?).await,
         Command::Read { args, remote } => read::read(args, &globals(&remote)?).await,
-        Command::Digest {
-            source,
-            name,
-            format,
-            remote,
-        } => trust::digest(&source, name.as_deref(), format, &globals(&remote)?).await,
-        Command::Pack {
-            dir,
-            output,
-            sign,
-            force,
-        } => trust::pack(&dir, &output, sign.as_deref(), force, &plain()?).await,
-        Command::Keygen {
-            output,
-            unencrypted,
-            force,
-        } => trust::keygen(&output, unencrypted, force),
-        Command::Sign {
-            source,
-            name,
-            key,
-            output,
-            statement,
-            force,
-            version,
-            remote,
-        } => {
-            trust::sign_cmd(
-                trust::SignArgs {
-                    source: &source,
-                    name: &name,
-                    key: &key,
-                    output: output.as_deref(),
-                    statement: statement.as_deref(),
-                    force,
-                    version: version.as_deref(),
-                },
-                &globals(&remote)?,
-            )
-            .await
+        Command::Digest { args: a, remote } => {
+            let g = &globals(&remote)?;
+            trust::digest(&a.source, a.name.as_deref(), a.format, g).await
+        }
+        Command::Pack(a) => {
+            trust::pack(&a.dir, &a.output, a.sign.as_deref(), a.force, &plain()?).await
+        }
+        Command::Keygen(a) => trust::keygen(&a.output, a.unencrypted, a.force),
+        Command::Sign { args: a, remote } => {
+            let sign = trust::SignArgs {
+                source: &a.source,
+                name: &a.name,
+                key: &a.key,
+                output: a.output.as_deref(),
+                statement: a.statement.as_deref(),
+                force: a.force,
+                version: a.version.as_deref(),
+            };
+            trust::sign_cmd(sign, &globals(&remote)?).await
         }
         Command::Registry { cmd } => registry::run(cmd).await,
         Command::Serve { mut args, remote } => {
@@ -911,23 +919,10 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Yank { args, server } => {
             publish::yank(args, &globals(&RemoteArgs::of_server(server))?).await
         }
-        Command::Verify {
-            source,
-            name,
-            keyring,
-            sig,
-            format,
-            remote,
-        } => {
-            trust::verify(
-                &source,
-                name.as_deref(),
-                keyring.as_deref(),
-                sig.as_deref(),
-                format,
-                &globals(&remote)?,
-            )
-            .await
+        Command::Verify { args: a, remote } => {
+            let g = &globals(&remote)?;
+            let (keyring, sig) = (a.keyring.as_deref(), a.sig.as_deref());
+            trust::verify(&a.source, a.name.as_deref(), keyring, sig, a.format, g).await
         }
     }
 }
