@@ -157,24 +157,9 @@ pub(crate) fn shown_on_stdout(s: &str) -> std::borrow::Cow<'_, str> {
 /// Makes `dir` and any missing parent as folders only their owner can enter (0700), whatever
 /// the process umask: where skillcat keeps its configuration, keyring and credentials, so that
 /// no other user can plant a file there (a `keyring.toml`). Folders that already exist keep
-/// their mode; every command that creates such a folder does it here.
+/// their mode; every command that creates such a folder does it here (the library's one).
 pub(crate) fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    let missing: Vec<&std::path::Path> = dir
-        .ancestors()
-        .filter(|p| !p.as_os_str().is_empty())
-        .take_while(|p| std::fs::symlink_metadata(p).is_err())
-        .collect();
-    // Created 0700 less the umask (never wider), then set to exactly 0700: a umask that takes
-    // the owner's bits too would leave a folder its owner cannot use.
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    for p in missing {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
+    skillcat::config::create_private_dir(dir)
 }
 
 /// How a command that ran to its end went; what it found was printed as it went.

@@ -68,6 +68,9 @@ use crate::matching::{MatcherConfig, RawMatcher};
 use crate::prompt::{PromptFormat, PromptOptions};
 use crate::source::OpenOptions;
 
+mod trust;
+pub use trust::{ProjectTrust, TrustError, create_private_dir, trust_project};
+
 /// The name of the configuration file looked for in the working directory.
 pub const FILE_NAME: &str = "skillcat.toml";
 
