@@ -165,6 +165,8 @@ pub enum ContextError {
         /// Where the default keyring would be.
         default: PathBuf,
     },
+    /// The configuration's `[scripts]` interpreters are not acceptable.
+    Scripts(Arc<crate::script::ScriptError>),
     /// The keyring could not be read.
     Keyring {
         /// Its file.
@@ -187,6 +189,7 @@ impl std::fmt::Display for ContextError {
                 "no keyring: none is named, none is set in the configuration, and {} does not exist",
                 default.display()
             ),
+            ContextError::Scripts(e) => write!(f, "[scripts]: {e}"),
             ContextError::Keyring { source, .. } => write!(f, "{source}"),
         }
     }
@@ -196,10 +199,25 @@ impl std::error::Error for ContextError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ContextError::Config(e) => Some(&**e),
+            ContextError::Scripts(e) => Some(&**e),
             ContextError::Keyring { source, .. } => Some(&**source),
             _ => None,
         }
     }
+}
+
+/// What an install asks for besides the configuration (the command line's `--keyring`,
+/// `--require-signature`, `--allow-findings`, `--force`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstallRequest {
+    /// The keyring named (else the configured one, else the default one when it exists).
+    pub keyring: Option<PathBuf>,
+    /// Refuse a skill no key of the keyring signed (also `[install] require_signatures`).
+    pub require_signature: bool,
+    /// Warn of a high audit finding instead of refusing (also `[install] audit = "warn"`).
+    pub allow_findings: bool,
+    /// Install skills that fail validation, and replace modified or unmanaged folders.
+    pub force: bool,
 }
 
 /// Where a keyring comes from.
@@ -321,6 +339,35 @@ impl Context {
     /// extension_fields`), for every command that validates a skill before acting on it.
     pub fn validate_options(&self) -> Result<crate::document::ValidateOptions, ContextError> {
         Ok(self.config()?.validate_options())
+    }
+
+    /// How `add`, `install` and `update` run in `scope`: the keyring `verify` reads, the
+    /// configuration's `[install]` (signatures, audit policy), `[scripts]` (what the audit counts
+    /// as a tool, what validates) and cache, and `request` on top.
+    pub fn install_options(
+        &self,
+        scope: crate::install::Scope,
+        request: &InstallRequest,
+    ) -> Result<crate::install::Options, ContextError> {
+        let config = self.config()?;
+        let keyring = self.keyring(request.keyring.as_deref())?;
+        let mut opts = crate::install::Options::new(scope);
+        opts.open = self.catalog_options(&config).open;
+        opts.keyring = keyring.map(|(_, ring)| ring);
+        opts.require_signature = request.require_signature || config.install.require_signatures;
+        opts.audit = if request.allow_findings {
+            crate::audit::Policy::Warn
+        } else {
+            config.install.audit
+        };
+        opts.audit_options.interpreters = crate::runtime::interpreters(&config.scripts)
+            .map_err(|e| ContextError::Scripts(Arc::new(e)))?;
+        opts.force = request.force;
+        opts.validate = config.validate_options();
+        if let Some(t) = self.open.timeout {
+            opts.git_timeout = t;
+        }
+        Ok(opts)
     }
 
     /// This context for an operation that changes a project (`add`, `install`, `update`):

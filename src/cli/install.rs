@@ -172,28 +172,17 @@ fn options(
     bar: &Bar,
     g: &Globals,
 ) -> Result<Options, CliError> {
-    let (config, _) = super::configuration(g)?;
-    // The keyring `verify` reads and `trust add` writes: named, configured, else the default.
-    let keyring = g
-        .keyring(verify.keyring.as_deref())
-        .map_err(super::context_error)?
-        .map(|(_, ring)| ring);
-    let mut opts = Options::new(scope);
-    opts.open = g.catalog_options(&config).open;
-    opts.keyring = keyring;
-    opts.require_signature = verify.require_signature || config.install.require_signatures;
-    opts.audit = if verify.allow_findings {
-        skillcat::audit::Policy::Warn
-    } else {
-        config.install.audit
+    // The configuration's note, once, before anything is fetched.
+    super::configuration(g)?;
+    let request = skillcat::context::InstallRequest {
+        keyring: verify.keyring.clone(),
+        require_signature: verify.require_signature,
+        allow_findings: verify.allow_findings,
+        force,
     };
-    opts.audit_options.interpreters =
-        skillcat::runtime::interpreters(&config.scripts).map_err(|e| usage!("[scripts]: {e}"))?;
-    opts.force = force;
-    opts.validate = config.validate_options();
-    if let Some(t) = g.open.timeout {
-        opts.git_timeout = t;
-    }
+    let mut opts = g
+        .install_options(scope, &request)
+        .map_err(super::context_error)?;
     opts.progress = bar.callback();
     Ok(opts)
 }
