@@ -370,6 +370,22 @@ impl Context {
         Ok(opts)
     }
 
+    /// The configured catalog: the configuration's sources in their order, opened as
+    /// [`catalog_options`](Self::catalog_options) says, each skill read as far as `detail`.
+    pub fn catalog(
+        &self,
+        detail: crate::source::Detail,
+    ) -> Result<crate::catalog::Catalog, ContextError> {
+        use crate::catalog::{Catalog, CatalogOptions, CatalogSource};
+        let config = self.config()?;
+        let options = CatalogOptions {
+            detail,
+            ..self.catalog_options(&config)
+        };
+        let sources = config.sources.iter().map(CatalogSource::from).collect();
+        Ok(Catalog::with_options(sources, options))
+    }
+
     /// This context for an operation that changes a project (`add`, `install`, `update`):
     /// every index it resolves against is asked for again, whatever a cache header said.
     pub fn changing_project(mut self) -> Context {

@@ -296,16 +296,8 @@ fn outcome(ranked: Result<usize, CliError>, faults: bool) -> CliResult {
 /// `match MESSAGE`: the configured catalog, its diagnostics on stderr as `list` and `prompt`
 /// print them (and where it looked, when it holds no skill); exit as [`outcome`] says.
 async fn match_catalog(s: &Settings, config: &Config, message: &str, g: &Globals) -> CliResult {
-    use skillcat::catalog::{Catalog, CatalogSource};
     // Ranking needs names, descriptions and bodies: no file lists.
-    let options = skillcat::catalog::CatalogOptions {
-        detail: Detail::Document,
-        ..g.catalog_options(config)
-    };
-    let catalog = Catalog::with_options(
-        config.sources.iter().map(CatalogSource::from).collect(),
-        options,
-    );
+    let catalog = g.catalog(Detail::Document).map_err(super::context_error)?;
     let snapshot = catalog.snapshot().await;
     let faults = super::read::print_diagnostics(&snapshot);
     super::read::say_where_looked(config, &snapshot, g);

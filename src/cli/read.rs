@@ -751,14 +751,9 @@ fn configured_catalog(
     detail: Detail,
     g: &Globals,
 ) -> Result<(skillcat::config::Config, skillcat::catalog::Catalog), CliError> {
-    use skillcat::catalog::{Catalog, CatalogSource};
     let (config, _) = super::configuration(g)?;
-    let options = skillcat::catalog::CatalogOptions {
-        detail,
-        ..g.catalog_options(&config)
-    };
-    let sources = config.sources.iter().map(CatalogSource::from).collect();
-    Ok((config, Catalog::with_options(sources, options)))
+    let catalog = g.catalog(detail).map_err(super::context_error)?;
+    Ok((config, catalog))
 }
 
 /// `skillcat list` with no SOURCE: every skill of the configured catalog with its source and
