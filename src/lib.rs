@@ -18,7 +18,8 @@
 //! | `skillcat-remote` | [`client`] (the one HTTP client), the HTTP and OCI stores ([`source::http`], [`source::oci`]) and [`push`] |
 //! | `skillcat-sources` | [`source::open`]: every kind of store from one [`source::SourceSpec`], git included ([`source::GitSource`]); [`source::validate_paths`]: one report for each skill root a list of paths names |
 //! | `skillcat-sandbox` | [`script`] (confined runs), [`guest`] (QuickJS tools) and [`tool`] (what every kind of tool shares: its names, its common failures) |
-//! | `skillcat-runtime` | [`config`], [`catalog`], [`matching`], [`runtime`], [`mcp`] |
+//! | `skillcat-config` | [`config`]: `skillcat.toml`, parsed once for every layer that reads it |
+//! | `skillcat-runtime` | [`catalog`], [`matching`], [`runtime`], [`mcp`] |
 //! | `skillcat-install` | [`install`]: skills placed into agents' folders, pinned by `skills-lock.json` |
 //! | `skillcat-serve` | [`serve`]: a catalog as static files and a central registry over HTTP |
 //! | `skillcat-audit` | [`audit`]: a skill's files checked for hidden Unicode, secrets, content that does not belong, undeclared behaviour and instructions aimed at the host, before `add`, `install`, `update`, a publish or `mcp` trusts it |

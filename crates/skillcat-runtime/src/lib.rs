@@ -66,7 +66,9 @@
 
 mod activation;
 pub mod catalog;
-pub mod config;
+/// Configuration: `skillcat.toml` (the `skillcat-config` crate, below every crate that reads
+/// it).
+pub use skillcat_config as config;
 mod error;
 mod loaded;
 pub mod matching;

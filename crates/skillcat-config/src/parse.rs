@@ -12,8 +12,9 @@ use super::{
     Config, ConfigError, Environment, RuntimeAudit, ScriptsConfig, SourceConfig, TrustedProject,
     default_sources, key_at, line_col, resolve_spec,
 };
-use crate::capability::Ceiling;
-use crate::matching::RawMatcher;
+use skillcat_core::capability::Ceiling;
+
+use crate::matcher::RawMatcher;
 
 /// Makes the errors of one text: its origin's name, and the line and column of a span.
 struct Fail<'a> {
@@ -186,29 +187,30 @@ fn sandbox(sb: RawSandbox, c: &mut Ceiling, f: &Fail<'_>) -> Result<(), ConfigEr
     if let Some(v) = sb.network {
         let span = v.span();
         c.network = match v.into_inner() {
-            RawNetwork::Bool(b) => crate::capability::Network::from_bool(b),
-            RawNetwork::List(l) => crate::capability::Network::from_patterns(
-                l.iter().map(String::as_str),
-            )
-            .map_err(|e| {
-                f.fail(
-                    Some(span.clone()),
-                    Some("sandbox.network".to_string()),
-                    format!("sandbox.network: {e}"),
-                )
-            })?,
+            RawNetwork::Bool(b) => skillcat_core::capability::Network::from_bool(b),
+            RawNetwork::List(l) => {
+                skillcat_core::capability::Network::from_patterns(l.iter().map(String::as_str))
+                    .map_err(|e| {
+                        f.fail(
+                            Some(span.clone()),
+                            Some("sandbox.network".to_string()),
+                            format!("sandbox.network: {e}"),
+                        )
+                    })?
+            }
         };
     }
     if let Some(pins) = sb.resolve {
         for (key, value) in pins {
             let span = value.span();
-            let pin = crate::capability::Pin::parse(&key, value.get_ref()).map_err(|e| {
-                f.fail(
-                    Some(span),
-                    Some(format!("sandbox.resolve.{key}")),
-                    format!("sandbox.resolve: {e}"),
-                )
-            })?;
+            let pin =
+                skillcat_core::capability::Pin::parse(&key, value.get_ref()).map_err(|e| {
+                    f.fail(
+                        Some(span),
+                        Some(format!("sandbox.resolve.{key}")),
+                        format!("sandbox.resolve: {e}"),
+                    )
+                })?;
             c.resolve.push(pin);
         }
     }

@@ -1,4 +1,5 @@
-//! Configuration: one TOML file, `skillcat.toml`, or a value built in code.
+//! Configuration: one TOML file, `skillcat.toml`, or a value built in code — below every crate
+//! that reads it (the runtime, the command line), so that they read the same parsed tables.
 //!
 //! ```text
 //! skillcat.toml
@@ -29,13 +30,13 @@
 //! own defaults (see `docs/config.md` for the whole format with an example). Relative paths in
 //! `sources`, `keyring` and `cache_dir` are taken against the directory holding the file, and
 //! `~` against the home directory; the `[sandbox]` paths are kept as written and expanded when a
-//! grant is computed (against the working directory of the run, see [`crate::capability`]).
+//! grant is computed (against the working directory of the run, see [`skillcat_core::capability`]).
 //!
 //! Reading is strict: an unknown key, a value of the wrong type or an impossible value is a
 //! [`ConfigError`] naming the key and its `line:column`.
 //!
 //! ```
-//! use skillcat_runtime::config::{Config, Environment};
+//! use skillcat_config::{Config, Environment};
 //!
 //! let env = Environment { cwd: "/work/proj".into(), home: Some("/home/me".into()) };
 //! let text = r#"
@@ -59,12 +60,13 @@ use std::path::{Component, Path, PathBuf};
 
 use skillcat_audit::Policy;
 
-use crate::capability::{Ceiling, EXTENSION_FIELDS};
-use crate::document::ValidateOptions;
-use crate::matching::MatcherConfig;
-use crate::prompt::{PromptFormat, PromptOptions};
-use crate::source::OpenOptions;
+use crate::matcher::MatcherConfig;
+use skillcat_core::capability::{Ceiling, EXTENSION_FIELDS};
+use skillcat_core::document::ValidateOptions;
+use skillcat_core::prompt::{PromptFormat, PromptOptions};
+use skillcat_core::source::OpenOptions;
 
+pub mod matcher;
 mod parse;
 mod trust;
 pub use trust::{ProjectTrust, TrustError, create_private_dir, trust_project};
@@ -85,7 +87,7 @@ pub struct Environment {
 /// One source of skills, in precedence order in [`Config::sources`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceConfig {
-    /// Anything [`skillcat_sources::open`] accepts; relative paths already resolved.
+    /// Anything `skillcat_sources::open` accepts; relative paths already resolved.
     pub path: String,
     /// A name for reports (default: the path as written).
     pub name: Option<String>,
@@ -292,13 +294,13 @@ fn invalid_display(
     }
 }
 
-impl From<ConfigError> for crate::Error {
-    /// An unreadable file is an [`Error::Io`](crate::Error::Io); every other configuration error
-    /// keeps its type as the cause of an [`Error::Other`](crate::Error::Other).
+impl From<ConfigError> for skillcat_core::Error {
+    /// An unreadable file is an [`Error::Io`](skillcat_core::Error::Io); every other configuration error
+    /// keeps its type as the cause of an [`Error::Other`](skillcat_core::Error::Other).
     fn from(e: ConfigError) -> Self {
         match e {
-            ConfigError::Io { path, source } => crate::Error::Io { path, source },
-            other => crate::Error::other("configuration", other),
+            ConfigError::Io { path, source } => skillcat_core::Error::Io { path, source },
+            other => skillcat_core::Error::other("configuration", other),
         }
     }
 }
@@ -381,7 +383,7 @@ impl Config {
     /// directory; no `trusted_projects`. `project` is the project's directory, recorded in
     /// [`untrusted_project`](Self::untrusted_project).
     pub fn narrowed_by(mut self, user: &Config, env: &Environment, project: &Path) -> Config {
-        let ctx = crate::capability::Context {
+        let ctx = skillcat_core::capability::Context {
             cwd: env.cwd.clone(),
             home: env.home.clone(),
             core_trusted_source: false,
@@ -389,7 +391,7 @@ impl Config {
         let expand = |roots: &[String]| -> Vec<PathBuf> {
             roots
                 .iter()
-                .filter_map(|r| crate::capability::ceiling_root(r, &ctx))
+                .filter_map(|r| skillcat_core::capability::ceiling_root(r, &ctx))
                 .collect()
         };
         let user_write = expand(&user.sandbox.fs_write);
@@ -603,7 +605,7 @@ fn default_sources(env: &Environment) -> Vec<SourceConfig> {
 /// against `base`. What is not spelled as a path (a URL, a `sqlite:`, `oci://` or git
 /// specification: [`SourceSpec::is_path_spelling`]) is kept as written.
 fn resolve_spec(spec: &str, base: &Path, home: Option<&Path>) -> String {
-    if !crate::source::SourceSpec::is_path_spelling(spec) {
+    if !skillcat_core::source::SourceSpec::is_path_spelling(spec) {
         return spec.to_string();
     }
     let joined = match (spec.strip_prefix('~'), home) {
