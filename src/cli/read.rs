@@ -13,7 +13,7 @@ use skillcat::source::{
     SourceExt, SourceSpec,
 };
 
-use super::{CliError, CliResult, ExitStatus, Format, Globals, PromptFormatArg};
+use super::{CliError, CliResult, ExitStatus, Format, Globals, PromptFormatArg, shown};
 
 /// A path argument spelled the way the reference (Python's `pathlib`) prints it: repeated `/`
 /// collapsed, `.` parts and a trailing `/` dropped (`./a//b/` → `a/b`, `` → `.`); `..` is kept.
@@ -637,11 +637,6 @@ pub(super) fn hint_lines(f: &Fault) -> Option<String> {
         text.push_str(&format!("{lead}{}\n", shown(line)));
     }
     Some(text)
-}
-
-/// Text from a skill or a store as it is printed for people: [`super::shown`].
-fn shown(s: &str) -> std::borrow::Cow<'_, str> {
-    super::shown(s)
 }
 
 /// `skillcat list SOURCE [NAME]`; without SOURCE, the configured catalog. Every fault goes to
