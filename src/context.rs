@@ -61,6 +61,8 @@ pub struct Env {
     pub claude_config_dir: Option<PathBuf>,
     /// `$CODEX_HOME`, when absolute (where Codex keeps its skills).
     pub codex_home: Option<PathBuf>,
+    /// `$DOCKER_CONFIG`, when set (where OCI registry credentials are).
+    pub docker_config: Option<PathBuf>,
 }
 
 impl Env {
@@ -85,6 +87,7 @@ impl Env {
             xdg_runtime_dir: var("XDG_RUNTIME_DIR"),
             claude_config_dir: abs("CLAUDE_CONFIG_DIR"),
             codex_home: abs("CODEX_HOME"),
+            docker_config: var("DOCKER_CONFIG"),
         }
     }
 
@@ -125,6 +128,15 @@ impl Env {
             .clone()
             .or_else(|| self.absolute_home().map(|h| h.join(".cache")))
             .map(|d| d.join("skillcat"))
+    }
+
+    /// Docker's credentials file, which OCI registries are logged in with:
+    /// `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`.
+    pub fn docker_config_file(&self) -> Option<PathBuf> {
+        match &self.docker_config {
+            Some(dir) => Some(dir.join("config.json")),
+            None => self.home.as_ref().map(|h| h.join(".docker/config.json")),
+        }
     }
 
     /// The directories the sandbox keeps its workspaces in and protects.
