@@ -82,13 +82,16 @@ async fn bench(calls: usize) {
     .unwrap();
 
     let helper = PathBuf::from(env!("CARGO_BIN_EXE_skillcat"));
-    let mut rc = RunnerConfig::new(Grant {
-        fs_read: vec![],
-        fs_write: vec![],
-        network: skillcat::capability::Network::Off,
-        timeout: Duration::from_secs(60),
-        trust: Trust::External,
-    });
+    let mut rc = RunnerConfig::new(
+        Grant {
+            fs_read: vec![],
+            fs_write: vec![],
+            network: skillcat::capability::Network::Off,
+            timeout: Duration::from_secs(60),
+            trust: Trust::External,
+        },
+        skillcat::context::Env::from_process().user_dirs(),
+    );
     rc.helper = helper.clone();
     rc.workspace_base = dir.path().join("ws");
     let runner = Runner::new(rc, Arc::new(AllowAll)).unwrap();

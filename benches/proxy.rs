@@ -87,13 +87,16 @@ async fn bench(rounds: usize) {
     std::fs::set_permissions(&skill_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
 
     let hosts = Network::parse("bench.test:80").unwrap();
-    let mut config = RunnerConfig::new(Grant {
-        fs_read: vec![],
-        fs_write: vec![],
-        network: hosts.clone(),
-        timeout: Duration::from_secs(60),
-        trust: Trust::External,
-    });
+    let mut config = RunnerConfig::new(
+        Grant {
+            fs_read: vec![],
+            fs_write: vec![],
+            network: hosts.clone(),
+            timeout: Duration::from_secs(60),
+            trust: Trust::External,
+        },
+        skillcat::context::Env::from_process().user_dirs(),
+    );
     config.helper = PathBuf::from(env!("CARGO_BIN_EXE_skillcat"));
     config.workspace_base = dir.path().join("ws");
     config.pins = vec![Pin::parse("bench.test:80", &format!("127.0.0.1:{port}")).unwrap()];

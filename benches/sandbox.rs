@@ -54,13 +54,16 @@ async fn bench(runs: usize) {
     std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
 
-    let mut config = RunnerConfig::new(Grant {
-        fs_read: vec!["/".into()],
-        fs_write: vec!["/".into()],
-        network: skillcat::capability::Network::All,
-        timeout: Duration::from_secs(60),
-        trust: Trust::External,
-    });
+    let mut config = RunnerConfig::new(
+        Grant {
+            fs_read: vec!["/".into()],
+            fs_write: vec!["/".into()],
+            network: skillcat::capability::Network::All,
+            timeout: Duration::from_secs(60),
+            trust: Trust::External,
+        },
+        skillcat::context::Env::from_process().user_dirs(),
+    );
     config.helper = PathBuf::from(env!("CARGO_BIN_EXE_skillcat"));
     config.workspace_base = dir.path().join("ws");
     let runner = Runner::new(config, Arc::new(AllowAll)).unwrap();

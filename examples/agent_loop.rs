@@ -20,7 +20,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value as Json, json};
 use skillcat::catalog::Catalog;
-use skillcat::config::{Config, Environment, SourceConfig};
+use skillcat::config::{Config, SourceConfig};
 use skillcat::runtime::{
     ModuleError, ModuleRegistry, ModuleResponse, ModuleTool, Run, Session, ToolKind,
 };
@@ -64,7 +64,9 @@ async fn agent() -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::new()
         .with_source(SourceConfig::new(skills).named("fixtures").trusted(true))
         .with_extension_fields(true);
-    let env = Environment::current()?;
+    // The process's directories, read once.
+    let dirs = skillcat::context::Env::from_process();
+    let env = dirs.environment()?;
     let mut modules = ModuleRegistry::new();
     modules.reserve(READ_SKILL_FILE)?;
     modules.register(
@@ -72,6 +74,7 @@ async fn agent() -> Result<(), Box<dyn std::error::Error>> {
         [Arc::new(LookupOrder) as Arc<dyn ModuleTool>],
     )?;
     let session = Session::builder(Catalog::from_config(&config))
+        .user_dirs(dirs.user_dirs())
         .configure(&config, env, Arc::new(PrintingGate))?
         .modules(modules)
         .build();

@@ -18,10 +18,14 @@
 //! | `skillcat-remote` | [`client`] (the one HTTP client), the HTTP and OCI stores ([`source::http`], [`source::oci`]), [`push`] and [`central`] (a central registry's client) |
 //! | `skillcat-sources` | [`source::open`]: every kind of store from one [`source::SourceSpec`], git included ([`source::GitSource`]); [`source::validate_paths`]: one report for each skill root a list of paths names |
 //! | `skillcat-sandbox` | [`script`] (confined runs), [`guest`] (QuickJS tools) and [`tool`] (what every kind of tool shares: its names, its common failures) |
-//! | `skillcat-runtime` | [`config`], [`catalog`], [`matching`], [`runtime`], [`mcp`] |
+//! | `skillcat-config` | [`config`]: `skillcat.toml`, parsed once for every layer that reads it |
+//! | `skillcat-runtime` | [`catalog`], [`matching`], [`runtime`], [`mcp`] |
 //! | `skillcat-install` | [`install`]: skills placed into agents' folders, pinned by `skills-lock.json` |
 //! | `skillcat-serve` | [`serve`]: a catalog as static files and a central registry over HTTP |
 //! | `skillcat-audit` | [`audit`]: a skill's files checked for hidden Unicode, secrets, content that does not belong, undeclared behaviour and instructions aimed at the host, before `add`, `install`, `update`, a publish or `mcp` trusts it |
+//!
+//! [`context`] holds what every operation of the command line runs with, built once: the
+//! process's environment (read there only), the configuration, the keyring, the remote options.
 //!
 //! Feature `cli` (on by default) builds the `skillcat` binary; `tls` (on by default) adds HTTPS;
 //! `neural` adds the offline neural ranker.
@@ -63,6 +67,8 @@ pub use skillcat_install as install;
 pub use skillcat_serve as serve;
 
 pub use skillcat_audit as audit;
+
+pub mod context;
 
 // The README's examples are compiled and run as doctests.
 #[cfg(doctest)]

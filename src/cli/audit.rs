@@ -6,7 +6,7 @@ use std::io::Write;
 
 use clap::ValueEnum;
 use serde_json::{Value, json};
-use skillcat::audit::{AuditOptions, Finding, RULES, Severity, line_safe};
+use skillcat::audit::{AuditOptions, Finding, Severity, line_safe};
 use skillcat::document::{FaultKind, Skill};
 
 use super::read::{Opened, find_in, open_and_discover, print_fault};
@@ -45,20 +45,35 @@ impl From<SeverityArg> for Severity {
     }
 }
 
-/// Where the SARIF report says the tool is documented: the crate's page on crates.io, the one
-/// address skillcat is to have (it is not published yet and has no other home page).
-const INFORMATION_URI: &str = "https://crates.io/crates/skillcat";
+/// `skillcat audit`.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// Any source.
+    pub source: String,
+    /// Only these skills.
+    pub names: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: AuditFormat,
+    /// Report findings of this severity and above.
+    #[arg(long, value_enum, default_value = "low")]
+    pub min_severity: SeverityArg,
+    /// Exit 1 when a finding of this severity or above is reported.
+    #[arg(long, value_enum, default_value = "high")]
+    pub fail_on: SeverityArg,
+}
 
 /// `skillcat audit SOURCE [NAME...]`: exit 0 when no finding is at or above `fail_on`, 1 when
 /// one is, 2 when the source (or a root of it) cannot be read or a name is not in it.
-pub async fn audit(
-    arg: &str,
-    names: &[String],
-    format: AuditFormat,
-    min_severity: SeverityArg,
-    fail_on: SeverityArg,
-    g: &Globals,
-) -> CliResult {
+pub async fn audit(a: AuditArgs, g: &Globals) -> CliResult {
+    let AuditArgs {
+        source,
+        names,
+        format,
+        min_severity,
+        fail_on,
+    } = a;
+    let (arg, names) = (source.as_str(), names.as_slice());
     let Opened {
         shown,
         src,
@@ -137,7 +152,7 @@ pub async fn audit(
     match format {
         AuditFormat::Text => print_text(&headings, audited, &findings),
         AuditFormat::Json => print_json(&json!({ "findings": findings }))?,
-        AuditFormat::Sarif => print_json(&sarif(&findings, &roots))?,
+        AuditFormat::Sarif => print_json(&skillcat::audit::sarif(&findings, &roots))?,
     }
     let fail_on = Severity::from(fail_on);
     if status == ExitStatus::Success {
@@ -197,97 +212,4 @@ fn print_json(value: &Value) -> Result<(), CliError> {
     writeln!(out, "{text}")
         .and_then(|()| out.flush())
         .map_err(|_| CliError::Output)
-}
-
-/// A severity as a SARIF level.
-fn level(s: Severity) -> &'static str {
-    match s {
-        Severity::High => "error",
-        Severity::Medium => "warning",
-        Severity::Low => "note",
-    }
-}
-
-/// The SARIF 2.1.0 log of `findings` (`roots[i]` the root of finding `i`'s skill): one run,
-/// every rule's metadata, one result a finding located at its file (relative to the source)
-/// and, where it has one, its line and column.
-fn sarif(findings: &[Finding], roots: &[String]) -> Value {
-    let rules: Vec<Value> = RULES
-        .iter()
-        .map(|r| {
-            json!({
-                "id": r.id_str,
-                "shortDescription": { "text": r.summary },
-                "fullDescription": { "text": r.rationale },
-                "defaultConfiguration": { "level": level(r.severity) },
-                "properties": { "severity": r.severity },
-            })
-        })
-        .collect();
-    let results: Vec<Value> = findings
-        .iter()
-        .zip(roots)
-        .map(|(f, root)| {
-            let path = skillcat::path::join_path(root, &f.path);
-            let mut location = json!({
-                "physicalLocation": {
-                    "artifactLocation": { "uri": artifact_uri(&path) },
-                }
-            });
-            if let Some(line) = f.line {
-                let mut region = json!({ "startLine": line });
-                if let Some(column) = f.column {
-                    region["startColumn"] = json!(column);
-                }
-                location["physicalLocation"]["region"] = region;
-            }
-            json!({
-                "ruleId": f.rule,
-                "ruleIndex": RULES.iter().position(|r| r.id == f.rule),
-                "level": level(f.severity),
-                "message": { "text": f.message },
-                "locations": [location],
-            })
-        })
-        .collect();
-    json!({
-        "version": "2.1.0",
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "runs": [{
-            "tool": {
-                "driver": {
-                    "name": "skillcat",
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "informationUri": INFORMATION_URI,
-                    "rules": rules,
-                }
-            },
-            "results": results,
-        }]
-    })
-}
-
-/// A relative URI reference for a `/`-separated path: every byte outside the unreserved set
-/// and `/` percent-encoded (a path may hold spaces, `#`, `?` or hidden characters).
-fn artifact_uri(path: &str) -> String {
-    let mut out = String::new();
-    for b in path.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn artifact_uris_are_percent_encoded() {
-        assert_eq!(artifact_uri("s/a b/#c.md"), "s/a%20b/%23c.md");
-        assert_eq!(artifact_uri("é"), "%C3%A9");
-    }
 }

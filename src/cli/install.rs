@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use skillcat::install::{
-    Action, ActionKind, AgentEnv, Entry, InstallError, Options, Plan, Progress, Report, Scope,
-    SkillStatus, parse_agents,
+    Action, ActionKind, Entry, InstallError, Options, Plan, Progress, Report, Scope, SkillStatus,
+    parse_agents,
 };
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
@@ -25,7 +25,8 @@ pub struct ScopeArgs {
 /// How what is installed is verified.
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
-    /// The keyring of trusted signing keys (default: `keyring` in skillcat.toml).
+    /// The keyring of trusted signing keys (default: `keyring` in skillcat.toml, else
+    /// ~/.config/skillcat/keyring.toml when it exists, as `trust add` writes it).
     #[arg(long, value_name = "FILE")]
     keyring: Option<PathBuf>,
     /// Refuse a skill no key of the keyring signed (also `[install] require_signatures`).
@@ -144,15 +145,13 @@ pub struct StatusArgs {
 }
 
 /// The scope a command works in.
-fn scope(args: &ScopeArgs) -> Result<Scope, CliError> {
-    let env = AgentEnv::from_env();
+fn scope(args: &ScopeArgs, g: &Globals) -> Result<Scope, CliError> {
+    let env = g.env.agents();
     if args.global {
         return Scope::user(env).map_err(fail);
     }
-    match std::env::current_dir() {
-        Ok(cwd) => Ok(Scope::find_project(&cwd, env)),
-        Err(e) => Err(usage!("cannot read the working directory: {e}")),
-    }
+    let cwd = g.env.cwd().map_err(super::context_error)?;
+    Ok(Scope::find_project(cwd, env))
 }
 
 /// The scope, the options and the progress bar of a command that fetches and verifies.
@@ -162,7 +161,7 @@ fn prepare(
     dry_run: bool,
     g: &Globals,
 ) -> Result<(Scope, Options, Bar), CliError> {
-    let scope = scope(&common.scope)?;
+    let scope = scope(&common.scope, g)?;
     let bar = Bar::default();
     let mut opts = options(scope.clone(), &common.verify, force, &bar, g)?;
     opts.dry_run = dry_run;
@@ -177,30 +176,17 @@ fn options(
     bar: &Bar,
     g: &Globals,
 ) -> Result<Options, CliError> {
-    let config = skillcat::config::Config::discover_from_env(g.config.as_deref())
-        .map_err(|e| usage!("{e}"))?;
-    super::project::note_changed(&config);
-    let keyring_path = verify.keyring.clone().or_else(|| config.keyring.clone());
-    let keyring = match keyring_path {
-        Some(p) => Some(skillcat::sign::Keyring::load(&p).map_err(|e| usage!("{e}"))?),
-        None => None,
+    // The configuration's note, once, before anything is fetched.
+    super::configuration(g)?;
+    let request = skillcat::context::InstallRequest {
+        keyring: verify.keyring.clone(),
+        require_signature: verify.require_signature,
+        allow_findings: verify.allow_findings,
+        force,
     };
-    let mut opts = Options::new(scope);
-    opts.open = g.catalog_options(&config).open;
-    opts.keyring = keyring;
-    opts.require_signature = verify.require_signature || config.install.require_signatures;
-    opts.audit = if verify.allow_findings {
-        skillcat::audit::Policy::Warn
-    } else {
-        config.install.audit
-    };
-    opts.audit_options.interpreters =
-        skillcat::runtime::interpreters(&config.scripts).map_err(|e| usage!("[scripts]: {e}"))?;
-    opts.force = force;
-    opts.validate = config.validate_options();
-    if let Some(t) = g.open.timeout {
-        opts.git_timeout = t;
-    }
+    let mut opts = g
+        .install_options(scope, &request)
+        .map_err(super::context_error)?;
     opts.progress = bar.callback();
     Ok(opts)
 }
@@ -542,8 +528,8 @@ fn print_update_line(a: &Action) {
 }
 
 /// `skillcat remove NAME... [--dry-run]`
-pub async fn remove(a: RemoveArgs) -> CliResult {
-    let scope = scope(&a.scope)?;
+pub async fn remove(a: RemoveArgs, g: &Globals) -> CliResult {
+    let scope = scope(&a.scope, g)?;
     let mut opts = Options::new(scope.clone());
     opts.dry_run = a.dry_run;
     let plan = Plan::remove(&opts, &a.names).await;
@@ -572,8 +558,8 @@ fn state_of(s: &SkillStatus) -> &'static str {
 }
 
 /// `skillcat status [--check] [--format json]`
-pub async fn status(a: StatusArgs) -> CliResult {
-    let scope = scope(&a.scope)?;
+pub async fn status(a: StatusArgs, g: &Globals) -> CliResult {
+    let scope = scope(&a.scope, g)?;
     let all = match skillcat::install::status(&scope).await {
         Ok(s) => s,
         Err(e) => return Err(fail(e)),

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use skillcat::sign::{KEYRING_FILE_NAME, KeyEntry, KeyringFile, SignError, Trusted};
+use skillcat::sign::{KeyEntry, KeyringFile, SignError, Trusted};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
@@ -55,17 +55,11 @@ pub struct RevokeArgs {
 }
 
 /// The keyring used when none is named: the configuration's `keyring`, else
-/// `~/.config/skillcat/keyring.toml`. Errors are printed.
+/// `~/.config/skillcat/keyring.toml` (the context's). Errors are printed.
 pub(super) fn default_keyring(g: &Globals) -> Result<PathBuf, CliError> {
-    let (config, env) = super::script::configuration(g)?;
-    if let Some(k) = config.keyring {
-        return Ok(k);
-    }
-    skillcat::config::Config::user_file(&env)
-        .and_then(|f| f.parent().map(|d| d.join(KEYRING_FILE_NAME)))
-        .ok_or_else(|| {
-            usage!("no home directory ($HOME) for the default keyring; pass --keyring FILE")
-        })
+    g.keyring_path(None)
+        .map(|k| k.path)
+        .map_err(super::context_error)
 }
 
 /// Why a keyring could not be loaded (exit 2), with what a keyring is and how to make one on

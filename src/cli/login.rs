@@ -53,8 +53,9 @@ pub struct LogoutArgs {
 /// The tokens `skillcat login` keeps, in `~/.config/skillcat/credentials.toml` (where the user's
 /// configuration is).
 pub(super) fn credentials() -> Result<Credentials, CliError> {
-    let env = skillcat::config::Environment::current()
-        .map_err(|e| usage!("cannot read the working directory: {e}"))?;
+    let env = skillcat::context::Env::from_process()
+        .environment()
+        .map_err(super::context_error)?;
     let path = skillcat::config::Config::user_file(&env)
         .and_then(|f| f.parent().map(|d| d.join(CREDENTIALS_FILE)))
         .ok_or_else(|| {

@@ -219,13 +219,7 @@ impl Settings {
 
 /// `skillcat match`
 pub async fn run(a: MatchArgs, g: &Globals) -> CliResult {
-    let config = match Config::discover_from_env(g.config.as_deref()) {
-        Ok(c) => c,
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
-    };
-    super::project::note_changed(&config);
+    let (config, _) = super::configuration(g)?;
     let settings = match Settings::new(&a, &config, g) {
         Ok(s) => s,
         Err(e) => {
@@ -302,19 +296,11 @@ fn outcome(ranked: Result<usize, CliError>, faults: bool) -> CliResult {
 /// `match MESSAGE`: the configured catalog, its diagnostics on stderr as `list` and `prompt`
 /// print them (and where it looked, when it holds no skill); exit as [`outcome`] says.
 async fn match_catalog(s: &Settings, config: &Config, message: &str, g: &Globals) -> CliResult {
-    use skillcat::catalog::{Catalog, CatalogSource};
     // Ranking needs names, descriptions and bodies: no file lists.
-    let options = skillcat::catalog::CatalogOptions {
-        detail: Detail::Document,
-        ..g.catalog_options(config)
-    };
-    let catalog = Catalog::with_options(
-        config.sources.iter().map(CatalogSource::from).collect(),
-        options,
-    );
+    let catalog = g.catalog(Detail::Document).map_err(super::context_error)?;
     let snapshot = catalog.snapshot().await;
     let faults = super::read::print_diagnostics(&snapshot);
-    super::read::say_where_looked(config, &snapshot);
+    super::read::say_where_looked(config, &snapshot, g);
     let candidates: Vec<Candidate<'_>> = snapshot
         .entries()
         .iter()

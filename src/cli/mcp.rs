@@ -122,7 +122,7 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     };
     let catalog = Catalog::with_options(sources, options);
     // Only trusted skills get tools at all; for them the gate allows, as for `skillcat run`.
-    let session = match super::script::session(&config, env, catalog) {
+    let session = match super::script::session(&config, env, catalog, g) {
         Ok(s) => s,
         Err(e) if super::script::is_config_error(&e) => {
             return Err(usage!("{e}"));
@@ -134,7 +134,7 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     // A server lives long and may be killed mid-call: a watcher removes its workspaces when it
     // exits, however it exits (the runner's workspaces are under the default base).
     let _reaper = match skillcat::script::reap_on_exit(
-        &skillcat::script::WorkspaceBase::default_dir(),
+        &skillcat::script::WorkspaceBase::default_dir(&g.env.user_dirs()),
     ) {
         Ok(r) => Some(r),
         Err(e) => {

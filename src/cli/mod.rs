@@ -171,59 +171,6 @@ pub(crate) fn shown_on_stdout(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// The user's cache directory: `$XDG_CACHE_HOME/skillcat`, else `$HOME/.cache/skillcat`
-/// (relative values are ignored, as the XDG rules say). `None` when neither is set. Read here,
-/// not in the library, which is told where its cache is.
-fn user_cache_dir() -> Option<std::path::PathBuf> {
-    let abs = |v: std::ffi::OsString| Some(std::path::PathBuf::from(v)).filter(|p| p.is_absolute());
-    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").and_then(abs) {
-        return Some(xdg.join("skillcat"));
-    }
-    std::env::var_os("HOME")
-        .and_then(abs)
-        .map(|h| h.join(".cache").join("skillcat"))
-}
-
-/// `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`: where an OCI registry's
-/// credentials may be kept.
-fn docker_config() -> Option<std::path::PathBuf> {
-    if let Some(dir) = std::env::var_os("DOCKER_CONFIG") {
-        return Some(std::path::PathBuf::from(dir).join("config.json"));
-    }
-    std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".docker/config.json"))
-}
-
-#[test]
-fn user_cache_dir_follows_xdg() {
-    // Read-only check: whatever the environment, the answer ends in "skillcat".
-    if let Some(d) = user_cache_dir() {
-        assert!(d.ends_with("skillcat") && d.is_absolute());
-    }
-}
-
-/// Makes `dir` and any missing parent as folders only their owner can enter (0700), whatever
-/// the process umask: where skillcat keeps its configuration, keyring and credentials, so that
-/// no other user can plant a file there (a `keyring.toml`). Folders that already exist keep
-/// their mode; every command that creates such a folder does it here.
-pub(crate) fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    let missing: Vec<&std::path::Path> = dir
-        .ancestors()
-        .filter(|p| !p.as_os_str().is_empty())
-        .take_while(|p| std::fs::symlink_metadata(p).is_err())
-        .collect();
-    // Created 0700 less the umask (never wider), then set to exactly 0700: a umask that takes
-    // the owner's bits too would leave a folder its owner cannot use.
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    for p in missing {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
-}
-
 /// How a command that ran to its end went; what it found was printed as it went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ExitStatus {
@@ -366,93 +313,83 @@ impl RemoteArgs {
     }
 }
 
-/// Options every command shares, built once by [`run`] from the command line's options and
-/// lent to the commands that need them.
-#[derive(Debug, Clone, Default)]
-pub struct Globals {
-    /// How sources are opened (cache directory, offline, timeout, index bound, …).
-    pub open: skillcat::source::OpenOptions,
-    /// The configuration file named with `--config`.
-    pub config: Option<std::path::PathBuf>,
-    /// `-v`: say more where a command has more to say.
-    pub verbose: bool,
+/// What every command runs with: the library's [`skillcat::context::Context`], built once by
+/// [`run`] from the command line's options and the process's environment, and lent to every
+/// command.
+pub type Globals = skillcat::context::Context;
+
+/// The context of the remote options given, the configuration file and the output settings;
+/// a `--cacert` file that cannot be read is a usage error.
+fn context_of(
+    remote: &RemoteArgs,
+    config: Option<std::path::PathBuf>,
+    verbose: bool,
+) -> Result<Globals, CliError> {
+    let mut ca_certificates = Vec::with_capacity(remote.server.cacert.len());
+    for pem in &remote.server.cacert {
+        ca_certificates.push(
+            std::fs::read(pem)
+                .map_err(|e| usage!("cannot read the CA certificate {}: {e}", pem.display()))?,
+        );
+    }
+    let index_verifier = match &remote.index_keyring {
+        Some(file) => Some(skillcat::source::index_verifier(
+            skillcat::sign::Keyring::load(file)
+                .map_err(|e| usage!("cannot read the index keyring {}: {e}", file.display()))?,
+        )),
+        None => None,
+    };
+    let mut ctx = Globals::new(skillcat::context::Env::from_process());
+    ctx.open = skillcat::source::OpenOptions {
+        cache_dir: remote.cache.clone(),
+        user_cache_dir: ctx.env.cache_dir(),
+        docker_config: ctx.env.docker_config_file(),
+        offline: remote.offline,
+        timeout: remote.server.timeout,
+        max_index_entries: remote.max_index_entries.map(std::num::NonZeroUsize::get),
+        // On a terminal, a slow server is named while it is waited for.
+        slow_notice: (std::io::IsTerminal::is_terminal(&std::io::stderr()) && !quiet())
+            .then(|| std::time::Duration::from_secs(5)),
+        allow_insecure: remote.allow_insecure,
+        ca_certificates,
+        git_timeout: None,
+        revalidate: false,
+        max_index_age: remote.max_index_age,
+        index_verifier,
+    };
+    ctx.config_file = config;
+    ctx.verbose = verbose;
+    ctx.quiet = quiet();
+    Ok(ctx)
 }
 
-impl Globals {
-    /// The shared options of the remote options given and the configuration file; a
-    /// `--cacert` file that cannot be read is a usage error.
-    fn of(
-        remote: &RemoteArgs,
-        config: Option<std::path::PathBuf>,
-        verbose: bool,
-    ) -> Result<Globals, CliError> {
-        let mut ca_certificates = Vec::with_capacity(remote.server.cacert.len());
-        for pem in &remote.server.cacert {
-            ca_certificates
-                .push(std::fs::read(pem).map_err(|e| {
-                    usage!("cannot read the CA certificate {}: {e}", pem.display())
-                })?);
-        }
-        let index_verifier = match &remote.index_keyring {
-            Some(file) => Some(skillcat::source::index_verifier(
-                skillcat::sign::Keyring::load(file)
-                    .map_err(|e| usage!("cannot read the index keyring {}: {e}", file.display()))?,
-            )),
-            None => None,
-        };
-        Ok(Globals {
-            open: skillcat::source::OpenOptions {
-                cache_dir: remote.cache.clone(),
-                user_cache_dir: user_cache_dir(),
-                docker_config: docker_config(),
-                offline: remote.offline,
-                timeout: remote.server.timeout,
-                max_index_entries: remote.max_index_entries.map(std::num::NonZeroUsize::get),
-                // On a terminal, a slow server is named while it is waited for.
-                slow_notice: (std::io::IsTerminal::is_terminal(&std::io::stderr()) && !quiet())
-                    .then(|| std::time::Duration::from_secs(5)),
-                allow_insecure: remote.allow_insecure,
-                ca_certificates,
-                git_timeout: None,
-                revalidate: false,
-                max_index_age: remote.max_index_age,
-                index_verifier,
-            },
-            config,
-            verbose,
-        })
-    }
+/// The configuration of the context (read once), its note printed when a trusted project's
+/// file changed; every command reads it here and says the same thing when it cannot be read.
+pub(crate) fn configuration(
+    g: &Globals,
+) -> Result<(skillcat::config::Config, skillcat::config::Environment), CliError> {
+    let env = g.env.environment().map_err(context_error)?;
+    let config = g.config().map_err(context_error)?;
+    static NOTED: std::sync::Once = std::sync::Once::new();
+    NOTED.call_once(|| project::note_changed(&config));
+    Ok(((*config).clone(), env))
+}
 
-    /// These options for a command that changes a project (`add`, `install`, `update`): every
-    /// index it resolves against is asked for again, whatever a cache header said.
-    fn changing_project(mut self) -> Globals {
-        self.open.revalidate = true;
-        self
-    }
-
-    /// How a catalog built from `config` opens its sources: the global `--cache` (else the
-    /// configuration's `cache_dir`), `--max-index-age` (else its `max_index_age`) and
-    /// `--offline`, and the configuration's validation options.
-    pub fn catalog_options(
-        &self,
-        config: &skillcat::config::Config,
-    ) -> skillcat::catalog::CatalogOptions {
-        skillcat::catalog::CatalogOptions {
-            open: skillcat::source::OpenOptions {
-                cache_dir: self
-                    .open
-                    .cache_dir
-                    .clone()
-                    .or_else(|| config.cache_dir.clone()),
-                max_index_age: self
-                    .open
-                    .max_index_age
-                    .or(config.max_index_age.map(std::time::Duration::from_secs)),
-                ..self.open.clone()
-            },
-            validate: config.validate_options(),
-            detail: skillcat::source::Detail::default(),
+/// A context error as every command says it (exit 2): a keyring that is something else says
+/// what a keyring is and how to make one.
+pub(crate) fn context_error(e: skillcat::context::ContextError) -> CliError {
+    use skillcat::context::ContextError;
+    match e {
+        ContextError::Keyring { path, source } => keyring::keyring_error(&path, &source),
+        ContextError::NoHome { what } => {
+            usage!("no home directory ($HOME) for {what}; pass --keyring FILE")
         }
+        ContextError::NoKeyring { default } => usage!(
+            "no keyring: pass --keyring FILE, set `keyring` in skillcat.toml, or add a \
+             key to {} with `skillcat trust add KEY.pub --scope 'NAME-PATTERN'`",
+            default.display()
+        ),
+        e => usage!("{e}"),
     }
 }
 
@@ -478,44 +415,112 @@ pub enum PromptFormatArg {
     Json,
 }
 
+/// `skillcat digest`.
+#[derive(Debug, clap::Args)]
+pub struct DigestArgs {
+    /// Any source.
+    pub source: String,
+    /// Only this skill (`NAME@VERSION`: that version, in a registry).
+    pub name: Option<String>,
+    /// Output format (json prints each manifest).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `skillcat pack`.
+#[derive(Debug, clap::Args)]
+pub struct PackArgs {
+    /// A skill directory or a directory of skills.
+    pub dir: String,
+    /// The archive to write (`.tar.gz`, `.tgz` or `.zip`).
+    #[arg(short, long)]
+    pub output: std::path::PathBuf,
+    /// Sign each packed skill with this minisign secret key (writes `OUT.minisig`).
+    #[arg(long, value_name = "KEY")]
+    pub sign: Option<String>,
+    /// Pack skills that fail validation.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `skillcat keygen`.
+#[derive(Debug, clap::Args)]
+pub struct KeygenArgs {
+    /// Base path of the two files.
+    #[arg(short, long, value_name = "KEYBASE")]
+    pub output: String,
+    /// Store the secret key without a password.
+    #[arg(long)]
+    pub unencrypted: bool,
+    /// Overwrite existing files.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `skillcat sign`.
+#[derive(Debug, clap::Args)]
+pub struct SignArgs {
+    /// Any source.
+    pub source: String,
+    /// The skill to sign (`NAME@VERSION`: that version, in a registry).
+    pub name: String,
+    /// The minisign secret key.
+    #[arg(long, value_name = "KEY")]
+    pub key: String,
+    /// Where to write the signature (default: SOURCE.minisig, or SOURCE.NAME.minisig when the
+    /// source holds several skills).
+    #[arg(short, long, value_name = "SIG")]
+    pub output: Option<std::path::PathBuf>,
+    /// Also write the signed statement here (for `minisign -V -m FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub statement: Option<std::path::PathBuf>,
+    /// Sign a skill that fails validation (its faults are printed).
+    #[arg(long)]
+    pub force: bool,
+    /// Sign it as this version: for a skill without `metadata.version`, published with
+    /// `registry publish … --version V` (a skill without a version is signed with a warning).
+    #[arg(long, value_name = "V")]
+    pub version: Option<String>,
+}
+
+/// `skillcat verify`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// Any source.
+    pub source: String,
+    /// Only this skill (`NAME@VERSION`: that version, in a registry).
+    pub name: Option<String>,
+    /// The keyring (TOML) of trusted keys and their scopes [default: `keyring` of
+    /// skillcat.toml, else ~/.config/skillcat/keyring.toml, as `trust add` writes it].
+    #[arg(long, value_name = "FILE")]
+    pub keyring: Option<std::path::PathBuf>,
+    /// The signature file, when the source holds one skill (default: what the source keeps,
+    /// then SOURCE.minisig).
+    #[arg(long, value_name = "FILE")]
+    pub sig: Option<std::path::PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Report every fault of each skill ("Valid skill: P" / "Validation failed for P:").
     #[command(after_help = "Example: skillcat validate fixtures/skills")]
     Validate {
-        /// Skill directories, SKILL.md files, directories of skills or archives.
-        #[arg(required = true)]
-        paths: Vec<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t)]
-        format: Format,
-        /// Admit an extension field in the frontmatter (repeatable).
-        #[arg(long = "allow-field", value_name = "NAME")]
-        allow_field: Vec<String>,
+        #[command(flatten)]
+        args: read::ValidateArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
     /// Print a skill's frontmatter properties as JSON (like the reference's read-properties).
     #[command(after_help = "Example: skillcat properties fixtures/skills/pdf-forms")]
-    Properties {
-        /// A skill directory or its SKILL.md.
-        path: String,
-    },
+    Properties(read::PropertiesArgs),
     /// Render the prompt block (tier 1) for the skills of one or more sources.
     #[command(after_help = "Example: skillcat prompt fixtures/skills --budget 2000")]
     Prompt {
-        /// Skill directories, directories of skills, or any other source (none: the configured
-        /// catalog from --config, ./skillcat.toml or the defaults, within its [prompt] budget).
-        #[arg(required = false)]
-        paths: Vec<String>,
-        /// Rendering.
-        #[arg(long, value_enum, default_value_t)]
-        format: PromptFormatArg,
-        /// Maximum characters of the block; over it, descriptions are shortened (never below
-        /// 100 characters, cut at a word), then the lowest-precedence skills omitted, and a
-        /// summary goes to stderr.
-        #[arg(long, value_name = "CHARS")]
-        budget: Option<usize>,
+        #[command(flatten)]
+        args: read::PromptArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -526,42 +531,24 @@ enum Command {
     /// be read.
     #[command(after_help = "Example: skillcat audit fixtures/skills --format sarif")]
     Audit {
-        /// Any source.
-        source: String,
-        /// Only these skills.
-        names: Vec<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t)]
-        format: audit::AuditFormat,
-        /// Report findings of this severity and above.
-        #[arg(long, value_enum, default_value = "low")]
-        min_severity: audit::SeverityArg,
-        /// Exit 1 when a finding of this severity or above is reported.
-        #[arg(long, value_enum, default_value = "high")]
-        fail_on: audit::SeverityArg,
+        #[command(flatten)]
+        args: audit::AuditArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
     /// List each skill of a source: name, description, location, digest. Faults are reported.
     #[command(after_help = "Example: skillcat list fixtures/skills --format json")]
     List {
-        /// Any source (none: the configured catalog, shadowed names reported).
-        source: Option<String>,
-        /// Only this skill (`NAME@VERSION`: that version, in a registry).
-        name: Option<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t)]
-        format: Format,
+        #[command(flatten)]
+        args: read::ListArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
     /// Print a skill's instructions (the Markdown body, tier 2).
     #[command(after_help = "Example: skillcat show fixtures/skills pdf-forms")]
     Show {
-        /// Any source.
-        source: String,
-        /// The skill's name (`-` and `_` alike; `NAME@VERSION`: that version, in a registry).
-        name: String,
+        #[command(flatten)]
+        args: read::ShowArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -570,26 +557,16 @@ enum Command {
         after_help = "Example: skillcat read fixtures/skills pdf-forms references/field-types.md"
     )]
     Read {
-        /// Any source.
-        source: String,
-        /// The skill's name (`NAME@VERSION`: that version, in a registry).
-        name: String,
-        /// A path relative to the skill (`./` and an inner `..` that stays inside are
-        /// normalised).
-        path: String,
+        #[command(flatten)]
+        args: read::ReadArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
     /// Print the skill digest of each skill (`sha256:<hex>  <name>`), or its manifest as JSON.
     #[command(after_help = "Example: skillcat digest fixtures/skills pdf-forms")]
     Digest {
-        /// Any source.
-        source: String,
-        /// Only this skill (`NAME@VERSION`: that version, in a registry).
-        name: Option<String>,
-        /// Output format (json prints each manifest).
-        #[arg(long, value_enum, default_value_t)]
-        format: Format,
+        #[command(flatten)]
+        args: DigestArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -597,56 +574,15 @@ enum Command {
     #[command(
         after_help = "Example: skillcat pack fixtures/skills/pdf-forms -o pdf-forms.tar.gz --sign me.key"
     )]
-    Pack {
-        /// A skill directory or a directory of skills.
-        dir: String,
-        /// The archive to write (`.tar.gz`, `.tgz` or `.zip`).
-        #[arg(short, long)]
-        output: std::path::PathBuf,
-        /// Sign each packed skill with this minisign secret key (writes `OUT.minisig`).
-        #[arg(long, value_name = "KEY")]
-        sign: Option<String>,
-        /// Pack skills that fail validation.
-        #[arg(long)]
-        force: bool,
-    },
+    Pack(PackArgs),
     /// Make a minisign key pair: KEYBASE.key (password-protected unless --unencrypted) and KEYBASE.pub.
     #[command(after_help = "Example: SKILLCAT_PASSWORD=secret skillcat keygen -o release")]
-    Keygen {
-        /// Base path of the two files.
-        #[arg(short, long, value_name = "KEYBASE")]
-        output: String,
-        /// Store the secret key without a password.
-        #[arg(long)]
-        unencrypted: bool,
-        /// Overwrite existing files.
-        #[arg(long)]
-        force: bool,
-    },
+    Keygen(KeygenArgs),
     /// Sign one skill's statement (name, version, skill digest, manifest digest).
     #[command(after_help = "Example: skillcat sign pdf-forms.tar.gz pdf-forms --key release.key")]
     Sign {
-        /// Any source.
-        source: String,
-        /// The skill to sign (`NAME@VERSION`: that version, in a registry).
-        name: String,
-        /// The minisign secret key.
-        #[arg(long, value_name = "KEY")]
-        key: String,
-        /// Where to write the signature (default: SOURCE.minisig, or SOURCE.NAME.minisig when the
-        /// source holds several skills).
-        #[arg(short, long, value_name = "SIG")]
-        output: Option<std::path::PathBuf>,
-        /// Also write the signed statement here (for `minisign -V -m FILE`).
-        #[arg(long, value_name = "FILE")]
-        statement: Option<std::path::PathBuf>,
-        /// Sign a skill that fails validation (its faults are printed).
-        #[arg(long)]
-        force: bool,
-        /// Sign it as this version: for a skill without `metadata.version`, published with
-        /// `registry publish … --version V` (a skill without a version is signed with a warning).
-        #[arg(long, value_name = "V")]
-        version: Option<String>,
+        #[command(flatten)]
+        args: SignArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -654,21 +590,8 @@ enum Command {
     /// archive, in a registry, in a served index or its cache); exit 1 on any failure, saying why.
     #[command(after_help = "Example: skillcat verify pdf-forms.tar.gz --keyring keyring.toml")]
     Verify {
-        /// Any source.
-        source: String,
-        /// Only this skill (`NAME@VERSION`: that version, in a registry).
-        name: Option<String>,
-        /// The keyring (TOML) of trusted keys and their scopes [default: `keyring` of
-        /// skillcat.toml, else ~/.config/skillcat/keyring.toml, as `trust add` writes it].
-        #[arg(long, value_name = "FILE")]
-        keyring: Option<std::path::PathBuf>,
-        /// The signature file, when the source holds one skill (default: what the source keeps,
-        /// then SOURCE.minisig).
-        #[arg(long, value_name = "FILE")]
-        sig: Option<std::path::PathBuf>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t)]
-        format: Format,
+        #[command(flatten)]
+        args: VerifyArgs,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -769,16 +692,10 @@ enum Command {
     #[command(
         after_help = "Example: skillcat completions bash > ~/.local/share/bash-completion/completions/skillcat"
     )]
-    Completions {
-        /// The shell.
-        shell: clap_complete::Shell,
-    },
+    Completions(shell::CompletionsArgs),
     /// Write man pages (skillcat.1 and one per command, skillcat-list.1, …) into a directory.
     #[command(after_help = "Example: skillcat man man && man -l man/skillcat.1")]
-    Man {
-        /// The directory to write into (created when missing; its parent must exist).
-        dir: std::path::PathBuf,
-    },
+    Man(shell::ManArgs),
     /// Install skills from a source into .agents/skills and agents' folders, pinned in
     /// skills-lock.json.
     #[command(
@@ -882,108 +799,38 @@ pub async fn run(cli: Cli) -> CliResult {
         remote: before,
     } = cli;
     // The remote options given before the command, with those given after it on top.
-    let globals = |after: &RemoteArgs| Globals::of(&before.merged(after), config.clone(), verbose);
+    let globals = |after: &RemoteArgs| context_of(&before.merged(after), config.clone(), verbose);
     let none = RemoteArgs::default();
+    // The context of a command that reaches no server: the remote options given before it are
+    // not read.
+    let plain = || context_of(&none, config.clone(), verbose);
     match command {
-        Command::Validate {
-            paths,
-            format,
-            allow_field,
-            remote,
-        } => read::validate(&paths, format, allow_field, &globals(&remote)?).await,
-        Command::Properties { path } => read::properties(&path, &globals(&none)?).await,
-        Command::Prompt {
-            paths,
-            format,
-            budget,
-            remote,
-        } => {
+        Command::Validate { args, remote } => read::validate(args, &globals(&remote)?).await,
+        Command::Properties(a) => read::properties(a, &globals(&none)?).await,
+        Command::Prompt { args, remote } => read::prompt(args, &globals(&remote)?).await,
+        Command::Audit { args, remote } => audit::audit(args, &globals(&remote)?).await,
+        Command::List { args, remote } => read::list(args, &globals(&remote)?).await,
+        Command::Show { args, remote } => read::show(args, &globals(&remote)?).await,
+        Command::Read { args, remote } => read::read(args, &globals(&remote)?).await,
+        Command::Digest { args: a, remote } => {
             let g = &globals(&remote)?;
-            read::prompt(&paths, format, budget, g.verbose, g).await
+            trust::digest(&a.source, a.name.as_deref(), a.format, g).await
         }
-        Command::Audit {
-            source,
-            names,
-            format,
-            min_severity,
-            fail_on,
-            remote,
-        } => {
-            audit::audit(
-                &source,
-                &names,
-                format,
-                min_severity,
-                fail_on,
-                &globals(&remote)?,
-            )
-            .await
+        Command::Pack(a) => {
+            trust::pack(&a.dir, &a.output, a.sign.as_deref(), a.force, &plain()?).await
         }
-        Command::List {
-            source,
-            name,
-            format,
-            remote,
-        } => {
-            read::list(
-                source.as_deref(),
-                name.as_deref(),
-                format,
-                &globals(&remote)?,
-            )
-            .await
-        }
-        Command::Show {
-            source,
-            name,
-            remote,
-        } => read::show(&source, &name, &globals(&remote)?).await,
-        Command::Read {
-            source,
-            name,
-            path,
-            remote,
-        } => read::read(&source, &name, &path, &globals(&remote)?).await,
-        Command::Digest {
-            source,
-            name,
-            format,
-            remote,
-        } => trust::digest(&source, name.as_deref(), format, &globals(&remote)?).await,
-        Command::Pack {
-            dir,
-            output,
-            sign,
-            force,
-        } => trust::pack(&dir, &output, sign.as_deref(), force).await,
-        Command::Keygen {
-            output,
-            unencrypted,
-            force,
-        } => trust::keygen(&output, unencrypted, force),
-        Command::Sign {
-            source,
-            name,
-            key,
-            output,
-            statement,
-            force,
-            version,
-            remote,
-        } => {
-            trust::sign_cmd(
-                trust::SignArgs {
-                    source: &source,
-                    name: &name,
-                    key: &key,
-                    output: output.as_deref(),
-                    statement: statement.as_deref(),
-                    force,
-                    version: version.as_deref(),
-                },
-                &globals(&remote)?,
-            )
-            .await
+        Command::Keygen(a) => trust::keygen(&a.output, a.unencrypted, a.force),
+        Command::Sign { args: a, remote } => {
+            let sign = trust::SignArgs {
+                source: &a.source,
+                name: &a.name,
+                key: &a.key,
+                output: a.output.as_deref(),
+                statement: a.statement.as_deref(),
+                force: a.force,
+                version: a.version.as_deref(),
+            };
+            trust::sign_cmd(sign, &globals(&remote)?).await
         }
         Command::Registry { cmd } => registry::run(cmd).await,
         Command::Serve { mut args, remote } => {
@@ -1005,8 +852,8 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Tools { args, remote } => script::tools(args, &globals(&remote)?).await,
         Command::Run { args, remote } => script::run(args, &globals(&remote)?).await,
         Command::Mcp { args, remote } => mcp::run(args, &globals(&remote)?).await,
-        Command::Completions { shell } => shell::completions(shell),
-        Command::Man { dir } => shell::man(&dir),
+        Command::Completions(a) => shell::completions(a),
+        Command::Man(a) => shell::man(a),
         Command::Trust { cmd } => project::run(cmd, &globals(&none)?),
         Command::Add { args, remote } => {
             install::add(args, &globals(&remote)?.changing_project()).await
@@ -1017,8 +864,8 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Update { args, remote } => {
             install::update(args, &globals(&remote)?.changing_project()).await
         }
-        Command::Remove(a) => install::remove(a).await,
-        Command::Status(a) => install::status(a).await,
+        Command::Remove(a) => install::remove(a, &plain()?).await,
+        Command::Status(a) => install::status(a, &plain()?).await,
         Command::Token { cmd } => token::run(cmd),
         Command::Login(a) => login::login(a),
         Command::Logout(a) => login::logout(a),
@@ -1030,23 +877,10 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Yank { args, server } => {
             publish::yank(args, &globals(&RemoteArgs::of_server(server))?).await
         }
-        Command::Verify {
-            source,
-            name,
-            keyring,
-            sig,
-            format,
-            remote,
-        } => {
-            trust::verify(
-                &source,
-                name.as_deref(),
-                keyring.as_deref(),
-                sig.as_deref(),
-                format,
-                &globals(&remote)?,
-            )
-            .await
+        Command::Verify { args: a, remote } => {
+            let g = &globals(&remote)?;
+            let (keyring, sig) = (a.keyring.as_deref(), a.sig.as_deref());
+            trust::verify(&a.source, a.name.as_deref(), keyring, sig, a.format, g).await
         }
     }
 }

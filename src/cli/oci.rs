@@ -51,7 +51,7 @@ pub async fn push(a: PushArgs, g: &Globals) -> CliResult {
         .map(super::trust::Signer::load)
         .transpose()?;
     let (src, skill) = super::read::find_skill(&a.source, &a.name, g).await?;
-    super::trust::refuse_invalid(&skill, a.force, ("Pushing", "push", "pushed"))?;
+    super::trust::refuse_invalid(&skill, a.force, ("Pushing", "push", "pushed"), g)?;
     if g.open.offline {
         return Err(usage!("push needs the network; drop --offline"));
     }

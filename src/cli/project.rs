@@ -10,8 +10,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use skillcat::config::{Config, Environment};
-use skillcat::fs::{AtomicWrite, Durability};
+use skillcat::config::Config;
 
 use super::{CliResult, ExitStatus, Globals};
 
@@ -40,84 +39,29 @@ pub enum TrustCommand {
 /// Runs a `trust` subcommand.
 pub fn run(cmd: TrustCommand, g: &Globals) -> CliResult {
     match cmd {
-        TrustCommand::Project { dir } => trust_project(dir.as_deref()),
+        TrustCommand::Project { dir } => trust_project(dir.as_deref(), g),
         TrustCommand::Add(a) => super::keyring::add(a, g),
         TrustCommand::List(a) => super::keyring::list(a, g),
         TrustCommand::Revoke(a) => super::keyring::revoke(a, g),
     }
 }
 
-fn trust_project(dir: Option<&Path>) -> CliResult {
-    let env = match Environment::current() {
-        Ok(e) => e,
-        Err(e) => {
-            return Err(usage!("cannot read the working directory: {e}"));
+fn trust_project(dir: Option<&Path>, g: &Globals) -> CliResult {
+    use skillcat::config::ProjectTrust;
+    let env = g.env.environment().map_err(super::context_error)?;
+    match skillcat::config::trust_project(dir, &env) {
+        Ok(ProjectTrust::Already { dir, file }) => {
+            out!("{} is already trusted ({})", dir.display(), file.display());
         }
-    };
-    let dir = dir.map_or_else(|| env.cwd.clone(), |d| env.cwd.join(d));
-    let dir = match std::fs::canonicalize(&dir) {
-        Ok(d) if d.is_dir() => d,
-        Ok(d) => {
-            return Err(usage!("{} is not a directory", d.display()));
-        }
-        Err(e) => {
-            return Err(usage!("{}: {e}", dir.display()));
-        }
-    };
-    let Some(file) = Config::user_file(&env) else {
-        return Err(usage!(
-            "no home directory ($HOME) to hold your configuration"
-        ));
-    };
-    let text = match std::fs::read_to_string(&file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            return Err(failed!("{}: {e}", file.display()));
-        }
-    };
-    let current = match Config::parse(&text, Some(&file), &env) {
-        Ok(c) => c,
-        Err(e) => {
-            return Err(failed!("{e}"));
-        }
-    };
-    let project_file = dir.join(skillcat::config::FILE_NAME);
-    let digest = match std::fs::read(&project_file) {
-        Ok(bytes) => skillcat::digest::sha256_digest(&bytes),
-        Err(e) => {
-            return Err(usage!(
-                "{}: {e} (a project is trusted by the content of its skillcat.toml)",
-                project_file.display()
-            ));
-        }
-    };
-    if current
-        .trusted_projects
-        .iter()
-        .any(|t| t.trusts(&dir, &digest))
-    {
-        out!("{} is already trusted ({})", dir.display(), file.display());
-        return Ok(ExitStatus::Success);
+        Ok(ProjectTrust::Trusted { dir, file, digest }) => out!(
+            "trusted {}: its skillcat.toml ({digest}) now applies in full, until it changes \
+             (recorded in {})",
+            dir.display(),
+            file.display()
+        ),
+        Err(e) if e.is_usage() => return Err(usage!("{e}")),
+        Err(e) => return Err(failed!("{e}")),
     }
-    let Some(shown) = dir.to_str() else {
-        return Err(usage!("{} is not valid UTF-8", dir.display()));
-    };
-    let new_text = match with_trusted(&text, shown, &digest) {
-        Ok(t) => t,
-        Err(e) => {
-            return Err(failed!("{}: {e}", file.display()));
-        }
-    };
-    if let Err(e) = write_private(&file, &new_text) {
-        return Err(failed!("{}: {e}", file.display()));
-    }
-    out!(
-        "trusted {}: its skillcat.toml ({digest}) now applies in full, until it changes \
-         (recorded in {})",
-        dir.display(),
-        file.display()
-    );
     Ok(ExitStatus::Success)
 }
 
@@ -134,44 +78,4 @@ pub(super) fn note_changed(config: &Config) {
             dir.display()
         );
     }
-}
-
-/// The configuration text with `dir` trusted with the file of digest `sha256` in
-/// `trusted_projects` (an earlier entry for `dir` replaced). Without that key the line is put
-/// first (top-level keys precede tables) and the rest kept as written; with it the file is
-/// rewritten (comments are not kept).
-fn with_trusted(text: &str, dir: &str, sha256: &str) -> Result<String, String> {
-    let mut table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
-    let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
-    let mut entry = toml::Table::new();
-    entry.insert("path".into(), toml::Value::String(dir.to_string()));
-    entry.insert("sha256".into(), toml::Value::String(sha256.to_string()));
-    match table.get_mut("trusted_projects") {
-        None => Ok(format!(
-            "trusted_projects = [{{ path = {}, sha256 = {} }}]\n{text}",
-            quote(dir),
-            quote(sha256)
-        )),
-        Some(toml::Value::Array(a)) => {
-            a.retain(|v| match v {
-                toml::Value::String(p) => p != dir,
-                toml::Value::Table(t) => t.get("path").and_then(toml::Value::as_str) != Some(dir),
-                _ => true,
-            });
-            a.push(toml::Value::Table(entry));
-            toml::to_string(&table).map_err(|e| e.to_string())
-        }
-        Some(_) => Err("trusted_projects: not an array".into()),
-    }
-}
-
-/// Writes the file (0600, its directory 0700 when created), replacing it in one step.
-fn write_private(file: &Path, text: &str) -> std::io::Result<()> {
-    let dir = file
-        .parent()
-        .ok_or_else(|| std::io::Error::other("no directory"))?;
-    super::create_private_dir(dir)?;
-    AtomicWrite::new(0o600)
-        .durability(Durability::Durable)
-        .write(file, text.as_bytes())
 }

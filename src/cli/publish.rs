@@ -218,6 +218,15 @@ fn signature_for(
     ))
 }
 
+/// What a published skill must be: valid as the configuration says (`[scripts]
+/// extension_fields`), as `validate` judges it.
+fn site_options(g: &Globals) -> Result<SiteOptions, CliError> {
+    Ok(SiteOptions {
+        validate: g.validate_options().map_err(super::context_error)?,
+        ..SiteOptions::default()
+    })
+}
+
 /// `skillcat publish URL PATH... [--sig FILE] [--token-file FILE] [--dry-run]`
 pub async fn publish(a: PublishArgs, g: &Globals) -> CliResult {
     let client = if a.dry_run {
@@ -242,7 +251,7 @@ pub async fn publish(a: PublishArgs, g: &Globals) -> CliResult {
         let o = super::read::open_and_discover(path, g).await?;
         // As `pack --sign` names the signatures: SOURCE.minisig for a source of one skill.
         let single = o.found.skills.len() + o.found.faults.len() == 1;
-        let (site, problems) = Site::from_discovery(&*o.src, &o.found, &SiteOptions::default())
+        let (site, problems) = Site::from_discovery(&*o.src, &o.found, &site_options(g)?)
             .await
             .map_err(|e| usage!("{e}"))?;
         for p in &problems {

@@ -13,7 +13,7 @@ use skillcat::source::{
     SourceExt, SourceSpec,
 };
 
-use super::{CliError, CliResult, ExitStatus, Format, Globals, PromptFormatArg};
+use super::{CliError, CliResult, ExitStatus, Format, Globals, PromptFormatArg, shown};
 
 /// A path argument spelled the way the reference (Python's `pathlib`) prints it: repeated `/`
 /// collapsed, `.` parts and a trailing `/` dropped (`./a//b/` → `a/b`, `` → `.`); `..` is kept.
@@ -250,15 +250,87 @@ fn print_text_reports(reports: &[Report]) {
     let _ = out.flush();
 }
 
+/// `skillcat validate`.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Skill directories, SKILL.md files, directories of skills or archives.
+    #[arg(required = true)]
+    pub paths: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Admit an extension field in the frontmatter (repeatable).
+    #[arg(long = "allow-field", value_name = "NAME")]
+    pub allow_field: Vec<String>,
+}
+
+/// `skillcat properties`.
+#[derive(Debug, clap::Args)]
+pub struct PropertiesArgs {
+    /// A skill directory or its SKILL.md.
+    pub path: String,
+}
+
+/// `skillcat prompt`.
+#[derive(Debug, clap::Args)]
+pub struct PromptArgs {
+    /// Skill directories, directories of skills, or any other source (none: the configured
+    /// catalog from --config, ./skillcat.toml or the defaults, within its [prompt] budget).
+    #[arg(required = false)]
+    pub paths: Vec<String>,
+    /// Rendering.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: PromptFormatArg,
+    /// Maximum characters of the block; over it, descriptions are shortened (never below
+    /// 100 characters, cut at a word), then the lowest-precedence skills omitted, and a
+    /// summary goes to stderr.
+    #[arg(long, value_name = "CHARS")]
+    pub budget: Option<usize>,
+}
+
+/// `skillcat list`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// Any source (none: the configured catalog, shadowed names reported).
+    pub source: Option<String>,
+    /// Only this skill (`NAME@VERSION`: that version, in a registry).
+    pub name: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `skillcat show`.
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// Any source.
+    pub source: String,
+    /// The skill's name (`-` and `_` alike; `NAME@VERSION`: that version, in a registry).
+    pub name: String,
+}
+
+/// `skillcat read`.
+#[derive(Debug, clap::Args)]
+pub struct ReadArgs {
+    /// Any source.
+    pub source: String,
+    /// The skill's name (`NAME@VERSION`: that version, in a registry).
+    pub name: String,
+    /// A path relative to the skill (`./` and an inner `..` that stays inside are
+    /// normalised).
+    pub path: String,
+}
+
 /// `skillcat validate PATH...`: [`skillcat::source::validate_paths`], printed the reference's
 /// way (or as JSON).
-pub async fn validate(
-    paths: &[String],
-    format: Format,
-    allow_field: Vec<String>,
-    g: &Globals,
-) -> CliResult {
-    let mut opts = ValidateOptions::default();
+pub async fn validate(a: ValidateArgs, g: &Globals) -> CliResult {
+    let ValidateArgs {
+        paths,
+        format,
+        allow_field,
+    } = a;
+    // The configuration's extension fields (`[scripts] extension_fields`), and those given.
+    let mut opts = g.validate_options().map_err(super::context_error)?;
     for f in allow_field {
         opts = opts.allow_field(f);
     }
@@ -307,7 +379,8 @@ fn refusal_message(location: &str, fault: &Fault) -> String {
 }
 
 /// `skillcat properties PATH`
-pub async fn properties(arg: &str, g: &Globals) -> CliResult {
+pub async fn properties(a: PropertiesArgs, g: &Globals) -> CliResult {
+    let arg = a.path.as_str();
     let (shown, path) = skill_dir_of(arg);
     let is_url = !SourceSpec::is_path_spelling(arg);
     match std::fs::metadata(&path) {
@@ -388,19 +461,19 @@ fn print_rendered(rendered: &skillcat::prompt::Rendered, verbose: bool) {
 /// offered even when it breaks a validation rule (as the catalog and the reference's
 /// `to-prompt` offer it), its faults reported. Exit 1 when any fault was reported, 2 when a
 /// SOURCE could not be read at all (the others are still rendered).
-pub async fn prompt(
-    args: &[String],
-    format: PromptFormatArg,
-    budget: Option<usize>,
-    verbose: bool,
-    g: &Globals,
-) -> CliResult {
+pub async fn prompt(a: PromptArgs, g: &Globals) -> CliResult {
+    let PromptArgs {
+        paths: args,
+        format,
+        budget,
+    } = a;
+    let verbose = g.verbose;
     if args.is_empty() {
         return prompt_configured(format, budget, verbose, g).await;
     }
     let mut code = ExitStatus::Success;
     let mut found = Vec::with_capacity(args.len());
-    for arg in args {
+    for arg in &args {
         match open_and_discover_with(arg, Detail::Frontmatter, g).await {
             Ok(o) => found.push(o),
             // Said now: the other sources are still rendered.
@@ -489,7 +562,7 @@ async fn prompt_configured(
     let (config, catalog) = configured_catalog(Detail::Frontmatter, g)?;
     let snapshot = catalog.snapshot().await;
     let faults = print_diagnostics(&snapshot);
-    say_where_looked(&config, &snapshot);
+    say_where_looked(&config, &snapshot, g);
     let mut opts = config.prompt_options(prompt_format(format));
     opts.budget = budget.or(opts.budget);
     print_rendered(&snapshot.prompt(&opts), verbose);
@@ -516,6 +589,7 @@ pub(super) fn print_diagnostics(snapshot: &skillcat::catalog::Snapshot) -> bool 
 pub(super) fn say_where_looked(
     config: &skillcat::config::Config,
     snapshot: &skillcat::catalog::Snapshot,
+    g: &Globals,
 ) {
     if !snapshot.entries().is_empty() {
         return;
@@ -523,9 +597,10 @@ pub(super) fn say_where_looked(
     let from = match &config.origin {
         Some(file) => format!("the sources of {}", file.display()),
         None => {
-            let user = skillcat::config::Environment::current()
-                .ok()
-                .and_then(|env| skillcat::config::Config::user_file(&env))
+            let user = g
+                .env
+                .user_config_dir()
+                .map(|d| d.join(skillcat::config::FILE_NAME))
                 .map(|f| format!(" or {}", f.display()))
                 .unwrap_or_default();
             format!(
@@ -567,19 +642,10 @@ pub(super) fn hint_lines(f: &Fault) -> Option<String> {
     Some(text)
 }
 
-/// Text from a skill or a store as it is printed for people: [`super::shown`].
-fn shown(s: &str) -> std::borrow::Cow<'_, str> {
-    super::shown(s)
-}
-
 /// `skillcat list SOURCE [NAME]`; without SOURCE, the configured catalog. Every fault goes to
 /// stderr: roots that are not skills, and the validation faults of skills that are listed.
-pub async fn list(
-    arg: Option<&str>,
-    wanted: Option<&str>,
-    format: Format,
-    g: &Globals,
-) -> CliResult {
+pub async fn list(a: ListArgs, g: &Globals) -> CliResult {
+    let (arg, wanted, format) = (a.source.as_deref(), a.name.as_deref(), a.format);
     let Some(arg) = arg else {
         return list_configured(format, g).await;
     };
@@ -703,16 +769,9 @@ fn configured_catalog(
     detail: Detail,
     g: &Globals,
 ) -> Result<(skillcat::config::Config, skillcat::catalog::Catalog), CliError> {
-    use skillcat::catalog::{Catalog, CatalogSource};
-    let config = skillcat::config::Config::discover_from_env(g.config.as_deref())
-        .map_err(|e| usage!("{e}"))?;
-    super::project::note_changed(&config);
-    let options = skillcat::catalog::CatalogOptions {
-        detail,
-        ..g.catalog_options(&config)
-    };
-    let sources = config.sources.iter().map(CatalogSource::from).collect();
-    Ok((config, Catalog::with_options(sources, options)))
+    let (config, _) = super::configuration(g)?;
+    let catalog = g.catalog(detail).map_err(super::context_error)?;
+    Ok((config, catalog))
 }
 
 /// `skillcat list` with no SOURCE: every skill of the configured catalog with its source and
@@ -723,7 +782,7 @@ async fn list_configured(format: Format, g: &Globals) -> CliResult {
     let snapshot = catalog.snapshot().await;
     let mut any_fault = false;
     let mut rows = Vec::new();
-    say_where_looked(&config, &snapshot);
+    say_where_looked(&config, &snapshot, g);
     for e in snapshot.entries() {
         let s = e.skill();
         let digest = match e
@@ -858,14 +917,15 @@ pub(super) fn find_in(shown: &str, d: &Discovery, name: &str) -> Result<Skill, C
 }
 
 /// `skillcat show SOURCE NAME`
-pub async fn show(arg: &str, name: &str, g: &Globals) -> CliResult {
-    let (_, skill) = find_skill_with(arg, name, Detail::Document, g).await?;
+pub async fn show(a: ShowArgs, g: &Globals) -> CliResult {
+    let (_, skill) = find_skill_with(&a.source, &a.name, Detail::Document, g).await?;
     out!("{}", super::shown_on_stdout(skill.body()));
     Ok(ExitStatus::Success)
 }
 
 /// `skillcat read SOURCE NAME PATH`
-pub async fn read(arg: &str, name: &str, path: &str, g: &Globals) -> CliResult {
+pub async fn read(a: ReadArgs, g: &Globals) -> CliResult {
+    let (arg, name, path) = (a.source.as_str(), a.name.as_str(), a.path.as_str());
     let (src, skill) = find_skill(arg, name, g).await?;
     let rel = match skill.resolve(path) {
         Ok(rel) => rel,

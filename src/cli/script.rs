@@ -107,13 +107,10 @@ impl RunArgs {
     }
 }
 
-/// The configuration (`--config`, `./skillcat.toml`, or the defaults); errors are printed.
+/// The configuration (`--config`, `./skillcat.toml`, or the defaults) of the context; errors
+/// are printed.
 pub(super) fn configuration(g: &Globals) -> Result<(Config, Environment), CliError> {
-    let env =
-        Environment::current().map_err(|e| usage!("cannot read the working directory: {e}"))?;
-    let config = Config::discover(g.config.as_deref(), &env).map_err(|e| usage!("{e}"))?;
-    super::project::note_changed(&config);
-    Ok((config, env))
+    super::configuration(g)
 }
 
 /// Whether SOURCE lies in a source the configuration marks core-trusted.
@@ -145,8 +142,9 @@ pub(super) fn session(
     config: &Config,
     env: Environment,
     catalog: Catalog,
+    g: &Globals,
 ) -> Result<Session, ScriptError> {
-    session_granting(config, env, catalog, Capabilities::default())
+    session_granting(config, env, catalog, Capabilities::default(), g)
 }
 
 /// [`session`], granting every skill `extra` on top of its declaration (`run --allow-*`).
@@ -155,8 +153,10 @@ fn session_granting(
     env: Environment,
     catalog: Catalog,
     extra: Capabilities,
+    g: &Globals,
 ) -> Result<Session, ScriptError> {
     Ok(Session::builder(catalog)
+        .user_dirs(g.env.user_dirs())
         .configure(config, env, Arc::new(AllowAll))?
         .granted(extra)
         .build())
@@ -198,7 +198,7 @@ async fn activate(
         )],
         g.catalog_options(&config),
     );
-    let session = session_granting(&config, env.clone(), catalog, extra).map_err(|e| {
+    let session = session_granting(&config, env.clone(), catalog, extra, g).map_err(|e| {
         if is_config_error(&e) {
             usage!("{e}")
         } else {
@@ -392,12 +392,12 @@ pub(super) fn config_file(config: &Config, env: &Environment) -> String {
 /// After a failed run: a `hint:` line on stderr for each path the output reports the sandbox
 /// kept the script from (or that it looked for in its work directory while it is in the
 /// caller's), naming the flag or the frontmatter key that would reach it.
-fn print_hints(e: &ScriptError, a: &Activation, config: &Config, env: &Environment) {
+fn print_hints(e: &ScriptError, a: &Activation, config: &Config, env: &Environment, g: &Globals) {
     let (Some(output), Some(grant)) = (e.output(), a.script_grant()) else {
         return;
     };
     let caller = std::fs::canonicalize(&env.cwd).ok();
-    let workspaces = WorkspaceBase::default_dir();
+    let workspaces = WorkspaceBase::default_dir(&g.env.user_dirs());
     let workspaces = std::fs::canonicalize(&workspaces).unwrap_or(workspaces);
     let system = skillcat::script::sandbox::system_read_paths(grant.network.any());
     // The caller's home and root's: their hidden files are never suggested for a grant.
@@ -689,28 +689,7 @@ pub async fn tools(a: ToolsArgs, g: &Globals) -> CliResult {
 /// `skillcat run SOURCE NAME SCRIPT [--args "…" | --json '{…}'] [--allow-read PATH]…
 /// [--allow-write PATH]… [--allow-net]`
 pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
-    let args = match (&a.args, &a.json) {
-        (Some(s), _) => json!({ "args": s }),
-        (None, Some(j)) => match serde_json::from_str::<Json>(j) {
-            Ok(v @ Json::Object(_)) => v,
-            Ok(_) => {
-                return Err(usage!("--json must be a JSON object"));
-            }
-            Err(e) => {
-                return Err(usage!("--json is not valid JSON: {e}"));
-            }
-        },
-        (None, None) => Json::Null,
-    };
-    if let Some(dir) = &a.keep_work {
-        super::output_dir_exists(dir)?;
-        if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
-            return Err(usage!(
-                "--keep-work {}: the directory is not empty (name a new or empty one)",
-                dir.display()
-            ));
-        }
-    }
+    let args = run_arguments(&a)?;
     let granted = a.granted()?;
     let Activated { run, config, env } = activate(&a.source, &a.name, granted.clone(), g).await?;
     warn_network_declaration(&run.activations()[0]);
@@ -728,9 +707,7 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
             }
             Err(e) => report_runtime(&e).print(),
         };
-        if let Err(e) = run.finish().await {
-            note!("warning: {e}");
-        }
+        finish(run).await;
         return Ok(status);
     }
     // A declared guest tool that is not offered: say why, not that no script has the name.
@@ -763,71 +740,131 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
         ));
     }
     if a.dry_run {
-        let activation = &run.activations()[0];
-        out!(
-            "{} would run {} via {} ({})",
-            activation.name,
-            t.path,
-            t.interpreter.name,
-            t.name
-        );
-        if let Some(g) = activation.script_grant() {
-            for line in grant_lines(g) {
-                out!("{line}");
-            }
-        }
-        let asked = Capabilities::from_frontmatter(activation.entry().skill().frontmatter())
-            .with(&granted)
-            .network;
-        // Where the ceiling is widened: a project's file the user has not trusted counts only
-        // as far as the user's own allows.
-        let widen = match (&config.untrusted_project, &config.origin) {
-            (Some(_), Some(file)) => format!(
-                "the project's {} counts only as far as your own configuration allows until \
-                 you run `skillcat trust project`",
-                file.display()
-            ),
-            _ => format!(
-                "widen `[sandbox] network` in {}",
-                config_file(&config, &env)
-            ),
-        };
-        for p in asked.intersect(&config.ceiling().network).1 {
-            err!(
-                "note: {p} is asked for but outside the configured ceiling ([sandbox] network = \
-                 {}); not granted: {widen}",
-                config.ceiling().network
-            );
-        }
-        out!("Nothing run (--dry-run).");
-        if let Err(e) = run.finish().await {
-            note!("warning: {e}");
-        }
+        print_dry_run(&run.activations()[0], t, &granted, &config, &env);
+        finish(run).await;
         return Ok(ExitStatus::Success);
     }
     warn_if_no_cgroup();
-    // A failure is said before its hints and the run's own warnings.
-    let status = match run.call(&t.name, &args).await {
+    let status = call_script(&run, t, &args, (&config, &env), g).await;
+    let status = keep_or_say_left(&run, a.keep_work.as_deref(), status).await;
+    finish(run).await;
+    Ok(status)
+}
+
+/// The arguments of `run` as the tool takes them (`--args` as one string, `--json` as an
+/// object), and a `--keep-work` directory that can take the files; errors are usage errors.
+fn run_arguments(a: &RunArgs) -> Result<Json, CliError> {
+    let args = match (&a.args, &a.json) {
+        (Some(s), _) => json!({ "args": s }),
+        (None, Some(j)) => match serde_json::from_str::<Json>(j) {
+            Ok(v @ Json::Object(_)) => v,
+            Ok(_) => {
+                return Err(usage!("--json must be a JSON object"));
+            }
+            Err(e) => {
+                return Err(usage!("--json is not valid JSON: {e}"));
+            }
+        },
+        (None, None) => Json::Null,
+    };
+    if let Some(dir) = &a.keep_work {
+        super::output_dir_exists(dir)?;
+        if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+            return Err(usage!(
+                "--keep-work {}: the directory is not empty (name a new or empty one)",
+                dir.display()
+            ));
+        }
+    }
+    Ok(args)
+}
+
+/// Ends the run; what it could not clean up is a warning.
+async fn finish(run: Run) {
+    if let Err(e) = run.finish().await {
+        note!("warning: {e}");
+    }
+}
+
+/// `run --dry-run`: what would run, under which grant, and each network host asked for that
+/// the ceiling leaves out (with where to widen it).
+fn print_dry_run(
+    activation: &Activation,
+    t: &skillcat::script::ScriptTool,
+    granted: &Capabilities,
+    config: &Config,
+    env: &Environment,
+) {
+    out!(
+        "{} would run {} via {} ({})",
+        activation.name,
+        t.path,
+        t.interpreter.name,
+        t.name
+    );
+    if let Some(g) = activation.script_grant() {
+        for line in grant_lines(g) {
+            out!("{line}");
+        }
+    }
+    let asked = Capabilities::from_frontmatter(activation.entry().skill().frontmatter())
+        .with(granted)
+        .network;
+    // Where the ceiling is widened: a project's file the user has not trusted counts only
+    // as far as the user's own allows.
+    let widen = match (&config.untrusted_project, &config.origin) {
+        (Some(_), Some(file)) => format!(
+            "the project's {} counts only as far as your own configuration allows until \
+             you run `skillcat trust project`",
+            file.display()
+        ),
+        _ => format!("widen `[sandbox] network` in {}", config_file(config, env)),
+    };
+    for p in asked.intersect(&config.ceiling().network).1 {
+        err!(
+            "note: {p} is asked for but outside the configured ceiling ([sandbox] network = \
+             {}); not granted: {widen}",
+            config.ceiling().network
+        );
+    }
+    out!("Nothing run (--dry-run).");
+}
+
+/// Runs the script tool: its output on stdout, what it did on the network, and on a failure
+/// the error (said first), its hints and its network report.
+async fn call_script(
+    run: &Run,
+    t: &skillcat::script::ScriptTool,
+    args: &Json,
+    (config, env): (&Config, &Environment),
+    g: &Globals,
+) -> ExitStatus {
+    match run.call(&t.name, args).await {
         Ok(out) => {
             out!("{}", on_stdout(&out.to_model_text()));
             if let Some(n) = out.script.as_ref().and_then(|s| s.network.as_ref()) {
-                say_network(n, &config, &env);
+                say_network(n, config, env);
             }
             ExitStatus::Success
         }
         Err(e) => {
             let status = report_runtime(&e).print();
             if let RuntimeError::Script(e @ ScriptError::Failed { .. }) = &e {
-                print_hints(e, &run.activations()[0], &config, &env);
+                print_hints(e, &run.activations()[0], config, env, g);
                 if let Some(n) = e.network() {
-                    say_network(n, &config, &env);
+                    say_network(n, config, env);
                 }
             }
             status
         }
-    };
+    }
+}
+
+/// After the run: its work directory kept in `keep` (`--keep-work`), else the files it left
+/// there named; a failure to keep them counts towards the status.
+async fn keep_or_say_left(run: &Run, keep: Option<&Path>, status: ExitStatus) -> ExitStatus {
     let skill = run.activations()[0].name.clone();
-    let status = match &a.keep_work {
+    match keep {
         Some(dir) => match run.keep_work(&skill, dir).await {
             Ok(Some(kept)) => {
                 say_kept(&kept, dir);
@@ -843,11 +880,7 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
             }
             status
         }
-    };
-    if let Err(e) = run.finish().await {
-        note!("warning: {e}");
     }
-    Ok(status)
 }
 
 /// What a proxied run did on the network, on stderr: each host reached, each refusal with the

@@ -2,14 +2,28 @@
 //! that parses it (so they never drift from the real flags).
 
 use std::io::Write;
-use std::path::Path;
 
 use clap::CommandFactory;
 
 use super::{Cli, CliError, CliResult, ExitStatus};
 
+/// `skillcat completions`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
+}
+
+/// `skillcat man`.
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// The directory to write into (created when missing; its parent must exist).
+    pub dir: std::path::PathBuf,
+}
+
 /// `skillcat completions SHELL`
-pub fn completions(shell: clap_complete::Shell) -> CliResult {
+pub fn completions(a: CompletionsArgs) -> CliResult {
+    let shell = a.shell;
     let mut cmd = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "skillcat", &mut out);
@@ -21,7 +35,8 @@ pub fn completions(shell: clap_complete::Shell) -> CliResult {
 }
 
 /// `skillcat man DIR`
-pub fn man(dir: &Path) -> CliResult {
+pub fn man(a: ManArgs) -> CliResult {
+    let dir = a.dir.as_path();
     super::output_dir_exists(dir)?;
     if let Err(e) = std::fs::create_dir_all(dir) {
         return Err(usage!("{}: {e}", dir.display()));

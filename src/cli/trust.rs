@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use serde_json::json;
-use skillcat::document::{Skill, ValidateOptions};
+use skillcat::document::Skill;
 use skillcat::sign::pack_signed::{PackError, PackNote, PackRequest};
 use skillcat::sign::source_signatures::{
     FoundSignature, at_version, digests, manifest_of, verify_skill,
@@ -96,8 +96,11 @@ pub(super) fn refuse_invalid(
     skill: &Skill,
     force: bool,
     (gerund, verb, participle): (&str, &str, &str),
+    g: &Globals,
 ) -> Result<(), CliError> {
-    let faults = skill.validate(&ValidateOptions::default());
+    // Valid as the configuration says (`[scripts] extension_fields`), as `validate` judges it.
+    let opts = g.validate_options().map_err(super::context_error)?;
+    let faults = skill.validate(&opts);
     if faults.is_empty() {
         return Ok(());
     }
@@ -153,7 +156,13 @@ fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
 /// `skillcat pack DIR -o OUT [--sign KEY] [--force]`: [`sign::pack_dir`], each root it judges
 /// said on stderr as it goes, what it wrote on stdout. The key is read (and its password asked)
 /// before anything is packed.
-pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool) -> CliResult {
+pub async fn pack(
+    dir: &str,
+    output: &Path,
+    sign_key: Option<&str>,
+    force: bool,
+    g: &Globals,
+) -> CliResult {
     let path = Path::new(dir);
     if !path.is_dir() {
         return Err(usage!(
@@ -177,7 +186,8 @@ pub async fn pack(dir: &str, output: &Path, sign_key: Option<&str>, force: bool)
         output,
         force,
     };
-    let packed = sign::pack_dir(request, sign, print_pack_note)
+    let validate = g.validate_options().map_err(super::context_error)?;
+    let packed = sign::pack_dir_validating(request, &validate, sign, print_pack_note)
         .await
         .map_err(|e| match e {
             PackError::Sign(e) => e,
@@ -307,7 +317,7 @@ pub struct SignArgs<'a> {
 /// warning): a signature vouches for what a skill is, and a broken one is not worth vouching for.
 pub async fn sign_cmd(a: SignArgs<'_>, g: &Globals) -> CliResult {
     let (src, skill) = super::read::find_skill(a.source, a.name, g).await?;
-    refuse_invalid(&skill, a.force, ("Signing", "sign", "signed"))?;
+    refuse_invalid(&skill, a.force, ("Signing", "sign", "signed"), g)?;
     let many = src.list().await.map(|r| r.len() > 1).unwrap_or(false);
     let mut m = match manifest_of(&*src, &skill).await {
         Ok((m, _)) => m,
@@ -368,18 +378,9 @@ pub async fn sign_cmd(a: SignArgs<'_>, g: &Globals) -> CliResult {
 /// configuration, else the default one (`skillcat trust add` writes there). Errors are printed,
 /// saying what a keyring is when the file is something else (a public key, say).
 pub(super) fn load_keyring(given: Option<&Path>, g: &Globals) -> Result<Keyring, CliError> {
-    let path = match given {
-        Some(p) => p.to_path_buf(),
-        None => super::keyring::default_keyring(g)?,
-    };
-    if given.is_none() && !path.exists() {
-        return Err(usage!(
-            "no keyring: pass --keyring FILE, set `keyring` in skillcat.toml, or add a \
-             key to {} with `skillcat trust add KEY.pub --scope 'NAME-PATTERN'`",
-            path.display()
-        ));
-    }
-    Keyring::load(&path).map_err(|e| super::keyring::keyring_error(&path, &e))
+    g.required_keyring(given)
+        .map(|(_, ring)| ring)
+        .map_err(super::context_error)
 }
 
 /// `skillcat verify SOURCE [NAME] [--keyring FILE] [--sig FILE]`

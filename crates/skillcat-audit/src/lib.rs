@@ -43,6 +43,7 @@ mod content;
 mod host;
 mod network;
 mod rule;
+mod sarif;
 mod secret;
 mod text;
 mod unicode;
@@ -50,6 +51,7 @@ mod write;
 
 pub use content::LARGE_FILE;
 pub use rule::{Finding, RULES, Rule, RuleId, Severity};
+pub use sarif::sarif;
 pub use text::line_safe;
 pub use unicode::escape_hidden;
 

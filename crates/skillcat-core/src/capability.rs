@@ -85,7 +85,7 @@
 //! thing that knows about symbolic links (given an absolute, lexically clean path, its canonical
 //! form). [`intersect`] and [`intersect_detailed`] pass [`RealFs`], which asks the real file
 //! system; tests pass a table of links. [`Context`] carries the working and home directories,
-//! and [`Context::from_env`] reads the real ones.
+//! given by the caller (the `skillcat` facade's `context::Env` reads the real ones).
 //!
 //! ```
 //! use skillcat_core::capability::{Capabilities, Ceiling, Context, Network, intersect};
@@ -372,19 +372,6 @@ pub struct Context {
     pub home: Option<PathBuf>,
     /// Whether the skill comes from a source the configuration marks core-trusted.
     pub core_trusted_source: bool,
-}
-
-impl Context {
-    /// The real working directory and `$HOME`.
-    pub fn from_env(core_trusted_source: bool) -> std::io::Result<Self> {
-        Ok(Context {
-            cwd: std::env::current_dir()?,
-            home: std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(PathBuf::from),
-            core_trusted_source,
-        })
-    }
 }
 
 /// Which list a path was requested in.

@@ -88,7 +88,9 @@ pub const AGENTS: &[Agent] = &[
 /// directory in user scope).
 pub const CANONICAL_DIR: &str = ".agents/skills";
 
-/// What the agents' folders depend on: the home directory and the variables that move them.
+/// What the agents' folders depend on: the home directory and the variables that move them, as
+/// the caller read them (blank or relative values left out; the `skillcat` facade's
+/// `context::Env::agents` reads this process's).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AgentEnv {
     /// The home directory.
@@ -102,21 +104,6 @@ pub struct AgentEnv {
 }
 
 impl AgentEnv {
-    /// From this process's environment (blank or relative values are ignored).
-    pub fn from_env() -> AgentEnv {
-        let abs = |name: &str| {
-            std::env::var_os(name)
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-        };
-        AgentEnv {
-            home: abs("HOME"),
-            claude_config_dir: abs("CLAUDE_CONFIG_DIR"),
-            codex_home: abs("CODEX_HOME"),
-            xdg_config_home: abs("XDG_CONFIG_HOME"),
-        }
-    }
-
     fn var(&self, name: &str) -> Option<&Path> {
         match name {
             "CLAUDE_CONFIG_DIR" => self.claude_config_dir.as_deref(),

@@ -27,10 +27,11 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use skillcat_runtime::catalog::Catalog;
-//! use skillcat_runtime::config::Config;
+//! use skillcat_runtime::config::{Config, Environment};
 //! use skillcat_core::prompt::PromptFormat;
 //!
-//! let config = Config::discover_from_env(None)?;
+//! let env = Environment { cwd: std::env::current_dir()?, home: Some("/home/me".into()) };
+//! let config = Config::discover(None, &env)?;
 //! let catalog = Catalog::from_config(&config);
 //! if let Some(entry) = catalog.find("pdf_forms").await {
 //!     println!("{} from {} (scripts allowed: {})", entry.name(), entry.source_name(),
@@ -455,7 +456,10 @@ impl Catalog {
         Self::with_options(
             config.sources.iter().map(CatalogSource::from).collect(),
             CatalogOptions {
-                open: config.open_options(),
+                open: OpenOptions {
+                    cache_dir: config.cache_dir.clone(),
+                    ..OpenOptions::default()
+                },
                 validate: config.validate_options(),
                 detail: Detail::default(),
             },

@@ -45,7 +45,8 @@
 //! use skillcat_runtime::Session;
 //! use skillcat_sandbox::script::AllowAll;
 //!
-//! let env = Environment::current()?;
+//! // The directories are the caller's to read (the `skillcat` facade's `context::Env` does).
+//! let env = Environment { cwd: std::env::current_dir()?, home: Some("/home/me".into()) };
 //! let config = Config::discover(None, &env)?;
 //! let session = Session::builder(Catalog::from_config(&config))
 //!     .configure(&config, env, Arc::new(AllowAll))?
@@ -65,7 +66,9 @@
 
 mod activation;
 pub mod catalog;
-pub mod config;
+/// Configuration: `skillcat.toml` (the `skillcat-config` crate, below every crate that reads
+/// it).
+pub use skillcat_config as config;
 mod error;
 mod loaded;
 pub mod matching;

@@ -2,7 +2,6 @@
 //! loaded set that its runs share. It knows nothing of a run: [`Run`](super::Run) (`run.rs`,
 //! above it) starts runs from a session and reaches into its loaded set (`loaded.rs`, below it).
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,7 +21,7 @@ use crate::config::{Config, Environment, RuntimeAudit, ScriptsConfig};
 use crate::matching::{Bm25Index, Matcher, SkillDoc};
 use crate::script::Provenance;
 use crate::script::{
-    AllowAll, Gate, Interpreters, Runner, RunnerConfig, ScriptError, ScriptLimits, policy,
+    AllowAll, Gate, Interpreters, Runner, RunnerConfig, ScriptError, ScriptLimits, UserDirs, policy,
 };
 use crate::source::HeldSource;
 use crate::tool::names::Contested;
@@ -37,7 +36,7 @@ pub const DEFAULT_MODULE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The [`RunnerConfig`] a configuration stands for, for a session over `catalog`: the session
 /// policy from the configured ceiling, expanded against `env` (`core` trust allowed only when a
 /// source of the catalog is core-trusted: a grant is `core` only for such a source's skills),
-/// its run limits, its interpreter allow-list (the host default when it names none) with the
+/// its run limits, the workspace base of `user_dirs`, its interpreter allow-list (the host default when it names none) with the
 /// `[scripts.by_extension]` map, and `env`'s working directory as the caller's (a script whose
 /// grant reaches it starts there: [`start_dir`](crate::script::start_dir)). The
 /// helper is the current executable, which must call
@@ -49,13 +48,17 @@ pub fn runner_config(
     config: &Config,
     env: &Environment,
     catalog: &Catalog,
+    user_dirs: UserDirs,
 ) -> Result<RunnerConfig, ScriptError> {
     let ctx = Context {
         cwd: env.cwd.clone(),
         home: env.home.clone(),
         core_trusted_source: catalog.sources().iter().any(|s| s.is_core_trusted()),
     };
-    let mut rc = RunnerConfig::new(policy::policy_from_ceiling(config.ceiling(), &ctx));
+    let mut rc = RunnerConfig::new(
+        policy::policy_from_ceiling(config.ceiling(), &ctx),
+        user_dirs,
+    );
     rc.limits = ScriptLimits::from_ceiling(config.ceiling());
     rc.interpreters = interpreters(&config.scripts)?;
     rc.caller_dir = std::fs::canonicalize(&env.cwd).ok();
@@ -108,11 +111,20 @@ pub struct SessionBuilder {
     modules_for_untrusted: bool,
     matcher: Option<MatcherFactory>,
     audit: Option<AuditOptions>,
+    user_dirs: Option<UserDirs>,
     #[cfg(feature = "guest")]
     guests: Option<Arc<crate::guest::GuestHost>>,
 }
 
 impl SessionBuilder {
+    /// The user's directories (as the caller read them from its environment) that
+    /// [`configure`](Self::configure) keeps workspaces in: call it first (default: the
+    /// configuration environment's home alone, so workspaces go under `~/.cache/skillcat/ws`).
+    pub fn user_dirs(mut self, dirs: UserDirs) -> Self {
+        self.user_dirs = Some(dirs);
+        self
+    }
+
     /// Everything a configuration says: its ceiling, the directories grants are expanded
     /// against, and script tools run by the runner the configuration stands for
     /// ([`runner_config`]). `gate` is asked before every script run and every module tool call.
@@ -125,7 +137,15 @@ impl SessionBuilder {
         env: Environment,
         gate: Arc<dyn Gate>,
     ) -> Result<Self, ScriptError> {
-        let runner = Runner::new(runner_config(config, &env, &self.catalog)?, gate.clone())?;
+        // Without the user's directories given, the workspaces go under the home's cache.
+        let dirs = self.user_dirs.clone().unwrap_or_else(|| UserDirs {
+            home: env.home.clone(),
+            ..UserDirs::default()
+        });
+        let runner = Runner::new(
+            runner_config(config, &env, &self.catalog, dirs)?,
+            gate.clone(),
+        )?;
         // Guest tools are evaluated by the same binary the runner re-executes.
         #[cfg(feature = "guest")]
         let this = {
@@ -247,11 +267,12 @@ impl SessionBuilder {
     /// The session.
     pub fn build(self) -> Session {
         let env = self.env.unwrap_or_else(|| {
-            Environment::current().unwrap_or(Environment {
-                // Not absolute: relative and `~` ceiling roots expand to nothing.
-                cwd: PathBuf::new(),
+            Environment {
+                // No home given: `~` ceiling roots expand to nothing; not absolute when the
+                // working directory cannot be read, and relative roots expand to nothing too.
+                cwd: std::env::current_dir().unwrap_or_default(),
                 home: None,
-            })
+            }
         });
         let matcher = self.matcher.unwrap_or_else(|| Arc::new(bm25_matcher));
         let loaded = LoadedSet::new(self.modules.reserved());
@@ -365,6 +386,7 @@ impl Session {
             modules_for_untrusted: false,
             matcher: None,
             audit: None,
+            user_dirs: None,
             #[cfg(feature = "guest")]
             guests: None,
         }

@@ -370,7 +370,7 @@ pub use keys::{
     KeyFiles, KeygenError, generate_keypair, key_id_of_public_key, public_key_base64, sign,
     signature_path,
 };
-pub use pack_signed::{pack_dir, skill_signature_path};
+pub use pack_signed::{pack_dir, pack_dir_validating, skill_signature_path};
 pub use statement::Statement;
 pub use verify::{Claim, Verified, claim, verify};
 

@@ -194,13 +194,24 @@ struct PackRoot<'a> {
 /// files are at the root; several skills each have the folder named after their directory.
 pub async fn pack_dir<E>(
     request: PackRequest<'_>,
+    sign: Option<Signer<'_, E>>,
+    note: impl FnMut(PackNote<'_>),
+) -> Result<Packed, PackError<E>> {
+    pack_dir_validating(request, &ValidateOptions::default(), sign, note).await
+}
+
+/// [`pack_dir`], a skill valid as `validate` says (the extension fields a configuration
+/// admits, say).
+pub async fn pack_dir_validating<E>(
+    request: PackRequest<'_>,
+    validate: &ValidateOptions,
     mut sign: Option<Signer<'_, E>>,
     mut note: impl FnMut(PackNote<'_>),
 ) -> Result<Packed, PackError<E>> {
     let PackRequest { dir, output, force } = request;
     let src = DirSource::open(dir, DirOptions::default()).map_err(PackError::Open)?;
     let found = source::discover(&src).await.map_err(PackError::Open)?;
-    let mut roots = judge_roots(&src, &found, force, sign.is_some(), &mut note).await?;
+    let mut roots = judge_roots(&src, &found, validate, force, sign.is_some(), &mut note).await?;
     if roots.is_empty() {
         return Err(PackError::Empty {
             dir: dir.to_path_buf(),
@@ -282,6 +293,7 @@ pub async fn pack_dir<E>(
 async fn judge_roots<'a, E>(
     src: &DirSource,
     found: &'a source::Discovery,
+    validate: &ValidateOptions,
     force: bool,
     signing: bool,
     note: &mut impl FnMut(PackNote<'_>),
@@ -318,9 +330,8 @@ async fn judge_roots<'a, E>(
             refused = true;
         }
     }
-    let opts = ValidateOptions::default();
     for s in &found.skills {
-        let faults = s.validate(&opts);
+        let faults = s.validate(validate);
         if !faults.is_empty() {
             note(PackNote::Invalid {
                 skill: s,

@@ -89,7 +89,13 @@ fn full_example_parses() {
     assert_eq!(by_extension, [("py", "python3"), ("sh", "sh")]);
     assert_eq!(config.keyring, Some(dir.join("keyring.toml")));
     assert_eq!(config.cache_dir, Some(PathBuf::from("/tmp/skillcat-cache")));
-    assert_eq!(config.open_options().cache_dir, config.cache_dir);
+    assert_eq!(
+        skillcat::catalog::Catalog::from_config(&config)
+            .options()
+            .open
+            .cache_dir,
+        config.cache_dir
+    );
     assert_eq!(config.prompt.budget, Some(8000));
 
     let m = &config.matcher;

@@ -3,6 +3,7 @@
 mod authoring;
 mod certificates;
 mod commands;
+mod extension_fields;
 mod help_examples;
 mod outputs;
 mod private_dirs;

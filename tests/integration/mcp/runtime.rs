@@ -88,13 +88,16 @@ impl Env {
     }
 
     fn runner(&self) -> Arc<Runner> {
-        let mut config = RunnerConfig::new(Grant {
-            fs_read: vec!["/".into()],
-            fs_write: vec![],
-            network: skillcat::capability::Network::Off,
-            timeout: Duration::from_secs(60),
-            trust: Trust::Core,
-        });
+        let mut config = RunnerConfig::new(
+            Grant {
+                fs_read: vec!["/".into()],
+                fs_write: vec![],
+                network: skillcat::capability::Network::Off,
+                timeout: Duration::from_secs(60),
+                trust: Trust::Core,
+            },
+            skillcat::context::Env::from_process().user_dirs(),
+        );
         config.helper = PathBuf::from(env!("CARGO_BIN_EXE_skillcat"));
         config.workspace_base = self.dir.path().join("ws");
         Arc::new(Runner::new(config, Arc::new(AllowAll)).unwrap())

@@ -324,13 +324,16 @@ async fn mcp_skills_whose_tools_fold_together_are_both_reported_and_neither_offe
 // The library runtime: the order of loading cannot matter.
 
 fn runner(dir: &Path) -> Arc<Runner> {
-    let mut config = RunnerConfig::new(Grant {
-        fs_read: vec!["/".into()],
-        fs_write: vec![],
-        network: skillcat::capability::Network::Off,
-        timeout: Duration::from_secs(60),
-        trust: Trust::Core,
-    });
+    let mut config = RunnerConfig::new(
+        Grant {
+            fs_read: vec!["/".into()],
+            fs_write: vec![],
+            network: skillcat::capability::Network::Off,
+            timeout: Duration::from_secs(60),
+            trust: Trust::Core,
+        },
+        skillcat::context::Env::from_process().user_dirs(),
+    );
     config.helper = PathBuf::from(env!("CARGO_BIN_EXE_skillcat"));
     config.workspace_base = dir.join("ws");
     Arc::new(Runner::new(config, Arc::new(AllowAll)).unwrap())

@@ -79,13 +79,16 @@ async fn the_workspace_holds_the_bytes_the_audit_read() {
     let catalog = Catalog::new(vec![
         CatalogSource::from_source("skills", source.clone()).trusted(true),
     ]);
-    let mut config = RunnerConfig::new(Grant {
-        fs_read: vec![],
-        fs_write: vec![],
-        network: skillcat::capability::Network::Off,
-        timeout: Duration::from_secs(60),
-        trust: Trust::External,
-    });
+    let mut config = RunnerConfig::new(
+        Grant {
+            fs_read: vec![],
+            fs_write: vec![],
+            network: skillcat::capability::Network::Off,
+            timeout: Duration::from_secs(60),
+            trust: Trust::External,
+        },
+        skillcat::context::Env::from_process().user_dirs(),
+    );
     config.helper = PathBuf::from(env!("CARGO_BIN_EXE_skillcat"));
     config.workspace_base = dir.path().join("ws");
     let runner = Arc::new(Runner::new(config, Arc::new(AllowAll)).unwrap());

@@ -410,9 +410,16 @@ fn no_configuration_grants_little() {
     assert!(!g.is_core());
 }
 
+/// The directories a context carries come from the process's environment, read once by the
+/// facade's `context::Env` (the capability rules read no variable themselves).
 #[test]
 fn context_from_env() {
-    let ctx = Context::from_env(false).unwrap();
+    let env = skillcat::context::Env::from_process();
+    let ctx = Context {
+        cwd: env.cwd.clone().unwrap(),
+        home: env.home.clone(),
+        core_trusted_source: false,
+    };
     assert!(ctx.cwd.is_absolute());
     assert!(!ctx.core_trusted_source);
 }

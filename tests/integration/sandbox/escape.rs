@@ -65,7 +65,10 @@ impl Env {
     }
 
     fn runner(&self) -> Runner {
-        let mut config = RunnerConfig::new(wide_policy());
+        let mut config = RunnerConfig::new(
+            wide_policy(),
+            skillcat::context::Env::from_process().user_dirs(),
+        );
         config.helper = PathBuf::from(env!("CARGO_BIN_EXE_skillcat"));
         config.workspace_base = self.base();
         Runner::new(config, Arc::new(AllowAll)).unwrap()

@@ -44,7 +44,8 @@ impl Env {
     }
 
     fn config(&self, policy: Grant) -> RunnerConfig {
-        let mut config = RunnerConfig::new(policy);
+        let mut config =
+            RunnerConfig::new(policy, skillcat::context::Env::from_process().user_dirs());
         config.helper = PathBuf::from(env!("CARGO_BIN_EXE_skillcat"));
         config.workspace_base = self.base();
         config

@@ -5,10 +5,7 @@ use async_trait::async_trait;
 use super::embed::{EmbedError, Embedder};
 use super::{Bm25Index, Bm25Params, DenseIndex, FUSION_DEPTH, Hit, Matcher, SkillDoc, fuse};
 
-/// The BM25 share of a blend when none is given (0.4: chosen on one half of the MetaTool
-/// queries, with all-MiniLM-L6-v2 and with the built-in MiniLM-L3 alike; see
-/// `docs/matching.md`).
-pub const DEFAULT_WEIGHT: f32 = 0.4;
+pub use skillcat_config::matcher::DEFAULT_WEIGHT;
 
 /// Ranks skills by BM25 and by an embedder's cosine similarity, fused per query (see
 /// [`fuse`]): `weight · bm25 + (1 − weight) · dense` over each ranking's best

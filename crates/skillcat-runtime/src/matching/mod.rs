@@ -44,7 +44,6 @@ mod hybrid;
 mod lexicon;
 #[cfg(feature = "neural")]
 mod neural;
-mod settings;
 mod stem;
 pub mod tokenize;
 
@@ -62,8 +61,7 @@ pub use fusion::{FUSION_DEPTH, fuse};
 pub use hybrid::{DEFAULT_WEIGHT, EmbeddingMatcher};
 #[cfg(feature = "neural")]
 pub use neural::{PocketEncoder, SentenceEncoder};
-pub(crate) use settings::RawMatcher;
-pub use settings::{EmbedProvider, EmbedderConfig, MatchMode, MatcherConfig};
+pub use skillcat_config::matcher::{EmbedProvider, EmbedderConfig, MatchMode, MatcherConfig};
 pub use stem::stem;
 
 /// One skill as the matcher sees it: name, description, body and the tools it offers, borrowed

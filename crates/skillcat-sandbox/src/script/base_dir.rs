@@ -120,12 +120,11 @@ pub(crate) fn choose(
 
 /// The default base for this process: see the module docs. `root_host`: scripts run as
 /// another uid, so the base must be passable by others.
-pub(crate) fn default_base(root_host: bool) -> PathBuf {
-    let var = |k: &str| std::env::var_os(k).map(PathBuf::from);
+pub(crate) fn default_base(root_host: bool, dirs: &super::workspace::UserDirs) -> PathBuf {
     let list = candidates(
-        var("XDG_RUNTIME_DIR"),
-        var("XDG_CACHE_HOME"),
-        var("HOME"),
+        dirs.runtime_dir.clone(),
+        dirs.cache_home.clone(),
+        dirs.home.clone(),
         root_host,
         |p| std::fs::symlink_metadata(p).is_ok(),
     );

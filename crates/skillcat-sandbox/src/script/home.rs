@@ -44,16 +44,13 @@ pub const MAX_ENTRIES: usize = 4096;
 /// Every home directory this module protects, canonical, each once (own ones first): `$HOME`
 /// and the home of this process's user (own), then the homes of the password database's root
 /// and regular accounts (uid 0, or 1000 and above but `nobody`).
-pub fn homes() -> Vec<Home> {
+pub fn homes(home: Option<&Path>) -> Vec<Home> {
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
-    homes_from(
-        std::env::var_os("HOME").map(PathBuf::from),
-        me,
-        &passwd,
-        &|p: &Path| std::fs::canonicalize(p).ok().filter(|c| c.is_dir()),
-    )
+    homes_from(home.map(Path::to_path_buf), me, &passwd, &|p: &Path| {
+        std::fs::canonicalize(p).ok().filter(|c| c.is_dir())
+    })
 }
 
 /// [`homes`] from `$HOME`, this process's uid and the password database's text; `canonical`

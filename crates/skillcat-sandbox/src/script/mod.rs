@@ -56,4 +56,4 @@ pub use tools::{
     Declared, Interpreter, Interpreters, SYSTEM_PATH, ScriptTool, SkillTools, Skipped, discover,
     parse_declared,
 };
-pub use workspace::{Quota, Workspace, WorkspaceBase};
+pub use workspace::{Quota, UserDirs, Workspace, WorkspaceBase};

@@ -17,7 +17,9 @@ use super::sandbox::{
     RUN_HOST_ID, RunLimits, WORKSPACE_MNT_FD, WORKSPACE_USER_FD,
 };
 use super::tools::{Interpreters, SYSTEM_PATH, ScriptTool, SkillTools};
-use super::workspace::{Quota, Workspace, WorkspaceBase, enforce_bounded_quota, enforce_quota};
+use super::workspace::{
+    Quota, UserDirs, Workspace, WorkspaceBase, enforce_bounded_quota, enforce_quota,
+};
 use super::{Captured, ScriptError};
 use crate::capability::{Grant, Network, Pin, Trust};
 use crate::document::Skill;
@@ -167,24 +169,28 @@ pub struct RunnerConfig {
     /// The catalog's own skill directories: read-only inside every write grant, and a write
     /// grant inside one is read-only.
     pub skill_dirs: Vec<PathBuf>,
+    /// The user's directories: where the default workspace base is, and the home whose
+    /// hidden files no grant reaches.
+    pub user_dirs: UserDirs,
 }
 
 impl RunnerConfig {
     /// Defaults around a session policy: this binary as the helper, the default interpreters,
-    /// default limits, the per-user workspace base.
-    pub fn new(policy: Grant) -> Self {
+    /// default limits, the per-user workspace base of `user_dirs`.
+    pub fn new(policy: Grant, user_dirs: UserDirs) -> Self {
         RunnerConfig {
             helper: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe")),
             interpreters: Interpreters::host_default(),
             limits: ScriptLimits::default(),
             policy,
-            workspace_base: WorkspaceBase::default_dir(),
+            workspace_base: WorkspaceBase::default_dir(&user_dirs),
             fail_on_nonzero: true,
             caller_dir: None,
             pins: Vec::new(),
             proxy: ProxyLimits::default(),
             protect: Vec::new(),
             skill_dirs: Vec::new(),
+            user_dirs,
         }
     }
 }
@@ -706,13 +712,13 @@ impl Runner {
     /// directory…) or lies in it would let one skill read or change another's `work/`.
     fn check_workspaces_apart(&self, grant: &Grant) -> Result<(), ScriptError> {
         let mut bases = vec![self.base.dir().to_path_buf()];
-        if let Ok(d) = std::fs::canonicalize(WorkspaceBase::default_dir()) {
+        if let Ok(d) = std::fs::canonicalize(WorkspaceBase::default_dir(&self.config.user_dirs)) {
             bases.push(d);
         }
         // A grant holding a home reaches none of its dot-entries unless a grant names one
         // (`home::grantable`): a base beneath one (`~/.cache/skillcat/ws`, the base without
         // a runtime directory) is held only by what the grant reaches once carved.
-        let homes = super::home::homes();
+        let homes = super::home::homes(self.config.user_dirs.home.as_deref());
         let reaches = |p: &Path, base: &Path| {
             if !base.starts_with(p) || base == p {
                 return true;
@@ -826,7 +832,7 @@ impl Runner {
         });
         // A granted path that holds a home directory is granted less the home's dot-entries
         // (`home::grantable`); one in another account's home is refused.
-        let homes = super::home::homes();
+        let homes = super::home::homes(self.config.user_dirs.home.as_deref());
         let carved = |p: &PathBuf| {
             super::home::grantable(p, &homes, &super::home::list_dir).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::PermissionDenied {

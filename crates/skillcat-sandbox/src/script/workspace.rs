@@ -59,6 +59,19 @@ impl Default for Quota {
     }
 }
 
+/// The user's directories, as the caller read them from its environment (the sandbox reads no
+/// variable itself): where workspaces are kept ([`WorkspaceBase::default_dir`]) and which home's
+/// hidden files no grant reaches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserDirs {
+    /// `$HOME`.
+    pub home: Option<PathBuf>,
+    /// `$XDG_RUNTIME_DIR`.
+    pub runtime_dir: Option<PathBuf>,
+    /// `$XDG_CACHE_HOME`.
+    pub cache_home: Option<PathBuf>,
+}
+
 /// The per-user directory that holds workspaces.
 #[derive(Debug, Clone)]
 pub struct WorkspaceBase {
@@ -76,8 +89,8 @@ impl WorkspaceBase {
     /// `/run/skillcat-ws` — the first whose directory is the user's (or root's) and closed to
     /// writes by others; never a name in the shared `/tmp`, which another local user could
     /// create first.
-    pub fn default_dir() -> PathBuf {
-        super::base_dir::default_base(super::run::script_owner().is_some())
+    pub fn default_dir(dirs: &UserDirs) -> PathBuf {
+        super::base_dir::default_base(super::run::script_owner().is_some(), dirs)
     }
 
     /// Opens (creating it when missing) a base directory and removes the workspaces left by

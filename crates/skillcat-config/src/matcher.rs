@@ -20,14 +20,12 @@
 //! ```
 //!
 //! Every key is optional. Unknown keys, wrong types and impossible values are errors naming the
-//! key and its line (see [`crate::config`]).
+//! key and its line (see the crate's docs).
 
 use std::ops::Range;
 
 use serde::Deserialize;
 use toml::Spanned;
-
-use super::{Bm25Params, DEFAULT_WEIGHT};
 
 /// How skills are ranked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -355,6 +353,68 @@ impl RawMatcher {
             }
         }
         Ok(c)
+    }
+}
+
+/// The BM25 share of a blend when none is given (0.4: chosen on one half of the MetaTool
+/// queries, with all-MiniLM-L6-v2 and with the built-in MiniLM-L3 alike; see
+/// `docs/matching.md`).
+pub const DEFAULT_WEIGHT: f32 = 0.4;
+
+/// The ranker's parameters. `k1`, `b` and the field weights are the usual constants or priors
+/// chosen before looking at any evaluation data; [`gram_weight`](Bm25Params::gram_weight),
+/// [`idf_exponent`](Bm25Params::idf_exponent) and [`query_k3`](Bm25Params::query_k3) were chosen
+/// on one half of the MetaTool queries and checked on the other (see `docs/matching.md`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bm25Params {
+    /// Term-frequency saturation (1.2).
+    pub k1: f32,
+    /// Length normalisation, the same for every field (0.75).
+    pub b: f32,
+    /// Weight of the name (3.0): a message that names the skill, or its words, is strong
+    /// evidence.
+    pub name_weight: f32,
+    /// Weight of the description (1.0): what the skill does and when to use it.
+    pub description_weight: f32,
+    /// Weight of the body's Markdown headings (0.6): the outline of the instructions, what
+    /// each part is for; between the description and the rest of the body.
+    pub heading_weight: f32,
+    /// Weight of the body outside its headings (0.3): instructions mention many things a skill
+    /// is not about.
+    pub body_weight: f32,
+    /// Weight of the tools' names, descriptions and parameters (0.5): what the skill can be
+    /// asked to do, often in the words of a request ("file", "sheet", "city").
+    pub tools_weight: f32,
+    /// Weight of the character grams of name and description (0.1): a tie-breaker, not a match.
+    pub gram_weight: f32,
+    /// Weight of the synonym concepts of name, description and headings (see the
+    /// tokeniser's lexicon): a word of the same group as one of the message's counts this much
+    /// of a shared word. 0 turns synonyms off.
+    pub concept_weight: f32,
+    /// Power of the IDF (1.3): above 1, a rare word shared with the message counts for more
+    /// against several common ones (a short description sharing "detailed" and "various" with a
+    /// long message should not beat one sharing its subject). 1 is plain BM25.
+    pub idf_exponent: f32,
+    /// Saturation of a word repeated in the message (1.0): a word said twice counts 4/3 times,
+    /// never more than twice. 0 counts each distinct word once.
+    pub query_k3: f32,
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        Bm25Params {
+            k1: 1.2,
+            b: 0.75,
+            name_weight: 3.0,
+            description_weight: 1.0,
+            heading_weight: 0.6,
+            body_weight: 0.3,
+            tools_weight: 0.5,
+            gram_weight: 0.1,
+            concept_weight: 0.3,
+            idf_exponent: 1.3,
+            query_k3: 1.0,
+        }
     }
 }
 

@@ -1,4 +1,5 @@
-//! Configuration: one TOML file, `skillcat.toml`, or a value built in code.
+//! Configuration: one TOML file, `skillcat.toml`, or a value built in code — below every crate
+//! that reads it (the runtime, the command line), so that they read the same parsed tables.
 //!
 //! ```text
 //! skillcat.toml
@@ -29,13 +30,13 @@
 //! own defaults (see `docs/config.md` for the whole format with an example). Relative paths in
 //! `sources`, `keyring` and `cache_dir` are taken against the directory holding the file, and
 //! `~` against the home directory; the `[sandbox]` paths are kept as written and expanded when a
-//! grant is computed (against the working directory of the run, see [`crate::capability`]).
+//! grant is computed (against the working directory of the run, see [`skillcat_core::capability`]).
 //!
 //! Reading is strict: an unknown key, a value of the wrong type or an impossible value is a
 //! [`ConfigError`] naming the key and its `line:column`.
 //!
 //! ```
-//! use skillcat_runtime::config::{Config, Environment};
+//! use skillcat_config::{Config, Environment};
 //!
 //! let env = Environment { cwd: "/work/proj".into(), home: Some("/home/me".into()) };
 //! let text = r#"
@@ -55,23 +56,25 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
 
-use serde::Deserialize;
 use skillcat_audit::Policy;
-use toml::Spanned;
 
-use crate::capability::{Ceiling, EXTENSION_FIELDS};
-use crate::document::ValidateOptions;
-use crate::matching::{MatcherConfig, RawMatcher};
-use crate::prompt::{PromptFormat, PromptOptions};
-use crate::source::OpenOptions;
+use crate::matcher::MatcherConfig;
+use skillcat_core::capability::{Ceiling, EXTENSION_FIELDS};
+use skillcat_core::document::ValidateOptions;
+use skillcat_core::prompt::{PromptFormat, PromptOptions};
+
+pub mod matcher;
+mod parse;
+mod trust;
+pub use trust::{ProjectTrust, TrustError, create_private_dir, trust_project};
 
 /// The name of the configuration file looked for in the working directory.
 pub const FILE_NAME: &str = "skillcat.toml";
 
-/// The working and home directories a configuration is read against.
+/// The working and home directories a configuration is read against, as the caller read them
+/// (the `skillcat` facade's `context::Env` is the one reader of the process's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Environment {
     /// The working directory (absolute).
@@ -80,22 +83,10 @@ pub struct Environment {
     pub home: Option<PathBuf>,
 }
 
-impl Environment {
-    /// The real working directory and `$HOME`.
-    pub fn current() -> std::io::Result<Self> {
-        Ok(Environment {
-            cwd: std::env::current_dir()?,
-            home: std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(PathBuf::from),
-        })
-    }
-}
-
 /// One source of skills, in precedence order in [`Config::sources`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceConfig {
-    /// Anything [`skillcat_sources::open`] accepts; relative paths already resolved.
+    /// Anything `skillcat_sources::open` accepts; relative paths already resolved.
     pub path: String,
     /// A name for reports (default: the path as written).
     pub name: Option<String>,
@@ -302,13 +293,13 @@ fn invalid_display(
     }
 }
 
-impl From<ConfigError> for crate::Error {
-    /// An unreadable file is an [`Error::Io`](crate::Error::Io); every other configuration error
-    /// keeps its type as the cause of an [`Error::Other`](crate::Error::Other).
+impl From<ConfigError> for skillcat_core::Error {
+    /// An unreadable file is an [`Error::Io`](skillcat_core::Error::Io); every other configuration error
+    /// keeps its type as the cause of an [`Error::Other`](skillcat_core::Error::Other).
     fn from(e: ConfigError) -> Self {
         match e {
-            ConfigError::Io { path, source } => crate::Error::Io { path, source },
-            other => crate::Error::other("configuration", other),
+            ConfigError::Io { path, source } => skillcat_core::Error::Io { path, source },
+            other => skillcat_core::Error::other("configuration", other),
         }
     }
 }
@@ -391,7 +382,7 @@ impl Config {
     /// directory; no `trusted_projects`. `project` is the project's directory, recorded in
     /// [`untrusted_project`](Self::untrusted_project).
     pub fn narrowed_by(mut self, user: &Config, env: &Environment, project: &Path) -> Config {
-        let ctx = crate::capability::Context {
+        let ctx = skillcat_core::capability::Context {
             cwd: env.cwd.clone(),
             home: env.home.clone(),
             core_trusted_source: false,
@@ -399,7 +390,7 @@ impl Config {
         let expand = |roots: &[String]| -> Vec<PathBuf> {
             roots
                 .iter()
-                .filter_map(|r| crate::capability::ceiling_root(r, &ctx))
+                .filter_map(|r| skillcat_core::capability::ceiling_root(r, &ctx))
                 .collect()
         };
         let user_write = expand(&user.sandbox.fs_write);
@@ -461,15 +452,6 @@ impl Config {
         self
     }
 
-    /// [`discover`](Self::discover) against the real working and home directories.
-    pub fn discover_from_env(explicit: Option<&Path>) -> Result<Self, ConfigError> {
-        let env = Environment::current().map_err(|e| ConfigError::Io {
-            path: ".".into(),
-            source: e,
-        })?;
-        Self::discover(explicit, &env)
-    }
-
     /// Reads one file.
     pub fn load(path: &Path, env: &Environment) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
@@ -486,319 +468,7 @@ impl Config {
         origin: Option<&Path>,
         env: &Environment,
     ) -> Result<Self, ConfigError> {
-        let origin_name =
-            origin.map_or_else(|| "<config>".to_string(), |p| p.display().to_string());
-        let fail = |span: Option<Range<usize>>, key: Option<String>, message: String| {
-            let (line, column) = match &span {
-                Some(s) => {
-                    let (l, c) = line_col(text, s.start);
-                    (Some(l), Some(c))
-                }
-                None => (None, None),
-            };
-            ConfigError::Invalid {
-                origin: origin_name.clone(),
-                line,
-                column,
-                key,
-                message,
-            }
-        };
-        let raw: RawConfig = match toml::from_str(text) {
-            Ok(raw) => raw,
-            Err(e) => {
-                let key = e.span().and_then(|s| key_at(text, s.start));
-                let mut message = e.message().trim().replace("unknown field", "unknown key");
-                if let Some(k) = &key {
-                    message = format!("{k}: {message}");
-                }
-                return Err(fail(e.span(), key, message));
-            }
-        };
-        let base = origin
-            .and_then(Path::parent)
-            .map(|d| {
-                if d.is_absolute() {
-                    d.to_path_buf()
-                } else {
-                    env.cwd.join(d)
-                }
-            })
-            .unwrap_or_else(|| env.cwd.clone());
-        let home = env.home.as_deref();
-        let mut config = Config {
-            origin: origin.map(Path::to_path_buf),
-            ..Config::default()
-        };
-
-        // [[sources]]
-        match raw.sources {
-            None => config.sources = default_sources(env),
-            Some(list) => {
-                let mut names: Vec<(String, usize)> = Vec::new();
-                for (i, s) in list.into_iter().enumerate() {
-                    let key = |k: &str| Some(format!("sources[{i}].{k}"));
-                    let path = s.path.get_ref().trim();
-                    if path.is_empty() {
-                        return Err(fail(
-                            Some(s.path.span()),
-                            key("path"),
-                            format!("sources[{i}].path: must not be empty"),
-                        ));
-                    }
-                    let trusted = s.trusted.unwrap_or(false);
-                    let core = s.core.as_ref().is_some_and(|c| *c.get_ref());
-                    if core && !trusted {
-                        let span = s.core.as_ref().map(Spanned::span);
-                        return Err(fail(
-                            span,
-                            key("core"),
-                            format!(
-                                "sources[{i}].core: a core-trusted source must also be trusted \
-                                 (add `trusted = true`)"
-                            ),
-                        ));
-                    }
-                    let name = match &s.name {
-                        Some(n) if n.get_ref().trim().is_empty() => {
-                            return Err(fail(
-                                Some(n.span()),
-                                key("name"),
-                                format!("sources[{i}].name: must not be empty"),
-                            ));
-                        }
-                        Some(n) => n.get_ref().trim().to_string(),
-                        None => path.to_string(),
-                    };
-                    let span = s.name.as_ref().map_or(s.path.span(), Spanned::span);
-                    if names.iter().any(|(n, _)| *n == name) {
-                        return Err(fail(
-                            Some(span),
-                            key(if s.name.is_some() { "name" } else { "path" }),
-                            format!(
-                                "sources[{i}]: a source named `{name}` is already configured \
-                                 (give each source its own `name`)"
-                            ),
-                        ));
-                    }
-                    names.push((name.clone(), i));
-                    config.sources.push(SourceConfig {
-                        path: resolve_spec(path, &base, home),
-                        name: Some(name),
-                        trusted,
-                        core,
-                    });
-                }
-            }
-        }
-
-        // [sandbox]
-        if let Some(sb) = raw.sandbox {
-            let c = &mut config.sandbox;
-            if let Some(v) = sb.fs_read {
-                c.fs_read = v;
-            }
-            if let Some(v) = sb.fs_write {
-                c.fs_write = v;
-            }
-            if let Some(v) = sb.protect {
-                c.protect = v;
-            }
-            if let Some(v) = sb.network {
-                let span = v.span();
-                c.network = match v.into_inner() {
-                    RawNetwork::Bool(b) => crate::capability::Network::from_bool(b),
-                    RawNetwork::List(l) => {
-                        crate::capability::Network::from_patterns(l.iter().map(String::as_str))
-                            .map_err(|e| {
-                                fail(
-                                    Some(span.clone()),
-                                    Some("sandbox.network".to_string()),
-                                    format!("sandbox.network: {e}"),
-                                )
-                            })?
-                    }
-                };
-            }
-            if let Some(pins) = sb.resolve {
-                for (key, value) in pins {
-                    let span = value.span();
-                    let pin =
-                        crate::capability::Pin::parse(&key, value.get_ref()).map_err(|e| {
-                            fail(
-                                Some(span),
-                                Some(format!("sandbox.resolve.{key}")),
-                                format!("sandbox.resolve: {e}"),
-                            )
-                        })?;
-                    c.resolve.push(pin);
-                }
-            }
-            for (name, field, target) in [
-                ("timeout", &sb.timeout, &mut c.timeout),
-                ("memory", &sb.memory, &mut c.memory),
-                ("processes", &sb.processes, &mut c.processes),
-                (
-                    "workspace_bytes",
-                    &sb.workspace_bytes,
-                    &mut c.workspace_bytes,
-                ),
-                (
-                    "workspace_files",
-                    &sb.workspace_files,
-                    &mut c.workspace_files,
-                ),
-            ] {
-                if let Some(v) = field {
-                    if *v.get_ref() == 0 {
-                        return Err(fail(
-                            Some(v.span()),
-                            Some(format!("sandbox.{name}")),
-                            format!("sandbox.{name}: must be at least 1"),
-                        ));
-                    }
-                    *target = *v.get_ref();
-                }
-            }
-            if let Some(v) = sb.output {
-                c.output = v;
-            }
-            // Each defaults to the other: `timeout` alone is also the hard limit, `max_timeout`
-            // alone lowers the default timeout when it is below it.
-            match (&sb.timeout, &sb.max_timeout) {
-                (Some(t), Some(m)) if m.get_ref() < t.get_ref() => {
-                    return Err(fail(
-                        Some(m.span()),
-                        Some("sandbox.max_timeout".to_string()),
-                        format!(
-                            "sandbox.max_timeout: {} is less than sandbox.timeout ({})",
-                            m.get_ref(),
-                            t.get_ref()
-                        ),
-                    ));
-                }
-                (_, Some(m)) if *m.get_ref() == 0 => {
-                    return Err(fail(
-                        Some(m.span()),
-                        Some("sandbox.max_timeout".to_string()),
-                        "sandbox.max_timeout: must be at least 1".to_string(),
-                    ));
-                }
-                (Some(_), Some(m)) => c.max_timeout = *m.get_ref(),
-                (Some(_), None) => c.max_timeout = c.timeout,
-                (None, Some(m)) => {
-                    c.max_timeout = *m.get_ref();
-                    c.timeout = c.timeout.min(c.max_timeout);
-                }
-                (None, None) => {}
-            }
-        }
-
-        // [scripts]
-        if let Some(sc) = raw.scripts {
-            config.scripts.extension_fields = sc.extension_fields.unwrap_or(false);
-            for (name, path) in sc.interpreters.unwrap_or_default() {
-                let p = Path::new(path.get_ref());
-                if name.trim().is_empty() || !p.is_absolute() {
-                    let what = if name.trim().is_empty() {
-                        "an interpreter needs a name"
-                    } else {
-                        "must be an absolute path (scripts run with an empty environment: no PATH)"
-                    };
-                    return Err(fail(
-                        Some(path.span()),
-                        Some(format!("scripts.interpreters.{name}")),
-                        format!("scripts.interpreters.{name}: {what}"),
-                    ));
-                }
-                config.scripts.interpreters.insert(name, p.to_path_buf());
-            }
-            for (extension, name) in sc.by_extension.unwrap_or_default() {
-                let what = if extension.is_empty()
-                    || !extension
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-                {
-                    Some("an extension is letters, digits, `_` and `-`, without the dot (`py`)")
-                } else if name.get_ref().trim().is_empty() || name.get_ref().contains('/') {
-                    Some(
-                        "must name an interpreter of [scripts.interpreters] (`python3`), not a path",
-                    )
-                } else {
-                    None
-                };
-                if let Some(what) = what {
-                    return Err(fail(
-                        Some(name.span()),
-                        Some(format!("scripts.by_extension.{extension}")),
-                        format!("scripts.by_extension.{extension}: {what}"),
-                    ));
-                }
-                config
-                    .scripts
-                    .by_extension
-                    .insert(extension, name.get_ref().trim().to_string());
-            }
-        }
-
-        config.keyring = raw
-            .keyring
-            .map(|k| PathBuf::from(resolve_spec(k.get_ref(), &base, home)));
-        config.cache_dir = raw
-            .cache_dir
-            .map(|k| PathBuf::from(resolve_spec(k.get_ref(), &base, home)));
-        config.max_index_age = raw.max_index_age;
-        config.trusted_projects = raw
-            .trusted_projects
-            .unwrap_or_default()
-            .into_iter()
-            .map(|t| {
-                let (path, sha256) = match t {
-                    RawTrusted::Path(p) => (p, None),
-                    RawTrusted::Digest { path, sha256 } => (path, Some(sha256)),
-                };
-                TrustedProject {
-                    dir: PathBuf::from(resolve_spec(&path, &base, home)),
-                    sha256,
-                }
-            })
-            .collect();
-        config.prompt.budget = raw.prompt.and_then(|p| p.budget);
-        if let Some(install) = raw.install {
-            config.install.require_signatures = install.require_signatures.unwrap_or(false);
-            if let Some(audit) = install.audit {
-                config.install.audit = audit.get_ref().parse().map_err(|e: String| {
-                    fail(
-                        Some(audit.span()),
-                        Some("install.audit".into()),
-                        format!("install.audit: {e}"),
-                    )
-                })?;
-            }
-        }
-        if let Some(audit) = raw.runtime.and_then(|r| r.audit) {
-            config.runtime.audit = match audit.get_ref().as_str() {
-                "off" => RuntimeAudit::Off,
-                "withhold" => RuntimeAudit::Withhold,
-                other => {
-                    return Err(fail(
-                        Some(audit.span()),
-                        Some("runtime.audit".into()),
-                        format!("runtime.audit: {other:?}: expected \"off\" or \"withhold\""),
-                    ));
-                }
-            };
-        }
-        if let Some(m) = raw.matcher {
-            config.matcher = m
-                .resolve()
-                .map_err(|e| fail(Some(e.span), Some(e.key), e.message))?;
-            if let Some(dir) = &config.matcher.model_dir {
-                let resolved = resolve_spec(&dir.display().to_string(), &base, home);
-                config.matcher.model_dir = Some(PathBuf::from(resolved));
-            }
-        }
-        Ok(config)
+        parse::parse(text, origin, env)
     }
 
     /// Adds a source after the others (lowest precedence so far).
@@ -870,14 +540,6 @@ impl Config {
         opts
     }
 
-    /// How to open sources: the configured cache directory.
-    pub fn open_options(&self) -> OpenOptions {
-        OpenOptions {
-            cache_dir: self.cache_dir.clone(),
-            ..OpenOptions::default()
-        }
-    }
-
     /// Prompt options with the configured budget.
     pub fn prompt_options(&self, format: PromptFormat) -> PromptOptions {
         PromptOptions {
@@ -934,7 +596,7 @@ fn default_sources(env: &Environment) -> Vec<SourceConfig> {
 /// against `base`. What is not spelled as a path (a URL, a `sqlite:`, `oci://` or git
 /// specification: [`SourceSpec::is_path_spelling`]) is kept as written.
 fn resolve_spec(spec: &str, base: &Path, home: Option<&Path>) -> String {
-    if !crate::source::SourceSpec::is_path_spelling(spec) {
+    if !skillcat_core::source::SourceSpec::is_path_spelling(spec) {
         return spec.to_string();
     }
     let joined = match (spec.strip_prefix('~'), home) {
@@ -1008,92 +670,6 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
     let mut best = None;
     walk(doc.get_ref(), "", offset, &mut best);
     best.map(|(_, k)| k)
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawConfig {
-    sources: Option<Vec<RawSource>>,
-    sandbox: Option<RawSandbox>,
-    scripts: Option<RawScripts>,
-    keyring: Option<Spanned<String>>,
-    cache_dir: Option<Spanned<String>>,
-    max_index_age: Option<u64>,
-    prompt: Option<RawPrompt>,
-    matcher: Option<RawMatcher>,
-    trusted_projects: Option<Vec<RawTrusted>>,
-    install: Option<RawInstall>,
-    runtime: Option<RawRuntime>,
-}
-
-/// A `trusted_projects` entry: `{ path = "/dir", sha256 = "sha256:…" }`, or a bare path (from
-/// before digests were recorded: trusts no content).
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawTrusted {
-    Path(String),
-    Digest { path: String, sha256: String },
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSource {
-    path: Spanned<String>,
-    name: Option<Spanned<String>>,
-    trusted: Option<bool>,
-    core: Option<Spanned<bool>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSandbox {
-    fs_read: Option<Vec<String>>,
-    fs_write: Option<Vec<String>>,
-    network: Option<Spanned<RawNetwork>>,
-    resolve: Option<BTreeMap<String, Spanned<String>>>,
-    timeout: Option<Spanned<u64>>,
-    max_timeout: Option<Spanned<u64>>,
-    memory: Option<Spanned<u64>>,
-    processes: Option<Spanned<u64>>,
-    output: Option<u64>,
-    workspace_bytes: Option<Spanned<u64>>,
-    workspace_files: Option<Spanned<u64>>,
-    protect: Option<Vec<String>>,
-}
-
-/// `network = true | false | ["host", …]`.
-#[derive(Deserialize)]
-#[serde(untagged, expecting = "true, false or a list of host patterns")]
-enum RawNetwork {
-    Bool(bool),
-    List(Vec<String>),
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawScripts {
-    interpreters: Option<BTreeMap<String, Spanned<String>>>,
-    by_extension: Option<BTreeMap<String, Spanned<String>>>,
-    extension_fields: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPrompt {
-    budget: Option<usize>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawInstall {
-    require_signatures: Option<bool>,
-    audit: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRuntime {
-    audit: Option<Spanned<String>>,
 }
 
 #[cfg(test)]
