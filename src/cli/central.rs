@@ -55,7 +55,7 @@ pub struct PublishArgs {
     pub audit: skillcat::audit::Policy,
 }
 
-fn parse_policy(s: &str) -> Result<skillcat::audit::Policy, String> {
+fn parse_policy(s: &str) -> Result<skillcat::audit::Policy, skillcat::audit::PolicyError> {
     s.parse()
 }
 

@@ -55,7 +55,6 @@ pub use sarif::sarif;
 pub use text::line_safe;
 pub use unicode::escape_hidden;
 
-use serde::{Deserialize, Serialize};
 use skillcat_core::Result;
 use skillcat_core::capability::Capabilities;
 use skillcat_core::document::Skill;
@@ -88,51 +87,9 @@ impl Default for AuditOptions {
 }
 
 /// What the commands that place or serve a skill do with one the audit finds a high finding
-/// in: `[install] audit` for `add`, `install` and `update`, the central registry's publish
-/// policy. `mcp`'s `[runtime] audit` says whether its tools are withheld.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Policy {
-    /// Refuse it (the default), naming the findings.
-    #[default]
-    Refuse,
-    /// Take it, saying what was found (install), or record the findings (publish).
-    Warn,
-}
-
-impl Policy {
-    /// `refuse` or `warn`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Policy::Refuse => "refuse",
-            Policy::Warn => "warn",
-        }
-    }
-
-    /// The stricter of two policies: a project's configuration may ask more of an install
-    /// than the user's, never less.
-    pub fn stricter(self, other: Policy) -> Policy {
-        if self == Policy::Refuse || other == Policy::Refuse {
-            Policy::Refuse
-        } else {
-            Policy::Warn
-        }
-    }
-}
-
-impl std::str::FromStr for Policy {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
-        match s {
-            "refuse" => Ok(Policy::Refuse),
-            "warn" => Ok(Policy::Warn),
-            other => Err(format!(
-                "audit policy {:?}: expected \"refuse\" or \"warn\"",
-                line_safe(other)
-            )),
-        }
-    }
-}
+/// in: the configuration's type (`[install] audit`, the central registry's publish policy),
+/// which the audit applies.
+pub use skillcat_config::{Policy, PolicyError};
 
 /// The findings at `at` or above, told on one line for a refusal or a warning: `2 high
 /// findings (scripts/run.sh:2:11 secret-token, SKILL.md:5:7 unicode-bidi-control)`, at most

@@ -58,8 +58,6 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use skillcat_audit::Policy;
-
 use crate::matcher::MatcherConfig;
 use skillcat_core::capability::{Ceiling, EXTENSION_FIELDS};
 use skillcat_core::document::ValidateOptions;
@@ -67,6 +65,8 @@ use skillcat_core::prompt::{PromptFormat, PromptOptions};
 
 pub mod matcher;
 mod parse;
+mod policy;
+pub use policy::{Policy, PolicyError};
 mod trust;
 pub use trust::{ProjectTrust, TrustError, create_private_dir, trust_project};
 

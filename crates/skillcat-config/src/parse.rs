@@ -367,7 +367,7 @@ fn rest(
     if let Some(install) = raw.install {
         config.install.require_signatures = install.require_signatures.unwrap_or(false);
         if let Some(audit) = install.audit {
-            config.install.audit = audit.get_ref().parse().map_err(|e: String| {
+            config.install.audit = audit.get_ref().parse().map_err(|e: crate::PolicyError| {
                 f.fail(
                     Some(audit.span()),
                     Some("install.audit".into()),
