@@ -116,15 +116,16 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
             } else {
                 CatalogSource::discovered(opened.shown, opened.src, opened.found)
             };
-            vec![super::script::named_source(&config, arg, src)]
+            vec![skillcat::ops::script::named_source(&config, arg, src)]
         }
         None => config.sources.iter().map(CatalogSource::from).collect(),
     };
     let catalog = Catalog::with_options(sources, options);
     // Only trusted skills get tools at all; for them the gate allows, as for `skillcat run`.
-    let session = match super::script::session(&config, env, catalog, g) {
+    let extra = skillcat::capability::Capabilities::default();
+    let session = match super::script::session(&config, env, catalog, extra, g) {
         Ok(s) => s,
-        Err(e) if super::script::is_config_error(&e) => {
+        Err(e) if skillcat::ops::script::is_config_error(&e) => {
             return Err(usage!("{e}"));
         }
         Err(e) => {

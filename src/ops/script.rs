@@ -1,0 +1,458 @@
+//! What `run`, `tools` and `mcp` share: a session over the sources named, the grant a run asks
+//! for on top of a skill's declaration checked against the configured ceiling, where to widen
+//! that ceiling, and what a skill's tools are.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use crate::capability::{self, Access, Capabilities, Context, Grant, Network};
+use crate::catalog::{Catalog, CatalogSource};
+use crate::config::{Config, Environment};
+use crate::runtime::{Activation, Run, Session, ToolKind};
+use crate::script::denial::{self, Denial, RunPlace};
+use crate::script::{AllowAll, ScriptError, SkillTools, UserDirs, WorkspaceBase};
+
+/// Whether the source `arg` lies in a source the configuration marks core-trusted.
+pub fn core_trusted(config: &Config, arg: &str) -> bool {
+    let Ok(arg) = std::fs::canonicalize(arg) else {
+        return false;
+    };
+    config
+        .sources
+        .iter()
+        .filter(|s| s.core)
+        .any(|s| std::fs::canonicalize(&s.path).is_ok_and(|root| arg.starts_with(root)))
+}
+
+/// A source the user named: trusted for script tools (the user named it), and core-trusted
+/// when it lies in a source the configuration marks core-trusted (only then does a skill's
+/// `trust: core` count).
+pub fn named_source(config: &Config, arg: &str, src: CatalogSource) -> CatalogSource {
+    src.trusted(true).core_trusted(core_trusted(config, arg))
+}
+
+/// A session with the configured ceiling, limits and interpreters
+/// ([`SessionBuilder::configure`](crate::runtime::SessionBuilder::configure)), every skill
+/// granted `extra` on top of its declaration, and a gate that allows every call (only skills of
+/// trusted sources get tools at all).
+pub fn session(
+    config: &Config,
+    env: Environment,
+    catalog: Catalog,
+    dirs: UserDirs,
+    extra: Capabilities,
+) -> Result<Session, ScriptError> {
+    Ok(Session::builder(catalog)
+        .user_dirs(dirs)
+        .configure(config, env, Arc::new(AllowAll))?
+        .granted(extra)
+        .build())
+}
+
+/// Whether a [`session`] error is the configuration's (an unacceptable interpreter) rather than
+/// a fault.
+pub fn is_config_error(e: &ScriptError) -> bool {
+    matches!(e, ScriptError::InvalidDeclaration { .. })
+}
+
+/// Why a grant asked for on top of a skill's declaration cannot be honoured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrantFault {
+    /// The path cannot be resolved (an empty path, `~user`, a dangling link or a link loop).
+    Unresolvable {
+        /// Reading or writing.
+        access: Access,
+        /// The path as asked for.
+        path: String,
+    },
+    /// The path does not exist: a grant binds an existing file or directory.
+    Missing {
+        /// Reading or writing.
+        access: Access,
+        /// The path as asked for.
+        path: String,
+        /// The path resolved.
+        full: PathBuf,
+    },
+    /// The path lies outside the configured ceiling, which wins.
+    OutsideCeiling {
+        /// Reading or writing.
+        access: Access,
+        /// The path as asked for.
+        path: String,
+        /// The path resolved.
+        full: PathBuf,
+    },
+    /// The whole network, where the ceiling allows less (`ceiling`).
+    NetworkAll {
+        /// The configured ceiling's network.
+        ceiling: Network,
+    },
+    /// A host pattern outside the ceiling's network (`ceiling`).
+    HostOutside {
+        /// The pattern asked for.
+        host: String,
+        /// The configured ceiling's network.
+        ceiling: Network,
+    },
+}
+
+/// What of `extra` a run cannot honour, each in turn: a path that cannot be resolved or does
+/// not exist, one outside the configured ceiling, network the ceiling does not allow. Empty
+/// when all of it can be granted.
+pub fn check_grants(extra: &Capabilities, config: &Config, env: &Environment) -> Vec<GrantFault> {
+    let ctx = context(env);
+    let mut faults = Vec::new();
+    for (access, paths) in [
+        (Access::Read, &extra.fs_read),
+        (Access::Write, &extra.fs_write),
+    ] {
+        for p in paths {
+            let path = p.clone();
+            match capability::resolve(p, &ctx.cwd, ctx.home.as_deref()) {
+                None => faults.push(GrantFault::Unresolvable { access, path }),
+                Some(full) if std::fs::symlink_metadata(&full).is_err() => {
+                    faults.push(GrantFault::Missing { access, path, full })
+                }
+                Some(full) if !ceiling_reaches(config, env, access, &full) => {
+                    faults.push(GrantFault::OutsideCeiling { access, path, full })
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    let ceiling = &config.ceiling().network;
+    match &extra.network {
+        Network::All if !ceiling.is_all() => faults.push(GrantFault::NetworkAll {
+            ceiling: ceiling.clone(),
+        }),
+        hosts @ Network::Hosts(_) => {
+            for host in hosts.outside(ceiling) {
+                faults.push(GrantFault::HostOutside {
+                    host: host.to_string(),
+                    ceiling: ceiling.clone(),
+                });
+            }
+        }
+        _ => {}
+    }
+    faults
+}
+
+fn context(env: &Environment) -> Context {
+    Context {
+        cwd: env.cwd.clone(),
+        home: env.home.clone(),
+        core_trusted_source: false,
+    }
+}
+
+/// Whether the configured ceiling lets a run read (or write) `path`.
+pub fn ceiling_reaches(config: &Config, env: &Environment, access: Access, path: &Path) -> bool {
+    let p = path.to_string_lossy().into_owned();
+    let caps = match access {
+        Access::Read => Capabilities {
+            fs_read: vec![p],
+            ..Capabilities::default()
+        },
+        Access::Write => Capabilities {
+            fs_write: vec![p],
+            ..Capabilities::default()
+        },
+    };
+    capability::intersect_detailed(&caps, config.ceiling(), &context(env))
+        .dropped
+        .is_empty()
+}
+
+/// What the ceiling allows for `access`, and where to widen it to reach `path`: in the file
+/// read (`config_file`, as the caller names it), or, for a project's file the user has not
+/// trusted (it counts only as far as the user's own configuration allows), trusting the project
+/// when that file lists the path, else the user's own configuration.
+pub fn ceiling_advice(
+    config: &Config,
+    env: &Environment,
+    access: Access,
+    path: &Path,
+    config_file: &str,
+) -> String {
+    let ctx = context(env);
+    let ceiling = config.ceiling();
+    let roots = |list: &[String]| -> Vec<String> {
+        list.iter()
+            .filter_map(|r| capability::ceiling_root(r, &ctx))
+            .map(|p| p.display().to_string())
+            .collect()
+    };
+    let (mut allowed, key) = match access {
+        Access::Read => (roots(&ceiling.fs_read), "fs_read"),
+        Access::Write => (roots(&ceiling.fs_write), "fs_write"),
+    };
+    if access == Access::Read {
+        allowed.extend(roots(&ceiling.fs_write));
+    }
+    let verb = if access == Access::Read {
+        "reading"
+    } else {
+        "writing"
+    };
+    let now = if allowed.is_empty() {
+        format!("it allows {verb} nowhere")
+    } else {
+        format!("it allows {verb} under {}", allowed.join(", "))
+    };
+    // A relative root that expands to nothing: started in `/` or the home directory.
+    let written = match access {
+        Access::Read => &ceiling.fs_read,
+        Access::Write => &ceiling.fs_write,
+    };
+    let unexpanded = written
+        .iter()
+        .find(|r| !r.starts_with(['/', '~']) && capability::ceiling_root(r, &ctx).is_none());
+    let why = match unexpanded {
+        Some(r) => format!(
+            " (`{r}` allows nothing when the working directory is / or your home directory; \
+             write \"~\" or an absolute path to mean them)"
+        ),
+        None => String::new(),
+    };
+    if let (Some(project), Some(file)) = (&config.untrusted_project, &config.origin) {
+        let user = Config::user_file(env).map_or_else(
+            || "your own configuration".to_string(),
+            |f| f.display().to_string(),
+        );
+        // The project's file as written, before the user's configuration narrowed it.
+        let listed =
+            Config::load(file, env).is_ok_and(|own| ceiling_reaches(&own, env, access, path));
+        return if listed {
+            format!(
+                "{now}{why}. The project's {} lists it, but you have not trusted this project, so \
+                 its file counts only as far as your own configuration ({user}) allows: run \
+                 `skillcat trust project` in {} to let it apply in full, or add the path, or a \
+                 directory above it, to `{key}` under [sandbox] in {user}",
+                file.display(),
+                project.display()
+            )
+        } else {
+            format!(
+                "{now}{why}; add it, or a directory above it, to `{key}` under [sandbox] in your \
+                 own configuration ({user}) — the project's {} counts only as far as that \
+                 allows, as you have not trusted the project (`skillcat trust project`)",
+                file.display()
+            )
+        };
+    }
+    format!("{now}{why}; add it, or a directory above it, to `{key}` under [sandbox] in {config_file}")
+}
+
+/// Where a failed run's script was kept from paths: its grant, and the caller's directory.
+pub struct Denials {
+    /// Each path the output reports the sandbox kept the script from (or that it looked for in
+    /// its work directory while it is in the caller's).
+    pub denials: Vec<Denial>,
+    /// The caller's directory, canonical, when it has one.
+    pub caller: Option<PathBuf>,
+}
+
+/// The paths a failed run's `output` says the sandbox kept its script from, under `grant`
+/// (the skill's script grant), for a run made in `env` with the workspaces of `dirs`.
+pub fn denials(output: &str, grant: &Grant, env: &Environment, dirs: &UserDirs) -> Denials {
+    let caller = std::fs::canonicalize(&env.cwd).ok();
+    let workspaces = WorkspaceBase::default_dir(dirs);
+    let workspaces = std::fs::canonicalize(&workspaces).unwrap_or(workspaces);
+    let system = crate::script::sandbox::system_read_paths(grant.network.any());
+    // The caller's home and root's: their hidden files are never suggested for a grant.
+    let mut homes: Vec<PathBuf> = env.home.iter().cloned().collect();
+    homes.push(PathBuf::from("/root"));
+    let place = RunPlace {
+        grant,
+        caller: caller.as_deref(),
+        started_in_caller: caller
+            .as_deref()
+            .is_some_and(|c| crate::script::start_dir(grant, c).is_some()),
+        system: &system,
+        workspaces: &workspaces,
+        homes: &homes,
+    };
+    Denials {
+        denials: denial::denials(output, &place),
+        caller,
+    }
+}
+
+/// Why a granted path (`d`, whose suggested grant is `grant`) still kept out a script run as
+/// the unprivileged uid 65534 on a root host, and what would let it in; `able` is "readable" or
+/// "writable".
+pub fn permission_advice(d: &Denial, run_grant: &Grant, grant: &Path, able: &str) -> String {
+    // Root's own files in a granted tree are mapped to the script's uid when the tree's top is
+    // root's (a view covers closed directories above a grant): what is left is another owner's
+    // file, a root file in another owner's tree, or a tree that cannot be mapped.
+    let holding = run_grant
+        .fs_read
+        .iter()
+        .chain(&run_grant.fs_write)
+        .filter(|g| d.path.starts_with(g))
+        .map(|g| (g, owner(g)))
+        .collect::<Vec<_>>();
+    let root_tree = holding.iter().any(|(_, o)| *o == Some(0));
+    let deepest = holding.iter().max_by_key(|(g, _)| g.components().count());
+    match (owner(grant), deepest) {
+        // A root file in a tree the helper did not map because another user owns it.
+        (Some(0), Some((top, top_owner))) if !root_tree => {
+            let uid = top_owner.map_or("another user".to_string(), |u| format!("uid {u}"));
+            format!(
+                "root's files in a granted directory are the script's only where root owns the \
+                 directory granted; {} belongs to {uid}, so root's files in it stay root's and \
+                 their permissions keep uid 65534 out: make {} {able} by others.",
+                top.display(),
+                grant.display()
+            )
+        }
+        // A root file in root's tree (or one not found among the grants).
+        (Some(0), _) => format!(
+            "root's files in a granted directory are the script's, but not in this one: it holds \
+             skillcat's workspaces or lies on a file system without idmapped mounts. Grant a \
+             directory beneath it, or make it {able} by others."
+        ),
+        (Some(uid), _) => format!(
+            "root's own files in a granted directory are the script's, but {} belongs to uid \
+             {uid} and its permissions keep uid 65534 out: make it {able} by others, or run \
+             skillcat as uid {uid}.",
+            grant.display()
+        ),
+        (None, _) => format!("its permissions keep that user out: make it {able} by others."),
+    }
+}
+
+/// The owner of a file, when it can be seen.
+fn owner(p: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| m.uid())
+}
+
+/// What loading the skill's scripts found: its script tools, or the error.
+pub fn script_tools(a: &Activation) -> Result<SkillTools, ScriptError> {
+    if let Some(e) = a.script_error() {
+        return Err(e.clone());
+    }
+    Ok(a.script_tools().cloned().unwrap_or_else(|| SkillTools {
+        // A skill without scripts offers none.
+        skill: a.name.clone(),
+        tools: Vec::new(),
+        skipped: Vec::new(),
+    }))
+}
+
+/// A skill's tools as a run of it offers them (`skillcat tools`).
+#[derive(Debug, Serialize)]
+pub struct ToolsReport {
+    /// The skill.
+    pub skill: String,
+    /// Its script tools the run offers, each with its JSON Schema as `parameters`.
+    pub tools: Vec<Json>,
+    /// Scripts that are not tools, and why.
+    pub skipped: Vec<SkippedScript>,
+    /// Its guest tools (JavaScript, confined).
+    pub guest_tools: Vec<GuestTool>,
+    /// Why declared guest tools are not offered.
+    pub guest_notes: Vec<String>,
+    /// What its scripts may reach.
+    pub grant: Option<GrantReport>,
+    /// Notes on tool names two tools contest (neither is offered).
+    #[serde(skip)]
+    pub contested: Vec<String>,
+    /// The script tools offered, as loaded.
+    #[serde(skip)]
+    pub found: SkillTools,
+}
+
+/// A script that is not a tool.
+#[derive(Debug, Serialize)]
+pub struct SkippedScript {
+    /// Its path in the skill.
+    pub path: String,
+    /// The error's code.
+    pub code: &'static str,
+    /// The error.
+    pub message: String,
+}
+
+/// A guest tool.
+#[derive(Debug, Serialize)]
+pub struct GuestTool {
+    /// Its tool name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Its JSON Schema.
+    pub parameters: Json,
+    /// Whether its skill is trusted.
+    pub trusted: bool,
+}
+
+/// A grant as `skillcat tools` shows it.
+#[derive(Debug, Serialize)]
+pub struct GrantReport {
+    /// Paths readable.
+    pub fs_read: Vec<PathBuf>,
+    /// Paths writable.
+    pub fs_write: Vec<PathBuf>,
+    /// The network.
+    pub network: Network,
+    /// The timeout, in seconds.
+    pub timeout_seconds: u64,
+    /// The trust level.
+    pub trust: String,
+}
+
+impl From<&Grant> for GrantReport {
+    fn from(g: &Grant) -> Self {
+        GrantReport {
+            fs_read: g.fs_read.clone(),
+            fs_write: g.fs_write.clone(),
+            network: g.network.clone(),
+            timeout_seconds: g.timeout.as_secs(),
+            trust: g.trust.as_str().to_string(),
+        }
+    }
+}
+
+/// The tools a run with its first skill active offers: only those the run offers (a contested
+/// name, two tools one name but for case or `-`/`_`, is offered by neither).
+pub fn tools_report(run: &Run) -> Result<ToolsReport, ScriptError> {
+    let activation = &run.activations()[0];
+    let mut found = script_tools(activation)?;
+    let offered: Vec<String> = run.tools().map(|t| t.name.clone()).collect();
+    found.tools.retain(|t| offered.contains(&t.name));
+    let notes = |p: fn(&String) -> bool| activation.notes.iter().filter(move |n| p(n)).cloned();
+    Ok(ToolsReport {
+        skill: found.skill.clone(),
+        tools: found.tools.iter().map(|t| t.to_json()).collect(),
+        skipped: found
+            .skipped
+            .iter()
+            .map(|s| SkippedScript {
+                path: s.path.clone(),
+                code: s.error.code(),
+                message: s.error.to_string(),
+            })
+            .collect(),
+        guest_tools: run
+            .tools()
+            .filter(|t| t.kind == ToolKind::Guest)
+            .map(|t| GuestTool {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: t.parameters.clone(),
+                trusted: t.trusted,
+            })
+            .collect(),
+        guest_notes: notes(|n| n.starts_with("guest tool")).collect(),
+        grant: activation.script_grant().map(GrantReport::from),
+        contested: notes(|n| n.starts_with("tool ") && n.contains("contested")).collect(),
+        found,
+    })
+}
