@@ -17,6 +17,8 @@ use skillcat::mcp::{HttpOptions, LiveOptions, McpServer, ServerOptions};
 use skillcat::prompt::PromptFormat;
 use skillcat::source::{SourceKind, SourceSpec};
 
+use skillcat::ops::mcp as ops;
+
 use super::remote::parse_duration;
 use super::{CliError, CliResult, ExitStatus, Globals};
 
@@ -166,7 +168,7 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
             Some(s) => vec![s.clone()],
             None => config.sources.iter().map(|s| s.path.clone()).collect(),
         };
-        let (paths, unwatched) = local_paths(&typed);
+        let (paths, unwatched) = ops::local_paths(&typed);
         let poll = (unwatched && !a.poll_interval.is_zero()).then_some(a.poll_interval);
         let log: Arc<dyn Fn(&str) + Send + Sync> =
             Arc::new(|line: &str| note!("skillcat mcp: {}", super::script::on_stderr(line)));
@@ -198,26 +200,9 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     }
 }
 
-/// The local paths of sources as typed (directories, archives, registry files), to watch;
-/// and whether some source is not one (or does not exist yet), so that only a poll follows it.
-fn local_paths(typed: &[String]) -> (Vec<PathBuf>, bool) {
-    let mut paths = Vec::new();
-    let mut unwatched = false;
-    for t in typed {
-        match SourceSpec::parse(t) {
-            Ok(spec) if spec.is_local() => match spec.path {
-                Some(p) if p.exists() => paths.push(p),
-                _ => unwatched = true,
-            },
-            _ => unwatched = true,
-        }
-    }
-    (paths, unwatched)
-}
-
 /// The TLS configuration `--tls-cert/--tls-key` give, read before anything is served.
 #[cfg(feature = "tls")]
-fn tls_config(a: &McpArgs) -> Result<Option<Arc<tokio_rustls::rustls::ServerConfig>>, CliError> {
+fn tls_config(a: &McpArgs) -> Result<Option<ops::TlsConfig>, CliError> {
     let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) else {
         return Ok(None);
     };
@@ -288,64 +273,11 @@ async fn serve_http(
         }
     );
     let stream_timeout = a.max_stream_duration + Duration::from_secs(30);
-    let router = http
-        .router()
-        .layer(axum::middleware::from_fn(move |req, next| {
-            long_for_event_streams(req, next, stream_timeout)
-        }));
-    let app = skillcat::serve::with_layers(router, false);
-    // When the stop came plus --drain-timeout: the one deadline of the calls running, for the
-    // drain below and the shutdown after it.
-    let deadline = Arc::new(std::sync::OnceLock::new());
-    let drain = {
-        let (http, server, timeout) = (http.clone(), server.clone(), a.drain_timeout);
-        let deadline = deadline.clone();
-        async move {
-            stop.await;
-            // New sessions are refused; the calls running get the drain timeout; then every
-            // session and stream ends, which lets the listener stop.
-            http.drain();
-            let deadline = *deadline.get_or_init(|| tokio::time::Instant::now() + timeout);
-            while server.calls_in_flight() > 0 && tokio::time::Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            http.close();
-        }
-    };
-    let served = match tls {
-        #[cfg(feature = "tls")]
-        Some(config) => skillcat::serve::run_app_tls(app, listener, limits, config, drain).await,
-        _ => skillcat::serve::run_app(app, listener, limits, drain).await,
-    };
-    http.close();
-    let deadline = *deadline.get_or_init(|| tokio::time::Instant::now() + a.drain_timeout);
-    let failures = server.shutdown_by(deadline).await;
-    served.map_err(|e| failed!("{e}"))?;
-    if !failures.is_empty() {
-        return Err(failed!("{}", skillcat::mcp::ServeError::Cleanup(failures)));
-    }
+    ops::serve_http(server, http, listener, limits, tls, stream_timeout, stop)
+        .await
+        .map_err(|e| failed!("{e}"))?;
     err!("skillcat mcp: stopped; every workspace removed");
     Ok(ExitStatus::Success)
-}
-
-/// Gives an event stream meant to last (a GET's, a `subscriptions/listen`'s) `timeout` on its
-/// connection; every other answer has the request timeout.
-async fn long_for_event_streams(
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-    timeout: Duration,
-) -> axum::response::Response {
-    let mut response = next.run(req).await;
-    if response
-        .extensions()
-        .get::<skillcat::mcp::EventStream>()
-        .is_some()
-    {
-        response
-            .extensions_mut()
-            .insert(skillcat::serve::AnswerTimeout(timeout));
-    }
-    response
 }
 
 /// For the configured catalog: which sources offer no tools because they are not trusted, and
@@ -363,12 +295,7 @@ fn explain_untrusted(
         );
         return;
     }
-    let untrusted: Vec<&str> = config
-        .sources
-        .iter()
-        .filter(|s| !s.trusted && !s.core)
-        .map(|s| s.name.as_deref().unwrap_or(&s.path))
-        .collect();
+    let untrusted = ops::untrusted_sources(config);
     if untrusted.is_empty() && !none {
         return;
     }

@@ -8,8 +8,8 @@ use serde_json::{Value as Json, json};
 use skillcat::capability::{self, Access, Capabilities, Grant, Network};
 use skillcat::catalog::{Catalog, CatalogSource};
 use skillcat::config::{Config, Environment};
-use skillcat::ops::script::{self as ops, GrantFault};
-use skillcat::runtime::{Activation, Run, RuntimeError, Session, ToolKind};
+use skillcat::ops::script::{self as ops, FindToolError, GrantFault, Target};
+use skillcat::runtime::{Activation, Run, RuntimeError, Session};
 use skillcat::script::denial::{Denial, Reach};
 use skillcat::script::{ScriptError, argv::Params};
 
@@ -367,7 +367,10 @@ pub async fn tools(a: ToolsArgs, g: &Globals) -> CliResult {
     let (activation, found) = (&run.activations()[0], &report.found);
     match a.format {
         Format::Json => {
-            out!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+            out!(
+                "{}",
+                serde_json::to_string_pretty(&report).unwrap_or_default()
+            );
         }
         Format::Text => {
             if found.tools.is_empty() {
@@ -385,27 +388,7 @@ pub async fn tools(a: ToolsArgs, g: &Globals) -> CliResult {
             }
             for t in &found.tools {
                 out!("{}  {}", t.name, on_stdout(&t.description));
-                let params = match &t.params {
-                    Params::Implicit => "args?: string (split like a shell)".to_string(),
-                    Params::Declared(list) if list.is_empty() => "(none)".to_string(),
-                    Params::Declared(list) => list
-                        .iter()
-                        .map(|p| {
-                            format!(
-                                "{}{}: {}{}",
-                                p.name,
-                                if p.required { "" } else { "?" },
-                                p.ty.as_str(),
-                                if p.kind == skillcat::script::argv::ParamKind::Positional {
-                                    " (positional)"
-                                } else {
-                                    ""
-                                }
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                };
+                let params = ops::params_text(&t.params);
                 out!(
                     "    {} via {}; parameters: {params}",
                     t.path,
@@ -413,8 +396,8 @@ pub async fn tools(a: ToolsArgs, g: &Globals) -> CliResult {
                 );
             }
             if let Some(g) = activation.script_grant() {
-                for line in grant_lines(g) {
-                    out!("{line}");
+                for line in ops::grant_lines(g) {
+                    out!("{}", escape_controls(&line));
                 }
             }
             for s in &found.skipped {
@@ -438,43 +421,22 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
     let Activated { run, config, env } = activate(&a.source, &a.name, granted.clone(), g).await?;
     warn_network_declaration(&run.activations()[0]);
     // A guest tool (tier 2) of the skill runs by its name, with --json arguments.
-    let guest = run
-        .tools()
-        .find(|t| t.kind == ToolKind::Guest && t.name == a.script)
-        .map(|t| t.name.clone());
-    if let Some(name) = guest {
-        // A failure is said before the run's own warnings.
-        let status = match run.call(&name, &args).await {
-            Ok(out) => {
-                out!("{}", on_stdout(&out.to_model_text()));
-                ExitStatus::Success
-            }
-            Err(e) => report_runtime(&e).print(),
-        };
-        finish(run).await;
-        return Ok(status);
-    }
-    // A declared guest tool that is not offered: say why, not that no script has the name.
-    let withheld = format!("guest tool '{}' ", a.script);
-    if let Some(note) = run.activations()[0]
-        .notes
-        .iter()
-        .find(|n| n.starts_with("guest tool") && n.contains(&withheld))
-    {
-        return Err(failed!("{}", on_stderr(note)));
-    }
-    let tools = match ops::script_tools(&run.activations()[0]) {
-        Ok(t) => t,
-        Err(e) => return Err(report(&e)),
-    };
-    let Some(t) = tools.find(&a.script) else {
-        let e = match tools.skipped(&a.script) {
-            Some(s) => s.error.clone(),
-            None => ScriptError::NotFound {
-                tool: a.script.clone(),
-            },
-        };
-        return Err(report(&e));
+    let t = match ops::find_tool(&run, &a.script) {
+        Ok(Target::Guest(name)) => {
+            // A failure is said before the run's own warnings.
+            let status = match run.call(&name, &args).await {
+                Ok(out) => {
+                    out!("{}", on_stdout(&out.to_model_text()));
+                    ExitStatus::Success
+                }
+                Err(e) => report_runtime(&e).print(),
+            };
+            finish(run).await;
+            return Ok(status);
+        }
+        Ok(Target::Script(t)) => t,
+        Err(FindToolError::Withheld(note)) => return Err(failed!("{}", on_stderr(&note))),
+        Err(FindToolError::Script(e)) => return Err(report(&e)),
     };
     if a.args.is_some() && matches!(t.params, Params::Declared(_)) {
         return Err(usage!(
@@ -484,12 +446,12 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
         ));
     }
     if a.dry_run {
-        print_dry_run(&run.activations()[0], t, &granted, &config, &env);
+        print_dry_run(&run.activations()[0], &t, &granted, &config, &env);
         finish(run).await;
         return Ok(ExitStatus::Success);
     }
     warn_if_no_cgroup();
-    let status = call_script(&run, t, &args, (&config, &env), g).await;
+    let status = call_script(&run, &t, &args, (&config, &env), g).await;
     let status = keep_or_say_left(&run, a.keep_work.as_deref(), status).await;
     finish(run).await;
     Ok(status)
@@ -547,13 +509,10 @@ fn print_dry_run(
         t.name
     );
     if let Some(g) = activation.script_grant() {
-        for line in grant_lines(g) {
-            out!("{line}");
+        for line in ops::grant_lines(g) {
+            out!("{}", escape_controls(&line));
         }
     }
-    let asked = Capabilities::from_frontmatter(activation.entry().skill().frontmatter())
-        .with(granted)
-        .network;
     // Where the ceiling is widened: a project's file the user has not trusted counts only
     // as far as the user's own allows.
     let widen = match (&config.untrusted_project, &config.origin) {
@@ -564,7 +523,7 @@ fn print_dry_run(
         ),
         _ => format!("widen `[sandbox] network` in {}", config_file(config, env)),
     };
-    for p in asked.intersect(&config.ceiling().network).1 {
+    for p in ops::network_outside_ceiling(activation, granted, config) {
         err!(
             "note: {p} is asked for but outside the configured ceiling ([sandbox] network = \
              {}); not granted: {widen}",
@@ -636,30 +595,17 @@ fn say_network(n: &skillcat::script::NetworkReport, config: &Config, env: &Envir
     }
     // A name outside the grant that the ceiling does not allow either: the flag alone would be
     // refused, so say which file to widen.
-    let ceiling = &config.ceiling().network;
-    for r in n.refused.iter().filter(|r| r.why == NOT_GRANTED) {
-        let Some((host, port)) = r
-            .target
-            .rsplit_once(':')
-            .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
-        else {
-            continue;
-        };
-        if !ceiling.allows(host, port) {
-            err!(
-                "hint: the configured ceiling does not allow {} either ([sandbox] network = {}): \
-                 add \"{}\" to it in {}",
-                escape_controls(&r.target),
-                ceiling,
-                escape_controls(&r.target),
-                config_file(config, env)
-            );
-        }
+    for target in ops::refused_outside_ceiling(n, config) {
+        err!(
+            "hint: the configured ceiling does not allow {} either ([sandbox] network = {}): \
+             add \"{}\" to it in {}",
+            escape_controls(target),
+            config.ceiling().network,
+            escape_controls(target),
+            config_file(config, env)
+        );
     }
 }
-
-/// The reason the proxy gives for a name and port outside the run's grant.
-const NOT_GRANTED: &str = skillcat::script::proxy::NOT_GRANTED;
 
 /// A skill whose network declaration is not one: said, as it is read as no network.
 fn warn_network_declaration(a: &Activation) {
@@ -670,38 +616,6 @@ fn warn_network_declaration(a: &Activation) {
             escape_controls(&e.to_string())
         );
     }
-}
-
-/// The grant of a skill's scripts, one line per part, for `tools` and `run --dry-run`.
-fn grant_lines(g: &Grant) -> Vec<String> {
-    let paths = |p: &[std::path::PathBuf]| {
-        if p.is_empty() {
-            "nothing".to_string()
-        } else {
-            p.iter()
-                .map(|p| escape_controls(&p.display().to_string()).into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        }
-    };
-    vec![
-        format!("grant: read {}", paths(&g.fs_read)),
-        format!("grant: write {}", paths(&g.fs_write)),
-        format!(
-            "grant: network {}",
-            match &g.network {
-                Network::Off => "none".to_string(),
-                Network::All => "all (no proxy)".to_string(),
-                n @ Network::Hosts(_) =>
-                    format!("{n} (through the run's proxy; no port means 80 and 443)"),
-            }
-        ),
-        format!(
-            "grant: timeout {} s, trust {}",
-            g.timeout.as_secs(),
-            g.trust.as_str()
-        ),
-    ]
 }
 
 /// How many of the files a script left are named on stderr; the rest are counted.

@@ -12,8 +12,11 @@ use crate::capability::{self, Access, Capabilities, Context, Grant, Network};
 use crate::catalog::{Catalog, CatalogSource};
 use crate::config::{Config, Environment};
 use crate::runtime::{Activation, Run, Session, ToolKind};
+use crate::script::argv::{ParamKind, Params};
 use crate::script::denial::{self, Denial, RunPlace};
-use crate::script::{AllowAll, ScriptError, SkillTools, UserDirs, WorkspaceBase};
+use crate::script::{
+    AllowAll, NetworkReport, ScriptError, ScriptTool, SkillTools, UserDirs, WorkspaceBase,
+};
 
 /// Whether the source `arg` lies in a source the configuration marks core-trusted.
 pub fn core_trusted(config: &Config, arg: &str) -> bool {
@@ -245,7 +248,9 @@ pub fn ceiling_advice(
             )
         };
     }
-    format!("{now}{why}; add it, or a directory above it, to `{key}` under [sandbox] in {config_file}")
+    format!(
+        "{now}{why}; add it, or a directory above it, to `{key}` under [sandbox] in {config_file}"
+    )
 }
 
 /// Where a failed run's script was kept from paths: its grant, and the caller's directory.
@@ -455,4 +460,147 @@ pub fn tools_report(run: &Run) -> Result<ToolsReport, ScriptError> {
         contested: notes(|n| n.starts_with("tool ") && n.contains("contested")).collect(),
         found,
     })
+}
+
+/// A tool's parameters as `skillcat tools` lists them: `args?: string (split like a shell)` for
+/// a script without declared ones, else each `name?: type`, `(positional)` marked.
+pub fn params_text(params: &Params) -> String {
+    match params {
+        Params::Implicit => "args?: string (split like a shell)".to_string(),
+        Params::Declared(list) if list.is_empty() => "(none)".to_string(),
+        Params::Declared(list) => list
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}{}: {}{}",
+                    p.name,
+                    if p.required { "" } else { "?" },
+                    p.ty.as_str(),
+                    if p.kind == ParamKind::Positional {
+                        " (positional)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// The grant of a skill's scripts, one line per part (`grant: read …`, `grant: write …`,
+/// `grant: network …`, `grant: timeout …`). Paths are as they are: a terminal needs them
+/// escaped.
+pub fn grant_lines(g: &Grant) -> Vec<String> {
+    let paths = |p: &[PathBuf]| {
+        if p.is_empty() {
+            "nothing".to_string()
+        } else {
+            p.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    };
+    vec![
+        format!("grant: read {}", paths(&g.fs_read)),
+        format!("grant: write {}", paths(&g.fs_write)),
+        format!(
+            "grant: network {}",
+            match &g.network {
+                Network::Off => "none".to_string(),
+                Network::All => "all (no proxy)".to_string(),
+                n @ Network::Hosts(_) =>
+                    format!("{n} (through the run's proxy; no port means 80 and 443)"),
+            }
+        ),
+        format!(
+            "grant: timeout {} s, trust {}",
+            g.timeout.as_secs(),
+            g.trust.as_str()
+        ),
+    ]
+}
+
+/// The tool a run of a skill calls by a name.
+#[derive(Debug)]
+pub enum Target {
+    /// A guest tool (JavaScript, confined), by its full name.
+    Guest(String),
+    /// A script tool.
+    Script(ScriptTool),
+}
+
+/// Why a run has no tool of a name.
+#[derive(Debug, thiserror::Error)]
+pub enum FindToolError {
+    /// A guest tool the skill declares but the run does not offer: the note says why.
+    #[error("{0}")]
+    Withheld(String),
+    /// No script is the tool, or the skill's scripts could not be loaded.
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+}
+
+/// The tool `script` of the run's first skill: a guest tool by its name, else a script tool by
+/// its full name or its name part; a declared guest tool that is not offered says why, not that
+/// no script has the name.
+pub fn find_tool(run: &Run, script: &str) -> Result<Target, FindToolError> {
+    if let Some(t) = run
+        .tools()
+        .find(|t| t.kind == ToolKind::Guest && t.name == script)
+    {
+        return Ok(Target::Guest(t.name.clone()));
+    }
+    let activation = &run.activations()[0];
+    let withheld = format!("guest tool '{script}' ");
+    if let Some(note) = activation
+        .notes
+        .iter()
+        .find(|n| n.starts_with("guest tool") && n.contains(&withheld))
+    {
+        return Err(FindToolError::Withheld(note.clone()));
+    }
+    let tools = script_tools(activation)?;
+    match tools.find(script) {
+        Some(t) => Ok(Target::Script(t.clone())),
+        None => Err(match tools.skipped(script) {
+            Some(s) => s.error.clone(),
+            None => ScriptError::NotFound {
+                tool: script.to_string(),
+            },
+        }
+        .into()),
+    }
+}
+
+/// The network hosts a skill asks for (its declaration with `granted` on top) that the
+/// configured ceiling leaves out.
+pub fn network_outside_ceiling(
+    a: &Activation,
+    granted: &Capabilities,
+    config: &Config,
+) -> Vec<String> {
+    let asked = Capabilities::from_frontmatter(a.entry().skill().frontmatter())
+        .with(granted)
+        .network;
+    let (_, outside) = asked.intersect(&config.ceiling().network);
+    outside.iter().map(ToString::to_string).collect()
+}
+
+/// The targets (`host:port`) the run's proxy refused as outside its grant that the configured
+/// ceiling does not allow either: granting them for a run alone would be refused.
+pub fn refused_outside_ceiling<'a>(n: &'a NetworkReport, config: &Config) -> Vec<&'a str> {
+    let ceiling = &config.ceiling().network;
+    n.refused
+        .iter()
+        .filter(|r| r.why == crate::script::proxy::NOT_GRANTED)
+        .filter(|r| {
+            r.target
+                .rsplit_once(':')
+                .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+                .is_some_and(|(host, port)| !ceiling.allows(host, port))
+        })
+        .map(|r| r.target.as_str())
+        .collect()
 }

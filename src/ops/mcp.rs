@@ -1,0 +1,136 @@
+//! What `mcp` does besides its arguments and its messages: which sources it can watch, which
+//! configured sources offer no tools, and serving a server over Streamable HTTP until a stop.
+
+use std::path::PathBuf;
+
+use crate::config::Config;
+use crate::source::SourceSpec;
+
+/// The local paths of sources as typed (directories, archives, registry files), to watch; and
+/// whether some source is not one (or does not exist yet), so that only a poll follows it.
+pub fn local_paths(typed: &[String]) -> (Vec<PathBuf>, bool) {
+    let mut paths = Vec::new();
+    let mut unwatched = false;
+    for t in typed {
+        match SourceSpec::parse(t) {
+            Ok(spec) if spec.is_local() => match spec.path {
+                Some(p) if p.exists() => paths.push(p),
+                _ => unwatched = true,
+            },
+            _ => unwatched = true,
+        }
+    }
+    (paths, unwatched)
+}
+
+/// The configured sources whose skills offer no tools because they are not trusted, by name
+/// (else path).
+pub fn untrusted_sources(config: &Config) -> Vec<&str> {
+    config
+        .sources
+        .iter()
+        .filter(|s| !s.trusted && !s.core)
+        .map(|s| s.name.as_deref().unwrap_or(&s.path))
+        .collect()
+}
+
+#[cfg(feature = "mcp-http")]
+pub use http::{ServeHttpError, TlsConfig, serve_http};
+
+#[cfg(feature = "mcp-http")]
+mod http {
+    use std::sync::{Arc, OnceLock};
+    use std::time::Duration;
+
+    use tokio::net::TcpListener;
+    use tokio::time::Instant;
+
+    use crate::mcp::{EventStream, McpHttp, McpServer, ServeError};
+    use crate::serve::{AnswerTimeout, ServeLimits};
+
+    /// The TLS configuration HTTPS is served with (none without the `tls` feature).
+    #[cfg(feature = "tls")]
+    pub type TlsConfig = Arc<tokio_rustls::rustls::ServerConfig>;
+    /// The TLS configuration HTTPS is served with (none without the `tls` feature).
+    #[cfg(not(feature = "tls"))]
+    pub type TlsConfig = ();
+
+    /// Why serving over HTTP failed.
+    #[derive(Debug, thiserror::Error)]
+    pub enum ServeHttpError {
+        /// The listener failed.
+        #[error(transparent)]
+        Serve(#[from] std::io::Error),
+        /// Workspaces were left after the sessions ended.
+        #[error(transparent)]
+        Cleanup(ServeError),
+    }
+
+    /// Serves `server`'s Streamable HTTP endpoint `http` on `listener` (over TLS with `tls`)
+    /// until `stop` completes; then refuses new sessions, gives the calls running
+    /// `limits.drain_timeout`, ends every session and removes every workspace. An event stream
+    /// meant to last gets `stream_timeout` on its connection, every other answer the request
+    /// timeout of `limits`.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn serve_http(
+        server: McpServer,
+        http: McpHttp,
+        listener: TcpListener,
+        limits: ServeLimits,
+        tls: Option<TlsConfig>,
+        stream_timeout: Duration,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeHttpError> {
+        let router = http
+            .router()
+            .layer(axum::middleware::from_fn(move |req, next| {
+                long_for_event_streams(req, next, stream_timeout)
+            }));
+        let app = crate::serve::with_layers(router, false);
+        // When the stop came plus the drain timeout: the one deadline of the calls running,
+        // for the drain below and the shutdown after it.
+        let deadline = Arc::new(OnceLock::new());
+        let drain = {
+            let (http, server, timeout) = (http.clone(), server.clone(), limits.drain_timeout);
+            let deadline = deadline.clone();
+            async move {
+                stop.await;
+                // New sessions are refused; the calls running get the drain timeout; then
+                // every session and stream ends, which lets the listener stop.
+                http.drain();
+                let deadline = *deadline.get_or_init(|| Instant::now() + timeout);
+                while server.calls_in_flight() > 0 && Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                http.close();
+            }
+        };
+        let served = match tls {
+            #[cfg(feature = "tls")]
+            Some(config) => crate::serve::run_app_tls(app, listener, limits, config, drain).await,
+            _ => crate::serve::run_app(app, listener, limits, drain).await,
+        };
+        http.close();
+        let deadline = *deadline.get_or_init(|| Instant::now() + limits.drain_timeout);
+        let failures = server.shutdown_by(deadline).await;
+        served?;
+        if !failures.is_empty() {
+            return Err(ServeHttpError::Cleanup(ServeError::Cleanup(failures)));
+        }
+        Ok(())
+    }
+
+    /// Gives an event stream meant to last (a GET's, a `subscriptions/listen`'s) `timeout` on
+    /// its connection; every other answer has the request timeout.
+    async fn long_for_event_streams(
+        req: axum::extract::Request,
+        next: axum::middleware::Next,
+        timeout: Duration,
+    ) -> axum::response::Response {
+        let mut response = next.run(req).await;
+        if response.extensions().get::<EventStream>().is_some() {
+            response.extensions_mut().insert(AnswerTimeout(timeout));
+        }
+        response
+    }
+}
