@@ -12,10 +12,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use skillcat::catalog::{Catalog, CatalogSource};
-use skillcat::mcp::{HttpOptions, LiveOptions, McpServer, ServerOptions};
+use skillcat::mcp::{HttpOptions, McpServer, ServerOptions};
 use skillcat::prompt::PromptFormat;
-use skillcat::source::{SourceKind, SourceSpec};
 
 use skillcat::ops::mcp as ops;
 
@@ -105,24 +103,21 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     let (config, env) = super::script::configuration(g)?;
     let env_shown = env.clone();
     let options = g.catalog_options(&config);
-    let sources = match &a.source {
+    let named = match &a.source {
         Some(arg) => {
             // Opened as `run` opens it (a skill directory is one skill), errors printed.
-            let opened = super::read::open_and_discover(arg, g).await?;
-            // The discovery made here seeds the catalog: the source is read once. An archive
-            // is held in memory as it was read, so one the live catalog follows is opened
-            // again from its path at each reload.
-            let archive = SourceSpec::parse(arg).is_ok_and(|s| s.kind == SourceKind::Archive);
-            let src = if archive && !a.no_watch {
-                CatalogSource::spec(arg.clone()).named(opened.shown)
-            } else {
-                CatalogSource::discovered(opened.shown, opened.src, opened.found)
-            };
-            vec![skillcat::ops::script::named_source(&config, arg, src)]
+            let o = super::read::open_and_discover(arg, g).await?;
+            let (arg, shown, source, found) = (arg.clone(), o.shown, o.src, o.found);
+            Some(ops::Named {
+                arg,
+                shown,
+                source,
+                found,
+            })
         }
-        None => config.sources.iter().map(CatalogSource::from).collect(),
+        None => None,
     };
-    let catalog = Catalog::with_options(sources, options);
+    let catalog = ops::catalog(&config, named, !a.no_watch, options);
     // Only trusted skills get tools at all; for them the gate allows, as for `skillcat run`.
     let extra = skillcat::capability::Capabilities::default();
     let session = match super::script::session(&config, env, catalog, extra, g) {
@@ -164,15 +159,10 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
         explain_untrusted(&config, &env_shown, tools.is_empty());
     }
     let _watching = (!a.no_watch).then(|| {
-        let typed: Vec<String> = match &a.source {
-            Some(s) => vec![s.clone()],
-            None => config.sources.iter().map(|s| s.path.clone()).collect(),
-        };
-        let (paths, unwatched) = ops::local_paths(&typed);
-        let poll = (unwatched && !a.poll_interval.is_zero()).then_some(a.poll_interval);
+        let live = ops::live_options(&config, a.source.as_deref(), a.poll_interval);
         let log: Arc<dyn Fn(&str) + Send + Sync> =
             Arc::new(|line: &str| note!("skillcat mcp: {}", super::script::on_stderr(line)));
-        let watching = server.watch(LiveOptions::new(paths, poll).with_log(log));
+        let watching = server.watch(live.with_log(log));
         for p in watching.problems() {
             note!("warning: not watched (read again every --poll-interval only): {p}");
         }

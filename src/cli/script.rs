@@ -173,10 +173,6 @@ async fn activate(
 /// ([`ops::script::check_grants`](skillcat::ops::script::check_grants)). The ceiling wins over
 /// the flags.
 fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Result<(), CliError> {
-    let flag = |access| match access {
-        Access::Read => "--allow-read",
-        Access::Write => "--allow-write",
-    };
     let no_network = |ceiling: &Network, what: String| match ceiling {
         Network::Off => "no network".to_string(),
         n => format!("{what}{n}"),
@@ -223,6 +219,14 @@ fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Re
     }
 }
 
+/// The flag that grants `access` for one run.
+fn flag(access: Access) -> &'static str {
+    match access {
+        Access::Read => "--allow-read",
+        Access::Write => "--allow-write",
+    }
+}
+
 /// The configuration file to edit: the one read, else the user's own.
 pub(super) fn config_file(config: &Config, env: &Environment) -> String {
     match (&config.origin, Config::user_file(env)) {
@@ -255,7 +259,7 @@ fn hint(
     env: &Environment,
 ) -> String {
     // A path the script named that is not on the allow-list of suggestions: named, no advice.
-    let Some(grant) = d.grant.as_deref() else {
+    let Some(h) = ops::grant_hint(d, caller, config, env, &config_file(config, env)) else {
         return format!(
             "hint: the sandbox kept the script from {}; skillcat suggests no change for it (only \
              paths in your working directory or under what the run grants, other than hidden \
@@ -263,28 +267,10 @@ fn hint(
             d.path.display()
         );
     };
-    // A path in the working directory is shown as the user would type it.
-    let shown = |p: &Path| -> String {
-        match caller.and_then(|c| p.strip_prefix(c).ok()) {
-            Some(rel) if rel.as_os_str().is_empty() => ".".to_string(),
-            Some(rel) => rel.display().to_string(),
-            None => p.display().to_string(),
-        }
-    };
-    let (flag, key, access) = match d.reach {
-        Reach::NotGranted if grant == d.path => ("--allow-read", "skillcat.fs_read", Access::Read),
-        Reach::InCallerDir => ("--allow-read", "skillcat.fs_read", Access::Read),
-        _ => ("--allow-write", "skillcat.fs_write", Access::Write),
-    };
-    let target = shown(grant);
-    let also = if ops::ceiling_reaches(config, env, access, grant) {
-        String::new()
-    } else {
-        format!(
-            " The configured ceiling does not reach it either: {}.",
-            ops::ceiling_advice(config, env, access, grant, &config_file(config, env))
-        )
-    };
+    let (flag, target, key) = (flag(h.access), &h.target, h.key);
+    let also = h.ceiling.map_or_else(String::new, |advice| {
+        format!(" The configured ceiling does not reach it either: {advice}.")
+    });
     let path = d.path.display();
     match d.reach {
         Reach::NotGranted => format!(
@@ -297,13 +283,12 @@ fn hint(
              {target}, or declare it under `metadata:` in the skill's SKILL.md as `{key}`.{also}"
         ),
         Reach::FilePermissions => {
-            let write = run_grant.fs_write.iter().any(|g| d.path.starts_with(g));
-            let (granted, able) = if write {
-                ("granted for writing", "writable")
+            let (write, why) = ops::permission_advice(d, run_grant);
+            let granted = if write {
+                "granted for writing"
             } else {
-                ("granted", "readable")
+                "granted"
             };
-            let why = ops::permission_advice(d, run_grant, grant, able);
             format!(
                 "hint: {path} is {granted}, but scripts run as the unprivileged uid 65534 when \
                  skillcat runs as root; {why}"

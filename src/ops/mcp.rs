@@ -2,9 +2,62 @@
 //! configured sources offer no tools, and serving a server over Streamable HTTP until a stop.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
+use crate::catalog::{Catalog, CatalogOptions, CatalogSource};
 use crate::config::Config;
-use crate::source::SourceSpec;
+use crate::mcp::LiveOptions;
+use crate::source::{Discovery, Source, SourceKind, SourceSpec};
+
+/// A source the user named, as it was opened and read.
+pub struct Named {
+    /// The source as typed.
+    pub arg: String,
+    /// The source as shown.
+    pub shown: String,
+    /// The source opened.
+    pub source: Arc<dyn Source>,
+    /// What reading it found.
+    pub found: Discovery,
+}
+
+/// The catalog a server serves: the source named, trusted as a run trusts one
+/// ([`named_source`](super::script::named_source)), else the configured sources. The discovery
+/// made when it was named seeds the catalog (the source is read once), but for an archive a
+/// `live` catalog follows: it is held in memory as it was read, so it is opened again from its
+/// path at each reload.
+pub fn catalog(
+    config: &Config,
+    named: Option<Named>,
+    live: bool,
+    options: CatalogOptions,
+) -> Catalog {
+    let sources = match named {
+        Some(n) => {
+            let archive = SourceSpec::parse(&n.arg).is_ok_and(|s| s.kind == SourceKind::Archive);
+            let src = if archive && live {
+                CatalogSource::spec(n.arg.clone()).named(n.shown)
+            } else {
+                CatalogSource::discovered(n.shown, n.source, n.found)
+            };
+            vec![super::script::named_source(config, &n.arg, src)]
+        }
+        None => config.sources.iter().map(CatalogSource::from).collect(),
+    };
+    Catalog::with_options(sources, options)
+}
+
+/// What a live server follows: the source named (else the configured ones) watched on disk
+/// where it is local and exists, the others read again every `poll` (never when zero).
+pub fn live_options(config: &Config, named: Option<&str>, poll: Duration) -> LiveOptions {
+    let typed: Vec<String> = match named {
+        Some(s) => vec![s.to_string()],
+        None => config.sources.iter().map(|s| s.path.clone()).collect(),
+    };
+    let (paths, unwatched) = local_paths(&typed);
+    LiveOptions::new(paths, (unwatched && !poll.is_zero()).then_some(poll))
+}
 
 /// The local paths of sources as typed (directories, archives, registry files), to watch; and
 /// whether some source is not one (or does not exist yet), so that only a poll follows it.
@@ -132,5 +185,46 @@ mod http {
             response.extensions_mut().insert(AnswerTimeout(timeout));
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Environment, SourceConfig};
+
+    #[test]
+    fn only_existing_local_sources_are_watched() {
+        let dir = tempfile::tempdir().unwrap();
+        let here = dir.path().display().to_string();
+        let (paths, unwatched) = local_paths(std::slice::from_ref(&here));
+        assert_eq!((paths, unwatched), (vec![dir.path().to_path_buf()], false));
+        let later = dir.path().join("later").display().to_string();
+        let (paths, unwatched) = local_paths(&[here, later]);
+        assert_eq!(paths.len(), 1);
+        assert!(unwatched, "a path that does not exist yet is polled");
+        let (paths, unwatched) = local_paths(&["https://example.com/index.json".into()]);
+        assert!(paths.is_empty() && unwatched);
+    }
+
+    #[test]
+    fn untrusted_sources_are_named_by_their_name_else_their_path() {
+        let env = Environment {
+            cwd: PathBuf::from("/"),
+            home: None,
+        };
+        let mut named = SourceConfig::new("/skills/a");
+        named.name = Some("team".into());
+        let mut trusted = SourceConfig::new("/skills/b");
+        trusted.trusted = true;
+        let mut core = SourceConfig::new("/skills/c");
+        core.core = true;
+        let config = Config::parse("", None, &env)
+            .unwrap()
+            .with_source(named)
+            .with_source(trusted)
+            .with_source(core)
+            .with_source(SourceConfig::new("/skills/d"));
+        assert_eq!(untrusted_sources(&config), ["team", "/skills/d"]);
     }
 }

@@ -13,7 +13,7 @@ use crate::catalog::{Catalog, CatalogSource};
 use crate::config::{Config, Environment};
 use crate::runtime::{Activation, Run, Session, ToolKind};
 use crate::script::argv::{ParamKind, Params};
-use crate::script::denial::{self, Denial, RunPlace};
+use crate::script::denial::{self, Denial, Reach, RunPlace};
 use crate::script::{
     AllowAll, NetworkReport, ScriptError, ScriptTool, SkillTools, UserDirs, WorkspaceBase,
 };
@@ -288,10 +288,59 @@ pub fn denials(output: &str, grant: &Grant, env: &Environment, dirs: &UserDirs) 
     }
 }
 
-/// Why a granted path (`d`, whose suggested grant is `grant`) still kept out a script run as
-/// the unprivileged uid 65534 on a root host, and what would let it in; `able` is "readable" or
-/// "writable".
-pub fn permission_advice(d: &Denial, run_grant: &Grant, grant: &Path, able: &str) -> String {
+/// What would let a script reach a path the sandbox kept it from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantHint {
+    /// The path to grant, as the user would type it (relative to the working directory when in
+    /// it).
+    pub target: String,
+    /// Reading or writing.
+    pub access: Access,
+    /// The frontmatter key that declares it (`skillcat.fs_read`, `skillcat.fs_write`).
+    pub key: &'static str,
+    /// Where to widen the configured ceiling ([`ceiling_advice`]), when it does not reach the
+    /// path either.
+    pub ceiling: Option<String>,
+}
+
+/// The grant that would reach the path of `d` for a run made in `caller` (`None` when no grant
+/// may be suggested for it); `config_file` names the file to widen the ceiling in.
+pub fn grant_hint(
+    d: &Denial,
+    caller: Option<&Path>,
+    config: &Config,
+    env: &Environment,
+    config_file: &str,
+) -> Option<GrantHint> {
+    let grant = d.grant.as_deref()?;
+    let (key, access) = match d.reach {
+        Reach::NotGranted if grant == d.path => ("skillcat.fs_read", Access::Read),
+        Reach::InCallerDir => ("skillcat.fs_read", Access::Read),
+        _ => ("skillcat.fs_write", Access::Write),
+    };
+    // A path in the working directory is shown as the user would type it.
+    let target = match caller.and_then(|c| grant.strip_prefix(c).ok()) {
+        Some(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Some(rel) => rel.display().to_string(),
+        None => grant.display().to_string(),
+    };
+    let ceiling = (!ceiling_reaches(config, env, access, grant))
+        .then(|| ceiling_advice(config, env, access, grant, config_file));
+    Some(GrantHint {
+        target,
+        access,
+        key,
+        ceiling,
+    })
+}
+
+/// Why a path granted by `run_grant` (`d`) still kept out a script run as the unprivileged uid
+/// 65534 on a root host, and what would let it in: whether it is granted for writing, and the
+/// advice.
+pub fn permission_advice(d: &Denial, run_grant: &Grant) -> (bool, String) {
+    let grant = d.grant.as_deref().unwrap_or(&d.path);
+    let write = run_grant.fs_write.iter().any(|g| d.path.starts_with(g));
+    let able = if write { "writable" } else { "readable" };
     // Root's own files in a granted tree are mapped to the script's uid when the tree's top is
     // root's (a view covers closed directories above a grant): what is left is another owner's
     // file, a root file in another owner's tree, or a tree that cannot be mapped.
@@ -304,7 +353,7 @@ pub fn permission_advice(d: &Denial, run_grant: &Grant, grant: &Path, able: &str
         .collect::<Vec<_>>();
     let root_tree = holding.iter().any(|(_, o)| *o == Some(0));
     let deepest = holding.iter().max_by_key(|(g, _)| g.components().count());
-    match (owner(grant), deepest) {
+    let why = match (owner(grant), deepest) {
         // A root file in a tree the helper did not map because another user owns it.
         (Some(0), Some((top, top_owner))) if !root_tree => {
             let uid = top_owner.map_or("another user".to_string(), |u| format!("uid {u}"));
@@ -329,7 +378,8 @@ pub fn permission_advice(d: &Denial, run_grant: &Grant, grant: &Path, able: &str
             grant.display()
         ),
         (None, _) => format!("its permissions keep that user out: make it {able} by others."),
-    }
+    };
+    (write, why)
 }
 
 /// The owner of a file, when it can be seen.
@@ -603,4 +653,134 @@ pub fn refused_outside_ceiling<'a>(n: &'a NetworkReport, config: &Config) -> Vec
         })
         .map(|r| r.target.as_str())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A configuration read in `dir` (the working and home directory) from `text`.
+    fn config(dir: &Path, text: &str) -> (Config, Environment) {
+        let env = Environment {
+            cwd: dir.to_path_buf(),
+            home: Some(dir.to_path_buf()),
+        };
+        (Config::parse(text, None, &env).unwrap(), env)
+    }
+
+    #[test]
+    fn grants_beyond_the_ceiling_or_the_disk_are_each_a_fault() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for d in ["in", "out"] {
+            std::fs::create_dir(root.join(d)).unwrap();
+        }
+        let inside = root.join("in");
+        let text = format!(
+            "[sandbox]\nfs_read = [{:?}]\nnetwork = [\"api.example.com\"]\n",
+            inside
+        );
+        let (config, env) = config(&root, &text);
+        let extra = Capabilities {
+            fs_read: vec!["in".into(), "missing".into(), "out".into()],
+            fs_write: vec![String::new()],
+            network: Network::from_patterns(["api.example.com", "evil.example.net"]).unwrap(),
+            ..Capabilities::default()
+        };
+        let faults = check_grants(&extra, &config, &env);
+        assert_eq!(faults.len(), 4, "{faults:?}");
+        assert!(faults.contains(&GrantFault::Missing {
+            access: Access::Read,
+            path: "missing".into(),
+            full: root.join("missing"),
+        }));
+        assert!(faults.contains(&GrantFault::OutsideCeiling {
+            access: Access::Read,
+            path: "out".into(),
+            full: root.join("out"),
+        }));
+        assert!(faults.contains(&GrantFault::Unresolvable {
+            access: Access::Write,
+            path: String::new(),
+        }));
+        assert!(
+            matches!(&faults[3], GrantFault::HostOutside { host, .. } if host == "evil.example.net")
+        );
+        // The ceiling's hosts are not the whole network.
+        let all = Capabilities {
+            network: Network::All,
+            ..Capabilities::default()
+        };
+        assert!(matches!(
+            check_grants(&all, &config, &env).as_slice(),
+            [GrantFault::NetworkAll {
+                ceiling: Network::Hosts(_)
+            }]
+        ));
+        assert!(check_grants(&Capabilities::default(), &config, &env).is_empty());
+    }
+
+    #[test]
+    fn the_ceiling_advice_says_what_it_allows_and_where_to_widen_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let inside = root.join("in");
+        std::fs::create_dir(&inside).unwrap();
+        let text = format!("[sandbox]\nfs_read = [{inside:?}]\n");
+        let (config, env) = config(&root, &text);
+        let out = root.join("out");
+        assert!(ceiling_reaches(&config, &env, Access::Read, &inside));
+        assert!(!ceiling_reaches(&config, &env, Access::Read, &out));
+        assert!(!ceiling_reaches(&config, &env, Access::Write, &inside));
+        let advice = ceiling_advice(&config, &env, Access::Read, &out, "FILE");
+        assert_eq!(
+            advice,
+            format!(
+                "it allows reading under {}; add it, or a directory above it, to `fs_read` under \
+                 [sandbox] in FILE",
+                inside.display()
+            )
+        );
+        let advice = ceiling_advice(&config, &env, Access::Write, &out, "FILE");
+        assert!(
+            advice.starts_with("it allows writing nowhere; "),
+            "{advice}"
+        );
+    }
+
+    #[test]
+    fn a_named_source_is_core_trusted_only_inside_a_core_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = dir.path().join("core");
+        std::fs::create_dir_all(core.join("skill")).unwrap();
+        let text = format!("[[sources]]\npath = {core:?}\ncore = true\n");
+        let (config, _) = config(dir.path(), &text);
+        assert!(core_trusted(&config, core.join("skill").to_str().unwrap()));
+        assert!(!core_trusted(&config, dir.path().to_str().unwrap()));
+        assert!(!core_trusted(&config, "/nonexistent/skillcat"));
+    }
+
+    #[test]
+    fn parameters_and_grants_are_listed_as_tools_shows_them() {
+        assert_eq!(
+            params_text(&Params::Implicit),
+            "args?: string (split like a shell)"
+        );
+        assert_eq!(params_text(&Params::Declared(Vec::new())), "(none)");
+        let grant = Grant {
+            fs_read: vec![PathBuf::from("/a"), PathBuf::from("/b")],
+            fs_write: Vec::new(),
+            network: Network::from_patterns(["api.example.com"]).unwrap(),
+            timeout: std::time::Duration::from_secs(30),
+            trust: capability::Trust::External,
+        };
+        let lines = grant_lines(&grant);
+        assert_eq!(lines[0], "grant: read /a /b");
+        assert_eq!(lines[1], "grant: write nothing");
+        assert!(lines[2].starts_with("grant: network api.example.com (through the run's proxy"));
+        assert_eq!(lines[3], "grant: timeout 30 s, trust external");
+        let report = GrantReport::from(&grant);
+        assert_eq!(report.timeout_seconds, 30);
+        assert_eq!(report.fs_read, grant.fs_read);
+    }
 }
