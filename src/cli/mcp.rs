@@ -119,8 +119,8 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     };
     let catalog = ops::catalog(&config, named, !a.no_watch, options);
     // Only trusted skills get tools at all; for them the gate allows, as for `skillcat run`.
-    let extra = skillcat::capability::Capabilities::default();
-    let session = match super::script::session(&config, env, catalog, extra, g) {
+    let (extra, dirs) = (Default::default(), g.env.user_dirs());
+    let session = match skillcat::ops::script::session(&config, env, catalog, dirs, extra) {
         Ok(s) => s,
         Err(e) if skillcat::ops::script::is_config_error(&e) => {
             return Err(usage!("{e}"));
@@ -174,11 +174,9 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
         format!(": {}", tools.join(", "))
     };
     if let Some(addr) = a.http {
-        // An answer (a tool call's) may take as long as the longest run the sandbox allows.
-        let longest_run = Duration::from_secs(config.sandbox.max_timeout.min(86_400));
-        return serve_http(&a, addr, server, tools.len(), &listed, longest_run).await;
+        return serve_http(&a, addr, server, tools.len(), &listed, &config).await;
     }
-    let stop = stop_signal();
+    let stop = ops::stop_signal();
     err!(
         "skillcat mcp: serving {} tool(s) over stdio{listed}",
         tools.len()
@@ -219,7 +217,7 @@ async fn serve_http(
     server: McpServer,
     tools: usize,
     listed: &str,
-    longest_run: Duration,
+    config: &skillcat::config::Config,
 ) -> CliResult {
     let tls = tls_config(a)?;
     let listener = tokio::net::TcpListener::bind(addr)
@@ -239,21 +237,13 @@ async fn serve_http(
     opts.max_requests_per_token = a.max_requests_per_token as usize;
     opts.max_runs_per_token = a.max_runs_per_token as usize;
     let http = server.http(opts).map_err(|e| usage!("{e}"))?;
-    // The connection limits of `serve`, with room for an event stream beside each session's
-    // requests. A request has until its answer is written as long as the longest run plus a
-    // minute; only a lasting event stream gets --max-stream-duration (ended by the transport
-    // first), so a request sent or read slowly holds its connection no longer than that.
-    let mut limits = skillcat::serve::ServeLimits {
-        request_timeout: longest_run + Duration::from_secs(60),
-        max_connections_per_address: a.max_connections_per_address as usize,
-        drain_timeout: a.drain_timeout,
-        ..skillcat::serve::ServeLimits::default()
-    };
+    let max_connections = a.max_connections_per_address as usize;
+    let mut limits = ops::http_limits(config, max_connections, a.drain_timeout);
     if let Some(said) = limits.fit_open_files() {
         note!("warning: {said}");
     }
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let stop = stop_signal();
+    let stop = ops::stop_signal();
     err!(
         "skillcat mcp: serving {tools} tool(s) over Streamable HTTP at {scheme}://{local}/mcp{}{listed}",
         if a.tokens.is_some() {
@@ -262,8 +252,8 @@ async fn serve_http(
             ""
         }
     );
-    let stream_timeout = a.max_stream_duration + Duration::from_secs(30);
-    ops::serve_http(server, http, listener, limits, tls, stream_timeout, stop)
+    let max_stream = a.max_stream_duration;
+    ops::serve_http(server, http, listener, limits, tls, max_stream, stop)
         .await
         .map_err(|e| failed!("{e}"))?;
     err!("skillcat mcp: stopped; every workspace removed");
@@ -304,36 +294,5 @@ fn explain_untrusted(
              or name it on the command line (`skillcat mcp DIR` trusts DIR for this server)",
             untrusted.join(", ")
         );
-    }
-}
-
-/// Completes on SIGINT or SIGTERM (never, if neither can be listened for). The handlers are
-/// installed when it is called, not when it is first polled: a signal that comes as soon as the
-/// server says it is serving is not the default action's (death) but a stop.
-fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let signals = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        );
-        async move {
-            match signals {
-                (Ok(mut int), Ok(mut term)) => {
-                    tokio::select! {
-                        _ = int.recv() => {}
-                        _ = term.recv() => {}
-                    }
-                }
-                _ => std::future::pending().await,
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        async {
-            let _ = tokio::signal::ctrl_c().await;
-        }
     }
 }

@@ -6,10 +6,10 @@ use std::path::Path;
 
 use serde_json::{Value as Json, json};
 use skillcat::capability::{self, Access, Capabilities, Grant, Network};
-use skillcat::catalog::{Catalog, CatalogSource};
+
 use skillcat::config::{Config, Environment};
-use skillcat::ops::script::{self as ops, FindToolError, GrantFault, Target};
-use skillcat::runtime::{Activation, Run, RuntimeError, Session};
+use skillcat::ops::script::{self as ops, FindToolError, GrantFault, StartError, Target};
+use skillcat::runtime::{Activation, Run, RuntimeError};
 use skillcat::script::denial::{Denial, Reach};
 use skillcat::script::{ScriptError, argv::Params};
 
@@ -88,22 +88,9 @@ impl RunArgs {
     /// What the flags grant on top of the skill's declaration; a `--allow-net` that is not a
     /// host pattern is a usage error.
     fn granted(&self) -> Result<Capabilities, CliError> {
-        let mut network = Network::Off;
-        for h in &self.allow_net {
-            let n = if h.is_empty() {
-                Network::All
-            } else {
-                Network::from_patterns([h.as_str()])
-                    .map_err(|e| usage!("--allow-net {}: {}", on_stderr(h), e.why))?
-            };
-            network = network.union(&n);
-        }
-        Ok(Capabilities {
-            fs_read: self.allow_read.clone(),
-            fs_write: self.allow_write.clone(),
-            network,
-            ..Capabilities::default()
-        })
+        let (read, write) = (&self.allow_read, &self.allow_write);
+        ops::asked(read, write, &self.allow_net)
+            .map_err(|e| usage!("--allow-net {}: {}", on_stderr(&e.host), e.source.why))
     }
 }
 
@@ -111,18 +98,6 @@ impl RunArgs {
 /// are printed.
 pub(super) fn configuration(g: &Globals) -> Result<(Config, Environment), CliError> {
     super::configuration(g)
-}
-
-/// The session the command line runs tools through (`run`, `tools`, `mcp`):
-/// [`ops::script::session`](skillcat::ops::script::session) with the context's directories.
-pub(super) fn session(
-    config: &Config,
-    env: Environment,
-    catalog: Catalog,
-    extra: Capabilities,
-    g: &Globals,
-) -> Result<Session, ScriptError> {
-    ops::session(config, env, catalog, g.env.user_dirs(), extra)
 }
 
 /// A run with its skill active, and the configuration it was made under.
@@ -147,25 +122,16 @@ async fn activate(
     super::read::find_in(&opened.shown, &opened.found, name)?;
     let (config, env) = configuration(g)?;
     check_granted(&extra, &config, &env)?;
-    let catalog = Catalog::with_options(
-        vec![ops::named_source(
-            &config,
-            a_source,
-            CatalogSource::discovered(a_source, opened.src, opened.found),
-        )],
-        g.catalog_options(&config),
-    );
-    let session = session(&config, env.clone(), catalog, extra, g).map_err(|e| {
-        if ops::is_config_error(&e) {
-            usage!("{e}")
-        } else {
-            report(&e)
-        }
-    })?;
-    let mut run = session.start();
-    if let Err(e) = run.activate(name).await {
-        return Err(report_runtime(&e));
-    }
+    let named = ops::Named::typed(a_source, opened.src, opened.found);
+    let options = g.catalog_options(&config);
+    let dirs = g.env.user_dirs();
+    let run = ops::start(&config, &env, named, name, extra, dirs, options)
+        .await
+        .map_err(|e| match e {
+            StartError::Config(e) => usage!("{e}"),
+            StartError::Session(e) => report(&e),
+            StartError::Activate(e) => report_runtime(&e),
+        })?;
     Ok(Activated { run, config, env })
 }
 
@@ -336,14 +302,10 @@ fn report(e: &ScriptError) -> CliError {
 
 /// `skillcat tools SOURCE NAME`
 pub async fn tools(a: ToolsArgs, g: &Globals) -> CliResult {
-    let run = match activate(&a.source, &a.name, Capabilities::default(), g).await {
-        Ok(activated) => activated.run,
-        Err(e) => return Err(e),
-    };
-    let report = match ops::tools_report(&run) {
-        Ok(r) => r,
-        Err(e) => return Err(self::report(&e)),
-    };
+    let run = activate(&a.source, &a.name, Capabilities::default(), g)
+        .await?
+        .run;
+    let report = ops::tools_report(&run).map_err(|e| report(&e))?;
     // A contested name (two tools that are one name but for case or `-`/`_`) is offered by
     // neither, and the notes say so.
     for n in &report.contested {
@@ -498,16 +460,7 @@ fn print_dry_run(
             out!("{}", escape_controls(&line));
         }
     }
-    // Where the ceiling is widened: a project's file the user has not trusted counts only
-    // as far as the user's own allows.
-    let widen = match (&config.untrusted_project, &config.origin) {
-        (Some(_), Some(file)) => format!(
-            "the project's {} counts only as far as your own configuration allows until \
-             you run `skillcat trust project`",
-            file.display()
-        ),
-        _ => format!("widen `[sandbox] network` in {}", config_file(config, env)),
-    };
+    let widen = ops::network_widen_advice(config, &config_file(config, env));
     for p in ops::network_outside_ceiling(activation, granted, config) {
         err!(
             "note: {p} is asked for but outside the configured ceiling ([sandbox] network = \
@@ -603,36 +556,19 @@ fn warn_network_declaration(a: &Activation) {
     }
 }
 
-/// How many of the files a script left are named on stderr; the rest are counted.
-const LEFT_SHOWN: usize = 10;
-
 /// After a run without `--keep-work`: the files the script left in its work directory, which
 /// go with it, and how to keep them.
 fn say_left(left: &[skillcat::script::LeftFile]) {
     if left.is_empty() {
         return;
     }
-    let mut names: Vec<String> = left
-        .iter()
-        .take(LEFT_SHOWN)
-        .map(|f| {
-            let name = escape_controls(&f.path.to_string_lossy()).into_owned();
-            if f.regular {
-                format!("{name} ({} bytes)", f.size)
-            } else {
-                format!("{name} (not a regular file)")
-            }
-        })
-        .collect();
-    if left.len() > LEFT_SHOWN {
-        names.push(format!("and {} more", left.len() - LEFT_SHOWN));
-    }
+    let names = ops::left_names(left).join(", ");
     note!(
         "note: the script left {} in its work directory, which is removed with the run: {}. \
          Run with --keep-work DIR to keep what it leaves, or grant a directory with \
          --allow-write DIR and have the script write there.",
         plural(left.len(), "file"),
-        names.join(", ")
+        escape_controls(&names)
     );
 }
 

@@ -2,25 +2,15 @@
 //! configured sources offer no tools, and serving a server over Streamable HTTP until a stop.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::catalog::{Catalog, CatalogOptions, CatalogSource};
 use crate::config::Config;
 use crate::mcp::LiveOptions;
-use crate::source::{Discovery, Source, SourceKind, SourceSpec};
+use crate::serve::ServeLimits;
+use crate::source::{SourceKind, SourceSpec};
 
-/// A source the user named, as it was opened and read.
-pub struct Named {
-    /// The source as typed.
-    pub arg: String,
-    /// The source as shown.
-    pub shown: String,
-    /// The source opened.
-    pub source: Arc<dyn Source>,
-    /// What reading it found.
-    pub found: Discovery,
-}
+pub use super::script::Named;
 
 /// The catalog a server serves: the source named, trusted as a run trusts one
 /// ([`named_source`](super::script::named_source)), else the configured sources. The discovery
@@ -87,8 +77,27 @@ pub fn untrusted_sources(config: &Config) -> Vec<&str> {
         .collect()
 }
 
+/// The connection limits of a server over HTTP: `serve`'s, with `max_connections_per_address`
+/// (room for an event stream beside each session's requests) and `drain_timeout`. A request
+/// has until its answer is written as long as the longest run the configuration allows plus a
+/// minute; only a lasting event stream gets longer ([`serve_http`]'s `stream_timeout`), so a
+/// request sent or read slowly holds its connection no longer than that.
+pub fn http_limits(
+    config: &Config,
+    max_connections_per_address: usize,
+    drain_timeout: Duration,
+) -> ServeLimits {
+    let longest_run = Duration::from_secs(config.sandbox.max_timeout.min(86_400));
+    ServeLimits {
+        request_timeout: longest_run + Duration::from_secs(60),
+        max_connections_per_address,
+        drain_timeout,
+        ..ServeLimits::default()
+    }
+}
+
 #[cfg(feature = "mcp-http")]
-pub use http::{ServeHttpError, TlsConfig, serve_http};
+pub use http::{ServeHttpError, TlsConfig, serve_http, stop_signal};
 
 #[cfg(feature = "mcp-http")]
 mod http {
@@ -122,8 +131,8 @@ mod http {
     /// Serves `server`'s Streamable HTTP endpoint `http` on `listener` (over TLS with `tls`)
     /// until `stop` completes; then refuses new sessions, gives the calls running
     /// `limits.drain_timeout`, ends every session and removes every workspace. An event stream
-    /// meant to last gets `stream_timeout` on its connection, every other answer the request
-    /// timeout of `limits`.
+    /// meant to last (that the transport ends at `max_stream`) gets a little longer on its
+    /// connection, every other answer the request timeout of `limits`.
     #[allow(clippy::too_many_arguments)]
     pub async fn serve_http(
         server: McpServer,
@@ -131,9 +140,11 @@ mod http {
         listener: TcpListener,
         limits: ServeLimits,
         tls: Option<TlsConfig>,
-        stream_timeout: Duration,
+        max_stream: Duration,
         stop: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeHttpError> {
+        // The transport ends a lasting stream at `max_stream`, before its connection's timeout.
+        let stream_timeout = max_stream + Duration::from_secs(30);
         let router = http
             .router()
             .layer(axum::middleware::from_fn(move |req, next| {
@@ -171,6 +182,37 @@ mod http {
             return Err(ServeHttpError::Cleanup(ServeError::Cleanup(failures)));
         }
         Ok(())
+    }
+
+    /// Completes on SIGINT or SIGTERM (never, if neither can be listened for). The handlers are
+    /// installed when it is called, not when it is first polled: a signal that comes as soon as
+    /// the server says it is serving is not the default action's (death) but a stop.
+    pub fn stop_signal() -> impl Future<Output = ()> + Send + 'static {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let signals = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            );
+            async move {
+                match signals {
+                    (Ok(mut int), Ok(mut term)) => {
+                        tokio::select! {
+                            _ = int.recv() => {}
+                            _ = term.recv() => {}
+                        }
+                    }
+                    _ => std::future::pending().await,
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            async {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
     }
 
     /// Gives an event stream meant to last (a GET's, a `subscriptions/listen`'s) `timeout` on

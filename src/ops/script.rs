@@ -8,15 +8,16 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use crate::capability::{self, Access, Capabilities, Context, Grant, Network};
-use crate::catalog::{Catalog, CatalogSource};
+use crate::capability::{self, Access, Capabilities, Context, Grant, Network, PatternError};
+use crate::catalog::{Catalog, CatalogOptions, CatalogSource};
 use crate::config::{Config, Environment};
-use crate::runtime::{Activation, Run, Session, ToolKind};
+use crate::runtime::{Activation, Run, RuntimeError, Session, ToolKind};
 use crate::script::argv::{ParamKind, Params};
 use crate::script::denial::{self, Denial, Reach, RunPlace};
 use crate::script::{
-    AllowAll, NetworkReport, ScriptError, ScriptTool, SkillTools, UserDirs, WorkspaceBase,
+    AllowAll, LeftFile, NetworkReport, ScriptError, ScriptTool, SkillTools, UserDirs, WorkspaceBase,
 };
+use crate::source::{Discovery, Source};
 
 /// Whether the source `arg` lies in a source the configuration marks core-trusted.
 pub fn core_trusted(config: &Config, arg: &str) -> bool {
@@ -55,10 +56,112 @@ pub fn session(
         .build())
 }
 
+/// A source the user named, as it was opened and read.
+pub struct Named {
+    /// The source as typed.
+    pub arg: String,
+    /// The source as shown.
+    pub shown: String,
+    /// The source opened.
+    pub source: Arc<dyn Source>,
+    /// What reading it found.
+    pub found: Discovery,
+}
+
+impl Named {
+    /// A source shown as it was typed.
+    pub fn typed(arg: &str, source: Arc<dyn Source>, found: Discovery) -> Self {
+        Named {
+            arg: arg.to_string(),
+            shown: arg.to_string(),
+            source,
+            found,
+        }
+    }
+}
+
+/// Why a run of a named skill could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration's (an unacceptable interpreter).
+    #[error(transparent)]
+    Config(ScriptError),
+    /// The session could not be made.
+    #[error(transparent)]
+    Session(ScriptError),
+    /// The skill could not be activated.
+    #[error(transparent)]
+    Activate(RuntimeError),
+}
+
+/// A run of a session ([`session`]) over the source named, its discovery seeding the catalog
+/// (the source is read once), with the skill `name` active.
+pub async fn start(
+    config: &Config,
+    env: &Environment,
+    named: Named,
+    name: &str,
+    extra: Capabilities,
+    dirs: UserDirs,
+    options: CatalogOptions,
+) -> Result<Run, StartError> {
+    let src = CatalogSource::discovered(named.shown, named.source, named.found);
+    let sources = vec![named_source(config, &named.arg, src)];
+    let catalog = Catalog::with_options(sources, options);
+    let session = session(config, env.clone(), catalog, dirs, extra).map_err(|e| {
+        if is_config_error(&e) {
+            StartError::Config(e)
+        } else {
+            StartError::Session(e)
+        }
+    })?;
+    let mut run = session.start();
+    run.activate(name).await.map_err(StartError::Activate)?;
+    Ok(run)
+}
+
 /// Whether a [`session`] error is the configuration's (an unacceptable interpreter) rather than
 /// a fault.
 pub fn is_config_error(e: &ScriptError) -> bool {
     matches!(e, ScriptError::InvalidDeclaration { .. })
+}
+
+/// A host a run asks for that is not a host pattern.
+#[derive(Debug, thiserror::Error)]
+#[error("{host}: {}", source.why)]
+pub struct HostPatternError {
+    /// The host as asked for.
+    pub host: String,
+    /// Why it is not one.
+    #[source]
+    pub source: PatternError,
+}
+
+/// What a run asks for on top of a skill's declaration: paths to read, paths to write (and
+/// read), and hosts to reach (an empty one: the whole network).
+pub fn asked(
+    read: &[String],
+    write: &[String],
+    hosts: &[String],
+) -> Result<Capabilities, HostPatternError> {
+    let mut network = Network::Off;
+    for h in hosts {
+        let n = if h.is_empty() {
+            Network::All
+        } else {
+            Network::from_patterns([h.as_str()]).map_err(|source| HostPatternError {
+                host: h.clone(),
+                source,
+            })?
+        };
+        network = network.union(&n);
+    }
+    Ok(Capabilities {
+        fs_read: read.to_vec(),
+        fs_write: write.to_vec(),
+        network,
+        ..Capabilities::default()
+    })
 }
 
 /// Why a grant asked for on top of a skill's declaration cannot be honoured.
@@ -636,6 +739,44 @@ pub fn network_outside_ceiling(
         .network;
     let (_, outside) = asked.intersect(&config.ceiling().network);
     outside.iter().map(ToString::to_string).collect()
+}
+
+/// Where to widen the configured ceiling's network (in `config_file`, as the caller names it):
+/// a project's file the user has not trusted counts only as far as the user's own allows.
+pub fn network_widen_advice(config: &Config, config_file: &str) -> String {
+    match (&config.untrusted_project, &config.origin) {
+        (Some(_), Some(file)) => format!(
+            "the project's {} counts only as far as your own configuration allows until you run \
+             `skillcat trust project`",
+            file.display()
+        ),
+        _ => format!("widen `[sandbox] network` in {config_file}"),
+    }
+}
+
+/// How many of the files a script left [`left_names`] names; the rest are counted.
+pub const LEFT_SHOWN: usize = 10;
+
+/// The files a script left in its work directory as a note names them: the first
+/// [`LEFT_SHOWN`] with their sizes (paths as they are: a terminal needs them escaped), then how
+/// many more.
+pub fn left_names(left: &[LeftFile]) -> Vec<String> {
+    let mut names: Vec<String> = left
+        .iter()
+        .take(LEFT_SHOWN)
+        .map(|f| {
+            let name = f.path.to_string_lossy();
+            if f.regular {
+                format!("{name} ({} bytes)", f.size)
+            } else {
+                format!("{name} (not a regular file)")
+            }
+        })
+        .collect();
+    if left.len() > LEFT_SHOWN {
+        names.push(format!("and {} more", left.len() - LEFT_SHOWN));
+    }
+    names
 }
 
 /// The targets (`host:port`) the run's proxy refused as outside its grant that the configured
