@@ -233,7 +233,7 @@ mod http {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Environment, SourceConfig};
+    use crate::config::SourceConfig;
 
     #[test]
     fn only_existing_local_sources_are_watched() {
@@ -251,18 +251,13 @@ mod tests {
 
     #[test]
     fn untrusted_sources_are_named_by_their_name_else_their_path() {
-        let env = Environment {
-            cwd: PathBuf::from("/"),
-            home: None,
-        };
         let mut named = SourceConfig::new("/skills/a");
         named.name = Some("team".into());
         let mut trusted = SourceConfig::new("/skills/b");
         trusted.trusted = true;
         let mut core = SourceConfig::new("/skills/c");
         core.core = true;
-        let config = Config::parse("", None, &env)
-            .unwrap()
+        let config = Config::default()
             .with_source(named)
             .with_source(trusted)
             .with_source(core)

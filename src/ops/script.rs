@@ -894,7 +894,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let core = dir.path().join("core");
         std::fs::create_dir_all(core.join("skill")).unwrap();
-        let text = format!("[[sources]]\npath = {core:?}\ncore = true\n");
+        let text = format!("[[sources]]\npath = {core:?}\ntrusted = true\ncore = true\n");
         let (config, _) = config(dir.path(), &text);
         assert!(core_trusted(&config, core.join("skill").to_str().unwrap()));
         assert!(!core_trusted(&config, dir.path().to_str().unwrap()));
