@@ -26,6 +26,7 @@
 //!
 //! [`context`] holds what every operation of the command line runs with, built once: the
 //! process's environment (read there only), the configuration, the keyring, the remote options.
+//! [`ops`] holds what the commands do, without printing.
 //!
 //! Feature `cli` (on by default) builds the `skillcat` binary; `tls` (on by default) adds HTTPS;
 //! `neural` adds the offline neural ranker.
@@ -69,6 +70,7 @@ pub use skillcat_serve as serve;
 pub use skillcat_audit as audit;
 
 pub mod context;
+pub mod ops;
 
 // The README's examples are compiled and run as doctests.
 #[cfg(doctest)]

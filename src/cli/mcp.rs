@@ -12,10 +12,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use skillcat::catalog::{Catalog, CatalogSource};
-use skillcat::mcp::{HttpOptions, LiveOptions, McpServer, ServerOptions};
+use skillcat::mcp::{HttpOptions, McpServer, ServerOptions};
 use skillcat::prompt::PromptFormat;
-use skillcat::source::{SourceKind, SourceSpec};
+
+use skillcat::ops::mcp as ops;
 
 use super::remote::parse_duration;
 use super::{CliError, CliResult, ExitStatus, Globals};
@@ -103,28 +103,26 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     let (config, env) = super::script::configuration(g)?;
     let env_shown = env.clone();
     let options = g.catalog_options(&config);
-    let sources = match &a.source {
+    let named = match &a.source {
         Some(arg) => {
             // Opened as `run` opens it (a skill directory is one skill), errors printed.
-            let opened = super::read::open_and_discover(arg, g).await?;
-            // The discovery made here seeds the catalog: the source is read once. An archive
-            // is held in memory as it was read, so one the live catalog follows is opened
-            // again from its path at each reload.
-            let archive = SourceSpec::parse(arg).is_ok_and(|s| s.kind == SourceKind::Archive);
-            let src = if archive && !a.no_watch {
-                CatalogSource::spec(arg.clone()).named(opened.shown)
-            } else {
-                CatalogSource::discovered(opened.shown, opened.src, opened.found)
-            };
-            vec![super::script::named_source(&config, arg, src)]
+            let o = super::read::open_and_discover(arg, g).await?;
+            let (arg, shown, source, found) = (arg.clone(), o.shown, o.src, o.found);
+            Some(ops::Named {
+                arg,
+                shown,
+                source,
+                found,
+            })
         }
-        None => config.sources.iter().map(CatalogSource::from).collect(),
+        None => None,
     };
-    let catalog = Catalog::with_options(sources, options);
+    let catalog = ops::catalog(&config, named, !a.no_watch, options);
     // Only trusted skills get tools at all; for them the gate allows, as for `skillcat run`.
-    let session = match super::script::session(&config, env, catalog, g) {
+    let (extra, dirs) = (Default::default(), g.env.user_dirs());
+    let session = match skillcat::ops::script::session(&config, env, catalog, dirs, extra) {
         Ok(s) => s,
-        Err(e) if super::script::is_config_error(&e) => {
+        Err(e) if skillcat::ops::script::is_config_error(&e) => {
             return Err(usage!("{e}"));
         }
         Err(e) => {
@@ -161,15 +159,10 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
         explain_untrusted(&config, &env_shown, tools.is_empty());
     }
     let _watching = (!a.no_watch).then(|| {
-        let typed: Vec<String> = match &a.source {
-            Some(s) => vec![s.clone()],
-            None => config.sources.iter().map(|s| s.path.clone()).collect(),
-        };
-        let (paths, unwatched) = local_paths(&typed);
-        let poll = (unwatched && !a.poll_interval.is_zero()).then_some(a.poll_interval);
+        let live = ops::live_options(&config, a.source.as_deref(), a.poll_interval);
         let log: Arc<dyn Fn(&str) + Send + Sync> =
             Arc::new(|line: &str| note!("skillcat mcp: {}", super::script::on_stderr(line)));
-        let watching = server.watch(LiveOptions::new(paths, poll).with_log(log));
+        let watching = server.watch(live.with_log(log));
         for p in watching.problems() {
             note!("warning: not watched (read again every --poll-interval only): {p}");
         }
@@ -181,11 +174,9 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
         format!(": {}", tools.join(", "))
     };
     if let Some(addr) = a.http {
-        // An answer (a tool call's) may take as long as the longest run the sandbox allows.
-        let longest_run = Duration::from_secs(config.sandbox.max_timeout.min(86_400));
-        return serve_http(&a, addr, server, tools.len(), &listed, longest_run).await;
+        return serve_http(&a, addr, server, tools.len(), &listed, &config).await;
     }
-    let stop = stop_signal();
+    let stop = ops::stop_signal();
     err!(
         "skillcat mcp: serving {} tool(s) over stdio{listed}",
         tools.len()
@@ -197,26 +188,9 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     }
 }
 
-/// The local paths of sources as typed (directories, archives, registry files), to watch;
-/// and whether some source is not one (or does not exist yet), so that only a poll follows it.
-fn local_paths(typed: &[String]) -> (Vec<PathBuf>, bool) {
-    let mut paths = Vec::new();
-    let mut unwatched = false;
-    for t in typed {
-        match SourceSpec::parse(t) {
-            Ok(spec) if spec.is_local() => match spec.path {
-                Some(p) if p.exists() => paths.push(p),
-                _ => unwatched = true,
-            },
-            _ => unwatched = true,
-        }
-    }
-    (paths, unwatched)
-}
-
 /// The TLS configuration `--tls-cert/--tls-key` give, read before anything is served.
 #[cfg(feature = "tls")]
-fn tls_config(a: &McpArgs) -> Result<Option<Arc<tokio_rustls::rustls::ServerConfig>>, CliError> {
+fn tls_config(a: &McpArgs) -> Result<Option<ops::TlsConfig>, CliError> {
     let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) else {
         return Ok(None);
     };
@@ -243,7 +217,7 @@ async fn serve_http(
     server: McpServer,
     tools: usize,
     listed: &str,
-    longest_run: Duration,
+    config: &skillcat::config::Config,
 ) -> CliResult {
     let tls = tls_config(a)?;
     let listener = tokio::net::TcpListener::bind(addr)
@@ -263,21 +237,13 @@ async fn serve_http(
     opts.max_requests_per_token = a.max_requests_per_token as usize;
     opts.max_runs_per_token = a.max_runs_per_token as usize;
     let http = server.http(opts).map_err(|e| usage!("{e}"))?;
-    // The connection limits of `serve`, with room for an event stream beside each session's
-    // requests. A request has until its answer is written as long as the longest run plus a
-    // minute; only a lasting event stream gets --max-stream-duration (ended by the transport
-    // first), so a request sent or read slowly holds its connection no longer than that.
-    let mut limits = skillcat::serve::ServeLimits {
-        request_timeout: longest_run + Duration::from_secs(60),
-        max_connections_per_address: a.max_connections_per_address as usize,
-        drain_timeout: a.drain_timeout,
-        ..skillcat::serve::ServeLimits::default()
-    };
+    let max_connections = a.max_connections_per_address as usize;
+    let mut limits = ops::http_limits(config, max_connections, a.drain_timeout);
     if let Some(said) = limits.fit_open_files() {
         note!("warning: {said}");
     }
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let stop = stop_signal();
+    let stop = ops::stop_signal();
     err!(
         "skillcat mcp: serving {tools} tool(s) over Streamable HTTP at {scheme}://{local}/mcp{}{listed}",
         if a.tokens.is_some() {
@@ -286,65 +252,12 @@ async fn serve_http(
             ""
         }
     );
-    let stream_timeout = a.max_stream_duration + Duration::from_secs(30);
-    let router = http
-        .router()
-        .layer(axum::middleware::from_fn(move |req, next| {
-            long_for_event_streams(req, next, stream_timeout)
-        }));
-    let app = skillcat::serve::with_layers(router, false);
-    // When the stop came plus --drain-timeout: the one deadline of the calls running, for the
-    // drain below and the shutdown after it.
-    let deadline = Arc::new(std::sync::OnceLock::new());
-    let drain = {
-        let (http, server, timeout) = (http.clone(), server.clone(), a.drain_timeout);
-        let deadline = deadline.clone();
-        async move {
-            stop.await;
-            // New sessions are refused; the calls running get the drain timeout; then every
-            // session and stream ends, which lets the listener stop.
-            http.drain();
-            let deadline = *deadline.get_or_init(|| tokio::time::Instant::now() + timeout);
-            while server.calls_in_flight() > 0 && tokio::time::Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            http.close();
-        }
-    };
-    let served = match tls {
-        #[cfg(feature = "tls")]
-        Some(config) => skillcat::serve::run_app_tls(app, listener, limits, config, drain).await,
-        _ => skillcat::serve::run_app(app, listener, limits, drain).await,
-    };
-    http.close();
-    let deadline = *deadline.get_or_init(|| tokio::time::Instant::now() + a.drain_timeout);
-    let failures = server.shutdown_by(deadline).await;
-    served.map_err(|e| failed!("{e}"))?;
-    if !failures.is_empty() {
-        return Err(failed!("{}", skillcat::mcp::ServeError::Cleanup(failures)));
-    }
+    let max_stream = a.max_stream_duration;
+    ops::serve_http(server, http, listener, limits, tls, max_stream, stop)
+        .await
+        .map_err(|e| failed!("{e}"))?;
     err!("skillcat mcp: stopped; every workspace removed");
     Ok(ExitStatus::Success)
-}
-
-/// Gives an event stream meant to last (a GET's, a `subscriptions/listen`'s) `timeout` on its
-/// connection; every other answer has the request timeout.
-async fn long_for_event_streams(
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-    timeout: Duration,
-) -> axum::response::Response {
-    let mut response = next.run(req).await;
-    if response
-        .extensions()
-        .get::<skillcat::mcp::EventStream>()
-        .is_some()
-    {
-        response
-            .extensions_mut()
-            .insert(skillcat::serve::AnswerTimeout(timeout));
-    }
-    response
 }
 
 /// For the configured catalog: which sources offer no tools because they are not trusted, and
@@ -362,12 +275,7 @@ fn explain_untrusted(
         );
         return;
     }
-    let untrusted: Vec<&str> = config
-        .sources
-        .iter()
-        .filter(|s| !s.trusted && !s.core)
-        .map(|s| s.name.as_deref().unwrap_or(&s.path))
-        .collect();
+    let untrusted = ops::untrusted_sources(config);
     if untrusted.is_empty() && !none {
         return;
     }
@@ -386,36 +294,5 @@ fn explain_untrusted(
              or name it on the command line (`skillcat mcp DIR` trusts DIR for this server)",
             untrusted.join(", ")
         );
-    }
-}
-
-/// Completes on SIGINT or SIGTERM (never, if neither can be listened for). The handlers are
-/// installed when it is called, not when it is first polled: a signal that comes as soon as the
-/// server says it is serving is not the default action's (death) but a stop.
-fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let signals = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        );
-        async move {
-            match signals {
-                (Ok(mut int), Ok(mut term)) => {
-                    tokio::select! {
-                        _ = int.recv() => {}
-                        _ = term.recv() => {}
-                    }
-                }
-                _ => std::future::pending().await,
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        async {
-            let _ = tokio::signal::ctrl_c().await;
-        }
     }
 }

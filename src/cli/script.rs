@@ -2,16 +2,16 @@
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
 use serde_json::{Value as Json, json};
-use skillcat::capability::{self, Access, Capabilities, Context, Grant, Network};
-use skillcat::catalog::{Catalog, CatalogSource};
+use skillcat::capability::{self, Access, Capabilities, Grant, Network};
+
 use skillcat::config::{Config, Environment};
-use skillcat::runtime::{Activation, Run, RuntimeError, Session, ToolKind, ToolSpec};
-use skillcat::script::denial::{self, Denial, Reach, RunPlace};
-use skillcat::script::{AllowAll, ScriptError, SkillTools, WorkspaceBase, argv::Params};
+use skillcat::ops::script::{self as ops, FindToolError, GrantFault, StartError, Target};
+use skillcat::runtime::{Activation, Run, RuntimeError};
+use skillcat::script::denial::{Denial, Reach};
+use skillcat::script::{ScriptError, argv::Params};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
@@ -88,22 +88,9 @@ impl RunArgs {
     /// What the flags grant on top of the skill's declaration; a `--allow-net` that is not a
     /// host pattern is a usage error.
     fn granted(&self) -> Result<Capabilities, CliError> {
-        let mut network = Network::Off;
-        for h in &self.allow_net {
-            let n = if h.is_empty() {
-                Network::All
-            } else {
-                Network::from_patterns([h.as_str()])
-                    .map_err(|e| usage!("--allow-net {}: {}", on_stderr(h), e.why))?
-            };
-            network = network.union(&n);
-        }
-        Ok(Capabilities {
-            fs_read: self.allow_read.clone(),
-            fs_write: self.allow_write.clone(),
-            network,
-            ..Capabilities::default()
-        })
+        let (read, write) = (&self.allow_read, &self.allow_write);
+        ops::asked(read, write, &self.allow_net)
+            .map_err(|e| usage!("--allow-net {}: {}", on_stderr(&e.host), e.source.why))
     }
 }
 
@@ -111,61 +98,6 @@ impl RunArgs {
 /// are printed.
 pub(super) fn configuration(g: &Globals) -> Result<(Config, Environment), CliError> {
     super::configuration(g)
-}
-
-/// Whether SOURCE lies in a source the configuration marks core-trusted.
-pub(super) fn core_trusted(config: &Config, arg: &str) -> bool {
-    let Ok(arg) = std::fs::canonicalize(arg) else {
-        return false;
-    };
-    config
-        .sources
-        .iter()
-        .filter(|s| s.core)
-        .any(|s| std::fs::canonicalize(&s.path).is_ok_and(|root| arg.starts_with(root)))
-}
-
-/// A source named on the command line: trusted for script tools (the user named it), and
-/// core-trusted when it lies in a source the configuration marks core-trusted (only then does a
-/// skill's `trust: core` count).
-pub(super) fn named_source(config: &Config, arg: &str, src: CatalogSource) -> CatalogSource {
-    src.trusted(true).core_trusted(core_trusted(config, arg))
-}
-
-/// The session the command line runs tools through (`run`, `tools`, `mcp`): the configured
-/// ceiling, limits and interpreters ([`SessionBuilder::configure`]), and a gate that allows
-/// every call (only skills of trusted sources get tools at all: a source named on the command
-/// line, or one the configuration trusts).
-///
-/// [`SessionBuilder::configure`]: skillcat::runtime::SessionBuilder::configure
-pub(super) fn session(
-    config: &Config,
-    env: Environment,
-    catalog: Catalog,
-    g: &Globals,
-) -> Result<Session, ScriptError> {
-    session_granting(config, env, catalog, Capabilities::default(), g)
-}
-
-/// [`session`], granting every skill `extra` on top of its declaration (`run --allow-*`).
-fn session_granting(
-    config: &Config,
-    env: Environment,
-    catalog: Catalog,
-    extra: Capabilities,
-    g: &Globals,
-) -> Result<Session, ScriptError> {
-    Ok(Session::builder(catalog)
-        .user_dirs(g.env.user_dirs())
-        .configure(config, env, Arc::new(AllowAll))?
-        .granted(extra)
-        .build())
-}
-
-/// Whether a [`session`] error is the configuration's (an unacceptable interpreter): a usage
-/// error rather than a fault.
-pub(super) fn is_config_error(e: &ScriptError) -> bool {
-    matches!(e, ScriptError::InvalidDeclaration { .. })
 }
 
 /// A run with its skill active, and the configuration it was made under.
@@ -190,85 +122,61 @@ async fn activate(
     super::read::find_in(&opened.shown, &opened.found, name)?;
     let (config, env) = configuration(g)?;
     check_granted(&extra, &config, &env)?;
-    let catalog = Catalog::with_options(
-        vec![named_source(
-            &config,
-            a_source,
-            CatalogSource::discovered(a_source, opened.src, opened.found),
-        )],
-        g.catalog_options(&config),
-    );
-    let session = session_granting(&config, env.clone(), catalog, extra, g).map_err(|e| {
-        if is_config_error(&e) {
-            usage!("{e}")
-        } else {
-            report(&e)
-        }
-    })?;
-    let mut run = session.start();
-    if let Err(e) = run.activate(name).await {
-        return Err(report_runtime(&e));
-    }
+    let named = ops::Named::typed(a_source, opened.src, opened.found);
+    let options = g.catalog_options(&config);
+    let dirs = g.env.user_dirs();
+    let run = ops::start(&config, &env, named, name, extra, dirs, options)
+        .await
+        .map_err(|e| match e {
+            StartError::Config(e) => usage!("{e}"),
+            StartError::Session(e) => report(&e),
+            StartError::Activate(e) => report_runtime(&e),
+        })?;
     Ok(Activated { run, config, env })
 }
 
-/// Refuses (exit 2, each reason printed) `--allow-*` flags the run cannot honour: a path that
-/// cannot be resolved or does not exist (a grant binds a file), one outside the configured
-/// ceiling, the network when the ceiling has none. The ceiling wins over the flags.
+/// Refuses (exit 2, each reason printed) `--allow-*` flags the run cannot honour
+/// ([`ops::script::check_grants`](skillcat::ops::script::check_grants)). The ceiling wins over
+/// the flags.
 fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Result<(), CliError> {
-    let ctx = context(env);
-    let mut faults = Vec::new();
-    for (access, flag, paths) in [
-        (Access::Read, "--allow-read", &extra.fs_read),
-        (Access::Write, "--allow-write", &extra.fs_write),
-    ] {
-        for p in paths {
-            match capability::resolve(p, &ctx.cwd, ctx.home.as_deref()) {
-                None => faults.push(format!(
-                    "{flag} {p}: cannot be resolved (an empty path, `~user`, a dangling link or \
-                     a link loop)"
-                )),
-                Some(full) if std::fs::symlink_metadata(&full).is_err() => faults.push(format!(
-                    "{flag} {p}: {} does not exist (a grant binds an existing file or directory; \
-                     grant the directory a new file goes in)",
-                    full.display()
-                )),
-                Some(full) if !ceiling_reaches(config, &ctx, access, &full) => faults.push(format!(
-                    "{flag} {p}: {} is outside the configured ceiling, which wins over the flags; \
-                     {}",
-                    full.display(),
-                    ceiling_advice(config, env, access, &full)
-                )),
-                Some(_) => {}
-            }
-        }
-    }
-    let ceiling = &config.ceiling().network;
-    match &extra.network {
-        Network::All if !ceiling.is_all() => faults.push(format!(
-            "--allow-net: the configured ceiling allows {}, and it wins over the flags; set \
-             `network = true` under [sandbox] in {} (or name the hosts: --allow-net HOST)",
-            match ceiling {
-                Network::Off => "no network".to_string(),
-                n => format!("only {n}"),
-            },
-            config_file(config, env)
-        )),
-        hosts @ Network::Hosts(_) => {
-            for p in hosts.outside(ceiling) {
-                faults.push(format!(
-                    "--allow-net {p}: outside the configured ceiling ({}), which wins over the \
-                     flags; add \"{p}\" to `network` under [sandbox] in {}",
-                    match ceiling {
-                        Network::Off => "no network".to_string(),
-                        n => format!("network = {n}"),
-                    },
-                    config_file(config, env)
-                ));
-            }
-        }
-        _ => {}
-    }
+    let no_network = |ceiling: &Network, what: String| match ceiling {
+        Network::Off => "no network".to_string(),
+        n => format!("{what}{n}"),
+    };
+    let faults: Vec<String> = ops::check_grants(extra, config, env)
+        .into_iter()
+        .map(|f| match f {
+            GrantFault::Unresolvable { access, path } => format!(
+                "{} {path}: cannot be resolved (an empty path, `~user`, a dangling link or a \
+                 link loop)",
+                flag(access)
+            ),
+            GrantFault::Missing { access, path, full } => format!(
+                "{} {path}: {} does not exist (a grant binds an existing file or directory; \
+                 grant the directory a new file goes in)",
+                flag(access),
+                full.display()
+            ),
+            GrantFault::OutsideCeiling { access, path, full } => format!(
+                "{} {path}: {} is outside the configured ceiling, which wins over the flags; {}",
+                flag(access),
+                full.display(),
+                ops::ceiling_advice(config, env, access, &full, &config_file(config, env))
+            ),
+            GrantFault::NetworkAll { ceiling } => format!(
+                "--allow-net: the configured ceiling allows {}, and it wins over the flags; set \
+                 `network = true` under [sandbox] in {} (or name the hosts: --allow-net HOST)",
+                no_network(&ceiling, "only ".into()),
+                config_file(config, env)
+            ),
+            GrantFault::HostOutside { host, ceiling } => format!(
+                "--allow-net {host}: outside the configured ceiling ({}), which wins over the \
+                 flags; add \"{host}\" to `network` under [sandbox] in {}",
+                no_network(&ceiling, "network = ".into()),
+                config_file(config, env)
+            ),
+        })
+        .collect();
     if faults.is_empty() {
         Ok(())
     } else {
@@ -277,107 +185,12 @@ fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Re
     }
 }
 
-fn context(env: &Environment) -> Context {
-    Context {
-        cwd: env.cwd.clone(),
-        home: env.home.clone(),
-        core_trusted_source: false,
+/// The flag that grants `access` for one run.
+fn flag(access: Access) -> &'static str {
+    match access {
+        Access::Read => "--allow-read",
+        Access::Write => "--allow-write",
     }
-}
-
-/// Whether the configured ceiling lets a run read (or write) `path`.
-fn ceiling_reaches(config: &Config, ctx: &Context, access: Access, path: &Path) -> bool {
-    let p = path.to_string_lossy().into_owned();
-    let caps = match access {
-        Access::Read => Capabilities {
-            fs_read: vec![p],
-            ..Capabilities::default()
-        },
-        Access::Write => Capabilities {
-            fs_write: vec![p],
-            ..Capabilities::default()
-        },
-    };
-    capability::intersect_detailed(&caps, config.ceiling(), ctx)
-        .dropped
-        .is_empty()
-}
-
-/// What the ceiling allows for `access`, and where to widen it to reach `path`: in the file
-/// read, or, for a project's file the user has not trusted (it counts only as far as the user's
-/// own configuration allows), `skillcat trust project` when that file lists the path, else the
-/// user's own configuration.
-fn ceiling_advice(config: &Config, env: &Environment, access: Access, path: &Path) -> String {
-    let ctx = context(env);
-    let ceiling = config.ceiling();
-    let roots = |list: &[String]| -> Vec<String> {
-        list.iter()
-            .filter_map(|r| capability::ceiling_root(r, &ctx))
-            .map(|p| p.display().to_string())
-            .collect()
-    };
-    let (mut allowed, key) = match access {
-        Access::Read => (roots(&ceiling.fs_read), "fs_read"),
-        Access::Write => (roots(&ceiling.fs_write), "fs_write"),
-    };
-    if access == Access::Read {
-        allowed.extend(roots(&ceiling.fs_write));
-    }
-    let verb = if access == Access::Read {
-        "reading"
-    } else {
-        "writing"
-    };
-    let now = if allowed.is_empty() {
-        format!("it allows {verb} nowhere")
-    } else {
-        format!("it allows {verb} under {}", allowed.join(", "))
-    };
-    // A relative root that expands to nothing: started in `/` or the home directory.
-    let written = match access {
-        Access::Read => &ceiling.fs_read,
-        Access::Write => &ceiling.fs_write,
-    };
-    let unexpanded = written
-        .iter()
-        .find(|r| !r.starts_with(['/', '~']) && capability::ceiling_root(r, &ctx).is_none());
-    let why = match unexpanded {
-        Some(r) => format!(
-            " (`{r}` allows nothing when the working directory is / or your home directory; \
-             write \"~\" or an absolute path to mean them)"
-        ),
-        None => String::new(),
-    };
-    if let (Some(project), Some(file)) = (&config.untrusted_project, &config.origin) {
-        let user = Config::user_file(env).map_or_else(
-            || "your own configuration".to_string(),
-            |f| f.display().to_string(),
-        );
-        // The project's file as written, before the user's configuration narrowed it.
-        let listed =
-            Config::load(file, env).is_ok_and(|own| ceiling_reaches(&own, &ctx, access, path));
-        return if listed {
-            format!(
-                "{now}{why}. The project's {} lists it, but you have not trusted this project, so \
-                 its file counts only as far as your own configuration ({user}) allows: run \
-                 `skillcat trust project` in {} to let it apply in full, or add the path, or a \
-                 directory above it, to `{key}` under [sandbox] in {user}",
-                file.display(),
-                project.display()
-            )
-        } else {
-            format!(
-                "{now}{why}; add it, or a directory above it, to `{key}` under [sandbox] in your \
-                 own configuration ({user}) — the project's {} counts only as far as that \
-                 allows, as you have not trusted the project (`skillcat trust project`)",
-                file.display()
-            )
-        };
-    }
-    format!(
-        "{now}{why}; add it, or a directory above it, to `{key}` under [sandbox] in {}",
-        config_file(config, env)
-    )
 }
 
 /// The configuration file to edit: the one read, else the user's own.
@@ -396,33 +209,23 @@ fn print_hints(e: &ScriptError, a: &Activation, config: &Config, env: &Environme
     let (Some(output), Some(grant)) = (e.output(), a.script_grant()) else {
         return;
     };
-    let caller = std::fs::canonicalize(&env.cwd).ok();
-    let workspaces = WorkspaceBase::default_dir(&g.env.user_dirs());
-    let workspaces = std::fs::canonicalize(&workspaces).unwrap_or(workspaces);
-    let system = skillcat::script::sandbox::system_read_paths(grant.network.any());
-    // The caller's home and root's: their hidden files are never suggested for a grant.
-    let mut homes: Vec<PathBuf> = env.home.iter().cloned().collect();
-    homes.push(PathBuf::from("/root"));
-    let place = RunPlace {
-        grant,
-        caller: caller.as_deref(),
-        started_in_caller: caller
-            .as_deref()
-            .is_some_and(|c| skillcat::script::start_dir(grant, c).is_some()),
-        system: &system,
-        workspaces: &workspaces,
-        homes: &homes,
-    };
-    for d in denial::denials(&output.text, &place) {
+    let found = ops::denials(&output.text, grant, env, &g.env.user_dirs());
+    for d in &found.denials {
         // Always escaped: a path in a hint comes from the script's output.
-        err!("{}", escape_controls(&hint(&d, &place, config, env)));
+        let hint = hint(d, grant, found.caller.as_deref(), config, env);
+        err!("{}", escape_controls(&hint));
     }
 }
 
-fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) -> String {
-    let (caller, ctx) = (place.caller, &context(env));
+fn hint(
+    d: &Denial,
+    run_grant: &Grant,
+    caller: Option<&Path>,
+    config: &Config,
+    env: &Environment,
+) -> String {
     // A path the script named that is not on the allow-list of suggestions: named, no advice.
-    let Some(grant) = d.grant.as_deref() else {
+    let Some(h) = ops::grant_hint(d, caller, config, env, &config_file(config, env)) else {
         return format!(
             "hint: the sandbox kept the script from {}; skillcat suggests no change for it (only \
              paths in your working directory or under what the run grants, other than hidden \
@@ -430,28 +233,10 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
             d.path.display()
         );
     };
-    // A path in the working directory is shown as the user would type it.
-    let shown = |p: &Path| -> String {
-        match caller.and_then(|c| p.strip_prefix(c).ok()) {
-            Some(rel) if rel.as_os_str().is_empty() => ".".to_string(),
-            Some(rel) => rel.display().to_string(),
-            None => p.display().to_string(),
-        }
-    };
-    let (flag, key, access) = match d.reach {
-        Reach::NotGranted if grant == d.path => ("--allow-read", "skillcat.fs_read", Access::Read),
-        Reach::InCallerDir => ("--allow-read", "skillcat.fs_read", Access::Read),
-        _ => ("--allow-write", "skillcat.fs_write", Access::Write),
-    };
-    let target = shown(grant);
-    let also = if ceiling_reaches(config, ctx, access, grant) {
-        String::new()
-    } else {
-        format!(
-            " The configured ceiling does not reach it either: {}.",
-            ceiling_advice(config, env, access, grant)
-        )
-    };
+    let (flag, target, key) = (flag(h.access), &h.target, h.key);
+    let also = h.ceiling.map_or_else(String::new, |advice| {
+        format!(" The configured ceiling does not reach it either: {advice}.")
+    });
     let path = d.path.display();
     match d.reach {
         Reach::NotGranted => format!(
@@ -464,55 +249,11 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
              {target}, or declare it under `metadata:` in the skill's SKILL.md as `{key}`.{also}"
         ),
         Reach::FilePermissions => {
-            let write = place.grant.fs_write.iter().any(|g| d.path.starts_with(g));
-            let (granted, able) = if write {
-                ("granted for writing", "writable")
+            let (write, why) = ops::permission_advice(d, run_grant);
+            let granted = if write {
+                "granted for writing"
             } else {
-                ("granted", "readable")
-            };
-            // Root's own files in a granted tree are mapped to the script's uid when the tree's
-            // top is root's (a view covers closed directories above a grant): what is left is
-            // another owner's file, a root file in another owner's tree, or a tree that cannot
-            // be mapped.
-            let holding = place
-                .grant
-                .fs_read
-                .iter()
-                .chain(&place.grant.fs_write)
-                .filter(|g| d.path.starts_with(g))
-                .map(|g| (g, owner(g)))
-                .collect::<Vec<_>>();
-            let root_tree = holding.iter().any(|(_, o)| *o == Some(0));
-            let deepest = holding.iter().max_by_key(|(g, _)| g.components().count());
-            let why = match (owner(grant), deepest) {
-                // A root file in a tree the helper did not map because another user owns it.
-                (Some(0), Some((top, top_owner))) if !root_tree => {
-                    let uid = top_owner.map_or("another user".to_string(), |u| format!("uid {u}"));
-                    format!(
-                        "root's files in a granted directory are the script's only where root \
-                         owns the directory granted; {} belongs to {uid}, so root's files in it \
-                         stay root's and their permissions keep uid 65534 out: make {} {able} \
-                         by others.",
-                        top.display(),
-                        grant.display()
-                    )
-                }
-                // A root file in root's tree (or one not found among the grants).
-                (Some(0), _) => format!(
-                    "root's files in a granted directory are the script's, but not in this one: \
-                     it holds skillcat's workspaces or lies on a file \
-                     system without idmapped mounts. Grant a directory beneath it, or make it \
-                     {able} by others."
-                ),
-                (Some(uid), _) => format!(
-                    "root's own files in a granted directory are the script's, but {} belongs \
-                     to uid {uid} and its permissions keep uid 65534 out: make it {able} by \
-                     others, or run skillcat as uid {uid}.",
-                    grant.display()
-                ),
-                (None, _) => {
-                    format!("its permissions keep that user out: make it {able} by others.")
-                }
+                "granted"
             };
             format!(
                 "hint: {path} is {granted}, but scripts run as the unprivileged uid 65534 when \
@@ -527,25 +268,6 @@ fn hint(d: &Denial, place: &RunPlace<'_>, config: &Config, env: &Environment) ->
             d.written
         ),
     }
-}
-
-/// The owner of a file, when it can be seen.
-fn owner(p: &Path) -> Option<u32> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(p).ok().map(|m| m.uid())
-}
-
-/// What loading the skill's scripts found: its script tools, or the error.
-fn script_tools(a: &Activation) -> Result<SkillTools, ScriptError> {
-    if let Some(e) = a.script_error() {
-        return Err(e.clone());
-    }
-    Ok(a.script_tools().cloned().unwrap_or_else(|| SkillTools {
-        // A skill without scripts offers none.
-        skill: a.name.clone(),
-        tools: Vec::new(),
-        skipped: Vec::new(),
-    }))
 }
 
 /// Says once per process, on stderr, that runs are not in a cgroup and what is then not
@@ -580,88 +302,40 @@ fn report(e: &ScriptError) -> CliError {
 
 /// `skillcat tools SOURCE NAME`
 pub async fn tools(a: ToolsArgs, g: &Globals) -> CliResult {
-    let run = match activate(&a.source, &a.name, Capabilities::default(), g).await {
-        Ok(activated) => activated.run,
-        Err(e) => return Err(e),
-    };
-    let mut found = match script_tools(&run.activations()[0]) {
-        Ok(t) => t,
-        Err(e) => return Err(report(&e)),
-    };
-    // Only what the run offers: a contested name (two tools that are one name but for case or
-    // `-`/`_`) is offered by neither, and the notes say so.
-    let offered: Vec<String> = run.tools().map(|t| t.name.clone()).collect();
-    found.tools.retain(|t| offered.contains(&t.name));
-    let activation = &run.activations()[0];
-    for n in activation
-        .notes
-        .iter()
-        .filter(|n| n.starts_with("tool ") && n.contains("contested"))
-    {
+    let run = activate(&a.source, &a.name, Capabilities::default(), g)
+        .await?
+        .run;
+    let report = ops::tools_report(&run).map_err(|e| report(&e))?;
+    // A contested name (two tools that are one name but for case or `-`/`_`) is offered by
+    // neither, and the notes say so.
+    for n in &report.contested {
         err!("{n}");
     }
-    let guests: Vec<&ToolSpec> = run.tools().filter(|t| t.kind == ToolKind::Guest).collect();
-    let guest_notes = activation
-        .notes
-        .iter()
-        .filter(|n| n.starts_with("guest tool"));
+    let (activation, found) = (&run.activations()[0], &report.found);
     match a.format {
         Format::Json => {
-            let tools: Vec<Json> = found.tools.iter().map(|t| t.to_json()).collect();
-            let skipped: Vec<Json> = found
-                .skipped
-                .iter()
-                .map(|s| json!({"path": s.path, "code": s.error.code(), "message": s.error.to_string()}))
-                .collect();
-            let guest_tools: Vec<Json> = guests
-                .iter()
-                .map(|t| {
-                    json!({"name": t.name, "description": t.description,
-                           "parameters": t.parameters, "trusted": t.trusted})
-                })
-                .collect();
-            let doc = json!({"skill": found.skill, "tools": tools, "skipped": skipped,
-                             "guest_tools": guest_tools, "guest_notes": guest_notes.collect::<Vec<_>>(),
-                             "grant": activation.script_grant().map(grant_json)});
-            out!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            out!(
+                "{}",
+                serde_json::to_string_pretty(&report).unwrap_or_default()
+            );
         }
         Format::Text => {
             if found.tools.is_empty() {
                 out!("{} offers no script tools", found.skill);
             }
-            for t in &guests {
+            for t in &report.guest_tools {
                 out!(
                     "{}  {} (guest tool, JavaScript, confined)",
                     t.name,
                     on_stdout(&t.description)
                 );
             }
-            for n in guest_notes {
+            for n in &report.guest_notes {
                 err!("{n}");
             }
             for t in &found.tools {
                 out!("{}  {}", t.name, on_stdout(&t.description));
-                let params = match &t.params {
-                    Params::Implicit => "args?: string (split like a shell)".to_string(),
-                    Params::Declared(list) if list.is_empty() => "(none)".to_string(),
-                    Params::Declared(list) => list
-                        .iter()
-                        .map(|p| {
-                            format!(
-                                "{}{}: {}{}",
-                                p.name,
-                                if p.required { "" } else { "?" },
-                                p.ty.as_str(),
-                                if p.kind == skillcat::script::argv::ParamKind::Positional {
-                                    " (positional)"
-                                } else {
-                                    ""
-                                }
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                };
+                let params = ops::params_text(&t.params);
                 out!(
                     "    {} via {}; parameters: {params}",
                     t.path,
@@ -669,8 +343,8 @@ pub async fn tools(a: ToolsArgs, g: &Globals) -> CliResult {
                 );
             }
             if let Some(g) = activation.script_grant() {
-                for line in grant_lines(g) {
-                    out!("{line}");
+                for line in ops::grant_lines(g) {
+                    out!("{}", escape_controls(&line));
                 }
             }
             for s in &found.skipped {
@@ -694,43 +368,22 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
     let Activated { run, config, env } = activate(&a.source, &a.name, granted.clone(), g).await?;
     warn_network_declaration(&run.activations()[0]);
     // A guest tool (tier 2) of the skill runs by its name, with --json arguments.
-    let guest = run
-        .tools()
-        .find(|t| t.kind == ToolKind::Guest && t.name == a.script)
-        .map(|t| t.name.clone());
-    if let Some(name) = guest {
-        // A failure is said before the run's own warnings.
-        let status = match run.call(&name, &args).await {
-            Ok(out) => {
-                out!("{}", on_stdout(&out.to_model_text()));
-                ExitStatus::Success
-            }
-            Err(e) => report_runtime(&e).print(),
-        };
-        finish(run).await;
-        return Ok(status);
-    }
-    // A declared guest tool that is not offered: say why, not that no script has the name.
-    let withheld = format!("guest tool '{}' ", a.script);
-    if let Some(note) = run.activations()[0]
-        .notes
-        .iter()
-        .find(|n| n.starts_with("guest tool") && n.contains(&withheld))
-    {
-        return Err(failed!("{}", on_stderr(note)));
-    }
-    let tools = match script_tools(&run.activations()[0]) {
-        Ok(t) => t,
-        Err(e) => return Err(report(&e)),
-    };
-    let Some(t) = tools.find(&a.script) else {
-        let e = match tools.skipped(&a.script) {
-            Some(s) => s.error.clone(),
-            None => ScriptError::NotFound {
-                tool: a.script.clone(),
-            },
-        };
-        return Err(report(&e));
+    let t = match ops::find_tool(&run, &a.script) {
+        Ok(Target::Guest(name)) => {
+            // A failure is said before the run's own warnings.
+            let status = match run.call(&name, &args).await {
+                Ok(out) => {
+                    out!("{}", on_stdout(&out.to_model_text()));
+                    ExitStatus::Success
+                }
+                Err(e) => report_runtime(&e).print(),
+            };
+            finish(run).await;
+            return Ok(status);
+        }
+        Ok(Target::Script(t)) => t,
+        Err(FindToolError::Withheld(note)) => return Err(failed!("{}", on_stderr(&note))),
+        Err(FindToolError::Script(e)) => return Err(report(&e)),
     };
     if a.args.is_some() && matches!(t.params, Params::Declared(_)) {
         return Err(usage!(
@@ -740,12 +393,12 @@ pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
         ));
     }
     if a.dry_run {
-        print_dry_run(&run.activations()[0], t, &granted, &config, &env);
+        print_dry_run(&run.activations()[0], &t, &granted, &config, &env);
         finish(run).await;
         return Ok(ExitStatus::Success);
     }
     warn_if_no_cgroup();
-    let status = call_script(&run, t, &args, (&config, &env), g).await;
+    let status = call_script(&run, &t, &args, (&config, &env), g).await;
     let status = keep_or_say_left(&run, a.keep_work.as_deref(), status).await;
     finish(run).await;
     Ok(status)
@@ -803,24 +456,12 @@ fn print_dry_run(
         t.name
     );
     if let Some(g) = activation.script_grant() {
-        for line in grant_lines(g) {
-            out!("{line}");
+        for line in ops::grant_lines(g) {
+            out!("{}", escape_controls(&line));
         }
     }
-    let asked = Capabilities::from_frontmatter(activation.entry().skill().frontmatter())
-        .with(granted)
-        .network;
-    // Where the ceiling is widened: a project's file the user has not trusted counts only
-    // as far as the user's own allows.
-    let widen = match (&config.untrusted_project, &config.origin) {
-        (Some(_), Some(file)) => format!(
-            "the project's {} counts only as far as your own configuration allows until \
-             you run `skillcat trust project`",
-            file.display()
-        ),
-        _ => format!("widen `[sandbox] network` in {}", config_file(config, env)),
-    };
-    for p in asked.intersect(&config.ceiling().network).1 {
+    let widen = ops::network_widen_advice(config, &config_file(config, env));
+    for p in ops::network_outside_ceiling(activation, granted, config) {
         err!(
             "note: {p} is asked for but outside the configured ceiling ([sandbox] network = \
              {}); not granted: {widen}",
@@ -892,30 +533,17 @@ fn say_network(n: &skillcat::script::NetworkReport, config: &Config, env: &Envir
     }
     // A name outside the grant that the ceiling does not allow either: the flag alone would be
     // refused, so say which file to widen.
-    let ceiling = &config.ceiling().network;
-    for r in n.refused.iter().filter(|r| r.why == NOT_GRANTED) {
-        let Some((host, port)) = r
-            .target
-            .rsplit_once(':')
-            .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
-        else {
-            continue;
-        };
-        if !ceiling.allows(host, port) {
-            err!(
-                "hint: the configured ceiling does not allow {} either ([sandbox] network = {}): \
-                 add \"{}\" to it in {}",
-                escape_controls(&r.target),
-                ceiling,
-                escape_controls(&r.target),
-                config_file(config, env)
-            );
-        }
+    for target in ops::refused_outside_ceiling(n, config) {
+        err!(
+            "hint: the configured ceiling does not allow {} either ([sandbox] network = {}): \
+             add \"{}\" to it in {}",
+            escape_controls(target),
+            config.ceiling().network,
+            escape_controls(target),
+            config_file(config, env)
+        );
     }
 }
-
-/// The reason the proxy gives for a name and port outside the run's grant.
-const NOT_GRANTED: &str = skillcat::script::proxy::NOT_GRANTED;
 
 /// A skill whose network declaration is not one: said, as it is read as no network.
 fn warn_network_declaration(a: &Activation) {
@@ -928,75 +556,19 @@ fn warn_network_declaration(a: &Activation) {
     }
 }
 
-/// The grant of a skill's scripts, one line per part, for `tools` and `run --dry-run`.
-fn grant_lines(g: &Grant) -> Vec<String> {
-    let paths = |p: &[std::path::PathBuf]| {
-        if p.is_empty() {
-            "nothing".to_string()
-        } else {
-            p.iter()
-                .map(|p| escape_controls(&p.display().to_string()).into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        }
-    };
-    vec![
-        format!("grant: read {}", paths(&g.fs_read)),
-        format!("grant: write {}", paths(&g.fs_write)),
-        format!(
-            "grant: network {}",
-            match &g.network {
-                Network::Off => "none".to_string(),
-                Network::All => "all (no proxy)".to_string(),
-                n @ Network::Hosts(_) =>
-                    format!("{n} (through the run's proxy; no port means 80 and 443)"),
-            }
-        ),
-        format!(
-            "grant: timeout {} s, trust {}",
-            g.timeout.as_secs(),
-            g.trust.as_str()
-        ),
-    ]
-}
-
-fn grant_json(g: &Grant) -> Json {
-    json!({
-        "fs_read": g.fs_read, "fs_write": g.fs_write, "network": g.network,
-        "timeout_seconds": g.timeout.as_secs(), "trust": g.trust.as_str(),
-    })
-}
-
-/// How many of the files a script left are named on stderr; the rest are counted.
-const LEFT_SHOWN: usize = 10;
-
 /// After a run without `--keep-work`: the files the script left in its work directory, which
 /// go with it, and how to keep them.
 fn say_left(left: &[skillcat::script::LeftFile]) {
     if left.is_empty() {
         return;
     }
-    let mut names: Vec<String> = left
-        .iter()
-        .take(LEFT_SHOWN)
-        .map(|f| {
-            let name = escape_controls(&f.path.to_string_lossy()).into_owned();
-            if f.regular {
-                format!("{name} ({} bytes)", f.size)
-            } else {
-                format!("{name} (not a regular file)")
-            }
-        })
-        .collect();
-    if left.len() > LEFT_SHOWN {
-        names.push(format!("and {} more", left.len() - LEFT_SHOWN));
-    }
+    let names = ops::left_names(left).join(", ");
     note!(
         "note: the script left {} in its work directory, which is removed with the run: {}. \
          Run with --keep-work DIR to keep what it leaves, or grant a directory with \
          --allow-write DIR and have the script write there.",
         plural(left.len(), "file"),
-        names.join(", ")
+        escape_controls(&names)
     );
 }
 
