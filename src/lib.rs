@@ -26,6 +26,8 @@
 //!
 //! [`context`] holds what every operation of the command line runs with, built once: the
 //! process's environment (read there only), the configuration, the keyring, the remote options.
+//! [`ops`] holds what each command does, without printing: the command line parses, calls
+//! an operation and prints the data it answers.
 //!
 //! Feature `cli` (on by default) builds the `skillcat` binary; `tls` (on by default) adds HTTPS;
 //! `neural` adds the offline neural ranker.
@@ -69,6 +71,7 @@ pub use skillcat_serve as serve;
 pub use skillcat_audit as audit;
 
 pub mod context;
+pub mod ops;
 
 // The README's examples are compiled and run as doctests.
 #[cfg(doctest)]

@@ -1,0 +1,4 @@
+//! Library operations: what each command does, without printing (cargo's ops).
+
+pub mod matching;
+pub mod read;
