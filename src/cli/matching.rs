@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::ValueEnum;
-use serde_json::json;
 use skillcat::config::Config;
 use skillcat::matching::eval::Split;
 use skillcat::matching::{CacheStats, EmbedProvider, MatchMode, SkillDoc};
@@ -229,15 +228,7 @@ async fn match_source(
     for f in &found.faults {
         print_fault(f);
     }
-    let candidates: Vec<Candidate<'_>> = found
-        .skills
-        .iter()
-        .map(|skill| Candidate {
-            name: skill.name(),
-            location: skill.location(),
-            skill,
-        })
-        .collect();
+    let candidates = Candidate::of_skills(&found.skills);
     outcome(
         rank_and_print(s, format, &candidates, message).await,
         !found.faults.is_empty(),
@@ -269,16 +260,11 @@ async fn match_catalog(
     let snapshot = catalog.snapshot().await;
     let faults = super::read::print_diagnostics(&snapshot);
     super::read::say_where_looked(config, &snapshot, g);
-    let candidates: Vec<Candidate<'_>> = snapshot
-        .entries()
-        .iter()
-        .map(|e| Candidate {
-            name: e.name().to_string(),
-            location: e.location(),
-            skill: e.skill(),
-        })
-        .collect();
-    outcome(rank_and_print(s, format, &candidates, message).await, faults)
+    let candidates = Candidate::of_catalog(&snapshot);
+    outcome(
+        rank_and_print(s, format, &candidates, message).await,
+        faults,
+    )
 }
 
 /// Ranks the candidates and prints the best [`skillcat::matching::MatcherConfig::top`];
@@ -289,14 +275,7 @@ async fn rank_and_print(
     candidates: &[Candidate<'_>],
     message: &str,
 ) -> Result<usize, CliError> {
-    let docs: Vec<SkillDoc<'_>> = candidates
-        .iter()
-        .map(|c| SkillDoc {
-            name: c.name.as_str().into(),
-            ..SkillDoc::from_skill(c.skill)
-        })
-        .collect();
-    let built = build(s, &docs).await?;
+    let built = build(s, &skillcat::ops::matching::docs(candidates)).await?;
     let ranking = skillcat::ops::matching::rank(s, &built, candidates, message)
         .await
         .map_err(match_error)?;
@@ -333,37 +312,23 @@ async fn evaluate(s: &Settings, format: Format, file: &Path, split: EvalSplit) -
     let set = load_set(file, split.into()).map_err(match_error)?;
     let started = Instant::now();
     let built = build(s, &set.docs()).await?;
-    let e = skillcat::ops::matching::evaluate(&set, &built)
+    let e = skillcat::ops::matching::evaluate(s, &set, split.into(), &built)
         .await
         .map_err(match_error)?;
-    let scores = e.scores;
     report_cache(e.cache.as_ref());
     err!("Evaluated in {:.2} s.", started.elapsed().as_secs_f64());
-    let mode = s.matcher.mode.as_str();
     match format {
-        Format::Json => out!(
-            "{}",
-            json!({
-                "mode": mode,
-                "split": split.to_possible_value().map(|v| v.get_name().to_string()),
-                "skills": e.skills,
-                "queries": scores.queries,
-                "top1": scores.top1,
-                "top5": scores.top5,
-                "mrr10": scores.mrr10,
-            })
-        ),
+        Format::Json => out!("{}", serde_json::to_string(&e).unwrap_or_default()),
         Format::Text => {
-            let split = split.to_possible_value();
             out!(
                 "mode={} split={} skills={} queries={} mrr10={:.3}",
-                mode,
-                split.as_ref().map_or("all", |v| v.get_name()),
+                e.mode,
+                e.split,
                 e.skills,
-                scores.queries,
-                scores.mrr10
+                e.queries,
+                e.mrr10
             );
-            out!("top1={:.3} top5={:.3}", scores.top1, scores.top5);
+            out!("top1={:.3} top5={:.3}", e.top1, e.top5);
         }
     }
     Ok(ExitStatus::Success)
@@ -387,7 +352,9 @@ fn match_error(e: MatchError) -> CliError {
              use --mode embed with a provider"
         ),
         MatchError::Certificates(e) => usage!("--cacert: {e}"),
-        MatchError::NoModel => usage!("--mode embed needs --embed-model (or [matcher.embedder] model)"),
+        MatchError::NoModel => {
+            usage!("--mode embed needs --embed-model (or [matcher.embedder] model)")
+        }
         MatchError::NoUrl => usage!(
             "--embed-provider openai needs --embed-url (or [matcher.embedder] \
              url), e.g. https://api.openai.com"

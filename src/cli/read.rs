@@ -4,7 +4,6 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use serde_json::json;
 use skillcat::document::{Fault, Skill};
 use skillcat::ops::read::{
     FindError, OpenError, PromptIssue, PropertiesError, ReadError, refusal_message,
@@ -217,12 +216,8 @@ pub async fn validate(a: ValidateArgs, g: &Globals) -> CliResult {
     match format {
         Format::Text => print_text_reports(&v.reports),
         Format::Json => {
-            let arr: Vec<_> = v
-                .reports
-                .iter()
-                .map(|r| json!({"path": r.path, "name": r.name, "valid": r.faults.is_empty(), "faults": r.faults}))
-                .collect();
-            out!("{}", serde_json::to_string_pretty(&arr).expect("json"));
+            let rows = skillcat::ops::read::report_rows(&v.reports);
+            out!("{}", serde_json::to_string_pretty(&rows).expect("json"));
         }
     }
     Ok(if v.unreadable {
@@ -334,10 +329,7 @@ pub async fn prompt(a: PromptArgs, g: &Globals) -> CliResult {
         budget,
         omit_when_empty: false,
     };
-    print_rendered(
-        &skillcat::prompt::render(&entries.skills(), &opts),
-        verbose,
-    );
+    print_rendered(&skillcat::prompt::render(&entries.skills(), &opts), verbose);
     Ok(code)
 }
 
@@ -452,16 +444,17 @@ pub async fn list(a: ListArgs, g: &Globals) -> CliResult {
         Format::Text => {
             let mut out = std::io::stdout().lock();
             for s in &listing.skills {
-                let desc = s.description.split_whitespace().collect::<Vec<_>>().join(" ");
+                let desc = s
+                    .description
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 let _ = writeln!(out, "{}  {}", shown(&s.name), shown(&desc));
                 let digest = s.digest.as_deref().unwrap_or("-");
                 let _ = writeln!(out, "    {}  {digest}", shown(&s.location));
             }
         }
-        Format::Json => out!(
-            "{}",
-            serde_json::to_string_pretty(&listing).expect("json")
-        ),
+        Format::Json => out!("{}", serde_json::to_string_pretty(&listing).expect("json")),
     }
     // Faults on stderr, in the source's order: the invalid skills listed, the roots that are not.
     for s in &listing.skills {
@@ -508,7 +501,11 @@ async fn list_configured(format: Format, g: &Globals) -> CliResult {
         Format::Text => {
             let mut out = std::io::stdout().lock();
             for s in &listing.skills {
-                let desc = s.description.split_whitespace().collect::<Vec<_>>().join(" ");
+                let desc = s
+                    .description
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 let _ = writeln!(out, "{}  {}", shown(&s.name), shown(&desc));
                 let _ = writeln!(
                     out,
@@ -520,10 +517,7 @@ async fn list_configured(format: Format, g: &Globals) -> CliResult {
                 );
             }
         }
-        Format::Json => out!(
-            "{}",
-            serde_json::to_string_pretty(&listing).expect("json")
-        ),
+        Format::Json => out!("{}", serde_json::to_string_pretty(&listing).expect("json")),
     }
     any_fault |= print_diagnostics(&snapshot);
     Ok(ExitStatus::faults_if(any_fault))

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::catalog::Snapshot;
 use crate::config::Config;
 use crate::document::Skill;
 use crate::matching::eval::{LabelledSet, Scores, SetError, Split};
@@ -208,8 +209,7 @@ impl Settings {
                 cache: None,
             });
         };
-        let (embedder, cache): (Arc<dyn Embedder>, Option<CacheHandle>) = match self.cache_root()
-        {
+        let (embedder, cache): (Arc<dyn Embedder>, Option<CacheHandle>) = match self.cache_root() {
             Some(root) => {
                 let cached = Arc::new(Cached::new(embedder, root));
                 (cached.clone(), Some(cached))
@@ -278,6 +278,44 @@ pub struct Candidate<'a> {
     pub skill: &'a Skill,
 }
 
+impl<'a> Candidate<'a> {
+    /// The skills of a source, by their own names.
+    pub fn of_skills(skills: &'a [Skill]) -> Vec<Candidate<'a>> {
+        skills
+            .iter()
+            .map(|skill| Candidate {
+                name: skill.name(),
+                location: skill.location(),
+                skill,
+            })
+            .collect()
+    }
+
+    /// The skills a catalog offers, by the names it offers them under.
+    pub fn of_catalog(snapshot: &'a Snapshot) -> Vec<Candidate<'a>> {
+        snapshot
+            .entries()
+            .iter()
+            .map(|e| Candidate {
+                name: e.name().to_string(),
+                location: e.location(),
+                skill: e.skill(),
+            })
+            .collect()
+    }
+}
+
+/// What the matcher reads of each candidate, under the name it goes by.
+pub fn docs<'a>(candidates: &'a [Candidate<'_>]) -> Vec<SkillDoc<'a>> {
+    candidates
+        .iter()
+        .map(|c| SkillDoc {
+            name: c.name.as_str().into(),
+            ..SkillDoc::from_skill(c.skill)
+        })
+        .collect()
+}
+
 /// One skill ranked.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ranked {
@@ -342,13 +380,24 @@ pub async fn rank(
 }
 
 /// The figures of a labelled set ranked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Evaluation {
+    /// The ranker.
+    pub mode: &'static str,
+    /// The part of the queries scored: `all`, `tune` or `held-out`.
+    pub split: &'static str,
     /// The set's skills.
     pub skills: usize,
-    /// The scores.
-    pub scores: Scores,
+    /// The queries scored.
+    pub queries: usize,
+    /// The share of queries whose first skill is relevant.
+    pub top1: f64,
+    /// The share of queries with a relevant skill in the first five.
+    pub top5: f64,
+    /// The mean reciprocal rank of the first relevant skill within ten.
+    pub mrr10: f64,
     /// What the embedding cache did, when there is one.
+    #[serde(skip)]
     pub cache: Option<CacheReport>,
 }
 
@@ -366,17 +415,174 @@ pub fn load_set(file: &Path, split: Split) -> Result<LabelledSet, MatchError> {
         })
 }
 
-/// The set's own skills ranked for each of its queries with `built`, scored.
-pub async fn evaluate(set: &LabelledSet, built: &Built) -> Result<Evaluation, MatchError> {
+/// The set's own skills ranked for each of its queries with `built`, scored; `split` is the
+/// part of the set's queries `load_set` kept.
+pub async fn evaluate(
+    s: &Settings,
+    set: &LabelledSet,
+    split: Split,
+    built: &Built,
+) -> Result<Evaluation, MatchError> {
     let rankings: Vec<Vec<Hit>> = built
         .matcher
         .rank_all(&set.texts(), 10)
         .await
         .map_err(MatchError::Provider)?;
-    let scores = set.score(&rankings);
+    let Scores {
+        queries,
+        top1,
+        top5,
+        mrr10,
+        ..
+    } = set.score(&rankings);
     Ok(Evaluation {
+        mode: s.matcher.mode.as_str(),
+        split: match split {
+            Split::All => "all",
+            Split::Tune => "tune",
+            Split::HeldOut => "held-out",
+        },
         skills: set.skills.len(),
-        scores,
+        queries,
+        top1,
+        top5,
+        mrr10,
         cache: built.cache_report(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn skill(dir: &Path, name: &str, description: &str) -> Skill {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        let text = format!("---\nname: {name}\ndescription: {description}\n---\nBody.\n");
+        std::fs::write(d.join("SKILL.md"), text).unwrap();
+        let src = crate::source::DirSource::open_skill(&d, Default::default()).unwrap();
+        let found = crate::source::discover_with(&src, crate::source::Detail::Document).await;
+        found.unwrap().skills.remove(0)
+    }
+
+    #[test]
+    fn choices_go_over_the_configuration() {
+        let mut config = Config::default();
+        config.matcher.top = 3;
+        config.cache_dir = Some(PathBuf::from("/config-cache"));
+        let open = OpenOptions {
+            user_cache_dir: Some(PathBuf::from("/user-cache")),
+            ..OpenOptions::default()
+        };
+        let s = Settings::new(Choices::default(), &config, &open);
+        assert_eq!(s.matcher.top, 3);
+        assert_eq!(s.cache_dir, Some(PathBuf::from("/config-cache")));
+        let choices = Choices {
+            top: Some(7),
+            mode: Some(MatchMode::Embed),
+            no_cache: true,
+            ..Choices::default()
+        };
+        let open = OpenOptions {
+            cache_dir: Some(PathBuf::from("/given")),
+            ..open
+        };
+        let s = Settings::new(choices, &config, &open);
+        assert_eq!((s.matcher.top, s.matcher.mode), (7, MatchMode::Embed));
+        assert_eq!(s.cache_dir, Some(PathBuf::from("/given")));
+        assert!(!s.matcher.cache && !s.cache_missing() && s.cache_root().is_none());
+    }
+
+    #[test]
+    fn an_embedder_needs_its_model_and_url() {
+        let config = Config::default();
+        let open = OpenOptions::default();
+        let at = |mode, model: Option<&str>, url: Option<&str>| {
+            let choices = Choices {
+                mode: Some(mode),
+                embed_provider: Some(EmbedProvider::OpenAi),
+                embed_model: model.map(str::to_string),
+                embed_url: url.map(str::to_string),
+                ..Choices::default()
+            };
+            Settings::new(choices, &config, &open).embedder()
+        };
+        assert!(at(MatchMode::Bm25, None, None).unwrap().is_none());
+        let no_model = at(MatchMode::Embed, None, None).err().unwrap();
+        assert!(matches!(no_model, MatchError::NoModel), "{no_model:?}");
+        let no_url = at(MatchMode::Embed, Some("m"), None).err().unwrap();
+        assert!(matches!(no_url, MatchError::NoUrl), "{no_url:?}");
+        let made = at(MatchMode::Embed, Some("m"), Some("http://127.0.0.1:9"));
+        assert!(made.unwrap().is_some());
+        #[cfg(not(feature = "neural"))]
+        assert!(matches!(
+            at(MatchMode::Neural, None, None),
+            Err(MatchError::NeuralUnavailable)
+        ));
+    }
+
+    #[tokio::test]
+    async fn bm25_ranks_the_skill_sharing_the_words_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let skills = [
+            skill(
+                tmp.path(),
+                "pdf-tools",
+                "Extract text and tables from PDF files.",
+            )
+            .await,
+            skill(tmp.path(), "git-helper", "Write commit messages for git.").await,
+        ];
+        let s = Settings::new(
+            Choices::default(),
+            &Config::default(),
+            &OpenOptions::default(),
+        );
+        let candidates = Candidate::of_skills(&skills);
+        let built = s.matcher(None, &docs(&candidates)).await.unwrap();
+        let r = rank(&s, &built, &candidates, "extract tables from a pdf")
+            .await
+            .unwrap();
+        assert_eq!(r.mode, "bm25");
+        assert_eq!(
+            (r.matches[0].rank, r.matches[0].name.as_str()),
+            (1, "pdf-tools")
+        );
+        assert!(r.cache.is_none());
+        let json = serde_json::to_value(&r).unwrap();
+        let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["mode", "message", "matches"]);
+    }
+
+    #[tokio::test]
+    async fn a_labelled_set_is_loaded_scored_or_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("set.json");
+        let e = load_set(&file, Split::All).unwrap_err();
+        assert!(matches!(e, MatchError::ReadSet { .. }), "{e:?}");
+        std::fs::write(&file, "{").unwrap();
+        let e = load_set(&file, Split::All).unwrap_err();
+        assert!(matches!(e, MatchError::BadSet { .. }), "{e:?}");
+        let set = serde_json::json!({
+            "skills": [
+                {"name": "weather", "description": "Forecasts the weather in a city."},
+                {"name": "calculator", "description": "Adds and multiplies numbers."}
+            ],
+            "queries": [
+                {"text": "what is the weather forecast", "relevant": ["weather"]},
+                {"text": "multiply these numbers", "relevant": ["calculator"]}
+            ]
+        });
+        std::fs::write(&file, set.to_string()).unwrap();
+        let set = load_set(&file, Split::HeldOut).unwrap();
+        let s = Settings::new(
+            Choices::default(),
+            &Config::default(),
+            &OpenOptions::default(),
+        );
+        let built = s.matcher(None, &set.docs()).await.unwrap();
+        let e = evaluate(&s, &set, Split::HeldOut, &built).await.unwrap();
+        assert_eq!((e.split, e.skills, e.queries), ("held-out", 2, 1));
+        assert_eq!(e.top1, 1.0);
+    }
 }

@@ -10,7 +10,7 @@ use serde::{Serialize, Serializer};
 use crate::Error;
 use crate::catalog::{Diagnostic, Entry, Snapshot};
 use crate::document::{Fault, FaultKind, Skill, ValidateOptions};
-use crate::source::validate::{Target, join_shown};
+use crate::source::validate::{Report, Target, join_shown};
 use crate::source::{
     self, Detail, DirOptions, DirSource, Discovery, NamedError, OpenOptions, RootFault, SkillRef,
     Source, SourceExt, SourceKind, SourceSpec,
@@ -70,6 +70,32 @@ pub fn targets(args: &[String]) -> Vec<Target> {
                 // looked at first.
                 spec: !SourceSpec::is_path_spelling(arg),
             }
+        })
+        .collect()
+}
+
+/// A validation report as `validate --format json` gives it.
+#[derive(Debug, Serialize)]
+pub struct ReportRow<'a> {
+    /// The root as shown.
+    pub path: &'a str,
+    /// The skill's name, when it has one.
+    pub name: Option<&'a str>,
+    /// Whether it breaks no rule.
+    pub valid: bool,
+    /// The rules it breaks.
+    pub faults: &'a [Fault],
+}
+
+/// The rows of `validate`'s reports.
+pub fn report_rows(reports: &[Report]) -> Vec<ReportRow<'_>> {
+    reports
+        .iter()
+        .map(|r| ReportRow {
+            path: &r.path,
+            name: r.name.as_deref(),
+            valid: r.faults.is_empty(),
+            faults: &r.faults,
         })
         .collect()
 }
@@ -416,8 +442,8 @@ pub async fn list(arg: &str, opened: Opened, name: Option<&str>) -> Result<Listi
         d.faults.clear();
     }
     let opts = ValidateOptions::default();
-    let marketplace_kind = SourceSpec::parse(arg)
-        .is_ok_and(|s| matches!(s.kind, SourceKind::Local | SourceKind::Git));
+    let marketplace_kind =
+        SourceSpec::parse(arg).is_ok_and(|s| matches!(s.kind, SourceKind::Local | SourceKind::Git));
     let mut skills = Vec::new();
     for s in &d.skills {
         let faults = s.validate(&opts);
@@ -749,4 +775,211 @@ pub fn prompt_entries(found: &[Opened]) -> PromptEntries {
             .then_with(|| a.1.as_bytes().cmp(b.1.as_bytes()))
     });
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skill(dir: &Path, name: &str, description: &str) {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        let text = format!("---\nname: {name}\ndescription: {description}\n---\nBody of {name}.\n");
+        std::fs::write(d.join("SKILL.md"), text).unwrap();
+    }
+
+    fn arg(p: &Path) -> String {
+        p.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn paths_are_shown_as_the_reference_prints_them() {
+        assert_eq!(display_path("./a//b/"), "a/b");
+        assert_eq!(display_path(""), ".");
+        assert_eq!(display_path("/x/./y/"), "/x/y");
+        assert_eq!(display_path("../a"), "../a");
+        let tmp = tempfile::tempdir().unwrap();
+        skill(tmp.path(), "alpha", "Does alpha.");
+        let doc = tmp.path().join("alpha/SKILL.md");
+        let (shown, path) = skill_dir_of(&arg(&doc));
+        assert_eq!(shown, arg(&tmp.path().join("alpha")));
+        assert_eq!(path, tmp.path().join("alpha"));
+        assert_eq!(skill_dir_of("https://h/x//y/").0, "https://h/x//y/");
+        let t = targets(&["./a//b/".to_string(), "https://h/i".to_string()]);
+        assert_eq!((t[0].shown.as_str(), t[0].spec), ("a/b", false));
+        assert!(t[1].spec);
+    }
+
+    #[tokio::test]
+    async fn arguments_open_as_a_skill_a_source_or_a_refusal() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = OpenOptions::default();
+        skill(tmp.path(), "alpha", "Does alpha.");
+        skill(tmp.path(), "beta", "Does beta.");
+        let one = open(&arg(&tmp.path().join("alpha")), Detail::Files, &opts)
+            .await
+            .unwrap();
+        assert!(one.single);
+        assert_eq!(one.found.skills.len(), 1);
+        let many = open(&arg(tmp.path()), Detail::Files, &opts).await.unwrap();
+        assert!(!many.single);
+        assert_eq!(many.found.skills.len(), 2);
+
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        let o = open(&arg(&empty), Detail::Files, &opts).await.unwrap();
+        assert!(
+            o.single,
+            "an empty directory is one skill missing its document"
+        );
+        assert_eq!(o.found.faults[0].fault.kind(), FaultKind::MissingDocument);
+
+        let file = tmp.path().join("notes.txt");
+        std::fs::write(&file, "hello").unwrap();
+        let e = open(&arg(&file), Detail::Files, &opts).await.err().unwrap();
+        assert!(matches!(e, OpenError::NotASkill { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .ends_with("(nor an archive, a registry or a SKILL.md)")
+        );
+        let gone = arg(&tmp.path().join("gone"));
+        let e = open(&gone, Detail::Files, &opts).await.err().unwrap();
+        assert_eq!(e.to_string(), format!("Path does not exist: {gone}"));
+
+        let (o, name) = open_named(&arg(tmp.path()), "beta", Detail::Files, &opts)
+            .await
+            .unwrap();
+        assert_eq!((name, o.found.skills.len()), ("beta", 2));
+        let e = open_named(&arg(tmp.path()), "beta@2.0", Detail::Files, &opts)
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(e, OpenError::OtherVersion { .. }), "{e:?}");
+        assert!(e.to_string().contains("without a metadata.version"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_skill_is_found_or_said_missing_or_unreadable() {
+        let tmp = tempfile::tempdir().unwrap();
+        skill(tmp.path(), "alpha", "Does alpha.");
+        std::fs::create_dir(tmp.path().join("broken")).unwrap();
+        std::fs::write(tmp.path().join("broken/SKILL.md"), "no frontmatter").unwrap();
+        let o = open(&arg(tmp.path()), Detail::Files, &OpenOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(find_in("src", &o.found, "alpha").unwrap().name(), "alpha");
+        let e = find_in("src", &o.found, "gamma").unwrap_err();
+        assert!(
+            matches!(&e, FindError::NoSuchSkill(m) if m.contains("alpha")),
+            "{e:?}"
+        );
+        let e = find_in("src", &o.found, "broken").unwrap_err();
+        assert_eq!(e.to_string(), "skill 'broken' in src could not be read");
+        assert!(matches!(e, FindError::Unreadable { faults, .. } if faults.len() == 1));
+    }
+
+    #[tokio::test]
+    async fn a_listing_has_digests_faults_and_the_json_of_the_command() {
+        let tmp = tempfile::tempdir().unwrap();
+        skill(tmp.path(), "alpha", "Does alpha.");
+        // Named unlike its directory: listed, but invalid.
+        skill(tmp.path(), "beta", "Does beta.");
+        let beta = tmp.path().join("beta/SKILL.md");
+        std::fs::write(&beta, "---\nname: other\ndescription: B.\n---\n").unwrap();
+        let opts = OpenOptions::default();
+        let o = open(&arg(tmp.path()), Detail::Files, &opts).await.unwrap();
+        let listing = list(&arg(tmp.path()), o, None).await.unwrap();
+        assert_eq!(listing.skills.len(), 2);
+        assert!(listing.skills.iter().all(|s| s.digest.is_some()));
+        assert!(listing.skills[0].valid && !listing.skills[1].valid);
+        assert!(listing.any_fault());
+        let json = serde_json::to_value(&listing).unwrap();
+        let keys: Vec<&String> = json["skills"][0].as_object().unwrap().keys().collect();
+        let want = [
+            "name",
+            "description",
+            "location",
+            "root",
+            "digest",
+            "valid",
+            "faults",
+        ];
+        assert_eq!(keys, want);
+        assert_eq!(json["faults"], serde_json::json!([]));
+
+        let o = open(&arg(tmp.path()), Detail::Files, &opts).await.unwrap();
+        let one = list(&arg(tmp.path()), o, Some("alpha")).await.unwrap();
+        assert_eq!(one.skills.len(), 1);
+        assert!(!one.any_fault());
+    }
+
+    #[tokio::test]
+    async fn properties_need_one_skill() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = OpenOptions::default();
+        skill(tmp.path(), "alpha", "Does alpha.");
+        skill(tmp.path(), "beta", "Does beta.");
+        let o = open(&arg(tmp.path()), Detail::Frontmatter, &opts)
+            .await
+            .unwrap();
+        let e = properties(&o).unwrap_err();
+        assert!(matches!(e, PropertiesError::Many { count: 2, .. }), "{e:?}");
+        let o = open(&arg(&tmp.path().join("alpha")), Detail::Frontmatter, &opts)
+            .await
+            .unwrap();
+        assert_eq!(properties(&o).unwrap()["name"], "alpha");
+        let gone = arg(&tmp.path().join("gone"));
+        let e = properties_arg(&gone, &opts).unwrap_err();
+        assert!(matches!(e, PropertiesError::Missing { .. }), "{e:?}");
+        let file = tmp.path().join("notes.txt");
+        std::fs::write(&file, "hello").unwrap();
+        let e = properties_arg(&arg(&file), &opts).unwrap_err();
+        assert!(matches!(e, PropertiesError::NotADirectory { .. }), "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn a_prompt_offers_the_usable_in_precedence_then_name_order() {
+        let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        skill(first.path(), "zeta", "Does zeta.");
+        skill(first.path(), "alpha", "Does alpha.");
+        skill(second.path(), "beta", "Does beta.");
+        // No description: left out.
+        std::fs::create_dir(second.path().join("nodesc")).unwrap();
+        std::fs::write(
+            second.path().join("nodesc/SKILL.md"),
+            "---\nname: nodesc\n---\n",
+        )
+        .unwrap();
+        let opts = OpenOptions::default();
+        let mut found = Vec::new();
+        for p in [first.path(), second.path()] {
+            found.push(open(&arg(p), Detail::Frontmatter, &opts).await.unwrap());
+        }
+        let p = prompt_entries(&found);
+        let names: Vec<&str> = p.skills().iter().map(|s| s.name).collect();
+        assert_eq!(names, ["alpha", "zeta", "beta"]);
+        assert!(matches!(
+            &p.issues[..],
+            [PromptIssue::Unusable { single: false, .. }]
+        ));
+    }
+
+    #[tokio::test]
+    async fn only_the_files_of_a_skill_are_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        skill(tmp.path(), "alpha", "Does alpha.");
+        std::fs::write(tmp.path().join("alpha/notes.md"), "notes").unwrap();
+        let o = open(&arg(tmp.path()), Detail::Files, &OpenOptions::default())
+            .await
+            .unwrap();
+        let s = find_in("src", &o.found, "alpha").unwrap();
+        let bytes = read_file(&*o.src, &s, "./notes.md").await.unwrap();
+        assert_eq!(&bytes[..], b"notes");
+        let e = read_file(&*o.src, &s, "../beta/SKILL.md")
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ReadError::Outside { .. }), "{e:?}");
+        let e = read_file(&*o.src, &s, "missing.md").await.unwrap_err();
+        assert_eq!(e.to_string(), "skill 'alpha' has no file 'missing.md'");
+    }
 }
