@@ -14,18 +14,14 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 use clap::ValueEnum;
-use serde_json::json;
 use skillcat::config::Config;
-use skillcat::document::Skill;
-use skillcat::matching::eval::{LabelledSet, Split};
-use skillcat::matching::{
-    Bm25Index, CacheStats, Cached, EmbedError, EmbedProvider, Embedder, EmbeddingMatcher, Hit,
-    MatchMode, Matcher, MatcherConfig, OLLAMA_DEFAULT_URL, Ollama, OpenAiCompatible, SkillDoc,
-    provider_client,
+use skillcat::matching::eval::Split;
+use skillcat::matching::{CacheStats, EmbedProvider, MatchMode, SkillDoc};
+use skillcat::ops::matching::{
+    Built, CacheReport, Candidate, Choices, MatchError, Settings, load_set,
 };
 use skillcat::source::Detail;
 
@@ -163,71 +159,30 @@ impl From<EvalSplit> for Split {
     }
 }
 
-/// The settings of one run: the flags over `[matcher]`.
-#[derive(Debug)]
-struct Settings {
-    matcher: MatcherConfig,
-    format: Format,
-    /// The cache directory: --cache, else the configuration's cache_dir, else the user's.
-    cache_dir: Option<PathBuf>,
-    /// The CA certificates of --cacert, trusted for an embedding provider.
-    ca_certificates: Vec<Vec<u8>>,
-}
-
-impl Settings {
-    fn new(a: &MatchArgs, config: &Config, g: &Globals) -> Result<Self, String> {
-        let mut m = config.matcher.clone();
-        if let Some(mode) = a.mode {
-            m.mode = mode.into();
-        }
-        if let Some(top) = a.top {
-            m.top = top.get();
-        }
-        if let Some(w) = a.weight {
-            if !(0.0..=1.0).contains(&w) {
-                return Err("--weight must be between 0 and 1".into());
-            }
-            m.weight = w;
-        }
-        if let Some(p) = a.embed_provider {
-            m.embedder.provider = p.into();
-        }
-        if let Some(u) = &a.embed_url {
-            m.embedder.url = Some(u.clone());
-        }
-        if let Some(model) = &a.embed_model {
-            m.embedder.model = Some(model.clone());
-        }
-        if let Some(dir) = &a.model_dir {
-            m.model_dir = Some(dir.clone());
-        }
-        m.cache &= !a.no_cache;
-        let cache_dir = g
-            .open
-            .cache_dir
-            .clone()
-            .or_else(|| config.cache_dir.clone())
-            .or_else(|| g.open.user_cache_dir.clone());
-        Ok(Settings {
-            matcher: m,
-            format: a.format,
-            cache_dir,
-            ca_certificates: g.open.ca_certificates.clone(),
-        })
+/// The run's choices: the flags (the API key from its environment variable).
+fn choices(a: &MatchArgs) -> Result<Choices, CliError> {
+    if a.weight.is_some_and(|w| !(0.0..=1.0).contains(&w)) {
+        return Err(usage!("--weight must be between 0 and 1"));
     }
+    Ok(Choices {
+        mode: a.mode.map(Into::into),
+        top: a.top.map(|t| t.get()),
+        weight: a.weight,
+        embed_provider: a.embed_provider.map(Into::into),
+        embed_url: a.embed_url.clone(),
+        embed_model: a.embed_model.clone(),
+        model_dir: a.model_dir.clone(),
+        no_cache: a.no_cache,
+        api_key: std::env::var(API_KEY_VAR).ok(),
+    })
 }
 
 /// `skillcat match`
 pub async fn run(a: MatchArgs, g: &Globals) -> CliResult {
     let (config, _) = super::configuration(g)?;
-    let settings = match Settings::new(&a, &config, g) {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
-    };
+    let settings = Settings::new(choices(&a)?, &config, &g.open);
     if let Some(file) = &a.eval {
-        return evaluate(&settings, file, a.eval_split).await;
+        return evaluate(&settings, a.format, file, a.eval_split).await;
     }
     let (source, message) = match (a.source.as_deref(), a.args.as_slice()) {
         (Some(_), [_, _]) => {
@@ -256,28 +211,26 @@ pub async fn run(a: MatchArgs, g: &Globals) -> CliResult {
         return Err(usage!("the message is empty"));
     }
     match source {
-        Some(source) => match_source(&settings, source, message, g).await,
-        None => match_catalog(&settings, &config, message, g).await,
+        Some(source) => match_source(&settings, a.format, source, message, g).await,
+        None => match_catalog(&settings, a.format, &config, message, g).await,
     }
 }
 
 /// `match SOURCE MESSAGE`: one source, its faults printed.
-async fn match_source(s: &Settings, source: &str, message: &str, g: &Globals) -> CliResult {
+async fn match_source(
+    s: &Settings,
+    format: Format,
+    source: &str,
+    message: &str,
+    g: &Globals,
+) -> CliResult {
     let Opened { found, .. } = open_and_discover_with(source, Detail::Document, g).await?;
     for f in &found.faults {
         print_fault(f);
     }
-    let candidates: Vec<Candidate<'_>> = found
-        .skills
-        .iter()
-        .map(|skill| Candidate {
-            name: skill.name(),
-            location: skill.location(),
-            skill,
-        })
-        .collect();
+    let candidates = Candidate::of_skills(&found.skills);
     outcome(
-        rank_and_print(s, &candidates, message).await,
+        rank_and_print(s, format, &candidates, message).await,
         !found.faults.is_empty(),
     )
 }
@@ -295,91 +248,57 @@ fn outcome(ranked: Result<usize, CliError>, faults: bool) -> CliResult {
 
 /// `match MESSAGE`: the configured catalog, its diagnostics on stderr as `list` and `prompt`
 /// print them (and where it looked, when it holds no skill); exit as [`outcome`] says.
-async fn match_catalog(s: &Settings, config: &Config, message: &str, g: &Globals) -> CliResult {
+async fn match_catalog(
+    s: &Settings,
+    format: Format,
+    config: &Config,
+    message: &str,
+    g: &Globals,
+) -> CliResult {
     // Ranking needs names, descriptions and bodies: no file lists.
     let catalog = g.catalog(Detail::Document).map_err(super::context_error)?;
     let snapshot = catalog.snapshot().await;
     let faults = super::read::print_diagnostics(&snapshot);
     super::read::say_where_looked(config, &snapshot, g);
-    let candidates: Vec<Candidate<'_>> = snapshot
-        .entries()
-        .iter()
-        .map(|e| Candidate {
-            name: e.name().to_string(),
-            location: e.location(),
-            skill: e.skill(),
-        })
-        .collect();
-    outcome(rank_and_print(s, &candidates, message).await, faults)
+    let candidates = Candidate::of_catalog(&snapshot);
+    outcome(
+        rank_and_print(s, format, &candidates, message).await,
+        faults,
+    )
 }
 
-/// A skill to rank, with the name and location to print.
-struct Candidate<'a> {
-    name: String,
-    location: &'a str,
-    skill: &'a Skill,
-}
-
-/// Ranks the candidates and prints the best [`MatcherConfig::top`]; returns how many were
-/// printed, or the exit code of a failure (printed).
+/// Ranks the candidates and prints the best [`skillcat::matching::MatcherConfig::top`];
+/// returns how many were printed, or the exit code of a failure (printed).
 async fn rank_and_print(
     s: &Settings,
+    format: Format,
     candidates: &[Candidate<'_>],
     message: &str,
 ) -> Result<usize, CliError> {
-    let docs: Vec<SkillDoc<'_>> = candidates
-        .iter()
-        .map(|c| SkillDoc {
-            name: c.name.as_str().into(),
-            ..SkillDoc::from_skill(c.skill)
-        })
-        .collect();
-    let (matcher, cache) = build(s, &docs).await?;
-    let hits = match matcher.rank(message, s.matcher.top).await {
-        Ok(h) => h,
-        Err(e) => return Err(provider_failed(&e)),
-    };
-    report_cache(cache.as_deref());
-    match s.format {
-        Format::Json => {
-            let matches: Vec<_> = hits
-                .iter()
-                .enumerate()
-                .map(|(rank, h)| {
-                    let c = &candidates[h.index];
-                    json!({
-                        "rank": rank + 1,
-                        "name": &c.name,
-                        "score": h.score,
-                        "description": c.skill.description(),
-                        "location": c.location,
-                    })
-                })
-                .collect();
-            let doc = json!({
-                "mode": s.matcher.mode.as_str(),
-                "message": message,
-                "matches": matches,
-            });
-            out!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
-        }
+    let built = build(s, &skillcat::ops::matching::docs(candidates)).await?;
+    let ranking = skillcat::ops::matching::rank(s, &built, candidates, message)
+        .await
+        .map_err(match_error)?;
+    report_cache(ranking.cache.as_ref());
+    let hits = &ranking.matches;
+    match format {
+        Format::Json => out!(
+            "{}",
+            serde_json::to_string_pretty(&ranking).unwrap_or_default()
+        ),
         Format::Text => {
             if hits.is_empty() {
                 err!("No skill shares a word with the message.");
             }
-            let width = hits
-                .iter()
-                .map(|h| candidates[h.index].name.chars().count())
-                .max();
-            for h in &hits {
-                let c = &candidates[h.index];
+            let width = hits.iter().map(|h| h.name.chars().count()).max();
+            for h in hits {
                 // A name and a description are the skill author's text: shown as a person may
                 // read them (controls and hidden characters escaped).
                 out!(
                     "{:>8.3}  {:<w$}  {}",
                     h.score,
-                    super::shown(&c.name),
-                    super::shown(&shorten(c.skill.description(), 72)),
+                    super::shown(&h.name),
+                    super::shown(&shorten(&h.description, 72)),
                     w = width.unwrap_or(0)
                 );
             }
@@ -389,185 +308,77 @@ async fn rank_and_print(
 }
 
 /// `match --eval FILE`: the set's own skills, ranked with the settings; figures on stdout.
-async fn evaluate(s: &Settings, file: &Path, split: EvalSplit) -> CliResult {
-    let bytes = match std::fs::read(file) {
-        Ok(b) => b,
-        Err(e) => {
-            return Err(usage!("{}: {e}", file.display()));
-        }
-    };
-    let set = match LabelledSet::from_json(&bytes) {
-        Ok(set) => set.split(split.into()),
-        Err(e) => {
-            return Err(usage!("{}: {e}", file.display()));
-        }
-    };
+async fn evaluate(s: &Settings, format: Format, file: &Path, split: EvalSplit) -> CliResult {
+    let set = load_set(file, split.into()).map_err(match_error)?;
     let started = Instant::now();
-    let docs = set.docs();
-    let (matcher, cache) = build(s, &docs).await?;
-    let rankings: Vec<Vec<Hit>> = match matcher.rank_all(&set.texts(), 10).await {
-        Ok(r) => r,
-        Err(e) => return Err(provider_failed(&e)),
-    };
-    let scores = set.score(&rankings);
-    report_cache(cache.as_deref());
+    let built = build(s, &set.docs()).await?;
+    let e = skillcat::ops::matching::evaluate(s, &set, split.into(), &built)
+        .await
+        .map_err(match_error)?;
+    report_cache(e.cache.as_ref());
     err!("Evaluated in {:.2} s.", started.elapsed().as_secs_f64());
-    let mode = s.matcher.mode.as_str();
-    match s.format {
-        Format::Json => out!(
-            "{}",
-            json!({
-                "mode": mode,
-                "split": split.to_possible_value().map(|v| v.get_name().to_string()),
-                "skills": set.skills.len(),
-                "queries": scores.queries,
-                "top1": scores.top1,
-                "top5": scores.top5,
-                "mrr10": scores.mrr10,
-            })
-        ),
+    match format {
+        Format::Json => out!("{}", serde_json::to_string(&e).unwrap_or_default()),
         Format::Text => {
-            let split = split.to_possible_value();
             out!(
                 "mode={} split={} skills={} queries={} mrr10={:.3}",
-                mode,
-                split.as_ref().map_or("all", |v| v.get_name()),
-                set.skills.len(),
-                scores.queries,
-                scores.mrr10
+                e.mode,
+                e.split,
+                e.skills,
+                e.queries,
+                e.mrr10
             );
-            out!("top1={:.3} top5={:.3}", scores.top1, scores.top5);
+            out!("top1={:.3} top5={:.3}", e.top1, e.top5);
         }
     }
     Ok(ExitStatus::Success)
 }
 
-type CacheHandle = Arc<Cached<Box<dyn Embedder>>>;
-
-/// The matcher the settings ask for, over `docs`.
-async fn build(
-    s: &Settings,
-    docs: &[SkillDoc<'_>],
-) -> Result<(Box<dyn Matcher>, Option<CacheHandle>), CliError> {
-    let m = &s.matcher;
-    let embedder: Box<dyn Embedder> = match m.mode {
-        MatchMode::Bm25 => return Ok((Box::new(Bm25Index::build_with(docs, m.bm25)), None)),
-        MatchMode::Neural => neural(m.model_dir.as_deref())?,
-        MatchMode::Embed => http_embedder(m, &s.ca_certificates)?,
-    };
-    let (embedder, cache): (Arc<dyn Embedder>, Option<CacheHandle>) = match cache_root(s) {
-        Some(root) => {
-            let cached = Arc::new(Cached::new(embedder, root));
-            (cached.clone(), Some(cached))
-        }
-        None => (Arc::from(embedder), None),
-    };
-    match EmbeddingMatcher::build_with(embedder, docs, m.weight, m.bm25).await {
-        Ok(matcher) => Ok((Box::new(matcher), cache)),
-        Err(e) => Err(provider_failed(&e)),
-    }
-}
-
-#[cfg(feature = "neural")]
-fn neural(model: Option<&Path>) -> Result<Box<dyn Embedder>, CliError> {
-    let loaded: Result<Box<dyn Embedder>, EmbedError> = match model {
-        Some(dir) => skillcat::matching::SentenceEncoder::load(dir).map(|e| Box::new(e) as _),
-        None => skillcat::matching::PocketEncoder::new().map(|e| Box::new(e) as _),
-    };
-    loaded.map_err(|e| usage!("{e}"))
-}
-
-#[cfg(not(feature = "neural"))]
-fn neural(_model: Option<&Path>) -> Result<Box<dyn Embedder>, CliError> {
-    Err(usage!(
-        "--mode neural needs a skillcat built with the `neural` feature \
-         (from a checkout of skillcat: cargo install --locked --path . --features neural); or \
-         use --mode embed with a provider"
-    ))
-}
-
-fn http_embedder(m: &MatcherConfig, ca: &[Vec<u8>]) -> Result<Box<dyn Embedder>, CliError> {
-    let e = &m.embedder;
-    // The providers' own client unless --cacert names authorities to trust.
-    let client = if ca.is_empty() {
-        None
-    } else {
-        Some(provider_client(ca.to_vec()).map_err(|e| usage!("--cacert: {e}"))?)
-    };
-    let Some(model) = e.model.as_deref() else {
-        return Err(usage!(
-            "--mode embed needs --embed-model (or [matcher.embedder] model)"
-        ));
-    };
-    let made: Result<Box<dyn Embedder>, EmbedError> = match e.provider {
-        EmbedProvider::OpenAi => {
-            let Some(url) = e.url.as_deref() else {
-                return Err(usage!(
-                    "--embed-provider openai needs --embed-url (or [matcher.embedder] \
-                     url), e.g. https://api.openai.com"
-                ));
-            };
-            OpenAiCompatible::new(url, model).map(|p| {
-                let p = match std::env::var(API_KEY_VAR) {
-                    Ok(key) if !key.is_empty() => p.with_api_key(key),
-                    _ => p,
-                };
-                let p = match e.dimensions {
-                    Some(d) => p.with_dimensions(d),
-                    None => p,
-                };
-                let p = match client {
-                    Some(c) => p.with_client(c),
-                    None => p,
-                };
-                Box::new(p) as Box<dyn Embedder>
-            })
-        }
-        EmbedProvider::Ollama => {
-            let url = e.url.as_deref().unwrap_or(OLLAMA_DEFAULT_URL);
-            Ollama::new(url, model).map(|p| {
-                let p = match client {
-                    Some(c) => p.with_client(c),
-                    None => p,
-                };
-                Box::new(p) as Box<dyn Embedder>
-            })
-        }
-    };
-    made.map_err(|e| usage!("{e}"))
-}
-
-/// Where vectors are kept: the cache directory + `embeddings`; `None` when the cache is off.
-fn cache_root(s: &Settings) -> Option<PathBuf> {
-    if !s.matcher.cache {
-        return None;
-    }
-    if s.cache_dir.is_none() {
+/// The matcher the settings ask for, over `docs`; a note when vectors cannot be kept.
+async fn build(s: &Settings, docs: &[SkillDoc<'_>]) -> Result<Built, CliError> {
+    let embedder = s.embedder().map_err(match_error)?;
+    if embedder.is_some() && s.cache_missing() {
         note!("Note: no cache directory (set --cache or HOME); vectors are not kept.");
     }
-    s.cache_dir.as_ref().map(|r| r.join("embeddings"))
+    s.matcher(embedder, docs).await.map_err(match_error)
 }
 
-fn report_cache(cache: Option<&Cached<Box<dyn Embedder>>>) {
-    if let Some(c) = cache {
+/// A failure of `match`, with the flags that would mend it.
+fn match_error(e: MatchError) -> CliError {
+    match e {
+        MatchError::NeuralUnavailable => usage!(
+            "--mode neural needs a skillcat built with the `neural` feature \
+             (from a checkout of skillcat: cargo install --locked --path . --features neural); or \
+             use --mode embed with a provider"
+        ),
+        MatchError::Certificates(e) => usage!("--cacert: {e}"),
+        MatchError::NoModel => {
+            usage!("--mode embed needs --embed-model (or [matcher.embedder] model)")
+        }
+        MatchError::NoUrl => usage!(
+            "--embed-provider openai needs --embed-url (or [matcher.embedder] \
+             url), e.g. https://api.openai.com"
+        ),
+        e => usage!("{e}"),
+    }
+}
+
+fn report_cache(cache: Option<&CacheReport>) {
+    if let Some(CacheReport { stats, dir }) = cache {
         let CacheStats {
             hits,
             misses,
             batches,
             bad_segments,
-        } = c.stats();
+        } = *stats;
         err!("Embeddings: {hits} from the cache, {misses} computed in {batches} requests.");
         if bad_segments > 0 {
             err!(
                 "Warning: {bad_segments} unreadable cache segments in {} were skipped.",
-                c.dir().display()
+                dir.display()
             );
         }
     }
-}
-
-fn provider_failed(e: &EmbedError) -> CliError {
-    usage!("{e}")
 }
 
 /// The first `max` characters of `text` with whitespace collapsed, `…` when cut.

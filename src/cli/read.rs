@@ -1,71 +1,20 @@
-//! Read-side commands: validate, properties, prompt, list, show, read.
+//! Read-side commands: validate, properties, prompt, list, show, read. Each opens with
+//! [`skillcat::ops::read`], which does the work, and prints what it answers.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::json;
-use skillcat::document::{Fault, FaultKind, Skill, ValidateOptions};
-use skillcat::prompt::{PromptFormat, PromptOptions, PromptSkill};
-use skillcat::source::validate::{Report, Target, join_shown};
-use skillcat::source::{
-    self, Detail, DirOptions, DirSource, Discovery, NamedError, RootFault, SkillRef, Source,
-    SourceExt, SourceSpec,
+use skillcat::document::{Fault, Skill};
+use skillcat::ops::read::{
+    FindError, OpenError, PromptIssue, PropertiesError, ReadError, refusal_message,
 };
+use skillcat::prompt::{PromptFormat, PromptOptions};
+use skillcat::source::validate::Report;
+use skillcat::source::{self, Detail, Discovery, RootFault, Source};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals, PromptFormatArg, shown};
 
-/// A path argument spelled the way the reference (Python's `pathlib`) prints it: repeated `/`
-/// collapsed, `.` parts and a trailing `/` dropped (`./a//b/` → `a/b`, `` → `.`); `..` is kept.
-fn display_path(arg: &str) -> String {
-    let parts: Vec<&str> = arg
-        .split('/')
-        .filter(|p| !p.is_empty() && *p != ".")
-        .collect();
-    let joined = parts.join("/");
-    if arg.starts_with('/') {
-        format!("/{joined}")
-    } else if joined.is_empty() {
-        ".".to_string()
-    } else {
-        joined
-    }
-}
-
-/// A PATH argument naming a `SKILL.md` (any case) stands for its directory, as in the reference.
-/// Returns the path as printed (see [`display_path`]) and as opened.
-fn skill_dir_of(arg: &str) -> (String, PathBuf) {
-    // URLs, `sqlite:`, `oci://`, `git+` and `github:` specs are not file paths: keep them
-    // exactly as given.
-    if !SourceSpec::is_path_spelling(arg) {
-        return (arg.to_string(), PathBuf::from(arg));
-    }
-    let shown = display_path(arg);
-    let is_doc = Path::new(&shown)
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case("skill.md"));
-    if is_doc && Path::new(&shown).is_file() {
-        let parent = match shown.rsplit_once('/') {
-            None => ".".to_string(),
-            Some(("", _)) => "/".to_string(),
-            Some((dir, _)) => dir.to_string(),
-        };
-        let path = PathBuf::from(&parent);
-        return (parent, path);
-    }
-    let path = PathBuf::from(&shown);
-    (shown, path)
-}
-
-/// A source named on the command line, read.
-pub(super) struct Opened {
-    /// The argument as printed.
-    pub(super) shown: String,
-    /// Whether the argument is one skill directory (the reference's single-skill commands).
-    pub(super) single: bool,
-    pub(super) src: Arc<dyn Source>,
-    pub(super) found: Discovery,
-}
+pub(super) use skillcat::ops::read::Opened;
 
 /// Opens and reads what a command line names, documents and file lists (see
 /// [`open_and_discover_with`]).
@@ -73,21 +22,18 @@ pub(super) async fn open_and_discover(arg: &str, g: &Globals) -> Result<Opened, 
     open_and_discover_with(arg, Detail::Files, g).await
 }
 
-/// Opens and reads what a command line names, as much of each skill as `detail` says: a skill
-/// directory (or its SKILL.md) as one skill, anything else through [`source::open`]. A
-/// directory with no document and no skill anywhere below it is a skill directory missing its
-/// document (as `validate` says), never an empty success. The source's warnings are printed,
-/// errors returned.
+/// Opens and reads what a command line names, as much of each skill as `detail` says
+/// ([`skillcat::ops::read::open`]). The source's warnings are printed, errors returned.
 pub(super) async fn open_and_discover_with(
     arg: &str,
     detail: Detail,
     g: &Globals,
 ) -> Result<Opened, CliError> {
-    let opened = open_arg(arg, g)?;
-    let found = source::discover_with(&*opened.src, detail)
+    let opened = skillcat::ops::read::open(arg, detail, &g.open)
         .await
-        .map_err(discover_error)?;
-    Ok(finish_opened(opened, found))
+        .map_err(open_error)?;
+    print_warnings(&opened.found);
+    Ok(opened)
 }
 
 /// A discovery that failed: read, but nothing in it usable, is a fault of what was read (1),
@@ -102,66 +48,19 @@ pub(super) fn discover_error(e: skillcat::Error) -> CliError {
     }
 }
 
-/// What was read of a source opened: its warnings printed, and a directory with nothing in it
-/// is one skill directory missing its document.
-fn finish_opened(opened: OpenedArg, mut found: Discovery) -> Opened {
-    let OpenedArg {
-        shown,
-        is_dir,
-        single,
-        src,
-    } = opened;
-    print_warnings(&found);
-    let empty_dir = is_dir && found.skills.is_empty() && found.faults.is_empty();
-    if empty_dir {
-        found.faults.push(RootFault {
-            root: String::new(),
-            location: src.location(""),
-            fault: Fault::missing_document(),
-        });
+/// The exit code and words of an argument that could not be opened: a regular file that is no
+/// archive nor registry is not a skill directory (1, as `validate` says of it), a skill held
+/// at another version only (1, the source's warnings printed first), no such skill (1).
+fn open_error(e: OpenError) -> CliError {
+    match e {
+        OpenError::Discover(e) => discover_error(e),
+        OpenError::NotASkill { .. } | OpenError::NotFound(_) => failed!("{e}"),
+        OpenError::OtherVersion { ref warnings, .. } => {
+            warnings.iter().for_each(|w| note!("warning: {}", shown(w)));
+            failed!("{e}")
+        }
+        e => usage!("{e}"),
     }
-    Opened {
-        shown,
-        single: single || empty_dir,
-        src,
-        found,
-    }
-}
-
-/// A SOURCE argument, opened but not read yet.
-struct OpenedArg {
-    shown: String,
-    is_dir: bool,
-    /// Whether it is one skill directory.
-    single: bool,
-    src: Arc<dyn Source>,
-}
-
-/// Opens what a command line names (see [`open_and_discover_with`]). A
-/// regular file that is no archive nor registry is not a skill directory: exit 1, as
-/// `validate` says of it.
-fn open_arg(arg: &str, g: &Globals) -> Result<OpenedArg, CliError> {
-    let (shown, path) = skill_dir_of(arg);
-    let is_dir = path.is_dir();
-    let single = is_dir && source::has_document_entry(&path);
-    let result = if single {
-        DirSource::open_skill(&path, DirOptions::default()).map(|s| Arc::new(s) as Arc<dyn Source>)
-    } else {
-        source::open_with(&path.to_string_lossy(), &g.open)
-    };
-    let src = result.map_err(|e| match e {
-        skillcat::Error::UnsupportedSource(_) if path.is_file() => failed!(
-            "{} (nor an archive, a registry or a SKILL.md)",
-            Fault::not_a_directory(&shown).message()
-        ),
-        e => usage!("{}", describe_open_error(&shown, &e)),
-    })?;
-    Ok(OpenedArg {
-        shown,
-        is_dir,
-        single,
-        src,
-    })
 }
 
 /// [`open_for`] when a skill is named, else the whole source ([`open_and_discover_with`]).
@@ -179,38 +78,20 @@ pub(super) async fn open_maybe_for<'a>(
     }
 }
 
-/// Opens what `arg` names for the skill `wanted` (`NAME` or `NAME@VERSION`), read as
-/// [`source::discover_named`] reads it: with a version, that version alone from a source that
-/// keeps versions, else the whole source when it holds the skill at that version (an error
-/// saying so when it does not); without, the whole source as [`open_and_discover_with`] reads
-/// it. Returns the opened source and the name alone.
+/// Opens what `arg` names for the skill `wanted` (`NAME` or `NAME@VERSION`), as
+/// [`skillcat::ops::read::open_named`] reads it; its warnings printed. Returns the opened
+/// source and the name alone.
 pub(super) async fn open_for<'a>(
     arg: &str,
     wanted: &'a str,
     detail: Detail,
     g: &Globals,
 ) -> Result<(Opened, &'a str), CliError> {
-    let want = SkillRef::parse(wanted);
-    let opened = open_arg(arg, g)?;
-    match source::discover_named(&*opened.src, want, detail).await {
-        Ok(found) => Ok((finish_opened(opened, found), want.name)),
-        Err(NamedError::OtherVersion { found, held }) => {
-            print_warnings(&found);
-            let (shown, name) = (&opened.shown, want.name);
-            Err(failed!(
-                "{wanted}: {shown} holds {name} {} only: a directory, an archive or an \
-                 index keeps one version of each skill (a registry, x.db, keeps many). Name the \
-                 skill alone: {name}",
-                match held {
-                    Some(v) => format!("at version {v}"),
-                    None => "without a metadata.version".to_string(),
-                }
-            ))
-        }
-        Err(NamedError::Lookup(e)) if e.is_not_found() => Err(failed!("{e}")),
-        Err(NamedError::Lookup(e) | NamedError::Load(e)) => Err(usage!("{e}")),
-        Err(NamedError::Discover(e)) => Err(discover_error(e)),
-    }
+    let (opened, name) = skillcat::ops::read::open_named(arg, wanted, detail, &g.open)
+        .await
+        .map_err(open_error)?;
+    print_warnings(&opened.found);
+    Ok((opened, name))
 }
 
 /// A discovery's warnings (a stale cached index, say) on stderr, `warning: …` each, with
@@ -218,13 +99,6 @@ pub(super) async fn open_for<'a>(
 pub(super) fn print_warnings(found: &Discovery) {
     for w in &found.warnings {
         note!("warning: {}", shown(w));
-    }
-}
-
-fn describe_open_error(shown: &str, e: &skillcat::Error) -> String {
-    match e {
-        skillcat::Error::NotFound(_) => format!("Path does not exist: {shown}"),
-        other => other.to_string(),
     }
 }
 
@@ -334,19 +208,7 @@ pub async fn validate(a: ValidateArgs, g: &Globals) -> CliResult {
     for f in allow_field {
         opts = opts.allow_field(f);
     }
-    let targets: Vec<Target> = paths
-        .iter()
-        .map(|arg| {
-            let (shown, path) = skill_dir_of(arg);
-            Target {
-                shown,
-                path,
-                // A spec (a URL, `sqlite:`, a git repository) is opened as given; a path is looked at
-                // first.
-                spec: !SourceSpec::is_path_spelling(arg),
-            }
-        })
-        .collect();
+    let targets = skillcat::ops::read::targets(&paths);
     let v = source::validate_paths(&targets, &opts, &g.open).await;
     for w in &v.warnings {
         note!("warning: {}", shown(w));
@@ -354,12 +216,8 @@ pub async fn validate(a: ValidateArgs, g: &Globals) -> CliResult {
     match format {
         Format::Text => print_text_reports(&v.reports),
         Format::Json => {
-            let arr: Vec<_> = v
-                .reports
-                .iter()
-                .map(|r| json!({"path": r.path, "name": r.name, "valid": r.faults.is_empty(), "faults": r.faults}))
-                .collect();
-            out!("{}", serde_json::to_string_pretty(&arr).expect("json"));
+            let rows = skillcat::ops::read::report_rows(&v.reports);
+            out!("{}", serde_json::to_string_pretty(&rows).expect("json"));
         }
     }
     Ok(if v.unreadable {
@@ -369,65 +227,19 @@ pub async fn validate(a: ValidateArgs, g: &Globals) -> CliResult {
     })
 }
 
-/// The reference's wording for a refusal in `properties` and `prompt`.
-fn refusal_message(location: &str, fault: &Fault) -> String {
-    if fault.kind() == FaultKind::MissingDocument {
-        format!("SKILL.md not found in {location}")
-    } else {
-        fault.message().to_string()
-    }
-}
-
 /// `skillcat properties PATH`
 pub async fn properties(a: PropertiesArgs, g: &Globals) -> CliResult {
-    let arg = a.path.as_str();
-    let (shown, path) = skill_dir_of(arg);
-    let is_url = !SourceSpec::is_path_spelling(arg);
-    match std::fs::metadata(&path) {
-        _ if is_url => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(usage!("Path does not exist: {shown}"));
-        }
-        Err(e) => {
-            return Err(usage!("{shown}: {e}"));
-        }
-        // An archive (or registry) of one skill reads like that skill's directory.
-        Ok(m)
-            if !m.is_dir()
-                && matches!(
-                    source::open_with(&shown, &g.open),
-                    Err(skillcat::Error::UnsupportedSource(_))
-                ) =>
-        {
-            // A regular file that is not a SKILL.md nor a source: not a skill directory (as
-            // `validate` says).
-            return Err(failed!("Not a directory: {shown}"));
-        }
-        Ok(_) => {}
-    }
-    let o = open_and_discover_with(arg, Detail::Frontmatter, g).await?;
-    let count = o.found.skills.len() + o.found.faults.len();
-    if count > 1 {
-        return Err(usage!(
-            "{shown} holds {count} skills; name one skill directory"
-        ));
-    }
-    if let Some(f) = o.found.faults.first() {
-        return Err(failed!(
-            "{}",
-            refusal_message(&join_shown(&shown, &f.root), &f.fault)
-        ));
-    }
-    let Some(skill) = o.found.skills.first() else {
-        return Err(failed!("SKILL.md not found in {shown}"));
+    let error = |e: PropertiesError| match e {
+        PropertiesError::Missing { .. }
+        | PropertiesError::Unreadable { .. }
+        | PropertiesError::Many { .. } => usage!("{e}"),
+        e => failed!("{e}"),
     };
-    match skill.properties() {
-        Ok(p) => {
-            out!("{}", serde_json::to_string_pretty(&p).expect("json"));
-            Ok(ExitStatus::Success)
-        }
-        Err(f) => Err(failed!("{}", f.message())),
-    }
+    skillcat::ops::read::properties_arg(&a.path, &g.open).map_err(error)?;
+    let o = open_and_discover_with(&a.path, Detail::Frontmatter, g).await?;
+    let p = skillcat::ops::read::properties(&o).map_err(error)?;
+    out!("{}", serde_json::to_string_pretty(&p).expect("json"));
+    Ok(ExitStatus::Success)
 }
 
 /// The library's prompt format for the command line's.
@@ -456,10 +268,8 @@ fn print_rendered(rendered: &skillcat::prompt::Rendered, verbose: bool) {
 
 /// `skillcat prompt PATH...`; without PATH, the configured catalog.
 ///
-/// Renders what is usable and reports every fault on stderr: a root that cannot be read, or a
-/// skill without a name or a description, is left out; a skill that parses and has both is
-/// offered even when it breaks a validation rule (as the catalog and the reference's
-/// `to-prompt` offer it), its faults reported. Exit 1 when any fault was reported, 2 when a
+/// Renders what is usable and reports every fault on stderr (see
+/// [`skillcat::ops::read::prompt_entries`]). Exit 1 when any fault was reported, 2 when a
 /// SOURCE could not be read at all (the others are still rendered).
 pub async fn prompt(a: PromptArgs, g: &Globals) -> CliResult {
     let PromptArgs {
@@ -483,71 +293,43 @@ pub async fn prompt(a: PromptArgs, g: &Globals) -> CliResult {
     if found.is_empty() {
         return Ok(code);
     }
-    let opts = ValidateOptions::default();
-    let mut entries: Vec<(usize, String, String, String)> = Vec::new();
-    for (i, o) in found.iter().enumerate() {
+    let entries = skillcat::ops::read::prompt_entries(&found);
+    for issue in &entries.issues {
+        code = code.max(ExitStatus::Faults);
         // One skill directory gets the reference's words exactly; a skill of a directory of
         // skills is named, so that the broken one can be found.
-        for f in &o.found.faults {
-            code = code.max(ExitStatus::Faults);
-            if o.single {
-                err!("Error: {}", refusal_message(&o.shown, &f.fault));
-            } else {
-                err!(
-                    "Error: {}: {}",
-                    shown(&f.location),
-                    shown(f.fault.message())
-                );
+        match issue {
+            PromptIssue::Refused {
+                single: true,
+                shown,
+                fault,
+                ..
+            } => err!("Error: {}", refusal_message(shown, fault)),
+            PromptIssue::Unusable {
+                single: true,
+                fault,
+                ..
+            } => err!("Error: {}", fault.message()),
+            PromptIssue::Refused {
+                location, fault, ..
             }
-        }
-        for s in &o.found.skills {
-            if let Err(f) = s.properties() {
-                code = code.max(ExitStatus::Faults);
-                if o.single {
-                    err!("Error: {}", f.message());
-                } else {
-                    err!("Error: {}: {}", shown(s.location()), shown(f.message()));
-                }
-                continue;
-            }
-            let faults = s.validate(&opts);
-            if !faults.is_empty() {
-                code = code.max(ExitStatus::Faults);
-                err!(
-                    "Offered all the same, though invalid: {}",
-                    shown(s.location())
-                );
-                for f in &faults {
+            | PromptIssue::Unusable {
+                location, fault, ..
+            } => err!("Error: {}: {}", shown(location), shown(fault.message())),
+            PromptIssue::Invalid { location, faults } => {
+                err!("Offered all the same, though invalid: {}", shown(location));
+                for f in faults {
                     err!("  - {} [{}]", shown(f.message()), f.kind());
                 }
             }
-            entries.push((
-                i,
-                s.raw_name().unwrap_or_default().to_string(),
-                s.description().to_string(),
-                s.location().to_string(),
-            ));
         }
     }
-    // Precedence (the order of the arguments), then name: the order a budget cuts from the end.
-    entries.sort_by(|a, b| {
-        a.0.cmp(&b.0)
-            .then_with(|| a.1.as_bytes().cmp(b.1.as_bytes()))
-    });
-    let skills: Vec<PromptSkill<'_>> = entries
-        .iter()
-        .map(|(_, n, d, l)| PromptSkill {
-            name: n,
-            description: d,
-            location: l,
-        })
-        .collect();
     let opts = PromptOptions {
         format: prompt_format(format),
         budget,
         omit_when_empty: false,
     };
-    print_rendered(&skillcat::prompt::render(&skills, &opts), verbose);
+    print_rendered(&skillcat::prompt::render(&entries.skills(), &opts), verbose);
     Ok(code)
 }
 
@@ -649,118 +431,44 @@ pub async fn list(a: ListArgs, g: &Globals) -> CliResult {
     let Some(arg) = arg else {
         return list_configured(format, g).await;
     };
-    let opened = open_maybe_for(arg, wanted, Detail::Files, g).await;
-    let (
-        Opened {
-            shown: shown_arg,
-            src,
-            found: mut d,
-            ..
-        },
-        name,
-    ) = opened?;
-    if let Some(name) = name {
-        // One skill: it, or why there is none; other roots' faults are not its business.
-        match find_in(&shown_arg, &d, name) {
-            Ok(skill) => {
-                d.skills = vec![skill];
-                d.faults.clear();
-            }
-            Err(e) => return Err(e),
+    let (opened, name) = open_maybe_for(arg, wanted, Detail::Files, g).await?;
+    let listing = skillcat::ops::read::list(arg, opened, name)
+        .await
+        .map_err(find_error)?;
+    for s in &listing.skills {
+        if let Some(e) = &s.digest_error {
+            err!("Error: {}: {e}", s.location);
         }
-    }
-    let opts = ValidateOptions::default();
-    let marketplace_kind = SourceSpec::parse(arg).is_ok_and(|s| {
-        matches!(
-            s.kind,
-            skillcat::source::SourceKind::Local | skillcat::source::SourceKind::Git
-        )
-    });
-    let mut rows = Vec::new();
-    let mut any_fault = !d.faults.is_empty();
-    for s in &d.skills {
-        let faults = s.validate(&opts);
-        any_fault |= !faults.is_empty();
-        let name = s.name();
-        // The file list was read with the skill: hash those files, without listing them again.
-        let manifest = src
-            .manifest_of(s.root(), s.files(), &name, s.version().unwrap_or(""))
-            .await;
-        let digest = match manifest {
-            Ok(m) => Some(m.digest),
-            Err(e) => {
-                err!("Error: {}: {e}", s.location());
-                any_fault = true;
-                None
-            }
-        };
-        // A marketplace's skills name their plugins; only a directory or a repository is one
-        // (a registry's record would cost a query per skill for nothing).
-        let plugins = match marketplace_kind {
-            true => src
-                .record(s.root())
-                .await
-                .map(|r| r.plugins)
-                .unwrap_or_default(),
-            false => Vec::new(),
-        };
-        rows.push((s, name, digest, faults, plugins));
     }
     match format {
         Format::Text => {
             let mut out = std::io::stdout().lock();
-            for (s, name, digest, _, _) in &rows {
+            for s in &listing.skills {
                 let desc = s
-                    .description()
+                    .description
                     .split_whitespace()
                     .collect::<Vec<_>>()
                     .join(" ");
-                let _ = writeln!(out, "{}  {}", shown(name), shown(&desc));
-                let _ = writeln!(
-                    out,
-                    "    {}  {}",
-                    shown(s.location()),
-                    digest.as_deref().unwrap_or("-")
-                );
+                let _ = writeln!(out, "{}  {}", shown(&s.name), shown(&desc));
+                let digest = s.digest.as_deref().unwrap_or("-");
+                let _ = writeln!(out, "    {}  {digest}", shown(&s.location));
             }
         }
-        Format::Json => {
-            let skills: Vec<_> = rows
-                .iter()
-                .map(|(s, name, digest, faults, plugins)| {
-                    let mut row = json!({"name": name, "description": s.description(), "location": s.location(),
-                           "root": s.root(), "digest": digest, "valid": faults.is_empty(), "faults": faults});
-                    if !plugins.is_empty() {
-                        row["plugins"] = json!(plugins);
-                    }
-                    row
-                })
-                .collect();
-            let faults: Vec<_> = d
-                .faults
-                .iter()
-                .map(|f| json!({"root": f.root, "location": f.location, "kind": f.fault.kind().as_str(), "message": f.fault.message()}))
-                .collect();
-            out!(
-                "{}",
-                serde_json::to_string_pretty(&json!({"skills": skills, "faults": faults}))
-                    .expect("json")
-            );
-        }
+        Format::Json => out!("{}", serde_json::to_string_pretty(&listing).expect("json")),
     }
     // Faults on stderr, in the source's order: the invalid skills listed, the roots that are not.
-    for (s, _, _, faults, _) in &rows {
-        for f in faults {
+    for s in &listing.skills {
+        for f in &s.faults {
             err!(
                 "Error: {}: {} [{}]",
-                shown(s.location()),
+                shown(&s.location),
                 shown(f.message()),
                 f.kind()
             );
         }
     }
-    d.faults.iter().for_each(print_fault);
-    Ok(ExitStatus::faults_if(any_fault))
+    listing.faults.iter().for_each(print_fault);
+    Ok(ExitStatus::faults_if(listing.any_fault()))
 }
 
 /// The catalog of the configuration (`--config`, `./skillcat.toml` or the defaults), reading
@@ -780,78 +488,36 @@ fn configured_catalog(
 async fn list_configured(format: Format, g: &Globals) -> CliResult {
     let (config, catalog) = configured_catalog(Detail::Files, g)?;
     let snapshot = catalog.snapshot().await;
-    let mut any_fault = false;
-    let mut rows = Vec::new();
     say_where_looked(&config, &snapshot, g);
-    for e in snapshot.entries() {
-        let s = e.skill();
-        let digest = match e
-            .source()
-            .manifest_of(s.root(), s.files(), e.name(), s.version().unwrap_or(""))
-            .await
-        {
-            Ok(m) => Some(m.digest),
-            Err(err) => {
-                err!("Error: {}: {err}", e.location());
-                any_fault = true;
-                None
-            }
-        };
-        rows.push((e, digest));
+    let listing = skillcat::ops::read::list_catalog(&snapshot).await;
+    let mut any_fault = false;
+    for s in &listing.skills {
+        if let Some(e) = &s.digest_error {
+            err!("Error: {}: {e}", s.location);
+            any_fault = true;
+        }
     }
-    let trust = |e: &skillcat::catalog::Entry| match (e.is_core_trusted(), e.is_trusted()) {
-        (true, _) => "core-trusted",
-        (false, true) => "trusted",
-        (false, false) => "untrusted",
-    };
     match format {
         Format::Text => {
             let mut out = std::io::stdout().lock();
-            for (e, digest) in &rows {
-                let desc = e
-                    .skill()
-                    .description()
+            for s in &listing.skills {
+                let desc = s
+                    .description
                     .split_whitespace()
                     .collect::<Vec<_>>()
                     .join(" ");
-                let _ = writeln!(out, "{}  {}", shown(e.name()), shown(&desc));
+                let _ = writeln!(out, "{}  {}", shown(&s.name), shown(&desc));
                 let _ = writeln!(
                     out,
                     "    {}  {}  [{}, {}]",
-                    shown(e.location()),
-                    digest.as_deref().unwrap_or("-"),
-                    e.source_name(),
-                    trust(e)
+                    shown(&s.location),
+                    s.digest.as_deref().unwrap_or("-"),
+                    s.source,
+                    s.trust
                 );
             }
         }
-        Format::Json => {
-            let skills: Vec<_> = rows
-                .iter()
-                .map(|(e, digest)| {
-                    json!({"name": e.name(), "description": e.skill().description(),
-                           "location": e.location(), "root": e.root(), "digest": digest,
-                           "source": e.source_name(), "trust": trust(e),
-                           "scripts_allowed": e.scripts_allowed()})
-                })
-                .collect();
-            let diagnostics: Vec<_> = snapshot
-                .diagnostics()
-                .iter()
-                .map(|d| {
-                    json!({"source": d.source, "root": d.root, "location": d.location,
-                           "kind": d.kind.as_str(), "fault": d.kind.fault().map(|f| f.as_str()),
-                           "message": d.message})
-                })
-                .collect();
-            out!(
-                "{}",
-                serde_json::to_string_pretty(
-                    &json!({"skills": skills, "diagnostics": diagnostics})
-                )
-                .expect("json")
-            );
-        }
+        Format::Json => out!("{}", serde_json::to_string_pretty(&listing).expect("json")),
     }
     any_fault |= print_diagnostics(&snapshot);
     Ok(ExitStatus::faults_if(any_fault))
@@ -874,45 +540,25 @@ async fn find_skill_with(
     detail: Detail,
     g: &Globals,
 ) -> Result<(Arc<dyn Source>, Skill), CliError> {
-    let (
-        Opened {
-            shown,
-            src,
-            found: d,
-            ..
-        },
-        name,
-    ) = open_for(arg, name, detail, g).await?;
-    let skill = find_in(&shown, &d, name)?;
-    Ok((src, skill))
+    let (o, name) = open_for(arg, name, detail, g).await?;
+    let skill = find_in(&o.shown, &o.found, name)?;
+    Ok((o.src, skill))
 }
 
 /// The skill NAME of a discovery, or (printed) why there is none: no such name, or a root by
 /// that name that could not be read.
 pub(super) fn find_in(shown: &str, d: &Discovery, name: &str) -> Result<Skill, CliError> {
-    if let Some(s) = d.find(name) {
-        return Ok(s.clone());
-    }
-    // A root by that name that could not be read: say why, rather than "no such skill".
-    let want = skillcat::document::name_key(name);
-    let broken: Vec<&RootFault> = d
-        .faults
-        .iter()
-        .filter(|f| {
-            skillcat::document::name_key(skillcat::path::base_name(&f.root)) == want
-                || (f.root.is_empty() && d.faults.len() == 1)
-        })
-        .collect();
-    if broken.is_empty() {
-        let names: Vec<String> = d.skills.iter().map(Skill::name).collect();
-        Err(CliError::Failed(
-            skillcat::source::no_such_skill(name, shown, names, 0).into(),
-        ))
-    } else {
-        for f in broken {
-            print_fault(f);
+    skillcat::ops::read::find_in(shown, d, name).map_err(find_error)
+}
+
+/// Why there is no such skill; the faults of the roots by that name printed first.
+fn find_error(e: FindError) -> CliError {
+    match e {
+        FindError::NoSuchSkill(message) => CliError::Failed(message.into()),
+        FindError::Unreadable { ref faults, .. } => {
+            faults.iter().for_each(print_fault);
+            failed!("{e}")
         }
-        Err(failed!("skill '{name}' in {shown} could not be read"))
     }
 }
 
@@ -925,31 +571,13 @@ pub async fn show(a: ShowArgs, g: &Globals) -> CliResult {
 
 /// `skillcat read SOURCE NAME PATH`
 pub async fn read(a: ReadArgs, g: &Globals) -> CliResult {
-    let (arg, name, path) = (a.source.as_str(), a.name.as_str(), a.path.as_str());
-    let (src, skill) = find_skill(arg, name, g).await?;
-    let rel = match skill.resolve(path) {
-        Ok(rel) => rel,
-        Err(why) => {
-            return Err(failed!(
-                "'{path}' is not a file inside skill '{}': {why} (absolute paths, '..' and URLs are refused)",
-                skill.name()
-            ));
-        }
-    };
-    if !skill.files().iter().any(|f| f.path == rel.as_str()) {
-        return Err(failed!("skill '{}' has no file '{rel}'", skill.name()));
-    }
-    match src
-        .read(&skillcat::path::join_path(skill.root(), &rel))
+    let (src, skill) = find_skill(&a.source, &a.name, g).await?;
+    let bytes = skillcat::ops::read::read_file(&*src, &skill, &a.path)
         .await
-    {
-        Ok(bytes) => {
-            let mut out = std::io::stdout().lock();
-            if out.write_all(&bytes).and_then(|_| out.flush()).is_err() {
-                return Err(CliError::Output);
-            }
-            Ok(ExitStatus::Success)
-        }
-        Err(e) => Err(failed!("{e}")),
+        .map_err(|e: ReadError| failed!("{e}"))?;
+    let mut out = std::io::stdout().lock();
+    if out.write_all(&bytes).and_then(|_| out.flush()).is_err() {
+        return Err(CliError::Output);
     }
+    Ok(ExitStatus::Success)
 }
