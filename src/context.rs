@@ -159,6 +159,51 @@ impl Env {
     }
 }
 
+/// What the remote options of a command line (or an embedder) name: files are named here and
+/// read by [`Context::with_remote`].
+#[derive(Debug, Clone, Default)]
+pub struct RemoteSettings {
+    /// The cache directory of remote sources (else the user's, [`Env::cache_dir`]).
+    pub cache: Option<PathBuf>,
+    /// Only what is cached; never the network.
+    pub offline: bool,
+    /// The most entries of a remote index read.
+    pub max_index_entries: Option<usize>,
+    /// Plain HTTP to an OCI registry that is not on this machine.
+    pub allow_insecure: bool,
+    /// The longest a cached index is used without asking its server again.
+    pub max_index_age: Option<std::time::Duration>,
+    /// A keyring whose keys must sign a remote index (`index.json.minisig`).
+    pub index_keyring: Option<PathBuf>,
+    /// The deadline of one request, retries included.
+    pub timeout: Option<std::time::Duration>,
+    /// PEM files of certificate authorities trusted besides the system's.
+    pub ca_files: Vec<PathBuf>,
+    /// How often a slow request is named while it is waited for (`None`: never).
+    pub slow_notice: Option<std::time::Duration>,
+}
+
+/// A file the remote settings name that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteSettingsError {
+    /// A CA certificate file that cannot be read.
+    #[error("cannot read the CA certificate {}: {source}", path.display())]
+    CaFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An index keyring that cannot be read.
+    #[error("cannot read the index keyring {}: {source}", path.display())]
+    IndexKeyring {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: SignError,
+    },
+}
+
 /// Why the context could not give what was asked.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -265,6 +310,46 @@ impl Context {
             env,
             ..Context::default()
         }
+    }
+
+    /// This context opening sources as `remote` says: its CA files and index keyring read now
+    /// (a file that cannot be read is an error here, not at the first request), the user's
+    /// cache directory and Docker credentials file from [`Env`].
+    pub fn with_remote(mut self, remote: &RemoteSettings) -> Result<Context, RemoteSettingsError> {
+        let mut ca_certificates = Vec::with_capacity(remote.ca_files.len());
+        for path in &remote.ca_files {
+            ca_certificates.push(std::fs::read(path).map_err(|source| {
+                RemoteSettingsError::CaFile {
+                    path: path.clone(),
+                    source,
+                }
+            })?);
+        }
+        let index_verifier = match &remote.index_keyring {
+            Some(path) => Some(crate::source::index_verifier(Keyring::load(path).map_err(
+                |source| RemoteSettingsError::IndexKeyring {
+                    path: path.clone(),
+                    source,
+                },
+            )?)),
+            None => None,
+        };
+        self.open = OpenOptions {
+            cache_dir: remote.cache.clone(),
+            user_cache_dir: self.env.cache_dir(),
+            docker_config: self.env.docker_config_file(),
+            offline: remote.offline,
+            timeout: remote.timeout,
+            max_index_entries: remote.max_index_entries,
+            slow_notice: remote.slow_notice,
+            allow_insecure: remote.allow_insecure,
+            ca_certificates,
+            git_timeout: None,
+            revalidate: false,
+            max_index_age: remote.max_index_age,
+            index_verifier,
+        };
+        Ok(self)
     }
 
     /// The configuration: the file named, else `./skillcat.toml` (narrowed until trusted),
@@ -474,5 +559,49 @@ mod tests {
             Some(PathBuf::from("/home/u/.docker/config.json"))
         );
         assert_eq!(env(None, None, None).docker_config_file(), None);
+    }
+
+    #[test]
+    fn remote_settings_read_their_files_once_and_say_which_cannot_be_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let pem = dir.path().join("ca.pem");
+        std::fs::write(&pem, b"-----BEGIN CERTIFICATE-----\n").unwrap();
+        let ctx = Context::new(env(Some("/home/u"), None, None))
+            .with_remote(&RemoteSettings {
+                ca_files: vec![pem.clone()],
+                offline: true,
+                ..RemoteSettings::default()
+            })
+            .unwrap();
+        assert_eq!(
+            ctx.open.ca_certificates,
+            [b"-----BEGIN CERTIFICATE-----\n".to_vec()]
+        );
+        assert!(ctx.open.offline);
+        assert_eq!(
+            ctx.open.user_cache_dir,
+            Some(PathBuf::from("/home/u/.cache/skillcat"))
+        );
+
+        let missing = dir.path().join("gone.pem");
+        let e = Context::new(env(None, None, None))
+            .with_remote(&RemoteSettings {
+                ca_files: vec![pem, missing.clone()],
+                ..RemoteSettings::default()
+            })
+            .unwrap_err();
+        assert!(matches!(&e, RemoteSettingsError::CaFile { path, .. } if *path == missing));
+        assert!(
+            e.to_string().starts_with("cannot read the CA certificate"),
+            "{e}"
+        );
+
+        let e = Context::new(env(None, None, None))
+            .with_remote(&RemoteSettings {
+                index_keyring: Some(dir.path().join("no-keyring.toml")),
+                ..RemoteSettings::default()
+            })
+            .unwrap_err();
+        assert!(matches!(e, RemoteSettingsError::IndexKeyring { .. }), "{e}");
     }
 }

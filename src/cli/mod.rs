@@ -278,28 +278,21 @@ pub struct ServerArgs {
 }
 
 impl RemoteArgs {
-    /// These options with `after`'s (given after the command) on top.
-    fn merged(&self, after: &RemoteArgs) -> RemoteArgs {
-        RemoteArgs {
+    /// What these options name with `after`'s (given after the command) on top.
+    fn settings(&self, after: &RemoteArgs) -> skillcat::context::RemoteSettings {
+        skillcat::context::RemoteSettings {
             cache: after.cache.clone().or_else(|| self.cache.clone()),
             offline: self.offline || after.offline,
-            max_index_entries: after.max_index_entries.or(self.max_index_entries),
+            max_index_entries: (after.max_index_entries.or(self.max_index_entries))
+                .map(std::num::NonZeroUsize::get),
             allow_insecure: self.allow_insecure || after.allow_insecure,
             max_index_age: after.max_index_age.or(self.max_index_age),
-            index_keyring: after
-                .index_keyring
-                .clone()
-                .or_else(|| self.index_keyring.clone()),
-            server: ServerArgs {
-                timeout: after.server.timeout.or(self.server.timeout),
-                cacert: self
-                    .server
-                    .cacert
-                    .iter()
-                    .chain(&after.server.cacert)
-                    .cloned()
-                    .collect(),
-            },
+            index_keyring: (after.index_keyring.as_ref().or(self.index_keyring.as_ref())).cloned(),
+            timeout: after.server.timeout.or(self.server.timeout),
+            ca_files: [&self.server.cacert[..], &after.server.cacert[..]].concat(),
+            // On a terminal, a slow server is named while it is waited for.
+            slow_notice: (std::io::IsTerminal::is_terminal(&std::io::stderr()) && !quiet())
+                .then(|| std::time::Duration::from_secs(5)),
         }
     }
 
@@ -318,45 +311,16 @@ impl RemoteArgs {
 /// command.
 pub type Globals = skillcat::context::Context;
 
-/// The context of the remote options given, the configuration file and the output settings;
-/// a `--cacert` file that cannot be read is a usage error.
+/// The context of the remote settings given, the configuration file and the output settings;
+/// a file the settings name that cannot be read is a usage error.
 fn context_of(
-    remote: &RemoteArgs,
+    remote: &skillcat::context::RemoteSettings,
     config: Option<std::path::PathBuf>,
     verbose: bool,
 ) -> Result<Globals, CliError> {
-    let mut ca_certificates = Vec::with_capacity(remote.server.cacert.len());
-    for pem in &remote.server.cacert {
-        ca_certificates.push(
-            std::fs::read(pem)
-                .map_err(|e| usage!("cannot read the CA certificate {}: {e}", pem.display()))?,
-        );
-    }
-    let index_verifier = match &remote.index_keyring {
-        Some(file) => Some(skillcat::source::index_verifier(
-            skillcat::sign::Keyring::load(file)
-                .map_err(|e| usage!("cannot read the index keyring {}: {e}", file.display()))?,
-        )),
-        None => None,
-    };
-    let mut ctx = Globals::new(skillcat::context::Env::from_process());
-    ctx.open = skillcat::source::OpenOptions {
-        cache_dir: remote.cache.clone(),
-        user_cache_dir: ctx.env.cache_dir(),
-        docker_config: ctx.env.docker_config_file(),
-        offline: remote.offline,
-        timeout: remote.server.timeout,
-        max_index_entries: remote.max_index_entries.map(std::num::NonZeroUsize::get),
-        // On a terminal, a slow server is named while it is waited for.
-        slow_notice: (std::io::IsTerminal::is_terminal(&std::io::stderr()) && !quiet())
-            .then(|| std::time::Duration::from_secs(5)),
-        allow_insecure: remote.allow_insecure,
-        ca_certificates,
-        git_timeout: None,
-        revalidate: false,
-        max_index_age: remote.max_index_age,
-        index_verifier,
-    };
+    let mut ctx = Globals::new(skillcat::context::Env::from_process())
+        .with_remote(remote)
+        .map_err(|e| usage!("{e}"))?;
     ctx.config_file = config;
     ctx.verbose = verbose;
     ctx.quiet = quiet();
@@ -799,11 +763,11 @@ pub async fn run(cli: Cli) -> CliResult {
         remote: before,
     } = cli;
     // The remote options given before the command, with those given after it on top.
-    let globals = |after: &RemoteArgs| context_of(&before.merged(after), config.clone(), verbose);
+    let globals = |after: &RemoteArgs| context_of(&before.settings(after), config.clone(), verbose);
     let none = RemoteArgs::default();
     // The context of a command that reaches no server: the remote options given before it are
     // not read.
-    let plain = || context_of(&none, config.clone(), verbose);
+    let plain = || context_of(&none.settings(&none), config.clone(), verbose);
     match command {
         Command::Validate { args, remote } => read::validate(args, &globals(&remote)?).await,
         Command::Properties(a) => read::properties(a, &globals(&none)?).await,
