@@ -1,3 +1,5 @@
 //! Library operations: what each command does, without printing (cargo's ops).
 
+pub mod audit;
 pub mod init;
+pub mod registry;
