@@ -2,16 +2,12 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use clap::Subcommand;
-use serde_json::json;
-use skillcat::publish::{
-    BatchError, BatchEvent, BatchOptions, PublishSource, SkillFailure, check_batch,
-};
-use skillcat::registry::{Outcome, Published, Registry, RegistryError, VersionLimits, parse_spec};
+use skillcat::ops::registry::{self as ops, PublishRow, open_sources, unversioned};
+use skillcat::publish::{BatchError, BatchEvent, BatchOptions, SkillFailure, check_batch};
+use skillcat::registry::{Outcome, Published, Registry, RegistryError, VersionLimits};
 use skillcat::sign::Keyring;
-use skillcat::source::{self, DirOptions, DirSource, Source};
 
 use super::{CliError, CliResult, ExitStatus, Format};
 
@@ -164,20 +160,6 @@ struct PublishArgs<'a> {
     format: Format,
 }
 
-/// A skill directory (one with a document) is one skill; anything else goes through
-/// [`source::open`].
-fn open_source(spec: &str) -> skillcat::Result<Arc<dyn Source>> {
-    let path = Path::new(spec);
-    if path.is_dir() && skillcat::source::has_document_entry(path) {
-        Ok(Arc::new(DirSource::open_skill(
-            path,
-            DirOptions::default(),
-        )?))
-    } else {
-        source::open(spec)
-    }
-}
-
 /// `skillcat registry publish DB SOURCE... [--sig FILE] [--version V] [--keyring FILE]`:
 /// [`Registry::publish_batch`], each skill said as it goes.
 async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResult {
@@ -194,24 +176,10 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResul
         })
         .transpose()?;
     // Every source is opened and listed before anything is written.
-    let mut opened = Vec::with_capacity(specs.len());
-    for spec in specs {
-        let listed = match open_source(spec) {
-            Ok(src) => src.list().await.map(|roots| (src, roots)),
-            Err(e) => Err(e),
-        };
-        match listed {
-            Ok((src, roots)) => opened.push(PublishSource {
-                spec: spec.clone(),
-                src,
-                roots,
-            }),
-            Err(skillcat::Error::NotFound(_)) => {
-                return Err(usage!("Path does not exist: {spec}"));
-            }
-            Err(e) => return Err(usage!("{spec}: {e}")),
-        }
-    }
+    let opened = open_sources(specs).await.map_err(|e| match e.source {
+        skillcat::Error::NotFound(_) => usage!("Path does not exist: {}", e.spec),
+        _ => usage!("{e}"),
+    })?;
     let opts = BatchOptions {
         version: args.version.as_deref(),
         signature: given_sig.as_deref(),
@@ -248,35 +216,14 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResul
         .map_err(|e| usage!("{e}"))?;
     bar.finish_and_clear();
     let mut code = ExitStatus::Success;
-    let mut results = Vec::with_capacity(total);
-    // Skills refused for want of a version: named together at the end, with how to set it.
-    let mut unversioned = Vec::new();
-    for o in &outcomes {
-        match &o.result {
-            Ok(p) => results.push(json!({"source": o.spec, "root": o.root, "published": p})),
-            Err(f) => {
-                code = code.max(match f {
-                    SkillFailure::Registry(e) => fail(e).status(),
-                    _ => ExitStatus::Unreadable,
-                });
-                if let SkillFailure::Registry(RegistryError::MissingVersion { name }) = f {
-                    unversioned.push(format!("{name} ({})", o.location));
-                }
-                let faults: Vec<_> = match f {
-                    SkillFailure::Registry(e) => e
-                        .faults()
-                        .iter()
-                        .map(|f| json!({"kind": f.kind().as_str(), "message": f.message()}))
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                results.push(
-                    json!({"source": o.spec, "root": o.root, "location": o.location,
-                                    "error": f.to_string(), "faults": faults}),
-                );
-            }
-        }
+    for f in outcomes.iter().filter_map(|o| o.result.as_ref().err()) {
+        code = code.max(match f {
+            SkillFailure::Registry(e) => fail(e).status(),
+            _ => ExitStatus::Unreadable,
+        });
     }
+    // Skills refused for want of a version: named together at the end, with how to set it.
+    let unversioned = unversioned(&outcomes);
     if total > 1 && !unversioned.is_empty() && text {
         err!(
             "{} of {total} skills were not published for want of a version: {}",
@@ -291,6 +238,7 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResul
         );
     }
     if args.format == Format::Json {
+        let results: Vec<_> = outcomes.iter().map(PublishRow::of).collect();
         out!("{}", serde_json::to_string_pretty(&results).expect("json"));
     }
     Ok(code)
@@ -343,43 +291,24 @@ fn progress_bar(total: usize) -> indicatif::ProgressBar {
 
 /// `skillcat registry yank DB NAME@VERSION [--undo]`
 fn yank(db: &Path, spec: &str, undo: bool) -> CliResult {
-    let (name, version) = match parse_spec(spec) {
-        Ok(nv) => nv,
-        Err(e) => return Err(fail(&e)),
-    };
-    let mut registry = match Registry::open(db) {
-        Ok(r) => r,
-        Err(e) => return Err(fail(&e)),
-    };
-    let changed = if undo {
-        registry.unyank(name, version)
+    let y = ops::yank(db, spec, undo).map_err(|e| fail(&e))?;
+    let (name, version) = (&y.name, &y.version);
+    if y.changed {
+        out!(
+            "{} {name}@{version}",
+            if undo { "Unyanked" } else { "Yanked" }
+        );
     } else {
-        registry.yank(name, version)
-    };
-    match changed {
-        Ok(changed) => {
-            let verb = if undo { "unyanked" } else { "yanked" };
-            if changed {
-                out!(
-                    "{}{} {name}@{version}",
-                    verb[..1].to_uppercase(),
-                    &verb[1..]
-                );
-            } else {
-                out!(
-                    "{name}@{version} was already {}",
-                    if undo { "not yanked" } else { "yanked" }
-                );
-            }
-            match registry.latest(name) {
-                Ok(Some(latest)) => out!("Latest {name} is {}", latest.version),
-                Ok(None) => out!("{name} has no unyanked version left"),
-                Err(e) => return Err(fail(&e)),
-            }
-            Ok(ExitStatus::Success)
-        }
-        Err(e) => Err(fail(&e)),
+        out!(
+            "{name}@{version} was already {}",
+            if undo { "not yanked" } else { "yanked" }
+        );
     }
+    match y.latest.map_err(|e| fail(&e))? {
+        Some(latest) => out!("Latest {name} is {latest}"),
+        None => out!("{name} has no unyanked version left"),
+    }
+    Ok(ExitStatus::Success)
 }
 
 /// `skillcat registry search DB QUERY [--format] [--limit N]`
