@@ -3,3 +3,4 @@
 pub mod audit;
 pub mod init;
 pub mod registry;
+pub mod trust;
