@@ -2,5 +2,7 @@
 
 pub mod audit;
 pub mod init;
+pub mod keyring;
 pub mod registry;
+pub mod token;
 pub mod trust;
