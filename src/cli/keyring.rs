@@ -10,8 +10,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
-use skillcat::sign::{KeyEntry, KeyringFile, SignError, Trusted};
+use skillcat::ops::keyring as ops;
+use skillcat::sign::{KeyringFile, SignError, Trusted};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
@@ -95,13 +95,8 @@ fn open(given: Option<&Path>, g: &Globals) -> Result<KeyringFile, CliError> {
 
 /// `skillcat trust add KEY.pub --scope PATTERN… [--comment TEXT] [--keyring FILE]`
 pub fn add(a: AddArgs, g: &Globals) -> CliResult {
-    let public = std::fs::read_to_string(&a.key)
-        .map_err(|e| usage!("cannot read the public key {}: {e}", a.key.display()))?;
-    let mut entry = KeyEntry::new(&public, a.scopes.iter().cloned())
-        .map_err(|e| usage!("{}: {e}", a.key.display()))?;
-    if let Some(c) = &a.comment {
-        entry = entry.with_comment(c.clone());
-    }
+    let entry =
+        ops::key_entry(&a.key, &a.scopes, a.comment.as_deref()).map_err(|e| usage!("{e}"))?;
     let mut file = open(a.keyring.as_deref(), g)?;
     let path = file.path().to_path_buf();
     if a.keyring.is_some() {
@@ -152,21 +147,10 @@ pub fn list(a: ListArgs, g: &Globals) -> CliResult {
     let file = open(a.keyring.as_deref(), g)?;
     let (path, ring) = (file.path(), file.keyring());
     match a.format {
-        Format::Json => {
-            let keys: Vec<_> = ring
-                .keys()
-                .iter()
-                .map(|k| {
-                    json!({"id": k.id(), "public_key": k.public_key(), "scopes": k.scopes(),
-                           "revoked": k.is_revoked(), "comment": k.comment()})
-                })
-                .collect();
-            out!(
-                "{}",
-                serde_json::to_string_pretty(&json!({"keyring": path, "keys": keys}))
-                    .expect("json")
-            );
-        }
+        Format::Json => out!(
+            "{}",
+            serde_json::to_string_pretty(&ops::listing(&file)).expect("json")
+        ),
         Format::Text => {
             if ring.keys().is_empty() {
                 err!(
