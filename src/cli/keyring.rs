@@ -10,8 +10,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use skillcat::ops::keyring as ops;
-use skillcat::sign::{KeyringFile, SignError, Trusted};
+use skillcat::ops::keyring::{self as ops, TrustError};
+use skillcat::sign::{KeyringFile, SignError};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
@@ -102,43 +102,28 @@ pub fn add(a: AddArgs, g: &Globals) -> CliResult {
     if a.keyring.is_some() {
         super::output_dir_exists(&path)?;
     }
-    let id = entry.id().to_string();
-    let scopes_of = |file: &KeyringFile| {
-        file.keyring()
-            .get(&id)
-            .map(|k| k.scopes().join(", "))
-            .unwrap_or_default()
-    };
-    match file.trust(entry) {
-        Ok(Trusted::Revoked) => {
-            return Err(failed!(
-                "key {id} is revoked in {}; a revoked key is not trusted again (make a new \
-                 key with `skillcat keygen`)",
-                path.display()
-            ));
-        }
-        Ok(Trusted::Already) => {
-            out!(
-                "Key {id} is already trusted in {} for {}",
-                path.display(),
-                scopes_of(&file)
-            );
-            return Ok(ExitStatus::Success);
-        }
-        Ok(Trusted::Added | Trusted::Widened(_)) => {}
-        Err(e @ (SignError::InvalidKeyring { .. } | SignError::PublicKeyNotKeyring { .. })) => {
-            return Err(keyring_error(&path, &e));
-        }
-        Err(e) => return Err(usage!("{e}")),
-    }
     // The default keyring's folder is made, private, on the first key.
-    file.save(a.keyring.is_none())
-        .map_err(|e| failed!("cannot write the keyring {}: {e}", path.display()))?;
-    out!(
-        "Trusted key {id} for {} in {}",
-        scopes_of(&file),
-        path.display()
-    );
+    let t = ops::trust(&mut file, entry, a.keyring.is_none()).map_err(|e| match e {
+        TrustError::Revoked(id) => failed!(
+            "key {id} is revoked in {}; a revoked key is not trusted again (make a new \
+             key with `skillcat keygen`)",
+            path.display()
+        ),
+        TrustError::Keyring(
+            e @ (SignError::InvalidKeyring { .. } | SignError::PublicKeyNotKeyring { .. }),
+        ) => keyring_error(&path, &e),
+        TrustError::Keyring(e) => usage!("{e}"),
+        TrustError::Write(e) => failed!("cannot write the keyring {}: {e}", path.display()),
+    })?;
+    let (id, scopes) = (&t.id, t.scopes.join(", "));
+    if t.changed {
+        out!("Trusted key {id} for {scopes} in {}", path.display());
+    } else {
+        out!(
+            "Key {id} is already trusted in {} for {scopes}",
+            path.display()
+        );
+    }
     Ok(ExitStatus::Success)
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::sign::{KeyEntry, KeyringFile, SignError};
+use crate::sign::{KeyEntry, KeyringFile, SignError, Trusted};
 
 /// A keyring as `trust list` reports it.
 #[derive(Debug, Serialize)]
@@ -89,6 +89,55 @@ pub fn key_entry(
     })
 }
 
+/// What [`trust`] did.
+#[derive(Debug)]
+pub struct TrustedKey {
+    /// The key's id.
+    pub id: String,
+    /// Every scope it is trusted for now.
+    pub scopes: Vec<String>,
+    /// Whether the keyring changed (false: it already trusted the key for every scope asked).
+    pub changed: bool,
+}
+
+/// Why a key was not trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    /// The key is revoked in this keyring: a revoked key is not trusted again.
+    #[error("key {0} is revoked")]
+    Revoked(String),
+    /// The keyring or the entry is not one.
+    #[error(transparent)]
+    Keyring(SignError),
+    /// The keyring could not be written; the old file is intact.
+    #[error("cannot write the keyring: {0}")]
+    Write(std::io::Error),
+}
+
+/// Trusts `entry` in the keyring `file` (a new key added, a known one's scopes widened) and
+/// saves it when that changed it, making its folder (private) when `create_dir`.
+pub fn trust(
+    file: &mut KeyringFile,
+    entry: KeyEntry,
+    create_dir: bool,
+) -> Result<TrustedKey, TrustError> {
+    let id = entry.id().to_string();
+    let changed = match file.trust(entry).map_err(TrustError::Keyring)? {
+        Trusted::Revoked => return Err(TrustError::Revoked(id)),
+        Trusted::Already => false,
+        Trusted::Added | Trusted::Widened(_) => true,
+    };
+    if changed {
+        file.save(create_dir).map_err(TrustError::Write)?;
+    }
+    let scopes = file.keyring().get(&id).map(|k| k.scopes().to_vec());
+    Ok(TrustedKey {
+        id,
+        scopes: scopes.unwrap_or_default(),
+        changed,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,13 +150,23 @@ mod tests {
         let id = files.generate(None).unwrap();
         let scopes = ["acme-*".to_string()];
         let entry = key_entry(&files.public, &scopes, Some("ci")).unwrap();
-        let mut file = KeyringFile::open(&tmp.path().join("ring.toml")).unwrap();
-        file.trust(entry).unwrap();
+        let ring = tmp.path().join("ring.toml");
+        let mut file = KeyringFile::open(&ring).unwrap();
+        let trusted = trust(&mut file, entry.clone(), false).unwrap();
+        assert!(trusted.changed);
+        assert_eq!(trusted.scopes, scopes);
+        assert!(ring.is_file(), "saved");
+        assert!(!trust(&mut file, entry.clone(), false).unwrap().changed);
+        assert!(file.revoke(&trusted.id).unwrap());
+        assert!(matches!(
+            trust(&mut file, entry, false),
+            Err(TrustError::Revoked(_))
+        ));
         let json = serde_json::to_value(listing(&file)).unwrap();
         assert_eq!(json["keys"][0]["id"], id.to_string());
         assert_eq!(json["keys"][0]["scopes"][0], "acme-*");
         assert_eq!(json["keys"][0]["comment"], "ci");
-        assert_eq!(json["keys"][0]["revoked"], false);
+        assert_eq!(json["keys"][0]["revoked"], true, "revoked above");
         let missing = tmp.path().join("none.pub");
         assert!(matches!(
             key_entry(&missing, &scopes, None),
