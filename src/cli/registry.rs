@@ -4,10 +4,9 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use skillcat::ops::registry::{self as ops, PublishRow, open_sources, unversioned};
-use skillcat::publish::{BatchError, BatchEvent, BatchOptions, SkillFailure, check_batch};
+use skillcat::ops::registry::{self as ops, PrepareError, PublishInputs, PublishRow, unversioned};
+use skillcat::publish::{BatchError, BatchEvent, SkillFailure};
 use skillcat::registry::{Outcome, Published, Registry, RegistryError, VersionLimits};
-use skillcat::sign::Keyring;
 
 use super::{CliError, CliResult, ExitStatus, Format};
 
@@ -104,17 +103,16 @@ pub async fn run(cmd: RegistryCommand) -> CliResult {
             max_version_files,
             format,
         } => {
-            let args = PublishArgs {
+            let inputs = PublishInputs {
                 sig: sig.as_deref(),
-                version,
+                version: version.as_deref(),
                 keyring: keyring.as_deref(),
                 limits: VersionLimits {
                     max_bytes: max_version_size,
                     max_files: max_version_files as usize,
                 },
-                format,
             };
-            publish(&db, &sources, args).await
+            publish(&db, &sources, inputs, format).await
         }
         RegistryCommand::Yank { db, spec, undo } => yank(&db, &spec, undo),
         RegistryCommand::Search {
@@ -152,54 +150,35 @@ fn init(db: &Path) -> CliResult {
     }
 }
 
-struct PublishArgs<'a> {
-    sig: Option<&'a Path>,
-    version: Option<String>,
-    keyring: Option<&'a Path>,
-    limits: VersionLimits,
-    format: Format,
-}
-
 /// `skillcat registry publish DB SOURCE... [--sig FILE] [--version V] [--keyring FILE]`:
 /// [`Registry::publish_batch`], each skill said as it goes.
-async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResult {
-    let keyring = args
-        .keyring
-        .map(Keyring::load)
-        .transpose()
-        .map_err(|e| usage!("{e}"))?;
-    let given_sig = args
-        .sig
-        .map(|p| {
-            std::fs::read_to_string(p)
-                .map_err(|e| usage!("cannot read the signature {}: {e}", p.display()))
-        })
-        .transpose()?;
+async fn publish(
+    db: &Path,
+    specs: &[String],
+    inputs: PublishInputs<'_>,
+    format: Format,
+) -> CliResult {
     // Every source is opened and listed before anything is written.
-    let opened = open_sources(specs).await.map_err(|e| match e.source {
-        skillcat::Error::NotFound(_) => usage!("Path does not exist: {}", e.spec),
-        _ => usage!("{e}"),
-    })?;
-    let opts = BatchOptions {
-        version: args.version.as_deref(),
-        signature: given_sig.as_deref(),
-        keyring: keyring.as_ref(),
-        limits: args.limits,
-    };
-    let total = check_batch(&opened, &opts).map_err(|e| match e {
-        BatchError::Nothing(_) => failed!("{e}"),
-        BatchError::SignatureForMany(total) => {
+    let prepared = ops::prepare(specs, inputs).await.map_err(|e| match e {
+        PrepareError::Open(e) => match e.source {
+            skillcat::Error::NotFound(_) => usage!("Path does not exist: {}", e.spec),
+            _ => usage!("{e}"),
+        },
+        PrepareError::Batch(e @ BatchError::Nothing(_)) => failed!("{e}"),
+        PrepareError::Batch(BatchError::SignatureForMany(total)) => {
             usage!("--sig names the signature of one skill; the sources hold {total}")
         }
-        BatchError::VersionForMany { total, version: v } => usage!(
+        PrepareError::Batch(BatchError::VersionForMany { total, version: v }) => usage!(
             "--version sets the version of one skill; the sources hold {total}. Give each \
              skill its own in its SKILL.md frontmatter (metadata:\n  version: \"{v}\"), or \
              publish them one at a time"
         ),
+        e => usage!("{e}"),
     })?;
+    let (opened, opts, total) = (&prepared.sources, prepared.options(), prepared.total);
     let mut registry = Registry::open(db).map_err(|e| fail(&e))?;
     let bar = progress_bar(total);
-    let text = args.format == Format::Text;
+    let text = format == Format::Text;
     let outcomes = registry
         .publish_batch(&opened, &opts, |event| match event {
             BatchEvent::Start(at) => bar.set_message(at.to_string()),
@@ -237,7 +216,7 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResul
             db.display()
         );
     }
-    if args.format == Format::Json {
+    if format == Format::Json {
         let results: Vec<_> = outcomes.iter().map(PublishRow::of).collect();
         out!("{}", serde_json::to_string_pretty(&results).expect("json"));
     }

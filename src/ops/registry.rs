@@ -1,13 +1,16 @@
 //! `skillcat registry …`: the sources of a publish opened, each skill's outcome as its report
 //! says it, a version yanked.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::publish::{PublishSource, SkillFailure, SkillOutcome};
-use crate::registry::{Published, Registry, RegistryError, parse_spec};
+use crate::publish::{
+    BatchError, BatchOptions, PublishSource, SkillFailure, SkillOutcome, check_batch,
+};
+use crate::registry::{Published, Registry, RegistryError, VersionLimits, parse_spec};
+use crate::sign::{Keyring, SignError};
 use crate::source::{self, DirOptions, DirSource, Source};
 
 /// A source of a publish that could not be opened or listed.
@@ -57,6 +60,92 @@ pub async fn open_sources(specs: &[String]) -> Result<Vec<PublishSource>, OpenEr
         }
     }
     Ok(opened)
+}
+
+/// What a publish reads before anything is written.
+#[derive(Debug, Clone, Copy)]
+pub struct PublishInputs<'a> {
+    /// The signature of the one skill published (else each one's beside its source).
+    pub sig: Option<&'a Path>,
+    /// The version of the one skill published (else each one's own).
+    pub version: Option<&'a str>,
+    /// The keyring every skill's signature must verify against, when one is required.
+    pub keyring: Option<&'a Path>,
+    /// The most a version may hold.
+    pub limits: VersionLimits,
+}
+
+/// A publish ready to run: its sources opened and listed, its keyring and signature read.
+pub struct Prepared<'a> {
+    /// The sources, each with its skill roots.
+    pub sources: Vec<PublishSource>,
+    /// How many skills they hold together.
+    pub total: usize,
+    keyring: Option<Keyring>,
+    signature: Option<String>,
+    inputs: PublishInputs<'a>,
+}
+
+impl Prepared<'_> {
+    /// What each skill of the batch is published with.
+    pub fn options(&self) -> BatchOptions<'_> {
+        BatchOptions {
+            version: self.inputs.version,
+            signature: self.signature.as_deref(),
+            keyring: self.keyring.as_ref(),
+            limits: self.inputs.limits,
+        }
+    }
+}
+
+/// Why a publish did not start (nothing was written).
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The keyring could not be read.
+    #[error(transparent)]
+    Keyring(SignError),
+    /// The signature given could not be read.
+    #[error("cannot read the signature {}: {source}", path.display())]
+    Signature {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A source could not be opened or listed.
+    #[error(transparent)]
+    Open(OpenError),
+    /// The batch does not go with what it was given.
+    #[error(transparent)]
+    Batch(BatchError),
+}
+
+/// Reads the keyring and signature `inputs` name, opens and lists every source of `specs`, and
+/// checks the batch, before anything is written.
+pub async fn prepare<'a>(
+    specs: &[String],
+    inputs: PublishInputs<'a>,
+) -> Result<Prepared<'a>, PrepareError> {
+    let keyring = inputs.keyring.map(Keyring::load).transpose();
+    let keyring = keyring.map_err(PrepareError::Keyring)?;
+    let read = |p: &Path| {
+        std::fs::read_to_string(p).map_err(|source| PrepareError::Signature {
+            path: p.into(),
+            source,
+        })
+    };
+    let signature = inputs.sig.map(read).transpose()?;
+    let sources = open_sources(specs).await.map_err(PrepareError::Open)?;
+    let mut prepared = Prepared {
+        sources,
+        total: 0,
+        keyring,
+        signature,
+        inputs,
+    };
+    prepared.total =
+        check_batch(&prepared.sources, &prepared.options()).map_err(PrepareError::Batch)?;
+    Ok(prepared)
 }
 
 /// One skill of a publish, as `--format json` reports it.
@@ -193,6 +282,42 @@ mod tests {
         let opened = open_sources(&[dir.display().to_string()]).await.unwrap();
         assert_eq!(opened.len(), 1);
         assert_eq!(opened[0].roots.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_signature_for_many_skills_is_refused_before_anything_is_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        for name in ["one", "two"] {
+            let dir = tmp.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            let md = format!("---\nname: {name}\ndescription: d\n---\n");
+            std::fs::write(dir.join("SKILL.md"), md).unwrap();
+        }
+        let sig = tmp.path().join("x.minisig");
+        std::fs::write(&sig, "not read as a signature yet").unwrap();
+        let specs = [tmp.path().display().to_string()];
+        let limits = VersionLimits {
+            max_bytes: 1 << 20,
+            max_files: 8,
+        };
+        let mut inputs = PublishInputs {
+            sig: None,
+            version: None,
+            keyring: None,
+            limits,
+        };
+        assert_eq!(prepare(&specs, inputs).await.unwrap().total, 2);
+        inputs.sig = Some(&sig);
+        assert!(matches!(
+            prepare(&specs, inputs).await,
+            Err(PrepareError::Batch(BatchError::SignatureForMany(2)))
+        ));
+        let missing = tmp.path().join("missing.minisig");
+        inputs.sig = Some(&missing);
+        assert!(matches!(
+            prepare(&specs, inputs).await,
+            Err(PrepareError::Signature { .. })
+        ));
     }
 
     #[test]
