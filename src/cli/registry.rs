@@ -180,7 +180,7 @@ async fn publish(
     let bar = progress_bar(total);
     let text = format == Format::Text;
     let outcomes = registry
-        .publish_batch(&opened, &opts, |event| match event {
+        .publish_batch(opened, &opts, |event| match event {
             BatchEvent::Start(at) => bar.set_message(at.to_string()),
             BatchEvent::Done(o) => {
                 bar.suspend(|| match &o.result {

@@ -329,7 +329,7 @@ mod tests {
             yank(&db, "no-version", false),
             Err(RegistryError::BadSpec { .. })
         ));
-        let e = yank(&db, "ghost@1.0.0", false).err().expect("refused");
+        let e = yank(&db, "ghost@1.0.0", false).expect_err("refused");
         assert!(e.is_refusal(), "{e}");
     }
 }
