@@ -26,6 +26,8 @@
 //!
 //! [`context`] holds what every operation of the command line runs with, built once: the
 //! process's environment (read there only), the configuration, the keyring, the remote options.
+//! [`ops`] holds what the commands do, as operations that return data and typed errors and
+//! never print.
 //!
 //! Feature `cli` (on by default) builds the `skillcat` binary; `tls` (on by default) adds HTTPS;
 //! `neural` adds the offline neural ranker.
