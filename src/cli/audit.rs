@@ -7,7 +7,8 @@ use std::io::Write;
 use clap::ValueEnum;
 use serde_json::{Value, json};
 use skillcat::audit::{AuditOptions, Finding, Severity, line_safe};
-use skillcat::document::{FaultKind, Skill};
+use skillcat::document::Skill;
+use skillcat::ops::audit::{AuditNote, AuditReport, audit_source};
 
 use super::read::{Opened, find_in, open_and_discover, print_fault};
 use super::{CliError, CliResult, ExitStatus, Globals};
@@ -80,7 +81,6 @@ pub async fn audit(a: AuditArgs, g: &Globals) -> CliResult {
         found: mut d,
         ..
     } = open_and_discover(arg, g).await?;
-    let mut status = ExitStatus::Success;
     let skills: Vec<Skill> = if names.is_empty() {
         std::mem::take(&mut d.skills)
     } else {
@@ -102,84 +102,49 @@ pub async fn audit(a: AuditArgs, g: &Globals) -> CliResult {
             .map_err(|e| usage!("[scripts]: {e}"))?,
         ..AuditOptions::default()
     };
+    let faults = if names.is_empty() { &d.faults[..] } else { &[] };
     let min = Severity::from(min_severity);
-    let mut findings = Vec::new();
-    // The root of each finding's skill in the source, for SARIF's paths.
-    let mut roots = Vec::new();
-    // The skills' names in the order audited, and how many were.
-    let mut headings = Vec::new();
-    let mut audited = 0;
-    let mut keep = |root: &str, found: Vec<Finding>| {
-        for f in found.into_iter().filter(|f| f.severity >= min) {
-            roots.push(root.to_string());
-            findings.push(f);
-        }
-    };
-    let results = skillcat::audit::audit_all(&*src, &skills, &opts).await;
-    for (skill, result) in skills.iter().zip(results) {
-        headings.push(skill.name());
-        match result {
-            Ok(found) => {
-                audited += 1;
-                keep(skill.root(), found);
-            }
-            Err(e) => status = unaudited(skill.location(), &e),
+    let report = audit_source(&*src, &skills, faults, &opts, min).await;
+    for n in &report.notes {
+        match n {
+            AuditNote::NotASkill { location } => note!(
+                "warning: {}: no SKILL.md, not a skill: not audited",
+                line_safe(location)
+            ),
+            AuditNote::Unreadable(f) => print_fault(f),
+            // Says that a skill (or root) could not be audited, and why: exit 2.
+            AuditNote::Unaudited { location, error } => err!(
+                "Error: {}: {}; its files were not audited",
+                line_safe(location),
+                line_safe(&error.to_string())
+            ),
         }
     }
-    // A root that is not a readable skill: its fault, then its files audited all the same. A
-    // directory without a document is no skill at all (a catalog's `docs/`): said, not audited.
-    if names.is_empty() {
-        for f in &d.faults {
-            if f.fault.kind() == FaultKind::MissingDocument {
-                note!(
-                    "warning: {}: no SKILL.md, not a skill: not audited",
-                    line_safe(&f.location)
-                );
-                continue;
-            }
-            print_fault(f);
-            status = ExitStatus::Unreadable;
-            match skillcat::audit::audit_root(&*src, &f.root, &opts).await {
-                Ok(found) => {
-                    audited += 1;
-                    headings.extend(found.first().map(|f| f.skill.clone()));
-                    keep(&f.root, found);
-                }
-                Err(e) => status = unaudited(&f.location, &e),
-            }
-        }
-    }
+    let findings = &report.findings;
     match format {
-        AuditFormat::Text => print_text(&headings, audited, &findings),
+        AuditFormat::Text => print_text(&report),
         AuditFormat::Json => print_json(&json!({ "findings": findings }))?,
-        AuditFormat::Sarif => print_json(&skillcat::audit::sarif(&findings, &roots))?,
+        AuditFormat::Sarif => print_json(&skillcat::audit::sarif(findings, &report.roots))?,
     }
     let fail_on = Severity::from(fail_on);
-    if status == ExitStatus::Success {
-        status = ExitStatus::faults_if(findings.iter().any(|f| f.severity >= fail_on));
+    if report.unreadable() {
+        return Ok(ExitStatus::Unreadable);
     }
-    Ok(status)
+    Ok(ExitStatus::faults_if(
+        findings.iter().any(|f| f.severity >= fail_on),
+    ))
 }
 
-/// Says that a skill (or root) could not be audited, and why: exit 2.
-fn unaudited(location: &str, e: &skillcat::Error) -> ExitStatus {
-    err!(
-        "Error: {}: {}; its files were not audited",
-        line_safe(location),
-        line_safe(&e.to_string())
-    );
-    ExitStatus::Unreadable
-}
-
-/// Each skill with findings under its name (`headings`: the names in the order audited), one
-/// line a finding; a summary of the `audited` skills on stderr.
-fn print_text(headings: &[String], audited: usize, findings: &[Finding]) {
+/// Each skill with findings under its name (in the order audited), one line a finding; a
+/// summary of the skills audited on stderr.
+fn print_text(report: &AuditReport) {
+    let (findings, audited) = (&report.findings, report.audited);
     // Each skill's findings, grouped once (a catalog has thousands of skills, few findings).
     let mut by_skill: std::collections::HashMap<&str, Vec<&Finding>> = Default::default();
     for f in findings {
         by_skill.entry(f.skill.as_str()).or_default().push(f);
     }
-    for name in headings {
+    for name in &report.headings {
         // A name printed once, where it first comes.
         let Some(mine) = by_skill.remove(name.as_str()) else {
             continue;
@@ -195,7 +160,7 @@ fn print_text(headings: &[String], audited: usize, findings: &[Finding]) {
             );
         }
     }
-    let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
+    let count = |s| report.count(s);
     note!(
         "audited {} skill{}: {} high, {} medium, {} low",
         audited,

@@ -1,11 +1,9 @@
-//! `skillcat init NAME [--dir PARENT]`: a new skill folder, valid as written, that a new author
-//! fills in. Every part it writes is one the other commands read: `validate` accepts it, `tools`
-//! offers its example script, `run` runs it confined, `pack`, `sign` and `publish` take it.
+//! `skillcat init NAME [--dir PARENT]`: [`skillcat::ops::init`], what it made said on stdout.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use skillcat::document::{Map, ValidateOptions, Value, validate_frontmatter};
+use skillcat::ops::init::{FIRST_VERSION, InitError, new_skill};
 
 use super::{CliResult, ExitStatus};
 
@@ -49,147 +47,29 @@ pub struct InitArgs {
     dir: Option<PathBuf>,
 }
 
-/// The version a new skill starts at.
-const FIRST_VERSION: &str = "0.1.0";
-
-/// `SKILL.md` of a new skill `name`.
-fn skill_md(name: &str) -> String {
-    format!(
-        r#"---
-name: {name}
-description: "Replace this with what the skill does and when to use it, in the words a user would say (an agent reads only this line to decide whether to load the skill)."
-metadata:
-  version: "{FIRST_VERSION}"
----
-
-# {name}
-
-Write the instructions an agent follows once it loads this skill: the steps, in order, what
-to check before each one, and what to hand back to the user.
-
-## Scripts
-
-`scripts/hello.sh` is an example tool. An agent calls it as a tool; from a shell, in the
-folder that holds this skill's folder:
-
-```sh
-skillcat tools {name} {name}
-skillcat run {name} {name} hello --args "you"
-```
-
-A script runs confined: no network, and it reads or writes only what it is granted (see
-`skillcat run --help`). Replace it with your own scripts, or delete it.
-
-## Reference
-
-Details the agent needs only sometimes live in [the reference](references/REFERENCE.md);
-say here when to read it.
-"#
-    )
-}
-
-/// The example script: a tool `tools` offers (executable, a `#!` line, a comment line that
-/// describes it).
-const HELLO_SH: &str = r#"#!/bin/sh
-# Say hello to someone (an example tool: replace it with your own script).
-#
-# `skillcat run SKILL-DIR SKILL-NAME hello --args "you"` runs it confined; its arguments are
-# split as a shell splits them, but no shell runs.
-echo "Hello, ${1:-world}!"
-"#;
-
-/// `references/REFERENCE.md` of a new skill `name`.
-fn reference_md(name: &str) -> String {
-    format!(
-        "# {name}: reference\n\nMaterial the agent reads only when SKILL.md sends it here: \
-         tables, formats, long examples, edge cases. Keep SKILL.md short and link here.\n"
-    )
-}
-
-/// The name's faults as `validate` words them, checked as the frontmatter `init` writes.
-fn name_faults(name: &str) -> Vec<String> {
-    let mut fm = Map::new();
-    fm.insert("name".to_string(), Value::Text(name.to_string()));
-    fm.insert("description".to_string(), Value::Text("x".to_string()));
-    validate_frontmatter(&fm, Some(name), &ValidateOptions::default())
-        .iter()
-        .map(|f| f.message().to_string())
-        .collect()
-}
-
-/// Whether `dir` is missing, or an empty directory; else why it is refused.
-fn check_target(dir: &Path) -> Result<bool, super::CliError> {
-    match std::fs::read_dir(dir) {
-        Ok(mut entries) => {
-            if entries.next().is_some() {
-                return Err(usage!(
-                    "{} exists and is not empty: init makes a new skill in a new (or empty) \
-                     folder; pick another NAME or --dir",
-                    dir.display()
-                ));
-            }
-            Ok(true)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(_) if dir.exists() && !dir.is_dir() => Err(usage!(
-            "{} exists and is not a folder; pick another NAME or --dir",
-            dir.display()
-        )),
-        Err(e) => Err(usage!("cannot read {}: {e}", dir.display())),
-    }
-}
-
-/// Writes the skill's files into `dir` (which exists).
-fn write_files(dir: &Path, name: &str) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(dir.join("SKILL.md"), skill_md(name))?;
-    std::fs::create_dir(dir.join("scripts"))?;
-    let script = dir.join("scripts/hello.sh");
-    std::fs::write(&script, HELLO_SH)?;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
-    std::fs::create_dir(dir.join("references"))?;
-    std::fs::write(dir.join("references/REFERENCE.md"), reference_md(name))?;
-    Ok(())
-}
-
 /// `skillcat init NAME [--dir PARENT]`
 pub fn init(a: InitArgs) -> CliResult {
-    let faults = name_faults(&a.name);
-    if !faults.is_empty() {
-        let shown = skillcat::prompt::escape_controls(&a.name).into_owned();
-        let mut text = format!("{shown:?} cannot name a skill:");
-        for f in &faults {
-            text.push_str(&format!("\n  - {}", skillcat::prompt::escape_controls(f)));
-        }
-        return Err(super::CliError::Usage(text.into()));
-    }
     let parent = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    if !parent.is_dir() {
-        return Err(usage!(
-            "--dir {}: no such folder (init makes the skill folder inside an existing one)",
-            parent.display()
-        ));
-    }
-    let dir = parent.join(&a.name);
-    let existed = check_target(&dir)?;
-    if !existed && let Err(e) = std::fs::create_dir(&dir) {
-        return Err(failed!("cannot make {}: {e}", dir.display()));
-    }
-    if let Err(e) = write_files(&dir, &a.name) {
-        // Leave nothing half made: the folder as it was (missing, or empty).
-        if existed {
-            for part in ["SKILL.md", "scripts", "references"] {
-                let p = dir.join(part);
-                let _ = std::fs::remove_dir_all(&p).or_else(|_| std::fs::remove_file(&p));
+    let dir = new_skill(&parent, &a.name).map_err(|e| match e {
+        InitError::BadName { name, faults } => {
+            let shown = skillcat::prompt::escape_controls(&name).into_owned();
+            let mut text = format!("{shown:?} cannot name a skill:");
+            for f in &faults {
+                text.push_str(&format!("\n  - {}", skillcat::prompt::escape_controls(f)));
             }
-        } else {
-            let _ = std::fs::remove_dir_all(&dir);
+            super::CliError::Usage(text.into())
         }
-        return Err(failed!(
-            "cannot write the skill into {}: {e}",
-            dir.display()
-        ));
-    }
+        InitError::NoParent(p) => usage!(
+            "--dir {}: no such folder (init makes the skill folder inside an existing one)",
+            p.display()
+        ),
+        e @ InitError::NotEmpty(_) => usage!(
+            "{e}: init makes a new skill in a new (or empty) folder; pick another NAME or --dir"
+        ),
+        e @ InitError::NotAFolder(_) => usage!("{e}; pick another NAME or --dir"),
+        e @ InitError::Read { .. } => usage!("{e}"),
+        e => failed!("{e}"),
+    })?;
     let shown = dir.strip_prefix(".").unwrap_or(&dir).display().to_string();
     out!("Created skill {} in {shown}:", a.name);
     out!(

@@ -10,8 +10,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
-use skillcat::sign::{KeyEntry, KeyringFile, SignError, Trusted};
+use skillcat::ops::keyring::{self as ops, TrustError};
+use skillcat::sign::{KeyringFile, SignError};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
@@ -95,55 +95,35 @@ fn open(given: Option<&Path>, g: &Globals) -> Result<KeyringFile, CliError> {
 
 /// `skillcat trust add KEY.pub --scope PATTERN… [--comment TEXT] [--keyring FILE]`
 pub fn add(a: AddArgs, g: &Globals) -> CliResult {
-    let public = std::fs::read_to_string(&a.key)
-        .map_err(|e| usage!("cannot read the public key {}: {e}", a.key.display()))?;
-    let mut entry = KeyEntry::new(&public, a.scopes.iter().cloned())
-        .map_err(|e| usage!("{}: {e}", a.key.display()))?;
-    if let Some(c) = &a.comment {
-        entry = entry.with_comment(c.clone());
-    }
+    let entry =
+        ops::key_entry(&a.key, &a.scopes, a.comment.as_deref()).map_err(|e| usage!("{e}"))?;
     let mut file = open(a.keyring.as_deref(), g)?;
     let path = file.path().to_path_buf();
     if a.keyring.is_some() {
         super::output_dir_exists(&path)?;
     }
-    let id = entry.id().to_string();
-    let scopes_of = |file: &KeyringFile| {
-        file.keyring()
-            .get(&id)
-            .map(|k| k.scopes().join(", "))
-            .unwrap_or_default()
-    };
-    match file.trust(entry) {
-        Ok(Trusted::Revoked) => {
-            return Err(failed!(
-                "key {id} is revoked in {}; a revoked key is not trusted again (make a new \
-                 key with `skillcat keygen`)",
-                path.display()
-            ));
-        }
-        Ok(Trusted::Already) => {
-            out!(
-                "Key {id} is already trusted in {} for {}",
-                path.display(),
-                scopes_of(&file)
-            );
-            return Ok(ExitStatus::Success);
-        }
-        Ok(Trusted::Added | Trusted::Widened(_)) => {}
-        Err(e @ (SignError::InvalidKeyring { .. } | SignError::PublicKeyNotKeyring { .. })) => {
-            return Err(keyring_error(&path, &e));
-        }
-        Err(e) => return Err(usage!("{e}")),
-    }
     // The default keyring's folder is made, private, on the first key.
-    file.save(a.keyring.is_none())
-        .map_err(|e| failed!("cannot write the keyring {}: {e}", path.display()))?;
-    out!(
-        "Trusted key {id} for {} in {}",
-        scopes_of(&file),
-        path.display()
-    );
+    let t = ops::trust(&mut file, entry, a.keyring.is_none()).map_err(|e| match e {
+        TrustError::Revoked(id) => failed!(
+            "key {id} is revoked in {}; a revoked key is not trusted again (make a new \
+             key with `skillcat keygen`)",
+            path.display()
+        ),
+        TrustError::Keyring(
+            e @ (SignError::InvalidKeyring { .. } | SignError::PublicKeyNotKeyring { .. }),
+        ) => keyring_error(&path, &e),
+        TrustError::Keyring(e) => usage!("{e}"),
+        TrustError::Write(e) => failed!("cannot write the keyring {}: {e}", path.display()),
+    })?;
+    let (id, scopes) = (&t.id, t.scopes.join(", "));
+    if t.changed {
+        out!("Trusted key {id} for {scopes} in {}", path.display());
+    } else {
+        out!(
+            "Key {id} is already trusted in {} for {scopes}",
+            path.display()
+        );
+    }
     Ok(ExitStatus::Success)
 }
 
@@ -152,21 +132,10 @@ pub fn list(a: ListArgs, g: &Globals) -> CliResult {
     let file = open(a.keyring.as_deref(), g)?;
     let (path, ring) = (file.path(), file.keyring());
     match a.format {
-        Format::Json => {
-            let keys: Vec<_> = ring
-                .keys()
-                .iter()
-                .map(|k| {
-                    json!({"id": k.id(), "public_key": k.public_key(), "scopes": k.scopes(),
-                           "revoked": k.is_revoked(), "comment": k.comment()})
-                })
-                .collect();
-            out!(
-                "{}",
-                serde_json::to_string_pretty(&json!({"keyring": path, "keys": keys}))
-                    .expect("json")
-            );
-        }
+        Format::Json => out!(
+            "{}",
+            serde_json::to_string_pretty(&ops::listing(&file)).expect("json")
+        ),
         Format::Text => {
             if ring.keys().is_empty() {
                 err!(

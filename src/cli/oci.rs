@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
+use skillcat::ops::trust::{self as ops, PushStatementError};
 use skillcat::push::{self, Attached, Latest};
-use skillcat::sign::Statement;
 use skillcat::source::http::HttpOptions;
 use skillcat::source::oci::Reference;
 use skillcat::source::oci::client::ClientOptions;
@@ -64,35 +64,15 @@ pub async fn push(a: PushArgs, g: &Globals) -> CliResult {
     // Signed before anything is uploaded: a refused key leaves the registry as it was.
     let signature = match &mut signer {
         Some(s) => {
-            let Some(version) = push::version_of(&skill, &target) else {
-                return Err(usage!(
-                    "{target}: the skill has no metadata.version, so name a tag (oci://HOST/REPO:TAG)"
-                ));
-            };
-            let m = match skillcat::source::SourceExt::manifest_of(
-                &*src,
-                skill.root(),
-                skill.files(),
-                &skill.name(),
-                &version,
-            )
-            .await
-            {
-                Ok(m) => m,
-                Err(e) => {
-                    return Err(failed!("{e}"));
-                }
-            };
-            let statement = match Statement::from_manifest(&m) {
-                Ok(st) => st,
-                Err(e) => {
-                    return Err(failed!("{e}"));
-                }
-            };
-            match s.sign(&statement) {
-                Ok(sig) => Some(sig),
-                Err(e) => return Err(e),
-            }
+            let statement = ops::push_statement(&*src, &skill, &target)
+                .await
+                .map_err(|e| match e {
+                    PushStatementError::NoVersion(_) => usage!(
+                        "{target}: the skill has no metadata.version, so name a tag (oci://HOST/REPO:TAG)"
+                    ),
+                    e => failed!("{e}"),
+                })?;
+            Some(s.sign(&statement)?)
         }
         None => None,
     };

@@ -2,16 +2,11 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use clap::Subcommand;
-use serde_json::json;
-use skillcat::publish::{
-    BatchError, BatchEvent, BatchOptions, PublishSource, SkillFailure, check_batch,
-};
-use skillcat::registry::{Outcome, Published, Registry, RegistryError, VersionLimits, parse_spec};
-use skillcat::sign::Keyring;
-use skillcat::source::{self, DirOptions, DirSource, Source};
+use skillcat::ops::registry::{self as ops, PrepareError, PublishInputs, PublishRow, unversioned};
+use skillcat::publish::{BatchError, BatchEvent, SkillFailure};
+use skillcat::registry::{Outcome, Published, Registry, RegistryError, VersionLimits};
 
 use super::{CliError, CliResult, ExitStatus, Format};
 
@@ -108,17 +103,16 @@ pub async fn run(cmd: RegistryCommand) -> CliResult {
             max_version_files,
             format,
         } => {
-            let args = PublishArgs {
+            let inputs = PublishInputs {
                 sig: sig.as_deref(),
-                version,
+                version: version.as_deref(),
                 keyring: keyring.as_deref(),
                 limits: VersionLimits {
                     max_bytes: max_version_size,
                     max_files: max_version_files as usize,
                 },
-                format,
             };
-            publish(&db, &sources, args).await
+            publish(&db, &sources, inputs, format).await
         }
         RegistryCommand::Yank { db, spec, undo } => yank(&db, &spec, undo),
         RegistryCommand::Search {
@@ -156,84 +150,37 @@ fn init(db: &Path) -> CliResult {
     }
 }
 
-struct PublishArgs<'a> {
-    sig: Option<&'a Path>,
-    version: Option<String>,
-    keyring: Option<&'a Path>,
-    limits: VersionLimits,
-    format: Format,
-}
-
-/// A skill directory (one with a document) is one skill; anything else goes through
-/// [`source::open`].
-fn open_source(spec: &str) -> skillcat::Result<Arc<dyn Source>> {
-    let path = Path::new(spec);
-    if path.is_dir() && skillcat::source::has_document_entry(path) {
-        Ok(Arc::new(DirSource::open_skill(
-            path,
-            DirOptions::default(),
-        )?))
-    } else {
-        source::open(spec)
-    }
-}
-
 /// `skillcat registry publish DB SOURCE... [--sig FILE] [--version V] [--keyring FILE]`:
 /// [`Registry::publish_batch`], each skill said as it goes.
-async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResult {
-    let keyring = args
-        .keyring
-        .map(Keyring::load)
-        .transpose()
-        .map_err(|e| usage!("{e}"))?;
-    let given_sig = args
-        .sig
-        .map(|p| {
-            std::fs::read_to_string(p)
-                .map_err(|e| usage!("cannot read the signature {}: {e}", p.display()))
-        })
-        .transpose()?;
+async fn publish(
+    db: &Path,
+    specs: &[String],
+    inputs: PublishInputs<'_>,
+    format: Format,
+) -> CliResult {
     // Every source is opened and listed before anything is written.
-    let mut opened = Vec::with_capacity(specs.len());
-    for spec in specs {
-        let listed = match open_source(spec) {
-            Ok(src) => src.list().await.map(|roots| (src, roots)),
-            Err(e) => Err(e),
-        };
-        match listed {
-            Ok((src, roots)) => opened.push(PublishSource {
-                spec: spec.clone(),
-                src,
-                roots,
-            }),
-            Err(skillcat::Error::NotFound(_)) => {
-                return Err(usage!("Path does not exist: {spec}"));
-            }
-            Err(e) => return Err(usage!("{spec}: {e}")),
-        }
-    }
-    let opts = BatchOptions {
-        version: args.version.as_deref(),
-        signature: given_sig.as_deref(),
-        keyring: keyring.as_ref(),
-        limits: args.limits,
-    };
-    let total = check_batch(&opened, &opts).map_err(|e| match e {
-        BatchError::Nothing(_) => failed!("{e}"),
-        BatchError::SignatureForMany(total) => {
+    let prepared = ops::prepare(specs, inputs).await.map_err(|e| match e {
+        PrepareError::Open(e) => match e.source {
+            skillcat::Error::NotFound(_) => usage!("Path does not exist: {}", e.spec),
+            _ => usage!("{e}"),
+        },
+        PrepareError::Batch(e @ BatchError::Nothing(_)) => failed!("{e}"),
+        PrepareError::Batch(BatchError::SignatureForMany(total)) => {
             usage!("--sig names the signature of one skill; the sources hold {total}")
         }
-        BatchError::VersionForMany { total, version: v } => usage!(
+        PrepareError::Batch(BatchError::VersionForMany { total, version: v }) => usage!(
             "--version sets the version of one skill; the sources hold {total}. Give each \
              skill its own in its SKILL.md frontmatter (metadata:\n  version: \"{v}\"), or \
              publish them one at a time"
         ),
+        e => usage!("{e}"),
     })?;
+    let (opened, opts, total) = (&prepared.sources, prepared.options(), prepared.total);
     let mut registry = Registry::open(db).map_err(|e| fail(&e))?;
     let bar = progress_bar(total);
-    let text = args.format == Format::Text;
+    let text = format == Format::Text;
     let outcomes = registry
-        .publish_batch(&opened, &opts, |event| match event {
+        .publish_batch(opened, &opts, |event| match event {
             BatchEvent::Start(at) => bar.set_message(at.to_string()),
             BatchEvent::Done(o) => {
                 bar.suspend(|| match &o.result {
@@ -248,35 +195,14 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResul
         .map_err(|e| usage!("{e}"))?;
     bar.finish_and_clear();
     let mut code = ExitStatus::Success;
-    let mut results = Vec::with_capacity(total);
-    // Skills refused for want of a version: named together at the end, with how to set it.
-    let mut unversioned = Vec::new();
-    for o in &outcomes {
-        match &o.result {
-            Ok(p) => results.push(json!({"source": o.spec, "root": o.root, "published": p})),
-            Err(f) => {
-                code = code.max(match f {
-                    SkillFailure::Registry(e) => fail(e).status(),
-                    _ => ExitStatus::Unreadable,
-                });
-                if let SkillFailure::Registry(RegistryError::MissingVersion { name }) = f {
-                    unversioned.push(format!("{name} ({})", o.location));
-                }
-                let faults: Vec<_> = match f {
-                    SkillFailure::Registry(e) => e
-                        .faults()
-                        .iter()
-                        .map(|f| json!({"kind": f.kind().as_str(), "message": f.message()}))
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                results.push(
-                    json!({"source": o.spec, "root": o.root, "location": o.location,
-                                    "error": f.to_string(), "faults": faults}),
-                );
-            }
-        }
+    for f in outcomes.iter().filter_map(|o| o.result.as_ref().err()) {
+        code = code.max(match f {
+            SkillFailure::Registry(e) => fail(e).status(),
+            _ => ExitStatus::Unreadable,
+        });
     }
+    // Skills refused for want of a version: named together at the end, with how to set it.
+    let unversioned = unversioned(&outcomes);
     if total > 1 && !unversioned.is_empty() && text {
         err!(
             "{} of {total} skills were not published for want of a version: {}",
@@ -290,7 +216,8 @@ async fn publish(db: &Path, specs: &[String], args: PublishArgs<'_>) -> CliResul
             db.display()
         );
     }
-    if args.format == Format::Json {
+    if format == Format::Json {
+        let results: Vec<_> = outcomes.iter().map(PublishRow::of).collect();
         out!("{}", serde_json::to_string_pretty(&results).expect("json"));
     }
     Ok(code)
@@ -343,43 +270,24 @@ fn progress_bar(total: usize) -> indicatif::ProgressBar {
 
 /// `skillcat registry yank DB NAME@VERSION [--undo]`
 fn yank(db: &Path, spec: &str, undo: bool) -> CliResult {
-    let (name, version) = match parse_spec(spec) {
-        Ok(nv) => nv,
-        Err(e) => return Err(fail(&e)),
-    };
-    let mut registry = match Registry::open(db) {
-        Ok(r) => r,
-        Err(e) => return Err(fail(&e)),
-    };
-    let changed = if undo {
-        registry.unyank(name, version)
+    let y = ops::yank(db, spec, undo).map_err(|e| fail(&e))?;
+    let (name, version) = (&y.name, &y.version);
+    if y.changed {
+        out!(
+            "{} {name}@{version}",
+            if undo { "Unyanked" } else { "Yanked" }
+        );
     } else {
-        registry.yank(name, version)
-    };
-    match changed {
-        Ok(changed) => {
-            let verb = if undo { "unyanked" } else { "yanked" };
-            if changed {
-                out!(
-                    "{}{} {name}@{version}",
-                    verb[..1].to_uppercase(),
-                    &verb[1..]
-                );
-            } else {
-                out!(
-                    "{name}@{version} was already {}",
-                    if undo { "not yanked" } else { "yanked" }
-                );
-            }
-            match registry.latest(name) {
-                Ok(Some(latest)) => out!("Latest {name} is {}", latest.version),
-                Ok(None) => out!("{name} has no unyanked version left"),
-                Err(e) => return Err(fail(&e)),
-            }
-            Ok(ExitStatus::Success)
-        }
-        Err(e) => Err(fail(&e)),
+        out!(
+            "{name}@{version} was already {}",
+            if undo { "not yanked" } else { "yanked" }
+        );
     }
+    match y.latest.map_err(|e| fail(&e))? {
+        Some(latest) => out!("Latest {name} is {latest}"),
+        None => out!("{name} has no unyanked version left"),
+    }
+    Ok(ExitStatus::Success)
 }
 
 /// `skillcat registry search DB QUERY [--format] [--limit N]`

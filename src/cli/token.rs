@@ -9,10 +9,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
-use skillcat::registry::tokens::{
-    Right, TokenError, TokenFileError, Tokens, create_in_file, revoke_in_file,
-};
+use skillcat::ops::token as ops;
+use skillcat::registry::tokens::{TokenError, TokenFileError, revoke_in_file};
 
 use super::{CliError, CliResult, ExitStatus, Format};
 
@@ -100,29 +98,16 @@ fn file_error(e: TokenFileError, path: &Path) -> CliError {
     }
 }
 
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 fn create(a: CreateArgs) -> CliResult {
     super::output_dir_exists(&a.tokens)?;
-    let rights = a
-        .can
-        .iter()
-        .map(|r| r.parse::<Right>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| usage!("{e}"))?;
-    let (token, entry) = create_in_file(&a.tokens, &a.name, &a.scopes, &rights, now())
-        .map_err(|e| file_error(e, &a.tokens))?;
-    let rights: Vec<&str> = entry.rights().iter().map(|r| r.as_str()).collect();
+    let (token, row) =
+        ops::create(&a.tokens, &a.name, &a.scopes, &a.can).map_err(|e| file_error(e, &a.tokens))?;
     err!(
         "Created token {} ({} on {}) in {}; it is printed once, below: keep it secret (a \
          publisher keeps it for the registry with `skillcat login URL < FILE`)",
         a.name,
-        rights.join(", "),
-        entry.scopes().join(" "),
+        row.can.join(", "),
+        row.scopes.join(" "),
         a.tokens.display()
     );
     out!("{token}");
@@ -130,37 +115,21 @@ fn create(a: CreateArgs) -> CliResult {
 }
 
 fn list(a: ListArgs) -> CliResult {
-    let tokens = Tokens::load(&a.tokens).map_err(|e| usage!("{e}"))?;
+    let rows = ops::list(&a.tokens).map_err(|e| usage!("{e}"))?;
     match a.format {
-        Format::Json => {
-            let rows: Vec<_> = tokens
-                .entries()
-                .iter()
-                .map(|e| {
-                    json!({
-                        "name": e.name(),
-                        "scopes": e.scopes(),
-                        "can": e.rights().iter().map(|r| r.as_str()).collect::<Vec<_>>(),
-                        "created": skillcat::registry::tokens::format_utc(e.created()),
-                        "revoked": e.is_revoked(),
-                    })
-                })
-                .collect();
-            out!("{}", serde_json::Value::Array(rows));
-        }
+        Format::Json => out!("{}", serde_json::to_string(&rows).expect("json")),
         Format::Text => {
-            if tokens.entries().is_empty() {
+            if rows.is_empty() {
                 err!("No tokens in {}", a.tokens.display());
             }
-            for e in tokens.entries() {
-                let rights: Vec<&str> = e.rights().iter().map(|r| r.as_str()).collect();
+            for r in &rows {
                 out!(
                     "{}  {}  can {}  created {}{}",
-                    e.name(),
-                    e.scopes().join(" "),
-                    rights.join(","),
-                    skillcat::registry::tokens::format_utc(e.created()),
-                    if e.is_revoked() { "  (revoked)" } else { "" }
+                    r.name,
+                    r.scopes.join(" "),
+                    r.can.join(","),
+                    r.created,
+                    if r.revoked { "  (revoked)" } else { "" }
                 );
             }
         }

@@ -3,12 +3,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use serde_json::json;
 use skillcat::document::Skill;
+use skillcat::ops::trust::{self as ops, ToSign, VerifyError, VerifyRow, VersionNote};
 use skillcat::sign::pack_signed::{PackError, PackNote, PackRequest};
-use skillcat::sign::source_signatures::{
-    FoundSignature, at_version, digests, manifest_of, verify_skill,
-};
+use skillcat::sign::source_signatures::{FoundSignature, at_version, digests};
 use skillcat::sign::{self, Keyring, SignError, Statement};
 use skillcat::source::Detail;
 
@@ -318,37 +316,29 @@ pub struct SignArgs<'a> {
 pub async fn sign_cmd(a: SignArgs<'_>, g: &Globals) -> CliResult {
     let (src, skill) = super::read::find_skill(a.source, a.name, g).await?;
     refuse_invalid(&skill, a.force, ("Signing", "sign", "signed"), g)?;
-    let many = src.list().await.map(|r| r.len() > 1).unwrap_or(false);
-    let mut m = match manifest_of(&*src, &skill).await {
-        Ok((m, _)) => m,
-        Err(e) => {
-            return Err(failed!("{e}"));
-        }
-    };
-    match (a.version, m.version.is_empty()) {
-        (Some(v), true) => m.version = v.to_string(),
-        (Some(v), false) if v != m.version => {
-            note!(
-                "warning: signing {} as version {v}, though it is {} (metadata.version): only a \
-                 publish as {v} (`registry publish … --version {v}`) matches this signature",
-                m.name,
-                m.version
-            );
-            m.version = v.to_string();
-        }
-        (Some(_), false) => {}
-        (None, true) => note!(
+    let ToSign {
+        manifest: m,
+        note,
+        path,
+    } = ops::to_sign(a.source, &*src, &skill, a.version)
+        .await
+        .map_err(|e| failed!("{e}"))?;
+    match note {
+        VersionNote::Replaced { was } => note!(
+            "warning: signing {} as version {v}, though it is {was} (metadata.version): only a \
+             publish as {v} (`registry publish … --version {v}`) matches this signature",
+            m.name,
+            v = m.version,
+        ),
+        VersionNote::Missing => note!(
             "warning: {} has no version: the signature names none, and a registry refuses it \
              for any version it publishes. Set metadata.version in its SKILL.md and sign again, \
              or sign with --version V to publish it with `registry publish … --version V`",
             m.name
         ),
-        (None, false) => {}
+        VersionNote::Same => {}
     }
-    let path = a
-        .output
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| sign::skill_signature_path(a.source, &m.name, !many));
+    let path = a.output.map(Path::to_path_buf).unwrap_or(path);
     for p in std::iter::once(path.as_path()).chain(a.statement) {
         super::output_dir_exists(p)?;
     }
@@ -403,57 +393,41 @@ pub async fn verify(
     };
     let opened = open_maybe_for(arg, wanted, Detail::Files, g).await;
     let (Opened { src, found, .. }, name) = opened?;
-    let key = name.map(skillcat::document::name_key);
-    let skills: Vec<&Skill> = found
-        .skills
-        .iter()
-        .filter(|s| {
-            key.as_ref()
-                .is_none_or(|k| *k == skillcat::document::name_key(&s.name()))
-        })
-        .collect();
-    let mut results = Vec::new();
     for f in &found.faults {
         print_fault(f);
-        results.push(json!({"root": f.root, "verified": false, "error": f.fault.message()}));
     }
-    if let (Some(w), true) = (wanted, skills.is_empty() && found.faults.is_empty()) {
-        return Err(failed!("no skill named '{w}' in {arg}"));
-    }
-    // The file beside a source of one skill is SOURCE.minisig; of several, SOURCE.NAME.minisig.
-    let single = found.skills.len() == 1 && found.faults.is_empty();
-    if given.is_some() && skills.len() + found.faults.len() != 1 {
-        return Err(usage!(
-            "--sig names one signature; {arg} holds {} skills (name one)",
-            skills.len() + found.faults.len()
-        ));
-    }
-    for skill in skills {
-        let name = skill.name();
-        match verify_skill(arg, &*src, skill, &ring, given.as_ref(), single).await {
-            Ok((m, v)) => {
-                if format == Format::Text {
-                    out!(
-                        "Verified {} ({}) signed by key {}",
-                        at_version(&m),
-                        m.digest,
-                        v.key_id
-                    );
-                }
-                results.push(json!({"name": m.name, "version": m.version, "digest": m.digest, "verified": true, "key_id": v.key_id}));
+    let rows = ops::verify(arg, &*src, &found, name, &ring, given.as_ref())
+        .await
+        .map_err(|e| match e {
+            VerifyError::NoSuchSkill(_) => {
+                failed!("no skill named '{}' in {arg}", wanted.unwrap_or_default())
             }
-            Err(e) => {
-                if format == Format::Text {
-                    err!("Verification failed for {name}: {e}");
+            VerifyError::SignatureForMany(n) => {
+                usage!("--sig names one signature; {arg} holds {n} skills (name one)")
+            }
+        })?;
+    match format {
+        Format::Json => out!("{}", serde_json::to_string_pretty(&rows).expect("json")),
+        Format::Text => {
+            for r in &rows {
+                match r {
+                    VerifyRow::Verified {
+                        shown,
+                        digest,
+                        key_id,
+                        ..
+                    } => {
+                        out!("Verified {shown} ({digest}) signed by key {key_id}")
+                    }
+                    VerifyRow::Failed { name, error, .. } => {
+                        err!("Verification failed for {name}: {error}")
+                    }
+                    VerifyRow::Unreadable { .. } => {}
                 }
-                results.push(json!({"name": name, "verified": false, "error": e.to_string()}));
             }
         }
     }
-    if format == Format::Json {
-        out!("{}", serde_json::to_string_pretty(&results).expect("json"));
-    }
     Ok(ExitStatus::faults_if(
-        results.is_empty() || results.iter().any(|r| r["verified"] != true),
+        rows.is_empty() || rows.iter().any(|r| !r.verified()),
     ))
 }

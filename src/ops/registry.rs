@@ -1,0 +1,335 @@
+//! `skillcat registry …`: the sources of a publish opened, each skill's outcome as its report
+//! says it, a version yanked.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::publish::{
+    BatchError, BatchOptions, PublishSource, SkillFailure, SkillOutcome, check_batch,
+};
+use crate::registry::{Published, Registry, RegistryError, VersionLimits, parse_spec};
+use crate::sign::{Keyring, SignError};
+use crate::source::{self, DirOptions, DirSource, Source};
+
+/// A source of a publish that could not be opened or listed.
+#[derive(Debug, thiserror::Error)]
+#[error("{spec}: {source}")]
+pub struct OpenError {
+    /// The source as given.
+    pub spec: String,
+    /// Why (of kind `NotFound` when nothing is there).
+    pub source: crate::Error,
+}
+
+/// A skill directory (one with a document) is one skill; anything else goes through
+/// [`source::open`].
+fn open_source(spec: &str) -> crate::Result<Arc<dyn Source>> {
+    let path = Path::new(spec);
+    if path.is_dir() && source::has_document_entry(path) {
+        Ok(Arc::new(DirSource::open_skill(
+            path,
+            DirOptions::default(),
+        )?))
+    } else {
+        source::open(spec)
+    }
+}
+
+/// Every source opened and listed, before anything is written; the first that fails stops it.
+pub async fn open_sources(specs: &[String]) -> Result<Vec<PublishSource>, OpenError> {
+    let mut opened = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let listed = match open_source(spec) {
+            Ok(src) => src.list().await.map(|roots| (src, roots)),
+            Err(e) => Err(e),
+        };
+        match listed {
+            Ok((src, roots)) => opened.push(PublishSource {
+                spec: spec.clone(),
+                src,
+                roots,
+            }),
+            Err(source) => {
+                return Err(OpenError {
+                    spec: spec.clone(),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(opened)
+}
+
+/// What a publish reads before anything is written.
+#[derive(Debug, Clone, Copy)]
+pub struct PublishInputs<'a> {
+    /// The signature of the one skill published (else each one's beside its source).
+    pub sig: Option<&'a Path>,
+    /// The version of the one skill published (else each one's own).
+    pub version: Option<&'a str>,
+    /// The keyring every skill's signature must verify against, when one is required.
+    pub keyring: Option<&'a Path>,
+    /// The most a version may hold.
+    pub limits: VersionLimits,
+}
+
+/// A publish ready to run: its sources opened and listed, its keyring and signature read.
+pub struct Prepared<'a> {
+    /// The sources, each with its skill roots.
+    pub sources: Vec<PublishSource>,
+    /// How many skills they hold together.
+    pub total: usize,
+    keyring: Option<Keyring>,
+    signature: Option<String>,
+    inputs: PublishInputs<'a>,
+}
+
+impl Prepared<'_> {
+    /// What each skill of the batch is published with.
+    pub fn options(&self) -> BatchOptions<'_> {
+        BatchOptions {
+            version: self.inputs.version,
+            signature: self.signature.as_deref(),
+            keyring: self.keyring.as_ref(),
+            limits: self.inputs.limits,
+        }
+    }
+}
+
+/// Why a publish did not start (nothing was written).
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The keyring could not be read.
+    #[error(transparent)]
+    Keyring(SignError),
+    /// The signature given could not be read.
+    #[error("cannot read the signature {}: {source}", path.display())]
+    Signature {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A source could not be opened or listed.
+    #[error(transparent)]
+    Open(OpenError),
+    /// The batch does not go with what it was given.
+    #[error(transparent)]
+    Batch(BatchError),
+}
+
+/// Reads the keyring and signature `inputs` name, opens and lists every source of `specs`, and
+/// checks the batch, before anything is written.
+pub async fn prepare<'a>(
+    specs: &[String],
+    inputs: PublishInputs<'a>,
+) -> Result<Prepared<'a>, PrepareError> {
+    let keyring = inputs.keyring.map(Keyring::load).transpose();
+    let keyring = keyring.map_err(PrepareError::Keyring)?;
+    let read = |p: &Path| {
+        std::fs::read_to_string(p).map_err(|source| PrepareError::Signature {
+            path: p.into(),
+            source,
+        })
+    };
+    let signature = inputs.sig.map(read).transpose()?;
+    let sources = open_sources(specs).await.map_err(PrepareError::Open)?;
+    let mut prepared = Prepared {
+        sources,
+        total: 0,
+        keyring,
+        signature,
+        inputs,
+    };
+    prepared.total =
+        check_batch(&prepared.sources, &prepared.options()).map_err(PrepareError::Batch)?;
+    Ok(prepared)
+}
+
+/// One skill of a publish, as `--format json` reports it.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum PublishRow<'a> {
+    /// Published, or already there.
+    Published {
+        /// The source as given.
+        source: &'a str,
+        /// The skill's root in it.
+        root: &'a str,
+        /// What was stored.
+        published: &'a Published,
+    },
+    /// Not published.
+    Failed {
+        /// The source as given.
+        source: &'a str,
+        /// The skill's root in it.
+        root: &'a str,
+        /// Where it is, for people.
+        location: &'a str,
+        /// Why not.
+        error: String,
+        /// The validation faults, when it was refused for them.
+        faults: Vec<FaultRow<'a>>,
+    },
+}
+
+/// A validation fault in a [`PublishRow`].
+#[derive(Debug, Serialize)]
+pub struct FaultRow<'a> {
+    /// The fault's kind.
+    pub kind: &'static str,
+    /// What is wrong.
+    pub message: &'a str,
+}
+
+impl<'a> PublishRow<'a> {
+    /// The row of one skill's outcome.
+    pub fn of(o: &'a SkillOutcome) -> PublishRow<'a> {
+        match &o.result {
+            Ok(published) => PublishRow::Published {
+                source: &o.spec,
+                root: &o.root,
+                published,
+            },
+            Err(f) => PublishRow::Failed {
+                source: &o.spec,
+                root: &o.root,
+                location: &o.location,
+                error: f.to_string(),
+                faults: match f {
+                    SkillFailure::Registry(e) => e
+                        .faults()
+                        .iter()
+                        .map(|f| FaultRow {
+                            kind: f.kind().as_str(),
+                            message: f.message(),
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                },
+            },
+        }
+    }
+}
+
+/// The skills refused for want of a version, each as `NAME (LOCATION)`.
+pub fn unversioned(outcomes: &[SkillOutcome]) -> Vec<String> {
+    outcomes
+        .iter()
+        .filter_map(|o| match &o.result {
+            Err(SkillFailure::Registry(RegistryError::MissingVersion { name })) => {
+                Some(format!("{name} ({})", o.location))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// What [`yank`] did.
+#[derive(Debug)]
+pub struct Yanked {
+    /// The skill.
+    pub name: String,
+    /// The version.
+    pub version: String,
+    /// Whether it changed (false: it already was as asked).
+    pub changed: bool,
+    /// The skill's latest version after it, if any is left unyanked.
+    pub latest: Result<Option<String>, RegistryError>,
+}
+
+/// Yanks `NAME@VERSION` in the registry `db` (unyanks it when `undo`).
+pub fn yank(db: &Path, spec: &str, undo: bool) -> Result<Yanked, RegistryError> {
+    let (name, version) = parse_spec(spec)?;
+    let mut registry = Registry::open(db)?;
+    let changed = if undo {
+        registry.unyank(name, version)?
+    } else {
+        registry.yank(name, version)?
+    };
+    Ok(Yanked {
+        name: name.to_string(),
+        version: version.to_string(),
+        changed,
+        latest: registry.latest(name).map(|l| l.map(|l| l.version)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_missing_source_is_not_found_and_a_skill_dir_is_one_root() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = tmp.path().join("nothing").display().to_string();
+        let e = open_sources(std::slice::from_ref(&missing))
+            .await
+            .err()
+            .expect("refused");
+        assert_eq!(e.spec, missing);
+        assert_eq!(e.source.kind(), crate::ErrorKind::NotFound);
+        let dir = tmp.path().join("one");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            "---\nname: one\ndescription: d\n---\n",
+        )
+        .unwrap();
+        let opened = open_sources(&[dir.display().to_string()]).await.unwrap();
+        assert_eq!(opened.len(), 1);
+        assert_eq!(opened[0].roots.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_signature_for_many_skills_is_refused_before_anything_is_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        for name in ["one", "two"] {
+            let dir = tmp.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            let md = format!("---\nname: {name}\ndescription: d\n---\n");
+            std::fs::write(dir.join("SKILL.md"), md).unwrap();
+        }
+        let sig = tmp.path().join("x.minisig");
+        std::fs::write(&sig, "not read as a signature yet").unwrap();
+        let specs = [tmp.path().display().to_string()];
+        let limits = VersionLimits {
+            max_bytes: 1 << 20,
+            max_files: 8,
+        };
+        let mut inputs = PublishInputs {
+            sig: None,
+            version: None,
+            keyring: None,
+            limits,
+        };
+        assert_eq!(prepare(&specs, inputs).await.unwrap().total, 2);
+        inputs.sig = Some(&sig);
+        assert!(matches!(
+            prepare(&specs, inputs).await,
+            Err(PrepareError::Batch(BatchError::SignatureForMany(2)))
+        ));
+        let missing = tmp.path().join("missing.minisig");
+        inputs.sig = Some(&missing);
+        assert!(matches!(
+            prepare(&specs, inputs).await,
+            Err(PrepareError::Signature { .. })
+        ));
+    }
+
+    #[test]
+    fn a_yank_of_a_missing_version_or_a_bad_spec_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("r.db");
+        Registry::init(&db).unwrap();
+        assert!(matches!(
+            yank(&db, "no-version", false),
+            Err(RegistryError::BadSpec { .. })
+        ));
+        let e = yank(&db, "ghost@1.0.0", false).expect_err("refused");
+        assert!(e.is_refusal(), "{e}");
+    }
+}
