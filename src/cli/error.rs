@@ -95,17 +95,7 @@ impl std::fmt::Display for Message {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut text = self.context.clone().unwrap_or_default();
         if let Some(cause) = &self.cause {
-            let mut link = Some(&*cause.error as &(dyn std::error::Error + 'static));
-            while let Some(e) = link {
-                let said = e.to_string();
-                if !said.is_empty() && !text.contains(&said) {
-                    if !text.is_empty() {
-                        text.push_str(": ");
-                    }
-                    text.push_str(&said);
-                }
-                link = e.source();
-            }
+            text = skillcat::error::said_with_causes(text, &*cause.error);
             if let Some(advice) = cause.kind.and_then(advice) {
                 text.push_str(advice);
             }

@@ -397,6 +397,25 @@ impl std::error::Error for LayerError {
     }
 }
 
+/// `text`, then each error of `error`'s chain (`error` itself first, then each
+/// [`source`](std::error::Error::source)) that the text so far does not already say, joined by
+/// `": "`: an error said once with every cause, however many layers wrapped it. What a program
+/// prints for an error that stopped it (the command line's `main` does).
+pub fn said_with_causes(mut text: String, error: &(dyn std::error::Error + 'static)) -> String {
+    let mut link = Some(error);
+    while let Some(e) = link {
+        let said = e.to_string();
+        if !said.is_empty() && !text.contains(&said) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&said);
+        }
+        link = e.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -472,5 +491,29 @@ mod tests {
         };
         assert!(!denied.is_unreachable());
         assert_eq!(denied.to_string(), "u: HTTP 403");
+    }
+
+    #[test]
+    fn an_error_is_said_once_with_every_cause_not_already_said() {
+        let io = io::Error::new(io::ErrorKind::NotFound, "no such file");
+        let e = Error::Io {
+            path: "a/SKILL.md".into(),
+            source: io,
+        };
+        // Error::Io's own text already says its cause: said once.
+        let text = said_with_causes(String::new(), &e);
+        assert_eq!(text, e.to_string());
+        assert_eq!(text.matches("no such file").count(), 1, "{text}");
+        // A context before it, and a layer wrapping it, add what they say and nothing twice.
+        let layered = Error::layer(ErrorKind::Io, e);
+        let text = said_with_causes("reading the skill".into(), &layered);
+        assert!(text.starts_with("reading the skill: "), "{text}");
+        assert_eq!(text.matches("no such file").count(), 1, "{text}");
+        // A cause the text does not say is added after it.
+        let other = Error::other("opening the catalog", io::Error::other("disk on fire"));
+        assert_eq!(
+            said_with_causes("x".into(), &other),
+            "x: opening the catalog: disk on fire"
+        );
     }
 }

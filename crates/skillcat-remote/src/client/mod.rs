@@ -205,23 +205,6 @@ fn rustls_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     )
 }
 
-/// An error and each of its causes, `: `-separated (a cause that repeats the one before it is
-/// said once): what a transport error of reqwest says only in its sources (the refused
-/// connection, the name that did not resolve).
-pub fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let said = c.to_string();
-        if !text.ends_with(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        cause = c.source();
-    }
-    text
-}
-
 /// A URL as it may be shown: no credentials, no query string.
 pub fn redact(url: &Url) -> String {
     let mut u = url.clone();
