@@ -144,19 +144,8 @@ pub(crate) fn output_dir_exists(path: &std::path::Path) -> Result<(), CliError> 
 }
 
 /// Text from a skill or a store as it is printed for people (`list`, `show` and `prompt` on a
-/// terminal, warnings, faults, hints): control characters written `\u001b` (none can drive the
-/// terminal), and every character the audit classes as hidden by its Unicode properties
-/// (bidirectional controls and marks, zero-width and other default-ignorable characters, tags
-/// outside the RGI flags, variation selectors outside a standardized sequence) written
-/// `\u{202e}`, so that what a person reads is what a model reads. JSON output is left exact.
-pub(crate) fn shown(s: &str) -> std::borrow::Cow<'_, str> {
-    match skillcat::prompt::escape_controls(s) {
-        std::borrow::Cow::Borrowed(s) => skillcat::audit::escape_hidden(s),
-        std::borrow::Cow::Owned(s) => {
-            std::borrow::Cow::Owned(skillcat::audit::escape_hidden(&s).into_owned())
-        }
-    }
-}
+/// terminal, warnings, faults, hints): the audit's [`skillcat::audit::shown`].
+pub(crate) use skillcat::audit::shown;
 
 /// Text a program may consume on stdout (`show`'s body, `prompt`'s block): [`shown`] when
 /// stdout is a terminal, where a person reads it; byte for byte into a pipe or a file, where a

@@ -53,7 +53,7 @@ pub use content::LARGE_FILE;
 pub use rule::{Finding, RULES, Rule, RuleId, Severity};
 pub use sarif::sarif;
 pub use text::line_safe;
-pub use unicode::escape_hidden;
+pub use unicode::{escape_hidden, shown};
 
 use skillcat_core::Result;
 use skillcat_core::capability::Capabilities;

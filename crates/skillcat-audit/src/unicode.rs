@@ -247,6 +247,17 @@ pub(crate) fn scan(text: &str, lines: &Lines<'_>) -> Vec<Hit> {
     hits
 }
 
+/// Text from a skill or a store as it is shown to a person (a terminal, a warning, a hint):
+/// control characters written `\u001b` (none can drive the terminal) and every character the
+/// rules above class as hidden written `\u{202e}`, so that what a person reads is what a model
+/// reads. JSON and pipes take the text exact; this is for people only.
+pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    match skillcat_core::prompt::escape_controls(text) {
+        std::borrow::Cow::Borrowed(t) => escape_hidden(t),
+        std::borrow::Cow::Owned(t) => std::borrow::Cow::Owned(escape_hidden(&t).into_owned()),
+    }
+}
+
 /// `text` with every character the rules above would report written `\u{202e}` (so an
 /// allowed emoji, flag or joined word is shown as it is, and nothing hidden is), and every
 /// other control character but line feed, tab and the carriage return of a CRLF written
@@ -425,5 +436,25 @@ mod tests {
         assert_eq!(rules("a\u{FE0F}"), vec![(RuleId::UnicodeInvisible, 1, 2)]);
         let channel = "\u{1F600}\u{E0100}\u{E0101}\u{E0102}";
         assert_eq!(rules(channel), vec![(RuleId::UnicodeInvisible, 1, 2)]);
+    }
+
+    #[test]
+    fn text_shown_to_people_drives_no_terminal_and_hides_nothing() {
+        let hostile = "ok\x1b]0;title\x07 a\u{202E}b\u{200B}c";
+        let out = shown(hostile);
+        assert!(!out.contains('\x1b') && !out.contains('\x07'), "{out:?}");
+        assert!(
+            !out.contains('\u{202E}') && !out.contains('\u{200B}'),
+            "{out:?}"
+        );
+        assert!(
+            out.contains("\\u{202e}") && out.contains("\\u{200b}"),
+            "{out:?}"
+        );
+        // Plain text is lent back, not copied.
+        assert!(matches!(
+            shown("plain, café 🙂"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }
