@@ -28,6 +28,7 @@ mod lockfile;
 mod place;
 mod plan;
 mod plugin;
+mod report;
 mod spec;
 
 use std::path::{Path, PathBuf};
@@ -49,6 +50,9 @@ pub use place::recover;
 pub use plan::{
     Action, ActionKind, Candidate, FileDrift, Options, Plan, Progress, Report, SkillStatus,
     Targets, status,
+};
+pub use report::{
+    STATUS_HEADER, StatusView, action_lines, short_digest, status_table, update_line,
 };
 pub use spec::{LockSpec, SourceKind, SourceSpec};
 
