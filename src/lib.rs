@@ -69,6 +69,7 @@ pub use skillcat_serve as serve;
 pub use skillcat_audit as audit;
 
 pub mod context;
+pub mod ops;
 
 // The README's examples are compiled and run as doctests.
 #[cfg(doctest)]
