@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use skillcat::ops::remote::{Fetch, FetchError};
 use skillcat::serve::{self, IndexSigningError, ServeLimits, Site, SiteRequest};
-use skillcat::source::http::{FetchStatus, HttpOptions, HttpSource, cache_info, clean_cache};
+use skillcat::source::http::{FetchStatus, HttpOptions, cache_info, clean_cache};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
@@ -432,15 +432,6 @@ fn index_signing(
     })
 }
 
-fn status_word(s: FetchStatus) -> &'static str {
-    match s {
-        FetchStatus::Cached => "cached",
-        FetchStatus::Fetched => "fetched",
-        FetchStatus::NotCached => "not cached",
-        FetchStatus::Failed => "failed",
-    }
-}
-
 /// What an index entry's digest is the digest of: its archive, or its lone SKILL.md.
 fn artifact_word(kind: &str) -> &'static str {
     match kind {
@@ -465,47 +456,33 @@ fn progress(len: usize) -> indicatif::ProgressBar {
 
 /// `skillcat fetch URL` (with the global `--cache DIR` and `--offline`)
 pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
-    let src = match HttpSource::new(&a.url, HttpOptions::from(&g.open)) {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
+    let said = |e| match e {
+        FetchError::Url(e) => usage!("{e}"),
+        FetchError::Index(e) => super::read::discover_error(e),
     };
-    let skills = match src.skills().await {
-        Ok(s) => s,
-        Err(e) => return Err(super::read::discover_error(e)),
-    };
-    let bar = progress(skills.len());
-    let reports = src
-        .prefetch(|_| {
+    let fetch = Fetch::open(&a.url, HttpOptions::from(&g.open))
+        .await
+        .map_err(said)?;
+    let bar = progress(fetch.total());
+    let fetched = fetch
+        .run(|bytes| {
             bar.inc(1);
-            bar.set_message(indicatif::HumanBytes(src.stats().bytes).to_string());
+            bar.set_message(indicatif::HumanBytes(bytes).to_string());
         })
         .await;
     bar.finish_and_clear();
-    for w in src.warnings() {
+    for w in fetch.warnings() {
         note!("warning: {}", super::shown(&w));
     }
-    let reports = match reports {
-        Ok(r) => r,
-        Err(e) => return Err(super::read::discover_error(e)),
-    };
-    let stats = src.stats();
-    let count = |s: FetchStatus| reports.iter().filter(|r| r.status == s).count();
-    let (fetched, cached, missing, failed) = (
-        count(FetchStatus::Fetched),
-        count(FetchStatus::Cached),
-        count(FetchStatus::NotCached),
-        count(FetchStatus::Failed),
+    let f = fetched.map_err(said)?;
+    let (missing, failed) = (
+        f.count(FetchStatus::NotCached),
+        f.count(FetchStatus::Failed),
     );
-    let cache = src
-        .cache_dir()
-        .map_or_else(|| "(none)".to_string(), |d: &Path| d.display().to_string());
     match a.format {
         Format::Text => {
             let mut out = std::io::stdout().lock();
-            for r in &reports {
-                let s = &r.skill;
+            for s in &f.skills {
                 // Which digest: the artifact's (what the index promises and the cache keys),
                 // else the skill's (a v0.1 entry's files have no one artifact).
                 let digest = match (&s.digest, &s.skill_digest) {
@@ -518,47 +495,29 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
                     "{}  {}  {digest}  {}",
                     super::shown(&s.name),
                     super::shown(s.version.as_deref().unwrap_or("-")),
-                    status_word(r.status)
+                    s.status.word()
                 );
             }
             let _ = writeln!(
                 out,
-                "{} {} from {}: {fetched} fetched, {cached} already cached, {missing} not cached, \
-                 {failed} failed ({} requests, {} not modified, {} bytes received); cache: {cache}",
-                reports.len(),
-                skills_word(reports.len()),
-                src.index_url().unwrap_or_else(|| src.url().to_string()),
-                stats.requests,
-                stats.not_modified,
-                stats.bytes,
+                "{} {} from {}: {} fetched, {} already cached, {missing} not cached, \
+                 {failed} failed ({} requests, {} not modified, {} bytes received); cache: {}",
+                f.skills.len(),
+                skills_word(f.skills.len()),
+                f.index.as_deref().unwrap_or(&f.url),
+                f.count(FetchStatus::Fetched),
+                f.count(FetchStatus::Cached),
+                f.stats.requests,
+                f.stats.not_modified,
+                f.stats.bytes,
+                f.cache,
             );
         }
-        Format::Json => {
-            let skills: Vec<_> = reports
-                .iter()
-                .map(|r| {
-                    json!({"name": r.skill.name, "version": r.skill.version, "type": r.skill.kind,
-                           "digest": r.skill.digest, "skill_digest": r.skill.skill_digest,
-                           "signed": r.skill.signature.is_some(), "status": status_word(r.status),
-                           "message": r.message})
-                })
-                .collect();
-            let doc = json!({
-                "url": src.url(), "index": src.index_url(), "cache": cache, "skills": skills,
-                "stats": {"requests": stats.requests, "not_modified": stats.not_modified,
-                          "bytes": stats.bytes, "from_cache": stats.from_cache,
-                          "downloaded": stats.downloaded},
-            });
-            out!("{}", serde_json::to_string_pretty(&doc).expect("json"));
-        }
+        Format::Json => out!("{}", serde_json::to_string_pretty(&f).expect("json")),
     }
-    for r in &reports {
-        if let Some(m) = &r.message {
-            err!(
-                "Error: {}: {}",
-                super::shown(&r.skill.name),
-                super::shown(m)
-            );
+    for s in &f.skills {
+        if let Some(m) = &s.message {
+            err!("Error: {}: {}", super::shown(&s.name), super::shown(m));
         }
     }
     Ok(ExitStatus::faults_if(missing + failed > 0))
@@ -596,17 +555,7 @@ pub async fn cache(cmd: CacheCommand, g: &Globals) -> CliResult {
                     info.stale_files,
                     info.stale_bytes,
                 ),
-                Format::Json => out!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({
-                        "cache": shown, "exists": info.exists, "records": info.records,
-                        "blobs": info.blobs, "blob_bytes": info.blob_bytes,
-                        "unreferenced": info.unreferenced,
-                        "unreferenced_bytes": info.unreferenced_bytes,
-                        "stale_files": info.stale_files, "stale_bytes": info.stale_bytes,
-                    }))
-                    .expect("json")
-                ),
+                Format::Json => out!("{}", serde_json::to_string_pretty(&info).expect("json")),
             }
             Ok(ExitStatus::Success)
         }
@@ -628,17 +577,7 @@ pub async fn cache(cmd: CacheCommand, g: &Globals) -> CliResult {
                     r.kept_blobs,
                     r.kept_bytes,
                 ),
-                Format::Json => out!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({
-                        "cache": shown, "removed_blobs": r.removed_blobs,
-                        "removed_bytes": r.removed_bytes, "removed_records": r.removed_records,
-                        "removed_stale": r.removed_stale,
-                        "removed_stale_bytes": r.removed_stale_bytes,
-                        "kept_blobs": r.kept_blobs, "kept_bytes": r.kept_bytes,
-                    }))
-                    .expect("json")
-                ),
+                Format::Json => out!("{}", serde_json::to_string_pretty(&r).expect("json")),
             }
             Ok(ExitStatus::Success)
         }

@@ -4,3 +4,4 @@
 //! prints what it returns (adding the flags that would help to an error).
 
 pub mod publish;
+pub mod remote;

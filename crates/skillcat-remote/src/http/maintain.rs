@@ -30,9 +30,10 @@ use crate::digest::{parse_digest, sha256};
 use crate::error::{Error, Result};
 
 /// What a cache folder holds ([`cache_info`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CacheInfo {
     /// The folder.
+    #[serde(rename = "cache", serialize_with = "shown")]
     pub dir: PathBuf,
     /// Whether it exists.
     pub exists: bool,
@@ -53,9 +54,10 @@ pub struct CacheInfo {
 }
 
 /// What [`clean_cache`] removed and kept.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CleanReport {
     /// The folder.
+    #[serde(rename = "cache", serialize_with = "shown")]
     pub dir: PathBuf,
     /// Blobs removed, and their bytes.
     pub removed_blobs: u64,
@@ -71,6 +73,11 @@ pub struct CleanReport {
     pub kept_blobs: u64,
     /// Bytes of the blobs kept.
     pub kept_bytes: u64,
+}
+
+/// A folder as people read it (the JSON of [`CacheInfo`] and [`CleanReport`]).
+fn shown<S: serde::Serializer>(dir: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_str(&dir.display())
 }
 
 /// Counts what the cache at `dir` holds (under the shared lock, like any reader).
@@ -365,5 +372,21 @@ mod tests {
         let mut got: Vec<_> = out.into_iter().collect();
         got.sort();
         assert_eq!(got, ["a".repeat(64), "b".repeat(64), "c".repeat(64)]);
+    }
+
+    #[test]
+    fn a_cache_report_serializes_its_folder_first_as_cache() {
+        let info = CacheInfo {
+            dir: PathBuf::from("/c"),
+            records: 2,
+            ..CacheInfo::default()
+        };
+        let json = serde_json::to_string(&info).unwrap();
+        assert!(
+            json.starts_with(r#"{"cache":"/c","exists":false,"records":2,"#),
+            "{json}"
+        );
+        let clean = serde_json::to_value(CleanReport::default()).unwrap();
+        assert_eq!(clean["kept_bytes"], 0);
     }
 }
