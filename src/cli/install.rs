@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use skillcat::install::{
-    Action, ActionKind, InstallError, Options, Plan, Progress, Scope, SkillStatus, action_lines,
-    parse_agents, status_table, update_line,
+    InstallError, Options, Plan, Progress, Scope, SkillStatus, action_lines, drift_summary,
+    parse_agents, status_table, update_lines,
 };
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
@@ -274,28 +274,34 @@ fn print_lines(lines: impl IntoIterator<Item = String>) {
     }
 }
 
-/// A dry run's plan: its warnings, what it would do, the lockfile's change; nothing applied.
-fn print_dry_run(plan: &Plan, scope: &Scope, actions: impl FnOnce(&[Action])) {
-    print_warnings(plan);
-    actions(plan.actions());
-    print_lines(plan.lockfile_change_lines(scope));
-    out!("dry run: nothing was changed");
+/// What a dry run says each skill would undergo.
+type DryRun = fn(&Plan, &Scope) -> Vec<String>;
+
+/// Applies a plan and prints what it did; or, with `dry`, prints what it would do and how the
+/// lockfile would change, and applies nothing.
+async fn run_plan(
+    plan: Result<Plan, InstallError>,
+    bar: &Bar,
+    scope: &Scope,
+    dry: Option<DryRun>,
+) -> CliResult {
+    bar.done();
+    let plan = plan.map_err(fail)?;
+    print_warnings(&plan);
+    if let Some(lines) = dry {
+        print_lines(lines(&plan, scope));
+        print_lines(plan.lockfile_change_lines(scope));
+        out!("dry run: nothing was changed");
+        return Ok(ExitStatus::Success);
+    }
+    let report = plan.apply().await.map_err(fail)?;
+    print_lines(report.lines(scope));
+    Ok(ExitStatus::Success)
 }
 
-async fn run_plan(plan: Result<Plan, InstallError>, bar: &Bar, scope: &Scope) -> CliResult {
-    bar.done();
-    let plan = match plan {
-        Ok(p) => p,
-        Err(e) => return Err(fail(e)),
-    };
-    print_warnings(&plan);
-    match plan.apply().await {
-        Ok(report) => {
-            print_lines(report.lines(scope));
-            Ok(ExitStatus::Success)
-        }
-        Err(e) => Err(fail(e)),
-    }
+/// A dry run of `add` or `remove`: a line per action.
+fn would(plan: &Plan, scope: &Scope) -> Vec<String> {
+    action_lines(plan.actions(), scope, true)
 }
 
 /// `skillcat add SOURCE [NAME...] [--dry-run]`
@@ -314,41 +320,21 @@ pub async fn add(a: AddArgs, g: &Globals) -> CliResult {
         a.copy,
     )
     .await;
-    if !a.dry_run {
-        return run_plan(plan, &bar, &scope).await;
-    }
-    bar.done();
-    let plan = plan.map_err(fail)?;
-    print_dry_run(&plan, &scope, |actions| {
-        print_lines(action_lines(actions, &scope, true))
-    });
-    Ok(ExitStatus::Success)
+    run_plan(plan, &bar, &scope, a.dry_run.then_some(would as DryRun)).await
 }
 
 /// `skillcat install [--frozen]`
 pub async fn install(a: InstallArgs, g: &Globals) -> CliResult {
     let (scope, opts, bar) = prepare(&a.common, a.force, false, g)?;
-    run_plan(Plan::install(&opts, a.frozen).await, &bar, &scope).await
+    run_plan(Plan::install(&opts, a.frozen).await, &bar, &scope, None).await
 }
 
 /// `skillcat update [NAME...] [--dry-run]`
 pub async fn update(a: UpdateArgs, g: &Globals) -> CliResult {
     let (scope, opts, bar) = prepare(&a.common, a.force, a.dry_run, g)?;
     let plan = Plan::update(&opts, &a.names, a.allow_downgrade, a.allow_signer_change).await;
-    if !a.dry_run {
-        return run_plan(plan, &bar, &scope).await;
-    }
-    bar.done();
-    let plan = plan.map_err(fail)?;
-    print_dry_run(&plan, &scope, |actions| {
-        for a in actions {
-            print_lines(update_line(a));
-            if a.kind != ActionKind::Unchanged && !a.paths.is_empty() {
-                out!("  would change {}", a.paths.join(", "));
-            }
-        }
-    });
-    Ok(ExitStatus::Success)
+    let dry: DryRun = |plan, _| update_lines(plan.actions());
+    run_plan(plan, &bar, &scope, a.dry_run.then_some(dry)).await
 }
 
 /// `skillcat remove NAME... [--dry-run]`
@@ -357,14 +343,8 @@ pub async fn remove(a: RemoveArgs, g: &Globals) -> CliResult {
     let mut opts = Options::new(scope.clone());
     opts.dry_run = a.dry_run;
     let plan = Plan::remove(&opts, &a.names).await;
-    if !a.dry_run {
-        return run_plan(plan, &Bar::default(), &scope).await;
-    }
-    let plan = plan.map_err(fail)?;
-    print_dry_run(&plan, &scope, |actions| {
-        print_lines(action_lines(actions, &scope, true))
-    });
-    Ok(ExitStatus::Success)
+    let dry = a.dry_run.then_some(would as DryRun);
+    run_plan(plan, &Bar::default(), &scope, dry).await
 }
 
 /// `skillcat status [--check] [--format json]`
@@ -387,16 +367,10 @@ pub async fn status(a: StatusArgs, g: &Globals) -> CliResult {
             }
         }
     }
-    if a.check && all.iter().any(SkillStatus::is_drift) {
-        let n = all.iter().filter(|s| s.is_drift()).count();
-        err!(
-            "{n} skill{} the lockfile pins",
-            if n == 1 {
-                " differs from what"
-            } else {
-                "s differ from what"
-            }
-        );
+    if a.check
+        && let Some(said) = drift_summary(&all)
+    {
+        err!("{said}");
         return Ok(ExitStatus::Faults);
     }
     Ok(ExitStatus::Success)

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use skillcat::central::{self, CentralError, Registry, TOKEN_ENV, Token, TokenFrom};
 use skillcat::client::{self, ClientError};
 use skillcat::ops::publish::{self as ops, SignatureError, SignatureFrom};
-use skillcat::serve::{Site, SiteOptions};
+use skillcat::serve::SiteOptions;
 
 use super::{CliError, CliResult, ExitStatus, Globals};
 
@@ -202,9 +202,7 @@ pub async fn publish(a: PublishArgs, g: &Globals) -> CliResult {
     let mut code = ExitStatus::Success;
     for path in &a.paths {
         let o = super::read::open_and_discover(path, g).await?;
-        // As `pack --sign` names the signatures: SOURCE.minisig for a source of one skill.
-        let single = o.found.skills.len() + o.found.faults.len() == 1;
-        let (site, problems) = Site::from_discovery(&*o.src, &o.found, &site_options(g)?)
+        let (skills, problems) = ops::read(path, &*o.src, &o.found, &site_options(g)?)
             .await
             .map_err(|e| usage!("{e}"))?;
         for p in &problems {
@@ -213,11 +211,7 @@ pub async fn publish(a: PublishArgs, g: &Globals) -> CliResult {
         if !problems.is_empty() {
             code = ExitStatus::Faults;
         }
-        read.extend(site.skills().iter().map(|s| ops::ReadSkill {
-            path: path.clone(),
-            single,
-            skill: s.clone(),
-        }));
+        read.extend(skills);
     }
     let (planned, refused) = match ops::plan(&a.paths, read, given_sig.as_ref()) {
         Ok(p) => p,

@@ -184,12 +184,7 @@ pub async fn search(a: SearchArgs, g: &Globals) -> CliResult {
                     "{}  {}  {}  {}",
                     safe(&r.name),
                     safe(r.version.as_deref().unwrap_or("-")),
-                    match (&r.trust, r.signed) {
-                        (Some(word), _) => safe(word),
-                        // A catalog older than the word: it says only whether one is kept.
-                        (None, true) => "signed".to_string(),
-                        (None, false) => "unsigned".to_string(),
-                    },
+                    safe(r.trust_word()),
                     safe(&r.description)
                 );
             }
@@ -370,24 +365,16 @@ pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
     let (site, problems) = build_site(&a.source, web, g).await?;
     let n = site.skills().len();
     let (dir, force) = (a.dir.clone(), a.force);
-    let result = tokio::task::spawn_blocking(move || {
-        serve::export_signed(&site, &dir, force, signing.as_ref())
-    })
-    .await;
-    match result {
-        Ok(Ok(done)) => {
-            out!(
-                "Exported {n} {} ({} files, {} bytes) to {}",
-                skills_word(n),
-                done.files,
-                done.bytes,
-                a.dir.display()
-            );
-            Ok(ExitStatus::faults_if(problems > 0))
-        }
-        Ok(Err(e)) => Err(usage!("{e}")),
-        Err(e) => Err(usage!("{e}")),
-    }
+    let done = off_runtime(move || serve::export_signed(&site, &dir, force, signing.as_ref()));
+    let done = done.await?;
+    out!(
+        "Exported {n} {} ({} files, {} bytes) to {}",
+        skills_word(n),
+        done.files,
+        done.bytes,
+        a.dir.display()
+    );
+    Ok(ExitStatus::faults_if(problems > 0))
 }
 
 /// `skillcat export SOURCE DIR --marketplace NAME [--owner NAME]`.
@@ -475,10 +462,6 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
         note!("warning: {}", super::shown(&w));
     }
     let f = fetched.map_err(said)?;
-    let (missing, failed) = (
-        f.count(FetchStatus::NotCached),
-        f.count(FetchStatus::Failed),
-    );
     match a.format {
         Format::Text => {
             let mut out = std::io::stdout().lock();
@@ -498,20 +481,7 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
                     s.status.word()
                 );
             }
-            let _ = writeln!(
-                out,
-                "{} {} from {}: {} fetched, {} already cached, {missing} not cached, \
-                 {failed} failed ({} requests, {} not modified, {} bytes received); cache: {}",
-                f.skills.len(),
-                skills_word(f.skills.len()),
-                f.index.as_deref().unwrap_or(&f.url),
-                f.count(FetchStatus::Fetched),
-                f.count(FetchStatus::Cached),
-                f.stats.requests,
-                f.stats.not_modified,
-                f.stats.bytes,
-                f.cache,
-            );
+            let _ = writeln!(out, "{f}");
         }
         Format::Json => out!("{}", serde_json::to_string_pretty(&f).expect("json")),
     }
@@ -520,7 +490,8 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
             err!("Error: {}: {}", super::shown(&s.name), super::shown(m));
         }
     }
-    Ok(ExitStatus::faults_if(missing + failed > 0))
+    let missing = f.count(FetchStatus::NotCached) + f.count(FetchStatus::Failed);
+    Ok(ExitStatus::faults_if(missing > 0))
 }
 
 /// `skillcat cache info|clean` (with the global `--cache DIR`)
@@ -535,48 +506,22 @@ pub async fn cache(cmd: CacheCommand, g: &Globals) -> CliResult {
             "no cache directory (set --cache, XDG_CACHE_HOME or HOME)"
         ));
     };
-    let shown = dir.display().to_string();
     match cmd {
         CacheCommand::Info { format } => {
             let info = off_runtime(move || cache_info(&dir)).await?;
             match format {
-                Format::Text if !info.exists => out!("cache: {shown} (empty: not created yet)"),
-                Format::Text => out!(
-                    "cache: {shown}\n\
-                     index records: {}\n\
-                     blobs: {} ({} bytes)\n\
-                     unreferenced: {} ({} bytes; `skillcat cache clean` removes them)\n\
-                     stale files: {} ({} bytes; temp files and older layouts)",
-                    info.records,
-                    info.blobs,
-                    info.blob_bytes,
-                    info.unreferenced,
-                    info.unreferenced_bytes,
-                    info.stale_files,
-                    info.stale_bytes,
-                ),
+                Format::Text => out!("{info}"),
                 Format::Json => out!("{}", serde_json::to_string_pretty(&info).expect("json")),
             }
             Ok(ExitStatus::Success)
         }
         CacheCommand::Clean { all, format } => {
-            let waiting = {
-                let shown = shown.clone();
-                move || err!("waiting for other skillcat processes using {shown} to finish…")
-            };
+            let shown = dir.display().to_string();
+            let waiting =
+                move || err!("waiting for other skillcat processes using {shown} to finish…");
             let r = off_runtime(move || clean_cache(&dir, all, waiting)).await?;
             match format {
-                Format::Text => out!(
-                    "Removed {} blobs ({} bytes), {} index records and {} stale files ({} bytes) \
-                     from {shown}; kept {} blobs ({} bytes)",
-                    r.removed_blobs,
-                    r.removed_bytes,
-                    r.removed_records,
-                    r.removed_stale,
-                    r.removed_stale_bytes,
-                    r.kept_blobs,
-                    r.kept_bytes,
-                ),
+                Format::Text => out!("{r}"),
                 Format::Json => out!("{}", serde_json::to_string_pretty(&r).expect("json")),
             }
             Ok(ExitStatus::Success)
@@ -584,7 +529,7 @@ pub async fn cache(cmd: CacheCommand, g: &Globals) -> CliResult {
     }
 }
 
-/// Runs blocking cache work off the async runtime; a failure is printed and becomes exit 2.
+/// Runs blocking work (the cache's, an export's) off the async runtime; a failure is printed and becomes exit 2.
 async fn off_runtime<T, E>(
     work: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> Result<T, CliError>

@@ -3,8 +3,9 @@
 
 use std::path::PathBuf;
 
-use crate::serve::SiteSkill;
+use crate::serve::{Site, SiteOptions, SiteProblem, SiteSkill};
 use crate::sign::{self, SignError, Statement, source_signatures::ReadSignatureError};
+use crate::source::{Discovery, Source};
 
 /// A skill read for publishing, from one of the paths given.
 #[derive(Debug, Clone)]
@@ -16,6 +17,27 @@ pub struct ReadSkill {
     pub single: bool,
     /// The skill, packed.
     pub skill: SiteSkill,
+}
+
+/// Reads and packs the skills a source of `path` holds, judged as `opts` says; the skills left
+/// out are the problems returned.
+pub async fn read(
+    path: &str,
+    src: &dyn Source,
+    found: &Discovery,
+    opts: &SiteOptions,
+) -> crate::Result<(Vec<ReadSkill>, Vec<SiteProblem>)> {
+    // As `pack --sign` names the signatures: SOURCE.minisig for a source of one skill.
+    let single = found.skills.len() + found.faults.len() == 1;
+    let (site, problems) = Site::from_discovery(src, found, opts).await?;
+    let read = (site.skills().iter())
+        .map(|s| ReadSkill {
+            path: path.to_string(),
+            single,
+            skill: s.clone(),
+        })
+        .collect();
+    Ok((read, problems))
 }
 
 /// One skill to publish: packed, its version known, its signature checked.

@@ -104,6 +104,29 @@ impl Fetch {
     }
 }
 
+/// Its summary, one line: how many skills from where, how each ended, the requests and bytes,
+/// the cache.
+impl std::fmt::Display for Fetched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.skills.len();
+        write!(
+            f,
+            "{n} {} from {}: {} fetched, {} already cached, {} not cached, {} failed ({} \
+             requests, {} not modified, {} bytes received); cache: {}",
+            if n == 1 { "skill" } else { "skills" },
+            self.index.as_deref().unwrap_or(&self.url),
+            self.count(FetchStatus::Fetched),
+            self.count(FetchStatus::Cached),
+            self.count(FetchStatus::NotCached),
+            self.count(FetchStatus::Failed),
+            self.stats.requests,
+            self.stats.not_modified,
+            self.stats.bytes,
+            self.cache,
+        )
+    }
+}
+
 impl Fetched {
     /// How many skills ended as `status`.
     pub fn count(&self, status: FetchStatus) -> usize {
@@ -143,6 +166,11 @@ mod tests {
         assert_eq!(json["skills"][0]["status"], "not cached");
         assert_eq!(json["skills"][0]["type"], "archive");
         assert_eq!(json["stats"]["not_modified"], 0);
+        assert_eq!(
+            fetched.to_string(),
+            "2 skills from http://x/: 1 fetched, 0 already cached, 1 not cached, 0 failed (0 \
+             requests, 0 not modified, 0 bytes received); cache: (none)"
+        );
     }
 
     #[tokio::test]

@@ -52,7 +52,8 @@ pub use plan::{
     Targets, status,
 };
 pub use report::{
-    STATUS_HEADER, StatusView, action_lines, short_digest, status_table, update_line,
+    STATUS_HEADER, StatusView, action_lines, drift_summary, short_digest, status_table,
+    update_line, update_lines,
 };
 pub use spec::{LockSpec, SourceKind, SourceSpec};
 

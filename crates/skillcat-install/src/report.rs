@@ -154,6 +154,29 @@ pub fn update_line(a: &Action) -> Option<String> {
     ))
 }
 
+/// What `update --dry-run` says: each skill's [`update_line`], and under each that changes
+/// the folders it would replace.
+pub fn update_lines(actions: &[Action]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for a in actions {
+        lines.extend(update_line(a));
+        if a.kind != ActionKind::Unchanged && !a.paths.is_empty() {
+            lines.push(format!("  would change {}", a.paths.join(", ")));
+        }
+    }
+    lines
+}
+
+/// What `status --check` says when any skill differs from what the lockfile pins.
+pub fn drift_summary(all: &[SkillStatus]) -> Option<String> {
+    let n = all.iter().filter(|s| s.is_drift()).count();
+    match n {
+        0 => None,
+        1 => Some("1 skill differs from what the lockfile pins".into()),
+        n => Some(format!("{n} skills differ from what the lockfile pins")),
+    }
+}
+
 impl Plan {
     /// How the lockfile would change, entry by entry: `+` added, `-` removed, `~` changed (old
     /// → new version and pin, or the fields that change), under a line naming the file.
@@ -434,6 +457,17 @@ mod tests {
             Some(
                 "pdf: 1.0.0 sha256:111111111111 → 1.1.0 sha256:222222222222, signer K1 → (unsigned)"
             )
+        );
+    }
+
+    #[test]
+    fn a_check_counts_the_skills_that_drift() {
+        let ok = status(Some(entry("1.0.0", "sha256:1", None)));
+        assert_eq!(drift_summary(std::slice::from_ref(&ok)), None);
+        let two = [status(None), ok, status(None)];
+        assert_eq!(
+            drift_summary(&two).as_deref(),
+            Some("2 skills differ from what the lockfile pins")
         );
     }
 
