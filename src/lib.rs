@@ -26,6 +26,7 @@
 //!
 //! [`context`] holds what every operation of the command line runs with, built once: the
 //! process's environment (read there only), the configuration, the keyring, the remote options.
+//! [`ops`] holds what a command does that combines several layers, without printing.
 //!
 //! Feature `cli` (on by default) builds the `skillcat` binary; `tls` (on by default) adds HTTPS;
 //! `neural` adds the offline neural ranker.

@@ -121,16 +121,16 @@ pub enum SignatureError {
         at: String,
         /// Where it was found.
         origin: String,
-        /// Why.
-        cause: SignError,
+        /// Why (boxed: the error stays small).
+        cause: Box<SignError>,
     },
     /// The skill has no statement to sign.
     #[error("{at}: {cause}")]
     Statement {
         /// `NAME@VERSION`.
         at: String,
-        /// Why.
-        cause: SignError,
+        /// Why (boxed: the error stays small).
+        cause: Box<SignError>,
     },
     /// The signature names something else than what is published.
     #[error("{at}: the signature {origin} {mismatch}")]
@@ -208,6 +208,9 @@ pub fn plan(
 /// The signature a skill is published with: `given`, else the one its source keeps, else the
 /// `.minisig` beside it (as `sign` and `pack --sign` write it). Each is checked to name exactly
 /// what is published.
+// A refusal carries what says how to sign again; it is made once a skill, so its size is not
+// worth a box.
+#[allow(clippy::result_large_err)]
 pub fn signature_for(
     r: &ReadSkill,
     version: &str,
@@ -229,13 +232,19 @@ pub fn signature_for(
     };
     let claim = match sign::claim(&text) {
         Ok(c) => c,
-        Err(cause) => return Err(SignatureError::Unusable { at, origin, cause }),
+        Err(e) => {
+            let cause = Box::new(e);
+            return Err(SignatureError::Unusable { at, origin, cause });
+        }
     };
     let mut manifest = s.manifest.clone();
     manifest.version = version.to_string();
     let expected = match Statement::from_manifest(&manifest) {
         Ok(e) => e,
-        Err(cause) => return Err(SignatureError::Statement { at, cause }),
+        Err(e) => {
+            let cause = Box::new(e);
+            return Err(SignatureError::Statement { at, cause });
+        }
     };
     let signed = &claim.statement;
     let mismatch = if *signed == expected {
