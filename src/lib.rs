@@ -26,7 +26,8 @@
 //!
 //! [`context`] holds what every operation of the command line runs with, built once: the
 //! process's environment (read there only), the configuration, the keyring, the remote options.
-//! [`ops`] holds what a command does that combines several layers, without printing.
+//! [`ops`] holds what each command does, without printing: the command line parses, calls
+//! an operation and prints the data it answers.
 //!
 //! Feature `cli` (on by default) builds the `skillcat` binary; `tls` (on by default) adds HTTPS;
 //! `neural` adds the offline neural ranker.
