@@ -5,10 +5,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use serde_json::json;
 use skillcat::install::{
-    Action, ActionKind, Entry, InstallError, Options, Plan, Progress, Report, Scope, SkillStatus,
-    parse_agents,
+    InstallError, Options, Plan, Progress, Scope, SkillStatus, action_lines, drift_summary,
+    parse_agents, status_table, update_lines,
 };
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
@@ -268,181 +267,41 @@ fn print_warnings(plan: &Plan) {
     }
 }
 
-/// `sha256:0123456789ab` (the first 12 hex digits), for lines people read.
-fn short(digest: &str) -> String {
-    match digest.split_once(':') {
-        Some((alg, hex)) => format!("{alg}:{}", &hex[..hex.len().min(12)]),
-        None => digest.chars().take(12).collect(),
+/// Prints lines a library operation said, on stdout.
+fn print_lines(lines: impl IntoIterator<Item = String>) {
+    for line in lines {
+        out!("{line}");
     }
 }
 
-fn version_of(e: &Entry) -> &str {
-    e.version.as_deref().unwrap_or("-")
-}
+/// What a dry run says each skill would undergo.
+type DryRun = fn(&Plan, &Scope) -> Vec<String>;
 
-fn signer_of(e: &Entry) -> String {
-    match &e.signer {
-        Some(k) => format!("signed by {k}"),
-        None => "unsigned".into(),
-    }
-}
-
-fn pin_of(e: &Entry) -> String {
-    short(&e.pin_shown())
-}
-
-/// One line per action that changes something: what was done or, in a dry run, what would be.
-fn print_actions(actions: &[Action], scope: &Scope, dry: bool) {
-    let verb = |done: &'static str, planned: &'static str| if dry { planned } else { done };
-    let mut unchanged = 0;
-    for a in actions {
-        let new = a.new.as_ref();
-        match a.kind {
-            ActionKind::Unchanged => unchanged += 1,
-            ActionKind::Install => {
-                let e = new.expect("an install has an entry");
-                out!(
-                    "{} {} {} {} ({}) → {}",
-                    verb("installed", "would install"),
-                    a.name,
-                    version_of(e),
-                    pin_of(e),
-                    signer_of(e),
-                    a.paths.join(", ")
-                );
-            }
-            ActionKind::Replace
-                if a.old.as_ref().map(Entry::pin_shown) == new.map(Entry::pin_shown) =>
-            {
-                let e = new.expect("a replacement has an entry");
-                out!(
-                    "{} {} {} {} in {}",
-                    verb("restored", "would restore"),
-                    a.name,
-                    version_of(e),
-                    pin_of(e),
-                    a.paths.join(", ")
-                );
-            }
-            ActionKind::Replace => {
-                let e = new.expect("a replacement has an entry");
-                let from = a
-                    .old
-                    .as_ref()
-                    .map(|o| format!("{} {}", version_of(o), pin_of(o)))
-                    .unwrap_or_default();
-                out!(
-                    "{} {} {from} → {} {} ({}) in {}",
-                    verb("replaced", "would replace"),
-                    a.name,
-                    version_of(e),
-                    pin_of(e),
-                    signer_of(e),
-                    a.paths.join(", ")
-                );
-            }
-            ActionKind::Relink => out!(
-                "{} {} → {}",
-                verb("linked", "would link"),
-                a.name,
-                a.paths.join(", ")
-            ),
-            ActionKind::Remove => {
-                let verb = verb("removed", "would remove");
-                let canonical = scope.shown(&scope.skills_dir().join(&a.name));
-                if a.paths.is_empty() {
-                    out!(
-                        "{verb} {} (from the lockfile; none of its folders was there)",
-                        a.name
-                    );
-                } else if !a.paths.contains(&canonical) {
-                    // The canonical folder was deleted by hand: what is left goes.
-                    out!(
-                        "{verb} {} ({}; {canonical} was already gone)",
-                        a.name,
-                        a.paths.join(", ")
-                    );
-                } else {
-                    out!("{verb} {} ({})", a.name, a.paths.join(", "));
-                }
-            }
-        }
-    }
-    if unchanged > 0 {
-        out!(
-            "{unchanged} skill{} already up to date",
-            if unchanged == 1 { "" } else { "s" }
-        );
-    }
-}
-
-/// What an applied plan did.
-fn print_report(report: &Report, scope: &Scope) {
-    print_actions(&report.actions, scope, false);
-    if report.lockfile_written {
-        out!("wrote {}", scope.shown(&scope.lockfile()));
-    }
-}
-
-/// How the lockfile would change, entry by entry: `+` added, `-` removed, `~` changed (old →
-/// new version and pin, or the fields that change).
-fn print_lockfile_change(plan: &Plan, scope: &Scope) {
-    let file = scope.shown(&scope.lockfile());
-    if !plan.writes_lockfile() {
-        out!("{file} would not change");
-        return;
-    }
-    out!("{file} would change:");
-    let mut any = false;
-    for a in plan.actions() {
-        match (&a.old, &a.new) {
-            (None, Some(n)) => out!("  + {} {} {}", a.name, version_of(n), pin_of(n)),
-            (Some(o), None) => out!("  - {} {} {}", a.name, version_of(o), pin_of(o)),
-            (Some(o), Some(n)) if o != n => {
-                if o.pin_shown() != n.pin_shown() || o.version != n.version {
-                    out!(
-                        "  ~ {} {} {} → {} {}",
-                        a.name,
-                        version_of(o),
-                        pin_of(o),
-                        version_of(n),
-                        pin_of(n)
-                    );
-                } else {
-                    out!("  ~ {} ({})", a.name, o.differences(n).join(", "));
-                }
-            }
-            _ => continue,
-        }
-        any = true;
-    }
-    if !any {
-        out!("  (the same entries, rewritten as skillcat writes the file)");
-    }
-}
-
-/// A dry run's plan: its warnings, what it would do, the lockfile's change; nothing applied.
-fn print_dry_run(plan: &Plan, scope: &Scope, actions: impl FnOnce(&[Action])) {
-    print_warnings(plan);
-    actions(plan.actions());
-    print_lockfile_change(plan, scope);
-    out!("dry run: nothing was changed");
-}
-
-async fn run_plan(plan: Result<Plan, InstallError>, bar: &Bar, scope: &Scope) -> CliResult {
+/// Applies a plan and prints what it did; or, with `dry`, prints what it would do and how the
+/// lockfile would change, and applies nothing.
+async fn run_plan(
+    plan: Result<Plan, InstallError>,
+    bar: &Bar,
+    scope: &Scope,
+    dry: Option<DryRun>,
+) -> CliResult {
     bar.done();
-    let plan = match plan {
-        Ok(p) => p,
-        Err(e) => return Err(fail(e)),
-    };
+    let plan = plan.map_err(fail)?;
     print_warnings(&plan);
-    match plan.apply().await {
-        Ok(report) => {
-            print_report(&report, scope);
-            Ok(ExitStatus::Success)
-        }
-        Err(e) => Err(fail(e)),
+    if let Some(lines) = dry {
+        print_lines(lines(&plan, scope));
+        print_lines(plan.lockfile_change_lines(scope));
+        out!("dry run: nothing was changed");
+        return Ok(ExitStatus::Success);
     }
+    let report = plan.apply().await.map_err(fail)?;
+    print_lines(report.lines(scope));
+    Ok(ExitStatus::Success)
+}
+
+/// A dry run of `add` or `remove`: a line per action.
+fn would(plan: &Plan, scope: &Scope) -> Vec<String> {
+    action_lines(plan.actions(), scope, true)
 }
 
 /// `skillcat add SOURCE [NAME...] [--dry-run]`
@@ -461,70 +320,21 @@ pub async fn add(a: AddArgs, g: &Globals) -> CliResult {
         a.copy,
     )
     .await;
-    if !a.dry_run {
-        return run_plan(plan, &bar, &scope).await;
-    }
-    bar.done();
-    let plan = plan.map_err(fail)?;
-    print_dry_run(&plan, &scope, |actions| {
-        print_actions(actions, &scope, true)
-    });
-    Ok(ExitStatus::Success)
+    run_plan(plan, &bar, &scope, a.dry_run.then_some(would as DryRun)).await
 }
 
 /// `skillcat install [--frozen]`
 pub async fn install(a: InstallArgs, g: &Globals) -> CliResult {
     let (scope, opts, bar) = prepare(&a.common, a.force, false, g)?;
-    run_plan(Plan::install(&opts, a.frozen).await, &bar, &scope).await
+    run_plan(Plan::install(&opts, a.frozen).await, &bar, &scope, None).await
 }
 
 /// `skillcat update [NAME...] [--dry-run]`
 pub async fn update(a: UpdateArgs, g: &Globals) -> CliResult {
     let (scope, opts, bar) = prepare(&a.common, a.force, a.dry_run, g)?;
     let plan = Plan::update(&opts, &a.names, a.allow_downgrade, a.allow_signer_change).await;
-    if !a.dry_run {
-        return run_plan(plan, &bar, &scope).await;
-    }
-    bar.done();
-    let plan = plan.map_err(fail)?;
-    print_dry_run(&plan, &scope, |actions| {
-        for a in actions {
-            print_update_line(a);
-            if a.kind != ActionKind::Unchanged && !a.paths.is_empty() {
-                out!("  would change {}", a.paths.join(", "));
-            }
-        }
-    });
-    Ok(ExitStatus::Success)
-}
-
-fn print_update_line(a: &Action) {
-    let (Some(old), Some(new)) = (&a.old, &a.new) else {
-        return;
-    };
-    if a.kind == ActionKind::Unchanged || old.pin_shown() == new.pin_shown() {
-        out!(
-            "{}: up to date ({} {})",
-            a.name,
-            version_of(old),
-            pin_of(old)
-        );
-        return;
-    }
-    let signer = match (&old.signer, &new.signer) {
-        (Some(o), Some(n)) => format!("signer {o} → {n}"),
-        (None, Some(n)) => format!("signer (unsigned) → {n}"),
-        (Some(o), None) => format!("signer {o} → (unsigned)"),
-        (None, None) => "unsigned".into(),
-    };
-    out!(
-        "{}: {} {} → {} {}, {signer}",
-        a.name,
-        version_of(old),
-        pin_of(old),
-        version_of(new),
-        pin_of(new)
-    );
+    let dry: DryRun = |plan, _| update_lines(plan.actions());
+    run_plan(plan, &bar, &scope, a.dry_run.then_some(dry)).await
 }
 
 /// `skillcat remove NAME... [--dry-run]`
@@ -533,28 +343,8 @@ pub async fn remove(a: RemoveArgs, g: &Globals) -> CliResult {
     let mut opts = Options::new(scope.clone());
     opts.dry_run = a.dry_run;
     let plan = Plan::remove(&opts, &a.names).await;
-    if !a.dry_run {
-        return run_plan(plan, &Bar::default(), &scope).await;
-    }
-    let plan = plan.map_err(fail)?;
-    print_dry_run(&plan, &scope, |actions| {
-        print_actions(actions, &scope, true)
-    });
-    Ok(ExitStatus::Success)
-}
-
-fn state_of(s: &SkillStatus) -> &'static str {
-    if s.entry.is_none() {
-        "untracked"
-    } else if !s.present {
-        "missing"
-    } else if s.drift.is_some() {
-        "modified"
-    } else if !s.broken_targets.is_empty() {
-        "broken-link"
-    } else {
-        "ok"
-    }
+    let dry = a.dry_run.then_some(would as DryRun);
+    run_plan(plan, &Bar::default(), &scope, dry).await
 }
 
 /// `skillcat status [--check] [--format json]`
@@ -566,163 +356,22 @@ pub async fn status(a: StatusArgs, g: &Globals) -> CliResult {
     };
     match a.format {
         Format::Json => {
-            let items: Vec<_> = all.iter().map(status_json).collect();
+            let items: Vec<_> = all.iter().map(SkillStatus::view).collect();
             out!("{}", serde_json::to_string_pretty(&items).expect("JSON"));
         }
         Format::Text => {
             if all.is_empty() {
                 out!("no skills installed ({})", scope.describe());
             } else {
-                print_status_table(&all, &scope);
+                print_lines(status_table(&all, &scope));
             }
         }
     }
-    if a.check && all.iter().any(SkillStatus::is_drift) {
-        let n = all.iter().filter(|s| s.is_drift()).count();
-        err!(
-            "{n} skill{} the lockfile pins",
-            if n == 1 {
-                " differs from what"
-            } else {
-                "s differ from what"
-            }
-        );
+    if a.check
+        && let Some(said) = drift_summary(&all)
+    {
+        err!("{said}");
         return Ok(ExitStatus::Faults);
     }
     Ok(ExitStatus::Success)
-}
-
-/// The columns of `status`, after a header row.
-const STATUS_HEADER: [&str; 6] = ["NAME", "STATE", "VERSION", "DIGEST", "SOURCE", "SIGNER"];
-
-/// One row of `status`: the skill, its state, and what the lockfile pins.
-fn status_row(s: &SkillStatus) -> [String; 6] {
-    let state = state_of(s).to_string();
-    let Some(e) = &s.entry else {
-        return [
-            s.name.clone(),
-            state,
-            "-".into(),
-            s.digest.as_deref().map(short).unwrap_or_default(),
-            "(a folder skills-lock.json does not list)".into(),
-            "-".into(),
-        ];
-    };
-    let mut pin = String::new();
-    if let Some(c) = &e.commit {
-        pin = format!(" @ {}", &c[..c.len().min(12)]);
-    } else if let Some(a) = &e.archive_sha256 {
-        pin = format!(" ({})", short(a));
-    }
-    [
-        s.name.clone(),
-        state,
-        version_of(e).to_string(),
-        pin_of(e),
-        format!("{} {}{pin}", e.source_type, e.source),
-        signer_of(e),
-    ]
-}
-
-/// Every skill's row under the header, the columns aligned, each followed by what is wrong
-/// with it.
-fn print_status_table(all: &[SkillStatus], scope: &Scope) {
-    let rows: Vec<[String; 6]> = all.iter().map(status_row).collect();
-    let mut widths = STATUS_HEADER.map(|h| h.chars().count());
-    for r in &rows {
-        for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &[&str]| {
-        let mut text = String::new();
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
-            if i + 1 == cells.len() {
-                text.push_str(cell);
-            } else {
-                let pad = w - cell.chars().count();
-                text.push_str(cell);
-                text.push_str(&" ".repeat(pad + 2));
-            }
-        }
-        out!("{text}");
-    };
-    line(&STATUS_HEADER);
-    for (s, row) in all.iter().zip(&rows) {
-        line(&row.each_ref().map(String::as_str));
-        print_status_details(s, scope);
-    }
-}
-
-/// What is wrong with one skill, a line each under its row.
-fn print_status_details(s: &SkillStatus, scope: &Scope) {
-    let Some(e) = &s.entry else {
-        return;
-    };
-    if !s.present {
-        let canonical = scope.shown(&scope.skills_dir().join(&s.name));
-        if s.left_targets.is_empty() {
-            out!("  missing: the folder {canonical} is gone (`skillcat install` puts it back)");
-        } else {
-            let mut folders: Vec<String> = s
-                .left_targets
-                .iter()
-                .map(|t| {
-                    std::path::Path::new(t)
-                        .parent()
-                        .map_or_else(|| t.clone(), |p| p.display().to_string())
-                })
-                .collect();
-            folders.dedup();
-            out!(
-                "  missing: the folder {canonical} is gone; {} left in {} (`skillcat install` puts it back, `skillcat remove {}` removes what is left)",
-                if e.copy { "copies" } else { "links" },
-                folders.join(", "),
-                s.name
-            );
-        }
-        for t in &s.broken_targets {
-            out!("  not skillcat's: {t} (left as it is)");
-        }
-        return;
-    }
-    if let Some(d) = &s.drift {
-        if d.unknown {
-            out!("  files differ from the pinned hash (the lockfile lists no files)");
-        }
-        for (what, list) in [
-            ("changed", &d.changed),
-            ("added", &d.added),
-            ("removed", &d.removed),
-        ] {
-            for p in list {
-                out!("  {what}: {p}");
-            }
-        }
-    }
-    for t in &s.broken_targets {
-        out!("  not linked: {t}");
-    }
-}
-
-fn status_json(s: &SkillStatus) -> serde_json::Value {
-    let e = s.entry.as_ref();
-    json!({
-        "name": s.name,
-        "state": state_of(s),
-        "version": e.and_then(|e| e.version.clone()),
-        "digest": s.digest,
-        "pinned": e.map(Entry::pin_shown),
-        "source": e.map(|e| e.source.clone()),
-        "sourceType": e.map(|e| e.source_type.clone()),
-        "commit": e.and_then(|e| e.commit.clone()),
-        "archiveSha256": e.and_then(|e| e.archive_sha256.clone()),
-        "signer": e.and_then(|e| e.signer.clone()),
-        "targets": e.map(|e| e.targets.clone()).unwrap_or_default(),
-        "drift": s.drift.as_ref().map(|d| json!({
-            "changed": d.changed, "added": d.added, "removed": d.removed, "unknown": d.unknown,
-        })),
-        "brokenTargets": s.broken_targets,
-        "leftTargets": s.left_targets,
-    })
 }

@@ -16,8 +16,8 @@ use std::path::PathBuf;
 
 use skillcat::central::{self, CentralError, Registry, TOKEN_ENV, Token, TokenFrom};
 use skillcat::client::{self, ClientError};
-use skillcat::serve::{Site, SiteOptions, SiteSkill};
-use skillcat::sign::{self, Statement};
+use skillcat::ops::publish::{self as ops, SignatureError, SignatureFrom};
+use skillcat::serve::SiteOptions;
 
 use super::{CliError, CliResult, ExitStatus, Globals};
 
@@ -146,76 +146,29 @@ fn escape(s: &str) -> String {
     super::shown(s).into_owned()
 }
 
-/// One skill to publish: packed, its version known, its signature checked.
-struct Planned {
-    /// Where it was read from, for people: the PATH given for a source of one skill, else the
-    /// skill's location in it.
-    from: String,
-    skill: SiteSkill,
-    version: String,
-    /// The signature sent with it, the key it names and where it was found.
-    signature: Option<(String, String, String)>,
-}
-
-/// The signature a skill of `path` is published with: `--sig`, else the one its source keeps
-/// (a registry's, an index's), else the `.minisig` beside it (as `sign` and `pack --sign` write
-/// it). Each is checked to name exactly what is published; one made for another version or other
-/// content is refused, naming the file and how to sign again. Returns the text, the key id the
-/// signature names and where it was found.
-fn signature_for(
-    path: &str,
-    single: bool,
-    s: &SiteSkill,
-    version: &str,
-    given: Option<&(PathBuf, String)>,
-) -> Result<Option<(String, String, String)>, String> {
-    let at = format!("{}@{version}", s.name);
-    let (text, origin, resign) = if let Some((file, text)) = given {
-        let origin = file.display().to_string();
-        let resign = format!("skillcat sign {path} {} --key KEY -o {origin}", s.name);
-        (text.clone(), origin, resign)
-    } else if let Some(text) = &s.signature {
-        let origin = format!("the signature {path} keeps for {}", s.name);
-        let resign = format!(
-            "skillcat sign {path} {} --key KEY -o {}.minisig, then publish with --sig {}.minisig",
-            s.name, s.name, s.name
-        );
-        (text.clone(), origin, resign)
-    } else {
-        match skillcat::sign::source_signatures::beside_signature(path, &s.name, single)
-            .map_err(|e| e.to_string())?
-        {
-            Some(found) => {
-                let resign = format!("skillcat sign {path} {} --key KEY", s.name);
-                (found.text, found.origin, resign)
-            }
-            None => return Ok(None),
+/// A signature refused, as the command line says it: the library's sentence and, for one that
+/// names something else, how to sign again.
+fn refusal(e: &SignatureError) -> String {
+    let SignatureError::Mismatch {
+        from, path, name, ..
+    } = e
+    else {
+        return e.to_string();
+    };
+    let resign = match from {
+        SignatureFrom::Given(file) => {
+            format!(
+                "skillcat sign {path} {name} --key KEY -o {}",
+                file.display()
+            )
         }
+        SignatureFrom::Kept => format!(
+            "skillcat sign {path} {name} --key KEY -o {name}.minisig, then publish with --sig \
+             {name}.minisig"
+        ),
+        SignatureFrom::Beside => format!("skillcat sign {path} {name} --key KEY"),
     };
-    let claim = sign::claim(&text)
-        .map_err(|e| format!("{at}: the signature {origin} cannot be used: {e}"))?;
-    let mut manifest = s.manifest.clone();
-    manifest.version = version.to_string();
-    let expected = Statement::from_manifest(&manifest).map_err(|e| format!("{at}: {e}"))?;
-    let signed = &claim.statement;
-    if *signed == expected {
-        return Ok(Some((text, claim.key_id, origin)));
-    }
-    let what = if signed.name != expected.name {
-        format!("is a signature of {}, not of {}", signed.name, s.name)
-    } else if signed.version != expected.version {
-        let made_for = if signed.version.is_empty() {
-            "no version".to_string()
-        } else {
-            format!("version {}", signed.version)
-        };
-        format!("was made for {made_for}, not {version} (the version published now)")
-    } else {
-        "was made for other content: the skill's files changed since it was signed".to_string()
-    };
-    Err(format!(
-        "{at}: the signature {origin} {what}. Sign it again: {resign}"
-    ))
+    format!("{e}. Sign it again: {resign}")
 }
 
 /// What a published skill must be: valid as the configuration says (`[scripts]
@@ -249,9 +202,7 @@ pub async fn publish(a: PublishArgs, g: &Globals) -> CliResult {
     let mut code = ExitStatus::Success;
     for path in &a.paths {
         let o = super::read::open_and_discover(path, g).await?;
-        // As `pack --sign` names the signatures: SOURCE.minisig for a source of one skill.
-        let single = o.found.skills.len() + o.found.faults.len() == 1;
-        let (site, problems) = Site::from_discovery(&*o.src, &o.found, &site_options(g)?)
+        let (skills, problems) = ops::read(path, &*o.src, &o.found, &site_options(g)?)
             .await
             .map_err(|e| usage!("{e}"))?;
         for p in &problems {
@@ -260,53 +211,21 @@ pub async fn publish(a: PublishArgs, g: &Globals) -> CliResult {
         if !problems.is_empty() {
             code = ExitStatus::Faults;
         }
-        read.extend(
-            site.skills()
-                .iter()
-                .map(|s| (path.as_str(), single, s.clone())),
-        );
+        read.extend(skills);
     }
-    if read.is_empty() {
-        return Err(failed!("no valid skill in {}", a.paths.join(", ")));
-    }
-    if given_sig.is_some() && read.len() != 1 {
-        return Err(usage!(
-            "--sig is the signature of one skill; the paths hold {}",
-            read.len()
-        ));
-    }
-    let unversioned: Vec<&str> = read
-        .iter()
-        .filter(|(_, _, s)| s.version.is_none())
-        .map(|(_, _, s)| s.name.as_str())
-        .collect();
-    if !unversioned.is_empty() {
-        return Err(usage!(
-            "no version for {}: set metadata.version in the SKILL.md frontmatter",
-            unversioned.join(", ")
-        ));
-    }
-    let mut planned = Vec::new();
-    let mut refused = Vec::new();
-    for (path, single, s) in read {
-        let version = s.version.clone().unwrap_or_default();
-        match signature_for(path, single, &s, &version, given_sig.as_ref()) {
-            Ok(signature) => planned.push(Planned {
-                from: if single {
-                    path.to_string()
-                } else {
-                    s.location.clone()
-                },
-                skill: s,
-                version,
-                signature,
-            }),
-            Err(e) => refused.push(e),
+    let (planned, refused) = match ops::plan(&a.paths, read, given_sig.as_ref()) {
+        Ok(p) => p,
+        Err(e @ ops::PlanError::NoSkill(_)) => return Err(failed!("{e}")),
+        Err(ops::PlanError::SignatureForMany(n)) => {
+            return Err(usage!(
+                "--sig is the signature of one skill; the paths hold {n}"
+            ));
         }
-    }
+        Err(e) => return Err(usage!("{e}")),
+    };
     if !refused.is_empty() {
         for e in &refused {
-            err!("Error: {}", escape(e));
+            err!("Error: {}", escape(&refusal(e)));
         }
         return Err(failed!(
             "nothing was sent: fix the signatures above (or move the stale .minisig away to \
@@ -319,7 +238,7 @@ pub async fn publish(a: PublishArgs, g: &Globals) -> CliResult {
     for p in planned {
         let s = &p.skill;
         let version = &p.version;
-        let sig = p.signature.map(|(text, _, _)| text);
+        let sig = p.signature.map(|s| s.text);
         match client
             .publish(&s.name, version, s.archive.clone(), sig.as_deref())
             .await
@@ -351,7 +270,7 @@ pub async fn publish(a: PublishArgs, g: &Globals) -> CliResult {
 }
 
 /// `publish --dry-run`: what would be sent, each skill as checked; nothing is sent.
-fn dry_run(a: &PublishArgs, planned: &[Planned], code: ExitStatus) -> CliResult {
+fn dry_run(a: &PublishArgs, planned: &[ops::Planned], code: ExitStatus) -> CliResult {
     for p in planned {
         let s = &p.skill;
         out!(
@@ -368,8 +287,8 @@ fn dry_run(a: &PublishArgs, planned: &[Planned], code: ExitStatus) -> CliResult 
         );
         out!("  skill digest  {}", s.manifest.digest);
         match &p.signature {
-            Some((_, key, origin)) => out!(
-                "  signed by     key {key} ({}; it names this version and content, and the \
+            Some(ops::Signature { key_id, origin, .. }) => out!(
+                "  signed by     key {key_id} ({}; it names this version and content, and the \
                  registry checks the key against its keyring)",
                 escape(origin)
             ),
@@ -394,9 +313,7 @@ fn dry_run(a: &PublishArgs, planned: &[Planned], code: ExitStatus) -> CliResult 
 
 /// `skillcat yank URL NAME@VERSION [--undo]`
 pub async fn yank(a: YankArgs, g: &Globals) -> CliResult {
-    let Some((name, version)) = a.spec.split_once('@').filter(|(n, v)| {
-        !n.is_empty() && !v.is_empty() && !format!("{n}{v}").contains(['/', '?', '#', '%'])
-    }) else {
+    let Some((name, version)) = ops::yank_target(&a.spec) else {
         return Err(usage!("{:?} is not NAME@VERSION", a.spec));
     };
     let client = a.remote.connect(&a.url, g)?;

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use skillcat::ops::remote::{Fetch, FetchError};
 use skillcat::serve::{self, IndexSigningError, ServeLimits, Site, SiteRequest};
-use skillcat::source::http::{FetchStatus, HttpOptions, HttpSource, cache_info, clean_cache};
+use skillcat::source::http::{FetchStatus, HttpOptions, cache_info, clean_cache};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals};
 
@@ -184,12 +184,7 @@ pub async fn search(a: SearchArgs, g: &Globals) -> CliResult {
                     "{}  {}  {}  {}",
                     safe(&r.name),
                     safe(r.version.as_deref().unwrap_or("-")),
-                    match (&r.trust, r.signed) {
-                        (Some(word), _) => safe(word),
-                        // A catalog older than the word: it says only whether one is kept.
-                        (None, true) => "signed".to_string(),
-                        (None, false) => "unsigned".to_string(),
-                    },
+                    safe(r.trust_word()),
                     safe(&r.description)
                 );
             }
@@ -370,24 +365,16 @@ pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
     let (site, problems) = build_site(&a.source, web, g).await?;
     let n = site.skills().len();
     let (dir, force) = (a.dir.clone(), a.force);
-    let result = tokio::task::spawn_blocking(move || {
-        serve::export_signed(&site, &dir, force, signing.as_ref())
-    })
-    .await;
-    match result {
-        Ok(Ok(done)) => {
-            out!(
-                "Exported {n} {} ({} files, {} bytes) to {}",
-                skills_word(n),
-                done.files,
-                done.bytes,
-                a.dir.display()
-            );
-            Ok(ExitStatus::faults_if(problems > 0))
-        }
-        Ok(Err(e)) => Err(usage!("{e}")),
-        Err(e) => Err(usage!("{e}")),
-    }
+    let done = off_runtime(move || serve::export_signed(&site, &dir, force, signing.as_ref()));
+    let done = done.await?;
+    out!(
+        "Exported {n} {} ({} files, {} bytes) to {}",
+        skills_word(n),
+        done.files,
+        done.bytes,
+        a.dir.display()
+    );
+    Ok(ExitStatus::faults_if(problems > 0))
 }
 
 /// `skillcat export SOURCE DIR --marketplace NAME [--owner NAME]`.
@@ -432,15 +419,6 @@ fn index_signing(
     })
 }
 
-fn status_word(s: FetchStatus) -> &'static str {
-    match s {
-        FetchStatus::Cached => "cached",
-        FetchStatus::Fetched => "fetched",
-        FetchStatus::NotCached => "not cached",
-        FetchStatus::Failed => "failed",
-    }
-}
-
 /// What an index entry's digest is the digest of: its archive, or its lone SKILL.md.
 fn artifact_word(kind: &str) -> &'static str {
     match kind {
@@ -465,47 +443,29 @@ fn progress(len: usize) -> indicatif::ProgressBar {
 
 /// `skillcat fetch URL` (with the global `--cache DIR` and `--offline`)
 pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
-    let src = match HttpSource::new(&a.url, HttpOptions::from(&g.open)) {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(usage!("{e}"));
-        }
+    let said = |e| match e {
+        FetchError::Url(e) => usage!("{e}"),
+        FetchError::Index(e) => super::read::discover_error(e),
     };
-    let skills = match src.skills().await {
-        Ok(s) => s,
-        Err(e) => return Err(super::read::discover_error(e)),
-    };
-    let bar = progress(skills.len());
-    let reports = src
-        .prefetch(|_| {
+    let fetch = Fetch::open(&a.url, HttpOptions::from(&g.open))
+        .await
+        .map_err(said)?;
+    let bar = progress(fetch.total());
+    let fetched = fetch
+        .run(|bytes| {
             bar.inc(1);
-            bar.set_message(indicatif::HumanBytes(src.stats().bytes).to_string());
+            bar.set_message(indicatif::HumanBytes(bytes).to_string());
         })
         .await;
     bar.finish_and_clear();
-    for w in src.warnings() {
+    for w in fetch.warnings() {
         note!("warning: {}", super::shown(&w));
     }
-    let reports = match reports {
-        Ok(r) => r,
-        Err(e) => return Err(super::read::discover_error(e)),
-    };
-    let stats = src.stats();
-    let count = |s: FetchStatus| reports.iter().filter(|r| r.status == s).count();
-    let (fetched, cached, missing, failed) = (
-        count(FetchStatus::Fetched),
-        count(FetchStatus::Cached),
-        count(FetchStatus::NotCached),
-        count(FetchStatus::Failed),
-    );
-    let cache = src
-        .cache_dir()
-        .map_or_else(|| "(none)".to_string(), |d: &Path| d.display().to_string());
+    let f = fetched.map_err(said)?;
     match a.format {
         Format::Text => {
             let mut out = std::io::stdout().lock();
-            for r in &reports {
-                let s = &r.skill;
+            for s in &f.skills {
                 // Which digest: the artifact's (what the index promises and the cache keys),
                 // else the skill's (a v0.1 entry's files have no one artifact).
                 let digest = match (&s.digest, &s.skill_digest) {
@@ -518,50 +478,20 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
                     "{}  {}  {digest}  {}",
                     super::shown(&s.name),
                     super::shown(s.version.as_deref().unwrap_or("-")),
-                    status_word(r.status)
+                    s.status.word()
                 );
             }
-            let _ = writeln!(
-                out,
-                "{} {} from {}: {fetched} fetched, {cached} already cached, {missing} not cached, \
-                 {failed} failed ({} requests, {} not modified, {} bytes received); cache: {cache}",
-                reports.len(),
-                skills_word(reports.len()),
-                src.index_url().unwrap_or_else(|| src.url().to_string()),
-                stats.requests,
-                stats.not_modified,
-                stats.bytes,
-            );
+            let _ = writeln!(out, "{f}");
         }
-        Format::Json => {
-            let skills: Vec<_> = reports
-                .iter()
-                .map(|r| {
-                    json!({"name": r.skill.name, "version": r.skill.version, "type": r.skill.kind,
-                           "digest": r.skill.digest, "skill_digest": r.skill.skill_digest,
-                           "signed": r.skill.signature.is_some(), "status": status_word(r.status),
-                           "message": r.message})
-                })
-                .collect();
-            let doc = json!({
-                "url": src.url(), "index": src.index_url(), "cache": cache, "skills": skills,
-                "stats": {"requests": stats.requests, "not_modified": stats.not_modified,
-                          "bytes": stats.bytes, "from_cache": stats.from_cache,
-                          "downloaded": stats.downloaded},
-            });
-            out!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        Format::Json => out!("{}", serde_json::to_string_pretty(&f).expect("json")),
+    }
+    for s in &f.skills {
+        if let Some(m) = &s.message {
+            err!("Error: {}: {}", super::shown(&s.name), super::shown(m));
         }
     }
-    for r in &reports {
-        if let Some(m) = &r.message {
-            err!(
-                "Error: {}: {}",
-                super::shown(&r.skill.name),
-                super::shown(m)
-            );
-        }
-    }
-    Ok(ExitStatus::faults_if(missing + failed > 0))
+    let missing = f.count(FetchStatus::NotCached) + f.count(FetchStatus::Failed);
+    Ok(ExitStatus::faults_if(missing > 0))
 }
 
 /// `skillcat cache info|clean` (with the global `--cache DIR`)
@@ -576,76 +506,30 @@ pub async fn cache(cmd: CacheCommand, g: &Globals) -> CliResult {
             "no cache directory (set --cache, XDG_CACHE_HOME or HOME)"
         ));
     };
-    let shown = dir.display().to_string();
     match cmd {
         CacheCommand::Info { format } => {
             let info = off_runtime(move || cache_info(&dir)).await?;
             match format {
-                Format::Text if !info.exists => out!("cache: {shown} (empty: not created yet)"),
-                Format::Text => out!(
-                    "cache: {shown}\n\
-                     index records: {}\n\
-                     blobs: {} ({} bytes)\n\
-                     unreferenced: {} ({} bytes; `skillcat cache clean` removes them)\n\
-                     stale files: {} ({} bytes; temp files and older layouts)",
-                    info.records,
-                    info.blobs,
-                    info.blob_bytes,
-                    info.unreferenced,
-                    info.unreferenced_bytes,
-                    info.stale_files,
-                    info.stale_bytes,
-                ),
-                Format::Json => out!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({
-                        "cache": shown, "exists": info.exists, "records": info.records,
-                        "blobs": info.blobs, "blob_bytes": info.blob_bytes,
-                        "unreferenced": info.unreferenced,
-                        "unreferenced_bytes": info.unreferenced_bytes,
-                        "stale_files": info.stale_files, "stale_bytes": info.stale_bytes,
-                    }))
-                    .expect("json")
-                ),
+                Format::Text => out!("{info}"),
+                Format::Json => out!("{}", serde_json::to_string_pretty(&info).expect("json")),
             }
             Ok(ExitStatus::Success)
         }
         CacheCommand::Clean { all, format } => {
-            let waiting = {
-                let shown = shown.clone();
-                move || err!("waiting for other skillcat processes using {shown} to finish…")
-            };
+            let shown = dir.display().to_string();
+            let waiting =
+                move || err!("waiting for other skillcat processes using {shown} to finish…");
             let r = off_runtime(move || clean_cache(&dir, all, waiting)).await?;
             match format {
-                Format::Text => out!(
-                    "Removed {} blobs ({} bytes), {} index records and {} stale files ({} bytes) \
-                     from {shown}; kept {} blobs ({} bytes)",
-                    r.removed_blobs,
-                    r.removed_bytes,
-                    r.removed_records,
-                    r.removed_stale,
-                    r.removed_stale_bytes,
-                    r.kept_blobs,
-                    r.kept_bytes,
-                ),
-                Format::Json => out!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({
-                        "cache": shown, "removed_blobs": r.removed_blobs,
-                        "removed_bytes": r.removed_bytes, "removed_records": r.removed_records,
-                        "removed_stale": r.removed_stale,
-                        "removed_stale_bytes": r.removed_stale_bytes,
-                        "kept_blobs": r.kept_blobs, "kept_bytes": r.kept_bytes,
-                    }))
-                    .expect("json")
-                ),
+                Format::Text => out!("{r}"),
+                Format::Json => out!("{}", serde_json::to_string_pretty(&r).expect("json")),
             }
             Ok(ExitStatus::Success)
         }
     }
 }
 
-/// Runs blocking cache work off the async runtime; a failure is printed and becomes exit 2.
+/// Runs blocking work (the cache's, an export's) off the async runtime; a failure is printed and becomes exit 2.
 async fn off_runtime<T, E>(
     work: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> Result<T, CliError>

@@ -28,6 +28,7 @@ mod lockfile;
 mod place;
 mod plan;
 mod plugin;
+mod report;
 mod spec;
 
 use std::path::{Path, PathBuf};
@@ -49,6 +50,10 @@ pub use place::recover;
 pub use plan::{
     Action, ActionKind, Candidate, FileDrift, Options, Plan, Progress, Report, SkillStatus,
     Targets, status,
+};
+pub use report::{
+    STATUS_HEADER, StatusView, action_lines, drift_summary, short_digest, status_table,
+    update_line, update_lines,
 };
 pub use spec::{LockSpec, SourceKind, SourceSpec};
 

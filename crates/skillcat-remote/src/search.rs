@@ -31,6 +31,18 @@ pub struct SearchResult {
     pub url: String,
 }
 
+impl SearchResult {
+    /// What the catalog checked, in a word: its [`trust`](Self::trust), else (from a catalog
+    /// older than the word) whether a signature is kept.
+    pub fn trust_word(&self) -> &str {
+        match (&self.trust, self.signed) {
+            (Some(word), _) => word,
+            (None, true) => "signed",
+            (None, false) => "unsigned",
+        }
+    }
+}
+
 /// One page of results, best first, and how many skills match in all.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SearchPage {
@@ -115,4 +127,27 @@ pub async fn search(
         }
     }
     Ok(page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trust_word_is_the_catalogs_else_whether_a_signature_is_kept() {
+        let mut r = SearchResult {
+            name: "pdf".into(),
+            description: String::new(),
+            version: None,
+            digest: String::new(),
+            signed: true,
+            trust: None,
+            url: String::new(),
+        };
+        assert_eq!(r.trust_word(), "signed");
+        r.signed = false;
+        assert_eq!(r.trust_word(), "unsigned");
+        r.trust = Some("verified".into());
+        assert_eq!(r.trust_word(), "verified");
+    }
 }

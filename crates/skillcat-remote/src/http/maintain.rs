@@ -30,9 +30,10 @@ use crate::digest::{parse_digest, sha256};
 use crate::error::{Error, Result};
 
 /// What a cache folder holds ([`cache_info`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CacheInfo {
     /// The folder.
+    #[serde(rename = "cache", serialize_with = "shown")]
     pub dir: PathBuf,
     /// Whether it exists.
     pub exists: bool,
@@ -53,9 +54,10 @@ pub struct CacheInfo {
 }
 
 /// What [`clean_cache`] removed and kept.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CleanReport {
     /// The folder.
+    #[serde(rename = "cache", serialize_with = "shown")]
     pub dir: PathBuf,
     /// Blobs removed, and their bytes.
     pub removed_blobs: u64,
@@ -71,6 +73,55 @@ pub struct CleanReport {
     pub kept_blobs: u64,
     /// Bytes of the blobs kept.
     pub kept_bytes: u64,
+}
+
+/// What people read: where the cache is and what it holds, a line each.
+impl std::fmt::Display for CacheInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dir = self.dir.display();
+        if !self.exists {
+            return write!(f, "cache: {dir} (empty: not created yet)");
+        }
+        write!(
+            f,
+            "cache: {dir}\n\
+             index records: {}\n\
+             blobs: {} ({} bytes)\n\
+             unreferenced: {} ({} bytes; `skillcat cache clean` removes them)\n\
+             stale files: {} ({} bytes; temp files and older layouts)",
+            self.records,
+            self.blobs,
+            self.blob_bytes,
+            self.unreferenced,
+            self.unreferenced_bytes,
+            self.stale_files,
+            self.stale_bytes,
+        )
+    }
+}
+
+/// What people read: what was removed and what was kept.
+impl std::fmt::Display for CleanReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Removed {} blobs ({} bytes), {} index records and {} stale files ({} bytes) \
+             from {}; kept {} blobs ({} bytes)",
+            self.removed_blobs,
+            self.removed_bytes,
+            self.removed_records,
+            self.removed_stale,
+            self.removed_stale_bytes,
+            self.dir.display(),
+            self.kept_blobs,
+            self.kept_bytes,
+        )
+    }
+}
+
+/// A folder as people read it (the JSON of [`CacheInfo`] and [`CleanReport`]).
+fn shown<S: serde::Serializer>(dir: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_str(&dir.display())
 }
 
 /// Counts what the cache at `dir` holds (under the shared lock, like any reader).
@@ -365,5 +416,31 @@ mod tests {
         let mut got: Vec<_> = out.into_iter().collect();
         got.sort();
         assert_eq!(got, ["a".repeat(64), "b".repeat(64), "c".repeat(64)]);
+    }
+
+    #[test]
+    fn a_cache_report_serializes_its_folder_first_as_cache() {
+        let info = CacheInfo {
+            dir: PathBuf::from("/c"),
+            records: 2,
+            ..CacheInfo::default()
+        };
+        let json = serde_json::to_string(&info).unwrap();
+        assert!(
+            json.starts_with(r#"{"cache":"/c","exists":false,"records":2,"#),
+            "{json}"
+        );
+        assert_eq!(info.to_string(), "cache: /c (empty: not created yet)");
+        let clean = serde_json::to_value(CleanReport::default()).unwrap();
+        assert_eq!(clean["kept_bytes"], 0);
+        let said = CleanReport {
+            dir: PathBuf::from("/c"),
+            removed_blobs: 1,
+            ..CleanReport::default()
+        };
+        assert!(
+            said.to_string()
+                .starts_with("Removed 1 blobs (0 bytes), 0 index records")
+        );
     }
 }

@@ -168,17 +168,31 @@ pub struct RemoteSkill {
     pub signature: Option<String>,
 }
 
-/// Where a skill's bytes came from this time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a skill's bytes came from this time (serialized as [`FetchStatus::word`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum FetchStatus {
     /// Everything was already in the cache.
     Cached,
     /// Downloaded (and verified, and cached) now.
     Fetched,
     /// Offline, and not in the cache.
+    #[serde(rename = "not cached")]
     NotCached,
     /// It could not be fetched; see the message.
     Failed,
+}
+
+impl FetchStatus {
+    /// `cached`, `fetched`, `not cached` or `failed`.
+    pub fn word(self) -> &'static str {
+        match self {
+            FetchStatus::Cached => "cached",
+            FetchStatus::Fetched => "fetched",
+            FetchStatus::NotCached => "not cached",
+            FetchStatus::Failed => "failed",
+        }
+    }
 }
 
 /// What [`HttpSource::prefetch`](super::HttpSource::prefetch) did for one skill.
@@ -193,7 +207,7 @@ pub struct FetchReport {
 }
 
 /// Counters over the life of an [`HttpSource`](super::HttpSource).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HttpStats {
     /// HTTP requests sent (retries included).
     pub requests: u64,
