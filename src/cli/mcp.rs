@@ -18,7 +18,7 @@ use skillcat::prompt::PromptFormat;
 use skillcat::ops::mcp as ops;
 
 use super::remote::parse_duration;
-use super::{CliError, CliResult, ExitStatus, Globals};
+use super::{CliResult, ExitStatus, Globals};
 
 /// `skillcat mcp` arguments.
 #[derive(Debug, clap::Args)]
@@ -188,28 +188,6 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
     }
 }
 
-/// The TLS configuration `--tls-cert/--tls-key` give, read before anything is served.
-#[cfg(feature = "tls")]
-fn tls_config(a: &McpArgs) -> Result<Option<ops::TlsConfig>, CliError> {
-    let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) else {
-        return Ok(None);
-    };
-    skillcat::serve::server_config(cert, key)
-        .map(Some)
-        .map_err(|e| usage!("{e}"))
-}
-
-/// Without the `tls` feature, `--tls-cert` is refused.
-#[cfg(not(feature = "tls"))]
-fn tls_config(a: &McpArgs) -> Result<Option<()>, CliError> {
-    if a.tls_cert.is_some() {
-        return Err(usage!(
-            "--tls-cert needs a skillcat built with the `tls` feature"
-        ));
-    }
-    Ok(None)
-}
-
 /// `skillcat mcp … --http ADDR`: serves until SIGINT/SIGTERM, then drains.
 async fn serve_http(
     a: &McpArgs,
@@ -219,7 +197,7 @@ async fn serve_http(
     listed: &str,
     config: &skillcat::config::Config,
 ) -> CliResult {
-    let tls = tls_config(a)?;
+    let tls = super::tls_config(a.tls_cert.as_deref(), a.tls_key.as_deref())?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| usage!("cannot listen on {addr}: {e}"))?;

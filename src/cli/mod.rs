@@ -147,6 +147,35 @@ pub(crate) fn output_dir_exists(path: &std::path::Path) -> Result<(), CliError> 
 /// terminal, warnings, faults, hints): the audit's [`skillcat::audit::shown`].
 pub(crate) use skillcat::audit::shown;
 
+/// The TLS configuration `--tls-cert` and `--tls-key` give (`serve`, `mcp --http`), read
+/// before anything is served; `None` without a certificate.
+#[cfg(feature = "tls")]
+fn tls_config(
+    cert: Option<&std::path::Path>,
+    key: Option<&std::path::Path>,
+) -> Result<Option<std::sync::Arc<tokio_rustls::rustls::ServerConfig>>, CliError> {
+    let (Some(cert), Some(key)) = (cert, key) else {
+        return Ok(None);
+    };
+    skillcat::serve::server_config(cert, key)
+        .map(Some)
+        .map_err(|e| usage!("{e}"))
+}
+
+/// Without the `tls` feature, `--tls-cert` is refused.
+#[cfg(not(feature = "tls"))]
+fn tls_config(
+    cert: Option<&std::path::Path>,
+    _key: Option<&std::path::Path>,
+) -> Result<Option<()>, CliError> {
+    match cert {
+        Some(_) => Err(usage!(
+            "--tls-cert needs a skillcat built with the `tls` feature"
+        )),
+        None => Ok(None),
+    }
+}
+
 /// Text a program may consume on stdout (`show`'s body, `prompt`'s block): [`shown`] when
 /// stdout is a terminal, where a person reads it; byte for byte into a pipe or a file, where a
 /// program gets exactly what the skill says (the audit, not the printer, is what refuses a

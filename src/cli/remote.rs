@@ -65,28 +65,6 @@ pub struct ServeArgs {
     pub publish: super::central::PublishArgs,
 }
 
-/// The TLS configuration `--tls-cert/--tls-key` give, read before anything is served.
-#[cfg(feature = "tls")]
-fn tls_config(a: &ServeArgs) -> Result<Option<Arc<tokio_rustls::rustls::ServerConfig>>, CliError> {
-    let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) else {
-        return Ok(None);
-    };
-    serve::server_config(cert, key)
-        .map(Some)
-        .map_err(|e| usage!("{e}"))
-}
-
-/// Without the `tls` feature, `--tls-cert` is refused.
-#[cfg(not(feature = "tls"))]
-fn tls_config(a: &ServeArgs) -> Result<Option<()>, CliError> {
-    if a.tls_cert.is_some() {
-        return Err(usage!(
-            "--tls-cert needs a skillcat built with the `tls` feature"
-        ));
-    }
-    Ok(None)
-}
-
 pub use skillcat::units::{parse_age, parse_duration};
 
 /// `skillcat export` arguments.
@@ -278,7 +256,7 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
     {
         return Err(e);
     }
-    let tls = tls_config(&a)?;
+    let tls = super::tls_config(a.tls_cert.as_deref(), a.tls_key.as_deref())?;
     let listener = match tokio::net::TcpListener::bind(a.addr).await {
         Ok(l) => l,
         Err(e) => {
