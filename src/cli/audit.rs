@@ -96,7 +96,7 @@ pub async fn audit(a: AuditArgs, g: &Globals) -> CliResult {
             .collect::<Result<_, _>>()?
     };
     // Scripts are judged offered or not by the interpreters this host's runs would allow.
-    let (config, _) = super::script::configuration(g)?;
+    let (config, _) = super::configuration(g)?;
     let opts = AuditOptions {
         interpreters: skillcat::runtime::interpreters(&config.scripts)
             .map_err(|e| usage!("[scripts]: {e}"))?,

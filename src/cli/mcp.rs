@@ -100,7 +100,7 @@ pub struct McpArgs {
 
 /// `skillcat mcp [SOURCE]`
 pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
-    let (config, env) = super::script::configuration(g)?;
+    let (config, env) = super::configuration(g)?;
     let env_shown = env.clone();
     let options = g.catalog_options(&config);
     let named = match &a.source {

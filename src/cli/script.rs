@@ -94,12 +94,6 @@ impl RunArgs {
     }
 }
 
-/// The configuration (`--config`, `./skillcat.toml`, or the defaults) of the context; errors
-/// are printed.
-pub(super) fn configuration(g: &Globals) -> Result<(Config, Environment), CliError> {
-    super::configuration(g)
-}
-
 /// A run with its skill active, and the configuration it was made under.
 struct Activated {
     run: Run,
@@ -120,7 +114,7 @@ async fn activate(
     let (opened, name) =
         super::read::open_for(a_source, name, skillcat::source::Detail::Files, g).await?;
     super::read::find_in(&opened.shown, &opened.found, name)?;
-    let (config, env) = configuration(g)?;
+    let (config, env) = super::configuration(g)?;
     check_granted(&extra, &config, &env)?;
     let named = ops::Named::typed(a_source, opened.src, opened.found);
     let options = g.catalog_options(&config);
