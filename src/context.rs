@@ -511,6 +511,17 @@ impl Context {
             detail: crate::source::Detail::default(),
         }
     }
+
+    /// How `push` reaches an OCI registry: as sources are opened (timeouts, limits, CA files,
+    /// plain HTTP when allowed, the Docker credentials file), asking for push rights.
+    pub fn push_client_options(&self) -> crate::source::oci::client::ClientOptions {
+        crate::source::oci::client::ClientOptions {
+            http: crate::source::http::HttpOptions::from(&self.open),
+            allow_insecure: self.open.allow_insecure,
+            push: true,
+            docker_config: self.open.docker_config.clone(),
+        }
+    }
 }
 
 #[cfg(test)]
