@@ -9,7 +9,7 @@ use skillcat::ops::trust::{
     VersionNote,
 };
 use skillcat::sign::pack_signed::{PackError, PackNote, PackRequest};
-use skillcat::sign::source_signatures::{FoundSignature, at_version};
+use skillcat::sign::source_signatures::at_version;
 use skillcat::sign::{self, Keyring, Statement};
 use skillcat::source::Detail;
 
@@ -356,14 +356,10 @@ pub async fn verify(
     g: &Globals,
 ) -> CliResult {
     let ring = load_keyring(keyring, g)?;
-    let given = match sig {
-        None => None,
-        Some(p) => Some(FoundSignature {
-            origin: p.display().to_string(),
-            text: std::fs::read_to_string(p)
-                .map_err(|e| usage!("cannot read the signature {}: {e}", p.display()))?,
-        }),
-    };
+    let given = sig
+        .map(ops::read_signature)
+        .transpose()
+        .map_err(|e| usage!("{e}"))?;
     let opened = open_maybe_for(arg, wanted, Detail::Files, g).await;
     let (Opened { src, found, .. }, name) = opened?;
     for f in &found.faults {

@@ -145,6 +145,28 @@ pub async fn push_statement(
     Ok(Statement::from_manifest(&m)?)
 }
 
+/// A signature file given to verify with that could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the signature {}: {io}", .path.display())]
+pub struct SignatureFileError {
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub io: std::io::Error,
+}
+
+/// The signature in the file `path`, to verify a skill with instead of the one it keeps.
+pub fn read_signature(path: &Path) -> Result<FoundSignature, SignatureFileError> {
+    let text = std::fs::read_to_string(path).map_err(|io| SignatureFileError {
+        path: path.to_path_buf(),
+        io,
+    })?;
+    Ok(FoundSignature {
+        origin: path.display().to_string(),
+        text,
+    })
+}
+
 /// Why a verify was not attempted.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
@@ -495,6 +517,15 @@ mod tests {
             wrong.sign(&statement, || Ok::<_, String>("nope".to_string())),
             Err(SignWithError::Sign(_))
         ));
+        let sig_path = tmp.path().join("one.minisig");
+        std::fs::write(&sig_path, &sig).unwrap();
+        let found_sig = read_signature(&sig_path).unwrap();
+        assert_eq!(
+            (found_sig.text, found_sig.origin),
+            (sig, sig_path.display().to_string())
+        );
+        let no_sig = read_signature(&tmp.path().join("none.minisig")).unwrap_err();
+        assert!(no_sig.to_string().starts_with("cannot read the signature "));
         let missing = tmp.path().join("missing.key").display().to_string();
         let e = SecretKey::load(&missing).unwrap_err();
         assert!(
