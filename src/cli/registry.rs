@@ -294,10 +294,7 @@ fn yank(db: &Path, spec: &str, undo: bool) -> CliResult {
 
 /// `skillcat registry search DB QUERY [--format] [--limit N]`
 fn search(db: &Path, query: &str, format: Format, limit: usize) -> CliResult {
-    let hits = match Registry::open_read_only(db).and_then(|r| r.search(query, limit)) {
-        Ok(h) => h,
-        Err(e) => return Err(fail(&e)),
-    };
+    let hits = ops::search(db, query, limit).map_err(|e| fail(&e))?;
     match format {
         Format::Json => out!("{}", serde_json::to_string_pretty(&hits).expect("json")),
         Format::Text => {

@@ -9,7 +9,9 @@ use serde::Serialize;
 use crate::publish::{
     BatchError, BatchOptions, PublishSource, SkillFailure, SkillOutcome, check_batch,
 };
-use crate::registry::{Published, Registry, RegistryError, VersionInfo, VersionLimits, parse_spec};
+use crate::registry::{
+    Published, Registry, RegistryError, SearchHit, VersionInfo, VersionLimits, parse_spec,
+};
 use crate::sign::{Keyring, SignError};
 use crate::source::{self, DirOptions, DirSource, Source};
 
@@ -258,6 +260,12 @@ pub fn yank(db: &Path, spec: &str, undo: bool) -> Result<Yanked, RegistryError> 
     })
 }
 
+/// At most `limit` skills of the registry `db` whose latest version matches the words of
+/// `query` (any text: it is never read as query syntax), best first.
+pub fn search(db: &Path, query: &str, limit: usize) -> Result<Vec<SearchHit>, RegistryError> {
+    Registry::open_read_only(db)?.search(query, limit)
+}
+
 /// Why `registry versions` lists nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum VersionsError {
@@ -383,7 +391,9 @@ mod tests {
             versions(&db, "ghost"),
             Err(VersionsError::Registry(_))
         ));
+        assert!(search(&db, "anything", 5).is_err());
         Registry::init(&db).unwrap();
+        assert!(search(&db, "anything", 5).unwrap().is_empty());
         let e = versions(&db, "ghost").expect_err("no such skill");
         assert_eq!(
             e.to_string(),
