@@ -132,10 +132,6 @@ pub(super) fn sign_with(key: &mut SecretKey, statement: &Statement) -> Result<St
     })
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
-    std::fs::write(path, text).map_err(|e| failed!("cannot write {}: {e}", path.display()))
-}
-
 /// `skillcat pack DIR -o OUT [--sign KEY] [--force]`: [`sign::pack_dir`], each root it judges
 /// said on stderr as it goes, what it wrote on stdout. The key is read (and its password asked)
 /// before anything is packed.
@@ -322,12 +318,8 @@ pub async fn sign_cmd(a: SignArgs<'_>, g: &Globals) -> CliResult {
         }
     };
     let sig = load_key(a.key).and_then(|mut k| sign_with(&mut k, &statement))?;
-    write_file(&path, &sig)?;
-    if let Some(p) = a.statement
-        && let Err(e) = write_file(p, &statement.to_text())
-    {
-        return Err(e);
-    }
+    let statement_file = a.statement.map(|p| (p, &statement));
+    ops::write_signature(&path, &sig, statement_file).map_err(|e| failed!("{e}"))?;
     out!(
         "Signed {} ({}) → {}",
         at_version(&m),

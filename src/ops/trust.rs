@@ -236,6 +236,35 @@ pub async fn verify(
     Ok(rows)
 }
 
+/// A file `sign` could not write.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}: {io}", .path.display())]
+pub struct WriteError {
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub io: std::io::Error,
+}
+
+/// Writes `signature` to `path`, then, when given, the statement it signs to its file.
+pub fn write_signature(
+    path: &Path,
+    signature: &str,
+    statement: Option<(&Path, &Statement)>,
+) -> Result<(), WriteError> {
+    let write = |path: &Path, text: &str| {
+        std::fs::write(path, text).map_err(|io| WriteError {
+            path: path.to_path_buf(),
+            io,
+        })
+    };
+    write(path, signature)?;
+    match statement {
+        Some((p, statement)) => write(p, &statement.to_text()),
+        None => Ok(()),
+    }
+}
+
 /// A secret key that could not be read.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot read the secret key {path}: {io}")]
@@ -526,6 +555,16 @@ mod tests {
         );
         let no_sig = read_signature(&tmp.path().join("none.minisig")).unwrap_err();
         assert!(no_sig.to_string().starts_with("cannot read the signature "));
+        let (sig_out, st_out) = (tmp.path().join("w.minisig"), tmp.path().join("w.txt"));
+        write_signature(&sig_out, "SIG", Some((&st_out, &statement))).unwrap();
+        assert_eq!(std::fs::read_to_string(&sig_out).unwrap(), "SIG");
+        assert_eq!(
+            std::fs::read_to_string(&st_out).unwrap(),
+            statement.to_text()
+        );
+        let nowhere = tmp.path().join("no/w.minisig");
+        let e = write_signature(&nowhere, "SIG", None).unwrap_err();
+        assert_eq!(e.path, nowhere);
         let missing = tmp.path().join("missing.key").display().to_string();
         let e = SecretKey::load(&missing).unwrap_err();
         assert!(
