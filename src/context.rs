@@ -122,6 +122,14 @@ impl Env {
         self.user_config_dir().map(|d| d.join(KEYRING_FILE))
     }
 
+    /// Where `skillcat login` keeps publish tokens: `~/.config/skillcat/credentials.toml`
+    /// (`None` without an absolute home). Like the configuration, it needs a working directory.
+    pub fn credentials_file(&self) -> Result<Option<PathBuf>, ContextError> {
+        self.cwd()?;
+        let file = crate::central::credentials::CREDENTIALS_FILE;
+        Ok(self.user_config_dir().map(|d| d.join(file)))
+    }
+
     /// The cache of remote sources: `$XDG_CACHE_HOME/skillcat`, else `~/.cache/skillcat`.
     pub fn cache_dir(&self) -> Option<PathBuf> {
         self.xdg_cache_home
@@ -511,6 +519,17 @@ impl Context {
             detail: crate::source::Detail::default(),
         }
     }
+
+    /// How `push` reaches an OCI registry: as sources are opened (timeouts, limits, CA files,
+    /// plain HTTP when allowed, the Docker credentials file), asking for push rights.
+    pub fn push_client_options(&self) -> crate::source::oci::client::ClientOptions {
+        crate::source::oci::client::ClientOptions {
+            http: crate::source::http::HttpOptions::from(&self.open),
+            allow_insecure: self.open.allow_insecure,
+            push: true,
+            docker_config: self.open.docker_config.clone(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -529,6 +548,17 @@ mod tests {
             codex_home: None,
             docker_config: docker.map(PathBuf::from),
         }
+    }
+
+    #[test]
+    fn credentials_live_beside_the_users_configuration_and_need_a_working_directory() {
+        let mut e = env(Some("/home/u"), None, None);
+        assert!(e.credentials_file().is_err());
+        e.cwd = Some(PathBuf::from("/work"));
+        let file = PathBuf::from("/home/u/.config/skillcat/credentials.toml");
+        assert_eq!(e.credentials_file().unwrap(), Some(file));
+        e.home = Some(PathBuf::from("relative"));
+        assert_eq!(e.credentials_file().unwrap(), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use clap::ValueEnum;
 use serde_json::{Value, json};
-use skillcat::audit::{AuditOptions, Finding, Severity, line_safe};
+use skillcat::audit::{Finding, Severity, line_safe};
 use skillcat::document::Skill;
 use skillcat::ops::audit::{AuditNote, AuditReport, audit_source};
 
@@ -97,11 +97,8 @@ pub async fn audit(a: AuditArgs, g: &Globals) -> CliResult {
     };
     // Scripts are judged offered or not by the interpreters this host's runs would allow.
     let (config, _) = super::configuration(g)?;
-    let opts = AuditOptions {
-        interpreters: skillcat::runtime::interpreters(&config.scripts)
-            .map_err(|e| usage!("[scripts]: {e}"))?,
-        ..AuditOptions::default()
-    };
+    let opts =
+        skillcat::ops::audit::options(&config.scripts).map_err(|e| usage!("[scripts]: {e}"))?;
     let faults = if names.is_empty() { &d.faults[..] } else { &[] };
     let min = Severity::from(min_severity);
     let report = audit_source(&*src, &skills, faults, &opts, min).await;

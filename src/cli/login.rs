@@ -14,7 +14,6 @@
 
 use std::io::{BufRead, IsTerminal, Read, Write};
 
-use skillcat::central::credentials::CREDENTIALS_FILE;
 use skillcat::central::{self, Credentials};
 
 use super::publish::said;
@@ -53,11 +52,9 @@ pub struct LogoutArgs {
 /// The tokens `skillcat login` keeps, in `~/.config/skillcat/credentials.toml` (where the user's
 /// configuration is).
 pub(super) fn credentials() -> Result<Credentials, CliError> {
-    let env = skillcat::context::Env::from_process()
-        .environment()
-        .map_err(super::context_error)?;
-    let path = skillcat::config::Config::user_file(&env)
-        .and_then(|f| f.parent().map(|d| d.join(CREDENTIALS_FILE)))
+    let path = skillcat::context::Env::from_process()
+        .credentials_file()
+        .map_err(super::context_error)?
         .ok_or_else(|| {
             usage!("no home directory ($HOME) to keep the token in; pass --token-file FILE instead")
         })?;

@@ -4,9 +4,7 @@ use std::io::Write;
 
 use skillcat::ops::trust::{self as ops, PushStatementError};
 use skillcat::push::{self, Attached, Latest};
-use skillcat::source::http::HttpOptions;
 use skillcat::source::oci::Reference;
-use skillcat::source::oci::client::ClientOptions;
 
 use super::{CliResult, ExitStatus, Globals};
 
@@ -45,25 +43,16 @@ pub async fn push(a: PushArgs, g: &Globals) -> CliResult {
         ));
     }
     // The key first: a wrong path or password costs no upload.
-    let mut signer = a
-        .sign
-        .as_deref()
-        .map(super::trust::Signer::load)
-        .transpose()?;
+    let mut key = a.sign.as_deref().map(super::trust::load_key).transpose()?;
     let (src, skill) = super::read::find_skill(&a.source, &a.name, g).await?;
     super::trust::refuse_invalid(&skill, a.force, ("Pushing", "push", "pushed"), g)?;
     if g.open.offline {
         return Err(usage!("push needs the network; drop --offline"));
     }
-    let opts = ClientOptions {
-        http: HttpOptions::from(&g.open),
-        allow_insecure: g.open.allow_insecure,
-        push: true,
-        docker_config: g.open.docker_config.clone(),
-    };
+    let opts = g.push_client_options();
     // Signed before anything is uploaded: a refused key leaves the registry as it was.
-    let signature = match &mut signer {
-        Some(s) => {
+    let signature = match &mut key {
+        Some(k) => {
             let statement = ops::push_statement(&*src, &skill, &target)
                 .await
                 .map_err(|e| match e {
@@ -72,7 +61,7 @@ pub async fn push(a: PushArgs, g: &Globals) -> CliResult {
                     ),
                     e => failed!("{e}"),
                 })?;
-            Some(s.sign(&statement)?)
+            Some(super::trust::sign_with(k, &statement)?)
         }
         None => None,
     };

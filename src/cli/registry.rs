@@ -4,7 +4,9 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use skillcat::ops::registry::{self as ops, PrepareError, PublishInputs, PublishRow, unversioned};
+use skillcat::ops::registry::{
+    self as ops, PrepareError, PublishInputs, PublishRow, VersionsError, unversioned,
+};
 use skillcat::publish::{BatchError, BatchEvent, SkillFailure};
 use skillcat::registry::{Outcome, Published, Registry, RegistryError, VersionLimits};
 
@@ -292,10 +294,7 @@ fn yank(db: &Path, spec: &str, undo: bool) -> CliResult {
 
 /// `skillcat registry search DB QUERY [--format] [--limit N]`
 fn search(db: &Path, query: &str, format: Format, limit: usize) -> CliResult {
-    let hits = match Registry::open_read_only(db).and_then(|r| r.search(query, limit)) {
-        Ok(h) => h,
-        Err(e) => return Err(fail(&e)),
-    };
+    let hits = ops::search(db, query, limit).map_err(|e| fail(&e))?;
     match format {
         Format::Json => out!("{}", serde_json::to_string_pretty(&hits).expect("json")),
         Format::Text => {
@@ -317,27 +316,15 @@ fn search(db: &Path, query: &str, format: Format, limit: usize) -> CliResult {
 
 /// `skillcat registry versions DB NAME [--format]`
 fn versions(db: &Path, name: &str, format: Format) -> CliResult {
-    let list = match Registry::open_read_only(db).and_then(|r| r.versions(name)) {
-        Ok(v) => v,
-        Err(e) => return Err(fail(&e)),
-    };
-    if list.is_empty() {
-        return Err(failed!("no skill named '{name}' in {}", db.display()));
-    }
+    let list = ops::versions(db, name).map_err(|e| match e {
+        VersionsError::Registry(e) => fail(&e),
+        e @ VersionsError::NoSuchSkill { .. } => failed!("{e}"),
+    })?;
     match format {
         Format::Json => out!("{}", serde_json::to_string_pretty(&list).expect("json")),
         Format::Text => {
             for v in &list {
-                let mut flags = Vec::new();
-                if v.latest {
-                    flags.push("latest".to_string());
-                }
-                if v.yanked {
-                    flags.push("yanked".to_string());
-                }
-                if !v.signed_by.is_empty() {
-                    flags.push(format!("signed by {}", v.signed_by.join(", ")));
-                }
+                let flags = ops::marks(v);
                 let flags = if flags.is_empty() {
                     String::new()
                 } else {

@@ -4,10 +4,13 @@ use std::io::Write;
 use std::path::Path;
 
 use skillcat::document::Skill;
-use skillcat::ops::trust::{self as ops, ToSign, VerifyError, VerifyRow, VersionNote};
+use skillcat::ops::trust::{
+    self as ops, DigestProblem, SecretKey, SignWithError, ToSign, VerifyError, VerifyRow,
+    VersionNote,
+};
 use skillcat::sign::pack_signed::{PackError, PackNote, PackRequest};
-use skillcat::sign::source_signatures::{FoundSignature, at_version, digests};
-use skillcat::sign::{self, Keyring, SignError, Statement};
+use skillcat::sign::source_signatures::at_version;
+use skillcat::sign::{self, Keyring, Statement};
 use skillcat::source::Detail;
 
 use super::read::{Opened, open_maybe_for, print_fault};
@@ -20,23 +23,19 @@ pub const PASSWORD_ENV: &str = "SKILLCAT_PASSWORD";
 pub async fn digest(arg: &str, wanted: Option<&str>, format: Format, g: &Globals) -> CliResult {
     let opened = open_maybe_for(arg, wanted, Detail::Files, g).await;
     let (Opened { src, found, .. }, name) = opened?;
-    let mut manifests = Vec::new();
-    let mut failed = false;
     // A root that is not a skill still has files, and so a digest; say what is wrong with it,
     // and exit 1 as every command does when it reports a fault.
-    for d in digests(&*src, &found, name).await {
-        if let Some(f) = d.fault {
-            print_fault(f);
-            failed = true;
-        }
-        match d.manifest {
-            Ok(m) => manifests.push(m),
-            Err(e) => {
-                err!("Error: {}: {e}", d.location);
-                failed = true;
-            }
+    let ops::Digested {
+        manifests,
+        problems,
+    } = ops::digest(&*src, &found, name).await;
+    for p in &problems {
+        match p {
+            DigestProblem::NotSkill(f) => print_fault(f),
+            DigestProblem::Unreadable { location, error } => err!("Error: {location}: {error}"),
         }
     }
+    let failed = !problems.is_empty();
     if let (Some(w), true) = (wanted, manifests.is_empty() && !failed) {
         for f in &found.faults {
             print_fault(f);
@@ -58,10 +57,6 @@ pub async fn digest(arg: &str, wanted: Option<&str>, format: Format, g: &Globals
         }
     }
     Ok(ExitStatus::faults_if(failed))
-}
-
-fn read_secret_key(path: &str) -> Result<String, CliError> {
-    std::fs::read_to_string(path).map_err(|e| usage!("cannot read the secret key {path}: {e}"))
 }
 
 /// A password from [`PASSWORD_ENV`], else asked on the terminal.
@@ -121,34 +116,20 @@ pub(super) fn refuse_invalid(
     ))
 }
 
-pub(super) struct Signer {
-    secret: String,
-    password: Option<String>,
+/// The secret key at `path`, read (its password asked only when a signature needs it).
+pub(super) fn load_key(path: &str) -> Result<SecretKey, CliError> {
+    SecretKey::load(path).map_err(|e| usage!("{e}"))
 }
 
-impl Signer {
-    pub(super) fn load(path: &str) -> Result<Signer, CliError> {
-        Ok(Signer {
-            secret: read_secret_key(path)?,
-            password: None,
-        })
-    }
-
-    /// Signs with a key that may or may not be password-protected.
-    pub(super) fn sign(&mut self, statement: &Statement) -> Result<String, CliError> {
-        match sign::sign(statement, &self.secret, self.password.as_deref()) {
-            Err(SignError::PasswordRequired) if self.password.is_none() => {
-                self.password = Some(password("Password for the secret key: ", false)?);
-                self.sign(statement)
-            }
-            Err(e) => Err(failed!("{e}")),
-            Ok(sig) => Ok(sig),
-        }
-    }
-}
-
-fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
-    std::fs::write(path, text).map_err(|e| failed!("cannot write {}: {e}", path.display()))
+/// Signs with a key that may or may not be password-protected.
+pub(super) fn sign_with(key: &mut SecretKey, statement: &Statement) -> Result<String, CliError> {
+    key.sign(statement, || {
+        password("Password for the secret key: ", false)
+    })
+    .map_err(|e| match e {
+        SignWithError::Password(e) => e,
+        SignWithError::Sign(e) => failed!("{e}"),
+    })
 }
 
 /// `skillcat pack DIR -o OUT [--sign KEY] [--force]`: [`sign::pack_dir`], each root it judges
@@ -161,26 +142,14 @@ pub async fn pack(
     force: bool,
     g: &Globals,
 ) -> CliResult {
-    let path = Path::new(dir);
-    if !path.is_dir() {
-        return Err(usage!(
-            "{dir}: pack reads a skill directory or a directory of skills"
-        ));
-    }
-    super::output_dir_exists(output)?;
-    if skillcat::pack::PackFormat::for_path(output).is_none() {
-        return Err(usage!(
-            "{}: the output must end in .tar.gz, .tgz or .zip",
-            output.display()
-        ));
-    }
-    let mut signer = sign_key.map(Signer::load).transpose()?;
-    let mut sign_with = signer.as_mut().map(|s| move |st: &Statement| s.sign(st));
-    let sign = sign_with
+    ops::check_pack(dir, output).map_err(|e| usage!("{e}"))?;
+    let mut key = sign_key.map(load_key).transpose()?;
+    let mut sign_one = key.as_mut().map(|k| move |st: &Statement| sign_with(k, st));
+    let sign = sign_one
         .as_mut()
         .map(|f| f as sign::pack_signed::Signer<'_, CliError>);
     let request = PackRequest {
-        dir: path,
+        dir: Path::new(dir),
         output,
         force,
     };
@@ -348,13 +317,9 @@ pub async fn sign_cmd(a: SignArgs<'_>, g: &Globals) -> CliResult {
             return Err(failed!("{e}"));
         }
     };
-    let sig = Signer::load(a.key).and_then(|mut s| s.sign(&statement))?;
-    write_file(&path, &sig)?;
-    if let Some(p) = a.statement
-        && let Err(e) = write_file(p, &statement.to_text())
-    {
-        return Err(e);
-    }
+    let sig = load_key(a.key).and_then(|mut k| sign_with(&mut k, &statement))?;
+    let statement_file = a.statement.map(|p| (p, &statement));
+    ops::write_signature(&path, &sig, statement_file).map_err(|e| failed!("{e}"))?;
     out!(
         "Signed {} ({}) → {}",
         at_version(&m),
@@ -383,14 +348,10 @@ pub async fn verify(
     g: &Globals,
 ) -> CliResult {
     let ring = load_keyring(keyring, g)?;
-    let given = match sig {
-        None => None,
-        Some(p) => Some(FoundSignature {
-            origin: p.display().to_string(),
-            text: std::fs::read_to_string(p)
-                .map_err(|e| usage!("cannot read the signature {}: {e}", p.display()))?,
-        }),
-    };
+    let given = sig
+        .map(ops::read_signature)
+        .transpose()
+        .map_err(|e| usage!("{e}"))?;
     let opened = open_maybe_for(arg, wanted, Detail::Files, g).await;
     let (Opened { src, found, .. }, name) = opened?;
     for f in &found.faults {

@@ -110,10 +110,22 @@ pub async fn audit_source(
     report
 }
 
+/// The audit's options on this host: a script is judged offered or not by the interpreters
+/// the configuration's `[scripts]` allows (what a run would allow).
+pub fn options(
+    scripts: &crate::config::ScriptsConfig,
+) -> Result<AuditOptions, crate::script::ScriptError> {
+    Ok(AuditOptions {
+        interpreters: crate::runtime::interpreters(scripts)?,
+        ..AuditOptions::default()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::source::{DirOptions, DirSource, discover};
+    use std::path::PathBuf;
 
     #[tokio::test]
     async fn findings_below_the_minimum_are_left_out_and_a_folder_without_document_noted() {
@@ -140,5 +152,18 @@ mod tests {
         let high = audit_source(&src, &d.skills, &d.faults, &opts, above).await;
         assert!(high.findings.iter().all(|f| f.severity >= above));
         assert_eq!(high.findings.len(), all.count(Severity::High));
+    }
+    #[test]
+    fn options_follow_the_configured_interpreters_and_refuse_a_relative_one() {
+        let mut scripts = crate::config::ScriptsConfig::default();
+        assert!(options(&scripts).is_ok());
+        let python = PathBuf::from("/usr/bin/python3");
+        scripts
+            .interpreters
+            .insert("python3".into(), python.clone());
+        let opts = options(&scripts).unwrap();
+        assert_eq!(opts.interpreters.get("python3"), Some(python.as_path()));
+        scripts.interpreters.insert("sh".into(), "sh".into());
+        assert!(options(&scripts).is_err());
     }
 }

@@ -9,7 +9,9 @@ use serde::Serialize;
 use crate::publish::{
     BatchError, BatchOptions, PublishSource, SkillFailure, SkillOutcome, check_batch,
 };
-use crate::registry::{Published, Registry, RegistryError, VersionLimits, parse_spec};
+use crate::registry::{
+    Published, Registry, RegistryError, SearchHit, VersionInfo, VersionLimits, parse_spec,
+};
 use crate::sign::{Keyring, SignError};
 use crate::source::{self, DirOptions, DirSource, Source};
 
@@ -258,6 +260,55 @@ pub fn yank(db: &Path, spec: &str, undo: bool) -> Result<Yanked, RegistryError> 
     })
 }
 
+/// At most `limit` skills of the registry `db` whose latest version matches the words of
+/// `query` (any text: it is never read as query syntax), best first.
+pub fn search(db: &Path, query: &str, limit: usize) -> Result<Vec<SearchHit>, RegistryError> {
+    Registry::open_read_only(db)?.search(query, limit)
+}
+
+/// Why `registry versions` lists nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum VersionsError {
+    /// The registry could not be read.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// It holds no skill of that name.
+    #[error("no skill named '{name}' in {}", .db.display())]
+    NoSuchSkill {
+        /// The name asked for.
+        name: String,
+        /// The registry file.
+        db: PathBuf,
+    },
+}
+
+/// Every version of `name` in the registry `db`, in semver order (yanked ones flagged).
+pub fn versions(db: &Path, name: &str) -> Result<Vec<VersionInfo>, VersionsError> {
+    let list = Registry::open_read_only(db)?.versions(name)?;
+    if list.is_empty() {
+        return Err(VersionsError::NoSuchSkill {
+            name: name.to_string(),
+            db: db.to_path_buf(),
+        });
+    }
+    Ok(list)
+}
+
+/// What a listed version is marked with, in this order: `latest`, `yanked`, `signed by K1, K2`.
+pub fn marks(v: &VersionInfo) -> Vec<String> {
+    let mut marks = Vec::new();
+    if v.latest {
+        marks.push("latest".to_string());
+    }
+    if v.yanked {
+        marks.push("yanked".to_string());
+    }
+    if !v.signed_by.is_empty() {
+        marks.push(format!("signed by {}", v.signed_by.join(", ")));
+    }
+    marks
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,5 +382,37 @@ mod tests {
         ));
         let e = yank(&db, "ghost@1.0.0", false).expect_err("refused");
         assert!(e.is_refusal(), "{e}");
+    }
+    #[test]
+    fn versions_of_a_missing_skill_are_refused_and_marks_come_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("r.db");
+        assert!(matches!(
+            versions(&db, "ghost"),
+            Err(VersionsError::Registry(_))
+        ));
+        assert!(search(&db, "anything", 5).is_err());
+        Registry::init(&db).unwrap();
+        assert!(search(&db, "anything", 5).unwrap().is_empty());
+        let e = versions(&db, "ghost").expect_err("no such skill");
+        assert_eq!(
+            e.to_string(),
+            format!("no skill named 'ghost' in {}", db.display())
+        );
+        let mut v = VersionInfo {
+            name: "one".into(),
+            version: "1.0.0".into(),
+            digest: "sha256:00".into(),
+            description: String::new(),
+            published_at: 0,
+            published: String::new(),
+            yanked: false,
+            latest: false,
+            signed_by: Vec::new(),
+        };
+        assert!(marks(&v).is_empty());
+        (v.latest, v.yanked) = (true, true);
+        v.signed_by = vec!["K1".into(), "K2".into()];
+        assert_eq!(marks(&v), ["latest", "yanked", "signed by K1, K2"]);
     }
 }
