@@ -156,28 +156,7 @@ fn with_trusted(text: &str, dir: &str, sha256: &str) -> Result<String, String> {
     }
 }
 
-/// Makes `dir` and any missing parent as folders only their owner can enter (0700), whatever
-/// the process umask: where skillcat keeps its configuration, keyring and credentials, so that
-/// no other user can plant a file there (a `keyring.toml`). Folders that already exist keep
-/// their mode.
-pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    let missing: Vec<&Path> = dir
-        .ancestors()
-        .filter(|p| !p.as_os_str().is_empty())
-        .take_while(|p| std::fs::symlink_metadata(p).is_err())
-        .collect();
-    // Created 0700 less the umask (never wider), then set to exactly 0700: a umask that takes
-    // the owner's bits too would leave a folder its owner cannot use.
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    for p in missing {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
-}
+pub use skillcat_core::fs::create_private_dir;
 
 /// Writes the file (0600, its directory 0700 when created), replacing it in one step.
 fn write_private(file: &Path, text: &str) -> std::io::Result<()> {

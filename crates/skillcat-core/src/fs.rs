@@ -247,6 +247,29 @@ fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Makes `dir` and any missing parent folders only their owner can enter (0700), whatever the
+/// process umask: where a user's configuration, keyring and credentials are kept, so that no
+/// other user can plant a file there (a `keyring.toml`). Folders that already exist keep their
+/// mode.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .filter(|p| !p.as_os_str().is_empty())
+        .take_while(|p| std::fs::symlink_metadata(p).is_err())
+        .collect();
+    // Created 0700 less the umask (never wider), then set to exactly 0700: a umask that takes
+    // the owner's bits too would leave a folder its owner cannot use.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    for p in missing {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,6 +412,25 @@ mod tests {
         assert!(
             name.starts_with(".journal.json.") && name.ends_with(".tmp"),
             "{name}"
+        );
+    }
+
+    #[test]
+    fn private_dirs_are_0700_to_the_top_made_and_others_keep_their_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().join("a");
+        let dir = top.join("b/c");
+        create_private_dir(&dir).unwrap();
+        for d in [&top, &top.join("b"), &dir] {
+            let mode = std::fs::metadata(d).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", d.display());
+        }
+        let before = std::fs::metadata(tmp.path()).unwrap().permissions().mode();
+        create_private_dir(&dir).unwrap();
+        assert_eq!(
+            std::fs::metadata(tmp.path()).unwrap().permissions().mode(),
+            before
         );
     }
 }

@@ -6,6 +6,7 @@
 //! ([`Keyring::save`]: the `comment` fields are kept, `#` comments are not).
 
 use super::*;
+use skillcat_core::fs::create_private_dir;
 
 /// The file name of the default keyring, beside the user's configuration.
 pub const KEYRING_FILE_NAME: &str = "keyring.toml";
@@ -158,25 +159,6 @@ fn write_replacing(path: &Path, text: &str, create_dir: bool) -> std::io::Result
     skillcat_core::fs::AtomicWrite::new(mode)
         .durability(skillcat_core::fs::Durability::Durable)
         .write(path, text.as_bytes())
-}
-
-/// Makes `dir` and any missing parent 0700 whatever the umask; folders that exist keep their
-/// mode.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    let missing: Vec<&Path> = dir
-        .ancestors()
-        .filter(|p| !p.as_os_str().is_empty())
-        .take_while(|p| std::fs::symlink_metadata(p).is_err())
-        .collect();
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    for p in missing {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -130,25 +130,11 @@ impl Credentials {
 
 /// `text` into `path`, readable by its owner alone, its missing folders made 0700.
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let missing: Vec<&Path> = dir
-        .ancestors()
-        .filter(|p| !p.as_os_str().is_empty())
-        .take_while(|p| std::fs::symlink_metadata(p).is_err())
-        .collect();
-    // Created 0700 less the umask, then set to exactly 0700: a umask that takes the owner's
-    // bits too would leave a folder its owner cannot use.
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    for p in missing {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700))?;
-    }
+    skillcat_core::fs::create_private_dir(dir)?;
     // 0600 from the moment the temporary file exists, synced before it replaces the old one.
     skillcat_core::fs::AtomicWrite::new(0o600)
         .durability(skillcat_core::fs::Durability::Durable)
