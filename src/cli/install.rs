@@ -233,12 +233,7 @@ impl Bar {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let bar = guard.get_or_insert_with(|| {
-                let b = indicatif::ProgressBar::new(p.total as u64);
-                b.set_style(
-                    indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
-                        .expect("a valid template"),
-                );
-                b
+                super::progress_bar(p.total, 2, "{bar:30} {pos}/{len} {msg}")
             });
             bar.set_position(p.done as u64);
             bar.set_message(p.name);

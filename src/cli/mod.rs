@@ -176,6 +176,24 @@ fn tls_config(
     }
 }
 
+/// A progress bar of `total` steps drawn by `template` on stderr when it is a terminal, `-q`
+/// was not given and there are at least `at_least` steps; a hidden one otherwise.
+pub(crate) fn progress_bar(
+    total: usize,
+    at_least: usize,
+    template: &str,
+) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if total < at_least || !std::io::stderr().is_terminal() || quiet() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total as u64);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    bar
+}
+
 /// Text a program may consume on stdout (`show`'s body, `prompt`'s block): [`shown`] when
 /// stdout is a terminal, where a person reads it; byte for byte into a pipe or a file, where a
 /// program gets exactly what the skill says (the audit, not the printer, is what refuses a

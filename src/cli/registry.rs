@@ -1,6 +1,6 @@
 //! `skillcat registry …`: create a registry, publish into it, yank, search, list versions.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
@@ -179,7 +179,7 @@ async fn publish(
     })?;
     let (opened, opts, total) = (&prepared.sources, prepared.options(), prepared.total);
     let mut registry = Registry::open(db).map_err(|e| fail(&e))?;
-    let bar = progress_bar(total);
+    let bar = super::progress_bar(total, 2, "{bar:30} {pos}/{len} {wide_msg}");
     let text = format == Format::Text;
     let outcomes = registry
         .publish_batch(opened, &opts, |event| match event {
@@ -258,16 +258,6 @@ fn print_published(p: &Published) {
         }
     }
     out!("{line}");
-}
-
-/// A progress bar on a terminal for more than one skill; nothing when stderr is piped.
-fn progress_bar(total: usize) -> indicatif::ProgressBar {
-    if total < 2 || !std::io::stderr().is_terminal() || super::quiet() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {wide_msg}")
-        .expect("a valid template");
-    indicatif::ProgressBar::new(total as u64).with_style(style)
 }
 
 /// `skillcat registry yank DB NAME@VERSION [--undo]`

@@ -1,6 +1,6 @@
 //! Remote commands: serve, export, fetch.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -405,20 +405,6 @@ fn artifact_word(kind: &str) -> &'static str {
     }
 }
 
-/// A progress bar on a terminal, nothing otherwise.
-fn progress(len: usize) -> indicatif::ProgressBar {
-    if !std::io::stderr().is_terminal() || super::quiet() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(len as u64);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} skills  {msg}  {elapsed}")
-    {
-        bar.set_style(style);
-    }
-    bar
-}
-
 /// `skillcat fetch URL` (with the global `--cache DIR` and `--offline`)
 pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
     let said = |e| match e {
@@ -428,7 +414,11 @@ pub async fn fetch(a: FetchArgs, g: &Globals) -> CliResult {
     let fetch = Fetch::open(&a.url, HttpOptions::from(&g.open))
         .await
         .map_err(said)?;
-    let bar = progress(fetch.total());
+    let bar = super::progress_bar(
+        fetch.total(),
+        0,
+        "{bar:30} {pos}/{len} skills  {msg}  {elapsed}",
+    );
     let fetched = fetch
         .run(|bytes| {
             bar.inc(1);

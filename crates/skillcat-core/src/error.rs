@@ -416,6 +416,81 @@ pub fn said_with_causes(mut text: String, error: &(dyn std::error::Error + 'stat
     text
 }
 
+/// An error as a program reports it to a person: what it was doing (when it says), and the
+/// error kept whole, with its [`ErrorKind`] when it is the library's. Shown as the text, then
+/// each cause of the error's chain that the text before it does not already say
+/// ([`said_with_causes`]); a program adds its own advice for the [`kind`](Report::kind).
+#[derive(Debug)]
+pub struct Report {
+    context: Option<String>,
+    cause: Option<Cause>,
+}
+
+impl Report {
+    /// What was being done (`context`, when it says), failed because of `cause`.
+    pub fn caused(context: Option<String>, cause: impl Into<Cause>) -> Report {
+        Report {
+            context,
+            cause: Some(cause.into()),
+        }
+    }
+
+    /// The error this report keeps, when it keeps one.
+    pub fn cause(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause.as_ref().map(|c| &*c.error as _)
+    }
+
+    /// The kind of the error it keeps, when that is the library's.
+    pub fn kind(&self) -> Option<ErrorKind> {
+        self.cause.as_ref().and_then(|c| c.kind)
+    }
+}
+
+impl From<String> for Report {
+    fn from(text: String) -> Report {
+        Report {
+            context: Some(text),
+            cause: None,
+        }
+    }
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = self.context.clone().unwrap_or_default();
+        match &self.cause {
+            Some(cause) => f.write_str(&said_with_causes(text, &*cause.error)),
+            None => f.write_str(&text),
+        }
+    }
+}
+
+/// An error a [`Report`] keeps whole, with its [`ErrorKind`] when it is the library's.
+#[derive(Debug)]
+pub struct Cause {
+    kind: Option<ErrorKind>,
+    error: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl Cause {
+    /// Any error, of no kind the library reports.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Cause {
+        Cause {
+            kind: None,
+            error: Box::new(error),
+        }
+    }
+}
+
+impl From<Error> for Cause {
+    fn from(error: Error) -> Cause {
+        Cause {
+            kind: Some(error.kind()),
+            error: Box::new(error),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -515,5 +590,52 @@ mod tests {
             said_with_causes("x".into(), &other),
             "x: opening the catalog: disk on fire"
         );
+    }
+
+    /// An error whose text already says its cause, as `Error::Io` does.
+    #[derive(Debug, thiserror::Error)]
+    #[error("f.txt: {source}")]
+    struct Says {
+        source: io::Error,
+    }
+
+    /// An error whose cause is said only in its source chain, as a transport error's is.
+    #[derive(Debug, thiserror::Error)]
+    #[error("error sending request")]
+    struct Hides {
+        source: io::Error,
+    }
+
+    #[test]
+    fn a_report_says_each_cause_once_and_keeps_the_error_and_its_kind() {
+        let says = Says {
+            source: io::Error::other("disk on fire"),
+        };
+        let r = Report::caused(None, Cause::new(says));
+        assert_eq!(r.to_string(), "f.txt: disk on fire");
+        assert_eq!(r.kind(), None);
+        let hides = Hides {
+            source: io::Error::other("connection refused"),
+        };
+        let r = Report::caused(Some("cannot reach h".into()), Cause::new(hides));
+        assert_eq!(
+            r.to_string(),
+            "cannot reach h: error sending request: connection refused"
+        );
+        assert_eq!(
+            r.cause().map(ToString::to_string),
+            Some("error sending request".into())
+        );
+        let text = Report::from(String::from("no such file"));
+        assert_eq!(text.to_string(), "no such file");
+        assert!(text.cause().is_none() && text.kind().is_none());
+        let cert = Report::caused(
+            None,
+            Error::Certificate {
+                location: "https://h/".into(),
+                reason: "expired".into(),
+            },
+        );
+        assert_eq!(cert.kind(), Some(ErrorKind::Certificate));
     }
 }
