@@ -36,8 +36,9 @@ use crate::config::{Config, ConfigError, Environment};
 use crate::sign::{Keyring, SignError};
 use crate::source::OpenOptions;
 
-/// The file name of the default keyring, beside the user's configuration file.
-pub const KEYRING_FILE: &str = "keyring.toml";
+/// The file name of the default keyring, beside the user's configuration file (the sign
+/// crate's, which `trust add` writes).
+pub use crate::sign::KEYRING_FILE_NAME as KEYRING_FILE;
 
 /// The process's environment, as far as skillcat reads it: read once, by
 /// [`Env::from_process`], and handed down as values (no other function of the library reads
