@@ -99,6 +99,9 @@ pub struct ExportArgs {
     /// The marketplace's owner (default: its name).
     #[arg(long, value_name = "NAME", requires = "marketplace")]
     pub owner: Option<String>,
+    /// What Claude Code shows of the marketplace (default: how many skills, and whose).
+    #[arg(long, value_name = "TEXT", requires = "marketplace")]
+    pub description: Option<String>,
 }
 
 /// `skillcat fetch` arguments.
@@ -362,6 +365,7 @@ async fn export_marketplace(a: &ExportArgs, name: &str, g: &Globals) -> CliResul
     let opts = marketplace::ExportOptions {
         name: name.to_string(),
         owner: a.owner.clone(),
+        description: a.description.clone(),
         force: a.force,
     };
     let done = marketplace::export(&*o.src, &o.found, &a.dir, &opts)

@@ -296,7 +296,12 @@ fn a_registry_exported_as_a_marketplace_installs_in_claude_code() {
     assert!(!refused.join(".claude-plugin").exists());
 
     if let Some(claude) = claude() {
-        claude_ok(&claude, &p, &["plugin", "validate", out_s]);
+        let validated = claude_ok(&claude, &p, &["plugin", "validate", out_s]);
+        // The export says what the marketplace is: Claude Code's validator has nothing to ask.
+        assert!(
+            !validated.contains("No marketplace description"),
+            "{validated}"
+        );
         claude_ok(&claude, &p, &["plugin", "marketplace", "add", out_s]);
         claude_ok(&claude, &p, &["plugin", "install", "pdf-forms@team-skills"]);
         let installed = p

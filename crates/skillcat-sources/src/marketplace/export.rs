@@ -2,7 +2,7 @@
 //! one plugin per skill, each skill's files byte for byte.
 //!
 //! ```text
-//! DIR/.claude-plugin/marketplace.json            { name, owner, plugins: [{ name, source: "./plugins/NAME", version, … }] }
+//! DIR/.claude-plugin/marketplace.json            { name, owner, metadata: { description }, plugins: [{ name, source: "./plugins/NAME", version, … }] }
 //! DIR/plugins/NAME/.claude-plugin/plugin.json    { name, description, version, license, author }
 //! DIR/plugins/NAME/skills/NAME/…                 the skill's files, modes kept
 //! ```
@@ -28,6 +28,9 @@ pub struct ExportOptions {
     pub name: String,
     /// `owner.name` (the marketplace's name when `None`), and each plugin's `author.name`.
     pub owner: Option<String>,
+    /// `metadata.description`, what Claude Code shows of the marketplace (when `None`: the
+    /// number of skills and who owns them).
+    pub description: Option<String>,
     /// Write into a folder that is not empty: each exported plugin's folder is replaced and
     /// the catalog rewritten; nothing else is touched.
     pub force: bool,
@@ -112,9 +115,18 @@ pub async fn export(
             files,
         });
     }
+    let owner = opts.owner.as_deref().unwrap_or(&opts.name);
+    let description = opts.description.clone().unwrap_or_else(|| {
+        let n = plugins.len();
+        format!(
+            "{n} Agent Skill{} of {owner}, one plugin each",
+            if n == 1 { "" } else { "s" }
+        )
+    });
     let catalog = json!({
         "name": opts.name,
-        "owner": {"name": opts.owner.as_deref().unwrap_or(&opts.name)},
+        "owner": {"name": owner},
+        "metadata": {"description": description},
         "plugins": plugins.iter().map(|p| p.entry.clone()).collect::<Vec<_>>(),
     });
     let catalog = pretty(&catalog);

@@ -324,6 +324,7 @@ async fn an_export_reads_back_as_the_same_skills_and_refuses_reserved_names() {
     let opts = |name: &str, force: bool| ExportOptions {
         name: name.into(),
         owner: None,
+        description: None,
         force,
     };
 
@@ -340,6 +341,14 @@ async fn an_export_reads_back_as_the_same_skills_and_refuses_reserved_names() {
         .await
         .unwrap();
     assert_eq!(done.plugins, 2);
+    // A description Claude Code shows (and its validator asks for), by default how many
+    // skills and whose.
+    let catalog: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join(MARKETPLACE_FILE)).unwrap()).unwrap();
+    assert_eq!(
+        catalog["metadata"]["description"],
+        "2 Agent Skills of team, one plugin each"
+    );
     let back = crate::open(out.to_str().unwrap()).unwrap();
     assert_eq!(
         back.list().await.unwrap(),
