@@ -153,7 +153,7 @@ pub(crate) use skillcat::audit::shown;
 fn tls_config(
     cert: Option<&std::path::Path>,
     key: Option<&std::path::Path>,
-) -> Result<Option<std::sync::Arc<tokio_rustls::rustls::ServerConfig>>, CliError> {
+) -> Result<Option<skillcat::ops::mcp::TlsConfig>, CliError> {
     let (Some(cert), Some(key)) = (cert, key) else {
         return Ok(None);
     };
@@ -167,7 +167,7 @@ fn tls_config(
 fn tls_config(
     cert: Option<&std::path::Path>,
     _key: Option<&std::path::Path>,
-) -> Result<Option<()>, CliError> {
+) -> Result<Option<skillcat::ops::mcp::TlsConfig>, CliError> {
     match cert {
         Some(_) => Err(usage!(
             "--tls-cert needs a skillcat built with the `tls` feature"
