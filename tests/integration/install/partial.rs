@@ -1,0 +1,114 @@
+//! `add DIR` of a catalog where some skills are invalid: the valid ones are installed, each
+//! invalid one is named with its faults and left out (nothing of it written, nothing of it
+//! pinned), and the exit is 1 so that CI notices; `--force` still installs them all.
+//!
+//! Origin: step 29 (issue 51, item 7: one invalid skill of anthropics/skills' 17 aborted all).
+
+use std::path::Path;
+
+use crate::support::project::{Project, skill};
+use crate::support::write_skill;
+
+/// alpha and beta, valid; delta, whose description is over the 1,024 characters allowed; and
+/// epsilon, whose SKILL.md is not a skill document at all.
+fn catalog(src: &Path) {
+    skill(src, "alpha", "1.0.0", "a");
+    skill(src, "beta", "1.0.0", "b");
+    write_skill(
+        &src.join("delta"),
+        &format!(
+            "---\nname: delta\ndescription: {}\n---\n# delta\n",
+            "Too long. ".repeat(110)
+        ),
+        &[],
+    );
+    write_skill(&src.join("epsilon"), "---\nname: [epsilon\n---\n", &[]);
+}
+
+fn pinned(p: &Project) -> Vec<String> {
+    let lock = p.lock();
+    let mut names: Vec<String> = lock["skills"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_valid_skills_are_installed_and_each_invalid_one_named() {
+    let p = Project::new();
+    catalog(&p.path("src"));
+
+    // A dry run says the same and changes nothing.
+    let dry = p.run(&["add", "../src", "--dry-run"]);
+    dry.code(1);
+    assert!(dry.out().contains("would install alpha"), "{}", dry.out());
+    assert!(dry.stderr.contains("delta"), "{}", dry.stderr);
+    assert!(!p.lockfile().exists());
+
+    let o = p.run(&["add", "../src"]);
+    o.code(1);
+    assert!(o.out().contains("installed alpha"), "{}", o.out());
+    assert!(o.out().contains("installed beta"), "{}", o.out());
+    // Each one left out is named with its faults, on stderr.
+    let delta = o
+        .stderr
+        .lines()
+        .find(|l| l.contains("delta"))
+        .unwrap_or_else(|| panic!("{}", o.stderr));
+    assert!(
+        delta.contains("left out") && delta.contains("1024"),
+        "{delta}"
+    );
+    let epsilon = o
+        .stderr
+        .lines()
+        .find(|l| l.contains("epsilon"))
+        .unwrap_or_else(|| panic!("{}", o.stderr));
+    assert!(epsilon.contains("left out"), "{epsilon}");
+    assert!(
+        o.stderr.contains("2 of 4 skills left out") && o.stderr.contains("--force"),
+        "{}",
+        o.stderr
+    );
+    // Nothing invalid is written or pinned.
+    assert_eq!(pinned(&p), ["alpha", "beta"]);
+    assert!(p.installed("alpha").join("SKILL.md").exists());
+    assert!(!p.installed("delta").exists() && !p.installed("epsilon").exists());
+    p.run(&["status", "--check"]).code(0);
+
+    // Again: the valid ones are up to date, the invalid ones still named, still exit 1.
+    let again = p.run(&["add", "../src"]);
+    again.code(1);
+    assert!(again.stderr.contains("delta"), "{}", again.stderr);
+
+    // --force keeps its meaning: the invalid skill is installed too (what is not a skill
+    // document cannot be, and is skipped with a warning as before).
+    let forced = p.run(&["add", "../src", "--force"]);
+    forced.code(0);
+    assert_eq!(pinned(&p), ["alpha", "beta", "delta"]);
+    assert!(p.installed("delta").join("SKILL.md").exists());
+}
+
+#[test]
+fn a_catalog_with_no_valid_skill_changes_nothing() {
+    let p = Project::new();
+    let src = p.path("src");
+    write_skill(&src.join("epsilon"), "---\nname: [epsilon\n---\n", &[]);
+    write_skill(
+        &src.join("delta"),
+        &format!(
+            "---\nname: delta\ndescription: {}\n---\n# delta\n",
+            "Too long. ".repeat(110)
+        ),
+        &[],
+    );
+    p.run(&["add", "../src"])
+        .code(1)
+        .says(&["delta", "epsilon", "Nothing was changed"]);
+    assert!(!p.lockfile().exists());
+    assert!(!p.installed("delta").exists());
+}
