@@ -208,6 +208,17 @@ impl Targets {
         }
     }
 
+    /// [`of`](Self::of), the canonical copy where `entry` has it (see `agents::home`).
+    fn of_entry(scope: &Scope, name: &str, agents: &[&Agent], entry: Option<&Entry>) -> Targets {
+        let home = super::agents::home(scope, name, entry);
+        let mut t = Targets::of(scope, name, agents);
+        if home != t.canonical {
+            t.agents.retain(|p| *p != home);
+            t.canonical = home;
+        }
+        t
+    }
+
     fn shown(&self, scope: &Scope) -> Vec<String> {
         std::iter::once(&self.canonical)
             .chain(&self.agents)
@@ -268,6 +279,9 @@ pub struct SkillStatus {
     /// (links into the folder that is gone, copies the lockfile records), which `remove`
     /// removes and `install` links again.
     pub left_targets: Vec<String>,
+    /// Where its copy is when that is not `.agents/skills/NAME`: an agent's own folder the
+    /// `skills` CLI copied it into (`.claude/skills/NAME`), which `install` keeps it in.
+    pub place: Option<String>,
 }
 
 impl SkillStatus {
@@ -491,7 +505,7 @@ impl Plan {
                 Ok(Some(inst)) if inst.matches(&entry) => keep.push((name.clone(), entry, inst)),
                 Ok(Some(inst)) if entry.has_pin() && !opts.force => refusals.push(format!(
                     "{name}: {} is locally modified ({}); pass --force to replace it with the pinned copy",
-                    opts.scope.shown(&opts.scope.skills_dir().join(name)),
+                    opts.scope.shown(&super::agents::home(&opts.scope, name, Some(&entry))),
                     inst.drift(&entry).describe()
                 )),
                 Ok(_) => fetch.push((name.clone(), entry)),
@@ -786,8 +800,10 @@ pub async fn status(scope: &Scope) -> Result<Vec<SkillStatus>, InstallError> {
         };
         let mut broken_targets = Vec::new();
         let mut left_targets = Vec::new();
+        let home = super::agents::home(scope, &name, entry.as_ref());
+        let place = (present && home != scope.skills_dir().join(&name)).then(|| scope.shown(&home));
         if let Some(e) = &entry {
-            let t = Targets::of(scope, &name, &agents_of(e));
+            let t = Targets::of_entry(scope, &name, &agents_of(e), Some(e));
             for p in &t.agents {
                 let shown = scope.shown(p);
                 if present {
@@ -816,6 +832,7 @@ pub async fn status(scope: &Scope) -> Result<Vec<SkillStatus>, InstallError> {
             drift,
             broken_targets,
             left_targets,
+            place,
         });
     }
     Ok(out)
@@ -1037,19 +1054,16 @@ impl Installed {
     }
 }
 
-/// Reads each named skill's canonical folder, several at once.
+/// Reads each named skill's canonical folder (where its entry has it), several at once.
 fn installed_states(
     scope: &Scope,
     lockfile: &Lockfile,
     names: &[String],
 ) -> Vec<Result<Option<Installed>, InstallError>> {
-    let dir = scope.skills_dir();
     crate::source::par_map(names, |name| {
-        let want_hash = lockfile
-            .skills
-            .get(name)
-            .is_some_and(|e| e.digest.is_none());
-        read_installed(&dir.join(name), want_hash)
+        let entry = lockfile.skills.get(name);
+        let want_hash = entry.is_some_and(|e| e.digest.is_none());
+        read_installed(&super::agents::home(scope, name, entry), want_hash)
     })
 }
 
@@ -1863,7 +1877,7 @@ impl<'a> Builder<'a> {
     ) -> Result<(), InstallError> {
         let scope = &self.opts.scope;
         let copy = copy.unwrap_or_else(|| old.as_ref().is_some_and(|e| e.copy));
-        let t = Targets::of(scope, &c.name, agents);
+        let t = Targets::of_entry(scope, &c.name, agents, old.as_ref());
         let mut refusals = Vec::new();
         let mut paths = Vec::new();
         let canonical_state = match &kept {

@@ -244,6 +244,9 @@ pub struct StatusView<'a> {
     pub broken_targets: &'a [String],
     /// [`SkillStatus::left_targets`].
     pub left_targets: &'a [String],
+    /// [`SkillStatus::place`] (only when it is not `.agents/skills/NAME`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub place: Option<&'a str>,
 }
 
 impl Serialize for FileDrift {
@@ -292,6 +295,7 @@ impl SkillStatus {
             drift: self.drift.as_ref(),
             broken_targets: &self.broken_targets,
             left_targets: &self.left_targets,
+            place: self.place.as_deref(),
         }
     }
 
@@ -359,6 +363,12 @@ impl SkillStatus {
                     .map(|t| format!("  not skillcat's: {t} (left as it is)")),
             );
             return lines;
+        }
+        if let Some(place) = &self.place {
+            lines.push(format!(
+                "  in {place}, not {} (where the `skills` CLI put it; checked there)",
+                scope.shown(&scope.skills_dir().join(&self.name))
+            ));
         }
         if let Some(d) = &self.drift {
             if d.unknown {
@@ -431,6 +441,7 @@ mod tests {
             drift: None,
             broken_targets: Vec::new(),
             left_targets: Vec::new(),
+            place: None,
         }
     }
 

@@ -112,3 +112,65 @@ fn a_catalog_with_no_valid_skill_changes_nothing() {
     assert!(!p.lockfile().exists());
     assert!(!p.installed("delta").exists());
 }
+
+/// A skill the `skills` CLI (1.7.4) installed for Claude Code alone: it copies it into
+/// `.claude/skills/NAME` and makes no `.agents/skills/NAME`. `status` finds it there and checks
+/// its digest; `install` keeps it there (restores it there), never a second copy.
+///
+/// Origin: step 29 (issue 51, item 11: "missing", then a second copy under `.agents/skills`).
+#[test]
+fn a_skill_the_skills_cli_installed_for_claude_code_is_found_where_it_is() {
+    let Some(cli) = super::interop::skills_cli() else {
+        return;
+    };
+    let p = Project::new();
+    skill(&p.path("src"), "alpha", "1.0.0", "a");
+    super::interop::run_cli(
+        &cli,
+        &p,
+        &p.root,
+        &["add", "../src", "-s", "alpha", "-a", "claude-code", "-y"],
+    );
+    let theirs = p.root.join(".claude/skills/alpha");
+    assert!(theirs.join("SKILL.md").is_file());
+    assert!(!p.installed("alpha").exists());
+    let lock = p.lock_bytes();
+
+    let o = p.run(&["status"]);
+    o.code(0);
+    assert!(o.out().contains("alpha  ok"), "{}", o.out());
+    assert!(o.out().contains(".claude/skills/alpha"), "{}", o.out());
+    p.run(&["status", "--check"]).code(0);
+    let json = p.run(&["status", "--format", "json"]).json();
+    assert_eq!(json[0]["state"], "ok", "{json}");
+    assert_eq!(json[0]["place"], ".claude/skills/alpha", "{json}");
+
+    // Frozen: nothing to do, and no second copy.
+    p.run(&["install", "--frozen"]).code(0);
+    assert!(!p.installed("alpha").exists());
+    assert_eq!(p.lock_bytes(), lock);
+
+    // A changed copy is named where it is, and restored there.
+    std::fs::write(theirs.join("SKILL.md"), "changed").unwrap();
+    p.run(&["status", "--check"]).code(1);
+    p.run(&["install", "--frozen"])
+        .code(1)
+        .says(&[".claude/skills/alpha", "locally modified"]);
+    p.run(&["install", "--frozen", "--force"]).code(0);
+    assert!(!p.installed("alpha").exists());
+    assert!(
+        std::fs::read_to_string(theirs.join("SKILL.md"))
+            .unwrap()
+            .contains("name: alpha")
+    );
+    p.run(&["status", "--check"]).code(0);
+
+    // Without --frozen the lockfile records where it is, and it stays there.
+    p.run(&["install"]).code(0);
+    assert_eq!(
+        p.lock()["skills"]["alpha"]["targets"],
+        serde_json::json!([".claude/skills/alpha"])
+    );
+    assert!(!p.installed("alpha").exists());
+    p.run(&["status", "--check"]).code(0);
+}
