@@ -703,7 +703,8 @@ impl Plan {
         let mut changes = Vec::new();
         for name in chosen {
             let entry = lockfile.skills.remove(&name).expect("chosen from it");
-            let canonical = opts.scope.skills_dir().join(&name);
+            // Where its copy is: the `skills` CLI's in an agent's folder included.
+            let canonical = super::agents::home(&opts.scope, &name, Some(&entry));
             let mut paths = Vec::new();
             if std::fs::symlink_metadata(&canonical).is_ok() {
                 paths.push(opts.scope.shown(&canonical));

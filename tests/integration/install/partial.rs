@@ -173,4 +173,9 @@ fn a_skill_the_skills_cli_installed_for_claude_code_is_found_where_it_is() {
     );
     assert!(!p.installed("alpha").exists());
     p.run(&["status", "--check"]).code(0);
+
+    // And `remove` removes it from there.
+    p.run(&["remove", "alpha"]).code(0);
+    assert!(!theirs.exists());
+    assert!(p.lock()["skills"].as_object().unwrap().is_empty());
 }
