@@ -77,6 +77,10 @@ pub struct AddArgs {
     /// would change; change nothing in the project.
     #[arg(long)]
     dry_run: bool,
+    /// Output format (json: each skill's action, and each skill left out as invalid with its
+    /// faults).
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
 }
 
 /// `skillcat install`.
@@ -342,7 +346,33 @@ pub async fn add(a: AddArgs, g: &Globals) -> CliResult {
         a.copy,
     )
     .await;
+    if a.format == Format::Json {
+        return add_json(plan, &bar, a.dry_run).await;
+    }
     run_plan(plan, &bar, &scope, a.dry_run.then_some(would as DryRun)).await
+}
+
+/// `add --format json`: [`run_plan`] with the report as JSON on stdout.
+async fn add_json(plan: Result<Plan, InstallError>, bar: &Bar, dry: bool) -> CliResult {
+    use skillcat::install::AddView;
+    bar.done();
+    let plan = plan.map_err(fail)?;
+    print_warnings(&plan);
+    let total = plan.actions().len() + plan.left_out().len();
+    let json = |v: AddView<'_>| serde_json::to_string_pretty(&v).expect("JSON");
+    if dry {
+        out!(
+            "{}",
+            json(AddView::new(plan.actions(), plan.left_out(), true))
+        );
+        return Ok(left_out(plan.left_out(), total, true));
+    }
+    let report = plan.apply().await.map_err(fail)?;
+    out!(
+        "{}",
+        json(AddView::new(&report.actions, &report.left_out, false))
+    );
+    Ok(left_out(&report.left_out, total, false))
 }
 
 /// `skillcat install [--frozen]`

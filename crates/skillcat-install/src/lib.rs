@@ -52,8 +52,8 @@ pub use plan::{
     SkillStatus, Targets, status,
 };
 pub use report::{
-    STATUS_HEADER, StatusView, action_lines, drift_summary, short_digest, status_table,
-    update_line, update_lines,
+    ActionView, AddView, STATUS_HEADER, StatusView, action_lines, drift_summary, short_digest,
+    status_table, update_line, update_lines,
 };
 pub use spec::{LockSpec, SourceKind, SourceSpec};
 

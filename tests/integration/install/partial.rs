@@ -48,6 +48,26 @@ fn the_valid_skills_are_installed_and_each_invalid_one_named() {
     assert!(dry.out().contains("would install alpha"), "{}", dry.out());
     assert!(dry.stderr.contains("delta"), "{}", dry.stderr);
     assert!(!p.lockfile().exists());
+    // The JSON report names them too, each with its faults.
+    let json = p.run(&["add", "../src", "--dry-run", "--format", "json"]);
+    json.code(1);
+    let report = json.json();
+    assert_eq!(report["dryRun"], true, "{report}");
+    let planned: Vec<&str> = report["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(planned, ["alpha", "beta"], "{report}");
+    let left = report["leftOut"].as_array().unwrap();
+    let left_names: Vec<&str> = left.iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(left_names, ["epsilon", "delta"], "{report}");
+    assert!(
+        left[1]["faults"][0].as_str().unwrap().contains("1024"),
+        "{report}"
+    );
+    assert!(!p.lockfile().exists());
 
     let o = p.run(&["add", "../src"]);
     o.code(1);
