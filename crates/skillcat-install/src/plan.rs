@@ -1207,7 +1207,7 @@ impl Opened {
         &self,
         names: &[String],
         force: bool,
-        mut left_out: Option<&mut Vec<LeftOut>>,
+        left_out: Option<&mut Vec<LeftOut>>,
         validate: &ValidateOptions,
         warnings: &mut Vec<String>,
     ) -> Result<Vec<(String, Option<String>)>, InstallError> {
@@ -1307,7 +1307,7 @@ impl Opened {
                     self.spec.typed
                 )]));
             }
-            if let Some(l) = left_out.as_deref_mut() {
+            if let Some(l) = left_out {
                 l.extend(out_of_it.into_iter().map(|(left, _)| left));
             }
             let mut out = Vec::new();
