@@ -266,4 +266,34 @@ mod tests {
         );
         assert!(parse_agents(",").is_err());
     }
+
+    #[test]
+    fn a_skill_is_at_home_where_its_entry_puts_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let scope = Scope::project(tmp.path(), AgentEnv::default());
+        let canonical = scope.skills_dir().join("a");
+        let claude = tmp.path().join(".claude/skills/a");
+        let theirs = crate::Entry::default();
+        // Nothing anywhere, or no entry: the canonical folder.
+        assert_eq!(home(&scope, "a", Some(&theirs)), canonical);
+        std::fs::create_dir_all(&claude).unwrap();
+        assert_eq!(home(&scope, "a", None), canonical);
+        // Another tool's entry (no targets), the canonical folder missing: the agent's copy.
+        assert_eq!(home(&scope, "a", Some(&theirs)), claude);
+        // A link there is not a copy of it.
+        std::fs::remove_dir(&claude).unwrap();
+        std::os::unix::fs::symlink(&canonical, &claude).unwrap();
+        assert_eq!(home(&scope, "a", Some(&theirs)), canonical);
+        // skillcat's entry names its place first.
+        let ours = crate::Entry {
+            targets: vec![".claude/skills/a".into()],
+            ..crate::Entry::default()
+        };
+        assert_eq!(home(&scope, "a", Some(&ours)), claude);
+        let ours = crate::Entry {
+            targets: vec![".agents/skills/a".into(), ".claude/skills/a".into()],
+            ..crate::Entry::default()
+        };
+        assert_eq!(home(&scope, "a", Some(&ours)), canonical);
+    }
 }
