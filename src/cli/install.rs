@@ -77,6 +77,10 @@ pub struct AddArgs {
     /// would change; change nothing in the project.
     #[arg(long)]
     dry_run: bool,
+    /// Output format (json: each skill's action, and each skill left out as invalid with its
+    /// faults).
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
 }
 
 /// `skillcat install`.
@@ -283,15 +287,42 @@ async fn run_plan(
     bar.done();
     let plan = plan.map_err(fail)?;
     print_warnings(&plan);
+    let total = plan.actions().len() + plan.left_out().len();
     if let Some(lines) = dry {
         print_lines(lines(&plan, scope));
         print_lines(plan.lockfile_change_lines(scope));
         out!("dry run: nothing was changed");
-        return Ok(ExitStatus::Success);
+        return Ok(left_out(plan.left_out(), total, true));
     }
     let report = plan.apply().await.map_err(fail)?;
     print_lines(report.lines(scope));
-    Ok(ExitStatus::Success)
+    Ok(left_out(&report.left_out, total, false))
+}
+
+/// Names each skill `add` left out as invalid with its faults, on stderr, then how many; exit
+/// 1 when any was (so that CI notices), else 0.
+fn left_out(left: &[skillcat::install::LeftOut], total: usize, dry: bool) -> ExitStatus {
+    if left.is_empty() {
+        return ExitStatus::Success;
+    }
+    for l in left {
+        err!(
+            "Error: {}: left out, invalid: {}",
+            super::shown(&l.location),
+            super::shown(&l.faults.join("; "))
+        );
+    }
+    err!(
+        "{} of {total} skills left out as invalid ({}); fix them, or pass --force to install \
+         the invalid skills anyway",
+        left.len(),
+        if dry {
+            "the others would be installed"
+        } else {
+            "the others were installed"
+        }
+    );
+    ExitStatus::Faults
 }
 
 /// A dry run of `add` or `remove`: a line per action.
@@ -315,7 +346,33 @@ pub async fn add(a: AddArgs, g: &Globals) -> CliResult {
         a.copy,
     )
     .await;
+    if a.format == Format::Json {
+        return add_json(plan, &bar, a.dry_run).await;
+    }
     run_plan(plan, &bar, &scope, a.dry_run.then_some(would as DryRun)).await
+}
+
+/// `add --format json`: [`run_plan`] with the report as JSON on stdout.
+async fn add_json(plan: Result<Plan, InstallError>, bar: &Bar, dry: bool) -> CliResult {
+    use skillcat::install::AddView;
+    bar.done();
+    let plan = plan.map_err(fail)?;
+    print_warnings(&plan);
+    let total = plan.actions().len() + plan.left_out().len();
+    let json = |v: AddView<'_>| serde_json::to_string_pretty(&v).expect("JSON");
+    if dry {
+        out!(
+            "{}",
+            json(AddView::new(plan.actions(), plan.left_out(), true))
+        );
+        return Ok(left_out(plan.left_out(), total, true));
+    }
+    let report = plan.apply().await.map_err(fail)?;
+    out!(
+        "{}",
+        json(AddView::new(&report.actions, &report.left_out, false))
+    );
+    Ok(left_out(&report.left_out, total, false))
 }
 
 /// `skillcat install [--frozen]`

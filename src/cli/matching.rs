@@ -307,6 +307,24 @@ async fn rank_and_print(
     Ok(hits.len())
 }
 
+/// `prompt --for MESSAGE`: the positions of `skills` most relevant to the message first,
+/// ranked as `match` ranks `candidates` with the configuration's `[matcher]`.
+pub(super) async fn prompt_order(
+    candidates: &[Candidate<'_>],
+    skills: &[skillcat::prompt::PromptSkill<'_>],
+    message: &str,
+    g: &Globals,
+) -> Result<Vec<usize>, CliError> {
+    let (config, _) = super::configuration(g)?;
+    let s = Settings::new(Choices::default(), &config, &g.open);
+    let built = build(&s, &skillcat::ops::matching::docs(candidates)).await?;
+    let ranked = skillcat::ops::matching::prompt_ranking(&built, candidates, skills, message)
+        .await
+        .map_err(match_error)?;
+    report_cache(built.cache_report().as_ref());
+    Ok(ranked)
+}
+
 /// `match --eval FILE`: the set's own skills, ranked with the settings; figures on stdout.
 async fn evaluate(s: &Settings, format: Format, file: &Path, split: EvalSplit) -> CliResult {
     let set = load_set(file, split.into()).map_err(match_error)?;

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use skillcat::document::{Fault, Skill};
+use skillcat::ops::matching::Candidate;
 use skillcat::ops::read::{
     FindError, OpenError, PromptIssue, PropertiesError, ReadError, refusal_message,
 };
@@ -160,6 +161,10 @@ pub struct PromptArgs {
     /// summary goes to stderr.
     #[arg(long, value_name = "CHARS")]
     pub budget: Option<usize>,
+    /// Order the skills by relevance to MESSAGE, as `skillcat match` ranks them ([matcher] of
+    /// the configuration), so that a budget keeps the most relevant.
+    #[arg(long = "for", value_name = "MESSAGE")]
+    pub for_message: Option<String>,
 }
 
 /// `skillcat list`.
@@ -276,15 +281,24 @@ pub async fn prompt(a: PromptArgs, g: &Globals) -> CliResult {
         paths: args,
         format,
         budget,
+        for_message,
     } = a;
     let verbose = g.verbose;
-    if args.is_empty() {
-        return prompt_configured(format, budget, verbose, g).await;
+    if for_message.as_deref().is_some_and(|m| m.trim().is_empty()) {
+        return Err(usage!("the message of --for is empty"));
     }
+    if args.is_empty() {
+        return prompt_configured(format, budget, for_message.as_deref(), verbose, g).await;
+    }
+    // Ranking for a message reads the bodies too, as `match` does.
+    let detail = match for_message {
+        Some(_) => Detail::Document,
+        None => Detail::Frontmatter,
+    };
     let mut code = ExitStatus::Success;
     let mut found = Vec::with_capacity(args.len());
     for arg in &args {
-        match open_and_discover_with(arg, Detail::Frontmatter, g).await {
+        match open_and_discover_with(arg, detail, g).await {
             Ok(o) => found.push(o),
             // Said now: the other sources are still rendered.
             Err(e) => code = code.max(e.print()),
@@ -329,7 +343,19 @@ pub async fn prompt(a: PromptArgs, g: &Globals) -> CliResult {
         budget,
         omit_when_empty: false,
     };
-    print_rendered(&skillcat::prompt::render(&entries.skills(), &opts), verbose);
+    let skills = entries.skills();
+    let rendered = match for_message.as_deref() {
+        None => skillcat::prompt::render(&skills, &opts),
+        Some(message) => {
+            let candidates: Vec<Candidate<'_>> = found
+                .iter()
+                .flat_map(|o| Candidate::of_skills(&o.found.skills))
+                .collect();
+            let ranked = super::matching::prompt_order(&candidates, &skills, message, g).await?;
+            skillcat::prompt::render_by_relevance(&skills, &ranked, &opts)
+        }
+    };
+    print_rendered(&rendered, verbose);
     Ok(code)
 }
 
@@ -338,16 +364,30 @@ pub async fn prompt(a: PromptArgs, g: &Globals) -> CliResult {
 async fn prompt_configured(
     format: PromptFormatArg,
     budget: Option<usize>,
+    for_message: Option<&str>,
     verbose: bool,
     g: &Globals,
 ) -> CliResult {
-    let (config, catalog) = configured_catalog(Detail::Frontmatter, g)?;
+    let detail = match for_message {
+        Some(_) => Detail::Document,
+        None => Detail::Frontmatter,
+    };
+    let (config, catalog) = configured_catalog(detail, g)?;
     let snapshot = catalog.snapshot().await;
     let faults = print_diagnostics(&snapshot);
     say_where_looked(&config, &snapshot, g);
     let mut opts = config.prompt_options(prompt_format(format));
     opts.budget = budget.or(opts.budget);
-    print_rendered(&snapshot.prompt(&opts), verbose);
+    let rendered = match for_message {
+        None => snapshot.prompt(&opts),
+        Some(message) => {
+            let candidates = Candidate::of_catalog(&snapshot);
+            let skills: Vec<_> = candidates.iter().map(Candidate::prompt_skill).collect();
+            let ranked = super::matching::prompt_order(&candidates, &skills, message, g).await?;
+            skillcat::prompt::render_by_relevance(&skills, &ranked, &opts)
+        }
+    };
+    print_rendered(&rendered, verbose);
     Ok(ExitStatus::faults_if(faults))
 }
 

@@ -291,6 +291,15 @@ impl<'a> Candidate<'a> {
             .collect()
     }
 
+    /// The candidate as a prompt block shows it (as [`Snapshot::prompt`] does).
+    pub fn prompt_skill(&self) -> crate::prompt::PromptSkill<'_> {
+        crate::prompt::PromptSkill {
+            name: &self.name,
+            description: self.skill.description(),
+            location: self.location,
+        }
+    }
+
     /// The skills a catalog offers, by the names it offers them under.
     pub fn of_catalog(snapshot: &'a Snapshot) -> Vec<Candidate<'a>> {
         snapshot
@@ -377,6 +386,30 @@ pub async fn rank(
         matches,
         cache: built.cache_report(),
     })
+}
+
+/// `prompt --for MESSAGE`: the positions in `skills` (the entries of a prompt block, told apart
+/// by location) of those `built` ranks highest for `message` among `candidates`, best first, as
+/// `match` ranks them; for [`crate::prompt::render_by_relevance`], which puts the rest after.
+pub async fn prompt_ranking(
+    built: &Built,
+    candidates: &[Candidate<'_>],
+    skills: &[crate::prompt::PromptSkill<'_>],
+    message: &str,
+) -> Result<Vec<usize>, MatchError> {
+    let hits = built
+        .matcher
+        .rank(message, candidates.len())
+        .await
+        .map_err(MatchError::Provider)?;
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, s) in skills.iter().enumerate() {
+        at.entry(s.location).or_insert(i);
+    }
+    Ok(hits
+        .iter()
+        .filter_map(|h| at.get(candidates[h.index].location).copied())
+        .collect())
 }
 
 /// The figures of a labelled set ranked.

@@ -173,6 +173,20 @@ pub struct BudgetReport {
     pub shortened: Vec<Shortened>,
     /// The names of the skills left out, in list order (always the last ones given).
     pub omitted: Vec<String>,
+    /// How the skills given were ordered: what the summary calls the ones left out.
+    #[serde(skip)]
+    pub order: PromptOrder,
+}
+
+/// How the skills given to the block were ordered, and so which ones a budget leaves out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PromptOrder {
+    /// Highest precedence first (sources in precedence order, each source's skills by name):
+    /// [`render`]'s.
+    #[default]
+    Precedence,
+    /// Most relevant to a message first: [`render_by_relevance`]'s.
+    Relevance,
 }
 
 /// One description cut to fit the budget.
@@ -190,6 +204,14 @@ impl BudgetReport {
     /// Whether every skill given is shown with its whole description.
     pub fn is_clean(&self) -> bool {
         self.shortened.is_empty() && self.omitted.is_empty()
+    }
+
+    /// What the skills left out are, in the summary: the last of the order given.
+    fn lowest(&self) -> &'static str {
+        match self.order {
+            PromptOrder::Precedence => "the lowest in precedence",
+            PromptOrder::Relevance => "the least relevant",
+        }
     }
 
     fn budget_phrase(&self) -> String {
@@ -225,6 +247,7 @@ impl BudgetReport {
 impl fmt::Display for BudgetReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let within = self.budget_phrase();
+        let lowest = self.lowest();
         let mut first = true;
         let mut line = |f: &mut fmt::Formatter<'_>, args: fmt::Arguments<'_>| {
             if !std::mem::take(&mut first) {
@@ -237,15 +260,15 @@ impl fmt::Display for BudgetReport {
             [one] => line(
                 f,
                 format_args!(
-                    "1 of {} skills omitted to fit {within}: `{one}` (the lowest in precedence)",
+                    "1 of {} skills omitted to fit {within}: `{one}` ({lowest})",
                     self.total
                 ),
             )?,
             [head, .., tail] => line(
                 f,
                 format_args!(
-                    "{} of {} skills omitted to fit {within}, the lowest in precedence first: \
-                     `{head}` … `{tail}`",
+                    "{} of {} skills omitted to fit {within}, {lowest} first: `{head}` … \
+                     `{tail}`",
                     self.omitted.len(),
                     self.total
                 ),
@@ -396,6 +419,49 @@ pub fn render(skills: &[PromptSkill<'_>], opts: &PromptOptions) -> Rendered {
     );
     debug_assert!(char_len(&text) <= budget);
     Rendered { text, report }
+}
+
+/// Renders the block for `skills` put in the order of `ranked`, positions in `skills` of the
+/// skills most relevant to a message first (what a matcher ranks, as `skillcat match` does);
+/// the skills it does not name follow in their own order. A budget that binds then keeps the
+/// most relevant ones, and the report calls the ones left out the least relevant. A position
+/// out of range or named twice is ignored.
+///
+/// ```
+/// use skillcat_core::prompt::{render_by_relevance, PromptOptions, PromptSkill};
+///
+/// let skills = [
+///     PromptSkill { name: "a", description: "Notes.", location: "/s/a/SKILL.md" },
+///     PromptSkill { name: "b", description: "PDF forms.", location: "/s/b/SKILL.md" },
+///     PromptSkill { name: "c", description: "Logs.", location: "/s/c/SKILL.md" },
+/// ];
+/// let out = render_by_relevance(&skills, &[1], &PromptOptions::default());
+/// let b = out.text.find("<name>\nb").unwrap();
+/// assert!(b < out.text.find("<name>\na").unwrap());
+/// assert!(out.text.find("<name>\na").unwrap() < out.text.find("<name>\nc").unwrap());
+/// ```
+pub fn render_by_relevance(
+    skills: &[PromptSkill<'_>],
+    ranked: &[usize],
+    opts: &PromptOptions,
+) -> Rendered {
+    let mut taken = vec![false; skills.len()];
+    let mut ordered = Vec::with_capacity(skills.len());
+    for &i in ranked {
+        if i < skills.len() && !std::mem::replace(&mut taken[i], true) {
+            ordered.push(skills[i]);
+        }
+    }
+    ordered.extend(
+        skills
+            .iter()
+            .zip(&taken)
+            .filter(|&(_, &t)| !t)
+            .map(|(s, _)| *s),
+    );
+    let mut rendered = render(&ordered, opts);
+    rendered.report.order = PromptOrder::Relevance;
+    rendered
 }
 
 /// The most characters one source character renders as (`&quot;`, `&#x27;`, `\u0001`).

@@ -187,6 +187,36 @@ pub fn parse_agents(spec: &str) -> Result<Vec<&'static Agent>, InstallError> {
     Ok(out)
 }
 
+/// Where a skill's one real copy is in `scope`: `.agents/skills/NAME`, unless `entry` puts it
+/// in an agent's own folder. The `skills` CLI, asked for one agent with a folder of its own
+/// (`skills add … -a claude-code`), copies the skill into that folder alone
+/// (`.claude/skills/NAME`), makes no `.agents/skills/NAME`, and records no folder in
+/// `skills-lock.json`: for such an entry (no `targets`) whose canonical folder is missing, the
+/// first agent's folder holding the skill as a folder is its place. An entry skillcat wrote
+/// names its place first in `targets`.
+pub(crate) fn home(scope: &Scope, name: &str, entry: Option<&crate::Entry>) -> PathBuf {
+    let canonical = scope.skills_dir().join(name);
+    let Some(entry) = entry else {
+        return canonical;
+    };
+    let mut agent_dirs = AGENTS
+        .iter()
+        .filter_map(|a| a.dir(scope))
+        .map(|d| d.join(name))
+        .filter(|p| *p != canonical);
+    if let Some(first) = entry.targets.first() {
+        return agent_dirs
+            .find(|p| scope.shown(p) == *first)
+            .unwrap_or(canonical);
+    }
+    if std::fs::symlink_metadata(&canonical).is_ok() {
+        return canonical;
+    }
+    agent_dirs
+        .find(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
+        .unwrap_or(canonical)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,5 +265,35 @@ mod tests {
                 .contains("claude-code")
         );
         assert!(parse_agents(",").is_err());
+    }
+
+    #[test]
+    fn a_skill_is_at_home_where_its_entry_puts_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let scope = Scope::project(tmp.path(), AgentEnv::default());
+        let canonical = scope.skills_dir().join("a");
+        let claude = tmp.path().join(".claude/skills/a");
+        let theirs = crate::Entry::default();
+        // Nothing anywhere, or no entry: the canonical folder.
+        assert_eq!(home(&scope, "a", Some(&theirs)), canonical);
+        std::fs::create_dir_all(&claude).unwrap();
+        assert_eq!(home(&scope, "a", None), canonical);
+        // Another tool's entry (no targets), the canonical folder missing: the agent's copy.
+        assert_eq!(home(&scope, "a", Some(&theirs)), claude);
+        // A link there is not a copy of it.
+        std::fs::remove_dir(&claude).unwrap();
+        std::os::unix::fs::symlink(&canonical, &claude).unwrap();
+        assert_eq!(home(&scope, "a", Some(&theirs)), canonical);
+        // skillcat's entry names its place first.
+        let ours = crate::Entry {
+            targets: vec![".claude/skills/a".into()],
+            ..crate::Entry::default()
+        };
+        assert_eq!(home(&scope, "a", Some(&ours)), claude);
+        let ours = crate::Entry {
+            targets: vec![".agents/skills/a".into(), ".claude/skills/a".into()],
+            ..crate::Entry::default()
+        };
+        assert_eq!(home(&scope, "a", Some(&ours)), canonical);
     }
 }

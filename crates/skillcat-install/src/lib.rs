@@ -48,12 +48,12 @@ pub use agents::{AGENTS, Agent, AgentEnv, CANONICAL_DIR, agent, parse_agents};
 pub use lockfile::{Entry, LOCKFILE_NAME, LOCKFILE_VERSION, Lockfile, computed_hash, source_type};
 pub use place::recover;
 pub use plan::{
-    Action, ActionKind, Candidate, FileDrift, Options, Plan, Progress, Report, SkillStatus,
-    Targets, status,
+    Action, ActionKind, Candidate, FileDrift, LeftOut, Options, Plan, Progress, Report,
+    SkillStatus, Targets, status,
 };
 pub use report::{
-    STATUS_HEADER, StatusView, action_lines, drift_summary, short_digest, status_table,
-    update_line, update_lines,
+    ActionView, AddView, STATUS_HEADER, StatusView, action_lines, drift_summary, short_digest,
+    status_table, update_line, update_lines,
 };
 pub use spec::{LockSpec, SourceKind, SourceSpec};
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use serde::Serialize;
 use skillcat_audit::{AuditOptions, Policy, Severity, summary_at};
 use skillcat_core::source::no_such_skill;
 
@@ -161,6 +162,21 @@ pub struct Report {
     pub actions: Vec<Action>,
     /// Whether the lockfile was written.
     pub lockfile_written: bool,
+    /// The skills of the source that were not installed because they are invalid
+    /// ([`Plan::left_out`]).
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A skill that `add` of a whole source left out because it is invalid (without `--force`):
+/// nothing of it is written or pinned, and the others are installed all the same.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeftOut {
+    /// Its name (its folder's, when the document is not a skill document).
+    pub name: String,
+    /// Where it is, for people.
+    pub location: String,
+    /// Every fault, as `validate` words it.
+    pub faults: Vec<String>,
 }
 
 /// A skill's folders in a scope: the canonical copy and each agent's own folder (those that
@@ -190,6 +206,17 @@ impl Targets {
             canonical,
             agents: out,
         }
+    }
+
+    /// [`of`](Self::of), the canonical copy where `entry` has it (see `agents::home`).
+    fn of_entry(scope: &Scope, name: &str, agents: &[&Agent], entry: Option<&Entry>) -> Targets {
+        let home = super::agents::home(scope, name, entry);
+        let mut t = Targets::of(scope, name, agents);
+        if home != t.canonical {
+            t.agents.retain(|p| *p != home);
+            t.canonical = home;
+        }
+        t
     }
 
     fn shown(&self, scope: &Scope) -> Vec<String> {
@@ -252,6 +279,9 @@ pub struct SkillStatus {
     /// (links into the folder that is gone, copies the lockfile records), which `remove`
     /// removes and `install` links again.
     pub left_targets: Vec<String>,
+    /// Where its copy is when that is not `.agents/skills/NAME`: an agent's own folder the
+    /// `skills` CLI copied it into (`.claude/skills/NAME`), which `install` keeps it in.
+    pub place: Option<String>,
 }
 
 impl SkillStatus {
@@ -277,10 +307,18 @@ pub struct Plan {
     changes: Vec<Change>,
     warnings: Vec<String>,
     notes: Vec<String>,
+    left_out: Vec<LeftOut>,
     dry_run: bool,
 }
 
 impl Plan {
+    /// The skills of the source that `add` of a whole source leaves out because they are
+    /// invalid (not skill documents, or failing validation without `--force`), in source
+    /// order. A caller should say so and fail (the `skillcat add` command exits 1).
+    pub fn left_out(&self) -> &[LeftOut] {
+        &self.left_out
+    }
+
     /// Every skill's action.
     pub fn actions(&self) -> &[Action] {
         &self.actions
@@ -336,6 +374,7 @@ impl Plan {
             _lock,
             actions,
             changes,
+            left_out,
             ..
         } = self;
         tokio::task::spawn_blocking(move || {
@@ -344,6 +383,7 @@ impl Plan {
             Ok(Report {
                 actions,
                 lockfile_written: write,
+                left_out,
             })
         })
         .await
@@ -381,7 +421,13 @@ impl Plan {
         let mut warnings = Vec::new();
         let mut opened = Opened::open(opts, &spec, None, &mut warnings).await?;
         opened.plugin = plugin.map(str::to_string);
-        let wanted = opened.select(names, opts.force, &mut warnings).await?;
+        // A whole source installs what is valid and names the rest (a catalog with one broken
+        // skill is not refused whole); names asked for are refused when invalid, as before.
+        let mut left_out = Vec::new();
+        let leave_out = (names.is_empty() && !opts.force).then_some(&mut left_out);
+        let wanted = opened
+            .select_valid(names, opts.force, leave_out, &opts.validate, &mut warnings)
+            .await?;
         let mut refusals = Vec::new();
         let mut candidates = Vec::new();
         for (i, (root, asked)) in wanted.iter().enumerate() {
@@ -416,6 +462,7 @@ impl Plan {
         builder.warnings.extend(look_alikes);
         let mut plan = builder.finish(true)?;
         plan.notes = notes;
+        plan.left_out = left_out;
         Ok(plan)
     }
 
@@ -458,7 +505,7 @@ impl Plan {
                 Ok(Some(inst)) if inst.matches(&entry) => keep.push((name.clone(), entry, inst)),
                 Ok(Some(inst)) if entry.has_pin() && !opts.force => refusals.push(format!(
                     "{name}: {} is locally modified ({}); pass --force to replace it with the pinned copy",
-                    opts.scope.shown(&opts.scope.skills_dir().join(name)),
+                    opts.scope.shown(&super::agents::home(&opts.scope, name, Some(&entry))),
                     inst.drift(&entry).describe()
                 )),
                 Ok(_) => fetch.push((name.clone(), entry)),
@@ -656,7 +703,8 @@ impl Plan {
         let mut changes = Vec::new();
         for name in chosen {
             let entry = lockfile.skills.remove(&name).expect("chosen from it");
-            let canonical = opts.scope.skills_dir().join(&name);
+            // Where its copy is: the `skills` CLI's in an agent's folder included.
+            let canonical = super::agents::home(&opts.scope, &name, Some(&entry));
             let mut paths = Vec::new();
             if std::fs::symlink_metadata(&canonical).is_ok() {
                 paths.push(opts.scope.shown(&canonical));
@@ -710,6 +758,7 @@ impl Plan {
             changes,
             warnings: Vec::new(),
             notes: Vec::new(),
+            left_out: Vec::new(),
             dry_run: opts.dry_run,
         })
     }
@@ -752,8 +801,10 @@ pub async fn status(scope: &Scope) -> Result<Vec<SkillStatus>, InstallError> {
         };
         let mut broken_targets = Vec::new();
         let mut left_targets = Vec::new();
+        let home = super::agents::home(scope, &name, entry.as_ref());
+        let place = (present && home != scope.skills_dir().join(&name)).then(|| scope.shown(&home));
         if let Some(e) = &entry {
-            let t = Targets::of(scope, &name, &agents_of(e));
+            let t = Targets::of_entry(scope, &name, &agents_of(e), Some(e));
             for p in &t.agents {
                 let shown = scope.shown(p);
                 if present {
@@ -782,6 +833,7 @@ pub async fn status(scope: &Scope) -> Result<Vec<SkillStatus>, InstallError> {
             drift,
             broken_targets,
             left_targets,
+            place,
         });
     }
     Ok(out)
@@ -1003,19 +1055,16 @@ impl Installed {
     }
 }
 
-/// Reads each named skill's canonical folder, several at once.
+/// Reads each named skill's canonical folder (where its entry has it), several at once.
 fn installed_states(
     scope: &Scope,
     lockfile: &Lockfile,
     names: &[String],
 ) -> Vec<Result<Option<Installed>, InstallError>> {
-    let dir = scope.skills_dir();
     crate::source::par_map(names, |name| {
-        let want_hash = lockfile
-            .skills
-            .get(name)
-            .is_some_and(|e| e.digest.is_none());
-        read_installed(&dir.join(name), want_hash)
+        let entry = lockfile.skills.get(name);
+        let want_hash = entry.is_some_and(|e| e.digest.is_none());
+        read_installed(&super::agents::home(scope, name, entry), want_hash)
     })
 }
 
@@ -1147,6 +1196,21 @@ impl Opened {
         force: bool,
         warnings: &mut Vec<String>,
     ) -> Result<Vec<(String, Option<String>)>, InstallError> {
+        self.select_valid(names, force, None, &ValidateOptions::default(), warnings)
+            .await
+    }
+
+    /// [`select`](Self::select); with `left_out` (a whole source, not forced), a root that is
+    /// not a skill or a skill that fails validation is put there instead of refused (refused
+    /// only when nothing valid is left).
+    async fn select_valid(
+        &self,
+        names: &[String],
+        force: bool,
+        left_out: Option<&mut Vec<LeftOut>>,
+        validate: &ValidateOptions,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<(String, Option<String>)>, InstallError> {
         if self.spec.kind == SourceKind::Registry && !names.is_empty() {
             let mut out = Vec::new();
             for n in names {
@@ -1190,23 +1254,64 @@ impl Opened {
         );
         let mut refusals: Vec<String> = Vec::new();
         if names.is_empty() {
+            let mut out_of_it = Vec::new();
             for f in &found.faults {
                 let line = format!("{}: not a skill: {}", f.location, f.fault.message());
                 if force {
                     warnings.push(format!("{line} (skipped)"));
+                } else if left_out.is_some() {
+                    let left = LeftOut {
+                        name: crate::path::base_name(&f.root).to_string(),
+                        location: f.location.clone(),
+                        faults: vec![format!("not a skill: {}", f.fault.message())],
+                    };
+                    out_of_it.push((left, line));
                 } else {
                     refusals.push(line);
                 }
             }
             refuse_if_any(refusals)?;
-            if found.skills.is_empty() {
+            let mut valid = Vec::new();
+            for s in &found.skills {
+                let faults = match left_out {
+                    Some(_) => s.validate(validate),
+                    None => Vec::new(),
+                };
+                if faults.is_empty() {
+                    valid.push(s);
+                } else {
+                    let faults: Vec<String> =
+                        faults.iter().map(|f| f.message().to_string()).collect();
+                    let line = format!(
+                        "{}: invalid skill ({}); pass --force to install it anyway",
+                        s.name(),
+                        faults.join("; ")
+                    );
+                    let left = LeftOut {
+                        name: s.name(),
+                        location: s.location().to_string(),
+                        faults,
+                    };
+                    out_of_it.push((left, line));
+                }
+            }
+            if valid.is_empty() && !out_of_it.is_empty() {
+                // Nothing to install: each one is refused with its faults, as before.
+                return Err(InstallError::Refused(
+                    out_of_it.into_iter().map(|(_, line)| line).collect(),
+                ));
+            }
+            if valid.is_empty() {
                 return Err(InstallError::Refused(vec![format!(
                     "{}: no skills in it",
                     self.spec.typed
                 )]));
             }
+            if let Some(l) = left_out {
+                l.extend(out_of_it.into_iter().map(|(left, _)| left));
+            }
             let mut out = Vec::new();
-            for s in &found.skills {
+            for s in valid {
                 out.push((self.root_for(s).await?, None));
             }
             return Ok(out);
@@ -1773,7 +1878,7 @@ impl<'a> Builder<'a> {
     ) -> Result<(), InstallError> {
         let scope = &self.opts.scope;
         let copy = copy.unwrap_or_else(|| old.as_ref().is_some_and(|e| e.copy));
-        let t = Targets::of(scope, &c.name, agents);
+        let t = Targets::of_entry(scope, &c.name, agents, old.as_ref());
         let mut refusals = Vec::new();
         let mut paths = Vec::new();
         let canonical_state = match &kept {
@@ -1915,6 +2020,7 @@ impl<'a> Builder<'a> {
             changes: self.changes,
             warnings: self.warnings,
             notes: Vec::new(),
+            left_out: Vec::new(),
             dry_run: self.opts.dry_run,
         })
     }

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::{Action, ActionKind, Entry, FileDrift, Plan, Report, Scope, SkillStatus};
+use crate::{Action, ActionKind, Entry, FileDrift, LeftOut, Plan, Report, Scope, SkillStatus};
 
 /// `sha256:0123456789ab` (the first 12 hex digits), for lines people read.
 pub fn short_digest(digest: &str) -> String {
@@ -212,6 +212,61 @@ impl Plan {
 /// The columns of the status table, after a header row.
 pub const STATUS_HEADER: [&str; 6] = ["NAME", "STATE", "VERSION", "DIGEST", "SOURCE", "SIGNER"];
 
+/// What `add --format json` prints: each skill's action (done, or with `dry_run` planned)
+/// and each skill left out as invalid with its faults.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddView<'a> {
+    /// Whether nothing was changed (a dry run).
+    pub dry_run: bool,
+    /// Each skill of the source installed (or up to date).
+    pub actions: Vec<ActionView<'a>>,
+    /// Each skill left out ([`Plan::left_out`]).
+    pub left_out: &'a [LeftOut],
+}
+
+/// One [`Action`] as JSON shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ActionView<'a> {
+    /// The skill.
+    pub name: &'a str,
+    /// `install`, `replace`, `relink`, `unchanged` or `remove`.
+    pub action: &'static str,
+    /// The version pinned after it.
+    pub version: Option<&'a str>,
+    /// The pin after it ([`Entry::pin_shown`]).
+    pub pinned: Option<String>,
+    /// The folders it changes, as the lockfile shows them.
+    pub paths: &'a [String],
+}
+
+impl<'a> AddView<'a> {
+    /// The view of `actions` and `left_out` (a plan's, or an applied plan's [`Report`]).
+    pub fn new(actions: &'a [Action], left_out: &'a [LeftOut], dry_run: bool) -> Self {
+        let actions = actions
+            .iter()
+            .map(|a| ActionView {
+                name: &a.name,
+                action: match a.kind {
+                    ActionKind::Install => "install",
+                    ActionKind::Replace => "replace",
+                    ActionKind::Relink => "relink",
+                    ActionKind::Unchanged => "unchanged",
+                    ActionKind::Remove => "remove",
+                },
+                version: a.new.as_ref().and_then(|e| e.version.as_deref()),
+                pinned: a.new.as_ref().map(Entry::pin_shown),
+                paths: &a.paths,
+            })
+            .collect();
+        AddView {
+            dry_run,
+            actions,
+            left_out,
+        }
+    }
+}
+
 /// A skill's `status` as JSON shows it (camelCase, the lockfile's own names).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -244,6 +299,9 @@ pub struct StatusView<'a> {
     pub broken_targets: &'a [String],
     /// [`SkillStatus::left_targets`].
     pub left_targets: &'a [String],
+    /// [`SkillStatus::place`] (only when it is not `.agents/skills/NAME`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub place: Option<&'a str>,
 }
 
 impl Serialize for FileDrift {
@@ -292,6 +350,7 @@ impl SkillStatus {
             drift: self.drift.as_ref(),
             broken_targets: &self.broken_targets,
             left_targets: &self.left_targets,
+            place: self.place.as_deref(),
         }
     }
 
@@ -359,6 +418,12 @@ impl SkillStatus {
                     .map(|t| format!("  not skillcat's: {t} (left as it is)")),
             );
             return lines;
+        }
+        if let Some(place) = &self.place {
+            lines.push(format!(
+                "  in {place}, not {} (where the `skills` CLI put it; checked there)",
+                scope.shown(&scope.skills_dir().join(&self.name))
+            ));
         }
         if let Some(d) = &self.drift {
             if d.unknown {
@@ -431,6 +496,7 @@ mod tests {
             drift: None,
             broken_targets: Vec::new(),
             left_targets: Vec::new(),
+            place: None,
         }
     }
 

@@ -371,3 +371,26 @@ mod git_tests {
         assert!(err.kind() == skillcat_core::ErrorKind::Refused, "{err:?}");
     }
 }
+
+// The README's library example is this crate's `examples/library.rs`, which `cargo test` and
+// clippy build: a README that drifts from the file (or a file that no longer builds) fails.
+#[cfg(test)]
+mod readme {
+    #[test]
+    fn the_readme_shows_the_library_example_as_it_is() {
+        let readme = include_str!("../../../README.md");
+        let example = include_str!("../examples/library.rs");
+        let section = readme
+            .split_once("\n## The library\n")
+            .and_then(|(_, rest)| rest.split_once("\n## ").map(|(s, _)| s))
+            .expect("the README has a section `## The library`");
+        let block = section
+            .split_once("```rust\n")
+            .and_then(|(_, rest)| rest.split_once("```\n").map(|(b, _)| b))
+            .expect("the section has a rust block");
+        assert_eq!(
+            block, example,
+            "README.md's library example differs from examples/library.rs"
+        );
+    }
+}

@@ -4,3 +4,4 @@ mod config;
 mod matching;
 mod precedence;
 mod prompt_budget;
+mod prompt_for;

@@ -17,7 +17,7 @@ use crate::support::serve::spawn_serve;
 use sha2::{Digest as _, Sha256};
 
 /// The Node binary and the CLI's entry point, or `None` when skipped on purpose.
-fn skills_cli() -> Option<(PathBuf, PathBuf)> {
+pub(super) fn skills_cli() -> Option<(PathBuf, PathBuf)> {
     let Some(dir) = std::env::var_os("SKILLCAT_SKILLS_CLI") else {
         if std::env::var_os("SKILLCAT_SKIP_SKILLS_CLI").is_some_and(|v| v == "1")
             && std::env::var_os("CI").is_none()
@@ -50,7 +50,7 @@ fn skills_cli() -> Option<(PathBuf, PathBuf)> {
 
 /// Runs the `skills` CLI in `dir`; it must succeed. Returns what it printed.
 #[track_caller]
-fn run_cli(cli: &(PathBuf, PathBuf), p: &Project, dir: &Path, args: &[&str]) -> String {
+pub(super) fn run_cli(cli: &(PathBuf, PathBuf), p: &Project, dir: &Path, args: &[&str]) -> String {
     let mut child = Command::new(&cli.0)
         .arg(&cli.1)
         .args(args)

@@ -4,4 +4,5 @@ mod commands;
 mod default_keyring;
 mod interop;
 mod marketplace;
+mod partial;
 mod repair;
