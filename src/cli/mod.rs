@@ -832,7 +832,9 @@ pub async fn run(cli: Cli) -> CliResult {
             };
             trust::sign_cmd(sign, &globals(&remote)?).await
         }
-        Command::Registry { cmd } => registry::run(cmd).await,
+        Command::Registry { cmd } => {
+            registry::run(cmd, &|server| globals(&RemoteArgs::of_server(server))).await
+        }
         Command::Serve { mut args, remote } => {
             let g = &globals(&remote)?;
             args.verbose |= g.verbose;

@@ -202,16 +202,26 @@ pub async fn publish(a: PublishArgs, g: &Globals) -> CliResult {
     let mut code = ExitStatus::Success;
     for path in &a.paths {
         let o = super::read::open_and_discover(path, g).await?;
-        let (skills, problems) = ops::read(path, &*o.src, &o.found, &site_options(g)?)
+        let found = ops::read(path, &*o.src, &o.found, &site_options(g)?)
             .await
             .map_err(|e| usage!("{e}"))?;
-        for p in &problems {
+        // As `validate` says them: the skill is invalid, and every fault.
+        for i in &found.invalid {
+            err!(
+                "Error: {} is invalid, so it is not published:",
+                escape(&i.location)
+            );
+            for f in &i.faults {
+                err!("  - {} [{}]", escape(f.message()), f.kind());
+            }
+        }
+        for p in &found.problems {
             note!("warning: {}", escape(&p.to_string()));
         }
-        if !problems.is_empty() {
+        if !found.invalid.is_empty() || !found.problems.is_empty() {
             code = ExitStatus::Faults;
         }
-        read.extend(skills);
+        read.extend(found.skills);
     }
     let (planned, refused) = match ops::plan(&a.paths, read, given_sig.as_ref()) {
         Ok(p) => p,

@@ -10,7 +10,11 @@ use skillcat::ops::registry::{
 use skillcat::publish::{BatchError, BatchEvent, SkillFailure};
 use skillcat::registry::{Outcome, Published, Registry, RegistryError, VersionLimits};
 
-use super::{CliError, CliResult, ExitStatus, Format};
+use super::{CliError, CliResult, ExitStatus, Format, Globals, ServerArgs};
+
+/// The context of a command that reads a served registry, built from its server options only
+/// when it does.
+pub type ServerContext<'a> = &'a dyn Fn(ServerArgs) -> Result<Globals, CliError>;
 
 /// The `registry` subcommands.
 #[derive(Debug, Subcommand)]
@@ -67,32 +71,40 @@ pub enum RegistryCommand {
         after_help = "Example: skillcat registry search skills.db \"fill pdf forms\" --limit 5"
     )]
     Search {
-        /// The registry file.
+        /// The registry file, or a served registry's http(s):// URL (`skillcat serve`).
         db: PathBuf,
         /// Words to look for (any text: it is never read as query syntax).
         query: String,
         /// Output format.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
-        /// At most this many results.
+        /// At most this many results (at most 100 from a served registry).
         #[arg(long, default_value_t = std::num::NonZeroUsize::new(20).expect("20 is not zero"))]
         limit: std::num::NonZeroUsize,
+        #[command(flatten)]
+        server: ServerArgs,
     },
     /// List every version of a skill in semver order, with digest, date, yanked and latest.
     #[command(after_help = "Example: skillcat registry versions skills.db pdf-forms --format json")]
     Versions {
-        /// The registry file.
+        /// The registry file, or a served registry's http(s):// URL (`skillcat serve`).
         db: PathBuf,
         /// The skill's name.
         name: String,
         /// Output format.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
+        #[command(flatten)]
+        server: ServerArgs,
     },
 }
 
-/// Runs one `registry` subcommand; returns the exit code.
-pub async fn run(cmd: RegistryCommand) -> CliResult {
+/// Runs one `registry` subcommand; returns the exit code. `context` builds what a command
+/// reading a served registry needs.
+pub async fn run(cmd: RegistryCommand, context: ServerContext<'_>) -> CliResult {
+    if let Some(refusal) = local_only(&cmd) {
+        return Err(refusal);
+    }
     match cmd {
         RegistryCommand::Init { db } => init(&db),
         RegistryCommand::Publish {
@@ -122,8 +134,81 @@ pub async fn run(cmd: RegistryCommand) -> CliResult {
             query,
             format,
             limit,
-        } => search(&db, &query, format, limit.get()),
-        RegistryCommand::Versions { db, name, format } => versions(&db, &name, format),
+            server,
+        } => match ops::served_url(&db) {
+            Some(url) => served_search(url, &query, format, limit.get(), &context(server)?).await,
+            None => search(&db, &query, format, limit.get()),
+        },
+        RegistryCommand::Versions {
+            db,
+            name,
+            format,
+            server,
+        } => match ops::served_url(&db) {
+            Some(url) => {
+                let policy = policy(&context(server)?);
+                let list = ops::served_versions(url, &name, &policy).await;
+                print_versions(list.map_err(versions_error)?, format)
+            }
+            None => versions(&db, &name, format),
+        },
+    }
+}
+
+/// A subcommand that writes a registry file, given a served registry's URL: refused (exit 1),
+/// saying what works on a served registry.
+fn local_only(cmd: &RegistryCommand) -> Option<CliError> {
+    let (command, db) = match cmd {
+        RegistryCommand::Init { db } => ("init", db),
+        RegistryCommand::Publish { db, .. } => ("publish", db),
+        RegistryCommand::Yank { db, .. } => ("yank", db),
+        RegistryCommand::Search { .. } | RegistryCommand::Versions { .. } => return None,
+    };
+    let url = ops::served_url(db)?;
+    let instead = match cmd {
+        RegistryCommand::Init { .. } => format!(
+            "it creates a registry file. {url} is served by `skillcat serve FILE --publish \
+             --tokens TOKENS` of such a file (`skillcat registry init FILE` on the server)"
+        ),
+        RegistryCommand::Yank { .. } => format!(
+            "it works on a registry file. To yank from a served registry use `skillcat yank \
+             {url} NAME@VERSION`"
+        ),
+        _ => format!(
+            "it works on a registry file. To publish to a served registry use `skillcat \
+             publish {url} DIR`"
+        ),
+    };
+    Some(failed!(
+        "`skillcat registry {command}` is local-only: {instead}"
+    ))
+}
+
+/// How a served registry is asked: the context's timeout (60 s by default) and certificates.
+fn policy(g: &Globals) -> skillcat::client::Policy {
+    skillcat::client::Policy {
+        timeout: Some(g.open.timeout.unwrap_or(std::time::Duration::from_secs(60))),
+        ca_certificates: g.open.ca_certificates.clone(),
+        ..skillcat::client::Policy::default()
+    }
+}
+
+/// A served registry's error: a certificate that does not verify is exit 1, as for
+/// `skillcat search`; one that cannot be reached or refuses is exit 2, as a missing file is.
+fn served_error(e: skillcat::Error) -> CliError {
+    match e {
+        skillcat::Error::Certificate { .. } => failed!(cause = e),
+        _ => usage!(cause = e),
+    }
+}
+
+fn versions_error(e: VersionsError) -> CliError {
+    match e {
+        VersionsError::Registry(e) => fail(&e),
+        VersionsError::Served(e) => served_error(e),
+        e @ (VersionsError::NoSuchSkill { .. } | VersionsError::NotServed { .. }) => {
+            failed!("{e}")
+        }
     }
 }
 
@@ -304,12 +389,49 @@ fn search(db: &Path, query: &str, format: Format, limit: usize) -> CliResult {
     Ok(ExitStatus::Success)
 }
 
+/// `skillcat registry search URL QUERY [--format] [--limit N]`: as for a file, through the
+/// served registry's search API (which ranks without a score).
+async fn served_search(
+    url: &str,
+    query: &str,
+    format: Format,
+    limit: usize,
+    g: &Globals,
+) -> CliResult {
+    let hits = ops::served_search(url, query, limit, &policy(g))
+        .await
+        .map_err(served_error)?;
+    match format {
+        Format::Json => out!("{}", serde_json::to_string_pretty(&hits).expect("json")),
+        Format::Text => {
+            if hits.is_empty() {
+                err!("No skill matches {query:?}");
+            }
+            for h in &hits {
+                let description = h
+                    .description
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                out!(
+                    "{}@{}  {}",
+                    super::shown_on_stdout(&h.name),
+                    super::shown_on_stdout(&h.version),
+                    super::shown_on_stdout(&description)
+                );
+            }
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
 /// `skillcat registry versions DB NAME [--format]`
 fn versions(db: &Path, name: &str, format: Format) -> CliResult {
-    let list = ops::versions(db, name).map_err(|e| match e {
-        VersionsError::Registry(e) => fail(&e),
-        e @ VersionsError::NoSuchSkill { .. } => failed!("{e}"),
-    })?;
+    print_versions(ops::versions(db, name).map_err(versions_error)?, format)
+}
+
+/// Every version, as `registry versions` prints them for a file and a served registry alike.
+fn print_versions(list: Vec<skillcat::registry::VersionInfo>, format: Format) -> CliResult {
     match format {
         Format::Json => out!("{}", serde_json::to_string_pretty(&list).expect("json")),
         Format::Text => {
@@ -320,7 +442,15 @@ fn versions(db: &Path, name: &str, format: Format) -> CliResult {
                 } else {
                     format!("  [{}]", flags.join("; "))
                 };
-                out!("{}  {}  {}{flags}", v.version, v.digest, v.published);
+                // A served registry's answer is someone else's text: shown safely on a terminal.
+                let safe = super::shown_on_stdout;
+                out!(
+                    "{}  {}  {}{}",
+                    safe(&v.version),
+                    safe(&v.digest),
+                    safe(&v.published),
+                    safe(&flags)
+                );
             }
         }
     }

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use crate::document::Fault;
 use crate::serve::{Site, SiteOptions, SiteProblem, SiteSkill};
 use crate::sign::{self, SignError, Statement, source_signatures::ReadSignatureError};
 use crate::source::{Discovery, Source};
@@ -19,25 +20,69 @@ pub struct ReadSkill {
     pub skill: SiteSkill,
 }
 
+/// A skill a publish leaves out because it is invalid: where it is and every fault, as
+/// `validate` names them.
+#[derive(Debug, Clone)]
+pub struct Invalid {
+    /// Where it is, for people.
+    pub location: String,
+    /// What is wrong, in the validator's order.
+    pub faults: Vec<Fault>,
+}
+
+/// What a source of a publish holds: the skills read and packed, the invalid ones, and any
+/// other that was left out (it could not be packed, say).
+#[derive(Debug, Default)]
+pub struct Read {
+    /// The valid skills, packed.
+    pub skills: Vec<ReadSkill>,
+    /// The invalid skills, each with its faults.
+    pub invalid: Vec<Invalid>,
+    /// The skills left out for another reason.
+    pub problems: Vec<SiteProblem>,
+}
+
 /// Reads and packs the skills a source of `path` holds, judged as `opts` says; the skills left
-/// out are the problems returned.
+/// out are returned with why: the invalid ones with their faults (not as a catalog words them,
+/// "not served"), the others as problems.
 pub async fn read(
     path: &str,
     src: &dyn Source,
     found: &Discovery,
     opts: &SiteOptions,
-) -> crate::Result<(Vec<ReadSkill>, Vec<SiteProblem>)> {
+) -> crate::Result<Read> {
     // As `pack --sign` names the signatures: SOURCE.minisig for a source of one skill.
     let single = found.skills.len() + found.faults.len() == 1;
+    let mut invalid: Vec<Invalid> = (found.faults.iter())
+        .map(|f| Invalid {
+            location: f.location.clone(),
+            faults: vec![f.fault.clone()],
+        })
+        .collect();
+    invalid.extend(found.skills.iter().filter_map(|skill| {
+        let faults = skill.validate(&opts.validate);
+        (!faults.is_empty()).then(|| Invalid {
+            location: skill.location().to_string(),
+            faults,
+        })
+    }));
     let (site, problems) = Site::from_discovery(src, found, opts).await?;
-    let read = (site.skills().iter())
+    let skills = (site.skills().iter())
         .map(|s| ReadSkill {
             path: path.to_string(),
             single,
             skill: s.clone(),
         })
         .collect();
-    Ok((read, problems))
+    // The site leaves the invalid skills out too: said once, above.
+    let problems = (problems.into_iter())
+        .filter(|p| !invalid.iter().any(|i| i.location == p.location))
+        .collect();
+    Ok(Read {
+        skills,
+        invalid,
+        problems,
+    })
 }
 
 /// One skill to publish: packed, its version known, its signature checked.

@@ -280,6 +280,17 @@ pub enum VersionsError {
         /// The registry file.
         db: PathBuf,
     },
+    /// The served registry holds no skill of that name.
+    #[error("no skill named '{name}' in {url}")]
+    NotServed {
+        /// The name asked for.
+        name: String,
+        /// The registry's address.
+        url: String,
+    },
+    /// The served registry could not be asked, or refused.
+    #[error(transparent)]
+    Served(crate::Error),
 }
 
 /// Every version of `name` in the registry `db`, in semver order (yanked ones flagged).
@@ -292,6 +303,98 @@ pub fn versions(db: &Path, name: &str) -> Result<Vec<VersionInfo>, VersionsError
         });
     }
     Ok(list)
+}
+
+/// The address of a served registry (`skillcat serve REGISTRY`) when `db` is one
+/// (`http://…`, `https://…`) rather than a registry file.
+pub fn served_url(db: &Path) -> Option<&str> {
+    let text = db.to_str()?;
+    let scheme = text.get(..8).unwrap_or(text).to_ascii_lowercase();
+    (scheme.starts_with("http://") || scheme.starts_with("https://")).then_some(text)
+}
+
+/// Every version of `name` in the registry served at `url`, through its API
+/// (`GET /api/v1/skills/NAME`), as [`versions`] lists a file's: semver order, the skill
+/// digest, the date, `latest`, `yanked` and the keys of the signatures kept.
+pub async fn served_versions(
+    url: &str,
+    name: &str,
+    policy: &crate::client::Policy,
+) -> Result<Vec<VersionInfo>, VersionsError> {
+    let skill = match crate::search::skill(url, name, policy).await {
+        Ok(s) => s,
+        Err(e) if e.is_not_found() => {
+            return Err(VersionsError::NotServed {
+                name: name.to_string(),
+                url: url.to_string(),
+            });
+        }
+        Err(e) => return Err(VersionsError::Served(e)),
+    };
+    // The API lists the highest version first; a file lists them in semver order.
+    let list: Vec<VersionInfo> = (skill.versions.into_iter().rev())
+        .filter_map(|v| {
+            Some(VersionInfo {
+                name: skill.name.clone(),
+                version: v.version?,
+                digest: v.skill_digest,
+                description: v.description.unwrap_or_else(|| skill.description.clone()),
+                published_at: v.published_at.unwrap_or_default(),
+                published: v.published.unwrap_or_default(),
+                yanked: v.yanked,
+                latest: v.latest,
+                signed_by: (v.signatures.into_iter())
+                    .map(|s| s.key_id)
+                    .filter(|k| !k.is_empty())
+                    .collect(),
+            })
+        })
+        .collect();
+    if list.is_empty() {
+        return Err(VersionsError::NotServed {
+            name: name.to_string(),
+            url: url.to_string(),
+        });
+    }
+    Ok(list)
+}
+
+/// One skill a served registry's search found: a file's [`SearchHit`] but for its score (the
+/// API ranks, best first, without saying by how much).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServedHit {
+    /// The skill's name.
+    pub name: String,
+    /// Its latest version.
+    pub version: String,
+    /// That version's description.
+    pub description: String,
+}
+
+/// The most results a served registry answers at once (its API's page).
+pub const SERVED_SEARCH_MAX: usize = 100;
+
+/// At most `limit` (at most [`SERVED_SEARCH_MAX`]) skills of the registry served at `url`
+/// whose latest version matches the words of `query`, best first, through its search API.
+pub async fn served_search(
+    url: &str,
+    query: &str,
+    limit: usize,
+    policy: &crate::client::Policy,
+) -> crate::Result<Vec<ServedHit>> {
+    // As a file's search: nothing to look for finds nothing (the API would refuse it).
+    if query.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let limit = limit.clamp(1, SERVED_SEARCH_MAX);
+    let page = crate::search::search(url, query, 1, limit, policy).await?;
+    Ok((page.results.into_iter())
+        .map(|r| ServedHit {
+            name: r.name,
+            version: r.version.unwrap_or_default(),
+            description: r.description,
+        })
+        .collect())
 }
 
 /// What a listed version is marked with, in this order: `latest`, `yanked`, `signed by K1, K2`.

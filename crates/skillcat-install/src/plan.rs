@@ -698,6 +698,20 @@ impl Plan {
         }
         let lock = ScopeLock::acquire_for(&opts.scope, opts.dry_run).await?;
         let (mut lockfile, before) = read_lockfile(&opts.scope)?;
+        // A skill that is not installed is nothing to remove: a refusal (exit 1), not a
+        // malformed request (exit 2).
+        let missing: Vec<String> = (names.iter())
+            .filter(|n| !lockfile.skills.keys().any(|k| name_key(k) == name_key(n)))
+            .map(|n| {
+                format!(
+                    "{n} is not installed here (not in the lockfile, skills-lock.json): \
+                     `skillcat status` lists what is"
+                )
+            })
+            .collect();
+        if !missing.is_empty() {
+            return Err(InstallError::Refused(missing));
+        }
         let chosen = choose(&lockfile, names)?;
         let mut actions = Vec::new();
         let mut changes = Vec::new();

@@ -145,4 +145,35 @@ impl Registry {
         }
         Ok(out)
     }
+
+    /// Who published each version (of the skill `name` alone when given), as the audit log
+    /// records it: `(name, version)` → the token's name. A version published without a token
+    /// (`skillcat registry publish` of the file) has no row, so it is not in the map.
+    pub fn publishers(
+        &self,
+        name: Option<&str>,
+    ) -> Result<std::collections::HashMap<(String, String), String>> {
+        let sql = |source| RegistryError::Sqlite {
+            path: self.shown.clone(),
+            source,
+        };
+        // Oldest first, so the first publish of a version is the one kept (a version is
+        // published once; later rows of it are signatures, yanks and unyanks).
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT name, version, token FROM audit WHERE action = 'publish' \
+                 AND (?1 IS NULL OR name = ?1) ORDER BY id",
+            )
+            .map_err(sql)?;
+        let rows = stmt.query_map(params![name], |r| {
+            Ok(((r.get::<_, String>(0)?, r.get::<_, String>(1)?), r.get(2)?))
+        });
+        let mut out = std::collections::HashMap::new();
+        for row in rows.map_err(sql)? {
+            let (key, token) = row.map_err(sql)?;
+            out.entry(key).or_insert(token);
+        }
+        Ok(out)
+    }
 }

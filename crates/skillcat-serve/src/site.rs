@@ -99,6 +99,9 @@ pub struct VersionMeta {
     pub version: String,
     /// When it was published: Unix seconds and RFC 3339 UTC.
     pub published: Option<(i64, String)>,
+    /// The name of the token that published it, where the audit log records one (a
+    /// publish over HTTP; a file's own `registry publish` records none).
+    pub published_by: Option<String>,
     /// Whether it is yanked.
     pub yanked: bool,
     /// Whether it is the skill's latest (what a bare name reads).
@@ -128,6 +131,7 @@ pub struct RegistryVersions(pub std::path::PathBuf);
 impl VersionLookup for RegistryVersions {
     fn versions(&self, name: Option<&str>) -> Result<Vec<VersionMeta>> {
         let registry = crate::registry::Registry::open_read_only(&self.0)?;
+        let mut publishers = registry.publishers(name)?;
         let mut out = Vec::new();
         for v in registry.all_versions(name)? {
             let findings = registry
@@ -149,6 +153,7 @@ impl VersionLookup for RegistryVersions {
                 manifest,
                 signatures,
                 published: Some((v.published_at, v.published)),
+                published_by: publishers.remove(&(v.name.clone(), v.version.clone())),
                 yanked: v.yanked,
                 latest: v.latest,
                 findings,
@@ -250,6 +255,9 @@ pub struct SiteSkill {
 pub struct PageInfo {
     /// When it was published (Unix seconds, RFC 3339 UTC), where the source keeps that.
     pub published: Option<(i64, String)>,
+    /// The name of the token that published it, where the source records one (a registry's
+    /// audit log).
+    pub published_by: Option<String>,
     /// Whether it is yanked.
     pub yanked: bool,
     /// The audit's findings (a JSON array of `Finding`s): recorded at publishing, else the
@@ -1091,6 +1099,7 @@ async fn with_versions(
         .map_err(|e| Error::task("listing versions", e))??;
     let apply = |s: &mut SiteSkill, m: &VersionMeta| {
         s.page.published = m.published.clone();
+        s.page.published_by = m.published_by.clone();
         s.page.yanked = m.yanked;
         if m.findings.is_some() {
             s.page.findings = m.findings.clone();

@@ -998,7 +998,7 @@ fn usage_errors_and_empty_states() {
     p.run(&["status", "--check"]).code(0);
     p.run(&["add", "../nope"]).code(2).says(&["not found"]);
     p.run(&["remove", "alpha"])
-        .code(2)
+        .code(1)
         .says(&["not in the lockfile"]);
     p.run(&["add", "../nope", "--require-signature"])
         .code(2)
@@ -1028,4 +1028,21 @@ fn reading_commands_open_a_git_source_as_add_does() {
     let src = skillcat::source::open(typed.as_str()).unwrap();
     let id = rt.block_on(src.id()).unwrap();
     assert_eq!(id.commit(), Some(commit.as_str()));
+}
+
+/// `remove` of a skill that is not installed is exit 1 (nothing to remove), with a sentence
+/// naming it and where to look; exit 2 stays for a malformed command line. Origin: issue 51.
+#[test]
+fn remove_of_a_skill_not_installed_is_exit_1() {
+    let p = Project::new();
+    p.run(&["remove", "nope"])
+        .code(1)
+        .says(&["nope is not installed", "skillcat status"]);
+    skill(&p.path("src"), "alpha", "1.0.0", "a");
+    p.run(&["add", "../src", "alpha"]).code(0);
+    p.run(&["remove", "alpha", "nope"])
+        .code(1)
+        .says(&["nope is not installed"]);
+    assert!(p.installed("alpha").exists(), "nothing was removed");
+    p.run(&["remove"]).code(2);
 }

@@ -8,6 +8,7 @@ mod commands;
 mod disk_full;
 mod local;
 mod served;
+mod served_reads;
 mod tokens;
 mod upload_bounds;
 mod versions;

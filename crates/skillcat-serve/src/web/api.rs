@@ -260,7 +260,9 @@ async fn search_api(site: Arc<Site>, raw: &str) -> Response {
                         "name": s.name,
                         "description": s.description,
                         "version": s.version,
+                        // `digest` (the index's name) stays for older clients.
                         "digest": s.archive_digest,
+                        "archive_digest": s.archive_digest,
                         "skill_digest": s.manifest.digest,
                         "signed": signed(s),
                         "trust": trust.word(),
@@ -310,6 +312,9 @@ fn skill_api(site: &Site, name: &str) -> Response {
             json!({
                 "version": s.version,
                 "published": s.page.published.as_ref().map(|p| &p.1),
+                "published_at": s.page.published.as_ref().map(|p| p.0),
+                "published_by": s.page.published_by,
+                "description": s.description,
                 "yanked": s.page.yanked,
                 "latest": live.is_some_and(|l| l.version == s.version),
                 "skill_digest": s.manifest.digest,

@@ -554,6 +554,7 @@ fn skill_page(
     m.push_str("</article>\n<aside class=\"side\">");
     install(&mut m, web, s, dir != skill_dir(&s.name));
     integrity(&mut m, web, s);
+    about(&mut m, s, doc.as_ref());
     m.push_str("</aside></div>\n");
     version_table(&mut m, latest, &root, s, versions);
     tools(&mut m, s);
@@ -588,9 +589,10 @@ fn install(m: &mut String, web: &WebOptions, s: &SiteSkill, this_version: bool) 
     section(m, "install", "Install");
     let _ = write!(
         m,
-        r#"<h3>skillcat</h3><pre class="cmd"><code>skillcat add {url} {pinned}</code></pre><h3>skills CLI</h3><pre class="cmd"><code>npx skills add {url}</code></pre><h3>MCP client</h3><pre class="cmd"><code>{mcp}</code></pre>"#,
+        r#"<h3>skillcat</h3><pre class="cmd"><code>skillcat add {url} {pinned}</code></pre><h3>skills CLI</h3><pre class="cmd"><code>npx skills add {url} --skill {name}</code></pre><p class="muted small">Needs Node.js ≥ 22.20.</p><h3>MCP client</h3><pre class="cmd"><code>{mcp}</code></pre>"#,
         url = esc(url),
         pinned = esc(&pinned),
+        name = esc(name),
         mcp = esc(&format!(
             "{{\n  \"mcpServers\": {{\n    \"skillcat\": {{\n      \"command\": \"skillcat\",\n      \"args\": [\"mcp\", {}]\n    }}\n  }}\n}}",
             serde_json::to_string(url).unwrap_or_default()
@@ -600,6 +602,70 @@ fn install(m: &mut String, web: &WebOptions, s: &SiteSkill, this_version: bool) 
         m.push_str(r#"<p class="muted small">URL: the address this catalog is served at.</p>"#);
     }
     m.push_str("</section>\n");
+}
+
+/// The most links the "about" block shows.
+const MAX_LINKS: usize = 8;
+
+/// Who published the version (the token's name, where the source records it), its licence
+/// (frontmatter `license`) and its links: each `metadata` entry whose value is an absolute
+/// `http(s)://` URL, labelled by its key (`homepage`, `repository`, …). Every value is the
+/// skill's (or a token's) text, so each is escaped; a value that is not such a URL is never
+/// a link.
+fn about(m: &mut String, s: &SiteSkill, doc: Option<&crate::document::Document>) {
+    use crate::document::Value;
+    section(m, "about", "Publisher and licence");
+    m.push_str(r#"<dl class="kv">"#);
+    if let Some(who) = &s.page.published_by {
+        let _ = write!(m, "<dt>Published by</dt><dd>{}</dd>", esc(who));
+    }
+    let fm = doc.map(|d| &d.frontmatter);
+    match fm.and_then(|f| f.get("license")).and_then(Value::as_str) {
+        Some(l) if !l.trim().is_empty() => {
+            let _ = write!(m, "<dt>Licence</dt><dd>{}</dd>", esc(l.trim()));
+        }
+        _ => m.push_str(r#"<dt>Licence</dt><dd class="muted">not stated</dd>"#),
+    }
+    let links: Vec<(&str, &str)> = match fm.and_then(|f| f.get("metadata")) {
+        Some(Value::Map(meta)) => meta
+            .iter()
+            .filter_map(|(k, v)| Some((k, v.as_str()?.trim())))
+            .filter(|(_, v)| web_url(v))
+            .take(MAX_LINKS)
+            .collect(),
+        _ => Vec::new(),
+    };
+    if !links.is_empty() {
+        m.push_str("<dt>Links</dt><dd><ul class=\"links\">");
+        for (key, url) in links {
+            let _ = write!(
+                m,
+                r#"<li>{}: <a href="{}" rel="noopener noreferrer nofollow ugc">{}</a></li>"#,
+                esc(key),
+                esc(url),
+                esc(url)
+            );
+        }
+        m.push_str("</ul></dd>");
+    }
+    m.push_str("</dl></section>\n");
+}
+
+/// Whether `v` is an absolute `http://` or `https://` URL with a host and nothing a link
+/// should not hold (blanks, control characters), of a sane length.
+fn web_url(v: &str) -> bool {
+    let lower = v.get(..8).unwrap_or(v).to_ascii_lowercase();
+    let rest = if lower.starts_with("https://") {
+        &v[8..]
+    } else if lower.starts_with("http://") {
+        &v[7..]
+    } else {
+        return false;
+    };
+    v.len() <= 2048
+        && !rest.is_empty()
+        && !rest.starts_with(['/', '\\', '?', '#'])
+        && !v.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 /// What a signature says, checked against the site's keyring when it has one.
@@ -1021,6 +1087,26 @@ mod tests {
             manifest,
             signature: None,
             page: PageInfo::default(),
+        }
+    }
+
+    #[test]
+    fn only_web_urls_are_links() {
+        for ok in ["https://example.com", "HTTP://example.com/a?b=1&c=2"] {
+            assert!(web_url(ok), "{ok}");
+        }
+        for bad in [
+            "javascript:alert(1)",
+            "data:text/html,x",
+            "https://",
+            "https:///path",
+            "https://a b",
+            "https://a\u{7}",
+            "//example.com",
+            "example.com",
+            "ftp://example.com",
+        ] {
+            assert!(!web_url(bad), "{bad}");
         }
     }
 
