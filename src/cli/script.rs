@@ -132,7 +132,11 @@ async fn activate(
 /// Refuses (exit 2, each reason printed) `--allow-*` flags the run cannot honour
 /// ([`ops::script::check_grants`](skillcat::ops::script::check_grants)). The ceiling wins over
 /// the flags.
-fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Result<(), CliError> {
+pub(super) fn check_granted(
+    extra: &Capabilities,
+    config: &Config,
+    env: &Environment,
+) -> Result<(), CliError> {
     let no_network = |ceiling: &Network, what: String| match ceiling {
         Network::Off => "no network".to_string(),
         n => format!("{what}{n}"),

@@ -1,6 +1,7 @@
 //! The runtime and the MCP server: stdio and Streamable HTTP, budgets, guest tools, tool names.
 
 mod budgets;
+mod grants;
 mod guest;
 mod http;
 mod runtime;

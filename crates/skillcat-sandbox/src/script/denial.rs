@@ -224,6 +224,33 @@ pub fn denials(output: &str, place: &RunPlace<'_>) -> Vec<Denial> {
     out
 }
 
+/// [`denials`] for a run of a runner configured with `config` under `grant` (the skill's
+/// script grant), its arguments' words `named`: the place a host that holds a runner (an MCP
+/// server) knows without an environment of its own.
+pub fn runner_denials(
+    output: &str,
+    grant: &Grant,
+    config: &super::RunnerConfig,
+    named: &[String],
+) -> Vec<Denial> {
+    let caller = config.caller_dir.as_deref();
+    let workspaces = std::fs::canonicalize(&config.workspace_base)
+        .unwrap_or_else(|_| config.workspace_base.clone());
+    let system = super::sandbox::system_read_paths(grant.network.any());
+    let mut homes: Vec<PathBuf> = config.user_dirs.home.iter().cloned().collect();
+    homes.push(PathBuf::from("/root"));
+    let place = RunPlace {
+        grant,
+        caller,
+        started_in_caller: caller.is_some_and(|c| super::start_dir(grant, c).is_some()),
+        system: &system,
+        workspaces: &workspaces,
+        homes: &homes,
+        named,
+    };
+    denials(output, &place)
+}
+
 /// A path reported as `Permission denied` (`read_only`: as `Read-only file system`).
 fn denied_path(written: &str, place: &RunPlace<'_>, read_only: bool) -> Option<Denial> {
     let base = if Path::new(written).is_absolute() {
