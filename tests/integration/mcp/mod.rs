@@ -4,6 +4,7 @@ mod budgets;
 mod grants;
 mod guest;
 mod http;
+mod python_sdk_doc;
 mod runtime;
 mod stdio;
 mod tool_names;
