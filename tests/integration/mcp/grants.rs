@@ -101,6 +101,14 @@ async fn a_hidden_file_gets_a_hint_the_model_can_act_on() {
         assert!(hint.contains(&want), "{want:?} in {hint}");
     }
     assert!(!t.contains("run with --allow-read"), "{t}");
+    // A file outside the server's working directory that only the model's arguments name
+    // gets no hint: it would tell the model what exists on the host.
+    let outside = w.cwd.parent().unwrap().join("outside.txt");
+    std::fs::write(&outside, "x\n").unwrap();
+    let r = w.show(&[], &outside).await;
+    let t = text(&r);
+    assert!(t.contains("FileNotFoundError"), "{t}");
+    assert!(!t.contains("[hint:"), "{t}");
 }
 
 /// `skillcat mcp --allow-read PATH` grants it to the server's script tools, as `run`'s flag.

@@ -5,7 +5,9 @@
 //! (`skillcat mcp … --allow-read PATH`) or of the skill (`[skills.NAME] allow_read` in
 //! `skillcat.toml`). The same reading of the output as the command line's
 //! ([`denial`](crate::script::denial)), so the same allow-list: a path that may not be
-//! suggested gets no hint at all.
+//! suggested gets no hint at all. Narrower than the command line's: a path the arguments name
+//! is not suggested for that alone, since here the model wrote them (a hint would tell it
+//! which files exist on the host).
 
 use serde_json::Value as Json;
 
@@ -58,7 +60,9 @@ pub(crate) fn failure_for_model(
             hosts.join(", ")
         ));
     }
-    for d in denial::runner_denials(output, grant, config, &named) {
+    // Not `named`: here the arguments are the model's, and a hint for a path only they named
+    // would tell a model which files exist on the host outside its grants.
+    for d in denial::runner_denials(output, grant, config, &[]) {
         let Some(target) = d.grant.as_deref().map(|p| p.display().to_string()) else {
             continue;
         };
