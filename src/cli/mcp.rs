@@ -149,6 +149,7 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
             )
         })?;
     super::script::check_granted(&extra, &config, &env)?;
+    super::script::warn_skill_tables(&config, &env, None);
     let catalog = ops::catalog(&config, named, !a.no_watch, options);
     // Only trusted skills get tools at all; for them the gate allows, as for `skillcat run`.
     let dirs = g.env.user_dirs();

@@ -116,6 +116,7 @@ async fn activate(
     super::read::find_in(&opened.shown, &opened.found, name)?;
     let (config, env) = super::configuration(g)?;
     check_granted(&extra, &config, &env)?;
+    warn_skill_tables(&config, &env, Some(name));
     let named = ops::Named::typed(a_source, opened.src, opened.found);
     let options = g.catalog_options(&config);
     let dirs = g.env.user_dirs();
@@ -180,6 +181,59 @@ pub(super) fn check_granted(
     } else {
         // One `Error:` line for each.
         Err(CliError::Usage(faults.join("\nError: ").into()))
+    }
+}
+
+/// Says on stderr what of the `[skills.NAME]` tables (only `skill`'s, when given) is not
+/// granted: a path that is missing or outside the ceiling, network the ceiling does not allow.
+/// A table is not a flag, so nothing is refused; nothing is dropped without a word either.
+pub(super) fn warn_skill_tables(config: &Config, env: &Environment, skill: Option<&str>) {
+    let fold = |s: &str| s.replace('_', "-");
+    let key = |access| match access {
+        Access::Read => "allow_read",
+        Access::Write => "allow_write",
+    };
+    for (name, t) in &config.skills {
+        if skill.is_some_and(|s| fold(s) != fold(name)) {
+            continue;
+        }
+        let asked = Capabilities {
+            fs_read: t.allow_read.clone(),
+            fs_write: t.allow_write.clone(),
+            network: t.allow_net.clone(),
+            ..Capabilities::default()
+        };
+        for f in ops::check_grants(&asked, config, env) {
+            let what = match f {
+                GrantFault::Unresolvable { access, path } => {
+                    format!("{} \"{path}\": cannot be resolved", key(access))
+                }
+                GrantFault::Missing { access, path, full } => {
+                    format!(
+                        "{} \"{path}\": {} does not exist",
+                        key(access),
+                        full.display()
+                    )
+                }
+                GrantFault::OutsideCeiling { access, path, full } => format!(
+                    "{} \"{path}\": {} is outside the configured ceiling, which wins",
+                    key(access),
+                    full.display()
+                ),
+                GrantFault::NetworkAll { .. } => {
+                    "allow_net = true: the configured ceiling does not allow the whole network"
+                        .to_string()
+                }
+                GrantFault::HostOutside { host, .. } => {
+                    format!("allow_net \"{host}\": outside the configured ceiling's network")
+                }
+            };
+            note!(
+                "warning: [skills.{name}] {}; not granted ({})",
+                on_stderr(&what),
+                config_file(config, env)
+            );
+        }
     }
 }
 

@@ -269,3 +269,39 @@ async fn a_direct_connection_tells_the_model_to_use_the_proxy() {
         assert!(hint.contains(want), "{want} in {hint}");
     }
 }
+
+/// A table's path outside the ceiling is not granted, and stderr says so (a table is not a
+/// flag: nothing is refused, nothing dropped without a word).
+#[test]
+fn a_skills_tables_grant_outside_the_ceiling_is_named() {
+    let w = World::new();
+    let config = w.home.join("skillcat.toml");
+    std::fs::write(
+        &config,
+        "[skills.reader]\nallow_read = [\"/etc/hostname\"]\n",
+    )
+    .unwrap();
+    let o = crate::support::bin::Skillcat::new(&[
+        "--config",
+        config.to_str().unwrap(),
+        "run",
+        w.skills.to_str().unwrap(),
+        "reader",
+        "show",
+        "--args",
+        "/etc/hostname",
+    ])
+    .cwd(&w.cwd)
+    .env("HOME", &w.home)
+    .env_remove("SKILLCAT_CONFIG")
+    .deadline(Duration::from_secs(60))
+    .run();
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "warning: [skills.reader] allow_read \"/etc/hostname\": /etc/hostname is outside the configured ceiling"
+        ),
+        "{}",
+        o.stderr
+    );
+}
