@@ -96,6 +96,27 @@ pub struct McpArgs {
     /// exist yet) are read again; 0: never.
     #[arg(long, default_value = "10s", value_name = "TIME", value_parser = parse_duration)]
     poll_interval: Duration,
+    /// Let every script tool read PATH (a file or a directory, and what it holds), on top of
+    /// what its skill declares; repeatable. As `skillcat run --allow-read`: a relative PATH is
+    /// taken against the working directory, and the configured ceiling wins (a PATH outside
+    /// `[sandbox] fs_read`/`fs_write` is refused). One skill's own: `[skills.NAME] allow_read`.
+    #[arg(long = "allow-read", value_name = "PATH")]
+    allow_read: Vec<String>,
+    /// Let every script tool write (and read) PATH, on top of what its skill declares;
+    /// repeatable. PATH must lie under `[sandbox] fs_write`.
+    #[arg(long = "allow-write", value_name = "PATH")]
+    allow_write: Vec<String>,
+    /// Let every script tool reach HOST (`api.github.com`, `uploads.github.com:443`,
+    /// `*.example.com`; without a port, 80 and 443) through its run's proxy; repeatable. Bare
+    /// `--allow-net` grants the whole network. Refused unless `[sandbox] network` allows it.
+    #[arg(
+        long = "allow-net",
+        value_name = "HOST",
+        num_args = 0..=1,
+        default_missing_value = "",
+        action = clap::ArgAction::Append
+    )]
+    allow_net: Vec<String>,
 }
 
 /// `skillcat mcp [SOURCE]`
@@ -117,9 +138,21 @@ pub async fn run(a: McpArgs, g: &Globals) -> CliResult {
         }
         None => None,
     };
+    // The operator's grants, on top of what each skill declares: checked as `run` checks its
+    // flags (a path that is missing or outside the ceiling is a usage error, never dropped).
+    let extra =
+        skillcat::ops::script::asked(&a.allow_read, &a.allow_write, &a.allow_net).map_err(|e| {
+            usage!(
+                "--allow-net {}: {}",
+                super::script::on_stderr(&e.host),
+                e.source.why
+            )
+        })?;
+    super::script::check_granted(&extra, &config, &env)?;
+    super::script::warn_skill_tables(&config, &env, None);
     let catalog = ops::catalog(&config, named, !a.no_watch, options);
     // Only trusted skills get tools at all; for them the gate allows, as for `skillcat run`.
-    let (extra, dirs) = (Default::default(), g.env.user_dirs());
+    let dirs = g.env.user_dirs();
     let session = match skillcat::ops::script::session(&config, env, catalog, dirs, extra) {
         Ok(s) => s,
         Err(e) if skillcat::ops::script::is_config_error(&e) => {

@@ -116,6 +116,7 @@ async fn activate(
     super::read::find_in(&opened.shown, &opened.found, name)?;
     let (config, env) = super::configuration(g)?;
     check_granted(&extra, &config, &env)?;
+    warn_skill_tables(&config, &env, Some(name));
     let named = ops::Named::typed(a_source, opened.src, opened.found);
     let options = g.catalog_options(&config);
     let dirs = g.env.user_dirs();
@@ -132,7 +133,11 @@ async fn activate(
 /// Refuses (exit 2, each reason printed) `--allow-*` flags the run cannot honour
 /// ([`ops::script::check_grants`](skillcat::ops::script::check_grants)). The ceiling wins over
 /// the flags.
-fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Result<(), CliError> {
+pub(super) fn check_granted(
+    extra: &Capabilities,
+    config: &Config,
+    env: &Environment,
+) -> Result<(), CliError> {
     let no_network = |ceiling: &Network, what: String| match ceiling {
         Network::Off => "no network".to_string(),
         n => format!("{what}{n}"),
@@ -179,6 +184,59 @@ fn check_granted(extra: &Capabilities, config: &Config, env: &Environment) -> Re
     }
 }
 
+/// Says on stderr what of the `[skills.NAME]` tables (only `skill`'s, when given) is not
+/// granted: a path that is missing or outside the ceiling, network the ceiling does not allow.
+/// A table is not a flag, so nothing is refused; nothing is dropped without a word either.
+pub(super) fn warn_skill_tables(config: &Config, env: &Environment, skill: Option<&str>) {
+    let fold = |s: &str| s.replace('_', "-");
+    let key = |access| match access {
+        Access::Read => "allow_read",
+        Access::Write => "allow_write",
+    };
+    for (name, t) in &config.skills {
+        if skill.is_some_and(|s| fold(s) != fold(name)) {
+            continue;
+        }
+        let asked = Capabilities {
+            fs_read: t.allow_read.clone(),
+            fs_write: t.allow_write.clone(),
+            network: t.allow_net.clone(),
+            ..Capabilities::default()
+        };
+        for f in ops::check_grants(&asked, config, env) {
+            let what = match f {
+                GrantFault::Unresolvable { access, path } => {
+                    format!("{} \"{path}\": cannot be resolved", key(access))
+                }
+                GrantFault::Missing { access, path, full } => {
+                    format!(
+                        "{} \"{path}\": {} does not exist",
+                        key(access),
+                        full.display()
+                    )
+                }
+                GrantFault::OutsideCeiling { access, path, full } => format!(
+                    "{} \"{path}\": {} is outside the configured ceiling, which wins",
+                    key(access),
+                    full.display()
+                ),
+                GrantFault::NetworkAll { .. } => {
+                    "allow_net = true: the configured ceiling does not allow the whole network"
+                        .to_string()
+                }
+                GrantFault::HostOutside { host, .. } => {
+                    format!("allow_net \"{host}\": outside the configured ceiling's network")
+                }
+            };
+            note!(
+                "warning: [skills.{name}] {}; not granted ({})",
+                on_stderr(&what),
+                config_file(config, env)
+            );
+        }
+    }
+}
+
 /// The flag that grants `access` for one run.
 fn flag(access: Access) -> &'static str {
     match access {
@@ -199,16 +257,50 @@ pub(super) fn config_file(config: &Config, env: &Environment) -> String {
 /// After a failed run: a `hint:` line on stderr for each path the output reports the sandbox
 /// kept the script from (or that it looked for in its work directory while it is in the
 /// caller's), naming the flag or the frontmatter key that would reach it.
-fn print_hints(e: &ScriptError, a: &Activation, config: &Config, env: &Environment, g: &Globals) {
+fn print_hints(
+    e: &ScriptError,
+    a: &Activation,
+    args: &Json,
+    (config, env): (&Config, &Environment),
+    g: &Globals,
+) {
     let (Some(output), Some(grant)) = (e.output(), a.script_grant()) else {
         return;
     };
-    let found = ops::denials(&output.text, grant, env, &g.env.user_dirs());
+    if let Network::Hosts(hosts) = &grant.network
+        && let Some(direct) = skillcat::script::denial::direct_connection(
+            &output.text,
+            &skillcat::script::denial::argument_words(args),
+        )
+    {
+        err!("{}", escape_controls(&direct_hint(&direct, hosts)));
+    }
+    let found = ops::denials(&output.text, grant, env, &g.env.user_dirs(), args);
     for d in &found.denials {
         // Always escaped: a path in a hint comes from the script's output.
         let hint = hint(d, grant, found.caller.as_deref(), config, env);
         err!("{}", escape_controls(&hint));
     }
+}
+
+/// The hint for a connection made around the run's proxy: name the host, through the proxy.
+fn direct_hint(
+    direct: &skillcat::script::denial::DirectConnection,
+    hosts: &[capability::HostPattern],
+) -> String {
+    let to = direct
+        .target
+        .as_ref()
+        .map_or_else(String::new, |t| format!(" to {t}"));
+    let hosts: Vec<String> = hosts.iter().map(ToString::to_string).collect();
+    format!(
+        "hint: the script connected{to} directly, which the sandbox refuses: this run reaches \
+         the network only through its proxy (HTTPS_PROXY is set in the script's environment), \
+         by host name, to what it grants ({}). Connect to the host's name through the proxy \
+         (most HTTP clients do when HTTPS_PROXY is set), not to an address; to reach an address \
+         on purpose, pin a granted name to it under [sandbox.resolve] in skillcat.toml",
+        hosts.join(", ")
+    )
 }
 
 fn hint(
@@ -289,7 +381,7 @@ fn report_runtime(e: &RuntimeError) -> CliError {
 /// model would see it; its code and message make the error (exit 1).
 fn report(e: &ScriptError) -> CliError {
     if let Some(_output) = e.output() {
-        out!("{}", on_stdout(&e.to_model_text()));
+        print_run_text(&e.to_model_text(), false);
     }
     CliError::Tool(format!("{}: {}", e.code(), on_stderr(&e.to_string())))
 }
@@ -476,7 +568,10 @@ async fn call_script(
 ) -> ExitStatus {
     match run.call(&t.name, args).await {
         Ok(out) => {
-            out!("{}", on_stdout(&out.to_model_text()));
+            let text = out.to_model_text();
+            // Only the script's own bytes: a line end of ours would change them.
+            let exact = out.script.as_ref().is_some_and(|s| s.output.text == text);
+            print_run_text(&text, exact);
             if let Some(n) = out.script.as_ref().and_then(|s| s.network.as_ref()) {
                 say_network(n, config, env);
             }
@@ -485,7 +580,7 @@ async fn call_script(
         Err(e) => {
             let status = report_runtime(&e).print();
             if let RuntimeError::Script(e @ ScriptError::Failed { .. }) = &e {
-                print_hints(e, &run.activations()[0], config, env, g);
+                print_hints(e, &run.activations()[0], args, (config, env), g);
                 if let Some(n) = e.network() {
                     say_network(n, config, env);
                 }
@@ -602,6 +697,17 @@ fn on_stdout(text: &str) -> Cow<'_, str> {
         escape_controls(text)
     } else {
         Cow::Borrowed(text)
+    }
+}
+
+/// A run's text on stdout ([`on_stdout`]). `exact`: it is only what the script wrote, which
+/// goes out as it is (`printf abc` gives `abc`, `echo abc` one line end). Otherwise the host's
+/// framing or notes end it, and a line end is added when it has none.
+fn print_run_text(text: &str, exact: bool) {
+    if exact || text.ends_with('\n') {
+        let _ = write!(super::Stream::Out, "{}", on_stdout(text));
+    } else {
+        out!("{}", on_stdout(text));
     }
 }
 

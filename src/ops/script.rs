@@ -366,8 +366,17 @@ pub struct Denials {
 }
 
 /// The paths a failed run's `output` says the sandbox kept its script from, under `grant`
-/// (the skill's script grant), for a run made in `env` with the workspaces of `dirs`.
-pub fn denials(output: &str, grant: &Grant, env: &Environment, dirs: &UserDirs) -> Denials {
+/// (the skill's script grant), for a run made in `env` with the workspaces of `dirs`; `args`
+/// are the run's arguments (a path they name may be suggested wherever it lies:
+/// [`RunPlace::named`]).
+pub fn denials(
+    output: &str,
+    grant: &Grant,
+    env: &Environment,
+    dirs: &UserDirs,
+    args: &serde_json::Value,
+) -> Denials {
+    let named = denial::argument_words(args);
     let caller = std::fs::canonicalize(&env.cwd).ok();
     let workspaces = WorkspaceBase::default_dir(dirs);
     let workspaces = std::fs::canonicalize(&workspaces).unwrap_or(workspaces);
@@ -384,6 +393,7 @@ pub fn denials(output: &str, grant: &Grant, env: &Environment, dirs: &UserDirs) 
         system: &system,
         workspaces: &workspaces,
         homes: &homes,
+        named: &named,
     };
     Denials {
         denials: denial::denials(output, &place),

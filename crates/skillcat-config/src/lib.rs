@@ -211,6 +211,11 @@ pub struct Config {
     pub install: InstallConfig,
     /// The `[runtime]` section.
     pub runtime: RuntimeConfig,
+    /// `[skills.NAME]` tables: what the operator grants one skill's scripts on top of what it
+    /// declares (`allow_read`, `allow_write`, `allow_net`: the meaning of `skillcat run
+    /// --allow-read/--allow-write/--allow-net`), keyed by the skill's name. The ceiling
+    /// (`[sandbox]`) still bounds the sum.
+    pub skills: BTreeMap<String, SkillGrants>,
     /// Projects whose own `skillcat.toml` the user trusts (`trusted_projects`, written by
     /// `skillcat trust project`): canonical directories, each with the digest of the file
     /// trusted. Read from the user's configuration only; a project's file cannot trust itself.
@@ -223,6 +228,34 @@ pub struct Config {
     /// project but its `skillcat.toml` is not the file trusted: changed since, or trusted
     /// before digests were recorded. It counts as untrusted until trusted again.
     pub changed_project: bool,
+}
+
+/// A `[skills.NAME]` table: the operator's grants to one skill's scripts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SkillGrants {
+    /// `allow_read`: paths its scripts may read (relative ones against the working directory).
+    pub allow_read: Vec<String>,
+    /// `allow_write`: paths its scripts may write (and read).
+    pub allow_write: Vec<String>,
+    /// `allow_net`: `true`, or the host patterns its scripts may reach through their proxy.
+    pub allow_net: skillcat_core::capability::Network,
+}
+
+impl SkillGrants {
+    /// The grants of the table for `skill` (its name; `-` and `_` alike, as `skillcat run NAME`
+    /// takes it), when there is one.
+    pub fn for_skill<'a>(
+        tables: &'a BTreeMap<String, SkillGrants>,
+        skill: &str,
+    ) -> Option<&'a SkillGrants> {
+        let fold = |s: &str| s.replace('_', "-");
+        tables.get(skill).or_else(|| {
+            tables
+                .iter()
+                .find(|(k, _)| fold(k) == fold(skill))
+                .map(|(_, v)| v)
+        })
+    }
 }
 
 /// A project the user trusts (`trusted_projects`): its directory and the file it trusted.
@@ -773,5 +806,32 @@ mod tests {
             assert_eq!(resolve_spec(spec, base, home), want, "{spec}");
         }
         assert_eq!(resolve_spec("~/s", base, None), "/etc/sk/~/s");
+    }
+
+    #[test]
+    fn skills_tables_grant_one_skill_each() {
+        let env = Environment {
+            cwd: "/work/proj".into(),
+            home: None,
+        };
+        let text = "[skills.csv-stats]\nallow_read = [\"data\"]\nallow_net = [\"api.github.com\"]\n\n\
+                    [skills.writer]\nallow_write = [\"out\"]\nallow_net = true\n";
+        let c = Config::parse(text, None, &env).unwrap();
+        let csv = SkillGrants::for_skill(&c.skills, "csv_stats").unwrap();
+        assert_eq!(csv.allow_read, ["data"]);
+        assert_eq!(
+            csv.allow_net,
+            skillcat_core::capability::Network::from_patterns(["api.github.com"]).unwrap()
+        );
+        let w = SkillGrants::for_skill(&c.skills, "writer").unwrap();
+        assert_eq!(w.allow_write, ["out"]);
+        assert!(w.allow_net.is_all());
+        assert!(SkillGrants::for_skill(&c.skills, "other").is_none());
+        let bad = Config::parse("[skills.x]\nallow_net = [\"http://x\"]\n", None, &env);
+        assert!(
+            bad.unwrap_err().to_string().contains("skills.x.allow_net"),
+            "the key is named"
+        );
+        assert!(Config::parse("[skills.x]\nallow = []\n", None, &env).is_err());
     }
 }

@@ -93,6 +93,9 @@ pub(super) fn parse(
     if let Some(sc) = raw.scripts {
         scripts(sc, &mut config.scripts, &f)?;
     }
+    if let Some(sk) = raw.skills {
+        config.skills = skills(sk, &f)?;
+    }
     let raw = RawRest {
         keyring: raw.keyring,
         cache_dir: raw.cache_dir,
@@ -320,6 +323,43 @@ fn scripts(sc: RawScripts, scripts: &mut ScriptsConfig, f: &Fail<'_>) -> Result<
     Ok(())
 }
 
+/// `[skills.NAME]`: each skill's grants, `allow_net` checked as `[sandbox] network` is.
+fn skills(
+    raw: BTreeMap<String, RawSkill>,
+    f: &Fail<'_>,
+) -> Result<BTreeMap<String, super::SkillGrants>, ConfigError> {
+    use skillcat_core::capability::Network;
+    let mut out = BTreeMap::new();
+    for (name, s) in raw {
+        let allow_net = match s.allow_net {
+            None => Network::Off,
+            Some(v) => {
+                let span = v.span();
+                match v.into_inner() {
+                    RawNetwork::Bool(b) => Network::from_bool(b),
+                    RawNetwork::List(l) => Network::from_patterns(l.iter().map(String::as_str))
+                        .map_err(|e| {
+                            f.fail(
+                                Some(span.clone()),
+                                Some(format!("skills.{name}.allow_net")),
+                                format!("skills.{name}.allow_net: {e}"),
+                            )
+                        })?,
+                }
+            }
+        };
+        out.insert(
+            name,
+            super::SkillGrants {
+                allow_read: s.allow_read.unwrap_or_default(),
+                allow_write: s.allow_write.unwrap_or_default(),
+                allow_net,
+            },
+        );
+    }
+    Ok(out)
+}
+
 /// What [`RawConfig`] holds besides the sources, the sandbox and the scripts.
 struct RawRest {
     keyring: Option<Spanned<String>>,
@@ -415,6 +455,16 @@ struct RawConfig {
     trusted_projects: Option<Vec<RawTrusted>>,
     install: Option<RawInstall>,
     runtime: Option<RawRuntime>,
+    skills: Option<BTreeMap<String, RawSkill>>,
+}
+
+/// A `[skills.NAME]` table.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSkill {
+    allow_read: Option<Vec<String>>,
+    allow_write: Option<Vec<String>>,
+    allow_net: Option<Spanned<RawNetwork>>,
 }
 
 /// A `trusted_projects` entry: `{ path = "/dir", sha256 = "sha256:…" }`, or a bare path (from

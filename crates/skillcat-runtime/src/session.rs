@@ -2,6 +2,7 @@
 //! loaded set that its runs share. It knows nothing of a run: [`Run`](super::Run) (`run.rs`,
 //! above it) starts runs from a session and reaches into its loaded set (`loaded.rs`, below it).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -103,6 +104,7 @@ pub struct SessionBuilder {
     runner: Option<Arc<Runner>>,
     ceiling: Ceiling,
     granted: Capabilities,
+    granted_to: BTreeMap<String, Capabilities>,
     env: Option<Environment>,
     modules: ModuleRegistry,
     gate: Arc<dyn Gate>,
@@ -166,12 +168,25 @@ impl SessionBuilder {
                 ..AuditOptions::default()
             }),
         };
-        Ok(this
+        let mut this = this
             .config(config)
             .environment(env)
             .runner(Arc::new(runner))
             .gate(gate)
-            .audit_tools(audit))
+            .audit_tools(audit);
+        // `[skills.NAME]`: the operator's grants to one skill.
+        for (name, g) in &config.skills {
+            this = this.granted_to(
+                name,
+                Capabilities {
+                    fs_read: g.allow_read.clone(),
+                    fs_write: g.allow_write.clone(),
+                    network: g.allow_net.clone(),
+                    ..Capabilities::default()
+                },
+            );
+        }
+        Ok(this)
     }
 
     /// Audit each skill as it is activated and withhold every tool of one with a high finding
@@ -206,6 +221,14 @@ impl SessionBuilder {
     /// [ceiling](Self::ceiling) still bounds the sum: a path outside it is not granted.
     pub fn granted(mut self, extra: Capabilities) -> Self {
         self.granted = extra;
+        self
+    }
+
+    /// What the host grants one skill (by name; `-` and `_` alike) on top of what it declares
+    /// and of [`granted`](Self::granted): a `[skills.NAME]` table of the configuration, which
+    /// [`configure`](Self::configure) reads. The ceiling still bounds the sum.
+    pub fn granted_to(mut self, skill: &str, extra: Capabilities) -> Self {
+        self.granted_to.insert(skill.replace('_', "-"), extra);
         self
     }
 
@@ -282,6 +305,7 @@ impl SessionBuilder {
                 runner: self.runner,
                 ceiling: self.ceiling,
                 granted: self.granted,
+                granted_to: self.granted_to,
                 env,
                 modules: self.modules,
                 gate: self.gate,
@@ -324,6 +348,8 @@ pub(super) struct Inner {
     pub(super) runner: Option<Arc<Runner>>,
     ceiling: Ceiling,
     granted: Capabilities,
+    /// Per skill, by name with `_` as `-`.
+    granted_to: BTreeMap<String, Capabilities>,
     env: Environment,
     modules: ModuleRegistry,
     gate: Arc<dyn Gate>,
@@ -378,6 +404,7 @@ impl Session {
             runner: None,
             ceiling: Ceiling::default(),
             granted: Capabilities::default(),
+            granted_to: BTreeMap::new(),
             env: None,
             modules: ModuleRegistry::new(),
             gate: Arc::new(AllowAll),
@@ -404,6 +431,7 @@ impl Session {
                 runner: inner.runner.clone(),
                 ceiling: inner.ceiling.clone(),
                 granted: inner.granted.clone(),
+                granted_to: inner.granted_to.clone(),
                 env: inner.env.clone(),
                 modules: inner.modules.clone(),
                 gate: inner.gate.clone(),
@@ -506,11 +534,16 @@ impl Inner {
             version: entry.skill().version().map(str::to_string),
             source: entry.source_name().to_string(),
         };
+        // The session's grants, and the skill's own (`[skills.NAME]`) on top.
+        let granted = match self.granted_to.get(&entry.name().replace('_', "-")) {
+            Some(own) => self.granted.with(own),
+            None => self.granted.clone(),
+        };
         let skill = SkillContext {
             entry,
             provenance: &provenance,
             trusted: entry.scripts_allowed(),
-            granted: &self.granted,
+            granted: &granted,
             ceiling: &self.ceiling,
             env: &self.env,
         };

@@ -141,7 +141,7 @@ fn files_a_script_leaves_in_its_work_directory_are_named_and_kept_on_request() {
     // Without --keep-work: the run succeeds and says what went with the workspace, and how
     // to keep it. TMPDIR's scratch is not named.
     let out = in_dir(dir, &["run", "skills", "writer", "write"]);
-    assert_eq!(out.code(0).out(), "wrote out.txt\n\n");
+    assert_eq!(out.code(0).out(), "wrote out.txt\n");
     out.says(&[
         "the script left 3 files in its work directory, which is removed with the run",
         "out.txt (6 bytes)",
@@ -204,7 +204,7 @@ fn a_script_that_leaves_nothing_gets_no_note() {
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let out = in_dir(tmp.path(), &["run", "quiet", "quiet", "hi"]);
-    assert_eq!(out.code(0).out(), "hi\n\n");
+    assert_eq!(out.code(0).out(), "hi\n");
     assert!(!out.stderr.contains("work directory"), "{}", out.stderr);
 }
 
@@ -350,7 +350,7 @@ fn quiet_keeps_results_and_errors_and_drops_warnings_and_notes() {
     let loud = in_dir(dir, &["run", "skills", "writer", "write"]);
     assert!(loud.code(0).stderr.contains("note:"), "{}", loud.stderr);
     let quiet = in_dir(dir, &["-q", "run", "skills", "writer", "write"]);
-    assert_eq!(quiet.code(0).out(), "wrote out.txt\n\n");
+    assert_eq!(quiet.code(0).out(), "wrote out.txt\n");
     assert_eq!(quiet.stderr, "", "-q printed on stderr");
     // Errors stay.
     let failed = in_dir(dir, &["run", "skills", "writer", "nope", "-q"]);

@@ -68,7 +68,7 @@ fn run_prints_the_result_and_exits_0() {
         &["run", ".", "echo", "echo_args", "--args", "a 'b c'"],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(o.out(), "[a]\n[b c]\n\n");
+    assert_eq!(o.out(), "[a]\n[b c]\n");
     // The full tool name, and `_` for `-` in the skill name, work too.
     let o = skillcat(
         d.path(),
@@ -81,7 +81,7 @@ fn run_prints_the_result_and_exits_0() {
             r#"{"args":"x"}"#,
         ],
     );
-    assert_eq!(o.out(), "[x]\n\n");
+    assert_eq!(o.out(), "[x]\n");
 }
 
 #[test]
@@ -99,7 +99,7 @@ fn declared_parameters_come_from_json() {
         ],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(o.out(), "hello world --loud\n\n");
+    assert_eq!(o.out(), "hello world --loud\n");
     let o = skillcat(
         d.path(),
         &["run", ".", "echo", "greet", "--json", r#"{"who":1}"#],
@@ -131,7 +131,7 @@ fn the_frontmatter_grant_reads_the_working_directory_only() {
         ],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(o.out(), "readable from cwd\n\n");
+    assert_eq!(o.out(), "readable from cwd\n");
     let o = skillcat(
         d.path(),
         &["run", ".", "echo", "read", "--args", "/etc/hostname"],

@@ -230,3 +230,33 @@ async fn a_guest_log_flood_fits_the_cap() {
     let outcome: Json = serde_json::from_str(text).expect("an outcome object");
     crate::support::guest::check_log_flood(&outcome);
 }
+
+/// A skill whose script prints `abc` with no line end (step 29, item 9).
+fn printf_skill() -> (tempfile::TempDir, PathBuf) {
+    let dir = sandbox_tempdir("skillcat-exact-");
+    let skills = std::fs::canonicalize(dir.path()).unwrap().join("skills");
+    write_skill(
+        &skills.join("exact"),
+        "---\nname: exact\ndescription: Prints without a line end.\n---\nPrints.\n",
+        &[("scripts/say.sh", "#!/bin/sh\nprintf abc\n", true)],
+    );
+    (dir, skills)
+}
+
+/// Piped `run` output is the script's bytes, no line end added (`printf abc` gives `abc`);
+/// so is the text of an MCP result (step 29, item 9: the README promises byte-exact output).
+#[tokio::test(flavor = "multi_thread")]
+async fn piped_run_output_and_mcp_text_are_the_scripts_bytes() {
+    let (dir, skills) = printf_skill();
+    let skills = skills.to_string_lossy().into_owned();
+    let o = Skillcat::new(&["run", &skills, "exact", "say"])
+        .cwd(dir.path())
+        .env_remove("SKILLCAT_CONFIG")
+        .deadline(Duration::from_secs(60))
+        .run();
+    o.code(0);
+    assert_eq!(o.stdout, b"abc", "piped run output: {:?}", o.out());
+    let r = mcp_call(&skills, &[], "run_exact_say", json!({})).await;
+    assert_eq!(r["isError"], json!(false), "{r}");
+    assert_eq!(r["content"][0]["text"], json!("abc"), "{r}");
+}

@@ -146,7 +146,7 @@ fn a_relative_argument_names_the_callers_file_once_the_run_may_read_it() {
     let data = ["--allow-read", "data.txt"];
     let o = w.script(None, "reader", "show", &data, Some("data.txt"));
     o.code(0);
-    assert_eq!(o.out(), "hello from data\n\n");
+    assert_eq!(o.out(), "hello from data\n");
     let o = w.script(None, "reader", "where", &data, None);
     o.code(0);
     let lines: Vec<&str> = o.out().lines().collect();
@@ -301,7 +301,7 @@ fn writes_and_the_network_within_a_configured_ceiling() {
     );
     let o = run("net", &["--allow-net"], None);
     o.code(0);
-    assert_eq!(o.out(), "socket ok\n\n");
+    assert_eq!(o.out(), "socket ok\n");
 }
 
 #[test]
@@ -336,7 +336,7 @@ fn the_metadata_spelling_grants_and_stays_valid_for_validators() {
     for skill in ["portable", "legacy"] {
         let o = w.run(&["run", w.skills(), skill, "show", "--args", "notes/n.txt"]);
         o.code(0);
-        assert_eq!(o.out(), "a note\n\n", "{skill}");
+        assert_eq!(o.out(), "a note\n", "{skill}");
         w.run(&["run", w.skills(), skill, "show", "--args", "data.txt"])
             .code(1)
             .says(&["run with --allow-read data.txt"]);
@@ -449,9 +449,9 @@ fn files_without_the_exec_bit_or_a_shebang_run_by_extension_when_configured() {
     );
     // They run, confined, like any tool.
     for (script, args, want) in [
-        ("plain", "a 'b c'", "py ran a b c\n\n"),
-        ("tool", "x", "sh ran x\n\n"),
-        ("bare", "", "bare ran\n\n"),
+        ("plain", "a 'b c'", "py ran a b c\n"),
+        ("tool", "x", "sh ran x\n"),
+        ("bare", "", "bare ran\n"),
     ] {
         let o = w.script(Some(config), "ext", script, &[], Some(args));
         o.code(0);

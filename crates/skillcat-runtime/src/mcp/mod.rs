@@ -56,6 +56,7 @@
 //! ```
 
 mod handler;
+mod hints;
 #[cfg(feature = "http")]
 mod http;
 mod live;

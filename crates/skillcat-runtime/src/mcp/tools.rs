@@ -22,6 +22,7 @@ use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock, MetaObject, Tool, ToolAnnotations};
 use serde_json::Value as Json;
 
+use super::hints;
 use crate::catalog::Entry;
 use crate::script::{Confinement, ScriptError};
 use crate::{Activation, Content, Run, RuntimeError, Session, ToolKind, ToolSpec};
@@ -162,8 +163,25 @@ impl ToolSet {
             return Call::Unknown;
         };
         let args = args.map_or(Json::Null, Json::Object);
+        let place = script_place(&run, name);
+        let cap = run
+            .session()
+            .inner
+            .runner
+            .as_ref()
+            .map_or(crate::script::ScriptLimits::default().output, |r| {
+                r.config().limits.output
+            });
         Call::Done(match run.call(name, &args).await {
-            Ok(out) => {
+            Ok(mut out) => {
+                // The proxy's hints, said again for the model (no flag of `run`'s).
+                if let (Some((skill, _)), Some(script)) = (&place, &mut out.script)
+                    && let Some(n) = &mut script.network
+                {
+                    hints::network_for_model(n, skill);
+                    out.content = Content::Text(script.to_model_text());
+                    out.fit(cap);
+                }
                 let mut meta = MetaObject::new();
                 if let Some(script) = &out.script {
                     meta.0.insert("exitCode".into(), script.exit_code.into());
@@ -186,7 +204,25 @@ impl ToolSet {
                 }
                 CallToolResult::success(vec![content_block(&out.content)]).with_meta(Some(meta))
             }
-            Err(e) => error_result(&e),
+            Err(mut e) => {
+                let mut extra = String::new();
+                if let RuntimeError::Script(ScriptError::Failed {
+                    output, network, ..
+                }) = &mut e
+                    && let Some((skill, grant)) = &place
+                {
+                    if let Some(n) = network {
+                        hints::network_for_model(n, skill);
+                    }
+                    if let Some(r) = &run.session().inner.runner {
+                        extra =
+                            hints::failure_for_model(&output.text, grant, r.config(), &args, skill);
+                    }
+                }
+                // The hints are the host's lines: the output gives way to them.
+                e.fit(cap.saturating_sub(extra.len() + 1));
+                error_result(&e, &extra)
+            }
         })
     }
 
@@ -231,9 +267,18 @@ impl ToolSet {
     }
 }
 
-/// An error as a tool result a model reads: `isError: true`, the model text, and the stable
-/// code in `_meta.code`.
-fn error_result(e: &RuntimeError) -> CallToolResult {
+/// The skill whose script tool `tool` is, and its grant, when it is one.
+fn script_place(run: &Run, tool: &str) -> Option<(String, crate::capability::Grant)> {
+    let a = run
+        .activations()
+        .iter()
+        .find(|a| a.script_tools().is_some_and(|t| t.find(tool).is_some()))?;
+    Some((a.name.clone(), a.script_grant()?.clone()))
+}
+
+/// An error as a tool result a model reads: `isError: true`, the model text (then `hints`, the
+/// lines [`hints::failure_for_model`] wrote), and the stable code in `_meta.code`.
+fn error_result(e: &RuntimeError, hints: &str) -> CallToolResult {
     let mut meta = MetaObject::new();
     meta.0.insert("code".into(), e.code().into());
     meta.0.insert("message".into(), e.to_string().into());
@@ -245,7 +290,14 @@ fn error_result(e: &RuntimeError) -> CallToolResult {
             serde_json::to_value(n).unwrap_or(Json::Null),
         );
     }
-    CallToolResult::error(vec![ContentBlock::text(e.to_model_text())]).with_meta(Some(meta))
+    let mut text = e.to_model_text();
+    if !hints.is_empty() {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(hints);
+    }
+    CallToolResult::error(vec![ContentBlock::text(text)]).with_meta(Some(meta))
 }
 
 /// A checked tool result as MCP content: text, an image, or the model text of other bytes.

@@ -14,8 +14,16 @@
 //! And since a script can name any path it likes, a grant is suggested by allow-list only
 //! ([`may_suggest`]): a path in the caller's directory or under a root the run already grants,
 //! never a hidden (dot) file or directory there or in a home (`.git`, `.env`, `.ssh`), nor a
-//! project's configuration (`skillcat.toml`, `skills-lock.json`). Any other reported path is
-//! still named, with no grant ([`Denial::grant`] is `None`).
+//! project's configuration (`skillcat.toml`, `skills-lock.json`). Beyond those bases, a path the
+//! run's own arguments named ([`RunPlace::named`]: the caller asked for it, the script only
+//! repeats it) that exists on the host, in a home or a temporary directory (`/tmp`,
+//! `/var/tmp`, `$TMPDIR`), is suggested too, unless a part of it is hidden. Any other reported
+//! path is still named, with no grant ([`Denial::grant`] is `None`).
+//!
+//! A run granted a host list reaches the network only through its proxy; a direct connection
+//! (to an IP address, bypassing `HTTPS_PROXY`) is refused by the kernel with `Permission
+//! denied`. [`direct_connection`] finds it in the output, so that a host can say to connect to
+//! the granted name through the proxy.
 
 use std::path::{Path, PathBuf};
 
@@ -70,6 +78,72 @@ pub struct RunPlace<'a> {
     /// Home directories (the caller's, root's): their hidden files and directories are never
     /// suggested for a grant, whatever the run's grant holds.
     pub homes: &'a [PathBuf],
+    /// The words of the run's arguments ([`argument_words`]): a path among them was the
+    /// caller's to name, so it may be suggested in a home or a temporary directory too (when
+    /// it exists on the host and no part of it is hidden).
+    pub named: &'a [String],
+}
+
+/// Every string of a run's JSON arguments, whole and word by word (`{"args": "-n /data/x"}`
+/// gives `-n /data/x`, `-n`, `/data/x`), for [`RunPlace::named`].
+pub fn argument_words(args: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut push = |s: &str| {
+        let s = s.trim_matches(|c: char| c == '\'' || c == '"');
+        if !s.is_empty() && !out.iter().any(|o| o == s) {
+            out.push(s.to_string());
+        }
+    };
+    let mut stack = vec![args];
+    while let Some(v) = stack.pop() {
+        match v {
+            serde_json::Value::String(s) => {
+                push(s);
+                s.split_whitespace().for_each(&mut push);
+            }
+            serde_json::Value::Array(a) => stack.extend(a),
+            serde_json::Value::Object(o) => stack.extend(o.values()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether `path` (absolute, clean) is one the run's arguments named (as written, or relative
+/// to the caller's directory), in a home or a temporary directory, with no hidden part nor a
+/// project's configuration anywhere in it: the caller asked for it, so suggesting its grant
+/// tells them nothing new. Still an allow-list: a system file the arguments name
+/// (`/etc/hostname`) is not suggested.
+fn named_by_caller(path: &Path, place: &RunPlace<'_>) -> bool {
+    let temp = std::env::temp_dir();
+    let in_base = place
+        .homes
+        .iter()
+        .map(PathBuf::as_path)
+        .chain([Path::new("/tmp"), Path::new("/var/tmp"), temp.as_path()])
+        .filter(|b| b.parent().is_some())
+        .any(|b| path.starts_with(b) && path != b);
+    let plain = path.components().all(|c| match c {
+        std::path::Component::RootDir => true,
+        std::path::Component::Normal(n) => {
+            let n = n.to_string_lossy();
+            !n.starts_with('.') && !PROJECT_FILES.contains(&n.as_ref())
+        }
+        _ => false,
+    });
+    plain
+        && in_base
+        && place.named.iter().any(|w| {
+            let w = Path::new(w);
+            let full = if w.is_absolute() {
+                lexical_normalize(w)
+            } else if let Some(c) = place.caller {
+                lexical_normalize(&c.join(w))
+            } else {
+                return false;
+            };
+            full == path
+        })
 }
 
 /// At most this many denials with a grant to suggest are reported (the first ones in the
@@ -150,6 +224,33 @@ pub fn denials(output: &str, place: &RunPlace<'_>) -> Vec<Denial> {
     out
 }
 
+/// [`denials`] for a run of a runner configured with `config` under `grant` (the skill's
+/// script grant), its arguments' words `named`: the place a host that holds a runner (an MCP
+/// server) knows without an environment of its own.
+pub fn runner_denials(
+    output: &str,
+    grant: &Grant,
+    config: &super::RunnerConfig,
+    named: &[String],
+) -> Vec<Denial> {
+    let caller = config.caller_dir.as_deref();
+    let workspaces = std::fs::canonicalize(&config.workspace_base)
+        .unwrap_or_else(|_| config.workspace_base.clone());
+    let system = super::sandbox::system_read_paths(grant.network.any());
+    let mut homes: Vec<PathBuf> = config.user_dirs.home.iter().cloned().collect();
+    homes.push(PathBuf::from("/root"));
+    let place = RunPlace {
+        grant,
+        caller,
+        started_in_caller: caller.is_some_and(|c| super::start_dir(grant, c).is_some()),
+        system: &system,
+        workspaces: &workspaces,
+        homes: &homes,
+        named,
+    };
+    denials(output, &place)
+}
+
 /// A path reported as `Permission denied` (`read_only`: as `Read-only file system`).
 fn denied_path(written: &str, place: &RunPlace<'_>, read_only: bool) -> Option<Denial> {
     let base = if Path::new(written).is_absolute() {
@@ -186,7 +287,9 @@ fn denied_path(written: &str, place: &RunPlace<'_>, read_only: bool) -> Option<D
     let grant = existing(&path).filter(|p| p.parent().is_some())?;
     Some(Denial {
         written: written.to_string(),
-        grant: (may_suggest(&path, place) && may_suggest(&grant, place)).then_some(grant),
+        grant: ((may_suggest(&path, place) && may_suggest(&grant, place))
+            || (grant == path && named_by_caller(&path, place)))
+        .then_some(grant),
         path,
         reach,
     })
@@ -217,7 +320,8 @@ fn missing_path(written: &str, place: &RunPlace<'_>) -> Option<Denial> {
         }
         return Some(Denial {
             written: written.to_string(),
-            grant: may_suggest(&path, place).then(|| path.clone()),
+            grant: (may_suggest(&path, place) || named_by_caller(&path, place))
+                .then(|| path.clone()),
             path,
             reach: Reach::NotGranted,
         });
@@ -326,12 +430,77 @@ fn candidates(line: &str) -> Vec<String> {
 /// Holds a `/`, or a `.` with something on both sides (`app.log`, not `done.`); not a URL.
 fn looks_like_path(s: &str) -> bool {
     let s = s.trim();
-    if s.is_empty() || s.contains("://") || s.len() > 4096 {
+    if s.is_empty() || s.contains("://") || s.len() > 4096 || ip_literal(s).is_some() {
         return false;
     }
     s.contains('/')
         || s.find('.')
             .is_some_and(|i| i > 0 && i + 1 < s.len() && !s.ends_with('.'))
+}
+
+/// The address of `s` when it is an IP literal, with or without a port (`93.184.216.34`,
+/// `93.184.216.34:443`, `[2001:db8::1]:443`, `2001:db8::1`).
+fn ip_literal(s: &str) -> Option<std::net::IpAddr> {
+    let s = s.trim_matches(|c: char| matches!(c, '(' | ')' | ',' | ';' | '\'' | '"'));
+    if let Ok(a) = s.parse::<std::net::SocketAddr>() {
+        return Some(a.ip());
+    }
+    let host = s.trim_start_matches('[').trim_end_matches(']');
+    host.parse::<std::net::IpAddr>().ok()
+}
+
+/// A connection the script made around its run's proxy, refused by the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectConnection {
+    /// The address the output names (`93.184.216.34` or `93.184.216.34:443`), when it names
+    /// one.
+    pub target: Option<String>,
+}
+
+/// A direct connection the output reports refused, for a run granted a host list (whose
+/// only way out is its proxy: the sandbox refuses every other `connect` with `EACCES`).
+/// Read from the common wordings: Python's `PermissionError: [Errno 13] Permission denied`
+/// after a traceback through `connect`, Node's `connect EACCES 1.2.3.4:443`, a line that
+/// names an address and says `Permission denied`. Advice only: nothing is decided from it.
+///
+/// When the output names no address, the one among `named` (the run's argument words) is
+/// taken: the caller gave it.
+pub fn direct_connection(output: &str, named: &[String]) -> Option<DirectConnection> {
+    let denied = |l: &str| {
+        let l = l.to_lowercase();
+        l.contains("permission denied") || l.contains("eacces")
+    };
+    let address = |l: &str| {
+        l.split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == ',')
+            .find(|w| ip_literal(w).is_some())
+            .map(|w| {
+                w.trim_matches(|c: char| matches!(c, '\'' | '"' | ';'))
+                    .to_string()
+            })
+    };
+    let mentions_connect = output.to_lowercase().contains("connect");
+    for line in output.lines() {
+        if !denied(line) {
+            continue;
+        }
+        let lower = line.to_lowercase();
+        // A line that names an address it was refused: Node, curl, nc, most clients.
+        if let Some(target) = address(line) {
+            return Some(DirectConnection {
+                target: Some(target),
+            });
+        }
+        // Python: the refusal names no path, and the traceback went through `connect`.
+        if mentions_connect && candidates(line).is_empty() && !lower.contains("open") {
+            let target = output
+                .lines()
+                .filter(|l| l.to_lowercase().contains("connect"))
+                .find_map(address)
+                .or_else(|| named.iter().find(|w| ip_literal(w).is_some()).cloned());
+            return Some(DirectConnection { target });
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -416,6 +585,7 @@ mod tests {
             system: &system,
             workspaces: &ws,
             homes: &[],
+            named: &[],
         };
         let c = caller.display();
         let output = format!(
@@ -494,6 +664,7 @@ mod tests {
             system: &[],
             workspaces: &ws,
             homes: &[],
+            named: &[],
         };
         let got: Vec<(String, Reach)> = denials(
             "sh: 1: cannot create granted/closed.txt: Read-only file system\n\
@@ -538,6 +709,7 @@ mod tests {
             system: &[],
             workspaces: &ws,
             homes: &homes,
+            named: &[],
         };
         for (name, path) in [
             ("a home's ssh key", home.join(".ssh/id_rsa")),
@@ -585,5 +757,108 @@ mod tests {
         }
         flood.push_str(&format!("cat: {}: Permission denied\n", ok.display()));
         assert!(denials(&flood, &place).iter().any(|d| d.grant.is_some()));
+    }
+
+    /// A path outside every base is suggested only when the run's own arguments named it,
+    /// it exists, and no part of it is hidden (step 29, item 8).
+    #[test]
+    fn a_path_the_arguments_named_is_suggested_wherever_it_lies() {
+        // (Not `.tmp…`: a hidden part anywhere keeps a named path from being suggested.)
+        let dir = tempfile::Builder::new()
+            .prefix("denial-")
+            .tempdir()
+            .unwrap();
+        let root = dir.path();
+        let (caller, private) = (root.join("proj"), root.join("private"));
+        std::fs::create_dir_all(&caller).unwrap();
+        std::fs::create_dir_all(private.join(".keys")).unwrap();
+        std::fs::write(private.join("notes.txt"), "x").unwrap();
+        std::fs::write(private.join(".keys/k"), "x").unwrap();
+        let ws = root.join("ws");
+        let g = grant(&[], &[]);
+        let notes = private.join("notes.txt");
+        let key = private.join(".keys/k");
+        let named = argument_words(&serde_json::json!({
+            "args": format!("-n {} {} {}", notes.display(), key.display(), root.join("gone").display())
+        }));
+        let place = |named| RunPlace {
+            grant: &g,
+            caller: Some(&caller),
+            started_in_caller: false,
+            system: &[],
+            workspaces: &ws,
+            homes: &[],
+            named,
+        };
+        let output = format!(
+            "cat: {}: No such file or directory\ncat: {}: No such file or directory\n\
+             cat: {}: No such file or directory\n",
+            notes.display(),
+            key.display(),
+            root.join("gone").display()
+        );
+        let got: Vec<(PathBuf, Option<PathBuf>)> = denials(&output, &place(&named))
+            .into_iter()
+            .map(|d| (d.path, d.grant))
+            .collect();
+        // The hidden one is named without advice; the one that does not exist, not at all.
+        assert_eq!(
+            got,
+            [(notes.clone(), Some(notes.clone())), (key.clone(), None)]
+        );
+        // Not named by the arguments: no advice, as before.
+        assert!(
+            denials(&output, &place(&[]))
+                .iter()
+                .all(|d| d.grant.is_none())
+        );
+        // Named, but a system file: no advice either.
+        let etc = "cat: /etc/hostname: No such file or directory\n";
+        let named = ["/etc/hostname".to_string()];
+        assert!(
+            denials(etc, &place(&named))
+                .iter()
+                .all(|d| d.grant.is_none())
+        );
+    }
+
+    #[test]
+    fn direct_connections_in_common_wordings() {
+        let python = "Traceback (most recent call last):\n  File \"/x/conn.py\", line 3, in <module>\n    \
+                      socket.create_connection((sys.argv[1], 443), timeout=5)\n    sock.connect(sa)\n\
+                      PermissionError: [Errno 13] Permission denied\n";
+        assert_eq!(
+            direct_connection(python, &[]),
+            Some(DirectConnection { target: None })
+        );
+        assert_eq!(
+            direct_connection(python, &["93.184.216.34".to_string()]),
+            Some(DirectConnection {
+                target: Some("93.184.216.34".into())
+            })
+        );
+        assert_eq!(
+            direct_connection("Error: connect EACCES 93.184.216.34:443\n", &[]),
+            Some(DirectConnection {
+                target: Some("93.184.216.34:443".into())
+            })
+        );
+        assert_eq!(
+            direct_connection(
+                "nc: connect to 10.0.0.7 port 80 (tcp) failed: Permission denied\n",
+                &[]
+            ),
+            Some(DirectConnection {
+                target: Some("10.0.0.7".into())
+            })
+        );
+        // A file refused is not a connection, nor is output without a refusal.
+        assert_eq!(
+            direct_connection("cat: /etc/x: Permission denied\nconnected\n", &[]),
+            None
+        );
+        assert_eq!(direct_connection("connect 1.2.3.4 ok\n", &[]), None);
+        // An address is never read as a path.
+        assert!(candidates("Error: connect EACCES 93.184.216.34:443").is_empty());
     }
 }
