@@ -1,10 +1,13 @@
-//! `serve`'s peak memory at 2,000 skills: a registry of 2,000 skills (four files each, 1–6 KB)
-//! is served, asked for its home page, a skill's page and an archive, and the server's peak
-//! resident memory (VmHWM) must stay at most 300 MB. Before, it peaked at 340–480 MB in a debug
-//! build (390–610 MB in a release build, 670–684 MB on a machine with more cores) before settling
-//! near 120 MB: glibc's allocator raised its mmap and trim thresholds after the first 380 KB
-//! deflate state was freed, so every archive packed left one such buffer's worth of free heap
-//! in its thread's arena, to the end of the build. The live heap itself never passed ~115 MB.
+//! `serve`'s peak memory, at half the scale issue 51 measured (2,000 skills, at most 300 MB),
+//! to keep the test short in a debug build: a registry of 1,000 skills (four files each,
+//! 1–6 KB) is served, asked for its home page, a skill's page and its index, and the server's
+//! peak resident memory (VmHWM) must stay at most 150 MB. Before, it peaked at 260–294 MB
+//! here (340–480 MB at 2,000 skills in a debug build, 390–610 MB in a release build, 670–684 MB
+//! on a machine with more cores) before settling near 105 MB: glibc's allocator raised its mmap
+//! and trim thresholds after the first 380 KB deflate state was freed, so every archive packed
+//! left about that much free heap in its thread's arena until the build ended. The live heap
+//! itself stays near what the site holds. Now: about 105 MB here, 150 MB at 2,000 skills
+//! (`benches/serve_rss.sh` measures any size).
 //!
 //! Origin: step 29 (issue 51, item 18).
 
@@ -20,10 +23,10 @@ use crate::support::bin::Skillcat;
 use crate::support::serve::spawn_serve;
 
 /// Skills in the registry (issue 51 measured at 2,000).
-const SKILLS: usize = 2000;
+const SKILLS: usize = 1000;
 
-/// The most the server may hold at its peak.
-const PEAK_RSS_KIB: u64 = 300 * 1000;
+/// The most the server may hold at its peak: issue 51's 300 MB at 2,000 skills, in proportion.
+const PEAK_RSS_KIB: u64 = 150 * 1000;
 
 /// Writes `SKILLS` skills under `dir`, shaped as `benches/support/corpus.sh` writes them.
 fn corpus(dir: &Path) {
@@ -93,14 +96,14 @@ fn status_kib(pid: u32, field: &str) -> u64 {
 }
 
 #[test]
-fn serving_two_thousand_skills_peaks_under_300_mb() {
+fn serving_a_thousand_skills_peaks_under_150_mb() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("corpus");
     corpus(&dir);
     let db = tmp.path().join("r.db");
     let (db_s, dir_s) = (db.to_str().unwrap(), dir.to_str().unwrap());
     Skillcat::new(&["registry", "init", db_s]).run().code(0);
-    // A guard, not a measure: the publish of 2,000 skills is item 18b's, slow before it.
+    // A guard, not a measure: publishing many skills was slow before item 18b.
     Skillcat::new(&["registry", "publish", db_s, dir_s])
         .deadline(Duration::from_secs(600))
         .run()
@@ -110,7 +113,7 @@ fn serving_two_thousand_skills_peaks_under_300_mb() {
     assert_eq!(line, format!("Serving {SKILLS} skills on {url}"));
     for path in [
         "/",
-        "/skills/skill-1000/",
+        "/skills/skill-0500/",
         "/.well-known/agent-skills/index.json",
     ] {
         assert_eq!(get(&url, path), "HTTP/1.1 200 OK", "GET {path}");
