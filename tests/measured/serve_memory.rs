@@ -2,7 +2,7 @@
 //! to keep the test short in a debug build: a registry of 1,000 skills (four files each,
 //! 1–6 KB) is served, asked for its home page, a skill's page and its index, and the server's
 //! peak resident memory (VmHWM) must stay at most 150 MB. Before, it peaked at 260–294 MB
-//! here (340–480 MB at 2,000 skills in a debug build, 390–610 MB in a release build, 670–684 MB
+//! here (343–476 MB at 2,000 skills in a debug build, 386–584 MB in a release build, 670–684 MB
 //! on a machine with more cores) before settling near 105 MB: glibc's allocator raised its mmap
 //! and trim thresholds after the first 380 KB deflate state was freed, so every archive packed
 //! left about that much free heap in its thread's arena until the build ended. The live heap

@@ -157,9 +157,9 @@ pub fn release_freed_memory() {
 /// large buffers from per-thread arenas, where a freed buffer is soon split by small
 /// allocations that live on and one thread's cannot serve another thread's: memory then grows
 /// with the buffers ever freed, not with those in use. Measured: an upload server at 251 MiB
-/// peak for what stays at 111 MiB with this; `serve` of 2,000 skills at 390–610 MB peak (one
+/// peak for what stays at 111 MiB with this; `serve` of 2,000 skills at 386–584 MB peak (one
 /// 380 KB deflate state per skill packed) for a live heap that never passes ~115 MB, and
-/// 140 MB with this (`benches/serve_rss.sh`). Elsewhere it does nothing.
+/// 137 MB with this (`benches/serve_rss.sh`). Elsewhere it does nothing.
 pub fn return_large_buffers() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` sets one tunable of glibc's allocator; it takes the allocator's own
