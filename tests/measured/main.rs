@@ -12,3 +12,4 @@ mod run_output;
 mod sandbox_escapes;
 mod sandbox_supervision;
 mod sandbox_view;
+mod serve_memory;

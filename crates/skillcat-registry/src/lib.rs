@@ -30,6 +30,8 @@
 //!   the lock up front instead of failing half-way), committed with `synchronous=FULL` in WAL mode:
 //!   a crash or `SIGKILL` leaves either the whole version or none of it. Readers never block and
 //!   never see a half-written version; any number of processes may read while one writes.
+//!   [`commit_many`](Registry::commit_many) (what a publish of many skills uses) writes several
+//!   versions in one such transaction, each in a savepoint of its own: still all or nothing.
 //! - **Nothing is taken on trust.** A publish reads every file from its source and hashes what it
 //!   holds: the skill digest, the per-file digests and the manifest are computed here, blobs are
 //!   stored under the sha256 of their bytes, and a signature is verified against the statement

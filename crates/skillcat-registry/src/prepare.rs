@@ -183,12 +183,31 @@ pub fn check_batch(
     Ok(total)
 }
 
+/// Most versions a batch commits at once ([`Registry::commit_many`]).
+const BATCH_VERSIONS: usize = 256;
+/// Most bytes of files a batch holds before it is committed (a version holds at most 16 MiB by
+/// default, so a batch holds at most this and one version more).
+const BATCH_BYTES: u64 = 32 << 20;
+
+/// A skill of a batch read, waiting for its batch to be committed.
+struct Pending {
+    spec: String,
+    root: String,
+    location: String,
+    prepared: Result<Prepared, SkillFailure>,
+}
+
 impl Registry {
     /// Publishes every skill of `sources` (checked with [`check_batch`] first), one after the
     /// other, each with the version and signature its source keeps unless `opts` gives them
     /// (a signature beside the source: `SOURCE.minisig`, or `SOURCE.NAME.minisig` for a source
     /// of several skills, as `pack --sign` and `sign` write them). A skill refused does not
-    /// stop the others; `each` hears of every skill as it starts and ends.
+    /// stop the others; `each` hears of every skill as it starts, and as it ends once the
+    /// batch it is in is committed.
+    ///
+    /// Skills are read and prepared in turn, and committed in batches (up to 256 versions or
+    /// 32 MiB of files: [`commit_many`](Self::commit_many)), each version still all or
+    /// nothing within its batch, as if each were committed on its own.
     pub async fn publish_batch(
         &mut self,
         sources: &[PublishSource],
@@ -197,12 +216,14 @@ impl Registry {
     ) -> Result<Vec<SkillOutcome>, BatchError> {
         let total = check_batch(sources, opts)?;
         let mut outcomes = Vec::with_capacity(total);
+        let mut pending: Vec<Pending> = Vec::new();
+        let (mut versions, mut bytes) = (0usize, 0u64);
         for o in sources {
             let single = o.roots.len() == 1;
             for root in &o.roots {
                 let location = o.src.location(root);
                 each(BatchEvent::Start(&location));
-                let result = match kept_by_source(o, root, single).await {
+                let prepared = match kept_by_source(o, root, single).await {
                     Ok((version, found)) => {
                         let publish = PublishOptions {
                             version: opts.version.map(str::to_string).or(version),
@@ -211,23 +232,70 @@ impl Registry {
                             limits: opts.limits,
                             ..Default::default()
                         };
-                        self.publish(&*o.src, root, &publish)
+                        prepare(&*o.src, root, &publish)
                             .await
                             .map_err(SkillFailure::from)
                     }
                     Err(e) => Err(e),
                 };
-                let outcome = SkillOutcome {
+                if let Ok(p) = &prepared {
+                    versions += 1;
+                    bytes = bytes.saturating_add(p.bytes());
+                }
+                pending.push(Pending {
                     spec: o.spec.clone(),
                     root: root.clone(),
                     location,
-                    result,
-                };
-                each(BatchEvent::Done(&outcome));
-                outcomes.push(outcome);
+                    prepared,
+                });
+                if versions >= BATCH_VERSIONS || bytes >= BATCH_BYTES {
+                    self.commit_pending(&mut pending, &mut outcomes, &mut each);
+                    (versions, bytes) = (0, 0);
+                }
             }
         }
+        self.commit_pending(&mut pending, &mut outcomes, &mut each);
         Ok(outcomes)
+    }
+
+    /// Commits the skills of `pending` prepared, and says how each went, in order.
+    fn commit_pending(
+        &mut self,
+        pending: &mut Vec<Pending>,
+        outcomes: &mut Vec<SkillOutcome>,
+        each: &mut impl FnMut(BatchEvent<'_>),
+    ) {
+        let mut ready = Vec::new();
+        let mut rest = Vec::with_capacity(pending.len());
+        for p in pending.drain(..) {
+            let failed = match p.prepared {
+                Ok(prepared) => {
+                    ready.push(prepared);
+                    None
+                }
+                Err(e) => Some(e),
+            };
+            rest.push((p.spec, p.root, p.location, failed));
+        }
+        let mut committed = self.commit_many(&ready).into_iter();
+        drop(ready);
+        for (spec, root, location, failed) in rest {
+            let result = match failed {
+                Some(e) => Err(e),
+                None => committed
+                    .next()
+                    .expect("commit_many answers each version")
+                    .map_err(SkillFailure::from),
+            };
+            let outcome = SkillOutcome {
+                spec,
+                root,
+                location,
+                result,
+            };
+            each(BatchEvent::Done(&outcome));
+            outcomes.push(outcome);
+        }
     }
 }
 

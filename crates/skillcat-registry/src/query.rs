@@ -467,31 +467,30 @@ pub(super) fn refresh_latest(conn: &Connection, skill_id: i64) -> rusqlite::Resu
         .query_map([skill_id], |r| Ok((r.get(0)?, r.get(1)?)))
         .and_then(Iterator::collect)?;
     let best = order::highest(live);
+    // Cached: a publish of many skills runs these once per version.
     let current: Option<i64> = conn
-        .query_row(
-            "SELECT version_id FROM tag WHERE skill_id = ?1 AND tag = ?2",
-            params![skill_id, LATEST],
-            |r| r.get(0),
-        )
+        .prepare_cached("SELECT version_id FROM tag WHERE skill_id = ?1 AND tag = ?2")?
+        .query_row(params![skill_id, LATEST], |r| r.get(0))
         .optional()?;
     if best == current {
         return Ok(());
     }
-    conn.execute("DELETE FROM skill_search WHERE rowid = ?1", [skill_id])?;
+    conn.prepare_cached("DELETE FROM skill_search WHERE rowid = ?1")?
+        .execute([skill_id])?;
     match best {
         Some(version_id) => {
-            conn.execute(
+            conn.prepare_cached(
                 "INSERT INTO tag (skill_id, tag, version_id) VALUES (?1, ?2, ?3) \
                  ON CONFLICT (skill_id, tag) DO UPDATE SET version_id = excluded.version_id",
-                params![skill_id, LATEST, version_id],
-            )?;
-            conn.execute(
+            )?
+            .execute(params![skill_id, LATEST, version_id])?;
+            conn.prepare_cached(
                 "INSERT INTO skill_search (rowid, name, description, body) \
                  SELECT s.id, s.name, v.description, x.body FROM version v \
                  JOIN skill s ON s.id = v.skill_id JOIN version_text x ON x.version_id = v.id \
                  WHERE v.id = ?1",
-                [version_id],
-            )?;
+            )?
+            .execute([version_id])?;
         }
         None => {
             conn.execute(

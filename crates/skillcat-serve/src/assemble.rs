@@ -40,8 +40,9 @@ pub fn registry_path(spec: &str) -> PathBuf {
 /// [`SiteProblem`]s. A registry is searched by its own full-text search and serves its versions
 /// and yanked versions; any other source is ranked by the runtime's matcher (BM25F over name,
 /// description and body, as `skillcat match` ranks) and shows the signatures lying beside it
-/// (`SOURCE.minisig`, as `pack --sign` and `sign` write them). The memory packing freed is
-/// handed back to the system afterwards ([`release_freed_memory`]).
+/// (`SOURCE.minisig`, as `pack --sign` and `sign` write them). Large buffers go back to the
+/// system as they are freed ([`return_large_buffers`]), and the rest of what packing freed
+/// afterwards ([`release_freed_memory`]): the peak stays near what the site holds.
 pub async fn build_site(
     spec: &str,
     src: &dyn Source,
@@ -72,6 +73,7 @@ pub async fn build_site(
         yanked: registry.map(|p| Arc::new(RegistryYanked(p)) as Arc<dyn YankedLookup>),
         ..SiteOptions::default()
     };
+    return_large_buffers();
     let built = Site::from_discovery(src, found, &opts).await;
     release_freed_memory();
     built
@@ -148,20 +150,22 @@ pub fn release_freed_memory() {
     }
 }
 
-/// Has the allocator give large buffers (an upload's files, 1 MiB and more) back to the system
-/// when they are freed; [`publishing_router`](crate::publishing_router) sets it. glibc
-/// otherwise raises its mmap threshold after the first large free and serves later large
-/// buffers from per-thread arenas, where one thread's freed buffer cannot serve another
-/// thread's: the server's memory then grows with the number of threads that ever held an
-/// upload, not with the uploads in flight, and the documented bound (`docs/registry.md`) would
-/// not hold (measured: 251 MiB peak for what stays at 111 MiB with this). Elsewhere it does
-/// nothing.
+/// Has the allocator give large buffers (128 KiB and more: a packed skill's deflate state,
+/// an upload's files) back to the system when they are freed; [`build_site`] and
+/// [`publishing_router`](crate::publishing_router) set it. glibc otherwise raises its mmap
+/// threshold (and its trim threshold with it) after the first large free and serves later
+/// large buffers from per-thread arenas, where a freed buffer is soon split by small
+/// allocations that live on and one thread's cannot serve another thread's: memory then grows
+/// with the buffers ever freed, not with those in use. Measured: an upload server at 251 MiB
+/// peak for what stays at 111 MiB with this; `serve` of 2,000 skills at 386–584 MB peak (one
+/// 380 KB deflate state per skill packed) for a live heap that never passes ~115 MB, and
+/// 137 MB with this (`benches/serve_rss.sh`). Elsewhere it does nothing.
 pub fn return_large_buffers() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` sets one tunable of glibc's allocator; it takes the allocator's own
     // locks and is safe to call while other threads allocate.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
     }
 }
 

@@ -168,3 +168,48 @@ cp "$T"/reg.db* "$O/"
         assert_eq!(rows, 0, "{sql}");
     }
 }
+
+/// A batch publish (origin: step 29, issue 51 item 18): a full disk rolls back the batch's
+/// transaction, and every version of it is committed again on its own, so the skills before
+/// and after the one too big are published and it alone is absent.
+#[test]
+fn a_full_disk_mid_batch_keeps_the_versions_around_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    small(&src, "alpha");
+    big(&src);
+    small(&src, "gamma");
+    let out = tmp.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let script = format!(
+        r#"
+"$B" registry init "$T/reg.db" > /dev/null
+if "$B" registry publish "$T/reg.db" {src} > "$O/publish.out" 2> "$O/publish.err"; then
+    echo "publish: succeeded"
+else
+    echo "publish: failed"
+fi
+cp "$T"/reg.db* "$O/"
+"#,
+        src = src.display(),
+    );
+    let said = in_small_tmpfs(&script, &out);
+    assert_eq!(said.trim(), "publish: failed");
+    let err = read(out.join("publish.err"));
+    assert!(err.contains("No space left on device"), "{err}");
+    let published = read(out.join("publish.out"));
+    assert!(
+        published.contains("Published alpha@1.0.0") && published.contains("Published gamma@1.0.0"),
+        "{published}"
+    );
+    let reg = Registry::open_read_only(out.join("reg.db")).unwrap();
+    let report = reg.check().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    let rows: i64 = reg
+        .connection()
+        .query_row("SELECT count(*) FROM skill WHERE name = 'big'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(rows, 0);
+}

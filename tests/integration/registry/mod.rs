@@ -1,6 +1,7 @@
 //! Registries: the SQLite registry, the central registry's publishing API (tokens, audit, upload bounds, reliability), versions and what a served registry answers.
 
 mod audit;
+mod batch;
 mod central;
 mod central_operations;
 mod central_reliability;
