@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# The whole `skillcat run` process of a one-line sh script, side by side with bubblewrap and a
-# bare spawn of the same script, on the same machine in one run: median and p90 wall time of
-# N runs each (interleaved, so a noisy moment hits all three), and the ratios.
+# A confined call of a one-line sh script, three ways, side by side with bubblewrap's whole
+# process and a bare spawn of the same script, on the same machine in one run: median and p90
+# wall time of N of each (interleaved, so a noisy moment hits all of them), the ratios to
+# bubblewrap, and the targets of step 31 (issue 53) beside them.
 #
-#   benches/run_vs_bwrap.sh [N]        (default 100; builds the release binary first)
+#   benches/run_vs_bwrap.sh [N]        (default 100; builds the release binaries first)
+#
+# - `skillcat run`: the whole process, started and waited for.
+# - MCP call: one `tools/call` through a live `skillcat mcp` over stdio, started once and
+#   initialised before; timed from the request written to the response read.
+# - session call: one `Run::call` through the library's session (`examples/call_loop.rs`, started
+#   once, the skill activated once); timed from the request line written to the answer read.
 #
 # bubblewrap runs as its documented hardened setup: the host read-only, its own /dev and /proc,
 # every namespace unshared, dying with its parent. skillcat runs the bundled-style skill with
@@ -13,8 +20,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-100}
 command -v bwrap >/dev/null || { echo "run_vs_bwrap: needs bwrap (apt-get install bubblewrap)" >&2; exit 2; }
-cargo build --release --locked --quiet
-bin="${CARGO_TARGET_DIR:-target}/release/skillcat"
+cargo build --release --locked --quiet --bin skillcat --example call_loop
+out="${CARGO_TARGET_DIR:-target}/release"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -26,32 +33,103 @@ chmod -R a+rX "$work/skills"
 chmod 0755 "$work/skills/hello/scripts/hi.sh"
 script="$work/skills/hello/scripts/hi.sh"
 
-export BIN="$bin" SKILL="$work/skills/hello" SCRIPT="$script" HOME_DIR="$work/home" TMP_DIR="$work/tmp" RUNS="$runs"
+export BIN="$out/skillcat" LOOP="$out/examples/call_loop" SKILLS="$work/skills" \
+    SCRIPT="$script" HOME_DIR="$work/home" TMP_DIR="$work/tmp" RUNS="$runs"
 python3 - <<'PY'
-import os, subprocess, time, statistics
+import json, os, subprocess, time, statistics
 
 env = {"PATH": "/usr/bin:/bin", "HOME": os.environ["HOME_DIR"], "TMPDIR": os.environ["TMP_DIR"]}
-cmds = {
+skill = os.path.join(os.environ["SKILLS"], "hello")
+whole = {
     "bare sh": ["/bin/sh", os.environ["SCRIPT"]],
     "bwrap": ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
               "--unshare-all", "--die-with-parent", "/bin/sh", os.environ["SCRIPT"]],
-    "skillcat run": [os.environ["BIN"], "run", os.environ["SKILL"], "hello", "hi"],
+    "skillcat run": [os.environ["BIN"], "run", skill, "hello", "hi"],
 }
-for name, cmd in cmds.items():  # each must work, and warm the caches
+
+
+class Mcp:
+    """`skillcat mcp SKILLS` over stdio, initialised; `call()` is one tools/call."""
+
+    def __init__(self):
+        self.p = subprocess.Popen([os.environ["BIN"], "mcp", os.environ["SKILLS"]], env=env,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL)
+        self.id = 0
+        self.ask("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                "clientInfo": {"name": "run_vs_bwrap", "version": "1"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, msg):
+        self.p.stdin.write(json.dumps(msg).encode() + b"\n")
+        self.p.stdin.flush()
+
+    def ask(self, method, params):
+        self.id += 1
+        self.send({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
+        while True:  # notifications (a list changed) may come first
+            answer = json.loads(self.p.stdout.readline())
+            if answer.get("id") == self.id:
+                return answer
+
+    def call(self):
+        r = self.ask("tools/call", {"name": "run_hello_hi", "arguments": {}})["result"]
+        if r.get("isError") or r["content"][0]["text"] != "hi\n":
+            raise SystemExit(f"MCP call failed: {r!r}")
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait()
+
+
+class Session:
+    """`examples/call_loop.rs`: a line in, one `Run::call`, a line out."""
+
+    def __init__(self):
+        self.p = subprocess.Popen([os.environ["LOOP"], os.environ["SKILLS"], "hello",
+                                   "run_hello_hi"], env=env, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def call(self):
+        self.p.stdin.write(b"\n")
+        self.p.stdin.flush()
+        answer = self.p.stdout.readline()
+        if not answer.startswith(b"ok hi"):
+            raise SystemExit(f"session call failed: {answer!r}")
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait()
+
+
+for name, cmd in whole.items():  # each must work, and warm the caches
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0 or "hi" not in out.stdout:
         raise SystemExit(f"{name} failed: {out.returncode} {out.stdout!r} {out.stderr!r}")
-times = {n: [] for n in cmds}
+mcp, session = Mcp(), Session()
+calls = {"MCP call": mcp.call, "session call": session.call}
+for call in calls.values():  # the first call makes the skill's workspace
+    call()
+times = {n: [] for n in [*whole, *calls]}
 for _ in range(int(os.environ["RUNS"])):
-    for name, cmd in cmds.items():
+    for name, cmd in whole.items():
         t = time.perf_counter()
         subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         times[name].append((time.perf_counter() - t) * 1000)
+    for name, call in calls.items():
+        t = time.perf_counter()
+        call()
+        times[name].append((time.perf_counter() - t) * 1000)
+mcp.close()
+session.close()
+
 med = {n: statistics.median(v) for n, v in times.items()}
+targets = {"skillcat run": "target <= 1.50x", "MCP call": "target <= 0.50x"}
 for n, v in times.items():
     v.sort()
-    print(f"{n:14} median {med[n]:6.2f} ms   p90 {v[len(v) * 9 // 10]:6.2f} ms")
-print(f"skillcat run / bwrap: {med['skillcat run'] / med['bwrap']:.2f}x   "
-      f"bwrap / bare: {med['bwrap'] / med['bare sh']:.2f}x   "
+    ratio = "" if n in ("bare sh", "bwrap") else f"   {med[n] / med['bwrap']:5.2f}x bwrap"
+    print(f"{n:14} median {med[n]:6.2f} ms   p90 {v[len(v) * 9 // 10]:6.2f} ms{ratio}"
+          f"{'   ' + targets[n] if n in targets else ''}")
+print(f"bwrap / bare: {med['bwrap'] / med['bare sh']:.2f}x   "
       f"skillcat run / bare: {med['skillcat run'] / med['bare sh']:.2f}x")
 PY

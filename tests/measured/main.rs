@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod mcp_calls;
 mod registry_file;
 mod run_output;
 mod sandbox_escapes;

@@ -1,0 +1,236 @@
+//! A hundred `tools/call`s in a row through one `skillcat mcp` over stdio: the server's open
+//! descriptors, its resident memory and its processes do not grow with the calls. Counts and
+//! bytes read from `/proc`, never times.
+//!
+//! Origin: step 31 (issue 53: a confined call faster than bubblewrap; the server keeps what runs
+//! share, so what it keeps must not pile up).
+
+#![cfg(target_os = "linux")]
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value as Json, json};
+
+/// Calls made before the server's state is read as the baseline: the first calls make what
+/// every later call reuses (the skill's workspace, the runtime's threads, allocator arenas).
+const WARM_UP: usize = 10;
+const CALLS: usize = 100;
+
+/// How much the server's resident memory may grow over the 90 calls after the warm-up. A call
+/// that kept what it allocated (its request, the script's output, the result) would keep at least
+/// a few KiB; at 90 calls a leak of 24 KiB a call crosses this bound. Less than that is the
+/// allocator's own slack: freed memory glibc keeps in its arenas for the next call.
+const RSS_GROWTH: u64 = 2 * 1024 * 1024;
+
+/// How long a call's processes may take to be gone once its answer is read: teardown may
+/// finish after the answer (issue 53), so the check waits for the state, up to this bound.
+const SETTLE: Duration = Duration::from_secs(20);
+
+/// The most the whole test may take (a hang fails instead of blocking the run).
+const LIMIT: Duration = Duration::from_secs(600);
+
+/// The number of open descriptors of `pid`.
+fn fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+/// The resident set of `pid`, in bytes (`VmRSS`).
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .expect("VmRSS in /proc/PID/status");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("VmRSS in kB");
+    kib * 1024
+}
+
+/// Every process below `pid` (children, their children, …) with its command line, from one scan
+/// of `/proc`. A process in a pid namespace of its own still has its host pid there.
+fn descendants(pid: u32) -> Vec<(u32, String)> {
+    let mut parent_of = HashMap::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        // A process that ended during the scan is simply not counted.
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so read after the
+        // last ')'.
+        let Some(ppid) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        parent_of.insert(p, ppid);
+    }
+    let mut below = BTreeSet::from([pid]);
+    loop {
+        let more: Vec<u32> = parent_of
+            .iter()
+            .filter(|(p, ppid)| below.contains(ppid) && !below.contains(p))
+            .map(|(p, _)| *p)
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        below.extend(more);
+    }
+    below.remove(&pid);
+    below
+        .into_iter()
+        .map(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            (p, String::from_utf8_lossy(&cmd).replace('\0', " "))
+        })
+        .collect()
+}
+
+/// The server's descendants once no more than `allowed` are left, polling up to [`SETTLE`];
+/// the last scan when they never get there.
+async fn settled(pid: u32, allowed: usize) -> Vec<(u32, String)> {
+    let end = tokio::time::Instant::now() + SETTLE;
+    loop {
+        let now = descendants(pid);
+        if now.len() <= allowed || tokio::time::Instant::now() >= end {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The server's descendants once two scans a little apart find the same ones (the last call's
+/// processes gone, whatever the server keeps between calls left), up to [`SETTLE`]. Should a
+/// slow teardown be caught here, the baseline is one process higher, which still fails a leak:
+/// a process left by each call adds up over the 90 calls checked against it.
+async fn at_rest(pid: u32) -> Vec<(u32, String)> {
+    let end = tokio::time::Instant::now() + SETTLE;
+    let mut before = descendants(pid);
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = descendants(pid);
+        if now == before || tokio::time::Instant::now() >= end {
+            return now;
+        }
+        before = now;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hundred_calls_leave_no_descriptors_memory_or_processes_behind() {
+    tokio::time::timeout(LIMIT, async {
+        let (mut child, tmp) = crate::support::spawn_mcp(&[
+            "fixtures/mcp/skills",
+            "--config",
+            "fixtures/mcp/skillcat.toml",
+        ]);
+        let pid = child.id().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let client = ().serve((stdout, stdin)).await.expect("MCP initialisation");
+
+        // Processes the server keeps between calls (the workspace reaper today; a fork server
+        // and its prepared namespaces would be these) are read once the warm-up's calls are
+        // done.
+        let mut kept = usize::MAX;
+        let mut baseline = None;
+        for i in 0..CALLS {
+            let who = format!("call{i}");
+            let params = CallToolRequestParams::new("run_echo_greet")
+                .with_arguments(json!({ "who": who }).as_object().unwrap().clone());
+            let r = serde_json::to_value(client.call_tool(params).await.expect("a tool result"))
+                .unwrap();
+            assert_eq!(r["isError"], false, "call {i}: {r}");
+            assert_eq!(
+                r["content"][0]["text"],
+                Json::from(format!("hello {who}\n"))
+            );
+
+            if i + 1 == WARM_UP {
+                let left = at_rest(pid).await;
+                kept = left.len();
+                baseline = Some((fds(pid), rss(pid)));
+                eprintln!(
+                    "after {WARM_UP} calls: {} fds, {} KiB resident, kept processes {left:?}",
+                    fds(pid),
+                    rss(pid) / 1024
+                );
+            } else if i + 1 > WARM_UP {
+                let left = settled(pid, kept).await;
+                assert!(
+                    left.len() <= kept,
+                    "call {i} left processes behind (the server kept {kept} after the \
+                     warm-up): {left:?}"
+                );
+                let (fd0, _) = baseline.unwrap();
+                assert_eq!(
+                    fds(pid),
+                    fd0,
+                    "call {i}: the server's open descriptors changed: {:?}",
+                    std::fs::read_dir(format!("/proc/{pid}/fd"))
+                        .unwrap()
+                        .flatten()
+                        .map(|e| std::fs::read_link(e.path()).unwrap_or_default())
+                        .collect::<Vec<_>>()
+                );
+            }
+            if (i + 1) % 10 == 0 {
+                eprintln!(
+                    "after {} calls: {} fds, {} KiB resident",
+                    i + 1,
+                    fds(pid),
+                    rss(pid) / 1024
+                );
+            }
+        }
+        let (_, rss0) = baseline.unwrap();
+        let grown = rss(pid).saturating_sub(rss0);
+        assert!(
+            grown <= RSS_GROWTH,
+            "the server's resident memory grew by {grown} bytes over {} calls (bound \
+             {RSS_GROWTH})",
+            CALLS - WARM_UP
+        );
+        // One workspace for the skill, made on the first call and kept while the server lives.
+        let workspaces = std::fs::read_dir(tmp.path().join("skillcat-ws"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("ws-"))
+            .count();
+        assert_eq!(workspaces, 1, "one workspace for the one skill called");
+
+        // What the server kept ends with it (an orphan would be given to another parent, so
+        // the pids are read before).
+        let kept_pids = descendants(pid);
+        client.cancel().await.unwrap();
+        let status = child.wait().await.unwrap();
+        assert!(status.success(), "{status:?}");
+        let outlived: Vec<_> = kept_pids
+            .iter()
+            .filter(|(p, cmd)| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ") == *cmd)
+            })
+            .collect();
+        assert_eq!(
+            outlived,
+            Vec::<&(u32, String)>::new(),
+            "processes outlived the server"
+        );
+    })
+    .await
+    .expect("the test did not finish in time (a hang?)");
+}
