@@ -382,6 +382,29 @@ pub fn helper_main() -> Option<ExitCode> {
     Some(ExitCode::from(run_helper()))
 }
 
+/// Forks the sandbox zygote: a small single-threaded process from which each run's helper is
+/// then forked instead of re-executing this binary (Linux; see `docs/sandbox.md`). Its pid, or
+/// why it could not start — runs then re-execute the binary as before.
+///
+/// **Call it before any thread starts** (before an async runtime, right after [`helper_main`]),
+/// from the thread that lives as long as the process: the zygote dies with that thread, and
+/// each helper with the zygote. It refuses to start when the process already has threads.
+/// Only a runner whose helper is this binary ([`RunnerConfig::helper`](super::RunnerConfig),
+/// the default) uses it.
+pub fn start_zygote() -> std::io::Result<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::zygote::start()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "the sandbox zygote exists only on Linux",
+        ))
+    }
+}
+
 #[cfg(target_os = "linux")]
 fn run_helper() -> u8 {
     linux::helper()

@@ -1,0 +1,446 @@
+//! The zygote: a small single-threaded process forked from the host at the top of `main`
+//! (before any thread), from which each run's sandbox helper is forked — no second `execve` of
+//! a large binary, no second start of its runtime.
+//!
+//! ```text
+//! host (before any thread) ──fork──▶ zygote (one thread, SOCK_SEQPACKET to the host)
+//!   per run: "run <targets>\n<cwd>" + SCM_RIGHTS [reply, stdout, status, policy, inherited…]
+//!                                      ──fork──▶ helper: own process group, fds at their
+//!                                                 numbers, chdir, then exactly the re-executed
+//!                                                 helper's code (`linux::helper`)
+//!   ◀── on the reply socket: "pid N" + a pidfd of the helper (or "error …")
+//! ```
+//!
+//! Death chain: the zygote dies with the host (`PR_SET_PDEATHSIG`, then `getppid` checked),
+//! each helper dies with the zygote (the same, in the helper right after the fork, and again by
+//! the helper's own backstops, which check for the zygote's pid), each script with its helper
+//! (PID 1 of its PID namespace, `PR_SET_PDEATHSIG`). The zygote never runs a script and keeps
+//! nothing a run could change: what it prepares (the compiled seccomp programs) is data every
+//! helper gets a private copy of at its fork.
+//!
+//! Where the zygote cannot start, or has died, runs fall back to re-executing the binary.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::super::{POLICY_FD, SETUP_FAILED, STATUS_FD};
+
+/// The most descriptors one request carries: the reply socket, stdout, the status pipe, the
+/// policy, and the inherited ones (workspace namespaces, the work and proxy sockets).
+const MAX_FDS: usize = 12;
+
+/// The descriptor the zygote keeps its socket on (every other one above 2 is closed).
+const SOCKET_FD: libc::c_int = 3;
+
+/// The host's handle on its zygote.
+struct Handle {
+    /// The host's end of the request socket.
+    sock: OwnedFd,
+    /// The zygote's pid (each helper's parent).
+    pid: libc::pid_t,
+    /// The binary the zygote is a fork of: only a run asking for this helper goes through it.
+    exe: Option<PathBuf>,
+    /// Set when a request failed: later runs re-execute the binary.
+    dead: AtomicBool,
+}
+
+static ZYGOTE: OnceLock<Handle> = OnceLock::new();
+
+/// Forks the zygote. The caller must have a single thread (checked in `/proc/self/task`), and
+/// that thread must live as long as the process: the zygote dies when it ends.
+pub(in crate::script) fn start() -> io::Result<u32> {
+    if ZYGOTE.get().is_some() {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "the zygote is already started",
+        ));
+    }
+    let threads = std::fs::read_dir("/proc/self/task")?.count();
+    if threads != 1 {
+        return Err(io::Error::other(format!(
+            "the zygote must be forked before any thread starts ({threads} threads run)"
+        )));
+    }
+    let exe = std::env::current_exe().ok();
+    let (ours, theirs) = seqpacket()?;
+    // SAFETY: getpid has no preconditions; fork in a single-threaded process.
+    let parent = unsafe { libc::getpid() };
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        drop(ours);
+        zygote_main(theirs, parent);
+    }
+    drop(theirs);
+    let _ = ZYGOTE.set(Handle {
+        sock: ours,
+        pid,
+        exe,
+        dead: AtomicBool::new(false),
+    });
+    Ok(pid as u32)
+}
+
+/// The zygote's pid, when runs of `helper` may be forked from it.
+pub(in crate::script) fn usable(helper: &Path) -> Option<u32> {
+    let z = ZYGOTE.get()?;
+    if z.dead.load(Ordering::Relaxed) {
+        return None;
+    }
+    let same = match (&z.exe, std::fs::canonicalize(helper)) {
+        (Some(exe), Ok(h)) => std::fs::canonicalize(exe).is_ok_and(|e| e == h),
+        _ => false,
+    };
+    same.then_some(z.pid as u32)
+}
+
+/// Stops using the zygote (it failed a request): it is killed and reaped, and later runs
+/// re-execute the binary.
+fn give_up(z: &Handle) {
+    if !z.dead.swap(true, Ordering::Relaxed) {
+        // SAFETY: killing and reaping our own child.
+        unsafe {
+            libc::kill(z.pid, libc::SIGKILL);
+            libc::waitpid(z.pid, std::ptr::null_mut(), 0);
+        }
+    }
+}
+
+/// The descriptors of one run, as the helper gets them.
+pub(in crate::script) struct Request<'a> {
+    /// The helper's stdout and stderr (one pipe).
+    pub stdout: &'a OwnedFd,
+    /// The status pipe's write end ([`STATUS_FD`]).
+    pub status: &'a OwnedFd,
+    /// The policy ([`POLICY_FD`]).
+    pub policy: &'a OwnedFd,
+    /// Descriptors at the numbers given.
+    pub inherit: &'a [(&'a OwnedFd, i32)],
+    /// The helper's working directory.
+    pub cwd: &'a Path,
+}
+
+/// A helper the zygote forked.
+pub(in crate::script) struct Forked {
+    /// Its pid (and process group).
+    pub pid: libc::pid_t,
+    /// A pidfd of it, where the kernel has them.
+    pub pidfd: Option<OwnedFd>,
+}
+
+/// Sends a run to the zygote; the helper it forked, or `None` when the zygote is gone or
+/// failed (it is then not used again, and the caller re-executes the binary). Waits for the
+/// zygote's answer (it forks at once).
+pub(in crate::script) async fn fork_helper(req: Request<'_>) -> Option<Forked> {
+    let z = ZYGOTE.get()?;
+    let (reply, theirs) = seqpacket().ok()?;
+    let mut text = b"run".to_vec();
+    for (_, target) in req.inherit {
+        text.extend_from_slice(format!(" {target}").as_bytes());
+    }
+    text.push(b'\n');
+    text.extend_from_slice(std::os::unix::ffi::OsStrExt::as_bytes(req.cwd.as_os_str()));
+    let mut fds = vec![
+        theirs.as_raw_fd(),
+        req.stdout.as_raw_fd(),
+        req.status.as_raw_fd(),
+        req.policy.as_raw_fd(),
+    ];
+    fds.extend(req.inherit.iter().map(|(fd, _)| fd.as_raw_fd()));
+    if send_with_fds(&z.sock, &text, &fds).is_err() {
+        give_up(z);
+        return None;
+    }
+    drop(theirs);
+    // SAFETY: the AsyncFd owns the descriptor for its whole life.
+    let reply = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(reply, tokio::io::Interest::READABLE)
+    }
+    .ok()?;
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        loop {
+            let mut guard = reply.readable().await.ok()?;
+            let mut buf = [0u8; 64];
+            match guard.try_io(|fd| recv_fds(fd.get_ref(), &mut buf, 1, libc::MSG_DONTWAIT)) {
+                Ok(Ok((n, fds))) => return Some((buf[..n].to_vec(), fds)),
+                Ok(Err(_)) => return None,
+                Err(_would_block) => continue,
+            }
+        }
+    })
+    .await;
+    let parsed = match answer {
+        Ok(Some((text, mut fds))) => std::str::from_utf8(&text)
+            .ok()
+            .and_then(|t| t.strip_prefix("pid "))
+            .and_then(|p| p.parse::<libc::pid_t>().ok())
+            .filter(|&p| p > 0)
+            .map(|pid| Forked {
+                pid,
+                pidfd: fds.pop(),
+            }),
+        _ => None,
+    };
+    if parsed.is_none() {
+        give_up(z);
+    }
+    parsed
+}
+
+/// A `SOCK_SEQPACKET` pair, close-on-exec.
+fn seqpacket() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: socketpair into a local array; each descriptor is then owned exactly once.
+    unsafe {
+        if libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        ) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
+    }
+}
+
+/// One message with descriptors (`SCM_RIGHTS`); never raises SIGPIPE.
+fn send_with_fds(sock: &OwnedFd, text: &[u8], fds: &[libc::c_int]) -> io::Result<()> {
+    let fd_bytes = std::mem::size_of_val(fds);
+    // SAFETY: CMSG_SPACE is a size computation.
+    let space = unsafe { libc::CMSG_SPACE(fd_bytes as libc::c_uint) } as usize;
+    let mut control = vec![0u8; space.max(1)];
+    // SAFETY: sendmsg from live local buffers described by the header; the control message is
+    // laid out by the CMSG macros within `control`.
+    let n = unsafe {
+        let mut iov = libc::iovec {
+            iov_base: text.as_ptr() as *mut libc::c_void,
+            iov_len: text.len(),
+        };
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        if !fds.is_empty() {
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = space as _;
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(fd_bytes as libc::c_uint) as _;
+            std::ptr::copy_nonoverlapping(fds.as_ptr().cast::<u8>(), libc::CMSG_DATA(c), fd_bytes);
+        }
+        libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL)
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// One message into `text` and the descriptors (at most `max`) it carries, each owned once
+/// (close-on-exec). 0 bytes: the peer is gone.
+fn recv_fds(
+    sock: &OwnedFd,
+    text: &mut [u8],
+    max: usize,
+    flags: libc::c_int,
+) -> io::Result<(usize, Vec<OwnedFd>)> {
+    let fd_size = std::mem::size_of::<libc::c_int>();
+    // SAFETY: CMSG_SPACE is a size computation.
+    let mut control =
+        vec![0u8; unsafe { libc::CMSG_SPACE((max * fd_size) as libc::c_uint) } as usize];
+    let mut fds = Vec::new();
+    // SAFETY: recvmsg into live local buffers described by the header; every descriptor the
+    // control message carries is taken into an OwnedFd exactly once.
+    let n = unsafe {
+        let mut iov = libc::iovec {
+            iov_base: text.as_mut_ptr().cast(),
+            iov_len: text.len(),
+        };
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = control.len() as _;
+        let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, flags | libc::MSG_CMSG_CLOEXEC);
+        if n >= 0 {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                    let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
+                    let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / fd_size;
+                    for i in 0..count {
+                        fds.push(OwnedFd::from_raw_fd(std::ptr::read_unaligned(data.add(i))));
+                    }
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        n
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((n as usize, fds))
+}
+
+/// The zygote's life: bound to the host's, its descriptors and environment reduced to its
+/// socket, then one fork per request until the host closes the socket.
+fn zygote_main(sock: OwnedFd, parent: libc::pid_t) -> ! {
+    // SAFETY: prctl, getppid, open, dup2, chdir and close_range on integers and static strings;
+    // this process has a single thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        if libc::getppid() != parent {
+            libc::_exit(0);
+        }
+        libc::prctl(libc::PR_SET_NAME, c"skillcat-zygote".as_ptr(), 0, 0, 0);
+        let raw = sock.into_raw_fd();
+        if raw != SOCKET_FD {
+            libc::dup2(raw, SOCKET_FD);
+            libc::close(raw);
+        }
+        libc::fcntl(SOCKET_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+        // Nothing of the host's stays open here: not its terminal, pipes or files.
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        for fd in 0..3 {
+            libc::dup2(null, fd);
+        }
+        close_from(SOCKET_FD as libc::c_uint + 1);
+        libc::chdir(c"/".as_ptr());
+        // The kernel reaps the helpers: the host follows each through its status pipe and a
+        // pidfd.
+        libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+    }
+    // A helper's environment is the policy's, never the host's.
+    for (k, _) in std::env::vars_os() {
+        // SAFETY: this process has a single thread.
+        unsafe { std::env::remove_var(k) };
+    }
+    super::prepare_shared();
+    // SAFETY: the descriptor moved to SOCKET_FD above.
+    let sock = unsafe { OwnedFd::from_raw_fd(SOCKET_FD) };
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match recv_fds(&sock, &mut buf, MAX_FDS, 0) {
+            Ok((0, _)) => break,
+            Ok((n, fds)) => serve(&buf[..n], fds),
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(_) => break,
+        }
+    }
+    // SAFETY: leaving without running the host's exit handlers.
+    unsafe { libc::_exit(0) }
+}
+
+/// One request: forks the helper and answers with its pid and a pidfd.
+fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
+    let Some(nl) = text.iter().position(|&b| b == b'\n') else {
+        return;
+    };
+    let head = String::from_utf8_lossy(&text[..nl]).into_owned();
+    let cwd = text[nl + 1..].to_vec();
+    let mut words = head.split(' ');
+    let targets: Option<Vec<i32>> = match words.next() {
+        Some("run") => words.map(|w| w.parse().ok()).collect(),
+        _ => None,
+    };
+    let Some(targets) = targets else { return };
+    if fds.len() != 4 + targets.len() {
+        return;
+    }
+    let reply = fds.remove(0);
+    let Ok(cwd) = std::ffi::CString::new(cwd) else {
+        let _ = send_with_fds(&reply, b"error a NUL byte in the directory", &[]);
+        return;
+    };
+    // SAFETY: getpid has no preconditions; fork in this single-threaded process.
+    let me = unsafe { libc::getpid() };
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        let e = io::Error::last_os_error();
+        let _ = send_with_fds(&reply, format!("error fork: {e}").as_bytes(), &[]);
+        return;
+    }
+    if pid == 0 {
+        drop(reply);
+        helper_child(fds, &targets, &cwd, me);
+    }
+    // SAFETY: pidfd_open on our own fresh child; the descriptor is owned once.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) });
+    let raw: Vec<libc::c_int> = pidfd.iter().map(|f| f.as_raw_fd()).collect();
+    let _ = send_with_fds(&reply, format!("pid {pid}").as_bytes(), &raw);
+}
+
+/// The forked helper: bound to the zygote, its descriptors at their numbers, in its own
+/// process group and working directory; then the helper's code, as if re-executed.
+fn helper_child(
+    fds: Vec<OwnedFd>,
+    targets: &[i32],
+    cwd: &std::ffi::CStr,
+    zygote: libc::pid_t,
+) -> ! {
+    // SAFETY: system calls on integers and live C strings; single-threaded.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        if libc::getppid() != zygote {
+            libc::_exit(SETUP_FAILED as i32);
+        }
+        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        libc::setpgid(0, 0);
+        // Above every target first, so no dup2 clobbers another's source.
+        let high: Vec<libc::c_int> = fds
+            .into_iter()
+            .map(|f| {
+                let raw = f.into_raw_fd();
+                let h = libc::fcntl(raw, libc::F_DUPFD, 64);
+                libc::close(raw);
+                h
+            })
+            .collect();
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+        let mut ok = null >= 0 && libc::dup2(null, 0) == 0;
+        ok &= libc::dup2(high[0], 1) == 1 && libc::dup2(high[0], 2) == 2;
+        ok &= libc::dup2(high[1], STATUS_FD) == STATUS_FD;
+        ok &= libc::dup2(high[2], POLICY_FD) == POLICY_FD;
+        for (fd, &target) in high[3..].iter().zip(targets) {
+            ok &= libc::dup2(*fd, target) == target;
+        }
+        close_from(9);
+        if !ok {
+            libc::_exit(SETUP_FAILED as i32);
+        }
+        if libc::chdir(cwd.as_ptr()) != 0 {
+            let e = io::Error::last_os_error();
+            let line = format!(
+                "error unavailable cannot enter {}: {e}\n",
+                cwd.to_string_lossy()
+            );
+            libc::write(STATUS_FD, line.as_ptr().cast(), line.len());
+            libc::_exit(SETUP_FAILED as i32);
+        }
+    }
+    let code = super::helper();
+    // SAFETY: leaving the forked helper without the zygote's exit handlers.
+    unsafe { libc::_exit(code as i32) }
+}
+
+/// Closes every descriptor from `first` up.
+fn close_from(first: libc::c_uint) {
+    // SAFETY: close_range on integers.
+    let r = unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) };
+    if r != 0 {
+        // Kernels before 5.9: walk the table.
+        for fd in first as libc::c_int..4096 {
+            // SAFETY: closing a descriptor number (EBADF when not open).
+            unsafe { libc::close(fd) };
+        }
+    }
+}
