@@ -1,6 +1,7 @@
 //! Confinement of script processes.
 //!
-//! On Linux the host re-executes its own binary as a small single-threaded helper
+//! On Linux the helper is a small single-threaded process: forked from the host's zygote where
+//! it made one ([`start_zygote`], before any thread), else the host's own binary re-executed
 //! (`skillcat __skillcat-sandbox`, dispatched by [`helper_main`] at the top of `main` before any
 //! runtime or thread starts). The policy arrives as JSON on an inherited descriptor
 //! ([`POLICY_FD`], a sealed memfd the supervisor wrote), never on argv, where every local user
