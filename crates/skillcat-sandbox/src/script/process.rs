@@ -34,12 +34,11 @@ pub(crate) async fn supervise(
     // The helper forked from the zygote where there is one (no second exec of this binary);
     // where it is gone or fails, re-executed as before.
     #[cfg(target_os = "linux")]
-    if let Some(zygote) = sandbox::linux::zygote::usable(helper) {
-        if let Some(raw) =
+    if let Some(zygote) = sandbox::linux::zygote::usable(helper)
+        && let Some(raw) =
             supervise_forked(zygote, output_cap, policy, &cwd, timeout, inherit).await
-        {
-            return raw;
-        }
+    {
+        return raw;
     }
     // The helper exists on Linux only; elsewhere the process is started directly (under
     // `sandbox-exec` when confined).

@@ -35,6 +35,15 @@ const MAX_FDS: usize = 12;
 /// The descriptor the zygote keeps its socket on (every other one above 2 is closed).
 const SOCKET_FD: libc::c_int = 3;
 
+/// The signals a terminal or a service manager sends to a whole process group.
+const GROUP_SIGNALS: [libc::c_int; 5] = [
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGHUP,
+    libc::SIGTERM,
+    libc::SIGTSTP,
+];
+
 /// The host's handle on its zygote.
 struct Handle {
     /// The host's end of the request socket.
@@ -92,9 +101,14 @@ pub(in crate::script) fn usable(helper: &Path) -> Option<u32> {
     if z.dead.load(Ordering::Relaxed) {
         return None;
     }
-    let same = match (&z.exe, std::fs::canonicalize(helper)) {
-        (Some(exe), Ok(h)) => std::fs::canonicalize(exe).is_ok_and(|e| e == h),
-        _ => false,
+    // The default helper is `current_exe()` itself: equal without a look at the disk.
+    let same = match &z.exe {
+        Some(exe) if exe == helper => true,
+        Some(exe) => match (std::fs::canonicalize(exe), std::fs::canonicalize(helper)) {
+            (Ok(e), Ok(h)) => e == h,
+            _ => false,
+        },
+        None => false,
     };
     same.then_some(z.pid as u32)
 }
@@ -317,6 +331,11 @@ fn zygote_main(sock: OwnedFd, parent: libc::pid_t) -> ! {
         // The kernel reaps the helpers: the host follows each through its status pipe and a
         // pidfd.
         libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+        // What a terminal or a service manager sends the host's whole group is the host's to
+        // act on: the zygote ends when the host does (its parent-death signal), not before.
+        for sig in GROUP_SIGNALS {
+            libc::signal(sig, libc::SIG_IGN);
+        }
     }
     // A helper's environment is the policy's, never the host's.
     for (k, _) in std::env::vars_os() {
@@ -393,7 +412,12 @@ fn helper_child(
         if libc::getppid() != zygote {
             libc::_exit(SETUP_FAILED as i32);
         }
+        // A helper starts with the dispositions a re-executed one has: ignored signals would
+        // pass to the script through its execve.
         libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        for sig in GROUP_SIGNALS {
+            libc::signal(sig, libc::SIG_DFL);
+        }
         libc::setpgid(0, 0);
         // Above every target first, so no dup2 clobbers another's source.
         let high: Vec<libc::c_int> = fds
