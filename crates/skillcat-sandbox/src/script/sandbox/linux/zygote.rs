@@ -337,6 +337,7 @@ fn zygote_main(sock: OwnedFd, parent: libc::pid_t) -> ! {
             libc::signal(sig, libc::SIG_IGN);
         }
     }
+    blank_arguments();
     // A helper's environment is the policy's, never the host's.
     for (k, _) in std::env::vars_os() {
         // SAFETY: this process has a single thread.
@@ -356,6 +357,38 @@ fn zygote_main(sock: OwnedFd, parent: libc::pid_t) -> ! {
     }
     // SAFETY: leaving without running the host's exit handlers.
     unsafe { libc::_exit(0) }
+}
+
+/// Blanks every argument after `argv[0]` in this process's command line (the memory
+/// `/proc/PID/cmdline` shows, as `setproctitle` does): the host's arguments (`skillcat run …
+/// --args …`) are not repeated in the zygote's and every helper's, which show the program
+/// alone. Nothing here reads the arguments again.
+fn blank_arguments() {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return;
+    };
+    // After the name (which may hold spaces), field 3 on; `arg_start` and `arg_end` are
+    // fields 48 and 49.
+    let Some(close) = stat.rfind(')') else { return };
+    let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+    let field = |n: usize| {
+        fields
+            .get(n - 3)
+            .and_then(|v| v.trim().parse::<usize>().ok())
+    };
+    let (Some(start), Some(end)) = (field(48), field(49)) else {
+        return;
+    };
+    if start == 0 || end <= start {
+        return;
+    }
+    // SAFETY: [arg_start, arg_end) is this process's own argument area, mapped and writable
+    // (the initial stack); no Rust value borrows it (std copies the arguments it hands out),
+    // and this process has a single thread.
+    let area = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, end - start) };
+    if let Some(first) = area.iter().position(|&b| b == 0) {
+        area[first..].fill(0);
+    }
 }
 
 /// One request: forks the helper and answers with its pid and a pidfd.
