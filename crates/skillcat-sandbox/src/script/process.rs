@@ -171,6 +171,8 @@ async fn supervise_forked(
     let started = Instant::now();
     let forked = fork_helper(Request {
         stdout: &out_w,
+        stdin: None,
+        quiet: false,
         status: &status_w,
         policy: &policy_fd,
         inherit,
@@ -251,8 +253,8 @@ async fn read_to_end(r: &mut tokio::net::unix::pipe::Receiver, into: &mut Vec<u8
     }
 }
 
-/// The pipe a forked helper writes the script's output on: (read end, write end numbered
-/// above the helper's targets), both close-on-exec.
+/// A pipe for a forked helper (its output, or a guest call's input): (read end, write end),
+/// both close-on-exec here (the helper's end reaches the zygote as `SCM_RIGHTS`).
 #[cfg(target_os = "linux")]
 fn output_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
@@ -263,6 +265,80 @@ fn output_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
         }
         Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
     }
+}
+
+/// A guest call's helper, forked from the zygote (`guest::host`): its stdin and stdout (its
+/// stderr is `/dev/null`), and its process group, killed when this is dropped unless
+/// [`disarm`](Self::disarm)ed.
+#[cfg(all(target_os = "linux", feature = "guest"))]
+pub(crate) struct ForkedGuest {
+    pub(crate) stdin: Option<tokio::net::unix::pipe::Sender>,
+    pub(crate) stdout: Option<tokio::net::unix::pipe::Receiver>,
+    group: KillGroup,
+}
+
+#[cfg(all(target_os = "linux", feature = "guest"))]
+impl ForkedGuest {
+    /// Waits until the helper has exited (its pidfd readable; the zygote reaps it).
+    pub(crate) async fn exited(&self) {
+        let Some(fd) = self.group.pidfd.as_ref().and_then(|f| f.try_clone().ok()) else {
+            return;
+        };
+        // SAFETY: the AsyncFd owns the duplicate for its whole life.
+        let Ok(fd) = (unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+        }) else {
+            return;
+        };
+        let _ = fd.readable().await;
+    }
+
+    /// Kills the helper's group (and with the helper, the child in its PID namespace).
+    pub(crate) fn kill(&mut self) {
+        self.group.kill();
+    }
+
+    /// The helper is gone: nothing to kill when this is dropped.
+    pub(crate) fn disarm(&mut self) {
+        self.group.armed = false;
+    }
+}
+
+/// Forks a guest call's helper from the zygote, its policy on `policy` (whose `supervisor` is
+/// the zygote's pid) and its status pipe's write end `status_w`; `None` when the zygote is not
+/// there for it (nothing was started: the caller re-executes the binary).
+#[cfg(all(target_os = "linux", feature = "guest"))]
+pub(crate) async fn fork_guest(status_w: &OwnedFd, policy: &OwnedFd) -> Option<ForkedGuest> {
+    let (in_r, in_w) = output_pipe().ok()?;
+    let (out_r, out_w) = output_pipe().ok()?;
+    let forked = sandbox::linux::zygote::fork_helper(sandbox::linux::zygote::Request {
+        stdout: &out_w,
+        stdin: Some(&in_r),
+        quiet: true,
+        status: status_w,
+        policy,
+        inherit: &[],
+        cwd: Path::new("/"),
+    })
+    .await?;
+    drop((in_r, out_w));
+    let mut group = KillGroup {
+        pid: forked.pid,
+        pidfd: forked.pidfd,
+        armed: true,
+    };
+    // Its end is followed through the pidfd (kernels with Landlock all have them).
+    if group.pidfd.is_none() {
+        group.kill();
+        return None;
+    }
+    let stdin = tokio::net::unix::pipe::Sender::from_owned_fd(in_w).ok()?;
+    let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(out_r).ok()?;
+    Some(ForkedGuest {
+        stdin: Some(stdin),
+        stdout: Some(stdout),
+        group,
+    })
 }
 
 /// A forked helper's process group, killed when the run times out or is dropped.

@@ -33,7 +33,7 @@ mod landlock;
 mod root;
 mod seccomp;
 mod work;
-pub(in crate::script) mod zygote;
+pub(crate) mod zygote;
 
 pub use seccomp::{Verdict, kernel_exempt, reviewed};
 

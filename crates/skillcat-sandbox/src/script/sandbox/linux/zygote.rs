@@ -96,7 +96,7 @@ pub(in crate::script) fn start() -> io::Result<u32> {
 }
 
 /// The zygote's pid, when runs of `helper` may be forked from it.
-pub(in crate::script) fn usable(helper: &Path) -> Option<u32> {
+pub(crate) fn usable(helper: &Path) -> Option<u32> {
     let z = ZYGOTE.get()?;
     if z.dead.load(Ordering::Relaxed) {
         return None;
@@ -127,8 +127,12 @@ fn give_up(z: &Handle) {
 
 /// The descriptors of one run, as the helper gets them.
 pub(in crate::script) struct Request<'a> {
-    /// The helper's stdout and stderr (one pipe).
+    /// The helper's stdout, and its stderr unless `quiet`.
     pub stdout: &'a OwnedFd,
+    /// Its stdin (`/dev/null` when `None`).
+    pub stdin: Option<&'a OwnedFd>,
+    /// Its stderr goes to `/dev/null`, not to `stdout`.
+    pub quiet: bool,
     /// The status pipe's write end ([`STATUS_FD`]).
     pub status: &'a OwnedFd,
     /// The policy ([`POLICY_FD`]).
@@ -154,6 +158,12 @@ pub(in crate::script) async fn fork_helper(req: Request<'_>) -> Option<Forked> {
     let z = ZYGOTE.get()?;
     let (reply, theirs) = seqpacket().ok()?;
     let mut text = b"run".to_vec();
+    if req.stdin.is_some() {
+        text.extend_from_slice(b" stdin");
+    }
+    if req.quiet {
+        text.extend_from_slice(b" quiet");
+    }
     for (_, target) in req.inherit {
         text.extend_from_slice(format!(" {target}").as_bytes());
     }
@@ -165,6 +175,7 @@ pub(in crate::script) async fn fork_helper(req: Request<'_>) -> Option<Forked> {
         req.status.as_raw_fd(),
         req.policy.as_raw_fd(),
     ];
+    fds.extend(req.stdin.map(|fd| fd.as_raw_fd()));
     fds.extend(req.inherit.iter().map(|(fd, _)| fd.as_raw_fd()));
     if send_with_fds(&z.sock, &text, &fds).is_err() {
         give_up(z);
@@ -398,13 +409,16 @@ fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
     };
     let head = String::from_utf8_lossy(&text[..nl]).into_owned();
     let cwd = text[nl + 1..].to_vec();
-    let mut words = head.split(' ');
-    let targets: Option<Vec<i32>> = match words.next() {
-        Some("run") => words.map(|w| w.parse().ok()).collect(),
-        _ => None,
+    let mut words = head.split(' ').peekable();
+    if words.next() != Some("run") {
+        return;
+    }
+    let stdin = words.next_if_eq(&"stdin").is_some();
+    let quiet = words.next_if_eq(&"quiet").is_some();
+    let Some(targets) = words.map(|w| w.parse().ok()).collect::<Option<Vec<i32>>>() else {
+        return;
     };
-    let Some(targets) = targets else { return };
-    if fds.len() != 4 + targets.len() {
+    if fds.len() != 4 + usize::from(stdin) + targets.len() {
         return;
     }
     let reply = fds.remove(0);
@@ -422,7 +436,7 @@ fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
     }
     if pid == 0 {
         drop(reply);
-        helper_child(fds, &targets, &cwd, me);
+        helper_child(fds, (stdin, quiet), &targets, &cwd, me);
     }
     // SAFETY: pidfd_open on our own fresh child; the descriptor is owned once.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -435,6 +449,7 @@ fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
 /// process group and working directory; then the helper's code, as if re-executed.
 fn helper_child(
     fds: Vec<OwnedFd>,
+    (stdin, quiet): (bool, bool),
     targets: &[i32],
     cwd: &std::ffi::CStr,
     zygote: libc::pid_t,
@@ -462,12 +477,15 @@ fn helper_child(
                 h
             })
             .collect();
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
-        let mut ok = null >= 0 && libc::dup2(null, 0) == 0;
-        ok &= libc::dup2(high[0], 1) == 1 && libc::dup2(high[0], 2) == 2;
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        let input = if stdin { high[3] } else { null };
+        let mut ok = null >= 0 && libc::dup2(input, 0) == 0;
+        ok &= libc::dup2(high[0], 1) == 1;
+        ok &= libc::dup2(if quiet { null } else { high[0] }, 2) == 2;
         ok &= libc::dup2(high[1], STATUS_FD) == STATUS_FD;
         ok &= libc::dup2(high[2], POLICY_FD) == POLICY_FD;
-        for (fd, &target) in high[3..].iter().zip(targets) {
+        let inherited = &high[3 + usize::from(stdin)..];
+        for (fd, &target) in inherited.iter().zip(targets) {
             ok &= libc::dup2(*fd, target) == target;
         }
         close_from(9);
