@@ -333,3 +333,44 @@ fn runs_go_on_when_the_zygote_is_gone() {
         child.wait().await.unwrap();
     });
 }
+
+#[test]
+fn a_guest_call_forks_its_helper_from_the_zygote_too() {
+    // `spin` loops until the engine's deadline (1 s): the call is watched meanwhile.
+    let mut child = Command::new(BIN)
+        .args(["run", "fixtures/guest/skills", "hostile", "spin"])
+        .args(["--json", r#"{"timeout_seconds": 1}"#])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("SKILLCAT_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = child.id() as i32;
+    let mut seen = Vec::new();
+    let mut helper = None;
+    while helper.is_none() && child.try_wait().unwrap().is_none() {
+        let tree = descendants(run);
+        helper = tree
+            .iter()
+            .find(|p| {
+                tree.iter()
+                    .any(|z| z.pid == p.ppid && z.ppid == run && z.comm == "skillcat-zygote")
+            })
+            .cloned();
+        seen.extend(
+            tree.into_iter()
+                .filter(|p| p.cmdline.contains("__skillcat-sandbox")),
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("timed out"), "{stderr}");
+    assert!(
+        seen.is_empty(),
+        "the helper re-executed the binary: {seen:?}"
+    );
+    assert!(helper.is_some(), "no helper under the zygote; {stderr}");
+}
