@@ -86,6 +86,20 @@ pub(in crate::script) fn start() -> io::Result<u32> {
         zygote_main(theirs, parent);
     }
     drop(theirs);
+    // Above the standard descriptors, even when the host was started with one closed (what
+    // it then writes there must not reach the zygote).
+    let ours = match ours.as_raw_fd() {
+        0..=2 => {
+            // SAFETY: fcntl on a live descriptor; the duplicate is owned once.
+            let high = unsafe { libc::fcntl(ours.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+            if high < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: a fresh descriptor.
+            unsafe { OwnedFd::from_raw_fd(high) }
+        }
+        _ => ours,
+    };
     let _ = ZYGOTE.set(Handle {
         sock: ours,
         pid,
