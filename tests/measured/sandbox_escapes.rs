@@ -193,6 +193,14 @@ fn cmdlines() -> Vec<(u32, Vec<u8>)> {
     v
 }
 
+/// A process's parent and name (`/proc/PID/stat`).
+fn parent_and_name(pid: u32) -> Option<(u32, String)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (open, close) = (stat.find('(')?, stat.rfind(')')?);
+    let ppid = stat[close + 2..].split(' ').nth(1)?.parse().ok()?;
+    Some((ppid, stat[open + 1..close].to_string()))
+}
+
 // ---------------------------------------------------------------------------------------------
 // Item 9: the helper's policy is not on its command line.
 
@@ -202,16 +210,31 @@ fn item9_the_policy_is_not_on_the_helpers_command_line() {
     lab.skill("argv-leak", "", "sh", "#!/bin/sh\nsleep 3\necho done\n");
     let token = format!("TOOL-ARG-{}", std::process::id());
     let child = lab.spawn_run(&lab.path("scratch"), "argv-leak", &token);
+    let run = child.id();
     let start = Instant::now();
     let mut helper = None;
+    // The helper re-executed (`skillcat __skillcat-sandbox`), or forked from the run's zygote
+    // (issue 53), whose command line is the program alone.
     while start.elapsed() < Duration::from_secs(20) && helper.is_none() {
-        helper = cmdlines()
-            .into_iter()
-            .find(|(_, c)| c.windows(18).any(|w| w == b"__skillcat-sandbox"));
+        let all = cmdlines();
+        helper = all
+            .iter()
+            .find(|(_, c)| c.windows(18).any(|w| w == b"__skillcat-sandbox"))
+            .map(|(pid, c)| (*pid, c.clone(), 2))
+            .or_else(|| {
+                all.iter()
+                    .find(|(pid, _)| {
+                        parent_and_name(*pid).is_some_and(|(ppid, _)| {
+                            parent_and_name(ppid)
+                                .is_some_and(|(up, name)| up == run && name == "skillcat-zygote")
+                        })
+                    })
+                    .map(|(pid, c)| (*pid, c.clone(), 1))
+            });
         std::thread::sleep(Duration::from_millis(10));
     }
     let out = Out::wait(child, Duration::from_secs(60));
-    let (pid, cmdline) = helper.unwrap_or_else(|| panic!("no helper seen; {}", out.all()));
+    let (pid, cmdline, args) = helper.unwrap_or_else(|| panic!("no helper seen; {}", out.all()));
     let text = String::from_utf8_lossy(&cmdline);
     assert!(
         !text.contains(&token) && !text.contains("\"rules\""),
@@ -219,7 +242,7 @@ fn item9_the_policy_is_not_on_the_helpers_command_line() {
     );
     assert_eq!(
         cmdline.split(|b| *b == 0).filter(|a| !a.is_empty()).count(),
-        2,
+        args,
         "{text}"
     );
     assert_eq!(out.code, Some(0), "{}", out.all());

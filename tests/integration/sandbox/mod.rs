@@ -12,3 +12,4 @@ mod skill_tree;
 pub(crate) mod tty;
 mod workspace_base;
 mod workspace_race;
+mod zygote;

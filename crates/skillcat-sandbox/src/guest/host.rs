@@ -767,6 +767,10 @@ impl Driver<'_> {
                 "guest code runs only confined, and Landlock is not available on this kernel",
             ));
         }
+        // Forked from the zygote where there is one (no second exec of the binary).
+        if let Some(outcome) = self.confined_forked(helper, &job).await {
+            return outcome;
+        }
         let started = Instant::now();
         let policy = guest_policy(helper, self.limits, self.timeout);
         let json = HelperRequest::Run(policy)
@@ -828,6 +832,64 @@ impl Driver<'_> {
         self.finish(r, || ended_without_answer(&lines, status))
     }
 
+    /// [`confined`](Self::confined) with the helper forked from the sandbox zygote; `None`
+    /// when the zygote is not there for it (nothing was started).
+    #[cfg(target_os = "linux")]
+    async fn confined_forked(
+        &mut self,
+        helper: &std::path::Path,
+        job: &Job,
+    ) -> Option<Result<Outcome, GuestError>> {
+        use crate::script::process::{fork_guest, policy_memfd, read_status, status_pipe_pair};
+        use crate::script::sandbox::HelperRequest;
+
+        let zygote = crate::script::sandbox::linux::zygote::usable(helper)?;
+        let started = Instant::now();
+        let mut policy = guest_policy(helper, self.limits, self.timeout);
+        // The helper's parent is the zygote: its backstop checks for that pid.
+        policy.supervisor = zygote;
+        let json = HelperRequest::Run(policy).to_json().ok()?;
+        let policy_fd = policy_memfd(json.as_bytes()).ok()?;
+        let (status_r, status_w) = status_pipe_pair().ok()?;
+        let mut child = fork_guest(&status_w, &policy_fd).await?;
+        drop(status_w);
+        drop(policy_fd);
+        let (reply_tx, reply_rx) = mpsc::unbounded_channel::<String>();
+        let first = serde_json::to_string(job).unwrap_or_default() + "\n";
+        let (line_tx, mut line_rx) = mpsc::channel::<Incoming>(64);
+        let max = self.line_max();
+        let (stdin, stdout) = (child.stdin.take()?, child.stdout.take()?);
+        let writer = tokio::spawn(write_lines(stdin, first, reply_rx));
+        let reader = tokio::spawn(read_lines(stdout, max, line_tx));
+        let r = self.drive(&mut line_rx, &reply_tx, started).await;
+        // As in `confined`: a child that gave its last message is ending; otherwise, and
+        // always after a moment, the whole group goes.
+        let mut exited = false;
+        if self.child_ended {
+            exited = tokio::time::timeout(Duration::from_millis(500), child.exited())
+                .await
+                .is_ok();
+        }
+        if !exited {
+            child.kill();
+            let _ = tokio::time::timeout(Duration::from_secs(2), child.exited()).await;
+        }
+        child.disarm();
+        writer.abort();
+        reader.abort();
+        let lines = tokio::task::spawn_blocking(move || read_status(status_r))
+            .await
+            .unwrap_or_default();
+        // The zygote, not this process, reaped the helper: its own status is not known here.
+        let status = if exited {
+            Err(std::io::Error::other("reaped by the sandbox zygote"))
+        } else {
+            use std::os::unix::process::ExitStatusExt;
+            Ok(std::process::ExitStatus::from_raw(libc::SIGKILL))
+        };
+        Some(self.finish(r, || ended_without_answer(&lines, status)))
+    }
+
     #[cfg(not(target_os = "linux"))]
     async fn confined(&mut self, _: &std::path::Path, _: Job) -> Result<Outcome, GuestError> {
         Err(self
@@ -878,7 +940,7 @@ fn guest_policy(
 /// Writes the job, then every reply, to the child's stdin, until either side is gone.
 #[cfg(target_os = "linux")]
 async fn write_lines(
-    mut stdin: tokio::process::ChildStdin,
+    mut stdin: impl tokio::io::AsyncWrite + Unpin,
     first: String,
     mut reply_rx: mpsc::UnboundedReceiver<String>,
 ) {
@@ -897,7 +959,7 @@ async fn write_lines(
 /// the reading) until it closes its stdout.
 #[cfg(target_os = "linux")]
 async fn read_lines(
-    stdout: tokio::process::ChildStdout,
+    stdout: impl tokio::io::AsyncRead + Unpin,
     max: usize,
     line_tx: mpsc::Sender<Incoming>,
 ) {

@@ -31,6 +31,15 @@ pub(crate) async fn supervise(
     timeout: Duration,
     inherit: &[(&OwnedFd, i32)],
 ) -> Result<Raw, ScriptError> {
+    // The helper forked from the zygote where there is one (no second exec of this binary);
+    // where it is gone or fails, re-executed as before.
+    #[cfg(target_os = "linux")]
+    if let Some(zygote) = sandbox::linux::zygote::usable(helper)
+        && let Some(raw) =
+            supervise_forked(zygote, output_cap, policy, &cwd, timeout, inherit).await
+    {
+        return raw;
+    }
     // The helper exists on Linux only; elsewhere the process is started directly (under
     // `sandbox-exec` when confined).
     let direct = !cfg!(target_os = "linux");
@@ -124,6 +133,267 @@ pub(crate) async fn supervise(
     })
 }
 
+/// A run whose helper the zygote forks: the same descriptors as a re-executed helper's, its
+/// end followed on the status pipe (closed when the helper and the script are gone), the
+/// timeout enforced on its process group. `None`: the zygote could not fork it (gone, or
+/// failing), nothing was started, and the caller re-executes the binary.
+#[cfg(target_os = "linux")]
+async fn supervise_forked(
+    zygote: u32,
+    output_cap: usize,
+    policy: &HelperPolicy,
+    cwd: &Path,
+    timeout: Duration,
+    inherit: &[(&OwnedFd, i32)],
+) -> Option<Result<Raw, ScriptError>> {
+    use sandbox::linux::zygote::{Request, fork_helper};
+    // The helper's parent is the zygote: its backstop checks for that pid.
+    let mut policy = policy.clone();
+    policy.supervisor = zygote;
+    let json = match HelperRequest::Run(policy).to_json() {
+        Ok(j) => j,
+        Err(e) => {
+            return Some(Err(ScriptError::SandboxFailed {
+                reason: format!("cannot serialise the policy: {e}"),
+            }));
+        }
+    };
+    let fds = (|| {
+        let policy_fd = policy_memfd(json.as_bytes())?;
+        let status = status_pipe_pair()?;
+        let out = output_pipe()?;
+        Ok::<_, std::io::Error>((policy_fd, status, out))
+    })();
+    let (policy_fd, (status_r, status_w), (out_r, out_w)) = match fds {
+        Ok(f) => f,
+        Err(e) => return Some(Err(sandbox_failed("the helper's descriptors", e))),
+    };
+    let started = Instant::now();
+    let forked = fork_helper(Request {
+        stdout: &out_w,
+        stdin: None,
+        quiet: false,
+        status: &status_w,
+        policy: &policy_fd,
+        inherit,
+        cwd,
+    })
+    .await?;
+    drop((policy_fd, status_w, out_w));
+    // Killed if this run is dropped before its helper is gone (as `kill_on_drop`).
+    let mut guard = KillGroup {
+        pid: forked.pid,
+        pidfd: forked.pidfd,
+        armed: true,
+    };
+    let buf = Arc::new(Mutex::new(CaptureBuf::default()));
+    let reader = match tokio::net::unix::pipe::Receiver::from_owned_fd(out_r) {
+        Ok(r) => tokio::spawn(read_capped(Some(r), output_cap, buf.clone())),
+        Err(e) => return Some(Err(sandbox_failed("the output pipe", e))),
+    };
+    let mut status = match tokio::net::unix::pipe::Receiver::from_owned_fd(status_r) {
+        Ok(r) => r,
+        Err(e) => return Some(Err(sandbox_failed("the status pipe", e))),
+    };
+    let mut lines = Vec::new();
+    let remaining = timeout.saturating_sub(started.elapsed());
+    let timed_out = tokio::time::timeout(remaining, read_to_end(&mut status, &mut lines))
+        .await
+        .is_err();
+    if timed_out {
+        guard.kill();
+        // Everything holding the pipe dies with the helper; bounded all the same.
+        let _ = tokio::time::timeout(Duration::from_secs(2), read_to_end(&mut status, &mut lines))
+            .await;
+    }
+    guard.armed = false;
+    let mut reader = reader;
+    if tokio::time::timeout(Duration::from_secs(2), &mut reader)
+        .await
+        .is_err()
+    {
+        reader.abort();
+    }
+    let output = buf.lock().map(|b| b.captured()).unwrap_or_default();
+    let lines: Vec<String> = String::from_utf8_lossy(&lines)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    Some((|| {
+        let (ready, relayed) = parse_status(&lines)?;
+        if ready.is_none() && !timed_out {
+            return Err(ScriptError::SandboxFailed {
+                reason: "the sandbox helper ended before starting the script".into(),
+            });
+        }
+        // A helper that ended without relaying how the script did was killed (the run's
+        // memory limit, or the zygote's end): the zygote, not this process, reaped it.
+        use std::os::unix::process::ExitStatusExt;
+        let killed = std::process::ExitStatus::from_raw(libc::SIGKILL);
+        let exit = exit_of(relayed, Ok(killed))?;
+        Ok(Raw {
+            exit,
+            timed_out,
+            output,
+            ready,
+        })
+    })())
+}
+
+/// Reads a pipe until every writer is gone (at most 1 MiB kept).
+#[cfg(target_os = "linux")]
+async fn read_to_end(r: &mut tokio::net::unix::pipe::Receiver, into: &mut Vec<u8>) {
+    let mut chunk = [0u8; 4096];
+    loop {
+        match r.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) if into.len() < 1 << 20 => into.extend_from_slice(&chunk[..n]),
+            Ok(_) => {}
+        }
+    }
+}
+
+/// A pipe for a forked helper (its output, or a guest call's input): (read end, write end),
+/// both close-on-exec here (the helper's end reaches the zygote as `SCM_RIGHTS`).
+#[cfg(target_os = "linux")]
+fn output_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills the array; the fds are then owned exactly once.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
+    }
+}
+
+/// A guest call's helper, forked from the zygote (`guest::host`): its stdin and stdout (its
+/// stderr is `/dev/null`), and its process group, killed when this is dropped unless
+/// [`disarm`](Self::disarm)ed.
+#[cfg(all(target_os = "linux", feature = "guest"))]
+pub(crate) struct ForkedGuest {
+    pub(crate) stdin: Option<tokio::net::unix::pipe::Sender>,
+    pub(crate) stdout: Option<tokio::net::unix::pipe::Receiver>,
+    group: KillGroup,
+}
+
+#[cfg(all(target_os = "linux", feature = "guest"))]
+impl ForkedGuest {
+    /// Waits until the helper has exited (its pidfd readable; the zygote reaps it).
+    pub(crate) async fn exited(&self) {
+        let Some(fd) = self.group.pidfd.as_ref().and_then(|f| f.try_clone().ok()) else {
+            return;
+        };
+        // SAFETY: the AsyncFd owns the duplicate for its whole life.
+        let Ok(fd) = (unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+        }) else {
+            return;
+        };
+        let _ = fd.readable().await;
+    }
+
+    /// Kills the helper's group (and with the helper, the child in its PID namespace).
+    pub(crate) fn kill(&mut self) {
+        self.group.kill();
+    }
+
+    /// The helper is gone: nothing to kill when this is dropped.
+    pub(crate) fn disarm(&mut self) {
+        self.group.armed = false;
+    }
+}
+
+/// Forks a guest call's helper from the zygote, its policy on `policy` (whose `supervisor` is
+/// the zygote's pid) and its status pipe's write end `status_w`; `None` when the zygote is not
+/// there for it (nothing was started: the caller re-executes the binary).
+#[cfg(all(target_os = "linux", feature = "guest"))]
+pub(crate) async fn fork_guest(status_w: &OwnedFd, policy: &OwnedFd) -> Option<ForkedGuest> {
+    let (in_r, in_w) = output_pipe().ok()?;
+    let (out_r, out_w) = output_pipe().ok()?;
+    let forked = sandbox::linux::zygote::fork_helper(sandbox::linux::zygote::Request {
+        stdout: &out_w,
+        stdin: Some(&in_r),
+        quiet: true,
+        status: status_w,
+        policy,
+        inherit: &[],
+        cwd: Path::new("/"),
+    })
+    .await?;
+    drop((in_r, out_w));
+    let mut group = KillGroup {
+        pid: forked.pid,
+        pidfd: forked.pidfd,
+        armed: true,
+    };
+    // Its end is followed through the pidfd (kernels with Landlock all have them).
+    if group.pidfd.is_none() {
+        group.kill();
+        return None;
+    }
+    let stdin = tokio::net::unix::pipe::Sender::from_owned_fd(in_w).ok()?;
+    let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(out_r).ok()?;
+    Some(ForkedGuest {
+        stdin: Some(stdin),
+        stdout: Some(stdout),
+        group,
+    })
+}
+
+/// A forked helper's process group, killed when the run times out or is dropped.
+#[cfg(target_os = "linux")]
+struct KillGroup {
+    pid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
+    armed: bool,
+}
+
+#[cfg(target_os = "linux")]
+impl KillGroup {
+    /// Kills the helper's whole group while the helper is known to be alive (its pidfd not
+    /// yet readable), so the group id cannot have been reused; the helper itself through
+    /// its pidfd in any case.
+    fn kill(&mut self) {
+        self.armed = false;
+        match &self.pidfd {
+            Some(fd) => {
+                let mut p = libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: poll on a local struct, signals on our own helper's pidfd and group.
+                unsafe {
+                    if libc::poll(&mut p, 1, 0) == 0 {
+                        libc::killpg(self.pid, libc::SIGKILL);
+                    }
+                    libc::syscall(
+                        libc::SYS_pidfd_send_signal,
+                        fd.as_raw_fd(),
+                        libc::SIGKILL,
+                        std::ptr::null::<libc::siginfo_t>(),
+                        0,
+                    );
+                }
+            }
+            // SAFETY: signalling the helper's process group (a kernel without pidfds).
+            None => unsafe {
+                libc::killpg(self.pid, libc::SIGKILL);
+            },
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        if self.armed {
+            self.kill();
+        }
+    }
+}
+
 fn sandbox_failed(what: &str, e: std::io::Error) -> ScriptError {
     ScriptError::SandboxFailed {
         reason: format!("{what}: {e}"),
@@ -157,7 +427,7 @@ impl CaptureBuf {
 /// Reads until end of file, keeping at most `cap` bytes and counting the rest: the pipe never
 /// fills, so a chatty script cannot stall into a timeout.
 async fn read_capped(
-    stdout: Option<tokio::process::ChildStdout>,
+    stdout: Option<impl tokio::io::AsyncRead + Unpin>,
     cap: usize,
     buf: Arc<Mutex<CaptureBuf>>,
 ) {

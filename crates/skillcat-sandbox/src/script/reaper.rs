@@ -134,3 +134,94 @@ fn holds_workspaces(base: &Path) -> bool {
             .any(|e| e.file_name().to_string_lossy().starts_with("ws-"))
     })
 }
+
+/// Teardown after the answer: what a run leaves to clean (its control group) is handed to one
+/// background thread, so the result is returned first. Still guaranteed: a [`Runner`] waits
+/// for it when dropped, and what a crash leaves meanwhile the next start removes (stale groups
+/// at [`Runner::new`], workspaces at [`WorkspaceBase::open`] or by the watcher above).
+///
+/// [`Runner`]: super::Runner
+/// [`Runner::new`]: super::Runner::new
+pub(crate) mod later {
+    use std::sync::mpsc::{Sender, channel};
+    use std::sync::{Condvar, Mutex, OnceLock};
+    use std::time::{Duration, Instant};
+
+    type Job = Box<dyn FnOnce() + Send>;
+
+    struct Janitor {
+        jobs: Mutex<Sender<Job>>,
+        pending: Mutex<usize>,
+        idle: Condvar,
+    }
+
+    static JANITOR: OnceLock<Option<Janitor>> = OnceLock::new();
+
+    fn janitor() -> Option<&'static Janitor> {
+        JANITOR
+            .get_or_init(|| {
+                let (tx, rx) = channel::<Job>();
+                std::thread::Builder::new()
+                    .name("skillcat-teardown".into())
+                    .spawn(move || {
+                        for job in rx {
+                            job();
+                            if let Some(Some(j)) = JANITOR.get()
+                                && let Ok(mut n) = j.pending.lock()
+                            {
+                                *n = n.saturating_sub(1);
+                                j.idle.notify_all();
+                            }
+                        }
+                    })
+                    .ok()?;
+                Some(Janitor {
+                    jobs: Mutex::new(tx),
+                    pending: Mutex::new(0),
+                    idle: Condvar::new(),
+                })
+            })
+            .as_ref()
+    }
+
+    /// Runs `job` on the teardown thread (here, when there is none).
+    pub(crate) fn run(job: impl FnOnce() + Send + 'static) {
+        let Some(j) = janitor() else {
+            return job();
+        };
+        if let Ok(mut n) = j.pending.lock() {
+            *n += 1;
+        }
+        let sent = j.jobs.lock().map(|tx| tx.send(Box::new(job)));
+        match sent {
+            Ok(Ok(())) => {}
+            // The thread is gone: done here.
+            Ok(Err(e)) => {
+                if let Ok(mut n) = j.pending.lock() {
+                    *n = n.saturating_sub(1);
+                }
+                (e.0)();
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Waits (at most `max`) until every job handed over so far is done.
+    pub(crate) fn settle(max: Duration) {
+        let Some(Some(j)) = JANITOR.get() else {
+            return;
+        };
+        let deadline = Instant::now() + max;
+        let Ok(mut n) = j.pending.lock() else { return };
+        while *n > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            n = match j.idle.wait_timeout(n, left) {
+                Ok((n, _)) => n,
+                Err(_) => return,
+            };
+        }
+    }
+}

@@ -346,6 +346,13 @@ pub struct Runner {
     landlock: Option<u32>,
 }
 
+impl Drop for Runner {
+    fn drop(&mut self) {
+        // The teardown its runs left (their control groups) is done before it goes.
+        super::reaper::later::settle(Duration::from_secs(3));
+    }
+}
+
 impl std::fmt::Debug for Runner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runner")
@@ -520,7 +527,7 @@ impl Runner {
         let handover = take_work(ws, ours);
         let (raw, (), proxy) = tokio::join!(run, handover, proxy);
         let network = network_report(proxy);
-        let out_of_memory = end_group(group).await;
+        let out_of_memory = end_group(group);
         let raw = raw.map(|mut r| {
             if out_of_memory {
                 note_out_of_memory(&mut r.output, &policy.limits);
@@ -1133,17 +1140,16 @@ fn network_report(proxy: Option<Result<RunProxy, String>>) -> Option<NetworkRepo
     }
 }
 
-/// Removes the run's control group (with anything left in it); whether the kernel killed
-/// something in it for reaching the memory limit.
-async fn end_group(group: Option<RunGroup>) -> bool {
+/// Whether the kernel killed something in the run's control group for reaching the memory
+/// limit; the group itself (with anything left in it) is removed after the answer, on the
+/// teardown thread.
+fn end_group(group: Option<RunGroup>) -> bool {
     match group {
-        Some(g) => tokio::task::spawn_blocking(move || {
+        Some(g) => {
             let oom = g.out_of_memory();
-            g.remove();
+            super::reaper::later::run(move || g.remove());
             oom
-        })
-        .await
-        .unwrap_or(false),
+        }
         None => false,
     }
 }

@@ -1,6 +1,7 @@
 //! Confinement of script processes.
 //!
-//! On Linux the host re-executes its own binary as a small single-threaded helper
+//! On Linux the helper is a small single-threaded process: forked from the host's zygote where
+//! it made one ([`start_zygote`], before any thread), else the host's own binary re-executed
 //! (`skillcat __skillcat-sandbox`, dispatched by [`helper_main`] at the top of `main` before any
 //! runtime or thread starts). The policy arrives as JSON on an inherited descriptor
 //! ([`POLICY_FD`], a sealed memfd the supervisor wrote), never on argv, where every local user
@@ -380,6 +381,29 @@ pub fn helper_main() -> Option<ExitCode> {
         return None;
     }
     Some(ExitCode::from(run_helper()))
+}
+
+/// Forks the sandbox zygote: a small single-threaded process from which each run's helper is
+/// then forked instead of re-executing this binary (Linux; see `docs/sandbox.md`). Its pid, or
+/// why it could not start — runs then re-execute the binary as before.
+///
+/// **Call it before any thread starts** (before an async runtime, right after [`helper_main`]),
+/// from the thread that lives as long as the process: the zygote dies with that thread, and
+/// each helper with the zygote. It refuses to start when the process already has threads.
+/// Only a runner whose helper is this binary ([`RunnerConfig::helper`](super::RunnerConfig),
+/// the default) uses it.
+pub fn start_zygote() -> std::io::Result<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::zygote::start()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "the sandbox zygote exists only on Linux",
+        ))
+    }
 }
 
 #[cfg(target_os = "linux")]

@@ -33,6 +33,7 @@ mod landlock;
 mod root;
 mod seccomp;
 mod work;
+pub(crate) mod zygote;
 
 pub use seccomp::{Verdict, kernel_exempt, reviewed};
 
@@ -281,6 +282,36 @@ fn join_cgroup(policy: &HelperPolicy) -> Result<(), String> {
     Ok(())
 }
 
+/// The seccomp programs every run shares, compiled once in the zygote (one per network mode,
+/// for this host's uid): plain data each forked helper gets its own copy of.
+static FILTERS: std::sync::OnceLock<Vec<(NetMode, bool, seccomp::Filters)>> =
+    std::sync::OnceLock::new();
+
+/// Prepares in the zygote what every run shares (the compiled seccomp programs); a program
+/// that does not compile is left to each run, which then reports why.
+fn prepare_shared() {
+    // SAFETY: geteuid has no preconditions.
+    let shared_uid = unsafe { libc::geteuid() } != 0;
+    let all = [NetMode::Off, NetMode::Proxied, NetMode::All]
+        .into_iter()
+        .filter_map(|n| {
+            seccomp::build(n, shared_uid)
+                .ok()
+                .map(|f| (n, shared_uid, f))
+        })
+        .collect();
+    let _ = FILTERS.set(all);
+}
+
+/// The compiled filters for this run, when the zygote prepared them.
+fn prepared_filters(network: NetMode, shared_uid: bool) -> Option<&'static seccomp::Filters> {
+    FILTERS
+        .get()?
+        .iter()
+        .find(|(n, s, _)| *n == network && *s == shared_uid)
+        .map(|(_, _, f)| f)
+}
+
 fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     if let Err(e) = join_cgroup(policy) {
         return status.error("failed", &e);
@@ -302,9 +333,17 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     // A non-root helper cannot give the script another host uid: it keeps the host user's.
-    let filters = match seccomp::build(policy.network, !root) {
-        Ok(f) => f,
-        Err(e) => return status.error("failed", &format!("seccomp: {e}")),
+    // A helper forked from the zygote finds its filters compiled already.
+    let built;
+    let filters = match prepared_filters(policy.network, !root) {
+        Some(f) => f,
+        None => match seccomp::build(policy.network, !root) {
+            Ok(f) => {
+                built = f;
+                &built
+            }
+            Err(e) => return status.error("failed", &format!("seccomp: {e}")),
+        },
     };
     let rlimits = rlimits(policy);
     if root {
@@ -366,7 +405,7 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             status,
             &exec,
             &mut ruleset,
-            &filters,
+            filters,
             &rlimits,
             ns,
             root,

@@ -1,0 +1,376 @@
+//! The sandbox zygote (issue 53): a run's helper is forked from a small process the binary
+//! made before any thread, not a second `execve` of the binary; killing the supervisor mid-run
+//! leaves no process (zygote, helper, script); two runs share nothing through it; and runs go
+//! on (re-executing the binary) when it is gone.
+
+#![cfg(target_os = "linux")]
+
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use serde_json::Value as Json;
+
+use crate::support::bin::BIN;
+use crate::support::{sandbox_tempdir, write_skill};
+
+/// What the waiting script reads from: a FIFO in a granted directory.
+struct World {
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = sandbox_tempdir("skillcat-zygote-");
+        write_skill(
+            &dir.path().join("skills/zyg"),
+            "---\nname: zyg\ndescription: Waits on a FIFO, and probes what a run sees.\n---\nBody.\n",
+            &[
+                (
+                    "scripts/wait.sh",
+                    "#!/bin/sh\nread x < \"$1\"\necho \"got $x\"\n",
+                    true,
+                ),
+                (
+                    "scripts/probe.sh",
+                    "#!/bin/sh\n\
+                     echo \"env: $(env | sort | tr '\\n' ' ')\"\n\
+                     echo \"cwd: $(pwd)\"\n\
+                     echo \"fds: $(ls /proc/self/fd | tr '\\n' ' ')\"\n\
+                     if [ -e /tmp/leak ]; then echo 'leak: seen'; else echo 'leak: none'; fi\n\
+                     mkdir -p /tmp 2>/dev/null; echo x > /tmp/leak 2>/dev/null\n\
+                     cd / 2>/dev/null\n\
+                     exit 0\n",
+                    true,
+                ),
+            ],
+        );
+        std::fs::write(dir.path().join("skillcat.toml"), "sources = []\n").unwrap();
+        let gate = dir.path().join("gate");
+        std::fs::create_dir(&gate).unwrap();
+        std::fs::set_permissions(&gate, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let fifo = gate.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a live C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+        std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o666)).unwrap();
+        World { dir }
+    }
+
+    fn fifo(&self) -> PathBuf {
+        self.dir.path().join("gate/fifo")
+    }
+
+    /// `skillcat run SKILLS zyg wait` reading the FIFO.
+    fn spawn_wait(&self) -> Child {
+        let gate = self.dir.path().join("gate");
+        Command::new(BIN)
+            .args(["run", self.dir.path().join("skills").to_str().unwrap()])
+            .args(["zyg", "wait", "--allow-read", gate.to_str().unwrap()])
+            .args(["--args", self.fifo().to_str().unwrap()])
+            .current_dir(self.dir.path())
+            .env("SKILLCAT_CONFIG", self.dir.path().join("skillcat.toml"))
+            .env("XDG_RUNTIME_DIR", self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// The FIFO's write end, once the script has opened it for reading (the run is then inside
+    /// the script); panics when the run ends first.
+    fn writer(&self, child: &mut Child) -> std::fs::File {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(self.fifo())
+            {
+                Ok(f) => return f,
+                Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
+                Err(e) => panic!("opening the FIFO: {e}"),
+            }
+            if let Some(st) = child.try_wait().unwrap() {
+                let out = child.wait_with_output_now();
+                panic!("the run ended before reading: {st}\n{out}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the script never opened the FIFO"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+trait Output {
+    fn wait_with_output_now(&mut self) -> String;
+}
+
+impl Output for Child {
+    fn wait_with_output_now(&mut self) -> String {
+        use std::io::Read;
+        let mut s = String::new();
+        if let Some(mut o) = self.stdout.take() {
+            let _ = o.read_to_string(&mut s);
+        }
+        if let Some(mut e) = self.stderr.take() {
+            let _ = e.read_to_string(&mut s);
+        }
+        s
+    }
+}
+
+/// A process as `/proc` shows it: pid, parent, state, name and command line.
+#[derive(Debug, Clone)]
+struct Proc {
+    pid: i32,
+    ppid: i32,
+    state: char,
+    comm: String,
+    cmdline: String,
+}
+
+fn proc_of(pid: i32) -> Option<Proc> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat[open + 1..close].to_string();
+    let mut rest = stat[close + 2..].split(' ');
+    let state = rest.next()?.chars().next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default();
+    Some(Proc {
+        pid,
+        ppid,
+        state,
+        comm,
+        cmdline,
+    })
+}
+
+/// Every live process descending from `root` (itself not included).
+fn descendants(root: i32) -> Vec<Proc> {
+    let all: Vec<Proc> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter_map(proc_of)
+        .collect();
+    let mut found: Vec<Proc> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for c in all.iter().filter(|c| c.ppid == p) {
+            frontier.push(c.pid);
+            found.push(c.clone());
+        }
+    }
+    found
+}
+
+/// Whether `pid` is gone (a zombie has ended; only its parent's wait is left).
+fn gone(pid: i32) -> bool {
+    proc_of(pid).is_none_or(|p| p.state == 'Z' || p.state == 'X')
+}
+
+#[test]
+fn a_run_forks_its_helper_from_the_zygote_without_executing_the_binary_again() {
+    let w = World::new();
+    let mut child = w.spawn_wait();
+    let mut writer = w.writer(&mut child);
+    let tree = descendants(child.id() as i32);
+    let reexecuted: Vec<&Proc> = tree
+        .iter()
+        .filter(|p| p.cmdline.contains("__skillcat-sandbox"))
+        .collect();
+    let zygote = tree
+        .iter()
+        .find(|p| p.ppid == child.id() as i32 && p.comm == "skillcat-zygote");
+    writer.write_all(b"go\n").unwrap();
+    drop(writer);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.trim_end(), "got go");
+    assert!(
+        reexecuted.is_empty(),
+        "the helper re-executed the binary: {reexecuted:?}"
+    );
+    let zygote = zygote.unwrap_or_else(|| panic!("no zygote under the run: {tree:?}"));
+    // The helper is the zygote's child, the script (sh) the helper's.
+    let helper = tree
+        .iter()
+        .find(|p| p.ppid == zygote.pid)
+        .unwrap_or_else(|| panic!("no helper under the zygote: {tree:?}"));
+    assert!(
+        tree.iter().any(|p| p.ppid == helper.pid),
+        "no script under the helper: {tree:?}"
+    );
+}
+
+#[test]
+fn killing_the_supervisor_mid_run_leaves_no_process() {
+    let w = World::new();
+    let mut child = w.spawn_wait();
+    let writer = w.writer(&mut child);
+    let tree = descendants(child.id() as i32);
+    // The zygote, the helper and the script at least.
+    assert!(tree.len() >= 3, "{tree:?}");
+    // SAFETY: killing the process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tree.iter().any(|p| !gone(p.pid)) {
+        assert!(
+            Instant::now() < deadline,
+            "left running after the supervisor was killed: {:?}",
+            tree.iter()
+                .filter(|p| !gone(p.pid))
+                .filter_map(|p| proc_of(p.pid))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(writer);
+}
+
+/// A `skillcat mcp` over the world's skills, with a connected client.
+async fn mcp(
+    w: &World,
+) -> (
+    rmcp::service::RunningService<rmcp::service::RoleClient, ()>,
+    tokio::process::Child,
+    tempfile::TempDir,
+) {
+    let skills = w.dir.path().join("skills");
+    let config = w.dir.path().join("skillcat.toml");
+    let (mut child, tmp) = crate::support::spawn_mcp_in(
+        w.dir.path(),
+        None,
+        &[
+            skills.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
+    let stdout = child.stdout.take().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let client = ().serve((stdout, stdin)).await.expect("MCP initialisation");
+    (client, child, tmp)
+}
+
+async fn probe(client: &rmcp::service::RunningService<rmcp::service::RoleClient, ()>) -> String {
+    let r = client
+        .call_tool(CallToolRequestParams::new("run_zyg_probe"))
+        .await
+        .expect("a tool result");
+    let r: Json = serde_json::to_value(r).unwrap();
+    assert_eq!(r["isError"], false, "{r}");
+    r["content"][0]["text"].as_str().unwrap().to_string()
+}
+
+fn bounded<F: std::future::Future<Output = ()>>(test: F) {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            tokio::time::timeout(Duration::from_secs(90), test)
+                .await
+                .expect("the test did not finish in time (a hang?)")
+        });
+}
+
+#[test]
+fn two_runs_in_a_row_share_nothing() {
+    let w = World::new();
+    bounded(async {
+        let (client, mut child, _tmp) = mcp(&w).await;
+        let first = probe(&client).await;
+        let second = probe(&client).await;
+        assert!(first.contains("leak: none"), "{first}");
+        // Nothing run 1 did — a file in /tmp, a directory changed to — reaches run 2; its
+        // environment and descriptors are the same.
+        assert_eq!(first, second);
+        let zygote = descendants(child.id().unwrap() as i32)
+            .into_iter()
+            .find(|p| p.comm == "skillcat-zygote");
+        assert!(zygote.is_some(), "the runs did not go through a zygote");
+        client.cancel().await.unwrap();
+        child.wait().await.unwrap();
+    });
+}
+
+#[test]
+fn runs_go_on_when_the_zygote_is_gone() {
+    let w = World::new();
+    bounded(async {
+        let (client, mut child, _tmp) = mcp(&w).await;
+        let first = probe(&client).await;
+        let zygote = descendants(child.id().unwrap() as i32)
+            .into_iter()
+            .find(|p| p.comm == "skillcat-zygote")
+            .expect("a zygote");
+        // SAFETY: killing a process of the server this test started.
+        unsafe { libc::kill(zygote.pid, libc::SIGKILL) };
+        let second = probe(&client).await;
+        let third = probe(&client).await;
+        assert_eq!(first, second);
+        assert_eq!(second, third);
+        client.cancel().await.unwrap();
+        child.wait().await.unwrap();
+    });
+}
+
+#[test]
+fn a_guest_call_forks_its_helper_from_the_zygote_too() {
+    // `spin` loops until the engine's deadline (1 s): the call is watched meanwhile.
+    let mut child = Command::new(BIN)
+        .args(["run", "fixtures/guest/skills", "hostile", "spin"])
+        .args(["--json", r#"{"timeout_seconds": 1}"#])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("SKILLCAT_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = child.id() as i32;
+    let mut seen = Vec::new();
+    let mut helper = None;
+    while helper.is_none() && child.try_wait().unwrap().is_none() {
+        let tree = descendants(run);
+        helper = tree
+            .iter()
+            .find(|p| {
+                tree.iter()
+                    .any(|z| z.pid == p.ppid && z.ppid == run && z.comm == "skillcat-zygote")
+            })
+            .cloned();
+        seen.extend(
+            tree.into_iter()
+                .filter(|p| p.cmdline.contains("__skillcat-sandbox")),
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("timed out"), "{stderr}");
+    assert!(
+        seen.is_empty(),
+        "the helper re-executed the binary: {seen:?}"
+    );
+    assert!(helper.is_some(), "no helper under the zygote; {stderr}");
+}
