@@ -106,7 +106,7 @@ pub struct VersionMeta {
     /// What the audit found when it was published (a JSON array), when that was recorded.
     pub findings: Option<Value>,
     /// Its manifest as the source keeps it, for a version that is neither the latest nor
-    /// yanked (its page lists its files from it; none of them is read or served).
+    /// yanked (its page lists its files from it; they are served in its archive alone).
     pub manifest: Option<Manifest>,
     /// The detached signatures kept for it (the same versions as `manifest`).
     pub signatures: Vec<String>,
@@ -114,11 +114,19 @@ pub struct VersionMeta {
 
 /// Finds every version a source keeps (a registry's), for the catalog pages: each version has
 /// a page; one that is neither the latest nor yanked gets it from its manifest and document
-/// alone (its files are not read).
+/// alone (its files are not held), and its archive is packed when it is asked for.
 pub trait VersionLookup: Send + Sync {
     /// Every version (of the skill `name` alone when given), by name and then version.
     /// Blocking.
     fn versions(&self, name: Option<&str>) -> Result<Vec<VersionMeta>>;
+
+    /// The reproducible archive of `name@version`, packed from the files the source keeps
+    /// (`None` when it keeps no such version, or cannot give its files). Blocking. A version
+    /// once published stays served this way, without the site holding its bytes.
+    fn archive(&self, name: &str, version: &str) -> Result<Option<Bytes>> {
+        let _ = (name, version);
+        Ok(None)
+    }
 }
 
 /// The versions of a registry file: dates, yanked marks and recorded audit findings.
@@ -157,6 +165,36 @@ impl VersionLookup for RegistryVersions {
             });
         }
         Ok(out)
+    }
+
+    fn archive(&self, name: &str, version: &str) -> Result<Option<Bytes>> {
+        let registry = crate::registry::Registry::open_read_only(&self.0)?;
+        let Some(files) = registry.version_contents(name, version)? else {
+            return Ok(None);
+        };
+        drop(registry);
+        let entries: Vec<PackEntry> = files
+            .into_iter()
+            .map(|(f, bytes)| PackEntry {
+                path: f.path,
+                bytes,
+                executable: f.executable,
+            })
+            .collect();
+        let mut archive = Vec::new();
+        write_tar_gz(&entries, &mut archive)
+            .map_err(|e| Error::io(&format!("{name}@{version}"), e))?;
+        Ok(Some(Bytes::from(archive)))
+    }
+}
+
+/// Where a site's older versions' archives are packed from when asked for (a registry).
+#[derive(Clone)]
+struct Archives(Arc<dyn VersionLookup>);
+
+impl fmt::Debug for Archives {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Archives")
     }
 }
 
@@ -330,8 +368,11 @@ pub struct Site {
     /// Their v0.2.0 index entries (`"yanked": true`), in the order of `yanked`.
     yanked_entries: Vec<Value>,
     /// The versions that are neither a skill's latest nor yanked (a registry's older ones),
-    /// by name and then version: their manifest and document alone, for their pages.
+    /// by name and then version: their manifest and document alone, for their pages, and
+    /// their archive's digest (the archive itself is packed when it is asked for).
     older: Vec<SiteSkill>,
+    /// Where the older versions' archives are packed from.
+    archives: Option<Archives>,
     /// How the pages are made.
     web: WebOptions,
 }
@@ -458,10 +499,9 @@ impl Site {
         let mut yanked = pack_yanked(source, None, opts, &mut problems).await?;
         let older =
             with_versions(source, None, opts, &mut skills, &mut yanked, &mut problems).await?;
-        Ok((
-            Site::from_versions(skills, yanked, older, opts.web.clone()),
-            problems,
-        ))
+        let mut site = Site::from_versions(skills, yanked, older, opts.web.clone());
+        site.archives = opts.versions.clone().map(Archives);
+        Ok((site, problems))
     }
 
     /// Assembles the site from packed skills (pure: no I/O).
@@ -544,6 +584,7 @@ impl Site {
         // One copy of the site, its indexes and the skill's pages (with the listings) written
         // once, after all three parts of the skill are in.
         let mut site = self.clone();
+        site.archives = opts.versions.clone().map(Archives);
         site.replace_skill(name, live.pop());
         site.replace_yanked(name, yanked);
         site.replace_older(name, older);
@@ -835,6 +876,28 @@ impl Site {
         &self.older
     }
 
+    /// The older version whose archive is the blob at `path` (`blobs/sha256/HEX`) and where
+    /// to pack it from, when the site does not hold that blob itself: `serve` packs it in the
+    /// blocking pool ([`older_archive`]).
+    pub(crate) fn older_blob(
+        &self,
+        path: &str,
+    ) -> Option<(Arc<dyn VersionLookup>, String, String)> {
+        let hex = path.strip_prefix("blobs/sha256/")?;
+        let archives = self.archives.as_ref()?;
+        if hex.is_empty() || self.resources.contains_key(path) {
+            return None;
+        }
+        let o = self.older.iter().find(|o| {
+            o.archive_digest.strip_prefix("sha256:") == Some(hex) && o.version.is_some()
+        })?;
+        Some((
+            Arc::clone(&archives.0),
+            o.name.clone(),
+            o.version.clone().unwrap_or_default(),
+        ))
+    }
+
     /// How the site's pages are made.
     pub fn web(&self) -> &WebOptions {
         &self.web
@@ -1086,7 +1149,8 @@ async fn with_versions(
         return Ok(Vec::new());
     };
     let name = name.map(str::to_string);
-    let metas = tokio::task::spawn_blocking(move || lookup.versions(name.as_deref()))
+    let listing = Arc::clone(&lookup);
+    let metas = tokio::task::spawn_blocking(move || listing.versions(name.as_deref()))
         .await
         .map_err(|e| Error::task("listing versions", e))??;
     let apply = |s: &mut SiteSkill, m: &VersionMeta| {
@@ -1113,7 +1177,7 @@ async fn with_versions(
             continue;
         }
         let root = format!("{}@{}", m.name, m.version);
-        match older_version(source, &root, m).await {
+        match older_version(source, &root, m, &lookup).await {
             Ok(mut light) => {
                 apply(&mut light, m);
                 older.push(light);
@@ -1128,9 +1192,15 @@ async fn with_versions(
 }
 
 /// An older version (neither latest nor yanked) as its page needs it: its manifest as the
-/// source keeps it and its document alone, read; its other files are not (a registry may hold
-/// many versions of a large skill), nor are they served.
-async fn older_version(source: &dyn Source, root: &str, m: &VersionMeta) -> Result<SiteSkill> {
+/// source keeps it and its document alone, read, and its archive's digest; its other files
+/// and the archive are not held (a registry may hold many versions of a large skill): the
+/// archive is packed again, the same bytes, when it is asked for ([`older_archive`]).
+async fn older_version(
+    source: &dyn Source,
+    root: &str,
+    m: &VersionMeta,
+    lookup: &Arc<dyn VersionLookup>,
+) -> Result<SiteSkill> {
     let manifest = m
         .manifest
         .clone()
@@ -1146,13 +1216,24 @@ async fn older_version(source: &dyn Source, root: &str, m: &VersionMeta) -> Resu
             .read(&join_path(root, &manifest.files[i].path))
             .await?;
     }
+    let (lookup, name, version) = (Arc::clone(lookup), m.name.clone(), m.version.clone());
+    let archive_digest = tokio::task::spawn_blocking(move || {
+        Ok::<_, Error>(
+            lookup
+                .archive(&name, &version)?
+                .map(|a| crate::digest::sha256_digest(&a))
+                .unwrap_or_default(),
+        )
+    })
+    .await
+    .map_err(|e| Error::task("packing an older version", e))??;
     Ok(SiteSkill {
         name: m.name.clone(),
         description: skill.description().to_string(),
         version: Some(m.version.clone()),
         location: skill.location().to_string(),
         archive: Bytes::new(),
-        archive_digest: String::new(),
+        archive_digest,
         manifest,
         files,
         signature: m.signatures.first().cloned(),
@@ -1166,6 +1247,26 @@ async fn older_version(source: &dyn Source, root: &str, m: &VersionMeta) -> Resu
             files_withheld: true,
             ..PageInfo::default()
         },
+    })
+}
+
+/// The archive of an older version ([`Site::older_blob`]), packed again from the source in
+/// the blocking pool and served only when it hashes to the digest the site lists for it.
+pub(crate) async fn older_archive(
+    lookup: Arc<dyn VersionLookup>,
+    name: String,
+    version: String,
+    hex: String,
+) -> Option<SiteFile> {
+    let body = tokio::task::spawn_blocking(move || lookup.archive(&name, &version))
+        .await
+        .ok()?
+        .ok()??;
+    (crate::digest::to_hex(sha256(&body)) == hex).then(|| SiteFile {
+        body,
+        content_type: "application/gzip",
+        etag: format!("\"{hex}\""),
+        cache_control: IMMUTABLE,
     })
 }
 
