@@ -10,7 +10,7 @@ use serde_json::Value as J;
 
 use crate::support::bin::{Out, Skillcat};
 use crate::support::central::{doc, registry_dir, token};
-use crate::support::project::Project;
+use crate::support::project::{Project, key};
 use crate::support::publish::Server;
 use crate::support::registry::sha256_digest;
 use crate::support::write_skill;
@@ -196,7 +196,20 @@ async fn a_lock_restores_what_it_pins_and_name_at_version_reads_any_version() {
     );
     assert_eq!(read.code(0).out(), "Notes 0.2.0.\n");
     run(dir, &["digest", &s.url, "csv-stats@0.1.0"]).code(0);
-    run(dir, &["verify", &s.url, "csv-stats@0.1.0"]).code(0);
+    // Unsigned, so not verified: but found, at that version.
+    let ring = key(dir, "signer", "*");
+    let keyring = ring.keyring.to_str().unwrap();
+    let verify = run(
+        dir,
+        &["verify", &s.url, "csv-stats@0.1.0", "--keyring", keyring],
+    );
+    verify.code(1).says(&["csv-stats", "no signature"]);
+    run(
+        dir,
+        &["verify", &s.url, "csv-stats@9.9.9", "--keyring", keyring],
+    )
+    .code(1)
+    .says(&["csv-stats@9.9.9", "no such version"]);
     // A version there is not: the versions there are.
     run(dir, &["show", &s.url, "csv-stats@9.9.9"])
         .code(1)
