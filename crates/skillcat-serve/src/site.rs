@@ -878,7 +878,7 @@ impl Site {
 
     /// The older version whose archive is the blob at `path` (`blobs/sha256/HEX`) and where
     /// to pack it from, when the site does not hold that blob itself: `serve` packs it in the
-    /// blocking pool ([`older_archive`]).
+    /// blocking pool (`older_archive`).
     pub(crate) fn older_blob(
         &self,
         path: &str,
@@ -896,6 +896,26 @@ impl Site {
             o.name.clone(),
             o.version.clone().unwrap_or_default(),
         ))
+    }
+
+    /// Every older version's archive the site lists but does not hold (`Self::older_blob`'s
+    /// answers, for `export`): path, where to pack it from, name and version.
+    pub(crate) fn older_blobs(&self) -> Vec<(String, Arc<dyn VersionLookup>, String, String)> {
+        let mut out: Vec<_> = self
+            .older
+            .iter()
+            .filter(|o| !o.archive_digest.is_empty())
+            .filter_map(|o| {
+                let path = format!(
+                    "blobs/sha256/{}",
+                    o.archive_digest.trim_start_matches("sha256:")
+                );
+                let (lookup, name, version) = self.older_blob(&path)?;
+                Some((path, lookup, name, version))
+            })
+            .collect();
+        out.dedup_by(|a, b| a.0 == b.0);
+        out
     }
 
     /// How the site's pages are made.
@@ -1194,7 +1214,7 @@ async fn with_versions(
 /// An older version (neither latest nor yanked) as its page needs it: its manifest as the
 /// source keeps it and its document alone, read, and its archive's digest; its other files
 /// and the archive are not held (a registry may hold many versions of a large skill): the
-/// archive is packed again, the same bytes, when it is asked for ([`older_archive`]).
+/// archive is packed again, the same bytes, when it is asked for (`older_archive`).
 async fn older_version(
     source: &dyn Source,
     root: &str,

@@ -125,6 +125,14 @@ async fn every_published_version_stays_served() {
     }
     let _ = child.kill();
     let _ = child.wait();
+
+    // `export` writes every version's archive too, as `serve` answers it.
+    run(dir, &["export", "r.db", "site"]).code(0);
+    for v in &listed {
+        let blob = v["archive_url"].as_str().unwrap().trim_start_matches('/');
+        let body = std::fs::read(dir.join("site").join(blob)).unwrap();
+        assert_eq!(sha256_digest(&body), v["archive_digest"], "{v}");
+    }
 }
 
 /// A project locked at 0.4.0 restores 0.4.0 with `install --frozen` after 0.5.0 is out; once
