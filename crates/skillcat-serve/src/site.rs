@@ -1181,7 +1181,7 @@ async fn with_versions(
             s.page.findings_recorded = true;
         }
     };
-    let mut older = Vec::new();
+    let mut wanted: Vec<&VersionMeta> = Vec::new();
     for m in &metas {
         let same =
             |s: &&mut SiteSkill| s.name == m.name && s.version.as_deref() == Some(&m.version);
@@ -1196,8 +1196,22 @@ async fn with_versions(
         if m.yanked {
             continue;
         }
-        let root = format!("{}@{}", m.name, m.version);
-        match older_version(source, &root, m, &lookup).await {
+        wanted.push(m);
+    }
+    // Each older version is packed once to learn its archive's digest: several at a time.
+    let roots: Vec<String> = wanted
+        .iter()
+        .map(|m| format!("{}@{}", m.name, m.version))
+        .collect();
+    let (lookup, roots_ref, wanted_ref) = (&lookup, &roots, &wanted);
+    let read: Vec<Result<SiteSkill>> = stream::iter(0..wanted.len())
+        .map(|i| older_version(source, &roots_ref[i], wanted_ref[i], lookup))
+        .buffered(CONCURRENCY)
+        .collect()
+        .await;
+    let mut older = Vec::with_capacity(read.len());
+    for ((got, root), m) in read.into_iter().zip(&roots).zip(&wanted) {
+        match got {
             Ok(mut light) => {
                 apply(&mut light, m);
                 older.push(light);
