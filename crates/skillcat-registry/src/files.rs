@@ -132,7 +132,7 @@ impl Registry {
     }
 
     /// Every file of `name@version` (yanked or not) with its bytes, by path in byte order, each
-    /// hashed again as [`read_file`](Self::read_file) does: what a served registry packs an
+    /// hashed again as each file read is: what a served registry packs an
     /// older version's archive from, on demand. `None` when there is no such version.
     pub fn version_contents(
         &self,

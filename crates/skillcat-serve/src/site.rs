@@ -183,7 +183,7 @@ impl VersionLookup for RegistryVersions {
             .collect();
         let mut archive = Vec::new();
         write_tar_gz(&entries, &mut archive)
-            .map_err(|e| Error::io(&format!("{name}@{version}"), e))?;
+            .map_err(|e| Error::io(format!("{name}@{version}"), e))?;
         Ok(Some(Bytes::from(archive)))
     }
 }
@@ -1217,7 +1217,7 @@ async fn with_versions(
                 older.push(light);
             }
             Err(e) => problems.push(SiteProblem {
-                location: source.location(&root),
+                location: source.location(root),
                 message: format!("older version has no page: {e}"),
             }),
         }
