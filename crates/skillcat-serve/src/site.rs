@@ -1459,6 +1459,51 @@ mod tests {
         same(&none.with_yanked("alpha", vec![old]), &site);
     }
 
+    /// An older version's archive is not held: the site names where to pack it from, by the
+    /// digest it lists; a blob it holds, or a digest it does not list, is not packed.
+    #[tokio::test]
+    async fn an_older_versions_archive_is_packed_on_demand_and_checked() {
+        struct Fake(Bytes);
+        impl VersionLookup for Fake {
+            fn versions(&self, _: Option<&str>) -> Result<Vec<VersionMeta>> {
+                Ok(Vec::new())
+            }
+            fn archive(&self, _: &str, _: &str) -> Result<Option<Bytes>> {
+                Ok(Some(self.0.clone()))
+            }
+        }
+        let live = skill("alpha", &[("SKILL.md", b"# A2\n", false)]);
+        let mut old = skill("alpha", &[("SKILL.md", b"# A1\n", false)]);
+        old.version = Some("1.0.0".into());
+        let archive = std::mem::take(&mut old.archive);
+        let hex = old.archive_digest.trim_start_matches("sha256:").to_string();
+        let mut site = Site::from_versions(
+            vec![live.clone()],
+            Vec::new(),
+            vec![old],
+            WebOptions::default(),
+        );
+        let path = format!("blobs/sha256/{hex}");
+        assert!(site.get(&path).is_none(), "not held");
+        assert!(site.older_blob(&path).is_none(), "nowhere to pack it from");
+        site.archives = Some(Archives(Arc::new(Fake(archive.clone()))));
+        let (lookup, name, version) = site.older_blob(&path).expect("listed");
+        assert_eq!((name.as_str(), version.as_str()), ("alpha", "1.0.0"));
+        let file = older_archive(lookup, name, version, hex.clone())
+            .await
+            .unwrap();
+        assert_eq!((file.body, file.cache_control), (archive, IMMUTABLE));
+        let live_hex = live.archive_digest.trim_start_matches("sha256:");
+        assert!(
+            site.older_blob(&format!("blobs/sha256/{live_hex}"))
+                .is_none()
+        );
+        // Bytes that do not hash to the digest listed are never served.
+        site.archives = Some(Archives(Arc::new(Fake(Bytes::from_static(b"other")))));
+        let (lookup, name, version) = site.older_blob(&path).unwrap();
+        assert!(older_archive(lookup, name, version, hex).await.is_none());
+    }
+
     #[test]
     fn content_types() {
         assert_eq!(content_type("SKILL.md", b"x"), MARKDOWN);

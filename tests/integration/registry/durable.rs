@@ -185,6 +185,18 @@ async fn a_lock_restores_what_it_pins_and_name_at_version_reads_any_version() {
         .code(0)
         .says(&["yanked"]);
     assert_eq!(q.lock()["skills"]["csv-stats"]["version"], "0.3.0");
+    // The same rule for the registry file itself.
+    let db = dir.join("r.db");
+    let db = db.to_str().unwrap();
+    let f = Project::new();
+    f.run(&["add", db, "csv-stats@0.3.0"]).code(1).says(&[
+        "csv-stats@0.3.0",
+        "yanked",
+        "--allow-yanked",
+    ]);
+    f.run(&["add", db, "csv-stats@0.3.0", "--allow-yanked"])
+        .code(0);
+    assert_eq!(f.lock()["skills"]["csv-stats"]["version"], "0.3.0");
 
     // An older version, by its version, for every reader.
     let r = Project::new();
