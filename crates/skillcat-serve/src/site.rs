@@ -497,8 +497,16 @@ impl Site {
             }
         }
         let mut yanked = pack_yanked(source, None, opts, &mut problems).await?;
-        let older =
-            with_versions(source, None, opts, &mut skills, &mut yanked, &mut problems).await?;
+        let older = with_versions(
+            source,
+            None,
+            opts,
+            &mut skills,
+            &mut yanked,
+            &mut problems,
+            &Known::new(),
+        )
+        .await?;
         let mut site = Site::from_versions(skills, yanked, older, opts.web.clone());
         site.archives = opts.versions.clone().map(Archives);
         Ok((site, problems))
@@ -572,6 +580,15 @@ impl Site {
             Err(e) => return Err(e),
         };
         let mut live: Vec<SiteSkill> = live.into_iter().collect();
+        // A version never changes: the digests already known are not packed again.
+        let known: Known = self
+            .older
+            .iter()
+            .chain(&self.skills)
+            .chain(&self.yanked)
+            .filter(|o| o.name == name && !o.archive_digest.is_empty())
+            .filter_map(|o| Some((o.version.clone()?, o.archive_digest.clone())))
+            .collect();
         let older = with_versions(
             source,
             Some(name),
@@ -579,6 +596,7 @@ impl Site {
             &mut live,
             &mut yanked,
             &mut problems,
+            &known,
         )
         .await?;
         // One copy of the site, its indexes and the skill's pages (with the listings) written
@@ -1157,6 +1175,9 @@ fn guest_tools(_: &Skill) -> Vec<Value> {
 /// With `opts.versions`: each packed version gets its date, yanked mark and recorded
 /// findings, and the versions that are neither latest nor yanked are read for their pages
 /// (manifest and document alone; returned, by name and then version).
+/// The archive digests of older versions already known, by version (of one skill).
+type Known = BTreeMap<String, String>;
+
 async fn with_versions(
     source: &dyn Source,
     name: Option<&str>,
@@ -1164,6 +1185,7 @@ async fn with_versions(
     live: &mut [SiteSkill],
     yanked: &mut [SiteSkill],
     problems: &mut Vec<SiteProblem>,
+    known: &Known,
 ) -> Result<Vec<SiteSkill>> {
     let Some(lookup) = opts.versions.clone() else {
         return Ok(Vec::new());
@@ -1205,7 +1227,10 @@ async fn with_versions(
         .collect();
     let (lookup, roots_ref, wanted_ref) = (&lookup, &roots, &wanted);
     let read: Vec<Result<SiteSkill>> = stream::iter(0..wanted.len())
-        .map(|i| older_version(source, &roots_ref[i], wanted_ref[i], lookup))
+        .map(|i| {
+            let m = wanted_ref[i];
+            older_version(source, &roots_ref[i], m, lookup, known.get(&m.version))
+        })
         .buffered(CONCURRENCY)
         .collect()
         .await;
@@ -1234,6 +1259,7 @@ async fn older_version(
     root: &str,
     m: &VersionMeta,
     lookup: &Arc<dyn VersionLookup>,
+    known: Option<&String>,
 ) -> Result<SiteSkill> {
     let manifest = m
         .manifest
@@ -1251,16 +1277,19 @@ async fn older_version(
             .await?;
     }
     let (lookup, name, version) = (Arc::clone(lookup), m.name.clone(), m.version.clone());
-    let archive_digest = tokio::task::spawn_blocking(move || {
-        Ok::<_, Error>(
-            lookup
-                .archive(&name, &version)?
-                .map(|a| crate::digest::sha256_digest(&a))
-                .unwrap_or_default(),
-        )
-    })
-    .await
-    .map_err(|e| Error::task("packing an older version", e))??;
+    let archive_digest = match known {
+        Some(d) => d.clone(),
+        None => tokio::task::spawn_blocking(move || {
+            Ok::<_, Error>(
+                lookup
+                    .archive(&name, &version)?
+                    .map(|a| crate::digest::sha256_digest(&a))
+                    .unwrap_or_default(),
+            )
+        })
+        .await
+        .map_err(|e| Error::task("packing an older version", e))??,
+    };
     Ok(SiteSkill {
         name: m.name.clone(),
         description: skill.description().to_string(),
