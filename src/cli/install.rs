@@ -81,6 +81,10 @@ pub struct AddArgs {
     /// faults).
     #[arg(long, value_enum, default_value_t)]
     format: Format,
+    /// Add a yanked version asked for as NAME@VERSION (refused without it; a lockfile that
+    /// pins a yanked version restores it without this).
+    #[arg(long)]
+    allow_yanked: bool,
 }
 
 /// `skillcat install`.
@@ -336,7 +340,8 @@ pub async fn add(a: AddArgs, g: &Globals) -> CliResult {
         Ok(x) => x,
         Err(e) => return Err(fail(e)),
     };
-    let (scope, opts, bar) = prepare(&a.common, a.force, a.dry_run, g)?;
+    let (scope, mut opts, bar) = prepare(&a.common, a.force, a.dry_run, g)?;
+    opts.allow_yanked = a.allow_yanked;
     let plan = Plan::add_from_plugin(
         &opts,
         &a.source,

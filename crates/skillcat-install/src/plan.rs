@@ -51,6 +51,9 @@ pub struct Options {
     /// created, no journal recovered: one waiting is refused) and [`Plan::apply`] refuses it.
     /// Sources are still fetched and verified (into the cache, outside the scope).
     pub dry_run: bool,
+    /// `add NAME@VERSION` of a yanked version installs it (`--allow-yanked`); without it, it
+    /// is refused. A lockfile that pins a yanked version restores it either way.
+    pub allow_yanked: bool,
 }
 
 impl std::fmt::Debug for Options {
@@ -80,6 +83,7 @@ impl Options {
             git_timeout: Duration::from_secs(300),
             progress: None,
             dry_run: false,
+            allow_yanked: false,
         }
     }
 
@@ -562,6 +566,16 @@ impl Plan {
                         continue;
                     }
                 };
+                // A lockfile restores what it pins, a yanked version too (as Cargo does).
+                if let Some(v) = &entry.version
+                    && opened.src.record(&root).await.is_ok_and(|r| r.yanked)
+                {
+                    warnings.push(format!(
+                        "{name}@{v} is yanked from {}: restored because the lockfile pins it; \
+                         `skillcat update {name}` moves to the latest version",
+                        opened.spec.typed
+                    ));
+                }
                 match opened
                     .candidate(opts, &root, Some(name), Some(entry), &mut warnings)
                     .await
@@ -1140,6 +1154,8 @@ struct Opened {
     opened_warnings: Vec<String>,
     /// The marketplace plugin whose skills alone are selected (`add --plugin`).
     plugin: Option<String>,
+    /// `add NAME@VERSION` of a yanked version is allowed (`--allow-yanked`).
+    allow_yanked: bool,
 }
 
 impl Opened {
@@ -1194,6 +1210,7 @@ impl Opened {
             id,
             opened_warnings,
             plugin: None,
+            allow_yanked: opts.allow_yanked,
         })
     }
 
@@ -1232,10 +1249,11 @@ impl Opened {
                     Some((a, b)) => (a.to_string(), Some(b.to_string())),
                     None => (n.clone(), None),
                 };
-                out.push((
-                    self.registry_root(&name, version.as_deref()).await?,
-                    Some(name),
-                ));
+                let root = self.registry_root(&name, version.as_deref()).await?;
+                if version.is_some() {
+                    self.yanked_asked(&root, n, warnings).await?;
+                }
+                out.push((root, Some(name)));
             }
             return Ok(out);
         }
@@ -1245,6 +1263,22 @@ impl Opened {
             let mut out = Vec::new();
             let mut missing = Vec::new();
             for n in names {
+                // `NAME@VERSION`: that version, as the source finds it (a served registry keeps
+                // every version it published).
+                if let Some((name, version)) = n.split_once('@') {
+                    match self.src.version_root(name, version).await {
+                        Ok(Some(root)) => {
+                            self.yanked_asked(&root, n, warnings).await?;
+                            out.push((root, Some(n.clone())));
+                            continue;
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            missing.push(format!("{}: {e}", self.spec.typed));
+                            continue;
+                        }
+                    }
+                }
                 match roots.iter().find(|r| name_key(r) == name_key(n)) {
                     Some(r) => out.push((r.clone(), Some(n.clone()))),
                     None => missing.push(no_such_skill(n, &self.spec.typed, roots.clone(), 0)),
@@ -1413,6 +1447,31 @@ impl Opened {
 
     /// The root of the skill a lockfile entry names: its pinned registry version; the root a
     /// git checkout of the skill's own folder is; else the skill of that name.
+    /// `add NAME@VERSION` of a yanked version: refused unless `--allow-yanked`, then warned of
+    /// (only new resolution skips yanked versions; a lockfile restores one it pins).
+    async fn yanked_asked(
+        &self,
+        root: &str,
+        asked: &str,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), InstallError> {
+        if !self.src.record(root).await.is_ok_and(|r| r.yanked) {
+            return Ok(());
+        }
+        if !self.allow_yanked {
+            return Err(InstallError::Refused(vec![format!(
+                "{asked} is yanked from {}: a yanked version is installed only when a lockfile \
+                 pins it; pass --allow-yanked to add it anyway",
+                self.spec.typed
+            )]));
+        }
+        warnings.push(format!(
+            "{asked} is yanked from {}: added because --allow-yanked was given",
+            self.spec.typed
+        ));
+        Ok(())
+    }
+
     async fn root_of(
         &self,
         name: &str,
@@ -1424,7 +1483,18 @@ impl Opened {
                 self.registry_root(name, pin.and_then(|e| e.version.as_deref()))
                     .await
             }
-            SourceKind::WellKnown => Ok(name.to_string()),
+            // A pinned version is read by its version (a served registry keeps every one it
+            // published); one the source cannot find is told apart by the checks after.
+            SourceKind::WellKnown => match pin.and_then(|e| e.version.as_deref()) {
+                Some(v) => Ok(self
+                    .src
+                    .version_root(name, v)
+                    .await
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| name.to_string())),
+                None => Ok(name.to_string()),
+            },
             SourceKind::Git
                 if self.spec.subpath.is_none() && pin.is_some_and(|e| e.skill_path.is_some()) =>
             {
@@ -1572,7 +1642,8 @@ impl Opened {
         let mut index_url = None;
         if self.spec.kind == SourceKind::WellKnown {
             let roots = self.src.list().await?;
-            if !roots.iter().any(|r| r == root) {
+            // `NAME@VERSION` is a version the source found by its version, never listed.
+            if !root.contains('@') && !roots.iter().any(|r| r == root) {
                 return Err(refuse(no_longer_listed(
                     root,
                     &self.spec.typed,

@@ -130,6 +130,27 @@ impl Registry {
         }
         Ok(Some(Bytes::from(bytes)))
     }
+
+    /// Every file of `name@version` (yanked or not) with its bytes, by path in byte order, each
+    /// hashed again as each file read is: what a served registry packs an
+    /// older version's archive from, on demand. `None` when there is no such version.
+    pub fn version_contents(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> Result<Option<Vec<(FileEntry, Bytes)>>> {
+        let Some(pin) = self.resolve(name, Some(version))? else {
+            return Ok(None);
+        };
+        let mut out = Vec::new();
+        for f in self.version_files(pin.version_id)? {
+            let bytes = self
+                .read_file(pin.version_id, &f.path)?
+                .ok_or_else(|| RegistryError::NotFound(format!("{name}@{version}/{}", f.path)))?;
+            out.push((f, bytes));
+        }
+        Ok(Some(out))
+    }
 }
 
 /// Reads a whole blob through incremental blob I/O.

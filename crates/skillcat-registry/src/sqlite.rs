@@ -246,7 +246,8 @@ impl Source for RegistrySource {
         Ok(RootRecord::new(
             Some(pin.version),
             signatures.into_iter().map(|s| s.text).collect(),
-        ))
+        )
+        .with_yanked(pin.yanked))
     }
 
     /// `NAME@VERSION`, once the registry is found to hold that version (yanked or not).

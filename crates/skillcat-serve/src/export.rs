@@ -42,18 +42,34 @@ pub fn export(site: &Site, dir: &Path, force: bool) -> Result<Exported> {
         Err(e) => return Err(Error::io(&shown, e)),
     }
     let is_index = |p: &str| p == AGENT_SKILLS_INDEX || p == SKILLS_INDEX;
-    let ordered = site
-        .resources()
-        .filter(|(p, _)| !is_index(p))
-        .chain(site.resources().filter(|(p, _)| is_index(p)));
     let mut done = Exported::default();
-    let mut content_synced = false;
-    for (path, res) in ordered {
-        let index = is_index(path);
-        if index && !content_synced {
-            sync_all_content(dir).map_err(|e| Error::io(&shown, e))?;
-            content_synced = true;
-        }
+    for (path, res) in site.resources().filter(|(p, _)| !is_index(p)) {
+        write_one(dir, path, &res.body, false, &mut done)?;
+    }
+    // Every version's archive, as `serve` answers it: an older one is packed again from the
+    // registry, one at a time (never all held at once).
+    for (path, lookup, name, version) in site.older_blobs() {
+        let hex = path.trim_start_matches("blobs/sha256/");
+        let body = lookup
+            .archive(&name, &version)?
+            .filter(|b| crate::digest::to_hex(crate::digest::sha256(b)) == hex);
+        let Some(body) = body else {
+            return Err(Error::NotFound(format!(
+                "{name}@{version}: its archive {path} could not be packed again"
+            )));
+        };
+        write_one(dir, &path, &body, false, &mut done)?;
+    }
+    sync_all_content(dir).map_err(|e| Error::io(&shown, e))?;
+    for (path, res) in site.resources().filter(|(p, _)| is_index(p)) {
+        write_one(dir, path, &res.body, true, &mut done)?;
+    }
+    Ok(done)
+}
+
+/// Writes one file of the site under `dir` (an index synced).
+fn write_one(dir: &Path, path: &str, body: &[u8], index: bool, done: &mut Exported) -> Result<()> {
+    {
         let dest = dir.join(path);
         let dest_shown = dest.display().to_string();
         let parent = dest.parent().expect("a path under dir has a parent");
@@ -67,12 +83,12 @@ pub fn export(site: &Site, dir: &Path, force: bool) -> Result<Exported> {
         };
         AtomicWrite::new(0o644)
             .durability(durability)
-            .write(&dest, &res.body)
+            .write(&dest, body)
             .map_err(|e| Error::io(&dest_shown, e))?;
         done.files += 1;
-        done.bytes += res.body.len() as u64;
+        done.bytes += body.len() as u64;
     }
-    Ok(done)
+    Ok(())
 }
 
 /// Flushes everything written so far under `dir` to disk: `syncfs` of its file system on

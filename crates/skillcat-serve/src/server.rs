@@ -219,6 +219,16 @@ pub async fn answer_rendered(site: Arc<Site>, req: Request) -> Response {
         })
         .await;
     }
+    // An older version's archive is not held: packed again from the registry (hashed against
+    // the digest the site lists) when it is asked for.
+    if matches!(*req.method(), Method::GET | Method::HEAD)
+        && let Some(path) = page_path(&req)
+        && let Some((lookup, name, version)) = site.older_blob(&path)
+    {
+        let hex = path.trim_start_matches("blobs/sha256/").to_string();
+        let file = crate::site::older_archive(lookup, name, version, hex).await;
+        return respond(file.as_ref(), *req.method() == Method::HEAD, req.headers());
+    }
     answer(&site, &req)
 }
 

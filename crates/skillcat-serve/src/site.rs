@@ -109,7 +109,7 @@ pub struct VersionMeta {
     /// What the audit found when it was published (a JSON array), when that was recorded.
     pub findings: Option<Value>,
     /// Its manifest as the source keeps it, for a version that is neither the latest nor
-    /// yanked (its page lists its files from it; none of them is read or served).
+    /// yanked (its page lists its files from it; they are served in its archive alone).
     pub manifest: Option<Manifest>,
     /// The detached signatures kept for it (the same versions as `manifest`).
     pub signatures: Vec<String>,
@@ -117,11 +117,19 @@ pub struct VersionMeta {
 
 /// Finds every version a source keeps (a registry's), for the catalog pages: each version has
 /// a page; one that is neither the latest nor yanked gets it from its manifest and document
-/// alone (its files are not read).
+/// alone (its files are not held), and its archive is packed when it is asked for.
 pub trait VersionLookup: Send + Sync {
     /// Every version (of the skill `name` alone when given), by name and then version.
     /// Blocking.
     fn versions(&self, name: Option<&str>) -> Result<Vec<VersionMeta>>;
+
+    /// The reproducible archive of `name@version`, packed from the files the source keeps
+    /// (`None` when it keeps no such version, or cannot give its files). Blocking. A version
+    /// once published stays served this way, without the site holding its bytes.
+    fn archive(&self, name: &str, version: &str) -> Result<Option<Bytes>> {
+        let _ = (name, version);
+        Ok(None)
+    }
 }
 
 /// The versions of a registry file: dates, yanked marks and recorded audit findings.
@@ -162,6 +170,36 @@ impl VersionLookup for RegistryVersions {
             });
         }
         Ok(out)
+    }
+
+    fn archive(&self, name: &str, version: &str) -> Result<Option<Bytes>> {
+        let registry = crate::registry::Registry::open_read_only(&self.0)?;
+        let Some(files) = registry.version_contents(name, version)? else {
+            return Ok(None);
+        };
+        drop(registry);
+        let entries: Vec<PackEntry> = files
+            .into_iter()
+            .map(|(f, bytes)| PackEntry {
+                path: f.path,
+                bytes,
+                executable: f.executable,
+            })
+            .collect();
+        let mut archive = Vec::new();
+        write_tar_gz(&entries, &mut archive)
+            .map_err(|e| Error::io(format!("{name}@{version}"), e))?;
+        Ok(Some(Bytes::from(archive)))
+    }
+}
+
+/// Where a site's older versions' archives are packed from when asked for (a registry).
+#[derive(Clone)]
+struct Archives(Arc<dyn VersionLookup>);
+
+impl fmt::Debug for Archives {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Archives")
     }
 }
 
@@ -338,8 +376,11 @@ pub struct Site {
     /// Their v0.2.0 index entries (`"yanked": true`), in the order of `yanked`.
     yanked_entries: Vec<Value>,
     /// The versions that are neither a skill's latest nor yanked (a registry's older ones),
-    /// by name and then version: their manifest and document alone, for their pages.
+    /// by name and then version: their manifest and document alone, for their pages, and
+    /// their archive's digest (the archive itself is packed when it is asked for).
     older: Vec<SiteSkill>,
+    /// Where the older versions' archives are packed from.
+    archives: Option<Archives>,
     /// How the pages are made.
     web: WebOptions,
 }
@@ -464,12 +505,19 @@ impl Site {
             }
         }
         let mut yanked = pack_yanked(source, None, opts, &mut problems).await?;
-        let older =
-            with_versions(source, None, opts, &mut skills, &mut yanked, &mut problems).await?;
-        Ok((
-            Site::from_versions(skills, yanked, older, opts.web.clone()),
-            problems,
-        ))
+        let older = with_versions(
+            source,
+            None,
+            opts,
+            &mut skills,
+            &mut yanked,
+            &mut problems,
+            &Known::new(),
+        )
+        .await?;
+        let mut site = Site::from_versions(skills, yanked, older, opts.web.clone());
+        site.archives = opts.versions.clone().map(Archives);
+        Ok((site, problems))
     }
 
     /// Assembles the site from packed skills (pure: no I/O).
@@ -540,6 +588,15 @@ impl Site {
             Err(e) => return Err(e),
         };
         let mut live: Vec<SiteSkill> = live.into_iter().collect();
+        // A version never changes: the digests already known are not packed again.
+        let known: Known = self
+            .older
+            .iter()
+            .chain(&self.skills)
+            .chain(&self.yanked)
+            .filter(|o| o.name == name && !o.archive_digest.is_empty())
+            .filter_map(|o| Some((o.version.clone()?, o.archive_digest.clone())))
+            .collect();
         let older = with_versions(
             source,
             Some(name),
@@ -547,11 +604,13 @@ impl Site {
             &mut live,
             &mut yanked,
             &mut problems,
+            &known,
         )
         .await?;
         // One copy of the site, its indexes and the skill's pages (with the listings) written
         // once, after all three parts of the skill are in.
         let mut site = self.clone();
+        site.archives = opts.versions.clone().map(Archives);
         site.replace_skill(name, live.pop());
         site.replace_yanked(name, yanked);
         site.replace_older(name, older);
@@ -843,6 +902,48 @@ impl Site {
         &self.older
     }
 
+    /// The older version whose archive is the blob at `path` (`blobs/sha256/HEX`) and where
+    /// to pack it from, when the site does not hold that blob itself: `serve` packs it in the
+    /// blocking pool (`older_archive`).
+    pub(crate) fn older_blob(
+        &self,
+        path: &str,
+    ) -> Option<(Arc<dyn VersionLookup>, String, String)> {
+        let hex = path.strip_prefix("blobs/sha256/")?;
+        let archives = self.archives.as_ref()?;
+        if hex.is_empty() || self.resources.contains_key(path) {
+            return None;
+        }
+        let o = self.older.iter().find(|o| {
+            o.archive_digest.strip_prefix("sha256:") == Some(hex) && o.version.is_some()
+        })?;
+        Some((
+            Arc::clone(&archives.0),
+            o.name.clone(),
+            o.version.clone().unwrap_or_default(),
+        ))
+    }
+
+    /// Every older version's archive the site lists but does not hold (`Self::older_blob`'s
+    /// answers, for `export`): path, where to pack it from, name and version.
+    pub(crate) fn older_blobs(&self) -> Vec<(String, Arc<dyn VersionLookup>, String, String)> {
+        let mut out: Vec<_> = self
+            .older
+            .iter()
+            .filter(|o| !o.archive_digest.is_empty())
+            .filter_map(|o| {
+                let path = format!(
+                    "blobs/sha256/{}",
+                    o.archive_digest.trim_start_matches("sha256:")
+                );
+                let (lookup, name, version) = self.older_blob(&path)?;
+                Some((path, lookup, name, version))
+            })
+            .collect();
+        out.dedup_by(|a, b| a.0 == b.0);
+        out
+    }
+
     /// How the site's pages are made.
     pub fn web(&self) -> &WebOptions {
         &self.web
@@ -1082,6 +1183,9 @@ fn guest_tools(_: &Skill) -> Vec<Value> {
 /// With `opts.versions`: each packed version gets its date, yanked mark and recorded
 /// findings, and the versions that are neither latest nor yanked are read for their pages
 /// (manifest and document alone; returned, by name and then version).
+/// The archive digests of older versions already known, by version (of one skill).
+type Known = BTreeMap<String, String>;
+
 async fn with_versions(
     source: &dyn Source,
     name: Option<&str>,
@@ -1089,12 +1193,14 @@ async fn with_versions(
     live: &mut [SiteSkill],
     yanked: &mut [SiteSkill],
     problems: &mut Vec<SiteProblem>,
+    known: &Known,
 ) -> Result<Vec<SiteSkill>> {
     let Some(lookup) = opts.versions.clone() else {
         return Ok(Vec::new());
     };
     let name = name.map(str::to_string);
-    let metas = tokio::task::spawn_blocking(move || lookup.versions(name.as_deref()))
+    let listing = Arc::clone(&lookup);
+    let metas = tokio::task::spawn_blocking(move || listing.versions(name.as_deref()))
         .await
         .map_err(|e| Error::task("listing versions", e))??;
     let apply = |s: &mut SiteSkill, m: &VersionMeta| {
@@ -1106,7 +1212,7 @@ async fn with_versions(
             s.page.findings_recorded = true;
         }
     };
-    let mut older = Vec::new();
+    let mut wanted: Vec<&VersionMeta> = Vec::new();
     for m in &metas {
         let same =
             |s: &&mut SiteSkill| s.name == m.name && s.version.as_deref() == Some(&m.version);
@@ -1121,14 +1227,31 @@ async fn with_versions(
         if m.yanked {
             continue;
         }
-        let root = format!("{}@{}", m.name, m.version);
-        match older_version(source, &root, m).await {
+        wanted.push(m);
+    }
+    // Each older version is packed once to learn its archive's digest: several at a time.
+    let roots: Vec<String> = wanted
+        .iter()
+        .map(|m| format!("{}@{}", m.name, m.version))
+        .collect();
+    let (lookup, roots_ref, wanted_ref) = (&lookup, &roots, &wanted);
+    let read: Vec<Result<SiteSkill>> = stream::iter(0..wanted.len())
+        .map(|i| {
+            let m = wanted_ref[i];
+            older_version(source, &roots_ref[i], m, lookup, known.get(&m.version))
+        })
+        .buffered(CONCURRENCY)
+        .collect()
+        .await;
+    let mut older = Vec::with_capacity(read.len());
+    for ((got, root), m) in read.into_iter().zip(&roots).zip(&wanted) {
+        match got {
             Ok(mut light) => {
                 apply(&mut light, m);
                 older.push(light);
             }
             Err(e) => problems.push(SiteProblem {
-                location: source.location(&root),
+                location: source.location(root),
                 message: format!("older version has no page: {e}"),
             }),
         }
@@ -1137,9 +1260,16 @@ async fn with_versions(
 }
 
 /// An older version (neither latest nor yanked) as its page needs it: its manifest as the
-/// source keeps it and its document alone, read; its other files are not (a registry may hold
-/// many versions of a large skill), nor are they served.
-async fn older_version(source: &dyn Source, root: &str, m: &VersionMeta) -> Result<SiteSkill> {
+/// source keeps it and its document alone, read, and its archive's digest; its other files
+/// and the archive are not held (a registry may hold many versions of a large skill): the
+/// archive is packed again, the same bytes, when it is asked for (`older_archive`).
+async fn older_version(
+    source: &dyn Source,
+    root: &str,
+    m: &VersionMeta,
+    lookup: &Arc<dyn VersionLookup>,
+    known: Option<&String>,
+) -> Result<SiteSkill> {
     let manifest = m
         .manifest
         .clone()
@@ -1155,13 +1285,27 @@ async fn older_version(source: &dyn Source, root: &str, m: &VersionMeta) -> Resu
             .read(&join_path(root, &manifest.files[i].path))
             .await?;
     }
+    let (lookup, name, version) = (Arc::clone(lookup), m.name.clone(), m.version.clone());
+    let archive_digest = match known {
+        Some(d) => d.clone(),
+        None => tokio::task::spawn_blocking(move || {
+            Ok::<_, Error>(
+                lookup
+                    .archive(&name, &version)?
+                    .map(|a| crate::digest::sha256_digest(&a))
+                    .unwrap_or_default(),
+            )
+        })
+        .await
+        .map_err(|e| Error::task("packing an older version", e))??,
+    };
     Ok(SiteSkill {
         name: m.name.clone(),
         description: skill.description().to_string(),
         version: Some(m.version.clone()),
         location: skill.location().to_string(),
         archive: Bytes::new(),
-        archive_digest: String::new(),
+        archive_digest,
         manifest,
         files,
         signature: m.signatures.first().cloned(),
@@ -1175,6 +1319,26 @@ async fn older_version(source: &dyn Source, root: &str, m: &VersionMeta) -> Resu
             files_withheld: true,
             ..PageInfo::default()
         },
+    })
+}
+
+/// The archive of an older version ([`Site::older_blob`]), packed again from the source in
+/// the blocking pool and served only when it hashes to the digest the site lists for it.
+pub(crate) async fn older_archive(
+    lookup: Arc<dyn VersionLookup>,
+    name: String,
+    version: String,
+    hex: String,
+) -> Option<SiteFile> {
+    let body = tokio::task::spawn_blocking(move || lookup.archive(&name, &version))
+        .await
+        .ok()?
+        .ok()??;
+    (crate::digest::to_hex(sha256(&body)) == hex).then(|| SiteFile {
+        body,
+        content_type: "application/gzip",
+        etag: format!("\"{hex}\""),
+        cache_control: IMMUTABLE,
     })
 }
 
@@ -1331,6 +1495,51 @@ mod tests {
         same(&none, &Site::from_skills(vec![live()]));
         assert!(none.get(&format!("blobs/sha256/{hex}")).is_none());
         same(&none.with_yanked("alpha", vec![old]), &site);
+    }
+
+    /// An older version's archive is not held: the site names where to pack it from, by the
+    /// digest it lists; a blob it holds, or a digest it does not list, is not packed.
+    #[tokio::test]
+    async fn an_older_versions_archive_is_packed_on_demand_and_checked() {
+        struct Fake(Bytes);
+        impl VersionLookup for Fake {
+            fn versions(&self, _: Option<&str>) -> Result<Vec<VersionMeta>> {
+                Ok(Vec::new())
+            }
+            fn archive(&self, _: &str, _: &str) -> Result<Option<Bytes>> {
+                Ok(Some(self.0.clone()))
+            }
+        }
+        let live = skill("alpha", &[("SKILL.md", b"# A2\n", false)]);
+        let mut old = skill("alpha", &[("SKILL.md", b"# A1\n", false)]);
+        old.version = Some("1.0.0".into());
+        let archive = std::mem::take(&mut old.archive);
+        let hex = old.archive_digest.trim_start_matches("sha256:").to_string();
+        let mut site = Site::from_versions(
+            vec![live.clone()],
+            Vec::new(),
+            vec![old],
+            WebOptions::default(),
+        );
+        let path = format!("blobs/sha256/{hex}");
+        assert!(site.get(&path).is_none(), "not held");
+        assert!(site.older_blob(&path).is_none(), "nowhere to pack it from");
+        site.archives = Some(Archives(Arc::new(Fake(archive.clone()))));
+        let (lookup, name, version) = site.older_blob(&path).expect("listed");
+        assert_eq!((name.as_str(), version.as_str()), ("alpha", "1.0.0"));
+        let file = older_archive(lookup, name, version, hex.clone())
+            .await
+            .unwrap();
+        assert_eq!((file.body, file.cache_control), (archive, IMMUTABLE));
+        let live_hex = live.archive_digest.trim_start_matches("sha256:");
+        assert!(
+            site.older_blob(&format!("blobs/sha256/{live_hex}"))
+                .is_none()
+        );
+        // Bytes that do not hash to the digest listed are never served.
+        site.archives = Some(Archives(Arc::new(Fake(Bytes::from_static(b"other")))));
+        let (lookup, name, version) = site.older_blob(&path).unwrap();
+        assert!(older_archive(lookup, name, version, hex).await.is_none());
     }
 
     #[test]

@@ -178,7 +178,7 @@ fn remove_never_takes_a_users_own_folder_or_link_of_the_same_name() {
 }
 
 #[test]
-fn a_frozen_install_after_a_yank_names_the_yanked_version_and_what_to_do() {
+fn a_frozen_install_after_a_yank_restores_the_pinned_version_and_names_the_yank() {
     let tmp = registry_dir();
     let dir = tmp.path();
     let ci = token(dir, "ci", "*", "publish,yank");
@@ -212,30 +212,35 @@ fn a_frozen_install_after_a_yank_names_the_yanked_version_and_what_to_do() {
     p.run(&["add", &url, "log-search"]).code(0);
     assert_eq!(p.lock()["skills"]["log-search"]["version"], "1.2.0");
     let lock = p.lock_bytes();
+    let digest = p.lock()["skills"]["log-search"]["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     run(&["yank", &url, "log-search@1.2.0", "--token-file", "ci.token"]).code(0);
     std::fs::remove_dir_all(p.root.join(".agents/skills")).unwrap();
+    // A lockfile restores what it pins, a yanked version too (issue 51), and says so.
     let out = p.run(&["install", "--frozen"]);
-    out.code(1).says(&[
-        &format!("log-search@1.2.0 was yanked from {url}"),
-        "now offers log-search@1.1.0",
-        "run `skillcat update log-search --allow-downgrade` to move to 1.1.0, or pin another version",
-        "Nothing was changed",
+    out.code(0).says(&[
+        &format!("log-search@1.2.0 is yanked from {url}"),
+        "restored because the lockfile pins it",
+        "`skillcat update log-search`",
     ]);
+    assert_eq!(p.digest_of(&p.installed("log-search")), digest);
     assert_eq!(p.lock_bytes(), lock, "--frozen writes nothing");
-    // What it says to do works.
+    // Moving on is new resolution: it skips the yanked version (a downgrade here).
     p.run(&["update", "log-search", "--allow-downgrade"])
         .code(0);
     assert_eq!(p.lock()["skills"]["log-search"]["version"], "1.1.0");
 
-    // Every version yanked: the index no longer lists the skill, and that is said too.
+    // Every version yanked: the index no longer lists the skill, and the pinned version is
+    // still restored, with the warning.
     run(&["yank", &url, "log-search@1.1.0", "--token-file", "ci.token"]).code(0);
     std::fs::remove_dir_all(p.root.join(".agents/skills")).unwrap();
-    p.run(&["install", "--frozen"]).code(1).says(&[
-        &format!("log-search@1.1.0: {url} no longer lists log-search"),
-        "yanked",
-        "`skillcat remove log-search`",
-    ]);
+    p.run(&["install", "--frozen"])
+        .code(0)
+        .says(&[&format!("log-search@1.1.0 is yanked from {url}")]);
+    assert!(p.installed("log-search").join("SKILL.md").exists());
 }
 
 #[test]

@@ -7,6 +7,7 @@ mod central_operations;
 mod central_reliability;
 mod commands;
 mod disk_full;
+mod durable;
 mod local;
 mod served;
 mod served_reads;

@@ -259,6 +259,9 @@ pub struct RootRecord {
     /// The Claude Code plugins of a marketplace that offer the skill, in the marketplace's
     /// order (empty outside a marketplace).
     pub plugins: Vec<String>,
+    /// Whether the version is yanked (a registry's, read by its exact `NAME@VERSION`): a
+    /// lockfile that pins it restores it, new resolution does not pick it.
+    pub yanked: bool,
 }
 
 impl RootRecord {
@@ -269,7 +272,14 @@ impl RootRecord {
             signatures,
             artifact: None,
             plugins: Vec::new(),
+            yanked: false,
         }
+    }
+
+    /// This record with whether the version is yanked.
+    pub fn with_yanked(mut self, yanked: bool) -> RootRecord {
+        self.yanked = yanked;
+        self
     }
 
     /// This record with the digest of the artifact the files came from.

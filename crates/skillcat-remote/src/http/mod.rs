@@ -87,6 +87,9 @@ pub struct HttpSource {
     cache: OnceCell<Option<Arc<Cache>>>,
     remote: OnceCell<Remote>,
     skills: Mutex<HashMap<String, Arc<OnceCell<Arc<Loaded>>>>>,
+    /// Versions found through a served registry's API (`NAME@VERSION` of a version its index
+    /// does not list: an older one), by root: read like the index's own entries.
+    found: Mutex<HashMap<String, (IndexEntry, bool)>>,
     warnings: Mutex<Vec<String>>,
     counters: Arc<Counters>,
     from_cache: AtomicU64,
@@ -156,6 +159,7 @@ impl HttpSource {
             cache: OnceCell::new(),
             remote: OnceCell::new(),
             skills: Mutex::new(HashMap::new()),
+            found: Mutex::new(HashMap::new()),
             warnings: Mutex::new(Vec::new()),
             counters: Arc::new(Counters::default()),
             from_cache: AtomicU64::new(0),
@@ -647,12 +651,141 @@ impl HttpSource {
         Ok((Some(t), FetchStatus::Fetched))
     }
 
+    /// The entry a root stands for: the index's, else a version found through the API.
+    fn entry_of(&self, remote: &Remote, root: &str) -> Option<IndexEntry> {
+        remote
+            .entry(root)
+            .cloned()
+            .or_else(|| self.found_entry(root))
+    }
+
+    fn found_entry(&self, root: &str) -> Option<IndexEntry> {
+        self.found
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(root)
+            .map(|(e, _)| e.clone())
+    }
+
+    /// Every version a served registry's API lists for `name` (`api/v1/skills/NAME`, beside
+    /// the index: `../../` of it), or `None` when there is no such API (a static site) or it
+    /// does not answer.
+    async fn api_versions(&self, remote: &Remote, name: &str) -> Option<api::Versions> {
+        let url = remote
+            .index_url
+            .join(&format!(
+                "../../api/v1/skills/{}",
+                crate::path::percent_encode(name)
+            ))
+            .ok()?;
+        let parse = |body: &Bytes, _: &Url| {
+            serde_json::from_slice::<api::Versions>(body)
+                .map_err(|e| Error::Invalid(format!("{}: {e}", redact(&url))))
+        };
+        self.mutable(&url, "application/json", false, parse)
+            .await
+            .ok()
+            .map(|(v, _)| v)
+    }
+
+    /// `NAME@VERSION` from what a served registry's API lists: the version's archive, read as
+    /// an index entry of its own (a yanked one with a warning), or not found naming every
+    /// version listed.
+    fn api_version(
+        &self,
+        remote: &Remote,
+        listed: api::Versions,
+        version: &str,
+    ) -> Result<Option<String>> {
+        let name = listed.name.clone();
+        let Some(v) = listed
+            .versions
+            .iter()
+            .find(|v| v.version.as_deref() == Some(version))
+        else {
+            let held = listed
+                .versions
+                .iter()
+                .filter_map(|v| Some((v.version.as_deref()?, v.yanked)))
+                .collect::<Vec<_>>();
+            let mut held = held;
+            held.sort_by(|a, b| skillcat_core::version::compare(a.0, b.0));
+            return Err(self.no_such_version(&name, version, held));
+        };
+        if let Some(live) = remote.by_name.get(&name).map(|&i| &remote.index.entries[i])
+            && live.version.as_deref() == Some(version)
+        {
+            return Ok(Some(live.name.clone()));
+        }
+        let Some(digest) = v.archive_digest.as_deref() else {
+            return Err(Error::NotFound(format!(
+                "{name}@{version}: {} lists it but serves no archive of it",
+                self.shown
+            )));
+        };
+        let hex = digest.trim_start_matches("sha256:");
+        let entry = serde_json::json!({
+            "$schema": crate::source::DISCOVERY_SCHEMA_V0_2,
+            "skills": [{
+                "name": name,
+                "type": "archive",
+                "description": listed.description,
+                "url": format!("../../blobs/sha256/{hex}"),
+                "digest": digest,
+                "version": version,
+                "skillcat": {
+                    "skill_digest": v.skill_digest,
+                    "signature": v.signatures.first().map(|s| &s.signature),
+                },
+            }],
+        });
+        let body = serde_json::to_vec(&entry).map_err(|e| Error::other("an API entry", e))?;
+        let entry = index::parse_index(&body, &remote.index_url)
+            .ok()
+            .and_then(|i| i.entries.into_iter().next())
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "{name}@{version}: {} lists it with an unusable archive",
+                    self.shown
+                ))
+            })?;
+        if v.yanked {
+            self.warn(yanked_warning(&name, version));
+        }
+        let root = format!("{name}@{version}");
+        self.found
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(root.clone(), (entry, v.yanked));
+        Ok(Some(root))
+    }
+
+    /// Not found: `NAME@VERSION` and the versions there are (yanked ones marked).
+    fn no_such_version(&self, name: &str, version: &str, held: Vec<(&str, bool)>) -> Error {
+        let held: Vec<String> = held
+            .into_iter()
+            .map(|(v, y)| {
+                if y {
+                    format!("{v} (yanked)")
+                } else {
+                    v.to_string()
+                }
+            })
+            .collect();
+        Error::NotFound(format!(
+            "{name}@{version}: no such version; the versions of {name} at {} are {}",
+            self.shown,
+            held.join(", ")
+        ))
+    }
+
     /// The files of one root, loaded once.
     async fn loaded(&self, root: &str) -> Result<Arc<Loaded>> {
         let remote = self.remote().await?;
-        let Some(entry) = remote.entry(root) else {
+        let Some(entry) = self.entry_of(remote, root) else {
             return Err(Error::NotFound(self.location(root)));
         };
+        let entry = &entry;
         let cell = {
             let mut map = self.skills.lock().unwrap_or_else(PoisonError::into_inner);
             Arc::clone(map.entry(root.to_string()).or_default())
@@ -857,26 +990,28 @@ impl Source for HttpSource {
         {
             return Some(entry.name.clone());
         }
+        if let Some(entry) = self.found_entry(root) {
+            return Some(entry.name);
+        }
         (!root.is_empty()).then(|| crate::path::base_name(root).to_string())
     }
 
-    /// `NAME@VERSION` through an index that lists yanked versions (a served registry's): the
-    /// live entry when it is at that version, else that yanked version (with a warning saying
-    /// it is yanked), else not found naming the versions the index lists. An index without
-    /// yanked versions of the skill keeps one version of it: `Ok(None)`, as any such source.
+    /// `NAME@VERSION` through a served registry: the live entry when it is at that version, else
+    /// a yanked version its index lists apart (with a warning saying it is yanked), else the
+    /// version its API lists (`api/v1/skills/NAME`: every version it published, each archive
+    /// served for good), else not found naming the versions there are. A source with neither
+    /// keeps one version of the skill: `Ok(None)`, as any such source.
     async fn version_root(&self, name: &str, version: &str) -> Result<Option<String>> {
         let remote = self.remote().await?;
         let key = name_key(name).to_lowercase();
         let same = |e: &&IndexEntry| name_key(&e.name).to_lowercase() == key;
         let yanked: Vec<&IndexEntry> = remote.index.yanked.iter().filter(same).collect();
-        if yanked.is_empty() {
-            return Ok(None);
-        }
         let live = remote.index.entries.iter().find(same);
         if let Some(live) = live
             && live.version.as_deref() == Some(version)
         {
-            return Ok(Some(live.name.clone()));
+            // An index without yanked versions of it is read as any one-version source.
+            return Ok((!yanked.is_empty()).then(|| live.name.clone()));
         }
         if let Some(y) = yanked
             .iter()
@@ -885,7 +1020,17 @@ impl Source for HttpSource {
             self.warn(yanked_warning(&y.name, version));
             return Ok(Some(format!("{}@{version}", y.name)));
         }
-        let shown_name = live.map_or(&yanked[0].name, |e| &e.name);
+        let shown_name = live.or(yanked.first().copied()).map(|e| e.name.clone());
+        if let Some(listed) = self
+            .api_versions(remote, shown_name.as_deref().unwrap_or(name))
+            .await
+        {
+            return self.api_version(remote, listed, version);
+        }
+        if yanked.is_empty() {
+            return Ok(None);
+        }
+        let shown_name = shown_name.unwrap_or_default();
         let mut held: Vec<(&str, bool)> = live
             .and_then(|e| e.version.as_deref())
             .map(|v| (v, false))
@@ -897,35 +1042,29 @@ impl Source for HttpSource {
             )
             .collect();
         held.sort_by(|a, b| skillcat_core::version::compare(a.0, b.0));
-        let held: Vec<String> = held
-            .into_iter()
-            .map(|(v, y)| {
-                if y {
-                    format!("{v} (yanked)")
-                } else {
-                    v.to_string()
-                }
-            })
-            .collect();
-        Err(Error::NotFound(format!(
-            "{shown_name}@{version}: no such version; the versions of {shown_name} at {} are {}",
-            self.shown,
-            held.join(", ")
-        )))
+        Err(self.no_such_version(&shown_name, version, held))
     }
 
     /// The index entry's `version` and its `skillcat.signature`, as the index (fresh, or the
     /// cached copy offline) gives them.
     async fn record(&self, root: &str) -> Result<RootRecord> {
         let remote = self.remote().await?;
-        let Some(entry) = remote.entry(root) else {
+        let Some(entry) = self.entry_of(remote, root) else {
             return Err(Error::NotFound(self.location(root)));
         };
         let signature = entry.extra.as_ref().and_then(|x| x.signature.clone());
         let artifact = entry.artifact.as_ref().ok().and_then(Artifact::digest);
+        let yanked = remote.yanked_by_root.contains_key(root)
+            || self
+                .found
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(root)
+                .is_some_and(|(_, y)| *y);
         Ok(
             RootRecord::new(entry.version.clone(), signature.into_iter().collect())
-                .with_artifact(artifact),
+                .with_artifact(artifact)
+                .with_yanked(yanked),
         )
     }
 
@@ -1026,6 +1165,37 @@ fn all_yanked(index: &DiscoveryIndex) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// What a served registry's API answers for one skill (`GET /api/v1/skills/NAME`), as far as
+/// `NAME@VERSION` reads it.
+mod api {
+    /// The skill and every version published.
+    #[derive(serde::Deserialize)]
+    pub(super) struct Versions {
+        pub(super) name: String,
+        #[serde(default)]
+        pub(super) description: String,
+        pub(super) versions: Vec<Version>,
+    }
+
+    /// One version.
+    #[derive(serde::Deserialize)]
+    pub(super) struct Version {
+        pub(super) version: Option<String>,
+        #[serde(default)]
+        pub(super) yanked: bool,
+        pub(super) skill_digest: Option<String>,
+        pub(super) archive_digest: Option<String>,
+        #[serde(default)]
+        pub(super) signatures: Vec<Signature>,
+    }
+
+    /// One signature kept for it.
+    #[derive(serde::Deserialize)]
+    pub(super) struct Signature {
+        pub(super) signature: String,
+    }
 }
 
 /// What a source says when a yanked version is read by its exact `NAME@VERSION`.

@@ -318,7 +318,7 @@ fn skill_api(site: &Site, name: &str) -> Response {
                 "yanked": s.page.yanked,
                 "latest": live.is_some_and(|l| l.version == s.version),
                 "skill_digest": s.manifest.digest,
-                // An older version's archive is not served: null.
+                // Every version's archive is served (null only from a source that keeps none).
                 "archive_digest": (!s.archive_digest.is_empty()).then_some(&s.archive_digest),
                 "archive_url": (!s.archive_digest.is_empty()).then(|| format!(
                     "/blobs/sha256/{}",

@@ -708,7 +708,7 @@ fn integrity(m: &mut String, web: &WebOptions, s: &SiteSkill) {
         r#"<dl class="kv"><dt>Skill digest</dt><dd><code class="digest">{}</code></dd><dt>Archive digest</dt><dd><code class="digest">{}</code></dd></dl>"#,
         esc(&s.manifest.digest),
         if s.archive_digest.is_empty() {
-            "not served (an older version)"
+            "none kept by this catalog"
         } else {
             &s.archive_digest
         },
@@ -975,7 +975,7 @@ fn file_table(m: &mut String, root: &str, files_base: &str, s: &SiteSkill) {
         size(total)
     );
     if s.page.files_withheld {
-        m.push_str(r#"<p class="muted small">This catalog serves the files of the latest and yanked versions only; this one's are listed from its manifest.</p>"#);
+        m.push_str(r#"<p class="muted small">This catalog serves this version's files in its archive (see Integrity); they are listed here from its manifest.</p>"#);
     }
     for (f, bytes) in s.manifest.files.iter().zip(&s.files) {
         let path = if s.page.files_withheld {
