@@ -8,9 +8,14 @@
 
 use std::path::PathBuf;
 
-use skillcat_core::document::{Fault, ValidateOptions};
+use skillcat_core::document::{
+    self, Fault, SIDECAR_PATH, Skill, TEMPLATE_SCRIPT, TEMPLATE_SCRIPT_PATH, ValidateOptions,
+};
 use skillcat_core::error::Error;
-use skillcat_core::source::{self, Detail, DirOptions, DirSource, Discovery, discover_with};
+use skillcat_core::path::{join_path, resolve_reference};
+use skillcat_core::source::{
+    self, Detail, DirOptions, DirSource, Discovery, Source, discover_with,
+};
 
 use crate::OpenOptions;
 
@@ -35,6 +40,10 @@ pub struct Report {
     pub name: Option<String>,
     /// Every fault, in the reference validator's wording.
     pub faults: Vec<Fault>,
+    /// What an author most likely wants to fix but does not make the skill invalid
+    /// ([`FaultKind::is_warning`](skillcat_core::document::FaultKind::is_warning)): `init`'s
+    /// template left as it was, a link to a file the skill lacks.
+    pub warnings: Vec<Fault>,
 }
 
 impl Report {
@@ -43,6 +52,7 @@ impl Report {
             path,
             name: None,
             faults: vec![fault],
+            warnings: Vec::new(),
         }
     }
 }
@@ -126,11 +136,14 @@ async fn validate_one(
             return;
         }
         let read = match DirSource::open_skill(&t.path, DirOptions::default()) {
-            Ok(src) => discover_with(&src, Detail::Frontmatter).await,
+            Ok(src) => match discover_with(&src, Detail::Document).await {
+                Ok(d) => Ok(reports_of(shown, &src, d, opts).await),
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         match read {
-            Ok(d) => reports_of(shown, &d, opts, &mut out.reports),
+            Ok(reports) => out.reports.extend(reports),
             Err(e) => {
                 out.unreadable = true;
                 out.reports
@@ -155,7 +168,7 @@ async fn validate_one(
             return;
         }
     };
-    match discover_with(&*src, Detail::Frontmatter).await {
+    match discover_with(&*src, Detail::Document).await {
         Ok(d) => {
             out.warnings.extend(d.warnings.iter().cloned());
             if d.skills.is_empty() && d.faults.is_empty() {
@@ -164,7 +177,8 @@ async fn validate_one(
                 out.reports
                     .push(Report::refused(shown.clone(), Fault::missing_document()));
             } else {
-                reports_of(shown, &d, opts, &mut out.reports);
+                let reports = reports_of(shown, &*src, d, opts).await;
+                out.reports.extend(reports);
             }
         }
         Err(e) => {
@@ -175,28 +189,64 @@ async fn validate_one(
     }
 }
 
-/// A report for each root of a discovery, in the source's order: skills and faults interleaved
-/// by root.
-fn reports_of(shown: &str, d: &Discovery, opts: &ValidateOptions, out: &mut Vec<Report>) {
-    let mut items: Vec<(&str, Report)> = Vec::new();
-    for s in &d.skills {
+/// A report for each root of a discovery (read with [`Detail::Document`]), in the source's
+/// order: skills and faults interleaved by root.
+async fn reports_of(
+    shown: &str,
+    src: &(impl Source + ?Sized),
+    d: Discovery,
+    opts: &ValidateOptions,
+) -> Vec<Report> {
+    let mut items: Vec<(String, Report)> = Vec::new();
+    for mut s in d.skills {
+        let warnings = read_extras(src, &mut s).await;
         items.push((
-            s.root(),
+            s.root().to_string(),
             Report {
                 path: join_shown(shown, s.root()),
                 name: s.raw_name().map(str::to_string),
                 faults: s.validate(opts),
+                warnings,
             },
         ));
     }
-    for f in &d.faults {
-        items.push((
-            &f.root,
-            Report::refused(join_shown(shown, &f.root), f.fault.clone()),
-        ));
+    for f in d.faults {
+        let report = Report::refused(join_shown(shown, &f.root), f.fault);
+        items.push((f.root, report));
     }
     items.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    out.extend(items.into_iter().map(|(_, r)| r));
+    items.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Reads what validating a skill needs besides its document, and no more (a catalog of
+/// thousands is validated without listing every skill's files): its sidecar, when it has one
+/// ([`Skill::attach_sidecar`]); its file list, when something names files (a declared
+/// script, a relative link in the body); `init`'s example script, when it is there. Returns
+/// the warnings ([`document::link_warnings`], [`document::template_warnings`]).
+async fn read_extras(src: &(impl Source + ?Sized), s: &mut Skill) -> Vec<Fault> {
+    let root = s.root().to_string();
+    match src.read(&join_path(&root, SIDECAR_PATH)).await {
+        Ok(bytes) => s.attach_sidecar(&bytes),
+        Err(Error::NotFound(_)) => {}
+        Err(e) => s.attach_sidecar_error(e),
+    }
+    let names_files = s.declarations().is_ok_and(|d| !d.script_paths().is_empty())
+        || document::link_targets(s.body())
+            .iter()
+            .any(|t| resolve_reference(t).is_ok());
+    let mut warnings = Vec::new();
+    if names_files && let Ok(files) = src.files(&root).await {
+        warnings.extend(document::link_warnings(s.body(), &files));
+        s.set_files(files);
+    }
+    // Only the template's own bytes count (a script the author rewrote is theirs).
+    let script = match src.read(&join_path(&root, TEMPLATE_SCRIPT_PATH)).await {
+        Ok(bytes) if bytes.len() == TEMPLATE_SCRIPT.len() => Some(bytes),
+        _ => None,
+    };
+    let mut all = document::template_warnings(s.description(), script.as_deref());
+    all.extend(warnings);
+    all
 }
 
 #[cfg(test)]

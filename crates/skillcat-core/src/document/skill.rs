@@ -1,7 +1,8 @@
 //! The [`Skill`] value: one parsed skill and the three tiers an agent reads.
 
 use super::{
-    Document, Fault, FaultKind, Map, ValidateOptions, Value, normalize_name, validate_frontmatter,
+    Declarations, Document, Fault, FaultKind, Map, SIDECAR_PATH, ValidateOptions, Value,
+    declarations, network_declaration, normalize_name, parse_sidecar, validate_frontmatter,
 };
 use crate::path::{BadReference, FileEntry, RelPath, resolve_reference};
 
@@ -26,6 +27,8 @@ pub struct Skill {
     doc: Document,
     files: Option<Vec<FileEntry>>,
     has_body: bool,
+    /// The sidecar `agents/skillcat.yaml`, when it was read: its keys, or why it is refused.
+    sidecar: Option<Result<Map, Fault>>,
 }
 
 impl Skill {
@@ -59,6 +62,7 @@ impl Skill {
             doc,
             files: None,
             has_body: true,
+            sidecar: None,
         }
     }
 
@@ -133,6 +137,12 @@ impl Skill {
         self.files.as_deref().unwrap_or(&[])
     }
 
+    /// Gives the skill the file list read after it (a skill discovered without one whose
+    /// files turn out to be needed).
+    pub fn set_files(&mut self, files: Vec<FileEntry>) {
+        self.files = Some(files);
+    }
+
     /// Whether the file list was read with the skill ([`files`](Skill::files) is the whole list).
     pub fn has_files(&self) -> bool {
         self.files.is_some()
@@ -196,9 +206,87 @@ impl Skill {
         format!("{}: {} ({})", self.name(), description, self.location)
     }
 
-    /// Every validation fault of this skill, in the reference order.
+    /// Keeps the bytes of the skill's sidecar `agents/skillcat.yaml`
+    /// ([`parse_sidecar`](super::parse_sidecar)): its declarations join the frontmatter's
+    /// ([`declarations`](Skill::declarations)), and a sidecar that is not one is a fault of
+    /// [`validate`](Skill::validate). Discovery does this for every skill whose file list
+    /// holds one.
+    pub fn attach_sidecar(&mut self, bytes: &[u8]) {
+        self.sidecar = Some(parse_sidecar(bytes));
+    }
+
+    /// Records that the skill's sidecar exists but could not be read: a fault of
+    /// [`validate`](Skill::validate) and of [`declarations`](Skill::declarations).
+    pub fn attach_sidecar_error(&mut self, why: impl std::fmt::Display) {
+        self.sidecar = Some(Err(Fault::new(
+            FaultKind::SidecarInvalid,
+            format!("{SIDECAR_PATH}: cannot be read: {why}"),
+        )));
+    }
+
+    /// Whether a sidecar was attached ([`attach_sidecar`](Skill::attach_sidecar)).
+    pub fn has_sidecar(&self) -> bool {
+        self.sidecar.is_some()
+    }
+
+    /// What the skill declares for its scripts — `scripts:` and the capability keys — from its
+    /// sidecar and its frontmatter together ([`declarations`](super::declarations)); the
+    /// sidecar's fault when it is not one, or a key declared in both places. The one reader of
+    /// declarations: tools, runs, grants, the audit and the web pages all read through it.
+    pub fn declarations(&self) -> Result<Declarations<'_>, Fault> {
+        match &self.sidecar {
+            None => declarations(&self.doc.frontmatter, None),
+            Some(Ok(side)) => declarations(&self.doc.frontmatter, Some(side)),
+            Some(Err(fault)) => Err(fault.clone()),
+        }
+    }
+
+    /// Every validation fault of this skill, in the reference order, then skillcat's own about
+    /// its declarations: a sidecar that is not one, a key declared twice, and — when the file
+    /// list was read — each declared script the skill does not hold.
     pub fn validate(&self, opts: &ValidateOptions) -> Vec<Fault> {
-        validate_frontmatter(&self.doc.frontmatter, self.dir_name.as_deref(), opts)
+        let mut faults =
+            validate_frontmatter(&self.doc.frontmatter, self.dir_name.as_deref(), opts);
+        match self.declarations() {
+            Err(fault) => faults.push(fault),
+            Ok(d) if matches!(&self.sidecar, Some(Ok(side)) if side.contains_key("network")) => {
+                // The frontmatter's own was checked above; the sidecar's is checked here.
+                if let Some(Err(e)) = network_declaration(d.frontmatter()) {
+                    faults.push(Fault::new(
+                        FaultKind::NetworkInvalid,
+                        format!("{SIDECAR_PATH}: network: {e}"),
+                    ));
+                }
+                self.missing_scripts(&d, &mut faults);
+            }
+            Ok(d) => self.missing_scripts(&d, &mut faults),
+        }
+        faults
+    }
+
+    /// A fault for each script the declarations name that the skill does not hold, when its
+    /// file list was read.
+    fn missing_scripts(&self, d: &Declarations<'_>, faults: &mut Vec<Fault>) {
+        if self.has_files() {
+            for (name, path) in d.script_paths() {
+                // A path that breaks the path rules is the script reader's refusal to say.
+                let Ok(rel) = resolve_reference(&path) else {
+                    continue;
+                };
+                if !self.files().iter().any(|f| f.path == rel.as_str()) {
+                    let from = match &self.sidecar {
+                        Some(Ok(side)) if side.contains_key("scripts") => SIDECAR_PATH,
+                        _ => "SKILL.md",
+                    };
+                    faults.push(Fault::new(
+                        FaultKind::DeclaredScriptMissing,
+                        format!(
+                            "Declared script '{name}' ({from}): {path} is not a file of the skill"
+                        ),
+                    ));
+                }
+            }
+        }
     }
 
     /// The properties the reference's `read-properties` prints, as JSON: `name`, `description`,
