@@ -364,6 +364,50 @@ mod tests {
         assert!(allowed.is_valid(), "{:?}", allowed.reports);
     }
 
+    /// What validating reads besides the document: the sidecar (a declared script the skill
+    /// lacks is a fault), the file list for the body's links (a missing one is a warning, which
+    /// leaves the skill valid), in a directory of skills as for one skill.
+    #[tokio::test]
+    async fn the_sidecar_and_the_body_s_links_are_checked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let many = tmp.path().join("many");
+        let one = many.join("one");
+        std::fs::create_dir_all(one.join("agents")).unwrap();
+        std::fs::write(
+            one.join("SKILL.md"),
+            "---\nname: one\ndescription: d\n---\nSee [x](references/x.md).\n",
+        )
+        .unwrap();
+        std::fs::write(
+            one.join("agents/skillcat.yaml"),
+            "scripts:\n  - name: a\n    path: scripts/a.sh\n",
+        )
+        .unwrap();
+        for t in [target(&one, "one"), target(&many, "many")] {
+            let v =
+                validate_paths(&[t], &ValidateOptions::default(), &OpenOptions::default()).await;
+            let r = &v.reports[0];
+            let kinds: Vec<&str> = r.faults.iter().map(|f| f.kind().as_str()).collect();
+            assert_eq!(kinds, ["declared-script-missing"], "{r:?}");
+            let warned: Vec<&str> = r.warnings.iter().map(|f| f.kind().as_str()).collect();
+            assert_eq!(warned, ["link-missing"], "{r:?}");
+        }
+        std::fs::create_dir_all(one.join("scripts")).unwrap();
+        std::fs::write(one.join("scripts/a.sh"), "#!/bin/sh\n").unwrap();
+        let v = validate_paths(
+            &[target(&one, "one")],
+            &ValidateOptions::default(),
+            &OpenOptions::default(),
+        )
+        .await;
+        assert!(
+            v.is_valid(),
+            "a warning leaves the skill valid: {:?}",
+            v.reports
+        );
+        assert_eq!(v.reports[0].warnings.len(), 1);
+    }
+
     /// A spec is opened as given, never looked at as a path first: a registry spec that
     /// cannot be opened is unreadable, not a missing path.
     #[tokio::test]

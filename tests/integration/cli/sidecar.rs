@@ -105,6 +105,13 @@ fn a_sidecar_keeps_the_skill_valid_and_its_tools_typed() {
         "{}",
         o.out()
     );
+
+    // The catalog's page lists the typed tool and the sidecar's capabilities.
+    sc(t, &["export", "greeter", "public"]).code(0);
+    let page = std::fs::read_to_string(t.join("public/skills/greeter/index.html")).unwrap();
+    assert!(page.contains("run_greeter_greet"), "{page}");
+    assert!(page.contains("Whom to greet"), "{page}");
+    assert!(page.contains("<dt>Timeout</dt><dd>20 s"), "{page}");
 }
 
 #[test]

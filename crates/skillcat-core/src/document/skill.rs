@@ -393,6 +393,65 @@ fn split_tools(s: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    fn skill_with(front: &str, files: &[&str]) -> Skill {
+        let doc = crate::document::parse_document(
+            format!("---\nname: s\ndescription: d\n{front}---\n").as_bytes(),
+        )
+        .unwrap();
+        let files = files
+            .iter()
+            .map(|p| FileEntry {
+                path: p.to_string(),
+                size: 1,
+                executable: true,
+                private: false,
+            })
+            .collect();
+        Skill::new(
+            String::new(),
+            "s/SKILL.md".into(),
+            Some("s".into()),
+            doc,
+            files,
+        )
+    }
+
+    #[test]
+    fn declarations_come_from_the_sidecar_and_are_validated() {
+        let mut s = skill_with("", &["SKILL.md", "agents/skillcat.yaml", "scripts/a.sh"]);
+        assert!(s.declarations().unwrap().scripts().is_none());
+        s.attach_sidecar(b"scripts:\n  - name: a\n    path: ./scripts/a.sh\n  - name: b\n    path: scripts/b.sh\n");
+        assert!(s.has_sidecar());
+        assert!(s.declarations().unwrap().scripts().is_some());
+        let f = s.validate(&ValidateOptions::default());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].kind().as_str(), "declared-script-missing");
+        assert_eq!(
+            f[0].message(),
+            "Declared script 'b' (agents/skillcat.yaml): scripts/b.sh is not a file of the skill"
+        );
+        // A sidecar that is not one is a fault of validation and of the declarations alike.
+        s.attach_sidecar(b"shell: yes\n");
+        assert_eq!(
+            s.declarations().unwrap_err().kind(),
+            FaultKind::SidecarInvalid
+        );
+        assert_eq!(
+            s.validate(&ValidateOptions::default())[0].kind(),
+            FaultKind::SidecarInvalid
+        );
+        // The sidecar's network is checked as the frontmatter's is.
+        s.attach_sidecar(b"network: 10.0.0.1\n");
+        assert_eq!(
+            s.validate(&ValidateOptions::default())[0].kind(),
+            FaultKind::NetworkInvalid
+        );
+        // The frontmatter form still reads, and its missing script is named from SKILL.md.
+        let s = skill_with("scripts:\n  - name: c\n    path: c.sh\n", &["SKILL.md"]);
+        let f = s.validate(&ValidateOptions::default().allow_field("scripts"));
+        assert!(f[0].message().contains("(SKILL.md): c.sh"), "{f:?}");
+    }
+
     #[test]
     fn tools_split_outside_parentheses() {
         assert_eq!(
