@@ -6,13 +6,14 @@
 //! the source's order. Nothing is printed here: the reports say what is wrong with each root,
 //! in the reference validator's wording, and what could not be read at all is said too.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use skillcat_core::document::{
-    self, Fault, SIDECAR_PATH, Skill, TEMPLATE_SCRIPT, TEMPLATE_SCRIPT_PATH, ValidateOptions,
+    self, Fault, FaultKind, Skill, TEMPLATE_SCRIPT, TEMPLATE_SCRIPT_PATH, ValidateOptions,
 };
 use skillcat_core::error::Error;
-use skillcat_core::path::{join_path, resolve_reference};
+use skillcat_core::path::join_path;
 use skillcat_core::source::{
     self, Detail, DirOptions, DirSource, Discovery, Source, discover_with,
 };
@@ -136,7 +137,7 @@ async fn validate_one(
             return;
         }
         let read = match DirSource::open_skill(&t.path, DirOptions::default()) {
-            Ok(src) => match discover_with(&src, Detail::Document).await {
+            Ok(src) => match read_for_validation(&src, true).await {
                 Ok(d) => Ok(reports_of(shown, &src, d, opts).await),
                 Err(e) => Err(e),
             },
@@ -168,7 +169,10 @@ async fn validate_one(
             return;
         }
     };
-    match discover_with(&*src, Detail::Document).await {
+    // What is on this machine is read with its file lists (a sidecar is attached, declared
+    // scripts and the body's links are checked); a catalog named by a URL or a spec is
+    // validated from its documents alone, as reading its files would fetch every skill.
+    match read_for_validation(&*src, !t.spec).await {
         Ok(d) => {
             out.warnings.extend(d.warnings.iter().cloned());
             if d.skills.is_empty() && d.faults.is_empty() {
@@ -189,8 +193,43 @@ async fn validate_one(
     }
 }
 
-/// A report for each root of a discovery (read with [`Detail::Document`]), in the source's
-/// order: skills and faults interleaved by root.
+/// Every root of `src`, with the file lists when `files` (else the documents alone). A root
+/// whose files cannot all be listed (a link out of the skill, a dangling one) is read again
+/// from its document alone, as validation always read it: its document is still judged, only
+/// the checks of its files are skipped.
+async fn read_for_validation(
+    src: &(impl Source + ?Sized),
+    files: bool,
+) -> skillcat_core::error::Result<Discovery> {
+    if !files {
+        return discover_with(src, Detail::Document).await;
+    }
+    let mut d = discover_with(src, Detail::Files).await?;
+    let unlisted = |f: &source::RootFault| f.fault.kind() == FaultKind::Unreadable;
+    if !d.faults.iter().any(unlisted) {
+        return Ok(d);
+    }
+    let again: BTreeSet<String> = d
+        .faults
+        .iter()
+        .filter(|f| unlisted(f))
+        .map(|f| f.root.clone())
+        .collect();
+    let plain = discover_with(src, Detail::Document).await?;
+    d.faults.retain(|f| !again.contains(&f.root));
+    d.skills.extend(
+        plain
+            .skills
+            .into_iter()
+            .filter(|s| again.contains(s.root())),
+    );
+    d.faults
+        .extend(plain.faults.into_iter().filter(|f| again.contains(&f.root)));
+    Ok(d)
+}
+
+/// A report for each root of a discovery, in the source's order: skills and faults interleaved
+/// by root.
 async fn reports_of(
     shown: &str,
     src: &(impl Source + ?Sized),
@@ -198,8 +237,8 @@ async fn reports_of(
     opts: &ValidateOptions,
 ) -> Vec<Report> {
     let mut items: Vec<(String, Report)> = Vec::new();
-    for mut s in d.skills {
-        let warnings = read_extras(src, &mut s).await;
+    for s in d.skills {
+        let warnings = warnings_of(src, &s).await;
         items.push((
             s.root().to_string(),
             Report {
@@ -218,35 +257,26 @@ async fn reports_of(
     items.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Reads what validating a skill needs besides its document, and no more (a catalog of
-/// thousands is validated without listing every skill's files): its sidecar, when it has one
-/// ([`Skill::attach_sidecar`]); its file list, when something names files (a declared
-/// script, a relative link in the body); `init`'s example script, when it is there. Returns
-/// the warnings ([`document::link_warnings`], [`document::template_warnings`]).
-async fn read_extras(src: &(impl Source + ?Sized), s: &mut Skill) -> Vec<Fault> {
-    let root = s.root().to_string();
-    match src.read(&join_path(&root, SIDECAR_PATH)).await {
-        Ok(bytes) => s.attach_sidecar(&bytes),
-        Err(Error::NotFound(_)) => {}
-        Err(e) => s.attach_sidecar_error(e),
-    }
-    let names_files = s.declarations().is_ok_and(|d| !d.script_paths().is_empty())
-        || document::link_targets(s.body())
-            .iter()
-            .any(|t| resolve_reference(t).is_ok());
-    let mut warnings = Vec::new();
-    if names_files && let Ok(files) = src.files(&root).await {
-        warnings.extend(document::link_warnings(s.body(), &files));
-        s.set_files(files);
-    }
-    // Only the template's own bytes count (a script the author rewrote is theirs).
-    let script = match src.read(&join_path(&root, TEMPLATE_SCRIPT_PATH)).await {
-        Ok(bytes) if bytes.len() == TEMPLATE_SCRIPT.len() => Some(bytes),
-        _ => None,
+/// The warnings of a skill ([`document::template_warnings`], and with its file list
+/// [`document::link_warnings`]). `init`'s example script is read only when the skill holds a
+/// file of its name and size.
+async fn warnings_of(src: &(impl Source + ?Sized), s: &Skill) -> Vec<Fault> {
+    let example = s
+        .files()
+        .iter()
+        .any(|f| f.path == TEMPLATE_SCRIPT_PATH && f.size == TEMPLATE_SCRIPT.len() as u64);
+    let script = match example {
+        true => src
+            .read(&join_path(s.root(), TEMPLATE_SCRIPT_PATH))
+            .await
+            .ok(),
+        false => None,
     };
-    let mut all = document::template_warnings(s.description(), script.as_deref());
-    all.extend(warnings);
-    all
+    let mut out = document::template_warnings(s.description(), script.as_deref());
+    if s.has_files() {
+        out.extend(document::link_warnings(s.body(), s.files()));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -406,6 +436,14 @@ mod tests {
             v.reports
         );
         assert_eq!(v.reports[0].warnings.len(), 1);
+
+        // A file that cannot be listed (a dangling link) leaves the document judged as before.
+        std::os::unix::fs::symlink("/nonexistent/x", one.join("dangling")).unwrap();
+        for t in [target(&one, "one"), target(&many, "many")] {
+            let v =
+                validate_paths(&[t], &ValidateOptions::default(), &OpenOptions::default()).await;
+            assert!(v.is_valid(), "{:?}", v.reports);
+        }
     }
 
     /// A spec is opened as given, never looked at as a path first: a registry spec that

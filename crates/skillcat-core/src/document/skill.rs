@@ -137,12 +137,6 @@ impl Skill {
         self.files.as_deref().unwrap_or(&[])
     }
 
-    /// Gives the skill the file list read after it (a skill discovered without one whose
-    /// files turn out to be needed).
-    pub fn set_files(&mut self, files: Vec<FileEntry>) {
-        self.files = Some(files);
-    }
-
     /// Whether the file list was read with the skill ([`files`](Skill::files) is the whole list).
     pub fn has_files(&self) -> bool {
         self.files.is_some()
