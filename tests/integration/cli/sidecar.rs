@@ -167,3 +167,38 @@ fn audit_hints_name_spellings_that_keep_a_skill_valid() {
     assert!(text.contains("agents/skillcat.yaml"), "{text}");
     assert!(!text.contains("declare `network: true`"), "{text}");
 }
+
+/// `skillcat mcp` offers the sidecar's typed tool to a real MCP client and runs it.
+#[tokio::test]
+async fn mcp_offers_and_runs_the_sidecar_s_typed_tool() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+
+    let d = skills(SIDECAR);
+    let source = d.path().to_str().unwrap().to_string();
+    let (mut child, _tmp) = crate::support::spawn_mcp_in(d.path(), Some(d.path()), &[&source]);
+    let stdout = child.stdout.take().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let test = async {
+        let client = ().serve((stdout, stdin)).await.expect("MCP initialisation");
+        let tools = client.list_all_tools().await.unwrap();
+        let greet = tools
+            .iter()
+            .find(|t| t.name == "run_greeter_greet")
+            .expect("the declared tool is offered");
+        let schema = serde_json::to_value(&greet.input_schema).unwrap();
+        assert_eq!(schema["required"], serde_json::json!(["who"]), "{schema}");
+        let args = serde_json::json!({"who": "world"});
+        let params = CallToolRequestParams::new("run_greeter_greet")
+            .with_arguments(args.as_object().unwrap().clone());
+        let r = client.call_tool(params).await.unwrap();
+        let r = serde_json::to_value(r).unwrap();
+        let text = r["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("hello world"), "{r}");
+        client.cancel().await.unwrap();
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(120), test)
+        .await
+        .expect("the test did not finish in time");
+    let _ = child.wait().await;
+}
