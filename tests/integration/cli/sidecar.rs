@@ -166,6 +166,15 @@ fn audit_hints_name_spellings_that_keep_a_skill_valid() {
     assert!(text.contains("skillcat.network"), "{text}");
     assert!(text.contains("agents/skillcat.yaml"), "{text}");
     assert!(!text.contains("declare `network: true`"), "{text}");
+
+    // Declared in the sidecar, the network use is what the skill says it does.
+    std::fs::write(
+        t.join("greeter/agents/skillcat.yaml"),
+        "timeout: 20\nnetwork: true\n",
+    )
+    .unwrap();
+    let o = sc(t, &["audit", "greeter", "--format", "json"]);
+    assert!(!o.out().contains("undeclared-network"), "{}", o.out());
 }
 
 /// `skillcat mcp` offers the sidecar's typed tool to a real MCP client and runs it.
