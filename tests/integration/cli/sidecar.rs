@@ -83,7 +83,8 @@ fn a_sidecar_keeps_the_skill_valid_and_its_tools_typed() {
         ],
     );
     o.code(0);
-    assert_eq!(o.out(), "hello world --loud\n\n");
+    // (What follows the script's own line is run's framing, not this test's business.)
+    assert!(o.out().starts_with("hello world --loud\n"), "{}", o.out());
 
     // Packed and published as it is: no --force, and the sidecar is part of the archive.
     sc(t, &["pack", "greeter", "-o", "greeter.tar.gz"]).code(0);
