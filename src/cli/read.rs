@@ -121,6 +121,23 @@ fn print_text_reports(reports: &[Report]) {
                 }
             }
         }
+        if !r.warnings.is_empty() {
+            // Said after the verdict, on stderr: a warning never changes it.
+            let _ = out.flush();
+            let mut err = std::io::stderr().lock();
+            for w in &r.warnings {
+                let _ = writeln!(
+                    err,
+                    "warning: {}: {} [{}]",
+                    r.path,
+                    shown(w.message()),
+                    w.kind()
+                );
+                if let Some(hint) = hint_lines(w) {
+                    let _ = write!(err, "{hint}");
+                }
+            }
+        }
     }
     let _ = out.flush();
 }

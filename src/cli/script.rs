@@ -636,7 +636,10 @@ fn say_network(n: &skillcat::script::NetworkReport, config: &Config, env: &Envir
 
 /// A skill whose network declaration is not one: said, as it is read as no network.
 fn warn_network_declaration(a: &Activation) {
-    if let Some(Err(e)) = capability::network_declaration(a.entry().skill().frontmatter()) {
+    let Ok(declared) = a.entry().skill().declarations() else {
+        return;
+    };
+    if let Some(Err(e)) = capability::network_declaration(declared.frontmatter()) {
         note!(
             "warning: {}: skillcat.network: {}; read as no network",
             a.name,

@@ -4,7 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::document::{Map, ValidateOptions, Value, validate_frontmatter};
+use crate::document::{
+    Map, TEMPLATE_DESCRIPTION, TEMPLATE_SCRIPT, TEMPLATE_SCRIPT_PATH, ValidateOptions, Value,
+    validate_frontmatter,
+};
 
 /// The version a new skill starts at.
 pub const FIRST_VERSION: &str = "0.1.0";
@@ -55,12 +58,13 @@ pub enum InitError {
     },
 }
 
-/// `SKILL.md` of a new skill `name`.
+/// `SKILL.md` of a new skill `name`. Its description and example script are the template
+/// `validate` warns about and a central registry refuses until the author replaces them.
 fn skill_md(name: &str) -> String {
     format!(
         r#"---
 name: {name}
-description: "Replace this with what the skill does and when to use it, in the words a user would say (an agent reads only this line to decide whether to load the skill)."
+description: "{TEMPLATE_DESCRIPTION}"
 metadata:
   version: "{FIRST_VERSION}"
 ---
@@ -90,16 +94,6 @@ say here when to read it.
 "#
     )
 }
-
-/// The example script: a tool `tools` offers (executable, a `#!` line, a comment line that
-/// describes it).
-const HELLO_SH: &str = r#"#!/bin/sh
-# Say hello to someone (an example tool: replace it with your own script).
-#
-# `skillcat run SKILL-DIR SKILL-NAME hello --args "you"` runs it confined; its arguments are
-# split as a shell splits them, but no shell runs.
-echo "Hello, ${1:-world}!"
-"#;
 
 /// `references/REFERENCE.md` of a new skill `name`.
 fn reference_md(name: &str) -> String {
@@ -141,8 +135,8 @@ fn write_files(dir: &Path, name: &str) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(dir.join("SKILL.md"), skill_md(name))?;
     std::fs::create_dir(dir.join("scripts"))?;
-    let script = dir.join("scripts/hello.sh");
-    std::fs::write(&script, HELLO_SH)?;
+    let script = dir.join(TEMPLATE_SCRIPT_PATH);
+    std::fs::write(&script, TEMPLATE_SCRIPT)?;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
     std::fs::create_dir(dir.join("references"))?;
     std::fs::write(dir.join("references/REFERENCE.md"), reference_md(name))?;
@@ -205,6 +199,11 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o111, 0o111);
         assert!(dir.join("references/REFERENCE.md").is_file());
+        // What validate and a central registry recognise as the template is what init writes.
+        let description = doc.frontmatter.get("description").and_then(Value::as_str);
+        assert_eq!(description, Some(TEMPLATE_DESCRIPTION));
+        let script = std::fs::read(dir.join("scripts/hello.sh")).unwrap();
+        assert_eq!(script, TEMPLATE_SCRIPT.as_bytes());
     }
 
     #[test]

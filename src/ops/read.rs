@@ -85,6 +85,9 @@ pub struct ReportRow<'a> {
     pub valid: bool,
     /// The rules it breaks.
     pub faults: &'a [Fault],
+    /// What it most likely wants fixed without breaking a rule (left out when nothing).
+    #[serde(skip_serializing_if = "<[Fault]>::is_empty")]
+    pub warnings: &'a [Fault],
 }
 
 /// The rows of `validate`'s reports.
@@ -96,6 +99,7 @@ pub fn report_rows(reports: &[Report]) -> Vec<ReportRow<'_>> {
             name: r.name.as_deref(),
             valid: r.faults.is_empty(),
             faults: &r.faults,
+            warnings: &r.warnings,
         })
         .collect()
 }

@@ -744,9 +744,7 @@ pub fn network_outside_ceiling(
     granted: &Capabilities,
     config: &Config,
 ) -> Vec<String> {
-    let asked = Capabilities::from_frontmatter(a.entry().skill().frontmatter())
-        .with(granted)
-        .network;
+    let asked = a.entry().capabilities().with(granted).network;
     let (_, outside) = asked.intersect(&config.ceiling().network);
     outside.iter().map(ToString::to_string).collect()
 }

@@ -123,10 +123,13 @@ struct Declared {
 }
 
 impl Declared {
-    /// As the sandbox reads the skill's frontmatter: any network (a host list too), any
-    /// `fs_write` path.
+    /// As the sandbox reads the skill's declarations (its sidecar or its frontmatter): any
+    /// network (a host list too), any `fs_write` path.
     fn of(skill: &Skill) -> Declared {
-        let caps = Capabilities::from_frontmatter(skill.frontmatter());
+        let caps = skill
+            .declarations()
+            .map(|d| Capabilities::from_frontmatter(d.frontmatter()))
+            .unwrap_or_default();
         Declared {
             network: caps.network.any(),
             fs_write: !caps.fs_write.is_empty(),
@@ -364,7 +367,8 @@ async fn not_offered(
         message,
     };
     let has_scripts = files.iter().any(|f| f.path.starts_with("scripts/"));
-    if !has_scripts && skill.frontmatter().get("scripts").is_none() {
+    let declares = skill.declarations().map_or(true, |d| d.scripts().is_some());
+    if !has_scripts && !declares {
         return Vec::new();
     }
     // Discovery reads the file list the skill carries; a skill discovered without one is
@@ -390,7 +394,7 @@ async fn not_offered(
                 finding(
                     &s.path,
                     format!(
-                        "not offered as a tool: {} ({}); make it executable with a `#!` line naming an allowed interpreter, declare it under `scripts:`, or name it with a leading `_` if it is a helper",
+                        "not offered as a tool: {} ({}); make it executable with a `#!` line naming an allowed interpreter, declare it under `scripts:` in agents/skillcat.yaml, or name it with a leading `_` if it is a helper",
                         s.error,
                         s.error.code()
                     ),
@@ -400,7 +404,7 @@ async fn not_offered(
         Err(e) => vec![finding(
             skillcat_core::source::document_name(files).unwrap_or("SKILL.md"),
             format!(
-                "no script of the skill is offered as a tool: {e} ({}); fix the `scripts:` declaration",
+                "no script of the skill is offered as a tool: {e} ({}); fix the `scripts:` declaration (agents/skillcat.yaml)",
                 e.code()
             ),
         )],

@@ -71,7 +71,7 @@ pub(crate) fn scan(text: &str, lines: &Lines<'_>) -> Option<Hit> {
         RuleId::UndeclaredNetwork,
         lines.position(at),
         format!(
-            "heuristic: the script uses the network ({}) but the skill declares no network, so a confined run will fail or the skill does what it does not say; declare `network: true` if it needs it, or remove the network use",
+            "heuristic: the script uses the network ({}) but the skill declares no network, so a confined run will fail or the skill does what it does not say; declare it if it needs it (`skillcat.network: \"true\"` or host names under `metadata:` in SKILL.md, or `network: true` in agents/skillcat.yaml), or remove the network use",
             names.join(", ")
         ),
     ))

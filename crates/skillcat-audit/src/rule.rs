@@ -220,7 +220,7 @@ pub const RULES: &[Rule] = &[
         id_str: "undeclared-network",
         severity: Severity::Medium,
         summary: "Heuristic: a script under scripts/ that uses the network (curl, wget, nc, urllib, requests, http.client, fetch(, sockets) while the skill declares no network.",
-        rationale: "A skill declares `network: true` (or `metadata.skillcat.network`) when its scripts need the network; one that does not declare it but reaches out either will fail confined or is doing what it does not say.",
+        rationale: "A skill declares the network (`skillcat.network` under `metadata:`, or `network:` in agents/skillcat.yaml) when its scripts need it; one that does not declare it but reaches out either will fail confined or is doing what it does not say.",
     },
     Rule {
         id: RuleId::UndeclaredWrite,

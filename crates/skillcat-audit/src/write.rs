@@ -253,7 +253,7 @@ pub(crate) fn scan(path: &str, text: &str, lines: &Lines<'_>) -> Option<Hit> {
                 RuleId::UndeclaredWrite,
                 lines.position(start + indent + at),
                 format!(
-                    "heuristic: the script writes {path}, outside the skill and the working directory, but the skill declares no fs_write, so a confined run will fail there or the skill touches files it does not say; declare the path in `fs_write` if it needs it, or write under the working directory"
+                    "heuristic: the script writes {path}, outside the skill and the working directory, but the skill declares no fs_write, so a confined run will fail there or the skill touches files it does not say; declare the path if it needs it (`skillcat.fs_write: PATH` under `metadata:` in SKILL.md, or `fs_write: PATH` in agents/skillcat.yaml), or write under the working directory"
                 ),
             ));
         }

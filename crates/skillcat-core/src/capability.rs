@@ -114,9 +114,7 @@ pub use crate::network::{HostPattern, Network, PatternError, Pin};
 
 /// The frontmatter keys this module reads, plus `scripts` (typed script declarations): the
 /// extension fields validation admits when the configuration enables them.
-pub const EXTENSION_FIELDS: [&str; 6] = [
-    "fs_read", "fs_write", "network", "timeout", "trust", "scripts",
-];
+pub const EXTENSION_FIELDS: [&str; 6] = crate::document::DECLARATION_KEYS;
 
 /// The timeout, in seconds, of a skill that declares none (or a malformed one).
 pub const DEFAULT_TIMEOUT: u64 = 60;

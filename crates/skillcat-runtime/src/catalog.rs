@@ -263,9 +263,15 @@ impl Entry {
         self.0.trusted
     }
 
-    /// What its frontmatter declares.
+    /// What it declares, in its sidecar `agents/skillcat.yaml` or its frontmatter
+    /// (declarations that do not read — a broken sidecar, a key declared twice — ask for
+    /// nothing: validation reports them).
     pub fn capabilities(&self) -> Capabilities {
-        Capabilities::from_frontmatter(self.0.skill.frontmatter())
+        self.0
+            .skill
+            .declarations()
+            .map(|d| Capabilities::from_frontmatter(d.frontmatter()))
+            .unwrap_or_default()
     }
 
     /// Its effective grant under `ceiling`, with relative and `~` paths taken against `cwd` and

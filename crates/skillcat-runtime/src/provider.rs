@@ -158,7 +158,10 @@ impl ToolProvider for ScriptProvider<'_> {
     }
 
     fn brought_by(&self, entry: &Entry) -> bool {
-        entry.skill().frontmatter().get("scripts").is_some()
+        entry
+            .skill()
+            .declarations()
+            .map_or(true, |d| d.scripts().is_some())
             || entry
                 .skill()
                 .files()

@@ -835,6 +835,7 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
     let prepared = crate::publish::prepare(&source, root, &opts)
         .await
         .map_err(registry_refusal)?;
+    refuse_template(&source, root, &p).await?;
     // The audit of what was uploaded, recorded with the version; a high finding refuses the
     // publish unless the server accepts and records (`--audit warn`).
     let findings = audit_upload(&source, root).await?;
@@ -903,6 +904,35 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
     let mut answer = json!(published);
     answer["findings"] = json!(findings);
     Ok(json_response(status, &answer))
+}
+
+/// A skill that is still `skillcat init`'s template (its placeholder description, its example
+/// script) is no one's work yet: a central registry refuses it (422 `template`) with the
+/// warning `validate` gives it. A root that does not load was refused by `prepare` already.
+async fn refuse_template(source: &ArchiveSource, root: &str, p: &SkillPath) -> Result<(), Refusal> {
+    use skillcat_core::document::{TEMPLATE_SCRIPT_PATH, template_warnings};
+    use skillcat_core::source::SourceExt;
+    let Ok(skill) = source.load(root).await else {
+        return Ok(());
+    };
+    let script = source
+        .read(&skillcat_core::path::join_path(root, TEMPLATE_SCRIPT_PATH))
+        .await
+        .ok();
+    match template_warnings(skill.description(), script.as_deref()).first() {
+        None => Ok(()),
+        Some(w) => Err(refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "template",
+            format!(
+                "{}@{}: {} ({}); this server does not publish it",
+                p.name,
+                p.version,
+                w.message(),
+                w.hint().unwrap_or_default()
+            ),
+        )),
+    }
 }
 
 /// The audit of an uploaded skill (the archive's one root), with the host's default

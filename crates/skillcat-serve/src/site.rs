@@ -314,6 +314,9 @@ pub struct PageInfo {
     /// Whether its files are not held (an older version: only its document is, read for its
     /// page; the others are listed from its manifest, without views).
     pub files_withheld: bool,
+    /// Its declarations when it has a sidecar `agents/skillcat.yaml`: the frontmatter with the
+    /// sidecar's keys (`Skill::declarations`), for the capabilities the page shows.
+    pub declared: Option<crate::document::Map>,
 }
 
 /// A page made when it is first asked for: everything but the SKILL.md body is written as
@@ -1145,6 +1148,11 @@ async fn page_info(source: &dyn Source, skill: &Skill, opts: &SiteOptions) -> Pa
         Err(e) => page.tools_error = Some(e.to_string()),
     }
     page.guest_tools = guest_tools(skill);
+    page.declared = skill
+        .declarations()
+        .ok()
+        .filter(|d| d.has_sidecar())
+        .map(|d| d.frontmatter().clone());
     if opts.audit {
         let audit = skillcat_audit::AuditOptions::default();
         if let Ok(found) = skillcat_audit::audit(source, skill, &audit).await {

@@ -6,11 +6,17 @@
 //! the source's order. Nothing is printed here: the reports say what is wrong with each root,
 //! in the reference validator's wording, and what could not be read at all is said too.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use skillcat_core::document::{Fault, ValidateOptions};
+use skillcat_core::document::{
+    self, Fault, FaultKind, Skill, TEMPLATE_SCRIPT, TEMPLATE_SCRIPT_PATH, ValidateOptions,
+};
 use skillcat_core::error::Error;
-use skillcat_core::source::{self, Detail, DirOptions, DirSource, Discovery, discover_with};
+use skillcat_core::path::join_path;
+use skillcat_core::source::{
+    self, Detail, DirOptions, DirSource, Discovery, Source, discover_with,
+};
 
 use crate::OpenOptions;
 
@@ -35,6 +41,10 @@ pub struct Report {
     pub name: Option<String>,
     /// Every fault, in the reference validator's wording.
     pub faults: Vec<Fault>,
+    /// What an author most likely wants to fix but does not make the skill invalid
+    /// ([`FaultKind::is_warning`](skillcat_core::document::FaultKind::is_warning)): `init`'s
+    /// template left as it was, a link to a file the skill lacks.
+    pub warnings: Vec<Fault>,
 }
 
 impl Report {
@@ -43,6 +53,7 @@ impl Report {
             path,
             name: None,
             faults: vec![fault],
+            warnings: Vec::new(),
         }
     }
 }
@@ -126,11 +137,14 @@ async fn validate_one(
             return;
         }
         let read = match DirSource::open_skill(&t.path, DirOptions::default()) {
-            Ok(src) => discover_with(&src, Detail::Frontmatter).await,
+            Ok(src) => match read_for_validation(&src, true).await {
+                Ok(d) => Ok(reports_of(shown, &src, d, opts).await),
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         match read {
-            Ok(d) => reports_of(shown, &d, opts, &mut out.reports),
+            Ok(reports) => out.reports.extend(reports),
             Err(e) => {
                 out.unreadable = true;
                 out.reports
@@ -155,7 +169,10 @@ async fn validate_one(
             return;
         }
     };
-    match discover_with(&*src, Detail::Frontmatter).await {
+    // What is on this machine is read with its file lists (a sidecar is attached, declared
+    // scripts and the body's links are checked); a catalog named by a URL or a spec is
+    // validated from its documents alone, as reading its files would fetch every skill.
+    match read_for_validation(&*src, !t.spec).await {
         Ok(d) => {
             out.warnings.extend(d.warnings.iter().cloned());
             if d.skills.is_empty() && d.faults.is_empty() {
@@ -164,7 +181,8 @@ async fn validate_one(
                 out.reports
                     .push(Report::refused(shown.clone(), Fault::missing_document()));
             } else {
-                reports_of(shown, &d, opts, &mut out.reports);
+                let reports = reports_of(shown, &*src, d, opts).await;
+                out.reports.extend(reports);
             }
         }
         Err(e) => {
@@ -175,28 +193,90 @@ async fn validate_one(
     }
 }
 
+/// Every root of `src`, with the file lists when `files` (else the documents alone). A root
+/// whose files cannot all be listed (a link out of the skill, a dangling one) is read again
+/// from its document alone, as validation always read it: its document is still judged, only
+/// the checks of its files are skipped.
+async fn read_for_validation(
+    src: &(impl Source + ?Sized),
+    files: bool,
+) -> skillcat_core::error::Result<Discovery> {
+    if !files {
+        return discover_with(src, Detail::Document).await;
+    }
+    let mut d = discover_with(src, Detail::Files).await?;
+    let unlisted = |f: &source::RootFault| f.fault.kind() == FaultKind::Unreadable;
+    if !d.faults.iter().any(unlisted) {
+        return Ok(d);
+    }
+    let again: BTreeSet<String> = d
+        .faults
+        .iter()
+        .filter(|f| unlisted(f))
+        .map(|f| f.root.clone())
+        .collect();
+    let plain = discover_with(src, Detail::Document).await?;
+    d.faults.retain(|f| !again.contains(&f.root));
+    d.skills.extend(
+        plain
+            .skills
+            .into_iter()
+            .filter(|s| again.contains(s.root())),
+    );
+    d.faults
+        .extend(plain.faults.into_iter().filter(|f| again.contains(&f.root)));
+    Ok(d)
+}
+
 /// A report for each root of a discovery, in the source's order: skills and faults interleaved
 /// by root.
-fn reports_of(shown: &str, d: &Discovery, opts: &ValidateOptions, out: &mut Vec<Report>) {
-    let mut items: Vec<(&str, Report)> = Vec::new();
-    for s in &d.skills {
+async fn reports_of(
+    shown: &str,
+    src: &(impl Source + ?Sized),
+    d: Discovery,
+    opts: &ValidateOptions,
+) -> Vec<Report> {
+    let mut items: Vec<(String, Report)> = Vec::new();
+    for s in d.skills {
+        let warnings = warnings_of(src, &s).await;
         items.push((
-            s.root(),
+            s.root().to_string(),
             Report {
                 path: join_shown(shown, s.root()),
                 name: s.raw_name().map(str::to_string),
                 faults: s.validate(opts),
+                warnings,
             },
         ));
     }
-    for f in &d.faults {
-        items.push((
-            &f.root,
-            Report::refused(join_shown(shown, &f.root), f.fault.clone()),
-        ));
+    for f in d.faults {
+        let report = Report::refused(join_shown(shown, &f.root), f.fault);
+        items.push((f.root, report));
     }
     items.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    out.extend(items.into_iter().map(|(_, r)| r));
+    items.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The warnings of a skill ([`document::template_warnings`], and with its file list
+/// [`document::link_warnings`]). `init`'s example script is read only when the skill holds a
+/// file of its name and size.
+async fn warnings_of(src: &(impl Source + ?Sized), s: &Skill) -> Vec<Fault> {
+    let example = s
+        .files()
+        .iter()
+        .any(|f| f.path == TEMPLATE_SCRIPT_PATH && f.size == TEMPLATE_SCRIPT.len() as u64);
+    let script = match example {
+        true => src
+            .read(&join_path(s.root(), TEMPLATE_SCRIPT_PATH))
+            .await
+            .ok(),
+        false => None,
+    };
+    let mut out = document::template_warnings(s.description(), script.as_deref());
+    if s.has_files() {
+        out.extend(document::link_warnings(s.body(), s.files()));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -312,6 +392,58 @@ mod tests {
         )
         .await;
         assert!(allowed.is_valid(), "{:?}", allowed.reports);
+    }
+
+    /// What validating reads besides the document: the sidecar (a declared script the skill
+    /// lacks is a fault), the file list for the body's links (a missing one is a warning, which
+    /// leaves the skill valid), in a directory of skills as for one skill.
+    #[tokio::test]
+    async fn the_sidecar_and_the_body_s_links_are_checked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let many = tmp.path().join("many");
+        let one = many.join("one");
+        std::fs::create_dir_all(one.join("agents")).unwrap();
+        std::fs::write(
+            one.join("SKILL.md"),
+            "---\nname: one\ndescription: d\n---\nSee [x](references/x.md).\n",
+        )
+        .unwrap();
+        std::fs::write(
+            one.join("agents/skillcat.yaml"),
+            "scripts:\n  - name: a\n    path: scripts/a.sh\n",
+        )
+        .unwrap();
+        for t in [target(&one, "one"), target(&many, "many")] {
+            let v =
+                validate_paths(&[t], &ValidateOptions::default(), &OpenOptions::default()).await;
+            let r = &v.reports[0];
+            let kinds: Vec<&str> = r.faults.iter().map(|f| f.kind().as_str()).collect();
+            assert_eq!(kinds, ["declared-script-missing"], "{r:?}");
+            let warned: Vec<&str> = r.warnings.iter().map(|f| f.kind().as_str()).collect();
+            assert_eq!(warned, ["link-missing"], "{r:?}");
+        }
+        std::fs::create_dir_all(one.join("scripts")).unwrap();
+        std::fs::write(one.join("scripts/a.sh"), "#!/bin/sh\n").unwrap();
+        let v = validate_paths(
+            &[target(&one, "one")],
+            &ValidateOptions::default(),
+            &OpenOptions::default(),
+        )
+        .await;
+        assert!(
+            v.is_valid(),
+            "a warning leaves the skill valid: {:?}",
+            v.reports
+        );
+        assert_eq!(v.reports[0].warnings.len(), 1);
+
+        // A file that cannot be listed (a dangling link) leaves the document judged as before.
+        std::os::unix::fs::symlink("/nonexistent/x", one.join("dangling")).unwrap();
+        for t in [target(&one, "one"), target(&many, "many")] {
+            let v =
+                validate_paths(&[t], &ValidateOptions::default(), &OpenOptions::default()).await;
+            assert!(v.is_valid(), "{:?}", v.reports);
+        }
     }
 
     /// A spec is opened as given, never looked at as a path first: a registry spec that

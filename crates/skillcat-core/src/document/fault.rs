@@ -57,6 +57,18 @@ pub enum FaultKind {
     /// `skillcat.network` (or a top-level `network`) is neither `true`, `false` nor a list of
     /// valid host patterns (skillcat's own check; the reference validator does not read it).
     NetworkInvalid,
+    /// The sidecar `agents/skillcat.yaml` is not a declaration: not UTF-8, not YAML, not a
+    /// mapping, too large, or a key it does not know.
+    SidecarInvalid,
+    /// A declaration is given both in `SKILL.md` and in `agents/skillcat.yaml`.
+    DeclaredTwice,
+    /// A script the `scripts:` declaration names is not a file of the skill.
+    DeclaredScriptMissing,
+    /// A warning: the skill is still what `skillcat init` wrote (its placeholder description,
+    /// its example script).
+    InitTemplate,
+    /// A warning: a relative link in the body names a file the skill does not hold.
+    LinkMissing,
 }
 
 impl FaultKind {
@@ -89,7 +101,18 @@ impl FaultKind {
             CompatibilityNotText => "compatibility-not-text",
             CompatibilityTooLong => "compatibility-too-long",
             NetworkInvalid => "network-invalid",
+            SidecarInvalid => "sidecar-invalid",
+            DeclaredTwice => "declared-twice",
+            DeclaredScriptMissing => "declared-script-missing",
+            InitTemplate => "init-template",
+            LinkMissing => "link-missing",
         }
+    }
+
+    /// Whether this kind is a warning: something an author most likely wants to fix, which
+    /// never makes a skill invalid (nor changes an exit code).
+    pub fn is_warning(self) -> bool {
+        matches!(self, FaultKind::InitTemplate | FaultKind::LinkMissing)
     }
 
     /// Whether this fault means the text is not a skill document at all (the reader refused it),

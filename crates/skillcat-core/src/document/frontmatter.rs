@@ -112,7 +112,7 @@ fn parse_text(text: &str, keep_body: bool) -> Result<Document, Fault> {
         String::new()
     };
     let value = yaml::parse(yaml_text).map_err(|e| {
-        Fault::new(
+        let fault = Fault::new(
             FaultKind::BadYaml,
             // Lines are counted in the file: the opening fence is line 1.
             format!(
@@ -121,7 +121,11 @@ fn parse_text(text: &str, keep_body: bool) -> Result<Document, Fault> {
                 e.col,
                 e.message
             ),
-        )
+        );
+        match quote_hint(yaml_text, e.line, &e.message) {
+            Some(hint) => fault.with_hint(hint),
+            None => fault,
+        }
     })?;
     match value {
         Some(Value::Map(frontmatter)) => Ok(Document { frontmatter, body }),
@@ -130,6 +134,30 @@ fn parse_text(text: &str, keep_body: bool) -> Result<Document, Fault> {
             "SKILL.md frontmatter must be a YAML mapping",
         )),
     }
+}
+
+/// For YAML's "mapping values are not allowed" on a plain `key: value` line (`description: Use
+/// when: x`, a `: ` inside the value): the line with its value quoted, as the author should
+/// write it. `line` counts from 1 in `yaml_text`.
+fn quote_hint(yaml_text: &str, line: usize, message: &str) -> Option<String> {
+    if !message.starts_with("mapping values are not allowed") {
+        return None;
+    }
+    let text = yaml_text.lines().nth(line.checked_sub(1)?)?;
+    let (key, value) = text.split_once(": ")?;
+    let value = value.trim();
+    let plain = |k: &str| {
+        !k.trim().is_empty()
+            && !k.trim_start().starts_with(['-', '#', '"', '\''])
+            && !k.contains(['"', '\'', '{', '[', ':'])
+    };
+    if !plain(key) || value.is_empty() || value.starts_with(['"', '\'', '|', '>', '[', '{']) {
+        return None;
+    }
+    let quoted = value.replace('\\', "\\\\").replace('"', "\\\"");
+    Some(format!(
+        "a value holding \": \" must be quoted; write:\n{key}: \"{quoted}\""
+    ))
 }
 
 #[cfg(test)]
@@ -202,6 +230,26 @@ mod tests {
             }
         }
         assert_eq!(parse_document(inputs[0]).unwrap().body, "Body");
+    }
+
+    #[test]
+    fn a_colon_in_a_plain_value_says_to_quote_it() {
+        let f =
+            parse_document(b"---\nname: a\ndescription: Use when: \"x\" fails\n---\n").unwrap_err();
+        assert_eq!(f.kind(), FaultKind::BadYaml);
+        assert!(
+            f.message().contains("mapping values are not allowed"),
+            "{f}"
+        );
+        assert_eq!(
+            f.hint(),
+            Some(
+                "a value holding \": \" must be quoted; write:\ndescription: \"Use when: \\\"x\\\" fails\""
+            )
+        );
+        // Another YAML error gets no such hint.
+        let f = parse_document(b"---\nname: [a\n---\n").unwrap_err();
+        assert_eq!(f.hint(), None);
     }
 
     #[test]

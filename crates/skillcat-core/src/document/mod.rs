@@ -6,6 +6,8 @@
 
 mod fault;
 mod frontmatter;
+mod guard;
+mod sidecar;
 mod skill;
 mod validate;
 mod value;
@@ -13,6 +15,13 @@ pub(crate) mod yaml;
 
 pub use fault::{Fault, FaultKind};
 pub use frontmatter::{Document, parse_document, parse_frontmatter};
+pub use guard::{
+    TEMPLATE_DESCRIPTION, TEMPLATE_SCRIPT, TEMPLATE_SCRIPT_PATH, link_targets, link_warnings,
+    template_warnings,
+};
+pub use sidecar::{
+    DECLARATION_KEYS, Declarations, SIDECAR_LIMIT, SIDECAR_PATH, declarations, parse_sidecar,
+};
 pub use skill::Skill;
 pub use validate::{
     LengthLimits, SPEC_FIELDS, ValidateOptions, name_key, network_declaration, normalize_name,

@@ -1,7 +1,8 @@
 //! The [`Skill`] value: one parsed skill and the three tiers an agent reads.
 
 use super::{
-    Document, Fault, FaultKind, Map, ValidateOptions, Value, normalize_name, validate_frontmatter,
+    Declarations, Document, Fault, FaultKind, Map, SIDECAR_PATH, ValidateOptions, Value,
+    declarations, network_declaration, normalize_name, parse_sidecar, validate_frontmatter,
 };
 use crate::path::{BadReference, FileEntry, RelPath, resolve_reference};
 
@@ -26,6 +27,8 @@ pub struct Skill {
     doc: Document,
     files: Option<Vec<FileEntry>>,
     has_body: bool,
+    /// The sidecar `agents/skillcat.yaml`, when it was read: its keys, or why it is refused.
+    sidecar: Option<Result<Map, Fault>>,
 }
 
 impl Skill {
@@ -59,6 +62,7 @@ impl Skill {
             doc,
             files: None,
             has_body: true,
+            sidecar: None,
         }
     }
 
@@ -196,9 +200,87 @@ impl Skill {
         format!("{}: {} ({})", self.name(), description, self.location)
     }
 
-    /// Every validation fault of this skill, in the reference order.
+    /// Keeps the bytes of the skill's sidecar `agents/skillcat.yaml`
+    /// ([`parse_sidecar`](super::parse_sidecar)): its declarations join the frontmatter's
+    /// ([`declarations`](Skill::declarations)), and a sidecar that is not one is a fault of
+    /// [`validate`](Skill::validate). Discovery does this for every skill whose file list
+    /// holds one.
+    pub fn attach_sidecar(&mut self, bytes: &[u8]) {
+        self.sidecar = Some(parse_sidecar(bytes));
+    }
+
+    /// Records that the skill's sidecar exists but could not be read: a fault of
+    /// [`validate`](Skill::validate) and of [`declarations`](Skill::declarations).
+    pub fn attach_sidecar_error(&mut self, why: impl std::fmt::Display) {
+        self.sidecar = Some(Err(Fault::new(
+            FaultKind::SidecarInvalid,
+            format!("{SIDECAR_PATH}: cannot be read: {why}"),
+        )));
+    }
+
+    /// Whether a sidecar was attached ([`attach_sidecar`](Skill::attach_sidecar)).
+    pub fn has_sidecar(&self) -> bool {
+        self.sidecar.is_some()
+    }
+
+    /// What the skill declares for its scripts — `scripts:` and the capability keys — from its
+    /// sidecar and its frontmatter together ([`declarations`](super::declarations)); the
+    /// sidecar's fault when it is not one, or a key declared in both places. The one reader of
+    /// declarations: tools, runs, grants, the audit and the web pages all read through it.
+    pub fn declarations(&self) -> Result<Declarations<'_>, Fault> {
+        match &self.sidecar {
+            None => declarations(&self.doc.frontmatter, None),
+            Some(Ok(side)) => declarations(&self.doc.frontmatter, Some(side)),
+            Some(Err(fault)) => Err(fault.clone()),
+        }
+    }
+
+    /// Every validation fault of this skill, in the reference order, then skillcat's own about
+    /// its declarations: a sidecar that is not one, a key declared twice, and — when the file
+    /// list was read — each declared script the skill does not hold.
     pub fn validate(&self, opts: &ValidateOptions) -> Vec<Fault> {
-        validate_frontmatter(&self.doc.frontmatter, self.dir_name.as_deref(), opts)
+        let mut faults =
+            validate_frontmatter(&self.doc.frontmatter, self.dir_name.as_deref(), opts);
+        match self.declarations() {
+            Err(fault) => faults.push(fault),
+            Ok(d) if matches!(&self.sidecar, Some(Ok(side)) if side.contains_key("network")) => {
+                // The frontmatter's own was checked above; the sidecar's is checked here.
+                if let Some(Err(e)) = network_declaration(d.frontmatter()) {
+                    faults.push(Fault::new(
+                        FaultKind::NetworkInvalid,
+                        format!("{SIDECAR_PATH}: network: {e}"),
+                    ));
+                }
+                self.missing_scripts(&d, &mut faults);
+            }
+            Ok(d) => self.missing_scripts(&d, &mut faults),
+        }
+        faults
+    }
+
+    /// A fault for each script the declarations name that the skill does not hold, when its
+    /// file list was read.
+    fn missing_scripts(&self, d: &Declarations<'_>, faults: &mut Vec<Fault>) {
+        if self.has_files() {
+            for (name, path) in d.script_paths() {
+                // A path that breaks the path rules is the script reader's refusal to say.
+                let Ok(rel) = resolve_reference(&path) else {
+                    continue;
+                };
+                if !self.files().iter().any(|f| f.path == rel.as_str()) {
+                    let from = match &self.sidecar {
+                        Some(Ok(side)) if side.contains_key("scripts") => SIDECAR_PATH,
+                        _ => "SKILL.md",
+                    };
+                    faults.push(Fault::new(
+                        FaultKind::DeclaredScriptMissing,
+                        format!(
+                            "Declared script '{name}' ({from}): {path} is not a file of the skill"
+                        ),
+                    ));
+                }
+            }
+        }
     }
 
     /// The properties the reference's `read-properties` prints, as JSON: `name`, `description`,
@@ -304,6 +386,65 @@ fn split_tools(s: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn skill_with(front: &str, files: &[&str]) -> Skill {
+        let doc = crate::document::parse_document(
+            format!("---\nname: s\ndescription: d\n{front}---\n").as_bytes(),
+        )
+        .unwrap();
+        let files = files
+            .iter()
+            .map(|p| FileEntry {
+                path: p.to_string(),
+                size: 1,
+                executable: true,
+                private: false,
+            })
+            .collect();
+        Skill::new(
+            String::new(),
+            "s/SKILL.md".into(),
+            Some("s".into()),
+            doc,
+            files,
+        )
+    }
+
+    #[test]
+    fn declarations_come_from_the_sidecar_and_are_validated() {
+        let mut s = skill_with("", &["SKILL.md", "agents/skillcat.yaml", "scripts/a.sh"]);
+        assert!(s.declarations().unwrap().scripts().is_none());
+        s.attach_sidecar(b"scripts:\n  - name: a\n    path: ./scripts/a.sh\n  - name: b\n    path: scripts/b.sh\n");
+        assert!(s.has_sidecar());
+        assert!(s.declarations().unwrap().scripts().is_some());
+        let f = s.validate(&ValidateOptions::default());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].kind().as_str(), "declared-script-missing");
+        assert_eq!(
+            f[0].message(),
+            "Declared script 'b' (agents/skillcat.yaml): scripts/b.sh is not a file of the skill"
+        );
+        // A sidecar that is not one is a fault of validation and of the declarations alike.
+        s.attach_sidecar(b"shell: yes\n");
+        assert_eq!(
+            s.declarations().unwrap_err().kind(),
+            FaultKind::SidecarInvalid
+        );
+        assert_eq!(
+            s.validate(&ValidateOptions::default())[0].kind(),
+            FaultKind::SidecarInvalid
+        );
+        // The sidecar's network is checked as the frontmatter's is.
+        s.attach_sidecar(b"network: 10.0.0.1\n");
+        assert_eq!(
+            s.validate(&ValidateOptions::default())[0].kind(),
+            FaultKind::NetworkInvalid
+        );
+        // The frontmatter form still reads, and its missing script is named from SKILL.md.
+        let s = skill_with("scripts:\n  - name: c\n    path: c.sh\n", &["SKILL.md"]);
+        let f = s.validate(&ValidateOptions::default().allow_field("scripts"));
+        assert!(f[0].message().contains("(SKILL.md): c.sh"), "{f:?}");
+    }
 
     #[test]
     fn tools_split_outside_parentheses() {

@@ -445,7 +445,50 @@ pub async fn load(source: &(impl Source + ?Sized), root: &str) -> Result<Skill> 
     let bytes = source.read(&doc_path).await?;
     check_document_size(bytes.len() as u64, &location)?;
     let doc = parse_on_runtime(bytes).await;
-    into_skill(source, root, location, doc, Some(files), Detail::Files)
+    let mut skill = into_skill(source, root, location, doc, Some(files), Detail::Files)?;
+    attach_sidecars(source, std::slice::from_mut(&mut skill)).await;
+    Ok(skill)
+}
+
+/// Reads the sidecar `agents/skillcat.yaml` ([`document::SIDECAR_PATH`]) of each skill whose
+/// file list holds one, several at once, and attaches it ([`Skill::attach_sidecar`]): what
+/// the skill declares for its scripts is then [`Skill::declarations`]. A skill read without
+/// its file list is left as it is (only a skill with one runs scripts); one over
+/// [`document::SIDECAR_LIMIT`] is not read, and gets the fault that says so.
+pub async fn attach_sidecars(source: &(impl Source + ?Sized), skills: &mut [Skill]) {
+    let wanted: Vec<(usize, u64, String)> = skills
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            let f = s
+                .files()
+                .iter()
+                .find(|f| f.path == document::SIDECAR_PATH)?;
+            Some((i, f.size, join_path(s.root(), document::SIDECAR_PATH)))
+        })
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
+    let reads: Vec<_> = wanted
+        .into_iter()
+        .map(|(i, size, path)| async move {
+            if size > document::SIDECAR_LIMIT as u64 {
+                let why = format!(
+                    "too large ({size} bytes; the limit is {} bytes)",
+                    document::SIDECAR_LIMIT
+                );
+                return (i, Err(why));
+            }
+            (i, source.read(&path).await.map_err(|e| e.to_string()))
+        })
+        .collect();
+    for (i, read) in join::buffered(reads, DISCOVER_CONCURRENCY).await {
+        match read {
+            Ok(bytes) => skills[i].attach_sidecar(&bytes),
+            Err(why) => skills[i].attach_sidecar_error(why),
+        }
+    }
 }
 
 /// `f` over `items` on every core (at most 8 threads), results in order. The calling thread
@@ -744,6 +787,7 @@ async fn discover_by(
     });
     let results: Vec<(String, Result<Skill>)> = roots.into_iter().zip(built).collect();
     let mut found = collect_discovery(source, results);
+    attach_sidecars(source, &mut found.skills).await;
     found.warnings = warnings;
     Ok(found)
 }

@@ -152,15 +152,18 @@ where
 }
 
 /// The tools of a skill as the matcher reads them, without reading a file: each script that
-/// the frontmatter's `scripts:` declares (its name, description, and its parameters' names and
+/// its `scripts:` declaration (the sidecar's, read with the skill, or the frontmatter's) declares (its name, description, and its parameters' names and
 /// descriptions), then the name of every other file under `scripts/` (`scripts/level_counts.sh`
 /// gives `level_counts`), which the sandbox offers as a tool of its own. A `scripts:` value that
 /// does not parse adds nothing (validation reports it).
 pub fn skill_tools_text(skill: &crate::document::Skill) -> String {
     let declared = skill
-        .frontmatter()
-        .get("scripts")
-        .and_then(|v| crate::script::parse_declared(v).ok())
+        .declarations()
+        .ok()
+        .and_then(|d| {
+            d.scripts()
+                .and_then(|v| crate::script::parse_declared(v).ok())
+        })
         .unwrap_or_default();
     let mut out = tools_text(declared.iter().map(|d| {
         let params = d

@@ -1,10 +1,12 @@
 //! Script tools of a skill: implicit ones (every executable file directly in `scripts/`) and
-//! declared ones (the `scripts:` frontmatter key) and the interpreter allow-list. Who owns each
+//! declared ones (the `scripts:` key of the sidecar `agents/skillcat.yaml`, or of the
+//! frontmatter: [`Skill::declarations`]) and the interpreter allow-list. Who owns each
 //! name is [`crate::tool::names`]'s to say.
 //!
 //! ```text
 //! my-skill/
-//! ├── SKILL.md            scripts: [{name: deploy, path: tools/deploy.py, params: [...]}]
+//! ├── SKILL.md
+//! ├── agents/skillcat.yaml scripts: [{name: deploy, path: tools/deploy.py, params: [...]}]
 //! ├── scripts/
 //! │   ├── check-deploy.sh  (0755)  → run_my_skill_check_deploy  { args?: string }
 //! │   └── notes.txt        (0644)  → skipped, with a diagnostic
@@ -251,7 +253,7 @@ pub struct Declared {
     pub params: Vec<Param>,
 }
 
-/// Reads the `scripts:` frontmatter value: a list of maps with `name`, `path`, `description`,
+/// Reads a `scripts:` value (of the sidecar or the frontmatter): a list of maps with `name`, `path`, `description`,
 /// `interpreter`, `params` (each `name`, `type`, `kind`, `required`, `description`). Unknown
 /// keys, bad names, bad types and optional positionals are errors; a path that climbs out of
 /// the skill is [`ScriptError::PathRejected`].
@@ -392,7 +394,11 @@ pub async fn discover(
     interpreters: &Interpreters,
 ) -> Result<SkillTools, ScriptError> {
     let skill_name = skill.name();
-    let declared = match skill.frontmatter().get("scripts") {
+    // The one reader of declarations: the sidecar `agents/skillcat.yaml` or the frontmatter.
+    let declarations = skill
+        .declarations()
+        .map_err(|f| ScriptError::invalid(f.message().to_string()))?;
+    let declared = match declarations.scripts() {
         None => Vec::new(),
         Some(v) => parse_declared(v)?,
     };

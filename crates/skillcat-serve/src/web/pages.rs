@@ -559,7 +559,7 @@ fn skill_page(
     version_table(&mut m, latest, &root, s, versions);
     tools(&mut m, s);
     if let Some(d) = &doc {
-        capabilities(&mut m, &d.frontmatter);
+        capabilities(&mut m, s.page.declared.as_ref().unwrap_or(&d.frontmatter));
         frontmatter(&mut m, &d.frontmatter);
     }
     file_table(&mut m, &root, &files_base, s);
