@@ -337,7 +337,13 @@ impl LoadedSkill {
     async fn ensure_workspace(&self) -> Result<&Workspace, ScriptError> {
         self.workspace
             .get_or_try_init(|| async {
-                let ws = self.base.materialise(&*self.source, &self.skill).await?;
+                // Hard links into the per-digest copy only where every run is confined: a
+                // `trust: core` skill may run unconfined and could write through a link.
+                let links = !self.grant.is_core();
+                let ws = self
+                    .base
+                    .materialise_shared(&*self.source, &self.skill, links)
+                    .await?;
                 Ok(ws)
             })
             .await
