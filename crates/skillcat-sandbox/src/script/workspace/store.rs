@@ -70,7 +70,7 @@ impl WorkspaceBase {
             None => self.make_entry(source, skill, &paths).await?,
         };
         let base = self.clone();
-        blocking(move || {
+        let linked = blocking(move || {
             // Used now: kept for another KEEP.
             // SAFETY: futimens on a live descriptor; a null times pointer means now.
             unsafe { libc::futimens(entry.as_raw_fd(), std::ptr::null()) };
@@ -85,7 +85,14 @@ impl WorkspaceBase {
             })?;
             Ok(ws)
         })
-        .await
+        .await;
+        match linked {
+            Ok(ws) => Ok(ws),
+            // The entry went meanwhile (a start that found it unused for KEEP removed it as it
+            // was opened): the skill is copied as it always was.
+            Err(ScriptError::Workspace { .. }) => self.materialise(source, skill).await,
+            Err(e) => Err(e),
+        }
     }
 
     /// The entry `name`, when it is there.
