@@ -449,6 +449,8 @@ pub async fn tools(a: ToolsArgs, g: &Globals) -> CliResult {
 /// `skillcat run SOURCE NAME SCRIPT [--args "…" | --json '{…}'] [--allow-read PATH]…
 /// [--allow-write PATH]… [--allow-net]`
 pub async fn run(a: RunArgs, g: &Globals) -> CliResult {
+    // One run, then exit: what it leaves is removed after the process has answered and gone.
+    skillcat::script::teardown_after_exit();
     let args = run_arguments(&a)?;
     let granted = a.granted()?;
     let Activated { run, config, env } = activate(&a.source, &a.name, granted.clone(), g).await?;

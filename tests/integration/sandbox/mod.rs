@@ -8,6 +8,7 @@ mod net_proxy;
 mod output;
 mod run_flags;
 mod script_run;
+mod skill_store;
 mod skill_tree;
 pub(crate) mod tty;
 mod workspace_base;

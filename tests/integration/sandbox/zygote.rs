@@ -209,10 +209,11 @@ fn a_run_forks_its_helper_from_the_zygote_without_executing_the_binary_again() {
         "the helper re-executed the binary: {reexecuted:?}"
     );
     let zygote = zygote.unwrap_or_else(|| panic!("no zygote under the run: {tree:?}"));
-    // The helper is the zygote's child, the script (sh) the helper's.
+    // The helper is the zygote's child, the script (sh) the helper's (the zygote's other
+    // child is the cleaner that removes the workspace after the run has exited).
     let helper = tree
         .iter()
-        .find(|p| p.ppid == zygote.pid)
+        .find(|p| p.ppid == zygote.pid && p.comm != "skillcat-clean")
         .unwrap_or_else(|| panic!("no helper under the zygote: {tree:?}"));
     assert!(
         tree.iter().any(|p| p.ppid == helper.pid),
@@ -373,4 +374,96 @@ fn a_guest_call_forks_its_helper_from_the_zygote_too() {
         "the helper re-executed the binary: {seen:?}"
     );
     assert!(helper.is_some(), "no helper under the zygote; {stderr}");
+}
+
+/// The workspaces under the world's base (`$XDG_RUNTIME_DIR/skillcat-ws`).
+fn workspaces(w: &World) -> Vec<PathBuf> {
+    std::fs::read_dir(w.dir.path().join("skillcat-ws"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("ws-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The control groups of `pid`'s runs (`run-PID-N`), in every hierarchy this host mounts.
+fn run_groups(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("run-{pid}-");
+    let mut found = Vec::new();
+    let mut stack = vec![(PathBuf::from("/sys/fs/cgroup"), 0)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                found.push(e.path());
+            } else if depth < 6 {
+                stack.push((e.path(), depth + 1));
+            }
+        }
+    }
+    found
+}
+
+/// Waits until none of `paths` exists (a teardown after the process is gone).
+fn wait_gone(paths: &[PathBuf], what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while paths.iter().any(|p| p.exists()) {
+        assert!(
+            Instant::now() < deadline,
+            "{what} left: {:?}",
+            paths.iter().filter(|p| p.exists()).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn killing_skillcat_run_mid_run_leaves_no_workspace_and_no_group() {
+    let w = World::new();
+    let mut child = w.spawn_wait();
+    let writer = w.writer(&mut child);
+    let spaces = workspaces(&w);
+    assert_eq!(spaces.len(), 1, "{spaces:?}");
+    let groups = run_groups(child.id());
+    // SAFETY: killing the process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    drop(writer);
+    let out = child.wait_with_output_now();
+    assert!(
+        !groups.is_empty() || out.contains("not in a cgroup"),
+        "no control group found: {out}"
+    );
+    // Nobody starts again: what the run left goes all the same.
+    wait_gone(&spaces, "workspace");
+    wait_gone(&groups, "control group");
+}
+
+#[test]
+fn a_finished_run_leaves_no_workspace_and_no_group() {
+    let w = World::new();
+    let mut child = w.spawn_wait();
+    let mut writer = w.writer(&mut child);
+    let spaces = workspaces(&w);
+    assert_eq!(spaces.len(), 1, "{spaces:?}");
+    let groups = run_groups(child.id());
+    writer.write_all(b"go\n").unwrap();
+    drop(writer);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), "got go");
+    assert!(
+        !groups.is_empty() || String::from_utf8_lossy(&out.stderr).contains("not in a cgroup"),
+        "no control group found: {out:?}"
+    );
+    // Removed after the answer, by the run or after it has exited.
+    wait_gone(&spaces, "workspace");
+    wait_gone(&groups, "control group");
 }

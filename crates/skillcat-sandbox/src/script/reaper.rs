@@ -90,14 +90,22 @@ pub(crate) fn reaper_main() -> Option<u8> {
         }
     }
     wait_for_eof();
+    clean_base(&base);
+    Some(0)
+}
+
+/// What a new start does for `base` once its owner is gone: every workspace whose lock is free
+/// is removed (tried again while a dying process still holds one), then every control group of
+/// a dead supervisor.
+pub(crate) fn clean_base(base: &Path) {
     for attempt in 0..ATTEMPTS {
         if attempt > 0 {
             std::thread::sleep(PAUSE);
         }
         // Opening the base is what a new start does: it removes every workspace whose lock is
         // free. Nothing held by a dead process is left after the last attempt.
-        match WorkspaceBase::open(&base, super::run::script_owner()) {
-            Ok(b) if b.clean_stale().is_ok() && !holds_workspaces(&base) => break,
+        match WorkspaceBase::open(base, super::run::script_owner()) {
+            Ok(b) if b.clean_stale().is_ok() && !holds_workspaces(base) => break,
             Ok(_) => {}
             // The base is gone (or was never made): nothing to remove.
             Err(_) if !base.exists() => break,
@@ -108,7 +116,6 @@ pub(crate) fn reaper_main() -> Option<u8> {
     if let Ok(groups) = super::sandbox::linux::cgroup::status() {
         groups.clean_stale();
     }
-    Some(0)
 }
 
 /// Reads standard input until end-of-file (or an error that means the same: nobody writes).
@@ -133,6 +140,105 @@ fn holds_workspaces(base: &Path) -> bool {
             .flatten()
             .any(|e| e.file_name().to_string_lossy().starts_with("ws-"))
     })
+}
+
+/// Teardown after the process: a command that makes one run and exits (`skillcat run`) asks,
+/// with [`teardown_after_exit`], that what its runs leave — workspaces, control groups — be
+/// removed by a cleaner forked from the zygote, which waits for this process to exit (however
+/// it exits: a pipe only this process holds reads end-of-file) and then cleans the base as a
+/// new start would ([`clean_base`]). The process then neither removes a workspace nor waits
+/// for its teardown thread before it exits; where no cleaner could be started it does both, as
+/// before.
+pub(crate) mod after_exit {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Mutex, OnceLock};
+
+    static WANTED: AtomicBool = AtomicBool::new(false);
+
+    /// The one cleaner of this process: its base, the pipe's write end (held until exit) and
+    /// the zygote's answer, read once.
+    struct Cleaner {
+        base: PathBuf,
+        _exited: OwnedFd,
+        reply: Mutex<Option<OwnedFd>>,
+        started: OnceLock<bool>,
+    }
+
+    static CLEANER: OnceLock<Cleaner> = OnceLock::new();
+
+    pub(crate) fn want() {
+        WANTED.store(true, Ordering::Relaxed);
+    }
+
+    /// Starts the cleaner of `base` when one is wanted and the zygote of `helper` is usable
+    /// (once per process: the first runner's base).
+    pub(crate) fn arm(helper: &Path, base: &Path) {
+        if !WANTED.load(Ordering::Relaxed) || CLEANER.get().is_some() {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        {
+            let mut fds = [0 as libc::c_int; 2];
+            // SAFETY: pipe2 into a local array; each descriptor is then owned exactly once.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+                return;
+            }
+            let (read, write) =
+                unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            let Some(reply) =
+                super::super::sandbox::linux::zygote::fork_cleaner(helper, base, read)
+            else {
+                return;
+            };
+            let _ = CLEANER.set(Cleaner {
+                base: base.to_path_buf(),
+                _exited: write,
+                reply: Mutex::new(Some(reply)),
+                started: OnceLock::new(),
+            });
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (helper, base);
+    }
+
+    /// Whether what is left under `base` goes after this process exits (its cleaner started).
+    pub(crate) fn handed_over(base: &Path) -> bool {
+        let Some(c) = CLEANER.get() else {
+            return false;
+        };
+        if c.base != base {
+            return false;
+        }
+        *c.started.get_or_init(|| {
+            #[cfg(target_os = "linux")]
+            {
+                c.reply
+                    .lock()
+                    .ok()
+                    .and_then(|mut r| r.take())
+                    .is_some_and(|r| super::super::sandbox::linux::zygote::cleaner_started(&r))
+            }
+            #[cfg(not(target_os = "linux"))]
+            false
+        })
+    }
+
+    /// Whether any cleaner was started (the process's teardown thread need not be waited for).
+    pub(crate) fn any() -> bool {
+        CLEANER.get().is_some_and(|c| handed_over(&c.base))
+    }
+}
+
+/// Asks that what this process's runs leave (workspaces, control groups) be removed after it
+/// exits, by a cleaner forked from the sandbox zygote, rather than before it exits: for a
+/// command that makes a run and exits, teardown then costs its answer nothing. Call it before
+/// the [`Runner`](super::Runner) is made. Without a zygote (or where the cleaner cannot start)
+/// nothing changes: the workspace is removed when its skill is unloaded, as always. What a
+/// crash leaves is removed by the cleaner too.
+pub fn teardown_after_exit() {
+    after_exit::want();
 }
 
 /// Teardown after the answer: what a run leaves to clean (its control group) is handed to one

@@ -318,6 +318,12 @@ impl LoadedSkill {
     /// Unloads the skill, removing its workspace (reporting a failure to remove it).
     pub async fn unload(self) -> Result<(), ScriptError> {
         match self.workspace.into_inner() {
+            // Left to the cleaner that removes it once this process has exited: its lock is
+            // held until then.
+            Some(ws) if super::reaper::after_exit::handed_over(self.base.dir()) => {
+                std::mem::forget(ws);
+                Ok(())
+            }
             Some(ws) => tokio::task::spawn_blocking(move || ws.remove())
                 .await
                 .map_err(|e| ScriptError::workspace(format!("removing the workspace: {e}")))?,
@@ -331,7 +337,13 @@ impl LoadedSkill {
     async fn ensure_workspace(&self) -> Result<&Workspace, ScriptError> {
         self.workspace
             .get_or_try_init(|| async {
-                let ws = self.base.materialise(&*self.source, &self.skill).await?;
+                // Hard links into the per-digest copy only where every run is confined: a
+                // `trust: core` skill may run unconfined and could write through a link.
+                let links = !self.grant.is_core();
+                let ws = self
+                    .base
+                    .materialise_shared(&*self.source, &self.skill, links)
+                    .await?;
                 Ok(ws)
             })
             .await
@@ -348,8 +360,11 @@ pub struct Runner {
 
 impl Drop for Runner {
     fn drop(&mut self) {
-        // The teardown its runs left (their control groups) is done before it goes.
-        super::reaper::later::settle(Duration::from_secs(3));
+        // The teardown its runs left (their control groups) is done before it goes, unless
+        // a cleaner does it after this process exits.
+        if !super::reaper::after_exit::any() {
+            super::reaper::later::settle(Duration::from_secs(3));
+        }
     }
 }
 
@@ -382,6 +397,7 @@ impl Runner {
         if let Ok(groups) = sandbox::linux::cgroup::status() {
             groups.clean_stale();
         }
+        super::reaper::after_exit::arm(&config.helper, base.dir());
         Ok(Runner {
             config,
             gate,

@@ -30,6 +30,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
+mod store;
+
 use super::ScriptError;
 use super::argv::check_skill_path;
 use crate::document::Skill;
@@ -191,6 +193,18 @@ impl WorkspaceBase {
         let mut failed = Vec::new();
         for entry in entries.flatten() {
             let name = entry.file_name();
+            if name.to_string_lossy().starts_with(store::PREFIX) {
+                // A per-digest entry nobody used for a while (a workspace linked to it keeps
+                // its own links).
+                if fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_dir() && store::unused(&m))
+                {
+                    match remove_tree(&entry.path()) {
+                        Ok(()) => removed += 1,
+                        Err(e) => failed.push(format!("{}: {e}", entry.path().display())),
+                    }
+                }
+                continue;
+            }
             if !name.to_string_lossy().starts_with("ws-") {
                 continue;
             }
@@ -248,13 +262,34 @@ impl WorkspaceBase {
         source: &dyn Source,
         skill: &Skill,
     ) -> Result<Workspace, ScriptError> {
-        let too_many = |what: String| {
-            ScriptError::workspace(format!(
-                "the skill's files exceed the workspace limit ({what}; limit {} bytes, {} files: \
-                 [sandbox] workspace_bytes, workspace_files)",
-                self.quota.bytes, self.quota.files
-            ))
-        };
+        let too_many = |what: String| self.too_many(what);
+        let paths = self.checked_paths(skill)?;
+        let base = self.clone();
+        let ws = blocking(move || base.create()).await?;
+        let filled = self.fill(&ws, source, skill, paths, &too_many).await;
+        match filled {
+            Ok(()) => Ok(ws),
+            Err(e) => {
+                // Removing what was written is blocking work too.
+                let _ = tokio::task::spawn_blocking(move || drop(ws)).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The refusal of a skill over the quota.
+    fn too_many(&self, what: String) -> ScriptError {
+        ScriptError::workspace(format!(
+            "the skill's files exceed the workspace limit ({what}; limit {} bytes, {} files: \
+             [sandbox] workspace_bytes, workspace_files)",
+            self.quota.bytes, self.quota.files
+        ))
+    }
+
+    /// The skill's files (path, executable, private), refused before anything is read when
+    /// the file list is over the quota or names a path that is not canonical.
+    fn checked_paths(&self, skill: &Skill) -> Result<Vec<(String, bool, bool)>, ScriptError> {
+        let too_many = |what: String| self.too_many(what);
         let count = skill.files().len() as u64;
         if count > self.quota.files {
             return Err(too_many(format!("{count} files")));
@@ -277,17 +312,7 @@ impl WorkspaceBase {
             }
             paths.push((rel, f.executable, f.private));
         }
-        let base = self.clone();
-        let ws = blocking(move || base.create()).await?;
-        let filled = self.fill(&ws, source, skill, paths, &too_many).await;
-        match filled {
-            Ok(()) => Ok(ws),
-            Err(e) => {
-                // Removing what was written is blocking work too.
-                let _ = tokio::task::spawn_blocking(move || drop(ws)).await;
-                Err(e)
-            }
-        }
+        Ok(paths)
     }
 
     /// Reads the skill's files and writes them into `ws`, a batch at a time (see

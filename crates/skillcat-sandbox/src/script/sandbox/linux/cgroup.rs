@@ -363,9 +363,11 @@ impl Cgroups {
                     continue;
                 };
                 // SAFETY: signal 0 only checks that the pid exists.
+                // A zombie has ended (only its parent's wait is left): its runs are over.
                 let alive = pid == std::process::id() as i32
-                    || unsafe { libc::kill(pid, 0) } == 0
-                    || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+                    || (unsafe { libc::kill(pid, 0) } == 0
+                        || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+                        && !zombie(pid);
                 if !alive {
                     RunGroup {
                         dirs: vec![(Kind::Unified, e.path())],
@@ -376,6 +378,15 @@ impl Cgroups {
             }
         }
     }
+}
+
+/// Whether `pid` has exited and waits only to be reaped.
+fn zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|close| stat[close + 1..].trim_start().chars().next())
+            .is_some_and(|state| state == 'Z' || state == 'X')
+    })
 }
 
 impl RunGroup {

@@ -9,6 +9,10 @@
 //!                                                 numbers, chdir, then exactly the re-executed
 //!                                                 helper's code (`linux::helper`)
 //!   ◀── on the reply socket: "pid N" + a pidfd of the helper (or "error …")
+//!   once (`skillcat run`): "clean\n<base>" + SCM_RIGHTS [reply, a pipe's read end]
+//!                                      ──fork──▶ cleaner: own session, no death signal; at
+//!                                                the pipe's end-of-file (the host exited)
+//!                                                it cleans the base (`reaper::clean_base`)
 //! ```
 //!
 //! Death chain: the zygote dies with the host (`PR_SET_PDEATHSIG`, then `getppid` checked),
@@ -22,6 +26,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -231,6 +236,47 @@ pub(in crate::script) async fn fork_helper(req: Request<'_>) -> Option<Forked> {
     parsed
 }
 
+/// Asks the zygote for a cleaner of the workspace base `base`: a process forked from it that
+/// outlives this one, waits until `exited` (a pipe's read end whose write end only this
+/// process holds) reads end-of-file — this process has exited, however — and then removes
+/// what its runs left (`reaper::clean_base`). Returns the socket the answer comes on
+/// ([`cleaner_started`]), or `None` when the zygote is not usable.
+pub(in crate::script) fn fork_cleaner(
+    helper: &Path,
+    base: &Path,
+    exited: OwnedFd,
+) -> Option<OwnedFd> {
+    usable(helper)?;
+    let z = ZYGOTE.get()?;
+    let (reply, theirs) = seqpacket().ok()?;
+    let mut text = b"clean\n".to_vec();
+    text.extend_from_slice(base.as_os_str().as_bytes());
+    if send_with_fds(&z.sock, &text, &[theirs.as_raw_fd(), exited.as_raw_fd()]).is_err() {
+        give_up(z);
+        return None;
+    }
+    Some(reply)
+}
+
+/// Whether the zygote answered [`fork_cleaner`] with a cleaner's pid (waiting at most 2 s: it
+/// forks at once, and by the end of a run the answer has long been there).
+pub(in crate::script) fn cleaner_started(reply: &OwnedFd) -> bool {
+    let mut pfd = libc::pollfd {
+        fd: reply.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll on one live descriptor described by a local struct.
+    if unsafe { libc::poll(&mut pfd, 1, 2000) } != 1 {
+        return false;
+    }
+    let mut buf = [0u8; 64];
+    match recv_fds(reply, &mut buf, 1, libc::MSG_DONTWAIT) {
+        Ok((n, _)) => buf[..n].starts_with(b"pid "),
+        Err(_) => false,
+    }
+}
+
 /// A `SOCK_SEQPACKET` pair, close-on-exec.
 fn seqpacket() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
@@ -424,8 +470,10 @@ fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
     let head = String::from_utf8_lossy(&text[..nl]).into_owned();
     let cwd = text[nl + 1..].to_vec();
     let mut words = head.split(' ').peekable();
-    if words.next() != Some("run") {
-        return;
+    match words.next() {
+        Some("run") => {}
+        Some("clean") => return serve_cleaner(&cwd, fds),
+        _ => return,
     }
     let stdin = words.next_if_eq(&"stdin").is_some();
     let quiet = words.next_if_eq(&"quiet").is_some();
@@ -457,6 +505,48 @@ fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
     let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) });
     let raw: Vec<libc::c_int> = pidfd.iter().map(|f| f.as_raw_fd()).collect();
     let _ = send_with_fds(&reply, format!("pid {pid}").as_bytes(), &raw);
+}
+
+/// A cleaner request: forks the cleaner and answers with its pid.
+fn serve_cleaner(base: &[u8], mut fds: Vec<OwnedFd>) {
+    if fds.len() != 2 {
+        return;
+    }
+    let exited = fds.pop().expect("two descriptors");
+    let reply = fds.pop().expect("two descriptors");
+    let base = PathBuf::from(std::ffi::OsStr::from_bytes(base));
+    // SAFETY: fork in this single-threaded process.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        let e = io::Error::last_os_error();
+        let _ = send_with_fds(&reply, format!("error fork: {e}").as_bytes(), &[]);
+        return;
+    }
+    if pid == 0 {
+        drop(reply);
+        // SAFETY: setsid and close on integers; single-threaded. No parent-death signal: this
+        // process is meant to outlive the zygote and the host. Its own session: a terminal's
+        // hang-up or a group's signal is not its (the zygote ignores them, and so does it).
+        unsafe {
+            libc::setsid();
+            libc::close(SOCKET_FD);
+            libc::prctl(libc::PR_SET_NAME, c"skillcat-clean".as_ptr(), 0, 0, 0);
+        }
+        let mut buf = [0u8; 16];
+        loop {
+            // SAFETY: read into a local buffer from a descriptor this process owns.
+            let n = unsafe { libc::read(exited.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n > 0 || (n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)) {
+                continue;
+            }
+            break;
+        }
+        drop(exited);
+        crate::script::reaper::clean_base(&base);
+        // SAFETY: leaving without the host's exit handlers.
+        unsafe { libc::_exit(0) }
+    }
+    let _ = send_with_fds(&reply, format!("pid {pid}").as_bytes(), &[]);
 }
 
 /// The forked helper: bound to the zygote, its descriptors at their numbers, in its own
