@@ -412,9 +412,30 @@ impl Config {
     /// beneath the user's (expanded now, against `env`), network only if both allow it, every
     /// limit the smaller of the two; a source trusted or core only when the user's
     /// configuration trusts that same source; the user's interpreters, keyring and cache
-    /// directory; no `trusted_projects`. `project` is the project's directory, recorded in
+    /// directory; `[skills.NAME]` grants only within the user's own table for that skill; no
+    /// `trusted_projects`. `project` is the project's directory, recorded in
     /// [`untrusted_project`](Self::untrusted_project).
-    pub fn narrowed_by(mut self, user: &Config, env: &Environment, project: &Path) -> Config {
+    pub fn narrowed_by(self, user: &Config, env: &Environment, project: &Path) -> Config {
+        // Every field is named here, none skipped with `..`: a field added to `Config` does not
+        // compile until this says how a project's file may set it (the class of a project
+        // setting something no one decided to narrow: its `[skills.NAME]` grants were one).
+        let Config {
+            origin,
+            mut sources,
+            sandbox: mut p,
+            mut scripts,
+            keyring: _,
+            cache_dir: _,
+            max_index_age,
+            prompt,
+            matcher,
+            mut install,
+            mut runtime,
+            skills,
+            trusted_projects: _,
+            untrusted_project: _,
+            changed_project,
+        } = self;
         let ctx = skillcat_core::capability::Context {
             cwd: env.cwd.clone(),
             home: env.home.clone(),
@@ -436,7 +457,7 @@ impl Config {
                 .map(|p| p.to_string_lossy().into_owned())
                 .collect()
         };
-        let (u, p) = (&user.sandbox, &mut self.sandbox);
+        let u = &user.sandbox;
         p.fs_read = within(&p.fs_read, &user_read);
         p.fs_write = within(&p.fs_write, &user_write);
         // A project may protect more, never less.
@@ -455,7 +476,7 @@ impl Config {
         p.workspace_bytes = p.workspace_bytes.min(u.workspace_bytes);
         p.workspace_files = p.workspace_files.min(u.workspace_files);
         let canon = |s: &str| std::fs::canonicalize(s).unwrap_or_else(|_| PathBuf::from(s));
-        for src in &mut self.sources {
+        for src in &mut sources {
             let same = user
                 .sources
                 .iter()
@@ -463,26 +484,57 @@ impl Config {
             src.trusted &= same.is_some_and(|us| us.trusted);
             src.core &= same.is_some_and(|us| us.core);
         }
-        self.scripts.interpreters = user.scripts.interpreters.clone();
-        self.scripts.by_extension = user.scripts.by_extension.clone();
-        self.keyring = user.keyring.clone();
-        self.cache_dir = user.cache_dir.clone();
-        // A project may ask its index to be fresher than the user does, never staler.
-        self.max_index_age = match (self.max_index_age, user.max_index_age) {
-            (Some(p), Some(u)) => Some(p.min(u)),
-            (p, u) => p.or(u),
-        };
+        scripts.interpreters = user.scripts.interpreters.clone();
+        scripts.by_extension = user.scripts.by_extension.clone();
         // A project may ask for signatures; it cannot waive the user's demand for them.
-        self.install.require_signatures |= user.install.require_signatures;
+        install.require_signatures |= user.install.require_signatures;
         // Nor can it accept what the user's audit policy refuses, or offer tools the user's
         // configuration withholds.
-        self.install.audit = self.install.audit.stricter(user.install.audit);
+        install.audit = install.audit.stricter(user.install.audit);
         if user.runtime.audit == RuntimeAudit::Withhold {
-            self.runtime.audit = RuntimeAudit::Withhold;
+            runtime.audit = RuntimeAudit::Withhold;
         }
-        self.trusted_projects = Vec::new();
-        self.untrusted_project = Some(project.to_path_buf());
-        self
+        // A project's grants to a skill count as far as the user's own table for that skill
+        // grants: paths beneath the user's, hosts both allow; a skill the user grants nothing
+        // gets nothing from a checkout.
+        let skills = skills
+            .into_iter()
+            .filter_map(|(name, g)| {
+                let own = SkillGrants::for_skill(&user.skills, &name)?;
+                let own_write = expand(&own.allow_write);
+                let mut own_read = expand(&own.allow_read);
+                own_read.extend(own_write.iter().cloned());
+                let narrowed = SkillGrants {
+                    allow_read: within(&g.allow_read, &own_read),
+                    allow_write: within(&g.allow_write, &own_write),
+                    allow_net: g.allow_net.intersect(&own.allow_net).0,
+                };
+                Some((name, narrowed))
+            })
+            .collect();
+        Config {
+            origin,
+            sources,
+            sandbox: p,
+            scripts,
+            keyring: user.keyring.clone(),
+            cache_dir: user.cache_dir.clone(),
+            // A project may ask its index to be fresher than the user does, never staler.
+            max_index_age: match (max_index_age, user.max_index_age) {
+                (Some(p), Some(u)) => Some(p.min(u)),
+                (p, u) => p.or(u),
+            },
+            // The prompt's budget and the matcher's weights shape what a model is shown, not
+            // what may run or be installed: the project's own.
+            prompt,
+            matcher,
+            install,
+            runtime,
+            skills,
+            trusted_projects: Vec::new(),
+            untrusted_project: Some(project.to_path_buf()),
+            changed_project,
+        }
     }
 
     /// Reads one file.
@@ -773,6 +825,34 @@ mod tests {
             let got = parse(project).narrowed_by(&user, &env, dir).max_index_age;
             assert_eq!(got, Some(want), "{project:?}");
         }
+    }
+
+    /// A project's `[skills.NAME]` grants count only as far as the user's own table for that
+    /// skill grants (an untrusted checkout's file widened a skill's reads before).
+    #[test]
+    fn a_projects_skill_grants_are_narrowed_by_the_users_own() {
+        let env = Environment {
+            cwd: "/work/proj".into(),
+            home: Some("/home/me".into()),
+        };
+        let parse = |t: &str| Config::parse(t, None, &env).unwrap();
+        let project = parse(
+            "[skills.reader]\nallow_read = [\"data/a.txt\", \"/etc/passwd\"]\n\
+             allow_write = [\"out\"]\nallow_net = [\"api.example.com\", \"evil.example\"]\n\
+             [skills.other]\nallow_read = [\"data\"]\n",
+        );
+        let dir = Path::new("/work/proj");
+        let none = project.clone().narrowed_by(&parse(""), &env, dir);
+        assert!(none.skills.is_empty(), "{:?}", none.skills);
+        let user = parse(
+            "[skills.reader]\nallow_read = [\"/work/proj/data\"]\nallow_net = [\"api.example.com\"]\n",
+        );
+        let got = project.narrowed_by(&user, &env, dir).skills;
+        assert_eq!(got.keys().collect::<Vec<_>>(), ["reader"]);
+        let r = &got["reader"];
+        assert_eq!(r.allow_read, ["/work/proj/data/a.txt"]);
+        assert!(r.allow_write.is_empty(), "{:?}", r.allow_write);
+        assert_eq!(r.allow_net.to_string(), "api.example.com");
     }
 
     #[test]

@@ -305,3 +305,63 @@ fn a_skills_tables_grant_outside_the_ceiling_is_named() {
         o.stderr
     );
 }
+
+/// A project's `skillcat.toml` the user has not trusted narrows, never widens: its
+/// `[skills.NAME]` grants count only as far as the user's own file grants the same skill, and
+/// fully once `skillcat trust project` records it.
+#[test]
+fn an_untrusted_projects_skills_table_grants_nothing_the_user_did_not() {
+    let w = World::new();
+    std::fs::write(
+        w.cwd.join("skillcat.toml"),
+        "[skills.reader]\nallow_read = [\"data/notes.txt\"]\n",
+    )
+    .unwrap();
+    let run = || {
+        crate::support::bin::Skillcat::new(&[
+            "run",
+            w.skills.to_str().unwrap(),
+            "reader",
+            "show",
+            "--args",
+            w.notes.to_str().unwrap(),
+        ])
+        .cwd(&w.cwd)
+        .env("HOME", &w.home)
+        .env_remove("SKILLCAT_CONFIG")
+        .env_remove("XDG_CONFIG_HOME")
+        .deadline(Duration::from_secs(60))
+        .run()
+    };
+    let o = run();
+    assert_ne!(
+        o.code,
+        0,
+        "an untrusted checkout granted a read: {}",
+        o.out()
+    );
+    assert!(!o.out().contains("granted notes"), "{}", o.out());
+    // The user's own file granting the same skill the same path: the project may keep it.
+    let own = w.home.join(".config/skillcat");
+    std::fs::create_dir_all(&own).unwrap();
+    std::fs::write(
+        own.join("skillcat.toml"),
+        "[skills.reader]\nallow_read = [\"data/notes.txt\"]\n",
+    )
+    .unwrap();
+    let o = run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.out(), "granted notes\n");
+    // Trusted: the project's own grants count.
+    std::fs::remove_file(own.join("skillcat.toml")).unwrap();
+    let t = crate::support::bin::Skillcat::new(&["trust", "project"])
+        .cwd(&w.cwd)
+        .env("HOME", &w.home)
+        .env_remove("SKILLCAT_CONFIG")
+        .env_remove("XDG_CONFIG_HOME")
+        .run();
+    assert_eq!(t.code, 0, "{}", t.stderr);
+    let o = run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.out(), "granted notes\n");
+}
