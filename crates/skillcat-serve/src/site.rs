@@ -1206,6 +1206,10 @@ async fn with_versions(
     let Some(lookup) = opts.versions.clone() else {
         return Ok(Vec::new());
     };
+    // Each older version is packed once to learn its archive's digest: several at a time as
+    // the site is built, one at a time after a publish (the upload path's memory bound holds
+    // uploads at the size limit, and a publish may come with versions the site never held).
+    let at_once = if name.is_some() { 1 } else { CONCURRENCY };
     let name = name.map(str::to_string);
     let listing = Arc::clone(&lookup);
     let metas = tokio::task::spawn_blocking(move || listing.versions(name.as_deref()))
@@ -1237,7 +1241,6 @@ async fn with_versions(
         }
         wanted.push(m);
     }
-    // Each older version is packed once to learn its archive's digest: several at a time.
     let roots: Vec<String> = wanted
         .iter()
         .map(|m| format!("{}@{}", m.name, m.version))
@@ -1248,7 +1251,7 @@ async fn with_versions(
             let m = wanted_ref[i];
             older_version(source, &roots_ref[i], m, lookup, known.get(&m.version))
         })
-        .buffered(CONCURRENCY)
+        .buffered(at_once)
         .collect()
         .await;
     let mut older = Vec::with_capacity(read.len());
