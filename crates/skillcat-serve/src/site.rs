@@ -1333,19 +1333,79 @@ async fn older_version(
     })
 }
 
-/// The archive of an older version ([`Site::older_blob`]), packed again from the source in
-/// the blocking pool and served only when it hashes to the digest the site lists for it.
+/// Older archives packed again on request (`older_archive`): at most [`REPACKING`] at once
+/// (each is a read of the registry and a deflate, in the blocking pool), and the last ones
+/// kept, up to [`REPACKED_BYTES`], so a burst of requests for one blob packs it once. A client
+/// asking for older blobs over and over costs the server one packing at a time, not one per
+/// request. Keyed by the archive's digest, which each body was checked against: what one site
+/// kept is right for any other.
+struct Repacked {
+    permits: tokio::sync::Semaphore,
+    kept: std::sync::Mutex<std::collections::VecDeque<(String, Bytes)>>,
+}
+
+/// How many older archives are packed at once, server-wide.
+const REPACKING: usize = 2;
+
+/// The most bytes of packed older archives kept for the next request.
+const REPACKED_BYTES: usize = 32 << 20;
+
+static REPACKED: std::sync::LazyLock<Repacked> = std::sync::LazyLock::new(|| Repacked {
+    permits: tokio::sync::Semaphore::new(REPACKING),
+    kept: std::sync::Mutex::new(std::collections::VecDeque::new()),
+});
+
+impl Repacked {
+    fn get(&self, hex: &str) -> Option<Bytes> {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter().find(|(h, _)| h == hex).map(|(_, b)| b.clone())
+    }
+
+    fn keep(&self, hex: &str, body: &Bytes) {
+        // One archive may take at most a quarter of the room: a few large ones never flush
+        // every other.
+        if body.len() > REPACKED_BYTES / 4 {
+            return;
+        }
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.push_back((hex.to_string(), body.clone()));
+        while kept.iter().map(|(_, b)| b.len()).sum::<usize>() > REPACKED_BYTES {
+            kept.pop_front();
+        }
+    }
+}
+
+/// The archive of `name@version` packed again from `lookup`, served only when it hashes to
+/// `hex` (the digest the site lists); `None` otherwise, or when it cannot be packed.
 pub(crate) async fn older_archive(
     lookup: Arc<dyn VersionLookup>,
     name: String,
     version: String,
     hex: String,
 ) -> Option<SiteFile> {
-    let body = tokio::task::spawn_blocking(move || lookup.archive(&name, &version))
-        .await
-        .ok()?
-        .ok()??;
-    (crate::digest::to_hex(sha256(&body)) == hex).then(|| SiteFile {
+    let r = &*REPACKED;
+    let body = match r.get(&hex) {
+        Some(body) => body,
+        None => {
+            let _permit = r.permits.acquire().await.ok()?;
+            // Packed while this request waited for its turn?
+            match r.get(&hex) {
+                Some(body) => body,
+                None => {
+                    let body = tokio::task::spawn_blocking(move || lookup.archive(&name, &version))
+                        .await
+                        .ok()?
+                        .ok()??;
+                    if crate::digest::to_hex(sha256(&body)) != hex {
+                        return None;
+                    }
+                    r.keep(&hex, &body);
+                    body
+                }
+            }
+        }
+    };
+    Some(SiteFile {
         body,
         content_type: "application/gzip",
         etag: format!("\"{hex}\""),
@@ -1535,6 +1595,14 @@ mod tests {
         let path = format!("blobs/sha256/{hex}");
         assert!(site.get(&path).is_none(), "not held");
         assert!(site.older_blob(&path).is_none(), "nowhere to pack it from");
+        // Bytes that do not hash to the digest listed are never served (nor kept).
+        site.archives = Some(Archives(Arc::new(Fake(Bytes::from_static(b"other")))));
+        let (lookup, name, version) = site.older_blob(&path).unwrap();
+        assert!(
+            older_archive(lookup, name, version, hex.clone())
+                .await
+                .is_none()
+        );
         site.archives = Some(Archives(Arc::new(Fake(archive.clone()))));
         let (lookup, name, version) = site.older_blob(&path).expect("listed");
         assert_eq!((name.as_str(), version.as_str()), ("alpha", "1.0.0"));
@@ -1547,10 +1615,66 @@ mod tests {
             site.older_blob(&format!("blobs/sha256/{live_hex}"))
                 .is_none()
         );
-        // Bytes that do not hash to the digest listed are never served.
-        site.archives = Some(Archives(Arc::new(Fake(Bytes::from_static(b"other")))));
-        let (lookup, name, version) = site.older_blob(&path).unwrap();
-        assert!(older_archive(lookup, name, version, hex).await.is_none());
+    }
+
+    /// A burst of requests for one older archive packs it once, and never more than
+    /// `REPACKING` packings run at once, whatever the number of requests.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_burst_of_requests_for_older_archives_packs_each_once_a_few_at_a_time() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        struct Counting {
+            archives: BTreeMap<String, Bytes>,
+            calls: AtomicUsize,
+            running: AtomicUsize,
+            most: AtomicUsize,
+        }
+        impl VersionLookup for Counting {
+            fn versions(&self, _: Option<&str>) -> Result<Vec<VersionMeta>> {
+                Ok(Vec::new())
+            }
+            fn archive(&self, _: &str, version: &str) -> Result<Option<Bytes>> {
+                self.calls.fetch_add(1, Ordering::SeqCst);
+                let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+                self.most.fetch_max(now, Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                self.running.fetch_sub(1, Ordering::SeqCst);
+                Ok(self.archives.get(version).cloned())
+            }
+        }
+        // Six versions of a skill no other test packs (the kept archives are process-wide).
+        let olds: Vec<SiteSkill> = (0..6)
+            .map(|i| {
+                let body = format!("# burst {i}\n");
+                skill("burst", &[("SKILL.md", body.as_bytes(), false)])
+            })
+            .collect();
+        let lookup = Arc::new(Counting {
+            archives: olds
+                .iter()
+                .enumerate()
+                .map(|(i, o)| (format!("1.0.{i}"), o.archive.clone()))
+                .collect(),
+            calls: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            most: AtomicUsize::new(0),
+        });
+        let mut tasks = Vec::new();
+        for round in 0..8 {
+            for (i, o) in olds.iter().enumerate() {
+                let hex = o.archive_digest.trim_start_matches("sha256:").to_string();
+                let l: Arc<dyn VersionLookup> = lookup.clone();
+                let v = format!("1.0.{i}");
+                tasks.push(tokio::spawn(async move {
+                    let _ = round;
+                    older_archive(l, "burst".into(), v, hex).await
+                }));
+            }
+        }
+        for t in tasks {
+            assert!(t.await.unwrap().is_some());
+        }
+        assert_eq!(lookup.calls.load(Ordering::SeqCst), 6, "each packed once");
+        assert!(lookup.most.load(Ordering::SeqCst) <= REPACKING);
     }
 
     #[test]
