@@ -13,7 +13,7 @@ use skillcat::prompt::{PromptFormat, PromptOptions};
 use skillcat::source::validate::Report;
 use skillcat::source::{self, Detail, Discovery, RootFault, Source};
 
-use super::{CliError, CliResult, ExitStatus, Format, Globals, PromptFormatArg, shown};
+use super::{CliError, CliResult, ExitStatus, Format, Globals, PromptFormatArg, quiet, shown};
 
 pub(super) use skillcat::ops::read::Opened;
 
@@ -121,8 +121,9 @@ fn print_text_reports(reports: &[Report]) {
                 }
             }
         }
-        if !r.warnings.is_empty() {
-            // Said after the verdict, on stderr: a warning never changes it.
+        if !r.warnings.is_empty() && !quiet() {
+            // Said after the verdict, on stderr: a warning never changes it (and `-q` keeps
+            // stderr to errors).
             let _ = out.flush();
             let mut err = std::io::stderr().lock();
             for w in &r.warnings {

@@ -32,6 +32,11 @@ fn validate_warns_about_init_s_template_and_exits_0() {
     o.code(0);
     assert!(o.out().contains("Valid skill"), "{}", o.out());
     o.says(&["warning", "template", "description", "scripts/hello.sh"]);
+    // `-q` keeps stderr to errors: the warning is not said, the verdict is.
+    let o = sc(t, &["-q", "validate", "log-triage"]);
+    o.code(0);
+    assert!(o.out().contains("Valid skill"), "{}", o.out());
+    assert!(!o.stderr.contains("warning"), "-q said: {}", o.stderr);
     // As JSON too, and still exit 0.
     let o = sc(t, &["validate", "log-triage", "--format", "json"]);
     o.code(0);
