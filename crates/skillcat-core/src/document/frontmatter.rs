@@ -139,7 +139,7 @@ fn parse_text(text: &str, keep_body: bool) -> Result<Document, Fault> {
 /// For YAML's "mapping values are not allowed" on a plain `key: value` line (`description: Use
 /// when: x`, a `: ` inside the value): the line with its value quoted, as the author should
 /// write it. `line` counts from 1 in `yaml_text`.
-fn quote_hint(yaml_text: &str, line: usize, message: &str) -> Option<String> {
+pub(crate) fn quote_hint(yaml_text: &str, line: usize, message: &str) -> Option<String> {
     if !message.starts_with("mapping values are not allowed") {
         return None;
     }

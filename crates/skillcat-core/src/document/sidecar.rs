@@ -63,10 +63,15 @@ pub fn parse_sidecar(bytes: &[u8]) -> Result<Map, Fault> {
     })?;
     let text = text.replace("\r\n", "\n");
     let value = yaml::parse(&text).map_err(|e| {
-        invalid(format!(
+        let fault = invalid(format!(
             "invalid YAML: line {}, column {}: {}",
             e.line, e.col, e.message
-        ))
+        ));
+        // The frontmatter's advice for a `: ` inside a plain value holds here too.
+        match super::frontmatter::quote_hint(&text, e.line, &e.message) {
+            Some(hint) => fault.with_hint(hint),
+            None => fault,
+        }
     })?;
     let map = match value {
         None => Map::new(),
@@ -199,6 +204,15 @@ mod tests {
         // Empty, or comments only: nothing declared.
         assert!(parse_sidecar(b"").unwrap().is_empty());
         assert!(parse_sidecar(b"# nothing yet\n").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_colon_in_a_plain_value_of_the_sidecar_says_to_quote_it() {
+        let f =
+            parse_sidecar(b"scripts:\n  - name: greet\n    description: Say: hello\n").unwrap_err();
+        assert_eq!(f.kind(), FaultKind::SidecarInvalid);
+        let hint = f.hint().expect("a hint");
+        assert!(hint.contains("description: \"Say: hello\""), "{hint}");
     }
 
     #[test]
