@@ -15,16 +15,13 @@ fn main() -> ExitCode {
     if let Some(code) = skillcat::guest::helper_main() {
         return code;
     }
-    // Commands that run scripts fork their sandbox helpers from a zygote made now, while this
-    // process has one thread (a word that only looks like one costs a fork, nothing more);
-    // where it cannot start, runs re-execute this binary.
-    if std::env::args_os()
-        .skip(1)
-        .any(|a| a == "run" || a == "mcp")
-    {
+    // Parsing starts no thread. Commands that run scripts fork their sandbox helpers from a
+    // zygote made now, while this process has one thread; where it cannot start, runs
+    // re-execute this binary.
+    let args = cli::Cli::parse();
+    if args.runs_scripts() {
         let _ = skillcat::script::sandbox::start_zygote();
     }
-    let args = cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -266,6 +266,14 @@ pub struct Cli {
     remote: RemoteArgs,
 }
 
+impl Cli {
+    /// Whether the command may run a skill's scripts (`run`, `mcp`): their sandbox helpers are
+    /// forked from a zygote the binary makes before any thread starts.
+    pub fn runs_scripts(&self) -> bool {
+        matches!(self.command, Command::Run { .. } | Command::Mcp { .. })
+    }
+}
+
 /// How remote sources and servers are reached: the options of every command that reads a
 /// remote source (http(s) indexes, `oci://`, `git+…`) or talks to a server.
 #[derive(Debug, Clone, Default, clap::Args)]
