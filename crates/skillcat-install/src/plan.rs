@@ -1757,7 +1757,8 @@ impl Opened {
                     )));
                 }
                 Policy::Warn => warnings.push(format!(
-                    "{name}: installed with {high}, as --allow-findings or [install] audit = \"warn\" allows; {audit_hint}"
+                    "{name}: {} with {high}, as --allow-findings or [install] audit = \"warn\" allows; {audit_hint}",
+                    if opts.dry_run { "would be installed" } else { "installed" }
                 )),
             }
         } else if let Some(medium) = summary_at(&findings, Severity::Medium) {
