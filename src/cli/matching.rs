@@ -389,7 +389,8 @@ fn report_cache(cache: Option<&CacheReport>) {
             batches,
             bad_segments,
         } = *stats;
-        err!("Embeddings: {hits} from the cache, {misses} computed in {batches} requests.");
+        let s = if batches == 1 { "" } else { "s" };
+        err!("Embeddings: {hits} from the cache, {misses} computed in {batches} request{s}.");
         if bad_segments > 0 {
             err!(
                 "Warning: {bad_segments} unreadable cache segments in {} were skipped.",

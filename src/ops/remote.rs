@@ -112,7 +112,7 @@ impl std::fmt::Display for Fetched {
         write!(
             f,
             "{n} {} from {}: {} fetched, {} already cached, {} not cached, {} failed ({} \
-             requests, {} not modified, {} bytes received); cache: {}",
+             request{}, {} not modified, {} byte{} received); cache: {}",
             if n == 1 { "skill" } else { "skills" },
             self.index.as_deref().unwrap_or(&self.url),
             self.count(FetchStatus::Fetched),
@@ -120,8 +120,10 @@ impl std::fmt::Display for Fetched {
             self.count(FetchStatus::NotCached),
             self.count(FetchStatus::Failed),
             self.stats.requests,
+            if self.stats.requests == 1 { "" } else { "s" },
             self.stats.not_modified,
             self.stats.bytes,
+            if self.stats.bytes == 1 { "" } else { "s" },
             self.cache,
         )
     }
@@ -170,6 +172,21 @@ mod tests {
             fetched.to_string(),
             "2 skills from http://x/: 1 fetched, 0 already cached, 1 not cached, 0 failed (0 \
              requests, 0 not modified, 0 bytes received); cache: (none)"
+        );
+        // Every count agrees in number with its noun.
+        let one = Fetched {
+            skills: vec![skill(FetchStatus::Fetched)],
+            stats: HttpStats {
+                requests: 1,
+                bytes: 1,
+                ..HttpStats::default()
+            },
+            ..fetched
+        };
+        assert_eq!(
+            one.to_string(),
+            "1 skill from http://x/: 1 fetched, 0 already cached, 0 not cached, 0 failed (1 \
+             request, 0 not modified, 1 byte received); cache: (none)"
         );
     }
 

@@ -192,8 +192,10 @@ pub fn parse_agents(spec: &str) -> Result<Vec<&'static Agent>, InstallError> {
 /// (`skills add … -a claude-code`), copies the skill into that folder alone
 /// (`.claude/skills/NAME`), makes no `.agents/skills/NAME`, and records no folder in
 /// `skills-lock.json`: for such an entry (no `targets`) whose canonical folder is missing, the
-/// first agent's folder holding the skill as a folder is its place. An entry skillcat wrote
-/// names its place first in `targets`.
+/// first agent's folder holding the skill as a folder is its place; with that folder deleted
+/// too, the first agent's folder of skills that exists while `.agents/skills` does not (the
+/// folder the CLI made for it), so that `install` puts it back where the agent reads it. An
+/// entry skillcat wrote names its place first in `targets`.
 pub(crate) fn home(scope: &Scope, name: &str, entry: Option<&crate::Entry>) -> PathBuf {
     let canonical = scope.skills_dir().join(name);
     let Some(entry) = entry else {
@@ -212,8 +214,25 @@ pub(crate) fn home(scope: &Scope, name: &str, entry: Option<&crate::Entry>) -> P
     if std::fs::symlink_metadata(&canonical).is_ok() {
         return canonical;
     }
-    agent_dirs
+    let agent_dirs: Vec<PathBuf> = agent_dirs.collect();
+    if let Some(copy) = agent_dirs
+        .iter()
         .find(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
+    {
+        return copy.clone();
+    }
+    // Only a folder the CLI made with no canonical one beside it (and no link to one) says
+    // where the copy was.
+    if std::fs::symlink_metadata(scope.skills_dir()).is_ok()
+        || agent_dirs
+            .iter()
+            .any(|p| std::fs::symlink_metadata(p).is_ok())
+    {
+        return canonical;
+    }
+    agent_dirs
+        .into_iter()
+        .find(|p| p.parent().is_some_and(Path::is_dir))
         .unwrap_or(canonical)
 }
 
@@ -283,6 +302,11 @@ mod tests {
         // A link there is not a copy of it.
         std::fs::remove_dir(&claude).unwrap();
         std::os::unix::fs::symlink(&canonical, &claude).unwrap();
+        assert_eq!(home(&scope, "a", Some(&theirs)), canonical);
+        // The copy deleted too: the agent's folder of skills, while no canonical one exists.
+        std::fs::remove_file(&claude).unwrap();
+        assert_eq!(home(&scope, "a", Some(&theirs)), claude);
+        std::fs::create_dir_all(scope.skills_dir()).unwrap();
         assert_eq!(home(&scope, "a", Some(&theirs)), canonical);
         // skillcat's entry names its place first.
         let ours = crate::Entry {

@@ -284,7 +284,8 @@ pub struct SkillStatus {
     /// removes and `install` links again.
     pub left_targets: Vec<String>,
     /// Where its copy is when that is not `.agents/skills/NAME`: an agent's own folder the
-    /// `skills` CLI copied it into (`.claude/skills/NAME`), which `install` keeps it in.
+    /// `skills` CLI copied it into (`.claude/skills/NAME`), which `install` keeps it in (or,
+    /// missing, restores it to).
     pub place: Option<String>,
 }
 
@@ -830,7 +831,7 @@ pub async fn status(scope: &Scope) -> Result<Vec<SkillStatus>, InstallError> {
         let mut broken_targets = Vec::new();
         let mut left_targets = Vec::new();
         let home = super::agents::home(scope, &name, entry.as_ref());
-        let place = (present && home != scope.skills_dir().join(&name)).then(|| scope.shown(&home));
+        let place = (home != scope.skills_dir().join(&name)).then(|| scope.shown(&home));
         if let Some(e) = &entry {
             let t = Targets::of_entry(scope, &name, &agents_of(e), Some(e));
             for p in &t.agents {
@@ -1756,7 +1757,8 @@ impl Opened {
                     )));
                 }
                 Policy::Warn => warnings.push(format!(
-                    "{name}: installed with {high}, as --allow-findings or [install] audit = \"warn\" allows; {audit_hint}"
+                    "{name}: {} with {high}, as --allow-findings or [install] audit = \"warn\" allows; {audit_hint}",
+                    if opts.dry_run { "would be installed" } else { "installed" }
                 )),
             }
         } else if let Some(medium) = summary_at(&findings, Severity::Medium) {

@@ -6,7 +6,8 @@ use skillcat_core::source::{Discovery, Source};
 use super::InstallError;
 
 /// Keeps in `found` the skills (and the faults) of `plugin` alone. A source that has no such
-/// plugin is a usage error naming the plugins it has (or saying it is not a marketplace).
+/// plugin is refused (exit 1, as for a skill it lacks: the request is well formed) naming the
+/// plugins it has (or saying it is not a marketplace).
 pub(crate) async fn keep_plugin(
     src: &dyn Source,
     typed: &str,
@@ -32,7 +33,7 @@ pub(crate) async fn keep_plugin(
         }
     }
     if keep.is_empty() {
-        return Err(InstallError::Usage(if all.is_empty() {
+        return Err(InstallError::Refused(vec![if all.is_empty() {
             format!(
                 "{typed}: not a Claude Code plugin marketplace (no .claude-plugin/marketplace.json with skills), so --plugin {plugin:?} names nothing"
             )
@@ -41,7 +42,7 @@ pub(crate) async fn keep_plugin(
                 "{typed}: no plugin {plugin:?} with skills in this marketplace (its plugins: {})",
                 all.join(", ")
             )
-        }));
+        }]));
     }
     found.skills.retain(|s| keep.contains(s.root()));
     found.faults.retain(|f| keep.contains(&f.root));

@@ -390,7 +390,11 @@ impl SkillStatus {
             return lines;
         };
         if !self.present {
-            let canonical = scope.shown(&scope.skills_dir().join(&self.name));
+            // Where it is restored: an agent's folder when its entry puts it there.
+            let canonical = self
+                .place
+                .clone()
+                .unwrap_or_else(|| scope.shown(&scope.skills_dir().join(&self.name)));
             if self.left_targets.is_empty() {
                 lines.push(format!(
                     "  missing: the folder {canonical} is gone (`skillcat install` puts it back)"

@@ -508,9 +508,14 @@ impl Api {
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limited",
                 format!(
-                    "the token {} has made its {} requests of the minute; retry in {wait}s",
+                    "the token {} has made its {} request{} of the minute; retry in {wait}s",
                     entry.name(),
                     self.opts.writes_per_minute,
+                    if self.opts.writes_per_minute == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
                 ),
             )
         })

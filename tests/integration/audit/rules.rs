@@ -637,6 +637,12 @@ fn add_install_and_update_refuse_a_skill_with_a_high_finding_unless_allowed() {
     assert!(!p.lockfile().exists());
     // A clean skill of the same source is installed as before.
     p.run(&["add", "../src", "clean"]).code(0);
+    // A dry run says it would be installed, never that it was (origin: step 29, issue 51).
+    let out = p.run(&["add", "../src", "leaky", "--allow-findings", "--dry-run"]);
+    out.code(0)
+        .says(&["leaky: would be installed with 1 high finding"]);
+    assert!(!out.stderr.contains("leaky: installed"), "{}", out.stderr);
+    assert!(!p.installed("leaky").exists());
     // --allow-findings installs it, with a warning that names the finding.
     let out = p.run(&["add", "../src", "leaky", "--allow-findings"]);
     out.code(0).says(&["leaky: installed with 1 high finding"]);

@@ -199,3 +199,73 @@ fn a_skill_the_skills_cli_installed_for_claude_code_is_found_where_it_is() {
     assert!(!theirs.exists());
     assert!(p.lock()["skills"].as_object().unwrap().is_empty());
 }
+
+/// The same skill, its folder then deleted: `install --frozen` puts it back in
+/// `.claude/skills/NAME`, where Claude Code reads it (the `skills` CLI's lockfile records no
+/// folder; an agent's folder the CLI made, holding no `.agents/skills`, is where it was), never
+/// in `.agents/skills/NAME` alone; and once the lockfile records that folder, `status` names it
+/// as the one that is gone, and `install` restores it there.
+///
+/// Origin: step 29 (issue 51, item 11: restored to `.agents/skills` only, `.claude/skills` left
+/// empty; `status` named `.agents/skills/NAME` as missing).
+#[test]
+fn a_deleted_skill_the_skills_cli_installed_for_claude_code_comes_back_there() {
+    let Some(cli) = super::interop::skills_cli() else {
+        return;
+    };
+    let p = Project::new();
+    skill(&p.path("src"), "alpha", "1.0.0", "a");
+    super::interop::run_cli(
+        &cli,
+        &p,
+        &p.root,
+        &["add", "../src", "-s", "alpha", "-a", "claude-code", "-y"],
+    );
+    let theirs = p.root.join(".claude/skills/alpha");
+    assert!(theirs.join("SKILL.md").is_file());
+
+    // Their lockfile (no folder recorded): deleted, then restored where it was.
+    std::fs::remove_dir_all(&theirs).unwrap();
+    let o = p.run(&["status"]);
+    o.code(0);
+    assert!(o.out().contains(".claude/skills/alpha"), "{}", o.out());
+    p.run(&["install", "--frozen"]).code(0);
+    assert!(
+        theirs.join("SKILL.md").is_file(),
+        "not restored in .claude/skills"
+    );
+    assert!(
+        !p.installed("alpha").exists(),
+        "a second copy in .agents/skills"
+    );
+    p.run(&["status", "--check"]).code(0);
+
+    // skillcat's lockfile records the folder: deleted, named, restored there.
+    p.run(&["install"]).code(0);
+    assert_eq!(
+        p.lock()["skills"]["alpha"]["targets"],
+        serde_json::json!([".claude/skills/alpha"])
+    );
+    std::fs::remove_dir_all(&theirs).unwrap();
+    let o = p.run(&["status"]);
+    assert!(
+        o.out()
+            .contains("missing: the folder .claude/skills/alpha is gone"),
+        "{}",
+        o.out()
+    );
+    assert!(!o.out().contains(".agents/skills/alpha"), "{}", o.out());
+    let json = p.run(&["status", "--format", "json"]).json();
+    assert_eq!(json[0]["state"], "missing", "{json}");
+    assert_eq!(json[0]["place"], ".claude/skills/alpha", "{json}");
+    p.run(&["install", "--frozen"]).code(0);
+    assert!(
+        theirs.join("SKILL.md").is_file(),
+        "not restored in .claude/skills"
+    );
+    assert!(
+        !p.installed("alpha").exists(),
+        "a second copy in .agents/skills"
+    );
+    p.run(&["status", "--check"]).code(0);
+}

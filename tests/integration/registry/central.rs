@@ -460,7 +460,7 @@ fn the_client_publishes_yanks_and_a_warm_fetch_sees_the_new_version() {
     run(&["--cache", "c", "fetch", &url]).code(0);
     let idle = run(&["--cache", "c", "fetch", &url]);
     assert!(
-        idle.code(0).out().contains("(1 requests, 1 not modified"),
+        idle.code(0).out().contains("(1 request, 1 not modified"),
         "{}",
         idle.out()
     );

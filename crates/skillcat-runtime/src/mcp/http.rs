@@ -499,9 +499,14 @@ async fn check(State(guard): State<Arc<Guard>>, mut req: Request, next: Next) ->
                 let mut r = plain(
                     StatusCode::TOO_MANY_REQUESTS,
                     &format!(
-                        "Too Many Requests: this token has {} requests in flight, as many as it may \
-                         (skillcat mcp --max-requests-per-token)",
-                        guard.max_requests_per_token
+                        "Too Many Requests: this token has {} request{} in flight, as many as it \
+                         may (skillcat mcp --max-requests-per-token)",
+                        guard.max_requests_per_token,
+                        if guard.max_requests_per_token == 1 {
+                            ""
+                        } else {
+                            "s"
+                        },
                     ),
                 );
                 r.headers_mut()
