@@ -27,9 +27,11 @@ use super::workspace::WorkspaceBase;
 pub const REAPER_ARG: &str = "__skillcat-workspace-reaper";
 
 /// How often, and how far apart, the watcher cleans after its caller is gone: the caller's
-/// confined processes die with it (their parent-death signal), and a lock one of them still
-/// held a moment ago is free at the next try.
-const ATTEMPTS: u32 = 10;
+/// confined processes die with it (their parent-death signal, through the zygote: one hop
+/// more), and a lock one of them still held a moment ago is free at a later try. It stops at
+/// the first clean try, so the ten seconds are only waited on a machine too busy to end the
+/// chain sooner (a second was too short under a full test run).
+const ATTEMPTS: u32 = 100;
 const PAUSE: Duration = Duration::from_millis(100);
 
 /// The watcher of one caller ([`reap_on_exit`]); dropping it (or the caller exiting) lets the
