@@ -379,7 +379,8 @@ impl WorkspaceBase {
         } else {
             0o700
         };
-        let (name, root_fd) = make_fresh_dir(&self.fd, mode).map_err(|e| fail(&self.dir, e))?;
+        let (name, root_fd) =
+            make_fresh_dir(&self.fd, mode, b"ws-").map_err(|e| fail(&self.dir, e))?;
         let root = self.dir.join(name.to_str().unwrap_or_default());
         let root_id = match identity(&root_fd) {
             Ok(id) => id,
@@ -498,12 +499,12 @@ fn write_files(
 }
 
 /// A directory named `ws-` and six random letters, made in `base` with `mode`, and opened.
-fn make_fresh_dir(base: &OwnedFd, mode: u32) -> io::Result<(CString, OwnedFd)> {
+fn make_fresh_dir(base: &OwnedFd, mode: u32, prefix: &[u8]) -> io::Result<(CString, OwnedFd)> {
     const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     for _ in 0..64 {
         let mut random = [0u8; 6];
         rustix::rand::getrandom(&mut random, rustix::rand::GetRandomFlags::empty())?;
-        let mut name = b"ws-".to_vec();
+        let mut name = prefix.to_vec();
         name.extend(random.iter().map(|b| LETTERS[*b as usize % LETTERS.len()]));
         let name = cstr(&name)?;
         // SAFETY: a live descriptor and a C string.

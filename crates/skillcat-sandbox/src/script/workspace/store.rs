@@ -2,8 +2,8 @@
 //!
 //! ```text
 //! <base>/sk-<digest>/      the skill's files as read (directories 0555, files with the file
-//!                          list's modes), made complete under a `ws-` name and renamed into
-//!                          place, never written again
+//!                          list's modes), made complete under an `sk-new-` name and renamed
+//!                          into place, never written again
 //! ```
 //!
 //! The digest is the SHA-256 of every file's path, flags and contents, computed from what is
@@ -13,7 +13,7 @@
 //! system has them, else bytes) when the skill may run unconfined (`trust: core`): an
 //! unconfined script could write through a link into every later run's files. An entry is
 //! touched at each use and removed with stale workspaces once unused for [`KEEP`]; an entry a
-//! crash left half-made keeps its `ws-` name without a lock, and goes as such a workspace does.
+//! crash left half-made keeps its `sk-new-` name, and goes as an unused entry does.
 
 use std::ffi::CString;
 use std::fs::{self, File};
@@ -33,6 +33,11 @@ use crate::source::Source;
 
 /// An entry's name prefix.
 pub(super) const PREFIX: &str = "sk-";
+
+/// The name of an entry being made (then renamed to its digest): under the entries' prefix, so
+/// it is never taken for a workspace (a watcher or a test counting `ws-` folders), and one a
+/// crash left goes as an unused entry does.
+const MAKING: &str = "sk-new-";
 
 /// How long an entry nobody used is kept.
 pub(super) const KEEP: Duration = Duration::from_secs(3600);
@@ -100,7 +105,7 @@ impl WorkspaceBase {
         open_dir(self.fd.as_raw_fd(), &cstr(name.as_bytes()).ok()?).ok()
     }
 
-    /// Reads the skill again into a fresh `ws-` directory, makes it read-only and renames it
+    /// Reads the skill again into a fresh `sk-new-` directory, makes it read-only and renames it
     /// to the digest of what was written (which is what the entry holds, whatever changed in
     /// the source since the first read); an entry made meanwhile by another process is used
     /// instead.
@@ -111,7 +116,7 @@ impl WorkspaceBase {
         paths: &[(String, bool, bool)],
     ) -> Result<OwnedFd, ScriptError> {
         let fail = |e: io::Error| ScriptError::workspace(format!("{}: {e}", self.dir.display()));
-        let (tmp, tmp_fd) = make_fresh_dir(&self.fd, 0o700).map_err(fail)?;
+        let (tmp, tmp_fd) = make_fresh_dir(&self.fd, 0o700, MAKING.as_bytes()).map_err(fail)?;
         let tmp_fd = std::sync::Arc::new(tmp_fd);
         let shown = self.dir.join(tmp.to_string_lossy().as_ref());
         let made = async {
