@@ -1141,6 +1141,19 @@ async fn pack_skill(source: &dyn Source, skill: &Skill, opts: &SiteOptions) -> R
 /// the audit's findings. Whatever fails here is said on the page, never a reason to leave the
 /// skill out.
 async fn page_info(source: &dyn Source, skill: &Skill, opts: &SiteOptions) -> PageInfo {
+    let mut page = tools_info(source, skill).await;
+    if opts.audit {
+        let audit = skillcat_audit::AuditOptions::default();
+        if let Ok(found) = skillcat_audit::audit(source, skill, &audit).await {
+            page.findings = Some(serde_json::to_value(found).unwrap_or(Value::Null));
+        }
+    }
+    page
+}
+
+/// The tools a skill's page lists (its scripts, its guest tools, its declarations), for
+/// every version alike: a discovery failure is said on the page.
+async fn tools_info(source: &dyn Source, skill: &Skill) -> PageInfo {
     use skillcat_sandbox::script::{Interpreters, discover as script_tools};
     let mut page = PageInfo::default();
     match script_tools(source, skill, &Interpreters::host_default()).await {
@@ -1153,12 +1166,6 @@ async fn page_info(source: &dyn Source, skill: &Skill, opts: &SiteOptions) -> Pa
         .ok()
         .filter(|d| d.has_sidecar())
         .map(|d| d.frontmatter().clone());
-    if opts.audit {
-        let audit = skillcat_audit::AuditOptions::default();
-        if let Ok(found) = skillcat_audit::audit(source, skill, &audit).await {
-            page.findings = Some(serde_json::to_value(found).unwrap_or(Value::Null));
-        }
-    }
     page
 }
 
@@ -1319,13 +1326,10 @@ async fn older_version(
         signature: m.signatures.first().cloned(),
         page: PageInfo {
             signatures: m.signatures.clone(),
-            tools_error: Some(
-                "this catalog lists the tools of the latest and yanked versions only (install \
-                 this version to see its tools)"
-                    .into(),
-            ),
             files_withheld: true,
-            ..PageInfo::default()
+            // Its tools, as every version's page lists them (a few small values: the scripts
+            // are read for them and not held).
+            ..tools_info(source, &skill).await
         },
     })
 }
