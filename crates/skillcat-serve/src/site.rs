@@ -1314,6 +1314,22 @@ async fn older_version(
         .await
         .map_err(|e| Error::task("packing an older version", e))??,
     };
+    // Its tools, as every version's page lists them: its scripts are read for them (their
+    // first 8 KiB, not held), and only when it has some (a publish builds every older version
+    // of the skill again).
+    let scripted = manifest
+        .files
+        .iter()
+        .any(|f| f.path.starts_with("scripts/"))
+        || skill.declarations().is_ok_and(|d| d.scripts().is_some());
+    let tools = if scripted {
+        tools_info(source, &skill).await
+    } else {
+        PageInfo {
+            guest_tools: guest_tools(&skill),
+            ..PageInfo::default()
+        }
+    };
     Ok(SiteSkill {
         name: m.name.clone(),
         description: skill.description().to_string(),
@@ -1327,9 +1343,7 @@ async fn older_version(
         page: PageInfo {
             signatures: m.signatures.clone(),
             files_withheld: true,
-            // Its tools, as every version's page lists them (a few small values: the scripts
-            // are read for them and not held).
-            ..tools_info(source, &skill).await
+            ..tools
         },
     })
 }
