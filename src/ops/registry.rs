@@ -332,6 +332,19 @@ pub async fn served_versions(
                 names: served_names(url, policy).await,
             });
         }
+        // A static export answers a name it lacks with a bare 404 ("no skills API"): its
+        // index says whether the name is there at all.
+        Err(e @ crate::Error::Invalid(_)) => {
+            let names = served_names(url, policy).await;
+            if names.is_empty() || names.iter().any(|n| n == name) {
+                return Err(VersionsError::Served(e));
+            }
+            return Err(VersionsError::NotServed {
+                name: name.to_string(),
+                url: url.to_string(),
+                names,
+            });
+        }
         Err(e) => return Err(VersionsError::Served(e)),
     };
     // The API lists the highest version first; a file lists them in semver order.

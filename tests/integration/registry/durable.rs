@@ -353,6 +353,10 @@ async fn a_static_export_serves_every_version_by_its_version() {
         String::from_utf8_lossy(&live)
     );
 
+    // A name it lacks: the skills it has, from its index.
+    run(dir, &["registry", "versions", &url, "nope"])
+        .code(1)
+        .says(&["no skill named 'nope'", "skills: csv-stats"]);
     // The versions there are, from the same file.
     let listed = run(dir, &["registry", "versions", &url, "csv-stats"]);
     for v in ["0.1.0", "0.2.0", "0.3.0", "yanked", "0.4.0"] {
