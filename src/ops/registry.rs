@@ -281,12 +281,14 @@ pub enum VersionsError {
         db: PathBuf,
     },
     /// The served registry holds no skill of that name.
-    #[error("no skill named '{name}' in {url}")]
+    #[error("{}", source::no_such_skill(name, url, names.clone(), 0))]
     NotServed {
         /// The name asked for.
         name: String,
         /// The registry's address.
         url: String,
+        /// The skills its index lists (empty when it could not be read).
+        names: Vec<String>,
     },
     /// The served registry could not be asked, or refused.
     #[error(transparent)]
@@ -327,6 +329,20 @@ pub async fn served_versions(
             return Err(VersionsError::NotServed {
                 name: name.to_string(),
                 url: url.to_string(),
+                names: served_names(url, policy).await,
+            });
+        }
+        // A static export answers a name it lacks with a bare 404 ("no skills API"): its
+        // index says whether the name is there at all.
+        Err(e @ crate::Error::Invalid(_)) => {
+            let names = served_names(url, policy).await;
+            if names.is_empty() || names.iter().any(|n| n == name) {
+                return Err(VersionsError::Served(e));
+            }
+            return Err(VersionsError::NotServed {
+                name: name.to_string(),
+                url: url.to_string(),
+                names,
             });
         }
         Err(e) => return Err(VersionsError::Served(e)),
@@ -354,9 +370,28 @@ pub async fn served_versions(
         return Err(VersionsError::NotServed {
             name: name.to_string(),
             url: url.to_string(),
+            names: served_names(url, policy).await,
         });
     }
     Ok(list)
+}
+
+/// The skills the index of the registry served at `url` lists, as `add URL NAME` names them
+/// when it lacks `NAME`; none when the index cannot be read (the error says only the name).
+async fn served_names(url: &str, policy: &crate::client::Policy) -> Vec<String> {
+    use crate::source::http::{HttpOptions, HttpSource};
+    let mut opts = HttpOptions {
+        cache_dir: None,
+        ca_certificates: policy.ca_certificates.clone(),
+        ..HttpOptions::default()
+    };
+    if let Some(t) = policy.timeout {
+        opts.timeout = t;
+    }
+    match HttpSource::new(url, opts) {
+        Ok(http) => http.list().await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// One skill a served registry's search found: a file's [`SearchHit`] but for its score (the

@@ -8,6 +8,9 @@ use skillcat_core::fs::{AtomicWrite, Durability};
 use super::site::{AGENT_SKILLS_INDEX, SKILLS_INDEX, Site};
 use crate::error::{Error, Result};
 
+/// Where `export` writes each skill's API answer (`GET /api/v1/skills/NAME` of `serve`).
+const SKILL_API: &str = "api/v1/skills/";
+
 /// What an export wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Exported {
@@ -17,7 +20,10 @@ pub struct Exported {
     pub bytes: u64,
 }
 
-/// Writes every path of `site` under `dir`: content first, the indexes last, so a host that
+/// Writes every path of `site` under `dir`, every version's archive and each skill's answer of
+/// `GET /api/v1/skills/NAME` (as the file `api/v1/skills/NAME`, the bytes `serve` answers, so
+/// that `NAME@VERSION` of an older version reads from a static host): content first, the
+/// indexes last, so a host that
 /// serves the folder while it is written never lists a skill whose files are missing. Each file
 /// is written to a temporary file beside it and renamed into place; the content is flushed to
 /// disk once, with the file system's `syncfs`, before the indexes are written (each of them
@@ -59,6 +65,22 @@ pub fn export(site: &Site, dir: &Path, force: bool) -> Result<Exported> {
             )));
         };
         write_one(dir, &path, &body, false, &mut done)?;
+    }
+    // What `serve` answers for `GET /api/v1/skills/NAME`, as a file at that path: the HTTP
+    // source reads a version its index does not list (an older one) from it, on any host.
+    let mut names: Vec<&str> = (site.skills().iter())
+        .chain(site.yanked())
+        .chain(site.older())
+        .map(|s| s.name.as_str())
+        .filter(|n| !n.is_empty() && !n.contains('/') && *n != "." && *n != "..")
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        if let Some(answer) = crate::web::api::skill_answer(site, name) {
+            let path = format!("{SKILL_API}{name}");
+            write_one(dir, &path, answer.to_string().as_bytes(), false, &mut done)?;
+        }
     }
     sync_all_content(dir).map_err(|e| Error::io(&shown, e))?;
     for (path, res) in site.resources().filter(|(p, _)| is_index(p)) {

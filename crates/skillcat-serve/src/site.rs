@@ -1141,6 +1141,19 @@ async fn pack_skill(source: &dyn Source, skill: &Skill, opts: &SiteOptions) -> R
 /// the audit's findings. Whatever fails here is said on the page, never a reason to leave the
 /// skill out.
 async fn page_info(source: &dyn Source, skill: &Skill, opts: &SiteOptions) -> PageInfo {
+    let mut page = tools_info(source, skill).await;
+    if opts.audit {
+        let audit = skillcat_audit::AuditOptions::default();
+        if let Ok(found) = skillcat_audit::audit(source, skill, &audit).await {
+            page.findings = Some(serde_json::to_value(found).unwrap_or(Value::Null));
+        }
+    }
+    page
+}
+
+/// The tools a skill's page lists (its scripts, its guest tools, its declarations), for
+/// every version alike: a discovery failure is said on the page.
+async fn tools_info(source: &dyn Source, skill: &Skill) -> PageInfo {
     use skillcat_sandbox::script::{Interpreters, discover as script_tools};
     let mut page = PageInfo::default();
     match script_tools(source, skill, &Interpreters::host_default()).await {
@@ -1153,12 +1166,6 @@ async fn page_info(source: &dyn Source, skill: &Skill, opts: &SiteOptions) -> Pa
         .ok()
         .filter(|d| d.has_sidecar())
         .map(|d| d.frontmatter().clone());
-    if opts.audit {
-        let audit = skillcat_audit::AuditOptions::default();
-        if let Ok(found) = skillcat_audit::audit(source, skill, &audit).await {
-            page.findings = Some(serde_json::to_value(found).unwrap_or(Value::Null));
-        }
-    }
     page
 }
 
@@ -1310,6 +1317,22 @@ async fn older_version(
         .await
         .map_err(|e| Error::task("packing an older version", e))??,
     };
+    // Its tools, as every version's page lists them: its scripts are read for them (their
+    // first 8 KiB, not held), and only when it has some (a publish builds every older version
+    // of the skill again).
+    let scripted = manifest
+        .files
+        .iter()
+        .any(|f| f.path.starts_with("scripts/"))
+        || skill.declarations().is_ok_and(|d| d.scripts().is_some());
+    let tools = if scripted {
+        tools_info(source, &skill).await
+    } else {
+        PageInfo {
+            guest_tools: guest_tools(&skill),
+            ..PageInfo::default()
+        }
+    };
     Ok(SiteSkill {
         name: m.name.clone(),
         description: skill.description().to_string(),
@@ -1322,13 +1345,8 @@ async fn older_version(
         signature: m.signatures.first().cloned(),
         page: PageInfo {
             signatures: m.signatures.clone(),
-            tools_error: Some(
-                "this catalog lists the tools of the latest and yanked versions only (install \
-                 this version to see its tools)"
-                    .into(),
-            ),
             files_withheld: true,
-            ..PageInfo::default()
+            ..tools
         },
     })
 }

@@ -242,3 +242,160 @@ async fn a_lock_restores_what_it_pins_and_name_at_version_reads_any_version() {
         ]);
     s.stop();
 }
+
+/// A static file server over `root` on 127.0.0.1 (what any web server does with an export):
+/// `index.html` for a folder, `application/json` for `*.json` and `application/octet-stream`
+/// for every other file (a static host types by extension), 404 otherwise. Its address.
+async fn static_host(root: std::path::PathBuf) -> String {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let root = root.clone();
+            tokio::spawn(async move {
+                let Some(head) = crate::support::read_request_head(&mut stream).await else {
+                    return;
+                };
+                let path = head.split(' ').nth(1).unwrap_or("/");
+                let path = path.split('?').next().unwrap_or("/");
+                let rel = path.trim_start_matches('/');
+                let mut file = root.join(rel);
+                if rel.is_empty() || rel.ends_with('/') {
+                    file = file.join("index.html");
+                }
+                let answer = match std::fs::read(&file) {
+                    Ok(body) if !rel.split('/').any(|c| c == "..") => {
+                        let ctype = match file.extension().and_then(|e| e.to_str()) {
+                            Some("json") => "application/json",
+                            Some("html") => "text/html",
+                            _ => "application/octet-stream",
+                        };
+                        crate::support::http_response(200, &[("Content-Type", ctype)], &body)
+                    }
+                    _ => crate::support::http_response(404, &[], b"not found\n"),
+                };
+                let _ = stream.write_all(&answer).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    format!("http://{addr}/")
+}
+
+/// Publishes `csv-stats` at `version` straight into the registry file `dir/r.db`, with a
+/// script (a tool) of its own.
+fn publish_file(dir: &Path, version: &str) {
+    let skill = dir.join(format!("v{version}")).join("csv-stats");
+    write_skill(
+        &skill,
+        &doc("csv-stats", version, &format!("Version {version}.")),
+        &[
+            ("references/notes.md", &format!("Notes {version}.\n"), false),
+            (
+                "scripts/summary.sh",
+                &format!("#!/bin/sh\n# Print the summary of version {version}.\necho {version}\n"),
+                true,
+            ),
+        ],
+    );
+    run(
+        dir,
+        &["registry", "publish", "r.db", skill.to_str().unwrap()],
+    )
+    .code(0);
+}
+
+/// A registry exported as static files and served by a plain static host keeps every version
+/// readable by its version: `export` writes the API answer `serve` gives for
+/// `/api/v1/skills/NAME` (the same bytes) as a file, so `read`, `tools`, `add` and `install
+/// --frozen` of an older version work there, as the version's page says they do.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_static_export_serves_every_version_by_its_version() {
+    let tmp = registry_dir();
+    let dir = tmp.path();
+    for v in ["0.1.0", "0.2.0", "0.3.0", "0.4.0"] {
+        publish_file(dir, v);
+    }
+    run(dir, &["registry", "yank", "r.db", "csv-stats@0.3.0"]).code(0);
+    run(dir, &["export", "r.db", "site"]).code(0);
+
+    let url = static_host(dir.join("site")).await;
+    let read = run(
+        dir,
+        &["read", &url, "csv-stats@0.1.0", "references/notes.md"],
+    );
+    assert_eq!(read.code(0).out(), "Notes 0.1.0.\n", "{}", read.stderr);
+    let tools = run(dir, &["tools", &url, "csv-stats@0.2.0"]);
+    assert!(
+        tools.code(0).out().contains("version 0.2.0"),
+        "{}",
+        tools.out()
+    );
+    let p = Project::new();
+    p.run(&["add", &url, "csv-stats@0.2.0"]).code(0);
+    assert_eq!(p.lock()["skills"]["csv-stats"]["version"], "0.2.0");
+    std::fs::remove_dir_all(p.root.join(".agents/skills")).unwrap();
+    p.run(&["install", "--frozen"]).code(0);
+    let body = std::fs::read_to_string(p.installed("csv-stats").join("SKILL.md")).unwrap();
+    assert!(body.contains("Version 0.2.0."), "{body}");
+    // The file is the very answer `serve` gives.
+    let (mut child, _, served) =
+        crate::support::serve::spawn_serve(&dir.join("r.db"), &[], std::process::Stdio::null());
+    let (status, _, live) = get(&format!("{served}api/v1/skills/csv-stats")).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(status, 200);
+    let written = std::fs::read(dir.join("site/api/v1/skills/csv-stats"))
+        .expect("export writes api/v1/skills/csv-stats");
+    assert_eq!(
+        String::from_utf8_lossy(&written),
+        String::from_utf8_lossy(&live)
+    );
+
+    // A name it lacks: the skills it has, from its index.
+    run(dir, &["registry", "versions", &url, "nope"])
+        .code(1)
+        .says(&["no skill named 'nope'", "skills: csv-stats"]);
+    // The versions there are, from the same file.
+    let listed = run(dir, &["registry", "versions", &url, "csv-stats"]);
+    for v in ["0.1.0", "0.2.0", "0.3.0", "yanked", "0.4.0"] {
+        assert!(listed.code(0).out().contains(v), "{v}: {}", listed.out());
+    }
+    run(dir, &["show", &url, "csv-stats@9.9.9"]).code(1).says(&[
+        "csv-stats@9.9.9",
+        "0.1.0",
+        "0.2.0",
+        "0.3.0 (yanked)",
+        "0.4.0",
+    ]);
+}
+
+/// An older version's page lists its tools as every other version's does, and `registry
+/// versions` of a name the served registry lacks names the skills it has, as `add` does.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_older_page_lists_its_tools_and_a_missing_name_lists_the_skills() {
+    let tmp = registry_dir();
+    let dir = tmp.path();
+    for v in ["0.1.0", "0.2.0"] {
+        publish_file(dir, v);
+    }
+    let (mut child, _, url) =
+        crate::support::serve::spawn_serve(&dir.join("r.db"), &[], std::process::Stdio::null());
+    let added = run(dir, &["add", &url, "nope", "--dry-run"]);
+    added.code(1).says(&["no skill named 'nope'", "csv-stats"]);
+    run(dir, &["registry", "versions", &url, "nope"])
+        .code(1)
+        .says(&["no skill named 'nope'", "skills: csv-stats"]);
+    let (status, _, page) = get(&format!("{url}skills/csv-stats/0.1.0/")).await;
+    let page = String::from_utf8(page).unwrap();
+    assert_eq!(status, 200);
+    assert!(!page.contains("not offered as tools"), "{page}");
+    assert!(
+        page.contains("Print the summary of version 0.1.0."),
+        "{page}"
+    );
+
+    let _ = child.kill();
+    let _ = child.wait();
+}

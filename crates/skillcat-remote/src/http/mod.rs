@@ -668,8 +668,9 @@ impl HttpSource {
     }
 
     /// Every version a served registry's API lists for `name` (`api/v1/skills/NAME`, beside
-    /// the index: `../../` of it), or `None` when there is no such API (a static site) or it
-    /// does not answer.
+    /// the index: `../../` of it; a static export holds it as a file, typed as the host
+    /// pleases), or `None` when there is no such API (another static site) or it does not
+    /// answer.
     async fn api_versions(&self, remote: &Remote, name: &str) -> Option<api::Versions> {
         let url = remote
             .index_url

@@ -282,13 +282,23 @@ async fn search_api(site: Arc<Site>, raw: &str) -> Response {
 
 /// `GET /api/v1/skills/NAME`: every version with its digests and signatures.
 fn skill_api(site: &Site, name: &str) -> Response {
-    let versions = versions_of(site, name);
-    if versions.is_empty() {
-        return error(
+    match skill_answer(site, name) {
+        Some(body) => json_answer(StatusCode::OK, &body),
+        None => error(
             StatusCode::NOT_FOUND,
             "not_found",
             format!("this catalog serves no skill named {name:?}"),
-        );
+        ),
+    }
+}
+
+/// The JSON `GET /api/v1/skills/NAME` answers (`None`: no such skill): `serve` answers it and
+/// `export` writes it as a file, the same bytes, so that `NAME@VERSION` of any version reads
+/// from a static host too.
+pub(crate) fn skill_answer(site: &Site, name: &str) -> Option<Value> {
+    let versions = versions_of(site, name);
+    if versions.is_empty() {
+        return None;
     }
     let live = site.skill(name);
     let web = site.web();
@@ -333,16 +343,13 @@ fn skill_api(site: &Site, name: &str) -> Response {
         })
         .collect();
     let head = live.unwrap_or(versions[0]);
-    json_answer(
-        StatusCode::OK,
-        &json!({
-            "name": head.name,
-            "description": head.description,
-            "latest": live.and_then(|l| l.version.clone()),
-            "url": skill_url(name),
-            "versions": list,
-        }),
-    )
+    Some(json!({
+        "name": head.name,
+        "description": head.description,
+        "latest": live.and_then(|l| l.version.clone()),
+        "url": skill_url(name),
+        "versions": list,
+    }))
 }
 
 /// `GET /search/?q=…&page=N`: the results as a page (bad numbers read as page 1).

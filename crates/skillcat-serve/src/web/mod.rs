@@ -19,7 +19,7 @@
 //! is rendered from Markdown and sanitized by an allow-list (`markdown.rs`). HTML answers carry
 //! a strict Content-Security-Policy ([`PAGE_CSP`]): no script runs on any page, inline or not.
 
-mod api;
+pub(crate) mod api;
 mod html;
 mod markdown;
 mod pages;
