@@ -370,23 +370,9 @@ fn yank(db: &Path, spec: &str, undo: bool) -> CliResult {
 /// `skillcat registry search DB QUERY [--format] [--limit N]`
 fn search(db: &Path, query: &str, format: Format, limit: usize) -> CliResult {
     let hits = ops::search(db, query, limit).map_err(|e| fail(&e))?;
-    match format {
-        Format::Json => out!("{}", serde_json::to_string_pretty(&hits).expect("json")),
-        Format::Text => {
-            if hits.is_empty() {
-                err!("No skill matches {query:?}");
-            }
-            for h in &hits {
-                let description = h
-                    .description
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                out!("{}@{}  {description}", h.name, h.version);
-            }
-        }
-    }
-    Ok(ExitStatus::Success)
+    print_hits(&hits, query, format, |h| {
+        (&h.name, &h.version, &h.description)
+    })
 }
 
 /// `skillcat registry search URL QUERY [--format] [--limit N]`: as for a file, through the
@@ -401,22 +387,32 @@ async fn served_search(
     let hits = ops::served_search(url, query, limit, &policy(g))
         .await
         .map_err(served_error)?;
+    print_hits(&hits, query, format, |h| {
+        (&h.name, &h.version, &h.description)
+    })
+}
+
+/// Search hits as `registry search` prints them, from a file or a served registry: JSON as
+/// given, or one `NAME@VERSION  description` line each (the description on one line).
+fn print_hits<H: serde::Serialize>(
+    hits: &[H],
+    query: &str,
+    format: Format,
+    fields: impl Fn(&H) -> (&str, &str, &str),
+) -> CliResult {
     match format {
-        Format::Json => out!("{}", serde_json::to_string_pretty(&hits).expect("json")),
+        Format::Json => out!("{}", serde_json::to_string_pretty(hits).expect("json")),
         Format::Text => {
             if hits.is_empty() {
                 err!("No skill matches {query:?}");
             }
-            for h in &hits {
-                let description = h
-                    .description
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ");
+            for h in hits {
+                let (name, version, description) = fields(h);
+                let description = description.split_whitespace().collect::<Vec<_>>().join(" ");
                 out!(
                     "{}@{}  {}",
-                    super::shown_on_stdout(&h.name),
-                    super::shown_on_stdout(&h.version),
+                    super::shown_on_stdout(name),
+                    super::shown_on_stdout(version),
                     super::shown_on_stdout(&description)
                 );
             }

@@ -541,7 +541,7 @@ pub(crate) fn receive_work(
     ours: &OwnedFd,
 ) -> Result<Option<super::workspace::BoundedWork>, String> {
     let mut text = [0u8; 4096];
-    let (n, mut fds) = recv_with_fds(ours, &mut text, 3)
+    let (n, mut fds) = sandbox::linux::zygote::recv_fds(ours, &mut text, 3, 0)
         .map_err(|e| format!("the sandbox helper's answer: {e}"))?;
     if n == 0 {
         return Ok(None);
@@ -576,63 +576,13 @@ pub(crate) fn receive_work(
     }))
 }
 
-/// Blocking: one message on `ours` into `text`, and the descriptors (at most `max`) it carries
-/// as `SCM_RIGHTS`, each taken exactly once (close-on-exec). 0 bytes: every peer is gone.
-#[cfg(target_os = "linux")]
-fn recv_with_fds(
-    ours: &OwnedFd,
-    text: &mut [u8],
-    max: u32,
-) -> std::io::Result<(usize, Vec<OwnedFd>)> {
-    let fd_size = std::mem::size_of::<libc::c_int>() as libc::c_uint;
-    // SAFETY: CMSG_SPACE is a size computation.
-    let mut control = vec![0u8; unsafe { libc::CMSG_SPACE(max * fd_size) } as usize];
-    let mut fds: Vec<OwnedFd> = Vec::new();
-    // SAFETY: recvmsg into live local buffers described by the header; every descriptor the
-    // control message carries is taken into an OwnedFd exactly once (MSG_CMSG_CLOEXEC).
-    let n = unsafe {
-        let mut iov = libc::iovec {
-            iov_base: text.as_mut_ptr().cast(),
-            iov_len: text.len(),
-        };
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = control.len() as _;
-        let n = loop {
-            let n = libc::recvmsg(ours.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
-            if n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                break n;
-            }
-        };
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-                let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
-                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize)
-                    / std::mem::size_of::<libc::c_int>();
-                for i in 0..count {
-                    fds.push(OwnedFd::from_raw_fd(std::ptr::read_unaligned(data.add(i))));
-                }
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-        n
-    };
-    if n < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok((n as usize, fds))
-}
-
 /// Blocking: the listening socket a proxied run's first process made inside its network
 /// namespace ([`sandbox::PROXY_SOCKET_FD`]), checked to be a listening TCP socket. `None`: the
 /// run ended (or failed) before it sent one.
 #[cfg(target_os = "linux")]
 pub(crate) fn receive_listener(ours: &OwnedFd) -> Option<std::net::TcpListener> {
     let mut text = [0u8; 16];
-    let (n, mut fds) = recv_with_fds(ours, &mut text, 1).ok()?;
+    let (n, mut fds) = sandbox::linux::zygote::recv_fds(ours, &mut text, 1, 0).ok()?;
     if n != 1 || text[0] != b'l' || fds.len() != 1 {
         return None;
     }

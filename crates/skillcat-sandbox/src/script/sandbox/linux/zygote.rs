@@ -328,9 +328,11 @@ fn send_with_fds(sock: &OwnedFd, text: &[u8], fds: &[libc::c_int]) -> io::Result
     Ok(())
 }
 
-/// One message into `text` and the descriptors (at most `max`) it carries, each owned once
-/// (close-on-exec). 0 bytes: the peer is gone.
-fn recv_fds(
+/// One message into `text` and the descriptors (at most `max`) it carries as `SCM_RIGHTS`,
+/// each owned once (close-on-exec); a call a signal interrupted is made again. 0 bytes: the
+/// peer is gone. The one receiver of descriptors of the sandbox (the zygote's requests and
+/// replies, a run's workspace and proxy sockets).
+pub(crate) fn recv_fds(
     sock: &OwnedFd,
     text: &mut [u8],
     max: usize,
@@ -353,7 +355,12 @@ fn recv_fds(
         msg.msg_iovlen = 1;
         msg.msg_control = control.as_mut_ptr().cast();
         msg.msg_controllen = control.len() as _;
-        let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, flags | libc::MSG_CMSG_CLOEXEC);
+        let n = loop {
+            let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, flags | libc::MSG_CMSG_CLOEXEC);
+            if n >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break n;
+            }
+        };
         if n >= 0 {
             let mut c = libc::CMSG_FIRSTHDR(&msg);
             while !c.is_null() {
