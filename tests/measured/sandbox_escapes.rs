@@ -890,7 +890,7 @@ fn item4_a_deep_tree_is_removed_without_crashing() {
     assert_eq!(out.signal, None, "the supervisor crashed: {}", out.all());
     assert_eq!(out.code, Some(0), "{}", out.all());
     assert!(out.stdout.contains("built 1500"), "{}", out.all());
-    let left = lab.workspaces();
+    let left = lab.settled_workspaces();
     assert!(left.is_empty(), "workspaces left behind: {left:?}");
 }
 
@@ -1020,7 +1020,7 @@ fn item5_the_workspace_is_bounded_within_an_mcp_session() {
     assert!(!text.contains("ESCAPED"), "{r}");
     let out = m.close();
     assert_eq!(out.code, Some(0), "{}", out.all());
-    assert!(lab.workspaces().is_empty());
+    assert_eq!(lab.settled_workspaces(), Vec::<std::path::PathBuf>::new());
 
     // The same limit refuses to materialise a skill larger than it.
     let big = lab.skill("big-skill", "", "sh", "#!/bin/sh\necho ran\n");
@@ -1088,7 +1088,7 @@ fn item5_a_run_is_stopped_at_the_quota_while_it_writes() {
             "{what}: {amount} written past the quota of {limit}"
         );
     }
-    assert!(lab.workspaces().is_empty());
+    assert_eq!(lab.settled_workspaces(), Vec::<std::path::PathBuf>::new());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1164,7 +1164,7 @@ fn item6_a_skill_of_sparse_files_is_refused_in_little_memory() {
             out.peak_rss >> 20
         );
     }
-    assert!(lab.workspaces().is_empty());
+    assert_eq!(lab.settled_workspaces(), Vec::<std::path::PathBuf>::new());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -58,6 +58,20 @@ impl Lab {
         }
     }
 
+    /// Workspaces left once the cleaners are done: `skillcat run` hands its workspace to a
+    /// cleaner that removes it after the process exits, so this waits (up to 20 s, polling,
+    /// never asserting a time) for the base to empty and returns what is still there.
+    pub fn settled_workspaces(&self) -> Vec<PathBuf> {
+        let start = std::time::Instant::now();
+        loop {
+            let left = self.workspaces();
+            if left.is_empty() || start.elapsed() > std::time::Duration::from_secs(20) {
+                return left;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     /// Writes a skill `name` with frontmatter lines `front` and one script `attack` (`ext` its
     /// extension) holding `script`.
     pub fn skill(&self, name: &str, front: &str, ext: &str, script: &str) -> PathBuf {
