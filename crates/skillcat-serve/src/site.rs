@@ -1352,15 +1352,22 @@ async fn older_version(
 }
 
 /// Older archives packed again on request (`older_archive`): at most [`REPACKING`] at once
-/// (each is a read of the registry and a deflate, in the blocking pool), and the last ones
-/// kept, up to [`REPACKED_BYTES`], so a burst of requests for one blob packs it once. A client
+/// (each is a read of the registry and a deflate, in the blocking pool), requests for one being
+/// packed waiting for it, and the last ones kept, up to [`REPACKED_BYTES`], so a burst of
+/// requests for one blob packs it once. A client
 /// asking for older blobs over and over costs the server one packing at a time, not one per
 /// request. Keyed by the archive's digest, which each body was checked against: what one site
 /// kept is right for any other.
 struct Repacked {
     permits: tokio::sync::Semaphore,
     kept: std::sync::Mutex<std::collections::VecDeque<(String, Bytes)>>,
+    /// The packings under way, by digest: a request for one being packed waits for it.
+    packing: std::sync::Mutex<std::collections::HashMap<String, Arc<Packing>>>,
 }
+
+/// One packing under way: its body once done (`None`: it could not be packed, or did not hash
+/// to its digest).
+type Packing = tokio::sync::OnceCell<Option<Bytes>>;
 
 /// How many older archives are packed at once, server-wide.
 const REPACKING: usize = 2;
@@ -1371,6 +1378,7 @@ const REPACKED_BYTES: usize = 32 << 20;
 static REPACKED: std::sync::LazyLock<Repacked> = std::sync::LazyLock::new(|| Repacked {
     permits: tokio::sync::Semaphore::new(REPACKING),
     kept: std::sync::Mutex::new(std::collections::VecDeque::new()),
+    packing: std::sync::Mutex::new(std::collections::HashMap::new()),
 });
 
 impl Repacked {
@@ -1405,11 +1413,13 @@ pub(crate) async fn older_archive(
     let body = match r.get(&hex) {
         Some(body) => body,
         None => {
-            let _permit = r.permits.acquire().await.ok()?;
-            // Packed while this request waited for its turn?
-            match r.get(&hex) {
-                Some(body) => body,
-                None => {
+            let cell = {
+                let mut packing = r.packing.lock().unwrap_or_else(|e| e.into_inner());
+                Arc::clone(packing.entry(hex.clone()).or_default())
+            };
+            let body = cell
+                .get_or_init(|| async {
+                    let _permit = r.permits.acquire().await.ok()?;
                     let body = tokio::task::spawn_blocking(move || lookup.archive(&name, &version))
                         .await
                         .ok()?
@@ -1418,9 +1428,15 @@ pub(crate) async fn older_archive(
                         return None;
                     }
                     r.keep(&hex, &body);
-                    body
-                }
+                    Some(body)
+                })
+                .await
+                .clone();
+            let mut packing = r.packing.lock().unwrap_or_else(|e| e.into_inner());
+            if packing.get(&hex).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+                packing.remove(&hex);
             }
+            body?
         }
     };
     Some(SiteFile {
