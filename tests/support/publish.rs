@@ -57,6 +57,15 @@ impl Server {
     }
 }
 
+/// A server outlives no test: one that fails (panics) before `stop` still ends it (two were
+/// found running an hour after a failed memory-bound test).
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A `kB` line of `/proc/PID/status`.
 pub fn status_kib(pid: u32, key: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::support::bin::Skillcat;
 use crate::support::central::{doc, registry_dir, token};
-use crate::support::project::{KillOnDrop, Project, skill};
+use crate::support::project::{Project, skill};
 use crate::support::publish::Server;
 
 /// Every entry under `dir` with what it is: a file's mode and bytes, a link's text, a folder.
@@ -183,8 +183,8 @@ fn a_frozen_install_after_a_yank_restores_the_pinned_version_and_names_the_yank(
     let dir = tmp.path();
     let ci = token(dir, "ci", "*", "publish,yank");
     std::fs::write(dir.join("ci.token"), format!("{ci}\n")).unwrap();
-    let Server { child, url, .. } = Server::start(dir, &[]);
-    let _server = KillOnDrop(child);
+    let server = Server::start(dir, &[]);
+    let url = server.url.clone();
     let run = |args: &[&str]| {
         Skillcat::new(args)
             .cwd(dir)
