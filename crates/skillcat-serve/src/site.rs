@@ -1354,10 +1354,9 @@ async fn older_version(
 /// Older archives packed again on request (`older_archive`): at most [`REPACKING`] at once
 /// (each is a read of the registry and a deflate, in the blocking pool), requests for one being
 /// packed waiting for it, and the last ones kept, up to [`REPACKED_BYTES`], so a burst of
-/// requests for one blob packs it once. A client
-/// asking for older blobs over and over costs the server one packing at a time, not one per
-/// request. Keyed by the archive's digest, which each body was checked against: what one site
-/// kept is right for any other.
+/// requests for one blob packs it once. A client asking for older blobs over and over costs the
+/// server one packing at a time, not one per request. Keyed by the archive's digest, which each
+/// body was checked against: what one site kept is right for any other.
 struct Repacked {
     permits: tokio::sync::Semaphore,
     kept: std::sync::Mutex<std::collections::VecDeque<(String, Bytes)>>,
