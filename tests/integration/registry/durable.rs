@@ -399,3 +399,26 @@ async fn an_older_page_lists_its_tools_and_a_missing_name_lists_the_skills() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A host whose API answer for one skill names another is refused: `read URL a@1.0` must never
+/// read (or `add` install) the other skill under the name asked for.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_api_answer_about_another_skill_is_refused() {
+    let tmp = registry_dir();
+    let dir = tmp.path();
+    for v in ["0.1.0", "0.2.0"] {
+        publish_file(dir, v);
+    }
+    run(dir, &["export", "r.db", "site"]).code(0);
+    let api = dir.join("site/api/v1/skills/csv-stats");
+    let mut answer: J = serde_json::from_slice(&std::fs::read(&api).unwrap()).unwrap();
+    answer["name"] = J::from("other-skill");
+    std::fs::write(&api, serde_json::to_vec(&answer).unwrap()).unwrap();
+    let url = static_host(dir.join("site")).await;
+    run(
+        dir,
+        &["read", &url, "csv-stats@0.1.0", "references/notes.md"],
+    )
+    .code(2)
+    .says(&["answered about other-skill", "csv-stats"]);
+}

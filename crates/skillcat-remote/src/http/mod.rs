@@ -1026,6 +1026,14 @@ impl Source for HttpSource {
             .api_versions(remote, shown_name.as_deref().unwrap_or(name))
             .await
         {
+            // The answer must be about the skill asked for: a server naming another one in it
+            // would have `add URL a@1.0` install that other skill.
+            if name_key(&listed.name).to_lowercase() != key {
+                return Err(Error::Invalid(format!(
+                    "{}: its API answered about {} when asked for {name}",
+                    self.shown, listed.name
+                )));
+            }
             return self.api_version(remote, listed, version);
         }
         if yanked.is_empty() {
