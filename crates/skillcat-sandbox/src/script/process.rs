@@ -516,20 +516,7 @@ pub(crate) fn helper_command(
 /// workspace's bounded work directory hands it over ([`sandbox::WORKSPACE_SOCKET_FD`]).
 #[cfg(target_os = "linux")]
 pub(crate) fn work_socket() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: socketpair into a local array; each descriptor is then owned exactly once.
-    unsafe {
-        if libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        ) != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
-    }
+    sandbox::linux::zygote::seqpacket()
 }
 
 /// Blocking: the bounded work directory the helper reports on `ours` (see

@@ -277,8 +277,9 @@ pub(in crate::script) fn cleaner_started(reply: &OwnedFd) -> bool {
     }
 }
 
-/// A `SOCK_SEQPACKET` pair, close-on-exec.
-fn seqpacket() -> io::Result<(OwnedFd, OwnedFd)> {
+/// A `SOCK_SEQPACKET` pair, close-on-exec: the zygote's request socket, and a run's workspace
+/// and proxy hand-over sockets.
+pub(crate) fn seqpacket() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: socketpair into a local array; each descriptor is then owned exactly once.
     unsafe {
@@ -495,14 +496,11 @@ fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
         let _ = send_with_fds(&reply, b"error a NUL byte in the directory", &[]);
         return;
     };
-    // SAFETY: getpid has no preconditions; fork in this single-threaded process.
+    // SAFETY: getpid has no preconditions.
     let me = unsafe { libc::getpid() };
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        let e = io::Error::last_os_error();
-        let _ = send_with_fds(&reply, format!("error fork: {e}").as_bytes(), &[]);
+    let Some(pid) = fork_or_answer(&reply) else {
         return;
-    }
+    };
     if pid == 0 {
         drop(reply);
         helper_child(fds, (stdin, quiet), &targets, &cwd, me);
@@ -514,6 +512,19 @@ fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
     let _ = send_with_fds(&reply, format!("pid {pid}").as_bytes(), &raw);
 }
 
+/// Forks this (single-threaded) zygote: the child's 0 or the child's pid, or `None` when the
+/// fork failed, which is then said on `reply`.
+fn fork_or_answer(reply: &OwnedFd) -> Option<libc::pid_t> {
+    // SAFETY: fork in this single-threaded process.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        let e = io::Error::last_os_error();
+        let _ = send_with_fds(reply, format!("error fork: {e}").as_bytes(), &[]);
+        return None;
+    }
+    Some(pid)
+}
+
 /// A cleaner request: forks the cleaner and answers with its pid.
 fn serve_cleaner(base: &[u8], mut fds: Vec<OwnedFd>) {
     if fds.len() != 2 {
@@ -522,13 +533,9 @@ fn serve_cleaner(base: &[u8], mut fds: Vec<OwnedFd>) {
     let exited = fds.pop().expect("two descriptors");
     let reply = fds.pop().expect("two descriptors");
     let base = PathBuf::from(std::ffi::OsStr::from_bytes(base));
-    // SAFETY: fork in this single-threaded process.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        let e = io::Error::last_os_error();
-        let _ = send_with_fds(&reply, format!("error fork: {e}").as_bytes(), &[]);
+    let Some(pid) = fork_or_answer(&reply) else {
         return;
-    }
+    };
     if pid == 0 {
         drop(reply);
         // SAFETY: setsid and close on integers; single-threaded. No parent-death signal: this
