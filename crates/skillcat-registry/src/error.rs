@@ -240,6 +240,15 @@ pub enum RegistryError {
         /// The digest of the bytes held.
         actual: String,
     },
+    /// The database did not answer (a refused or dropped connection, a restart, a terminated
+    /// backend): nothing was written; worth retrying. A server answers it with 503.
+    #[error("registry {what} is unavailable: {reason}")]
+    Unavailable {
+        /// The database, as shown (no password).
+        what: String,
+        /// Why, in the driver's words.
+        reason: String,
+    },
 }
 
 impl RegistryError {
@@ -273,7 +282,8 @@ impl RegistryError {
             | Read { .. }
             | Io { .. }
             | BadSpec { .. }
-            | ReadOnly { .. } => false,
+            | ReadOnly { .. }
+            | Unavailable { .. } => false,
         }
     }
 
@@ -295,6 +305,7 @@ impl RegistryError {
             Sqlite { .. } if self.is_interrupted() => K::Interrupted,
             Sqlite { .. } if self.is_constraint() => K::Invalid,
             Sqlite { .. } | Read { .. } => K::Other,
+            Unavailable { .. } => K::Remote,
             NotFound(_) | Missing { .. } => K::NotFound,
             AlreadyExists { .. } => K::AlreadyExists,
             Io { .. } => K::Io,

@@ -12,14 +12,17 @@ use crate::path::FileEntry;
 const INLINE_BLOB: i64 = 64 * 1024;
 
 /// A root resolved to one version (what a [`RegistrySource`](crate::RegistrySource)
-/// pins).
+/// pins): the version's row in its store, and what it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Pin {
-    pub(crate) version_id: i64,
-    pub(crate) name: String,
-    pub(crate) version: String,
+pub struct Pin {
+    /// The version's id in the store that resolved it (meaningless in another).
+    pub version_id: i64,
+    /// The skill's name.
+    pub name: String,
+    /// The version.
+    pub version: String,
     /// Whether that version is yanked (only a `NAME@VERSION` root resolves to one).
-    pub(crate) yanked: bool,
+    pub yanked: bool,
 }
 
 impl Registry {

@@ -67,6 +67,7 @@
 //! ```
 
 mod audit;
+mod changes;
 mod check;
 mod error;
 mod files;
@@ -78,6 +79,7 @@ mod publish;
 mod query;
 mod schema;
 mod sqlite;
+pub mod store;
 pub mod tokens;
 
 // The core's modules, under the names this crate's code uses.
@@ -99,7 +101,7 @@ pub use schema::{APPLICATION_ID, MIGRATIONS, Migration, SCHEMA_VERSION};
 
 pub use sqlite::RegistrySource;
 
-pub(crate) use files::Pin;
+pub use files::Pin;
 
 // The spelling of a registry file is told where every SOURCE spelling is: the core's
 // `SourceSpec`.
@@ -235,7 +237,7 @@ impl Registry {
 }
 
 /// The absolute form of a path, for messages.
-fn display_path(path: &Path) -> String {
+pub(crate) fn display_path(path: &Path) -> String {
     std::path::absolute(path)
         .unwrap_or_else(|_| path.to_path_buf())
         .display()

@@ -537,18 +537,31 @@ impl Registry {
     /// nothing of it is kept and every version is committed again on its own, so that each
     /// gets its own outcome. Returns one result per version, in order.
     pub fn commit_many(&mut self, prepared: &[Prepared]) -> Vec<Result<Published>> {
+        self.commit_many_as(prepared, None)
+    }
+
+    /// [`commit_many`](Self::commit_many) on behalf of `actor` (each write audited).
+    pub fn commit_many_as(
+        &mut self,
+        prepared: &[Prepared],
+        actor: Option<&Actor>,
+    ) -> Vec<Result<Published>> {
         if self.read_only || prepared.len() < 2 {
-            return prepared.iter().map(|p| self.commit(p)).collect();
+            return prepared.iter().map(|p| self.commit_as(p, actor)).collect();
         }
-        match self.try_commit_many(prepared) {
+        match self.try_commit_many(prepared, actor) {
             Some(results) => results,
-            None => prepared.iter().map(|p| self.commit(p)).collect(),
+            None => prepared.iter().map(|p| self.commit_as(p, actor)).collect(),
         }
     }
 
     /// [`commit_many`](Self::commit_many) in one transaction; `None` when the transaction
     /// failed as a whole (nothing of it was kept).
-    fn try_commit_many(&mut self, prepared: &[Prepared]) -> Option<Vec<Result<Published>>> {
+    fn try_commit_many(
+        &mut self,
+        prepared: &[Prepared],
+        actor: Option<&Actor>,
+    ) -> Option<Vec<Result<Published>>> {
         let shown = &self.shown;
         let sql = |source: rusqlite::Error| RegistryError::Sqlite {
             path: shown.clone(),
@@ -561,7 +574,7 @@ impl Registry {
         let mut results = Vec::with_capacity(prepared.len());
         for p in prepared {
             let savepoint = tx.savepoint().ok()?;
-            match write_version(&savepoint, p, None, &sql) {
+            match write_version(&savepoint, p, actor, &sql) {
                 Ok((published, _)) => {
                     savepoint.commit().ok()?;
                     results.push(Ok(published));

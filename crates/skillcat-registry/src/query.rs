@@ -355,12 +355,12 @@ impl Registry {
     /// Yanks `name@version`: it leaves `latest` and search but stays readable by version.
     /// Returns whether anything changed (`false` when it was already yanked).
     pub fn yank(&mut self, name: &str, version: &str) -> Result<bool> {
-        self.set_yanked(name, version, true, None)
+        self.set_yanked_by(name, version, true, None)
     }
 
     /// Undoes [`yank`](Self::yank). Returns whether anything changed.
     pub fn unyank(&mut self, name: &str, version: &str) -> Result<bool> {
-        self.set_yanked(name, version, false, None)
+        self.set_yanked_by(name, version, false, None)
     }
 
     /// Yanks (`yanked`) or unyanks `name@version` on behalf of `actor`: a change also appends
@@ -372,10 +372,10 @@ impl Registry {
         yanked: bool,
         actor: &Actor,
     ) -> Result<bool> {
-        self.set_yanked(name, version, yanked, Some(actor))
+        self.set_yanked_by(name, version, yanked, Some(actor))
     }
 
-    fn set_yanked(
+    pub(crate) fn set_yanked_by(
         &mut self,
         name: &str,
         version: &str,

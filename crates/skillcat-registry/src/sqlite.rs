@@ -21,34 +21,32 @@
 //! newer version is published meanwhile; [`RegistrySource::refresh`] forgets the pins. Versions
 //! are immutable, so a pinned root never changes under a reader.
 //!
-//! # Blocking
+//! # Reading
 //!
-//! SQLite calls run in `spawn_blocking` on a small pool of read-only connections (a
-//! `Connection` is `Send` but not `Sync`), so any number of reads proceed at once, alongside a
-//! writer in another process. Every read hashes the blob again; altered bytes are
+//! Reads go through the registry's [`Store`]: a file's in `spawn_blocking` on a small pool of
+//! read-only connections, a database's on its connection pool; any number proceed at once,
+//! alongside a writer in another process. Every read hashes the blob again; altered bytes are
 //! [`Error::DigestMismatch`], never returned.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, TryLockError};
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 
+use crate::Pin;
 use crate::path::FileEntry;
 use crate::source::{RootRecord, Source};
-use crate::{Pin, Registry, RegistryError};
+use crate::store::{Location, SqliteStore, Store};
 use skillcat_core::error::{Error, Result};
 
-/// Read connections a source keeps open at most.
-const POOL_SIZE: usize = 4;
-
-/// A registry file read as a source of skills: every skill's latest version, by name.
+/// A registry read as a source of skills: every skill's latest version, by name. Any
+/// [`Store`] — a registry file, a PostgreSQL database — reads the same.
 pub struct RegistrySource {
     shown: String,
-    pool: Arc<Pool>,
+    store: Arc<dyn Store>,
     pins: Mutex<HashMap<String, Pin>>,
     /// What listing found to say: skills every version of which is yanked (never listed).
     warnings: Mutex<Vec<String>>,
@@ -63,26 +61,29 @@ impl fmt::Debug for RegistrySource {
 }
 
 impl RegistrySource {
-    /// Opens the registry at `path` read-only (it must exist and have the current schema).
+    /// Opens the registry file at `path` read-only (it must exist and have the current schema).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        let path = path.as_ref();
-        let first = Registry::open_read_only(path)?;
-        let shown = first.display().to_string();
-        let size = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, POOL_SIZE);
-        let mut conns: Vec<Mutex<Option<Registry>>> = (0..size).map(|_| Mutex::new(None)).collect();
-        conns[0] = Mutex::new(Some(first));
-        Ok(RegistrySource {
-            shown,
-            pool: Arc::new(Pool {
-                path: path.to_path_buf(),
-                conns,
-                next: AtomicUsize::new(0),
-            }),
+        Ok(Self::new(Arc::new(SqliteStore::open_read_only(path)?)))
+    }
+
+    /// Opens the registry at `location` (a file read-only, or a database).
+    pub async fn connect(location: &Location) -> Result<Self> {
+        Ok(Self::new(crate::store::open_read_only(location).await?))
+    }
+
+    /// The registry `store` as a source.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        RegistrySource {
+            shown: store.display().to_string(),
+            store,
             pins: Mutex::new(HashMap::new()),
             warnings: Mutex::new(Vec::new()),
-        })
+        }
+    }
+
+    /// The store this source reads.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
     }
 
     /// Whether `skillcat_sources::open` should read a file as a registry: it starts with the SQLite
@@ -115,19 +116,6 @@ impl RegistrySource {
             .clear();
     }
 
-    /// Runs `f` with a pooled read connection, off the async runtime.
-    async fn blocking<T, F>(&self, f: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Registry) -> Result<T, RegistryError> + Send + 'static,
-    {
-        let pool = Arc::clone(&self.pool);
-        match tokio::task::spawn_blocking(move || pool.with(f)).await {
-            Ok(result) => result.map_err(Error::from),
-            Err(join) => Err(Error::task(format!("reading {}", self.shown), join)),
-        }
-    }
-
     /// The version a root stands for: its pin, or the version it resolves to now (then pinned).
     async fn pin(&self, root: &str) -> Result<Pin> {
         let (name, version) = split_root(root)?;
@@ -139,8 +127,7 @@ impl RegistrySource {
         {
             return Ok(pin.clone());
         }
-        let (n, v) = (name.to_string(), version.map(str::to_string));
-        let found = self.blocking(move |r| r.resolve(&n, v.as_deref())).await?;
+        let found = self.store.resolve(name, version).await?;
         let Some(pin) = found else {
             return Err(Error::NotFound(self.location(root)));
         };
@@ -160,7 +147,8 @@ impl RegistrySource {
 #[async_trait]
 impl Source for RegistrySource {
     async fn list(&self) -> Result<Vec<String>> {
-        let (pins, all_yanked) = self.blocking(|r| Ok((r.pins()?, r.all_yanked()?))).await?;
+        let pins = self.store.pins().await?;
+        let all_yanked = self.store.all_yanked().await?;
         {
             let mut warnings = self.warnings.lock().unwrap_or_else(PoisonError::into_inner);
             for (name, versions) in &all_yanked {
@@ -183,8 +171,7 @@ impl Source for RegistrySource {
 
     async fn files(&self, root: &str) -> Result<Vec<FileEntry>> {
         let pin = self.pin(root).await?;
-        self.blocking(move |r| r.version_files(pin.version_id))
-            .await
+        Ok(self.store.version_files(&pin).await?)
     }
 
     async fn read(&self, path: &str) -> Result<Bytes> {
@@ -199,11 +186,7 @@ impl Source for RegistrySource {
             ));
         };
         let pin = self.pin(root).await?;
-        let rel_owned = rel.to_string();
-        match self
-            .blocking(move |r| r.read_file(pin.version_id, &rel_owned))
-            .await?
-        {
+        match self.store.read_file(&pin, rel).await? {
             Some(bytes) => Ok(bytes),
             None => Err(Error::NotFound(self.location(path))),
         }
@@ -241,8 +224,7 @@ impl Source for RegistrySource {
     /// The version the root is pinned to and the signatures stored with that version.
     async fn record(&self, root: &str) -> Result<RootRecord> {
         let pin = self.pin(root).await?;
-        let id = pin.version_id;
-        let signatures = self.blocking(move |r| r.signatures_of(id)).await?;
+        let signatures = self.store.signatures(&pin).await?;
         Ok(RootRecord::new(
             Some(pin.version),
             signatures.into_iter().map(|s| s.text).collect(),
@@ -265,8 +247,7 @@ impl Source for RegistrySource {
                 Ok(Some(root))
             }
             Err(Error::NotFound(_)) => {
-                let n = name.to_string();
-                let versions = self.blocking(move |r| r.versions(&n)).await?;
+                let versions = self.store.versions(name).await?;
                 let held: Vec<String> = versions
                     .iter()
                     .map(|v| {
@@ -326,47 +307,6 @@ fn split_root(root: &str) -> Result<(&str, Option<&str>)> {
             Ok((name, Some(version)))
         }
         Some(_) => Err(rejected("a registry root is NAME or NAME@VERSION")),
-    }
-}
-
-/// Read-only connections, opened on first use, each used by one thread at a time.
-struct Pool {
-    path: PathBuf,
-    conns: Vec<Mutex<Option<Registry>>>,
-    next: AtomicUsize,
-}
-
-impl Pool {
-    fn with<T>(
-        &self,
-        f: impl FnOnce(&Registry) -> Result<T, RegistryError>,
-    ) -> Result<T, RegistryError> {
-        let n = self.conns.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
-        // A free connection if there is one; otherwise wait for one (round robin).
-        for i in 0..n {
-            match self.conns[(start + i) % n].try_lock() {
-                Ok(mut slot) => return self.run(&mut slot, f),
-                Err(TryLockError::Poisoned(p)) => return self.run(&mut p.into_inner(), f),
-                Err(TryLockError::WouldBlock) => {}
-            }
-        }
-        let mut slot = self.conns[start]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        self.run(&mut slot, f)
-    }
-
-    fn run<T>(
-        &self,
-        slot: &mut Option<Registry>,
-        f: impl FnOnce(&Registry) -> Result<T, RegistryError>,
-    ) -> Result<T, RegistryError> {
-        let registry = match slot {
-            Some(r) => r,
-            None => slot.insert(Registry::open_read_only(&self.path)?),
-        };
-        f(registry)
     }
 }
 
