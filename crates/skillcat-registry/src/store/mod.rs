@@ -20,6 +20,7 @@
 //! A [`Prepared`] version is engine-independent (hashed, validated, signature verified before
 //! any database is asked); an engine only stores it.
 
+pub mod blobs;
 pub mod sqlite;
 
 use std::collections::HashMap;
