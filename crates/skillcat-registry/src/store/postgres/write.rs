@@ -1,0 +1,783 @@
+//! The writes of a PostgreSQL registry, one transaction each, and its check.
+//!
+//! A write that touches a skill first takes `pg_advisory_xact_lock` on the skill's confusable
+//! skeleton, so writes to one skill (or to two look-alike names) run one at a time, as SQLite's
+//! single writer would run them; writes to other skills run side by side. The change row comes
+//! last, under the one change lock held to the commit, so `seq` follows commit order.
+
+use tokio_postgres::Transaction;
+
+use super::{CHANGE_LOCK, CHANNEL, NAME_LOCK_CLASS, PgStore};
+use crate::digest::{self, Manifest};
+use crate::path::fold_key;
+use crate::store::{ChangeAction, Imported, VersionRecord};
+use crate::{
+    Actor, AuditAction, AuditEntry, CheckReport, Outcome, Prepared, Published, RegistryError,
+    Result, order,
+};
+use skillcat_core::lookalike;
+
+/// The tag that names a skill's highest non-yanked version.
+const LATEST: &str = "latest";
+
+/// At most this much of a body is indexed for search (a `tsvector` holds at most 1 MB).
+const INDEXED_BODY_CHARS: i32 = 200_000;
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Runs `$sql` in the transaction, mapping errors to the store's.
+macro_rules! exec {
+    ($store:expr, $tx:expr, $sql:expr, $($p:expr),*) => {
+        $tx.execute($sql, &[$(&$p),*]).await.map_err(|e| $store.db(e))
+    };
+}
+
+macro_rules! rows {
+    ($store:expr, $tx:expr, $sql:expr, $($p:expr),*) => {
+        $tx.query($sql, &[$(&$p),*]).await.map_err(|e| $store.db(e))
+    };
+}
+
+async fn lock_name(store: &PgStore, tx: &Transaction<'_>, name: &str) -> Result<String> {
+    let skeleton = lookalike::skeleton(name);
+    exec!(
+        store,
+        tx,
+        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+        NAME_LOCK_CLASS,
+        skeleton
+    )?;
+    Ok(skeleton)
+}
+
+/// Appends the change row (numbered under the change lock, held to the commit) and notifies
+/// the listeners, who hear of it only once the transaction commits.
+async fn record_change(
+    store: &PgStore,
+    tx: &Transaction<'_>,
+    name: &str,
+    version: &str,
+    action: ChangeAction,
+) -> Result<i64> {
+    exec!(store, tx, "SELECT pg_advisory_xact_lock($1)", CHANGE_LOCK)?;
+    let rows = rows!(
+        store,
+        tx,
+        "INSERT INTO change (seq, name, version, action, at) \
+         SELECT coalesce(max(seq), 0) + 1, $1, $2, $3, $4 FROM change RETURNING seq",
+        name,
+        version,
+        action.as_str(),
+        now()
+    )?;
+    let seq: i64 = rows[0].get(0);
+    exec!(
+        store,
+        tx,
+        "SELECT pg_notify($1, $2)",
+        CHANNEL,
+        seq.to_string()
+    )?;
+    Ok(seq)
+}
+
+async fn record_audit(
+    store: &PgStore,
+    tx: &Transaction<'_>,
+    actor: &Actor,
+    action: AuditAction,
+    name: &str,
+    version: &str,
+    digest: &[u8],
+) -> Result<()> {
+    exec!(
+        store,
+        tx,
+        "INSERT INTO audit (at, token, action, name, version, digest, client) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        now(),
+        actor.token,
+        action.as_str(),
+        name,
+        version,
+        digest,
+        actor.client
+    )?;
+    Ok(())
+}
+
+/// The id of the skill `name`, added when new: refused when it looks like a name held or
+/// mixes scripts (the caller holds the skeleton's lock).
+async fn skill_id(
+    store: &PgStore,
+    tx: &Transaction<'_>,
+    name: &str,
+    skeleton: &str,
+) -> Result<i64> {
+    if let Some(r) = rows!(store, tx, "SELECT id FROM skill WHERE name = $1", name)?.first() {
+        return Ok(r.get(0));
+    }
+    let existing = rows!(
+        store,
+        tx,
+        "SELECT name FROM skill WHERE skeleton = $1 ORDER BY id LIMIT 1",
+        skeleton
+    )?;
+    if let Some(r) = existing.first() {
+        return Err(RegistryError::LookAlike {
+            name: name.to_string(),
+            existing: r.get(0),
+        });
+    }
+    if let Some(scripts) = lookalike::mixed_scripts(name) {
+        return Err(RegistryError::MixedScripts {
+            name: name.to_string(),
+            scripts,
+        });
+    }
+    let rows = rows!(
+        store,
+        tx,
+        "INSERT INTO skill (name, skeleton) VALUES ($1, $2) RETURNING id",
+        name,
+        skeleton
+    )?;
+    Ok(rows[0].get(0))
+}
+
+async fn is_latest(
+    store: &PgStore,
+    tx: &Transaction<'_>,
+    skill: i64,
+    version: i64,
+) -> Result<bool> {
+    let rows = rows!(
+        store,
+        tx,
+        "SELECT version_id FROM tag WHERE skill_id = $1 AND tag = $2",
+        skill,
+        LATEST
+    )?;
+    Ok(rows.first().map(|r| r.get::<_, i64>(0)) == Some(version))
+}
+
+/// Points `latest` at the skill's highest non-yanked version (or removes it) and rewrites the
+/// skill's search document to match.
+async fn refresh_latest(store: &PgStore, tx: &Transaction<'_>, skill: i64) -> Result<()> {
+    let live: Vec<(i64, String)> = rows!(
+        store,
+        tx,
+        "SELECT id, version FROM version WHERE skill_id = $1 AND NOT yanked",
+        skill
+    )?
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect();
+    let best = order::highest(live);
+    let current = rows!(
+        store,
+        tx,
+        "SELECT version_id FROM tag WHERE skill_id = $1 AND tag = $2",
+        skill,
+        LATEST
+    )?
+    .first()
+    .map(|r| r.get::<_, i64>(0));
+    if best == current {
+        return Ok(());
+    }
+    exec!(
+        store,
+        tx,
+        "DELETE FROM skill_search WHERE skill_id = $1",
+        skill
+    )?;
+    match best {
+        Some(version) => {
+            exec!(
+                store,
+                tx,
+                "INSERT INTO tag (skill_id, tag, version_id) VALUES ($1, $2, $3) \
+                 ON CONFLICT (skill_id, tag) DO UPDATE SET version_id = excluded.version_id",
+                skill,
+                LATEST,
+                version
+            )?;
+            exec!(
+                store,
+                tx,
+                "INSERT INTO skill_search (skill_id, document) \
+                 SELECT s.id, setweight(to_tsvector('simple', s.name), 'A') \
+                 || setweight(to_tsvector('simple', v.description), 'B') \
+                 || setweight(to_tsvector('simple', left(v.body, $2)), 'C') \
+                 FROM version v JOIN skill s ON s.id = v.skill_id WHERE v.id = $1",
+                version,
+                INDEXED_BODY_CHARS
+            )?;
+        }
+        None => {
+            exec!(
+                store,
+                tx,
+                "DELETE FROM tag WHERE skill_id = $1 AND tag = $2",
+                skill,
+                LATEST
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Stores the blobs of a new version: in object storage first when the registry keeps them
+/// there (before the commit: a row never lacks its bytes), then their rows. How many were new.
+async fn store_blobs<'a>(
+    store: &PgStore,
+    tx: &Transaction<'_>,
+    files: impl Iterator<Item = (&'a [u8; 32], &'a bytes::Bytes)>,
+) -> Result<usize> {
+    let mut new = 0;
+    for (sha, bytes) in files {
+        let content: Option<&[u8]> = match &store.blobs {
+            Some(blobs) => {
+                blobs.put(sha, bytes.clone()).await?;
+                None
+            }
+            None => Some(&bytes[..]),
+        };
+        new += exec!(
+            store,
+            tx,
+            "INSERT INTO blob (sha256, size, content) VALUES ($1, $2, $3) \
+             ON CONFLICT (sha256) DO NOTHING",
+            &sha[..],
+            bytes.len() as i64,
+            content
+        )? as usize;
+    }
+    Ok(new)
+}
+
+/// Stores `p` in one transaction (see [`Store::commit`](crate::store::Store::commit)).
+pub(super) async fn commit(
+    store: &PgStore,
+    p: &Prepared,
+    actor: Option<&Actor>,
+) -> Result<Published> {
+    let name = p.name().to_string();
+    let version = p.version().to_string();
+    let mut published = Published {
+        name: name.clone(),
+        version: version.clone(),
+        digest: p.manifest.digest.clone(),
+        outcome: Outcome::Published,
+        files: p.files.len(),
+        new_blobs: 0,
+        signed_by: p.signed_by().map(str::to_string),
+        signature_added: false,
+        latest: false,
+    };
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.map_err(|e| store.db(e))?;
+    let skeleton = lock_name(store, &tx, &name).await?;
+    let skill = skill_id(store, &tx, &name, &skeleton).await?;
+    let existing: Vec<(i64, String)> = rows!(
+        store,
+        tx,
+        "SELECT id, version FROM version WHERE skill_id = $1",
+        skill
+    )?
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect();
+    if let Some((id, _)) = existing.iter().find(|(_, v)| *v == version) {
+        let row = &rows!(
+            store,
+            tx,
+            "SELECT skill_digest, manifest FROM version WHERE id = $1",
+            id
+        )?[0];
+        let stored: &[u8] = row.get(0);
+        if stored != &p.digest[..] {
+            return Err(RegistryError::Immutable {
+                name,
+                version,
+                what: format!(
+                    "published sha256:{}, this is {}",
+                    digest::to_hex(stored),
+                    p.manifest.digest
+                ),
+            });
+        }
+        if row.get::<_, &str>(1) != p.manifest_json {
+            return Err(RegistryError::Immutable {
+                name,
+                version,
+                what: "same files, but the manifest differs (executable bits)".into(),
+            });
+        }
+        published.outcome = Outcome::Unchanged;
+        if let Some(sig) = &p.signature {
+            let n = exec!(
+                store,
+                tx,
+                "INSERT INTO signature (version_id, key_id, signature) VALUES ($1, $2, $3) \
+                 ON CONFLICT (version_id, key_id) DO NOTHING",
+                id,
+                sig.key_id,
+                sig.text
+            )?;
+            published.signature_added = n > 0;
+        }
+        published.latest = is_latest(store, &tx, skill, *id).await?;
+        if published.signature_added {
+            if let Some(actor) = actor {
+                let action = AuditAction::Signature;
+                record_audit(store, &tx, actor, action, &name, &version, &p.digest).await?;
+            }
+            record_change(store, &tx, &name, &version, ChangeAction::Publish).await?;
+            tx.commit().await.map_err(|e| store.db(e))?;
+        }
+        return Ok(published);
+    }
+    if let Some(twin) = order::same_precedence(&p.semver, existing.iter().map(|(_, v)| v.as_str()))
+    {
+        return Err(RegistryError::VersionConflict {
+            name,
+            version,
+            existing: twin.to_string(),
+        });
+    }
+    published.new_blobs =
+        store_blobs(store, &tx, p.files.iter().map(|f| (&f.sha256, &f.bytes))).await?;
+    let rows = rows!(
+        store,
+        tx,
+        "INSERT INTO version (skill_id, version, skill_digest, published_at, description, \
+         manifest, body) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+        skill,
+        version,
+        &p.digest[..],
+        now(),
+        p.description,
+        p.manifest_json,
+        p.body
+    )?;
+    let id: i64 = rows[0].get(0);
+    for f in &p.files {
+        exec!(
+            store,
+            tx,
+            "INSERT INTO file (version_id, path, path_fold, sha256, executable) \
+             VALUES ($1, $2, $3, $4, $5)",
+            id,
+            f.path,
+            f.fold,
+            &f.sha256[..],
+            f.executable
+        )?;
+    }
+    if let Some(sig) = &p.signature {
+        exec!(
+            store,
+            tx,
+            "INSERT INTO signature (version_id, key_id, signature) VALUES ($1, $2, $3)",
+            id,
+            sig.key_id,
+            sig.text
+        )?;
+        published.signature_added = true;
+    }
+    if let Some(findings) = &p.findings {
+        exec!(
+            store,
+            tx,
+            "INSERT INTO version_findings (version_id, findings) VALUES ($1, $2)",
+            id,
+            findings
+        )?;
+    }
+    refresh_latest(store, &tx, skill).await?;
+    published.latest = is_latest(store, &tx, skill, id).await?;
+    if let Some(actor) = actor {
+        let action = AuditAction::Publish;
+        record_audit(store, &tx, actor, action, &name, &version, &p.digest).await?;
+    }
+    record_change(store, &tx, &name, &version, ChangeAction::Publish).await?;
+    tx.commit().await.map_err(|e| store.db(e))?;
+    Ok(published)
+}
+
+/// Yanks or unyanks `name@version` in one transaction; whether anything changed.
+pub(super) async fn set_yanked(
+    store: &PgStore,
+    name: &str,
+    version: &str,
+    yanked: bool,
+    actor: Option<&Actor>,
+) -> Result<bool> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.map_err(|e| store.db(e))?;
+    lock_name(store, &tx, name).await?;
+    let found = rows!(
+        store,
+        tx,
+        "SELECT v.id, v.skill_id, v.yanked, v.skill_digest FROM version v \
+         JOIN skill s ON s.id = v.skill_id WHERE s.name = $1 AND v.version = $2",
+        name,
+        version
+    )?;
+    let Some(row) = found.first() else {
+        let mut held: Vec<(String, bool)> = rows!(
+            store,
+            tx,
+            "SELECT v.version, v.yanked FROM version v JOIN skill s ON s.id = v.skill_id \
+             WHERE s.name = $1",
+            name
+        )?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+        held.sort_by(|a, b| order::compare(&a.0, &b.0));
+        let shown = &store.shown;
+        return Err(RegistryError::NotFound(if held.is_empty() {
+            format!("{name}@{version}: {shown} holds no skill named {name}")
+        } else {
+            let listed: Vec<String> = held
+                .iter()
+                .map(|(v, y)| {
+                    if *y {
+                        format!("{v} (yanked)")
+                    } else {
+                        v.clone()
+                    }
+                })
+                .collect();
+            format!(
+                "{name}@{version}: no such version; the versions of {name} in {shown} are {}",
+                listed.join(", ")
+            )
+        }));
+    };
+    let (id, skill, was): (i64, i64, bool) = (row.get(0), row.get(1), row.get(2));
+    let digest: Vec<u8> = row.get(3);
+    if was == yanked {
+        return Ok(false);
+    }
+    exec!(
+        store,
+        tx,
+        "UPDATE version SET yanked = $2 WHERE id = $1",
+        id,
+        yanked
+    )?;
+    refresh_latest(store, &tx, skill).await?;
+    let (audit, change) = if yanked {
+        (AuditAction::Yank, ChangeAction::Yank)
+    } else {
+        (AuditAction::Unyank, ChangeAction::Unyank)
+    };
+    if let Some(actor) = actor {
+        record_audit(store, &tx, actor, audit, name, version, &digest).await?;
+    }
+    record_change(store, &tx, name, version, change).await?;
+    tx.commit().await.map_err(|e| store.db(e))?;
+    Ok(true)
+}
+
+/// Stores a version another registry holds, exactly, after checking its digests against its
+/// bytes. Idempotent: a version held already has its yank state and signatures brought up to
+/// date.
+pub(super) async fn import(store: &PgStore, record: &VersionRecord) -> Result<Imported> {
+    let info = &record.info;
+    let (name, version) = (info.name.as_str(), info.version.as_str());
+    let semver = order::parse_version(name, version)?;
+    let built = Manifest::build(
+        name,
+        version,
+        record
+            .files
+            .iter()
+            .map(|(f, b)| (f.path.as_str(), &b[..], f.executable)),
+    );
+    if built.digest != info.digest || built != record.manifest {
+        return Err(RegistryError::Corrupt {
+            path: store.shown.clone(),
+            what: format!("{name}@{version} to import"),
+            expected: info.digest.clone(),
+            actual: built.digest,
+        });
+    }
+    let digest = digest::parse_digest(&built.digest).unwrap_or([0; 32]);
+    let manifest_json = String::from_utf8(built.to_canonical_json()).unwrap_or_default();
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.map_err(|e| store.db(e))?;
+    let skeleton = lock_name(store, &tx, name).await?;
+    let skill = skill_id(store, &tx, name, &skeleton).await?;
+    let existing: Vec<(i64, String, Vec<u8>, bool)> = rows!(
+        store,
+        tx,
+        "SELECT id, version, skill_digest, yanked FROM version WHERE skill_id = $1",
+        skill
+    )?
+    .iter()
+    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+    .collect();
+    let mut changed = false;
+    let (id, outcome) = match existing.iter().find(|(_, v, ..)| v == version) {
+        Some((id, _, stored, was)) => {
+            if stored[..] != digest[..] {
+                return Err(RegistryError::Immutable {
+                    name: name.to_string(),
+                    version: version.to_string(),
+                    what: format!(
+                        "published sha256:{}, this is {}",
+                        digest::to_hex(stored),
+                        info.digest
+                    ),
+                });
+            }
+            if *was != info.yanked {
+                exec!(
+                    store,
+                    tx,
+                    "UPDATE version SET yanked = $2 WHERE id = $1",
+                    id,
+                    info.yanked
+                )?;
+                refresh_latest(store, &tx, skill).await?;
+                let action = if info.yanked {
+                    ChangeAction::Yank
+                } else {
+                    ChangeAction::Unyank
+                };
+                record_change(store, &tx, name, version, action).await?;
+                changed = true;
+            }
+            (*id, Imported::Present)
+        }
+        None => {
+            if let Some(twin) =
+                order::same_precedence(&semver, existing.iter().map(|(_, v, ..)| v.as_str()))
+            {
+                return Err(RegistryError::VersionConflict {
+                    name: name.to_string(),
+                    version: version.to_string(),
+                    existing: twin.to_string(),
+                });
+            }
+            let hashes: Vec<([u8; 32], &bytes::Bytes)> = record
+                .files
+                .iter()
+                .map(|(_, b)| (digest::sha256(b), b))
+                .collect();
+            store_blobs(store, &tx, hashes.iter().map(|(h, b)| (h, *b))).await?;
+            let rows = rows!(
+                store,
+                tx,
+                "INSERT INTO version (skill_id, version, skill_digest, published_at, yanked, \
+                 description, manifest, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                 RETURNING id",
+                skill,
+                version,
+                &digest[..],
+                info.published_at,
+                info.yanked,
+                info.description,
+                manifest_json,
+                record.body
+            )?;
+            let id: i64 = rows[0].get(0);
+            for ((f, _), (sha, _)) in record.files.iter().zip(&hashes) {
+                exec!(
+                    store,
+                    tx,
+                    "INSERT INTO file (version_id, path, path_fold, sha256, executable) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                    id,
+                    f.path,
+                    fold_key(&f.path),
+                    &sha[..],
+                    f.executable
+                )?;
+            }
+            if let Some(findings) = &record.findings {
+                exec!(
+                    store,
+                    tx,
+                    "INSERT INTO version_findings (version_id, findings) VALUES ($1, $2)",
+                    id,
+                    findings
+                )?;
+            }
+            refresh_latest(store, &tx, skill).await?;
+            record_change(store, &tx, name, version, ChangeAction::Publish).await?;
+            if info.yanked {
+                record_change(store, &tx, name, version, ChangeAction::Yank).await?;
+            }
+            changed = true;
+            (id, Imported::Copied)
+        }
+    };
+    let mut signed = false;
+    for sig in &record.signatures {
+        signed |= exec!(
+            store,
+            tx,
+            "INSERT INTO signature (version_id, key_id, format, signature) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (version_id, key_id) DO NOTHING",
+            id,
+            sig.key_id,
+            sig.format,
+            sig.text
+        )? > 0;
+    }
+    if signed && outcome == Imported::Present {
+        record_change(store, &tx, name, version, ChangeAction::Publish).await?;
+    }
+    if changed || signed {
+        tx.commit().await.map_err(|e| store.db(e))?;
+    }
+    Ok(outcome)
+}
+
+/// Appends the audit rows this registry lacks (the same time, token, action, name, version
+/// and digest), in one transaction; how many.
+pub(super) async fn import_audit(store: &PgStore, entries: &[AuditEntry]) -> Result<usize> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.map_err(|e| store.db(e))?;
+    let mut added = 0;
+    for e in entries {
+        let digest = digest::parse_digest(&e.digest).ok_or_else(|| RegistryError::BadMetadata {
+            name: e.name.clone(),
+            reason: format!("audit entry {} has no sha256 digest: {:?}", e.id, e.digest),
+        })?;
+        added += exec!(
+            store,
+            tx,
+            "INSERT INTO audit (at, token, action, name, version, digest, client) \
+             SELECT $1, $2, $3, $4, $5, $6, $7 WHERE NOT EXISTS (SELECT 1 FROM audit \
+             WHERE at = $1 AND token = $2 AND action = $3 AND name = $4 AND version = $5 \
+             AND digest = $6)",
+            e.at,
+            e.token,
+            e.action,
+            e.name,
+            e.version,
+            &digest[..],
+            e.client
+        )? as usize;
+    }
+    tx.commit().await.map_err(|e| store.db(e))?;
+    Ok(added)
+}
+
+/// Blobs are hashed this many at a time (a page, never the whole table in memory).
+const BLOB_PAGE: i64 = 32;
+
+/// The whole registry verified (see [`Store::check`](crate::store::Store::check)): every blob
+/// hashed, page by page; orphaned blob rows; every version against its skill digest and
+/// manifest; the change feed numbered 1, 2, 3… without gaps.
+pub(super) async fn check(store: &PgStore) -> Result<CheckReport> {
+    let mut report = CheckReport::default();
+    let client = store.client().await?;
+    let db = |e| store.db(e);
+    let mut after: Vec<u8> = Vec::new();
+    loop {
+        let rows = client
+            .query(
+                "SELECT sha256, size, content FROM blob WHERE sha256 > $1 ORDER BY sha256 LIMIT $2",
+                &[&after, &BLOB_PAGE],
+            )
+            .await
+            .map_err(db)?;
+        for r in &rows {
+            let sha: Vec<u8> = r.get(0);
+            let size: i64 = r.get(1);
+            report.blobs += 1;
+            let hex = digest::to_hex(&sha);
+            match store
+                .blob_bytes(&sha, r.get(2), || format!("blob sha256:{hex}"))
+                .await
+            {
+                Ok(bytes) if bytes.len() as i64 != size => report.problems.push(format!(
+                    "blob sha256:{hex}: {} bytes, stored as {size}",
+                    bytes.len()
+                )),
+                Ok(_) => {}
+                Err(e @ RegistryError::Corrupt { .. }) => report.problems.push(e.to_string()),
+                Err(e) => return Err(e),
+            }
+            after = sha;
+        }
+        if (rows.len() as i64) < BLOB_PAGE {
+            break;
+        }
+    }
+    let orphans = client
+        .query(
+            "SELECT b.sha256 FROM blob b WHERE NOT EXISTS \
+             (SELECT 1 FROM file f WHERE f.sha256 = b.sha256) ORDER BY 1",
+            &[],
+        )
+        .await
+        .map_err(db)?;
+    for r in &orphans {
+        report.problems.push(format!(
+            "blob sha256:{}: no file references it (an orphaned row)",
+            digest::to_hex(r.get::<_, &[u8]>(0))
+        ));
+    }
+    let versions = client
+        .query(
+            "SELECT s.name, v.version, v.id, v.skill_digest, v.manifest FROM version v \
+             JOIN skill s ON s.id = v.skill_id ORDER BY v.id",
+            &[],
+        )
+        .await
+        .map_err(db)?;
+    let files = client
+        .prepare(
+            "SELECT f.path, b.sha256, b.size, f.executable FROM file f \
+             JOIN blob b ON b.sha256 = f.sha256 WHERE f.version_id = $1",
+        )
+        .await
+        .map_err(db)?;
+    for v in &versions {
+        report.versions += 1;
+        let id: i64 = v.get(2);
+        let mut rows: Vec<(String, Vec<u8>, i64, bool)> = client
+            .query(&files, &[&id])
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+            .collect();
+        rows.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        crate::check::check_version(
+            v.get(0),
+            v.get(1),
+            v.get(3),
+            Some(v.get(4)),
+            &rows,
+            &mut report.problems,
+        );
+    }
+    let feed = client
+        .query_one(
+            "SELECT count(*), coalesce(min(seq), 0), coalesce(max(seq), 0) FROM change",
+            &[],
+        )
+        .await
+        .map_err(db)?;
+    let (n, first, last): (i64, i64, i64) = (feed.get(0), feed.get(1), feed.get(2));
+    if n > 0 && (first != 1 || last != n) {
+        report.problems.push(format!(
+            "change feed: {n} changes numbered {first} to {last} (expected 1 to {n}, no gaps)"
+        ));
+    }
+    Ok(report)
+}
