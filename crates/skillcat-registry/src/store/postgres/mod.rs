@@ -49,8 +49,9 @@ const POOL_SIZE: usize = 16;
 /// How long a caller waits for a pooled connection, or for a new one to open.
 const WAIT: Duration = Duration::from_secs(10);
 
-/// The advisory lock (one bigint key) under which change rows are numbered.
-const CHANGE_LOCK: i64 = 0x534B_494C_0000_0001;
+/// The advisory lock (one bigint key) under which change rows are numbered: taken just before
+/// a write's change row and held to its commit, so `seq` follows commit order.
+pub const CHANGE_LOCK: i64 = 0x534B_494C_0000_0001;
 
 /// The advisory lock under which migrations run.
 const MIGRATE_LOCK: i64 = 0x534B_494C_0000_0002;

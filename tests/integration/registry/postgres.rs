@@ -1,0 +1,341 @@
+//! What only a PostgreSQL registry has: one migrator at a time, immutability enforced by its
+//! triggers against raw SQL, a change feed in commit order, LISTEN wakes, a database that goes
+//! away and comes back, and search that never fails on hostile text.
+//!
+//! Origin: step 30 (issue 52: a registry beyond one machine).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use skillcat::publish::prepare;
+use skillcat::registry::store::postgres::{CHANGE_LOCK, PgStore};
+use skillcat::registry::store::{self, ChangeAction, Location, Store};
+use skillcat::registry::{PublishOptions, RegistryError};
+use skillcat::source::{DirOptions, DirSource};
+
+use crate::support::postgres::{self, Cluster};
+
+fn skill(dir: &Path, name: &str, body: &str) {
+    let root = dir.join(name);
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: The {name} skill\n---\n{body}\n"),
+    )
+    .unwrap();
+}
+
+async fn publish(store: &dyn Store, dir: &Path, name: &str, version: &str) {
+    skill(dir, name, &format!("{name} release {version}"));
+    let src = DirSource::open(dir, DirOptions::default()).unwrap();
+    let opts = PublishOptions {
+        version: Some(version.into()),
+        ..Default::default()
+    };
+    let p = prepare(&src, name, &opts).await.unwrap();
+    store.commit(Arc::new(p), None).await.unwrap();
+}
+
+/// A hang guard: a test that would wait forever fails instead (never a timing assertion).
+async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(60), f)
+        .await
+        .unwrap_or_else(|_| panic!("{what} never happened"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_migrator_at_a_time_and_init_refuses_what_it_must() {
+    let (url, db) = postgres::fresh_database();
+    // Opening a database that holds no registry: missing.
+    let missing = PgStore::open(&url, false).await.unwrap_err();
+    assert!(
+        matches!(missing, RegistryError::Missing { .. }),
+        "{missing}"
+    );
+    // Two creators at once: the lock lets one migrate; the other finds the registry made.
+    let (a, b) = tokio::join!(PgStore::open(&url, true), PgStore::open(&url, true));
+    let oks = [a.is_ok(), b.is_ok()].iter().filter(|x| **x).count();
+    assert_eq!(oks, 1, "{a:?} {b:?}");
+    let refused = a.err().or(b.err()).unwrap();
+    assert!(
+        matches!(refused, RegistryError::AlreadyExists { .. }),
+        "{refused}"
+    );
+    let cluster = db.cluster();
+    assert_eq!(
+        cluster.psql(db.name(), "SELECT count(*) FROM schema_migrations"),
+        skillcat::registry::store::postgres::SCHEMA_VERSION.to_string()
+    );
+    // Any number of openers at once all succeed.
+    let (a, b, c) = tokio::join!(
+        PgStore::open(&url, false),
+        PgStore::open(&url, false),
+        PgStore::open(&url, false)
+    );
+    for s in [a, b, c] {
+        assert_eq!(s.unwrap().schema_version().await.unwrap(), 1);
+    }
+    // A database holding other tables is not made a registry.
+    let (other, other_db) = postgres::fresh_database();
+    other_db
+        .cluster()
+        .psql(other_db.name(), "CREATE TABLE accounts (id int)");
+    let err = store::init(&Location::parse(&other)).await.unwrap_err();
+    assert!(
+        matches!(err, RegistryError::NotARegistry { .. }) && err.to_string().contains("accounts"),
+        "{err}"
+    );
+    // sslmode=require is refused clearly, before any connection.
+    let err = PgStore::open(&format!("{url}?sslmode=require"), false)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("sslmode=require"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_database_refuses_to_rewrite_history() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, db) = postgres::fresh_database();
+    let store = PgStore::open(&url, true).await.unwrap();
+    publish(&store, tmp.path(), "alpha", "1.0.0").await;
+    let cluster = db.cluster();
+    for sql in [
+        "UPDATE version SET description = 'rewritten'",
+        "UPDATE version SET body = 'rewritten'",
+        "UPDATE version SET skill_digest = sha256(skill_digest)",
+        "UPDATE version SET published_at = 0",
+        "DELETE FROM version",
+        "TRUNCATE version CASCADE",
+        "UPDATE file SET executable = NOT executable",
+        "DELETE FROM file",
+        "UPDATE blob SET content = 'x'",
+        "DELETE FROM change",
+    ] {
+        let err = cluster.psql_err(db.name(), sql).expect_err(sql);
+        assert!(
+            err.contains("immutable") || err.contains("never") || err.contains("append-only"),
+            "{sql}: {err}"
+        );
+    }
+    // Only the yank flag moves.
+    cluster.psql(db.name(), "UPDATE version SET yanked = true");
+    assert!(store.versions("alpha").await.unwrap()[0].yanked);
+    assert!(store.check().await.unwrap().is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_change_feed_follows_commit_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, db) = postgres::fresh_database();
+    let store = Arc::new(PgStore::open(&url, true).await.unwrap());
+    publish(&*store, tmp.path(), "alpha", "1.0.0").await;
+    assert_eq!(store.head().await.unwrap(), 1);
+    // Transaction A takes the next sequence first, and holds it…
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client.batch_execute("BEGIN").await.unwrap();
+    client
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&CHANGE_LOCK])
+        .await
+        .unwrap();
+    let a: i64 = client
+        .query_one(
+            "INSERT INTO change (seq, name, version, action, at) \
+             SELECT coalesce(max(seq), 0) + 1, 'manual', '1.0.0', 'publish', 0 FROM change \
+             RETURNING seq",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    // …while B (a yank through the store) starts later and must wait for it.
+    let b = tokio::spawn({
+        let store = Arc::clone(&store);
+        async move { store.set_yanked("alpha", "1.0.0", true, None).await }
+    });
+    let waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted";
+    within("B waiting for the change lock", async {
+        while db.cluster().psql(db.name(), waiting) == "0" {
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    // A poller sees neither yet: nothing to skip past.
+    assert_eq!(store.head().await.unwrap(), 1);
+    client.batch_execute("COMMIT").await.unwrap();
+    assert!(b.await.unwrap().unwrap());
+    let page = store.changes(0, 100).await.unwrap();
+    let seqs: Vec<i64> = page.changes.iter().map(|c| c.seq).collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(a, 2);
+    assert_eq!(page.changes[2].action, ChangeAction::Yank);
+    assert_eq!(page.next, 3);
+    assert_eq!(store.changes(3, 100).await.unwrap().changes, []);
+    assert_eq!(store.changes(1, 1).await.unwrap().next, 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_publish_wakes_every_listener() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, _db) = postgres::fresh_database();
+    let writer = PgStore::open(&url, true).await.unwrap();
+    let reader = PgStore::open(&url, false).await.unwrap();
+    let mut wake = reader.wake().unwrap();
+    // The first wake says "listening" (changes may have been missed before it).
+    within("listening", wake.changed()).await.unwrap();
+    let _ = wake.borrow_and_update();
+    publish(&writer, tmp.path(), "alpha", "1.0.0").await;
+    within("the publish's wake", wake.changed()).await.unwrap();
+    assert_eq!(reader.head().await.unwrap(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lost_database_is_unavailable_and_recovered_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cluster = Cluster::private();
+    cluster.psql("postgres", "CREATE DATABASE reg");
+    let url = cluster.url("reg");
+    let store = PgStore::open(&url, true).await.unwrap();
+    publish(&store, tmp.path(), "alpha", "1.0.0").await;
+    let mut wake = store.wake().unwrap();
+    within("listening", wake.changed()).await.unwrap();
+    let _ = wake.borrow_and_update();
+
+    // Every connection terminated: the pool replaces them, the listener reconnects.
+    assert!(cluster.terminate_backends("reg") >= 1);
+    within("a wake after the listener reconnects", wake.changed())
+        .await
+        .unwrap();
+    let _ = wake.borrow_and_update();
+    assert_eq!(store.pins().await.unwrap().len(), 1);
+
+    // Stopped: reads and writes are unavailable, never a panic.
+    cluster.stop();
+    let err = store.pins().await.unwrap_err();
+    assert!(matches!(err, RegistryError::Unavailable { .. }), "{err}");
+    let err = store
+        .set_yanked("alpha", "1.0.0", true, None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RegistryError::Unavailable { .. }), "{err}");
+    // Back: the same store recovers by itself.
+    cluster.start();
+    within("recovery", async {
+        while store.pins().await.is_err() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(
+        store
+            .set_yanked("alpha", "1.0.0", true, None)
+            .await
+            .unwrap()
+    );
+    within("a wake after the restart", wake.changed())
+        .await
+        .unwrap();
+    // A store opened while the database is down says so.
+    cluster.stop();
+    let err = PgStore::open(&url, false).await.unwrap_err();
+    assert!(matches!(err, RegistryError::Unavailable { .. }), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn search_never_errors_on_hostile_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, _db) = postgres::fresh_database();
+    let store = PgStore::open(&url, true).await.unwrap();
+    publish(&store, tmp.path(), "alpha", "1.0.0").await;
+    publish(&store, tmp.path(), "beta-tool", "1.0.0").await;
+    let mut hostile: Vec<String> = [
+        "",
+        " ",
+        "\t\n",
+        "\"",
+        "\"\"",
+        "-",
+        "--",
+        "-alpha",
+        ":",
+        "name:",
+        "name:alpha",
+        "{name description}: alpha",
+        "NEAR(",
+        "NEAR(alpha beta",
+        "NEAR(a b, 2)",
+        "*",
+        "alpha*",
+        "^alpha",
+        "+",
+        "AND",
+        "OR",
+        "NOT",
+        "alpha AND",
+        "OR alpha",
+        ")",
+        "(",
+        "()",
+        "'",
+        "'; DROP TABLE skill; --",
+        "\\",
+        "\0",
+        "a\0b",
+        "навык",
+        "ẞ ß ﬁ",
+        "🦀 emoji",
+        "\u{202E}rtl",
+        "e\u{301}",
+        "%",
+        "_",
+        "?",
+        "[",
+        "]",
+        "alpha\"beta",
+        "&",
+        "|",
+        "!",
+        "<->",
+        "alpha & beta",
+        "!alpha",
+        "alpha:*",
+        "a <-> b",
+        "$1",
+        "@@",
+        "::tsquery",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    hostile.push("x".repeat(10 * 1024));
+    hostile.push("\"".repeat(10 * 1024));
+    hostile.push("NEAR( ".repeat(2 * 1024));
+    hostile.push("é".repeat(5 * 1024));
+    hostile.push(
+        (0..10 * 1024)
+            .map(|i| char::from(b"\"-:*()^+ aAN!&|<>"[i % 17]))
+            .collect(),
+    );
+    for q in &hostile {
+        let (hits, _) = store
+            .search_page(q, 0, 5, Duration::from_secs(10))
+            .await
+            .unwrap_or_else(|e| panic!("{:?}: {e}", &q[..q.len().min(40)]));
+        assert!(hits.len() <= 5);
+    }
+    let (hits, total) = store
+        .search_page("alpha", 0, 5, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!((hits[0].name.as_str(), total), ("alpha", 1));
+    // Past the last page: no hits, the total all the same.
+    let (hits, total) = store
+        .search_page("release", 5, 5, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!((hits.len(), total), (0, 2));
+}
