@@ -405,6 +405,17 @@ mod tests {
             ),
         };
         assert!(interrupted.is_interrupted());
+        // PostgreSQL: statement_timeout (57014) is an interruption; class 23 a refusal.
+        let pg = |code: &str| RegistryError::Postgres {
+            what: "postgres://h/d".into(),
+            code: Some(code.into()),
+            message: "m".into(),
+        };
+        assert!(pg("57014").is_interrupted() && !pg("57014").is_refusal());
+        let core: skillcat_core::Error = pg("57014").into();
+        assert_eq!(core.kind(), ErrorKind::Interrupted);
+        assert!(pg("23000").is_constraint() && pg("23505").is_refusal());
+        assert!(!pg("42P01").is_refusal() && !pg("42P01").is_interrupted());
         let core: skillcat_core::Error = interrupted.into();
         assert_eq!(core.kind(), ErrorKind::Interrupted);
         let read_only: skillcat_core::Error = RegistryError::ReadOnly {

@@ -339,3 +339,122 @@ async fn search_never_errors_on_hostile_text() {
         .unwrap();
     assert_eq!((hits.len(), total), (0, 2));
 }
+
+/// Blobs held in memory, as object storage would hold them (`fail`: every put fails).
+#[derive(Debug, Default)]
+struct MemBlobs {
+    held: std::sync::Mutex<std::collections::HashMap<[u8; 32], bytes::Bytes>>,
+    fail: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl skillcat::registry::store::blobs::BlobStore for MemBlobs {
+    fn url(&self) -> &str {
+        "memory:"
+    }
+    async fn put(&self, sha256: &[u8; 32], bytes: bytes::Bytes) -> skillcat::registry::Result<()> {
+        if self.fail.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(RegistryError::Unavailable {
+                what: "memory:".into(),
+                reason: "the object store is down".into(),
+            });
+        }
+        self.held.lock().unwrap().insert(*sha256, bytes);
+        Ok(())
+    }
+    async fn get(&self, sha256: &[u8; 32]) -> skillcat::registry::Result<Option<bytes::Bytes>> {
+        Ok(self.held.lock().unwrap().get(sha256).cloned())
+    }
+    async fn list(&self) -> skillcat::registry::Result<Vec<([u8; 32], i64)>> {
+        Ok(self.held.lock().unwrap().keys().map(|k| (*k, 0)).collect())
+    }
+    async fn delete(&self, sha256: &[u8; 32]) -> skillcat::registry::Result<()> {
+        self.held.lock().unwrap().remove(sha256);
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn blobs_in_object_storage_are_written_first_and_hashed_on_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, db) = postgres::fresh_database();
+    let blobs = Arc::new(MemBlobs::default());
+    let store = PgStore::open_with_blobs(&url, true, blobs.clone())
+        .await
+        .unwrap();
+    assert_eq!(store.blobs_url().await.unwrap().as_deref(), Some("memory:"));
+    publish(&store, tmp.path(), "alpha", "1.0.0").await;
+    // The bytes are in the object store only; the rows say where.
+    let cluster = db.cluster();
+    assert_eq!(
+        cluster.psql(
+            db.name(),
+            "SELECT count(*) FROM blob WHERE content IS NOT NULL"
+        ),
+        "0"
+    );
+    assert_eq!(blobs.held.lock().unwrap().len(), 1);
+    assert_eq!(store.referenced_blobs().await.unwrap().len(), 1);
+    let pin = store.resolve("alpha", None).await.unwrap().unwrap();
+    let read = store.read_file(&pin, "SKILL.md").await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&read).contains("alpha release 1.0.0"));
+    assert!(store.check().await.unwrap().is_ok());
+
+    // A store that fails a put: nothing is committed (never a row without its bytes).
+    blobs.fail.store(true, std::sync::atomic::Ordering::Relaxed);
+    skill(tmp.path(), "beta", "beta");
+    let src = DirSource::open(tmp.path(), DirOptions::default()).unwrap();
+    let opts = PublishOptions {
+        version: Some("1.0.0".into()),
+        ..Default::default()
+    };
+    let p = prepare(&src, "beta", &opts).await.unwrap();
+    let err = store.commit(Arc::new(p), None).await.unwrap_err();
+    assert!(matches!(err, RegistryError::Unavailable { .. }), "{err}");
+    assert!(store.versions("beta").await.unwrap().is_empty());
+    assert_eq!(cluster.psql(db.name(), "SELECT count(*) FROM blob"), "1");
+    blobs
+        .fail
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+
+    // Altered bytes in the object store are refused, and `check` reports them.
+    for bytes in blobs.held.lock().unwrap().values_mut() {
+        *bytes = bytes::Bytes::from_static(b"altered");
+    }
+    let err = store.read_file(&pin, "SKILL.md").await.unwrap_err();
+    assert!(matches!(err, RegistryError::Corrupt { .. }), "{err}");
+    let report = store.check().await.unwrap();
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    // Gone altogether: the same.
+    blobs.held.lock().unwrap().clear();
+    let err = store.read_file(&pin, "SKILL.md").await.unwrap_err();
+    assert!(matches!(err, RegistryError::Corrupt { .. }), "{err}");
+
+    // Reopened with another blob store than the one the database names: refused.
+    let other = PgStore::open_with_blobs(&url, false, Arc::new(MemBlobsElsewhere))
+        .await
+        .unwrap_err();
+    assert!(other.to_string().contains("memory:"), "{other}");
+}
+
+#[derive(Debug)]
+struct MemBlobsElsewhere;
+
+#[async_trait::async_trait]
+impl skillcat::registry::store::blobs::BlobStore for MemBlobsElsewhere {
+    fn url(&self) -> &str {
+        "memory:elsewhere"
+    }
+    async fn put(&self, _: &[u8; 32], _: bytes::Bytes) -> skillcat::registry::Result<()> {
+        Ok(())
+    }
+    async fn get(&self, _: &[u8; 32]) -> skillcat::registry::Result<Option<bytes::Bytes>> {
+        Ok(None)
+    }
+    async fn list(&self) -> skillcat::registry::Result<Vec<([u8; 32], i64)>> {
+        Ok(Vec::new())
+    }
+    async fn delete(&self, _: &[u8; 32]) -> skillcat::registry::Result<()> {
+        Ok(())
+    }
+}

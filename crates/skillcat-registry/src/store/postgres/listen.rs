@@ -25,10 +25,9 @@ pub(super) fn spawn(
             if tx.is_closed() {
                 return;
             }
-            match listen_once(&config, &tx).await {
-                // It was connected: start the backoff over.
-                Ok(()) => delay = FIRST_DELAY,
-                Err(()) => {}
+            // It was listening: the backoff starts over.
+            if listen_once(&config, &tx).await {
+                delay = FIRST_DELAY;
             }
             tokio::time::sleep(jitter(delay)).await;
             delay = (delay * 2).min(MAX_DELAY);
@@ -37,10 +36,12 @@ pub(super) fn spawn(
     (rx, task)
 }
 
-/// Connects, listens and forwards notifications until the connection ends. `Ok` when it was
+/// Connects, listens and forwards notifications until the connection ends; whether it was
 /// listening (so the next attempt starts with a short delay).
-async fn listen_once(config: &tokio_postgres::Config, tx: &watch::Sender<u64>) -> Result<(), ()> {
-    let (client, mut connection) = config.connect(NoTls).await.map_err(|_| ())?;
+async fn listen_once(config: &tokio_postgres::Config, tx: &watch::Sender<u64>) -> bool {
+    let Ok((client, mut connection)) = config.connect(NoTls).await else {
+        return false;
+    };
     let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
     let forward = tx.clone();
     // The connection is driven here, where its messages are read: notifications arrive as
@@ -60,14 +61,14 @@ async fn listen_once(config: &tokio_postgres::Config, tx: &watch::Sender<u64>) -
     let listening = client.batch_execute(&format!("LISTEN {CHANNEL}")).await;
     if listening.is_err() {
         driver.abort();
-        return Err(());
+        return false;
     }
     // Changes committed while no one listened are found by the poll this wake starts.
     tx.send_modify(|n| *n = n.wrapping_add(1));
     // Until the connection ends (the store's drop aborts this whole task).
     let _ = (&mut done_rx).await;
     drop(client);
-    Ok(())
+    true
 }
 
 /// `delay` plus up to a quarter of it, so replicas that lost the database together do not

@@ -95,16 +95,44 @@ impl PgStore {
     /// tables (else [`RegistryError::NotARegistry`]); without, it must hold one (else
     /// [`RegistryError::Missing`]). Must run inside a Tokio runtime (the LISTEN task).
     pub async fn open(url: &str, create: bool) -> Result<PgStore> {
-        Self::open_with(url, create, None).await
+        Self::open_inner(url, create, None).await
     }
 
     /// [`open`](Self::open); with `create`, `blobs` is the object storage URL recorded in the
     /// database (every replica then keeps its blobs there).
     pub async fn open_with(url: &str, create: bool, blobs: Option<&str>) -> Result<PgStore> {
         let shown = redact_password(url);
+        // Object storage that cannot be opened is refused before the database is created.
+        let store = match (create, blobs) {
+            (true, Some(blobs)) => Some(open_blobs(&shown, blobs).await?),
+            _ => None,
+        };
+        Self::open_inner(url, create, store).await
+    }
+
+    /// [`open`](Self::open) with the blobs in `blobs`: with `create`, its URL is recorded in
+    /// the database; without, the database must name that same URL.
+    pub async fn open_with_blobs(
+        url: &str,
+        create: bool,
+        blobs: Arc<dyn BlobStore>,
+    ) -> Result<PgStore> {
+        Self::open_inner(url, create, Some(blobs)).await
+    }
+
+    async fn open_inner(
+        url: &str,
+        create: bool,
+        blobs: Option<Arc<dyn BlobStore>>,
+    ) -> Result<PgStore> {
+        let shown = redact_password(url);
         let config = config(url)?;
         let mut client = connect_once(&config, &shown).await?;
-        migrate::migrate(&mut client, &shown, create, blobs).await?;
+        let record = blobs
+            .as_ref()
+            .filter(|_| create)
+            .map(|b| b.url().to_string());
+        migrate::migrate(&mut client, &shown, create, record.as_deref()).await?;
         drop(client);
         let manager = Manager::from_config(
             config.clone(),
@@ -132,9 +160,22 @@ impl PgStore {
             wake,
             listener,
         };
-        if let Some(url) = store.blobs_url().await? {
-            store.blobs = Some(open_blobs(&store.shown, &url).await?);
-        }
+        let named = store.blobs_url().await?;
+        store.blobs = match (named, blobs) {
+            (None, None) => None,
+            (Some(named), None) => Some(open_blobs(&store.shown, &named).await?),
+            (Some(named), Some(given)) if named == given.url() => Some(given),
+            (named, Some(given)) => {
+                return Err(RegistryError::BadSpec {
+                    spec: given.url().to_string(),
+                    reason: format!(
+                        "registry {} keeps its blobs {}",
+                        store.shown,
+                        named.map_or("in the database".to_string(), |n| format!("in {n}"))
+                    ),
+                });
+            }
+        };
         Ok(store)
     }
 
@@ -177,8 +218,8 @@ impl PgStore {
     }
 }
 
-/// Opens the blob store the database names. Object storage is built by the blobs module;
-/// until it is, a database that names one is refused rather than read without its blobs.
+/// Opens the blob store at `url` (`blobs::open_blobs`, where object storage is built). Until
+/// that is linked in, a database that names one is refused rather than read without its blobs.
 async fn open_blobs(shown: &str, url: &str) -> Result<Arc<dyn BlobStore>> {
     Err(RegistryError::Unavailable {
         what: shown.to_string(),
