@@ -309,7 +309,111 @@ async fn run(store: Arc<dyn Store>, dir: &Path) -> Vec<(String, String)> {
         "check",
         format!("{} blobs, {} versions", report.blobs, report.versions),
     );
+    // The change feed: the same changes, in the same order, paged the same way.
+    let page = store.changes(0, 1000).await.unwrap();
+    say(
+        "changes",
+        format!(
+            "{:?} next {}",
+            page.changes
+                .iter()
+                .map(|c| (c.seq, &c.name, &c.version, c.action))
+                .collect::<Vec<_>>(),
+            page.next
+        ),
+    );
+    say("head", format!("{}", store.head().await.unwrap()));
+    let page = store.changes(3, 2).await.unwrap();
+    say(
+        "changes page",
+        format!(
+            "{:?} {}",
+            page.changes.iter().map(|c| c.seq).collect::<Vec<_>>(),
+            page.next
+        ),
+    );
     said
+}
+
+/// Every version of `from` copied into `to` through export and import; how many were new.
+async fn copy(from: &dyn Store, to: &dyn Store) -> usize {
+    let mut copied = 0;
+    for info in from.all_versions(None).await.unwrap() {
+        let record = from
+            .export(&info.name, &info.version)
+            .await
+            .unwrap()
+            .unwrap();
+        if to.import(record).await.unwrap() == store::Imported::Copied {
+            copied += 1;
+        }
+    }
+    let audit = from.audit(10_000, None, &|_| true).await.unwrap();
+    to.import_audit(audit).await.unwrap();
+    copied
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registry_copies_exactly_between_the_engines_and_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, _db) = postgres::fresh_database();
+    let (url2, _db2) = postgres::fresh_database();
+    let sqlite = store::init(&Location::File(tmp.path().join("a.db")))
+        .await
+        .unwrap();
+    run(Arc::clone(&sqlite), &tmp.path().join("src")).await;
+    let pg = store::init(&Location::parse(&url)).await.unwrap();
+    let n = sqlite.all_versions(None).await.unwrap().len();
+    assert_eq!(copy(&*sqlite, &*pg).await, n);
+    // Again: nothing new.
+    assert_eq!(copy(&*sqlite, &*pg).await, 0);
+    // PostgreSQL to a new file, and to another database.
+    let back = store::init(&Location::File(tmp.path().join("b.db")))
+        .await
+        .unwrap();
+    assert_eq!(copy(&*pg, &*back).await, n);
+    let pg2 = store::init(&Location::parse(&url2)).await.unwrap();
+    assert_eq!(copy(&*pg, &*pg2).await, n);
+    for s in [&sqlite, &pg, &back, &pg2] {
+        assert!(s.check().await.unwrap().is_ok(), "{}", s.display());
+    }
+    // The same versions, digests, publish times, yanks and signatures everywhere.
+    let want = sqlite.all_versions(None).await.unwrap();
+    for s in [&pg, &back, &pg2] {
+        assert_eq!(s.all_versions(None).await.unwrap(), want, "{}", s.display());
+        assert_eq!(
+            s.all_yanked().await.unwrap(),
+            sqlite.all_yanked().await.unwrap()
+        );
+        assert_eq!(
+            s.findings("pdf-forms", "0.9.0").await.unwrap(),
+            sqlite.findings("pdf-forms", "0.9.0").await.unwrap()
+        );
+        let audit = |e: &skillcat::registry::AuditEntry| {
+            (
+                e.at,
+                e.token.clone(),
+                e.action.clone(),
+                e.name.clone(),
+                e.digest.clone(),
+            )
+        };
+        let a: Vec<_> = s
+            .audit(1000, None, &|_| true)
+            .await
+            .unwrap()
+            .iter()
+            .map(audit)
+            .collect();
+        let b: Vec<_> = sqlite
+            .audit(1000, None, &|_| true)
+            .await
+            .unwrap()
+            .iter()
+            .map(audit)
+            .collect();
+        assert_eq!(a, b, "{}", s.display());
+    }
 }
 
 fn src_dir_source(dir: &Path) -> DirSource {

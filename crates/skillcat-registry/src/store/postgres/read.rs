@@ -18,6 +18,9 @@ use crate::{
     SearchHit, StoredSignature, VersionInfo, order,
 };
 
+/// The most changes one page holds, whatever is asked (as a registry file's feed).
+const MAX_PAGE: usize = 1000;
+
 /// `published_at` as RFC 3339 UTC, as the SQLite registry writes it.
 pub(super) const RFC3339: &str =
     "to_char(to_timestamp({}) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')";
@@ -521,7 +524,7 @@ impl Store for PgStore {
     }
 
     async fn changes(&self, since: i64, limit: usize) -> Result<ChangePage> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let limit = limit.clamp(1, MAX_PAGE) as i64;
         let sql = format!(
             "SELECT seq, name, version, action, {} FROM change WHERE seq > $1 \
              ORDER BY seq LIMIT $2",

@@ -8,8 +8,7 @@
 use tokio_postgres::Transaction;
 
 use super::{CHANGE_LOCK, CHANNEL, NAME_LOCK_CLASS, PgStore};
-use crate::digest::{self, Manifest};
-use crate::path::fold_key;
+use crate::digest;
 use crate::store::{ChangeAction, Imported, VersionRecord};
 use crate::{
     Actor, AuditAction, AuditEntry, CheckReport, Outcome, Prepared, Published, RegistryError,
@@ -261,6 +260,86 @@ async fn store_blobs<'a>(
     Ok(new)
 }
 
+/// A version published again must be the same: the same files (its digest) and the same
+/// manifest (executable bits).
+fn check_same(p: &Prepared, stored: &[u8], manifest: &str) -> Result<()> {
+    if stored != &p.digest[..] {
+        return Err(RegistryError::Immutable {
+            name: p.name().to_string(),
+            version: p.version().to_string(),
+            what: format!(
+                "published sha256:{}, this is {}",
+                digest::to_hex(stored),
+                p.manifest.digest
+            ),
+        });
+    }
+    if manifest != p.manifest_json {
+        return Err(RegistryError::Immutable {
+            name: p.name().to_string(),
+            version: p.version().to_string(),
+            what: "same files, but the manifest differs (executable bits)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Inserts a new version with its blobs, files, signature and findings; its id.
+async fn insert_version(
+    store: &PgStore,
+    tx: &Transaction<'_>,
+    p: &Prepared,
+    skill: i64,
+) -> Result<i64> {
+    let rows = rows!(
+        store,
+        tx,
+        "INSERT INTO version (skill_id, version, skill_digest, published_at, description, \
+         manifest, body) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+        skill,
+        p.version(),
+        &p.digest[..],
+        p.published_at.unwrap_or_else(now),
+        p.description,
+        p.manifest_json,
+        p.body
+    )?;
+    let id: i64 = rows[0].get(0);
+    for f in &p.files {
+        exec!(
+            store,
+            tx,
+            "INSERT INTO file (version_id, path, path_fold, sha256, executable) \
+             VALUES ($1, $2, $3, $4, $5)",
+            id,
+            f.path,
+            f.fold,
+            &f.sha256[..],
+            f.executable
+        )?;
+    }
+    if let Some(sig) = &p.signature {
+        exec!(
+            store,
+            tx,
+            "INSERT INTO signature (version_id, key_id, signature) VALUES ($1, $2, $3)",
+            id,
+            sig.key_id,
+            sig.text
+        )?;
+    }
+    if let Some(findings) = &p.findings {
+        exec!(
+            store,
+            tx,
+            "INSERT INTO version_findings (version_id, findings) VALUES ($1, $2)",
+            id,
+            findings
+        )?;
+    }
+    Ok(id)
+}
+
 /// Stores `p` in one transaction (see [`Store::commit`](crate::store::Store::commit)).
 pub(super) async fn commit(
     store: &PgStore,
@@ -300,25 +379,7 @@ pub(super) async fn commit(
             "SELECT skill_digest, manifest FROM version WHERE id = $1",
             id
         )?[0];
-        let stored: &[u8] = row.get(0);
-        if stored != &p.digest[..] {
-            return Err(RegistryError::Immutable {
-                name,
-                version,
-                what: format!(
-                    "published sha256:{}, this is {}",
-                    digest::to_hex(stored),
-                    p.manifest.digest
-                ),
-            });
-        }
-        if row.get::<_, &str>(1) != p.manifest_json {
-            return Err(RegistryError::Immutable {
-                name,
-                version,
-                what: "same files, but the manifest differs (executable bits)".into(),
-            });
-        }
+        check_same(p, row.get(0), row.get(1))?;
         published.outcome = Outcome::Unchanged;
         if let Some(sig) = &p.signature {
             let n = exec!(
@@ -353,53 +414,8 @@ pub(super) async fn commit(
     }
     published.new_blobs =
         store_blobs(store, &tx, p.files.iter().map(|f| (&f.sha256, &f.bytes))).await?;
-    let rows = rows!(
-        store,
-        tx,
-        "INSERT INTO version (skill_id, version, skill_digest, published_at, description, \
-         manifest, body) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-        skill,
-        version,
-        &p.digest[..],
-        now(),
-        p.description,
-        p.manifest_json,
-        p.body
-    )?;
-    let id: i64 = rows[0].get(0);
-    for f in &p.files {
-        exec!(
-            store,
-            tx,
-            "INSERT INTO file (version_id, path, path_fold, sha256, executable) \
-             VALUES ($1, $2, $3, $4, $5)",
-            id,
-            f.path,
-            f.fold,
-            &f.sha256[..],
-            f.executable
-        )?;
-    }
-    if let Some(sig) = &p.signature {
-        exec!(
-            store,
-            tx,
-            "INSERT INTO signature (version_id, key_id, signature) VALUES ($1, $2, $3)",
-            id,
-            sig.key_id,
-            sig.text
-        )?;
-        published.signature_added = true;
-    }
-    if let Some(findings) = &p.findings {
-        exec!(
-            store,
-            tx,
-            "INSERT INTO version_findings (version_id, findings) VALUES ($1, $2)",
-            id,
-            findings
-        )?;
-    }
+    let id = insert_version(store, &tx, p, skill).await?;
+    published.signature_added = p.signature.is_some();
     refresh_latest(store, &tx, skill).await?;
     published.latest = is_latest(store, &tx, skill, id).await?;
     if let Some(actor) = actor {
@@ -489,168 +505,99 @@ pub(super) async fn set_yanked(
 }
 
 /// Stores a version another registry holds, exactly, after checking its digests against its
-/// bytes. Idempotent: a version held already has its yank state and signatures brought up to
-/// date.
+/// bytes ([`Prepared::from_record`], as the SQLite registry does). Idempotent: a version held
+/// already must be the same content; its yank state, signatures and findings are brought up
+/// to date, each change with its change row.
 pub(super) async fn import(store: &PgStore, record: &VersionRecord) -> Result<Imported> {
-    let info = &record.info;
-    let (name, version) = (info.name.as_str(), info.version.as_str());
-    let semver = order::parse_version(name, version)?;
-    let built = Manifest::build(
-        name,
-        version,
-        record
-            .files
-            .iter()
-            .map(|(f, b)| (f.path.as_str(), &b[..], f.executable)),
-    );
-    if built.digest != info.digest || built != record.manifest {
-        return Err(RegistryError::Corrupt {
-            path: store.shown.clone(),
-            what: format!("{name}@{version} to import"),
-            expected: info.digest.clone(),
-            actual: built.digest,
-        });
-    }
-    let digest = digest::parse_digest(&built.digest).unwrap_or([0; 32]);
-    let manifest_json = String::from_utf8(built.to_canonical_json()).unwrap_or_default();
+    let (p, more) = Prepared::from_record(record)?;
+    let (name, version) = (p.name(), p.version());
     let mut client = store.client().await?;
     let tx = client.transaction().await.map_err(|e| store.db(e))?;
     let skeleton = lock_name(store, &tx, name).await?;
     let skill = skill_id(store, &tx, name, &skeleton).await?;
-    let existing: Vec<(i64, String, Vec<u8>, bool)> = rows!(
+    let held = rows!(
         store,
         tx,
-        "SELECT id, version, skill_digest, yanked FROM version WHERE skill_id = $1",
-        skill
-    )?
-    .iter()
-    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
-    .collect();
-    let mut changed = false;
-    let (id, outcome) = match existing.iter().find(|(_, v, ..)| v == version) {
-        Some((id, _, stored, was)) => {
-            if stored[..] != digest[..] {
-                return Err(RegistryError::Immutable {
-                    name: name.to_string(),
-                    version: version.to_string(),
-                    what: format!(
-                        "published sha256:{}, this is {}",
-                        digest::to_hex(stored),
-                        info.digest
-                    ),
-                });
-            }
-            if *was != info.yanked {
-                exec!(
-                    store,
-                    tx,
-                    "UPDATE version SET yanked = $2 WHERE id = $1",
-                    id,
-                    info.yanked
-                )?;
-                refresh_latest(store, &tx, skill).await?;
-                let action = if info.yanked {
-                    ChangeAction::Yank
-                } else {
-                    ChangeAction::Unyank
-                };
-                record_change(store, &tx, name, version, action).await?;
-                changed = true;
-            }
-            (*id, Imported::Present)
+        "SELECT id, yanked, skill_digest, manifest FROM version \
+         WHERE skill_id = $1 AND version = $2",
+        skill,
+        version
+    )?;
+    let (id, outcome, was_yanked) = match held.first() {
+        Some(row) => {
+            check_same(&p, row.get(2), row.get(3))?;
+            (
+                row.get::<_, i64>(0),
+                Imported::Present,
+                row.get::<_, bool>(1),
+            )
         }
         None => {
-            if let Some(twin) =
-                order::same_precedence(&semver, existing.iter().map(|(_, v, ..)| v.as_str()))
-            {
-                return Err(RegistryError::VersionConflict {
-                    name: name.to_string(),
-                    version: version.to_string(),
-                    existing: twin.to_string(),
-                });
-            }
-            let hashes: Vec<([u8; 32], &bytes::Bytes)> = record
-                .files
-                .iter()
-                .map(|(_, b)| (digest::sha256(b), b))
-                .collect();
-            store_blobs(store, &tx, hashes.iter().map(|(h, b)| (h, *b))).await?;
-            let rows = rows!(
-                store,
-                tx,
-                "INSERT INTO version (skill_id, version, skill_digest, published_at, yanked, \
-                 description, manifest, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                 RETURNING id",
-                skill,
-                version,
-                &digest[..],
-                info.published_at,
-                info.yanked,
-                info.description,
-                manifest_json,
-                record.body
-            )?;
-            let id: i64 = rows[0].get(0);
-            for ((f, _), (sha, _)) in record.files.iter().zip(&hashes) {
-                exec!(
-                    store,
-                    tx,
-                    "INSERT INTO file (version_id, path, path_fold, sha256, executable) \
-                     VALUES ($1, $2, $3, $4, $5)",
-                    id,
-                    f.path,
-                    fold_key(&f.path),
-                    &sha[..],
-                    f.executable
-                )?;
-            }
-            if let Some(findings) = &record.findings {
-                exec!(
-                    store,
-                    tx,
-                    "INSERT INTO version_findings (version_id, findings) VALUES ($1, $2)",
-                    id,
-                    findings
-                )?;
-            }
-            refresh_latest(store, &tx, skill).await?;
+            store_blobs(store, &tx, p.files.iter().map(|f| (&f.sha256, &f.bytes))).await?;
+            let id = insert_version(store, &tx, &p, skill).await?;
             record_change(store, &tx, name, version, ChangeAction::Publish).await?;
-            if info.yanked {
-                record_change(store, &tx, name, version, ChangeAction::Yank).await?;
-            }
-            changed = true;
-            (id, Imported::Copied)
+            (id, Imported::Copied, false)
         }
     };
     let mut signed = false;
-    for sig in &record.signatures {
+    for (key_id, text) in p.signature_text().into_iter().chain(more) {
         signed |= exec!(
             store,
             tx,
-            "INSERT INTO signature (version_id, key_id, format, signature) \
-             VALUES ($1, $2, $3, $4) ON CONFLICT (version_id, key_id) DO NOTHING",
+            "INSERT INTO signature (version_id, key_id, signature) VALUES ($1, $2, $3) \
+             ON CONFLICT (version_id, key_id) DO NOTHING",
             id,
-            sig.key_id,
-            sig.format,
-            sig.text
+            key_id,
+            text
         )? > 0;
     }
     if signed && outcome == Imported::Present {
         record_change(store, &tx, name, version, ChangeAction::Publish).await?;
     }
-    if changed || signed {
-        tx.commit().await.map_err(|e| store.db(e))?;
+    if let Some(findings) = p.findings_json() {
+        let wrote = exec!(
+            store,
+            tx,
+            "INSERT INTO version_findings (version_id, findings) VALUES ($1, $2) \
+             ON CONFLICT (version_id) DO NOTHING",
+            id,
+            findings
+        )? > 0;
+        // Findings are part of what a reader is told of the version.
+        if wrote && outcome == Imported::Present && !signed {
+            record_change(store, &tx, name, version, ChangeAction::Publish).await?;
+        }
     }
+    if record.info.yanked != was_yanked {
+        exec!(
+            store,
+            tx,
+            "UPDATE version SET yanked = $2 WHERE id = $1",
+            id,
+            record.info.yanked
+        )?;
+        let action = if record.info.yanked {
+            ChangeAction::Yank
+        } else {
+            ChangeAction::Unyank
+        };
+        record_change(store, &tx, name, version, action).await?;
+    }
+    refresh_latest(store, &tx, skill).await?;
+    tx.commit().await.map_err(|e| store.db(e))?;
     Ok(outcome)
 }
 
-/// Appends the audit rows this registry lacks (the same time, token, action, name, version
-/// and digest), in one transaction; how many.
+/// Appends the audit rows this registry lacks (the same time, token, action, name, version,
+/// digest and client), oldest first, in one transaction; how many.
 pub(super) async fn import_audit(store: &PgStore, entries: &[AuditEntry]) -> Result<usize> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.map_err(|e| store.db(e))?;
+    // Oldest first, so the copy's log keeps the original's order.
+    let mut sorted: Vec<&AuditEntry> = entries.iter().collect();
+    sorted.sort_by_key(|e| (e.at, e.id));
     let mut added = 0;
-    for e in entries {
+    for e in sorted {
         let digest = digest::parse_digest(&e.digest).ok_or_else(|| RegistryError::BadMetadata {
             name: e.name.clone(),
             reason: format!("audit entry {} has no sha256 digest: {:?}", e.id, e.digest),
@@ -661,7 +608,7 @@ pub(super) async fn import_audit(store: &PgStore, entries: &[AuditEntry]) -> Res
             "INSERT INTO audit (at, token, action, name, version, digest, client) \
              SELECT $1, $2, $3, $4, $5, $6, $7 WHERE NOT EXISTS (SELECT 1 FROM audit \
              WHERE at = $1 AND token = $2 AND action = $3 AND name = $4 AND version = $5 \
-             AND digest = $6)",
+             AND digest = $6 AND client = $7)",
             e.at,
             e.token,
             e.action,
