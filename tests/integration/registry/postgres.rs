@@ -122,6 +122,27 @@ async fn the_database_refuses_to_rewrite_history() {
     cluster.psql(db.name(), "UPDATE version SET yanked = true");
     assert!(store.versions("alpha").await.unwrap()[0].yanked);
     assert!(store.check().await.unwrap().is_ok());
+    // Bytes altered behind the triggers' back (a superuser disabling them) are refused on
+    // read and reported by the check; so is a gap in the change feed.
+    cluster.psql(
+        db.name(),
+        "ALTER TABLE blob DISABLE TRIGGER blob_immutable; \
+         UPDATE blob SET content = 'altered', size = 7; \
+         ALTER TABLE change DISABLE TRIGGER change_never_updated; \
+         UPDATE change SET seq = seq + 5",
+    );
+    let pin = store
+        .resolve("alpha", Some("1.0.0"))
+        .await
+        .unwrap()
+        .unwrap();
+    let err = store.read_file(&pin, "SKILL.md").await.unwrap_err();
+    assert!(matches!(err, RegistryError::Corrupt { .. }), "{err}");
+    let report = store.check().await.unwrap();
+    let problems = report.problems.join("\n");
+    assert!(problems.contains("digest mismatch"), "{problems}");
+    assert!(problems.contains("alpha@1.0.0"), "{problems}");
+    assert!(problems.contains("change feed"), "{problems}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -181,7 +202,7 @@ async fn the_change_feed_follows_commit_order() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_publish_wakes_every_listener() {
     let tmp = tempfile::tempdir().unwrap();
-    let (url, _db) = postgres::fresh_database();
+    let (url, db) = postgres::fresh_database();
     let writer = PgStore::open(&url, true).await.unwrap();
     let reader = PgStore::open(&url, false).await.unwrap();
     let mut wake = reader.wake().unwrap();
@@ -191,6 +212,18 @@ async fn a_publish_wakes_every_listener() {
     publish(&writer, tmp.path(), "alpha", "1.0.0").await;
     within("the publish's wake", wake.changed()).await.unwrap();
     assert_eq!(reader.head().await.unwrap(), 1);
+    // The LISTEN connections end with their stores.
+    drop((reader, writer));
+    let listening = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = '{}' AND query LIKE 'LISTEN%'",
+        db.name()
+    );
+    within("the listeners' end", async {
+        while db.cluster().psql("postgres", &listening) != "0" {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
