@@ -491,3 +491,59 @@ impl skillcat::registry::store::blobs::BlobStore for MemBlobsElsewhere {
         Ok(())
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_publishes_through_two_stores_all_land_in_one_ordered_feed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, _db) = postgres::fresh_database();
+    let a = Arc::new(PgStore::open(&url, true).await.unwrap());
+    let b = Arc::new(PgStore::open(&url, false).await.unwrap());
+    // Skills sharing two blobs in opposite path order, and versions of one skill, prepared
+    // first and committed all at once through both stores.
+    let mut prepared = Vec::new();
+    for i in 0..12 {
+        let name = format!("skill-{i}");
+        let root = tmp.path().join(&name);
+        skill(tmp.path(), &name, &format!("Skill {i}."));
+        let (first, second) = if i % 2 == 0 { ("P", "Q") } else { ("Q", "P") };
+        std::fs::write(root.join("a.txt"), first).unwrap();
+        std::fs::write(root.join("b.txt"), second).unwrap();
+        prepared.push((name, "1.0.0".to_string()));
+    }
+    for v in ["1.0.0", "1.1.0", "2.0.0", "0.1.0"] {
+        prepared.push(("shared".into(), v.into()));
+    }
+    let mut tasks = Vec::new();
+    for (i, (name, version)) in prepared.into_iter().enumerate() {
+        let dir = tmp.path().join(format!("v{i}"));
+        skill(&dir, &name, &format!("{name} {version}"));
+        if name != "shared" {
+            for f in ["a.txt", "b.txt"] {
+                std::fs::copy(tmp.path().join(&name).join(f), dir.join(&name).join(f)).unwrap();
+            }
+        }
+        let src = DirSource::open(&dir, DirOptions::default()).unwrap();
+        let opts = PublishOptions {
+            version: Some(version.clone()),
+            ..Default::default()
+        };
+        let p = Arc::new(prepare(&src, &name, &opts).await.unwrap());
+        let store = if i % 2 == 0 {
+            Arc::clone(&a)
+        } else {
+            Arc::clone(&b)
+        };
+        tasks.push(tokio::spawn(async move { store.commit(p, None).await }));
+    }
+    let n = tasks.len();
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let page = a.changes(0, 1000).await.unwrap();
+    let seqs: Vec<i64> = page.changes.iter().map(|c| c.seq).collect();
+    assert_eq!(seqs, (1..=n as i64).collect::<Vec<_>>());
+    assert_eq!(a.latest("shared").await.unwrap().unwrap().version, "2.0.0");
+    assert_eq!(b.pins().await.unwrap().len(), 13);
+    let report = b.check().await.unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+}

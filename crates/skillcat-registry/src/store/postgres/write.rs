@@ -238,6 +238,12 @@ async fn store_blobs<'a>(
     tx: &Transaction<'_>,
     files: impl Iterator<Item = (&'a [u8; 32], &'a bytes::Bytes)>,
 ) -> Result<usize> {
+    // In address order: two publishes sharing blobs then lock their rows in the same order,
+    // so neither waits on the other in a cycle (a deadlock PostgreSQL would break by failing
+    // one of them).
+    let mut files: Vec<_> = files.collect();
+    files.sort_by_key(|(sha, _)| **sha);
+    files.dedup_by_key(|(sha, _)| **sha);
     let mut new = 0;
     for (sha, bytes) in files {
         let content: Option<&[u8]> = match &store.blobs {
