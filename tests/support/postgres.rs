@@ -51,6 +51,12 @@ impl Cluster {
     /// Starts a new cluster of its own in the build's temporary folder: for a test that stops
     /// or restarts the database. Stopped (and removed) when dropped.
     pub fn private() -> Cluster {
+        Self::private_with("")
+    }
+
+    /// [`private`](Self::private), the server started with `options` too (`-c ssl=on …`,
+    /// kept for every restart).
+    pub fn private_with(options: &str) -> Cluster {
         static N: AtomicUsize = AtomicUsize::new(0);
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
             "pg-{}-{}",
@@ -58,14 +64,17 @@ impl Cluster {
             N.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&dir);
-        let url = run_script(&["start", dir.to_str().unwrap()]);
-        let port = port_of(&url);
-        watch_exit(&dir);
-        Cluster {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("options"), options).unwrap();
+        let mut cluster = Cluster {
             dir,
-            port,
+            port: 0,
             owned: true,
-        }
+        };
+        let url = cluster.script(&["start", cluster.dir.to_str().unwrap()]);
+        watch_exit(&cluster.dir);
+        cluster.port = port_of(&url);
+        cluster
     }
 
     /// The URL of database `db` on it (as the `postgres` superuser, trust authentication).
@@ -78,14 +87,25 @@ impl Cluster {
         self.port
     }
 
+    /// Its folder (where a test may put a server's certificate and key).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Stops it (fast shutdown: connections are cut).
     pub fn stop(&self) {
-        run_script(&["stop", self.dir.to_str().unwrap()]);
+        self.script(&["stop", self.dir.to_str().unwrap()]);
     }
 
     /// Starts it again on the same port.
     pub fn start(&self) {
-        run_script(&["start", self.dir.to_str().unwrap(), &self.port.to_string()]);
+        self.script(&["start", self.dir.to_str().unwrap(), &self.port.to_string()]);
+    }
+
+    /// `scripts/pg-cluster ARGS` with this cluster's server options.
+    fn script(&self, args: &[&str]) -> String {
+        let options = std::fs::read_to_string(self.dir.join("options")).unwrap_or_default();
+        run_script(args, &options)
     }
 
     /// Stops it and starts it again.
@@ -220,9 +240,10 @@ pub fn fresh_database() -> (String, Database) {
     shared().fresh_database()
 }
 
-fn run_script(args: &[&str]) -> String {
+fn run_script(args: &[&str], options: &str) -> String {
     let out = Command::new(script())
         .args(args)
+        .env("PG_CLUSTER_OPTS", options)
         .output()
         .expect("run scripts/pg-cluster");
     assert!(

@@ -86,11 +86,67 @@ async fn one_migrator_at_a_time_and_init_refuses_what_it_must() {
         matches!(err, RegistryError::NotARegistry { .. }) && err.to_string().contains("accounts"),
         "{err}"
     );
-    // sslmode=require is refused clearly, before any connection.
+    // The modes that would verify the server's certificate are refused in words.
+    let err = PgStore::open(&format!("{url}?sslmode=verify-full"), false)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("verify-full"), "{err}");
+    // TLS required of a server that has none: refused, never sent in the clear.
     let err = PgStore::open(&format!("{url}?sslmode=require"), false)
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("sslmode=require"), "{err}");
+    assert!(matches!(err, RegistryError::Unavailable { .. }), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sslmode_require_encrypts_every_connection() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A server certificate for the cluster, readable by the server alone.
+    let certs = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let key = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let (crt, pem) = (
+        certs.path().join("server.crt"),
+        certs.path().join("server.key"),
+    );
+    std::fs::write(&crt, key.cert.pem()).unwrap();
+    std::fs::write(&pem, key.signing_key.serialize_pem()).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&pem, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::set_permissions(certs.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    if rustix::process::geteuid().is_root() {
+        let status = std::process::Command::new("chown")
+            .arg("postgres")
+            .args([&crt, &pem])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let cluster = Cluster::private_with(&format!(
+        "-c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+        crt.display(),
+        pem.display()
+    ));
+    cluster.psql("postgres", "CREATE DATABASE reg");
+    let url = format!("{}?sslmode=require", cluster.url("reg"));
+    let store = PgStore::open(&url, true).await.unwrap();
+    publish(&store, tmp.path(), "alpha", "1.0.0").await;
+    let mut wake = store.wake().unwrap();
+    within("listening", wake.changed()).await.unwrap();
+    // Every connection of the store (the pool's, the listener's) is encrypted.
+    let count = |ssl: bool| {
+        cluster.psql(
+            "postgres",
+            &format!(
+                "SELECT count(*) FROM pg_stat_activity a JOIN pg_stat_ssl s ON s.pid = a.pid \
+                 WHERE a.application_name = 'skillcat' AND a.datname = 'reg' AND s.ssl = {ssl}"
+            ),
+        )
+    };
+    assert_ne!(count(true), "0");
+    assert_eq!(count(false), "0");
+    assert_eq!(store.pins().await.unwrap().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]

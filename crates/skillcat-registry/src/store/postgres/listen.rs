@@ -6,9 +6,10 @@
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 
 use super::CHANNEL;
+use super::tls::MakeRustls;
 
 const FIRST_DELAY: Duration = Duration::from_millis(100);
 const MAX_DELAY: Duration = Duration::from_secs(10);
@@ -16,7 +17,7 @@ const MAX_DELAY: Duration = Duration::from_secs(10);
 /// Starts the task; the receiver wakes on each notification (its value counts wakes).
 pub(super) fn spawn(
     config: tokio_postgres::Config,
-    _shown: String,
+    tls: MakeRustls,
 ) -> (watch::Receiver<u64>, tokio::task::JoinHandle<()>) {
     let (tx, rx) = watch::channel(0u64);
     let task = tokio::spawn(async move {
@@ -26,7 +27,7 @@ pub(super) fn spawn(
                 return;
             }
             // It was listening: the backoff starts over.
-            if listen_once(&config, &tx).await {
+            if listen_once(&config, tls.clone(), &tx).await {
                 delay = FIRST_DELAY;
             }
             tokio::time::sleep(jitter(delay)).await;
@@ -38,8 +39,12 @@ pub(super) fn spawn(
 
 /// Connects, listens and forwards notifications until the connection ends; whether it was
 /// listening (so the next attempt starts with a short delay).
-async fn listen_once(config: &tokio_postgres::Config, tx: &watch::Sender<u64>) -> bool {
-    let Ok((client, mut connection)) = config.connect(NoTls).await else {
+async fn listen_once(
+    config: &tokio_postgres::Config,
+    tls: MakeRustls,
+    tx: &watch::Sender<u64>,
+) -> bool {
+    let Ok((client, mut connection)) = config.connect(tls).await else {
         return false;
     };
     let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();

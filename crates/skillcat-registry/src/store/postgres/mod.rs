@@ -17,15 +17,16 @@
 //! SQLite ranks with bm25, so scores differ between the engines, while the hits of a simple
 //! query and their order by name weight agree.
 //!
-//! TLS: `sslmode=disable` and `prefer` (which then connects without TLS) are accepted;
-//! `require` (and the `verify-*` modes) are refused with a clear error, since this build links
-//! no TLS connector for PostgreSQL: put the database on a private network or a local socket,
-//! or tunnel it.
+//! TLS as libpq's `sslmode`: `disable`, `prefer` (the default: TLS when the server offers it)
+//! and `require` (TLS or nothing), with the workspace's rustls; like libpq under these modes,
+//! the server's certificate is not verified (`tls.rs`). `verify-ca` and `verify-full`, which
+//! would verify it, are refused with an error saying so: tokio-postgres does not implement them.
 
 mod listen;
 mod migrate;
 pub mod pgpass;
 mod read;
+mod tls;
 mod write;
 
 use std::fmt;
@@ -34,7 +35,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
 use tokio_postgres::config::{Host, SslMode};
 
 use super::blobs::BlobStore;
@@ -127,7 +127,11 @@ impl PgStore {
     ) -> Result<PgStore> {
         let shown = redact_password(url);
         let config = config(url)?;
-        let mut client = connect_once(&config, &shown).await?;
+        let tls = tls::MakeRustls::new().map_err(|e| RegistryError::Unavailable {
+            what: shown.clone(),
+            reason: format!("TLS could not be set up: {e}"),
+        })?;
+        let mut client = connect_once(&config, tls.clone(), &shown).await?;
         let record = blobs
             .as_ref()
             .filter(|_| create)
@@ -136,7 +140,7 @@ impl PgStore {
         drop(client);
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Verified,
             },
@@ -152,7 +156,7 @@ impl PgStore {
                 what: shown.clone(),
                 reason: e.to_string(),
             })?;
-        let (wake, listener) = listen::spawn(config, shown.clone());
+        let (wake, listener) = listen::spawn(config, tls);
         let mut store = PgStore {
             shown,
             pool,
@@ -230,24 +234,30 @@ async fn open_blobs(shown: &str, url: &str) -> Result<Arc<dyn BlobStore>> {
 /// The connection settings of `url`, as libpq reads them: the password from the URL, else
 /// `PGPASSWORD`, else the password file (`PGPASSFILE` or `~/.pgpass`); the user from the URL,
 /// else `PGUSER`, else the login name; the host from the URL, else `PGHOST`, else the local
-/// socket directory.
+/// socket directory; `sslmode` from the URL, else `PGSSLMODE`, else `prefer`.
 pub fn config(url: &str) -> Result<tokio_postgres::Config> {
     let shown = redact_password(url);
     let bad = |reason: String| RegistryError::BadSpec {
         spec: shown.clone(),
         reason,
     };
+    // tokio-postgres reads disable, prefer and require; the modes that verify the server's
+    // certificate are refused here in words, not as an unknown value.
+    let lower = url.to_ascii_lowercase();
+    if lower.contains("sslmode=verify-ca") || lower.contains("sslmode=verify-full") {
+        return Err(bad(
+            "sslmode=verify-ca and verify-full are not supported: use sslmode=require (TLS, the \
+             server's certificate not verified, as libpq's require) over a network you trust"
+                .into(),
+        ));
+    }
     let mut config = tokio_postgres::Config::from_str(url).map_err(|e| bad(e.to_string()))?;
-    match config.get_ssl_mode() {
-        SslMode::Disable | SslMode::Prefer => {}
-        _ => {
-            return Err(bad(
-                "sslmode=require is not supported: this build has no TLS for PostgreSQL \
-                 connections (use sslmode=disable or prefer over a private network, a local \
-                 socket or a tunnel)"
-                    .into(),
-            ));
-        }
+    if !lower.contains("sslmode=") {
+        match std::env::var("PGSSLMODE").as_deref() {
+            Ok("disable") => config.ssl_mode(SslMode::Disable),
+            Ok("require") => config.ssl_mode(SslMode::Require),
+            _ => &mut config,
+        };
     }
     if config.get_user().is_none() {
         let user = std::env::var("PGUSER")
@@ -301,12 +311,10 @@ fn pgpass_password(config: &tokio_postgres::Config) -> Option<String> {
 /// One connection outside the pool (the migrator's), driven by a task of its own.
 async fn connect_once(
     config: &tokio_postgres::Config,
+    tls: tls::MakeRustls,
     shown: &str,
 ) -> Result<tokio_postgres::Client> {
-    let (client, connection) = config
-        .connect(NoTls)
-        .await
-        .map_err(|e| db_error(shown, e))?;
+    let (client, connection) = config.connect(tls).await.map_err(|e| db_error(shown, e))?;
     tokio::spawn(async move {
         let _ = connection.await;
     });
