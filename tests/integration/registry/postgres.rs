@@ -603,3 +603,33 @@ async fn concurrent_publishes_through_two_stores_all_land_in_one_ordered_feed() 
     let report = b.check().await.unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_search_past_its_deadline_is_interrupted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, _db) = postgres::fresh_database();
+    let store = PgStore::open(&url, true).await.unwrap();
+    publish(&store, tmp.path(), "alpha", "1.0.0").await;
+    // Another session holds the search table: the search waits until its deadline stops it.
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute("BEGIN; LOCK TABLE skill_search IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let err = store
+        .search_page("alpha", 0, 5, Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    assert!(err.is_interrupted(), "{err}");
+    let core: skillcat::Error = err.into();
+    assert_eq!(core.kind(), skillcat::ErrorKind::Interrupted);
+    client.batch_execute("COMMIT").await.unwrap();
+    let (hits, _) = store
+        .search_page("alpha", 0, 5, Duration::from_millis(200))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+}
