@@ -442,3 +442,36 @@ async fn sqlite_and_postgres_give_the_same_answers() {
         assert_eq!(x, y, "{what}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_postgres_registry_source_passes_the_conformance_suite() {
+    let (url, _db) = postgres::fresh_database();
+    let location = Location::parse(&url);
+    let pg = store::init(&location).await.unwrap();
+    let src = DirSource::open(
+        &skillcat_core::testing::catalog_dir(),
+        DirOptions::default(),
+    )
+    .unwrap();
+    for case in skillcat_core::testing::cases() {
+        let root = case["root"].as_str().unwrap();
+        let opts = if root == "flow-lists" {
+            PublishOptions::default()
+        } else {
+            version("1.0.0")
+        };
+        let prepared = prepare(&src, root, &opts).await;
+        if case["valid"].as_bool().unwrap() {
+            let p = prepared.unwrap_or_else(|e| panic!("{root}: {e}"));
+            let published = pg.commit(Arc::new(p), None).await.unwrap();
+            assert_eq!(published.digest, case["digest"].as_str().unwrap(), "{root}");
+        } else {
+            assert!(prepared.is_err(), "{root}");
+        }
+    }
+    // Read back through the registry source, as `list`, `show` and `read` do.
+    let source = skillcat::registry::RegistrySource::connect(&location)
+        .await
+        .unwrap();
+    skillcat_core::testing::check_valid_subset(&source).await;
+}
