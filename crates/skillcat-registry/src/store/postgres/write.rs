@@ -628,8 +628,8 @@ pub(super) async fn import_audit(store: &PgStore, entries: &[AuditEntry]) -> Res
     Ok(added)
 }
 
-/// Blobs are hashed this many at a time (a page, never the whole table in memory).
-const BLOB_PAGE: i64 = 32;
+/// Blob addresses are read this many at a time (a page, never the whole table).
+const BLOB_PAGE: i64 = 256;
 
 /// The whole registry verified (see [`Store::check`](crate::store::Store::check)): every blob
 /// hashed, page by page; orphaned blob rows; every version against its skill digest and
@@ -638,11 +638,16 @@ pub(super) async fn check(store: &PgStore) -> Result<CheckReport> {
     let mut report = CheckReport::default();
     let client = store.client().await?;
     let db = |e| store.db(e);
+    // Addresses a page at a time, bytes one blob at a time: never more than one in memory.
+    let content = client
+        .prepare("SELECT content FROM blob WHERE sha256 = $1")
+        .await
+        .map_err(db)?;
     let mut after: Vec<u8> = Vec::new();
     loop {
         let rows = client
             .query(
-                "SELECT sha256, size, content FROM blob WHERE sha256 > $1 ORDER BY sha256 LIMIT $2",
+                "SELECT sha256, size FROM blob WHERE sha256 > $1 ORDER BY sha256 LIMIT $2",
                 &[&after, &BLOB_PAGE],
             )
             .await
@@ -652,8 +657,13 @@ pub(super) async fn check(store: &PgStore) -> Result<CheckReport> {
             let size: i64 = r.get(1);
             report.blobs += 1;
             let hex = digest::to_hex(&sha);
+            let inline: Option<Vec<u8>> = client
+                .query_opt(&content, &[&sha])
+                .await
+                .map_err(db)?
+                .and_then(|r| r.get(0));
             match store
-                .blob_bytes(&sha, r.get(2), || format!("blob sha256:{hex}"))
+                .blob_bytes(&sha, inline, || format!("blob sha256:{hex}"))
                 .await
             {
                 Ok(bytes) if bytes.len() as i64 != size => report.problems.push(format!(
