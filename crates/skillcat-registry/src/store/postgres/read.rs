@@ -165,7 +165,7 @@ impl PgStore {
         Ok(self
             .query(
                 "SELECT key_id, format, signature FROM signature WHERE version_id = $1 \
-                 ORDER BY key_id",
+                 ORDER BY key_id COLLATE \"C\"",
                 &[&version_id],
             )
             .await?
@@ -200,7 +200,7 @@ impl PgStore {
              FROM hit JOIN skill s ON s.id = hit.skill_id \
              JOIN tag t ON t.skill_id = s.id AND t.tag = 'latest' \
              JOIN version v ON v.id = t.version_id \
-             ORDER BY hit.score DESC, s.name OFFSET ${} LIMIT ${}",
+             ORDER BY hit.score DESC, s.name COLLATE \"C\" OFFSET ${} LIMIT ${}",
             n + 1,
             n + 2
         );
