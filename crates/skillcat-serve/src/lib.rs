@@ -54,6 +54,7 @@ pub(crate) use skillcat_registry as registry;
 pub(crate) use skillcat_registry::prepare as publish;
 pub(crate) use skillcat_sign as sign;
 mod export;
+mod feed;
 mod index_statement;
 mod limits;
 mod server;
@@ -67,7 +68,8 @@ pub use api::{
 };
 pub use assemble::{
     IndexSigningError, PublishingSourceError, SiteRequest, build_site, catalog_of_url,
-    publishing_registry, registry_path, release_freed_memory, return_large_buffers,
+    publishing_registry, publishing_store, registry_path, release_freed_memory,
+    return_large_buffers,
 };
 pub use export::{Exported, export, export_signed};
 pub use index_statement::{
