@@ -251,8 +251,10 @@ async fn build_site_of(
             (src, found, seq)
         }
         None => {
+            // A registry file served as it is: its position, for the indexes' ETags.
+            let seq = registry_head(arg).await;
             let o = super::read::open_and_discover(arg, g).await?;
-            (o.src, o.found, None)
+            (o.src, o.found, seq)
         }
     };
     let keyring = match web.keyring {
@@ -280,6 +282,19 @@ async fn build_site_of(
         );
     }
     Ok((site, problems.len()))
+}
+
+/// The change feed position of the registry file `arg` names, read before the site is (any
+/// failure is the source's to say when it is opened).
+async fn registry_head(arg: &str) -> Option<i64> {
+    if !skillcat::sign::source_signatures::is_registry_spec(arg) {
+        return None;
+    }
+    let location = skillcat::registry::store::Location::parse(arg);
+    let store = skillcat::registry::store::open_read_only(&location)
+        .await
+        .ok()?;
+    store.head().await.ok()
 }
 
 fn skills_word(n: usize) -> &'static str {

@@ -9,6 +9,7 @@ mod commands;
 mod disk_full;
 mod durable;
 mod local;
+mod replicas;
 mod served;
 mod served_reads;
 mod tokens;
