@@ -1180,3 +1180,33 @@ pub fn publishing_router(
         // The API reads bodies itself under its own limit.
         .layer(axum::extract::DefaultBodyLimit::disable()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_that_does_not_answer_is_a_503_to_retry_naming_no_server() {
+        let r = registry_refusal(RegistryError::Unavailable {
+            what: "postgres://skills@db.internal/skills".into(),
+            reason: "connection refused".into(),
+        });
+        assert_eq!(
+            (r.status, r.code, r.retry_after),
+            (StatusCode::SERVICE_UNAVAILABLE, "unavailable", Some(2))
+        );
+        assert!(r.detail.contains("database is unavailable"), "{}", r.detail);
+        assert!(!r.detail.contains("db.internal"), "{}", r.detail);
+        assert!(
+            r.cause.unwrap().contains("connection refused"),
+            "the log says why"
+        );
+        let answer = refuse(StatusCode::OK, "x", "y");
+        let answer = Refusal {
+            retry_after: Some(2),
+            ..answer
+        }
+        .into_response();
+        assert_eq!(answer.headers()[header::RETRY_AFTER], "2");
+    }
+}

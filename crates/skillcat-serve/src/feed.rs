@@ -387,3 +387,7 @@ mod tests {
         assert!(said.len() < 200, "a huge value is not echoed whole: {said}");
     }
 }
+
+#[cfg(test)]
+#[path = "feed_tests.rs"]
+mod outage_tests;
