@@ -90,9 +90,12 @@ async fn index(base: &str) -> (String, J) {
     (etag, r.json().await.unwrap())
 }
 
+/// `(name, version)` of skills.
+type Versions = Vec<(String, String)>;
+
 /// `(name, version)` of every skill the index lists, and of every yanked version.
-fn listed(index: &J) -> (Vec<(String, String)>, Vec<(String, String)>) {
-    let pairs = |v: &J| -> Vec<(String, String)> {
+fn listed(index: &J) -> (Versions, Versions) {
+    let pairs = |v: &J| -> Versions {
         v.as_array()
             .map(|a| {
                 a.iter()
