@@ -80,21 +80,28 @@ impl Replica {
             Some(_) => self.catch_up(&mut at).await.is_ok(),
             None => false,
         };
-        if !caught_up {
-            self.update(name, None).await;
+        if !caught_up && let Err(e) = self.update(name, None).await {
+            // The follower applies it when the registry answers again.
+            log(format_args!(
+                "warning: the index was not updated after a write: {e}"
+            ));
         }
     }
 
-    /// Applies the changes after the position held, page by page, moving it as each page is
-    /// in; an error leaves it at the last page applied.
-    async fn catch_up(&self, at: &mut Option<i64>) -> Result<(), RegistryError> {
+    /// Applies the changes after the position held, page by page, moving it only once every
+    /// skill of a page is in the site; an error (the feed, or a skill's update, not read)
+    /// leaves it at the last page applied whole, so the next round applies the rest again
+    /// (an update is idempotent).
+    async fn catch_up(&self, at: &mut Option<i64>) -> Result<(), String> {
+        let unread = |e: RegistryError| e.to_string();
         let Some(mut since) = *at else {
             // The position the site was built at was not known: from now on, then.
-            *at = Some(self.store.head().await?);
+            *at = Some(self.store.head().await.map_err(unread)?);
             return Ok(());
         };
         loop {
-            let ChangePage { changes, next } = self.store.changes(since, PAGE).await?;
+            let ChangePage { changes, next } =
+                self.store.changes(since, PAGE).await.map_err(unread)?;
             if changes.is_empty() {
                 return Ok(());
             }
@@ -106,7 +113,7 @@ impl Replica {
             }
             let last = names.len() - 1;
             for (i, name) in names.into_iter().enumerate() {
-                self.update(name, (i == last).then_some(next)).await;
+                self.update(name, (i == last).then_some(next)).await?;
             }
             since = next;
             *at = Some(next);
@@ -118,8 +125,8 @@ impl Replica {
 
     /// Rebuilds the part of the site of the skill `name` from the store (its index entries,
     /// files, blobs, versions and pages) and swaps the site in, at feed position `seq` when
-    /// given; a failure keeps the old site and is logged. The caller holds `applying`.
-    async fn update(&self, name: &str, seq: Option<i64>) {
+    /// given; a failure keeps the old site and is said. The caller holds `applying`.
+    async fn update(&self, name: &str, seq: Option<i64>) -> Result<(), String> {
         let old = self.site.read().expect("site lock").clone();
         let source = RegistrySource::new(self.store.clone());
         // The findings of what was published are recorded with it: read, not re-run.
@@ -137,10 +144,9 @@ impl Replica {
                     site.set_seq(seq);
                 }
                 *self.site.write().expect("site lock") = Arc::new(site);
+                Ok(())
             }
-            Err(e) => log(format_args!(
-                "warning: the index was not updated after a change to {name}: {e}"
-            )),
+            Err(e) => Err(format!("{name} was not read: {e}")),
         }
     }
 
@@ -175,7 +181,7 @@ impl Replica {
     }
 
     /// Says an outage once when it starts and once when it ends; the next wait.
-    fn outcome(&self, result: Result<Option<i64>, RegistryError>, delay: Duration) -> Duration {
+    fn outcome(&self, result: Result<Option<i64>, String>, delay: Duration) -> Duration {
         match result {
             Ok(at) => {
                 if self.outage.swap(false, Ordering::Relaxed) {

@@ -24,10 +24,31 @@ use crate::site::{RegistryVersions, RegistryYanked, Site, SiteOptions};
 struct Switchable {
     inner: SqliteStore,
     down: AtomicBool,
+    /// Every call but the feed's fails: the database lost between reading the feed and
+    /// reading the skills it names.
+    skills_down: AtomicBool,
 }
 
 impl Switchable {
+    fn new(db: &std::path::Path) -> Switchable {
+        Switchable {
+            inner: SqliteStore::open(db).unwrap(),
+            down: AtomicBool::new(false),
+            skills_down: AtomicBool::new(false),
+        }
+    }
+
     fn up(&self) -> Result<()> {
+        if self.down.load(Ordering::SeqCst) || self.skills_down.load(Ordering::SeqCst) {
+            return self.feed_up().and(Err(RegistryError::Unavailable {
+                what: "the test database".into(),
+                reason: "connection refused".into(),
+            }));
+        }
+        Ok(())
+    }
+
+    fn feed_up(&self) -> Result<()> {
         if self.down.load(Ordering::SeqCst) {
             return Err(RegistryError::Unavailable {
                 what: "the test database".into(),
@@ -134,11 +155,11 @@ impl Store for Switchable {
         self.inner.check().await
     }
     async fn changes(&self, since: i64, limit: usize) -> Result<ChangePage> {
-        self.up()?;
+        self.feed_up()?;
         self.inner.changes(since, limit).await
     }
     async fn head(&self) -> Result<i64> {
-        self.up()?;
+        self.feed_up()?;
         self.inner.head().await
     }
     async fn commit(&self, prepared: Arc<Prepared>, actor: Option<Actor>) -> Result<Published> {
@@ -215,16 +236,16 @@ async fn until_served(site: &RwLock<Arc<Site>>, name: &str, limit: Duration) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_follower_serves_other_replicas_writes_keeps_its_site_in_an_outage_and_catches_up() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("r.db");
-    Registry::init(&db).unwrap();
-    publish_elsewhere(tmp.path(), &db, "first").await;
-    let store = Arc::new(Switchable {
-        inner: SqliteStore::open(&db).unwrap(),
-        down: AtomicBool::new(false),
-    });
+type Following = (
+    Arc<Switchable>,
+    Arc<dyn Store>,
+    Arc<RwLock<Arc<Site>>>,
+    Arc<Replica>,
+);
+
+/// A replica of the registry file `db` through a switchable store, its follower started.
+async fn following(db: &std::path::Path) -> Following {
+    let store = Arc::new(Switchable::new(db));
     let shared: Arc<dyn Store> = store.clone();
     let head = shared.head().await.unwrap();
     let opts = SiteOptions {
@@ -239,6 +260,34 @@ async fn the_follower_serves_other_replicas_writes_keeps_its_site_in_an_outage_a
     let site = Arc::new(RwLock::new(Arc::new(site)));
     let replica = Replica::new(shared.clone(), site.clone());
     replica.follow();
+    (store, shared, site, replica)
+}
+
+/// The database lost after the feed named a change but before the skill was read: the change
+/// is not taken as applied, and is applied when the database answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_whose_skill_could_not_be_read_is_applied_when_the_database_is_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.db");
+    Registry::init(&db).unwrap();
+    publish_elsewhere(tmp.path(), &db, "first").await;
+    let (store, _shared, site, _replica) = following(&db).await;
+    store.skills_down.store(true, Ordering::SeqCst);
+    publish_elsewhere(tmp.path(), &db, "second").await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(served(&site), ["first"]);
+    store.skills_down.store(false, Ordering::SeqCst);
+    until_served(&site, "second", Duration::from_secs(10)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_follower_serves_other_replicas_writes_keeps_its_site_in_an_outage_and_catches_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.db");
+    Registry::init(&db).unwrap();
+    publish_elsewhere(tmp.path(), &db, "first").await;
+    let (store, shared, site, replica) = following(&db).await;
+    let head = shared.head().await.unwrap();
     assert_eq!(served(&site), ["first"]);
 
     // Another replica's publish is served here within the bound.
