@@ -366,7 +366,22 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
         serve::with_layers(app, a.verbose)
     } else {
         out!("Serving {n} {} on {scheme}://{local}/", skills_word(n));
-        serve::signed_router(Arc::new(site), a.verbose, statement)
+        // A registry follows what is written to it meanwhile (by replicas, by `registry
+        // publish`); its site was built at the position it starts following from.
+        let followed = match store {
+            Some(store) => Some(store),
+            None if site.seq().is_some() => {
+                let location = skillcat::registry::store::Location::parse(&a.source);
+                skillcat::registry::store::open_read_only(&location)
+                    .await
+                    .ok()
+            }
+            None => None,
+        };
+        match followed {
+            Some(store) => serve::following_router(site, store, a.verbose, statement),
+            None => serve::signed_router(Arc::new(site), a.verbose, statement),
+        }
     };
     let shutdown = serve::shutdown_signal();
     let served = match tls {

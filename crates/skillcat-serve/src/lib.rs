@@ -79,8 +79,8 @@ pub use limits::{AnswerTimeout, Conn, Guarded, LimitedListener, ServeLimits, tra
 #[cfg(feature = "tls")]
 pub use server::run_app_tls;
 pub use server::{
-    RangeRequest, answer, decode_path, etag_matches, parse_range, respond, router, run, run_app,
-    shutdown_signal, signed_router, with_layers,
+    RangeRequest, answer, decode_path, etag_matches, following_router, parse_range, respond,
+    router, run, run_app, shutdown_signal, signed_router, with_layers,
 };
 pub use site::{
     AGENT_SKILLS_INDEX, IMMUTABLE, PageInfo, REVALIDATE, RegistryVersions, RegistryYanked,

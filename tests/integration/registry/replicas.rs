@@ -413,3 +413,40 @@ async fn the_change_feed_refuses_a_bad_query_and_is_cached_briefly() {
     let huge = get(format!("{}api/v1/changes?limit=1000000", r.url)).await;
     assert_eq!(huge.status(), 200);
 }
+
+/// A registry served for reading only follows it too: a version `registry publish` writes into
+/// the file meanwhile is served within 2 s, and the feed is served beside the index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_served_for_reading_follows_what_is_written_into_it() {
+    let tmp = setup();
+    let dir = tmp.path();
+    let db = dir.join("r.db");
+    let log = std::fs::File::create(dir.join("reader.log")).unwrap();
+    let (child, line, url) = spawn_serve(&db, &[], Stdio::from(log));
+    let _reader = Replica {
+        child,
+        url: url.clone(),
+        log: dir.join("reader.log"),
+    };
+    assert!(line.contains("Serving 0 skills"), "{line}");
+    write_skill(&dir.join("late"), &doc("late", "1.0.0", ""), &[]);
+    Skillcat::new(&["registry", "publish", "r.db", "late"])
+        .cwd(dir)
+        .run()
+        .code(0);
+    let acked = Instant::now();
+    within_bound(&url, acked, "late@1.0.0", |b| async move {
+        let (_, idx) = index(&b).await;
+        let (skills, _) = listed(&idx);
+        (skills == [("late".to_string(), "1.0.0".to_string())])
+            .then_some(())
+            .ok_or(format!("{skills:?}"))
+    })
+    .await;
+    let changes = feed(&url, 10).await;
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0]["action"], "publish");
+    let (etag, _) = index(&url).await;
+    let seq = changes[0]["seq"].as_i64().unwrap();
+    assert!(etag.starts_with(&format!("\"s{seq}-")), "{etag}");
+}
