@@ -37,7 +37,8 @@ pub struct SiteFile {
     pub body: Bytes,
     /// Its `Content-Type`.
     pub content_type: &'static str,
-    /// Its strong `ETag` (quoted sha256 hex of the body).
+    /// Its strong `ETag` (quoted sha256 hex of the body; a registry's indexes name the change
+    /// feed position first, [`Site::set_seq`]).
     pub etag: String,
     /// Its `Cache-Control`: [`IMMUTABLE`] or [`REVALIDATE`].
     pub cache_control: &'static str,
