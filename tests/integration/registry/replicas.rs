@@ -664,3 +664,23 @@ async fn on_postgresql_a_database_restarted_under_load_is_survived() {
         assert!(log.matches("cannot follow").count() <= 1, "{log}");
     }
 }
+
+/// `serve postgres://…` without `--publish` is a replica for reading: it follows what the
+/// publishing replicas write, and serves the same feed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgresql_a_replica_for_reading_follows_the_publishing_ones() {
+    let (tmp, url, _db) = pg_registry().await;
+    let dir = tmp.path();
+    let writer = Replica::start(dir, &url, 0);
+    let log = std::fs::File::create(dir.join("reader.log")).unwrap();
+    let (child, line, reader_url) = spawn_serve(Path::new(&url), &[], Stdio::from(log));
+    let _reader = Replica {
+        child,
+        url: reader_url.clone(),
+        log: dir.join("reader.log"),
+    };
+    assert!(line.starts_with("Serving 0 skills on "), "{line}");
+    assert!(publish(dir, &writer.url, "for-readers", "1.0.0"));
+    let urls = [writer.url.clone(), reader_url];
+    all_serve(&urls, &["for-readers".to_string()], Instant::now()).await;
+}
