@@ -146,6 +146,39 @@ async fn supervise_forked(
     timeout: Duration,
     inherit: &[(&OwnedFd, i32)],
 ) -> Option<Result<Raw, ScriptError>> {
+    let started = Instant::now();
+    let forked = match fork_run(zygote, policy, cwd, inherit).await? {
+        Ok(f) => f,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(
+        follow(
+            forked,
+            output_cap,
+            timeout.saturating_sub(started.elapsed()),
+        )
+        .await,
+    )
+}
+
+/// A helper the zygote forked, not yet followed: its process group (killed when dropped), and
+/// the read ends of its output and status pipes.
+#[cfg(target_os = "linux")]
+struct ForkedRun {
+    guard: KillGroup,
+    out_r: OwnedFd,
+    status_r: OwnedFd,
+}
+
+/// Forks a run's helper from the zygote (its policy's `supervisor` made the zygote's pid).
+/// `None`: the zygote could not fork it, and nothing was started.
+#[cfg(target_os = "linux")]
+async fn fork_run(
+    zygote: u32,
+    policy: &HelperPolicy,
+    cwd: &Path,
+    inherit: &[(&OwnedFd, i32)],
+) -> Option<Result<ForkedRun, ScriptError>> {
     use sandbox::linux::zygote::{Request, fork_helper};
     // The helper's parent is the zygote: its backstop checks for that pid.
     let mut policy = policy.clone();
@@ -168,7 +201,6 @@ async fn supervise_forked(
         Ok(f) => f,
         Err(e) => return Some(Err(sandbox_failed("the helper's descriptors", e))),
     };
-    let started = Instant::now();
     let forked = fork_helper(Request {
         stdout: &out_w,
         stdin: None,
@@ -180,23 +212,41 @@ async fn supervise_forked(
     })
     .await?;
     drop((policy_fd, status_w, out_w));
-    // Killed if this run is dropped before its helper is gone (as `kill_on_drop`).
-    let mut guard = KillGroup {
-        pid: forked.pid,
-        pidfd: forked.pidfd,
-        armed: true,
-    };
+    Some(Ok(ForkedRun {
+        // Killed if this run is dropped before its helper is gone (as `kill_on_drop`).
+        guard: KillGroup {
+            pid: forked.pid,
+            pidfd: forked.pidfd,
+            armed: true,
+        },
+        out_r,
+        status_r,
+    }))
+}
+
+/// Follows a forked run to its end: output drained and capped, status lines read, the helper's
+/// group killed when `remaining` runs out.
+#[cfg(target_os = "linux")]
+async fn follow(
+    forked: ForkedRun,
+    output_cap: usize,
+    remaining: Duration,
+) -> Result<Raw, ScriptError> {
+    let ForkedRun {
+        mut guard,
+        out_r,
+        status_r,
+    } = forked;
     let buf = Arc::new(Mutex::new(CaptureBuf::default()));
     let reader = match tokio::net::unix::pipe::Receiver::from_owned_fd(out_r) {
         Ok(r) => tokio::spawn(read_capped(Some(r), output_cap, buf.clone())),
-        Err(e) => return Some(Err(sandbox_failed("the output pipe", e))),
+        Err(e) => return Err(sandbox_failed("the output pipe", e)),
     };
     let mut status = match tokio::net::unix::pipe::Receiver::from_owned_fd(status_r) {
         Ok(r) => r,
-        Err(e) => return Some(Err(sandbox_failed("the status pipe", e))),
+        Err(e) => return Err(sandbox_failed("the status pipe", e)),
     };
     let mut lines = Vec::new();
-    let remaining = timeout.saturating_sub(started.elapsed());
     let timed_out = tokio::time::timeout(remaining, read_to_end(&mut status, &mut lines))
         .await
         .is_err();
@@ -219,25 +269,156 @@ async fn supervise_forked(
         .lines()
         .map(str::to_string)
         .collect();
-    Some((|| {
-        let (ready, relayed) = parse_status(&lines)?;
-        if ready.is_none() && !timed_out {
-            return Err(ScriptError::SandboxFailed {
-                reason: "the sandbox helper ended before starting the script".into(),
-            });
+    let (ready, relayed) = parse_status(&lines)?;
+    if ready.is_none() && !timed_out {
+        return Err(ScriptError::SandboxFailed {
+            reason: "the sandbox helper ended before starting the script".into(),
+        });
+    }
+    // A helper that ended without relaying how the script did was killed (the run's
+    // memory limit, or the zygote's end): the zygote, not this process, reaped it.
+    use std::os::unix::process::ExitStatusExt;
+    let killed = std::process::ExitStatus::from_raw(libc::SIGKILL);
+    let exit = exit_of(relayed, Ok(killed))?;
+    Ok(Raw {
+        exit,
+        timed_out,
+        output,
+        ready,
+    })
+}
+
+/// A run made ahead of its call (`HelperPolicy::parked`): forked from the zygote with the
+/// policy of the call before it, confined and waiting, in its child, for the argv and
+/// environment of the call that takes it. Each serves one call at most; dropped untaken, its
+/// helper's group is killed (and its child reads end-of-file in any case).
+#[cfg(target_os = "linux")]
+pub(crate) struct Parked {
+    /// The policy and start directory it was made for, argv and environment left out.
+    key: Vec<u8>,
+    forked: ForkedRun,
+    /// The write end of its release pipe (`RELEASE_FD` in the helper).
+    release: OwnedFd,
+}
+
+/// What a parked run must match to serve a call: the policy without the call's own part
+/// (argv, environment) and what every run has of its own (its control group, the
+/// supervisor's pid), and the start directory.
+#[cfg(target_os = "linux")]
+fn park_key(policy: &HelperPolicy, cwd: &Path) -> Option<Vec<u8>> {
+    let mut shape = policy.clone();
+    shape.argv.clear();
+    shape.env.clear();
+    shape.cgroup.clear();
+    shape.supervisor = 0;
+    shape.parked = false;
+    let mut key = HelperRequest::Run(shape).to_json().ok()?.into_bytes();
+    key.push(0);
+    key.extend_from_slice(std::os::unix::ffi::OsStrExt::as_bytes(cwd.as_os_str()));
+    Some(key)
+}
+
+/// Whether a run of `policy` may be parked: confined, no network at all (a proxied run's
+/// proxy belongs to its call), joining a workspace made already, nothing built in; and only in
+/// a process whose runs are forked from a zygote.
+#[cfg(target_os = "linux")]
+pub(crate) fn parkable(helper: &Path, policy: &HelperPolicy) -> bool {
+    policy.mode == Mode::Confined
+        && policy.network == sandbox::NetMode::Off
+        && policy.workspace.is_some()
+        && policy.make_work.is_none()
+        && !policy.builtin
+        && sandbox::linux::zygote::usable(helper).is_some()
+}
+
+/// Parks a run of `policy` (whose argv and environment are left out): its helper forked and
+/// confining it now, so a later call of the same shape ([`Parked::fits`]) only releases it.
+/// `inherit`: the workspace's namespaces, as for a run. `None`: the zygote did not fork it.
+#[cfg(target_os = "linux")]
+pub(crate) async fn park(
+    helper: &Path,
+    policy: &HelperPolicy,
+    cwd: &Path,
+    inherit: &[(&OwnedFd, i32)],
+) -> Option<Parked> {
+    let zygote = sandbox::linux::zygote::usable(helper)?;
+    let key = park_key(policy, cwd)?;
+    let mut ahead = policy.clone();
+    ahead.argv.clear();
+    ahead.env.clear();
+    ahead.parked = true;
+    let (release_r, release) = output_pipe().ok()?;
+    let mut all: Vec<(&OwnedFd, i32)> = inherit.to_vec();
+    all.push((&release_r, sandbox::RELEASE_FD));
+    let forked = fork_run(zygote, &ahead, cwd, &all).await?.ok()?;
+    Some(Parked {
+        key,
+        forked,
+        release,
+    })
+}
+
+#[cfg(target_os = "linux")]
+impl Parked {
+    /// Whether this run can serve a call of `policy` starting in `cwd`: made for the same
+    /// shape, still alive (its helper's pidfd not readable), and the call's release small
+    /// enough to be written at once (a pipe's atomic size).
+    pub(crate) fn fits(&self, policy: &HelperPolicy, cwd: &Path) -> bool {
+        if park_key(policy, cwd).as_deref() != Some(&self.key[..]) {
+            return false;
         }
-        // A helper that ended without relaying how the script did was killed (the run's
-        // memory limit, or the zygote's end): the zygote, not this process, reaped it.
-        use std::os::unix::process::ExitStatusExt;
-        let killed = std::process::ExitStatus::from_raw(libc::SIGKILL);
-        let exit = exit_of(relayed, Ok(killed))?;
-        Ok(Raw {
-            exit,
-            timed_out,
-            output,
-            ready,
-        })
-    })())
+        let alive = match &self.forked.guard.pidfd {
+            Some(fd) => {
+                let mut p = libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: poll on a local struct.
+                unsafe { libc::poll(&mut p, 1, 0) == 0 }
+            }
+            None => false,
+        };
+        alive && release_json(policy).is_some_and(|j| j.len() <= libc::PIPE_BUF)
+    }
+
+    /// Serves the call of `policy` (checked by [`fits`](Self::fits)): its argv and environment
+    /// written, then the run followed as a forked one.
+    pub(crate) async fn run(
+        self,
+        policy: &HelperPolicy,
+        output_cap: usize,
+        timeout: Duration,
+    ) -> Result<Raw, ScriptError> {
+        let started = Instant::now();
+        let json = release_json(policy).unwrap_or_default();
+        // One write under PIPE_BUF into an empty pipe: whole, without blocking.
+        // SAFETY: writing a live buffer to our own descriptor.
+        let n = unsafe { libc::write(self.release.as_raw_fd(), json.as_ptr().cast(), json.len()) };
+        if n != json.len() as isize {
+            return Err(sandbox_failed(
+                "releasing the parked run",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        drop(self.release);
+        follow(
+            self.forked,
+            output_cap,
+            timeout.saturating_sub(started.elapsed()),
+        )
+        .await
+    }
+}
+
+/// The release of a parked run for `policy`'s call.
+#[cfg(target_os = "linux")]
+fn release_json(policy: &HelperPolicy) -> Option<Vec<u8>> {
+    serde_json::to_vec(&sandbox::Release {
+        argv: policy.argv.clone(),
+        env: policy.env.clone(),
+    })
+    .ok()
 }
 
 /// Reads a pipe until every writer is gone (at most 1 MiB kept).
@@ -253,7 +434,8 @@ async fn read_to_end(r: &mut tokio::net::unix::pipe::Receiver, into: &mut Vec<u8
     }
 }
 
-/// A pipe for a forked helper (its output, or a guest call's input): (read end, write end),
+/// A pipe for a forked helper (its output, a guest call's input, a parked run's release):
+/// (read end, write end),
 /// both close-on-exec here (the helper's end reaches the zygote as `SCM_RIGHTS`).
 #[cfg(target_os = "linux")]
 fn output_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
