@@ -305,6 +305,17 @@ struct Pooled {
     group: Option<RunGroup>,
 }
 
+/// Drops a parked run that will not be taken: its helper's group killed now, its control group
+/// (whose removal waits for the processes to be gone) removed on the teardown thread.
+#[cfg(target_os = "linux")]
+fn discard(pooled: Pooled) {
+    let Pooled { parked, group } = pooled;
+    drop(parked);
+    if let Some(g) = group {
+        super::reaper::later::run(move || g.remove());
+    }
+}
+
 #[cfg(target_os = "linux")]
 impl std::fmt::Debug for Pooled {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -517,7 +528,12 @@ impl Runner {
         #[cfg(target_os = "linux")]
         let taken = pool.as_ref().and_then(|slot| {
             let p = slot.lock().ok()?.take()?;
-            p.parked.fits(&policy, &cwd).then_some(p)
+            if p.parked.fits(&policy, &cwd) {
+                Some(p)
+            } else {
+                discard(p);
+                None
+            }
         });
         // The run's control group: the kernel bounds the memory (kernel memory included) and
         // tasks of the whole run. Made before the helper starts (a parked run's with it),
@@ -863,7 +879,9 @@ impl Runner {
                 .lock()
                 .ok()
                 .and_then(|mut s| s.replace(Pooled { parked, group }));
-            drop(old);
+            if let Some(old) = old {
+                discard(old);
+            }
         });
     }
 
