@@ -316,3 +316,43 @@ async fn the_next_run_is_parked_and_dies_with_the_server() {
     .await
     .expect("the test did not finish in time (a hang?)");
 }
+
+/// A parked run's timeout counts from the call that takes it, and still ends it: the third nap
+/// (the first two make the workspace, then park) is served by a parked run, killed after the
+/// configured 2 seconds like the others, its first line kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parked_run_is_still_ended_by_its_timeout() {
+    tokio::time::timeout(LIMIT, async {
+        let (mut child, _tmp) = crate::support::spawn_mcp(&[
+            "fixtures/mcp/skills",
+            "--config",
+            "fixtures/mcp/skillcat.toml",
+        ]);
+        let pid = child.id().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let client = ().serve((stdout, stdin)).await.expect("MCP initialisation");
+        for n in 1..=3 {
+            if n == 3 {
+                let parked = at_least(pid, 4).await;
+                assert!(parked.len() >= 4, "no run parked for nap {n}: {parked:?}");
+            }
+            let r = serde_json::to_value(
+                client
+                    .call_tool(CallToolRequestParams::new("run_sleepy_nap"))
+                    .await
+                    .expect("a result"),
+            )
+            .unwrap();
+            assert_eq!(r["isError"], true, "nap {n}: {r}");
+            let text = r["content"][0]["text"].as_str().unwrap_or_default();
+            assert!(text.contains("going to sleep"), "nap {n}: {r}");
+            assert!(text.contains("timed out"), "nap {n}: {r}");
+            assert!(!text.contains("woke up"), "nap {n}: {r}");
+        }
+        client.cancel().await.unwrap();
+        let _ = child.wait().await;
+    })
+    .await
+    .expect("the test did not finish in time (a hang?)");
+}
