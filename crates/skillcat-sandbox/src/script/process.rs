@@ -297,7 +297,7 @@ pub(crate) struct Parked {
     /// The policy and start directory it was made for, argv and environment left out.
     key: Vec<u8>,
     forked: ForkedRun,
-    /// The write end of its release pipe (`RELEASE_FD` in the helper).
+    /// Our end of its release socket (the other is `RELEASE_FD` in the helper).
     release: OwnedFd,
 }
 
@@ -347,7 +347,9 @@ pub(crate) async fn park(
     ahead.argv.clear();
     ahead.env.clear();
     ahead.parked = true;
-    let (release_r, release) = output_pipe().ok()?;
+    // A socket, not a pipe: a release sent to a helper that died meanwhile fails with EPIPE
+    // instead of raising SIGPIPE in a host that does not ignore it.
+    let (release_r, release) = sandbox::linux::zygote::seqpacket().ok()?;
     let mut all: Vec<(&OwnedFd, i32)> = inherit.to_vec();
     all.push((&release_r, sandbox::RELEASE_FD));
     let forked = fork_run(zygote, &ahead, cwd, &all).await?.ok()?;
@@ -362,7 +364,7 @@ pub(crate) async fn park(
 impl Parked {
     /// Whether this run can serve a call of `policy` starting in `cwd`: made for the same
     /// shape, still alive (its helper's pidfd not readable), and the call's release small
-    /// enough to be written at once (a pipe's atomic size).
+    /// enough to be sent at once (a pipe's atomic size, well under a socket's buffer).
     pub(crate) fn fits(&self, policy: &HelperPolicy, cwd: &Path) -> bool {
         if park_key(policy, cwd).as_deref() != Some(&self.key[..]) {
             return false;
@@ -392,9 +394,16 @@ impl Parked {
     ) -> Result<Raw, ScriptError> {
         let started = Instant::now();
         let json = release_json(policy).unwrap_or_default();
-        // One write under PIPE_BUF into an empty pipe: whole, without blocking.
-        // SAFETY: writing a live buffer to our own descriptor.
-        let n = unsafe { libc::write(self.release.as_raw_fd(), json.as_ptr().cast(), json.len()) };
+        // One message, small enough to be sent whole without blocking.
+        // SAFETY: sending a live buffer on our own socket.
+        let n = unsafe {
+            libc::send(
+                self.release.as_raw_fd(),
+                json.as_ptr().cast(),
+                json.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
         if n != json.len() as isize {
             return Err(sandbox_failed(
                 "releasing the parked run",
@@ -434,8 +443,7 @@ async fn read_to_end(r: &mut tokio::net::unix::pipe::Receiver, into: &mut Vec<u8
     }
 }
 
-/// A pipe for a forked helper (its output, a guest call's input, a parked run's release):
-/// (read end, write end),
+/// A pipe for a forked helper (its output, or a guest call's input): (read end, write end),
 /// both close-on-exec here (the helper's end reaches the zygote as `SCM_RIGHTS`).
 #[cfg(target_os = "linux")]
 fn output_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {

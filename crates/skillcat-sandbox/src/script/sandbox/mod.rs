@@ -67,8 +67,9 @@ pub const PROXY_SOCKET_FD: i32 = 8;
 /// place the script can connect to: nothing else is there).
 pub const PROXY_PORT: u16 = 3128;
 
-/// In a parked run ([`HelperPolicy::parked`]), the read end of the pipe the supervisor writes
-/// the run's [`Release`] on (argv and environment) when a call takes the run, then closes.
+/// In a parked run ([`HelperPolicy::parked`]), the helper's end of a `SOCK_SEQPACKET` socket
+/// the supervisor sends the run's [`Release`] on (argv and environment, one message) when a
+/// call takes the run, then closes.
 pub const RELEASE_FD: i32 = 9;
 
 /// The network of a run, as the helper sets it up.

@@ -833,9 +833,10 @@ fn await_taken(seconds: u64) {
 /// and builds what it executes. `None`: the run was dropped, not taken (nothing is written).
 fn take_release(policy: &HelperPolicy) -> Option<Result<Exec, String>> {
     let mut bytes = Vec::new();
-    let mut chunk = [0u8; 4096];
+    // Larger than any release the supervisor sends: a message is read whole.
+    let mut chunk = vec![0u8; 64 * 1024];
     loop {
-        // SAFETY: reading into a local buffer of the given length.
+        // SAFETY: reading into a live buffer of the given length.
         let n = unsafe { libc::read(RELEASE_FD, chunk.as_mut_ptr().cast(), chunk.len()) };
         match n {
             0 => break,
