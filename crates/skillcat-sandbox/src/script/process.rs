@@ -385,13 +385,14 @@ impl Parked {
     }
 
     /// Serves the call of `policy` (checked by [`fits`](Self::fits)): its argv and environment
-    /// written, then the run followed as a forked one.
+    /// sent, then the run followed as a forked one. `None`: the release could not be sent (the
+    /// helper died since the check), nothing ran, and the caller starts the run as usual.
     pub(crate) async fn run(
         self,
         policy: &HelperPolicy,
         output_cap: usize,
         timeout: Duration,
-    ) -> Result<Raw, ScriptError> {
+    ) -> Option<Result<Raw, ScriptError>> {
         let started = Instant::now();
         let json = release_json(policy).unwrap_or_default();
         // One message, small enough to be sent whole without blocking.
@@ -405,18 +406,17 @@ impl Parked {
             )
         };
         if n != json.len() as isize {
-            return Err(sandbox_failed(
-                "releasing the parked run",
-                std::io::Error::last_os_error(),
-            ));
+            return None;
         }
         drop(self.release);
-        follow(
-            self.forked,
-            output_cap,
-            timeout.saturating_sub(started.elapsed()),
+        Some(
+            follow(
+                self.forked,
+                output_cap,
+                timeout.saturating_sub(started.elapsed()),
+            )
+            .await,
         )
-        .await
     }
 }
 

@@ -576,10 +576,14 @@ impl Runner {
                 inherit.push((s, sandbox::PROXY_SOCKET_FD));
             }
             #[cfg(target_os = "linux")]
-            if let Some(parked) = taken {
-                return parked
+            // Its control group is this run's either way: a parked run that cannot be
+            // released any more (its helper died) is started afresh in it.
+            if let Some(parked) = taken
+                && let Some(raw) = parked
                     .run(&policy, self.config.limits.output, timeout)
-                    .await;
+                    .await
+            {
+                return raw;
             }
             let raw = supervise(
                 &self.config.helper,
