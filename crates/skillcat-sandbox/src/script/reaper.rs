@@ -175,7 +175,7 @@ pub(crate) mod after_exit {
     }
 
     /// Whether this process asked for a cleaner: it makes one run and exits, so it parks no
-    /// run ahead (`process::park`).
+    /// run ahead (`park::park`).
     pub(crate) fn wanted() -> bool {
         WANTED.load(Ordering::Relaxed)
     }

@@ -297,11 +297,11 @@ pub struct LoadedSkill {
     parked: Arc<std::sync::Mutex<Option<Pooled>>>,
 }
 
-/// A run parked ahead of a call (`process::Parked`) and the control group it joined. Dropped
+/// A run parked ahead of a call (`park::Parked`) and the control group it joined. Dropped
 /// untaken, its helper's group is killed first, then the control group removed.
 #[cfg(target_os = "linux")]
 struct Pooled {
-    parked: super::process::Parked,
+    parked: super::park::Parked,
     group: Option<RunGroup>,
 }
 
@@ -523,7 +523,7 @@ impl Runner {
         #[cfg(target_os = "linux")]
         let pool = (making.is_none()
             && !super::reaper::after_exit::wanted()
-            && super::process::parkable(&self.config.helper, &policy))
+            && super::park::parkable(&self.config.helper, &policy))
         .then(|| skill.parked.clone());
         #[cfg(target_os = "linux")]
         let taken = pool.as_ref().and_then(|slot| {
@@ -876,7 +876,7 @@ impl Runner {
             if let Some(u) = &user {
                 inherit.push((u, WORKSPACE_USER_FD));
             }
-            let Some(parked) = super::process::park(&helper, &policy, &cwd, &inherit).await else {
+            let Some(parked) = super::park::park(&helper, &policy, &cwd, &inherit).await else {
                 return;
             };
             let old = slot
