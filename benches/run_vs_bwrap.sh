@@ -12,6 +12,9 @@
 # - session call: one `Run::call` through the library's session (`examples/call_loop.rs`, started
 #   once, the skill activated once); timed from the request line written to the answer read.
 #
+# Then the MCP server's state over the N calls (after the first): its open descriptors and
+# resident memory, before and after, and the processes left below it once it has exited.
+#
 # bubblewrap runs as its documented hardened setup: the host read-only, its own /dev and /proc,
 # every namespace unshared, dying with its parent. skillcat runs the bundled-style skill with
 # its defaults: workspace, namespaces, cgroup (where the host has one), Landlock, seccomp.
@@ -77,6 +80,29 @@ class Mcp:
         if r.get("isError") or r["content"][0]["text"] != "hi\n":
             raise SystemExit(f"MCP call failed: {r!r}")
 
+    def state(self):
+        """(open descriptors, resident KiB) of the server."""
+        fds = len(os.listdir(f"/proc/{self.p.pid}/fd"))
+        with open(f"/proc/{self.p.pid}/status") as f:
+            rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+        return fds, rss
+
+    def below(self):
+        """The pids of every process below the server."""
+        parent = {}
+        for e in os.listdir("/proc"):
+            if e.isdigit():
+                try:
+                    with open(f"/proc/{e}/stat") as f:
+                        parent[int(e)] = int(f.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    pass
+        found, more = set(), {self.p.pid}
+        while more:
+            more = {p for p, pp in parent.items() if pp in more and p not in found}
+            found |= more
+        return found
+
     def close(self):
         self.p.stdin.close()
         self.p.wait()
@@ -108,8 +134,11 @@ for name, cmd in whole.items():  # each must work, and warm the caches
         raise SystemExit(f"{name} failed: {out.returncode} {out.stdout!r} {out.stderr!r}")
 mcp, session = Mcp(), Session()
 calls = {"MCP call": mcp.call, "session call": session.call}
-for call in calls.values():  # the first call makes the skill's workspace
+for call in calls.values():  # the first call makes the skill's workspace, the second parks
     call()
+    call()
+time.sleep(0.2)
+mcp_before = mcp.state()
 times = {n: [] for n in [*whole, *calls]}
 for _ in range(int(os.environ["RUNS"])):
     for name, cmd in whole.items():
@@ -120,8 +149,24 @@ for _ in range(int(os.environ["RUNS"])):
         t = time.perf_counter()
         call()
         times[name].append((time.perf_counter() - t) * 1000)
+time.sleep(0.2)
+mcp_after = mcp.state()
+kept = mcp.below()
 mcp.close()
 session.close()
+time.sleep(0.2)
+
+
+def alive(pid):
+    """Whether `pid` still runs (a zombie has ended: only its reaping is left)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+left = [p for p in kept if alive(p)]
 
 med = {n: statistics.median(v) for n, v in times.items()}
 targets = {"skillcat run": "target <= 1.50x", "MCP call": "target <= 0.50x"}
@@ -132,4 +177,6 @@ for n, v in times.items():
           f"{'   ' + targets[n] if n in targets else ''}")
 print(f"bwrap / bare: {med['bwrap'] / med['bare sh']:.2f}x   "
       f"skillcat run / bare: {med['skillcat run'] / med['bare sh']:.2f}x")
+print(f"MCP server over {os.environ['RUNS']} calls: descriptors {mcp_before[0]} -> {mcp_after[0]}, "
+      f"resident {mcp_before[1]} -> {mcp_after[1]} KiB; processes left after it exited: {len(left)}")
 PY

@@ -30,6 +30,9 @@ fn main() -> ExitCode {
         eprintln!("usage: call_loop SKILLS_DIR SKILL TOOL");
         return ExitCode::from(2);
     };
+    // Its helpers forked from a zygote made now, before the runtime's threads (as `skillcat
+    // mcp` does), which also lets the session park each next run ahead.
+    let _ = skillcat::script::sandbox::start_zygote();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

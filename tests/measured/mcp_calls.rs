@@ -176,6 +176,12 @@ async fn a_hundred_calls_leave_no_descriptors_memory_or_processes_behind() {
                      warm-up): {left:?}"
                 );
                 let (fd0, _) = baseline.unwrap();
+                // The next call's run is parked after the answer (issue 53): its descriptors
+                // are settled once it is.
+                let end = tokio::time::Instant::now() + SETTLE;
+                while fds(pid) != fd0 && tokio::time::Instant::now() < end {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
                 assert_eq!(
                     fds(pid),
                     fd0,
@@ -230,6 +236,122 @@ async fn a_hundred_calls_leave_no_descriptors_memory_or_processes_behind() {
             Vec::<&(u32, String)>::new(),
             "processes outlived the server"
         );
+    })
+    .await
+    .expect("the test did not finish in time (a hang?)");
+}
+
+/// The processes below `pid` once at least `least` are there, polling up to [`SETTLE`]; the
+/// last scan when they never are.
+async fn at_least(pid: u32, least: usize) -> Vec<(u32, String)> {
+    let end = tokio::time::Instant::now() + SETTLE;
+    loop {
+        let now = descendants(pid);
+        if now.len() >= least || tokio::time::Instant::now() >= end {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// After a call, the server parks the skill's next run (its helper and the confined child
+/// waiting for the next call's arguments, both forked from the zygote); the next call is served
+/// by it with its own arguments; and `SIGKILL` to the server takes the zygote and the parked
+/// run with it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_next_run_is_parked_and_dies_with_the_server() {
+    tokio::time::timeout(LIMIT, async {
+        let (mut child, _tmp) = crate::support::spawn_mcp(&[
+            "fixtures/mcp/skills",
+            "--config",
+            "fixtures/mcp/skillcat.toml",
+        ]);
+        let pid = child.id().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let client = ().serve((stdout, stdin)).await.expect("MCP initialisation");
+        let call = |who: &str| {
+            CallToolRequestParams::new("run_echo_greet")
+                .with_arguments(json!({ "who": who }).as_object().unwrap().clone())
+        };
+        // The first call makes the workspace; the second is the first a later call can match.
+        for who in ["first", "second", "third"] {
+            let r =
+                serde_json::to_value(client.call_tool(call(who)).await.expect("a result")).unwrap();
+            assert_eq!(r["isError"], false, "{who}: {r}");
+            assert_eq!(
+                r["content"][0]["text"],
+                Json::from(format!("hello {who}\n")),
+                "each call gets its own arguments, a parked run too"
+            );
+        }
+        // The zygote, the workspace reaper, and the parked run's helper and child.
+        let kept = at_least(pid, 4).await;
+        assert!(
+            kept.len() >= 4,
+            "no run parked for the next call (expected the zygote, the reaper, a helper and \
+             its child): {kept:?}"
+        );
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        let _ = child.wait().await;
+        let end = tokio::time::Instant::now() + SETTLE;
+        let alive = || -> Vec<&(u32, String)> {
+            kept.iter()
+                .filter(|(p, cmd)| {
+                    std::fs::read(format!("/proc/{p}/cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ") == *cmd)
+                })
+                .collect()
+        };
+        while !alive().is_empty() && tokio::time::Instant::now() < end {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            alive(),
+            Vec::<&(u32, String)>::new(),
+            "processes outlived the server killed with SIGKILL"
+        );
+    })
+    .await
+    .expect("the test did not finish in time (a hang?)");
+}
+
+/// A parked run's timeout counts from the call that takes it, and still ends it: the third nap
+/// (the first two make the workspace, then park) is served by a parked run, killed after the
+/// configured 2 seconds like the others, its first line kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parked_run_is_still_ended_by_its_timeout() {
+    tokio::time::timeout(LIMIT, async {
+        let (mut child, _tmp) = crate::support::spawn_mcp(&[
+            "fixtures/mcp/skills",
+            "--config",
+            "fixtures/mcp/skillcat.toml",
+        ]);
+        let pid = child.id().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let client = ().serve((stdout, stdin)).await.expect("MCP initialisation");
+        for n in 1..=3 {
+            if n == 3 {
+                let parked = at_least(pid, 4).await;
+                assert!(parked.len() >= 4, "no run parked for nap {n}: {parked:?}");
+            }
+            let r = serde_json::to_value(
+                client
+                    .call_tool(CallToolRequestParams::new("run_sleepy_nap"))
+                    .await
+                    .expect("a result"),
+            )
+            .unwrap();
+            assert_eq!(r["isError"], true, "nap {n}: {r}");
+            let text = r["content"][0]["text"].as_str().unwrap_or_default();
+            assert!(text.contains("going to sleep"), "nap {n}: {r}");
+            assert!(text.contains("timed out"), "nap {n}: {r}");
+            assert!(!text.contains("woke up"), "nap {n}: {r}");
+        }
+        client.cancel().await.unwrap();
+        let _ = child.wait().await;
     })
     .await
     .expect("the test did not finish in time (a hang?)");

@@ -934,6 +934,7 @@ fn guest_policy(
         cgroup: Vec::new(),
         protect: Vec::new(),
         granted: Vec::new(),
+        parked: false,
     }
 }
 

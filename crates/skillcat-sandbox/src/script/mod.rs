@@ -30,6 +30,8 @@ pub mod gate;
 pub mod home;
 mod host_addrs;
 mod left;
+#[cfg(target_os = "linux")]
+mod park;
 pub mod policy;
 pub(crate) mod process;
 pub mod protect;

@@ -146,6 +146,39 @@ async fn supervise_forked(
     timeout: Duration,
     inherit: &[(&OwnedFd, i32)],
 ) -> Option<Result<Raw, ScriptError>> {
+    let started = Instant::now();
+    let forked = match fork_run(zygote, policy, cwd, inherit).await? {
+        Ok(f) => f,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(
+        follow(
+            forked,
+            output_cap,
+            timeout.saturating_sub(started.elapsed()),
+        )
+        .await,
+    )
+}
+
+/// A helper the zygote forked, not yet followed: its process group (killed when dropped), and
+/// the read ends of its output and status pipes.
+#[cfg(target_os = "linux")]
+pub(super) struct ForkedRun {
+    pub(super) guard: KillGroup,
+    out_r: OwnedFd,
+    status_r: OwnedFd,
+}
+
+/// Forks a run's helper from the zygote (its policy's `supervisor` made the zygote's pid).
+/// `None`: the zygote could not fork it, and nothing was started.
+#[cfg(target_os = "linux")]
+pub(super) async fn fork_run(
+    zygote: u32,
+    policy: &HelperPolicy,
+    cwd: &Path,
+    inherit: &[(&OwnedFd, i32)],
+) -> Option<Result<ForkedRun, ScriptError>> {
     use sandbox::linux::zygote::{Request, fork_helper};
     // The helper's parent is the zygote: its backstop checks for that pid.
     let mut policy = policy.clone();
@@ -168,7 +201,6 @@ async fn supervise_forked(
         Ok(f) => f,
         Err(e) => return Some(Err(sandbox_failed("the helper's descriptors", e))),
     };
-    let started = Instant::now();
     let forked = fork_helper(Request {
         stdout: &out_w,
         stdin: None,
@@ -180,23 +212,41 @@ async fn supervise_forked(
     })
     .await?;
     drop((policy_fd, status_w, out_w));
-    // Killed if this run is dropped before its helper is gone (as `kill_on_drop`).
-    let mut guard = KillGroup {
-        pid: forked.pid,
-        pidfd: forked.pidfd,
-        armed: true,
-    };
+    Some(Ok(ForkedRun {
+        // Killed if this run is dropped before its helper is gone (as `kill_on_drop`).
+        guard: KillGroup {
+            pid: forked.pid,
+            pidfd: forked.pidfd,
+            armed: true,
+        },
+        out_r,
+        status_r,
+    }))
+}
+
+/// Follows a forked run to its end: output drained and capped, status lines read, the helper's
+/// group killed when `remaining` runs out.
+#[cfg(target_os = "linux")]
+pub(super) async fn follow(
+    forked: ForkedRun,
+    output_cap: usize,
+    remaining: Duration,
+) -> Result<Raw, ScriptError> {
+    let ForkedRun {
+        mut guard,
+        out_r,
+        status_r,
+    } = forked;
     let buf = Arc::new(Mutex::new(CaptureBuf::default()));
     let reader = match tokio::net::unix::pipe::Receiver::from_owned_fd(out_r) {
         Ok(r) => tokio::spawn(read_capped(Some(r), output_cap, buf.clone())),
-        Err(e) => return Some(Err(sandbox_failed("the output pipe", e))),
+        Err(e) => return Err(sandbox_failed("the output pipe", e)),
     };
     let mut status = match tokio::net::unix::pipe::Receiver::from_owned_fd(status_r) {
         Ok(r) => r,
-        Err(e) => return Some(Err(sandbox_failed("the status pipe", e))),
+        Err(e) => return Err(sandbox_failed("the status pipe", e)),
     };
     let mut lines = Vec::new();
-    let remaining = timeout.saturating_sub(started.elapsed());
     let timed_out = tokio::time::timeout(remaining, read_to_end(&mut status, &mut lines))
         .await
         .is_err();
@@ -219,25 +269,23 @@ async fn supervise_forked(
         .lines()
         .map(str::to_string)
         .collect();
-    Some((|| {
-        let (ready, relayed) = parse_status(&lines)?;
-        if ready.is_none() && !timed_out {
-            return Err(ScriptError::SandboxFailed {
-                reason: "the sandbox helper ended before starting the script".into(),
-            });
-        }
-        // A helper that ended without relaying how the script did was killed (the run's
-        // memory limit, or the zygote's end): the zygote, not this process, reaped it.
-        use std::os::unix::process::ExitStatusExt;
-        let killed = std::process::ExitStatus::from_raw(libc::SIGKILL);
-        let exit = exit_of(relayed, Ok(killed))?;
-        Ok(Raw {
-            exit,
-            timed_out,
-            output,
-            ready,
-        })
-    })())
+    let (ready, relayed) = parse_status(&lines)?;
+    if ready.is_none() && !timed_out {
+        return Err(ScriptError::SandboxFailed {
+            reason: "the sandbox helper ended before starting the script".into(),
+        });
+    }
+    // A helper that ended without relaying how the script did was killed (the run's
+    // memory limit, or the zygote's end): the zygote, not this process, reaped it.
+    use std::os::unix::process::ExitStatusExt;
+    let killed = std::process::ExitStatus::from_raw(libc::SIGKILL);
+    let exit = exit_of(relayed, Ok(killed))?;
+    Ok(Raw {
+        exit,
+        timed_out,
+        output,
+        ready,
+    })
 }
 
 /// Reads a pipe until every writer is gone (at most 1 MiB kept).
@@ -343,9 +391,9 @@ pub(crate) async fn fork_guest(status_w: &OwnedFd, policy: &OwnedFd) -> Option<F
 
 /// A forked helper's process group, killed when the run times out or is dropped.
 #[cfg(target_os = "linux")]
-struct KillGroup {
+pub(super) struct KillGroup {
     pid: libc::pid_t,
-    pidfd: Option<OwnedFd>,
+    pub(super) pidfd: Option<OwnedFd>,
     armed: bool,
 }
 

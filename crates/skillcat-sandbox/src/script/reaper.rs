@@ -174,6 +174,12 @@ pub(crate) mod after_exit {
         WANTED.store(true, Ordering::Relaxed);
     }
 
+    /// Whether this process asked for a cleaner: it makes one run and exits, so it parks no
+    /// run ahead (`park::park`).
+    pub(crate) fn wanted() -> bool {
+        WANTED.load(Ordering::Relaxed)
+    }
+
     /// Starts the cleaner of `base` when one is wanted and the zygote of `helper` is usable
     /// (once per process: the first runner's base).
     pub(crate) fn arm(helper: &Path, base: &Path) {

@@ -292,6 +292,35 @@ pub struct LoadedSkill {
     /// Held by the run that makes the workspace's bounded work directory, until its helper
     /// has handed it over: runs that start meanwhile wait, then join it.
     bounding: tokio::sync::Mutex<()>,
+    /// The run parked for this skill's next call (see [`Runner::run`]).
+    #[cfg(target_os = "linux")]
+    parked: Arc<std::sync::Mutex<Option<Pooled>>>,
+}
+
+/// A run parked ahead of a call (`park::Parked`) and the control group it joined. Dropped
+/// untaken, its helper's group is killed first, then the control group removed.
+#[cfg(target_os = "linux")]
+struct Pooled {
+    parked: super::park::Parked,
+    group: Option<RunGroup>,
+}
+
+/// Drops a parked run that will not be taken: its helper's group killed now, its control group
+/// (whose removal waits for the processes to be gone) removed on the teardown thread.
+#[cfg(target_os = "linux")]
+fn discard(pooled: Pooled) {
+    let Pooled { parked, group } = pooled;
+    drop(parked);
+    if let Some(g) = group {
+        super::reaper::later::run(move || g.remove());
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl std::fmt::Debug for Pooled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pooled").finish_non_exhaustive()
+    }
 }
 
 impl LoadedSkill {
@@ -317,6 +346,9 @@ impl LoadedSkill {
 
     /// Unloads the skill, removing its workspace (reporting a failure to remove it).
     pub async fn unload(self) -> Result<(), ScriptError> {
+        // A parked run is inside the workspace's namespaces: it goes first.
+        #[cfg(target_os = "linux")]
+        drop(self.parked);
         match self.workspace.into_inner() {
             // Left to the cleaner that removes it once this process has exited: its lock is
             // held until then.
@@ -441,6 +473,8 @@ impl Runner {
             base: self.base.clone(),
             workspace: tokio::sync::OnceCell::new(),
             bounding: tokio::sync::Mutex::new(()),
+            #[cfg(target_os = "linux")]
+            parked: Arc::default(),
         })
     }
 
@@ -483,14 +517,37 @@ impl Runner {
             Some(guard) => Some((guard, self.make_work(ws, &mut policy)?)),
             None => None,
         };
+        let cwd = self.start_dir(&grant, ws);
+        // A process that serves many calls (an MCP server, a library session) parks the next
+        // run of a skill ahead, after this one; a call of the same shape only releases it.
+        #[cfg(target_os = "linux")]
+        let pool = (making.is_none()
+            && !super::reaper::after_exit::wanted()
+            && super::park::parkable(&self.config.helper, &policy))
+        .then(|| skill.parked.clone());
+        #[cfg(target_os = "linux")]
+        let taken = pool.as_ref().and_then(|slot| {
+            let p = slot.lock().ok()?.take()?;
+            if p.parked.fits(&policy, &cwd) {
+                Some(p)
+            } else {
+                discard(p);
+                None
+            }
+        });
         // The run's control group: the kernel bounds the memory (kernel memory included) and
-        // tasks of the whole run. Made before the helper starts, removed (with anything left in
-        // it) when the run ends, however it ends.
-        let group = self.run_group(&policy.limits)?;
+        // tasks of the whole run. Made before the helper starts (a parked run's with it),
+        // removed (with anything left in it) when the run ends, however it ends.
+        #[cfg(target_os = "linux")]
+        let (taken, group) = match taken {
+            Some(Pooled { parked, group }) => (Some(parked), group),
+            None => (None, new_group(&policy.limits)?),
+        };
+        #[cfg(not(target_os = "linux"))]
+        let group = new_group(&policy.limits)?;
         if let Some(g) = &group {
             policy.cgroup = g.join_files();
         }
-        let cwd = self.start_dir(&grant, ws);
         let started = Instant::now();
         let (ours, theirs) = match making {
             Some((guard, (ours, theirs))) => (Some((guard, ours)), Some(theirs)),
@@ -518,11 +575,21 @@ impl Runner {
             if let Some(s) = &proxy_theirs {
                 inherit.push((s, sandbox::PROXY_SOCKET_FD));
             }
+            #[cfg(target_os = "linux")]
+            // Its control group is this run's either way: a parked run that cannot be
+            // released any more (its helper died) is started afresh in it.
+            if let Some(parked) = taken
+                && let Some(raw) = parked
+                    .run(&policy, self.config.limits.output, timeout)
+                    .await
+            {
+                return raw;
+            }
             let raw = supervise(
                 &self.config.helper,
                 self.config.limits.output,
                 &policy,
-                cwd,
+                cwd.clone(),
                 timeout,
                 &inherit,
             )
@@ -544,6 +611,10 @@ impl Runner {
         let (raw, (), proxy) = tokio::join!(run, handover, proxy);
         let network = network_report(proxy);
         let out_of_memory = end_group(group);
+        #[cfg(target_os = "linux")]
+        if let Some(slot) = pool {
+            self.park_next(slot, &policy, cwd, ws);
+        }
         let raw = raw.map(|mut r| {
             if out_of_memory {
                 note_out_of_memory(&mut r.output, &policy.limits);
@@ -776,29 +847,46 @@ impl Runner {
         Ok(())
     }
 
-    /// A new control group for one run with these limits, where the host has cgroups
-    /// (`None` where it has none: [`cgroup_status`] says why, once).
-    fn run_group(&self, limits: &RunLimits) -> Result<Option<RunGroup>, ScriptError> {
-        #[cfg(target_os = "linux")]
-        {
-            let Ok(groups) = sandbox::linux::cgroup::status() else {
-                return Ok(None);
+    /// Parks the skill's next run, shaped as `policy`'s (see [`Runner::run`]), on a task of
+    /// its own: after the answer of the run before, off its path. The run replaces one parked
+    /// meanwhile (which is then killed).
+    #[cfg(target_os = "linux")]
+    fn park_next(
+        &self,
+        slot: Arc<std::sync::Mutex<Option<Pooled>>>,
+        policy: &HelperPolicy,
+        cwd: PathBuf,
+        ws: &Workspace,
+    ) {
+        let Some(b) = ws.bounded() else { return };
+        let (Ok(mnt), Ok(user)) = (
+            b.mnt.try_clone(),
+            b.user.as_ref().map(|u| u.try_clone()).transpose(),
+        ) else {
+            return;
+        };
+        let helper = self.config.helper.clone();
+        let mut policy = policy.clone();
+        tokio::spawn(async move {
+            let Ok(group) = new_group(&policy.limits) else {
+                return;
             };
-            groups
-                .create(GroupLimits {
-                    memory: limits.address_space,
-                    tasks: limits.processes,
-                })
-                .map(Some)
-                .map_err(|e| ScriptError::SandboxFailed {
-                    reason: format!("cannot make the run's cgroup: {e}"),
-                })
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = limits;
-            Ok(None)
-        }
+            policy.cgroup = group.as_ref().map(|g| g.join_files()).unwrap_or_default();
+            let mut inherit = vec![(&mnt, WORKSPACE_MNT_FD)];
+            if let Some(u) = &user {
+                inherit.push((u, WORKSPACE_USER_FD));
+            }
+            let Some(parked) = super::park::park(&helper, &policy, &cwd, &inherit).await else {
+                return;
+            };
+            let old = slot
+                .lock()
+                .ok()
+                .and_then(|mut s| s.replace(Pooled { parked, group }));
+            if let Some(old) = old {
+                discard(old);
+            }
+        });
     }
 
     /// Confined when the system can confine; unconfined only for `trust: core`; else refused.
@@ -1020,6 +1108,7 @@ impl Runner {
             cgroup: Vec::new(),
             protect,
             granted,
+            parked: false,
         })
     }
 }
@@ -1153,6 +1242,31 @@ fn network_report(proxy: Option<Result<RunProxy, String>>) -> Option<NetworkRepo
         // A proxied run whose first process never handed over its listener: it failed
         // before that, and says so itself.
         None => None,
+    }
+}
+
+/// A new control group for one run with these limits, where the host has cgroups
+/// (`None` where it has none: [`cgroup_status`] says why, once).
+fn new_group(limits: &RunLimits) -> Result<Option<RunGroup>, ScriptError> {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(groups) = sandbox::linux::cgroup::status() else {
+            return Ok(None);
+        };
+        groups
+            .create(GroupLimits {
+                memory: limits.address_space,
+                tasks: limits.processes,
+            })
+            .map(Some)
+            .map_err(|e| ScriptError::SandboxFailed {
+                reason: format!("cannot make the run's cgroup: {e}"),
+            })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = limits;
+        Ok(None)
     }
 }
 

@@ -173,6 +173,7 @@ mod tests {
             cgroup: Vec::new(),
             protect: Vec::new(),
             granted: Vec::new(),
+            parked: false,
         }
     }
 

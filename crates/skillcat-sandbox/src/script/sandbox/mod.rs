@@ -67,6 +67,11 @@ pub const PROXY_SOCKET_FD: i32 = 8;
 /// place the script can connect to: nothing else is there).
 pub const PROXY_PORT: u16 = 3128;
 
+/// In a parked run ([`HelperPolicy::parked`]), the helper's end of a `SOCK_SEQPACKET` socket
+/// the supervisor sends the run's [`Release`] on (argv and environment, one message) when a
+/// call takes the run, then closes.
+pub const RELEASE_FD: i32 = 9;
+
 /// The network of a run, as the helper sets it up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -246,6 +251,23 @@ pub struct HelperPolicy {
     /// always. Empty: no mapping (any other host, or nothing granted).
     #[serde(default)]
     pub granted: Vec<GrantedTree>,
+    /// A run made ahead of its call (the pool of an MCP server or a library session): `argv`
+    /// and `env` are empty, and the confined child, once every confinement step is done, waits
+    /// for them on [`RELEASE_FD`] before it executes `program`; the helper arms its backstop
+    /// alarm only then. End-of-file there (the run was not taken) ends it without running
+    /// anything.
+    #[serde(default)]
+    pub parked: bool,
+}
+
+/// What a parked run gets when a call takes it ([`HelperPolicy::parked`]), as JSON on
+/// [`RELEASE_FD`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Release {
+    /// argv, `argv[0]` first.
+    pub argv: Vec<String>,
+    /// The whole environment of the script.
+    pub env: Vec<(String, String)>,
 }
 
 /// A path the user granted, on a root host (see [`HelperPolicy::granted`]).
@@ -472,6 +494,7 @@ mod tests {
                 write: true,
                 inode: Some((3, 4)),
             }],
+            parked: false,
         };
         let mut making = p.clone();
         making.workspace = None;

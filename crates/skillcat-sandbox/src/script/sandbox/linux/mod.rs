@@ -43,7 +43,8 @@ use std::os::unix::ffi::OsStrExt;
 
 use super::{
     FsAccess, FsRule, HelperPolicy, HelperRequest, JoinWorkspace, Mode, NetMode, POLICY_FD,
-    POLICY_MAX, PROXY_PORT, PROXY_SOCKET_FD, RUN_HOST_ID, SANDBOX_ID, SETUP_FAILED, STATUS_FD,
+    POLICY_MAX, PROXY_PORT, PROXY_SOCKET_FD, RELEASE_FD, RUN_HOST_ID, Release, SANDBOX_ID,
+    SETUP_FAILED, STATUS_FD,
 };
 
 /// The Landlock ABI of the running kernel (`None`: not built in or disabled).
@@ -322,9 +323,11 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             "Landlock is not available on this kernel (not built in, or disabled at boot)",
         );
     };
-    let exec = match Exec::new(policy) {
-        Ok(e) => e,
-        Err(e) => return status.error("failed", &e),
+    // A parked run's child gets its argv and environment when a call takes the run.
+    let exec = match (policy.parked, Exec::new(policy)) {
+        (true, _) => None,
+        (false, Ok(e)) => Some(e),
+        (false, Err(e)) => return status.error("failed", &e),
     };
     let mut ruleset = match landlock::build(policy, abi) {
         Ok(r) => r,
@@ -356,7 +359,9 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
             );
         }
     }
-    arm_backstops(policy.supervisor, policy.timeout_seconds.saturating_add(10));
+    // A parked run's alarm is armed when a call takes it: its timeout starts then.
+    let backstop = policy.timeout_seconds.saturating_add(10);
+    arm_backstops(policy.supervisor, (!policy.parked).then_some(backstop));
     // A root host's granted trees owned by root, cloned with an idmapping that makes root's
     // files the script's: made here, as root in the host's namespaces, before joining the
     // workspace's; mounted by the child in its own mount namespace.
@@ -403,7 +408,7 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         let code = child(
             policy,
             status,
-            &exec,
+            exec.as_ref(),
             &mut ruleset,
             filters,
             &rlimits,
@@ -426,6 +431,9 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     }
     if let Err(e) = release(pid, (sync_r, sync_w), maps) {
         return status.error("failed", &e);
+    }
+    if policy.parked {
+        await_taken(backstop);
     }
     relay(pid, status, ns.pid)
 }
@@ -759,7 +767,10 @@ fn unconfined(policy: &HelperPolicy, status: &Status) -> u8 {
         Ok(e) => e,
         Err(e) => return status.error("failed", &e),
     };
-    arm_backstops(policy.supervisor, policy.timeout_seconds.saturating_add(10));
+    arm_backstops(
+        policy.supervisor,
+        Some(policy.timeout_seconds.saturating_add(10)),
+    );
     // SAFETY: the helper is single-threaded, so the child may do anything the parent could.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -782,8 +793,9 @@ fn unconfined(policy: &HelperPolicy, status: &Status) -> u8 {
 }
 
 /// The helper dies with the supervisor (`supervisor`: its pid, 0 not checked), and in any case
-/// `seconds` later (the supervisor normally ends it first); its death takes its child with it.
-fn arm_backstops(supervisor: u32, seconds: u64) {
+/// `seconds` later (the supervisor normally ends it first; `None`: a parked run, armed by
+/// [`await_taken`]); its death takes its child with it.
+fn arm_backstops(supervisor: u32, seconds: Option<u64>) {
     // SAFETY: prctl/alarm with integer arguments.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
@@ -791,8 +803,64 @@ fn arm_backstops(supervisor: u32, seconds: u64) {
             // The supervisor is already gone.
             libc::_exit(SETUP_FAILED as i32);
         }
+        if let Some(seconds) = seconds {
+            libc::alarm(seconds.clamp(1, u32::MAX as u64) as libc::c_uint);
+        }
+    }
+}
+
+/// A parked run's helper: waits until a call takes the run (its release written on
+/// [`RELEASE_FD`], which the child reads) or drops it (end-of-file), then arms the backstop
+/// alarm as an unparked helper does at its start.
+fn await_taken(seconds: u64) {
+    let mut p = libc::pollfd {
+        fd: RELEASE_FD,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll on a local struct, close and alarm on integers.
+    unsafe {
+        while libc::poll(&mut p, 1, -1) < 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+        libc::close(RELEASE_FD);
         libc::alarm(seconds.clamp(1, u32::MAX as u64) as libc::c_uint);
     }
+}
+
+/// A parked run's child, confined already: reads its argv and environment from
+/// [`RELEASE_FD`] (to end-of-file: the supervisor writes one message and closes), closes it,
+/// and builds what it executes. `None`: the run was dropped, not taken (nothing is written).
+fn take_release(policy: &HelperPolicy) -> Option<Result<Exec, String>> {
+    let mut bytes = Vec::new();
+    // Larger than any release the supervisor sends: a message is read whole.
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        // SAFETY: reading into a live buffer of the given length.
+        let n = unsafe { libc::read(RELEASE_FD, chunk.as_mut_ptr().cast(), chunk.len()) };
+        match n {
+            0 => break,
+            n if n > 0 => bytes.extend_from_slice(&chunk[..n as usize]),
+            _ if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => {}
+            _ => break,
+        }
+        if bytes.len() > POLICY_MAX {
+            break;
+        }
+    }
+    // SAFETY: closing our own descriptor.
+    unsafe { libc::close(RELEASE_FD) };
+    if bytes.is_empty() {
+        return None;
+    }
+    let release: Release = match serde_json::from_slice(&bytes) {
+        Ok(r) => r,
+        Err(e) => return Some(Err(format!("bad release: {e}"))),
+    };
+    let mut taken = policy.clone();
+    taken.argv = release.argv;
+    taken.env = release.env;
+    Some(Exec::new(&taken))
 }
 
 /// Waits for the script, reports how it ended, and returns the same code.
@@ -837,7 +905,7 @@ fn reap(pid: libc::pid_t) -> libc::c_int {
 fn child(
     policy: &HelperPolicy,
     status: &Status,
-    exec: &Exec,
+    exec: Option<&Exec>,
     ruleset: &mut landlock::Prepared,
     filters: &seccomp::Filters,
     rlimits: &[(libc::__rlimit_resource_t, u64, u64)],
@@ -915,6 +983,19 @@ fn child(
         if let Err(e) = seccomp::apply(filters) {
             return status.error("failed", &format!("seccomp: {e}"));
         }
+        // A parked run waits here, confined, for the call that takes it.
+        let taken;
+        let exec = match exec {
+            Some(e) => e,
+            None => match take_release(policy) {
+                Some(Ok(e)) => {
+                    taken = e;
+                    &taken
+                }
+                Some(Err(e)) => return status.error("failed", &e),
+                None => return SETUP_FAILED,
+            },
+        };
         status.line(&ready_line(
             policy,
             ns,

@@ -487,6 +487,7 @@ mod tests {
             cgroup: Vec::new(),
             protect: vec!["/data/.git".into()],
             granted: Vec::new(),
+            parked: false,
         };
         let joined = JoinWorkspace {
             user: true,

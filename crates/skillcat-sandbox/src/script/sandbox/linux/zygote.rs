@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::super::{POLICY_FD, SETUP_FAILED, STATUS_FD};
+use super::super::{POLICY_FD, RELEASE_FD, SETUP_FAILED, STATUS_FD};
 
 /// The most descriptors one request carries: the reply socket, stdout, the status pipe, the
 /// policy, and the inherited ones (workspace namespaces, the work and proxy sockets).
@@ -606,7 +606,7 @@ fn helper_child(
         for (fd, &target) in inherited.iter().zip(targets) {
             ok &= libc::dup2(*fd, target) == target;
         }
-        close_from(9);
+        close_from(RELEASE_FD as libc::c_uint + 1);
         if !ok {
             libc::_exit(SETUP_FAILED as i32);
         }
