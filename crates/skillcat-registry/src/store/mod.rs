@@ -40,6 +40,7 @@ use crate::{
     StoredSignature, VersionInfo,
 };
 
+pub use crate::feed::ChangeAction;
 pub use sqlite::SqliteStore;
 
 /// Where a registry is: a SQLite file, or a PostgreSQL database.
@@ -136,29 +137,6 @@ pub enum Engine {
     Sqlite,
     /// A PostgreSQL database, shared by any number of replicas.
     Postgres,
-}
-
-/// What happened to a version, as the change feed says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChangeAction {
-    /// A new version (or a signature added to one: its statement changed).
-    Publish,
-    /// The version was yanked.
-    Yank,
-    /// The version was unyanked.
-    Unyank,
-}
-
-impl ChangeAction {
-    /// `publish`, `yank`, `unyank`: as stored and as served.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeAction::Publish => "publish",
-            ChangeAction::Yank => "yank",
-            ChangeAction::Unyank => "unyank",
-        }
-    }
 }
 
 /// One entry of the change feed.
