@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use skillcat::ops::registry::{
-    self as ops, PrepareError, PublishInputs, PublishRow, VersionsError, unversioned,
+    self as ops, CopyError, PrepareError, PublishInputs, PublishRow, VersionsError, unversioned,
 };
 use skillcat::publish::{BatchError, BatchEvent, SkillFailure, publish_batch_into};
+use skillcat::registry::copy::CopyEvent;
 use skillcat::registry::store;
 use skillcat::registry::{Outcome, Published, RegistryError, VersionLimits};
 
@@ -106,6 +107,25 @@ pub enum RegistryCommand {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Copy a registry into another: every version it lacks (files, digests, publish time,
+    /// yank, signatures, findings), then the audit log; run again, it copies only what is new.
+    #[command(
+        after_help = "Example: skillcat registry copy skills.db postgres://skillcat@db.internal/skills"
+    )]
+    Copy {
+        /// The registry copied: a file (`sqlite:FILE`), `postgres://USER@HOST:PORT/DB`, or a
+        /// served registry's http(s):// URL (`skillcat serve`).
+        #[arg(value_name = "FROM")]
+        from: PathBuf,
+        /// The registry written: a file or `postgres://…`, created when there is none yet.
+        #[arg(value_name = "TO")]
+        to: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
     /// Verify a whole registry: the database's own integrity checks, every blob against its
     /// sha256, every version's files against its digest and manifest; exit 1 on any problem.
     #[command(after_help = "Example: skillcat registry check skills.db --format json")]
@@ -150,6 +170,18 @@ pub async fn run(cmd: RegistryCommand, context: ServerContext<'_>) -> CliResult 
         }
         RegistryCommand::Yank { db, spec, undo } => yank(&db, &spec, undo).await,
         RegistryCommand::Check { db, format } => check(&db, format).await,
+        RegistryCommand::Copy {
+            from,
+            to,
+            format,
+            server,
+        } => {
+            let policy = match ops::served_url(&from) {
+                Some(_) => policy(&context(server)?),
+                None => skillcat::client::Policy::default(),
+            };
+            copy(&from, &to, format, &policy).await
+        }
         RegistryCommand::Search {
             db,
             query,
@@ -184,6 +216,7 @@ fn local_only(cmd: &RegistryCommand) -> Option<CliError> {
         RegistryCommand::Publish { db, .. } => ("publish", db),
         RegistryCommand::Yank { db, .. } => ("yank", db),
         RegistryCommand::Check { db, .. } => ("check", db),
+        RegistryCommand::Copy { to, .. } => ("copy", to),
         RegistryCommand::Search { .. } | RegistryCommand::Versions { .. } => return None,
     };
     let url = ops::served_url(db)?;
@@ -195,6 +228,10 @@ fn local_only(cmd: &RegistryCommand) -> Option<CliError> {
         RegistryCommand::Yank { .. } => format!(
             "it works on a registry file. To yank from a served registry use `skillcat yank \
              {url} NAME@VERSION`"
+        ),
+        RegistryCommand::Copy { .. } => format!(
+            "it writes a registry file or database. {url} is served from one: copy into \
+             that, or from {url} into a new one"
         ),
         RegistryCommand::Check { .. } => format!(
             "it reads a registry file or database whole. {url} is served from one: check it \
@@ -257,6 +294,63 @@ async fn init(db: &Path) -> CliResult {
         }
         Err(e) => Err(fail(&e)),
     }
+}
+
+/// `skillcat registry copy FROM TO [--format]`: [`ops::copy`], a bar on stderr as it goes;
+/// exit 1 when a version could not be copied.
+async fn copy(
+    from: &Path,
+    to: &Path,
+    format: Format,
+    policy: &skillcat::client::Policy,
+) -> CliResult {
+    let bar = std::sync::OnceLock::<indicatif::ProgressBar>::new();
+    let progress = |e: CopyEvent<'_>| match e {
+        CopyEvent::Total(n) => {
+            bar.get_or_init(|| super::progress_bar(n, 50, "{bar:30} {pos}/{len} {wide_msg}"));
+        }
+        CopyEvent::Version { name, version } => {
+            if let Some(b) = bar.get() {
+                b.set_message(format!("{name}@{version}"));
+                b.inc(1);
+            }
+        }
+    };
+    let copied = ops::copy(from, to, Some(&progress), policy).await;
+    if let Some(b) = bar.get() {
+        b.finish_and_clear();
+    }
+    let copied = copied.map_err(|e| match e {
+        CopyError::Registry(e) => fail(&e),
+        CopyError::Served(e) => served_error(e),
+    })?;
+    let r = &copied.report;
+    match format {
+        Format::Json => out!("{}", serde_json::to_string_pretty(&copied).expect("json")),
+        Format::Text => {
+            if copied.created {
+                out!("Created registry {}", r.to);
+            }
+            let plural =
+                |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+            out!(
+                "Copied {} from {} into {} ({} brought up to date, {} already there, {} added)",
+                plural(r.copied, "version"),
+                r.from,
+                r.to,
+                r.updated,
+                r.unchanged,
+                plural(r.audit, "audit entry").replace("entrys", "entries"),
+            );
+            for f in &r.failed {
+                err!("Not copied: {}@{}: {}", f.name, f.version, f.error);
+            }
+            for n in &r.not_carried {
+                err!("Not carried: {n}");
+            }
+        }
+    }
+    Ok(ExitStatus::faults_if(!r.is_ok()))
 }
 
 /// `skillcat registry check LOCATION [--format]`: what [`ops::check`] found; exit 1 when

@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::publish::{
     BatchError, BatchOptions, PublishSource, SkillFailure, SkillOutcome, check_batch,
 };
+use crate::registry::copy::{CopyEvent, CopyOptions, CopyReport};
 use crate::registry::store::{self, Location, redact_password};
 use crate::registry::{
     CheckReport, Published, RegistryError, SearchHit, VersionInfo, VersionLimits, parse_spec,
@@ -347,6 +348,87 @@ pub async fn versions(location: &Location, name: &str) -> Result<Vec<VersionInfo
         });
     }
     Ok(list)
+}
+
+/// What [`copy`] did: the library's report, and whether TO was created for it.
+#[derive(Debug, Serialize)]
+pub struct Copied {
+    /// What was copied.
+    #[serde(flatten)]
+    pub report: CopyReport,
+    /// TO did not exist and was created (`registry init`) for the copy.
+    pub created: bool,
+}
+
+/// Copies the registry `from` (a file, a database, or a served registry's URL) into `to` (a
+/// file or a database, created when there is none yet): every version it lacks, exactly,
+/// then the audit log ([`registry::copy::copy`](crate::registry::copy::copy)).
+pub async fn copy(
+    from: &Path,
+    to: &Path,
+    progress: Option<&(dyn Fn(CopyEvent<'_>) + Send + Sync)>,
+    policy: &crate::client::Policy,
+) -> Result<Copied, CopyError> {
+    let to_location = location(to);
+    // FROM is opened first: nothing is created for a copy from nowhere.
+    let origin: Box<dyn CopyOrigin> = match served_url(from) {
+        Some(url) => served_origin(url, policy)?,
+        None => Box::new(StoreOrigin(store::open_read_only(&location(from)).await?)),
+    };
+    let (target, created) = match store::open(&to_location).await {
+        Ok(s) => (s, false),
+        Err(RegistryError::Missing { .. }) => (store::init(&to_location).await?, true),
+        Err(e) => return Err(e.into()),
+    };
+    let opts = CopyOptions { progress };
+    let report = origin.copy_into(&*target, opts).await?;
+    Ok(Copied { report, created })
+}
+
+/// Why `registry copy` did not run (nothing was written).
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    /// A registry could not be opened, listed or written.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The served registry could not be asked, or refused.
+    #[error(transparent)]
+    Served(#[from] crate::Error),
+}
+
+/// A copy's origin behind one object: a store, or a served registry.
+#[async_trait::async_trait]
+trait CopyOrigin: Send + Sync {
+    async fn copy_into(
+        &self,
+        to: &dyn store::Store,
+        opts: CopyOptions<'_>,
+    ) -> Result<CopyReport, RegistryError>;
+}
+
+/// A served registry as a copy's origin.
+fn served_origin(
+    url: &str,
+    _policy: &crate::client::Policy,
+) -> Result<Box<dyn CopyOrigin>, CopyError> {
+    Err(CopyError::Served(crate::Error::Invalid(format!(
+        "{}: copying from a served registry is not supported yet; copy its registry file or \
+         database instead",
+        redact_password(url)
+    ))))
+}
+
+struct StoreOrigin(std::sync::Arc<dyn store::Store>);
+
+#[async_trait::async_trait]
+impl CopyOrigin for StoreOrigin {
+    async fn copy_into(
+        &self,
+        to: &dyn store::Store,
+        opts: CopyOptions<'_>,
+    ) -> Result<CopyReport, RegistryError> {
+        crate::registry::copy::copy(&*self.0, to, opts).await
+    }
 }
 
 /// The address of a served registry (`skillcat serve REGISTRY`) when `db` is one

@@ -2,7 +2,14 @@
 //! a registry verified whole, and copied into another (a file, a database, from a served
 //! registry's URL) with identical digests, only what is new on a second run.
 
-use crate::support::bin::run;
+use std::path::Path;
+
+use serde_json::Value as J;
+use skillcat::registry::{Actor, PublishOptions, Registry};
+use skillcat::source::{DirOptions, DirSource};
+
+use crate::support::bin::{Skillcat, run};
+use crate::support::central::doc;
 
 fn catalog(root: &str) -> String {
     format!(
@@ -74,4 +81,212 @@ fn alter_first_blob(db: &str) {
          {trigger};"
     ))
     .unwrap();
+}
+
+fn actor(token: &str) -> Actor {
+    Actor {
+        token: token.into(),
+        client: "127.0.0.1:4000".into(),
+    }
+}
+
+/// A registry file with something of every kind a copy carries: pdf-forms@1.0.0 published on
+/// behalf of a token with audit findings, signed-one@1.0.0 with a signature, alpha@1.0.0
+/// (yanked on behalf of a token) and alpha@1.1.0.
+async fn rich_registry(dir: &Path) -> String {
+    let db = registry(dir, "from.db");
+    // Signed: a key, the skill signed as `sign` signs it, published with its signature.
+    let at = |args: &[&str]| Skillcat::new(args).cwd(dir).run();
+    at(&["keygen", "-o", "k", "--unencrypted"]).code(0);
+    let skill = dir.join("signed-one");
+    std::fs::create_dir(&skill).unwrap();
+    std::fs::write(skill.join("SKILL.md"), doc("signed-one", "1.0.0", "signed")).unwrap();
+    at(&[
+        "sign",
+        "signed-one",
+        "signed-one",
+        "--key",
+        "k.key",
+        "-o",
+        "s.minisig",
+    ])
+    .code(0);
+    at(&[
+        "registry",
+        "publish",
+        "from.db",
+        "signed-one",
+        "--sig",
+        "s.minisig",
+    ])
+    .code(0);
+
+    let mut reg = Registry::open(&db).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/skills");
+    let source = DirSource::open(&root, DirOptions::default()).unwrap();
+    let opts = PublishOptions {
+        version: Some("1.0.0".into()),
+        ..Default::default()
+    };
+    let prepared = skillcat::publish::prepare(&source, "pdf-forms", &opts)
+        .await
+        .unwrap()
+        .with_findings(r#"[{"rule":"network","severity":"warning"}]"#.into())
+        .unwrap();
+    reg.commit_as(&prepared, Some(&actor("ci"))).unwrap();
+    assert!(
+        reg.set_yanked_as("alpha", "1.0.0", true, &actor("ops"))
+            .unwrap()
+    );
+    db
+}
+
+/// `registry versions LOCATION NAME --format json`, as JSON.
+fn versions(db: &str, name: &str) -> J {
+    let out = run(&["registry", "versions", db, name, "--format", "json"]);
+    out.code(0).json()
+}
+
+/// The audit log of a registry file, oldest first, without its row ids.
+fn audit_rows(db: &str) -> Vec<(i64, String, String, String, String, String, String)> {
+    let reg = Registry::open_read_only(db).unwrap();
+    let mut rows: Vec<_> = (reg.audit(1000, None).unwrap().into_iter())
+        .map(|e| {
+            (
+                e.at, e.token, e.action, e.name, e.version, e.digest, e.client,
+            )
+        })
+        .collect();
+    rows.reverse();
+    rows
+}
+
+fn copy_json(from: &str, to: &str) -> J {
+    let out = run(&["registry", "copy", from, to, "--format", "json"]);
+    out.code(0).json()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_is_copied_exactly_and_a_second_run_copies_only_what_is_new() {
+    let tmp = tempfile::tempdir().unwrap();
+    let from = rich_registry(tmp.path()).await;
+    let to = tmp.path().join("to.db").display().to_string();
+
+    let first = copy_json(&from, &to);
+    assert_eq!(first["created"], true, "{first}");
+    assert_eq!(first["versions"], 4, "{first}");
+    assert_eq!(first["copied"], 4, "{first}");
+    assert_eq!(first["failed"], serde_json::json!([]), "{first}");
+    assert_eq!(first["audit"], 2, "{first}");
+    // Every version alike: the same digests, publish times, yanks, latest and signatures.
+    for name in ["alpha", "pdf-forms", "signed-one"] {
+        assert_eq!(versions(&from, name), versions(&to, name), "{name}");
+    }
+    let alpha = versions(&to, "alpha");
+    assert_eq!(alpha[0]["yanked"], true, "{alpha}");
+    let signed = versions(&to, "signed-one");
+    assert_eq!(
+        signed[0]["signed_by"].as_array().unwrap().len(),
+        1,
+        "{signed}"
+    );
+    let (f, t) = (
+        Registry::open_read_only(&from).unwrap(),
+        Registry::open_read_only(&to).unwrap(),
+    );
+    let findings = t.findings("pdf-forms", "1.0.0").unwrap();
+    assert!(
+        findings.as_deref().unwrap().contains("network"),
+        "{findings:?}"
+    );
+    assert_eq!(f.findings("pdf-forms", "1.0.0").unwrap(), findings);
+    drop((f, t));
+    assert_eq!(audit_rows(&from), audit_rows(&to));
+    assert_eq!(audit_rows(&to).len(), 2);
+    run(&["registry", "check", &to]).code(0);
+
+    // Again: nothing new.
+    let again = copy_json(&from, &to);
+    assert_eq!(again["created"], false, "{again}");
+    assert_eq!(again["copied"], 0, "{again}");
+    assert_eq!(again["unchanged"], 4, "{again}");
+    assert_eq!(again["audit"], 0, "{again}");
+    assert_eq!(audit_rows(&to).len(), 2);
+
+    // One new version and one unyank in FROM: exactly those.
+    run(&[
+        "registry",
+        "publish",
+        &from,
+        &catalog("alpha"),
+        "--version",
+        "1.2.0",
+    ])
+    .code(0);
+    run(&["registry", "yank", &from, "alpha@1.0.0", "--undo"]).code(0);
+    let out = run(&["registry", "copy", &from, &to]);
+    out.code(0);
+    assert!(
+        out.out().contains("Copied 1 version from ")
+            && out.out().contains("(1 brought up to date, 3 already there"),
+        "{}",
+        out.out()
+    );
+    assert_eq!(versions(&from, "alpha"), versions(&to, "alpha"));
+    assert_eq!(versions(&to, "alpha")[0]["yanked"], false);
+}
+
+#[test]
+fn a_version_whose_blob_no_longer_hashes_is_refused_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let from = tmp.path().join("from.db").display().to_string();
+    run(&["registry", "init", &from]).code(0);
+    run(&[
+        "registry",
+        "publish",
+        &from,
+        &catalog("alpha"),
+        "--version",
+        "1.0.0",
+    ])
+    .code(0);
+    run(&[
+        "registry",
+        "publish",
+        &from,
+        &catalog("beta-tool"),
+        "--version",
+        "2.0.0",
+    ])
+    .code(0);
+    alter_first_blob(&from);
+    let to = tmp.path().join("to.db").display().to_string();
+    let out = run(&["registry", "copy", &from, &to, "--format", "json"]);
+    let json = out.code(1).json();
+    assert_eq!(json["copied"], 1, "{json}");
+    let failed = json["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{json}");
+    assert_eq!(failed[0]["name"], "alpha", "{json}");
+    // Nothing of it written; the other version whole.
+    let out = run(&["registry", "versions", &to, "alpha"]);
+    out.code(1);
+    run(&["registry", "versions", &to, "beta-tool"]).code(0);
+    run(&["registry", "check", &to]).code(0);
+    // Said in text too, with exit 1.
+    let out = run(&["registry", "copy", &from, &to]);
+    out.code(1);
+    assert!(
+        out.stderr.contains("Not copied: alpha@1.0.0:"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_copy_from_nowhere_creates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let from = tmp.path().join("missing.db").display().to_string();
+    let to = tmp.path().join("to.db");
+    run(&["registry", "copy", &from, to.to_str().unwrap()]).code(2);
+    assert!(!to.exists());
 }
