@@ -290,3 +290,30 @@ fn a_copy_from_nowhere_creates_nothing() {
     run(&["registry", "copy", &from, to.to_str().unwrap()]).code(2);
     assert!(!to.exists());
 }
+
+/// A registry in PostgreSQL is a SOURCE and a LOCATION like a file; whether this build
+/// reaches it or has no PostgreSQL support, the password in its URL is never printed.
+#[test]
+fn a_postgres_url_is_a_registry_and_its_password_is_never_shown() {
+    let url = "postgres://me:secret@127.0.0.1:1/skills";
+    let shown = "postgres://me:***@127.0.0.1:1/skills";
+    for args in [
+        vec!["list", url],
+        vec!["show", url, "alpha"],
+        vec!["digest", url],
+        vec!["registry", "versions", url, "alpha"],
+        vec!["registry", "search", url, "pdf"],
+        vec!["registry", "check", url],
+        vec!["registry", "yank", url, "alpha@1.0.0"],
+        vec!["registry", "copy", url, "sqlite:to.db"],
+    ] {
+        let out = Skillcat::new(&args)
+            .cwd(tempfile::tempdir().unwrap().path())
+            .run();
+        assert_ne!(out.code, 0, "{args:?}");
+        let all = format!("{}{}", out.out(), out.stderr);
+        assert!(!all.contains("secret"), "{args:?}: {all}");
+        assert!(all.contains(shown), "{args:?}: {all}");
+        assert!(!all.contains("unsupported source"), "{args:?}: {all}");
+    }
+}
