@@ -1,6 +1,8 @@
 //! `skillcat registry …`: the sources of a publish opened, each skill's outcome as its report
 //! says it, a version yanked.
 
+mod served;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -407,15 +409,23 @@ trait CopyOrigin: Send + Sync {
 }
 
 /// A served registry as a copy's origin.
-fn served_origin(
-    url: &str,
-    _policy: &crate::client::Policy,
-) -> Result<Box<dyn CopyOrigin>, CopyError> {
-    Err(CopyError::Served(crate::Error::Invalid(format!(
-        "{}: copying from a served registry is not supported yet; copy its registry file or \
-         database instead",
-        redact_password(url)
-    ))))
+fn served_origin(url: &str, policy: &crate::client::Policy) -> crate::Result<Box<dyn CopyOrigin>> {
+    Ok(Box::new(ServedCopy(served::ServedOrigin::new(
+        url, policy,
+    )?)))
+}
+
+struct ServedCopy(served::ServedOrigin);
+
+#[async_trait::async_trait]
+impl CopyOrigin for ServedCopy {
+    async fn copy_into(
+        &self,
+        to: &dyn store::Store,
+        opts: CopyOptions<'_>,
+    ) -> Result<CopyReport, RegistryError> {
+        crate::registry::copy::copy(&self.0, to, opts).await
+    }
 }
 
 struct StoreOrigin(std::sync::Arc<dyn store::Store>);

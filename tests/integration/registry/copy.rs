@@ -317,3 +317,52 @@ fn a_postgres_url_is_a_registry_and_its_password_is_never_shown() {
         assert!(!all.contains("unsupported source"), "{args:?}: {all}");
     }
 }
+
+/// `registry copy URL TO`: a served registry read through its API and archives — every
+/// version, digest, publish time, yank, signature and finding — and the audit log said not
+/// carried.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_served_registry_is_copied_through_its_api() {
+    let tmp = tempfile::tempdir().unwrap();
+    let from = rich_registry(tmp.path()).await;
+    // Served for publishing, as a central registry is (its API serves findings).
+    crate::support::central::token(tmp.path(), "ci", "*", "publish");
+    let tokens = tmp.path().join("tokens.toml").display().to_string();
+    let (mut child, _, url) = crate::support::serve::spawn_serve(
+        Path::new(&from),
+        &["--publish", "--tokens", &tokens],
+        std::process::Stdio::null(),
+    );
+    let to = tmp.path().join("to.db").display().to_string();
+    let out = run(&["registry", "copy", &url, &to, "--format", "json"]);
+    let first = out.code(0).json();
+    assert_eq!(first["copied"], 4, "{first}");
+    assert_eq!(first["failed"], serde_json::json!([]), "{first}");
+    assert_eq!(first["audit"], 0, "{first}");
+    let not_carried = first["not_carried"].to_string();
+    assert!(not_carried.contains("audit log"), "{first}");
+    for name in ["alpha", "pdf-forms", "signed-one"] {
+        assert_eq!(versions(&from, name), versions(&to, name), "{name}");
+    }
+    let t = Registry::open_read_only(&to).unwrap();
+    let findings = t.findings("pdf-forms", "1.0.0").unwrap();
+    assert!(
+        findings.as_deref().unwrap().contains("network"),
+        "{findings:?}"
+    );
+    drop(t);
+    run(&["registry", "check", &to]).code(0);
+    // Again: nothing new.
+    let again = run(&["registry", "copy", &url, &to, "--format", "json"]);
+    let again = again.code(0).json();
+    assert_eq!(again["copied"], 0, "{again}");
+    assert_eq!(again["unchanged"], 4, "{again}");
+    let out = run(&["registry", "copy", &url, &to]);
+    assert!(
+        out.stderr.contains("Not carried: the audit log"),
+        "{}",
+        out.stderr
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
