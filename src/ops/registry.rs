@@ -301,7 +301,7 @@ pub async fn search(
     Ok(hits)
 }
 
-/// The registry at `location` verified whole ([`Store::check`]): the engine's integrity
+/// The registry at `location` verified whole ([`Store::check`](store::Store::check)): the engine's integrity
 /// checks, every blob against its sha256, every version against its digest and manifest.
 pub async fn check(location: &Location) -> Result<CheckReport, RegistryError> {
     store::open_read_only(location).await?.check().await

@@ -264,7 +264,6 @@ impl DatabaseRegistry {
         self.connected
             .get_or_try_init(|| async { RegistrySource::connect(&self.location).await })
             .await
-            .map_err(Error::from)
     }
 }
 
