@@ -366,3 +366,81 @@ async fn a_served_registry_is_copied_through_its_api() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// A registry whose change feed names nothing (one older than its feed, a served registry
+/// without the route): what it lists stands for it.
+struct NoFeed(std::sync::Arc<dyn skillcat::registry::store::Store>);
+
+#[async_trait::async_trait]
+impl skillcat::registry::copy::Origin for NoFeed {
+    fn shown(&self) -> String {
+        self.0.display().to_string()
+    }
+    async fn changes(
+        &self,
+        since: i64,
+        _limit: usize,
+    ) -> skillcat::registry::Result<skillcat::registry::store::ChangePage> {
+        Ok(skillcat::registry::store::ChangePage {
+            changes: Vec::new(),
+            next: since,
+        })
+    }
+    async fn all_versions(
+        &self,
+    ) -> skillcat::registry::Result<Vec<skillcat::registry::VersionInfo>> {
+        self.0.all_versions(None).await
+    }
+    async fn export(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> skillcat::registry::Result<Option<skillcat::registry::store::VersionRecord>> {
+        self.0.export(name, version).await
+    }
+    async fn findings(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> skillcat::registry::Result<Option<String>> {
+        self.0.findings(name, version).await
+    }
+    async fn audit_log(
+        &self,
+    ) -> skillcat::registry::Result<Option<Vec<skillcat::registry::AuditEntry>>> {
+        Ok(None)
+    }
+}
+
+/// The library's copy, from an origin whose feed is empty: every version it lists is copied,
+/// with the same digests, and a second copy finds nothing new.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_feed_every_listed_version_is_copied() {
+    use skillcat::registry::copy::{CopyOptions, copy};
+    use skillcat::registry::store::{self, Location};
+    let tmp = tempfile::tempdir().unwrap();
+    let from = rich_registry(tmp.path()).await;
+    let origin = NoFeed(store::open(&Location::parse(&from)).await.unwrap());
+    let to_path = tmp.path().join("to.db").display().to_string();
+    let to = store::init(&Location::parse(&to_path)).await.unwrap();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let progress = |e: skillcat::registry::copy::CopyEvent<'_>| {
+        seen.lock().unwrap().push(format!("{e:?}"));
+    };
+    let opts = CopyOptions {
+        progress: Some(&progress),
+    };
+    let report = copy(&origin, &*to, opts).await.unwrap();
+    assert_eq!((report.versions, report.copied, report.next), (4, 4, 0));
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        5,
+        "the total, then each version"
+    );
+    for name in ["alpha", "pdf-forms", "signed-one"] {
+        assert_eq!(versions(&from, name), versions(&to_path, name), "{name}");
+    }
+    let again = copy(&origin, &*to, CopyOptions::default()).await.unwrap();
+    assert_eq!((again.copied, again.unchanged), (0, 4), "{again:?}");
+}
