@@ -377,6 +377,7 @@ pub async fn copy(
         Some(url) => served_origin(url, policy)?,
         None => Box::new(StoreOrigin(store::open_read_only(&location(from)).await?)),
     };
+    origin.reachable().await?;
     let (target, created) = match store::open(&to_location).await {
         Ok(s) => (s, false),
         Err(RegistryError::Missing { .. }) => (store::init(&to_location).await?, true),
@@ -401,6 +402,11 @@ pub enum CopyError {
 /// A copy's origin behind one object: a store, or a served registry.
 #[async_trait::async_trait]
 trait CopyOrigin: Send + Sync {
+    /// Whether it answers at all, asked before anything is created for the copy.
+    async fn reachable(&self) -> Result<(), CopyError> {
+        Ok(())
+    }
+
     async fn copy_into(
         &self,
         to: &dyn store::Store,
@@ -419,6 +425,10 @@ struct ServedCopy(served::ServedOrigin);
 
 #[async_trait::async_trait]
 impl CopyOrigin for ServedCopy {
+    async fn reachable(&self) -> Result<(), CopyError> {
+        self.0.reachable().await.map_err(CopyError::Served)
+    }
+
     async fn copy_into(
         &self,
         to: &dyn store::Store,

@@ -57,6 +57,11 @@ impl ServedOrigin {
         })
     }
 
+    /// Reads its index: whether it answers, before anything is created for the copy.
+    pub(super) async fn reachable(&self) -> crate::Result<()> {
+        self.http.list().await.map(drop)
+    }
+
     fn unavailable(&self, e: crate::Error) -> RegistryError {
         RegistryError::Read {
             location: self.shown.clone(),

@@ -289,6 +289,13 @@ fn a_copy_from_nowhere_creates_nothing() {
     let to = tmp.path().join("to.db");
     run(&["registry", "copy", &from, to.to_str().unwrap()]).code(2);
     assert!(!to.exists());
+    // Nor from a served registry that does not answer.
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", nobody.local_addr().unwrap());
+    drop(nobody);
+    let out = run(&["registry", "copy", &url, to.to_str().unwrap()]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(!to.exists(), "{}", out.stderr);
 }
 
 /// A registry in PostgreSQL is a SOURCE and a LOCATION like a file; whether this build
