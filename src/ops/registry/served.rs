@@ -50,7 +50,7 @@ impl ServedOrigin {
         let http = HttpSource::new(url, opts)?;
         Ok(ServedOrigin {
             url: url.to_string(),
-            shown: http.location(""),
+            shown: crate::source::redact_password(url),
             policy: policy.clone(),
             http,
             skills: Mutex::new(HashMap::new()),
