@@ -10,10 +10,10 @@ use crate::store::{Change, ChangePage, Imported, VersionRecord};
 use crate::{AuditEntry, Prepared};
 
 /// The most changes one page holds, whatever is asked.
-pub const MAX_PAGE: usize = 1000;
+pub(crate) const MAX_PAGE: usize = 1000;
 
 impl Registry {
-    /// At most `limit` (at most [`MAX_PAGE`]) changes after `since`, in commit order.
+    /// At most `limit` (at most 1000) changes after `since`, in commit order.
     pub fn changes(&self, since: i64, limit: usize) -> Result<ChangePage> {
         let limit = limit.clamp(1, MAX_PAGE) as i64;
         let mut stmt = self
@@ -77,7 +77,7 @@ impl Registry {
 
     /// Stores a version another registry holds, exactly: the same files, digests, publish
     /// time, yank, signatures and findings, checked against its bytes first
-    /// ([`Prepared::from_record`]). A version held already must be the same content
+    /// (as a publish checks its own). A version held already must be the same content
     /// ([`RegistryError::Immutable`] otherwise); its yank state and any signature it lacks are
     /// brought up to date. One transaction, with its change rows.
     pub fn import(&mut self, record: &VersionRecord) -> Result<Imported> {

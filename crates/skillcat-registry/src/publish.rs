@@ -138,34 +138,34 @@ pub struct Published {
     pub latest: bool,
 }
 
-struct PreparedFile {
-    path: String,
-    fold: String,
-    sha256: [u8; 32],
-    bytes: Bytes,
-    executable: bool,
+pub(crate) struct PreparedFile {
+    pub(crate) path: String,
+    pub(crate) fold: String,
+    pub(crate) sha256: [u8; 32],
+    pub(crate) bytes: Bytes,
+    pub(crate) executable: bool,
 }
 
-struct PreparedSignature {
-    key_id: String,
-    text: String,
+pub(crate) struct PreparedSignature {
+    pub(crate) key_id: String,
+    pub(crate) text: String,
 }
 
 /// A skill read, validated, hashed and (when asked) verified: ready to [`commit`](Registry::commit).
 pub struct Prepared {
-    location: String,
-    semver: semver::Version,
-    manifest: Manifest,
-    manifest_json: String,
-    digest: [u8; 32],
-    description: String,
-    body: String,
-    files: Vec<PreparedFile>,
-    signature: Option<PreparedSignature>,
+    pub(crate) location: String,
+    pub(crate) semver: semver::Version,
+    pub(crate) manifest: Manifest,
+    pub(crate) manifest_json: String,
+    pub(crate) digest: [u8; 32],
+    pub(crate) description: String,
+    pub(crate) body: String,
+    pub(crate) files: Vec<PreparedFile>,
+    pub(crate) signature: Option<PreparedSignature>,
     /// The audit's findings as a JSON array, recorded with a new version when set.
-    findings: Option<String>,
+    pub(crate) findings: Option<String>,
     /// When it was published, for a version copied from another registry (else now).
-    published_at: Option<i64>,
+    pub(crate) published_at: Option<i64>,
 }
 
 impl std::fmt::Debug for Prepared {

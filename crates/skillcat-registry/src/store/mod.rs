@@ -21,6 +21,8 @@
 //! any database is asked); an engine only stores it.
 
 pub mod blobs;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod sqlite;
 
 use std::collections::HashMap;
@@ -41,6 +43,8 @@ use crate::{
 };
 
 pub use crate::feed::ChangeAction;
+#[cfg(feature = "postgres")]
+pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
 /// Where a registry is: a SQLite file, or a PostgreSQL database.
@@ -356,9 +360,24 @@ pub async fn open(location: &Location) -> Result<Arc<dyn Store>> {
 
 /// Creates a registry at `location`: a new file, or the schema in an empty database.
 pub async fn init(location: &Location) -> Result<Arc<dyn Store>> {
-    match location {
-        Location::File(path) => Ok(Arc::new(SqliteStore::init(path)?)),
-        Location::Postgres(url) => postgres_open(url, true).await,
+    init_with(location, None).await
+}
+
+/// [`init`], with the blobs of a database registry kept in object storage at `blobs`
+/// (recorded in the database, so every replica agrees). A registry file keeps its blobs inside
+/// itself: a file with a blobs URL is refused.
+pub async fn init_with(location: &Location, blobs: Option<&str>) -> Result<Arc<dyn Store>> {
+    match (location, blobs) {
+        (Location::File(path), None) => Ok(Arc::new(SqliteStore::init(path)?)),
+        (Location::File(path), Some(url)) => Err(crate::RegistryError::BadSpec {
+            spec: url.to_string(),
+            reason: format!(
+                "a registry file ({}) keeps its blobs inside itself; object storage is for a \
+                 PostgreSQL registry",
+                crate::display_path(path)
+            ),
+        }),
+        (Location::Postgres(url), blobs) => postgres_init(url, blobs).await,
     }
 }
 
@@ -371,7 +390,18 @@ pub async fn open_read_only(location: &Location) -> Result<Arc<dyn Store>> {
 }
 
 #[cfg(not(feature = "postgres"))]
-async fn postgres_open(url: &str, _create: bool) -> Result<Arc<dyn Store>> {
+async fn postgres_init(url: &str, _blobs: Option<&str>) -> Result<Arc<dyn Store>> {
+    postgres_open(url, true).await
+}
+
+#[cfg(feature = "postgres")]
+async fn postgres_init(url: &str, blobs: Option<&str>) -> Result<Arc<dyn Store>> {
+    Ok(Arc::new(PgStore::open_with(url, true, blobs).await?))
+}
+
+/// Opens (with `create`: creates) the registry in the PostgreSQL database at `url`.
+#[cfg(not(feature = "postgres"))]
+pub async fn postgres_open(url: &str, _create: bool) -> Result<Arc<dyn Store>> {
     Err(crate::RegistryError::Unavailable {
         what: redact_password(url),
         reason: "this build of skillcat has no PostgreSQL support (the registry crate's \
@@ -380,9 +410,10 @@ async fn postgres_open(url: &str, _create: bool) -> Result<Arc<dyn Store>> {
     })
 }
 
+/// Opens (with `create`: creates) the registry in the PostgreSQL database at `url`.
 #[cfg(feature = "postgres")]
-async fn postgres_open(_url: &str, _create: bool) -> Result<Arc<dyn Store>> {
-    unimplemented!("the PostgreSQL store lands with step 30")
+pub async fn postgres_open(url: &str, create: bool) -> Result<Arc<dyn Store>> {
+    Ok(Arc::new(PgStore::open(url, create).await?))
 }
 
 #[cfg(test)]
