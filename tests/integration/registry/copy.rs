@@ -452,3 +452,128 @@ async fn without_a_feed_every_listed_version_is_copied() {
     let again = copy(&origin, &*to, CopyOptions::default()).await.unwrap();
     assert_eq!((again.copied, again.unchanged), (0, 4), "{again:?}");
 }
+
+/// Moving in: `registry copy OLD.db postgres://…` carries every version, yank, signature,
+/// finding and audit entry with the same digests, creates the registry in the empty database,
+/// copies nothing on a second run; and the database copied back into a file is the same again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_is_moved_into_postgres_and_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let from = rich_registry(tmp.path()).await;
+    let (url, _db) = crate::support::postgres::shared().fresh_database();
+
+    let first = copy_json(&from, &url);
+    assert_eq!(first["created"], true, "{first}");
+    assert_eq!(first["copied"], 4, "{first}");
+    assert_eq!(first["audit"], 2, "{first}");
+    assert_eq!(first["failed"], serde_json::json!([]), "{first}");
+    for name in ["alpha", "pdf-forms", "signed-one"] {
+        assert_eq!(versions(&from, name), versions(&url, name), "{name}");
+    }
+    run(&["registry", "check", &url]).code(0);
+    // The database is a SOURCE as the file is: the same skills, bodies, files and digests.
+    for args in [
+        vec!["list"],
+        vec!["digest"],
+        vec!["show", "pdf-forms"],
+        vec!["read", "alpha@1.0.0", "SKILL.md"],
+    ] {
+        let at = |db: &str| {
+            let mut all = vec![args[0], db];
+            all.extend(&args[1..]);
+            let out = run(&all);
+            out.code(0);
+            out.out().replace(db, "DB")
+        };
+        let (file, database) = (at(&from), at(&url));
+        assert!(!file.is_empty(), "{args:?}");
+        assert_eq!(
+            file.replace(
+                &std::path::absolute(&from).unwrap().display().to_string(),
+                "DB"
+            ),
+            database,
+            "{args:?}"
+        );
+    }
+    let again = copy_json(&from, &url);
+    assert_eq!(
+        (again["copied"].clone(), again["unchanged"].clone()),
+        (0.into(), 4.into()),
+        "{again}"
+    );
+    assert_eq!(again["audit"], 0, "{again}");
+
+    let back = tmp.path().join("back.db").display().to_string();
+    let out = copy_json(&url, &back);
+    assert_eq!(out["copied"], 4, "{out}");
+    for name in ["alpha", "pdf-forms", "signed-one"] {
+        assert_eq!(versions(&from, name), versions(&back, name), "{name}");
+    }
+    assert_eq!(audit_rows(&from), audit_rows(&back));
+    let b = Registry::open_read_only(&back).unwrap();
+    let findings = b.findings("pdf-forms", "1.0.0").unwrap();
+    assert!(
+        findings.as_deref().unwrap().contains("network"),
+        "{findings:?}"
+    );
+}
+
+/// Every registry command on a database, through the binary, says what it says of a file.
+#[test]
+fn every_registry_command_takes_a_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("r.db").display().to_string();
+    let (url, _db) = crate::support::postgres::shared().fresh_database();
+    let both = |args: &[&str]| -> (String, String) {
+        let at = |db: &str| {
+            let all: Vec<&str> = args
+                .iter()
+                .map(|a| if *a == "DB" { db } else { a })
+                .collect();
+            let out = run(&all);
+            out.code(0);
+            let shown = std::path::absolute(db).unwrap().display().to_string();
+            out.out().replace(&shown, "DB").replace(db, "DB")
+        };
+        (at(&file), at(&url))
+    };
+    // Each engine has its own migrations, so its own schema version.
+    let (f, d) = both(&["registry", "init", "DB"]);
+    for said in [f, d] {
+        assert!(
+            said.starts_with("Created registry DB (schema version "),
+            "{said}"
+        );
+    }
+    let alpha = catalog("alpha");
+    for v in ["1.0.0", "1.1.0"] {
+        let (f, d) = both(&["registry", "publish", "DB", &alpha, "--version", v]);
+        assert_eq!(f, d);
+        assert!(
+            d.starts_with(&format!("Published alpha@{v} sha256:")),
+            "{d}"
+        );
+    }
+    let (f, d) = both(&["registry", "yank", "DB", "alpha@1.1.0"]);
+    assert_eq!(
+        (f.as_str(), d.as_str()),
+        (d.as_str(), "Yanked alpha@1.1.0\nLatest alpha is 1.0.0\n")
+    );
+    let (f, d) = both(&["registry", "search", "DB", "alpha", "--format", "json"]);
+    let (f, d): (J, J) = (
+        serde_json::from_str(&f).unwrap(),
+        serde_json::from_str(&d).unwrap(),
+    );
+    assert_eq!(f[0]["name"], "alpha");
+    assert_eq!(f[0]["version"], d[0]["version"]);
+    let (f, d) = (versions(&file, "alpha"), versions(&url, "alpha"));
+    assert_eq!(f.as_array().unwrap().len(), 2);
+    assert_eq!(f[0]["digest"], d[0]["digest"]);
+    assert_eq!(f[1]["yanked"], d[1]["yanked"]);
+    let (f, d) = both(&["registry", "check", "DB", "--format", "json"]);
+    assert_eq!(f, d);
+    // A database that holds a registry already is not created again (exit 1, as for a file).
+    let out = run(&["registry", "init", &url]);
+    out.code(1);
+}
