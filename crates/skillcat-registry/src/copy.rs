@@ -49,7 +49,8 @@ pub trait Origin: Send + Sync {
     /// The whole audit log; `None` when the origin does not expose it (a served registry).
     async fn audit_log(&self) -> Result<Option<Vec<AuditEntry>>>;
 
-    /// What a copy from it cannot carry, one sentence each (nothing for a store).
+    /// What a copy from it could not carry, one sentence each (nothing for a store); asked
+    /// once the copy is done.
     fn not_carried(&self) -> Vec<String> {
         Vec::new()
     }
@@ -188,7 +189,6 @@ pub async fn copy<F: Origin + ?Sized>(
     let mut report = CopyReport {
         from: from.shown(),
         to: to.display().to_string(),
-        not_carried: from.not_carried(),
         ..CopyReport::default()
     };
 
@@ -263,6 +263,8 @@ pub async fn copy<F: Origin + ?Sized>(
             report.audit = to.import_audit(log).await?;
         }
     }
+    // Asked last: an origin may learn what it cannot carry as it is read.
+    report.not_carried = from.not_carried();
     Ok(report)
 }
 

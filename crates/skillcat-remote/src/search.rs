@@ -369,15 +369,25 @@ pub async fn changes(
         .ok_or_else(|| Error::Invalid(format!("{shown}: the change feed's answer is not its JSON")))
 }
 
+/// What a served registry says the audit found in a version ([`findings`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServedFindings {
+    /// It was audited when stored: the findings, a JSON array (maybe empty).
+    Audited(serde_json::Value),
+    /// It was written without an audit (into the file directly).
+    NotAudited,
+    /// The server has no findings route (one not serving for publishing, a static export).
+    NotServed,
+}
+
 /// What the audit found in `name@version` when the registry served at `base` stored it (`GET
-/// /api/v1/skills/NAME/VERSION/findings`): the findings (a JSON array) when it was audited,
-/// `None` when it was not (or the server does not say).
+/// /api/v1/skills/NAME/VERSION/findings`).
 pub async fn findings(
     base: &str,
     name: &str,
     version: &str,
     policy: &Policy,
-) -> Result<Option<serde_json::Value>> {
+) -> Result<ServedFindings> {
     let root = site_root(base)?;
     let shown = client::redact(&root);
     let url = root
@@ -389,16 +399,19 @@ pub async fn findings(
         .map_err(|e| Error::Invalid(format!("{name}@{version}: not a URL path: {e}")))?;
     let answer = get(&url, &shown, "findings request", policy).await?;
     if answer.status == StatusCode::NOT_FOUND {
-        return Ok(None);
+        return Ok(ServedFindings::NotServed);
     }
     if !answer.status.is_success() {
         return Err(refused(answer, shown));
     }
     let json = answer.json.unwrap_or_default();
     if json.get("audited").and_then(|a| a.as_bool()) != Some(true) {
-        return Ok(None);
+        return Ok(ServedFindings::NotAudited);
     }
-    Ok(json.get("findings").filter(|f| f.is_array()).cloned())
+    Ok(match json.get("findings").filter(|f| f.is_array()) {
+        Some(f) => ServedFindings::Audited(f.clone()),
+        None => ServedFindings::NotAudited,
+    })
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -23,7 +24,7 @@ use crate::digest::Manifest;
 use crate::registry::copy::Origin;
 use crate::registry::store::{Change, ChangeAction, ChangePage, VersionRecord};
 use crate::registry::{AuditEntry, RegistryError, StoredSignature, VersionInfo};
-use crate::search::ServedSkill;
+use crate::search::{ServedFindings, ServedSkill};
 use crate::source::http::{HttpOptions, HttpSource};
 use crate::source::{Source, SourceExt};
 
@@ -35,6 +36,8 @@ pub(super) struct ServedOrigin {
     http: HttpSource,
     /// Each skill's API answer, asked once.
     skills: Mutex<HashMap<String, ServedSkill>>,
+    /// The server answered that it has no findings route.
+    findings_unserved: AtomicBool,
 }
 
 impl ServedOrigin {
@@ -54,6 +57,7 @@ impl ServedOrigin {
             policy: policy.clone(),
             http,
             skills: Mutex::new(HashMap::new()),
+            findings_unserved: AtomicBool::new(false),
         })
     }
 
@@ -242,7 +246,14 @@ impl Origin for ServedOrigin {
         let found = crate::search::findings(&self.url, name, version, &self.policy)
             .await
             .map_err(|e| self.unavailable(e))?;
-        Ok(found.map(|f| f.to_string()))
+        Ok(match found {
+            ServedFindings::Audited(f) => Some(f.to_string()),
+            ServedFindings::NotAudited => None,
+            ServedFindings::NotServed => {
+                self.findings_unserved.store(true, Ordering::Relaxed);
+                None
+            }
+        })
     }
 
     async fn audit_log(&self) -> crate::registry::Result<Option<Vec<AuditEntry>>> {
@@ -250,10 +261,18 @@ impl Origin for ServedOrigin {
     }
 
     fn not_carried(&self) -> Vec<String> {
-        vec![format!(
+        let mut not = vec![format!(
             "the audit log of {}: a served registry gives it only to a token with the audit \
              right (copy its registry file or database to carry it)",
             self.shown
-        )]
+        )];
+        if self.findings_unserved.load(Ordering::Relaxed) {
+            not.push(format!(
+                "the audit findings of {}: it serves them only when served for publishing \
+                 (`serve --publish`)",
+                self.shown
+            ));
+        }
+        not
     }
 }

@@ -371,6 +371,24 @@ async fn a_served_registry_is_copied_through_its_api() {
         "{}",
         out.stderr
     );
+    assert!(!out.stderr.contains("findings"), "{}", out.stderr);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Served only for reading, it has no findings route: said, not guessed.
+    let (mut child, _, url) =
+        crate::support::serve::spawn_serve(Path::new(&from), &[], std::process::Stdio::null());
+    let other = tmp.path().join("other.db").display().to_string();
+    let out = run(&["registry", "copy", &url, &other]);
+    out.code(0);
+    assert!(
+        out.stderr.contains("Not carried: the audit findings of"),
+        "{}",
+        out.stderr
+    );
+    let o = Registry::open_read_only(&other).unwrap();
+    assert_eq!(o.findings("pdf-forms", "1.0.0").unwrap(), None);
+    drop(o);
     child.kill().unwrap();
     child.wait().unwrap();
 }
