@@ -12,6 +12,7 @@ mod durable;
 mod engines;
 mod local;
 mod postgres;
+mod replicas;
 mod served;
 mod served_reads;
 mod tokens;
