@@ -347,6 +347,8 @@ async fn a_served_registry_is_copied_through_its_api() {
     assert_eq!(first["failed"], serde_json::json!([]), "{first}");
     assert_eq!(first["audit"], 0, "{first}");
     assert_eq!(first["from"], url.as_str(), "{first}");
+    // Its change feed followed to its end (five changes: four publishes and a yank).
+    assert_eq!(first["next"], 5, "{first}");
     let not_carried = first["not_carried"].to_string();
     assert!(not_carried.contains("audit log"), "{first}");
     for name in ["alpha", "pdf-forms", "signed-one"] {
