@@ -335,11 +335,12 @@ async fn a_served_registry_is_copied_through_its_api() {
     // Served for publishing, as a central registry is (its API serves findings).
     crate::support::central::token(tmp.path(), "ci", "*", "publish");
     let tokens = tmp.path().join("tokens.toml").display().to_string();
-    let (mut child, _, url) = crate::support::serve::spawn_serve(
+    let (child, _, url) = crate::support::serve::spawn_serve(
         Path::new(&from),
         &["--publish", "--tokens", &tokens],
         std::process::Stdio::null(),
     );
+    let _server = Killed(child);
     let to = tmp.path().join("to.db").display().to_string();
     let out = run(&["registry", "copy", &url, &to, "--format", "json"]);
     let first = out.code(0).json();
@@ -374,12 +375,11 @@ async fn a_served_registry_is_copied_through_its_api() {
         out.stderr
     );
     assert!(!out.stderr.contains("findings"), "{}", out.stderr);
-    child.kill().unwrap();
-    child.wait().unwrap();
 
     // Served only for reading, it has no findings route: said, not guessed.
-    let (mut child, _, url) =
+    let (child, _, url) =
         crate::support::serve::spawn_serve(Path::new(&from), &[], std::process::Stdio::null());
+    let _server = Killed(child);
     let other = tmp.path().join("other.db").display().to_string();
     let out = run(&["registry", "copy", &url, &other]);
     out.code(0);
@@ -391,8 +391,6 @@ async fn a_served_registry_is_copied_through_its_api() {
     let o = Registry::open_read_only(&other).unwrap();
     assert_eq!(o.findings("pdf-forms", "1.0.0").unwrap(), None);
     drop(o);
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 /// A registry whose change feed names nothing (one older than its feed, a served registry
@@ -596,4 +594,14 @@ fn every_registry_command_takes_a_database() {
     // A database that holds a registry already is not created again (exit 1, as for a file).
     let out = run(&["registry", "init", &url]);
     out.code(1);
+}
+
+/// A server child killed when the test ends, passed or failed.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
