@@ -603,7 +603,8 @@ enum Command {
         #[command(flatten)]
         remote: RemoteArgs,
     },
-    /// Create a SQLite registry, publish skills into it, yank, search and list versions.
+    /// Create a registry (a SQLite file or a PostgreSQL database), publish skills into it, yank,
+    /// search, list versions, check it whole and copy it into another.
     #[command(after_help = "Example: skillcat registry publish skills.db pdf-forms.tar.gz")]
     Registry {
         #[command(subcommand)]

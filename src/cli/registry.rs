@@ -5,10 +5,12 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use skillcat::ops::registry::{
-    self as ops, PrepareError, PublishInputs, PublishRow, VersionsError, unversioned,
+    self as ops, CopyError, PrepareError, PublishInputs, PublishRow, VersionsError, unversioned,
 };
-use skillcat::publish::{BatchError, BatchEvent, SkillFailure};
-use skillcat::registry::{Outcome, Published, Registry, RegistryError, VersionLimits};
+use skillcat::publish::{BatchError, BatchEvent, SkillFailure, publish_batch_into};
+use skillcat::registry::copy::CopyEvent;
+use skillcat::registry::store;
+use skillcat::registry::{Outcome, Published, RegistryError, VersionLimits};
 
 use super::{CliError, CliResult, ExitStatus, Format, Globals, ServerArgs};
 
@@ -19,10 +21,12 @@ pub type ServerContext<'a> = &'a dyn Fn(ServerArgs) -> Result<Globals, CliError>
 /// The `registry` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum RegistryCommand {
-    /// Create an empty registry (a SQLite file; it must not exist yet).
+    /// Create an empty registry (a SQLite file, which must not exist yet, or the schema in an
+    /// empty PostgreSQL database).
     #[command(after_help = "Example: skillcat registry init skills.db")]
     Init {
-        /// The registry file to create.
+        /// The registry to create: a file (`sqlite:FILE`), or `postgres://USER@HOST:PORT/DB`.
+        #[arg(value_name = "LOCATION")]
         db: PathBuf,
     },
     /// Publish skills as immutable versions; a neighbour SOURCE.minisig (or SOURCE.NAME.minisig)
@@ -31,7 +35,8 @@ pub enum RegistryCommand {
         after_help = "Example: skillcat registry publish skills.db pdf-forms.tar.gz --keyring keyring.toml"
     )]
     Publish {
-        /// The registry file.
+        /// The registry: a file (`sqlite:FILE`), or `postgres://USER@HOST:PORT/DB`.
+        #[arg(value_name = "LOCATION")]
         db: PathBuf,
         /// Skill directories, directories of skills, or archives (each may hold many skills).
         #[arg(required = true)]
@@ -58,7 +63,8 @@ pub enum RegistryCommand {
     /// Yank a version (hidden from latest and search, still readable as NAME@VERSION), or undo it.
     #[command(after_help = "Example: skillcat registry yank skills.db pdf-forms@1.2.0")]
     Yank {
-        /// The registry file.
+        /// The registry: a file (`sqlite:FILE`), or `postgres://USER@HOST:PORT/DB`.
+        #[arg(value_name = "LOCATION")]
         db: PathBuf,
         /// The version, as NAME@VERSION.
         spec: String,
@@ -71,7 +77,9 @@ pub enum RegistryCommand {
         after_help = "Example: skillcat registry search skills.db \"fill pdf forms\" --limit 5"
     )]
     Search {
-        /// The registry file, or a served registry's http(s):// URL (`skillcat serve`).
+        /// The registry: a file (`sqlite:FILE`), `postgres://USER@HOST:PORT/DB`, or a served
+        /// registry's http(s):// URL (`skillcat serve`).
+        #[arg(value_name = "LOCATION")]
         db: PathBuf,
         /// Words to look for (any text: it is never read as query syntax).
         query: String,
@@ -87,7 +95,9 @@ pub enum RegistryCommand {
     /// List every version of a skill in semver order, with digest, date, yanked and latest.
     #[command(after_help = "Example: skillcat registry versions skills.db pdf-forms --format json")]
     Versions {
-        /// The registry file, or a served registry's http(s):// URL (`skillcat serve`).
+        /// The registry: a file (`sqlite:FILE`), `postgres://USER@HOST:PORT/DB`, or a served
+        /// registry's http(s):// URL (`skillcat serve`).
+        #[arg(value_name = "LOCATION")]
         db: PathBuf,
         /// The skill's name.
         name: String,
@@ -96,6 +106,36 @@ pub enum RegistryCommand {
         format: Format,
         #[command(flatten)]
         server: ServerArgs,
+    },
+    /// Copy a registry into another: every version it lacks (files, digests, publish time,
+    /// yank, signatures, findings), then the audit log; run again, it copies only what is new.
+    #[command(
+        after_help = "Example: skillcat registry copy skills.db postgres://skillcat@db.internal/skills"
+    )]
+    Copy {
+        /// The registry copied: a file (`sqlite:FILE`), `postgres://USER@HOST:PORT/DB`, or a
+        /// served registry's http(s):// URL (`skillcat serve`).
+        #[arg(value_name = "FROM")]
+        from: PathBuf,
+        /// The registry written: a file or `postgres://…`, created when there is none yet.
+        #[arg(value_name = "TO")]
+        to: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Verify a whole registry: the database's own integrity checks, every blob against its
+    /// sha256, every version's files against its digest and manifest; exit 1 on any problem.
+    #[command(after_help = "Example: skillcat registry check skills.db --format json")]
+    Check {
+        /// The registry: a file (`sqlite:FILE`), or `postgres://USER@HOST:PORT/DB`.
+        #[arg(value_name = "LOCATION")]
+        db: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
     },
 }
 
@@ -106,7 +146,7 @@ pub async fn run(cmd: RegistryCommand, context: ServerContext<'_>) -> CliResult 
         return Err(refusal);
     }
     match cmd {
-        RegistryCommand::Init { db } => init(&db),
+        RegistryCommand::Init { db } => init(&db).await,
         RegistryCommand::Publish {
             db,
             sources,
@@ -128,7 +168,20 @@ pub async fn run(cmd: RegistryCommand, context: ServerContext<'_>) -> CliResult 
             };
             publish(&db, &sources, inputs, format).await
         }
-        RegistryCommand::Yank { db, spec, undo } => yank(&db, &spec, undo),
+        RegistryCommand::Yank { db, spec, undo } => yank(&db, &spec, undo).await,
+        RegistryCommand::Check { db, format } => check(&db, format).await,
+        RegistryCommand::Copy {
+            from,
+            to,
+            format,
+            server,
+        } => {
+            let policy = match ops::served_url(&from) {
+                Some(_) => policy(&context(server)?),
+                None => skillcat::client::Policy::default(),
+            };
+            copy(&from, &to, format, &policy).await
+        }
         RegistryCommand::Search {
             db,
             query,
@@ -137,7 +190,7 @@ pub async fn run(cmd: RegistryCommand, context: ServerContext<'_>) -> CliResult 
             server,
         } => match ops::served_url(&db) {
             Some(url) => served_search(url, &query, format, limit.get(), &context(server)?).await,
-            None => search(&db, &query, format, limit.get()),
+            None => search(&db, &query, format, limit.get()).await,
         },
         RegistryCommand::Versions {
             db,
@@ -150,7 +203,7 @@ pub async fn run(cmd: RegistryCommand, context: ServerContext<'_>) -> CliResult 
                 let list = ops::served_versions(url, &name, &policy).await;
                 print_versions(list.map_err(versions_error)?, format)
             }
-            None => versions(&db, &name, format),
+            None => versions(&db, &name, format).await,
         },
     }
 }
@@ -162,6 +215,8 @@ fn local_only(cmd: &RegistryCommand) -> Option<CliError> {
         RegistryCommand::Init { db } => ("init", db),
         RegistryCommand::Publish { db, .. } => ("publish", db),
         RegistryCommand::Yank { db, .. } => ("yank", db),
+        RegistryCommand::Check { db, .. } => ("check", db),
+        RegistryCommand::Copy { to, .. } => ("copy", to),
         RegistryCommand::Search { .. } | RegistryCommand::Versions { .. } => return None,
     };
     let url = ops::served_url(db)?;
@@ -173,6 +228,14 @@ fn local_only(cmd: &RegistryCommand) -> Option<CliError> {
         RegistryCommand::Yank { .. } => format!(
             "it works on a registry file. To yank from a served registry use `skillcat yank \
              {url} NAME@VERSION`"
+        ),
+        RegistryCommand::Copy { .. } => format!(
+            "it writes a registry file or database. {url} is served from one: copy into \
+             that, or from {url} into a new one"
+        ),
+        RegistryCommand::Check { .. } => format!(
+            "it reads a registry file or database whole. {url} is served from one: check it \
+             where it is"
         ),
         _ => format!(
             "it works on a registry file. To publish to a served registry use `skillcat \
@@ -222,23 +285,107 @@ fn fail(e: &RegistryError) -> CliError {
     }
 }
 
-/// `skillcat registry init DB`
-fn init(db: &Path) -> CliResult {
-    match Registry::init(db) {
-        Ok(r) => {
-            let version = r.schema_version().unwrap_or_default();
-            out!(
-                "Created registry {} (schema version {version})",
-                r.display()
-            );
+/// `skillcat registry init LOCATION`
+async fn init(db: &Path) -> CliResult {
+    match ops::init(&ops::location(db)).await {
+        Ok((shown, version)) => {
+            out!("Created registry {shown} (schema version {version})");
             Ok(ExitStatus::Success)
         }
         Err(e) => Err(fail(&e)),
     }
 }
 
-/// `skillcat registry publish DB SOURCE... [--sig FILE] [--version V] [--keyring FILE]`:
-/// [`Registry::publish_batch`], each skill said as it goes.
+/// `skillcat registry copy FROM TO [--format]`: [`ops::copy`], a bar on stderr as it goes;
+/// exit 1 when a version could not be copied.
+async fn copy(
+    from: &Path,
+    to: &Path,
+    format: Format,
+    policy: &skillcat::client::Policy,
+) -> CliResult {
+    let bar = std::sync::OnceLock::<indicatif::ProgressBar>::new();
+    let progress = |e: CopyEvent<'_>| match e {
+        CopyEvent::Total(n) => {
+            bar.get_or_init(|| super::progress_bar(n, 50, "{bar:30} {pos}/{len} {wide_msg}"));
+        }
+        CopyEvent::Version { name, version } => {
+            if let Some(b) = bar.get() {
+                b.set_message(format!("{name}@{version}"));
+                b.inc(1);
+            }
+        }
+    };
+    let copied = ops::copy(from, to, Some(&progress), policy).await;
+    if let Some(b) = bar.get() {
+        b.finish_and_clear();
+    }
+    let copied = copied.map_err(|e| match e {
+        CopyError::Registry(e) => fail(&e),
+        CopyError::Served(e) => served_error(e),
+    })?;
+    let r = &copied.report;
+    match format {
+        Format::Json => out!("{}", serde_json::to_string_pretty(&copied).expect("json")),
+        Format::Text => {
+            if copied.created {
+                out!("Created registry {}", r.to);
+            }
+            let plural =
+                |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+            out!(
+                "Copied {} from {} into {} ({} brought up to date, {} already there, {} added)",
+                plural(r.copied, "version"),
+                r.from,
+                r.to,
+                r.updated,
+                r.unchanged,
+                plural(r.audit, "audit entry").replace("entrys", "entries"),
+            );
+            for f in &r.failed {
+                err!("Not copied: {}@{}: {}", f.name, f.version, f.error);
+            }
+            for n in &r.not_carried {
+                err!("Not carried: {n}");
+            }
+        }
+    }
+    Ok(ExitStatus::faults_if(!r.is_ok()))
+}
+
+/// `skillcat registry check LOCATION [--format]`: what [`ops::check`] found; exit 1 when
+/// anything is wrong.
+async fn check(db: &Path, format: Format) -> CliResult {
+    let report = ops::check(&ops::location(db)).await.map_err(|e| fail(&e))?;
+    match format {
+        Format::Json => out!("{}", serde_json::to_string_pretty(&report).expect("json")),
+        Format::Text => {
+            out!(
+                "Checked {} blob{} and {} version{}",
+                report.blobs,
+                if report.blobs == 1 { "" } else { "s" },
+                report.versions,
+                if report.versions == 1 { "" } else { "s" },
+            );
+            for p in &report.problems {
+                out!("  - {}", super::shown_on_stdout(p));
+            }
+            if report.is_ok() {
+                out!("No problem found");
+            } else {
+                err!(
+                    "{} problem{} found",
+                    report.problems.len(),
+                    if report.problems.len() == 1 { "" } else { "s" }
+                );
+            }
+        }
+    }
+    Ok(ExitStatus::faults_if(!report.is_ok()))
+}
+
+/// `skillcat registry publish LOCATION SOURCE... [--sig FILE] [--version V] [--keyring FILE]`:
+/// [`publish_batch_into`], each skill said as it goes.
 async fn publish(
     db: &Path,
     specs: &[String],
@@ -263,23 +410,24 @@ async fn publish(
         e => usage!("{e}"),
     })?;
     let (opened, opts, total) = (&prepared.sources, prepared.options(), prepared.total);
-    let mut registry = Registry::open(db).map_err(|e| fail(&e))?;
+    let store = store::open(&ops::location(db))
+        .await
+        .map_err(|e| fail(&e))?;
     let bar = super::progress_bar(total, 2, "{bar:30} {pos}/{len} {wide_msg}");
     let text = format == Format::Text;
-    let outcomes = registry
-        .publish_batch(opened, &opts, |event| match event {
-            BatchEvent::Start(at) => bar.set_message(at.to_string()),
-            BatchEvent::Done(o) => {
-                bar.suspend(|| match &o.result {
-                    Ok(p) if text => print_published(p),
-                    Err(f) if text => print_failure(f, &o.location),
-                    _ => {}
-                });
-                bar.inc(1);
-            }
-        })
-        .await
-        .map_err(|e| usage!("{e}"))?;
+    let outcomes = publish_batch_into(&*store, opened, &opts, |event| match event {
+        BatchEvent::Start(at) => bar.set_message(at.to_string()),
+        BatchEvent::Done(o) => {
+            bar.suspend(|| match &o.result {
+                Ok(p) if text => print_published(p),
+                Err(f) if text => print_failure(f, &o.location),
+                _ => {}
+            });
+            bar.inc(1);
+        }
+    })
+    .await
+    .map_err(|e| usage!("{e}"))?;
     bar.finish_and_clear();
     let mut code = ExitStatus::Success;
     for f in outcomes.iter().filter_map(|o| o.result.as_ref().err()) {
@@ -345,9 +493,9 @@ fn print_published(p: &Published) {
     out!("{line}");
 }
 
-/// `skillcat registry yank DB NAME@VERSION [--undo]`
-fn yank(db: &Path, spec: &str, undo: bool) -> CliResult {
-    let y = ops::yank(db, spec, undo).map_err(|e| fail(&e))?;
+/// `skillcat registry yank LOCATION NAME@VERSION [--undo]`
+async fn yank(db: &Path, spec: &str, undo: bool) -> CliResult {
+    let y = (ops::yank(&ops::location(db), spec, undo).await).map_err(|e| fail(&e))?;
     let (name, version) = (&y.name, &y.version);
     if y.changed {
         out!(
@@ -367,9 +515,9 @@ fn yank(db: &Path, spec: &str, undo: bool) -> CliResult {
     Ok(ExitStatus::Success)
 }
 
-/// `skillcat registry search DB QUERY [--format] [--limit N]`
-fn search(db: &Path, query: &str, format: Format, limit: usize) -> CliResult {
-    let hits = ops::search(db, query, limit).map_err(|e| fail(&e))?;
+/// `skillcat registry search LOCATION QUERY [--format] [--limit N]`
+async fn search(db: &Path, query: &str, format: Format, limit: usize) -> CliResult {
+    let hits = (ops::search(&ops::location(db), query, limit).await).map_err(|e| fail(&e))?;
     print_hits(&hits, query, format, |h| {
         (&h.name, &h.version, &h.description)
     })
@@ -421,9 +569,10 @@ fn print_hits<H: serde::Serialize>(
     Ok(ExitStatus::Success)
 }
 
-/// `skillcat registry versions DB NAME [--format]`
-fn versions(db: &Path, name: &str, format: Format) -> CliResult {
-    print_versions(ops::versions(db, name).map_err(versions_error)?, format)
+/// `skillcat registry versions LOCATION NAME [--format]`
+async fn versions(db: &Path, name: &str, format: Format) -> CliResult {
+    let list = ops::versions(&ops::location(db), name).await;
+    print_versions(list.map_err(versions_error)?, format)
 }
 
 /// Every version, as `registry versions` prints them for a file and a served registry alike.

@@ -1,6 +1,8 @@
 //! `skillcat registry …`: the sources of a publish opened, each skill's outcome as its report
 //! says it, a version yanked.
 
+mod served;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -9,8 +11,10 @@ use serde::Serialize;
 use crate::publish::{
     BatchError, BatchOptions, PublishSource, SkillFailure, SkillOutcome, check_batch,
 };
+use crate::registry::copy::{CopyEvent, CopyOptions, CopyReport};
+use crate::registry::store::{self, Location, redact_password};
 use crate::registry::{
-    Published, Registry, RegistryError, SearchHit, VersionInfo, VersionLimits, parse_spec,
+    CheckReport, Published, RegistryError, SearchHit, VersionInfo, VersionLimits, parse_spec,
 };
 use crate::sign::{Keyring, SignError};
 use crate::source::{self, DirOptions, DirSource, Source};
@@ -243,27 +247,64 @@ pub struct Yanked {
     pub latest: Result<Option<String>, RegistryError>,
 }
 
-/// Yanks `NAME@VERSION` in the registry `db` (unyanks it when `undo`).
-pub fn yank(db: &Path, spec: &str, undo: bool) -> Result<Yanked, RegistryError> {
+/// Where a registry command's LOCATION names a registry: a file (`skills.db`,
+/// `sqlite:skills.db`) or a PostgreSQL database (`postgres://…`, `postgresql://…`).
+pub fn location(spec: &Path) -> Location {
+    match spec.to_str() {
+        Some(text) => Location::parse(text),
+        None => Location::File(spec.to_path_buf()),
+    }
+}
+
+/// A location as a message names it: a file as given, a database without its password.
+pub fn typed(location: &Location) -> String {
+    match location {
+        Location::File(p) => p.display().to_string(),
+        Location::Postgres(url) => redact_password(url),
+    }
+}
+
+/// Creates an empty registry at `location` (a new file, or the schema in an empty database);
+/// where it is, as messages show it, and its schema version.
+pub async fn init(location: &Location) -> Result<(String, u32), RegistryError> {
+    let store = store::init(location).await?;
+    let version = store.schema_version().await.unwrap_or_default();
+    Ok((store.display().to_string(), version))
+}
+
+/// Yanks `NAME@VERSION` in the registry at `location` (unyanks it when `undo`).
+pub async fn yank(location: &Location, spec: &str, undo: bool) -> Result<Yanked, RegistryError> {
     let (name, version) = parse_spec(spec)?;
-    let mut registry = Registry::open(db)?;
-    let changed = if undo {
-        registry.unyank(name, version)?
-    } else {
-        registry.yank(name, version)?
-    };
+    let store = store::open(location).await?;
+    let changed = store.set_yanked(name, version, !undo, None).await?;
     Ok(Yanked {
         name: name.to_string(),
         version: version.to_string(),
         changed,
-        latest: registry.latest(name).map(|l| l.map(|l| l.version)),
+        latest: store.latest(name).await.map(|l| l.map(|l| l.version)),
     })
 }
 
-/// At most `limit` skills of the registry `db` whose latest version matches the words of
-/// `query` (any text: it is never read as query syntax), best first.
-pub fn search(db: &Path, query: &str, limit: usize) -> Result<Vec<SearchHit>, RegistryError> {
-    Registry::open_read_only(db)?.search(query, limit)
+/// How long a search of a registry on the command line may take: as long as it takes (the
+/// user waits for it and may interrupt it).
+const SEARCH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// At most `limit` skills of the registry at `location` whose latest version matches the
+/// words of `query` (any text: it is never read as query syntax), best first.
+pub async fn search(
+    location: &Location,
+    query: &str,
+    limit: usize,
+) -> Result<Vec<SearchHit>, RegistryError> {
+    let store = store::open_read_only(location).await?;
+    let (hits, _) = store.search_page(query, 0, limit, SEARCH_DEADLINE).await?;
+    Ok(hits)
+}
+
+/// The registry at `location` verified whole ([`Store::check`](store::Store::check)): the engine's integrity
+/// checks, every blob against its sha256, every version against its digest and manifest.
+pub async fn check(location: &Location) -> Result<CheckReport, RegistryError> {
+    store::open_read_only(location).await?.check().await
 }
 
 /// Why `registry versions` lists nothing.
@@ -273,12 +314,12 @@ pub enum VersionsError {
     #[error(transparent)]
     Registry(#[from] RegistryError),
     /// It holds no skill of that name.
-    #[error("no skill named '{name}' in {}", .db.display())]
+    #[error("no skill named '{name}' in {location}")]
     NoSuchSkill {
         /// The name asked for.
         name: String,
-        /// The registry file.
-        db: PathBuf,
+        /// The registry, as given (a database without its password).
+        location: String,
     },
     /// The served registry holds no skill of that name.
     #[error("{}", source::no_such_skill(name, url, names.clone(), 0))]
@@ -295,16 +336,119 @@ pub enum VersionsError {
     Served(crate::Error),
 }
 
-/// Every version of `name` in the registry `db`, in semver order (yanked ones flagged).
-pub fn versions(db: &Path, name: &str) -> Result<Vec<VersionInfo>, VersionsError> {
-    let list = Registry::open_read_only(db)?.versions(name)?;
+/// Every version of `name` in the registry at `location`, in semver order (yanked ones
+/// flagged).
+pub async fn versions(location: &Location, name: &str) -> Result<Vec<VersionInfo>, VersionsError> {
+    let list = store::open_read_only(location)
+        .await?
+        .versions(name)
+        .await?;
     if list.is_empty() {
         return Err(VersionsError::NoSuchSkill {
             name: name.to_string(),
-            db: db.to_path_buf(),
+            location: typed(location),
         });
     }
     Ok(list)
+}
+
+/// What [`copy`] did: the library's report, and whether TO was created for it.
+#[derive(Debug, Serialize)]
+pub struct Copied {
+    /// What was copied.
+    #[serde(flatten)]
+    pub report: CopyReport,
+    /// TO did not exist and was created (`registry init`) for the copy.
+    pub created: bool,
+}
+
+/// Copies the registry `from` (a file, a database, or a served registry's URL) into `to` (a
+/// file or a database, created when there is none yet): every version it lacks, exactly,
+/// then the audit log ([`registry::copy::copy`](crate::registry::copy::copy)).
+pub async fn copy(
+    from: &Path,
+    to: &Path,
+    progress: Option<&(dyn Fn(CopyEvent<'_>) + Send + Sync)>,
+    policy: &crate::client::Policy,
+) -> Result<Copied, CopyError> {
+    let to_location = location(to);
+    // FROM is opened first: nothing is created for a copy from nowhere.
+    let origin: Box<dyn CopyOrigin> = match served_url(from) {
+        Some(url) => served_origin(url, policy)?,
+        None => Box::new(StoreOrigin(store::open_read_only(&location(from)).await?)),
+    };
+    origin.reachable().await?;
+    let (target, created) = match store::open(&to_location).await {
+        Ok(s) => (s, false),
+        Err(RegistryError::Missing { .. }) => (store::init(&to_location).await?, true),
+        Err(e) => return Err(e.into()),
+    };
+    let opts = CopyOptions { progress };
+    let report = origin.copy_into(&*target, opts).await?;
+    Ok(Copied { report, created })
+}
+
+/// Why `registry copy` did not run (nothing was written).
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    /// A registry could not be opened, listed or written.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The served registry could not be asked, or refused.
+    #[error(transparent)]
+    Served(#[from] crate::Error),
+}
+
+/// A copy's origin behind one object: a store, or a served registry.
+#[async_trait::async_trait]
+trait CopyOrigin: Send + Sync {
+    /// Whether it answers at all, asked before anything is created for the copy.
+    async fn reachable(&self) -> Result<(), CopyError> {
+        Ok(())
+    }
+
+    async fn copy_into(
+        &self,
+        to: &dyn store::Store,
+        opts: CopyOptions<'_>,
+    ) -> Result<CopyReport, RegistryError>;
+}
+
+/// A served registry as a copy's origin.
+fn served_origin(url: &str, policy: &crate::client::Policy) -> crate::Result<Box<dyn CopyOrigin>> {
+    Ok(Box::new(ServedCopy(served::ServedOrigin::new(
+        url, policy,
+    )?)))
+}
+
+struct ServedCopy(served::ServedOrigin);
+
+#[async_trait::async_trait]
+impl CopyOrigin for ServedCopy {
+    async fn reachable(&self) -> Result<(), CopyError> {
+        self.0.reachable().await.map_err(CopyError::Served)
+    }
+
+    async fn copy_into(
+        &self,
+        to: &dyn store::Store,
+        opts: CopyOptions<'_>,
+    ) -> Result<CopyReport, RegistryError> {
+        crate::registry::copy::copy(&self.0, to, opts).await
+    }
+}
+
+struct StoreOrigin(std::sync::Arc<dyn store::Store>);
+
+#[async_trait::async_trait]
+impl CopyOrigin for StoreOrigin {
+    async fn copy_into(
+        &self,
+        to: &dyn store::Store,
+        opts: CopyOptions<'_>,
+    ) -> Result<CopyReport, RegistryError> {
+        crate::registry::copy::copy(&*self.0, to, opts).await
+    }
 }
 
 /// The address of a served registry (`skillcat serve REGISTRY`) when `db` is one
@@ -509,34 +653,37 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn a_yank_of_a_missing_version_or_a_bad_spec_is_refused() {
+    #[tokio::test]
+    async fn a_yank_of_a_missing_version_or_a_bad_spec_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
-        let db = tmp.path().join("r.db");
-        Registry::init(&db).unwrap();
+        let db = Location::File(tmp.path().join("r.db"));
+        init(&db).await.unwrap();
         assert!(matches!(
-            yank(&db, "no-version", false),
+            yank(&db, "no-version", false).await,
             Err(RegistryError::BadSpec { .. })
         ));
-        let e = yank(&db, "ghost@1.0.0", false).expect_err("refused");
+        let e = yank(&db, "ghost@1.0.0", false).await.expect_err("refused");
         assert!(e.is_refusal(), "{e}");
     }
-    #[test]
-    fn versions_of_a_missing_skill_are_refused_and_marks_come_in_order() {
+    #[tokio::test]
+    async fn versions_of_a_missing_skill_are_refused_and_marks_come_in_order() {
         let tmp = tempfile::tempdir().unwrap();
-        let db = tmp.path().join("r.db");
+        let path = tmp.path().join("r.db");
+        let db = location(&path);
         assert!(matches!(
-            versions(&db, "ghost"),
+            versions(&db, "ghost").await,
             Err(VersionsError::Registry(_))
         ));
-        assert!(search(&db, "anything", 5).is_err());
-        Registry::init(&db).unwrap();
-        assert!(search(&db, "anything", 5).unwrap().is_empty());
-        let e = versions(&db, "ghost").expect_err("no such skill");
+        assert!(search(&db, "anything", 5).await.is_err());
+        init(&db).await.unwrap();
+        assert!(search(&db, "anything", 5).await.unwrap().is_empty());
+        let e = versions(&db, "ghost").await.expect_err("no such skill");
         assert_eq!(
             e.to_string(),
-            format!("no skill named 'ghost' in {}", db.display())
+            format!("no skill named 'ghost' in {}", path.display())
         );
+        let pg = location(Path::new("postgres://me:secret@127.0.0.1:1/r"));
+        assert_eq!(typed(&pg), "postgres://me:***@127.0.0.1:1/r");
         let mut v = VersionInfo {
             name: "one".into(),
             version: "1.0.0".into(),

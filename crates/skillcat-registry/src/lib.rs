@@ -70,6 +70,7 @@
 mod audit;
 mod changes;
 mod check;
+pub mod copy;
 mod error;
 mod feed;
 mod files;

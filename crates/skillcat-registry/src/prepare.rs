@@ -212,90 +212,124 @@ impl Registry {
         &mut self,
         sources: &[PublishSource],
         opts: &BatchOptions<'_>,
-        mut each: impl FnMut(BatchEvent<'_>),
+        each: impl FnMut(BatchEvent<'_>),
     ) -> Result<Vec<SkillOutcome>, BatchError> {
-        let total = check_batch(sources, opts)?;
-        let mut outcomes = Vec::with_capacity(total);
-        let mut pending: Vec<Pending> = Vec::new();
-        let (mut versions, mut bytes) = (0usize, 0u64);
-        for o in sources {
-            let single = o.roots.len() == 1;
-            for root in &o.roots {
-                let location = o.src.location(root);
-                each(BatchEvent::Start(&location));
-                let prepared = match kept_by_source(o, root, single).await {
-                    Ok((version, found)) => {
-                        let publish = PublishOptions {
-                            version: opts.version.map(str::to_string).or(version),
-                            signature: opts.signature.map(str::to_string).or(found),
-                            keyring: opts.keyring,
-                            limits: opts.limits,
-                            ..Default::default()
-                        };
-                        prepare(&*o.src, root, &publish)
-                            .await
-                            .map_err(SkillFailure::from)
-                    }
-                    Err(e) => Err(e),
-                };
-                if let Ok(p) = &prepared {
-                    versions += 1;
-                    bytes = bytes.saturating_add(p.bytes());
+        batch(sources, opts, each, |ready| {
+            std::future::ready(self.commit_many(&ready))
+        })
+        .await
+    }
+}
+
+/// [`Registry::publish_batch`] into any [`Store`](crate::store::Store) (a registry file, a
+/// database): the same batches, each committed with
+/// [`Store::commit_many`](crate::store::Store::commit_many).
+pub async fn publish_batch_into(
+    store: &dyn crate::store::Store,
+    sources: &[PublishSource],
+    opts: &BatchOptions<'_>,
+    each: impl FnMut(BatchEvent<'_>),
+) -> Result<Vec<SkillOutcome>, BatchError> {
+    batch(sources, opts, each, |ready| {
+        store.commit_many(std::sync::Arc::new(ready), None)
+    })
+    .await
+}
+
+/// The batches of a publish, each handed to `commit` (one result per version, in order).
+async fn batch<F, Fut>(
+    sources: &[PublishSource],
+    opts: &BatchOptions<'_>,
+    mut each: impl FnMut(BatchEvent<'_>),
+    mut commit: F,
+) -> Result<Vec<SkillOutcome>, BatchError>
+where
+    F: FnMut(Vec<Prepared>) -> Fut,
+    Fut: std::future::Future<Output = Vec<Result<Published, RegistryError>>>,
+{
+    let total = check_batch(sources, opts)?;
+    let mut outcomes = Vec::with_capacity(total);
+    let mut pending: Vec<Pending> = Vec::new();
+    let (mut versions, mut bytes) = (0usize, 0u64);
+    for o in sources {
+        let single = o.roots.len() == 1;
+        for root in &o.roots {
+            let location = o.src.location(root);
+            each(BatchEvent::Start(&location));
+            let prepared = match kept_by_source(o, root, single).await {
+                Ok((version, found)) => {
+                    let publish = PublishOptions {
+                        version: opts.version.map(str::to_string).or(version),
+                        signature: opts.signature.map(str::to_string).or(found),
+                        keyring: opts.keyring,
+                        limits: opts.limits,
+                        ..Default::default()
+                    };
+                    prepare(&*o.src, root, &publish)
+                        .await
+                        .map_err(SkillFailure::from)
                 }
-                pending.push(Pending {
-                    spec: o.spec.clone(),
-                    root: root.clone(),
-                    location,
-                    prepared,
-                });
-                if versions >= BATCH_VERSIONS || bytes >= BATCH_BYTES {
-                    self.commit_pending(&mut pending, &mut outcomes, &mut each);
-                    (versions, bytes) = (0, 0);
-                }
+                Err(e) => Err(e),
+            };
+            if let Ok(p) = &prepared {
+                versions += 1;
+                bytes = bytes.saturating_add(p.bytes());
+            }
+            pending.push(Pending {
+                spec: o.spec.clone(),
+                root: root.clone(),
+                location,
+                prepared,
+            });
+            if versions >= BATCH_VERSIONS || bytes >= BATCH_BYTES {
+                commit_pending(&mut pending, &mut outcomes, &mut each, &mut commit).await;
+                (versions, bytes) = (0, 0);
             }
         }
-        self.commit_pending(&mut pending, &mut outcomes, &mut each);
-        Ok(outcomes)
     }
+    commit_pending(&mut pending, &mut outcomes, &mut each, &mut commit).await;
+    Ok(outcomes)
+}
 
-    /// Commits the skills of `pending` prepared, and says how each went, in order.
-    fn commit_pending(
-        &mut self,
-        pending: &mut Vec<Pending>,
-        outcomes: &mut Vec<SkillOutcome>,
-        each: &mut impl FnMut(BatchEvent<'_>),
-    ) {
-        let mut ready = Vec::new();
-        let mut rest = Vec::with_capacity(pending.len());
-        for p in pending.drain(..) {
-            let failed = match p.prepared {
-                Ok(prepared) => {
-                    ready.push(prepared);
-                    None
-                }
-                Err(e) => Some(e),
-            };
-            rest.push((p.spec, p.root, p.location, failed));
-        }
-        let mut committed = self.commit_many(&ready).into_iter();
-        drop(ready);
-        for (spec, root, location, failed) in rest {
-            let result = match failed {
-                Some(e) => Err(e),
-                None => committed
-                    .next()
-                    .expect("commit_many answers each version")
-                    .map_err(SkillFailure::from),
-            };
-            let outcome = SkillOutcome {
-                spec,
-                root,
-                location,
-                result,
-            };
-            each(BatchEvent::Done(&outcome));
-            outcomes.push(outcome);
-        }
+/// Commits the skills of `pending` prepared, and says how each went, in order.
+async fn commit_pending<F, Fut>(
+    pending: &mut Vec<Pending>,
+    outcomes: &mut Vec<SkillOutcome>,
+    each: &mut impl FnMut(BatchEvent<'_>),
+    commit: &mut F,
+) where
+    F: FnMut(Vec<Prepared>) -> Fut,
+    Fut: std::future::Future<Output = Vec<Result<Published, RegistryError>>>,
+{
+    let mut ready = Vec::new();
+    let mut rest = Vec::with_capacity(pending.len());
+    for p in pending.drain(..) {
+        let failed = match p.prepared {
+            Ok(prepared) => {
+                ready.push(prepared);
+                None
+            }
+            Err(e) => Some(e),
+        };
+        rest.push((p.spec, p.root, p.location, failed));
+    }
+    let mut committed = commit(ready).await.into_iter();
+    for (spec, root, location, failed) in rest {
+        let result = match failed {
+            Some(e) => Err(e),
+            None => committed
+                .next()
+                .expect("commit_many answers each version")
+                .map_err(SkillFailure::from),
+        };
+        let outcome = SkillOutcome {
+            spec,
+            root,
+            location,
+            result,
+        };
+        each(BatchEvent::Done(&outcome));
+        outcomes.push(outcome);
     }
 }
 

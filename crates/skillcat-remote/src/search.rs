@@ -281,6 +281,9 @@ pub struct ServedSignature {
     /// What the catalog checked (`verified`, `not verified`, `not checked`, `unreadable`).
     #[serde(default)]
     pub status: String,
+    /// The signature file's text, where the catalog serves it.
+    #[serde(default)]
+    pub signature: Option<String>,
 }
 
 /// Every version of the skill `name` the catalog served at `base` holds
@@ -311,6 +314,104 @@ pub async fn skill(base: &str, name: &str, policy: &Policy) -> Result<ServedSkil
     (answer.json)
         .and_then(|j| serde_json::from_value(j).ok())
         .ok_or_else(|| Error::Invalid(format!("{shown}: the skill's answer is not its JSON")))
+}
+
+/// One page of a served registry's change feed (`GET /api/v1/changes?since=SEQ`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServedChanges {
+    /// The changes after the `since` asked, in commit order.
+    pub changes: Vec<ServedChange>,
+    /// What to ask from next.
+    pub next: i64,
+}
+
+/// One entry of a [`ServedChanges`] page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServedChange {
+    /// Its position in the feed.
+    pub seq: i64,
+    /// The skill.
+    pub name: String,
+    /// The version.
+    pub version: String,
+    /// `publish`, `yank` or `unyank`.
+    pub action: String,
+    /// When, RFC 3339 UTC.
+    #[serde(default)]
+    pub at: String,
+}
+
+/// The changes after `since` of the registry served at `base` (`GET
+/// /api/v1/changes?since=SEQ&limit=N`), in commit order; `None` when it serves no change feed
+/// (a server older than the route, a static export).
+pub async fn changes(
+    base: &str,
+    since: i64,
+    limit: usize,
+    policy: &Policy,
+) -> Result<Option<ServedChanges>> {
+    let root = site_root(base)?;
+    let shown = client::redact(&root);
+    let mut url = root.join("api/v1/changes").expect("a relative path joins");
+    url.query_pairs_mut()
+        .append_pair("since", &since.to_string())
+        .append_pair("limit", &limit.to_string());
+    let answer = get(&url, &shown, "change feed request", policy).await?;
+    if answer.status == StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
+    if !answer.status.is_success() {
+        return Err(refused(answer, shown));
+    }
+    (answer.json)
+        .and_then(|j| serde_json::from_value(j).ok())
+        .map(Some)
+        .ok_or_else(|| Error::Invalid(format!("{shown}: the change feed's answer is not its JSON")))
+}
+
+/// What a served registry says the audit found in a version ([`findings`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServedFindings {
+    /// It was audited when stored: the findings, a JSON array (maybe empty).
+    Audited(serde_json::Value),
+    /// It was written without an audit (into the file directly).
+    NotAudited,
+    /// The server has no findings route (one not serving for publishing, a static export).
+    NotServed,
+}
+
+/// What the audit found in `name@version` when the registry served at `base` stored it (`GET
+/// /api/v1/skills/NAME/VERSION/findings`).
+pub async fn findings(
+    base: &str,
+    name: &str,
+    version: &str,
+    policy: &Policy,
+) -> Result<ServedFindings> {
+    let root = site_root(base)?;
+    let shown = client::redact(&root);
+    let url = root
+        .join(&format!(
+            "api/v1/skills/{}/{}/findings",
+            crate::path::percent_encode(name),
+            crate::path::percent_encode(version)
+        ))
+        .map_err(|e| Error::Invalid(format!("{name}@{version}: not a URL path: {e}")))?;
+    let answer = get(&url, &shown, "findings request", policy).await?;
+    if answer.status == StatusCode::NOT_FOUND {
+        return Ok(ServedFindings::NotServed);
+    }
+    if !answer.status.is_success() {
+        return Err(refused(answer, shown));
+    }
+    let json = answer.json.unwrap_or_default();
+    if json.get("audited").and_then(|a| a.as_bool()) != Some(true) {
+        return Ok(ServedFindings::NotAudited);
+    }
+    Ok(match json.get("findings").filter(|f| f.is_array()) {
+        Some(f) => ServedFindings::Audited(f.clone()),
+        None => ServedFindings::NotAudited,
+    })
 }
 
 #[cfg(test)]

@@ -207,7 +207,10 @@ fn open_spec(spec: &SourceSpec, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
             }
         }
         SourceKind::Archive => Arc::new(ArchiveSource::open(path()?, ArchiveLimits::default())?),
-        SourceKind::Registry => Arc::new(RegistrySource::open(path()?)?),
+        SourceKind::Registry => match &spec.url {
+            Some(url) => Arc::new(DatabaseRegistry::new(url)),
+            None => Arc::new(RegistrySource::open(path()?)?),
+        },
         SourceKind::WellKnown => Arc::new(http::HttpSource::new(
             url()?,
             http::HttpOptions::from(&opts.remote()),
@@ -229,6 +232,82 @@ fn open_spec(spec: &SourceSpec, opts: &OpenOptions) -> Result<Arc<dyn Source>> {
             git_timeout,
         )),
     })
+}
+
+/// A registry in a PostgreSQL database as a source: connected on first use
+/// ([`RegistrySource::connect`]), as a remote source is read on its first `list`, since
+/// opening does no I/O. A build without the registry crate's `postgres` feature says so then.
+struct DatabaseRegistry {
+    location: skillcat_registry::store::Location,
+    shown: String,
+    connected: tokio::sync::OnceCell<RegistrySource>,
+}
+
+impl std::fmt::Debug for DatabaseRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("DatabaseRegistry")
+            .field(&self.shown)
+            .finish()
+    }
+}
+
+impl DatabaseRegistry {
+    fn new(url: &str) -> DatabaseRegistry {
+        DatabaseRegistry {
+            location: skillcat_registry::store::Location::Postgres(url.to_string()),
+            shown: skillcat_core::source::redact_password(url),
+            connected: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    async fn source(&self) -> Result<&RegistrySource> {
+        self.connected
+            .get_or_try_init(|| async { RegistrySource::connect(&self.location).await })
+            .await
+    }
+}
+
+#[async_trait::async_trait]
+impl Source for DatabaseRegistry {
+    async fn list(&self) -> Result<Vec<String>> {
+        self.source().await?.list().await
+    }
+
+    async fn files(&self, root: &str) -> Result<Vec<skillcat_core::path::FileEntry>> {
+        self.source().await?.files(root).await
+    }
+
+    async fn read(&self, path: &str) -> Result<bytes::Bytes> {
+        self.source().await?.read(path).await
+    }
+
+    fn location(&self, path: &str) -> String {
+        match self.connected.get() {
+            Some(src) => src.location(path),
+            None if path.is_empty() => self.shown.clone(),
+            None => format!("{}#{path}", self.shown),
+        }
+    }
+
+    fn root_dir_name(&self, root: &str) -> Option<String> {
+        let name = root.split_once('@').map_or(root, |(name, _)| name);
+        (!name.is_empty()).then(|| name.to_string())
+    }
+
+    async fn record(&self, root: &str) -> Result<skillcat_core::source::RootRecord> {
+        self.source().await?.record(root).await
+    }
+
+    async fn version_root(&self, name: &str, version: &str) -> Result<Option<String>> {
+        self.source().await?.version_root(name, version).await
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.connected
+            .get()
+            .map(|s| s.warnings())
+            .unwrap_or_default()
+    }
 }
 
 #[cfg(test)]

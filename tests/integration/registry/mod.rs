@@ -6,6 +6,7 @@ mod central;
 mod central_operations;
 mod central_reliability;
 mod commands;
+mod copy;
 mod disk_full;
 mod durable;
 mod engines;

@@ -35,7 +35,8 @@ pub use dir::{DirOptions, DirSource, check, has_document_entry};
 pub use held::HeldSource;
 pub use named::{NamedError, SkillRef, discover_named};
 pub use spec::{
-    BadFolder, SQLITE_MAGIC, SourceKind, SourceSpec, absolute, clean_subpath, is_registry_file,
+    BadFolder, SQLITE_MAGIC, SourceKind, SourceSpec, absolute, clean_subpath, is_postgres_url,
+    is_registry_file, redact_password,
 };
 
 use crate::path::{DOCUMENT_NAMES, FileEntry, RelPath, base_name, join_path};

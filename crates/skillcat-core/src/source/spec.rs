@@ -5,6 +5,7 @@
 //! "skills/"                         Local      a directory (one skill, or a tree of them)
 //! "x.tar.gz" "x.zip" "x.tar"        Archive    by magic bytes first, extension second
 //! "x.db" "sqlite:PATH"              Registry   or any file with the SQLite magic
+//! "postgres://USER@HOST:PORT/DB"    Registry   a registry in PostgreSQL (also postgresql://)
 //! "https://host/" "…/index.json"    WellKnown  an Agent Skills index
 //! "oci://HOST/REPO[:TAG|@sha256:…]" Oci        one skill in an OCI registry
 //! "git+https://h/o/r#ref:path"      Git        also git://, ssh://, file://, user@host:path,
@@ -26,7 +27,8 @@ pub enum SourceKind {
     Local,
     /// A `.tar`, `.tar.gz`/`.tgz` or `.zip` file.
     Archive,
-    /// A SQLite registry file; names may be `NAME@VERSION`.
+    /// A registry: a SQLite file ([`path`](SourceSpec::path)), or a PostgreSQL database
+    /// (`postgres://…`, its [`url`](SourceSpec::url)); names may be `NAME@VERSION`.
     Registry,
     /// An `http(s)://` Agent Skills index, read through the verified cache.
     WellKnown,
@@ -47,7 +49,7 @@ pub struct SourceSpec {
     /// [`parse_in`](SourceSpec::parse_in), else as typed).
     pub path: Option<PathBuf>,
     /// The index URL of an HTTP source; the reference of an OCI source; the clone URL of a git
-    /// source.
+    /// source; the connection string of a registry in PostgreSQL.
     pub url: Option<String>,
     /// The branch, tag or commit asked for (git).
     pub git_ref: Option<String>,
@@ -109,14 +111,16 @@ impl SourceSpec {
     /// Whether this spec names a store on this machine by its path (a directory, an archive,
     /// a registry file), not a remote one.
     pub fn is_local(&self) -> bool {
-        matches!(
-            self.kind,
-            SourceKind::Local | SourceKind::Archive | SourceKind::Registry
-        )
+        match self.kind {
+            SourceKind::Local | SourceKind::Archive => true,
+            // A registry in a database is wherever the database is.
+            SourceKind::Registry => self.url.is_none(),
+            _ => false,
+        }
     }
 
-    /// What to fetch a git source from, for messages (`URL#ref:path`); else the source as
-    /// typed.
+    /// What to fetch a git source from, for messages (`URL#ref:path`); a database without its
+    /// password; else the source as typed.
     pub fn shown(&self) -> String {
         match &self.url {
             Some(u) if self.kind == SourceKind::Git => {
@@ -131,8 +135,33 @@ impl SourceSpec {
                 }
                 s
             }
+            Some(u) if self.kind == SourceKind::Registry => redact_password(u),
             _ => self.typed.clone(),
         }
+    }
+}
+
+/// Whether `typed` names a registry in PostgreSQL: `postgres://…` or `postgresql://…` (any
+/// case).
+pub fn is_postgres_url(typed: &str) -> bool {
+    let lower = typed.get(..13).unwrap_or(typed).to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
+
+/// A connection URL with the password of its user information (if any) replaced by `***`,
+/// for messages.
+pub fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
     }
 }
 
@@ -172,7 +201,7 @@ fn scheme_kind(typed: &str) -> Option<SourceKind> {
         }
         return Some(SourceKind::WellKnown);
     }
-    if typed.starts_with("sqlite:") {
+    if typed.starts_with("sqlite:") || is_postgres_url(typed) {
         return Some(SourceKind::Registry);
     }
     // Any other `scheme://`: not a path, and no kind skillcat knows.
@@ -213,6 +242,11 @@ fn parse(typed: &str, cwd: Option<&Path>) -> Result<SourceSpec> {
         }
         Some(SourceKind::WellKnown) => {
             return Err(Error::UnsupportedSource(typed.to_string()));
+        }
+        Some(SourceKind::Registry) if is_postgres_url(typed) => {
+            let mut spec = SourceSpec::new(SourceKind::Registry, typed);
+            spec.url = Some(typed.to_string());
+            return Ok(spec);
         }
         Some(SourceKind::Registry) => {
             let db = typed.strip_prefix("sqlite:").unwrap_or(typed);
@@ -575,6 +609,28 @@ mod tests {
                 .unwrap_err()
                 .is_not_found()
         );
+    }
+
+    #[test]
+    fn a_postgres_url_is_a_registry_shown_without_its_password() {
+        for typed in [
+            "postgres://me:secret@127.0.0.1:5432/skills",
+            "PostgreSQL://me:secret@db/skills?sslmode=require",
+        ] {
+            let s = SourceSpec::parse(typed).unwrap();
+            assert_eq!(s.kind, SourceKind::Registry);
+            assert_eq!(s.url.as_deref(), Some(typed));
+            assert_eq!(s.path, None);
+            assert!(!s.is_local());
+            assert!(!s.shown().contains("secret"), "{}", s.shown());
+            assert!(!SourceSpec::is_path_spelling(typed));
+        }
+        assert_eq!(
+            redact_password("postgres://me:secret@h/d"),
+            "postgres://me:***@h/d"
+        );
+        assert_eq!(redact_password("postgres://me@h/d"), "postgres://me@h/d");
+        assert!(!is_postgres_url("postgres.db"));
     }
 
     #[test]
