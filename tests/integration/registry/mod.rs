@@ -8,6 +8,7 @@ mod central_reliability;
 mod commands;
 mod disk_full;
 mod durable;
+mod gc;
 mod local;
 mod served;
 mod served_reads;

@@ -23,6 +23,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use serde::Serialize;
 
+use super::Store;
 use crate::digest::{parse_digest, sha256, to_hex};
 use crate::{RegistryError, Result};
 
@@ -108,6 +109,8 @@ pub async fn get_verified(blobs: &dyn BlobStore, sha: &[u8; 32]) -> Result<Optio
 /// What a garbage collection found (and, unless a dry run, did).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct GcReport {
+    /// The blob store's URL (no credentials).
+    pub store: String,
     /// Blobs the store holds (keys of the registry's form; anything else is left alone).
     pub held: usize,
     /// Of them, referenced by a version: kept.
@@ -147,6 +150,22 @@ pub async fn find_garbage(
     sweep(blobs, referenced, older_than, true).await
 }
 
+/// Collects the garbage of a registry's object storage ([`collect_garbage`]; with `dry_run`,
+/// [`find_garbage`]): its references are read from its database first. `None` when the
+/// registry keeps its blobs in its database, where nothing is left unreferenced.
+pub async fn collect_registry_garbage(
+    store: &dyn Store,
+    older_than: Duration,
+    dry_run: bool,
+) -> Result<Option<GcReport>> {
+    let Some((blobs, referenced)) = store.blob_references().await? else {
+        return Ok(None);
+    };
+    sweep(&*blobs, &referenced, older_than, dry_run)
+        .await
+        .map(Some)
+}
+
 async fn sweep(
     blobs: &dyn BlobStore,
     referenced: &HashSet<[u8; 32]>,
@@ -157,6 +176,7 @@ async fn sweep(
     // A blob dated in the future (clocks differ between hosts) counts as young.
     let old = |written: i64| now().saturating_sub(written) >= grace;
     let mut report = GcReport {
+        store: blobs.url().to_string(),
         dry_run,
         ..GcReport::default()
     };
@@ -220,5 +240,13 @@ mod tests {
         ] {
             assert_eq!(parse_blob_key(&stray), None, "{stray}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_registry_file_has_no_garbage_to_collect() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = crate::store::SqliteStore::init(tmp.path().join("r.db")).unwrap();
+        let report = collect_registry_garbage(&store, Duration::ZERO, false).await;
+        assert_eq!(report.unwrap(), None);
     }
 }
