@@ -13,7 +13,7 @@
 //!
 //! Whoever can write the bucket can make a read fail, never alter what a reader gets: every
 //! read is hashed ([`get_verified`]) and a mismatch is
-//! [`RegistryError::Corrupt`](crate::RegistryError::Corrupt).
+//! [`RegistryError::Corrupt`].
 
 use std::collections::HashSet;
 use std::fmt;
@@ -88,7 +88,7 @@ pub fn parse_blob_key(key: &str) -> Option<[u8; 32]> {
 }
 
 /// The blob under `sha256`, hashed: bytes that do not hash to their address are
-/// [`RegistryError::Corrupt`](crate::RegistryError::Corrupt), whoever altered them. `None` when
+/// [`RegistryError::Corrupt`], whoever altered them. `None` when
 /// the store has no such blob.
 pub async fn get_verified(blobs: &dyn BlobStore, sha: &[u8; 32]) -> Result<Option<Bytes>> {
     let Some(bytes) = blobs.get(sha).await? else {
