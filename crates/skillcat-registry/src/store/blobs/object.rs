@@ -194,7 +194,6 @@ fn open_s3(url: &str, rest: &str, credentials: Option<&S3Credentials>) -> Result
         .with_secret_access_key(&credentials.secret)
         // Path-style requests: what S3-compatible servers (Garage) answer.
         .with_virtual_hosted_style_request(false)
-        .with_allow_http(http)
         // A store that does not answer is reported within seconds (a server answers 503), not
         // after object_store's default three minutes of retries.
         .with_retry(RetryConfig {
@@ -206,7 +205,9 @@ fn open_s3(url: &str, rest: &str, credentials: Option<&S3Credentials>) -> Result
             ClientOptions::new()
                 .with_connect_timeout(Duration::from_secs(5))
                 .with_timeout(Duration::from_secs(60)),
-        );
+        )
+        // After the client options, which would otherwise reset it.
+        .with_allow_http(http);
     if let Some(endpoint) = endpoint {
         builder = builder.with_endpoint(endpoint);
     }
