@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use skillcat::registry::VersionLimits;
+use skillcat::registry::store::Store;
 use skillcat::serve::{self, ApiOptions, PublishingSourceError, Site};
 use skillcat::sign::Keyring;
 
@@ -61,13 +62,13 @@ fn parse_policy(s: &str) -> Result<skillcat::audit::Policy, skillcat::audit::Pol
 
 pub(super) use skillcat::units::parse_size;
 
-/// Before the site is built: the SOURCE of `--publish` must be a registry, opened read-write
-/// once so that it is migrated (the audit log) before anything reads it
-/// ([`serve::publishing_registry`]); anything else is refused saying to create a registry file
-/// and serve that.
-pub(super) fn prepare(source: &str) -> Result<(), CliError> {
-    match serve::publishing_registry(source) {
-        Ok(_) => Ok(()),
+/// Before the site is built: the SOURCE of `--publish` must be a registry (a file, or a
+/// PostgreSQL database), opened read-write once so that it is migrated (the audit log) before
+/// anything reads it ([`serve::publishing_store`]): the one store the server reads and writes
+/// through. Anything else is refused saying to create a registry file and serve that.
+pub(super) async fn prepare(source: &str) -> Result<Arc<dyn Store>, CliError> {
+    match serve::publishing_store(source).await {
+        Ok(store) => Ok(store),
         Err(PublishingSourceError::NotCreated(path)) => Err(usage!(
             "--publish serves a registry file, and {} does not exist: create it with \
              `skillcat registry init {}`",
@@ -86,7 +87,7 @@ pub(super) fn prepare(source: &str) -> Result<(), CliError> {
 
 /// The read side of `site` and the publishing API, as `args` says.
 pub(super) fn router(
-    source: &str,
+    store: Arc<dyn Store>,
     args: &PublishArgs,
     site: Site,
     local: &SocketAddr,
@@ -108,7 +109,7 @@ pub(super) fn router(
         );
     }
     let opts = ApiOptions {
-        registry: serve::registry_path(source),
+        registry: store,
         tokens,
         keyring: args.keyring.clone(),
         max_upload: args.max_upload,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use skillcat::ops::remote::{Fetch, FetchError};
+use skillcat::registry::store::Store;
 use skillcat::serve::{self, IndexSigningError, ServeLimits, Site, SiteRequest};
 use skillcat::source::http::{FetchStatus, HttpOptions, cache_info, clean_cache};
 
@@ -224,7 +225,38 @@ struct WebArgs<'a> {
 /// Opens and reads a source and builds its site ([`serve::build_site`]: what an embedder gets
 /// too); the skills left out are reported as warnings.
 async fn build_site(arg: &str, web: WebArgs<'_>, g: &Globals) -> Result<(Site, usize), CliError> {
-    let o = super::read::open_and_discover(arg, g).await?;
+    build_site_of(arg, None, web, g).await
+}
+
+/// [`build_site`], of the registry `store` when given (the one `serve` reads and writes
+/// through): read from it, its change feed position taken before it is read, so that the
+/// follower misses nothing written meanwhile.
+async fn build_site_of(
+    arg: &str,
+    store: Option<Arc<dyn Store>>,
+    web: WebArgs<'_>,
+    g: &Globals,
+) -> Result<(Site, usize), CliError> {
+    let (src, found, seq) = match &store {
+        Some(store) => {
+            // Unknown (the feed not answering) is caught up with later: the follower starts
+            // where the store first tells it.
+            let seq = store.head().await.ok();
+            let src = skillcat::source::RegistrySource::new(store.clone());
+            let found = skillcat::source::discover_with(&src, skillcat::source::Detail::Files)
+                .await
+                .map_err(|e| failed!("{}: {e}", store.display()))?;
+            super::read::print_warnings(&found);
+            let src: Arc<dyn skillcat::source::Source> = Arc::new(src);
+            (src, found, seq)
+        }
+        None => {
+            // A registry file served as it is: its position, for the indexes' ETags.
+            let seq = registry_head(arg).await;
+            let o = super::read::open_and_discover(arg, g).await?;
+            (o.src, o.found, seq)
+        }
+    };
     let keyring = match web.keyring {
         Some(path) => Some(Arc::new(
             skillcat::sign::Keyring::load(path)
@@ -235,10 +267,14 @@ async fn build_site(arg: &str, web: WebArgs<'_>, g: &Globals) -> Result<(Site, u
     let request = SiteRequest {
         base_url: web.url,
         keyring,
+        registry: store,
     };
-    let (site, problems) = serve::build_site(arg, &*o.src, &o.found, request)
+    let (mut site, problems) = serve::build_site(arg, &*src, &found, request)
         .await
         .map_err(|e| usage!("{e}"))?;
+    if let Some(seq) = seq {
+        site.set_seq(seq);
+    }
     for p in &problems {
         note!(
             "warning: {}",
@@ -248,17 +284,34 @@ async fn build_site(arg: &str, web: WebArgs<'_>, g: &Globals) -> Result<(Site, u
     Ok((site, problems.len()))
 }
 
+/// The change feed position of the registry file `arg` names, read before the site is (any
+/// failure is the source's to say when it is opened).
+async fn registry_head(arg: &str) -> Option<i64> {
+    if !skillcat::sign::source_signatures::is_registry_spec(arg) {
+        return None;
+    }
+    let location = skillcat::registry::store::Location::parse(arg);
+    let store = skillcat::registry::store::open_read_only(&location)
+        .await
+        .ok()?;
+    store.head().await.ok()
+}
+
 fn skills_word(n: usize) -> &'static str {
     if n == 1 { "skill" } else { "skills" }
 }
 
 /// `skillcat serve SOURCE [--addr HOST:PORT] [--verbose] [limits…]`
 pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
-    if a.publish.publish
-        && let Err(e) = super::central::prepare(&a.source)
-    {
-        return Err(e);
-    }
+    let store = if a.publish.publish {
+        Some(super::central::prepare(&a.source).await?)
+    } else if skillcat::registry::store::is_postgres_url(&a.source) {
+        let location = skillcat::registry::store::Location::parse(&a.source);
+        let opened = skillcat::registry::store::open_read_only(&location).await;
+        Some(opened.map_err(|e| failed!("{e}"))?)
+    } else {
+        None
+    };
     let tls = super::tls_config(a.tls_cert.as_deref(), a.tls_key.as_deref())?;
     let listener = match tokio::net::TcpListener::bind(a.addr).await {
         Ok(l) => l,
@@ -284,7 +337,7 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
         )?))),
         None => None,
     };
-    let (site, _) = build_site(&a.source, web, g).await?;
+    let (site, _) = build_site_of(&a.source, store.clone(), web, g).await?;
     let mut limits = ServeLimits {
         header_timeout: a.header_timeout,
         idle_timeout: a.idle_timeout,
@@ -299,7 +352,7 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
     let n = site.skills().len();
     let app = if a.publish.publish {
         let app = super::central::router(
-            &a.source,
+            store.expect("opened for --publish"),
             &a.publish,
             site,
             &local,
@@ -313,7 +366,22 @@ pub async fn serve(a: ServeArgs, g: &Globals) -> CliResult {
         serve::with_layers(app, a.verbose)
     } else {
         out!("Serving {n} {} on {scheme}://{local}/", skills_word(n));
-        serve::signed_router(Arc::new(site), a.verbose, statement)
+        // A registry follows what is written to it meanwhile (by replicas, by `registry
+        // publish`); its site was built at the position it starts following from.
+        let followed = match store {
+            Some(store) => Some(store),
+            None if site.seq().is_some() => {
+                let location = skillcat::registry::store::Location::parse(&a.source);
+                skillcat::registry::store::open_read_only(&location)
+                    .await
+                    .ok()
+            }
+            None => None,
+        };
+        match followed {
+            Some(store) => serve::following_router(site, store, a.verbose, statement),
+            None => serve::signed_router(Arc::new(site), a.verbose, statement),
+        }
     };
     let shutdown = serve::shutdown_signal();
     let served = match tls {

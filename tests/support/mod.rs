@@ -6,6 +6,7 @@ pub mod bin;
 pub mod central;
 pub mod guest;
 pub mod lab;
+pub mod postgres;
 pub mod project;
 pub mod publish;
 pub mod registry;

@@ -104,65 +104,76 @@ impl Registry {
             .map_err(sql)?;
         for (name, version, id, stored, manifest_json) in versions {
             report.versions += 1;
-            let what = format!("{name}@{version}");
             let rows: Vec<(String, Vec<u8>, i64, bool)> = files
                 .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
                 .and_then(Iterator::collect)
                 .map_err(sql)?;
-            if rows.is_empty() {
-                report.problems.push(format!("{what}: no files"));
-                continue;
-            }
-            let hashes = rows.iter().filter_map(|(p, h, ..)| {
-                <[u8; 32]>::try_from(&h[..]).ok().map(|h| (p.as_str(), h))
-            });
-            let recomputed = digest::tree_digest(hashes);
-            let stored = format!("sha256:{}", crate::digest::to_hex(&stored));
-            if recomputed != stored {
-                report.problems.push(format!(
-                    "{what}: its files hash to {recomputed}, stored skill digest {stored}"
-                ));
-            }
-            let Some(manifest_json) = manifest_json else {
-                report
-                    .problems
-                    .push(format!("{what}: no manifest and body row"));
-                continue;
-            };
-            match serde_json::from_str::<Manifest>(&manifest_json) {
-                Ok(m) => {
-                    let listed: Vec<(String, u64, String, bool)> = rows
-                        .iter()
-                        .map(|(p, h, s, x)| {
-                            (
-                                p.clone(),
-                                *s as u64,
-                                format!("sha256:{}", crate::digest::to_hex(h)),
-                                *x,
-                            )
-                        })
-                        .collect();
-                    let claimed: Vec<(String, u64, String, bool)> = m
-                        .files
-                        .iter()
-                        .map(|f| (f.path.clone(), f.size, f.digest.clone(), f.executable))
-                        .collect();
-                    if m.name != name
-                        || m.version != version
-                        || m.digest != stored
-                        || listed != claimed
-                    {
-                        report
-                            .problems
-                            .push(format!("{what}: manifest disagrees with the stored files"));
-                    }
-                }
-                Err(e) => report
-                    .problems
-                    .push(format!("{what}: manifest is not valid JSON: {e}")),
-            }
+            check_version(
+                &name,
+                &version,
+                &stored,
+                manifest_json.as_deref(),
+                &rows,
+                &mut report.problems,
+            );
         }
         Ok(report)
+    }
+}
+
+/// Checks one version's files against its stored skill digest and manifest, whatever the
+/// engine: `files` are `(path, sha256, size, executable)` in path byte order; each problem
+/// found is pushed to `problems`, one sentence each.
+pub(crate) fn check_version(
+    name: &str,
+    version: &str,
+    stored: &[u8],
+    manifest_json: Option<&str>,
+    rows: &[(String, Vec<u8>, i64, bool)],
+    problems: &mut Vec<String>,
+) {
+    let what = format!("{name}@{version}");
+    if rows.is_empty() {
+        problems.push(format!("{what}: no files"));
+        return;
+    }
+    let hashes = rows
+        .iter()
+        .filter_map(|(p, h, ..)| <[u8; 32]>::try_from(&h[..]).ok().map(|h| (p.as_str(), h)));
+    let recomputed = digest::tree_digest(hashes);
+    let stored = format!("sha256:{}", crate::digest::to_hex(stored));
+    if recomputed != stored {
+        problems.push(format!(
+            "{what}: its files hash to {recomputed}, stored skill digest {stored}"
+        ));
+    }
+    let Some(manifest_json) = manifest_json else {
+        problems.push(format!("{what}: no manifest and body row"));
+        return;
+    };
+    match serde_json::from_str::<Manifest>(manifest_json) {
+        Ok(m) => {
+            let listed: Vec<(String, u64, String, bool)> = rows
+                .iter()
+                .map(|(p, h, s, x)| {
+                    (
+                        p.clone(),
+                        *s as u64,
+                        format!("sha256:{}", crate::digest::to_hex(h)),
+                        *x,
+                    )
+                })
+                .collect();
+            let claimed: Vec<(String, u64, String, bool)> = m
+                .files
+                .iter()
+                .map(|f| (f.path.clone(), f.size, f.digest.clone(), f.executable))
+                .collect();
+            if m.name != name || m.version != version || m.digest != stored || listed != claimed {
+                problems.push(format!("{what}: manifest disagrees with the stored files"));
+            }
+        }
+        Err(e) => problems.push(format!("{what}: manifest is not valid JSON: {e}")),
     }
 }
 

@@ -18,6 +18,17 @@ pub enum RegistryError {
         #[source]
         source: rusqlite::Error,
     },
+    /// PostgreSQL refused or failed a statement on the registry database `what` (a connection
+    /// lost is [`Unavailable`](Self::Unavailable) instead).
+    #[error("registry {what}: {message}")]
+    Postgres {
+        /// The database, as shown (no password).
+        what: String,
+        /// The SQLSTATE code, when the server sent one (`23505`, `57014`…).
+        code: Option<String>,
+        /// The server's (or the driver's) message.
+        message: String,
+    },
     /// The file is not a skillcat registry (another SQLite database, or not SQLite at all).
     #[error("{path} is not a skillcat registry: {reason}")]
     NotARegistry {
@@ -274,7 +285,7 @@ impl RegistryError {
             | Corrupt { .. } => true,
             // A constraint of the schema refused what was written: the input's fault, whatever
             // check before the write missed it.
-            Sqlite { .. } => self.is_constraint(),
+            Sqlite { .. } | Postgres { .. } => self.is_constraint(),
             NotARegistry { .. }
             | SchemaTooNew { .. }
             | SchemaTooOld { .. }
@@ -291,8 +302,16 @@ impl RegistryError {
     /// `UNIQUE`, a foreign key, a trigger's `RAISE`): what was asked is refused, nothing was
     /// written (the transaction rolled back).
     pub fn is_constraint(&self) -> bool {
-        matches!(self, RegistryError::Sqlite { source, .. }
-            if source.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation))
+        match self {
+            RegistryError::Sqlite { source, .. } => {
+                source.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation)
+            }
+            // Class 23: integrity constraint violation (the triggers raise 23000 too).
+            RegistryError::Postgres {
+                code: Some(code), ..
+            } => code.starts_with("23"),
+            _ => false,
+        }
     }
 
     /// What kind of failure this is, as the core's [`ErrorKind`](skillcat_core::ErrorKind)
@@ -304,7 +323,9 @@ impl RegistryError {
         match self {
             Sqlite { .. } if self.is_interrupted() => K::Interrupted,
             Sqlite { .. } if self.is_constraint() => K::Invalid,
-            Sqlite { .. } | Read { .. } => K::Other,
+            Postgres { .. } if self.is_interrupted() => K::Interrupted,
+            Postgres { .. } if self.is_constraint() => K::Invalid,
+            Sqlite { .. } | Postgres { .. } | Read { .. } => K::Other,
             Unavailable { .. } => K::Remote,
             NotFound(_) | Missing { .. } => K::NotFound,
             AlreadyExists { .. } => K::AlreadyExists,
@@ -350,8 +371,14 @@ fn join_faults(faults: &[Fault]) -> String {
 impl RegistryError {
     /// Whether SQLite stopped the query (its budget ran out, or a deadline interrupted it).
     pub fn is_interrupted(&self) -> bool {
-        matches!(self, RegistryError::Sqlite { source, .. }
-            if source.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted))
+        match self {
+            RegistryError::Sqlite { source, .. } => {
+                source.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted)
+            }
+            // 57014 query_canceled: `statement_timeout` stopped it.
+            RegistryError::Postgres { code, .. } => code.as_deref() == Some("57014"),
+            _ => false,
+        }
     }
 }
 
@@ -378,6 +405,17 @@ mod tests {
             ),
         };
         assert!(interrupted.is_interrupted());
+        // PostgreSQL: statement_timeout (57014) is an interruption; class 23 a refusal.
+        let pg = |code: &str| RegistryError::Postgres {
+            what: "postgres://h/d".into(),
+            code: Some(code.into()),
+            message: "m".into(),
+        };
+        assert!(pg("57014").is_interrupted() && !pg("57014").is_refusal());
+        let core: skillcat_core::Error = pg("57014").into();
+        assert_eq!(core.kind(), ErrorKind::Interrupted);
+        assert!(pg("23000").is_constraint() && pg("23505").is_refusal());
+        assert!(!pg("42P01").is_refusal() && !pg("42P01").is_interrupted());
         let core: skillcat_core::Error = interrupted.into();
         assert_eq!(core.kind(), ErrorKind::Interrupted);
         let read_only: skillcat_core::Error = RegistryError::ReadOnly {

@@ -11,10 +11,11 @@
 //! │   │   └── signature  (version_id, key_id) · format ('minisign') · signature (.minisig text)
 //! │   └── tag        (skill_id, tag) → version_id of the same skill; `latest` = highest non-yanked
 //! ├── skill_search   FTS5 (name, description, body), rowid = skill.id: the `latest` version's text
-//! └── audit          id · at (Unix s) · token (its name) · action · name · version · digest · client
+//! ├── audit          id · at (Unix s) · token (its name) · action · name · version · digest · client
+//! └── change         seq (commit order) · at · name · version · action: the change feed
 //! ```
 //!
-//! The schema is the SQL of `migrations/` ([`MIGRATIONS`]), applied in order when a registry is
+//! The schema is the SQL of the workspace's `migrations/sqlite/` ([`MIGRATIONS`]), applied in order when a registry is
 //! created or opened read-write and tracked by `PRAGMA user_version`; a file written by a newer
 //! skillcat is refused with both version numbers ([`RegistryError::SchemaTooNew`]).
 //!
@@ -70,6 +71,7 @@ mod audit;
 mod changes;
 mod check;
 mod error;
+mod feed;
 mod files;
 mod fts;
 mod guard;

@@ -12,9 +12,11 @@ use serde::Serialize;
 use super::{Actor, AuditAction, Registry, RegistryError, Result, audit, order, query};
 use crate::digest::{self, Manifest};
 use crate::document::{Skill, ValidateOptions};
+use crate::feed::ChangeAction;
 use crate::path::FileEntry;
 use crate::path::{check_canonical, fold_key};
 use crate::sign::{self, Keyring, SignError, Statement};
+use crate::store::VersionRecord;
 use skillcat_core::lookalike;
 
 /// What one version may hold, counted on the files it lists and again on the bytes read: a
@@ -136,32 +138,34 @@ pub struct Published {
     pub latest: bool,
 }
 
-struct PreparedFile {
-    path: String,
-    fold: String,
-    sha256: [u8; 32],
-    bytes: Bytes,
-    executable: bool,
+pub(crate) struct PreparedFile {
+    pub(crate) path: String,
+    pub(crate) fold: String,
+    pub(crate) sha256: [u8; 32],
+    pub(crate) bytes: Bytes,
+    pub(crate) executable: bool,
 }
 
-struct PreparedSignature {
-    key_id: String,
-    text: String,
+pub(crate) struct PreparedSignature {
+    pub(crate) key_id: String,
+    pub(crate) text: String,
 }
 
 /// A skill read, validated, hashed and (when asked) verified: ready to [`commit`](Registry::commit).
 pub struct Prepared {
-    location: String,
-    semver: semver::Version,
-    manifest: Manifest,
-    manifest_json: String,
-    digest: [u8; 32],
-    description: String,
-    body: String,
-    files: Vec<PreparedFile>,
-    signature: Option<PreparedSignature>,
+    pub(crate) location: String,
+    pub(crate) semver: semver::Version,
+    pub(crate) manifest: Manifest,
+    pub(crate) manifest_json: String,
+    pub(crate) digest: [u8; 32],
+    pub(crate) description: String,
+    pub(crate) body: String,
+    pub(crate) files: Vec<PreparedFile>,
+    pub(crate) signature: Option<PreparedSignature>,
     /// The audit's findings as a JSON array, recorded with a new version when set.
-    findings: Option<String>,
+    pub(crate) findings: Option<String>,
+    /// When it was published, for a version copied from another registry (else now).
+    pub(crate) published_at: Option<i64>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -176,6 +180,108 @@ impl std::fmt::Debug for Prepared {
 }
 
 impl Prepared {
+    /// The signature to store with it, `(key id, text)`.
+    pub(crate) fn signature_text(&self) -> Option<(String, String)> {
+        self.signature
+            .as_ref()
+            .map(|s| (s.key_id.clone(), s.text.clone()))
+    }
+
+    /// The audit findings recorded with it (JSON), if any.
+    pub(crate) fn findings_json(&self) -> Option<&str> {
+        self.findings.as_deref()
+    }
+
+    /// A version another registry holds, as [`Store::import`](crate::store::Store::import)
+    /// writes it: nothing taken on trust. Its paths must be canonical and distinct when folded,
+    /// the manifest rebuilt from its bytes must be the one it lists (and its digest the listed
+    /// one), and every signature must be well formed and name this very statement. Returns the
+    /// prepared version (with the first signature) and the others.
+    pub(crate) fn from_record(record: &VersionRecord) -> Result<(Prepared, Vec<(String, String)>)> {
+        let name = record.info.name.clone();
+        let semver = order::parse_version(&name, &record.info.version)?;
+        let version = semver.to_string();
+        if version != record.info.version || record.manifest.version != version {
+            return Err(RegistryError::BadSpec {
+                spec: format!("{name}@{}", record.info.version),
+                reason: "the copied version is not spelled as its manifest and semver spell it"
+                    .into(),
+            });
+        }
+        let mut folds: HashMap<String, &str> = HashMap::new();
+        let mut files = Vec::with_capacity(record.files.len());
+        for (entry, bytes) in &record.files {
+            let bad = |reason: String| RegistryError::BadPath {
+                name: name.clone(),
+                path: entry.path.clone(),
+                reason,
+            };
+            check_canonical(&entry.path).map_err(|rule| bad(rule.to_string()))?;
+            let fold = fold_key(&entry.path);
+            if let Some(other) = folds.insert(fold.clone(), &entry.path) {
+                return Err(bad(format!(
+                    "it names the same file as {other:?} on a case-insensitive file system"
+                )));
+            }
+            files.push(PreparedFile {
+                path: entry.path.clone(),
+                fold,
+                sha256: digest::sha256(bytes),
+                bytes: bytes.clone(),
+                executable: entry.executable,
+            });
+        }
+        let manifest = Manifest::build(
+            &name,
+            &version,
+            files
+                .iter()
+                .map(|f| (f.path.as_str(), &f.bytes[..], f.executable)),
+        );
+        if manifest != record.manifest || manifest.digest != record.info.digest {
+            return Err(RegistryError::Corrupt {
+                path: record.info.name.clone(),
+                what: format!("{name}@{version}: the copied files"),
+                expected: record.info.digest.clone(),
+                actual: manifest.digest,
+            });
+        }
+        let digest =
+            digest::parse_digest(&manifest.digest).expect("Manifest::build writes sha256:<hex>");
+        let mut signatures = Vec::with_capacity(record.signatures.len());
+        for sig in &record.signatures {
+            let key_id = check_unverified(&manifest, &sig.text).map_err(|source| {
+                RegistryError::BadSignature {
+                    name: name.clone(),
+                    version: version.clone(),
+                    source: Box::new(source),
+                }
+            })?;
+            signatures.push((key_id, sig.text.clone()));
+        }
+        let mut rest = signatures.into_iter();
+        let signature = rest
+            .next()
+            .map(|(key_id, text)| PreparedSignature { key_id, text });
+        Ok((
+            Prepared {
+                location: format!("{name}@{version}"),
+                semver,
+                manifest_json: String::from_utf8(manifest.to_canonical_json())
+                    .expect("JSON is UTF-8"),
+                manifest,
+                digest,
+                description: record.info.description.clone(),
+                body: record.body.clone(),
+                files,
+                signature,
+                findings: record.findings.clone(),
+                published_at: Some(record.info.published_at),
+            },
+            rest.collect(),
+        ))
+    }
+
     /// Records what an audit found in the skill (a JSON array of findings, as the
     /// `skillcat-audit` crate writes them) with the version, when the commit writes a new one;
     /// [`Registry::findings`] reads it back. Refused when it is not a JSON array.
@@ -420,6 +526,7 @@ impl Draft {
             files,
             signature,
             findings: None,
+            published_at: None,
         })
     }
 }
@@ -649,11 +756,13 @@ fn write_version(
             published.signature_added = n > 0;
         }
         published.latest = is_latest(tx, skill_id, *id).map_err(sql)?;
-        if published.signature_added
-            && let Some(actor) = actor
-        {
-            let action = AuditAction::Signature;
-            audit::record(tx, actor, action, &name, &version, &p.digest).map_err(sql)?;
+        if published.signature_added {
+            // The version's statement gained a signature: readers must learn of it.
+            crate::feed::append(tx, &name, &version, ChangeAction::Publish).map_err(sql)?;
+            if let Some(actor) = actor {
+                let action = AuditAction::Signature;
+                audit::record(tx, actor, action, &name, &version, &p.digest).map_err(sql)?;
+            }
         }
         let wrote = published.signature_added;
         return Ok((published, wrote));
@@ -673,6 +782,7 @@ fn write_version(
     published.signature_added = p.signature.is_some();
     query::refresh_latest(tx, skill_id).map_err(sql)?;
     published.latest = is_latest(tx, skill_id, version_id).map_err(sql)?;
+    crate::feed::append(tx, &name, &version, ChangeAction::Publish).map_err(sql)?;
     if let Some(actor) = actor {
         let action = AuditAction::Publish;
         audit::record(tx, actor, action, &name, &version, &p.digest).map_err(sql)?;
@@ -681,11 +791,11 @@ fn write_version(
 }
 
 /// Maps a database error to the registry's, naming its file.
-type SqlError<'a> = &'a dyn Fn(rusqlite::Error) -> RegistryError;
+pub(crate) type SqlError<'a> = &'a dyn Fn(rusqlite::Error) -> RegistryError;
 
 /// The id of the skill `name`, added when it is new: refused when it looks like one held or
 /// mixes scripts, before anything is written (the transaction is dropped, so rolled back).
-fn skill_id(tx: &rusqlite::Connection, name: &str, sql: SqlError<'_>) -> Result<i64> {
+pub(crate) fn skill_id(tx: &rusqlite::Connection, name: &str, sql: SqlError<'_>) -> Result<i64> {
     // Statements cached: a publish of many skills runs them once per version.
     let held: Option<i64> = tx
         .prepare_cached("SELECT id FROM skill WHERE name = ?1")
@@ -724,7 +834,12 @@ fn skill_id(tx: &rusqlite::Connection, name: &str, sql: SqlError<'_>) -> Result<
 
 /// A version published again must be the same: the same files (its digest) and the same
 /// manifest (executable bits).
-fn check_same(tx: &rusqlite::Connection, p: &Prepared, id: i64, sql: SqlError<'_>) -> Result<()> {
+pub(crate) fn check_same(
+    tx: &rusqlite::Connection,
+    p: &Prepared,
+    id: i64,
+    sql: SqlError<'_>,
+) -> Result<()> {
     let (stored_digest, stored_manifest): (Vec<u8>, String) = tx
         .query_row(
             "SELECT v.skill_digest, x.manifest FROM version v \
@@ -756,7 +871,7 @@ fn check_same(tx: &rusqlite::Connection, p: &Prepared, id: i64, sql: SqlError<'_
 
 /// Each file's blob id, a blob stored only when no version holds the same bytes; how many
 /// were new.
-fn store_blobs(
+pub(crate) fn store_blobs(
     tx: &rusqlite::Connection,
     p: &Prepared,
     sql: SqlError<'_>,
@@ -804,16 +919,14 @@ fn store_blobs(
 }
 
 /// Inserts the version, its text, its files, its signature and its findings; its id.
-fn insert_version(
+pub(crate) fn insert_version(
     tx: &rusqlite::Connection,
     p: &Prepared,
     skill_id: i64,
     blob_ids: &[i64],
     sql: SqlError<'_>,
 ) -> Result<i64> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
+    let now = p.published_at.unwrap_or_else(crate::feed::now);
     let version_id: i64 = tx
         .prepare_cached(
             "INSERT INTO version (skill_id, version, skill_digest, published_at, description) \

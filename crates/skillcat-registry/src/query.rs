@@ -445,6 +445,12 @@ impl Registry {
         )
         .map_err(sql)?;
         refresh_latest(&tx, skill_id).map_err(sql)?;
+        let change = if yanked {
+            crate::feed::ChangeAction::Yank
+        } else {
+            crate::feed::ChangeAction::Unyank
+        };
+        crate::feed::append(&tx, name, version, change).map_err(sql)?;
         if let Some(actor) = actor {
             let action = if yanked {
                 AuditAction::Yank

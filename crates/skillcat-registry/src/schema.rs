@@ -8,7 +8,7 @@
 //! switch the file to WAL once (the mode is persistent); read-only connections are also
 //! `query_only`.
 //!
-//! Migrations are the SQL files of `migrations/`, embedded in the binary, applied in order in one
+//! Migrations are the SQL files of the workspace's `migrations/sqlite/`, embedded in the binary, applied in order in one
 //! `BEGIN IMMEDIATE` transaction that also sets `PRAGMA application_id` and
 //! `PRAGMA user_version` (= the number of migrations applied). A file whose `user_version` is
 //! higher than this build knows is refused, naming both numbers; an existing file is opened
@@ -30,7 +30,7 @@ pub const APPLICATION_ID: i32 = 0x534B_494C;
 /// How long a connection waits for a lock held by another before it reports `SQLITE_BUSY`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// One schema migration: a file of `migrations/`, embedded.
+/// One schema migration: a file of `migrations/sqlite/`, embedded.
 #[derive(Debug, Clone, Copy)]
 pub struct Migration {
     /// The file name (`0001_init.sql`).
@@ -44,19 +44,23 @@ pub struct Migration {
 pub const MIGRATIONS: &[Migration] = &[
     Migration {
         name: "0001_init.sql",
-        sql: include_str!("../migrations/0001_init.sql"),
+        sql: include_str!("../../../migrations/sqlite/0001_init.sql"),
     },
     Migration {
         name: "0002_audit.sql",
-        sql: include_str!("../migrations/0002_audit.sql"),
+        sql: include_str!("../../../migrations/sqlite/0002_audit.sql"),
     },
     Migration {
         name: "0003_skeleton.sql",
-        sql: include_str!("../migrations/0003_skeleton.sql"),
+        sql: include_str!("../../../migrations/sqlite/0003_skeleton.sql"),
     },
     Migration {
         name: "0004_findings.sql",
-        sql: include_str!("../migrations/0004_findings.sql"),
+        sql: include_str!("../../../migrations/sqlite/0004_findings.sql"),
+    },
+    Migration {
+        name: "0005_changes.sql",
+        sql: include_str!("../../../migrations/sqlite/0005_changes.sql"),
     },
 ];
 

@@ -5,6 +5,7 @@
 //! DELETE /api/v1/skills/{name}/{version}/yank     yank
 //! PUT    /api/v1/skills/{name}/{version}/unyank   unyank
 //! GET    /api/v1/audit?limit=N&before=ID          the audit log, newest first (the `audit` right)
+//! GET    /api/v1/changes?since=SEQ&limit=N        the change feed, in commit order (no token)
 //! ```
 //!
 //! Every request carries `Authorization: Bearer <token>`. Answers are JSON; a refusal is
@@ -15,7 +16,8 @@
 //! invalid, its metadata is not what a registry keeps, or its signature is refused), 429 (the
 //! token's request or byte rate, with `Retry-After`), 503 (the registry is busy). Which status a
 //! registry error is, is decided in one place ([`registry_status`]): a refusal of the input is
-//! always a 4xx, a constraint of the schema included; only a failure of the server is a 500.
+//! always a 4xx, a constraint of the schema included; only a failure of the server is a 500,
+//! and a database that does not answer is a 503 with `Retry-After` (`unavailable`).
 //! Every refusal becomes its answer in one place too ([`Api::refused`]): answers name skills,
 //! versions and limits, never the server's files (the registry, the token file, the keyring:
 //! each is named by what it is), and the whole error behind a registry's refusal goes to the
@@ -34,7 +36,10 @@
 //!
 //! After a write, the served site is updated for the one skill written (its index entries,
 //! files and blobs; every other skill's are shared), then swapped in whole: a reader sees the
-//! old site or the new one, and the indexes' `ETag`s change with their bytes.
+//! old site or the new one, and the indexes' `ETag`s change with their bytes. Every read and
+//! write goes through one store opened at start (a registry file, or a PostgreSQL database
+//! that other replicas share); the site follows the store's change feed, so what another
+//! replica writes is served here too (`crate::feed`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -54,12 +59,13 @@ use skillcat_audit::{AuditOptions, Policy, Severity, summary_at};
 use skillcat_core::api::ErrorBody;
 
 use super::limits::Conn;
-use super::site::{RegistryVersions, RegistryYanked, Site, SiteOptions};
+use super::site::Site;
 use crate::archive::{ArchiveError, ArchiveLimits, sniff};
-use crate::registry::RegistrySource;
+use crate::feed::Replica;
+use crate::registry::store::{Engine, Store};
 use crate::registry::tokens::{AuthError, Right, TokenEntry, Tokens};
 use crate::registry::{
-    Actor, Outcome, Prepared, PublishOptions, Published, Registry, RegistryError, VersionLimits,
+    Actor, Outcome, Prepared, PublishOptions, Published, RegistryError, VersionLimits,
 };
 use crate::sign::Keyring;
 use crate::source::{ArchiveSource, Source};
@@ -67,8 +73,9 @@ use crate::source::{ArchiveSource, Source};
 /// How the publishing API is set up.
 #[derive(Clone)]
 pub struct ApiOptions {
-    /// The registry file written into.
-    pub registry: PathBuf,
+    /// The registry written into and read from (`crate::publishing_store`): a registry file,
+    /// or a PostgreSQL database other replicas may share.
+    pub registry: Arc<dyn Store>,
     /// The token file.
     pub tokens: PathBuf,
     /// When given, every published skill must be signed by a key of this keyring file allowed
@@ -96,7 +103,7 @@ pub struct ApiOptions {
 impl std::fmt::Debug for ApiOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ApiOptions")
-            .field("registry", &self.registry)
+            .field("registry", &self.registry.display())
             .field("tokens", &self.tokens)
             .field("keyring", &self.keyring)
             .field("max_upload", &self.max_upload)
@@ -253,22 +260,25 @@ impl UploadSlot {
         }
     }
 
-    /// Commits `prepared` into the registry at `path` on behalf of `actor`, off the runtime,
-    /// holding the server's writer lock `writer`; the slot is given back when the write has ended,
-    /// whatever became of the request.
+    /// Commits `prepared` into `store` on behalf of `actor`, holding the server's writer lock
+    /// `writer` when it has one (a registry file's); the slot is given back when the write has
+    /// ended, whatever became of the request (the write is a task of its own: a client that
+    /// goes away does not cut it short).
     async fn commit(
         self,
-        path: PathBuf,
-        writer: Arc<Mutex<()>>,
+        store: Arc<dyn Store>,
+        writer: Option<Arc<tokio::sync::Mutex<()>>>,
         prepared: Prepared,
         actor: Actor,
     ) -> Result<Published, Refusal> {
-        in_registry(move || {
+        let prepared = Arc::new(prepared);
+        in_store(async move {
             let _slot = self;
-            let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
-            let published = Registry::open(&path)?.commit_as(&prepared, Some(&actor));
-            drop(prepared);
-            published
+            let _writing = match &writer {
+                Some(w) => Some(w.lock().await),
+                None => None,
+            };
+            store.commit(prepared, Some(actor)).await
         })
         .await
     }
@@ -278,7 +288,8 @@ struct Api {
     opts: ApiOptions,
     tokens: Watched<Tokens>,
     keyring: Option<Watched<Keyring>>,
-    site: Arc<RwLock<Arc<Site>>>,
+    /// The site served, kept up to date with the store (its writes and other replicas').
+    replica: Arc<Replica>,
     /// Requests per token.
     buckets: Mutex<HashMap<String, Bucket>>,
     /// Unpacked bytes per token.
@@ -286,12 +297,11 @@ struct Api {
     uploads: Arc<tokio::sync::Semaphore>,
     /// Each token's share of the upload slots.
     token_uploads: Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>,
-    /// One site update at a time, so that each starts from the one swapped in before it.
-    updating: tokio::sync::Mutex<()>,
-    /// This server's writes to the registry, one at a time, each with its checkpoint: a
+    /// This server's writes to a registry file, one at a time, each with its checkpoint: a
     /// write's `wal_checkpoint(TRUNCATE)` never waits behind the next write's transaction, so
-    /// the WAL holds at most the one version being written, however busy the machine.
-    writer: Arc<Mutex<()>>,
+    /// the WAL holds at most the one version being written, however busy the machine. A
+    /// database takes concurrent writes itself (`None`).
+    writer: Option<Arc<tokio::sync::Mutex<()>>>,
     /// The server's files, which no answer names.
     files: ServerFiles,
 }
@@ -347,14 +357,22 @@ impl ServerFiles {
                 }
             }
         };
-        add(&opts.registry, "the registry");
+        let file = (opts.registry.engine() == Engine::Sqlite)
+            .then(|| PathBuf::from(opts.registry.display()));
+        if let Some(path) = &file {
+            add(path, "the registry");
+        }
         add(&opts.tokens, "the token file");
         if let Some(k) = &opts.keyring {
             add(k, "the keyring");
         }
+        if file.is_none() {
+            // A database as the store shows itself (no password).
+            names.push((opts.registry.display().to_string(), "the registry"));
+        }
         names.sort_by_key(|(n, _)| std::cmp::Reverse(n.len()));
-        let folder = std::path::absolute(&opts.registry)
-            .ok()
+        let folder = file
+            .and_then(|p| std::path::absolute(p).ok())
             .and_then(|p| p.parent().map(|d| d.display().to_string()))
             .filter(|d| d.len() > 1);
         ServerFiles { names, folder }
@@ -557,36 +575,6 @@ impl Api {
             ..d
         }
     }
-
-    /// Updates the served site for the skill `name` after a write to it; a failure keeps the
-    /// old site and is logged.
-    async fn refresh_site(&self, name: &str) {
-        let _one = self.updating.lock().await;
-        let old = self.site.read().expect("site lock").clone();
-        let updated = match RegistrySource::open(&self.opts.registry) {
-            Ok(source) => {
-                // The findings of what was published are recorded with it: read, not re-run.
-                let opts = SiteOptions {
-                    yanked: Some(Arc::new(RegistryYanked(self.opts.registry.clone()))),
-                    versions: Some(Arc::new(RegistryVersions(self.opts.registry.clone()))),
-                    ..SiteOptions::default()
-                };
-                old.updated(&source, name, &opts).await
-            }
-            Err(e) => Err(e),
-        };
-        match updated {
-            Ok((site, problems)) => {
-                for p in problems {
-                    log(format_args!("warning: {p}"));
-                }
-                *self.site.write().expect("site lock") = Arc::new(site);
-            }
-            Err(e) => log(format_args!(
-                "warning: the index was not updated after a write to {name}: {e}"
-            )),
-        }
-    }
 }
 
 /// A registry error as the refusal it stands for ([`registry_status`]), the whole error kept for
@@ -645,6 +633,15 @@ fn registry_status(e: RegistryError) -> Refusal {
                 )
             }
         }
+        // The database did not answer: nothing was written, and a retry may succeed.
+        E::Unavailable { .. } => Refusal {
+            retry_after: Some(UNAVAILABLE_RETRY),
+            ..refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the registry's database is unavailable; nothing was written: retry",
+            )
+        },
         // A damaged registry is the server's problem, though the command line counts it a
         // refusal.
         E::Corrupt { .. } => internal(),
@@ -652,6 +649,9 @@ fn registry_status(e: RegistryError) -> Refusal {
         _ => internal(),
     }
 }
+
+/// The `Retry-After` of a write refused because the database did not answer, in seconds.
+const UNAVAILABLE_RETRY: u64 = 2;
 
 /// A failure of the server itself: the answer says only that (the cause goes to the log).
 fn internal() -> Refusal {
@@ -686,11 +686,12 @@ fn archive_refusal(e: crate::Error) -> Refusal {
     }
 }
 
-/// Runs a registry call off the runtime; its error becomes the refusal it stands for.
-async fn in_registry<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, RegistryError> + Send + 'static,
+/// Runs a call of the store as a task of its own (a client that goes away does not cut a
+/// write short); its error becomes the refusal it stands for.
+async fn in_store<T: Send + 'static>(
+    f: impl std::future::Future<Output = Result<T, RegistryError>> + Send + 'static,
 ) -> Result<T, Refusal> {
-    tokio::task::spawn_blocking(f)
+    tokio::spawn(f)
         .await
         .map_err(|e| {
             log(format_args!("error: a registry task stopped: {e}"));
@@ -892,7 +893,7 @@ async fn publish_inner(api: &Arc<Api>, p: SkillPath, req: Request) -> Result<Res
         .await?;
     let changed = published.outcome == Outcome::Published || published.signature_added;
     if changed {
-        api.refresh_site(&published.name).await;
+        api.replica.after_write(&published.name).await;
         log(format_args!(
             "{} published {}@{} {}",
             entry.name(),
@@ -965,9 +966,9 @@ async fn findings(
     req: Request,
 ) -> Response {
     let what = request_line(&req);
-    let path = api.opts.registry.clone();
+    let store = api.opts.registry.clone();
     let (name, version) = (p.name.clone(), p.version.clone());
-    let found = in_registry(move || Registry::open_read_only(&path)?.findings(&name, &version));
+    let found = in_store(async move { store.findings(&name, &version).await });
     match found.await {
         Ok(stored) => {
             let findings: Value = stored.as_deref().map_or(Value::Null, |s| {
@@ -1001,15 +1002,18 @@ async fn set_yanked(
         token: entry.name().to_string(),
         client,
     };
-    let (path, writer) = (api.opts.registry.clone(), api.writer.clone());
+    let (store, writer) = (api.opts.registry.clone(), api.writer.clone());
     let (name, version) = (p.name.clone(), p.version.clone());
-    let changed = in_registry(move || {
-        let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
-        Registry::open(&path)?.set_yanked_as(&name, &version, yanked, &actor)
+    let changed = in_store(async move {
+        let _writing = match &writer {
+            Some(w) => Some(w.lock().await),
+            None => None,
+        };
+        store.set_yanked(&name, &version, yanked, Some(actor)).await
     })
     .await?;
     if changed {
-        api.refresh_site(&p.name).await;
+        api.replica.after_write(&p.name).await;
         log(format_args!(
             "{} {} {}@{}",
             entry.name(),
@@ -1071,10 +1075,12 @@ async fn audit(State(api): State<Arc<Api>>, req: Request) -> Response {
         let Query(q) = Query::<AuditQuery>::try_from_uri(&parts.uri)
             .map_err(|e| refuse(StatusCode::BAD_REQUEST, "bad_query", e.body_text()))?;
         let limit = q.limit.unwrap_or(100).clamp(1, 1000);
-        let path = api.opts.registry.clone();
+        let store = api.opts.registry.clone();
         // The entries of the names the token's scopes match, no others.
-        let rows = in_registry(move || {
-            Registry::open_read_only(&path)?.audit_matching(limit, q.before, |n| entry.allows(n))
+        let rows = in_store(async move {
+            store
+                .audit(limit, q.before, &|n: &str| entry.allows(n))
+                .await
         })
         .await?;
         Ok::<_, Refusal>(json_response(StatusCode::OK, &json!({"entries": rows})))
@@ -1113,18 +1119,20 @@ pub fn publishing_router(
         })?),
         None => None,
     };
+    let replica = Replica::new(opts.registry.clone(), site.clone());
+    replica.follow();
     let api = Arc::new(Api {
         uploads: Arc::new(tokio::sync::Semaphore::new(opts.max_uploads.max(1))),
         token_uploads: Mutex::new(HashMap::new()),
-        writer: Arc::new(Mutex::new(())),
+        writer: (opts.registry.engine() == Engine::Sqlite)
+            .then(|| Arc::new(tokio::sync::Mutex::new(()))),
         files: ServerFiles::new(&opts),
         byte_buckets: Mutex::new(HashMap::new()),
         opts,
         tokens,
         keyring,
-        site: site.clone(),
+        replica: replica.clone(),
         buckets: Mutex::new(HashMap::new()),
-        updating: tokio::sync::Mutex::new(()),
     });
     #[cfg(unix)]
     {
@@ -1159,11 +1167,46 @@ pub fn publishing_router(
             .route("/skills/{name}/{version}/findings", get(findings))
             .route("/audit", get(audit))
             .fallback(api_fallback)
-            .with_state(api),
+            .with_state(api)
+            .merge(
+                Router::new()
+                    .route("/changes", get(crate::feed::changes))
+                    .with_state(replica),
+            ),
     );
     Ok(pages
         .nest(API_PREFIX, v1)
         .fallback(read_side)
         // The API reads bodies itself under its own limit.
         .layer(axum::extract::DefaultBodyLimit::disable()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_that_does_not_answer_is_a_503_to_retry_naming_no_server() {
+        let r = registry_refusal(RegistryError::Unavailable {
+            what: "postgres://skills@db.internal/skills".into(),
+            reason: "connection refused".into(),
+        });
+        assert_eq!(
+            (r.status, r.code, r.retry_after),
+            (StatusCode::SERVICE_UNAVAILABLE, "unavailable", Some(2))
+        );
+        assert!(r.detail.contains("database is unavailable"), "{}", r.detail);
+        assert!(!r.detail.contains("db.internal"), "{}", r.detail);
+        assert!(
+            r.cause.unwrap().contains("connection refused"),
+            "the log says why"
+        );
+        let answer = refuse(StatusCode::OK, "x", "y");
+        let answer = Refusal {
+            retry_after: Some(2),
+            ..answer
+        }
+        .into_response();
+        assert_eq!(answer.headers()[header::RETRY_AFTER], "2");
+    }
 }

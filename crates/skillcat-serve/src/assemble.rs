@@ -10,6 +10,7 @@ use std::sync::Arc;
 use skillcat_runtime::matching::{Bm25Index, SkillDoc};
 
 use crate::error::Result;
+use crate::registry::store::{self, Location, SqliteStore, Store, is_postgres_url};
 use crate::registry::{Registry, RegistryError};
 use crate::sign::source_signatures::{beside_signature, is_registry_spec};
 use crate::sign::{Keyring, Statement};
@@ -28,6 +29,10 @@ pub struct SiteRequest {
     pub base_url: Option<String>,
     /// The keyring each signature shown on the pages is checked against (its key and scope).
     pub keyring: Option<Arc<Keyring>>,
+    /// The registry the source reads, when the caller opened it (a database, or a file served
+    /// for publishing): its search, versions and yanked versions come from this store. `None`:
+    /// a registry file named by the SOURCE is opened read-only here.
+    pub registry: Option<Arc<dyn Store>>,
 }
 
 /// The registry file a registry SOURCE names (`x.db`, `sqlite:x.db`).
@@ -50,15 +55,21 @@ pub async fn build_site(
     request: SiteRequest,
 ) -> Result<(Site, Vec<SiteProblem>)> {
     // A registry keeps its yanked versions: served apart, marked, readable by NAME@VERSION.
-    let registry = is_registry_spec(spec).then(|| registry_path(spec));
+    let registry: Option<Arc<dyn Store>> = match request.registry {
+        Some(store) => Some(store),
+        None if is_registry_spec(spec) => {
+            Some(Arc::new(SqliteStore::open_read_only(registry_path(spec))?))
+        }
+        None => None,
+    };
     let search: Arc<dyn SiteSearch> = match &registry {
-        Some(path) => Arc::new(RegistrySearch::new(path.clone())),
+        Some(store) => Arc::new(RegistrySearch::new(store.clone())),
         None => Arc::new(MatcherSearch::new(found)),
     };
     let opts = SiteOptions {
         versions: registry
             .clone()
-            .map(|p| Arc::new(RegistryVersions(p)) as Arc<dyn VersionLookup>),
+            .map(|s| Arc::new(RegistryVersions(s)) as Arc<dyn VersionLookup>),
         web: WebOptions {
             base_url: request.base_url,
             keyring: request.keyring,
@@ -70,7 +81,7 @@ pub async fn build_site(
             // As `pack --sign` names them: SOURCE.minisig for a source of one skill.
             single: found.skills.len() + found.faults.len() == 1,
         })),
-        yanked: registry.map(|p| Arc::new(RegistryYanked(p)) as Arc<dyn YankedLookup>),
+        yanked: registry.map(|s| Arc::new(RegistryYanked(s)) as Arc<dyn YankedLookup>),
         ..SiteOptions::default()
     };
     return_large_buffers();
@@ -218,6 +229,19 @@ pub fn publishing_registry(spec: &str) -> std::result::Result<PathBuf, Publishin
     }
     Registry::open(&path)?;
     Ok(path)
+}
+
+/// The registry a SOURCE served for publishing names, opened read-write (migrated forward)
+/// as the one store the server reads and writes through: a database (`postgres://…`), or a
+/// registry file as [`publishing_registry`] accepts it.
+pub async fn publishing_store(
+    spec: &str,
+) -> std::result::Result<Arc<dyn Store>, PublishingSourceError> {
+    if is_postgres_url(spec) {
+        return Ok(store::open(&Location::parse(spec)).await?);
+    }
+    let path = publishing_registry(spec)?;
+    Ok(store::open(&Location::File(path)).await?)
 }
 
 /// Whether `path` is a file a registry opens (the SQLite magic, or a `.db`/`.sqlite` name).

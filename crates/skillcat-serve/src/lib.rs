@@ -54,6 +54,7 @@ pub(crate) use skillcat_registry as registry;
 pub(crate) use skillcat_registry::prepare as publish;
 pub(crate) use skillcat_sign as sign;
 mod export;
+mod feed;
 mod index_statement;
 mod limits;
 mod server;
@@ -67,7 +68,8 @@ pub use api::{
 };
 pub use assemble::{
     IndexSigningError, PublishingSourceError, SiteRequest, build_site, catalog_of_url,
-    publishing_registry, registry_path, release_freed_memory, return_large_buffers,
+    publishing_registry, publishing_store, registry_path, release_freed_memory,
+    return_large_buffers,
 };
 pub use export::{Exported, export, export_signed};
 pub use index_statement::{
@@ -77,8 +79,8 @@ pub use limits::{AnswerTimeout, Conn, Guarded, LimitedListener, ServeLimits, tra
 #[cfg(feature = "tls")]
 pub use server::run_app_tls;
 pub use server::{
-    RangeRequest, answer, decode_path, etag_matches, parse_range, respond, router, run, run_app,
-    shutdown_signal, signed_router, with_layers,
+    RangeRequest, answer, decode_path, etag_matches, following_router, parse_range, respond,
+    router, run, run_app, shutdown_signal, signed_router, with_layers,
 };
 pub use site::{
     AGENT_SKILLS_INDEX, IMMUTABLE, PageInfo, REVALIDATE, RegistryVersions, RegistryYanked,

@@ -362,6 +362,41 @@ pub fn signed_router(
     with_layers(app, verbose)
 }
 
+/// [`signed_router`] over a registry `store` that others write to (replicas with `--publish`,
+/// `registry publish`): the site follows the store's change feed (each change's skill rebuilt
+/// and the site swapped in whole), and the feed itself is served at `/api/v1/changes`. The
+/// site must have been built from `store` at its position ([`Site::set_seq`]) or before.
+pub fn following_router(
+    site: Site,
+    store: Arc<dyn crate::registry::store::Store>,
+    verbose: bool,
+    statement: Option<Arc<crate::LiveStatement>>,
+) -> Router {
+    let site = Arc::new(std::sync::RwLock::new(Arc::new(site)));
+    let replica = crate::feed::Replica::new(store, site.clone());
+    replica.follow();
+    let current: crate::web::CurrentSite = {
+        let site = site.clone();
+        Arc::new(move || site.read().expect("site lock").clone())
+    };
+    let (mut pages, api) =
+        crate::web::catalog_routes(Router::new(), Router::new(), current.clone());
+    if let Some(live) = statement {
+        pages = statement_route(pages, live, current);
+    }
+    let api = api.with_state(()).merge(
+        Router::new()
+            .route("/changes", axum::routing::get(crate::feed::changes))
+            .fallback(crate::web::api_not_found)
+            .with_state(replica),
+    );
+    let read_side = move |req: Request| {
+        let site = site.read().expect("site lock").clone();
+        answer_rendered(site, req)
+    };
+    with_layers(pages.nest("/api/v1", api).fallback(read_side), verbose)
+}
+
 /// `pages` with the route of the signed statement of the index `current` serves now, whether
 /// the site is fixed ([`signed_router`]) or swapped after each write (the publishing router).
 pub(crate) fn statement_route<S: Clone + Send + Sync + 'static>(

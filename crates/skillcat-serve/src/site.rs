@@ -13,6 +13,7 @@ use crate::document::{Skill, ValidateOptions};
 use crate::error::{Error, Result};
 use crate::pack::{PackEntry, write_tar_gz};
 use crate::path::join_path;
+use crate::registry::store::Store;
 use crate::source::DISCOVERY_SCHEMA_V0_2 as SCHEMA_V0_2;
 use crate::source::{Discovery, Source, discover};
 use crate::web::WebOptions;
@@ -36,7 +37,8 @@ pub struct SiteFile {
     pub body: Bytes,
     /// Its `Content-Type`.
     pub content_type: &'static str,
-    /// Its strong `ETag` (quoted sha256 hex of the body).
+    /// Its strong `ETag` (quoted sha256 hex of the body; a registry's indexes name the change
+    /// feed position first, [`Site::set_seq`]).
     pub etag: String,
     /// Its `Cache-Control`: [`IMMUTABLE`] or [`REVALIDATE`].
     pub cache_control: &'static str,
@@ -75,15 +77,13 @@ pub trait YankedLookup: Send + Sync {
     fn yanked(&self, name: Option<&str>) -> Result<Vec<String>>;
 }
 
-/// The yanked versions of a registry file.
+/// The yanked versions of a registry (a file or a database).
 #[derive(Debug, Clone)]
-pub struct RegistryYanked(pub std::path::PathBuf);
+pub struct RegistryYanked(pub Arc<dyn Store>);
 
 impl YankedLookup for RegistryYanked {
     fn yanked(&self, name: Option<&str>) -> Result<Vec<String>> {
-        let registry = crate::registry::Registry::open_read_only(&self.0)?;
-        Ok(registry
-            .yanked(name)?
+        Ok(block_on(self.0.yanked(name))?
             .into_iter()
             .map(|v| format!("{}@{}", v.name, v.version))
             .collect())
@@ -132,24 +132,24 @@ pub trait VersionLookup: Send + Sync {
     }
 }
 
-/// The versions of a registry file: dates, yanked marks and recorded audit findings.
+/// The versions of a registry (a file or a database): dates, yanked marks and recorded audit
+/// findings.
 #[derive(Debug, Clone)]
-pub struct RegistryVersions(pub std::path::PathBuf);
+pub struct RegistryVersions(pub Arc<dyn Store>);
 
 impl VersionLookup for RegistryVersions {
     fn versions(&self, name: Option<&str>) -> Result<Vec<VersionMeta>> {
-        let registry = crate::registry::Registry::open_read_only(&self.0)?;
-        let mut publishers = registry.publishers(name)?;
+        let registry = &self.0;
+        let mut publishers = block_on(registry.publishers(name))?;
         let mut out = Vec::new();
-        for v in registry.all_versions(name)? {
-            let findings = registry
-                .findings(&v.name, &v.version)?
+        for v in block_on(registry.all_versions(name))? {
+            let findings = block_on(registry.findings(&v.name, &v.version))?
                 .and_then(|text| serde_json::from_str::<Value>(&text).ok())
                 .filter(Value::is_array);
             let (manifest, signatures) = if v.latest || v.yanked {
                 (None, Vec::new())
             } else {
-                match registry.get(&v.name, &v.version)? {
+                match block_on(registry.get(&v.name, &v.version))? {
                     Some(r) => (
                         Some(r.manifest),
                         r.signatures.into_iter().map(|s| s.text).collect(),
@@ -173,11 +173,9 @@ impl VersionLookup for RegistryVersions {
     }
 
     fn archive(&self, name: &str, version: &str) -> Result<Option<Bytes>> {
-        let registry = crate::registry::Registry::open_read_only(&self.0)?;
-        let Some(files) = registry.version_contents(name, version)? else {
+        let Some(files) = block_on(self.0.version_contents(name, version))? else {
             return Ok(None);
         };
-        drop(registry);
         let entries: Vec<PackEntry> = files
             .into_iter()
             .map(|(f, bytes)| PackEntry {
@@ -191,6 +189,23 @@ impl VersionLookup for RegistryVersions {
             .map_err(|e| Error::io(format!("{name}@{version}"), e))?;
         Ok(Some(Bytes::from(archive)))
     }
+}
+
+/// Runs a registry call from the blocking code the lookups are (each is called in
+/// `spawn_blocking`, or outside any runtime): on the runtime's handle when there is one,
+/// else on a runtime of its own.
+pub(crate) fn block_on<T>(
+    f: impl std::future::Future<Output = crate::registry::Result<T>>,
+) -> Result<T> {
+    let done = match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle.block_on(f),
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io("a registry runtime", e))?
+            .block_on(f),
+    };
+    Ok(done?)
 }
 
 /// Where a site's older versions' archives are packed from when asked for (a registry).
@@ -386,6 +401,9 @@ pub struct Site {
     archives: Option<Archives>,
     /// How the pages are made.
     web: WebOptions,
+    /// The registry's change feed position the site holds every change up to, when the source
+    /// is a registry with a feed: part of the indexes' `ETag`s.
+    seq: Option<i64>,
 }
 
 /// Why `skill` is not served, when it does not validate.
@@ -807,6 +825,31 @@ impl Site {
                 "application/json",
                 REVALIDATE,
             );
+        }
+        self.seq_etags();
+    }
+
+    /// The change feed position this site holds every change up to (a registry's), if known.
+    pub fn seq(&self) -> Option<i64> {
+        self.seq
+    }
+
+    /// Records that this site holds every change of its registry up to `seq`: the indexes'
+    /// `ETag`s follow it (`"s<seq>-<sha256 hex>"`), so a mirror or CDN that revalidates sees
+    /// which position of the feed it holds; the body's digest stays in it, so two sites at one
+    /// position with different bytes never share a tag.
+    pub fn set_seq(&mut self, seq: i64) {
+        self.seq = Some(seq);
+        self.seq_etags();
+    }
+
+    fn seq_etags(&mut self) {
+        let Some(seq) = self.seq else { return };
+        for path in [AGENT_SKILLS_INDEX, SKILLS_INDEX] {
+            if let Some(file) = self.resources.get_mut(path) {
+                let hex = crate::digest::to_hex(sha256(&file.body));
+                file.etag = format!("\"s{seq}-{hex}\"");
+            }
         }
     }
 

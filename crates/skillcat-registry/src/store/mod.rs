@@ -21,6 +21,8 @@
 //! any database is asked); an engine only stores it.
 
 pub mod blobs;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod sqlite;
 
 use std::collections::{HashMap, HashSet};
@@ -40,6 +42,9 @@ use crate::{
     StoredSignature, VersionInfo,
 };
 
+pub use crate::feed::ChangeAction;
+#[cfg(feature = "postgres")]
+pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
 /// Where a registry is: a SQLite file, or a PostgreSQL database.
@@ -136,29 +141,6 @@ pub enum Engine {
     Sqlite,
     /// A PostgreSQL database, shared by any number of replicas.
     Postgres,
-}
-
-/// What happened to a version, as the change feed says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChangeAction {
-    /// A new version (or a signature added to one: its statement changed).
-    Publish,
-    /// The version was yanked.
-    Yank,
-    /// The version was unyanked.
-    Unyank,
-}
-
-impl ChangeAction {
-    /// `publish`, `yank`, `unyank`: as stored and as served.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeAction::Publish => "publish",
-            ChangeAction::Yank => "yank",
-            ChangeAction::Unyank => "unyank",
-        }
-    }
 }
 
 /// One entry of the change feed.
@@ -392,9 +374,24 @@ pub async fn open(location: &Location) -> Result<Arc<dyn Store>> {
 
 /// Creates a registry at `location`: a new file, or the schema in an empty database.
 pub async fn init(location: &Location) -> Result<Arc<dyn Store>> {
-    match location {
-        Location::File(path) => Ok(Arc::new(SqliteStore::init(path)?)),
-        Location::Postgres(url) => postgres_open(url, true).await,
+    init_with(location, None).await
+}
+
+/// [`init`], with the blobs of a database registry kept in object storage at `blobs`
+/// (recorded in the database, so every replica agrees). A registry file keeps its blobs inside
+/// itself: a file with a blobs URL is refused.
+pub async fn init_with(location: &Location, blobs: Option<&str>) -> Result<Arc<dyn Store>> {
+    match (location, blobs) {
+        (Location::File(path), None) => Ok(Arc::new(SqliteStore::init(path)?)),
+        (Location::File(path), Some(url)) => Err(crate::RegistryError::BadSpec {
+            spec: url.to_string(),
+            reason: format!(
+                "a registry file ({}) keeps its blobs inside itself; object storage is for a \
+                 PostgreSQL registry",
+                crate::display_path(path)
+            ),
+        }),
+        (Location::Postgres(url), blobs) => postgres_init(url, blobs).await,
     }
 }
 
@@ -407,7 +404,18 @@ pub async fn open_read_only(location: &Location) -> Result<Arc<dyn Store>> {
 }
 
 #[cfg(not(feature = "postgres"))]
-async fn postgres_open(url: &str, _create: bool) -> Result<Arc<dyn Store>> {
+async fn postgres_init(url: &str, _blobs: Option<&str>) -> Result<Arc<dyn Store>> {
+    postgres_open(url, true).await
+}
+
+#[cfg(feature = "postgres")]
+async fn postgres_init(url: &str, blobs: Option<&str>) -> Result<Arc<dyn Store>> {
+    Ok(Arc::new(PgStore::open_with(url, true, blobs).await?))
+}
+
+/// Opens (with `create`: creates) the registry in the PostgreSQL database at `url`.
+#[cfg(not(feature = "postgres"))]
+pub async fn postgres_open(url: &str, _create: bool) -> Result<Arc<dyn Store>> {
     Err(crate::RegistryError::Unavailable {
         what: redact_password(url),
         reason: "this build of skillcat has no PostgreSQL support (the registry crate's \
@@ -416,9 +424,10 @@ async fn postgres_open(url: &str, _create: bool) -> Result<Arc<dyn Store>> {
     })
 }
 
+/// Opens (with `create`: creates) the registry in the PostgreSQL database at `url`.
 #[cfg(feature = "postgres")]
-async fn postgres_open(_url: &str, _create: bool) -> Result<Arc<dyn Store>> {
-    unimplemented!("the PostgreSQL store lands with step 30")
+pub async fn postgres_open(url: &str, create: bool) -> Result<Arc<dyn Store>> {
+    Ok(Arc::new(PgStore::open(url, create).await?))
 }
 
 #[cfg(test)]

@@ -199,7 +199,16 @@ impl SearchFailure {
 
     fn from_error(e: &crate::Error) -> SearchFailure {
         let stopped = e.kind() == crate::error::ErrorKind::Interrupted;
-        SearchFailure::of(&e.to_string(), stopped)
+        let failure = SearchFailure::of(&e.to_string(), stopped);
+        // A registry's database that does not answer: the search may succeed on a retry.
+        if e.kind() == crate::error::ErrorKind::Remote {
+            return SearchFailure {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                code: "unavailable",
+                detail: "the registry's database is unavailable; retry".into(),
+            };
+        }
+        failure
     }
 }
 
@@ -469,5 +478,13 @@ mod failure_tests {
                 "{f:?}"
             );
         }
+        // A database that does not answer is a 503 to retry, naming no server either.
+        let lost = crate::Error::from(crate::registry::RegistryError::Unavailable {
+            what: "postgres://skills@db.internal/skills".into(),
+            reason: "connection refused".into(),
+        });
+        let f = SearchFailure::from_error(&lost);
+        assert_eq!((f.status.as_u16(), f.code), (503, "unavailable"));
+        assert!(!f.detail.contains("db.internal"), "{f:?}");
     }
 }

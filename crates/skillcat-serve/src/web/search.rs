@@ -1,12 +1,11 @@
 //! What ranks a catalog search: a registry's full-text search, the runtime's matcher (given by
 //! the caller, as `skillcat serve` does for directories and URLs), or plain term matching.
 
-use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::registry::Registry;
+use crate::registry::store::Store;
 use crate::site::Site;
 
 /// Ranks the skills of a site for a query.
@@ -84,27 +83,23 @@ impl SiteSearch for TermSearch {
     }
 }
 
-/// The wall time one registry search may take; then SQLite is interrupted from outside and
-/// the search answers `503 search_timeout`.
+/// The wall time one registry search may take; then the engine is interrupted from outside
+/// and the search answers `503 search_timeout`.
 pub const SEARCH_DEADLINE: Duration = Duration::from_secs(2);
 
-/// A registry's own full-text search (SQLite FTS5, bm25 over name, description and body of
-/// each skill's latest version), over a few read-only connections kept open. Its cost is
-/// capped by the query it sends (`skillcat_registry::fts_query`: terms per query and per
-/// phrase) and by a deadline (`SEARCH_DEADLINE`, 2 s).
+/// A registry's own full-text search (SQLite FTS5 or PostgreSQL's `tsvector`, over name,
+/// description and body of each skill's latest version), through the registry's store. Its
+/// cost is capped by the query it sends (terms per query and per phrase) and by a deadline
+/// (`SEARCH_DEADLINE`, 2 s).
 #[derive(Debug)]
 pub struct RegistrySearch {
-    path: PathBuf,
-    idle: Mutex<Vec<Registry>>,
+    store: Arc<dyn Store>,
 }
 
 impl RegistrySearch {
-    /// The search of the registry file at `path` (opened when first searched).
-    pub fn new(path: impl Into<PathBuf>) -> RegistrySearch {
-        RegistrySearch {
-            path: path.into(),
-            idle: Mutex::new(Vec::new()),
-        }
+    /// The search of the registry `store`.
+    pub fn new(store: Arc<dyn Store>) -> RegistrySearch {
+        RegistrySearch { store }
     }
 }
 
@@ -116,17 +111,13 @@ impl SiteSearch for RegistrySearch {
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<String>, usize)> {
-        let taken = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let registry = match taken {
-            Some(r) => r,
-            None => Registry::open_read_only(&self.path)?,
-        };
-        let found = registry.search_page_within(query, offset, limit, SEARCH_DEADLINE);
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.len() < 4 {
-            idle.push(registry);
-        }
-        let (hits, total) = found?;
+        // Called in `spawn_blocking` (the web API's search), where the runtime's handle runs
+        // the store's call.
+        let (hits, total) =
+            crate::site::block_on(
+                self.store
+                    .search_page(query, offset, limit, SEARCH_DEADLINE),
+            )?;
         Ok((hits.into_iter().map(|h| h.name).collect(), total))
     }
 
