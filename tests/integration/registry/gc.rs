@@ -142,3 +142,59 @@ fn a_database_registry_collects_an_orphaned_blob_after_the_grace_period() {
         assert!(store.read_file(&pin, "SKILL.md").await.unwrap().is_some());
     });
 }
+
+/// The same over S3 when `SKILLCAT_TEST_S3` names a bucket (`scripts/s3-garage-test`): a
+/// publish writes its blobs there, reads hash them, and `gc --grace 0` deletes only the orphan.
+#[test]
+fn a_database_registry_with_blobs_in_s3_publishes_reads_and_collects() {
+    let Ok(s3) = std::env::var("SKILLCAT_TEST_S3") else {
+        eprintln!(
+            "skipping the S3 case: SKILLCAT_TEST_S3 is unset (scripts/s3-garage-test sets it)"
+        );
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, _db) = postgres::fresh_database();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let orphan = skillcat::digest::sha256(b"an orphan in the bucket");
+    let (store, blobs) = rt.block_on(async {
+        let store = PgStore::open_with(&url, true, Some(&s3)).await.unwrap();
+        crate::support::write_skill(
+            &tmp.path().join("src/alpha"),
+            "---\nname: alpha\ndescription: Does alpha things. Use when testing gc.\n---\nBody.\n",
+            &[],
+        );
+        let src = DirSource::open(&tmp.path().join("src"), DirOptions::default()).unwrap();
+        let opts = PublishOptions {
+            version: Some("1.0.0".into()),
+            ..Default::default()
+        };
+        let prepared = prepare(&src, "alpha", &opts).await.unwrap();
+        store.commit(Arc::new(prepared), None).await.unwrap();
+        let blobs = open_blobs(&s3).await.unwrap();
+        blobs
+            .put(
+                &orphan,
+                bytes::Bytes::from_static(b"an orphan in the bucket"),
+            )
+            .await
+            .unwrap();
+        (store, blobs)
+    });
+    run(&["registry", "gc", &url]).code(0);
+    assert!(rt.block_on(blobs.get(&orphan)).unwrap().is_some());
+    let out = run(&["registry", "gc", &url, "--grace", "0", "--format", "json"]);
+    out.code(0);
+    let report = out.json();
+    assert_eq!(
+        report["collected"],
+        serde_json::json!([skillcat::digest::to_hex(orphan)]),
+        "{report}"
+    );
+    rt.block_on(async {
+        assert_eq!(blobs.get(&orphan).await.unwrap(), None);
+        assert!(store.check().await.unwrap().is_ok());
+        let pin = store.resolve("alpha", None).await.unwrap().unwrap();
+        assert!(store.read_file(&pin, "SKILL.md").await.unwrap().is_some());
+    });
+}
