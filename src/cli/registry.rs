@@ -137,6 +137,25 @@ pub enum RegistryCommand {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
+    /// Delete the blobs of a registry's object storage that no version references and that are
+    /// older than a grace period (a publish writes its blobs before its row commits).
+    #[command(
+        after_help = "Example: skillcat registry gc postgres://skillcat@db/skills --grace 1h --dry-run"
+    )]
+    Gc {
+        /// The registry: a file (`sqlite:FILE`), or `postgres://USER@HOST:PORT/DB`.
+        #[arg(value_name = "LOCATION")]
+        db: PathBuf,
+        /// Keep unreferenced blobs written less than this long ago: `1h`, `30m`, `0`.
+        #[arg(long, value_name = "TIME", default_value = "1h", value_parser = super::remote::parse_age)]
+        grace: std::time::Duration,
+        /// Say what would be deleted, and delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
 }
 
 /// Runs one `registry` subcommand; returns the exit code. `context` builds what a command
@@ -205,6 +224,12 @@ pub async fn run(cmd: RegistryCommand, context: ServerContext<'_>) -> CliResult 
             }
             None => versions(&db, &name, format).await,
         },
+        RegistryCommand::Gc {
+            db,
+            grace,
+            dry_run,
+            format,
+        } => gc(&db, grace, dry_run, format).await,
     }
 }
 
@@ -217,6 +242,7 @@ fn local_only(cmd: &RegistryCommand) -> Option<CliError> {
         RegistryCommand::Yank { db, .. } => ("yank", db),
         RegistryCommand::Check { db, .. } => ("check", db),
         RegistryCommand::Copy { to, .. } => ("copy", to),
+        RegistryCommand::Gc { db, .. } => ("gc", db),
         RegistryCommand::Search { .. } | RegistryCommand::Versions { .. } => return None,
     };
     let url = ops::served_url(db)?;
@@ -225,6 +251,9 @@ fn local_only(cmd: &RegistryCommand) -> Option<CliError> {
             "it creates a registry file. {url} is served by `skillcat serve FILE --publish \
              --tokens TOKENS` of such a file (`skillcat registry init FILE` on the server)"
         ),
+        RegistryCommand::Gc { .. } => {
+            format!("it works on a registry's own storage. {url} is served from one: run it there")
+        }
         RegistryCommand::Yank { .. } => format!(
             "it works on a registry file. To yank from a served registry use `skillcat yank \
              {url} NAME@VERSION`"
@@ -604,6 +633,44 @@ fn print_versions(list: Vec<skillcat::registry::VersionInfo>, format: Format) ->
 
 /// The subcommands' definitions; what each does is tested through the binary
 /// (`tests/integration/registry/commands.rs`).
+/// `skillcat registry gc LOCATION [--grace TIME] [--dry-run] [--format]`
+async fn gc(db: &Path, grace: std::time::Duration, dry_run: bool, format: Format) -> CliResult {
+    let (shown, report) = ops::gc(db, grace, dry_run).await.map_err(|e| fail(&e))?;
+    if format == Format::Json {
+        out!("{}", serde_json::to_string_pretty(&report).expect("json"));
+        return Ok(ExitStatus::Success);
+    }
+    let Some(r) = report else {
+        out!("{shown} keeps its blobs in its database: nothing to collect");
+        return Ok(ExitStatus::Success);
+    };
+    for hex in &r.collected {
+        out!(
+            "{} sha256:{hex}",
+            if dry_run { "Would delete" } else { "Deleted" }
+        );
+    }
+    out!(
+        "{} {} of {} blobs in {} ({} referenced, {} unreferenced but younger than {})",
+        if dry_run {
+            "Would collect"
+        } else {
+            "Collected"
+        },
+        r.collected.len(),
+        r.held,
+        r.store,
+        r.referenced,
+        r.young,
+        match grace.as_secs() {
+            s if s > 0 && s % 3600 == 0 => format!("{}h", s / 3600),
+            s if s > 0 && s % 60 == 0 => format!("{}m", s / 60),
+            s => format!("{s}s"),
+        },
+    );
+    Ok(ExitStatus::Success)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -591,6 +591,22 @@ pub fn marks(v: &VersionInfo) -> Vec<String> {
     marks
 }
 
+/// Collects the garbage of the object storage of the registry at `db` (a file or a database
+/// URL): the blobs no version references, written longer than `grace` ago (only named when
+/// `dry_run`). The registry as messages show it, and the report: `None` when it keeps its
+/// blobs in its database.
+pub async fn gc(
+    db: &Path,
+    grace: std::time::Duration,
+    dry_run: bool,
+) -> Result<(String, Option<crate::registry::store::blobs::GcReport>), RegistryError> {
+    use crate::registry::store::{self, Location, blobs};
+    let location = Location::parse(&db.to_string_lossy());
+    let store = store::open(&location).await?;
+    let report = blobs::collect_registry_garbage(&*store, grace, dry_run).await?;
+    Ok((location.shown(), report))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

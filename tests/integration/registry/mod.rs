@@ -10,6 +10,7 @@ mod copy;
 mod disk_full;
 mod durable;
 mod engines;
+mod gc;
 mod local;
 mod postgres;
 mod replicas;

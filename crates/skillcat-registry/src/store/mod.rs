@@ -25,7 +25,7 @@ pub mod blobs;
 pub mod postgres;
 pub mod sqlite;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -347,7 +347,21 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Appends audit rows another registry holds that this one lacks (the same time, token,
     /// action, name, version and digest); how many were added. Idempotent.
     async fn import_audit(&self, entries: Vec<AuditEntry>) -> Result<usize>;
+
+    // ----- blobs in object storage ----------------------------------------------------------
+
+    /// Where this registry keeps its blobs outside its database, with every blob address a
+    /// version references, read now: what garbage collection
+    /// ([`blobs::collect_registry_garbage`]) needs. `None` (the default) when its blobs live in
+    /// the database: a registry file, a PostgreSQL registry created without `--blobs`.
+    async fn blob_references(&self) -> Result<Option<BlobReferences>> {
+        Ok(None)
+    }
 }
+
+/// A registry's object storage and the blob addresses its versions reference
+/// ([`Store::blob_references`]).
+pub type BlobReferences = (Arc<dyn blobs::BlobStore>, HashSet<[u8; 32]>);
 
 /// Opens the registry at `location` for reading and writing (migrating an older schema
 /// forward; one migrator at a time).

@@ -613,4 +613,12 @@ impl Store for PgStore {
     async fn import_audit(&self, entries: Vec<AuditEntry>) -> Result<usize> {
         super::write::import_audit(self, &entries).await
     }
+
+    async fn blob_references(&self) -> Result<Option<crate::store::BlobReferences>> {
+        let Some(blobs) = self.blobs.clone() else {
+            return Ok(None);
+        };
+        let referenced = self.referenced_blobs().await?.into_iter().collect();
+        Ok(Some((blobs, referenced)))
+    }
 }
