@@ -211,13 +211,30 @@ impl PgStore {
         params.push(&offset);
         params.push(&limit);
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(|e| self.db(e))?;
         let ms = deadline.as_millis().clamp(1, i32::MAX as u128);
-        tx.batch_execute(&format!("SET LOCAL statement_timeout = {ms}"))
+        // The transaction that bounds the search opens with its timeout, so that preparing the
+        // statement (once per connection: the pool's statement cache) is bounded too; the
+        // search and the COMMIT behind it go in one flight (tokio-postgres pipelines requests
+        // polled together, in the order polled). A search that fails leaves its transaction
+        // aborted, which that COMMIT ends as a rollback.
+        client
+            .batch_execute(&format!("BEGIN; SET LOCAL statement_timeout = {ms}"))
             .await
             .map_err(|e| self.db(e))?;
-        let rows = tx.query(&sql, &params).await.map_err(|e| self.db(e))?;
-        tx.commit().await.map_err(|e| self.db(e))?;
+        let stmt = match client.prepare_cached(&sql).await {
+            Ok(stmt) => stmt,
+            Err(e) => {
+                let _ = client.batch_execute("ROLLBACK").await;
+                return Err(self.db(e));
+            }
+        };
+        let (rows, ended) = futures_util::future::join(
+            client.query(&stmt, &params),
+            client.batch_execute("COMMIT"),
+        )
+        .await;
+        let rows = rows.map_err(|e| self.db(e))?;
+        ended.map_err(|e| self.db(e))?;
         let mut total = rows.first().map_or(0, |r| r.get::<_, i64>(4) as usize);
         if rows.is_empty() && offset > 0 {
             // Past the last page: counted alone.

@@ -5,7 +5,7 @@
 //! single writer would run them; writes to other skills run side by side. The change row comes
 //! last, under the one change lock held to the commit, so `seq` follows commit order.
 
-use tokio_postgres::Transaction;
+use deadpool_postgres::Transaction;
 
 use super::{CHANGE_LOCK, CHANNEL, NAME_LOCK_CLASS, PgStore};
 use crate::digest;
@@ -29,15 +29,23 @@ fn now() -> i64 {
 }
 
 /// Runs `$sql` in the transaction, mapping errors to the store's.
+/// Each statement is prepared once per connection (the pool's statement cache): a publish runs
+/// a few statements per file, and preparing each anew doubled its round trips.
 macro_rules! exec {
     ($store:expr, $tx:expr, $sql:expr, $($p:expr),*) => {
-        $tx.execute($sql, &[$(&$p),*]).await.map_err(|e| $store.db(e))
+        match $tx.prepare_cached($sql).await {
+            Ok(stmt) => $tx.execute(&stmt, &[$(&$p),*]).await.map_err(|e| $store.db(e)),
+            Err(e) => Err($store.db(e)),
+        }
     };
 }
 
 macro_rules! rows {
     ($store:expr, $tx:expr, $sql:expr, $($p:expr),*) => {
-        $tx.query($sql, &[$(&$p),*]).await.map_err(|e| $store.db(e))
+        match $tx.prepare_cached($sql).await {
+            Ok(stmt) => $tx.query(&stmt, &[$(&$p),*]).await.map_err(|e| $store.db(e)),
+            Err(e) => Err($store.db(e)),
+        }
     };
 }
 
