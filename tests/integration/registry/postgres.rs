@@ -633,3 +633,42 @@ async fn a_search_past_its_deadline_is_interrupted() {
         .unwrap();
     assert_eq!(hits.len(), 1);
 }
+
+/// A database the binary cannot reach says why, with the driver's cause: the port refused,
+/// a server without TLS under `sslmode=require`, a password the server asks for and none
+/// given (and where to give one), a wrong password — never the password itself.
+#[test]
+fn a_database_that_cannot_be_reached_says_why() {
+    let said = |url: &str| {
+        let out = crate::support::bin::run(&["list", url]);
+        out.code(2);
+        out.stderr.clone()
+    };
+    let refused = said("postgres://me@127.0.0.1:1/skills");
+    assert!(refused.contains("Connection refused"), "{refused}");
+    let (url, _db) = postgres::shared().fresh_database();
+    let no_tls = said(&format!("{url}?sslmode=require"));
+    assert!(no_tls.contains("server does not support TLS"), "{no_tls}");
+    // A cluster that asks pwuser for a password (its own pg_hba.conf, readable by the server).
+    let hba_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let hba = hba_dir.path().join("pg_hba.conf");
+    std::fs::write(
+        &hba,
+        "host all postgres 127.0.0.1/32 trust\nhost all pwuser 127.0.0.1/32 scram-sha-256\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hba, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(hba_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let cluster = Cluster::private_with(&format!("-c hba_file={}", hba.display()));
+    cluster.psql("postgres", "CREATE ROLE pwuser LOGIN PASSWORD 'right'");
+    let url = format!("postgres://pwuser@127.0.0.1:{}/postgres", cluster.port());
+    let missing = said(&url);
+    assert!(missing.contains("asks for a password"), "{missing}");
+    assert!(missing.contains("PGPASSWORD"), "{missing}");
+    let wrong = said(&url.replace("pwuser@", "pwuser:n0tright@"));
+    assert!(wrong.contains("password authentication failed"), "{wrong}");
+    assert!(!wrong.contains("n0tright"), "{wrong}");
+}

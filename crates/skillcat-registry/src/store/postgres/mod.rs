@@ -330,7 +330,7 @@ pub(crate) fn db_error(shown: &str, e: tokio_postgres::Error) -> RegistryError {
             },
             None => RegistryError::Unavailable {
                 what: shown.to_string(),
-                reason: e.to_string(),
+                reason: with_causes(&e),
             },
         };
     };
@@ -350,6 +350,24 @@ pub(crate) fn db_error(shown: &str, e: tokio_postgres::Error) -> RegistryError {
         code: Some(code.to_string()),
         message,
     }
+}
+
+/// The driver's words with their causes: its `Display` says only "error connecting to
+/// server" where the cause says "Connection refused", "server does not support TLS" or
+/// "password missing" (which this says with where a password comes from).
+fn with_causes(e: &tokio_postgres::Error) -> String {
+    let mut said = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let c_said = c.to_string();
+        if c_said == "password missing" {
+            said.push_str(": the server asks for a password and none was given (in the URL, PGPASSWORD or ~/.pgpass)");
+        } else {
+            said = format!("{said}: {c_said}");
+        }
+        cause = c.source();
+    }
+    said
 }
 
 /// A pool that could not hand out a connection: the database is unavailable (or refused the
