@@ -672,3 +672,25 @@ fn a_database_that_cannot_be_reached_says_why() {
     assert!(wrong.contains("password authentication failed"), "{wrong}");
     assert!(!wrong.contains("n0tright"), "{wrong}");
 }
+
+/// `export postgres://… DIR` writes the static site of a registry in PostgreSQL, as of a file:
+/// its skills, and the versions it keeps.
+#[test]
+fn a_registry_in_postgres_is_exported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, _db) = postgres::shared().fresh_database();
+    let run = crate::support::bin::run;
+    run(&["registry", "init", &url]).code(0);
+    for v in ["1.0.0", "1.1.0"] {
+        skill(tmp.path(), "alpha", &format!("alpha release {v}"));
+        let dir = tmp.path().join("alpha").display().to_string();
+        run(&["registry", "publish", &url, &dir, "--version", v]).code(0);
+    }
+    let site = tmp.path().join("site");
+    let out = run(&["export", &url, &site.display().to_string()]);
+    out.code(0);
+    assert!(out.out().starts_with("Exported 1 skill "), "{}", out.out());
+    let index = std::fs::read_to_string(site.join(".well-known/agent-skills/index.json")).unwrap();
+    assert!(index.contains("\"alpha\""), "{index}");
+    assert!(index.contains("1.1.0"), "{index}");
+}
