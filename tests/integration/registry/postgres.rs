@@ -664,13 +664,38 @@ fn a_database_that_cannot_be_reached_says_why() {
     }
     let cluster = Cluster::private_with(&format!("-c hba_file={}", hba.display()));
     cluster.psql("postgres", "CREATE ROLE pwuser LOGIN PASSWORD 'right'");
-    let url = format!("postgres://pwuser@127.0.0.1:{}/postgres", cluster.port());
+    cluster.psql("postgres", "CREATE DATABASE reg OWNER pwuser");
+    let url = format!("postgres://pwuser@127.0.0.1:{}/reg", cluster.port());
     let missing = said(&url);
     assert!(missing.contains("asks for a password"), "{missing}");
     assert!(missing.contains("PGPASSWORD"), "{missing}");
     let wrong = said(&url.replace("pwuser@", "pwuser:n0tright@"));
     assert!(wrong.contains("password authentication failed"), "{wrong}");
     assert!(!wrong.contains("n0tright"), "{wrong}");
+    // A password file others may read is ignored, as libpq ignores it, and the refusal says so.
+    let pgpass = hba_dir.path().join("pgpass");
+    std::fs::write(
+        &pgpass,
+        format!("127.0.0.1:{}:*:pwuser:right\n", cluster.port()),
+    )
+    .unwrap();
+    let with_file = |mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(mode)).unwrap();
+        crate::support::bin::Skillcat::new(&["registry", "init", &url])
+            .env("PGPASSFILE", &pgpass)
+            .env_remove("PGPASSWORD")
+            .run()
+    };
+    let open = with_file(0o644);
+    open.code(2);
+    assert!(open.stderr.contains("chmod 600"), "{}", open.stderr);
+    assert!(
+        open.stderr.contains(&pgpass.display().to_string()),
+        "{}",
+        open.stderr
+    );
+    with_file(0o600).code(0);
 }
 
 /// `export postgres://… DIR` writes the static site of a registry in PostgreSQL, as of a file:

@@ -287,12 +287,17 @@ pub fn config(url: &str) -> Result<tokio_postgres::Config> {
     Ok(config)
 }
 
+/// The password file: `PGPASSFILE`, else `~/.pgpass`.
+fn pgpass_file() -> Option<std::path::PathBuf> {
+    match std::env::var_os("PGPASSFILE") {
+        Some(f) => Some(std::path::PathBuf::from(f)),
+        None => Some(std::path::PathBuf::from(std::env::var_os("HOME")?).join(".pgpass")),
+    }
+}
+
 /// The password `.pgpass` holds for the first host of `config`.
 fn pgpass_password(config: &tokio_postgres::Config) -> Option<String> {
-    let file = match std::env::var_os("PGPASSFILE") {
-        Some(f) => std::path::PathBuf::from(f),
-        None => std::path::PathBuf::from(std::env::var_os("HOME")?).join(".pgpass"),
-    };
+    let file = pgpass_file()?;
     let host = match config.get_hosts().first()? {
         Host::Tcp(h) => h.clone(),
         // libpq matches a socket connection as `localhost`.
@@ -362,6 +367,16 @@ fn with_causes(e: &tokio_postgres::Error) -> String {
         let c_said = c.to_string();
         if c_said == "password missing" {
             said.push_str(": the server asks for a password and none was given (in the URL, PGPASSWORD or ~/.pgpass)");
+            // libpq warns of a password file it ignores; this is where that shows.
+            if let Some(file) = pgpass_file()
+                && let Ok(meta) = std::fs::metadata(&file)
+                && std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o077 != 0
+            {
+                said.push_str(&format!(
+                    "; {} is ignored: its group or others may read it (chmod 600 it)",
+                    file.display()
+                ));
+            }
         } else {
             said = format!("{said}: {c_said}");
         }
