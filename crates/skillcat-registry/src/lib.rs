@@ -119,7 +119,10 @@ impl From<RegistryError> for skillcat_core::Error {
         use skillcat_core::Error;
         match e {
             RegistryError::NotFound(what) => Error::NotFound(what),
-            RegistryError::Missing { path } => Error::NotFound(path),
+            // A database is no path the user can look for: its words say how to create one.
+            RegistryError::Missing { path } if !store::is_postgres_url(&path) => {
+                Error::NotFound(path)
+            }
             RegistryError::Corrupt {
                 path,
                 what,

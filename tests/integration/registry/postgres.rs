@@ -719,3 +719,21 @@ fn a_registry_in_postgres_is_exported() {
     assert!(index.contains("\"alpha\""), "{index}");
     assert!(index.contains("1.1.0"), "{index}");
 }
+
+/// A database that holds no registry, read as a SOURCE, says so and how to create one, as the
+/// `registry` commands say it (not a bare "not found: URL").
+#[test]
+fn a_database_without_a_registry_says_how_to_create_one() {
+    let (url, _db) = postgres::shared().fresh_database();
+    for args in [vec!["list", &url], vec!["show", &url, "alpha"]] {
+        let out = crate::support::bin::run(&args);
+        out.code(2);
+        assert!(
+            out.stderr.contains(&format!(
+                "does not exist (create it with `skillcat registry init {url}`)"
+            )),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+}
