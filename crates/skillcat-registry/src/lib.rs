@@ -133,7 +133,9 @@ impl From<RegistryError> for skillcat_core::Error {
                 expected,
                 actual,
             },
-            RegistryError::BadSpec { spec, reason } => Error::PathRejected { path: spec, reason },
+            RegistryError::BadSpec { spec, reason } if !store::is_postgres_url(&spec) => {
+                Error::PathRejected { path: spec, reason }
+            }
             other => Error::layer(other.kind(), other),
         }
     }

@@ -737,3 +737,14 @@ fn a_database_without_a_registry_says_how_to_create_one() {
         );
     }
 }
+
+/// A connection string skillcat refuses (a `sslmode` it does not implement) is no "path
+/// rejected": it says what is wrong with the URL, and what to use.
+#[test]
+fn a_refused_connection_string_is_not_a_path() {
+    let out =
+        crate::support::bin::run(&["list", "postgres://me@127.0.0.1:1/r?sslmode=verify-full"]);
+    out.code(2);
+    assert!(!out.stderr.contains("path rejected"), "{}", out.stderr);
+    assert!(out.stderr.contains("use sslmode=require"), "{}", out.stderr);
+}
