@@ -669,6 +669,9 @@ fn a_database_that_cannot_be_reached_says_why() {
     let missing = said(&url);
     assert!(missing.contains("asks for a password"), "{missing}");
     assert!(missing.contains("PGPASSWORD"), "{missing}");
+    // Not "unavailable": waiting will not bring a password.
+    assert!(!missing.contains("unavailable"), "{missing}");
+    assert!(!missing.contains("invalid configuration"), "{missing}");
     let wrong = said(&url.replace("pwuser@", "pwuser:n0tright@"));
     assert!(wrong.contains("password authentication failed"), "{wrong}");
     assert!(!wrong.contains("n0tright"), "{wrong}");

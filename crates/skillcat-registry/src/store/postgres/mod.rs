@@ -333,6 +333,12 @@ pub(crate) fn db_error(shown: &str, e: tokio_postgres::Error) -> RegistryError {
                 code: Some(code.code().to_string()),
                 message: e.to_string(),
             },
+            // Waiting brings no password: refused as the server's own refusals are.
+            None if password_missing(&e) => RegistryError::Postgres {
+                what: shown.to_string(),
+                code: None,
+                message: no_password(),
+            },
             None => RegistryError::Unavailable {
                 what: shown.to_string(),
                 reason: with_causes(&e),
@@ -358,29 +364,36 @@ pub(crate) fn db_error(shown: &str, e: tokio_postgres::Error) -> RegistryError {
 }
 
 /// The driver's words with their causes: its `Display` says only "error connecting to
-/// server" where the cause says "Connection refused", "server does not support TLS" or
-/// "password missing" (which this says with where a password comes from).
+/// server" where the cause says "Connection refused" or "server does not support TLS".
 fn with_causes(e: &tokio_postgres::Error) -> String {
     let mut said = e.to_string();
     let mut cause = std::error::Error::source(e);
     while let Some(c) = cause {
-        let c_said = c.to_string();
-        if c_said == "password missing" {
-            said.push_str(": the server asks for a password and none was given (in the URL, PGPASSWORD or ~/.pgpass)");
-            // libpq warns of a password file it ignores; this is where that shows.
-            if let Some(file) = pgpass_file()
-                && let Ok(meta) = std::fs::metadata(&file)
-                && std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o077 != 0
-            {
-                said.push_str(&format!(
-                    "; {} is ignored: its group or others may read it (chmod 600 it)",
-                    file.display()
-                ));
-            }
-        } else {
-            said = format!("{said}: {c_said}");
-        }
+        said = format!("{said}: {c}");
         cause = c.source();
+    }
+    said
+}
+
+/// Whether the server asked for a password and the connection had none to give.
+fn password_missing(e: &tokio_postgres::Error) -> bool {
+    std::error::Error::source(e).is_some_and(|c| c.to_string() == "password missing")
+}
+
+/// What a missing password is told with: where one comes from, and a password file ignored
+/// for its mode (libpq warns of it; this is where that shows).
+fn no_password() -> String {
+    let mut said = "the server asks for a password and none was given (in the URL, PGPASSWORD \
+                    or ~/.pgpass)"
+        .to_string();
+    if let Some(file) = pgpass_file()
+        && let Ok(meta) = std::fs::metadata(&file)
+        && std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o077 != 0
+    {
+        said.push_str(&format!(
+            "; {} is ignored: its group or others may read it (chmod 600 it)",
+            file.display()
+        ));
     }
     said
 }
