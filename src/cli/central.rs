@@ -16,8 +16,8 @@ use super::CliError;
 /// The publishing options of `skillcat serve`.
 #[derive(Debug, clap::Args)]
 pub struct PublishArgs {
-    /// Accept publishes, yanks and audit reads under /api/v1/ (SOURCE must be a registry file;
-    /// --tokens says who may write).
+    /// Accept publishes, yanks and audit reads under /api/v1/ (SOURCE must be a registry: a
+    /// file or `postgres://…`; --tokens says who may write).
     #[arg(long, requires = "tokens")]
     pub publish: bool,
     /// The token file (`skillcat token create`); re-read when it changes and on SIGHUP.

@@ -604,7 +604,8 @@ enum Command {
         remote: RemoteArgs,
     },
     /// Create a registry (a SQLite file or a PostgreSQL database), publish skills into it, yank,
-    /// search, list versions, check it whole and copy it into another.
+    /// search, list versions, check it whole, copy it into another and collect its unreferenced
+    /// blobs.
     #[command(after_help = "Example: skillcat registry publish skills.db pdf-forms.tar.gz")]
     Registry {
         #[command(subcommand)]

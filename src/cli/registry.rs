@@ -257,14 +257,16 @@ fn local_only(cmd: &RegistryCommand) -> Option<CliError> {
     let url = ops::served_url(db)?;
     let instead = match cmd {
         RegistryCommand::Init { .. } => format!(
-            "it creates a registry file. {url} is served by `skillcat serve FILE --publish \
-             --tokens TOKENS` of such a file (`skillcat registry init FILE` on the server)"
+            "it creates a registry file or database. {url} is served by `skillcat serve \
+             LOCATION --publish --tokens TOKENS` of one (`skillcat registry init LOCATION` on the \
+             server)"
         ),
         RegistryCommand::Gc { .. } => {
             format!("it works on a registry's own storage. {url} is served from one: run it there")
         }
         RegistryCommand::Yank { .. } => format!(
-            "it works on a registry file. To yank from a served registry use `skillcat yank \
+            "it works on a registry file or database. To yank from a served registry use \
+             `skillcat yank \
              {url} NAME@VERSION`"
         ),
         RegistryCommand::Copy { .. } => format!(
@@ -276,8 +278,8 @@ fn local_only(cmd: &RegistryCommand) -> Option<CliError> {
              where it is"
         ),
         _ => format!(
-            "it works on a registry file. To publish to a served registry use `skillcat \
-             publish {url} DIR`"
+            "it works on a registry file or database. To publish to a served registry use \
+             `skillcat publish {url} DIR`"
         ),
     };
     Some(failed!(

@@ -223,14 +223,9 @@ struct WebArgs<'a> {
 }
 
 /// Opens and reads a source and builds its site ([`serve::build_site`]: what an embedder gets
-/// too); the skills left out are reported as warnings.
-async fn build_site(arg: &str, web: WebArgs<'_>, g: &Globals) -> Result<(Site, usize), CliError> {
-    build_site_of(arg, None, web, g).await
-}
-
-/// [`build_site`], of the registry `store` when given (the one `serve` reads and writes
-/// through): read from it, its change feed position taken before it is read, so that the
-/// follower misses nothing written meanwhile.
+/// too); the skills left out are reported as warnings. A registry `store` when given (the one
+/// `serve` reads and writes through, or a database's) is read from it, its change feed
+/// position taken before it is read, so that the follower misses nothing written meanwhile.
 async fn build_site_of(
     arg: &str,
     store: Option<Arc<dyn Store>>,
@@ -411,7 +406,15 @@ pub async fn export(a: ExportArgs, g: &Globals) -> CliResult {
         Some(key) => Some(index_signing(key, a.url.as_deref(), a.index_expires)?),
         None => None,
     };
-    let (site, problems) = build_site(&a.source, web, g).await?;
+    // A database is read through its store, as `serve` reads it (it is no path).
+    let store = if skillcat::registry::store::is_postgres_url(&a.source) {
+        let location = skillcat::registry::store::Location::parse(&a.source);
+        let opened = skillcat::registry::store::open_read_only(&location).await;
+        Some(opened.map_err(|e| failed!("{e}"))?)
+    } else {
+        None
+    };
+    let (site, problems) = build_site_of(&a.source, store, web, g).await?;
     let n = site.skills().len();
     let (dir, force) = (a.dir.clone(), a.force);
     let done = off_runtime(move || serve::export_signed(&site, &dir, force, signing.as_ref()));

@@ -1390,6 +1390,20 @@ impl Opened {
         Ok(s.root().to_string())
     }
 
+    /// The registry this source names, read through its engine's store: a file, or a
+    /// PostgreSQL database (a spec of either kind has its path or its URL).
+    async fn registry_store(&self) -> Result<Arc<dyn crate::registry::store::Store>, InstallError> {
+        use crate::registry::store::{self, Location};
+        let location = match (&self.spec.path, &self.spec.url) {
+            (Some(path), _) => Location::File(path.clone()),
+            (None, Some(url)) => Location::Postgres(url.clone()),
+            (None, None) => Location::File(PathBuf::from(&self.spec.typed)),
+        };
+        store::open_read_only(&location)
+            .await
+            .map_err(|e| InstallError::Source(e.into()))
+    }
+
     /// `NAME@VERSION` in the registry: `version`, else the latest now. A miss names what the
     /// registry has: its skills when it has none of that name, else that skill's versions.
     async fn registry_root(
@@ -1397,16 +1411,16 @@ impl Opened {
         name: &str,
         version: Option<&str>,
     ) -> Result<String, InstallError> {
-        let path = self.spec.path.as_ref().expect("a registry has a path");
-        let reg = crate::registry::Registry::open_read_only(path)
-            .map_err(|e| InstallError::Source(e.into()))?;
+        let reg = self.registry_store().await?;
         let found = match version {
             Some(v) => reg
                 .get(name, v)
+                .await
                 .map_err(|e| InstallError::Source(e.into()))?
                 .map(|r| r.info.version),
             None => reg
                 .latest(name)
+                .await
                 .map_err(|e| InstallError::Source(e.into()))?
                 .map(|i| i.version),
         };
@@ -1415,6 +1429,7 @@ impl Opened {
         }
         let versions = reg
             .versions(name)
+            .await
             .map_err(|e| InstallError::Source(e.into()))?;
         drop(reg);
         let typed = &self.spec.typed;
@@ -1691,11 +1706,14 @@ impl Opened {
         }
         signatures.extend(self.signature_files(root, name));
         if self.spec.kind == SourceKind::Registry
-            && let (Some(path), Some((n, v))) = (&self.spec.path, root.split_once('@'))
+            && let Some((n, v)) = root.split_once('@')
         {
-            let reg = crate::registry::Registry::open_read_only(path)
-                .map_err(|e| InstallError::Source(e.into()))?;
-            if let Some(release) = reg.get(n, v).map_err(|e| InstallError::Source(e.into()))? {
+            let reg = self.registry_store().await?;
+            if let Some(release) = reg
+                .get(n, v)
+                .await
+                .map_err(|e| InstallError::Source(e.into()))?
+            {
                 signatures.extend(release.signatures.into_iter().map(|s| s.text));
             }
         }

@@ -41,6 +41,11 @@ impl LockSpec for SourceSpec {
         };
         let typed = entry.source.as_str();
         let mut spec = match entry.source_type.as_str() {
+            source_type::REGISTRY if crate::source::is_postgres_url(typed) => {
+                let mut spec = SourceSpec::new(SourceKind::Registry, typed);
+                spec.url = Some(typed.to_string());
+                spec
+            }
             source_type::LOCAL | source_type::ARCHIVE | source_type::REGISTRY => {
                 let path = absolute(lock_dir, typed.strip_prefix("sqlite:").unwrap_or(typed));
                 let kind = match entry.source_type.as_str() {
@@ -116,6 +121,8 @@ impl LockSpec for SourceSpec {
     fn lock_source(&self, lock_dir: &Path) -> String {
         match &self.path {
             Some(path) => portable(path, lock_dir),
+            // A lockfile is committed: a database's password stays in PGPASSWORD or ~/.pgpass.
+            None if self.kind == SourceKind::Registry => without_password(&self.typed),
             None => self.typed.clone(),
         }
     }
@@ -150,6 +157,21 @@ fn portable(path: &Path, dir: &Path) -> String {
         rel
     } else {
         format!("./{rel}")
+    }
+}
+
+/// A connection URL without the password of its user information (`user:pw@host` → `user@host`).
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}@{host}{tail}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
     }
 }
 

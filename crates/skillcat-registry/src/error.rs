@@ -70,7 +70,9 @@ pub enum RegistryError {
         path: String,
     },
     /// `init` on a path that already holds something.
-    #[error("{path} already exists; a registry is created only on a new (or empty) file")]
+    #[error(
+        "{path} already exists; a registry is created only on a new (or empty) file, or in an empty database"
+    )]
     AlreadyExists {
         /// The file.
         path: String,

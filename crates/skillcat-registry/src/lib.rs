@@ -119,7 +119,10 @@ impl From<RegistryError> for skillcat_core::Error {
         use skillcat_core::Error;
         match e {
             RegistryError::NotFound(what) => Error::NotFound(what),
-            RegistryError::Missing { path } => Error::NotFound(path),
+            // A database is no path the user can look for: its words say how to create one.
+            RegistryError::Missing { path } if !store::is_postgres_url(&path) => {
+                Error::NotFound(path)
+            }
             RegistryError::Corrupt {
                 path,
                 what,
@@ -130,7 +133,9 @@ impl From<RegistryError> for skillcat_core::Error {
                 expected,
                 actual,
             },
-            RegistryError::BadSpec { spec, reason } => Error::PathRejected { path: spec, reason },
+            RegistryError::BadSpec { spec, reason } if !store::is_postgres_url(&spec) => {
+                Error::PathRejected { path: spec, reason }
+            }
             other => Error::layer(other.kind(), other),
         }
     }

@@ -150,6 +150,28 @@ fn from_a_registry_by_name_at_version() {
     assert_eq!(p.lock()["skills"]["alpha"]["version"], "1.1.0");
 }
 
+/// A registry in PostgreSQL is a SOURCE of `add`, `install` and `update` as a file is.
+#[test]
+fn from_a_registry_in_postgres_by_name_at_version() {
+    let p = Project::new();
+    let db = registry(&p);
+    let (url, _db) = crate::support::postgres::shared().fresh_database();
+    crate::support::bin::run(&["registry", "copy", &db.to_string_lossy(), &url]).code(0);
+    let e = round_trip(&p, &["add", &url, "alpha@1.0.0"], "alpha");
+    assert_eq!(e["sourceType"], "registry");
+    assert_eq!(e["version"], "1.0.0");
+    p.run(&["update"]).code(0);
+    assert_eq!(p.lock()["skills"]["alpha"]["version"], "1.1.0");
+    // A password typed in the URL is used, never written to the lockfile (which is committed):
+    // `install` takes it from PGPASSWORD or ~/.pgpass (this cluster trusts loopback).
+    let p = Project::new();
+    let with_password = url.replacen("://postgres@", "://postgres:s3cret@", 1);
+    assert_ne!(with_password, url);
+    let e = round_trip(&p, &["add", &with_password, "alpha"], "alpha");
+    assert_eq!(e["source"], url.as_str());
+    assert!(!String::from_utf8_lossy(&p.lock_bytes()).contains("s3cret"));
+}
+
 #[test]
 fn from_an_http_index_one_request_per_archive() {
     let p = Project::new();

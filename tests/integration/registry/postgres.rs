@@ -633,3 +633,121 @@ async fn a_search_past_its_deadline_is_interrupted() {
         .unwrap();
     assert_eq!(hits.len(), 1);
 }
+
+/// A database the binary cannot reach says why, with the driver's cause: the port refused,
+/// a server without TLS under `sslmode=require`, a password the server asks for and none
+/// given (and where to give one), a wrong password — never the password itself.
+#[test]
+fn a_database_that_cannot_be_reached_says_why() {
+    let said = |url: &str| {
+        let out = crate::support::bin::run(&["list", url]);
+        out.code(2);
+        out.stderr.clone()
+    };
+    let refused = said("postgres://me@127.0.0.1:1/skills");
+    assert!(refused.contains("Connection refused"), "{refused}");
+    let (url, _db) = postgres::shared().fresh_database();
+    let no_tls = said(&format!("{url}?sslmode=require"));
+    assert!(no_tls.contains("server does not support TLS"), "{no_tls}");
+    // A cluster that asks pwuser for a password (its own pg_hba.conf, readable by the server).
+    let hba_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let hba = hba_dir.path().join("pg_hba.conf");
+    std::fs::write(
+        &hba,
+        "host all postgres 127.0.0.1/32 trust\nhost all pwuser 127.0.0.1/32 scram-sha-256\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hba, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(hba_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let cluster = Cluster::private_with(&format!("-c hba_file={}", hba.display()));
+    cluster.psql("postgres", "CREATE ROLE pwuser LOGIN PASSWORD 'right'");
+    cluster.psql("postgres", "CREATE DATABASE reg OWNER pwuser");
+    let url = format!("postgres://pwuser@127.0.0.1:{}/reg", cluster.port());
+    let missing = said(&url);
+    assert!(missing.contains("asks for a password"), "{missing}");
+    assert!(missing.contains("PGPASSWORD"), "{missing}");
+    // Not "unavailable": waiting will not bring a password.
+    assert!(!missing.contains("unavailable"), "{missing}");
+    assert!(!missing.contains("invalid configuration"), "{missing}");
+    let wrong = said(&url.replace("pwuser@", "pwuser:n0tright@"));
+    assert!(wrong.contains("password authentication failed"), "{wrong}");
+    assert!(!wrong.contains("n0tright"), "{wrong}");
+    // A password file others may read is ignored, as libpq ignores it, and the refusal says so.
+    let pgpass = hba_dir.path().join("pgpass");
+    std::fs::write(
+        &pgpass,
+        format!("127.0.0.1:{}:*:pwuser:right\n", cluster.port()),
+    )
+    .unwrap();
+    let with_file = |mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(mode)).unwrap();
+        crate::support::bin::Skillcat::new(&["registry", "init", &url])
+            .env("PGPASSFILE", &pgpass)
+            .env_remove("PGPASSWORD")
+            .run()
+    };
+    let open = with_file(0o644);
+    open.code(2);
+    assert!(open.stderr.contains("chmod 600"), "{}", open.stderr);
+    assert!(
+        open.stderr.contains(&pgpass.display().to_string()),
+        "{}",
+        open.stderr
+    );
+    with_file(0o600).code(0);
+}
+
+/// `export postgres://… DIR` writes the static site of a registry in PostgreSQL, as of a file:
+/// its skills, and the versions it keeps.
+#[test]
+fn a_registry_in_postgres_is_exported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (url, _db) = postgres::shared().fresh_database();
+    let run = crate::support::bin::run;
+    run(&["registry", "init", &url]).code(0);
+    for v in ["1.0.0", "1.1.0"] {
+        skill(tmp.path(), "alpha", &format!("alpha release {v}"));
+        let dir = tmp.path().join("alpha").display().to_string();
+        run(&["registry", "publish", &url, &dir, "--version", v]).code(0);
+    }
+    let site = tmp.path().join("site");
+    let out = run(&["export", &url, &site.display().to_string()]);
+    out.code(0);
+    assert!(out.out().starts_with("Exported 1 skill "), "{}", out.out());
+    let index = std::fs::read_to_string(site.join(".well-known/agent-skills/index.json")).unwrap();
+    assert!(index.contains("\"alpha\""), "{index}");
+    assert!(index.contains("1.1.0"), "{index}");
+}
+
+/// A database that holds no registry, read as a SOURCE, says so and how to create one, as the
+/// `registry` commands say it (not a bare "not found: URL").
+#[test]
+fn a_database_without_a_registry_says_how_to_create_one() {
+    let (url, _db) = postgres::shared().fresh_database();
+    for args in [vec!["list", &url], vec!["show", &url, "alpha"]] {
+        let out = crate::support::bin::run(&args);
+        out.code(2);
+        assert!(
+            out.stderr.contains(&format!(
+                "does not exist (create it with `skillcat registry init {url}`)"
+            )),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+}
+
+/// A connection string skillcat refuses (a `sslmode` it does not implement) is no "path
+/// rejected": it says what is wrong with the URL, and what to use.
+#[test]
+fn a_refused_connection_string_is_not_a_path() {
+    let out =
+        crate::support::bin::run(&["list", "postgres://me@127.0.0.1:1/r?sslmode=verify-full"]);
+    out.code(2);
+    assert!(!out.stderr.contains("path rejected"), "{}", out.stderr);
+    assert!(out.stderr.contains("use sslmode=require"), "{}", out.stderr);
+}

@@ -287,12 +287,17 @@ pub fn config(url: &str) -> Result<tokio_postgres::Config> {
     Ok(config)
 }
 
+/// The password file: `PGPASSFILE`, else `~/.pgpass`.
+fn pgpass_file() -> Option<std::path::PathBuf> {
+    match std::env::var_os("PGPASSFILE") {
+        Some(f) => Some(std::path::PathBuf::from(f)),
+        None => Some(std::path::PathBuf::from(std::env::var_os("HOME")?).join(".pgpass")),
+    }
+}
+
 /// The password `.pgpass` holds for the first host of `config`.
 fn pgpass_password(config: &tokio_postgres::Config) -> Option<String> {
-    let file = match std::env::var_os("PGPASSFILE") {
-        Some(f) => std::path::PathBuf::from(f),
-        None => std::path::PathBuf::from(std::env::var_os("HOME")?).join(".pgpass"),
-    };
+    let file = pgpass_file()?;
     let host = match config.get_hosts().first()? {
         Host::Tcp(h) => h.clone(),
         // libpq matches a socket connection as `localhost`.
@@ -328,9 +333,15 @@ pub(crate) fn db_error(shown: &str, e: tokio_postgres::Error) -> RegistryError {
                 code: Some(code.code().to_string()),
                 message: e.to_string(),
             },
+            // Waiting brings no password: refused as the server's own refusals are.
+            None if password_missing(&e) => RegistryError::Postgres {
+                what: shown.to_string(),
+                code: None,
+                message: no_password(),
+            },
             None => RegistryError::Unavailable {
                 what: shown.to_string(),
-                reason: e.to_string(),
+                reason: with_causes(&e),
             },
         };
     };
@@ -350,6 +361,41 @@ pub(crate) fn db_error(shown: &str, e: tokio_postgres::Error) -> RegistryError {
         code: Some(code.to_string()),
         message,
     }
+}
+
+/// The driver's words with their causes: its `Display` says only "error connecting to
+/// server" where the cause says "Connection refused" or "server does not support TLS".
+fn with_causes(e: &tokio_postgres::Error) -> String {
+    let mut said = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        said = format!("{said}: {c}");
+        cause = c.source();
+    }
+    said
+}
+
+/// Whether the server asked for a password and the connection had none to give.
+fn password_missing(e: &tokio_postgres::Error) -> bool {
+    std::error::Error::source(e).is_some_and(|c| c.to_string() == "password missing")
+}
+
+/// What a missing password is told with: where one comes from, and a password file ignored
+/// for its mode (libpq warns of it; this is where that shows).
+fn no_password() -> String {
+    let mut said = "the server asks for a password and none was given (in the URL, PGPASSWORD \
+                    or ~/.pgpass)"
+        .to_string();
+    if let Some(file) = pgpass_file()
+        && let Ok(meta) = std::fs::metadata(&file)
+        && std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o077 != 0
+    {
+        said.push_str(&format!(
+            "; {} is ignored: its group or others may read it (chmod 600 it)",
+            file.display()
+        ));
+    }
+    said
 }
 
 /// A pool that could not hand out a connection: the database is unavailable (or refused the
