@@ -229,6 +229,17 @@ impl ExitStatus {
     }
 }
 
+impl ExitStatus {
+    /// The process's exit code for this status.
+    pub fn code(self) -> i32 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Faults => 1,
+            ExitStatus::Unreadable => 2,
+        }
+    }
+}
+
 impl From<ExitStatus> for std::process::ExitCode {
     fn from(status: ExitStatus) -> Self {
         match status {
@@ -271,6 +282,11 @@ impl Cli {
     /// forked from a zygote the binary makes before any thread starts.
     pub fn runs_scripts(&self) -> bool {
         matches!(self.command, Command::Run { .. } | Command::Mcp { .. })
+    }
+
+    /// Whether the command makes one run and exits (`skillcat run`).
+    pub fn makes_one_run(&self) -> bool {
+        matches!(self.command, Command::Run { .. })
     }
 }
 
