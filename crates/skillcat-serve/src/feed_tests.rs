@@ -315,3 +315,46 @@ async fn the_follower_serves_other_replicas_writes_keeps_its_site_in_an_outage_a
     let head = shared.head().await.unwrap();
     assert_eq!(site.read().unwrap().seq(), Some(head));
 }
+
+/// A registry's search answers a query it answered at the site's position from memory (so a
+/// lost database still answers it), and forgets every answer once the site moves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_search_answers_from_memory_until_the_site_moves_on() {
+    use crate::web::{RegistrySearch, SiteSearch};
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.db");
+    Registry::init(&db).unwrap();
+    publish_elsewhere(tmp.path(), &db, "first").await;
+    let (store, shared, site, _replica) = following(&db).await;
+    let search = Arc::new(RegistrySearch::new(shared));
+    let ask = |query: &'static str| {
+        let (search, site) = (search.clone(), site.read().unwrap().clone());
+        async move {
+            tokio::task::spawn_blocking(move || search.search(&site, query, 0, 10))
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(ask("first").await.unwrap(), (vec!["first".to_string()], 1));
+
+    store.down.store(true, Ordering::SeqCst);
+    assert_eq!(
+        ask("first").await.unwrap(),
+        (vec!["first".to_string()], 1),
+        "answered from memory at the same position"
+    );
+    let err = ask("follower").await.unwrap_err();
+    assert!(err.to_string().contains("unavailable"), "{err}");
+
+    store.down.store(false, Ordering::SeqCst);
+    publish_elsewhere(tmp.path(), &db, "second").await;
+    until_served(&site, "second", Duration::from_secs(10)).await;
+    store.down.store(true, Ordering::SeqCst);
+    let err = ask("first").await.unwrap_err();
+    assert!(
+        err.to_string().contains("unavailable"),
+        "an answer of the old position is not given at the new one: {err}"
+    );
+    store.down.store(false, Ordering::SeqCst);
+    assert_eq!(ask("follower").await.unwrap().1, 2);
+}

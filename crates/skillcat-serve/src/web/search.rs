@@ -91,26 +91,80 @@ pub const SEARCH_DEADLINE: Duration = Duration::from_secs(2);
 /// description and body of each skill's latest version), through the registry's store. Its
 /// cost is capped by the query it sends (terms per query and per phrase) and by a deadline
 /// (`SEARCH_DEADLINE`, 2 s).
+///
+/// Answers are kept for the change-feed position of the site that asked ([`Site::seq`]): a
+/// registry's search at one position always answers the same, so a replica answers a query it
+/// has answered since the last change from memory — as it answers its index and pages — and
+/// forgets them all when its site moves on. The same query thus costs the database once per
+/// change, and a replica whose database is lost still answers the queries it holds. Bounded:
+/// at most [`CACHED_ANSWERS`] answers, of queries up to [`CACHED_QUERY`] bytes, each at most a
+/// page of names.
 #[derive(Debug)]
 pub struct RegistrySearch {
     store: Arc<dyn Store>,
+    cache: std::sync::Mutex<Answers>,
+}
+
+/// How many answers a registry's search keeps at most.
+pub const CACHED_ANSWERS: usize = 4096;
+
+/// The longest query (bytes) whose answer is kept.
+pub const CACHED_QUERY: usize = 256;
+
+/// The answers kept for one position of the feed, by (query, offset, limit).
+#[derive(Debug, Default)]
+struct Answers {
+    seq: Option<i64>,
+    by_query: std::collections::HashMap<(String, usize, usize), (Vec<String>, usize)>,
 }
 
 impl RegistrySearch {
     /// The search of the registry `store`.
     pub fn new(store: Arc<dyn Store>) -> RegistrySearch {
-        RegistrySearch { store }
+        RegistrySearch {
+            store,
+            cache: Default::default(),
+        }
+    }
+
+    fn cached(
+        &self,
+        seq: Option<i64>,
+        key: &(String, usize, usize),
+    ) -> Option<(Vec<String>, usize)> {
+        let answers = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        (seq.is_some() && answers.seq == seq)
+            .then(|| answers.by_query.get(key).cloned())
+            .flatten()
+    }
+
+    fn keep(&self, seq: Option<i64>, key: (String, usize, usize), answer: &(Vec<String>, usize)) {
+        if seq.is_none() || key.0.len() > CACHED_QUERY {
+            return;
+        }
+        let mut answers = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if answers.seq != seq || answers.by_query.len() >= CACHED_ANSWERS {
+            // Another position (every answer kept is of the old one), or full: start afresh.
+            answers.by_query.clear();
+            answers.seq = seq;
+        }
+        answers.by_query.insert(key, answer.clone());
     }
 }
 
 impl SiteSearch for RegistrySearch {
     fn search(
         &self,
-        _: &Site,
+        site: &Site,
         query: &str,
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<String>, usize)> {
+        let seq = site.seq();
+        let key = (query.to_string(), offset, limit);
+        if let Some(answer) = self.cached(seq, &key) {
+            return Ok(answer);
+        }
         // Called in `spawn_blocking` (the web API's search), where the runtime's handle runs
         // the store's call.
         let (hits, total) =
@@ -118,7 +172,9 @@ impl SiteSearch for RegistrySearch {
                 self.store
                     .search_page(query, offset, limit, SEARCH_DEADLINE),
             )?;
-        Ok((hits.into_iter().map(|h| h.name).collect(), total))
+        let answer = (hits.into_iter().map(|h| h.name).collect(), total);
+        self.keep(seq, key, &answer);
+        Ok(answer)
     }
 
     fn describe(&self) -> &'static str {

@@ -67,6 +67,9 @@ const CHANNEL: &str = "skillcat_changes";
 pub struct PgStore {
     shown: String,
     pool: Pool,
+    /// How connections are made: also what a cancel request of a search past its deadline
+    /// goes through.
+    tls: tls::MakeRustls,
     blobs: Option<Arc<dyn BlobStore>>,
     wake: tokio::sync::watch::Receiver<u64>,
     listener: tokio::task::JoinHandle<()>,
@@ -156,10 +159,11 @@ impl PgStore {
                 what: shown.clone(),
                 reason: e.to_string(),
             })?;
-        let (wake, listener) = listen::spawn(config, tls);
+        let (wake, listener) = listen::spawn(config, tls.clone());
         let mut store = PgStore {
             shown,
             pool,
+            tls,
             blobs: None,
             wake,
             listener,

@@ -194,8 +194,8 @@ impl PgStore {
         let n = phrases.len();
         let sql = format!(
             "WITH q AS (SELECT {query} AS q), \
-             hit AS (SELECT x.skill_id, ts_rank(x.document, q.q) AS score FROM skill_search x, q \
-                     WHERE x.document @@ q.q) \
+             hit AS MATERIALIZED (SELECT x.skill_id, ts_rank(x.document, q.q) AS score \
+                     FROM skill_search x, q WHERE x.document @@ q.q) \
              SELECT s.name, v.version, v.description, hit.score::float8, count(*) OVER () \
              FROM hit JOIN skill s ON s.id = hit.skill_id \
              JOIN tag t ON t.skill_id = s.id AND t.tag = 'latest' \
@@ -211,30 +211,29 @@ impl PgStore {
         params.push(&offset);
         params.push(&limit);
         let mut client = self.client().await?;
-        let ms = deadline.as_millis().clamp(1, i32::MAX as u128);
-        // The transaction that bounds the search opens with its timeout, so that preparing the
-        // statement (once per connection: the pool's statement cache) is bounded too; the
-        // search and the COMMIT behind it go in one flight (tokio-postgres pipelines requests
-        // polled together, in the order polled). A search that fails leaves its transaction
-        // aborted, which that COMMIT ends as a rollback.
-        client
-            .batch_execute(&format!("BEGIN; SET LOCAL statement_timeout = {ms}"))
-            .await
-            .map_err(|e| self.db(e))?;
-        let stmt = match client.prepare_cached(&sql).await {
-            Ok(stmt) => stmt,
-            Err(e) => {
-                let _ = client.batch_execute("ROLLBACK").await;
-                return Err(self.db(e));
+        // The deadline is kept here, not by a transaction's statement_timeout (BEGIN, SET and
+        // COMMIT were three of a search's four round trips): past it, the server is asked to
+        // cancel the statement (preparing it included, which waits on locks too), as
+        // statement_timeout would, and the search is interrupted.
+        let cancel = client.cancel_token();
+        let search = async {
+            let stmt = client.prepare_cached(&sql).await?;
+            client.query(&stmt, &params).await
+        };
+        let rows = match tokio::time::timeout(deadline, search).await {
+            Ok(rows) => rows.map_err(|e| self.db(e))?,
+            Err(_) => {
+                let _ = cancel.cancel_query(self.tls.clone()).await;
+                return Err(RegistryError::Postgres {
+                    what: self.shown.clone(),
+                    code: Some("57014".into()),
+                    message: format!(
+                        "the search was cancelled after {} ms (its deadline)",
+                        deadline.as_millis()
+                    ),
+                });
             }
         };
-        let (rows, ended) = futures_util::future::join(
-            client.query(&stmt, &params),
-            client.batch_execute("COMMIT"),
-        )
-        .await;
-        let rows = rows.map_err(|e| self.db(e))?;
-        ended.map_err(|e| self.db(e))?;
         let mut total = rows.first().map_or(0, |r| r.get::<_, i64>(4) as usize);
         if rows.is_empty() && offset > 0 {
             // Past the last page: counted alone.
@@ -242,6 +241,7 @@ impl PgStore {
                 "SELECT count(*) FROM skill_search x JOIN tag t ON t.skill_id = x.skill_id \
                  AND t.tag = 'latest' WHERE x.document @@ ({query})"
             );
+            let ms = deadline.as_millis().clamp(1, i32::MAX as u128);
             let tx = client.transaction().await.map_err(|e| self.db(e))?;
             tx.batch_execute(&format!("SET LOCAL statement_timeout = {ms}"))
                 .await
@@ -264,6 +264,9 @@ impl PgStore {
         Ok((hits, total))
     }
 }
+
+/// Versions a batch must write before the planner's statistics are refreshed after it.
+const ANALYZE_AFTER: usize = 100;
 
 #[async_trait]
 impl Store for PgStore {
@@ -590,6 +593,16 @@ impl Store for PgStore {
         let mut out = Vec::with_capacity(prepared.len());
         for p in prepared.iter() {
             out.push(super::write::commit(self, p, actor.as_ref()).await);
+        }
+        // A batch can change the tables' sizes by orders of magnitude (a registry filled at
+        // once): the planner is told now, not at autovacuum's next round, so that the first
+        // searches after it are planned on what is there. Best effort: the versions are in.
+        if out.iter().filter(|r| r.is_ok()).count() >= ANALYZE_AFTER
+            && let Ok(client) = self.client().await
+        {
+            let _ = client
+                .batch_execute("ANALYZE skill, tag, version, skill_search")
+                .await;
         }
         out
     }
