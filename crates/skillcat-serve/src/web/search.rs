@@ -97,7 +97,7 @@ pub const SEARCH_DEADLINE: Duration = Duration::from_secs(2);
 /// has answered since the last change from memory — as it answers its index and pages — and
 /// forgets them all when its site moves on. The same query thus costs the database once per
 /// change, and a replica whose database is lost still answers the queries it holds. Bounded:
-/// at most [`CACHED_ANSWERS`] answers, of queries up to [`CACHED_QUERY`] bytes, each at most a
+/// at most 4,096 answers, of queries up to 256 bytes, each at most a
 /// page of names.
 #[derive(Debug)]
 pub struct RegistrySearch {
@@ -106,10 +106,10 @@ pub struct RegistrySearch {
 }
 
 /// How many answers a registry's search keeps at most.
-pub const CACHED_ANSWERS: usize = 4096;
+const CACHED_ANSWERS: usize = 4096;
 
 /// The longest query (bytes) whose answer is kept.
-pub const CACHED_QUERY: usize = 256;
+const CACHED_QUERY: usize = 256;
 
 /// The answers kept for one position of the feed, by (query, offset, limit).
 #[derive(Debug, Default)]
