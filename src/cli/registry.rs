@@ -25,7 +25,7 @@ pub enum RegistryCommand {
     /// empty PostgreSQL database).
     #[command(after_help = "Example: skillcat registry init skills.db")]
     #[command(
-        after_help = "Examples:\n  skillcat registry init skills.db\n  skillcat registry init postgres://skillcat@db.internal/skills --blobs s3://skills?endpoint=https://s3.internal"
+        after_help = "Example: skillcat registry init postgres://skillcat@db.internal/skills --blobs file:///srv/skillcat-blobs"
     )]
     Init {
         /// The registry to create: a file (`sqlite:FILE`), or `postgres://USER@HOST:PORT/DB`.
