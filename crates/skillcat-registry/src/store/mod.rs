@@ -111,27 +111,8 @@ impl Location {
     }
 }
 
-/// Whether `spec` is a PostgreSQL connection URL (`postgres://` or `postgresql://`).
-pub fn is_postgres_url(spec: &str) -> bool {
-    let lower = spec.get(..13).unwrap_or(spec).to_ascii_lowercase();
-    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
-}
-
-/// `url` with the password of its user information (if any) replaced by `***`.
-pub fn redact_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_string(),
-        },
-        None => url.to_string(),
-    }
-}
+// How a database is spelled and shown: the core's one parser of SOURCE spellings decides it.
+pub use skillcat_core::source::{is_postgres_url, redact_password};
 
 /// Which engine a store runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
