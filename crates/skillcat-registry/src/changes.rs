@@ -2,7 +2,7 @@
 //! versions between registries: [`Registry::export`], [`Registry::import`],
 //! [`Registry::import_audit`].
 
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 
 use super::{Registry, RegistryError, Result, publish, query};
 use crate::feed::{ChangeAction, action_of, append};
@@ -87,15 +87,8 @@ impl Registry {
             });
         }
         let (prepared, more) = Prepared::from_record(record)?;
-        let shown = &self.shown;
-        let sql = |source: rusqlite::Error| RegistryError::Sqlite {
-            path: shown.clone(),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql)?;
+        let (tx, sql) = self.begin_write()?;
+        let sql = &sql;
         let (name, version) = (prepared.name(), prepared.version());
         let skill_id = publish::skill_id(&tx, name, &sql)?;
         let held: Option<(i64, bool)> = tx
@@ -159,20 +152,8 @@ impl Registry {
     /// Appends the audit rows another registry holds that this one lacks (the same time,
     /// token, action, name, version, digest and client), oldest first; how many were added.
     pub fn import_audit(&mut self, entries: &[AuditEntry]) -> Result<usize> {
-        if self.read_only {
-            return Err(RegistryError::ReadOnly {
-                path: self.shown.clone(),
-            });
-        }
-        let shown = &self.shown;
-        let sql = |source: rusqlite::Error| RegistryError::Sqlite {
-            path: shown.clone(),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql)?;
+        let (tx, sql) = self.begin_write()?;
+        let sql = &sql;
         let mut sorted: Vec<&AuditEntry> = entries.iter().collect();
         sorted.sort_by_key(|e| (e.at, e.id));
         let mut added = 0;

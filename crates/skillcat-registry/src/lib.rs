@@ -236,6 +236,32 @@ impl Registry {
         &self.conn
     }
 
+    /// Opens this registry's one write: a `BEGIN IMMEDIATE` transaction (dropped uncommitted,
+    /// it rolls back), and how its errors are told, naming the file. A registry opened
+    /// read-only is refused.
+    pub(crate) fn begin_write(
+        &mut self,
+    ) -> Result<(
+        rusqlite::Transaction<'_>,
+        impl Fn(rusqlite::Error) -> RegistryError + use<>,
+    )> {
+        if self.read_only {
+            return Err(RegistryError::ReadOnly {
+                path: self.shown.clone(),
+            });
+        }
+        let shown = self.shown.clone();
+        let sql = move |source| RegistryError::Sqlite {
+            path: shown.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(&sql)?;
+        Ok((tx, sql))
+    }
+
     fn sql(&self, source: rusqlite::Error) -> RegistryError {
         RegistryError::Sqlite {
             path: self.shown.clone(),

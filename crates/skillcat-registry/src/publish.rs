@@ -610,20 +610,8 @@ impl Registry {
     /// added to the same content) also appends its row to the audit log, in the same
     /// transaction. A publish that writes nothing records nothing.
     pub fn commit_as(&mut self, p: &Prepared, actor: Option<&Actor>) -> Result<Published> {
-        if self.read_only {
-            return Err(RegistryError::ReadOnly {
-                path: self.shown.clone(),
-            });
-        }
-        let shown = &self.shown;
-        let sql = |source: rusqlite::Error| RegistryError::Sqlite {
-            path: shown.clone(),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql)?;
+        let (tx, sql) = self.begin_write()?;
+        let sql = &sql;
         let (published, wrote) = write_version(&tx, p, actor, &sql)?;
         if wrote {
             tx.commit().map_err(sql)?;

@@ -1,6 +1,6 @@
 //! Reading a registry (versions, releases, search), yanking, and the `latest` tag.
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 use super::{Actor, AuditAction, Registry, RegistryError, Result, fts, order};
@@ -382,20 +382,9 @@ impl Registry {
         yanked: bool,
         actor: Option<&Actor>,
     ) -> Result<bool> {
-        if self.read_only {
-            return Err(RegistryError::ReadOnly {
-                path: self.shown.clone(),
-            });
-        }
-        let shown = &self.shown;
-        let sql = |source| RegistryError::Sqlite {
-            path: shown.clone(),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql)?;
+        let shown = self.shown.clone();
+        let (tx, sql) = self.begin_write()?;
+        let sql = &sql;
         let found: Option<(i64, i64, bool, Vec<u8>)> = tx
             .query_row(
                 "SELECT v.id, v.skill_id, v.yanked, v.skill_digest FROM version v \
