@@ -112,6 +112,7 @@ mod error;
 mod init;
 mod install;
 mod keyring;
+mod lazy;
 mod login;
 mod matching;
 mod mcp;
@@ -129,6 +130,7 @@ mod trust;
 pub use error::{Cause, CliError, Message};
 
 use clap::{Parser, Subcommand, ValueEnum};
+use lazy::{Lazy, LazySub, WithRemote, WithServer};
 
 /// Refuses (exit 2, naming it) an output path whose directory does not exist, before any work
 /// is done: every command that writes a file or a folder checks its output here.
@@ -281,12 +283,12 @@ impl Cli {
     /// Whether the command may run a skill's scripts (`run`, `mcp`): their sandbox helpers are
     /// forked from a zygote the binary makes before any thread starts.
     pub fn runs_scripts(&self) -> bool {
-        matches!(self.command, Command::Run { .. } | Command::Mcp { .. })
+        matches!(self.command, Command::Run(_) | Command::Mcp(_))
     }
 
     /// Whether the command makes one run and exits (`skillcat run`).
     pub fn makes_one_run(&self) -> bool {
-        matches!(self.command, Command::Run { .. })
+        matches!(self.command, Command::Run(_))
     }
 }
 
@@ -531,137 +533,72 @@ pub struct VerifyArgs {
 enum Command {
     /// Report every fault of each skill ("Valid skill: P" / "Validation failed for P:").
     #[command(after_help = "Example: skillcat validate fixtures/skills")]
-    Validate {
-        #[command(flatten)]
-        args: read::ValidateArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Validate(Lazy<WithRemote<read::ValidateArgs>>),
     /// Print a skill's frontmatter properties as JSON (like the reference's read-properties).
     #[command(after_help = "Example: skillcat properties fixtures/skills/pdf-forms")]
-    Properties(read::PropertiesArgs),
+    Properties(Lazy<read::PropertiesArgs>),
     /// Render the prompt block (tier 1) for the skills of one or more sources.
     #[command(after_help = "Example: skillcat prompt fixtures/skills --budget 2000")]
-    Prompt {
-        #[command(flatten)]
-        args: read::PromptArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Prompt(Lazy<WithRemote<read::PromptArgs>>),
     /// Audit each skill of a source before trusting it: hidden Unicode, secrets, content that
     /// does not belong, undeclared network use or writes, instructions aimed at the host
     /// (docs/audit.md; add, install and update run the same audit and refuse a high finding).
     /// Exit 0 when no finding is at or above --fail-on, 1 when one is, 2 when the source cannot
     /// be read.
     #[command(after_help = "Example: skillcat audit fixtures/skills --format sarif")]
-    Audit {
-        #[command(flatten)]
-        args: audit::AuditArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Audit(Lazy<WithRemote<audit::AuditArgs>>),
     /// List each skill of a source: name, description, location, digest. Faults are reported.
     #[command(after_help = "Example: skillcat list fixtures/skills --format json")]
-    List {
-        #[command(flatten)]
-        args: read::ListArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    List(Lazy<WithRemote<read::ListArgs>>),
     /// Print a skill's instructions (the Markdown body, tier 2).
     #[command(after_help = "Example: skillcat show fixtures/skills pdf-forms")]
-    Show {
-        #[command(flatten)]
-        args: read::ShowArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Show(Lazy<WithRemote<read::ShowArgs>>),
     /// Print one file of a skill (tier 3); paths that climb out of the skill are refused.
     #[command(
         after_help = "Example: skillcat read fixtures/skills pdf-forms references/field-types.md"
     )]
-    Read {
-        #[command(flatten)]
-        args: read::ReadArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Read(Lazy<WithRemote<read::ReadArgs>>),
     /// Print the skill digest of each skill (`sha256:<hex>  <name>`), or its manifest as JSON.
     #[command(after_help = "Example: skillcat digest fixtures/skills pdf-forms")]
-    Digest {
-        #[command(flatten)]
-        args: DigestArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Digest(Lazy<WithRemote<DigestArgs>>),
     /// Write a reproducible .tar.gz or .zip of a skill or a directory of skills.
     #[command(
         after_help = "Example: skillcat pack fixtures/skills/pdf-forms -o pdf-forms.tar.gz --sign me.key"
     )]
-    Pack(PackArgs),
+    Pack(Lazy<PackArgs>),
     /// Make a minisign key pair: KEYBASE.key (password-protected unless --unencrypted) and KEYBASE.pub.
     #[command(after_help = "Example: SKILLCAT_PASSWORD=secret skillcat keygen -o release")]
-    Keygen(KeygenArgs),
+    Keygen(Lazy<KeygenArgs>),
     /// Sign one skill's statement (name, version, skill digest, manifest digest).
     #[command(after_help = "Example: skillcat sign pdf-forms.tar.gz pdf-forms --key release.key")]
-    Sign {
-        #[command(flatten)]
-        args: SignArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Sign(Lazy<WithRemote<SignArgs>>),
     /// Verify each skill's signature against a keyring, wherever the source keeps it (beside an
     /// archive, in a registry, in a served index or its cache); exit 1 on any failure, saying why.
     #[command(after_help = "Example: skillcat verify pdf-forms.tar.gz --keyring keyring.toml")]
-    Verify {
-        #[command(flatten)]
-        args: VerifyArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Verify(Lazy<WithRemote<VerifyArgs>>),
     /// Create a registry (a SQLite file or a PostgreSQL database), publish skills into it, yank,
     /// search, list versions, check it whole, copy it into another and collect its unreferenced
     /// blobs.
     #[command(after_help = "Example: skillcat registry publish skills.db pdf-forms.tar.gz")]
     Registry {
         #[command(subcommand)]
-        cmd: registry::RegistryCommand,
+        cmd: LazySub<registry::RegistryCommand>,
     },
     /// Serve a source over HTTP: the well-known indexes and content-addressed blobs.
     #[command(after_help = "Example: skillcat serve fixtures/skills --addr 127.0.0.1:8080")]
-    Serve {
-        #[command(flatten)]
-        args: remote::ServeArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Serve(Lazy<WithRemote<remote::ServeArgs>>),
     /// Write the same tree `serve` answers with as static files, for any static host or CDN.
     #[command(after_help = "Example: skillcat export fixtures/skills public/")]
-    Export {
-        #[command(flatten)]
-        args: remote::ExportArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Export(Lazy<WithRemote<remote::ExportArgs>>),
     /// Search a catalog served by `skillcat serve`: its skills best first, as its search API
     /// ranks them (a registry's full-text search, else the matcher); exit 1 when none match.
     #[command(
         after_help = "Example: skillcat search https://skills.example.com/ \"fill a pdf form\" --format json"
     )]
-    Search {
-        #[command(flatten)]
-        args: remote::SearchArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Search(Lazy<WithRemote<remote::SearchArgs>>),
     /// Fill the local cache from a remote index and print what it holds.
     #[command(after_help = "Example: skillcat fetch https://skills.example.com/")]
-    Fetch {
-        #[command(flatten)]
-        args: remote::FetchArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Fetch(Lazy<WithRemote<remote::FetchArgs>>),
     /// Show what the cache of remote sources holds, or clean it (`--cache DIR` picks it).
     #[command(after_help = "Example: skillcat cache clean")]
     Cache {
@@ -677,30 +614,15 @@ enum Command {
         name = "match",
         after_help = "Examples:\n  skillcat match fixtures/skills \"clean up this csv export\"\n  skillcat match \"clean up this csv export\"   (the configured catalog)"
     )]
-    Match {
-        #[command(flatten)]
-        args: matching::MatchArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Match(Lazy<WithRemote<matching::MatchArgs>>),
     /// List the script tools a skill offers, with JSON Schema parameters.
     #[command(after_help = "Example: skillcat tools fixtures/skills csv-cleaner --format json")]
-    Tools {
-        #[command(flatten)]
-        args: script::ToolsArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Tools(Lazy<WithRemote<script::ToolsArgs>>),
     /// Run one script of a skill, confined.
     #[command(
         after_help = "Example: skillcat run fixtures/skills csv-cleaner csv_profile --allow-read fixtures/data/orders.csv --args fixtures/data/orders.csv"
     )]
-    Run {
-        #[command(flatten)]
-        args: script::RunArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Run(Lazy<WithRemote<script::RunArgs>>),
     /// Serve skills, the prompt block and confined script tools over MCP (stdio, or Streamable
     /// HTTP with --http ADDR), following changes to the skills.
     #[command(
@@ -708,109 +630,74 @@ enum Command {
                       Over HTTP: skillcat mcp fixtures/mcp/skills --config fixtures/mcp/skillcat.toml --http 127.0.0.1:8765\n\
                       (a client then connects to http://127.0.0.1:8765/mcp; --tokens FILE before listening beyond loopback)"
     )]
-    Mcp {
-        #[command(flatten)]
-        args: mcp::McpArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Mcp(Lazy<WithRemote<mcp::McpArgs>>),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish) on stdout.
     #[command(
         after_help = "Example: skillcat completions bash > ~/.local/share/bash-completion/completions/skillcat"
     )]
-    Completions(shell::CompletionsArgs),
+    Completions(Lazy<shell::CompletionsArgs>),
     /// Write man pages (skillcat.1 and one per command, skillcat-list.1, …) into a directory.
     #[command(after_help = "Example: skillcat man man && man -l man/skillcat.1")]
-    Man(shell::ManArgs),
+    Man(Lazy<shell::ManArgs>),
     /// Install skills from a source into .agents/skills and agents' folders, pinned in
     /// skills-lock.json.
     #[command(
         after_help = "Examples:\n  skillcat add fixtures/skills pdf-forms --agent claude-code\n  skillcat add git+https://github.com/owner/repo#v1.0:skills --agent all"
     )]
-    Add {
-        #[command(flatten)]
-        args: install::AddArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Add(Lazy<WithRemote<install::AddArgs>>),
     /// Install every skill of skills-lock.json exactly as pinned (CI: --frozen).
     #[command(after_help = "Example: skillcat install --frozen")]
-    Install {
-        #[command(flatten)]
-        args: install::InstallArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Install(Lazy<WithRemote<install::InstallArgs>>),
     /// Update installed skills from their sources (a lower version or another signer is refused).
     #[command(after_help = "Example: skillcat update --dry-run")]
-    Update {
-        #[command(flatten)]
-        args: install::UpdateArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Update(Lazy<WithRemote<install::UpdateArgs>>),
     /// Remove installed skills, their links in agents' folders and their lockfile entries.
     #[command(after_help = "Example: skillcat remove pdf-forms")]
-    Remove(install::RemoveArgs),
+    Remove(Lazy<install::RemoveArgs>),
     /// What is installed, from where, pinned to what; --check: exit 1 on drift.
     #[command(after_help = "Example: skillcat status --check")]
-    Status(install::StatusArgs),
+    Status(Lazy<install::StatusArgs>),
     /// Trust signing keys (add, list, revoke), or a project's own skillcat.toml.
     #[command(after_help = "Example: skillcat trust project .")]
     Trust {
         #[command(subcommand)]
-        cmd: project::TrustCommand,
+        cmd: LazySub<project::TrustCommand>,
     },
     /// Push a skill to an OCI registry as an artifact (ToolHive's layout), signed with --sign.
     #[command(
         after_help = "Example: skillcat push fixtures/skills pdf-forms oci://127.0.0.1:5000/skills/pdf-forms --sign release.key"
     )]
-    Push {
-        #[command(flatten)]
-        args: oci::PushArgs,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Push(Lazy<WithRemote<oci::PushArgs>>),
     /// Publish skills to a central registry (`serve REGISTRY.db --publish`): each directory or
     /// archive packed reproducibly, sent with its signature (checked first to name that very
     /// version); prints name@version and the skill digest. `--dry-run`: send nothing.
     #[command(
         after_help = "Example: SKILLCAT_TOKEN=\"$(cat ci.token)\" skillcat publish https://skills.example.com/ fixtures/skills/pdf-forms"
     )]
-    Publish {
-        #[command(flatten)]
-        args: publish::PublishArgs,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
+    Publish(Lazy<WithServer<publish::PublishArgs>>),
     /// Yank a version from a central registry (`--undo`: unyank it).
     #[command(
         after_help = "Example: skillcat yank https://skills.example.com/ pdf-forms@0.4.1 --token-file ci.token"
     )]
-    Yank {
-        #[command(flatten)]
-        args: publish::YankArgs,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
+    Yank(Lazy<WithServer<publish::YankArgs>>),
     /// Keep a publish token for a central registry (read on stdin), used by `publish` and
     /// `yank` when no token is given.
     #[command(
         long_about = login::LOGIN_ABOUT,
         after_help = "Example: skillcat login https://skills.example.com/ < alice.token"
     )]
-    Login(login::LoginArgs),
+    Login(Lazy<login::LoginArgs>),
     /// Forget the token kept for a central registry by `skillcat login`.
     #[command(after_help = "Example: skillcat logout https://skills.example.com/")]
-    Logout(login::LogoutArgs),
+    Logout(Lazy<login::LogoutArgs>),
     /// Make a new skill folder: SKILL.md, an example script and a reference, valid as written.
     #[command(long_about = init::INIT_ABOUT, after_help = init::INIT_AFTER)]
-    Init(init::InitArgs),
+    Init(Lazy<init::InitArgs>),
     /// Publish tokens of a central registry (create, list, revoke); only their hashes are kept.
     #[command(after_help = "Example: skillcat token list --tokens tokens.toml")]
     Token {
         #[command(subcommand)]
-        cmd: token::TokenCommand,
+        cmd: LazySub<token::TokenCommand>,
     },
 }
 
@@ -831,22 +718,34 @@ pub async fn run(cli: Cli) -> CliResult {
     // not read.
     let plain = || context_of(&none.settings(&none), config.clone(), verbose);
     match command {
-        Command::Validate { args, remote } => read::validate(args, &globals(&remote)?).await,
-        Command::Properties(a) => read::properties(a, &globals(&none)?).await,
-        Command::Prompt { args, remote } => read::prompt(args, &globals(&remote)?).await,
-        Command::Audit { args, remote } => audit::audit(args, &globals(&remote)?).await,
-        Command::List { args, remote } => read::list(args, &globals(&remote)?).await,
-        Command::Show { args, remote } => read::show(args, &globals(&remote)?).await,
-        Command::Read { args, remote } => read::read(args, &globals(&remote)?).await,
-        Command::Digest { args: a, remote } => {
+        Command::Validate(Lazy(WithRemote { args, remote })) => {
+            read::validate(args, &globals(&remote)?).await
+        }
+        Command::Properties(Lazy(a)) => read::properties(a, &globals(&none)?).await,
+        Command::Prompt(Lazy(WithRemote { args, remote })) => {
+            read::prompt(args, &globals(&remote)?).await
+        }
+        Command::Audit(Lazy(WithRemote { args, remote })) => {
+            audit::audit(args, &globals(&remote)?).await
+        }
+        Command::List(Lazy(WithRemote { args, remote })) => {
+            read::list(args, &globals(&remote)?).await
+        }
+        Command::Show(Lazy(WithRemote { args, remote })) => {
+            read::show(args, &globals(&remote)?).await
+        }
+        Command::Read(Lazy(WithRemote { args, remote })) => {
+            read::read(args, &globals(&remote)?).await
+        }
+        Command::Digest(Lazy(WithRemote { args: a, remote })) => {
             let g = &globals(&remote)?;
             trust::digest(&a.source, a.name.as_deref(), a.format, g).await
         }
-        Command::Pack(a) => {
+        Command::Pack(Lazy(a)) => {
             trust::pack(&a.dir, &a.output, a.sign.as_deref(), a.force, &plain()?).await
         }
-        Command::Keygen(a) => trust::keygen(&a.output, a.unencrypted, a.force),
-        Command::Sign { args: a, remote } => {
+        Command::Keygen(Lazy(a)) => trust::keygen(&a.output, a.unencrypted, a.force),
+        Command::Sign(Lazy(WithRemote { args: a, remote })) => {
             let sign = trust::SignArgs {
                 source: &a.source,
                 name: &a.name,
@@ -858,17 +757,23 @@ pub async fn run(cli: Cli) -> CliResult {
             };
             trust::sign_cmd(sign, &globals(&remote)?).await
         }
-        Command::Registry { cmd } => {
+        Command::Registry { cmd: LazySub(cmd) } => {
             registry::run(cmd, &|server| globals(&RemoteArgs::of_server(server))).await
         }
-        Command::Serve { mut args, remote } => {
+        Command::Serve(Lazy(WithRemote { mut args, remote })) => {
             let g = &globals(&remote)?;
             args.verbose |= g.verbose;
             remote::serve(args, g).await
         }
-        Command::Export { args, remote } => remote::export(args, &globals(&remote)?).await,
-        Command::Fetch { args, remote } => remote::fetch(args, &globals(&remote)?).await,
-        Command::Search { args, remote } => remote::search(args, &globals(&remote)?).await,
+        Command::Export(Lazy(WithRemote { args, remote })) => {
+            remote::export(args, &globals(&remote)?).await
+        }
+        Command::Fetch(Lazy(WithRemote { args, remote })) => {
+            remote::fetch(args, &globals(&remote)?).await
+        }
+        Command::Search(Lazy(WithRemote { args, remote })) => {
+            remote::search(args, &globals(&remote)?).await
+        }
         Command::Cache { cmd, cache } => {
             let remote = RemoteArgs {
                 cache,
@@ -876,36 +781,44 @@ pub async fn run(cli: Cli) -> CliResult {
             };
             remote::cache(cmd, &globals(&remote)?).await
         }
-        Command::Match { args, remote } => matching::run(args, &globals(&remote)?).await,
-        Command::Tools { args, remote } => script::tools(args, &globals(&remote)?).await,
-        Command::Run { args, remote } => script::run(args, &globals(&remote)?).await,
-        Command::Mcp { args, remote } => mcp::run(args, &globals(&remote)?).await,
-        Command::Completions(a) => shell::completions(a),
-        Command::Man(a) => shell::man(a),
-        Command::Trust { cmd } => project::run(cmd, &globals(&none)?),
-        Command::Add { args, remote } => {
+        Command::Match(Lazy(WithRemote { args, remote })) => {
+            matching::run(args, &globals(&remote)?).await
+        }
+        Command::Tools(Lazy(WithRemote { args, remote })) => {
+            script::tools(args, &globals(&remote)?).await
+        }
+        Command::Run(Lazy(WithRemote { args, remote })) => {
+            script::run(args, &globals(&remote)?).await
+        }
+        Command::Mcp(Lazy(WithRemote { args, remote })) => mcp::run(args, &globals(&remote)?).await,
+        Command::Completions(Lazy(a)) => shell::completions(a),
+        Command::Man(Lazy(a)) => shell::man(a),
+        Command::Trust { cmd: LazySub(cmd) } => project::run(cmd, &globals(&none)?),
+        Command::Add(Lazy(WithRemote { args, remote })) => {
             install::add(args, &globals(&remote)?.changing_project()).await
         }
-        Command::Install { args, remote } => {
+        Command::Install(Lazy(WithRemote { args, remote })) => {
             install::install(args, &globals(&remote)?.changing_project()).await
         }
-        Command::Update { args, remote } => {
+        Command::Update(Lazy(WithRemote { args, remote })) => {
             install::update(args, &globals(&remote)?.changing_project()).await
         }
-        Command::Remove(a) => install::remove(a, &plain()?).await,
-        Command::Status(a) => install::status(a, &plain()?).await,
-        Command::Token { cmd } => token::run(cmd),
-        Command::Login(a) => login::login(a),
-        Command::Logout(a) => login::logout(a),
-        Command::Init(a) => init::init(a),
-        Command::Push { args, remote } => oci::push(args, &globals(&remote)?).await,
-        Command::Publish { args, server } => {
+        Command::Remove(Lazy(a)) => install::remove(a, &plain()?).await,
+        Command::Status(Lazy(a)) => install::status(a, &plain()?).await,
+        Command::Token { cmd: LazySub(cmd) } => token::run(cmd),
+        Command::Login(Lazy(a)) => login::login(a),
+        Command::Logout(Lazy(a)) => login::logout(a),
+        Command::Init(Lazy(a)) => init::init(a),
+        Command::Push(Lazy(WithRemote { args, remote })) => {
+            oci::push(args, &globals(&remote)?).await
+        }
+        Command::Publish(Lazy(WithServer { args, server })) => {
             publish::publish(args, &globals(&RemoteArgs::of_server(server))?).await
         }
-        Command::Yank { args, server } => {
+        Command::Yank(Lazy(WithServer { args, server })) => {
             publish::yank(args, &globals(&RemoteArgs::of_server(server))?).await
         }
-        Command::Verify { args: a, remote } => {
+        Command::Verify(Lazy(WithRemote { args: a, remote })) => {
             let g = &globals(&remote)?;
             let (keyring, sig) = (a.keyring.as_deref(), a.sig.as_deref());
             trust::verify(&a.source, a.name.as_deref(), keyring, sig, a.format, g).await
