@@ -614,7 +614,7 @@ async fn load_source(src: &CatalogSource, options: &CatalogOptions) -> Loaded {
         Origin::Source(s) => s.clone(),
         Origin::Spec(spec) => {
             let (spec_owned, opts) = (spec.clone(), open.clone());
-            match tokio::task::spawn_blocking(move || source::open_with(&spec_owned, &opts)).await {
+            match crate::script::offload(move || source::open_with(&spec_owned, &opts)).await {
                 Ok(Ok(s)) => s,
                 // A missing root is an empty source.
                 Ok(Err(Error::NotFound(_))) => return out,

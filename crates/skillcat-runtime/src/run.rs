@@ -286,7 +286,7 @@ impl Run {
         let Some(script) = self.session.inner.loaded.script(&key) else {
             return Ok(None);
         };
-        tokio::task::spawn_blocking(move || script.workspace().map(f).transpose())
+        crate::script::offload(move || script.workspace().map(f).transpose())
             .await
             .map_err(|e| ScriptError::Workspace {
                 reason: format!("reading the work directory: {e}"),

@@ -221,7 +221,7 @@ impl Source for ArchiveSource {
     ) -> Result<Vec<String>> {
         let (source, roots) = (self.clone(), roots.to_vec());
         let indices: Vec<usize> = (0..roots.len()).collect();
-        tokio::task::spawn_blocking(move || {
+        super::offload(move || {
             super::par_map(&indices, |&i| match source.document(&roots[i], detail) {
                 Ok((name, bytes, files)) => each(i, Ok(DocumentRead { name, bytes, files })),
                 Err(e) => each(i, Err(e)),

@@ -172,7 +172,7 @@ impl DirSource {
         f: impl FnOnce(&Inner) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || f(&inner))
+        super::offload(move || f(&inner))
             .await
             .map_err(|e| Error::task("reading a directory", e))?
     }

@@ -492,6 +492,29 @@ pub async fn attach_sidecars(source: &(impl Source + ?Sized), skills: &mut [Skil
     }
 }
 
+/// Whether blocking work runs inline ([`run_blocking_work_inline`]).
+static INLINE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on this process's blocking work — a source's directory and archive reads, and the
+/// sandbox's file-system work ([`offload`]) — runs inline on the calling task instead of on
+/// tokio's blocking pool. For a process that makes one run and exits (`skillcat run`): nothing
+/// else waits on its runtime while that work is done, and a pool thread's start would be on
+/// the answer's path. A server, or anything that runs tasks side by side, keeps the default.
+pub fn run_blocking_work_inline() {
+    INLINE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Runs blocking work on tokio's blocking pool, or inline once
+/// [`run_blocking_work_inline`] was called. `Err`: the work panicked on the pool.
+pub async fn offload<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> std::result::Result<T, tokio::task::JoinError> {
+    if INLINE.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(work());
+    }
+    tokio::task::spawn_blocking(work).await
+}
+
 /// `f` over `items` on every core (at most 8 threads), results in order. The calling thread
 /// takes a share too. Items are handed out in small batches as threads become free, so that one
 /// slow item (a large skill, a cold directory) does not leave the other cores idle.

@@ -42,6 +42,7 @@ pub mod sandbox;
 mod tools;
 mod workspace;
 
+pub use crate::source::offload;
 pub use crate::tool::Captured;
 pub use error::ScriptError;
 pub use gate::{

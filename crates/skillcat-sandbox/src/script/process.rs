@@ -567,16 +567,17 @@ pub(crate) fn work_socket() -> std::io::Result<(OwnedFd, OwnedFd)> {
     sandbox::linux::zygote::seqpacket()
 }
 
-/// Blocking: the bounded work directory the helper reports on `ours` (see
-/// [`sandbox::WORKSPACE_SOCKET_FD`]), each descriptor checked against what the message says.
-/// `Ok(None)`: the helper ended without a word (the run failed before it got there; the next
-/// run tries again). `Err`: why the work directory stays on disk.
+/// The bounded work directory the helper reports on `ours` (see
+/// [`sandbox::WORKSPACE_SOCKET_FD`]), each descriptor checked against what the message says;
+/// awaited without a thread. `Ok(None)`: the helper ended without a word (the run failed
+/// before it got there; the next run tries again). `Err`: why the work directory stays on disk.
 #[cfg(target_os = "linux")]
-pub(crate) fn receive_work(
-    ours: &OwnedFd,
+pub(crate) async fn receive_work(
+    ours: OwnedFd,
 ) -> Result<Option<super::workspace::BoundedWork>, String> {
     let mut text = [0u8; 4096];
-    let (n, mut fds) = sandbox::linux::zygote::recv_fds(ours, &mut text, 3, 0)
+    let (n, mut fds) = sandbox::linux::zygote::recv_fds_async(ours, &mut text, 3)
+        .await
         .map_err(|e| format!("the sandbox helper's answer: {e}"))?;
     if n == 0 {
         return Ok(None);
@@ -611,13 +612,15 @@ pub(crate) fn receive_work(
     }))
 }
 
-/// Blocking: the listening socket a proxied run's first process made inside its network
-/// namespace ([`sandbox::PROXY_SOCKET_FD`]), checked to be a listening TCP socket. `None`: the
-/// run ended (or failed) before it sent one.
+/// The listening socket a proxied run's first process made inside its network namespace
+/// ([`sandbox::PROXY_SOCKET_FD`]), checked to be a listening TCP socket; awaited without a
+/// thread. `None`: the run ended (or failed) before it sent one.
 #[cfg(target_os = "linux")]
-pub(crate) fn receive_listener(ours: &OwnedFd) -> Option<std::net::TcpListener> {
+pub(crate) async fn receive_listener(ours: OwnedFd) -> Option<std::net::TcpListener> {
     let mut text = [0u8; 16];
-    let (n, mut fds) = sandbox::linux::zygote::recv_fds(ours, &mut text, 1, 0).ok()?;
+    let (n, mut fds) = sandbox::linux::zygote::recv_fds_async(ours, &mut text, 1)
+        .await
+        .ok()?;
     if n != 1 || text[0] != b'l' || fds.len() != 1 {
         return None;
     }
@@ -639,8 +642,8 @@ pub(crate) fn receive_listener(ours: &OwnedFd) -> Option<std::net::TcpListener> 
 
 /// Off Linux no helper makes a work directory.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn receive_work(
-    _ours: &OwnedFd,
+pub(crate) async fn receive_work(
+    _ours: OwnedFd,
 ) -> Result<Option<super::workspace::BoundedWork>, String> {
     Ok(None)
 }

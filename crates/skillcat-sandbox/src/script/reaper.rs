@@ -244,9 +244,13 @@ pub(crate) mod after_exit {
 /// command that makes a run and exits, teardown then costs its answer nothing. Call it before
 /// the [`Runner`](super::Runner) is made. Without a zygote (or where the cleaner cannot start)
 /// nothing changes: the workspace is removed when its skill is unloaded, as always. What a
-/// crash leaves is removed by the cleaner too.
+/// crash leaves is removed by the cleaner too. The process's blocking work then runs inline
+/// too ([`run_blocking_work_inline`](crate::source::run_blocking_work_inline)): it makes one
+/// run, and nothing else waits on its runtime.
 pub fn teardown_after_exit() {
     after_exit::want();
+    // The same process makes its one run with no thread of the blocking pool.
+    crate::source::run_blocking_work_inline();
 }
 
 /// Teardown after the answer: what a run leaves to clean (its control group) is handed to one

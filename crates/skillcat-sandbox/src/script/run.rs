@@ -393,10 +393,23 @@ pub struct Runner {
 impl Drop for Runner {
     fn drop(&mut self) {
         // The teardown its runs left (their control groups) is done before it goes, unless
-        // a cleaner does it after this process exits.
+        // a cleaner does it after this process exits; so is what gone processes left, where
+        // it was left to a cleaner that could not start.
         if !super::reaper::after_exit::any() {
             super::reaper::later::settle(Duration::from_secs(3));
+            if super::reaper::after_exit::wanted() {
+                let _ = self.base.clean_stale();
+                sweep_groups();
+            }
         }
+    }
+}
+
+/// Removes the control groups of runs whose supervisor was killed before it could.
+fn sweep_groups() {
+    #[cfg(target_os = "linux")]
+    if let Ok(groups) = sandbox::linux::cgroup::status() {
+        groups.clean_stale();
     }
 }
 
@@ -418,16 +431,26 @@ pub(crate) fn script_owner() -> Option<(u32, u32)> {
 
 impl Runner {
     /// A runner with a gate. Opens the workspace base, removing workspaces left by processes
-    /// that are gone.
+    /// that are gone (in a process that makes one run and exits,
+    /// [`teardown_after_exit`](super::teardown_after_exit), its cleaner removes them after it
+    /// exits instead).
     pub fn new(config: RunnerConfig, gate: Arc<dyn Gate>) -> Result<Self, ScriptError> {
-        let base = WorkspaceBase::open(&config.workspace_base, script_owner())?.with_quota(Quota {
+        // What gone processes left is removed now, or, in a process that makes one run and
+        // exits, by its cleaner after it exits (or when the runner goes, where no cleaner
+        // could start): the answer does not wait for it.
+        let later = super::reaper::after_exit::wanted();
+        let dir = config.workspace_base.clone();
+        let base = if later {
+            WorkspaceBase::open_unswept(dir, script_owner())?
+        } else {
+            WorkspaceBase::open(dir, script_owner())?
+        };
+        let base = base.with_quota(Quota {
             bytes: config.limits.workspace_bytes,
             files: config.limits.workspace_files,
         });
-        // Groups of runs whose supervisor was killed before it could remove them.
-        #[cfg(target_os = "linux")]
-        if let Ok(groups) = sandbox::linux::cgroup::status() {
-            groups.clean_stale();
+        if !later {
+            sweep_groups();
         }
         super::reaper::after_exit::arm(&config.helper, base.dir());
         Ok(Runner {
@@ -743,7 +766,7 @@ impl Runner {
     async fn measure_quota(&self, ws: &Workspace) -> Result<Option<String>, ScriptError> {
         let (work, limit) = (ws.work_dir(), self.base.quota());
         let bounded = ws.bounded().map(|b| (b.root.try_clone(), b.inode));
-        tokio::task::spawn_blocking(move || match bounded {
+        super::offload(move || match bounded {
             Some((Ok(root), inode)) => enforce_bounded_quota(root, inode, &work, limit),
             Some((Err(e), _)) => Err(ScriptError::workspace(format!("{}: {e}", work.display()))),
             None => enforce_quota(&work, limit),
@@ -1199,10 +1222,7 @@ async fn start_proxy(
     #[cfg(target_os = "linux")]
     let listener = {
         let ours = from?;
-        tokio::task::spawn_blocking(move || super::process::receive_listener(&ours))
-            .await
-            .ok()
-            .flatten()
+        super::process::receive_listener(ours).await
     };
     #[cfg(not(target_os = "linux"))]
     let listener = from;
@@ -1220,12 +1240,11 @@ async fn take_work(
     making: Option<(tokio::sync::MutexGuard<'_, ()>, std::os::fd::OwnedFd)>,
 ) {
     if let Some((guard, ours)) = making {
-        let got = tokio::task::spawn_blocking(move || receive_work(&ours)).await;
-        match got {
-            Ok(Ok(Some(made))) => ws.set_bounded(Ok(made)),
-            Ok(Err(why)) => ws.set_bounded(Err(why)),
+        match receive_work(ours).await {
+            Ok(Some(made)) => ws.set_bounded(Ok(made)),
+            Err(why) => ws.set_bounded(Err(why)),
             // The run ended before the helper got there: the next run tries again.
-            Ok(Ok(None)) | Err(_) => {}
+            Ok(None) => {}
         }
         drop(guard);
     }
@@ -1277,7 +1296,13 @@ fn end_group(group: Option<RunGroup>) -> bool {
     match group {
         Some(g) => {
             let oom = g.out_of_memory();
-            super::reaper::later::run(move || g.remove());
+            if super::reaper::after_exit::any() {
+                // The cleaner removes it once this process has exited (a group whose
+                // supervisor is gone is stale): no thread is started for it here.
+                std::mem::forget(g);
+            } else {
+                super::reaper::later::run(move || g.remove());
+            }
             oom
         }
         None => false,

@@ -103,7 +103,21 @@ impl WorkspaceBase {
         dir: impl Into<PathBuf>,
         script_owner: Option<(u32, u32)>,
     ) -> Result<Self, ScriptError> {
-        let dir = dir.into();
+        let base = Self::open_unswept(dir.into(), script_owner)?;
+        // A leftover that cannot be removed now must not stop every run: it stays, and the next
+        // start tries again ([`clean_stale`](Self::clean_stale) reports it to a caller that
+        // asks).
+        let _ = base.clean_stale();
+        Ok(base)
+    }
+
+    /// [`open`](Self::open) without removing what processes that are gone left: for a process
+    /// whose leftovers, and every gone process's, are removed after it exits (its cleaner,
+    /// [`teardown_after_exit`](super::teardown_after_exit)).
+    pub(crate) fn open_unswept(
+        dir: PathBuf,
+        script_owner: Option<(u32, u32)>,
+    ) -> Result<Self, ScriptError> {
         let shown = dir.display().to_string();
         let mode = if script_owner.is_some() { 0o711 } else { 0o700 };
         // The directory holding the base (made when missing, as a cache directory may be)
@@ -160,10 +174,6 @@ impl WorkspaceBase {
             script_owner,
             quota: Quota::default(),
         };
-        // A leftover that cannot be removed now must not stop every run: it stays, and the next
-        // start tries again ([`clean_stale`](Self::clean_stale) reports it to a caller that
-        // asks).
-        let _ = base.clean_stale();
         Ok(base)
     }
 
@@ -438,7 +448,7 @@ impl WorkspaceBase {
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ScriptError> + Send + 'static,
 ) -> Result<T, ScriptError> {
-    tokio::task::spawn_blocking(f)
+    super::offload(f)
         .await
         .map_err(|e| ScriptError::workspace(format!("materialising: {e}")))?
 }

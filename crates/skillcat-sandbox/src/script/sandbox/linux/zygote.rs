@@ -201,25 +201,14 @@ pub(in crate::script) async fn fork_helper(req: Request<'_>) -> Option<Forked> {
         return None;
     }
     drop(theirs);
-    // SAFETY: the AsyncFd owns the descriptor for its whole life.
-    let reply = unsafe {
-        tokio::io::unix::AsyncFd::register_with_interest(reply, tokio::io::Interest::READABLE)
-    }
-    .ok()?;
-    let answer = tokio::time::timeout(std::time::Duration::from_secs(5), async {
-        loop {
-            let mut guard = reply.readable().await.ok()?;
-            let mut buf = [0u8; 64];
-            match guard.try_io(|fd| recv_fds(fd.get_ref(), &mut buf, 1, libc::MSG_DONTWAIT)) {
-                Ok(Ok((n, fds))) => return Some((buf[..n].to_vec(), fds)),
-                Ok(Err(_)) => return None,
-                Err(_would_block) => continue,
-            }
-        }
-    })
+    let mut buf = [0u8; 64];
+    let answer = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        recv_fds_async(reply, &mut buf, 1),
+    )
     .await;
     let parsed = match answer {
-        Ok(Some((text, mut fds))) => std::str::from_utf8(&text)
+        Ok(Ok((n, mut fds))) => std::str::from_utf8(&buf[..n])
             .ok()
             .and_then(|t| t.strip_prefix("pid "))
             .and_then(|p| p.parse::<libc::pid_t>().ok())
@@ -381,6 +370,28 @@ pub(crate) fn recv_fds(
         return Err(io::Error::last_os_error());
     }
     Ok((n as usize, fds))
+}
+
+/// [`recv_fds`] awaited on the async runtime, with no thread blocked for it: the next message
+/// on `sock` (which this takes) and the descriptors it carries; `(0, [])` once the other end
+/// is closed.
+pub(crate) async fn recv_fds_async(
+    sock: OwnedFd,
+    text: &mut [u8],
+    max: usize,
+) -> io::Result<(usize, Vec<OwnedFd>)> {
+    // SAFETY: the AsyncFd owns the descriptor for its whole life.
+    let sock = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(sock, tokio::io::Interest::READABLE)
+    }
+    .map_err(|e| e.into_parts().1)?;
+    loop {
+        let mut guard = sock.readable().await?;
+        match guard.try_io(|fd| recv_fds(fd.get_ref(), text, max, libc::MSG_DONTWAIT)) {
+            Ok(r) => return r,
+            Err(_would_block) => continue,
+        }
+    }
 }
 
 /// The zygote's life: bound to the host's, its descriptors and environment reduced to its
