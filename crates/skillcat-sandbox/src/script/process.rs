@@ -247,7 +247,7 @@ pub(super) async fn follow(
         Err(e) => return Err(sandbox_failed("the status pipe", e)),
     };
     let mut lines = Vec::new();
-    let timed_out = tokio::time::timeout(remaining, read_to_end(&mut status, &mut lines))
+    let timed_out = tokio::time::timeout(remaining, read_status_lines(&mut status, &mut lines))
         .await
         .is_err();
     if timed_out {
@@ -286,6 +286,36 @@ pub(super) async fn follow(
         output,
         ready,
     })
+}
+
+/// Reads the helper's status lines until the line that says how the script ended (`exit N`,
+/// `signal S`: the helper's last word) or, where none comes, until every writer is gone. The
+/// answer does not wait for the helper's own exit: the script's output ends with the script
+/// (the helper keeps no copy of it while it waits), and the helper, having said its last word,
+/// only exits.
+#[cfg(target_os = "linux")]
+async fn read_status_lines(r: &mut tokio::net::unix::pipe::Receiver, into: &mut Vec<u8>) {
+    let mut chunk = [0u8; 4096];
+    loop {
+        match r.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) if into.len() < 1 << 20 => into.extend_from_slice(&chunk[..n]),
+            Ok(_) => {}
+        }
+        if ends_the_run(into) {
+            return;
+        }
+    }
+}
+
+/// Whether the status lines read so far hold the one that says how the script ended.
+#[cfg(target_os = "linux")]
+fn ends_the_run(lines: &[u8]) -> bool {
+    lines
+        .split(|&b| b == b'\n')
+        .rev()
+        .skip(1) // what follows the last line end: not a whole line yet
+        .any(|l| l.starts_with(b"exit ") || l.starts_with(b"signal "))
 }
 
 /// Reads a pipe until every writer is gone (at most 1 MiB kept).
@@ -898,4 +928,22 @@ fn set_rlimits(l: &RunLimits) -> std::io::Result<()> {
     set(libc::RLIMIT_FSIZE, l.file_size, l.file_size)?;
     set(libc::RLIMIT_NOFILE, l.open_files, l.open_files)?;
     set(libc::RLIMIT_CORE, 0, 0)
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::ends_the_run;
+
+    /// The status is read to the helper's last word and no further: a whole `exit` or
+    /// `signal` line, never a part of one or another line that merely contains the word.
+    #[test]
+    fn the_status_ends_at_the_line_that_says_how_the_script_ended() {
+        assert!(!ends_the_run(b""));
+        assert!(!ends_the_run(b"ready landlock (kernel ABI 7)\n"));
+        assert!(!ends_the_run(b"ready x\nexit 0"), "a line not yet ended");
+        assert!(!ends_the_run(b"error failed the run's root: exit 1\n"));
+        assert!(ends_the_run(b"ready x\nexit 0\n"));
+        assert!(ends_the_run(b"ready x\nsignal 9\n"));
+        assert!(ends_the_run(b"exit 3\n"));
+    }
 }

@@ -435,6 +435,10 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
     if policy.parked {
         await_taken(backstop);
     }
+    // The script holds its output now: the helper's copies go, so the output ends when the
+    // script's does, not when this process has exited too (the supervisor reads to its end,
+    // and stops reading the status at the line `relay` writes).
+    let _ = detach_output();
     relay(pid, status, ns.pid)
 }
 
@@ -885,6 +889,23 @@ fn relay(pid: libc::pid_t, status: &Status, pid_ns: bool) -> u8 {
         unsafe { libc::kill(0, libc::SIGKILL) };
     }
     code
+}
+
+/// Points this process's standard descriptors at `/dev/null` (its copies of the run's input
+/// and output pipes closed).
+fn detach_output() -> io::Result<()> {
+    // SAFETY: open, dup2 and close on integers and a static C string.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if null < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        for fd in 0..3 {
+            libc::dup2(null, fd);
+        }
+        libc::close(null);
+    }
+    Ok(())
 }
 
 fn reap(pid: libc::pid_t) -> libc::c_int {
