@@ -634,10 +634,6 @@ impl Runner {
         let (raw, (), proxy) = tokio::join!(run, handover, proxy);
         let network = network_report(proxy);
         let out_of_memory = end_group(group);
-        #[cfg(target_os = "linux")]
-        if let Some(slot) = pool {
-            self.park_next(slot, &policy, cwd, ws);
-        }
         let raw = raw.map(|mut r| {
             if out_of_memory {
                 note_out_of_memory(&mut r.output, &policy.limits);
@@ -645,6 +641,13 @@ impl Runner {
             r
         });
         let quota = self.measure_quota(ws).await;
+        // The next run is parked once the workspace is settled: a run over its quota leaves
+        // the work directory emptied, and a run parked before that would find its own
+        // temporary directory (made while it was set up) removed under it.
+        #[cfg(target_os = "linux")]
+        if let Some(slot) = pool {
+            self.park_next(slot, &policy, cwd, ws);
+        }
         let mut raw = raw?;
         if network.is_some() && raw.timed_out {
             self.keep_report_in_output(&mut raw.output, network.as_ref());
