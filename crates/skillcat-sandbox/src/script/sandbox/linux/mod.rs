@@ -1010,6 +1010,12 @@ fn child(
             Some(e) => e,
             None => match take_release(policy) {
                 Some(Ok(e)) => {
+                    // The work directory may have changed while it waited (a run of the same
+                    // workspace over its quota empties it): its TMPDIR is made again now, as
+                    // the script's uid, where the script will find it.
+                    if let Some(tmp) = tmp_dir {
+                        libc::mkdir(tmp.as_ptr(), 0o700);
+                    }
                     taken = e;
                     &taken
                 }
