@@ -295,17 +295,7 @@ pub(super) async fn follow(
 /// only exits.
 #[cfg(target_os = "linux")]
 async fn read_status_lines(r: &mut tokio::net::unix::pipe::Receiver, into: &mut Vec<u8>) {
-    let mut chunk = [0u8; 4096];
-    loop {
-        match r.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) if into.len() < 1 << 20 => into.extend_from_slice(&chunk[..n]),
-            Ok(_) => {}
-        }
-        if ends_the_run(into) {
-            return;
-        }
-    }
+    read_until(r, into, ends_the_run).await
 }
 
 /// Whether the status lines read so far hold the one that says how the script ended.
@@ -321,12 +311,26 @@ fn ends_the_run(lines: &[u8]) -> bool {
 /// Reads a pipe until every writer is gone (at most 1 MiB kept).
 #[cfg(target_os = "linux")]
 async fn read_to_end(r: &mut tokio::net::unix::pipe::Receiver, into: &mut Vec<u8>) {
+    read_until(r, into, |_| false).await
+}
+
+/// Reads a pipe until every writer is gone or what was read so far is `enough` (at most 1 MiB
+/// kept).
+#[cfg(target_os = "linux")]
+async fn read_until(
+    r: &mut tokio::net::unix::pipe::Receiver,
+    into: &mut Vec<u8>,
+    enough: impl Fn(&[u8]) -> bool,
+) {
     let mut chunk = [0u8; 4096];
     loop {
         match r.read(&mut chunk).await {
             Ok(0) | Err(_) => return,
             Ok(n) if into.len() < 1 << 20 => into.extend_from_slice(&chunk[..n]),
             Ok(_) => {}
+        }
+        if enough(into) {
+            return;
         }
     }
 }
