@@ -132,15 +132,7 @@ async fn at_rest(pid: u32) -> Vec<(u32, String)> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hundred_calls_leave_no_descriptors_memory_or_processes_behind() {
     tokio::time::timeout(LIMIT, async {
-        let (mut child, tmp) = crate::support::spawn_mcp(&[
-            "fixtures/mcp/skills",
-            "--config",
-            "fixtures/mcp/skillcat.toml",
-        ]);
-        let pid = child.id().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let client = ().serve((stdout, stdin)).await.expect("MCP initialisation");
+        let (mut child, pid, tmp, client) = fixture_server().await;
 
         // Processes the server keeps between calls (the workspace reaper today; a fork server
         // and its prepared namespaces would be these) are read once the warm-up's calls are
@@ -227,21 +219,8 @@ async fn a_hundred_calls_leave_no_descriptors_memory_or_processes_behind() {
         client.cancel().await.unwrap();
         let status = child.wait().await.unwrap();
         assert!(status.success(), "{status:?}");
-        let outlived = || -> Vec<&(u32, String)> {
-            kept_pids
-                .iter()
-                .filter(|(p, cmd)| {
-                    std::fs::read(format!("/proc/{p}/cmdline"))
-                        .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ") == *cmd)
-                })
-                .collect()
-        };
-        let end = tokio::time::Instant::now() + SETTLE;
-        while !outlived().is_empty() && tokio::time::Instant::now() < end {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
         assert_eq!(
-            outlived(),
+            still_alive(&kept_pids).await,
             Vec::<&(u32, String)>::new(),
             "processes outlived the server by more than {SETTLE:?}"
         );
@@ -255,6 +234,46 @@ async fn a_hundred_calls_leave_no_descriptors_memory_or_processes_behind() {
     })
     .await
     .expect("the test did not finish in time (a hang?)");
+}
+
+/// `skillcat mcp` on the MCP fixtures, initialised: the server, its pid, its temporary folder
+/// and the client.
+async fn fixture_server() -> (
+    tokio::process::Child,
+    u32,
+    tempfile::TempDir,
+    rmcp::service::RunningService<rmcp::RoleClient, ()>,
+) {
+    let (mut child, tmp) = crate::support::spawn_mcp(&[
+        "fixtures/mcp/skills",
+        "--config",
+        "fixtures/mcp/skillcat.toml",
+    ]);
+    let pid = child.id().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let client = ().serve((stdout, stdin)).await.expect("MCP initialisation");
+    (child, pid, tmp, client)
+}
+
+/// Which of `processes` (pid and command line, read while they lived: an orphan is given to
+/// another parent) are still running after up to [`SETTLE`]: a process may take a moment to
+/// end after the one it dies with.
+async fn still_alive(processes: &[(u32, String)]) -> Vec<&(u32, String)> {
+    let alive = || -> Vec<&(u32, String)> {
+        processes
+            .iter()
+            .filter(|(p, cmd)| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ") == *cmd)
+            })
+            .collect()
+    };
+    let end = tokio::time::Instant::now() + SETTLE;
+    while !alive().is_empty() && tokio::time::Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    alive()
 }
 
 /// The processes below `pid` once at least `least` are there, polling up to [`SETTLE`]; the
@@ -277,15 +296,7 @@ async fn at_least(pid: u32, least: usize) -> Vec<(u32, String)> {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_next_run_is_parked_and_dies_with_the_server() {
     tokio::time::timeout(LIMIT, async {
-        let (mut child, _tmp) = crate::support::spawn_mcp(&[
-            "fixtures/mcp/skills",
-            "--config",
-            "fixtures/mcp/skillcat.toml",
-        ]);
-        let pid = child.id().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let client = ().serve((stdout, stdin)).await.expect("MCP initialisation");
+        let (mut child, pid, _tmp, client) = fixture_server().await;
         let call = |who: &str| {
             CallToolRequestParams::new("run_echo_greet")
                 .with_arguments(json!({ "who": who }).as_object().unwrap().clone())
@@ -311,20 +322,8 @@ async fn the_next_run_is_parked_and_dies_with_the_server() {
         // SAFETY: signalling our own child.
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
         let _ = child.wait().await;
-        let end = tokio::time::Instant::now() + SETTLE;
-        let alive = || -> Vec<&(u32, String)> {
-            kept.iter()
-                .filter(|(p, cmd)| {
-                    std::fs::read(format!("/proc/{p}/cmdline"))
-                        .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ") == *cmd)
-                })
-                .collect()
-        };
-        while !alive().is_empty() && tokio::time::Instant::now() < end {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
         assert_eq!(
-            alive(),
+            still_alive(&kept).await,
             Vec::<&(u32, String)>::new(),
             "processes outlived the server killed with SIGKILL"
         );
@@ -339,15 +338,7 @@ async fn the_next_run_is_parked_and_dies_with_the_server() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_parked_run_is_still_ended_by_its_timeout() {
     tokio::time::timeout(LIMIT, async {
-        let (mut child, _tmp) = crate::support::spawn_mcp(&[
-            "fixtures/mcp/skills",
-            "--config",
-            "fixtures/mcp/skillcat.toml",
-        ]);
-        let pid = child.id().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let client = ().serve((stdout, stdin)).await.expect("MCP initialisation");
+        let (mut child, pid, _tmp, client) = fixture_server().await;
         for n in 1..=3 {
             if n == 3 {
                 let parked = at_least(pid, 4).await;
