@@ -527,16 +527,7 @@ pub async fn served_versions(
 /// The skills the index of the registry served at `url` lists, as `add URL NAME` names them
 /// when it lacks `NAME`; none when the index cannot be read (the error says only the name).
 async fn served_names(url: &str, policy: &crate::client::Policy) -> Vec<String> {
-    use crate::source::http::{HttpOptions, HttpSource};
-    let mut opts = HttpOptions {
-        cache_dir: None,
-        ca_certificates: policy.ca_certificates.clone(),
-        ..HttpOptions::default()
-    };
-    if let Some(t) = policy.timeout {
-        opts.timeout = t;
-    }
-    match HttpSource::new(url, opts) {
+    match served::index_of(url, policy) {
         Ok(http) => http.list().await.unwrap_or_default(),
         Err(_) => Vec::new(),
     }

@@ -28,6 +28,20 @@ use crate::search::{ServedFindings, ServedSkill};
 use crate::source::http::{HttpOptions, HttpSource};
 use crate::source::{Source, SourceExt};
 
+/// The index of the registry served at `url`, read with `policy`'s certificates and timeout
+/// and no cache: what a copy and `add URL NAME` read.
+pub(super) fn index_of(url: &str, policy: &Policy) -> crate::Result<HttpSource> {
+    let mut opts = HttpOptions {
+        cache_dir: None,
+        ca_certificates: policy.ca_certificates.clone(),
+        ..HttpOptions::default()
+    };
+    if let Some(t) = policy.timeout {
+        opts.timeout = t;
+    }
+    HttpSource::new(url, opts)
+}
+
 /// A served registry read for a copy.
 pub(super) struct ServedOrigin {
     url: String,
@@ -42,15 +56,7 @@ pub(super) struct ServedOrigin {
 
 impl ServedOrigin {
     pub(super) fn new(url: &str, policy: &Policy) -> crate::Result<ServedOrigin> {
-        let mut opts = HttpOptions {
-            cache_dir: None,
-            ca_certificates: policy.ca_certificates.clone(),
-            ..HttpOptions::default()
-        };
-        if let Some(t) = policy.timeout {
-            opts.timeout = t;
-        }
-        let http = HttpSource::new(url, opts)?;
+        let http = index_of(url, policy)?;
         Ok(ServedOrigin {
             url: url.to_string(),
             shown: crate::source::redact_password(url),
