@@ -60,6 +60,44 @@ fn a_served_registry_is_collected_where_it_is_stored() {
         .says(&["run it there"]);
 }
 
+/// A PostgreSQL registry at `url` with its blobs at `blobs_url`, `alpha` 1.0.0 published into
+/// it (written under `tmp`), and beside it a blob of `orphan` that no version references (what
+/// a publish that crashed before its commit leaves): the store, its blobs and the orphan's
+/// digest.
+async fn published_with_orphan(
+    url: &str,
+    blobs_url: &str,
+    tmp: &Path,
+    orphan: &'static [u8],
+) -> (
+    PgStore,
+    Arc<dyn skillcat::registry::store::blobs::BlobStore>,
+    [u8; 32],
+) {
+    let store = PgStore::open_with(url, true, Some(blobs_url))
+        .await
+        .unwrap();
+    crate::support::write_skill(
+        &tmp.join("src/alpha"),
+        "---\nname: alpha\ndescription: Does alpha things. Use when testing gc.\n---\nBody.\n",
+        &[],
+    );
+    let src = DirSource::open(&tmp.join("src"), DirOptions::default()).unwrap();
+    let opts = PublishOptions {
+        version: Some("1.0.0".into()),
+        ..Default::default()
+    };
+    let prepared = prepare(&src, "alpha", &opts).await.unwrap();
+    store.commit(Arc::new(prepared), None).await.unwrap();
+    let blobs = open_blobs(blobs_url).await.unwrap();
+    let digest = skillcat::digest::sha256(orphan);
+    blobs
+        .put(&digest, bytes::Bytes::from_static(orphan))
+        .await
+        .unwrap();
+    (store, blobs, digest)
+}
+
 /// A PostgreSQL registry with its blobs in a directory: a blob a crashed publish left behind
 /// (written, its row never committed) is kept through the grace period, named by a dry run,
 /// then deleted; every blob a version references stays, and the registry checks clean.
@@ -70,33 +108,12 @@ fn a_database_registry_collects_an_orphaned_blob_after_the_grace_period() {
     let blobs_url = format!("file://{}", dir.display());
     let (url, _db) = postgres::fresh_database();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let orphan = skillcat::digest::sha256(b"a blob whose row never committed");
-    let store = rt.block_on(async {
-        let store = PgStore::open_with(&url, true, Some(&blobs_url))
-            .await
-            .unwrap();
-        crate::support::write_skill(
-            &tmp.path().join("src/alpha"),
-            "---\nname: alpha\ndescription: Does alpha things. Use when testing gc.\n---\nBody.\n",
-            &[],
-        );
-        let src = DirSource::open(&tmp.path().join("src"), DirOptions::default()).unwrap();
-        let opts = PublishOptions {
-            version: Some("1.0.0".into()),
-            ..Default::default()
-        };
-        let prepared = prepare(&src, "alpha", &opts).await.unwrap();
-        store.commit(Arc::new(prepared), None).await.unwrap();
-        let blobs = open_blobs(&blobs_url).await.unwrap();
-        blobs
-            .put(
-                &orphan,
-                bytes::Bytes::from_static(b"a blob whose row never committed"),
-            )
-            .await
-            .unwrap();
-        store
-    });
+    let (store, _blobs, orphan) = rt.block_on(published_with_orphan(
+        &url,
+        &blobs_url,
+        tmp.path(),
+        b"a blob whose row never committed",
+    ));
     let orphan_file = dir.join(blob_key(&orphan));
     let hex = skillcat::digest::to_hex(orphan);
 
@@ -156,31 +173,12 @@ fn a_database_registry_with_blobs_in_s3_publishes_reads_and_collects() {
     let tmp = tempfile::tempdir().unwrap();
     let (url, _db) = postgres::fresh_database();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let orphan = skillcat::digest::sha256(b"an orphan in the bucket");
-    let (store, blobs) = rt.block_on(async {
-        let store = PgStore::open_with(&url, true, Some(&s3)).await.unwrap();
-        crate::support::write_skill(
-            &tmp.path().join("src/alpha"),
-            "---\nname: alpha\ndescription: Does alpha things. Use when testing gc.\n---\nBody.\n",
-            &[],
-        );
-        let src = DirSource::open(&tmp.path().join("src"), DirOptions::default()).unwrap();
-        let opts = PublishOptions {
-            version: Some("1.0.0".into()),
-            ..Default::default()
-        };
-        let prepared = prepare(&src, "alpha", &opts).await.unwrap();
-        store.commit(Arc::new(prepared), None).await.unwrap();
-        let blobs = open_blobs(&s3).await.unwrap();
-        blobs
-            .put(
-                &orphan,
-                bytes::Bytes::from_static(b"an orphan in the bucket"),
-            )
-            .await
-            .unwrap();
-        (store, blobs)
-    });
+    let (store, blobs, orphan) = rt.block_on(published_with_orphan(
+        &url,
+        &s3,
+        tmp.path(),
+        b"an orphan in the bucket",
+    ));
     run(&["registry", "gc", &url]).code(0);
     assert!(rt.block_on(blobs.get(&orphan)).unwrap().is_some());
     let out = run(&["registry", "gc", &url, "--grace", "0", "--format", "json"]);
