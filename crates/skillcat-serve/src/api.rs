@@ -307,7 +307,7 @@ struct Api {
 }
 
 /// A refusal: status, a short code and a sentence.
-pub(crate) struct Refusal {
+struct Refusal {
     status: StatusCode,
     code: &'static str,
     detail: String,
@@ -319,7 +319,7 @@ pub(crate) struct Refusal {
     findings: Option<Box<Value>>,
 }
 
-pub(crate) fn refuse(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Refusal {
+fn refuse(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Refusal {
     Refusal {
         status,
         code,
@@ -406,15 +406,7 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
 }
 
 impl Refusal {
-    /// The same refusal, answered with `Retry-After: secs`.
-    pub(crate) fn retry_after(self, secs: u64) -> Refusal {
-        Refusal {
-            retry_after: Some(secs),
-            ..self
-        }
-    }
-
-    pub(crate) fn into_response(self) -> Response {
+    fn into_response(self) -> Response {
         let mut body = ErrorBody::new(self.code, self.detail);
         body.errors[0].findings = self.findings.map(|f| *f);
         let body = serde_json::to_value(&body).expect("an error body serializes");
@@ -434,7 +426,7 @@ impl Refusal {
 }
 
 /// One stderr line about the API (never a token: only token names are passed here).
-pub(crate) fn log(line: std::fmt::Arguments<'_>) {
+fn log(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
@@ -659,7 +651,7 @@ fn registry_status(e: RegistryError) -> Refusal {
 }
 
 /// The `Retry-After` of a write refused because the database did not answer, in seconds.
-pub(crate) const UNAVAILABLE_RETRY: u64 = 2;
+const UNAVAILABLE_RETRY: u64 = 2;
 
 /// A failure of the server itself: the answer says only that (the cause goes to the log).
 fn internal() -> Refusal {

@@ -22,11 +22,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use crate::api::{UNAVAILABLE_RETRY, log, refuse};
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
+use skillcat_core::api::ErrorBody;
 
 use crate::registry::store::{ChangePage, Store};
 use crate::registry::{RegistryError, RegistrySource};
@@ -205,6 +205,12 @@ impl Replica {
     }
 }
 
+/// One stderr line (never a token or a password: the store shows itself without one).
+fn log(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 /// What `GET /api/v1/changes` was asked: the position after which to answer, and how many.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct ChangesQuery {
@@ -284,7 +290,7 @@ pub(crate) async fn changes(
 ) -> Response {
     let q = match changes_query(raw.as_deref()) {
         Ok(q) => q,
-        Err(why) => return refuse(StatusCode::BAD_REQUEST, "bad_query", why).into_response(),
+        Err(why) => return error(StatusCode::BAD_REQUEST, "bad_query", why, None),
     };
     match replica.store.changes(q.since, q.limit).await {
         Ok(page) => {
@@ -300,24 +306,40 @@ pub(crate) async fn changes(
         }
         Err(e @ RegistryError::Unavailable { .. }) => {
             log(format_args!("GET /api/v1/changes: 503: {e}"));
-            refuse(
+            error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
-                "the registry's database is unavailable; retry",
+                "the registry's database is unavailable; retry".into(),
+                Some(2),
             )
-            .retry_after(UNAVAILABLE_RETRY)
-            .into_response()
         }
         Err(e) => {
             log(format_args!("GET /api/v1/changes: 500: {e}"));
-            refuse(
+            error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal",
-                "the change feed could not be read (see the server's log)",
+                "the change feed could not be read (see the server's log)".into(),
+                None,
             )
-            .into_response()
         }
     }
+}
+
+fn error(status: StatusCode, code: &str, detail: String, retry: Option<u64>) -> Response {
+    let text = serde_json::to_string(&ErrorBody::new(code, detail)).expect("serialises");
+    let mut r = Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CONTENT_LENGTH, text.len())
+        .header(header::CACHE_CONTROL, "no-store")
+        .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
+        .body(Body::from(text))
+        .expect("valid response");
+    if let Some(secs) = retry {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    r
 }
 
 #[cfg(test)]
