@@ -59,6 +59,7 @@ use skillcat_audit::{AuditOptions, Policy, Severity, summary_at};
 use skillcat_core::api::ErrorBody;
 
 use super::limits::Conn;
+use super::respond::{UNAVAILABLE_RETRY, error_response, json_response, log};
 use super::site::Site;
 use crate::archive::{ArchiveError, ArchiveLimits, sniff};
 use crate::feed::Replica;
@@ -393,42 +394,19 @@ impl ServerFiles {
     }
 }
 
-fn json_response(status: StatusCode, body: &Value) -> Response {
-    let text = body.to_string();
-    Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::CONTENT_LENGTH, text.len())
-        .header(header::CACHE_CONTROL, "no-store")
-        .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
-        .body(Body::from(text))
-        .expect("valid response")
-}
-
 impl Refusal {
     fn into_response(self) -> Response {
         let mut body = ErrorBody::new(self.code, self.detail);
         body.errors[0].findings = self.findings.map(|f| *f);
-        let body = serde_json::to_value(&body).expect("an error body serializes");
-        let mut r = json_response(self.status, &body);
+        let mut r = error_response(self.status, &body, self.retry_after);
         if self.status == StatusCode::UNAUTHORIZED {
             r.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer realm=\"skillcat\""),
             );
         }
-        if let Some(secs) = self.retry_after {
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        }
         r
     }
-}
-
-/// One stderr line about the API (never a token: only token names are passed here).
-fn log(line: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 fn stamp_of(path: &std::path::Path) -> Option<(SystemTime, u64, u64)> {
@@ -649,9 +627,6 @@ fn registry_status(e: RegistryError) -> Refusal {
         _ => internal(),
     }
 }
-
-/// The `Retry-After` of a write refused because the database did not answer, in seconds.
-const UNAVAILABLE_RETRY: u64 = 2;
 
 /// A failure of the server itself: the answer says only that (the cause goes to the log).
 fn internal() -> Refusal {

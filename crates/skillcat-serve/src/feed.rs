@@ -24,9 +24,11 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::Response;
 use skillcat_core::api::ErrorBody;
+
+use crate::respond::{UNAVAILABLE_RETRY, error_response, log};
 
 use crate::registry::store::{ChangePage, Store};
 use crate::registry::{RegistryError, RegistrySource};
@@ -205,12 +207,6 @@ impl Replica {
     }
 }
 
-/// One stderr line (never a token or a password: the store shows itself without one).
-fn log(line: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
 /// What `GET /api/v1/changes` was asked: the position after which to answer, and how many.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct ChangesQuery {
@@ -310,7 +306,7 @@ pub(crate) async fn changes(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
                 "the registry's database is unavailable; retry".into(),
-                Some(2),
+                Some(UNAVAILABLE_RETRY),
             )
         }
         Err(e) => {
@@ -326,20 +322,7 @@ pub(crate) async fn changes(
 }
 
 fn error(status: StatusCode, code: &str, detail: String, retry: Option<u64>) -> Response {
-    let text = serde_json::to_string(&ErrorBody::new(code, detail)).expect("serialises");
-    let mut r = Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::CONTENT_LENGTH, text.len())
-        .header(header::CACHE_CONTROL, "no-store")
-        .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
-        .body(Body::from(text))
-        .expect("valid response");
-    if let Some(secs) = retry {
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-    }
-    r
+    error_response(status, &ErrorBody::new(code, detail), retry)
 }
 
 #[cfg(test)]

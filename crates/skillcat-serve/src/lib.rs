@@ -57,6 +57,7 @@ mod export;
 mod feed;
 mod index_statement;
 mod limits;
+mod respond;
 mod server;
 mod site;
 #[cfg(feature = "tls")]
