@@ -624,6 +624,21 @@ pub(crate) async fn receive_work(
     let f: Vec<&str> = line.split_whitespace().collect();
     let num =
         |i: usize| -> Result<u64, String> { f.get(i).and_then(|v| v.parse().ok()).ok_or_else(bad) };
+    let ident = |fd: &OwnedFd| sandbox::linux::identity(fd).map_err(|e| e.to_string());
+    // "own DEV INO" + [root]: the tmpfs of a process's one run, in the run's namespaces.
+    if f.first() == Some(&"own") && f.len() == 3 && fds.len() == 1 {
+        let (dev, ino) = (num(1)?, num(2)?);
+        let root = fds.pop().ok_or_else(bad)?;
+        if ident(&root)? != (dev, ino) {
+            return Err(bad());
+        }
+        return Ok(Some(super::workspace::BoundedWork {
+            ns: None,
+            root,
+            inode: (dev, ino),
+        }));
+    }
+    // "work DEV INO MNT_NS USER" + [mnt, user?, root]: the workspace's own namespaces.
     if f.first() != Some(&"work") || f.len() != 5 {
         return Err(bad());
     }
@@ -634,13 +649,11 @@ pub(crate) async fn receive_work(
     let root = fds.pop().ok_or_else(bad)?;
     let user = if user { fds.pop() } else { None };
     let mnt = fds.pop().ok_or_else(bad)?;
-    let ident = |fd: &OwnedFd| sandbox::linux::identity(fd).map_err(|e| e.to_string());
     if ident(&mnt)?.1 != mnt_ns || ident(&root)? != (dev, ino) {
         return Err(bad());
     }
     Ok(Some(super::workspace::BoundedWork {
-        mnt,
-        user,
+        ns: Some(super::workspace::WorkNamespaces { mnt, user }),
         root,
         inode: (dev, ino),
     }))
@@ -937,6 +950,66 @@ fn set_rlimits(l: &RunLimits) -> std::io::Result<()> {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::ends_the_run;
+
+    /// What the helper says of the work directory it made is taken only as it says it: `own`
+    /// with exactly the one descriptor whose identity it names (a process's one run), `work`
+    /// with its namespaces, an error as the reason, a closed socket as nothing made; any other
+    /// shape, count of descriptors or identity is refused.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_work_directory_answer_is_taken_only_as_it_says() {
+        use crate::script::sandbox::linux::{identity, zygote::send_with_fds};
+        use std::os::fd::{AsRawFd, OwnedFd};
+        let dir = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let open = |p: &std::path::Path| OwnedFd::from(std::fs::File::open(p).unwrap());
+        let (root, elsewhere) = (open(dir.path()), open(other.path()));
+        let (dev, ino) = identity(&root).unwrap();
+        let (r, e) = (root.as_raw_fd(), elsewhere.as_raw_fd());
+        let answer = |text: String, fds: Vec<i32>| async move {
+            let (ours, theirs) = super::work_socket().unwrap();
+            if !text.is_empty() {
+                send_with_fds(&theirs, text.as_bytes(), &fds).unwrap();
+            }
+            drop(theirs);
+            super::receive_work(ours).await
+        };
+        let own = format!("own {dev} {ino}");
+        let made = answer(own.clone(), vec![r]).await.unwrap().unwrap();
+        assert!(
+            made.ns.is_none(),
+            "a one-run work directory has no namespaces to join"
+        );
+        assert_eq!(made.inode, (dev, ino));
+        assert_eq!(identity(&made.root).unwrap(), (dev, ino));
+
+        assert_eq!(
+            answer(String::new(), vec![])
+                .await
+                .unwrap()
+                .map(|m| m.inode),
+            None
+        );
+        assert_eq!(
+            answer("error the kernel said no".into(), vec![])
+                .await
+                .unwrap_err(),
+            "the kernel said no"
+        );
+        for (text, fds) in [
+            (own.clone(), vec![e]),
+            (own.clone(), vec![]),
+            (own.clone(), vec![r, r]),
+            (format!("own {dev}"), vec![r]),
+            (format!("own {dev} {ino} 1"), vec![r]),
+            (format!("work {dev} {ino} 1 0"), vec![r]),
+            (format!("mine {dev} {ino}"), vec![r]),
+        ] {
+            let got = answer(text.clone(), fds).await;
+            let err = got.map(|m| m.map(|m| m.inode)).unwrap_err();
+            assert!(err.starts_with("unexpected answer"), "{text:?}: {err}");
+        }
+    }
 
     /// The status is read to the helper's last word and no further: a whole `exit` or
     /// `signal` line, never a part of one or another line that merely contains the word.

@@ -246,7 +246,9 @@ pub(crate) mod after_exit {
 /// nothing changes: the workspace is removed when its skill is unloaded, as always. What a
 /// crash leaves is removed by the cleaner too. The process's blocking work then runs inline
 /// too ([`run_blocking_work_inline`](crate::source::run_blocking_work_inline)): it makes one
-/// run, and nothing else waits on its runtime.
+/// run, and nothing else waits on its runtime. That run's bounded work directory is its own,
+/// made in the run's namespaces ([`WorkspacePolicy::in_run`](super::sandbox::WorkspacePolicy)):
+/// a second run of the same workspace is refused.
 pub fn teardown_after_exit() {
     after_exit::want();
     // The same process makes its one run with no thread of the blocking pool.

@@ -585,9 +585,9 @@ impl Runner {
         });
         let run = async {
             let mut inherit = Vec::new();
-            if let Some(b) = ws.bounded() {
-                inherit.push((&b.mnt, WORKSPACE_MNT_FD));
-                if let Some(user) = &b.user {
+            if let Some(ns) = ws.bounded().and_then(|b| b.ns.as_ref()) {
+                inherit.push((&ns.mnt, WORKSPACE_MNT_FD));
+                if let Some(user) = &ns.user {
                     inherit.push((user, WORKSPACE_USER_FD));
                 }
             }
@@ -811,6 +811,8 @@ impl Runner {
             inode,
             bytes: quota.bytes,
             files: quota.files,
+            // A process that makes one run: the run's own namespaces hold it.
+            in_run: super::reaper::after_exit::wanted(),
         });
         super::process::work_socket().map_err(|e| failed(format!("socket: {e}")))
     }
@@ -884,10 +886,12 @@ impl Runner {
         cwd: PathBuf,
         ws: &Workspace,
     ) {
-        let Some(b) = ws.bounded() else { return };
+        let Some(ns) = ws.bounded().and_then(|b| b.ns.as_ref()) else {
+            return;
+        };
         let (Ok(mnt), Ok(user)) = (
-            b.mnt.try_clone(),
-            b.user.as_ref().map(|u| u.try_clone()).transpose(),
+            ns.mnt.try_clone(),
+            ns.user.as_ref().map(|u| u.try_clone()).transpose(),
         ) else {
             return;
         };
@@ -997,12 +1001,25 @@ impl Runner {
             }
         }
         // A bounded work directory is a tmpfs in the workspace's mount namespace: the helper
-        // joins it and binds the rule to the tmpfs's root there.
-        let workspace = ws.bounded().map(|b| JoinWorkspace {
-            user: b.user.is_some(),
-            work: work.clone(),
-            inode: b.inode,
-        });
+        // joins it and binds the rule to the tmpfs's root there. One that was the first run's
+        // own (a process that makes one run) is joined by none.
+        let workspace = match ws.bounded() {
+            Some(b) => match &b.ns {
+                Some(ns) => Some(JoinWorkspace {
+                    user: ns.user.is_some(),
+                    work: work.clone(),
+                    inode: b.inode,
+                }),
+                None => {
+                    return Err(ScriptError::SandboxFailed {
+                        reason: "this process made its one run (teardown_after_exit): that run's \
+                             work directory was its own, and no later run can enter it"
+                            .into(),
+                    });
+                }
+            },
+            None => None,
+        };
         if workspace.is_none() {
             rules.push(FsRule {
                 path: work,

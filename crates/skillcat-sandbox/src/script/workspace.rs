@@ -895,17 +895,25 @@ fn empty_dir(top: OwnedFd, top_id: (u64, u64)) -> io::Result<()> {
 /// A work directory bounded while scripts write (Linux): a tmpfs of the workspace quota
 /// (`size`, `nr_inodes`) mounted on `work/` in a mount namespace of the workspace's own, held
 /// by these descriptors. Runs join the namespaces; dropping the descriptors unmounts and frees
-/// the tmpfs (no process keeps it).
+/// the tmpfs (no process keeps it). In a process that makes one run the tmpfs is its run's
+/// own, mounted in the run's namespaces: only its root is held, and no run joins it.
 #[derive(Debug)]
 pub(crate) struct BoundedWork {
-    /// The mount namespace where the tmpfs is mounted on `work/`.
-    pub(crate) mnt: OwnedFd,
-    /// Its user namespace, when the kernel allowed one.
-    pub(crate) user: Option<OwnedFd>,
+    /// The namespaces later runs join; `None` for the tmpfs of a process's one run.
+    pub(crate) ns: Option<WorkNamespaces>,
     /// The tmpfs's root directory.
     pub(crate) root: OwnedFd,
     /// Its device and inode.
     pub(crate) inode: (u64, u64),
+}
+
+/// The namespaces of a workspace's own where its tmpfs is mounted on `work/`.
+#[derive(Debug)]
+pub(crate) struct WorkNamespaces {
+    /// The mount namespace.
+    pub(crate) mnt: OwnedFd,
+    /// Its user namespace, when the kernel allowed one.
+    pub(crate) user: Option<OwnedFd>,
 }
 
 /// After a run in a bounded work directory (`root`, a descriptor of its tmpfs's root, whose

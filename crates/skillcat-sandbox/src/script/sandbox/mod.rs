@@ -311,6 +311,13 @@ pub struct WorkspacePolicy {
     pub bytes: u64,
     /// Files and directories it holds at most (its root not counted).
     pub files: u64,
+    /// Made by the run's first process, in the run's own namespaces, instead of in namespaces
+    /// of the workspace's own that later runs join: the process makes one run
+    /// ([`teardown_after_exit`](crate::script::teardown_after_exit)), so no run would join
+    /// them, and no process or namespace is made for them. Only the tmpfs's root is handed to
+    /// the supervisor (`own DEV INO`), which reads what the run left through it.
+    #[serde(default)]
+    pub in_run: bool,
 }
 
 /// What the helper is asked to do: the JSON on [`POLICY_FD`].
@@ -503,8 +510,17 @@ mod tests {
             inode: (5, 6),
             bytes: 1 << 20,
             files: 10,
+            in_run: false,
         });
-        for request in [HelperRequest::Run(p), HelperRequest::Run(making)] {
+        let mut in_run = making.clone();
+        if let Some(w) = &mut in_run.make_work {
+            w.in_run = true;
+        }
+        for request in [
+            HelperRequest::Run(p),
+            HelperRequest::Run(making),
+            HelperRequest::Run(in_run),
+        ] {
             let back: HelperRequest = serde_json::from_str(&request.to_json().unwrap()).unwrap();
             assert_eq!(back, request);
         }

@@ -44,7 +44,7 @@ use std::os::unix::ffi::OsStrExt;
 use super::{
     FsAccess, FsRule, HelperPolicy, HelperRequest, JoinWorkspace, Mode, NetMode, POLICY_FD,
     POLICY_MAX, PROXY_PORT, PROXY_SOCKET_FD, RELEASE_FD, RUN_HOST_ID, Release, SANDBOX_ID,
-    SETUP_FAILED, STATUS_FD,
+    SETUP_FAILED, STATUS_FD, WORKSPACE_SOCKET_FD,
 };
 
 /// The Landlock ABI of the running kernel (`None`: not built in or disabled).
@@ -423,6 +423,12 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         unsafe { libc::_exit(code as i32) };
     }
 
+    if plan.in_run.is_some() {
+        // The child makes the work directory and answers on the socket: the supervisor sees it
+        // close once the child has (or has gone).
+        // SAFETY: closing our own copy of an inherited descriptor.
+        unsafe { libc::close(WORKSPACE_SOCKET_FD) };
+    }
     if proxied {
         // The child holds the proxy's socket now; once it has sent the listener (or failed),
         // the supervisor sees the socket close.
@@ -453,7 +459,8 @@ fn join_workspace(policy: &HelperPolicy) -> Result<Option<JoinWorkspace>, String
             return Err(format!("joining the workspace: {e}"));
         }
         joined = Some(join.clone());
-    } else if let Some(w) = &policy.make_work {
+    } else if let Some(w) = policy.make_work.as_ref().filter(|w| !w.in_run) {
+        // (A process's one run makes its work directory in its own namespaces: `root::build`.)
         match work::make(w) {
             Ok(made) => {
                 work::report(Ok(&made));
@@ -922,6 +929,34 @@ fn reap(pid: libc::pid_t) -> libc::c_int {
     }
 }
 
+/// The child's side of a process's one-run work directory ([`root::Plan::in_run`]), after
+/// the root is built: the tmpfs handed to the supervisor and given the work directory's
+/// Landlock rule (bound to the tmpfs's root, which now stands at the work directory's path),
+/// and its `TMPDIR` returned; or, where it could not be made, why said to the supervisor and
+/// `None` (the work directory on disk was bound instead, and its rule is the policy's).
+fn in_run_work(
+    plan: &root::Plan,
+    made: Result<std::os::fd::OwnedFd, String>,
+    ruleset: &mut landlock::Prepared,
+) -> Result<Option<CString>, String> {
+    let (Some(w), Ok(root)) = (&plan.in_run, &made) else {
+        work::report_in_run(Err(made.err().as_deref().unwrap_or("not asked for")));
+        return Ok(None);
+    };
+    let inode = identity(root).map_err(|e| format!("the work directory's tmpfs: {e}"))?;
+    let rule = FsRule {
+        path: w.work.clone(),
+        access: FsAccess::ReadWrite,
+        required: true,
+        inode: Some(inode),
+    };
+    ruleset.add(&rule).map_err(|e| format!("Landlock: {e}"))?;
+    work::report_in_run(Ok(root));
+    CString::new(w.work.join("tmp").as_os_str().as_bytes())
+        .map(Some)
+        .map_err(|_| "a NUL byte in the work directory's path".into())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn child(
     policy: &HelperPolicy,
@@ -956,13 +991,25 @@ fn child(
         // The script's files are made as its own id: 65534 inside its user namespace, the
         // run's host id without one.
         let mut own_proc = false;
+        let mut in_run_tmp = None;
         if ns.mnt {
             let fs_id = if ns.user { SANDBOX_ID } else { RUN_HOST_ID };
             match root::build(plan, trees, fs_id) {
-                Ok(proc) => own_proc = proc,
+                Ok(built) => {
+                    own_proc = built.proc;
+                    if let Some(made) = built.work {
+                        match in_run_work(plan, made, ruleset) {
+                            Ok(tmp) => in_run_tmp = tmp,
+                            Err(e) => return status.error("failed", &e),
+                        }
+                    }
+                }
                 Err(e) => return status.error("failed", &format!("the run's root: {e}")),
             }
+        } else if plan.in_run.is_some() {
+            work::report_in_run(Err("the run has no mount namespace of its own"));
         }
+        let tmp_dir = tmp_dir.or(in_run_tmp.as_deref());
         // The bounding set goes while we still hold CAP_SETPCAP (a root helper without a user
         // namespace loses every capability in setresuid below).
         drop_bounding_set();

@@ -33,7 +33,7 @@ use super::work::{
     SYS_MOVE_MOUNT, owned,
 };
 use super::{fstat, identity, idmap, open_no_symlinks};
-use crate::script::sandbox::{FsAccess, HelperPolicy, JoinWorkspace};
+use crate::script::sandbox::{FsAccess, HelperPolicy, JoinWorkspace, WorkspacePolicy};
 
 const SYS_OPEN_TREE: libc::c_long = 428;
 const OPEN_TREE_CLONE: libc::c_uint = 1;
@@ -56,6 +56,16 @@ pub(super) struct Entry {
 pub(super) struct Plan {
     pub(super) entries: Vec<Entry>,
     pub(super) protected: Vec<PathBuf>,
+    /// The work directory of a process's one run ([`WorkspacePolicy::in_run`]): a tmpfs made
+    /// here, in place of the work directory on disk (bound instead where it cannot be made).
+    pub(super) in_run: Option<WorkspacePolicy>,
+}
+
+/// What [`build`] made: whether the run has a procfs of its own, and the tmpfs of a process's
+/// one run (its root, open), or why it is on disk.
+pub(super) struct Built {
+    pub(super) proc: bool,
+    pub(super) work: Option<Result<OwnedFd, String>>,
 }
 
 /// The plan for `policy` (its rules, the joined work directory).
@@ -87,6 +97,10 @@ pub(super) fn plan(policy: &HelperPolicy, joined: Option<&JoinWorkspace>) -> Pla
     Plan {
         entries: all,
         protected: policy.protect.clone(),
+        in_run: policy
+            .make_work
+            .clone()
+            .filter(|w| w.in_run && joined.is_none()),
     }
 }
 
@@ -176,8 +190,8 @@ fn make_dirs(stage: &Path, dir: &Path) -> Result<(), String> {
 
 /// Builds the run's root in the child (a new mount namespace), enters it and detaches the
 /// host's tree. `fs_id` is the id the script's files are made as (mapped in its user
-/// namespace). Returns whether the run has a procfs of its own.
-pub(super) fn build(plan: &Plan, trees: &[idmap::Tree], fs_id: u32) -> Result<bool, String> {
+/// namespace).
+pub(super) fn build(plan: &Plan, trees: &[idmap::Tree], fs_id: u32) -> Result<Built, String> {
     let start = std::env::current_dir().map_err(|e| format!("the start directory: {e}"))?;
     super::make_slave().map_err(|e| format!("making a slave of /: {e}"))?;
     let sources = open_sources(plan, trees)?;
@@ -216,15 +230,41 @@ pub(super) fn build(plan: &Plan, trees: &[idmap::Tree], fs_id: u32) -> Result<bo
             libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             std::ptr::null(),
         ) == 0;
+        let mut work = None;
         for (e, source) in &sources {
+            if let Some(w) = plan.in_run.as_ref().filter(|w| w.work == e.path) {
+                match mount_work(&stage, w, fs_id) {
+                    Ok(root) => {
+                        work = Some(Ok(root));
+                        continue;
+                    }
+                    // The work directory on disk instead, bound as any other path.
+                    Err(why) => work = Some(Err(why)),
+                }
+            }
             bind(&stage, e, source, trees)?;
+        }
+        if plan.in_run.is_some() && work.is_none() {
+            work = Some(Err(
+                "the work directory has no place in the run's root".into()
+            ));
         }
         protect(&stage, &plan.protected)?;
         enter_root(&stage, &stage_c)?;
         std::env::set_current_dir(&start)
             .map_err(|e| format!("entering the start directory {}: {e}", start.display()))?;
-        Ok(proc)
+        Ok(Built { proc, work })
     }
+}
+
+/// The tmpfs of a process's one run, mounted at the work directory's place under the staging
+/// root: its root, open.
+fn mount_work(stage: &Path, w: &WorkspacePolicy, fs_id: u32) -> Result<OwnedFd, String> {
+    make_dirs(stage, &w.work)?;
+    let at = stage.join(w.work.strip_prefix("/").unwrap_or(&w.work));
+    let at_c = c(&at)?;
+    super::work::mount_in_run(w, fs_id, &at_c)
+        .map_err(|e| format!("mounting the work directory's tmpfs: {e}"))
 }
 
 /// Every source opened first, as the helper's ids (a root helper's child still reaches root's

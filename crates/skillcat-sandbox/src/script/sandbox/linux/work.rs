@@ -17,8 +17,12 @@
 //! Later runs [`join`] the namespaces from the supervisor's descriptors; the tmpfs lives as long
 //! as those descriptors (the workspace), and no process is left behind for it. Made inside the
 //! run's helper, the work directory costs no process start of its own.
+//!
+//! A process that makes one run needs no namespaces later runs could join: the run's first
+//! process mounts the tmpfs in the root it builds ([`mount_in_run`], from `root::build`) and
+//! hands only its root to the supervisor ([`report_in_run`]: `own DEV INO`).
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -186,24 +190,26 @@ pub(super) fn make(w: &WorkspacePolicy) -> Result<Made, String> {
 /// Hands `made` to the supervisor on [`WORKSPACE_SOCKET_FD`] (or says why there is none), and
 /// closes the socket.
 pub(super) fn report(made: Result<&Made, &str>) {
-    let (text, fds): (String, Vec<RawFd>) = match made {
+    match made {
         Ok(m) => {
             let mut fds = vec![m.mnt.as_raw_fd()];
             fds.extend(m.user.as_ref().map(AsRawFd::as_raw_fd));
             fds.push(m.root.as_raw_fd());
-            (
-                format!(
-                    "work {} {} {} {}",
-                    m.inode.0,
-                    m.inode.1,
-                    m.mnt_ns,
-                    u8::from(m.user.is_some())
-                ),
-                fds,
-            )
+            let text = format!(
+                "work {} {} {} {}",
+                m.inode.0,
+                m.inode.1,
+                m.mnt_ns,
+                u8::from(m.user.is_some())
+            );
+            send(&text, &fds);
         }
-        Err(why) => (format!("error {why}"), Vec::new()),
-    };
+        Err(why) => send(&format!("error {why}"), &[]),
+    }
+}
+
+/// Sends `text` and `fds` on [`WORKSPACE_SOCKET_FD`] in one message, and closes it.
+fn send(text: &str, fds: &[RawFd]) {
     // SAFETY: a message header over live local buffers; the control buffer is sized for the
     // descriptors it carries (CMSG_SPACE); the socket is ours to close.
     unsafe {
@@ -211,7 +217,7 @@ pub(super) fn report(made: Result<&Made, &str>) {
             iov_base: text.as_ptr() as *mut libc::c_void,
             iov_len: text.len(),
         };
-        let bytes = std::mem::size_of_val(fds.as_slice()) as libc::c_uint;
+        let bytes = std::mem::size_of_val(fds) as libc::c_uint;
         let mut control = vec![0u8; libc::CMSG_SPACE(bytes) as usize];
         let mut msg: libc::msghdr = std::mem::zeroed();
         msg.msg_iov = &mut iov;
@@ -279,6 +285,81 @@ fn mount_tmpfs(w: &WorkspacePolicy, user: bool) -> io::Result<(u64, u64)> {
     // namespace made without a user namespace copies shared mounts as shared); the host's
     // unmounts still reach this copy, so it pins no file system the host let go.
     super::make_slave().map_err(|e| annotate("making / a slave mount", e))?;
+    let mnt = new_tmpfs(w, owner)?;
+    let target = open_no_symlinks(&w.work).map_err(|e| annotate("the work directory", e))?;
+    if identity(&target)? != w.inode {
+        return Err(io::Error::other(
+            "the work directory is not the one that was checked (it was replaced since)",
+        ));
+    }
+    // SAFETY: two live descriptors and empty C strings.
+    let r = unsafe {
+        libc::syscall(
+            SYS_MOVE_MOUNT,
+            mnt.as_raw_fd(),
+            c"".as_ptr(),
+            target.as_raw_fd(),
+            c"".as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+        )
+    };
+    if r != 0 {
+        return Err(annotate("move_mount", io::Error::last_os_error()));
+    }
+    identity(&mnt)
+}
+
+/// The work directory of a process's one run ([`WorkspacePolicy::in_run`]), made by the run's
+/// first process in its own mount namespace while it builds its root: a tmpfs of the quota,
+/// owned by `owner` (the id the script's files are made as), mounted at `at` (the work
+/// directory's place under the root being built, made already). Returns its root, opened.
+pub(super) fn mount_in_run(w: &WorkspacePolicy, owner: u32, at: &CStr) -> io::Result<OwnedFd> {
+    let mnt = new_tmpfs(w, owner)?;
+    // SAFETY: a live descriptor and two C strings.
+    let r = unsafe {
+        libc::syscall(
+            SYS_MOVE_MOUNT,
+            mnt.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            at.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if r != 0 {
+        return Err(annotate("move_mount", io::Error::last_os_error()));
+    }
+    // SAFETY: a C string; the descriptor is owned once.
+    let root = owned(
+        unsafe {
+            libc::open(
+                at.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        } as libc::c_long,
+        "opening the work directory's tmpfs",
+    )?;
+    if identity(&root)? != identity(&mnt)? {
+        return Err(io::Error::other(
+            "the work directory's tmpfs is not the one just mounted",
+        ));
+    }
+    Ok(root)
+}
+
+/// Hands the tmpfs of a process's one run (its root, open) to the supervisor on
+/// [`WORKSPACE_SOCKET_FD`] as `own DEV INO` (or says why there is none), and closes the socket.
+pub(super) fn report_in_run(made: Result<&OwnedFd, &str>) {
+    match made.map(|root| (identity(root), root)) {
+        Ok((Ok((dev, ino)), root)) => send(&format!("own {dev} {ino}"), &[root.as_raw_fd()]),
+        Ok((Err(e), _)) => send(&format!("error the work directory's tmpfs: {e}"), &[]),
+        Err(why) => send(&format!("error {why}"), &[]),
+    }
+}
+
+/// A new tmpfs of the workspace quota, mode 0700, owned by `owner`, mounted nowhere yet
+/// (`nosuid`, `nodev`): its mount's descriptor.
+fn new_tmpfs(w: &WorkspacePolicy, owner: u32) -> io::Result<OwnedFd> {
     // SAFETY: a C string literal; the descriptor is owned once.
     let fs = owned(
         unsafe { libc::syscall(SYS_FSOPEN, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) },
@@ -325,7 +406,7 @@ fn mount_tmpfs(w: &WorkspacePolicy, user: bool) -> io::Result<(u64, u64)> {
         return Err(annotate("creating the tmpfs", io::Error::last_os_error()));
     }
     // SAFETY: a live descriptor and integer flags; the descriptor is owned once.
-    let mnt = owned(
+    owned(
         unsafe {
             libc::syscall(
                 SYS_FSMOUNT,
@@ -335,28 +416,7 @@ fn mount_tmpfs(w: &WorkspacePolicy, user: bool) -> io::Result<(u64, u64)> {
             )
         },
         "fsmount",
-    )?;
-    let target = open_no_symlinks(&w.work).map_err(|e| annotate("the work directory", e))?;
-    if identity(&target)? != w.inode {
-        return Err(io::Error::other(
-            "the work directory is not the one that was checked (it was replaced since)",
-        ));
-    }
-    // SAFETY: two live descriptors and empty C strings.
-    let r = unsafe {
-        libc::syscall(
-            SYS_MOVE_MOUNT,
-            mnt.as_raw_fd(),
-            c"".as_ptr(),
-            target.as_raw_fd(),
-            c"".as_ptr(),
-            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
-        )
-    };
-    if r != 0 {
-        return Err(annotate("move_mount", io::Error::last_os_error()));
-    }
-    identity(&mnt)
+    )
 }
 
 /// Joins a workspace's namespaces (inherited on [`WORKSPACE_USER_FD`] and

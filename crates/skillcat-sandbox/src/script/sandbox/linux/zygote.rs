@@ -286,7 +286,7 @@ pub(crate) fn seqpacket() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// One message with descriptors (`SCM_RIGHTS`); never raises SIGPIPE.
-fn send_with_fds(sock: &OwnedFd, text: &[u8], fds: &[libc::c_int]) -> io::Result<()> {
+pub(crate) fn send_with_fds(sock: &OwnedFd, text: &[u8], fds: &[libc::c_int]) -> io::Result<()> {
     let fd_bytes = std::mem::size_of_val(fds);
     // SAFETY: CMSG_SPACE is a size computation.
     let space = unsafe { libc::CMSG_SPACE(fd_bytes as libc::c_uint) } as usize;
