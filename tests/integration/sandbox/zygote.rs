@@ -36,6 +36,11 @@ impl World {
                     true,
                 ),
                 (
+                    "scripts/ns.sh",
+                    "#!/bin/sh\nfor n in user net ipc pid mnt; do echo \"$n $(readlink /proc/self/ns/$n)\"; done\n",
+                    true,
+                ),
+                (
                     "scripts/probe.sh",
                     "#!/bin/sh\n\
                      echo \"env: $(env | sort | tr '\\n' ' ')\"\n\
@@ -219,6 +224,70 @@ fn a_run_forks_its_helper_from_the_zygote_without_executing_the_binary_again() {
         tree.iter().any(|p| p.ppid == helper.pid),
         "no script under the helper: {tree:?}"
     );
+}
+
+/// The namespaces of `pid`, by name (`user` → `user:[4026531837]`).
+fn namespaces_of(pid: &str) -> std::collections::BTreeMap<String, String> {
+    ["user", "net", "ipc", "pid", "mnt"]
+        .into_iter()
+        .map(|n| {
+            let link = std::fs::read_link(format!("/proc/{pid}/ns/{n}")).unwrap();
+            (n.to_string(), link.to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+/// The user, network and IPC namespaces the zygote makes while `skillcat run` gets its run
+/// ready (`premade`) are that run's alone: a run in its script and one started meanwhile have
+/// none in common, and none is the host's.
+#[test]
+fn each_run_has_namespaces_of_its_own_though_made_ahead() {
+    let w = World::new();
+    let mut waiting = w.spawn_wait();
+    let writer = w.writer(&mut waiting);
+    let script = descendants(waiting.id() as i32)
+        .into_iter()
+        .find(|p| p.comm == "sh")
+        .unwrap_or_else(|| panic!("no script under the run"));
+    let first = namespaces_of(&script.pid.to_string());
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            w.dir.path().join("skills").to_str().unwrap(),
+            "zyg",
+            "ns",
+        ])
+        .current_dir(w.dir.path())
+        .env("SKILLCAT_CONFIG", w.dir.path().join("skillcat.toml"))
+        .env("XDG_RUNTIME_DIR", w.dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let second: std::collections::BTreeMap<String, String> = text
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(n, link)| (n.to_string(), link.to_string()))
+        .collect();
+    let host = namespaces_of("self");
+    assert_eq!(second.len(), 5, "{text}");
+    for (n, link) in &second {
+        assert_ne!(
+            link, &host[n],
+            "the second run is in the host's {n} namespace"
+        );
+        assert_ne!(link, &first[n], "both runs are in one {n} namespace");
+        assert_ne!(
+            first[n], host[n],
+            "the first run is in the host's {n} namespace"
+        );
+    }
+    drop(writer);
+    waiting.wait().unwrap();
 }
 
 #[test]

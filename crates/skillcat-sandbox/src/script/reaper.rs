@@ -251,6 +251,9 @@ pub(crate) mod after_exit {
 /// a second run of the same workspace is refused.
 pub fn teardown_after_exit() {
     after_exit::want();
+    // Its run's user, network and IPC namespaces are made by the zygote meanwhile.
+    #[cfg(target_os = "linux")]
+    super::sandbox::linux::zygote::premake();
     // The same process makes its one run with no thread of the blocking pool.
     crate::source::run_blocking_work_inline();
 }

@@ -30,6 +30,7 @@
 pub mod cgroup;
 mod idmap;
 mod landlock;
+mod premade;
 mod root;
 mod seccomp;
 mod work;
@@ -378,6 +379,12 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         Ok(j) => j,
         Err(e) => return status.error("failed", &e),
     };
+    // The namespaces the zygote made ahead of a process's one run, joined instead of made
+    // (see `premade`): after everything that needs the host's view, as a workspace's are.
+    let premade = match join_premade(policy, joined.is_some()) {
+        Ok(p) => p,
+        Err(e) => return status.error("failed", &e),
+    };
     let tmp_dir = match work_rule(joined.as_ref(), &mut ruleset) {
         Ok(t) => t,
         Err(e) => return status.error("failed", &e),
@@ -390,7 +397,7 @@ fn confined(policy: &HelperPolicy, status: &Status) -> u8 {
         Err(e) => return status.error("failed", &format!("pipe: {e}")),
     };
 
-    let attempts = clone_attempts(policy, joined.as_ref(), root, trees.is_empty());
+    let attempts = clone_attempts(policy, joined.as_ref(), premade, root, trees.is_empty());
     let proxied = policy.network == NetMode::Proxied;
     let spawned = match spawn(&attempts) {
         Ok(s) => s,
@@ -479,6 +486,21 @@ fn join_workspace(policy: &HelperPolicy) -> Result<Option<JoinWorkspace>, String
     Ok(joined)
 }
 
+/// Joins the user, IPC and network namespaces the zygote made for this run, when it made them
+/// and the run may have them: not when it joins a workspace's, nor for a parked run (which the
+/// zygote of a serving process never makes them for anyway). `true` when joined.
+fn join_premade(policy: &HelperPolicy, joins_workspace: bool) -> Result<bool, String> {
+    let Some(p) = premade::take() else {
+        return Ok(false);
+    };
+    if joins_workspace || policy.parked {
+        return Ok(false);
+    }
+    premade::join(&p, policy.network != NetMode::All)
+        .map_err(|e| format!("joining the run's namespaces: {e}"))?;
+    Ok(true)
+}
+
 /// The joined work directory's rule, opened inside the workspace's namespaces (a rule on the
 /// directory beneath the mount would not cover the tmpfs), and its `tmp` as a C string.
 fn work_rule(
@@ -509,6 +531,7 @@ fn work_rule(
 fn clone_attempts(
     policy: &HelperPolicy,
     joined: Option<&JoinWorkspace>,
+    premade: bool,
     root: bool,
     no_trees: bool,
 ) -> Vec<(libc::c_int, Ns, bool)> {
@@ -529,6 +552,12 @@ fn clone_attempts(
     match joined {
         // Already in the workspace's user namespace (or none), its ids mapped.
         Some(j) => attempts.push((base, ns(j.user, true), false)),
+        // In the user, IPC and network namespaces made for it (`premade`), ids mapped.
+        None if premade => attempts.push((
+            libc::CLONE_NEWPID | libc::CLONE_NEWNS,
+            ns(true, true),
+            false,
+        )),
         None => {
             attempts.push((libc::CLONE_NEWUSER | base, ns(true, true), true));
             if root {
@@ -542,7 +571,11 @@ fn clone_attempts(
     // the proxy).
     let proxied = policy.network == NetMode::Proxied;
     if no_trees && !proxied {
-        attempts.push((0, ns(joined.is_some_and(|j| j.user), false), false));
+        attempts.push((
+            0,
+            ns(premade || joined.is_some_and(|j| j.user), false),
+            false,
+        ));
     }
     attempts
 }

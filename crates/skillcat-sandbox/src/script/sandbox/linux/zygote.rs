@@ -225,6 +225,17 @@ pub(in crate::script) async fn fork_helper(req: Request<'_>) -> Option<Forked> {
     parsed
 }
 
+/// Asks the zygote to make the namespaces of this process's one run while the process gets
+/// the run ready (`premade`): no answer, nothing waited for. Nothing happens without a zygote.
+pub(in crate::script) fn premake() {
+    if let Some(z) = ZYGOTE.get()
+        && !z.dead.load(Ordering::Relaxed)
+        && send_with_fds(&z.sock, b"premake\n", &[]).is_err()
+    {
+        give_up(z);
+    }
+}
+
 /// Asks the zygote for a cleaner of the workspace base `base`: a process forked from it that
 /// outlives this one, waits until `exited` (a pipe's read end whose write end only this
 /// process holds) reads end-of-file — this process has exited, however — and then removes
@@ -492,6 +503,7 @@ fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
     match words.next() {
         Some("run") => {}
         Some("clean") => return serve_cleaner(&cwd, fds),
+        Some("premake") => return super::premade::make(),
         _ => return,
     }
     let stdin = words.next_if_eq(&"stdin").is_some();
@@ -516,6 +528,8 @@ fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
         drop(reply);
         helper_child(fds, (stdin, quiet), &targets, &cwd, me);
     }
+    // What was made ahead for a run is this helper's alone.
+    super::premade::forget();
     // SAFETY: pidfd_open on our own fresh child; the descriptor is owned once.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) });
@@ -617,7 +631,13 @@ fn helper_child(
         for (fd, &target) in inherited.iter().zip(targets) {
             ok &= libc::dup2(*fd, target) == target;
         }
-        close_from(RELEASE_FD as libc::c_uint + 1);
+        // The namespaces made ahead of this run, above every number a request places.
+        if !super::premade::hand_to_helper() {
+            for fd in RELEASE_FD + 1..=super::premade::LAST_FD {
+                libc::close(fd);
+            }
+        }
+        close_from(super::premade::LAST_FD as libc::c_uint + 1);
         if !ok {
             libc::_exit(SETUP_FAILED as i32);
         }
