@@ -180,9 +180,12 @@ pub(super) async fn fork_run(
     inherit: &[(&OwnedFd, i32)],
 ) -> Option<Result<ForkedRun, ScriptError>> {
     use sandbox::linux::zygote::{Request, fork_helper};
-    // The helper's parent is the zygote: its backstop checks for that pid.
+    // A process's one run is served by the zygote itself (it has nothing else to serve): the
+    // helper is then this process's child. Otherwise the helper's parent is the zygote. Its
+    // backstop checks for that pid.
+    let once = super::reaper::after_exit::wanted() && !policy.parked;
     let mut policy = policy.clone();
-    policy.supervisor = zygote;
+    policy.supervisor = if once { std::process::id() } else { zygote };
     let json = match HelperRequest::Run(policy).to_json() {
         Ok(j) => j,
         Err(e) => {
@@ -209,6 +212,7 @@ pub(super) async fn fork_run(
         policy: &policy_fd,
         inherit,
         cwd,
+        once,
     })
     .await?;
     drop((policy_fd, status_w, out_w));
@@ -401,6 +405,7 @@ pub(crate) async fn fork_guest(status_w: &OwnedFd, policy: &OwnedFd) -> Option<F
         policy,
         inherit: &[],
         cwd: Path::new("/"),
+        once: false,
     })
     .await?;
     drop((in_r, out_w));

@@ -107,12 +107,14 @@ fn make_now() -> Option<Premade> {
             ipc: open("ipc")?,
         })
     })();
-    // The holder goes: the descriptors keep its namespaces. (The zygote ignores SIGCHLD: the
-    // kernel reaps it.)
-    // SAFETY: closing our end of its release pipe, then signalling our own child.
+    // The holder goes: the descriptors keep its namespaces. It is gone before the zygote does
+    // anything else (the zygote ignores SIGCHLD, so the kernel reaps it and the wait returns
+    // once it has): a helper the zygote becomes finds no child but its script's.
+    // SAFETY: closing our end of its release pipe, signalling and waiting for our own child.
     unsafe {
         libc::close(sync_w);
         libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
     }
     made
 }

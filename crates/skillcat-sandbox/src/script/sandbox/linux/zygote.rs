@@ -160,6 +160,9 @@ pub(in crate::script) struct Request<'a> {
     pub inherit: &'a [(&'a OwnedFd, i32)],
     /// The helper's working directory.
     pub cwd: &'a Path,
+    /// The last request of a process that makes one run: the zygote serves it itself, as the
+    /// helper (no fork), and serves nothing after it.
+    pub once: bool,
 }
 
 /// A helper the zygote forked.
@@ -177,6 +180,9 @@ pub(in crate::script) async fn fork_helper(req: Request<'_>) -> Option<Forked> {
     let z = ZYGOTE.get()?;
     let (reply, theirs) = seqpacket().ok()?;
     let mut text = b"run".to_vec();
+    if req.once {
+        text.extend_from_slice(b" once");
+    }
     if req.stdin.is_some() {
         text.extend_from_slice(b" stdin");
     }
@@ -506,6 +512,7 @@ fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
         Some("premake") => return super::premade::make(),
         _ => return,
     }
+    let once = words.next_if_eq(&"once").is_some();
     let stdin = words.next_if_eq(&"stdin").is_some();
     let quiet = words.next_if_eq(&"quiet").is_some();
     let Some(targets) = words.map(|w| w.parse().ok()).collect::<Option<Vec<i32>>>() else {
@@ -521,6 +528,19 @@ fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
     };
     // SAFETY: getpid has no preconditions.
     let me = unsafe { libc::getpid() };
+    if once {
+        // A process's one run: the zygote becomes its helper, a fork and a process fewer on
+        // the run's path. Its parent, the host, is then the helper's, as for a re-executed one.
+        // SAFETY: pidfd_open on our own pid; the descriptor is owned once.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, me, 0) };
+        let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) });
+        let raw: Vec<libc::c_int> = pidfd.iter().map(|f| f.as_raw_fd()).collect();
+        let _ = send_with_fds(&reply, format!("pid {me}").as_bytes(), &raw);
+        drop((reply, pidfd));
+        // SAFETY: getppid has no preconditions.
+        let host = unsafe { libc::getppid() };
+        helper_child(fds, (stdin, quiet), &targets, &cwd, host);
+    }
     let Some(pid) = fork_or_answer(&reply) else {
         return;
     };
