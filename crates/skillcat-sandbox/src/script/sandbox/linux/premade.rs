@@ -24,6 +24,7 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Mutex;
 
+use super::work::setns;
 use super::{clone_process, pipe, release};
 
 /// Where the helper finds the three descriptors (above every descriptor a request places).
@@ -32,6 +33,8 @@ pub(super) const NET_FD: libc::c_int = 11;
 pub(super) const IPC_FD: libc::c_int = 12;
 /// The last of them: the helper closes every descriptor above it.
 pub(super) const LAST_FD: libc::c_int = IPC_FD;
+// Above every descriptor a request places, the last of which is the release socket.
+const _: () = assert!(USER_FD > crate::script::sandbox::RELEASE_FD);
 
 /// Descriptors of a user, a network and an IPC namespace made for one run.
 pub(super) struct Premade {
@@ -127,11 +130,11 @@ pub(super) fn forget() {
 }
 
 /// In a helper the zygote just forked, before it closes what it does not keep: the inherited
-/// namespaces moved to [`USER_FD`], [`NET_FD`] and [`IPC_FD`], and kept for [`take`]. Returns
-/// whether every `dup2` succeeded (nothing is kept otherwise).
-pub(super) fn hand_to_helper() -> bool {
+/// namespaces moved to [`USER_FD`], [`NET_FD`] and [`IPC_FD`], and kept for [`take`]. Where a
+/// `dup2` fails nothing is kept, and none of the three numbers is left open.
+pub(super) fn hand_to_helper() {
     let Some(p) = PREMADE.lock().ok().and_then(|mut s| s.take()) else {
-        return true;
+        return;
     };
     let moved = [(&p.user, USER_FD), (&p.net, NET_FD), (&p.ipc, IPC_FD)]
         .into_iter()
@@ -139,7 +142,11 @@ pub(super) fn hand_to_helper() -> bool {
         .all(|(fd, to)| unsafe { libc::dup2(fd.as_raw_fd(), to) } == to);
     drop(p);
     if !moved {
-        return false;
+        for fd in USER_FD..=LAST_FD {
+            // SAFETY: closing numbers this process just made duplicates on, or none.
+            unsafe { libc::close(fd) };
+        }
+        return;
     }
     // SAFETY: the numbers were just made duplicates this process owns, once each.
     let kept = unsafe {
@@ -152,7 +159,6 @@ pub(super) fn hand_to_helper() -> bool {
     if let Ok(mut slot) = PREMADE.lock() {
         *slot = Some(kept);
     }
-    true
 }
 
 /// In the helper: the namespaces made for its run, when there are any (once).
@@ -163,18 +169,10 @@ pub(super) fn take() -> Option<Premade> {
 /// Joins the namespaces made for the run: its user namespace (where it holds every capability
 /// then), its IPC namespace, and its network namespace unless `net` is false (`network: all`).
 pub(super) fn join(p: &Premade, net: bool) -> std::io::Result<()> {
-    let set = |fd: &OwnedFd, kind: libc::c_int, what: &str| {
-        // SAFETY: setns on a live descriptor.
-        if unsafe { libc::setns(fd.as_raw_fd(), kind) } != 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(std::io::Error::new(e.kind(), format!("{what}: {e}")));
-        }
-        Ok(())
-    };
-    set(&p.user, libc::CLONE_NEWUSER, "its user namespace")?;
-    set(&p.ipc, libc::CLONE_NEWIPC, "its IPC namespace")?;
+    setns(&p.user, libc::CLONE_NEWUSER, "its user namespace")?;
+    setns(&p.ipc, libc::CLONE_NEWIPC, "its IPC namespace")?;
     if net {
-        set(&p.net, libc::CLONE_NEWNET, "its network namespace")?;
+        setns(&p.net, libc::CLONE_NEWNET, "its network namespace")?;
     }
     Ok(())
 }

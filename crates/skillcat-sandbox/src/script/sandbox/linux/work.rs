@@ -292,6 +292,12 @@ fn mount_tmpfs(w: &WorkspacePolicy, user: bool) -> io::Result<(u64, u64)> {
             "the work directory is not the one that was checked (it was replaced since)",
         ));
     }
+    attach(&mnt, &target)?;
+    identity(&mnt)
+}
+
+/// Mounts the detached mount `mnt` on the directory `target` names.
+fn attach(mnt: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
     // SAFETY: two live descriptors and empty C strings.
     let r = unsafe {
         libc::syscall(
@@ -306,7 +312,7 @@ fn mount_tmpfs(w: &WorkspacePolicy, user: bool) -> io::Result<(u64, u64)> {
     if r != 0 {
         return Err(annotate("move_mount", io::Error::last_os_error()));
     }
-    identity(&mnt)
+    Ok(())
 }
 
 /// The work directory of a process's one run ([`WorkspacePolicy::in_run`]), made by the run's
@@ -315,20 +321,11 @@ fn mount_tmpfs(w: &WorkspacePolicy, user: bool) -> io::Result<(u64, u64)> {
 /// directory's place under the root being built, made already). Returns its root, opened.
 pub(super) fn mount_in_run(w: &WorkspacePolicy, owner: u32, at: &CStr) -> io::Result<OwnedFd> {
     let mnt = new_tmpfs(w, owner)?;
-    // SAFETY: a live descriptor and two C strings.
-    let r = unsafe {
-        libc::syscall(
-            SYS_MOVE_MOUNT,
-            mnt.as_raw_fd(),
-            c"".as_ptr(),
-            libc::AT_FDCWD,
-            at.as_ptr(),
-            MOVE_MOUNT_F_EMPTY_PATH,
-        )
-    };
-    if r != 0 {
-        return Err(annotate("move_mount", io::Error::last_os_error()));
-    }
+    let place = open_no_symlinks(std::path::Path::new(std::ffi::OsStr::from_bytes(
+        at.to_bytes(),
+    )))
+    .map_err(|e| annotate("the work directory's place", e))?;
+    attach(&mnt, &place)?;
     // SAFETY: a C string; the descriptor is owned once.
     let root = owned(
         unsafe {
@@ -438,22 +435,24 @@ pub(super) fn join_made(m: &Made, work: &std::path::Path) -> io::Result<()> {
     enter(m.user.as_ref(), &m.mnt, work)
 }
 
+/// Joins the namespace of `kind` that `fd` names; an error says `what` it was.
+pub(super) fn setns(fd: &OwnedFd, kind: libc::c_int, what: &str) -> io::Result<()> {
+    // SAFETY: setns on a live descriptor.
+    if unsafe { libc::setns(fd.as_raw_fd(), kind) } != 0 {
+        return Err(annotate(what, io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
 fn enter(user: Option<&OwnedFd>, mnt: &OwnedFd, work: &std::path::Path) -> io::Result<()> {
-    let set = |fd: &OwnedFd, kind: libc::c_int, what: &str| {
-        // SAFETY: setns on a live descriptor.
-        if unsafe { libc::setns(fd.as_raw_fd(), kind) } != 0 {
-            return Err(annotate(what, io::Error::last_os_error()));
-        }
-        Ok(())
-    };
     // The directory the supervisor started the helper in: the work directory, or the caller's
     // when the run's grant reaches it. The same path names it in the workspace's namespace (a
     // copy of the host's, the tmpfs mounted on `work/`).
     let start = std::env::current_dir().unwrap_or_else(|_| work.to_path_buf());
     if let Some(u) = user {
-        set(u, libc::CLONE_NEWUSER, "its user namespace")?;
+        setns(u, libc::CLONE_NEWUSER, "its user namespace")?;
     }
-    set(mnt, libc::CLONE_NEWNS, "its mount namespace")?;
+    setns(mnt, libc::CLONE_NEWNS, "its mount namespace")?;
     // setns into a mount namespace moves the cwd to its root: back to where the run starts.
     std::env::set_current_dir(&start).map_err(|e| annotate("its start directory", e))
 }

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::super::{POLICY_FD, RELEASE_FD, SETUP_FAILED, STATUS_FD};
+use super::super::{POLICY_FD, SETUP_FAILED, STATUS_FD};
 
 /// The most descriptors one request carries: the reply socket, stdout, the status pipe, the
 /// policy, and the inherited ones (workspace namespaces, the work and proxy sockets).
@@ -531,12 +531,8 @@ fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
     if once {
         // A process's one run: the zygote becomes its helper, a fork and a process fewer on
         // the run's path. Its parent, the host, is then the helper's, as for a re-executed one.
-        // SAFETY: pidfd_open on our own pid; the descriptor is owned once.
-        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, me, 0) };
-        let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) });
-        let raw: Vec<libc::c_int> = pidfd.iter().map(|f| f.as_raw_fd()).collect();
-        let _ = send_with_fds(&reply, format!("pid {me}").as_bytes(), &raw);
-        drop((reply, pidfd));
+        answer_pid(&reply, me);
+        drop(reply);
         // SAFETY: getppid has no preconditions.
         let host = unsafe { libc::getppid() };
         helper_child(fds, (stdin, quiet), &targets, &cwd, host);
@@ -550,11 +546,17 @@ fn serve(text: &[u8], mut fds: Vec<OwnedFd>) {
     }
     // What was made ahead for a run is this helper's alone.
     super::premade::forget();
-    // SAFETY: pidfd_open on our own fresh child; the descriptor is owned once.
+    answer_pid(&reply, pid);
+}
+
+/// Answers a run's request with the helper's pid and a pidfd of it (none where the kernel has
+/// no pidfds).
+fn answer_pid(reply: &OwnedFd, pid: libc::pid_t) {
+    // SAFETY: pidfd_open on our own child or ourselves; the descriptor is owned once.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) });
     let raw: Vec<libc::c_int> = pidfd.iter().map(|f| f.as_raw_fd()).collect();
-    let _ = send_with_fds(&reply, format!("pid {pid}").as_bytes(), &raw);
+    let _ = send_with_fds(reply, format!("pid {pid}").as_bytes(), &raw);
 }
 
 /// Forks this (single-threaded) zygote: the child's 0 or the child's pid, or `None` when the
@@ -652,11 +654,7 @@ fn helper_child(
             ok &= libc::dup2(*fd, target) == target;
         }
         // The namespaces made ahead of this run, above every number a request places.
-        if !super::premade::hand_to_helper() {
-            for fd in RELEASE_FD + 1..=super::premade::LAST_FD {
-                libc::close(fd);
-            }
-        }
+        super::premade::hand_to_helper();
         close_from(super::premade::LAST_FD as libc::c_uint + 1);
         if !ok {
             libc::_exit(SETUP_FAILED as i32);
