@@ -541,3 +541,42 @@ fn a_finished_run_leaves_no_workspace_and_no_group() {
     wait_gone(&spaces, "workspace");
     wait_gone(&groups, "control group");
 }
+
+/// The limits configured for runs (`[sandbox] memory`, `processes`) are the run's control
+/// group's while the run is inside its script (cgroup v2: one group with both; v1: the memory
+/// and pids hierarchies' groups).
+#[test]
+fn a_runs_group_has_the_configured_limits() {
+    let w = World::new();
+    // 288 MiB: a whole number of pages (v1 rounds its limit down to one).
+    std::fs::write(
+        w.dir.path().join("skillcat.toml"),
+        "sources = []\n[sandbox]\nmemory = 301989888\nprocesses = 23\n",
+    )
+    .unwrap();
+    let mut child = w.spawn_wait();
+    let mut writer = w.writer(&mut child);
+    let groups = run_groups(child.id());
+    let read = |file: &str| -> Vec<String> {
+        groups
+            .iter()
+            .filter_map(|g| std::fs::read_to_string(g.join(file)).ok())
+            .map(|v| v.trim().to_string())
+            .collect()
+    };
+    let memory = [read("memory.max"), read("memory.limit_in_bytes")].concat();
+    let tasks = read("pids.max");
+    writer.write_all(b"go\n").unwrap();
+    drop(writer);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    if groups.is_empty() {
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("not in a cgroup"),
+            "no control group found: {out:?}"
+        );
+        return;
+    }
+    assert_eq!(memory, ["301989888"], "{groups:?}");
+    assert_eq!(tasks, ["23"], "{groups:?}");
+}
