@@ -522,12 +522,16 @@ pub async fn offload<T: Send + 'static>(
 pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    // One item needs no thread, nor the count of cores (the process's cgroup files read).
+    if items.len() < 2 {
+        return items.iter().map(f).collect();
+    }
     let threads = *THREADS.get_or_init(|| {
         std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(8)
     });
-    if threads < 2 || items.len() < 2 {
+    if threads < 2 {
         return items.iter().map(f).collect();
     }
     // Small enough to balance, large enough that taking a batch costs nothing.

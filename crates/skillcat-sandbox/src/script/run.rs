@@ -2,6 +2,7 @@
 //! available, gate), materialises the workspace, has the `process` module start and
 //! supervise the confined process, and turns the outcome into a result or a [`ScriptError`].
 
+use std::cell::LazyCell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -829,6 +830,14 @@ impl Runner {
         })
     }
 
+    /// The host's home directories (`home::homes`), read only when a granted path needs them:
+    /// the password database and every account's home resolved are most of a grant's checks,
+    /// and a run that grants no path needs neither.
+    fn homes(&self) -> LazyCell<Vec<super::home::Home>, impl FnOnce() -> Vec<super::home::Home>> {
+        let home = self.config.user_dirs.home.clone();
+        LazyCell::new(move || super::home::homes(home.as_deref()))
+    }
+
     /// A grant never reaches a workspace, whatever the ceiling says: every run's scripts share
     /// one uid, so a granted path that holds the workspace base (`/`, `/tmp`, the home
     /// directory…) or lies in it would let one skill read or change another's `work/`.
@@ -840,7 +849,7 @@ impl Runner {
         // A grant holding a home reaches none of its dot-entries unless a grant names one
         // (`home::grantable`): a base beneath one (`~/.cache/skillcat/ws`, the base without
         // a runtime directory) is held only by what the grant reaches once carved.
-        let homes = super::home::homes(self.config.user_dirs.home.as_deref());
+        let homes = self.homes();
         let reaches = |p: &Path, base: &Path| {
             if !base.starts_with(p) || base == p {
                 return true;
@@ -973,7 +982,7 @@ impl Runner {
         });
         // A granted path that holds a home directory is granted less the home's dot-entries
         // (`home::grantable`); one in another account's home is refused.
-        let homes = super::home::homes(self.config.user_dirs.home.as_deref());
+        let homes = self.homes();
         let carved = |p: &PathBuf| {
             super::home::grantable(p, &homes, &super::home::list_dir).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::PermissionDenied {

@@ -395,11 +395,13 @@ impl RunGroup {
             std::fs::write(dir.join(file), value)
                 .map_err(|e| io::Error::new(e.kind(), format!("{}/{file}: {e}", dir.display())))
         };
+        // A file the kernel has only with some option (swap accounting, the cpu controller)
+        // is written where it is there.
         let optional = |dir: &Path, file: &str, value: String| {
-            let p = dir.join(file);
-            if p.exists() {
-                let _ = std::fs::write(p, value);
-            }
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join(file))
+                .and_then(|mut f| std::io::Write::write_all(&mut f, value.as_bytes()));
         };
         for (kind, d) in &self.dirs {
             match kind {
