@@ -59,8 +59,15 @@ fn main() -> ExitCode {
     };
     if one_run {
         // Its output is written (unbuffered) and what it leaves is the cleaner's: exit now,
-        // without shutting the runtime's blocking pool down and dropping the rest first.
-        std::process::exit(status.code())
+        // without shutting the runtime's blocking pool down and dropping the rest first, and
+        // without the C library's exit handlers (every loaded library's destructors, none of
+        // which holds anything of this process's, about 40 µs) once the standard streams are
+        // flushed.
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        // SAFETY: ends the process; nothing after it runs, and what it wrote is flushed above.
+        unsafe { libc::_exit(status.code()) }
     }
     status.into()
 }

@@ -260,3 +260,38 @@ async fn piped_run_output_and_mcp_text_are_the_scripts_bytes() {
     assert_eq!(r["isError"], json!(false), "{r}");
     assert_eq!(r["content"][0]["text"], json!("abc"), "{r}");
 }
+
+/// `skillcat run` ends without the C library's exit handlers: what the script printed is all
+/// there once the process has gone, a line without its newline and its standard error
+/// included, after the run's status.
+#[test]
+fn a_run_ends_with_all_its_output_written() {
+    let dir = sandbox_tempdir("skillcat-output-end-");
+    let skills = dir.path().join("skills");
+    write_skill(
+        &skills.join("unended"),
+        "---\nname: unended\ndescription: Prints without a final newline.\n---\nBody.\n",
+        &[(
+            "scripts/print.sh",
+            "#!/bin/sh\nprintf 'first\\nno newline at the end'\nprintf 'to stderr' >&2\nexit 3\n",
+            true,
+        )],
+    );
+    std::fs::write(dir.path().join("skillcat.toml"), "sources = []\n").unwrap();
+    let out = std::process::Command::new(crate::support::bin::BIN)
+        .args(["run", skills.to_str().unwrap(), "unended", "print"])
+        .current_dir(dir.path())
+        .env("SKILLCAT_CONFIG", dir.path().join("skillcat.toml"))
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    // The model's text: the status first, then what the script printed on both streams.
+    assert_eq!(
+        stdout, "Error (exit 3):\nfirst\nno newline at the endto stderr\n",
+        "{stderr}"
+    );
+    assert!(stderr.contains("status 3"), "{stderr:?}");
+}
