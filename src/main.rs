@@ -62,12 +62,13 @@ fn main() -> ExitCode {
         // without shutting the runtime's blocking pool down and dropping the rest first, and,
         // once the standard streams are flushed, without the C library's exit handlers (the
         // main thread's thread-local destructors and every loaded object's), which a finished
-        // run needs none of: 0.3 ms of CPU and 80 page faults of the process, measured.
+        // run needs none of: 0.3 ms of CPU and 80 page faults of the process, measured; and
+        // with its memory released by a keeper after its exit, not before its parent sees it.
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
-        // SAFETY: ends the process; nothing after it runs, and what it wrote is flushed above.
-        unsafe { libc::_exit(status.code()) }
+        skillcat::script::exit_after_run(status.code())
     }
     status.into()
 }
+

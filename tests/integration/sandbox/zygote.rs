@@ -138,6 +138,8 @@ struct Proc {
     pid: i32,
     ppid: i32,
     state: char,
+    /// Its process group.
+    pgrp: i32,
     comm: String,
     cmdline: String,
 }
@@ -150,6 +152,7 @@ fn proc_of(pid: i32) -> Option<Proc> {
     let mut rest = stat[close + 2..].split(' ');
     let state = rest.next()?.chars().next()?;
     let ppid = rest.next()?.parse().ok()?;
+    let pgrp = rest.next()?.parse().ok()?;
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
         .unwrap_or_default();
@@ -157,6 +160,7 @@ fn proc_of(pid: i32) -> Option<Proc> {
         pid,
         ppid,
         state,
+        pgrp,
         comm,
         cmdline,
     })
@@ -540,6 +544,47 @@ fn a_finished_run_leaves_no_workspace_and_no_group() {
     // Removed after the answer, by the run or after it has exited.
     wait_gone(&spaces, "workspace");
     wait_gone(&groups, "control group");
+}
+
+/// A `skillcat run` that has answered leaves no process of its own: the keeper that releases
+/// its memory after its exit (`exit_after_run`) shares its process group, holds none of its
+/// output open (the output reaches end-of-file with the exit) and is gone with it, whether the
+/// run succeeded or failed.
+#[test]
+fn a_finished_run_leaves_no_process_in_its_group() {
+    use std::os::unix::process::CommandExt;
+    let w = World::new();
+    for (tool, code) in [("ns", 0), ("absent", 1)] {
+        let child = Command::new(BIN)
+            .args(["run", w.dir.path().join("skills").to_str().unwrap(), "zyg", tool])
+            .current_dir(w.dir.path())
+            .env("SKILLCAT_CONFIG", w.dir.path().join("skillcat.toml"))
+            .env("XDG_RUNTIME_DIR", w.dir.path())
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let group = child.id() as i32;
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{tool}: {out:?}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left: Vec<Proc> = std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .filter_map(proc_of)
+                .filter(|p| p.pgrp == group && !gone(p.pid))
+                .collect();
+            if left.is_empty() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{tool}: left in the run's group: {left:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
 
 /// The limits configured for runs (`[sandbox] memory`, `processes`) are the run's control

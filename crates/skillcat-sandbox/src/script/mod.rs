@@ -50,7 +50,7 @@ pub use gate::{
 };
 pub use left::{Kept, LeftFile};
 pub use proxy::{NetworkReport, ProxyLimits};
-pub use reaper::{REAPER_ARG, Reaper, reap_on_exit, teardown_after_exit};
+pub use reaper::{REAPER_ARG, Reaper, exit_after_run, reap_on_exit, teardown_after_exit};
 pub use run::{
     Confinement, LoadedSkill, NoCgroup, Runner, RunnerConfig, ScriptLimits, ScriptOutput,
     cgroup_status, start_dir,

@@ -258,6 +258,92 @@ pub fn teardown_after_exit() {
     crate::source::run_blocking_work_inline();
 }
 
+/// Ends a process that has made its one run ([`teardown_after_exit`]) with `code`, once its
+/// standard streams are flushed (the caller's part): without the C library's exit handlers,
+/// and without paying on the answer's path for the release of its own memory.
+///
+/// A process's exit frees its whole address space before its parent learns that it ended: for
+/// this binary that is most of a run's tail (0.2–0.3 ms, measured against `/bin/true`'s
+/// 0.04). So, on Linux, the last thing the process does is start a **keeper**: a process that
+/// shares its memory (`CLONE_VM`, not a thread: it outlives the exit), closes every
+/// descriptor first thing (it holds no pipe, no lock, no output open), blocks every signal but
+/// `SIGKILL` and waits, bound to this process by `PR_SET_PDEATHSIG(SIGKILL)` (and gone at once
+/// if the process had already exited). The process's exit then only drops its share of the
+/// memory, its parent sees it end, and the keeper, killed by that exit, frees the memory after
+/// it. Where the keeper cannot start, the process exits as it would have.
+pub fn exit_after_run(code: i32) -> ! {
+    #[cfg(target_os = "linux")]
+    keeper::start();
+    // SAFETY: ends the process; nothing after it runs (the caller flushed what it wrote).
+    unsafe { libc::_exit(code) }
+}
+
+/// The keeper of [`exit_after_run`].
+#[cfg(target_os = "linux")]
+mod keeper {
+    /// Its stack: it makes five system calls.
+    const STACK: usize = 64 * 1024;
+
+    /// Starts the keeper; does nothing where it cannot.
+    pub(super) fn start() {
+        // SAFETY: a fresh anonymous mapping, used only as the keeper's stack and never freed
+        // (the process is ending).
+        let stack = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                STACK,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if stack == libc::MAP_FAILED {
+            return;
+        }
+        // SAFETY: `getpid` has no preconditions.
+        let me = unsafe { libc::getpid() };
+        // SAFETY: the keeper runs `keep` on the top of its own stack; sharing this process's
+        // memory, it touches nothing of it but that stack and its argument, and makes raw
+        // system calls only, while this process goes on only to `_exit`.
+        unsafe {
+            libc::clone(
+                keep,
+                stack.cast::<u8>().add(STACK).cast(),
+                libc::CLONE_VM | libc::SIGCHLD,
+                me as usize as *mut libc::c_void,
+            );
+        }
+    }
+
+    /// The keeper: no descriptor, no signal but `SIGKILL`, dead with the process.
+    extern "C" fn keep(parent: *mut libc::c_void) -> libc::c_int {
+        let parent = parent as usize as libc::pid_t;
+        let all: u64 = !0;
+        // SAFETY: raw system calls on this function's own stack; `all` outlives the call that
+        // reads it.
+        unsafe {
+            libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+            libc::syscall(
+                libc::SYS_rt_sigprocmask,
+                libc::SIG_SETMASK,
+                &all as *const u64,
+                std::ptr::null_mut::<u64>(),
+                std::mem::size_of::<u64>(),
+            );
+            libc::syscall(libc::SYS_prctl, libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            // Its parent may have exited before the line above: then nobody would kill it.
+            if libc::syscall(libc::SYS_getppid) as libc::pid_t == parent {
+                loop {
+                    libc::syscall(libc::SYS_pause);
+                }
+            }
+            libc::syscall(libc::SYS_exit, 0);
+        }
+        0
+    }
+}
+
 /// Teardown after the answer: what a run leaves to clean (its control group) is handed to one
 /// background thread, so the result is returned first. Still guaranteed: a [`Runner`] waits
 /// for it when dropped, and what a crash leaves meanwhile the next start removes (stale groups
