@@ -16,17 +16,43 @@
 //! assert_eq!(mixed_scripts("ocr-\u{65e5}\u{672c}\u{8a9e}"), None); // Latin with Han
 //! ```
 
+use unicode_normalization::UnicodeNormalization;
+use unicode_security::MixedScript;
 use unicode_security::mixed_script::AugmentedScriptSet;
-use unicode_security::{MixedScript, skeleton as uts39_skeleton};
 
 use crate::document::name_key;
+
+/// Written by the build script from unicode-security's table (see `build.rs`).
+mod confusables {
+    include!(concat!(env!("OUT_DIR"), "/confusables.rs"));
+}
 
 /// The key two names that look alike share: the UTS #39 confusable skeleton of the name's
 /// [`name_key`] (NFKC, `_` read as `-`) in lower case. `pdf-forms`, `pdf-fоrms` (Cyrillic `о`)
 /// and `рdf-forms` (Cyrillic `р`) have one skeleton; so have `tool-l` and `tool-1`, and
 /// `modem` and `rnodem`, which render alike in many fonts.
 pub fn skeleton(name: &str) -> String {
-    uts39_skeleton(&name_key(name).to_lowercase()).collect()
+    uts39_skeleton(&name_key(name).to_lowercase())
+}
+
+/// The UTS #39 skeleton of `s`: its NFD, each character replaced by its prototype (a
+/// default-ignorable one by nothing), and the NFD of that.
+///
+/// The prototypes are Unicode's `confusables.txt` as unicode-security maps them, written by
+/// the build script into tables of plain numbers and one string (`confusables`). That crate's
+/// own table is a slice of slices: 161 KB of addresses the loader writes at every start of a
+/// position-independent binary (39 pages copied on write), for a table only a name check
+/// reads.
+fn uts39_skeleton(s: &str) -> String {
+    use confusables::{AT, FROM, TO};
+    let mut mapped = String::with_capacity(s.len());
+    for c in s.nfd() {
+        match FROM.binary_search(&u32::from(c)) {
+            Ok(i) => mapped.push_str(&TO[usize::from(AT[i])..usize::from(AT[i + 1])]),
+            Err(_) => mapped.push(c),
+        }
+    }
+    mapped.nfd().collect()
 }
 
 /// The scripts a name mixes, in the order they first appear, when it mixes them: `None` for a
@@ -72,6 +98,31 @@ fn is_latin(set: &AugmentedScriptSet) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_skeleton_is_unicode_securitys_for_every_character() {
+        // Every character, and strings whose NFD reorders marks across the replacements.
+        let mut strings: Vec<String> = (0..=0x10_ffff)
+            .filter_map(char::from_u32)
+            .map(String::from)
+            .collect();
+        strings.extend(
+            [
+                "pdf-f\u{43e}rms",
+                "a\u{301}\u{316}",
+                "\u{e9}\u{327}x",
+                "\u{1e09}\u{323}",
+                "m\u{200b}odem",
+                "\u{ff50}df\u{2010}forms",
+                "\u{fb01}le-\u{2163}",
+            ]
+            .map(String::from),
+        );
+        for s in strings {
+            let want: String = unicode_security::skeleton(&s).collect();
+            assert_eq!(uts39_skeleton(&s), want, "{s:?}");
+        }
+    }
 
     #[test]
     fn the_red_teams_look_alikes_share_a_skeleton() {
