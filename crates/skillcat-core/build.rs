@@ -49,7 +49,12 @@ fn main() {
         "u32",
         from.iter().map(|n| n.to_string()).collect(),
     );
-    list(&mut out, "AT", "u16", at.iter().map(|n| n.to_string()).collect());
+    list(
+        &mut out,
+        "AT",
+        "u16",
+        at.iter().map(|n| n.to_string()).collect(),
+    );
     let _ = writeln!(out, "pub(super) static TO: &str = {to:?};");
     let dir = std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR");
     std::fs::write(std::path::Path::new(&dir).join("confusables.rs"), out)

@@ -556,7 +556,12 @@ fn a_finished_run_leaves_no_process_in_its_group() {
     let w = World::new();
     for (tool, code) in [("ns", 0), ("absent", 1)] {
         let child = Command::new(BIN)
-            .args(["run", w.dir.path().join("skills").to_str().unwrap(), "zyg", tool])
+            .args([
+                "run",
+                w.dir.path().join("skills").to_str().unwrap(),
+                "zyg",
+                tool,
+            ])
             .current_dir(w.dir.path())
             .env("SKILLCAT_CONFIG", w.dir.path().join("skillcat.toml"))
             .env("XDG_RUNTIME_DIR", w.dir.path())
@@ -581,7 +586,10 @@ fn a_finished_run_leaves_no_process_in_its_group() {
             if left.is_empty() {
                 break;
             }
-            assert!(Instant::now() < deadline, "{tool}: left in the run's group: {left:?}");
+            assert!(
+                Instant::now() < deadline,
+                "{tool}: left in the run's group: {left:?}"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
     }

@@ -331,7 +331,14 @@ mod keeper {
                 std::ptr::null_mut::<u64>(),
                 std::mem::size_of::<u64>(),
             );
-            libc::syscall(libc::SYS_prctl, libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            libc::syscall(
+                libc::SYS_prctl,
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL,
+                0,
+                0,
+                0,
+            );
             // Its parent may have exited before the line above: then nobody would kill it.
             if libc::syscall(libc::SYS_getppid) as libc::pid_t == parent {
                 loop {
