@@ -4,7 +4,11 @@
 # wall time of N of each (interleaved, so a noisy moment hits all of them), the ratios to
 # bubblewrap, and the targets of step 31 (issue 53) beside them.
 #
-#   benches/run_vs_bwrap.sh [N]        (default 100; builds the release binaries first)
+#   benches/run_vs_bwrap.sh [N]        (default 100; builds the binaries first)
+#
+# The binaries are built with the profile one installs (`dist`: fat LTO, about fifteen minutes
+# from a release build on a 2-core host, two links of seven); PROFILE=release measures the
+# release profile's (thin LTO) instead.
 #
 # - `skillcat run`: the whole process, started and waited for.
 # - MCP call: one `tools/call` through a live `skillcat mcp` over stdio, started once and
@@ -23,8 +27,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-100}
 command -v bwrap >/dev/null || { echo "run_vs_bwrap: needs bwrap (apt-get install bubblewrap)" >&2; exit 2; }
-cargo build --release --locked --quiet --bin skillcat --example call_loop
-out="${CARGO_TARGET_DIR:-target}/release"
+profile=${PROFILE:-dist}
+cargo build --profile "$profile" --locked --quiet --bin skillcat --example call_loop
+out="${CARGO_TARGET_DIR:-target}/$profile"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
