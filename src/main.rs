@@ -71,4 +71,3 @@ fn main() -> ExitCode {
     }
     status.into()
 }
-
