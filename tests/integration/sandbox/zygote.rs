@@ -166,14 +166,19 @@ fn proc_of(pid: i32) -> Option<Proc> {
     })
 }
 
-/// Every live process descending from `root` (itself not included).
-fn descendants(root: i32) -> Vec<Proc> {
-    let all: Vec<Proc> = std::fs::read_dir("/proc")
+/// Every process `/proc` lists.
+fn processes() -> Vec<Proc> {
+    std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
         .filter_map(proc_of)
-        .collect();
+        .collect()
+}
+
+/// Every live process descending from `root` (itself not included).
+fn descendants(root: i32) -> Vec<Proc> {
+    let all = processes();
     let mut found: Vec<Proc> = Vec::new();
     let mut frontier = vec![root];
     while let Some(p) = frontier.pop() {
@@ -576,11 +581,8 @@ fn a_finished_run_leaves_no_process_in_its_group() {
         assert_eq!(out.status.code(), Some(code), "{tool}: {out:?}");
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let left: Vec<Proc> = std::fs::read_dir("/proc")
-                .unwrap()
-                .flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .filter_map(proc_of)
+            let left: Vec<Proc> = processes()
+                .into_iter()
                 .filter(|p| p.pgrp == group && !gone(p.pid))
                 .collect();
             if left.is_empty() {
