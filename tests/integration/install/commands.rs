@@ -245,26 +245,28 @@ fn from_git_over_file_urls_pinned_to_a_commit() {
     assert_eq!(p.lock()["skills"]["alpha"]["version"], "1.1.0");
 }
 
-/// `git daemon` on 127.0.0.1, serving `base`, and its port; killed when dropped.
+/// `git daemon` on 127.0.0.1, serving `base`, and its port; killed when dropped. Started as
+/// `git-daemon` itself, from git's exec path: `git daemon` runs it as a child of its own, which
+/// killing `git` would leave running (and listening) after the test.
 pub(super) struct Daemon {
     _child: crate::support::project::KillOnDrop,
     pub(super) port: u16,
 }
 
 pub(super) fn git_daemon(base: &Path) -> Daemon {
+    let exec_path = Command::new("git")
+        .arg("--exec-path")
+        .output()
+        .expect("git --exec-path");
+    let daemon = Path::new(String::from_utf8_lossy(&exec_path.stdout).trim()).join("git-daemon");
     for _ in 0..20 {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let mut child = Command::new("git")
-            .args([
-                "daemon",
-                "--reuseaddr",
-                "--export-all",
-                "--listen=127.0.0.1",
-            ])
+        let mut child = Command::new(&daemon)
+            .args(["--reuseaddr", "--export-all", "--listen=127.0.0.1"])
             .arg(format!("--port={port}"))
             .arg(format!("--base-path={}", base.display()))
             .arg(base)
