@@ -6,9 +6,9 @@
 #
 #   benches/run_vs_bwrap.sh [N]        (default 100; builds the binaries first)
 #
-# The binaries are built with the profile one installs (`dist`: fat LTO, about fifteen minutes
-# from a release build on a 2-core host, two links of seven); PROFILE=release measures the
-# release profile's (thin LTO) instead.
+# The binaries are built with the profile one installs (`dist`: fat LTO; 8.5 minutes on a 2-core
+# host after a release build, most of it two single-threaded links); PROFILE=release measures
+# the release profile's (thin LTO) instead.
 #
 # - `skillcat run`: the whole process, started and waited for.
 # - MCP call: one `tools/call` through a live `skillcat mcp` over stdio, started once and
