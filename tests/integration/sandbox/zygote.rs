@@ -70,16 +70,24 @@ impl World {
         self.dir.path().join("gate/fifo")
     }
 
+    /// `skillcat run SKILLS zyg TOOL` in this world: its directory, its configuration, its
+    /// runtime directory.
+    fn run(&self, tool: &str) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["run", self.dir.path().join("skills").to_str().unwrap()])
+            .args(["zyg", tool])
+            .current_dir(self.dir.path())
+            .env("SKILLCAT_CONFIG", self.dir.path().join("skillcat.toml"))
+            .env("XDG_RUNTIME_DIR", self.dir.path());
+        cmd
+    }
+
     /// `skillcat run SKILLS zyg wait` reading the FIFO.
     fn spawn_wait(&self) -> Child {
         let gate = self.dir.path().join("gate");
-        Command::new(BIN)
-            .args(["run", self.dir.path().join("skills").to_str().unwrap()])
-            .args(["zyg", "wait", "--allow-read", gate.to_str().unwrap()])
+        self.run("wait")
+            .args(["--allow-read", gate.to_str().unwrap()])
             .args(["--args", self.fifo().to_str().unwrap()])
-            .current_dir(self.dir.path())
-            .env("SKILLCAT_CONFIG", self.dir.path().join("skillcat.toml"))
-            .env("XDG_RUNTIME_DIR", self.dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -264,18 +272,7 @@ fn each_run_has_namespaces_of_its_own_though_made_ahead() {
         .find(|p| p.comm == "sh")
         .unwrap_or_else(|| panic!("no script under the run"));
     let first = namespaces_of(&script.pid.to_string());
-    let out = Command::new(BIN)
-        .args([
-            "run",
-            w.dir.path().join("skills").to_str().unwrap(),
-            "zyg",
-            "ns",
-        ])
-        .current_dir(w.dir.path())
-        .env("SKILLCAT_CONFIG", w.dir.path().join("skillcat.toml"))
-        .env("XDG_RUNTIME_DIR", w.dir.path())
-        .output()
-        .unwrap();
+    let out = w.run("ns").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -560,16 +557,8 @@ fn a_finished_run_leaves_no_process_in_its_group() {
     use std::os::unix::process::CommandExt;
     let w = World::new();
     for (tool, code) in [("ns", 0), ("absent", 1)] {
-        let child = Command::new(BIN)
-            .args([
-                "run",
-                w.dir.path().join("skills").to_str().unwrap(),
-                "zyg",
-                tool,
-            ])
-            .current_dir(w.dir.path())
-            .env("SKILLCAT_CONFIG", w.dir.path().join("skillcat.toml"))
-            .env("XDG_RUNTIME_DIR", w.dir.path())
+        let child = w
+            .run(tool)
             .process_group(0)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -259,8 +259,8 @@ pub fn teardown_after_exit() {
 }
 
 /// Ends a process that has made its one run ([`teardown_after_exit`]) with `code`, once its
-/// standard streams are flushed (the caller's part): without the C library's exit handlers,
-/// and without paying on the answer's path for the release of its own memory.
+/// standard streams are flushed: without the C library's exit handlers, and without paying on
+/// the answer's path for the release of its own memory.
 ///
 /// A process's exit frees its whole address space before its parent learns that it ended: for
 /// this binary 0.32 ms from its `exit_group` to its parent's `wait4`, against `/bin/true`'s
@@ -272,9 +272,12 @@ pub fn teardown_after_exit() {
 /// memory, its parent sees it end, and the keeper, killed by that exit, frees the memory after
 /// it. Where the keeper cannot start, the process exits as it would have.
 pub fn exit_after_run(code: i32) -> ! {
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
     #[cfg(target_os = "linux")]
     keeper::start();
-    // SAFETY: ends the process; nothing after it runs (the caller flushed what it wrote).
+    // SAFETY: ends the process; nothing after it runs, and what it wrote is flushed above.
     unsafe { libc::_exit(code) }
 }
 
